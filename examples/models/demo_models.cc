@@ -1,0 +1,2 @@
+// PLACEHOLDER: the demo models are being written.
+#include "models/demo_models.h"

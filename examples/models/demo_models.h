@@ -1,0 +1,39 @@
+// The demo models, built in code with grove::ModelBuilder. The examples, the
+// tests and the benchmarks all use these. Weights are deterministic.
+#ifndef GROVE_EXAMPLES_MODELS_DEMO_MODELS_H_
+#define GROVE_EXAMPLES_MODELS_DEMO_MODELS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace grove::demo {
+
+// x[batch, 16] f32 -> y[batch, 4] f32: Softmax(Relu(x W1 + b1) W2 + b2),
+// batch in 1..1024.
+absl::StatusOr<std::vector<uint8_t>> BuildMlp();
+
+// One pre-norm-free transformer encoder block with a single head:
+// x[batch, seq, 32] f32 -> y[batch, seq, 32] f32, batch 1..64, seq 1..512.
+// Exercises MatMul, Transpose, Softmax, ReduceMean, Shape/Gather/Concat/Reshape.
+absl::StatusOr<std::vector<uint8_t>> BuildTransformerBlock();
+
+// Early exit: x[batch, 8] f32 -> y. If ReduceMean(x) > 0 the "deep" branch
+// (two layers) runs, else the "shallow" one (one layer, a different output
+// width: 8 vs 3), so the output shape depends on the data.
+absl::StatusOr<std::vector<uint8_t>> BuildEarlyExit();
+
+// A Loop with ONNX semantics: inputs trip_count (i64 scalar), x[n] f32.
+// Each iteration doubles the carried value and adds the iteration number, and
+// stops early when its sum exceeds limit (f32 scalar input). Outputs: the
+// final carried value [n] and the scan of carried sums [iterations].
+absl::StatusOr<std::vector<uint8_t>> BuildLoop();
+
+// A straight chain of `num_ops` elementwise and MatMul ops on x[batch, 64],
+// for planner and per-op overhead benchmarks.
+absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops);
+
+}  // namespace grove::demo
+
+#endif  // GROVE_EXAMPLES_MODELS_DEMO_MODELS_H_

@@ -1,0 +1,318 @@
+// grove: an embedded inference runtime for dynamic neural networks.
+//
+// The C++ API. A Model is loaded once (read-only, weights used in place) and
+// shared by any number of Sessions; a Session runs it for one thread at a time.
+//
+//   auto model = grove::Model::LoadFromFile("mlp.grove");
+//   if (!model.ok()) return model.status();
+//   auto session = grove::Session::Create(*model, {});
+//   std::vector<float> x(3 * 16);
+//   grove::TensorView in(grove::DType::kF32, {3, 16}, x.data());
+//   absl::StatusOr<std::vector<grove::TensorView>> out = (*session)->Run({in});
+//
+// Errors are absl::Status values; nothing here throws or aborts on bad input.
+#ifndef GROVE_GROVE_H_
+#define GROVE_GROVE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace grove {
+
+// Library version, also returned by grove_version() in the C ABI.
+inline constexpr int kVersionMajor = 0;
+inline constexpr int kVersionMinor = 1;
+inline constexpr int kVersionPatch = 0;
+// "0.1.0".
+absl::string_view Version();
+// The newest model format version this library reads and writes.
+inline constexpr uint32_t kFormatVersion = 1;
+
+// Element types. Values match the model format and the C ABI.
+enum class DType : int32_t {
+  kUnknown = 0,
+  kF32 = 1,
+  kF64 = 2,
+  kF16 = 3,
+  kBF16 = 4,
+  kI64 = 5,
+  kI32 = 6,
+  kI8 = 7,
+  kU8 = 8,
+  kBool = 9,
+};
+// Bytes per element; 0 for kUnknown.
+size_t DTypeSize(DType dtype);
+// "f32", "i64", ...; "unknown" for anything else.
+absl::string_view DTypeName(DType dtype);
+// Parses a DTypeName() string.
+absl::StatusOr<DType> ParseDType(absl::string_view name);
+
+// A non-owning view of a dense, row-major tensor. Whoever made the view owns
+// the memory; views returned by Session::Run point into the session and stay
+// valid until the next Run on that session or its destruction.
+struct TensorView {
+  TensorView() = default;
+  TensorView(DType dtype, std::vector<int64_t> shape, void* data)
+      : dtype(dtype), shape(std::move(shape)), data(data) {}
+  TensorView(DType dtype, std::vector<int64_t> shape, const void* data)
+      : dtype(dtype), shape(std::move(shape)), data(const_cast<void*>(data)) {}
+
+  // Product of dims (1 for rank 0).
+  int64_t num_elements() const;
+  size_t byte_size() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+
+  DType dtype = DType::kUnknown;
+  std::vector<int64_t> shape;
+  void* data = nullptr;
+};
+
+// An owning, 64-byte aligned tensor, for callers that want the library to hold
+// the bytes (the CLI, tests, copies of session-owned outputs).
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled storage. Fails on negative dims or a size that overflows.
+  static absl::StatusOr<Tensor> Create(DType dtype, std::vector<int64_t> shape);
+  // A deep copy of `view`.
+  static absl::StatusOr<Tensor> CopyOf(const TensorView& view);
+
+  const TensorView& view() const { return view_; }
+  DType dtype() const { return view_.dtype; }
+  const std::vector<int64_t>& shape() const { return view_.shape; }
+  void* data() { return view_.data; }
+  const void* data() const { return view_.data; }
+  template <typename T>
+  T* as() { return static_cast<T*>(view_.data); }
+  template <typename T>
+  const T* as() const { return static_cast<const T*>(view_.data); }
+
+ private:
+  std::shared_ptr<void> storage_;
+  TensorView view_;
+};
+
+// A dim of a declared shape: a constant, or a named symbol.
+struct DimInfo {
+  int64_t value = 0;   // meaningful when symbol is empty
+  std::string symbol;  // non-empty: a dynamic dim
+  bool is_symbolic() const { return !symbol.empty(); }
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kUnknown;
+  std::vector<DimInfo> shape;
+};
+
+struct SymbolInfo {
+  std::string name;
+  int64_t min = 1;
+  int64_t max = 1;
+};
+
+// A summary of a model's content, for tools and logs.
+struct ModelSummary {
+  std::vector<std::pair<std::string, int>> op_counts;  // sorted by op type
+  int num_subgraphs = 0;
+  int num_operators = 0;  // all subgraphs
+  uint64_t weight_bytes = 0;
+  uint32_t format_version = 0;
+  std::string producer;
+};
+
+namespace internal {
+class ModelImpl;
+class SessionImpl;
+}  // namespace internal
+
+// An immutable, loaded model. Safe to share across threads.
+class Model {
+ public:
+  // Maps the file read-only; weights are used in place, never copied on CPU.
+  static absl::StatusOr<std::shared_ptr<const Model>> LoadFromFile(const std::string& path);
+  // Copies `bytes` once into 64-byte aligned storage owned by the model.
+  static absl::StatusOr<std::shared_ptr<const Model>> LoadFromBuffer(absl::Span<const uint8_t> bytes);
+
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  const std::vector<SymbolInfo>& symbols() const;
+  ModelSummary Summary() const;
+
+  const internal::ModelImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<internal::ModelImpl> impl);
+  std::unique_ptr<internal::ModelImpl> impl_;
+};
+
+enum class Device : int32_t {
+  kCpu = 0,
+  kCuda = 1,
+  kAuto = 2,  // CUDA when a device exists, else CPU
+};
+// Parses "cpu", "cuda" or "auto".
+absl::StatusOr<Device> ParseDevice(absl::string_view name);
+
+struct SessionOptions {
+  Device device = Device::kAuto;
+  // Most plans (input signatures) kept per session; the least recently used
+  // is dropped past this. 0 means no limit.
+  int max_cached_plans = 64;
+};
+
+// One tensor held at the peak of a memory plan.
+struct PeakTensor {
+  std::string name;
+  uint64_t bytes = 0;
+};
+
+// The memory plan of the main graph for one input signature.
+struct MemoryReport {
+  uint64_t arena_bytes = 0;        // bytes the plan's arena takes
+  uint64_t lower_bound_bytes = 0;  // the largest total of tensors live at one step
+  int peak_step = -1;              // the step where that total is reached
+  std::vector<PeakTensor> peak_tensors;  // largest first
+  int num_steps = 0;
+  int num_arena_tensors = 0;
+  int num_folded_tensors = 0;      // computed at plan time (shape arithmetic)
+  int num_dynamic_tensors = 0;     // shape known only when run (data dependent)
+};
+
+struct SessionStats {
+  int64_t runs = 0;
+  int64_t plans_created = 0;     // plan-cache misses, all subgraphs
+  int64_t plan_cache_hits = 0;   // all subgraphs (a Loop body hits once per trip)
+  int64_t plans_evicted = 0;
+  int64_t kernels_run = 0;
+};
+
+// Runs a model. Not thread-safe: use one Session per thread.
+class Session {
+ public:
+  static absl::StatusOr<std::unique_ptr<Session>> Create(std::shared_ptr<const Model> model,
+                                                         const SessionOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // The device this session runs on (never kAuto).
+  Device device() const;
+  const Model& model() const;
+
+  // Runs with one input per model input, in model order. The returned views
+  // point into the session and stay valid until the next Run or destruction.
+  // On error the session stays usable.
+  absl::StatusOr<std::vector<TensorView>> Run(absl::Span<const TensorView> inputs);
+  // Same, writing into caller-owned outputs whose dtype and shape must equal
+  // the results' (use Reshape to learn them when they do not depend on data).
+  absl::Status RunInto(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
+
+  // Plans (or finds the cached plan for) these input shapes without running,
+  // and returns the memory plan. Output shapes that depend on data are -1.
+  absl::StatusOr<MemoryReport> Reshape(absl::Span<const std::vector<int64_t>> input_shapes,
+                                       std::vector<std::vector<int64_t>>* out_output_shapes = nullptr);
+
+  // Index of the model input called `name`, or NotFound.
+  absl::StatusOr<int> InputIndex(absl::string_view name) const;
+
+  SessionStats stats() const;
+
+ private:
+  explicit Session(std::unique_ptr<internal::SessionImpl> impl);
+  std::unique_ptr<internal::SessionImpl> impl_;
+};
+
+// ---------------------------------------------------------------------------
+// Building models in code.
+// ---------------------------------------------------------------------------
+
+// An attribute value. Subgraph references use SubgraphRef.
+struct SubgraphRef {
+  int index = -1;
+};
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
+                               std::vector<double>, std::vector<std::string>, SubgraphRef>;
+
+// A dim for the builder: a constant or a symbol name ("seq").
+struct Dim {
+  Dim(int64_t v) : value(v) {}  // NOLINT: implicit on purpose
+  Dim(int v) : value(v) {}      // NOLINT
+  Dim(const char* s) : symbol(s) {}         // NOLINT
+  Dim(std::string s) : symbol(std::move(s)) {}  // NOLINT
+  int64_t value = 0;
+  std::string symbol;
+};
+
+// Builds a model and serialises it. Values are named; every name is unique in
+// the model. Subgraph 0 is the main graph. Errors found while adding are kept
+// and returned by Finish/Save, so building code can stay linear.
+//
+//   grove::ModelBuilder b;
+//   b.AddSymbol("batch", 1, 64);
+//   b.AddInput("x", DType::kF32, {"batch", 4});
+//   b.AddWeight("w", DType::kF32, {4, 2}, w_bytes);
+//   b.AddOp("MatMul", {"x", "w"}, {"y"});
+//   b.AddOutput("y");
+//   absl::Status s = b.Save("mm.grove");
+class ModelBuilder {
+ public:
+  ModelBuilder();
+  ~ModelBuilder();
+
+  void AddSymbol(std::string name, int64_t min, int64_t max);
+  void SetProducer(std::string producer);
+
+  // Starts a new subgraph (an If branch or Loop body) and makes it current;
+  // returns its index for SubgraphRef. SetSubgraph switches back (0 = main).
+  int AddSubgraph(std::string name);
+  void SetSubgraph(int index);
+  int current_subgraph() const;
+
+  // Declares an input of the current subgraph.
+  void AddInput(std::string name, DType dtype, std::vector<Dim> shape);
+  // Marks a value as an output of the current subgraph.
+  void AddOutput(std::string name);
+  // Declares a weight with its bytes (copied into the file, 64-byte aligned).
+  void AddWeight(std::string name, DType dtype, std::vector<int64_t> shape,
+                 absl::Span<const uint8_t> bytes);
+  template <typename T>
+  void AddWeight(std::string name, DType dtype, std::vector<int64_t> shape,
+                 const std::vector<T>& values) {
+    AddWeight(std::move(name), dtype, std::move(shape),
+              absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(values.data()),
+                                        values.size() * sizeof(T)));
+  }
+  // Adds an operator to the current subgraph. An empty input name marks an
+  // omitted optional input. New output names become values of the model.
+  void AddOp(std::string type, std::vector<std::string> inputs, std::vector<std::string> outputs,
+             std::vector<std::pair<std::string, AttrValue>> attributes = {},
+             std::string name = "");
+
+  // Serialises the model: the FlatBuffer followed by the aligned weights.
+  absl::StatusOr<std::vector<uint8_t>> Finish() const;
+  absl::Status Save(const std::string& path) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace grove
+
+#endif  // GROVE_GROVE_H_

@@ -1,0 +1,19 @@
+// The reference CPU backend: kernels registered per op group, on host views.
+// Correct first; GEMM-like ops call a BLAS (OpenBLAS).
+#ifndef GROVE_LIB_BACKENDS_CPU_CPU_KERNELS_H_
+#define GROVE_LIB_BACKENDS_CPU_CPU_KERNELS_H_
+
+#include "absl/status/status.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::cpu {
+
+absl::Status RegisterElementwiseKernels(ir::OpRegistry& registry);
+absl::Status RegisterReductionKernels(ir::OpRegistry& registry);
+absl::Status RegisterLinalgKernels(ir::OpRegistry& registry);
+absl::Status RegisterShapeKernels(ir::OpRegistry& registry);
+absl::Status RegisterControlFlowKernels(ir::OpRegistry& registry);
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_CPU_KERNELS_H_

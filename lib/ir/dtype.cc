@@ -1,0 +1,83 @@
+// DType helpers and the owning Tensor of the public API.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "grove/grove.h"
+#include "lib/ir/graph.h"
+
+namespace grove {
+
+absl::string_view Version() { return "0.1.0"; }
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: case DType::kI32: return 4;
+    case DType::kF64: case DType::kI64: return 8;
+    case DType::kF16: case DType::kBF16: return 2;
+    case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kUnknown: return 0;
+  }
+  return 0;
+}
+
+absl::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kI64: return "i64";
+    case DType::kI32: return "i32";
+    case DType::kI8: return "i8";
+    case DType::kU8: return "u8";
+    case DType::kBool: return "bool";
+    case DType::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<DType> ParseDType(absl::string_view name) {
+  for (int i = 1; i <= 9; ++i) {
+    if (DTypeName(static_cast<DType>(i)) == name) return static_cast<DType>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));
+}
+
+int64_t TensorView::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape) {
+  absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(dtype, shape, "Tensor::Create");
+  if (!bytes.ok()) return bytes.status();
+  const size_t alloc = (static_cast<size_t>(*bytes) + 63) / 64 * 64 + 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("Tensor::Create: cannot allocate ", *bytes, " bytes"));
+  }
+  std::memset(p, 0, alloc);
+  Tensor t;
+  t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  t.view_ = TensorView(dtype, std::move(shape), p);
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::CopyOf(const TensorView& view) {
+  absl::StatusOr<Tensor> t = Create(view.dtype, view.shape);
+  if (!t.ok()) return t.status();
+  if (view.byte_size() > 0) std::memcpy(t->data(), view.data, view.byte_size());
+  return t;
+}
+
+absl::StatusOr<Device> ParseDevice(absl::string_view name) {
+  if (name == "cpu") return Device::kCpu;
+  if (name == "cuda") return Device::kCuda;
+  if (name == "auto") return Device::kAuto;
+  return absl::InvalidArgumentError(absl::StrCat("unknown device '", name, "' (cpu, cuda or auto)"));
+}
+
+}  // namespace grove

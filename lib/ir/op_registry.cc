@@ -1,0 +1,145 @@
+#include "lib/ir/op_registry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace grove::ir {
+
+absl::string_view AttrKindName(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::kInt: return "int";
+    case AttrKind::kFloat: return "float";
+    case AttrKind::kString: return "string";
+    case AttrKind::kInts: return "ints";
+    case AttrKind::kFloats: return "floats";
+    case AttrKind::kStrings: return "strings";
+    case AttrKind::kSubgraph: return "subgraph";
+  }
+  return "?";
+}
+
+ShapeContext::ShapeContext(const Node& node, const Graph& graph, std::vector<Input> inputs,
+                           SubgraphInferrer* inferrer)
+    : node_(node), graph_(graph), inputs_(std::move(inputs)), outputs_(node.outputs.size()),
+      inferrer_(inferrer) {}
+
+bool ShapeContext::InputInts(int i, std::vector<int64_t>* out) const {
+  const TensorView* v = input_value(i);
+  if (v == nullptr) return false;
+  const int64_t n = v->num_elements();
+  out->resize(static_cast<size_t>(n));
+  if (v->dtype == DType::kI64) {
+    std::copy_n(v->as<const int64_t>(), n, out->begin());
+  } else if (v->dtype == DType::kI32) {
+    std::copy_n(v->as<const int32_t>(), n, out->begin());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void ShapeContext::SetOutput(int i, DType dtype, SymShape shape) {
+  if (i < 0 || i >= num_outputs()) return;
+  outputs_[i] = Output{dtype, std::move(shape), true};
+}
+
+absl::Status ShapeContext::Error(absl::string_view msg) const {
+  return absl::InvalidArgumentError(absl::StrCat(node_.Describe(), ": ", msg));
+}
+
+absl::Status KernelContext::Error(absl::string_view msg) const {
+  return absl::InvalidArgumentError(absl::StrCat(node_.Describe(), ": ", msg));
+}
+
+const AttrSpec* OpDef::FindAttr(absl::string_view name) const {
+  for (const AttrSpec& a : attrs) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+absl::Status OpRegistry::Register(OpDef def) {
+  if (ops_.contains(def.type)) {
+    return absl::AlreadyExistsError(absl::StrCat("op ", def.type, " is registered twice"));
+  }
+  std::string type = def.type;
+  ops_.emplace(std::move(type), std::make_unique<OpDef>(std::move(def)));
+  return absl::OkStatus();
+}
+
+absl::Status OpRegistry::SetKernel(absl::string_view type, Backend backend, KernelFn fn) {
+  auto it = ops_.find(type);
+  if (it == ops_.end()) {
+    return absl::NotFoundError(absl::StrCat("kernel for unregistered op ", type));
+  }
+  it->second->kernels[static_cast<int>(backend)] = fn;
+  return absl::OkStatus();
+}
+
+const OpDef* OpRegistry::Find(absl::string_view type) const {
+  auto it = ops_.find(type);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+bool OpRegistry::Supports(absl::string_view type, Backend backend) const {
+  const OpDef* def = Find(type);
+  return def != nullptr && def->kernels[static_cast<int>(backend)] != nullptr;
+}
+
+std::vector<std::string> OpRegistry::Types() const {
+  std::vector<std::string> types;
+  for (const auto& [name, def] : ops_) types.push_back(name);
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
+absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max(rank, 1) || (rank == 0 && a != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return static_cast<int>(a);
+}
+
+absl::StatusOr<SymShape> BroadcastShapes(absl::Span<const SymShape> shapes) {
+  size_t rank = 0;
+  for (const SymShape& s : shapes) rank = std::max(rank, s.size());
+  SymShape out(rank, SymDim(1));
+  for (const SymShape& s : shapes) {
+    const size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      SymDim& o = out[off + i];
+      const SymDim& d = s[i];
+      if (d.is_const() && d.value() == 1) continue;
+      if (o.is_const() && o.value() == 1) {
+        o = d;
+        continue;
+      }
+      if (o == d) continue;
+      if (o.is_const() && d.is_const()) {
+        return absl::InvalidArgumentError(absl::StrCat("shapes do not broadcast: dim ", off + i, " is ",
+                                                       o.value(), " in one input and ", d.value(),
+                                                       " in another"));
+      }
+      // Symbolic and different: equal at run time or an error then.
+      if (!o.is_const()) continue;
+      o = d;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> Strides(absl::Span<const int64_t> shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+int64_t NumElements(absl::Span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace grove::ir

@@ -1,0 +1,194 @@
+// The op registry: one OpDef per op type with its arity, attributes, shape
+// function and one kernel per backend. Nothing switches over op types; the
+// loader, planner and executor only look entries up here.
+//
+// An op group registers itself in two halves that live apart:
+//   lib/ir/ops/<group>.cc            RegisterXxxOps(OpRegistry&)   (arity, attrs, shapes)
+//   lib/backends/cpu/<group>.cc      RegisterCpuXxxKernels(OpRegistry&)
+// and lib/runtime/registry.cc calls them all once.
+#ifndef GROVE_LIB_IR_OP_REGISTRY_H_
+#define GROVE_LIB_IR_OP_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "grove/grove.h"
+#include "lib/ir/graph.h"
+#include "lib/ir/sym_dim.h"
+
+namespace grove::ir {
+
+enum class Backend : int { kCpu = 0, kCuda = 1 };
+inline constexpr int kNumBackends = 2;
+
+enum class AttrKind { kInt, kFloat, kString, kInts, kFloats, kStrings, kSubgraph };
+absl::string_view AttrKindName(AttrKind kind);
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  bool required = false;
+};
+
+// What a shape function sees. Shapes are symbolic or concrete; values are
+// known only for weights and for small tensors folded at plan time (shape
+// arithmetic), so a function that needs a value must cope with nullptr by
+// giving unknown dims (SymDim::Unknown()) of the right rank when it can.
+class ShapeContext {
+ public:
+  struct Input {
+    bool present = false;
+    DType dtype = DType::kUnknown;
+    SymShape shape;
+    const TensorView* value = nullptr;  // host bytes, when known
+  };
+  struct Output {
+    DType dtype = DType::kUnknown;
+    SymShape shape;
+    bool set = false;
+  };
+  // Infers a subgraph's outputs from its inputs' dtypes and shapes (If, Loop).
+  class SubgraphInferrer {
+   public:
+    virtual ~SubgraphInferrer() = default;
+    virtual absl::StatusOr<std::vector<Output>> Infer(int subgraph, absl::Span<const Input> inputs) = 0;
+  };
+
+  ShapeContext(const Node& node, const Graph& graph, std::vector<Input> inputs,
+               SubgraphInferrer* inferrer);
+
+  const Node& node() const { return node_; }
+  const Attributes& attrs() const { return node_.attrs; }
+  const Graph& graph() const { return graph_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs_[i].present; }
+  const Input& input(int i) const { return inputs_[i]; }
+  DType input_dtype(int i) const { return inputs_[i].dtype; }
+  const SymShape& input_shape(int i) const { return inputs_[i].shape; }
+  int input_rank(int i) const { return static_cast<int>(inputs_[i].shape.size()); }
+  const TensorView* input_value(int i) const { return has_input(i) ? inputs_[i].value : nullptr; }
+  // Reads an integer tensor value (i32 or i64) known at plan time.
+  // Returns false when it is not known.
+  bool InputInts(int i, std::vector<int64_t>* out) const;
+
+  void SetOutput(int i, DType dtype, SymShape shape);
+  const std::vector<Output>& outputs() const { return outputs_; }
+  SubgraphInferrer* inferrer() const { return inferrer_; }
+
+  // InvalidArgument naming the node: "op 3 (Concat 'c') in subgraph 'main': <msg>".
+  absl::Status Error(absl::string_view msg) const;
+
+ private:
+  const Node& node_;
+  const Graph& graph_;
+  std::vector<Input> inputs_;
+  std::vector<Output> outputs_;
+  SubgraphInferrer* inferrer_;
+};
+
+using ShapeFn = absl::Status (*)(ShapeContext& ctx);
+
+// What a kernel sees. Inputs and outputs are host views (CPU backend); an
+// omitted optional input is nullptr. Outputs are allocated before the call,
+// except for ops whose OpDef says kernel_allocates_outputs: those call
+// AllocateOutput once per output.
+class KernelContext {
+ public:
+  class Host {
+   public:
+    virtual ~Host() = default;
+    virtual absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) = 0;
+    // Runs a subgraph of the model with these inputs (captures come from the
+    // calling frame). The views stay valid until the next RunSubgraph of the
+    // same subgraph with the same shapes, or the end of the calling op.
+    virtual absl::StatusOr<std::vector<TensorView>> RunSubgraph(int subgraph,
+                                                                absl::Span<const TensorView> inputs) = 0;
+  };
+
+  KernelContext(const Node& node, absl::Span<TensorView* const> inputs,
+                absl::Span<TensorView* const> outputs, Host* host)
+      : node_(node), inputs_(inputs), outputs_(outputs), host_(host) {}
+
+  const Node& node() const { return node_; }
+  const Attributes& attrs() const { return node_.attrs; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs_[i] != nullptr; }
+  const TensorView& input(int i) const { return *inputs_[i]; }
+  bool has_output(int i) const { return i < num_outputs() && outputs_[i] != nullptr; }
+  TensorView& output(int i) const { return *outputs_[i]; }
+  Host* host() const { return host_; }
+  absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) const {
+    return host_->AllocateOutput(i, dtype, std::move(shape));
+  }
+  absl::Status Error(absl::string_view msg) const;
+
+ private:
+  const Node& node_;
+  absl::Span<TensorView* const> inputs_;
+  absl::Span<TensorView* const> outputs_;
+  Host* host_;
+};
+
+using KernelFn = absl::Status (*)(KernelContext& ctx);
+
+struct OpDef {
+  std::string type;
+  int min_inputs = 0;
+  int max_inputs = 0;  // -1: variadic
+  int min_outputs = 1;
+  int max_outputs = 1;
+  std::vector<AttrSpec> attrs;
+  ShapeFn infer = nullptr;
+  KernelFn kernels[kNumBackends] = {};
+  // If and Loop: output shapes are known only after running, so the kernel
+  // allocates its outputs.
+  bool kernel_allocates_outputs = false;
+  // May be evaluated at plan time when every input value is known and the
+  // outputs are small (shape arithmetic). Off for control flow.
+  bool foldable = true;
+  // False for ops that read only their inputs' shapes (Shape): they fold at
+  // plan time even when the input values are not known.
+  bool reads_input_values = true;
+
+  const AttrSpec* FindAttr(absl::string_view name) const;
+};
+
+class OpRegistry {
+ public:
+  // Adds an op; fails if the type is taken.
+  absl::Status Register(OpDef def);
+  // Sets the kernel of an op already registered.
+  absl::Status SetKernel(absl::string_view type, Backend backend, KernelFn fn);
+  const OpDef* Find(absl::string_view type) const;
+  bool Supports(absl::string_view type, Backend backend) const;
+  std::vector<std::string> Types() const;  // sorted
+
+ private:
+  absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;
+};
+
+// ---------------------------------------------------------------------------
+// Helpers shared by shape functions and kernels.
+// ---------------------------------------------------------------------------
+
+// Normalises a possibly negative axis for `rank`; error if out of range.
+absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
+// Numpy/ONNX multidirectional broadcasting of symbolic shapes. Two symbolic
+// dims that differ and are not 1 broadcast to the first (checked at run time
+// when concrete).
+absl::StatusOr<SymShape> BroadcastShapes(absl::Span<const SymShape> shapes);
+// Row-major strides of `shape` (in elements).
+std::vector<int64_t> Strides(absl::Span<const int64_t> shape);
+int64_t NumElements(absl::Span<const int64_t> shape);
+
+}  // namespace grove::ir
+
+#endif  // GROVE_LIB_IR_OP_REGISTRY_H_

@@ -1,0 +1,39 @@
+#include "lib/runtime/registry.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/ir/ops/ops.h"
+
+namespace grove::runtime {
+namespace {
+
+ir::OpRegistry* BuildRegistry() {
+  auto* r = new ir::OpRegistry;
+  const absl::Status results[] = {
+      ir::RegisterElementwiseOps(*r),      ir::RegisterReductionOps(*r),
+      ir::RegisterLinalgOps(*r),           ir::RegisterShapeOps(*r),
+      ir::RegisterControlFlowOps(*r),      cpu::RegisterElementwiseKernels(*r),
+      cpu::RegisterReductionKernels(*r),   cpu::RegisterLinalgKernels(*r),
+      cpu::RegisterShapeKernels(*r),       cpu::RegisterControlFlowKernels(*r),
+  };
+  for (const absl::Status& s : results) {
+    if (!s.ok()) {
+      // A registration conflict is a bug in the library itself, found by
+      // every test run; there is no user input here.
+      std::fprintf(stderr, "grove: op registry: %s\n", s.ToString().c_str());
+      std::abort();
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+const ir::OpRegistry& GlobalOpRegistry() {
+  static const ir::OpRegistry* registry = BuildRegistry();
+  return *registry;
+}
+
+}  // namespace grove::runtime

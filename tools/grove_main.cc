@@ -1,0 +1,2 @@
+// PLACEHOLDER until written.
+int main() { return 1; }
