@@ -401,7 +401,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
       for (int k = 0; k < ni; ++k) {
         const int t = o->inputs()->Get(k);
         if (absl::Status st = check_index(t, ow, absl::StrCat("input ", k), true); !st.ok()) return st;
-        if (t < 0 && k < n.def->min_inputs) return Bad(ow, absl::StrCat("required input ", k, " is missing"));
+        if (t < 0 && k < n.def->min_inputs && !(k < 64 && (n.def->omittable_inputs >> k) & 1)) return Bad(ow, absl::StrCat("required input ", k, " is missing"));
         n.inputs.push_back(t);
       }
       for (int k = 0; k < no; ++k) {

@@ -147,6 +147,9 @@ struct OpDef {
   int max_inputs = 0;  // -1: variadic
   int min_outputs = 1;
   int max_outputs = 1;
+  // Bit i set: input i (< min_inputs) may still be omitted (-1), as Loop's
+  // trip count and condition.
+  uint64_t omittable_inputs = 0;
   std::vector<AttrSpec> attrs;
   ShapeFn infer = nullptr;
   KernelFn kernels[kNumBackends] = {};

@@ -119,6 +119,7 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry) {
   loop.type = "Loop";
   loop.min_inputs = 2;
   loop.max_inputs = -1;
+  loop.omittable_inputs = 0b11;  // M and cond
   loop.min_outputs = 0;
   loop.max_outputs = -1;
   loop.attrs = {{"body", AttrKind::kSubgraph, true}};
