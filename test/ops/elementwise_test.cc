@@ -101,21 +101,39 @@ void ExpectBinary(const std::string& op, DType dtype, DType out_dtype, const Sha
 
 const std::vector<std::pair<Shape, Shape>>& BroadcastCases() {
   static const auto* cases = new std::vector<std::pair<Shape, Shape>>{
-      {{2, 3}, {2, 3}},       {{3, 1}, {1, 4}},    {{2, 3, 4}, {4}},      {{2, 3, 4}, {3, 1}},
-      {{}, {2, 3}},           {{2, 3}, {}},        {{}, {}},              {{1}, {5}},
-      {{2, 1, 4}, {3, 1}},    {{0, 3}, {1, 3}},    {{2, 0}, {2, 1}},      {{0}, {}},
-      {{4, 1, 3, 1}, {5, 1, 2}}, {{1, 1, 7}, {6, 1}}, {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{1000}, {1}},
+      {{2, 3}, {2, 3}},
+      {{3, 1}, {1, 4}},
+      {{2, 3, 4}, {4}},
+      {{2, 3, 4}, {3, 1}},
+      {{}, {2, 3}},
+      {{2, 3}, {}},
+      {{}, {}},
+      {{1}, {5}},
+      {{2, 1, 4}, {3, 1}},
+      {{0, 3}, {1, 3}},
+      {{2, 0}, {2, 1}},
+      {{0}, {}},
+      {{4, 1, 3, 1}, {5, 1, 2}},
+      {{1, 1, 7}, {6, 1}},
+      {{2, 3, 4, 5}, {2, 3, 4, 5}},
+      {{1000}, {1}},
   };
   return *cases;
 }
 
 // Integer arithmetic wraps; the reference does it in unsigned.
 template <typename T>
-T WrapAdd(T a, T b) { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b)); }
+T WrapAdd(T a, T b) {
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) + static_cast<std::make_unsigned_t<T>>(b));
+}
 template <typename T>
-T WrapSub(T a, T b) { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b)); }
+T WrapSub(T a, T b) {
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) - static_cast<std::make_unsigned_t<T>>(b));
+}
 template <typename T>
-T WrapMul(T a, T b) { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b)); }
+T WrapMul(T a, T b) {
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) * static_cast<std::make_unsigned_t<T>>(b));
+}
 
 template <typename T>
 void ExpectArithmeticAllShapes(DType dtype) {
@@ -178,7 +196,8 @@ TEST(ArithmeticTest, IntegerDivisionTruncatesTowardZero) {
 }
 
 TEST(ArithmeticTest, IntegerOverflowWraps) {
-  Tensor a = MakeTensor<int64_t>(DType::kI64, {2}, {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()});
+  Tensor a = MakeTensor<int64_t>(DType::kI64, {2},
+                                 {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()});
   Tensor b = MakeTensor<int64_t>(DType::kI64, {2}, {1, 1});
   auto sum = RunOp("Add", {&a, &b});
   ASSERT_TRUE(sum.ok()) << sum.status();
@@ -304,9 +323,11 @@ void ExpectUnary(const std::string& op, DType dtype, const std::vector<T>& in,
 template <typename T>
 void ExpectActivations(DType dtype) {
   const T inf = std::numeric_limits<T>::infinity();
-  const std::vector<T> in = {-100, -3.5, -1, -0.25, 0, 0.25, 1, 3.5, 100, inf, -inf, std::numeric_limits<T>::quiet_NaN()};
+  const std::vector<T> in = {-100, -3.5, -1,  -0.25, 0,    0.25,
+                             1,    3.5,  100, inf,   -inf, std::numeric_limits<T>::quiet_NaN()};
   ExpectUnary<T>("Relu", dtype, in, [](T x) { return std::isnan(x) ? x : (x > 0 ? x : T(0)); });
-  ExpectUnary<T>("Sigmoid", dtype, in, [](T x) { return static_cast<T>(1.0 / (1.0 + std::exp(-static_cast<double>(x)))); });
+  ExpectUnary<T>("Sigmoid", dtype, in,
+                 [](T x) { return static_cast<T>(1.0 / (1.0 + std::exp(-static_cast<double>(x)))); });
   ExpectUnary<T>("Tanh", dtype, in, [](T x) { return static_cast<T>(std::tanh(static_cast<double>(x))); });
 }
 
@@ -447,8 +468,14 @@ void ExpectWhere(DType dtype, const Shape& sc, const Shape& sx, const Shape& sy)
 
 TEST(WhereTest, ThreeWayBroadcasting) {
   const std::vector<std::vector<Shape>> cases = {
-      {{2, 3}, {2, 3}, {2, 3}}, {{2, 1, 3}, {1, 4, 1}, {}}, {{3, 1}, {1, 4}, {3, 4}}, {{}, {5}, {5}},
-      {{4}, {}, {}},            {{}, {}, {}},               {{0, 3}, {1, 3}, {3}},   {{2, 1}, {1, 0}, {}},
+      {{2, 3}, {2, 3}, {2, 3}},
+      {{2, 1, 3}, {1, 4, 1}, {}},
+      {{3, 1}, {1, 4}, {3, 4}},
+      {{}, {5}, {5}},
+      {{4}, {}, {}},
+      {{}, {}, {}},
+      {{0, 3}, {1, 3}, {3}},
+      {{2, 1}, {1, 0}, {}},
       {{1, 5, 1}, {2, 1, 3}, {5, 1}},
   };
   for (const auto& c : cases) {
@@ -499,8 +526,12 @@ std::vector<uint8_t> Encode(DType dtype, const std::vector<double>& values) {
   };
   for (double v : values) {
     switch (dtype) {
-      case DType::kF32: put(static_cast<float>(v)); break;
-      case DType::kF64: put(v); break;
+      case DType::kF32:
+        put(static_cast<float>(v));
+        break;
+      case DType::kF64:
+        put(v);
+        break;
       case DType::kF16: {
         // Exact small integers: sign 0, exponent e+15, 10-bit mantissa.
         uint16_t h = 0;
@@ -512,13 +543,26 @@ std::vector<uint8_t> Encode(DType dtype, const std::vector<double>& values) {
         put(h);
         break;
       }
-      case DType::kBF16: put(static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16)); break;
-      case DType::kI64: put(static_cast<int64_t>(v)); break;
-      case DType::kI32: put(static_cast<int32_t>(v)); break;
-      case DType::kI8: put(static_cast<int8_t>(v)); break;
-      case DType::kU8: put(static_cast<uint8_t>(v)); break;
-      case DType::kBool: put(static_cast<uint8_t>(v != 0)); break;
-      default: break;
+      case DType::kBF16:
+        put(static_cast<uint16_t>(std::bit_cast<uint32_t>(static_cast<float>(v)) >> 16));
+        break;
+      case DType::kI64:
+        put(static_cast<int64_t>(v));
+        break;
+      case DType::kI32:
+        put(static_cast<int32_t>(v));
+        break;
+      case DType::kI8:
+        put(static_cast<int8_t>(v));
+        break;
+      case DType::kU8:
+        put(static_cast<uint8_t>(v));
+        break;
+      case DType::kBool:
+        put(static_cast<uint8_t>(v != 0));
+        break;
+      default:
+        break;
     }
   }
   return bytes;
@@ -556,8 +600,10 @@ std::vector<To> CastValues(DType from, DType to, const std::vector<From>& in) {
 
 TEST(CastTest, FloatToIntegerTruncatesAndSaturates) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(CastValues<int32_t>(DType::kF32, DType::kI32, std::vector<float>{2.7f, -2.7f, 0.5f, -0.5f, 1e10f, -1e10f, nan}),
-            (std::vector<int32_t>{2, -2, 0, 0, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 0}));
+  EXPECT_EQ(CastValues<int32_t>(DType::kF32, DType::kI32,
+                                std::vector<float>{2.7f, -2.7f, 0.5f, -0.5f, 1e10f, -1e10f, nan}),
+            (std::vector<int32_t>{2, -2, 0, 0, std::numeric_limits<int32_t>::max(),
+                                  std::numeric_limits<int32_t>::min(), 0}));
   EXPECT_EQ(CastValues<int64_t>(DType::kF64, DType::kI64, std::vector<double>{-7.99, 1e300, 9007199254740993.0}),
             (std::vector<int64_t>{-7, std::numeric_limits<int64_t>::max(), 9007199254740992}));
   EXPECT_EQ(CastValues<uint8_t>(DType::kF32, DType::kU8, std::vector<float>{200.9f, 255.5f, 256.0f, -3.0f}),
@@ -565,7 +611,8 @@ TEST(CastTest, FloatToIntegerTruncatesAndSaturates) {
   EXPECT_EQ(CastValues<int8_t>(DType::kF64, DType::kI8, std::vector<double>{-128.9, 127.9, 300}),
             (std::vector<int8_t>{-128, 127, 127}));
   // f16 -2.5 (0xc100) -> -2.
-  EXPECT_EQ(CastValues<int32_t>(DType::kF16, DType::kI32, std::vector<uint16_t>{0xc100}), std::vector<int32_t>{-2});
+  EXPECT_EQ(CastValues<int32_t>(DType::kF16, DType::kI32, std::vector<uint16_t>{0xc100}),
+            std::vector<int32_t>{-2});
 }
 
 TEST(CastTest, IntegerToIntegerWraps) {
@@ -779,7 +826,8 @@ TEST(IdentityTest, CopiesEveryDType) {
   for (DType dtype : kAllDTypes) {
     SCOPED_TRACE(DTypeName(dtype));
     std::vector<uint8_t> bytes(DTypeSize(dtype) * 6);
-    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(dtype == DType::kBool ? i % 2 : i * 13 + 1);
+    for (size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = static_cast<uint8_t>(dtype == DType::kBool ? i % 2 : i * 13 + 1);
     Tensor t = MakeTensor<uint8_t>(dtype, {2, 3}, bytes);
     auto out = RunOp("Identity", {&t});
     ASSERT_TRUE(out.ok()) << out.status();
@@ -804,8 +852,8 @@ TEST(IdentityTest, RankZeroAndEmpty) {
 
 TEST(ElementwiseRegistryTest, EveryOpHasACpuKernel) {
   const ir::OpRegistry& registry = runtime::GlobalOpRegistry();
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Greater", "Less", "Equal", "Where",
-                         "Cast", "Identity"}) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Greater", "Less", "Equal",
+                         "Where", "Cast", "Identity"}) {
     EXPECT_TRUE(registry.Supports(op, ir::Backend::kCpu)) << op;
     ASSERT_NE(registry.Find(op), nullptr) << op;
     EXPECT_NE(registry.Find(op)->infer, nullptr) << op;

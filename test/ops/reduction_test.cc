@@ -35,7 +35,8 @@ int64_t Count(const Shape& s) {
 template <typename T>
 std::vector<T> Pattern(int64_t n) {
   std::vector<T> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<T>((i * 29 + 7) % 23 - 11) / static_cast<T>(std::is_floating_point_v<T> ? 4 : 1);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = static_cast<T>((i * 29 + 7) % 23 - 11) / static_cast<T>(std::is_floating_point_v<T> ? 4 : 1);
   return v;
 }
 
@@ -82,8 +83,8 @@ void ExpectReduce(const std::string& op, DType dtype, const Shape& shape, const 
   std::vector<bool> reduced(shape.size(), axes.empty());
   for (int64_t a : axes) reduced[a < 0 ? a + static_cast<int64_t>(shape.size()) : a] = true;
   Shape want_shape;
-  const std::vector<double> want =
-      ReduceRef(shape, std::vector<double>(x.begin(), x.end()), reduced, keepdims, op == "ReduceMean", &want_shape);
+  const std::vector<double> want = ReduceRef(shape, std::vector<double>(x.begin(), x.end()), reduced, keepdims,
+                                             op == "ReduceMean", &want_shape);
 
   Tensor t = MakeTensor<T>(dtype, shape, x);
   Tensor axes_tensor = MakeTensor<int64_t>(DType::kI64, {static_cast<int64_t>(axes.size())}, axes);
@@ -160,7 +161,8 @@ TEST(ReduceTest, NoopWithEmptyAxes) {
   EXPECT_EQ(Values<float>((*noop)[0]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
   // An empty axes input is empty axes too.
   Tensor no_axes = MakeTensor<int64_t>(DType::kI64, {0}, {});
-  auto noop_input = RunOp("ReduceSum", {&t, &no_axes}, {{"noop_with_empty_axes", int64_t{1}}, {"keepdims", int64_t{0}}});
+  auto noop_input =
+      RunOp("ReduceSum", {&t, &no_axes}, {{"noop_with_empty_axes", int64_t{1}}, {"keepdims", int64_t{0}}});
   ASSERT_TRUE(noop_input.ok()) << noop_input.status();
   EXPECT_EQ((*noop_input)[0].shape(), (Shape{2, 3}));
   auto all = RunOp("ReduceSum", {&t, &no_axes}, {{"keepdims", int64_t{0}}});
@@ -317,7 +319,8 @@ TEST(SoftmaxTest, LargeInputsStayFinite) {
 }
 
 TEST(SoftmaxTest, ZeroSizeDims) {
-  for (const auto& [shape, axis] : std::vector<std::pair<Shape, int64_t>>{{{0, 3}, 1}, {{2, 0}, -1}, {{2, 0, 3}, 0}}) {
+  for (const auto& [shape, axis] :
+       std::vector<std::pair<Shape, int64_t>>{{{0, 3}, 1}, {{2, 0}, -1}, {{2, 0, 3}, 0}}) {
     Tensor t = MakeTensor<float>(DType::kF32, shape, {});
     auto out = RunOp("Softmax", {&t}, {{"axis", axis}});
     ASSERT_TRUE(out.ok()) << out.status();
@@ -344,7 +347,8 @@ TEST(ReductionRegistryTest, EveryOpHasACpuKernelAndItsAttributes) {
   for (const char* op : {"ReduceSum", "ReduceMean"}) {
     ASSERT_TRUE(registry.Supports(op, ir::Backend::kCpu)) << op;
     const ir::OpDef* def = registry.Find(op);
-    for (const char* attr : {"keepdims", "axes", "noop_with_empty_axes"}) EXPECT_NE(def->FindAttr(attr), nullptr) << attr;
+    for (const char* attr : {"keepdims", "axes", "noop_with_empty_axes"})
+      EXPECT_NE(def->FindAttr(attr), nullptr) << attr;
     EXPECT_EQ(def->max_inputs, 2);
   }
   ASSERT_TRUE(registry.Supports("Softmax", ir::Backend::kCpu));

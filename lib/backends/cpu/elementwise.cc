@@ -19,15 +19,17 @@ namespace {
 
 using ir::KernelContext;
 
-std::string ShapeString(absl::Span<const int64_t> shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+std::string ShapeString(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
 
 // A wrong output dtype would make the kernel write past the buffer, so it is
 // checked even though the shape function set it.
 absl::Status CheckOutputDType(const KernelContext& ctx, DType expected) {
   const DType got = ctx.output(0).dtype;
   if (got == expected) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(got), " but the kernel writes ",
-                                DTypeName(expected)));
+  return ctx.Error(
+      absl::StrCat("output 0 was allocated as ", DTypeName(got), " but the kernel writes ", DTypeName(expected)));
 }
 
 absl::Status CheckOutputLike(const KernelContext& ctx, DType dtype, absl::Span<const int64_t> shape) {
@@ -167,22 +169,29 @@ absl::Status ArithmeticKernel(KernelContext& ctx) {
         if (absl::Status s = CheckNoZeroDivisor<T>(ctx); !s.ok()) return s;
       }
     }
-    RunBinary<T, T>(ctx, *plan, [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
+    RunBinary<T, T>(ctx, *plan,
+                    [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
     return absl::OkStatus();
   });
 }
 
 struct GreaterOp {
   template <typename C>
-  static bool Apply(C a, C b) { return a > b; }
+  static bool Apply(C a, C b) {
+    return a > b;
+  }
 };
 struct LessOp {
   template <typename C>
-  static bool Apply(C a, C b) { return a < b; }
+  static bool Apply(C a, C b) {
+    return a < b;
+  }
 };
 struct EqualOp {
   template <typename C>
-  static bool Apply(C a, C b) { return a == b; }
+  static bool Apply(C a, C b) {
+    return a == b;
+  }
 };
 
 template <typename Op>
@@ -203,9 +212,12 @@ absl::Status CompareKernel(KernelContext& ctx) {
   return VisitAnyDType(ctx, dtype, run);
 }
 
+// NaN passes through rather than becoming 0.
 struct ReluOp {
   template <typename C>
-  static C Apply(C x) { return x < C(0) ? C(0) : x; }  // NaN passes through
+  static C Apply(C x) {
+    return x < C(0) ? C(0) : x;
+  }
 };
 struct SigmoidOp {
   // exp of a negative argument only, so large |x| neither overflows nor
@@ -219,7 +231,9 @@ struct SigmoidOp {
 };
 struct TanhOp {
   template <typename C>
-  static C Apply(C x) { return std::tanh(x); }
+  static C Apply(C x) {
+    return std::tanh(x);
+  }
 };
 
 template <typename Op>
@@ -255,7 +269,8 @@ void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
 
 absl::Status WhereKernel(KernelContext& ctx) {
   if (ctx.input(0).dtype != DType::kBool) {
-    return ctx.Error(absl::StrCat("input 0 (condition) has dtype ", DTypeName(ctx.input(0).dtype), "; expected bool"));
+    return ctx.Error(
+        absl::StrCat("input 0 (condition) has dtype ", DTypeName(ctx.input(0).dtype), "; expected bool"));
   }
   if (absl::Status s = CheckSameInputDTypes(ctx, 1, 2); !s.ok()) return s;
   const DType dtype = ctx.input(1).dtype;
@@ -264,11 +279,20 @@ absl::Status WhereKernel(KernelContext& ctx) {
       BroadcastPlan<3>::Make(ctx.output(0).shape, {&ctx.input(0).shape, &ctx.input(1).shape, &ctx.input(2).shape});
   if (!plan.ok()) return ctx.Error(plan.status().message());
   switch (DTypeSize(dtype)) {
-    case 1: RunWhere<uint8_t>(ctx, *plan); return absl::OkStatus();
-    case 2: RunWhere<uint16_t>(ctx, *plan); return absl::OkStatus();
-    case 4: RunWhere<uint32_t>(ctx, *plan); return absl::OkStatus();
-    case 8: RunWhere<uint64_t>(ctx, *plan); return absl::OkStatus();
-    default: return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
+    case 1:
+      RunWhere<uint8_t>(ctx, *plan);
+      return absl::OkStatus();
+    case 2:
+      RunWhere<uint16_t>(ctx, *plan);
+      return absl::OkStatus();
+    case 4:
+      RunWhere<uint32_t>(ctx, *plan);
+      return absl::OkStatus();
+    case 8:
+      RunWhere<uint64_t>(ctx, *plan);
+      return absl::OkStatus();
+    default:
+      return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
   }
 }
 
@@ -277,7 +301,8 @@ absl::Status CastKernel(KernelContext& ctx) {
   TensorView& out = ctx.output(0);
   const int64_t to = ctx.attrs().GetInt("to", 0);
   if (static_cast<int64_t>(out.dtype) != to) {
-    return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(out.dtype), " but attribute 'to' is ", to));
+    return ctx.Error(
+        absl::StrCat("output 0 was allocated as ", DTypeName(out.dtype), " but attribute 'to' is ", to));
   }
   if (absl::Status s = CheckOutputLike(ctx, out.dtype, in.shape); !s.ok()) return s;
   const int64_t n = in.num_elements();
@@ -300,7 +325,9 @@ absl::Status CastKernel(KernelContext& ctx) {
 absl::Status IdentityKernel(KernelContext& ctx) {
   const TensorView& in = ctx.input(0);
   if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
-  if (in.num_elements() > 0 && in.data != ctx.output(0).data) std::memcpy(ctx.output(0).data, in.data, in.byte_size());
+  if (in.num_elements() > 0 && in.data != ctx.output(0).data) {
+    std::memcpy(ctx.output(0).data, in.data, in.byte_size());
+  }
   return absl::OkStatus();
 }
 

@@ -12,7 +12,7 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kArithmeticDTypes[] = {DType::kF32, DType::kF64, DType::kF16,
+constexpr DType kArithmeticDTypes[] = {DType::kF32,  DType::kF64, DType::kF16,
                                        DType::kBF16, DType::kI32, DType::kI64};
 
 // Broadcasts the inputs listed in `names` (in input order) into `out`.

@@ -36,7 +36,8 @@ absl::Status InferReduce(ShapeContext& ctx, absl::Span<const DType> allowed) {
     }
     if (absl::Status s = CheckInputDType(ctx, 1, "axes", {DType::kI64, DType::kI32}); !s.ok()) return s;
     if (ctx.input_rank(1) != 1) {
-      return ctx.Error(absl::StrCat("input 1 (axes) must be 1-D; got shape ", ShapeString(ctx, ctx.input_shape(1))));
+      return ctx.Error(
+          absl::StrCat("input 1 (axes) must be 1-D; got shape ", ShapeString(ctx, ctx.input_shape(1))));
     }
     const SymDim& count = ctx.input_shape(1)[0];
     const bool known_empty = count.is_const() && count.value() == 0;
