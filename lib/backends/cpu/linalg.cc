@@ -197,7 +197,7 @@ template <typename T>
 void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y) {
   const int64_t count = static_cast<int64_t>(p.a_index.size());
   // One weight matrix for a whole unbroadcast batch of A: a single tall GEMM.
-  if (p.b_count == 1 && p.a_count == count) {
+  if (p.b_count == 1 && p.a_count == count && FitsBlasInt(count * p.m)) {
     Gemm(false, false, count * p.m, p.n, p.k, 1.0, a, b, 0.0, y);
     return;
   }
