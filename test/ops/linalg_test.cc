@@ -215,6 +215,25 @@ TEST(MatMulTest, LargerF32MatchesReference) {
   EXPECT_EQ(Read((*out)[0]), want);
 }
 
+TEST(MatMulTest, HalfPrecisionRoundsToNearestEven) {
+  // f16: 2^-20 + 2^-24 is a subnormal (17 units of 2^-24); 1 + 2^-11 ties to 1.
+  const Tensor a = Make(DType::kF16, {2, 2}, {std::ldexp(1, -10), std::ldexp(1, -12), 1, std::ldexp(1, -11)});
+  const Tensor b = Make(DType::kF16, {2, 1}, {std::ldexp(1, -10), std::ldexp(1, -12)});
+  const Tensor ones = Make(DType::kF16, {2, 1}, {1, 1});
+  auto out = RunOp("MatMul", {&a, &b});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].as<uint16_t>()[0], 17);
+  out = RunOp("MatMul", {&a, &ones});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].as<uint16_t>()[1], 0x3c00);
+  // bf16: 1 + 2^-8 ties to 1, 1 + 3 * 2^-8 ties up to 1 + 2^-6.
+  const Tensor c = Make(DType::kBF16, {2, 2}, {1, std::ldexp(1, -8), 1, std::ldexp(3, -8)});
+  const Tensor bones = Make(DType::kBF16, {2, 1}, {1, 1});
+  out = RunOp("MatMul", {&c, &bones});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Read((*out)[0]), (std::vector<double>{1.0, 1.0 + std::ldexp(1, -6)}));
+}
+
 TEST(MatMulTest, IntegerOverflowWraps) {
   const Tensor a = MakeTensor<int32_t>(DType::kI32, {1, 2}, {INT32_MAX, 2});
   const Tensor b = MakeTensor<int32_t>(DType::kI32, {2, 1}, {2, 1});

@@ -60,10 +60,10 @@ uint16_t FloatToHalf(float f) {
     if (abs < 0x33000000u) return sign;
     const uint32_t e = abs >> 23;
     const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - e;
-    uint32_t h = m >> (shift + 1);
-    const uint32_t rem = m & ((2u << shift) - 1);
-    const uint32_t half = 1u << shift;
+    const uint32_t shift = 126 - e;  // 14..24: half subnormals count units of 2^-24
+    uint32_t h = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
     if (rem > half || (rem == half && (h & 1u))) ++h;
     return sign | static_cast<uint16_t>(h);
   }
@@ -197,7 +197,7 @@ template <typename T>
 void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y) {
   const int64_t count = static_cast<int64_t>(p.a_index.size());
   // One weight matrix for a whole unbroadcast batch of A: a single tall GEMM.
-  if (p.b_count == 1 && p.a_count == count) {
+  if (p.b_count == 1 && p.a_count == count && FitsBlasInt(count * p.m)) {
     Gemm(false, false, count * p.m, p.n, p.k, 1.0, a, b, 0.0, y);
     return;
   }

@@ -33,7 +33,7 @@ absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int 
   const TensorView& t = ctx.input(i);
   std::vector<int64_t> out(static_cast<size_t>(t.num_elements()));
   if (t.dtype == DType::kI64) {
-    std::memcpy(out.data(), t.data, out.size() * sizeof(int64_t));
+    if (!out.empty()) std::memcpy(out.data(), t.data, out.size() * sizeof(int64_t));
   } else if (t.dtype == DType::kI32) {
     const int32_t* p = t.as<const int32_t>();
     for (size_t k = 0; k < out.size(); ++k) out[k] = p[k];
@@ -116,7 +116,7 @@ absl::Status ConcatKernel(ir::KernelContext& ctx) {
     for (int i = 0; i < n; ++i) {
       const TensorView& x = ctx.input(i);
       const size_t bytes = static_cast<size_t>(x.shape[*axis] * inner) * es;
-      std::memcpy(out, static_cast<const uint8_t*>(x.data) + o * bytes, bytes);
+      if (bytes > 0) std::memcpy(out, static_cast<const uint8_t*>(x.data) + o * bytes, bytes);
       out += bytes;
     }
   }
@@ -201,7 +201,8 @@ absl::Status SliceKernel(ir::KernelContext& ctx) {
     if (steps[i] == 0) return ctx.Error("Slice steps contain 0; a step must be non-zero");
     const ir::SliceRange r = ir::ClampSlice(x.shape[*axis], (*starts)[i], (*ends)[i], steps[i]);
     shape[*axis] = r.length;
-    strides[*axis] = in_strides[*axis] * steps[i];
+    // A huge step visits at most one element; don't let it overflow the stride.
+    strides[*axis] = in_strides[*axis] * (r.length > 1 ? steps[i] : 1);
     offset += r.start * in_strides[*axis];
   }
   if (absl::Status s = CheckPlanned(ctx, "Slice", shape); !s.ok()) return s;
