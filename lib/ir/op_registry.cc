@@ -117,14 +117,14 @@ absl::StatusOr<SymShape> BroadcastShapes(absl::Span<const SymShape> shapes) {
         continue;
       }
       if (o == d) continue;
-      if (o.is_const() && d.is_const()) {
+      if (o.is_const() && d.is_const()) {  // both constant, neither 1
         return absl::InvalidArgumentError(absl::StrCat("shapes do not broadcast: dim ", off + i, " is ",
                                                        o.value(), " in one input and ", d.value(),
                                                        " in another"));
       }
-      // Symbolic and different: equal at run time or an error then.
-      if (!o.is_const()) continue;
-      o = d;
+      // Symbolic against something else: equal at run time (or 1 on the
+      // symbolic side), or the kernel reports it then. A constant wins.
+      if (d.is_const()) o = d;
     }
   }
   return out;

@@ -186,9 +186,9 @@ class OpRegistry {
 
 // Normalises a possibly negative axis for `rank`; error if out of range.
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
-// Numpy/ONNX multidirectional broadcasting of symbolic shapes. Two symbolic
-// dims that differ and are not 1 broadcast to the first (checked at run time
-// when concrete).
+// Numpy/ONNX multidirectional broadcasting of symbolic shapes. A symbolic
+// dim against a constant (not 1) takes the constant; two different symbolic
+// dims take the first. Kernels check the concrete shapes when they run.
 absl::StatusOr<SymShape> BroadcastShapes(absl::Span<const SymShape> shapes);
 // Row-major strides of `shape` (in elements).
 std::vector<int64_t> Strides(absl::Span<const int64_t> shape);

@@ -62,3 +62,19 @@ TEST(NormalizeAxisTest, NegativeAndOutOfRange) {
 
 }  // namespace
 }  // namespace grove::ir
+
+namespace grove::ir {
+namespace {
+
+TEST(BroadcastTest, SymbolicAgainstConstantTakesTheConstant) {
+  const SymDim b = SymDim::Symbol(0);
+  auto out = BroadcastShapes({SymShape{b, 3}, SymShape{5, 3}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, (SymShape{5, 3}));
+  auto same = BroadcastShapes({SymShape{5, 3}, SymShape{b, 3}});
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(*same, (SymShape{5, 3}));
+}
+
+}  // namespace
+}  // namespace grove::ir
