@@ -1,2 +1,187 @@
-// PLACEHOLDER: the demo models are being written.
+// The demo models, written with ModelBuilder the way a user would.
 #include "models/demo_models.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "grove/grove.h"
+
+namespace grove::demo {
+namespace {
+
+// Deterministic weights in [-scale, scale): a small LCG, no global state.
+std::vector<float> Weights(size_t n, uint32_t seed, float scale) {
+  std::vector<float> w(n);
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (float& x : w) {
+    s = s * 1664525u + 1013904223u;
+    x = (static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
+  }
+  return w;
+}
+
+void AddDense(ModelBuilder& b, const std::string& name, int64_t in, int64_t out, uint32_t seed) {
+  b.AddWeight(name + ".w", DType::kF32, {in, out}, Weights(in * out, seed, 1.0f / std::sqrt(float(in))));
+  b.AddWeight(name + ".b", DType::kF32, {out}, Weights(out, seed + 1, 0.1f));
+}
+
+// y = x W + b
+void Dense(ModelBuilder& b, const std::string& layer, const std::string& x, const std::string& y) {
+  b.AddOp("MatMul", {x, layer + ".w"}, {y + ".mm"}, {}, layer + ".matmul");
+  b.AddOp("Add", {y + ".mm", layer + ".b"}, {y}, {}, layer + ".bias");
+}
+
+std::vector<uint8_t> I64Bytes(std::vector<int64_t> v) {
+  std::vector<uint8_t> out(v.size() * 8);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint8_t>> BuildMlp() {
+  ModelBuilder b;
+  b.SetProducer("grove demo: mlp");
+  b.AddSymbol("batch", 1, 1024);
+  b.AddInput("x", DType::kF32, {"batch", 16});
+  AddDense(b, "fc1", 16, 32, 1);
+  AddDense(b, "fc2", 32, 4, 3);
+  Dense(b, "fc1", "x", "h1");
+  b.AddOp("Relu", {"h1"}, {"a1"});
+  Dense(b, "fc2", "a1", "logits");
+  b.AddOp("Softmax", {"logits"}, {"y"}, {{"axis", int64_t{-1}}});
+  b.AddOutput("y");
+  return b.Finish();
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildTransformerBlock() {
+  constexpr int64_t d = 32, ff = 64;
+  ModelBuilder b;
+  b.SetProducer("grove demo: transformer block");
+  b.AddSymbol("batch", 1, 64);
+  b.AddSymbol("seq", 1, 512);
+  b.AddInput("x", DType::kF32, {"batch", "seq", d});
+  for (const char* p : {"wq", "wk", "wv", "wo"}) {
+    b.AddWeight(p, DType::kF32, {d, d}, Weights(d * d, p[1], 1.0f / std::sqrt(float(d))));
+  }
+  AddDense(b, "ff1", d, ff, 11);
+  AddDense(b, "ff2", ff, d, 13);
+  b.AddWeight("scale", DType::kF32, {}, std::vector<float>{1.0f / std::sqrt(float(d))});
+  b.AddWeight("heads", DType::kI64, {2}, I64Bytes({4, 8}));
+  b.AddWeight("flat", DType::kI64, {1}, I64Bytes({-1}));
+  b.AddWeight("batch_seq_index", DType::kI64, {2}, I64Bytes({0, 1}));
+
+  // Attention, one head.
+  b.AddOp("MatMul", {"x", "wq"}, {"q"});
+  b.AddOp("MatMul", {"x", "wk"}, {"k"});
+  b.AddOp("MatMul", {"x", "wv"}, {"v"});
+  b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  b.AddOp("MatMul", {"q", "kt"}, {"scores"});
+  b.AddOp("Mul", {"scores", "scale"}, {"scaled"});
+  b.AddOp("Softmax", {"scaled"}, {"attn"}, {{"axis", int64_t{-1}}});
+  b.AddOp("MatMul", {"attn", "v"}, {"ctx"});
+  b.AddOp("MatMul", {"ctx", "wo"}, {"proj"});
+  b.AddOp("Add", {"x", "proj"}, {"res1"});
+  // Centering (the mean half of a layer norm).
+  b.AddOp("ReduceMean", {"res1"}, {"mean1"}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{1}}});
+  b.AddOp("Sub", {"res1", "mean1"}, {"norm1"});
+  // Feed-forward.
+  Dense(b, "ff1", "norm1", "h");
+  b.AddOp("Relu", {"h"}, {"ha"});
+  Dense(b, "ff2", "ha", "f");
+  b.AddOp("Add", {"norm1", "f"}, {"res2"});
+  // Split into heads and merge back with shapes computed in the graph, as
+  // exporters write it: Shape -> Gather -> Concat -> Reshape (folded at plan time).
+  b.AddOp("Shape", {"x"}, {"x_shape"});
+  b.AddOp("Gather", {"x_shape", "batch_seq_index"}, {"bs"}, {{"axis", int64_t{0}}});
+  b.AddOp("Concat", {"bs", "heads"}, {"split_shape"}, {{"axis", int64_t{0}}});
+  b.AddOp("Concat", {"bs", "flat"}, {"merge_shape"}, {{"axis", int64_t{0}}});
+  b.AddOp("Reshape", {"res2", "split_shape"}, {"split"});
+  b.AddOp("Reshape", {"split", "merge_shape"}, {"y"});
+  b.AddOutput("y");
+  return b.Finish();
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildEarlyExit() {
+  ModelBuilder b;
+  b.SetProducer("grove demo: early exit");
+  b.AddSymbol("batch", 1, 256);
+  b.AddInput("x", DType::kF32, {"batch", 8});
+  b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
+  b.AddWeight("deep1", DType::kF32, {8, 8}, Weights(64, 21, 0.35f));
+  b.AddWeight("deep2", DType::kF32, {8, 8}, Weights(64, 22, 0.35f));
+  b.AddWeight("shallow", DType::kF32, {8, 3}, Weights(24, 23, 0.35f));
+  b.AddOp("ReduceMean", {"x"}, {"m"}, {{"keepdims", int64_t{0}}});
+  b.AddOp("Greater", {"m", "zero"}, {"go_deep"});
+
+  const int deep = b.AddSubgraph("deep");
+  b.AddOp("MatMul", {"x", "deep1"}, {"d1"});
+  b.AddOp("Relu", {"d1"}, {"d1a"});
+  b.AddOp("MatMul", {"d1a", "deep2"}, {"d2"});
+  b.AddOutput("d2");
+  const int shallow = b.AddSubgraph("shallow");
+  b.AddOp("MatMul", {"x", "shallow"}, {"s1"});
+  b.AddOutput("s1");
+
+  b.SetSubgraph(0);
+  b.AddOp("If", {"go_deep"}, {"y"}, {{"then_branch", SubgraphRef{deep}}, {"else_branch", SubgraphRef{shallow}}},
+          "exit");
+  b.AddOutput("y");
+  return b.Finish();
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildLoop() {
+  ModelBuilder b;
+  b.SetProducer("grove demo: loop");
+  b.AddSymbol("n", 1, 1024);
+  b.AddInput("trip_count", DType::kI64, {});
+  b.AddInput("x", DType::kF32, {"n"});
+  b.AddInput("limit", DType::kF32, {});
+  b.AddWeight("two", DType::kF32, {}, std::vector<float>{2.0f});
+
+  const int body = b.AddSubgraph("body");
+  b.AddInput("i", DType::kI64, {});
+  b.AddInput("cond_in", DType::kBool, {});
+  b.AddInput("v", DType::kF32, {"n"});
+  b.AddOp("Mul", {"v", "two"}, {"doubled"});
+  b.AddOp("Cast", {"i"}, {"i_f"}, {{"to", int64_t(DType::kF32)}});
+  b.AddOp("Add", {"doubled", "i_f"}, {"v_next"});
+  b.AddOp("ReduceSum", {"v_next"}, {"sum"}, {{"keepdims", int64_t{0}}});
+  b.AddOp("Less", {"sum", "limit"}, {"keep_going"});
+  b.AddOutput("keep_going");
+  b.AddOutput("v_next");
+  b.AddOutput("sum");
+
+  b.SetSubgraph(0);
+  b.AddOp("Loop", {"trip_count", "", "x"}, {"final", "sums"}, {{"body", SubgraphRef{body}}}, "doubling");
+  b.AddOutput("final");
+  b.AddOutput("sums");
+  return b.Finish();
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops) {
+  ModelBuilder b;
+  b.SetProducer("grove demo: chain");
+  b.AddSymbol("batch", 1, 4096);
+  b.AddInput("x", DType::kF32, {"batch", 64});
+  b.AddWeight("w", DType::kF32, {64, 64}, Weights(64 * 64, 31, 0.125f));
+  b.AddWeight("bias", DType::kF32, {64}, Weights(64, 32, 0.1f));
+  b.AddWeight("half", DType::kF32, {}, std::vector<float>{0.5f});
+  std::string cur = "x";
+  for (int i = 0; i < num_ops; ++i) {
+    const std::string next = "t" + std::to_string(i);
+    switch (i % 4) {
+      case 0: b.AddOp("MatMul", {cur, "w"}, {next}); break;
+      case 1: b.AddOp("Add", {cur, "bias"}, {next}); break;
+      case 2: b.AddOp("Relu", {cur}, {next}); break;
+      default: b.AddOp("Mul", {cur, "half"}, {next}); break;
+    }
+    cur = next;
+  }
+  b.AddOp("Identity", {cur}, {"y"});
+  b.AddOutput("y");
+  return b.Finish();
+}
+
+}  // namespace grove::demo

@@ -61,6 +61,9 @@ struct Node {
   const OpDef* def = nullptr;
   std::vector<int> inputs;   // tensor indices; -1 = omitted optional input
   std::vector<int> outputs;  // tensor indices; -1 = omitted optional output
+  // Outer-scope tensors the node's subgraphs capture (If, Loop): read by the
+  // node as if they were inputs, for lifetimes and ordering.
+  std::vector<int> implicit_inputs;
   Attributes attrs;
   int subgraph = 0;
   int index = 0;  // position in its subgraph

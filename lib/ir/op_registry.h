@@ -104,6 +104,8 @@ class KernelContext {
   class Host {
    public:
     virtual ~Host() = default;
+    // dtype kUnknown takes the planned dtype (a Loop's scan output after
+    // zero iterations).
     virtual absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) = 0;
     // Runs a subgraph of the model with these inputs (captures come from the
     // calling frame). The views stay valid until the next RunSubgraph of the

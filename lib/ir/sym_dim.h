@@ -30,6 +30,12 @@ class SymDim {
   bool is_unknown() const { return unknown_ != 0; }
   // The constant's value; 0 when !is_const().
   int64_t value() const;
+  // The symbol's index when the dim is exactly one symbol, else -1.
+  int symbol_index() const {
+    return (!unknown_ && terms_.size() == 1 && terms_[0].coeff == 1 && terms_[0].syms.size() == 1)
+               ? terms_[0].syms[0]
+               : -1;
+  }
 
   friend SymDim operator+(const SymDim& a, const SymDim& b);
   friend SymDim operator-(const SymDim& a, const SymDim& b);

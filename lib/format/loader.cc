@@ -1,0 +1,454 @@
+// Verified loading of .grove files. The file is untrusted: the FlatBuffers
+// verifier bounds every table and vector, then the checks here bound every
+// index, size and dim before the graph is built, and the dataflow checks make
+// sure each op reads only values defined before it (so there are no cycles).
+#include "lib/format/loader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "flatbuffers/flatbuffers.h"
+#include "lib/format/file_layout.h"
+#include "schemas/grove_generated.h"
+
+namespace grove::format {
+namespace {
+
+absl::Status Bad(absl::string_view where, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("invalid model: ", where, ": ", what));
+}
+
+std::string TensorWhere(int index, const fb::Tensor* t) {
+  if (t != nullptr && t->name() != nullptr) return absl::StrCat("tensor ", index, " ('", t->name()->str(), "')");
+  return absl::StrCat("tensor ", index);
+}
+
+std::string OpWhere(int sg, int op, const fb::Operator* o) {
+  std::string type = o->type() ? o->type()->str() : "?";
+  if (o->name() != nullptr && o->name()->size() > 0) {
+    return absl::StrCat("subgraph ", sg, " op ", op, " (", type, " '", o->name()->str(), "')");
+  }
+  return absl::StrCat("subgraph ", sg, " op ", op, " (", type, ")");
+}
+
+absl::StatusOr<AttrValue> ConvertAttribute(const fb::Attribute& a, ir::AttrKind want, absl::string_view where,
+                                           int num_subgraphs) {
+  const std::string name = a.name()->str();
+  auto mismatch = [&](absl::string_view got) {
+    return Bad(where, absl::StrCat("attribute '", name, "' must be ", ir::AttrKindName(want), ", got ", got));
+  };
+  switch (a.type()) {
+    case fb::AttrType::INT:
+      if (want == ir::AttrKind::kFloat) return AttrValue(static_cast<double>(a.i()));
+      if (want != ir::AttrKind::kInt) return mismatch("int");
+      return AttrValue(static_cast<int64_t>(a.i()));
+    case fb::AttrType::FLOAT:
+      if (want != ir::AttrKind::kFloat) return mismatch("float");
+      return AttrValue(a.f());
+    case fb::AttrType::STRING:
+      if (want != ir::AttrKind::kString) return mismatch("string");
+      return AttrValue(a.s() ? a.s()->str() : std::string());
+    case fb::AttrType::INTS: {
+      if (want == ir::AttrKind::kFloats) {
+        std::vector<double> v;
+        if (a.ints()) for (int64_t x : *a.ints()) v.push_back(static_cast<double>(x));
+        return AttrValue(std::move(v));
+      }
+      if (want != ir::AttrKind::kInts) return mismatch("ints");
+      std::vector<int64_t> v;
+      if (a.ints()) v.assign(a.ints()->begin(), a.ints()->end());
+      return AttrValue(std::move(v));
+    }
+    case fb::AttrType::FLOATS: {
+      if (want != ir::AttrKind::kFloats) return mismatch("floats");
+      std::vector<double> v;
+      if (a.floats()) v.assign(a.floats()->begin(), a.floats()->end());
+      return AttrValue(std::move(v));
+    }
+    case fb::AttrType::STRINGS: {
+      if (want != ir::AttrKind::kStrings) return mismatch("strings");
+      std::vector<std::string> v;
+      if (a.strings()) {
+        for (const flatbuffers::String* s : *a.strings()) v.push_back(s ? s->str() : std::string());
+      }
+      return AttrValue(std::move(v));
+    }
+    case fb::AttrType::SUBGRAPH:
+      if (want != ir::AttrKind::kSubgraph) return mismatch("subgraph");
+      if (a.subgraph() <= 0 || a.subgraph() >= num_subgraphs) {
+        return Bad(where, absl::StrCat("attribute '", name, "' refers to subgraph ", a.subgraph(),
+                                       ", which is not a body subgraph (1..", num_subgraphs - 1, ")"));
+      }
+      return AttrValue(SubgraphRef{a.subgraph()});
+  }
+  return Bad(where, absl::StrCat("attribute '", name, "' has unknown type ", static_cast<int>(a.type())));
+}
+
+// Checks the dataflow of subgraph `sg` given the tensors visible from
+// enclosing scopes, records captures, and recurses into bodies.
+class ScopeChecker {
+ public:
+  ScopeChecker(ir::Graph& graph, std::vector<int>& reference_count) : graph_(graph), refs_(reference_count) {
+    produced_.assign(graph.tensors.size(), false);
+  }
+
+  absl::Status Check(int sg, const absl::flat_hash_set<int>& outer, int depth) {
+    if (depth > kMaxSubgraphDepth) {
+      return Bad(absl::StrCat("subgraph ", sg), absl::StrCat("subgraphs nest deeper than ", kMaxSubgraphDepth));
+    }
+    ir::Subgraph& s = graph_.subgraphs[sg];
+    s.depth = depth;
+    absl::flat_hash_set<int> local;  // defined in this subgraph
+    absl::flat_hash_set<int> captures;
+    auto define = [&](int t, absl::string_view where) -> absl::Status {
+      if (graph_.tensors[t].is_weight) {
+        return Bad(where, absl::StrCat("writes weight '", graph_.tensors[t].name, "'"));
+      }
+      if (produced_[t]) {
+        return Bad(where, absl::StrCat("tensor ", t, " ('", graph_.tensors[t].name,
+                                       "') is defined more than once"));
+      }
+      produced_[t] = true;
+      local.insert(t);
+      return absl::OkStatus();
+    };
+    auto use = [&](int t, absl::string_view where) -> absl::Status {
+      if (graph_.tensors[t].is_weight || local.contains(t)) return absl::OkStatus();
+      if (outer.contains(t)) {
+        captures.insert(t);
+        return absl::OkStatus();
+      }
+      return Bad(where, absl::StrCat("reads tensor ", t, " ('", graph_.tensors[t].name,
+                                     "') before it is defined (or from outside its scope)"));
+    };
+    for (int t : s.inputs) {
+      if (absl::Status st = define(t, absl::StrCat("subgraph ", sg, " input")); !st.ok()) return st;
+    }
+    for (ir::Node& node : s.nodes) {
+      const std::string where = node.Describe();
+      for (int t : node.inputs) {
+        if (t < 0) continue;
+        if (absl::Status st = use(t, where); !st.ok()) return st;
+      }
+      // Bodies see everything visible here, at this point.
+      std::vector<int> bodies;
+      for (const auto& [name, value] : node.attrs.all()) {
+        if (const auto* ref = std::get_if<SubgraphRef>(&value)) bodies.push_back(ref->index);
+      }
+      std::sort(bodies.begin(), bodies.end());
+      absl::flat_hash_set<int> implicit;
+      if (!bodies.empty()) {
+        absl::flat_hash_set<int> visible = outer;
+        visible.insert(local.begin(), local.end());
+        for (int b : bodies) {
+          if (++refs_[b] > 1) {
+            return Bad(where, absl::StrCat("subgraph ", b, " is used by more than one op (or recursively)"));
+          }
+          if (absl::Status st = Check(b, visible, depth + 1); !st.ok()) return st;
+          for (int c : graph_.subgraphs[b].captures) {
+            implicit.insert(c);
+            if (absl::Status st = use(c, where); !st.ok()) return st;
+          }
+        }
+      }
+      node.implicit_inputs.assign(implicit.begin(), implicit.end());
+      std::sort(node.implicit_inputs.begin(), node.implicit_inputs.end());
+      for (int t : node.outputs) {
+        if (t < 0) continue;
+        if (absl::Status st = define(t, where); !st.ok()) return st;
+      }
+    }
+    for (int t : s.outputs) {
+      if (absl::Status st = use(t, absl::StrCat("subgraph ", sg, " output")); !st.ok()) return st;
+    }
+    s.captures.assign(captures.begin(), captures.end());
+    std::sort(s.captures.begin(), s.captures.end());
+    return absl::OkStatus();
+  }
+
+ private:
+  ir::Graph& graph_;
+  std::vector<int>& refs_;
+  std::vector<bool> produced_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const ModelBytes>> ModelBytes::MapFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot open model '", path, "': ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("model '", path, "' is not a regular file"));
+  }
+  auto bytes = std::shared_ptr<ModelBytes>(new ModelBytes());
+  bytes->size_ = static_cast<size_t>(st.st_size);
+  if (bytes->size_ > 0) {
+    void* p = ::mmap(nullptr, bytes->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      return absl::InternalError(absl::StrCat("cannot map model '", path, "': ", std::strerror(errno)));
+    }
+    bytes->data_ = static_cast<const uint8_t*>(p);
+    bytes->mapped_ = true;
+  }
+  ::close(fd);
+  return std::shared_ptr<const ModelBytes>(std::move(bytes));
+}
+
+absl::StatusOr<std::shared_ptr<const ModelBytes>> ModelBytes::CopyOf(absl::Span<const uint8_t> in) {
+  auto bytes = std::shared_ptr<ModelBytes>(new ModelBytes());
+  bytes->size_ = in.size();
+  if (!in.empty()) {
+    void* p = std::aligned_alloc(kWeightAlignment, AlignUp(in.size(), kWeightAlignment));
+    if (p == nullptr) return absl::ResourceExhaustedError("cannot allocate a copy of the model");
+    std::memcpy(p, in.data(), in.size());
+    bytes->data_ = static_cast<const uint8_t*>(p);
+  }
+  return std::shared_ptr<const ModelBytes>(std::move(bytes));
+}
+
+ModelBytes::~ModelBytes() {
+  if (data_ == nullptr) return;
+  if (mapped_) {
+    ::munmap(const_cast<uint8_t*>(data_), size_);
+  } else {
+    std::free(const_cast<uint8_t*>(data_));
+  }
+}
+
+absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegistry& registry) {
+  const uint8_t* data = bytes.data();
+  const uint64_t file_size = bytes.size();
+  if (file_size < 8) {
+    return Bad("file", absl::StrCat("is ", file_size, " bytes, too small to be a grove model"));
+  }
+  const uint64_t fb_size = flatbuffers::ReadScalar<uint32_t>(data);
+  if (fb_size + 4 > file_size) {
+    return Bad("file", absl::StrCat("is truncated: the model table claims ", fb_size + 4,
+                                    " bytes but the file has ", file_size));
+  }
+  if (fb_size + 4 >= FLATBUFFERS_MAX_BUFFER_SIZE) return Bad("file", "model table is larger than 2 GiB");
+  if (!fb::SizePrefixedModelBufferHasIdentifier(data)) {
+    return Bad("file", "not a grove model (missing the 'GROV' file identifier)");
+  }
+  flatbuffers::Verifier::Options opts;
+  opts.max_depth = 64;
+  opts.max_tables = 10'000'000;
+  flatbuffers::Verifier verifier(data, fb_size + 4, opts);
+  if (!fb::VerifySizePrefixedModelBuffer(verifier)) {
+    return Bad("file", "the FlatBuffers verifier rejected the model table (corrupt or truncated)");
+  }
+  const fb::Model* m = fb::GetSizePrefixedModel(data);
+  LoadedGraph out;
+  out.format_version = m->format_version();
+  if (out.format_version == 0 || out.format_version > kFormatVersion) {
+    return Bad("header", absl::StrCat("format version ", out.format_version, " is not supported (this grove reads 1..",
+                                      kFormatVersion, ")"));
+  }
+  if (m->producer()) out.producer = m->producer()->str();
+  ir::Graph& g = out.graph;
+
+  // Symbols.
+  absl::flat_hash_set<std::string> names;
+  if (m->symbols()) {
+    for (flatbuffers::uoffset_t i = 0; i < m->symbols()->size(); ++i) {
+      const fb::Symbol* s = m->symbols()->Get(i);
+      const std::string where = absl::StrCat("symbol ", i);
+      if (s->name() == nullptr || s->name()->size() == 0) return Bad(where, "has no name");
+      if (!names.insert(s->name()->str()).second) return Bad(where, absl::StrCat("name '", s->name()->str(), "' is used twice"));
+      if (s->min() < 0 || s->max() < s->min() || s->max() > kMaxDim) {
+        return Bad(absl::StrCat(where, " ('", s->name()->str(), "')"),
+                   absl::StrCat("range ", s->min(), "..", s->max(), " is not 0 <= min <= max <= 2^40"));
+      }
+      g.symbols.push_back(ir::Symbol{s->name()->str(), s->min(), s->max()});
+    }
+  }
+
+  // Buffers: inside the data region, aligned, not overlapping the table.
+  const uint64_t data_start = AlignUp(fb_size + 4, kWeightAlignment);
+  const int num_buffers = m->buffers() ? static_cast<int>(m->buffers()->size()) : 0;
+  for (int i = 0; i < num_buffers; ++i) {
+    const fb::Buffer* b = m->buffers()->Get(i);
+    const std::string where = absl::StrCat("buffer ", i);
+    if (b->offset() % kWeightAlignment != 0) {
+      return Bad(where, absl::StrCat("offset ", b->offset(), " is not a multiple of 64"));
+    }
+    if (b->offset() > file_size || b->size() > file_size || data_start > file_size ||
+        data_start + b->offset() > file_size - b->size()) {
+      return Bad(where, absl::StrCat("bytes [", b->offset(), ", +", b->size(), ") of the data region at ", data_start,
+                                     " run past the end of the ", file_size, "-byte file (truncated?)"));
+    }
+  }
+
+  // Tensors.
+  const int num_tensors = m->tensors() ? static_cast<int>(m->tensors()->size()) : 0;
+  std::vector<int> buffer_users(num_buffers, 0);
+  names.clear();
+  g.tensors.resize(num_tensors);
+  for (int i = 0; i < num_tensors; ++i) {
+    const fb::Tensor* t = m->tensors()->Get(i);
+    const std::string where = TensorWhere(i, t);
+    if (t->name() == nullptr || t->name()->size() == 0) return Bad(where, "has no name");
+    if (!names.insert(t->name()->str()).second) return Bad(where, "name is used by another tensor");
+    ir::TensorDecl& d = g.tensors[i];
+    d.name = t->name()->str();
+    const int dt = static_cast<int>(t->dtype());
+    if (dt < 0 || dt > 9) return Bad(where, absl::StrCat("dtype ", dt, " is unknown"));
+    d.dtype = static_cast<DType>(dt);
+    d.has_shape = t->has_shape();
+    if (t->shape()) {
+      if (t->shape()->size() > 16) return Bad(where, absl::StrCat("rank ", t->shape()->size(), " is above 16"));
+      for (flatbuffers::uoffset_t k = 0; k < t->shape()->size(); ++k) {
+        const fb::Dim* dim = t->shape()->Get(k);
+        if (dim->symbol() >= 0) {
+          if (dim->symbol() >= static_cast<int>(g.symbols.size())) {
+            return Bad(where, absl::StrCat("dim ", k, " uses symbol ", dim->symbol(), " but the model has ",
+                                           g.symbols.size(), " symbols"));
+          }
+          d.shape.push_back(ir::SymDim::Symbol(dim->symbol()));
+        } else {
+          if (dim->value() < 0 || dim->value() > kMaxDim) {
+            return Bad(where, absl::StrCat("dim ", k, " is ", dim->value(), ", outside 0..2^40"));
+          }
+          d.shape.push_back(ir::SymDim(dim->value()));
+        }
+      }
+    }
+    if (t->buffer() >= 0) {
+      if (t->buffer() >= num_buffers) {
+        return Bad(where, absl::StrCat("buffer index ", t->buffer(), " is out of range (", num_buffers, " buffers)"));
+      }
+      if (d.dtype == DType::kUnknown) return Bad(where, "a weight needs a dtype");
+      if (!d.has_shape || !ir::IsConcrete(d.shape)) return Bad(where, "a weight needs a constant shape");
+      absl::StatusOr<uint64_t> want = ir::CheckedByteSize(d.dtype, ir::ToConcrete(d.shape), where);
+      if (!want.ok()) return Bad(where, want.status().message());
+      const fb::Buffer* b = m->buffers()->Get(t->buffer());
+      if (b->size() != *want) {
+        return Bad(where, absl::StrCat("buffer ", t->buffer(), " holds ", b->size(), " bytes but ", DTypeName(d.dtype),
+                                       ir::ShapeToString(d.shape), " needs ", *want));
+      }
+      ++buffer_users[t->buffer()];
+      d.is_weight = true;
+      d.bytes = b->size();
+      d.data = data + data_start + b->offset();
+    }
+  }
+
+  // Subgraphs and operators.
+  const int num_subgraphs = m->subgraphs() ? static_cast<int>(m->subgraphs()->size()) : 0;
+  if (num_subgraphs == 0) return Bad("model", "has no subgraphs (subgraph 0 is the main graph)");
+  auto check_index = [&](int t, absl::string_view where, absl::string_view role, bool allow_missing) -> absl::Status {
+    if (t == -1 && allow_missing) return absl::OkStatus();
+    if (t < 0 || t >= num_tensors) {
+      return Bad(where, absl::StrCat(role, " tensor index ", t, " is out of range (", num_tensors, " tensors)"));
+    }
+    return absl::OkStatus();
+  };
+  g.subgraphs.resize(num_subgraphs);
+  for (int si = 0; si < num_subgraphs; ++si) {
+    const fb::Subgraph* s = m->subgraphs()->Get(si);
+    ir::Subgraph& sg = g.subgraphs[si];
+    const std::string where = absl::StrCat("subgraph ", si);
+    sg.name = s->name() ? s->name()->str() : absl::StrCat("subgraph", si);
+    if (s->inputs()) {
+      for (int t : *s->inputs()) {
+        if (absl::Status st = check_index(t, where, "input", false); !st.ok()) return st;
+        sg.inputs.push_back(t);
+      }
+    }
+    if (s->outputs()) {
+      for (int t : *s->outputs()) {
+        if (absl::Status st = check_index(t, where, "output", false); !st.ok()) return st;
+        sg.outputs.push_back(t);
+      }
+    }
+    const int num_ops = s->operators() ? static_cast<int>(s->operators()->size()) : 0;
+    sg.nodes.resize(num_ops);
+    for (int oi = 0; oi < num_ops; ++oi) {
+      const fb::Operator* o = s->operators()->Get(oi);
+      const std::string ow = OpWhere(si, oi, o);
+      ir::Node& n = sg.nodes[oi];
+      n.subgraph = si;
+      n.index = oi;
+      if (o->type() == nullptr) return Bad(ow, "has no op type");
+      n.type = o->type()->str();
+      if (o->name()) n.name = o->name()->str();
+      n.def = registry.Find(n.type);
+      if (n.def == nullptr) return Bad(ow, absl::StrCat("op type '", n.type, "' is not supported by this grove"));
+      const int ni = o->inputs() ? static_cast<int>(o->inputs()->size()) : 0;
+      const int no = o->outputs() ? static_cast<int>(o->outputs()->size()) : 0;
+      if (ni < n.def->min_inputs || (n.def->max_inputs >= 0 && ni > n.def->max_inputs)) {
+        return Bad(ow, absl::StrCat("has ", ni, " inputs; ", n.type, " takes ", n.def->min_inputs, "..",
+                                    n.def->max_inputs < 0 ? std::string("any") : absl::StrCat(n.def->max_inputs)));
+      }
+      if (no < n.def->min_outputs || (n.def->max_outputs >= 0 && no > n.def->max_outputs)) {
+        return Bad(ow, absl::StrCat("has ", no, " outputs; ", n.type, " gives ", n.def->min_outputs, "..",
+                                    n.def->max_outputs < 0 ? std::string("any") : absl::StrCat(n.def->max_outputs)));
+      }
+      for (int k = 0; k < ni; ++k) {
+        const int t = o->inputs()->Get(k);
+        if (absl::Status st = check_index(t, ow, absl::StrCat("input ", k), true); !st.ok()) return st;
+        if (t < 0 && k < n.def->min_inputs) return Bad(ow, absl::StrCat("required input ", k, " is missing"));
+        n.inputs.push_back(t);
+      }
+      for (int k = 0; k < no; ++k) {
+        const int t = o->outputs()->Get(k);
+        if (absl::Status st = check_index(t, ow, absl::StrCat("output ", k), k > 0); !st.ok()) return st;
+        n.outputs.push_back(t);
+      }
+      absl::flat_hash_set<std::string> seen;
+      if (o->attributes()) {
+        for (const fb::Attribute* a : *o->attributes()) {
+          if (a->name() == nullptr) return Bad(ow, "has an attribute without a name");
+          const std::string an = a->name()->str();
+          if (!seen.insert(an).second) return Bad(ow, absl::StrCat("attribute '", an, "' appears twice"));
+          const ir::AttrSpec* spec = n.def->FindAttr(an);
+          if (spec == nullptr) return Bad(ow, absl::StrCat("unknown attribute '", an, "' for ", n.type));
+          absl::StatusOr<AttrValue> v = ConvertAttribute(*a, spec->kind, ow, num_subgraphs);
+          if (!v.ok()) return v.status();
+          n.attrs.Set(an, std::move(*v));
+        }
+      }
+      for (const ir::AttrSpec& spec : n.def->attrs) {
+        if (spec.required && !seen.contains(spec.name)) {
+          return Bad(ow, absl::StrCat("required attribute '", spec.name, "' is missing"));
+        }
+      }
+    }
+  }
+
+  // Main graph inputs need a dtype and a declared shape; bodies' inputs may
+  // leave their shapes to inference.
+  for (int t : g.subgraphs[0].inputs) {
+    const ir::TensorDecl& d = g.tensors[t];
+    if (d.dtype == DType::kUnknown || !d.has_shape) {
+      return Bad(absl::StrCat("main input '", d.name, "'"), "needs a dtype and a declared shape");
+    }
+    if (d.is_weight) return Bad(absl::StrCat("main input '", d.name, "'"), "is also a weight");
+  }
+  if (g.subgraphs[0].outputs.empty()) return Bad("main graph", "has no outputs");
+
+  std::vector<int> refs(num_subgraphs, 0);
+  ScopeChecker checker(g, refs);
+  if (absl::Status st = checker.Check(0, {}, 0); !st.ok()) return st;
+  if (!g.subgraphs[0].captures.empty()) return Bad("main graph", "reads values nobody defines");
+  for (int si = 1; si < num_subgraphs; ++si) {
+    if (refs[si] == 0) return Bad(absl::StrCat("subgraph ", si, " ('", g.subgraphs[si].name, "')"), "is not used by any op");
+  }
+  return out;
+}
+
+}  // namespace grove::format

@@ -1,0 +1,51 @@
+// Loading a .grove file: the bytes (a read-only mapping or an aligned copy),
+// the FlatBuffers verifier, then semantic checks, then the in-memory graph.
+// Nothing reads the file's data before the check that covers it.
+#ifndef GROVE_LIB_FORMAT_LOADER_H_
+#define GROVE_LIB_FORMAT_LOADER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "lib/ir/graph.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::format {
+
+// The bytes of a model, alive as long as the model: weights point into them.
+class ModelBytes {
+ public:
+  // Maps the file read-only (never copied).
+  static absl::StatusOr<std::shared_ptr<const ModelBytes>> MapFile(const std::string& path);
+  // Copies into 64-byte aligned storage.
+  static absl::StatusOr<std::shared_ptr<const ModelBytes>> CopyOf(absl::Span<const uint8_t> bytes);
+  ~ModelBytes();
+  ModelBytes(const ModelBytes&) = delete;
+  ModelBytes& operator=(const ModelBytes&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  ModelBytes() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+};
+
+struct LoadedGraph {
+  ir::Graph graph;
+  std::string producer;
+  uint32_t format_version = 0;
+};
+
+// Verifies and converts. Every error names what is wrong and where
+// ("tensor 12 ('w1'): buffer size 60 does not match f32[4, 4] = 64 bytes").
+absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegistry& registry);
+
+}  // namespace grove::format
+
+#endif  // GROVE_LIB_FORMAT_LOADER_H_

@@ -1,0 +1,131 @@
+// If and Loop (ONNX semantics). Their bodies are subgraphs; output shapes
+// come from inferring the bodies, and are only a prediction: the kernels
+// allocate their outputs when they know what the chosen path produced.
+#include "absl/strings/str_cat.h"
+#include "lib/ir/ops/ops.h"
+
+namespace grove::ir {
+namespace {
+
+// Merges two predictions of one output: equal dims stay, others are unknown.
+absl::StatusOr<SymShape> MergeShapes(const SymShape& a, const SymShape& b) {
+  if (a.size() != b.size()) return absl::InvalidArgumentError("ranks differ");
+  SymShape out = a;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) out[i] = SymDim::Unknown();
+  }
+  return out;
+}
+
+absl::Status InferIf(ShapeContext& ctx) {
+  if (ctx.input_dtype(0) != DType::kBool) return ctx.Error("cond must be bool");
+  if (ctx.inferrer() == nullptr) return ctx.Error("If needs its branches to infer shapes");
+  const int then_sg = ctx.attrs().GetSubgraph("then_branch");
+  const int else_sg = ctx.attrs().GetSubgraph("else_branch");
+  auto then_out = ctx.inferrer()->Infer(then_sg, {});
+  if (!then_out.ok()) return then_out.status();
+  auto else_out = ctx.inferrer()->Infer(else_sg, {});
+  if (!else_out.ok()) return else_out.status();
+  if (static_cast<int>(then_out->size()) != ctx.num_outputs() ||
+      static_cast<int>(else_out->size()) != ctx.num_outputs()) {
+    return ctx.Error(absl::StrCat("has ", ctx.num_outputs(), " outputs but the branches give ", then_out->size(),
+                                  " and ", else_out->size()));
+  }
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    const auto& t = (*then_out)[i];
+    const auto& e = (*else_out)[i];
+    if (t.dtype != e.dtype) {
+      return ctx.Error(absl::StrCat("output ", i, " is ", DTypeName(t.dtype), " in then_branch but ",
+                                    DTypeName(e.dtype), " in else_branch"));
+    }
+    absl::StatusOr<SymShape> merged = MergeShapes(t.shape, e.shape);
+    if (!merged.ok()) {
+      return ctx.Error(absl::StrCat("output ", i, " has rank ", t.shape.size(), " in then_branch but ",
+                                    e.shape.size(), " in else_branch; grove needs equal ranks"));
+    }
+    ctx.SetOutput(i, t.dtype, std::move(*merged));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferLoop(ShapeContext& ctx) {
+  if (ctx.inferrer() == nullptr) return ctx.Error("Loop needs its body to infer shapes");
+  if (ctx.has_input(0) && (ctx.input_dtype(0) != DType::kI64 || !ctx.input_shape(0).empty())) {
+    if (!(ctx.input_shape(0).size() == 1 && ctx.input_shape(0)[0] == SymDim(1)) || ctx.input_dtype(0) != DType::kI64) {
+      return ctx.Error("trip count M must be an i64 scalar");
+    }
+  }
+  if (ctx.has_input(1) && ctx.input_dtype(1) != DType::kBool) return ctx.Error("cond must be bool");
+  const int body = ctx.attrs().GetSubgraph("body");
+  const int n = ctx.num_inputs() - 2;
+  const int k = ctx.num_outputs() - n;
+  if (k < 0) return ctx.Error(absl::StrCat("has ", n, " loop-carried inputs but only ", ctx.num_outputs(), " outputs"));
+  const Subgraph& sg = ctx.graph().subgraphs[body];
+  if (static_cast<int>(sg.inputs.size()) != n + 2) {
+    return ctx.Error(absl::StrCat("body takes ", sg.inputs.size(), " inputs; it must take 2 + ", n,
+                                  " (iteration, cond, loop-carried values)"));
+  }
+  if (static_cast<int>(sg.outputs.size()) != 1 + n + k) {
+    return ctx.Error(absl::StrCat("body gives ", sg.outputs.size(), " outputs; it must give 1 + ", n, " + ", k,
+                                  " (cond, loop-carried values, scan outputs)"));
+  }
+  std::vector<ShapeContext::Input> ins(n + 2);
+  ins[0] = ShapeContext::Input{true, DType::kI64, {}, nullptr};
+  ins[1] = ShapeContext::Input{true, DType::kBool, {}, nullptr};
+  for (int i = 0; i < n; ++i) {
+    if (!ctx.has_input(2 + i)) return ctx.Error(absl::StrCat("loop-carried input ", i, " is missing"));
+    ins[2 + i] = ctx.input(2 + i);
+  }
+  auto outs = ctx.inferrer()->Infer(body, ins);
+  if (!outs.ok()) return outs.status();
+  if ((*outs)[0].dtype != DType::kBool) return ctx.Error("body's first output (cond) must be bool");
+  for (int i = 0; i < n; ++i) {
+    const auto& o = (*outs)[1 + i];
+    if (o.dtype != ins[2 + i].dtype) {
+      return ctx.Error(absl::StrCat("loop-carried value ", i, " enters as ", DTypeName(ins[2 + i].dtype),
+                                    " but the body returns ", DTypeName(o.dtype)));
+    }
+    absl::StatusOr<SymShape> merged = MergeShapes(ins[2 + i].shape, o.shape);
+    if (!merged.ok()) {
+      return ctx.Error(absl::StrCat("loop-carried value ", i, " changes rank in the body"));
+    }
+    ctx.SetOutput(i, o.dtype, std::move(*merged));
+  }
+  for (int j = 0; j < k; ++j) {
+    const auto& o = (*outs)[1 + n + j];
+    SymShape s{SymDim::Unknown()};
+    s.insert(s.end(), o.shape.begin(), o.shape.end());
+    ctx.SetOutput(n + j, o.dtype, std::move(s));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterControlFlowOps(OpRegistry& registry) {
+  OpDef if_op;
+  if_op.type = "If";
+  if_op.min_inputs = 1;
+  if_op.max_inputs = 1;
+  if_op.min_outputs = 1;
+  if_op.max_outputs = -1;
+  if_op.attrs = {{"then_branch", AttrKind::kSubgraph, true}, {"else_branch", AttrKind::kSubgraph, true}};
+  if_op.infer = &InferIf;
+  if_op.kernel_allocates_outputs = true;
+  if_op.foldable = false;
+  if (absl::Status s = registry.Register(std::move(if_op)); !s.ok()) return s;
+
+  OpDef loop;
+  loop.type = "Loop";
+  loop.min_inputs = 2;
+  loop.max_inputs = -1;
+  loop.min_outputs = 0;
+  loop.max_outputs = -1;
+  loop.attrs = {{"body", AttrKind::kSubgraph, true}};
+  loop.infer = &InferLoop;
+  loop.kernel_allocates_outputs = true;
+  loop.foldable = false;
+  return registry.Register(std::move(loop));
+}
+
+}  // namespace grove::ir

@@ -1,0 +1,236 @@
+#include "lib/runtime/execution_plan.h"
+
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "lib/runtime/shape_inference.h"
+
+namespace grove::runtime {
+namespace {
+
+// Outputs up to this size whose inputs are all known are computed at plan
+// time: shape arithmetic, never real activations.
+constexpr uint64_t kFoldLimitBytes = 4096;
+
+// Folding runs kernels that never allocate or call subgraphs.
+class NoHost : public ir::KernelContext::Host {
+ public:
+  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
+    return absl::InternalError("folded op asked to allocate");
+  }
+  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
+    return absl::InternalError("folded op asked to run a subgraph");
+  }
+};
+
+}  // namespace
+
+int ExecutionPlan::ValueOf(int tensor) const {
+  auto it = value_of_tensor_.find(tensor);
+  return it == value_of_tensor_.end() ? -1 : it->second;
+}
+
+absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Graph& graph, int subgraph,
+                                                                    absl::Span<const ValueSig> inputs,
+                                                                    absl::Span<const ValueSig> captures,
+                                                                    ir::Backend backend) {
+  auto plan = std::unique_ptr<ExecutionPlan>(new ExecutionPlan());
+  plan->subgraph_ = subgraph;
+  const ir::Subgraph& sg = graph.subgraphs[subgraph];
+  if (inputs.size() != sg.inputs.size() || captures.size() != sg.captures.size()) {
+    return absl::InternalError(absl::StrCat("plan for subgraph '", sg.name, "': wrong number of inputs"));
+  }
+  GraphInference inference(graph);
+  std::deque<TensorView> folded_views;
+
+  auto add_value = [&](int tensor, PlanValue v) {
+    v.tensor = tensor;
+    const int id = static_cast<int>(plan->values_.size());
+    plan->values_.push_back(std::move(v));
+    plan->value_of_tensor_[tensor] = id;
+    return id;
+  };
+  auto sig_value = [&](int tensor, const ValueSig& sig, ValueKind kind, int position) {
+    PlanValue v;
+    v.kind = kind;
+    v.dtype = sig.dtype;
+    v.shape = sig.shape;
+    v.position = position;
+    v.bytes = DTypeSize(sig.dtype) * static_cast<uint64_t>(ir::NumElements(sig.shape));
+    inference.Set(tensor, ir::ShapeContext::Input{true, sig.dtype, ir::FromConcrete(sig.shape), nullptr});
+    return add_value(tensor, std::move(v));
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    plan->input_values_.push_back(sig_value(sg.inputs[i], inputs[i], ValueKind::kInput, static_cast<int>(i)));
+  }
+  for (size_t i = 0; i < captures.size(); ++i) {
+    plan->capture_values_.push_back(
+        sig_value(sg.captures[i], captures[i], ValueKind::kCapture, static_cast<int>(i)));
+  }
+  // Weights become values on first use.
+  auto value_id = [&](int tensor) -> int {
+    const int id = plan->ValueOf(tensor);
+    if (id >= 0) return id;
+    const ir::TensorDecl& d = graph.tensors[tensor];
+    if (!d.is_weight) return -1;
+    PlanValue v;
+    v.kind = ValueKind::kWeight;
+    v.dtype = d.dtype;
+    v.shape = ir::ToConcrete(d.shape);
+    v.bytes = d.bytes;
+    v.data = d.data;
+    return add_value(tensor, std::move(v));
+  };
+
+  NoHost no_host;
+  for (const ir::Node& node : sg.nodes) {
+    absl::StatusOr<std::vector<ir::ShapeContext::Input>> node_inputs = inference.NodeInputs(node);
+    if (!node_inputs.ok()) return node_inputs.status();
+    PlanStep step;
+    step.node = &node;
+    bool inputs_dynamic = false;  // some input's shape is known only when run
+    bool values_known = true;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int id = node.inputs[i] < 0 ? -1 : value_id(node.inputs[i]);
+      if (node.inputs[i] >= 0 && id < 0) {
+        return absl::InternalError(absl::StrCat(node.Describe(), ": input ", i, " has no value"));
+      }
+      step.inputs.push_back(id);
+      if (id < 0) continue;
+      if (!plan->values_[id].shape_known) inputs_dynamic = true;
+      if ((*node_inputs)[i].value == nullptr) values_known = false;
+    }
+    for (int t : node.implicit_inputs) {
+      if (value_id(t) < 0) return absl::InternalError(absl::StrCat(node.Describe(), ": capture has no value"));
+    }
+    ir::ShapeContext ctx(node, graph, *node_inputs, &inference);
+    if (absl::Status s = node.def->infer(ctx); !s.ok()) return s;
+
+    bool outputs_concrete = true;
+    uint64_t out_bytes = 0;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] < 0) continue;
+      const auto& o = ctx.outputs()[i];
+      if (!o.set) return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i, " not inferred"));
+      if (!ir::IsConcrete(o.shape)) {
+        outputs_concrete = false;
+      } else {
+        out_bytes += DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(o.shape)));
+      }
+    }
+    step.kernel = node.def->kernels[static_cast<int>(backend)];
+    if (step.kernel == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(node.Describe(), ": no kernel for this backend"));
+    }
+
+    const bool fold = node.def->foldable && !node.def->kernel_allocates_outputs && outputs_concrete &&
+                      !inputs_dynamic && (values_known || !node.def->reads_input_values) &&
+                      out_bytes <= kFoldLimitBytes && node.implicit_inputs.empty();
+    if (fold) {
+      std::vector<TensorView> in_views(node.inputs.size());
+      std::vector<TensorView*> in_ptrs(node.inputs.size(), nullptr);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (step.inputs[i] < 0) continue;
+        const auto& in = (*node_inputs)[i];
+        in_views[i] = in.value != nullptr ? *in.value
+                                          : TensorView(in.dtype, ir::ToConcrete(in.shape), static_cast<void*>(nullptr));
+        in_ptrs[i] = &in_views[i];
+      }
+      std::vector<TensorView*> out_ptrs(node.outputs.size(), nullptr);
+      std::vector<Tensor*> out_tensors(node.outputs.size(), nullptr);
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        if (node.outputs[i] < 0) continue;
+        const auto& o = ctx.outputs()[i];
+        absl::StatusOr<Tensor> t = Tensor::Create(o.dtype, ir::ToConcrete(o.shape));
+        if (!t.ok()) return t.status();
+        plan->folded_.push_back(std::make_unique<Tensor>(std::move(*t)));
+        out_tensors[i] = plan->folded_.back().get();
+        folded_views.push_back(out_tensors[i]->view());
+        out_ptrs[i] = &folded_views.back();
+      }
+      ir::KernelContext kctx(node, in_ptrs, out_ptrs, &no_host);
+      if (absl::Status s = step.kernel(kctx); !s.ok()) return s;
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        if (node.outputs[i] < 0) continue;
+        PlanValue v;
+        v.kind = ValueKind::kFolded;
+        v.dtype = out_tensors[i]->dtype();
+        v.shape = out_tensors[i]->shape();
+        v.bytes = out_tensors[i]->view().byte_size();
+        v.data = out_tensors[i]->data();
+        add_value(node.outputs[i], std::move(v));
+        inference.Set(node.outputs[i],
+                      ir::ShapeContext::Input{true, out_tensors[i]->dtype(), ctx.outputs()[i].shape, out_ptrs[i]});
+      }
+      continue;
+    }
+
+    step.kernel_allocates = node.def->kernel_allocates_outputs;
+    step.infer_at_run = !step.kernel_allocates && (inputs_dynamic || !outputs_concrete);
+    const int step_index = static_cast<int>(plan->steps_.size());
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] < 0) {
+        step.outputs.push_back(-1);
+        continue;
+      }
+      const auto& o = ctx.outputs()[i];
+      PlanValue v;
+      v.dtype = o.dtype;
+      v.shape = ir::ToConcrete(o.shape);
+      v.shape_known = ir::IsConcrete(o.shape);
+      v.kind = (step.kernel_allocates || step.infer_at_run) ? ValueKind::kDynamic : ValueKind::kArena;
+      if (v.shape_known) v.bytes = DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(v.shape));
+      v.first_use = step_index;
+      v.last_use = step_index;
+      step.outputs.push_back(add_value(node.outputs[i], std::move(v)));
+      inference.Set(node.outputs[i], ir::ShapeContext::Input{true, o.dtype, o.shape, nullptr});
+    }
+    // Lifetimes: every read, explicit or through a body's captures.
+    for (int id : step.inputs) {
+      if (id >= 0) plan->values_[id].last_use = step_index;
+    }
+    for (int t : node.implicit_inputs) plan->values_[plan->ValueOf(t)].last_use = step_index;
+    plan->steps_.push_back(std::move(step));
+  }
+
+  const int end = static_cast<int>(plan->steps_.size());
+  for (int t : sg.outputs) {
+    const int id = value_id(t);
+    if (id < 0) return absl::InternalError(absl::StrCat("subgraph '", sg.name, "' output has no value"));
+    plan->values_[id].last_use = end;
+    plan->output_values_.push_back(id);
+  }
+
+  MemoryPlanner planner;
+  for (size_t id = 0; id < plan->values_.size(); ++id) {
+    PlanValue& v = plan->values_[id];
+    if (v.kind != ValueKind::kArena) continue;
+    planner.AddBuffer(v.bytes, v.first_use, v.last_use);
+    plan->arena_value_of_buffer_.push_back(static_cast<int>(id));
+  }
+  plan->memory_ = planner.Plan();
+  for (size_t b = 0; b < plan->arena_value_of_buffer_.size(); ++b) {
+    plan->values_[plan->arena_value_of_buffer_[b]].offset = plan->memory_.offsets[b];
+  }
+  return plan;
+}
+
+MemoryReport ExecutionPlan::Report(const ir::Graph& graph) const {
+  MemoryReport r;
+  r.arena_bytes = memory_.arena_bytes;
+  r.lower_bound_bytes = memory_.lower_bound_bytes;
+  r.peak_step = memory_.peak_step;
+  r.num_steps = static_cast<int>(steps_.size());
+  for (int b : memory_.peak_buffers) {
+    const PlanValue& v = values_[arena_value_of_buffer_[b]];
+    r.peak_tensors.push_back(PeakTensor{graph.tensors[v.tensor].name, v.bytes});
+  }
+  for (const PlanValue& v : values_) {
+    if (v.kind == ValueKind::kArena) ++r.num_arena_tensors;
+    if (v.kind == ValueKind::kFolded) ++r.num_folded_tensors;
+    if (v.kind == ValueKind::kDynamic) ++r.num_dynamic_tensors;
+  }
+  return r;
+}
+
+}  // namespace grove::runtime

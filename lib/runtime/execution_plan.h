@@ -1,0 +1,90 @@
+// An ExecutionPlan is what "reshape" produces for one subgraph and one input
+// signature (dtypes and concrete shapes of its inputs and captures): every
+// value's shape and storage, the steps with their kernels, and the arena
+// layout from the memory planner. Small shape arithmetic (Shape, Gather on
+// shapes, Concat of dims...) is folded here, once, instead of run per call.
+//
+// Values whose shape depends on data (outputs of If/Loop with differing
+// branches, ops downstream of them) are "dynamic": inferred and allocated
+// when run; everything else lives in the arena.
+#ifndef GROVE_LIB_RUNTIME_EXECUTION_PLAN_H_
+#define GROVE_LIB_RUNTIME_EXECUTION_PLAN_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "grove/grove.h"
+#include "lib/ir/graph.h"
+#include "lib/ir/op_registry.h"
+#include "lib/runtime/memory_planner.h"
+
+namespace grove::runtime {
+
+enum class ValueKind { kInput, kCapture, kWeight, kFolded, kArena, kDynamic };
+
+struct PlanValue {
+  int tensor = -1;
+  ValueKind kind = ValueKind::kArena;
+  DType dtype = DType::kUnknown;
+  std::vector<int64_t> shape;  // -1 dims: known only when run
+  bool shape_known = true;
+  uint64_t bytes = 0;
+  uint64_t offset = 0;  // arena values
+  int position = -1;    // input / capture index
+  const void* data = nullptr;  // weights and folded values
+  int first_use = -1, last_use = -1;
+};
+
+struct PlanStep {
+  const ir::Node* node = nullptr;
+  ir::KernelFn kernel = nullptr;
+  std::vector<int> inputs;   // value ids; -1 = omitted
+  std::vector<int> outputs;  // value ids; -1 = omitted
+  bool infer_at_run = false;      // shapes known only when run
+  bool kernel_allocates = false;  // If, Loop
+};
+
+// A value's signature: what a plan is keyed by.
+struct ValueSig {
+  DType dtype = DType::kUnknown;
+  std::vector<int64_t> shape;
+};
+
+class ExecutionPlan {
+ public:
+  // Plans `subgraph` of `graph` for these input and capture signatures
+  // (captures in the order of Subgraph::captures).
+  static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(const ir::Graph& graph, int subgraph,
+                                                              absl::Span<const ValueSig> inputs,
+                                                              absl::Span<const ValueSig> captures,
+                                                              ir::Backend backend);
+
+  int subgraph() const { return subgraph_; }
+  const std::vector<PlanValue>& values() const { return values_; }
+  const std::vector<PlanStep>& steps() const { return steps_; }
+  const std::vector<int>& input_values() const { return input_values_; }
+  const std::vector<int>& capture_values() const { return capture_values_; }
+  const std::vector<int>& output_values() const { return output_values_; }
+  // Value id of a tensor of the model in this plan, or -1.
+  int ValueOf(int tensor) const;
+  uint64_t arena_bytes() const { return memory_.arena_bytes; }
+  MemoryReport Report(const ir::Graph& graph) const;
+
+ private:
+  ExecutionPlan() = default;
+  int subgraph_ = 0;
+  std::vector<PlanValue> values_;
+  std::vector<PlanStep> steps_;
+  std::vector<int> input_values_, capture_values_, output_values_;
+  absl::flat_hash_map<int, int> value_of_tensor_;
+  std::vector<std::unique_ptr<Tensor>> folded_;
+  MemoryPlan memory_;
+  std::vector<int> arena_value_of_buffer_;
+};
+
+}  // namespace grove::runtime
+
+#endif  // GROVE_LIB_RUNTIME_EXECUTION_PLAN_H_

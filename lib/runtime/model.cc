@@ -1,0 +1,104 @@
+// grove::Model: load, verify, and describe a model. Loading also runs shape
+// inference on the main graph with its symbolic inputs, so a model whose
+// shapes cannot agree for any input is refused at load, not at first run.
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "lib/runtime/model_impl.h"
+#include "lib/runtime/registry.h"
+#include "lib/runtime/shape_inference.h"
+
+namespace grove {
+namespace internal {
+namespace {
+
+std::vector<DimInfo> DescribeShape(const ir::SymShape& shape, const std::vector<std::string>& names) {
+  std::vector<DimInfo> dims;
+  for (const ir::SymDim& d : shape) {
+    DimInfo info;
+    if (d.is_const()) {
+      info.value = d.value();
+    } else {
+      info.value = -1;
+      info.symbol = d.ToString(names);
+    }
+    dims.push_back(std::move(info));
+  }
+  return dims;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<const format::ModelBytes> bytes) {
+  auto impl = std::unique_ptr<ModelImpl>(new ModelImpl());
+  impl->registry_ = &runtime::GlobalOpRegistry();
+  absl::StatusOr<format::LoadedGraph> loaded = format::LoadGraph(*bytes, *impl->registry_);
+  if (!loaded.ok()) return loaded.status();
+  impl->bytes_ = std::move(bytes);
+  impl->loaded_ = std::move(*loaded);
+  const ir::Graph& g = impl->graph();
+  const std::vector<std::string> names = g.symbol_names();
+  for (const ir::Symbol& s : g.symbols) impl->symbols_.push_back(SymbolInfo{s.name, s.min, s.max});
+
+  runtime::GraphInference inference(g);
+  std::vector<ir::ShapeContext::Input> ins;
+  for (int t : g.subgraphs[0].inputs) {
+    const ir::TensorDecl& d = g.tensors[t];
+    impl->inputs_.push_back(TensorInfo{d.name, d.dtype, DescribeShape(d.shape, names)});
+    ins.push_back(ir::ShapeContext::Input{true, d.dtype, d.shape, nullptr});
+  }
+  absl::StatusOr<std::vector<ir::ShapeContext::Output>> outs = inference.Infer(0, ins);
+  if (!outs.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", outs.status().message()));
+  }
+  for (size_t i = 0; i < outs->size(); ++i) {
+    const ir::TensorDecl& d = g.tensors[g.subgraphs[0].outputs[i]];
+    impl->outputs_.push_back(TensorInfo{d.name, (*outs)[i].dtype, DescribeShape((*outs)[i].shape, names)});
+  }
+  return impl;
+}
+
+ModelSummary ModelImpl::Summary() const {
+  ModelSummary s;
+  std::map<std::string, int> counts;
+  for (const ir::Subgraph& sg : graph().subgraphs) {
+    for (const ir::Node& n : sg.nodes) ++counts[n.type];
+    s.num_operators += static_cast<int>(sg.nodes.size());
+  }
+  s.op_counts.assign(counts.begin(), counts.end());
+  s.num_subgraphs = static_cast<int>(graph().subgraphs.size());
+  for (const ir::TensorDecl& t : graph().tensors) s.weight_bytes += t.bytes;
+  s.format_version = loaded_.format_version;
+  s.producer = loaded_.producer;
+  return s;
+}
+
+}  // namespace internal
+
+Model::Model(std::unique_ptr<internal::ModelImpl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromFile(const std::string& path) {
+  absl::StatusOr<std::shared_ptr<const format::ModelBytes>> bytes = format::ModelBytes::MapFile(path);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::unique_ptr<internal::ModelImpl>> impl = internal::ModelImpl::Create(std::move(*bytes));
+  if (!impl.ok()) {
+    return absl::Status(impl.status().code(), absl::StrCat(path, ": ", impl.status().message()));
+  }
+  return std::shared_ptr<const Model>(new Model(std::move(*impl)));
+}
+
+absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBuffer(absl::Span<const uint8_t> data) {
+  absl::StatusOr<std::shared_ptr<const format::ModelBytes>> bytes = format::ModelBytes::CopyOf(data);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::unique_ptr<internal::ModelImpl>> impl = internal::ModelImpl::Create(std::move(*bytes));
+  if (!impl.ok()) return impl.status();
+  return std::shared_ptr<const Model>(new Model(std::move(*impl)));
+}
+
+const std::vector<TensorInfo>& Model::inputs() const { return impl_->inputs(); }
+const std::vector<TensorInfo>& Model::outputs() const { return impl_->outputs(); }
+const std::vector<SymbolInfo>& Model::symbols() const { return impl_->symbols(); }
+ModelSummary Model::Summary() const { return impl_->Summary(); }
+
+}  // namespace grove

@@ -1,0 +1,38 @@
+// The private side of grove::Model: the bytes, the verified graph, and the
+// public descriptions of inputs, outputs and symbols.
+#ifndef GROVE_LIB_RUNTIME_MODEL_IMPL_H_
+#define GROVE_LIB_RUNTIME_MODEL_IMPL_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grove/grove.h"
+#include "lib/format/loader.h"
+#include "lib/ir/graph.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::internal {
+
+class ModelImpl {
+ public:
+  static absl::StatusOr<std::unique_ptr<ModelImpl>> Create(std::shared_ptr<const format::ModelBytes> bytes);
+
+  const ir::Graph& graph() const { return loaded_.graph; }
+  const ir::OpRegistry& registry() const { return *registry_; }
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  const std::vector<SymbolInfo>& symbols() const { return symbols_; }
+  ModelSummary Summary() const;
+
+ private:
+  std::shared_ptr<const format::ModelBytes> bytes_;
+  format::LoadedGraph loaded_;
+  const ir::OpRegistry* registry_ = nullptr;
+  std::vector<TensorInfo> inputs_, outputs_;
+  std::vector<SymbolInfo> symbols_;
+};
+
+}  // namespace grove::internal
+
+#endif  // GROVE_LIB_RUNTIME_MODEL_IMPL_H_

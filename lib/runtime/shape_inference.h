@@ -1,0 +1,46 @@
+// Shape inference over subgraphs, symbolic or concrete: the environment maps
+// tensor index -> (dtype, shape, value when known). The plan builder seeds it
+// with concrete shapes; Model load seeds it with the declared symbolic inputs.
+// Control-flow ops infer their bodies through this class (SubgraphInferrer).
+#ifndef GROVE_LIB_RUNTIME_SHAPE_INFERENCE_H_
+#define GROVE_LIB_RUNTIME_SHAPE_INFERENCE_H_
+
+#include <deque>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "lib/ir/graph.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::runtime {
+
+class GraphInference : public ir::ShapeContext::SubgraphInferrer {
+ public:
+  using Input = ir::ShapeContext::Input;
+  using Output = ir::ShapeContext::Output;
+
+  explicit GraphInference(const ir::Graph& graph);
+
+  void Set(int tensor, Input value) { env_[tensor] = std::move(value); }
+  const Input* Find(int tensor) const;
+  // The environment entry for `tensor`: set, or a weight (with its value).
+  absl::StatusOr<Input> Lookup(int tensor);
+
+  // The ShapeContext inputs of `node` from the environment.
+  absl::StatusOr<std::vector<Input>> NodeInputs(const ir::Node& node);
+  // Runs `node`'s shape function and records its outputs.
+  absl::Status InferNode(const ir::Node& node);
+
+  // Infers a body from its inputs; captures come from the environment.
+  absl::StatusOr<std::vector<Output>> Infer(int subgraph, absl::Span<const Input> inputs) override;
+
+ private:
+  const ir::Graph& graph_;
+  absl::flat_hash_map<int, Input> env_;
+  std::deque<TensorView> weight_views_;
+};
+
+}  // namespace grove::runtime
+
+#endif  // GROVE_LIB_RUNTIME_SHAPE_INFERENCE_H_

@@ -1,0 +1,64 @@
+#include "lib/ir/sym_dim.h"
+
+#include "gtest/gtest.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::ir {
+namespace {
+
+TEST(SymDimTest, ConstantsFold) {
+  EXPECT_EQ((SymDim(3) * SymDim(4)).value(), 12);
+  EXPECT_EQ((SymDim(7) - SymDim(7)).value(), 0);
+  EXPECT_EQ((SymDim(7) / SymDim(2)).value(), 3);
+  EXPECT_EQ((SymDim(-7) / SymDim(2)).value(), -4);  // floor
+  EXPECT_TRUE(SymDim(5).is_const());
+}
+
+TEST(SymDimTest, PolynomialsAreCanonical) {
+  const SymDim b = SymDim::Symbol(0), s = SymDim::Symbol(1);
+  EXPECT_EQ(b * s, s * b);
+  EXPECT_EQ(b + s - b, s);
+  EXPECT_EQ((b * s * SymDim(32)) / SymDim(32), b * s);
+  EXPECT_EQ((b * s * SymDim(32)) / (b * s), SymDim(32));
+  EXPECT_EQ(b.symbol_index(), 0);
+  EXPECT_EQ((b * s).symbol_index(), -1);
+  EXPECT_FALSE((b * s).is_const());
+  const std::vector<std::string> names = {"batch", "seq"};
+  EXPECT_EQ((b * s + SymDim(1)).ToString(names), "1+batch*seq");
+}
+
+TEST(SymDimTest, InexactDivisionIsUnknown) {
+  const SymDim s = SymDim::Symbol(1);
+  EXPECT_TRUE((s / SymDim(2)).is_unknown());
+  EXPECT_TRUE((SymDim(6) / s).is_unknown());
+}
+
+TEST(SymDimTest, UnknownEqualsOnlyItself) {
+  const SymDim u = SymDim::Unknown();
+  const SymDim copy = u;
+  EXPECT_EQ(u, copy);
+  EXPECT_NE(u, SymDim::Unknown());
+  EXPECT_TRUE((u + SymDim(1)).is_unknown());
+  EXPECT_EQ(u * SymDim(0), SymDim(0));
+}
+
+TEST(BroadcastTest, SymbolicAndConstant) {
+  const SymDim b = SymDim::Symbol(0);
+  auto out = BroadcastShapes({SymShape{b, 1, 4}, SymShape{3, 1}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, (SymShape{b, 3, 4}));
+  EXPECT_FALSE(BroadcastShapes({SymShape{2, 3}, SymShape{4, 3}}).ok());
+  auto scalar = BroadcastShapes({SymShape{}, SymShape{}});
+  ASSERT_TRUE(scalar.ok());
+  EXPECT_TRUE(scalar->empty());
+}
+
+TEST(NormalizeAxisTest, NegativeAndOutOfRange) {
+  EXPECT_EQ(*NormalizeAxis(-1, 3), 2);
+  EXPECT_EQ(*NormalizeAxis(0, 3), 0);
+  EXPECT_FALSE(NormalizeAxis(3, 3).ok());
+  EXPECT_FALSE(NormalizeAxis(-4, 3).ok());
+}
+
+}  // namespace
+}  // namespace grove::ir
