@@ -1,5 +1,334 @@
-// PLACEHOLDER: replaced by the op group's real kernels.
+// CPU reference kernels of the elementwise ops. Binary ops walk a
+// BroadcastPlan whose rows are contiguous or scalar-broadcast, so same-shape
+// and scalar cases run as one tight loop. f16/bf16 compute in float; integer
+// arithmetic wraps (two's complement) instead of overflowing.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/backends/cpu/broadcast_plan.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/element_types.h"
+
 namespace grove::cpu {
-absl::Status RegisterElementwiseKernels(ir::OpRegistry& registry) { return absl::OkStatus(); }
+namespace {
+
+using ir::KernelContext;
+
+std::string ShapeString(absl::Span<const int64_t> shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+
+// A wrong output dtype would make the kernel write past the buffer, so it is
+// checked even though the shape function set it.
+absl::Status CheckOutputDType(const KernelContext& ctx, DType expected) {
+  const DType got = ctx.output(0).dtype;
+  if (got == expected) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(got), " but the kernel writes ",
+                                DTypeName(expected)));
+}
+
+absl::Status CheckOutputLike(const KernelContext& ctx, DType dtype, absl::Span<const int64_t> shape) {
+  if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
+  if (absl::Span<const int64_t>(ctx.output(0).shape) == shape) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output 0 was allocated with shape ", ShapeString(ctx.output(0).shape),
+                                " but the kernel writes ", ShapeString(shape)));
+}
+
+absl::Status CheckSameInputDTypes(const KernelContext& ctx, int i, int j) {
+  if (ctx.input(i).dtype == ctx.input(j).dtype) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("inputs ", i, " and ", j, " have dtypes ", DTypeName(ctx.input(i).dtype), " and ",
+                                DTypeName(ctx.input(j).dtype), "; expected the same"));
+}
+
+absl::StatusOr<BroadcastPlan<2>> MakeBinaryPlan(const KernelContext& ctx) {
+  absl::StatusOr<BroadcastPlan<2>> plan =
+      BroadcastPlan<2>::Make(ctx.output(0).shape, {&ctx.input(0).shape, &ctx.input(1).shape});
+  if (!plan.ok()) return ctx.Error(plan.status().message());
+  return plan;
+}
+
+// One row with each input stepping by 0 or 1; the branches let the compiler
+// vectorise the common cases.
+template <typename In, typename Out, typename Fn>
+inline void BinaryRow(Out* o, const In* a, int64_t sa, const In* b, int64_t sb, int64_t n, Fn fn) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = fn(a[i], b[i]);
+  } else if (sa == 0 && sb == 1) {
+    const In x = *a;
+    for (int64_t i = 0; i < n; ++i) o[i] = fn(x, b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const In y = *b;
+    for (int64_t i = 0; i < n; ++i) o[i] = fn(a[i], y);
+  } else {
+    const Out v = fn(*a, *b);
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+}
+
+template <typename In, typename Out, typename Fn>
+void RunBinary(const KernelContext& ctx, const BroadcastPlan<2>& plan, Fn fn) {
+  const In* a = ctx.input(0).as<const In>();
+  const In* b = ctx.input(1).as<const In>();
+  Out* out = ctx.output(0).as<Out>();
+  const auto [sa, sb] = plan.row_steps();
+  plan.ForEachRow([&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
+    BinaryRow(out + o, a + in[0], sa, b + in[1], sb, len, fn);
+  });
+}
+
+// Integer arithmetic in the unsigned type: wraps like two's complement
+// instead of signed overflow (undefined behaviour).
+template <typename C, typename Fn>
+inline C Wrapping(C a, C b, Fn fn) {
+  using U = std::make_unsigned_t<C>;
+  return static_cast<C>(fn(static_cast<U>(a), static_cast<U>(b)));
+}
+
+struct AddOp {
+  static constexpr bool kDivides = false;
+  template <typename C>
+  static C Apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      return Wrapping(a, b, [](auto x, auto y) { return x + y; });
+    } else {
+      return a + b;
+    }
+  }
+};
+
+struct SubOp {
+  static constexpr bool kDivides = false;
+  template <typename C>
+  static C Apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      return Wrapping(a, b, [](auto x, auto y) { return x - y; });
+    } else {
+      return a - b;
+    }
+  }
+};
+
+struct MulOp {
+  static constexpr bool kDivides = false;
+  template <typename C>
+  static C Apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      return Wrapping(a, b, [](auto x, auto y) { return x * y; });
+    } else {
+      return a * b;
+    }
+  }
+};
+
+// Integers truncate toward zero (C semantics); divisors are checked non-zero
+// before the loop. MIN / -1 overflows, so it wraps to MIN.
+struct DivOp {
+  static constexpr bool kDivides = true;
+  template <typename C>
+  static C Apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == -1) return Wrapping(C{0}, a, [](auto x, auto y) { return x - y; });
+      return a / b;
+    } else {
+      return a / b;
+    }
+  }
+};
+
+template <typename T>
+absl::Status CheckNoZeroDivisor(const KernelContext& ctx) {
+  const TensorView& b = ctx.input(1);
+  const T* p = b.as<const T>();
+  const int64_t n = b.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[i] == 0) {
+      return ctx.Error(absl::StrCat("integer division by zero: input 1 (B) holds 0 at flat index ", i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Op>
+absl::Status ArithmeticKernel(KernelContext& ctx) {
+  const DType dtype = ctx.input(0).dtype;
+  if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
+  if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
+  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  return VisitDType<float, double, Half, BFloat16, int32_t, int64_t>(ctx, dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    if constexpr (Op::kDivides && std::is_integral_v<T>) {
+      // With a non-empty output every element of B is used at least once.
+      if (plan->num_elements() > 0) {
+        if (absl::Status s = CheckNoZeroDivisor<T>(ctx); !s.ok()) return s;
+      }
+    }
+    RunBinary<T, T>(ctx, *plan, [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
+    return absl::OkStatus();
+  });
+}
+
+struct GreaterOp {
+  template <typename C>
+  static bool Apply(C a, C b) { return a > b; }
+};
+struct LessOp {
+  template <typename C>
+  static bool Apply(C a, C b) { return a < b; }
+};
+struct EqualOp {
+  template <typename C>
+  static bool Apply(C a, C b) { return a == b; }
+};
+
+template <typename Op>
+absl::Status CompareKernel(KernelContext& ctx) {
+  const DType dtype = ctx.input(0).dtype;
+  if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
+  if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
+  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  auto run = [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    RunBinary<T, Bool8>(ctx, *plan, [](T x, T y) {
+      return Bool8{static_cast<uint8_t>(Op::template Apply<C>(ToCompute(x), ToCompute(y)) ? 1 : 0)};
+    });
+    return absl::OkStatus();
+  };
+  return VisitAnyDType(ctx, dtype, run);
+}
+
+struct ReluOp {
+  template <typename C>
+  static C Apply(C x) { return x < C(0) ? C(0) : x; }  // NaN passes through
+};
+struct SigmoidOp {
+  // exp of a negative argument only, so large |x| neither overflows nor
+  // loses the result to inf/inf.
+  template <typename C>
+  static C Apply(C x) {
+    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
+    const C e = std::exp(x);
+    return e / (C(1) + e);
+  }
+};
+struct TanhOp {
+  template <typename C>
+  static C Apply(C x) { return std::tanh(x); }
+};
+
+template <typename Op>
+absl::Status FloatUnaryKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* in = x.as<const T>();
+    T* out = ctx.output(0).as<T>();
+    const int64_t n = x.num_elements();
+    for (int64_t i = 0; i < n; ++i) out[i] = FromCompute<T>(Op::Apply(ToCompute(in[i])));
+    return absl::OkStatus();
+  });
+}
+
+// Where moves elements without looking at them, so it dispatches on size.
+template <typename T>
+void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
+  const uint8_t* c = ctx.input(0).as<const uint8_t>();
+  const T* x = ctx.input(1).as<const T>();
+  const T* y = ctx.input(2).as<const T>();
+  T* out = ctx.output(0).as<T>();
+  const auto [sc, sx, sy] = plan.row_steps();
+  plan.ForEachRow([&](int64_t o, const std::array<int64_t, 3>& in, int64_t len) {
+    const uint8_t* cr = c + in[0];
+    const T* xr = x + in[1];
+    const T* yr = y + in[2];
+    T* orow = out + o;
+    for (int64_t i = 0; i < len; ++i) orow[i] = cr[i * sc] != 0 ? xr[i * sx] : yr[i * sy];
+  });
+}
+
+absl::Status WhereKernel(KernelContext& ctx) {
+  if (ctx.input(0).dtype != DType::kBool) {
+    return ctx.Error(absl::StrCat("input 0 (condition) has dtype ", DTypeName(ctx.input(0).dtype), "; expected bool"));
+  }
+  if (absl::Status s = CheckSameInputDTypes(ctx, 1, 2); !s.ok()) return s;
+  const DType dtype = ctx.input(1).dtype;
+  if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
+  absl::StatusOr<BroadcastPlan<3>> plan =
+      BroadcastPlan<3>::Make(ctx.output(0).shape, {&ctx.input(0).shape, &ctx.input(1).shape, &ctx.input(2).shape});
+  if (!plan.ok()) return ctx.Error(plan.status().message());
+  switch (DTypeSize(dtype)) {
+    case 1: RunWhere<uint8_t>(ctx, *plan); return absl::OkStatus();
+    case 2: RunWhere<uint16_t>(ctx, *plan); return absl::OkStatus();
+    case 4: RunWhere<uint32_t>(ctx, *plan); return absl::OkStatus();
+    case 8: RunWhere<uint64_t>(ctx, *plan); return absl::OkStatus();
+    default: return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
+  }
+}
+
+absl::Status CastKernel(KernelContext& ctx) {
+  const TensorView& in = ctx.input(0);
+  TensorView& out = ctx.output(0);
+  const int64_t to = ctx.attrs().GetInt("to", 0);
+  if (static_cast<int64_t>(out.dtype) != to) {
+    return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(out.dtype), " but attribute 'to' is ", to));
+  }
+  if (absl::Status s = CheckOutputLike(ctx, out.dtype, in.shape); !s.ok()) return s;
+  const int64_t n = in.num_elements();
+  if (in.dtype == out.dtype) {
+    if (n > 0 && in.data != out.data) std::memcpy(out.data, in.data, in.byte_size());
+    return absl::OkStatus();
+  }
+  return VisitAnyDType(ctx, in.dtype, [&](auto src_tag) -> absl::Status {
+    using Src = typename decltype(src_tag)::type;
+    return VisitAnyDType(ctx, out.dtype, [&](auto dst_tag) -> absl::Status {
+      using Dst = typename decltype(dst_tag)::type;
+      const Src* src = in.as<const Src>();
+      Dst* dst = out.as<Dst>();
+      for (int64_t i = 0; i < n; ++i) dst[i] = ConvertElement<Dst>(src[i]);
+      return absl::OkStatus();
+    });
+  });
+}
+
+absl::Status IdentityKernel(KernelContext& ctx) {
+  const TensorView& in = ctx.input(0);
+  if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
+  if (in.num_elements() > 0 && in.data != ctx.output(0).data) std::memcpy(ctx.output(0).data, in.data, in.byte_size());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterElementwiseKernels(ir::OpRegistry& registry) {
+  const struct {
+    const char* type;
+    ir::KernelFn fn;
+  } kernels[] = {
+      {"Add", &ArithmeticKernel<AddOp>},
+      {"Sub", &ArithmeticKernel<SubOp>},
+      {"Mul", &ArithmeticKernel<MulOp>},
+      {"Div", &ArithmeticKernel<DivOp>},
+      {"Relu", &FloatUnaryKernel<ReluOp>},
+      {"Sigmoid", &FloatUnaryKernel<SigmoidOp>},
+      {"Tanh", &FloatUnaryKernel<TanhOp>},
+      {"Greater", &CompareKernel<GreaterOp>},
+      {"Less", &CompareKernel<LessOp>},
+      {"Equal", &CompareKernel<EqualOp>},
+      {"Where", &WhereKernel},
+      {"Cast", &CastKernel},
+      {"Identity", &IdentityKernel},
+  };
+  for (const auto& k : kernels) {
+    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace grove::cpu

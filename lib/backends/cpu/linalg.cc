@@ -1,5 +1,393 @@
-// PLACEHOLDER: replaced by the op group's real kernels.
+// CPU kernels of the linalg group. f32/f64 go through OpenBLAS; f16/bf16 are
+// widened to f32 around the same call (the reference backend favours one
+// exact path over a slow half-precision loop); integers use plain loops with
+// wrapping arithmetic, so an overflow in a model is defined behaviour here.
+// Dims that the shape function accepted symbolically are checked again now
+// that they are concrete.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+
 namespace grove::cpu {
-absl::Status RegisterLinalgKernels(ir::OpRegistry& registry) { return absl::OkStatus(); }
+namespace {
+
+// IEEE binary16 <-> binary32, round to nearest even.
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {
+    // Subnormal half: normalise into a float.
+    exp = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u);
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds past the largest half
+  if (abs < 0x38800000u) {
+    // Subnormal or zero half: shift the full mantissa, round to nearest even.
+    if (abs < 0x33000000u) return sign;
+    const uint32_t e = abs >> 23;
+    const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e;
+    uint32_t h = m >> (shift + 1);
+    const uint32_t rem = m & ((2u << shift) - 1);
+    const uint32_t half = 1u << shift;
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return sign | static_cast<uint16_t>(h);
+  }
+  uint32_t h = ((abs - 0x38000000u) >> 13);
+  const uint32_t rem = abs & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+float Bf16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t FloatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+std::vector<float> Widen(const TensorView& t) {
+  const int64_t n = t.num_elements();
+  std::vector<float> out(static_cast<size_t>(n));
+  const uint16_t* p = t.as<const uint16_t>();
+  if (t.dtype == DType::kF16) {
+    for (int64_t i = 0; i < n; ++i) out[i] = HalfToFloat(p[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = Bf16ToFloat(p[i]);
+  }
+  return out;
+}
+
+void Narrow(const std::vector<float>& v, TensorView& t) {
+  uint16_t* p = t.as<uint16_t>();
+  if (t.dtype == DType::kF16) {
+    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToHalf(v[i]);
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToBf16(v[i]);
+  }
+}
+
+std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+bool FitsBlasInt(int64_t v) { return v <= static_cast<int64_t>(std::numeric_limits<blasint>::max()); }
+
+// Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, A and B stored densely
+// as [m,k]/[k,m] and [k,n]/[n,k]. beta == 0 never reads C.
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float* a, const float* b,
+          double beta, float* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? 0.0f : static_cast<float>(beta * c[i]);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k),
+              static_cast<float>(alpha), a, static_cast<blasint>(ta ? m : k), b,
+              static_cast<blasint>(tb ? k : n), static_cast<float>(beta), c, static_cast<blasint>(n));
+}
+
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, const double* b,
+          double beta, double* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? 0.0 : beta * c[i];
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), beta, c,
+              static_cast<blasint>(n));
+}
+
+// double -> integer without the undefined behaviour of an out-of-range cast.
+template <typename T>
+T SaturatingCast(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
+// Integers: exact wrapping arithmetic when alpha and beta are whole numbers
+// (the common 1 and 0), else through double like the float path.
+template <typename T>
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, const T* b,
+          double beta, T* c) {
+  using U = std::make_unsigned_t<T>;
+  const bool whole = alpha == std::trunc(alpha) && beta == std::trunc(beta) && std::fabs(alpha) < 9.2e18 &&
+                     std::fabs(beta) < 9.2e18;
+  const U ia = static_cast<U>(static_cast<int64_t>(whole ? alpha : 0));
+  const U ib = static_cast<U>(static_cast<int64_t>(whole ? beta : 0));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      U acc = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const U x = static_cast<U>(ta ? a[p * m + i] : a[i * k + p]);
+        const U y = static_cast<U>(tb ? b[j * k + p] : b[p * n + j]);
+        acc += x * y;
+      }
+      T& out = c[i * n + j];
+      if (whole) {
+        U r = acc * ia;
+        if (beta != 0) r += static_cast<U>(out) * ib;
+        out = static_cast<T>(r);
+      } else {
+        double r = alpha * static_cast<double>(static_cast<T>(acc));
+        if (beta != 0) r += beta * static_cast<double>(out);
+        out = SaturatingCast<T>(r);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// MatMul
+// ---------------------------------------------------------------------------
+
+// Which A and B matrix each output matrix of a batched MatMul reads.
+struct MatMulPlan {
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<int64_t> a_index, b_index;  // one per output matrix
+  int64_t a_count = 1, b_count = 1;
+};
+
+template <typename T>
+void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y) {
+  const int64_t count = static_cast<int64_t>(p.a_index.size());
+  // One weight matrix for a whole unbroadcast batch of A: a single tall GEMM.
+  if (p.b_count == 1 && p.a_count == count) {
+    Gemm(false, false, count * p.m, p.n, p.k, 1.0, a, b, 0.0, y);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    Gemm(false, false, p.m, p.n, p.k, 1.0, a + p.a_index[i] * p.m * p.k, b + p.b_index[i] * p.k * p.n, 0.0,
+         y + i * p.m * p.n);
+  }
+}
+
+absl::Status MatMulKernel(ir::KernelContext& ctx) {
+  const TensorView& a = ctx.input(0);
+  const TensorView& b = ctx.input(1);
+  TensorView& y = ctx.output(0);
+  if (a.dtype != b.dtype || y.dtype != a.dtype) {
+    return ctx.Error(absl::StrCat("MatMul dtypes differ: ", DTypeName(a.dtype), " x ", DTypeName(b.dtype),
+                                  " -> ", DTypeName(y.dtype)));
+  }
+  const int ra = static_cast<int>(a.shape.size());
+  const int rb = static_cast<int>(b.shape.size());
+  if (ra == 0 || rb == 0) return ctx.Error("MatMul input is a scalar (rank 0); expected rank >= 1");
+  MatMulPlan p;
+  p.m = ra == 1 ? 1 : a.shape[ra - 2];
+  p.k = a.shape[ra - 1];
+  const int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - 2];
+  p.n = rb == 1 ? 1 : b.shape[rb - 1];
+  if (p.k != kb) {
+    return ctx.Error(absl::StrCat("MatMul inner dims differ at run time: input 0 ", ShapeStr(a.shape),
+                                  " has K=", p.k, ", input 1 ", ShapeStr(b.shape), " has K=", kb));
+  }
+  const int bra = std::max(ra - 2, 0), brb = std::max(rb - 2, 0);
+  const int nb = std::max(bra, brb);
+  std::vector<int64_t> batch(nb), da(nb), db(nb);
+  for (int i = 0; i < nb; ++i) {
+    da[i] = i >= nb - bra ? a.shape[i - (nb - bra)] : 1;
+    db[i] = i >= nb - brb ? b.shape[i - (nb - brb)] : 1;
+    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) {
+      return ctx.Error(absl::StrCat("MatMul batch dims of ", ShapeStr(a.shape), " and ", ShapeStr(b.shape),
+                                    " do not broadcast at run time"));
+    }
+    batch[i] = da[i] == 1 ? db[i] : da[i];
+  }
+  std::vector<int64_t> expected = batch;
+  if (ra != 1) expected.push_back(p.m);
+  if (rb != 1) expected.push_back(p.n);
+  if (expected != y.shape) {
+    return ctx.Error(absl::StrCat("MatMul of ", ShapeStr(a.shape), " and ", ShapeStr(b.shape), " gives ",
+                                  ShapeStr(expected), " but the planned output is ", ShapeStr(y.shape)));
+  }
+  if (y.num_elements() == 0) return absl::OkStatus();
+  if (!FitsBlasInt(p.m) || !FitsBlasInt(p.n) || !FitsBlasInt(p.k)) {
+    return ctx.Error(absl::StrCat("MatMul dims M=", p.m, " N=", p.n, " K=", p.k, " exceed the BLAS int range"));
+  }
+  // Broadcast batch walk: an odometer over the output batch index.
+  const int64_t count = ir::NumElements(batch);
+  p.a_count = ir::NumElements(da);
+  p.b_count = ir::NumElements(db);
+  const std::vector<int64_t> sa = ir::Strides(da), sb = ir::Strides(db);
+  p.a_index.resize(count);
+  p.b_index.resize(count);
+  std::vector<int64_t> idx(nb, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t ia = 0, ib = 0;
+    for (int d = 0; d < nb; ++d) {
+      if (da[d] != 1) ia += idx[d] * sa[d];
+      if (db[d] != 1) ib += idx[d] * sb[d];
+    }
+    p.a_index[i] = ia;
+    p.b_index[i] = ib;
+    for (int d = nb - 1; d >= 0; --d) {
+      if (++idx[d] < batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  switch (a.dtype) {
+    case DType::kF32: RunMatMul(p, a.as<const float>(), b.as<const float>(), y.as<float>()); break;
+    case DType::kF64: RunMatMul(p, a.as<const double>(), b.as<const double>(), y.as<double>()); break;
+    case DType::kI32: RunMatMul(p, a.as<const int32_t>(), b.as<const int32_t>(), y.as<int32_t>()); break;
+    case DType::kI64: RunMatMul(p, a.as<const int64_t>(), b.as<const int64_t>(), y.as<int64_t>()); break;
+    case DType::kF16:
+    case DType::kBF16: {
+      const std::vector<float> wa = Widen(a), wb = Widen(b);
+      std::vector<float> wy(static_cast<size_t>(y.num_elements()));
+      RunMatMul(p, wa.data(), wb.data(), wy.data());
+      Narrow(wy, y);
+      break;
+    }
+    default:
+      return ctx.Error(absl::StrCat("MatMul has no CPU kernel for dtype ", DTypeName(a.dtype)));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Gemm
+// ---------------------------------------------------------------------------
+
+// Y = broadcast of C (rank <= 2, dims 1 or equal to [m, n]).
+template <typename T>
+void BroadcastC(const T* c, int64_t cm, int64_t cn, int64_t m, int64_t n, T* y) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) y[i * n + j] = c[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
+  }
+}
+
+template <typename T>
+void RunGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, double beta, const T* a,
+             const T* b, const T* c, int64_t cm, int64_t cn, T* y) {
+  if (c != nullptr) BroadcastC(c, cm, cn, m, n, y);
+  Gemm(ta, tb, m, n, k, alpha, a, b, c != nullptr ? beta : 0.0, y);
+}
+
+absl::Status GemmKernel(ir::KernelContext& ctx) {
+  const TensorView& a = ctx.input(0);
+  const TensorView& b = ctx.input(1);
+  const TensorView* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  TensorView& y = ctx.output(0);
+  if (a.dtype != b.dtype || y.dtype != a.dtype || (c != nullptr && c->dtype != a.dtype)) {
+    return ctx.Error("Gemm inputs and output must share one dtype");
+  }
+  if (a.shape.size() != 2 || b.shape.size() != 2 || (c != nullptr && c->shape.size() > 2)) {
+    return ctx.Error(absl::StrCat("Gemm expects A and B of rank 2 and C of rank <= 2; got A ", ShapeStr(a.shape),
+                                  ", B ", ShapeStr(b.shape)));
+  }
+  const bool ta = ctx.attrs().GetInt("transA", 0) != 0;
+  const bool tb = ctx.attrs().GetInt("transB", 0) != 0;
+  const double alpha = ctx.attrs().GetFloat("alpha", 1.0);
+  const double beta = ctx.attrs().GetFloat("beta", 1.0);
+  const int64_t m = ta ? a.shape[1] : a.shape[0];
+  const int64_t k = ta ? a.shape[0] : a.shape[1];
+  const int64_t kb = tb ? b.shape[1] : b.shape[0];
+  const int64_t n = tb ? b.shape[0] : b.shape[1];
+  if (k != kb) {
+    return ctx.Error(absl::StrCat("Gemm inner dims differ at run time: A ", ShapeStr(a.shape), " has K=", k,
+                                  ", B ", ShapeStr(b.shape), " has K=", kb));
+  }
+  int64_t cm = 1, cn = 1;
+  if (c != nullptr) {
+    const size_t rc = c->shape.size();
+    if (rc >= 1) cn = c->shape[rc - 1];
+    if (rc == 2) cm = c->shape[0];
+    if ((cm != 1 && cm != m) || (cn != 1 && cn != n)) {
+      return ctx.Error(absl::StrCat("Gemm input 2 (C) has shape ", ShapeStr(c->shape),
+                                    ", which does not broadcast to [", m, ", ", n, "] at run time"));
+    }
+  }
+  if (y.shape != std::vector<int64_t>{m, n}) {
+    return ctx.Error(absl::StrCat("Gemm gives [", m, ", ", n, "] but the planned output is ", ShapeStr(y.shape)));
+  }
+  if (m == 0 || n == 0) return absl::OkStatus();
+  if (!FitsBlasInt(m) || !FitsBlasInt(n) || !FitsBlasInt(k)) {
+    return ctx.Error(absl::StrCat("Gemm dims M=", m, " N=", n, " K=", k, " exceed the BLAS int range"));
+  }
+  switch (a.dtype) {
+    case DType::kF32:
+      RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const float>(), b.as<const float>(),
+              c ? c->as<const float>() : nullptr, cm, cn, y.as<float>());
+      break;
+    case DType::kF64:
+      RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const double>(), b.as<const double>(),
+              c ? c->as<const double>() : nullptr, cm, cn, y.as<double>());
+      break;
+    case DType::kI32:
+      RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const int32_t>(), b.as<const int32_t>(),
+              c ? c->as<const int32_t>() : nullptr, cm, cn, y.as<int32_t>());
+      break;
+    case DType::kI64:
+      RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const int64_t>(), b.as<const int64_t>(),
+              c ? c->as<const int64_t>() : nullptr, cm, cn, y.as<int64_t>());
+      break;
+    case DType::kF16:
+    case DType::kBF16: {
+      const std::vector<float> wa = Widen(a), wb = Widen(b);
+      std::vector<float> wc;
+      if (c != nullptr) wc = Widen(*c);
+      std::vector<float> wy(static_cast<size_t>(m * n));
+      RunGemm(ta, tb, m, n, k, alpha, beta, wa.data(), wb.data(), c ? wc.data() : nullptr, cm, cn, wy.data());
+      Narrow(wy, y);
+      break;
+    }
+    default:
+      return ctx.Error(absl::StrCat("Gemm has no CPU kernel for dtype ", DTypeName(a.dtype)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterLinalgKernels(ir::OpRegistry& registry) {
+  if (absl::Status s = registry.SetKernel("MatMul", ir::Backend::kCpu, &MatMulKernel); !s.ok()) return s;
+  return registry.SetKernel("Gemm", ir::Backend::kCpu, &GemmKernel);
+}
+
 }  // namespace grove::cpu

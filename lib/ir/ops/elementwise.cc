@@ -1,5 +1,119 @@
-// PLACEHOLDER: replaced by the op group's real definitions.
+// Elementwise op definitions (ONNX opset 13-17): arithmetic, activations,
+// comparisons, Where, Cast and Identity. Binary ops broadcast like numpy;
+// symbolic dims that cannot be proven to broadcast are checked by the kernel.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/ir/ops/input_checks.h"
 #include "lib/ir/ops/ops.h"
+
 namespace grove::ir {
-absl::Status RegisterElementwiseOps(OpRegistry& registry) { return absl::OkStatus(); }
+namespace {
+
+constexpr DType kArithmeticDTypes[] = {DType::kF32, DType::kF64, DType::kF16,
+                                       DType::kBF16, DType::kI32, DType::kI64};
+
+// Broadcasts the inputs listed in `names` (in input order) into `out`.
+absl::Status BroadcastInputs(const ShapeContext& ctx, absl::Span<const absl::string_view> names, SymShape* out) {
+  std::vector<SymShape> shapes;
+  std::vector<std::string> described;
+  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
+    shapes.push_back(ctx.input_shape(i));
+    described.push_back(absl::StrCat(InputName(i, names[i]), " ", ShapeString(ctx, ctx.input_shape(i))));
+  }
+  absl::StatusOr<SymShape> shape = BroadcastShapes(shapes);
+  if (!shape.ok()) {
+    return ctx.Error(absl::StrCat(absl::StrJoin(described, " and "), ": ", shape.status().message()));
+  }
+  *out = *std::move(shape);
+  return absl::OkStatus();
+}
+
+// A, B of one dtype out of `allowed`; the output broadcasts them and has
+// their dtype, or `out_dtype` when given.
+absl::Status InferBinary(ShapeContext& ctx, absl::Span<const DType> allowed, DType out_dtype) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "A", allowed); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 1, "B", allowed); !s.ok()) return s;
+  if (absl::Status s = CheckSameDType(ctx, 0, "A", 1, "B"); !s.ok()) return s;
+  SymShape shape;
+  if (absl::Status s = BroadcastInputs(ctx, {"A", "B"}, &shape); !s.ok()) return s;
+  ctx.SetOutput(0, out_dtype == DType::kUnknown ? ctx.input_dtype(0) : out_dtype, std::move(shape));
+  return absl::OkStatus();
+}
+
+absl::Status InferArithmetic(ShapeContext& ctx) { return InferBinary(ctx, kArithmeticDTypes, DType::kUnknown); }
+
+absl::Status InferOrderedCompare(ShapeContext& ctx) { return InferBinary(ctx, kNumericDTypes, DType::kBool); }
+
+absl::Status InferEqual(ShapeContext& ctx) {
+  constexpr DType kEqualDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
+                                    DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
+  return InferBinary(ctx, kEqualDTypes, DType::kBool);
+}
+
+absl::Status InferFloatUnary(ShapeContext& ctx) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "X", kFloatDTypes); !s.ok()) return s;
+  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return absl::OkStatus();
+}
+
+absl::Status InferWhere(ShapeContext& ctx) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "condition", {DType::kBool}); !s.ok()) return s;
+  if (absl::Status s = CheckInputPresent(ctx, 1, "X"); !s.ok()) return s;
+  if (absl::Status s = CheckInputPresent(ctx, 2, "Y"); !s.ok()) return s;
+  if (absl::Status s = CheckSameDType(ctx, 1, "X", 2, "Y"); !s.ok()) return s;
+  SymShape shape;
+  if (absl::Status s = BroadcastInputs(ctx, {"condition", "X", "Y"}, &shape); !s.ok()) return s;
+  ctx.SetOutput(0, ctx.input_dtype(1), std::move(shape));
+  return absl::OkStatus();
+}
+
+absl::Status InferCast(ShapeContext& ctx) {
+  if (absl::Status s = CheckInputPresent(ctx, 0, "input"); !s.ok()) return s;
+  if (!ctx.attrs().Has("to")) return ctx.Error("attribute 'to' (the target dtype) is required");
+  const int64_t to = ctx.attrs().GetInt("to", 0);
+  if (to < static_cast<int64_t>(DType::kF32) || to > static_cast<int64_t>(DType::kBool)) {
+    return ctx.Error(absl::StrCat("attribute 'to' is ", to,
+                                  "; expected a grove dtype: 1 (f32), 2 (f64), 3 (f16), 4 (bf16), 5 (i64), "
+                                  "6 (i32), 7 (i8), 8 (u8) or 9 (bool)"));
+  }
+  ctx.SetOutput(0, static_cast<DType>(to), ctx.input_shape(0));
+  return absl::OkStatus();
+}
+
+absl::Status InferIdentity(ShapeContext& ctx) {
+  if (absl::Status s = CheckInputPresent(ctx, 0, "input"); !s.ok()) return s;
+  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return absl::OkStatus();
+}
+
+OpDef Def(std::string type, int num_inputs, ShapeFn infer, std::vector<AttrSpec> attrs = {}) {
+  OpDef def;
+  def.type = std::move(type);
+  def.min_inputs = num_inputs;
+  def.max_inputs = num_inputs;
+  def.attrs = std::move(attrs);
+  def.infer = infer;
+  return def;
+}
+
+}  // namespace
+
+absl::Status RegisterElementwiseOps(OpRegistry& registry) {
+  std::vector<OpDef> defs;
+  for (const char* type : {"Add", "Sub", "Mul", "Div"}) defs.push_back(Def(type, 2, &InferArithmetic));
+  for (const char* type : {"Relu", "Sigmoid", "Tanh"}) defs.push_back(Def(type, 1, &InferFloatUnary));
+  for (const char* type : {"Greater", "Less"}) defs.push_back(Def(type, 2, &InferOrderedCompare));
+  defs.push_back(Def("Equal", 2, &InferEqual));
+  defs.push_back(Def("Where", 3, &InferWhere));
+  defs.push_back(Def("Cast", 1, &InferCast, {{"to", AttrKind::kInt, /*required=*/true}}));
+  defs.push_back(Def("Identity", 1, &InferIdentity));
+  for (OpDef& def : defs) {
+    if (absl::Status s = registry.Register(std::move(def)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace grove::ir

@@ -1,0 +1,62 @@
+// Checks that shape functions run on their inputs, with errors that name the
+// input (index and ONNX name), what was expected and what was given.
+#ifndef GROVE_LIB_IR_OPS_INPUT_CHECKS_H_
+#define GROVE_LIB_IR_OPS_INPUT_CHECKS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::ir {
+
+inline constexpr DType kFloatDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16};
+inline constexpr DType kNumericDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
+                                           DType::kI64, DType::kI32, DType::kI8,  DType::kU8};
+
+// "input 1 (B)".
+inline std::string InputName(int i, absl::string_view name) { return absl::StrCat("input ", i, " (", name, ")"); }
+
+inline std::string ShapeString(const ShapeContext& ctx, const SymShape& shape) {
+  return ShapeToString(shape, ctx.graph().symbol_names());
+}
+
+// The input is given and has a known dtype.
+inline absl::Status CheckInputPresent(const ShapeContext& ctx, int i, absl::string_view name) {
+  if (!ctx.has_input(i)) return ctx.Error(absl::StrCat(InputName(i, name), " is required but missing"));
+  if (ctx.input_dtype(i) == DType::kUnknown) {
+    return ctx.Error(absl::StrCat(InputName(i, name), " has an unknown dtype"));
+  }
+  return absl::OkStatus();
+}
+
+inline absl::Status CheckInputDType(const ShapeContext& ctx, int i, absl::string_view name,
+                                    absl::Span<const DType> allowed) {
+  if (absl::Status s = CheckInputPresent(ctx, i, name); !s.ok()) return s;
+  const DType dtype = ctx.input_dtype(i);
+  for (DType d : allowed) {
+    if (d == dtype) return absl::OkStatus();
+  }
+  std::vector<absl::string_view> names;
+  for (DType d : allowed) names.push_back(DTypeName(d));
+  return ctx.Error(absl::StrCat(InputName(i, name), " has dtype ", DTypeName(dtype), "; expected ",
+                                allowed.size() == 1 ? "" : "one of ", absl::StrJoin(names, ", ")));
+}
+
+// Inputs i and j hold the same dtype.
+inline absl::Status CheckSameDType(const ShapeContext& ctx, int i, absl::string_view name_i, int j,
+                                   absl::string_view name_j) {
+  if (ctx.input_dtype(i) == ctx.input_dtype(j)) return absl::OkStatus();
+  return ctx.Error(absl::StrCat(InputName(i, name_i), " and ", InputName(j, name_j),
+                                " must have the same dtype; got ", DTypeName(ctx.input_dtype(i)), " and ",
+                                DTypeName(ctx.input_dtype(j))));
+}
+
+}  // namespace grove::ir
+
+#endif  // GROVE_LIB_IR_OPS_INPUT_CHECKS_H_

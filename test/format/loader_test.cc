@@ -1,0 +1,291 @@
+// The loader against valid, malformed and hostile files: every bad file must
+// give a clear error that says what is wrong and where, never a crash.
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grove/grove.h"
+#include "gtest/gtest.h"
+#include "lib/format/file_layout.h"
+#include "lib/runtime/model_impl.h"
+#include "models/demo_models.h"
+#include "schemas/grove_generated.h"
+
+namespace grove {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small valid model: y = Relu(x + w), x[batch, 4].
+std::vector<uint8_t> SmallModel() {
+  ModelBuilder b;
+  b.AddSymbol("batch", 1, 8);
+  b.AddInput("x", DType::kF32, {"batch", 4});
+  b.AddWeight("w", DType::kF32, {4}, std::vector<float>{1, 2, 3, 4});
+  b.AddOp("Add", {"x", "w"}, {"s"});
+  b.AddOp("Relu", {"s"}, {"y"});
+  b.AddOutput("y");
+  return b.Finish().value();
+}
+
+// The file split into its FlatBuffer (unpacked, editable) and data region.
+struct Parts {
+  std::unique_ptr<fb::ModelT> model;
+  std::vector<uint8_t> data;
+};
+
+Parts Split(const std::vector<uint8_t>& file) {
+  Parts p;
+  p.model.reset(fb::GetSizePrefixedModel(file.data())->UnPack());
+  uint32_t fb_size;
+  std::memcpy(&fb_size, file.data(), 4);
+  const uint64_t start = AlignUp(fb_size + 4, kWeightAlignment);
+  p.data.assign(file.begin() + static_cast<long>(start), file.end());
+  return p;
+}
+
+std::vector<uint8_t> Join(const Parts& p) {
+  flatbuffers::FlatBufferBuilder fbb;
+  fb::FinishSizePrefixedModelBuffer(fbb, fb::Model::Pack(fbb, p.model.get()));
+  std::vector<uint8_t> out(AlignUp(fbb.GetSize(), kWeightAlignment), 0);
+  std::memcpy(out.data(), fbb.GetBufferPointer(), fbb.GetSize());
+  out.insert(out.end(), p.data.begin(), p.data.end());
+  return out;
+}
+
+absl::Status Load(const std::vector<uint8_t>& bytes) {
+  return Model::LoadFromBuffer(bytes).status();
+}
+
+// Applies `edit` to the small model and expects a load error containing `want`.
+void ExpectRejected(const std::function<void(Parts&)>& edit, const std::string& want) {
+  Parts p = Split(SmallModel());
+  edit(p);
+  absl::Status s = Load(Join(p));
+  EXPECT_FALSE(s.ok()) << "wanted an error containing: " << want;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(want));
+}
+
+TEST(LoaderTest, ValidModelLoadsAndDescribesItself) {
+  auto model = Model::LoadFromBuffer(SmallModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ((*model)->inputs().size(), 1u);
+  EXPECT_EQ((*model)->inputs()[0].name, "x");
+  EXPECT_EQ((*model)->inputs()[0].shape[0].symbol, "batch");
+  EXPECT_EQ((*model)->inputs()[0].shape[1].value, 4);
+  ASSERT_EQ((*model)->outputs().size(), 1u);
+  EXPECT_EQ((*model)->outputs()[0].dtype, DType::kF32);
+  EXPECT_EQ((*model)->outputs()[0].shape[0].symbol, "batch");
+  EXPECT_EQ((*model)->symbols()[0].max, 8);
+  ModelSummary s = (*model)->Summary();
+  EXPECT_EQ(s.num_operators, 2);
+  EXPECT_EQ(s.weight_bytes, 16u);
+}
+
+TEST(LoaderTest, WeightsAreUsedInPlaceFromTheMapping) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/inplace.grove");
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {4});
+  b.AddWeight("w", DType::kF32, {4}, std::vector<float>{1, 2, 3, 4});
+  b.AddOp("Add", {"x", "w"}, {"y"});
+  b.AddOutput("y");
+  ASSERT_TRUE(b.Save(path).ok());
+  auto model = Model::LoadFromFile(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (const ir::TensorDecl& t : (*model)->impl().graph().tensors) {
+    if (!t.is_weight) continue;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<const float*>(t.data)[2], 3.0f);
+  }
+}
+
+TEST(LoaderTest, MissingFileIsNotFound) {
+  auto model = Model::LoadFromFile("/nonexistent/model.grove");
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(LoaderTest, TinyAndTruncatedFilesAreRejected) {
+  const std::vector<uint8_t> good = SmallModel();
+  for (size_t n = 0; n < good.size(); n += (n < 64 ? 1 : 7)) {
+    std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<long>(n));
+    EXPECT_FALSE(Load(cut).ok()) << "truncated to " << n;
+  }
+  EXPECT_THAT(std::string(Load({1, 2, 3}).message()), HasSubstr("too small"));
+}
+
+TEST(LoaderTest, RandomByteFlipsNeverCrash) {
+  const std::vector<uint8_t> good = demo::BuildEarlyExit().value();
+  std::mt19937 rng(1234);
+  int rejected = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<uint8_t> bad = good;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+    if (!Load(bad).ok()) ++rejected;
+  }
+  EXPECT_GT(rejected, 0);
+}
+
+TEST(LoaderTest, WrongIdentifierAndVersion) {
+  std::vector<uint8_t> bad = SmallModel();
+  std::memcpy(bad.data() + 8, "NOPE", 4);
+  EXPECT_THAT(std::string(Load(bad).message()), HasSubstr("identifier"));
+  ExpectRejected([](Parts& p) { p.model->format_version = 99; }, "format version 99");
+  ExpectRejected([](Parts& p) { p.model->format_version = 0; }, "format version 0");
+}
+
+TEST(LoaderTest, BadIndicesAreNamed) {
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->operators[0]->inputs[0] = 77; },
+                 "input 0 tensor index 77 is out of range");
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->operators[1]->outputs[0] = -5; },
+                 "output 0 tensor index -5");
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->inputs[0] = 1000; }, "input tensor index 1000");
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->outputs[0] = -1; }, "output tensor index -1");
+  ExpectRejected([](Parts& p) { p.model->tensors[0]->shape[0]->symbol = 3; }, "uses symbol 3");
+  ExpectRejected([](Parts& p) { p.model->tensors[1]->buffer = 9; }, "buffer index 9 is out of range");
+}
+
+TEST(LoaderTest, OversizedDimsAndBadSymbolRanges) {
+  ExpectRejected([](Parts& p) { p.model->tensors[0]->shape[1]->value = int64_t{1} << 50; }, "outside 0..2^40");
+  ExpectRejected([](Parts& p) { p.model->tensors[0]->shape[1]->value = -3; }, "dim 1 is -3");
+  ExpectRejected([](Parts& p) { p.model->symbols[0]->min = 9; }, "range 9..8");
+  ExpectRejected([](Parts& p) { p.model->symbols[0]->max = int64_t{1} << 45; }, "range 1..");
+  ExpectRejected(
+      [](Parts& p) {
+        // A weight whose element count overflows.
+        auto& w = p.model->tensors[1];
+        w->shape.clear();
+        for (int i = 0; i < 4; ++i) {
+          auto d = std::make_unique<fb::DimT>();
+          d->value = int64_t{1} << 39;
+          w->shape.push_back(std::move(d));
+        }
+      },
+      "overflows");
+}
+
+TEST(LoaderTest, BuffersMustMatchTheirTensorsAndStayInTheFile) {
+  ExpectRejected([](Parts& p) { p.model->buffers[0]->size = 12; }, "holds 12 bytes but f32[4] needs 16");
+  ExpectRejected([](Parts& p) { p.model->buffers[0]->offset = 8; }, "not a multiple of 64");
+  ExpectRejected([](Parts& p) { p.model->buffers[0]->offset = 1 << 20; }, "run past the end");
+  ExpectRejected([](Parts& p) { p.model->buffers[0]->size = ~uint64_t{0}; }, "run past the end");
+  ExpectRejected([](Parts& p) { p.data.resize(4); }, "run past the end");
+}
+
+TEST(LoaderTest, UnknownOpsArityAndAttributes) {
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->operators[0]->type = "FancyOp"; },
+                 "op type 'FancyOp' is not supported");
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->operators[1]->inputs.push_back(0); }, "has 2 inputs");
+  ExpectRejected(
+      [](Parts& p) {
+        auto a = std::make_unique<fb::AttributeT>();
+        a->name = "bogus";
+        p.model->subgraphs[0]->operators[1]->attributes.push_back(std::move(a));
+      },
+      "unknown attribute 'bogus' for Relu");
+}
+
+TEST(LoaderTest, DataflowMustBeOrderedAndSingleAssignment) {
+  ExpectRejected([](Parts& p) { std::swap(p.model->subgraphs[0]->operators[0], p.model->subgraphs[0]->operators[1]); },
+                 "before it is defined");
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->operators[1]->outputs[0] = 2; },  // 's' again
+                 "defined more than once");
+  ExpectRejected([](Parts& p) { p.model->subgraphs[0]->operators[0]->outputs[0] = 1; },  // the weight
+                 "writes weight");
+}
+
+TEST(LoaderTest, MainInputsNeedShapes) {
+  ExpectRejected([](Parts& p) { p.model->tensors[0]->has_shape = false; }, "needs a dtype and a declared shape");
+  ExpectRejected([](Parts& p) { p.model->subgraphs.clear(); }, "has no subgraphs");
+}
+
+TEST(LoaderTest, StaticShapeErrorsAreFoundAtLoad) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {2, 3});
+  b.AddWeight("w", DType::kF32, {4}, std::vector<float>{1, 2, 3, 4});
+  b.AddOp("Add", {"x", "w"}, {"y"});
+  b.AddOutput("y");
+  absl::Status s = Load(b.Finish().value());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shape inference failed"));
+}
+
+// Subgraph references: range, reuse, recursion, depth, unused bodies.
+std::vector<uint8_t> NestedIfs(int depth) {
+  ModelBuilder b;
+  b.AddInput("c", DType::kBool, {});
+  b.AddInput("x", DType::kF32, {2});
+  std::string cur_out = "y0";
+  std::vector<int> subs;
+  int parent = 0;
+  for (int d = 0; d < depth; ++d) {
+    const int then_sg = b.AddSubgraph(absl::StrCat("then", d));
+    const int else_sg = b.AddSubgraph(absl::StrCat("else", d));
+    b.SetSubgraph(else_sg);
+    b.AddOp("Identity", {"x"}, {absl::StrCat("e", d)});
+    b.AddOutput(absl::StrCat("e", d));
+    b.SetSubgraph(parent);
+    b.AddOp("If", {"c"}, {absl::StrCat("y", d)},
+            {{"then_branch", SubgraphRef{then_sg}}, {"else_branch", SubgraphRef{else_sg}}});
+    b.AddOutput(absl::StrCat("y", d));
+    parent = then_sg;
+  }
+  b.SetSubgraph(parent);
+  b.AddOp("Identity", {"x"}, {"leaf"});
+  b.AddOutput("leaf");
+  return b.Finish().value();
+}
+
+TEST(LoaderTest, NestingIsBounded) {
+  EXPECT_TRUE(Load(NestedIfs(3)).ok()) << Load(NestedIfs(3));
+  EXPECT_THAT(std::string(Load(NestedIfs(kMaxSubgraphDepth + 2)).message()), HasSubstr("nest deeper"));
+}
+
+TEST(LoaderTest, SubgraphReferencesAreChecked) {
+  const std::vector<uint8_t> good = NestedIfs(1);
+  auto edit = [&](const std::function<void(Parts&)>& f) {
+    Parts p = Split(good);
+    f(p);
+    return Load(Join(p));
+  };
+  auto attr = [](Parts& p) -> fb::AttributeT& { return *p.model->subgraphs[0]->operators[0]->attributes[0]; };
+  EXPECT_THAT(std::string(edit([&](Parts& p) { attr(p).subgraph = 0; }).message()), HasSubstr("not a body subgraph"));
+  EXPECT_THAT(std::string(edit([&](Parts& p) { attr(p).subgraph = 40; }).message()), HasSubstr("not a body subgraph"));
+  EXPECT_THAT(std::string(edit([&](Parts& p) {
+                p.model->subgraphs[0]->operators[0]->attributes[1]->subgraph = attr(p).subgraph;
+              }).message()),
+              HasSubstr("more than one op"));
+  EXPECT_THAT(std::string(edit([&](Parts& p) { attr(p).type = fb::AttrType::INT; }).message()),
+              HasSubstr("must be subgraph"));
+  EXPECT_THAT(std::string(edit([&](Parts& p) { p.model->subgraphs[0]->operators[0]->attributes.pop_back(); })
+                              .message()),
+              HasSubstr("required attribute"));
+  EXPECT_THAT(std::string(edit([&](Parts& p) {
+                auto extra = std::make_unique<fb::SubgraphT>();
+                extra->name = "orphan";
+                p.model->subgraphs.push_back(std::move(extra));
+              }).message()),
+              HasSubstr("not used by any op"));
+}
+
+TEST(LoaderTest, BodiesMayReadOuterScopeButNotLaterValues) {
+  // The else branch reads 'late', defined after the If in main.
+  ModelBuilder b;
+  b.AddInput("c", DType::kBool, {});
+  b.AddInput("x", DType::kF32, {2});
+  const int t = b.AddSubgraph("then");
+  b.AddOp("Identity", {"x"}, {"a"});
+  b.AddOutput("a");
+  const int e = b.AddSubgraph("else");
+  b.AddOp("Identity", {"late"}, {"bb"});
+  b.AddOutput("bb");
+  b.SetSubgraph(0);
+  b.AddOp("If", {"c"}, {"y"}, {{"then_branch", SubgraphRef{t}}, {"else_branch", SubgraphRef{e}}});
+  b.AddOp("Identity", {"x"}, {"late"});
+  b.AddOutput("y");
+  EXPECT_THAT(std::string(Load(b.Finish().value()).message()), HasSubstr("before it is defined"));
+}
+
+}  // namespace
+}  // namespace grove

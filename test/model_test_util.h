@@ -1,0 +1,31 @@
+// Helpers for end-to-end tests: load a demo model, read its weights by name,
+// make deterministic inputs, compare outputs.
+#ifndef GROVE_TEST_MODEL_TEST_UTIL_H_
+#define GROVE_TEST_MODEL_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grove/grove.h"
+
+namespace grove::testing {
+
+std::shared_ptr<const Model> LoadOrDie(absl::StatusOr<std::vector<uint8_t>> bytes);
+
+// The f32 weight called `name` (empty when absent).
+std::vector<float> WeightF32(const Model& model, const std::string& name);
+
+// Deterministic values in [-1, 1).
+std::vector<float> RandomF32(size_t n, uint32_t seed);
+
+// Row-major reference helpers on plain vectors.
+std::vector<float> MatMulRef(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k,
+                             int64_t n);
+
+std::vector<float> ToVector(const TensorView& v);
+
+}  // namespace grove::testing
+
+#endif  // GROVE_TEST_MODEL_TEST_UTIL_H_
