@@ -94,7 +94,7 @@ bool SplitAssignment(absl::string_view text, std::string* name, std::string* val
 }
 
 std::string HumanBytes(uint64_t bytes) {
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  if (bytes < 1024) return absl::StrCat(bytes, bytes == 1 ? " byte" : " bytes");
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   int u = -1;
@@ -102,7 +102,7 @@ std::string HumanBytes(uint64_t bytes) {
     v /= 1024;
     ++u;
   }
-  return absl::StrFormat("%.1f %s", v, units[u]);
+  return absl::StrFormat("%.1f %s (%d bytes)", v, units[u], bytes);
 }
 
 }  // namespace grove::cli

@@ -63,7 +63,7 @@ bool ParseDims(absl::string_view text, std::vector<int64_t>* out);
 // Splits "NAME=VALUE" at the first '='; false if there is none or NAME is empty.
 bool SplitAssignment(absl::string_view text, std::string* name, std::string* value);
 
-// "1.3 KiB" style.
+// "768 bytes", "2.6 KiB (2704 bytes)".
 std::string HumanBytes(uint64_t bytes);
 
 }  // namespace grove::cli

@@ -167,8 +167,7 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
   std::vector<std::string> counts;
   for (const auto& [op, n] : summary.op_counts) counts.push_back(absl::StrCat(op, " ", n));
   absl::StrAppend(&out, "subgraphs: ", summary.num_subgraphs, "\noperators: ", summary.num_operators, " (",
-                  absl::StrJoin(counts, ", "), ")\nweights: ", HumanBytes(summary.weight_bytes), " (",
-                  summary.weight_bytes, " bytes)\n");
+                  absl::StrJoin(counts, ", "), ")\nweights: ", HumanBytes(summary.weight_bytes), "\n");
   if (plan == nullptr) {
     absl::StrAppend(&out, "memory plan: give --shape NAME=D0xD1... for each input with symbolic dims\n");
     return out;
@@ -179,8 +178,8 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
     shapes.push_back(absl::StrCat(model.inputs()[i].name, "=", ShapeString(plan->input_shapes[i])));
   }
   absl::StrAppend(&out, "memory plan for ", absl::StrJoin(shapes, " "), ":\n");
-  absl::StrAppend(&out, "  arena: ", HumanBytes(r.arena_bytes), " (", r.arena_bytes, " bytes)\n");
-  absl::StrAppend(&out, "  lower bound: ", HumanBytes(r.lower_bound_bytes), " (", r.lower_bound_bytes, " bytes)\n");
+  absl::StrAppend(&out, "  arena: ", HumanBytes(r.arena_bytes), "\n");
+  absl::StrAppend(&out, "  lower bound: ", HumanBytes(r.lower_bound_bytes), "\n");
   absl::StrAppend(&out, absl::StrFormat("  ratio: %.3f\n", Ratio(r)));
   absl::StrAppend(&out, "  steps: ", r.num_steps, "; tensors: ", r.num_arena_tensors, " in the arena, ",
                   r.num_folded_tensors, " folded, ", r.num_dynamic_tensors, " dynamic\n");
