@@ -74,6 +74,12 @@ int UsageError(absl::string_view message) {
 
 std::string ShapeString(absl::Span<const int64_t> dims) { return absl::StrCat("[", absl::StrJoin(dims, ","), "]"); }
 
+std::string DeclaredType(const TensorInfo& info) {
+  std::vector<std::string> dims;
+  for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? d.symbol : absl::StrCat(d.value));
+  return absl::StrCat(DTypeName(info.dtype), "[", absl::StrJoin(dims, ","), "]");
+}
+
 bool ParseDims(absl::string_view text, std::vector<int64_t>* out) {
   out->clear();
   if (text.empty()) return true;

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "grove/grove.h"
 
 namespace grove::cli {
 
@@ -56,6 +57,9 @@ int UsageError(absl::string_view message);
 
 // "[3,16]"; "[]" for rank 0.
 std::string ShapeString(absl::Span<const int64_t> dims);
+
+// A declared input or output: "f32[batch,16]", symbolic dims by name.
+std::string DeclaredType(const TensorInfo& info);
 
 // Parses a dims list "3x16" ("" is rank 0) into `out`; false if malformed.
 bool ParseDims(absl::string_view text, std::vector<int64_t>* out);

@@ -37,12 +37,6 @@ struct Plan {
   MemoryReport report;
 };
 
-std::string DimsWithSymbols(const TensorInfo& info) {
-  std::vector<std::string> dims;
-  for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? d.symbol : absl::StrCat(d.value));
-  return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
-}
-
 double Ratio(const MemoryReport& r) {
   return r.lower_bound_bytes == 0 ? 1.0
                                   : static_cast<double>(r.arena_bytes) / static_cast<double>(r.lower_bound_bytes);
@@ -156,11 +150,11 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
   if (!summary.producer.empty()) absl::StrAppend(&out, ", producer \"", summary.producer, "\"");
   absl::StrAppend(&out, "\ninputs:\n");
   for (const TensorInfo& info : model.inputs()) {
-    absl::StrAppend(&out, "  ", info.name, "  ", DTypeName(info.dtype), DimsWithSymbols(info), "\n");
+    absl::StrAppend(&out, "  ", info.name, "  ", DeclaredType(info), "\n");
   }
   absl::StrAppend(&out, "outputs:\n");
   for (const TensorInfo& info : model.outputs()) {
-    absl::StrAppend(&out, "  ", info.name, "  ", DTypeName(info.dtype), DimsWithSymbols(info), "\n");
+    absl::StrAppend(&out, "  ", info.name, "  ", DeclaredType(info), "\n");
   }
   absl::StrAppend(&out, "symbols:", model.symbols().empty() ? " none\n" : "\n");
   for (const SymbolInfo& s : model.symbols()) absl::StrAppend(&out, "  ", s.name, "  ", s.min, "..", s.max, "\n");
@@ -243,7 +237,7 @@ int InspectMain(absl::Span<const std::string> argv) {
     for (const DimInfo& d : info.shape) dims.push_back(d.value);
     bool is_static = true;
     for (const DimInfo& d : info.shape) is_static = is_static && !d.is_symbolic();
-    if (!is_static) unknown.push_back(absl::StrCat("'", info.name, "' ", DTypeName(info.dtype), DimsWithSymbols(info)));
+    if (!is_static) unknown.push_back(absl::StrCat("'", info.name, "' ", DeclaredType(info)));
     plan->input_shapes.push_back(std::move(dims));
   }
   if (!given.empty()) {

@@ -146,12 +146,6 @@ absl::StatusOr<Tensor> NarrowToBf16(const Tensor& t) {
   return narrow;
 }
 
-std::string DeclaredShape(const TensorInfo& info) {
-  std::vector<std::string> dims;
-  for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? d.symbol : absl::StrCat(d.value));
-  return absl::StrCat(DTypeName(info.dtype), "[", absl::StrJoin(dims, ","), "]");
-}
-
 double Milliseconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
@@ -219,13 +213,13 @@ int RunMain(absl::Span<const std::string> argv) {
     if (tensor->dtype() != want) {
       return Fail(absl::StrCat("input '", name, "': ", file, " holds ", DTypeName(tensor->dtype()),
                                ShapeString(tensor->shape()), " but the model expects ",
-                               DeclaredShape(input_infos[*index])));
+                               DeclaredType(input_infos[*index])));
     }
     inputs[*index] = *std::move(tensor);
   }
   std::vector<std::string> missing;
   for (size_t i = 0; i < input_infos.size(); ++i) {
-    if (!given[i]) missing.push_back(absl::StrCat("'", input_infos[i].name, "' ", DeclaredShape(input_infos[i])));
+    if (!given[i]) missing.push_back(absl::StrCat("'", input_infos[i].name, "' ", DeclaredType(input_infos[i])));
   }
   if (!missing.empty()) {
     return Fail(absl::StrCat("missing --input for ", absl::StrJoin(missing, ", ")));
