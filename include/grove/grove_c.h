@@ -163,8 +163,8 @@ GROVE_API void grove_model_release(grove_model_t* model);
 
 /* A declared input or output. A symbolic dim (a dim that changes between
  * runs, such as the batch) has dims[i] == -1 and dim_symbols[i] naming the
- * symbol; a constant dim has its value and dim_symbols[i] == NULL. Strings are
- * owned by the model. */
+ * symbol, or "?" for an output dim that depends on the data; a constant dim
+ * has its value and dim_symbols[i] == NULL. Strings are owned by the model. */
 typedef struct grove_tensor_info_t {
   const char* name;
   grove_dtype_t dtype;
