@@ -1,0 +1,273 @@
+/* grove C ABI: load a model, create sessions, run them, from C or any
+ * language with a C FFI. It wraps the C++ API of grove/grove.h.
+ *
+ *   grove_model_t* model = NULL;
+ *   grove_status_t* status = grove_model_load_file("mlp.grove", &model);
+ *   if (status) {
+ *     fprintf(stderr, "%s\n", grove_status_message(status));
+ *     grove_status_release(status);
+ *     return 1;
+ *   }
+ *
+ * Conventions
+ *
+ * - Naming: every symbol starts with `grove_` (macros and enum constants with
+ *   `GROVE_`). Objects are opaque handles, `grove_x_t*`; out-parameters are
+ *   named `out_x` and are written only when the call succeeds.
+ *
+ * - Errors: a function that can fail returns `grove_status_t*`. NULL means
+ *   OK; anything else is an error the caller owns and frees with
+ *   grove_status_release(). Codes mirror absl::StatusCode; messages say what
+ *   was wrong and where (argument, tensor, dim). A NULL required argument is
+ *   GROVE_STATUS_INVALID_ARGUMENT naming the argument. No C++ exception ever
+ *   crosses this ABI (one that escapes the C++ side becomes
+ *   GROVE_STATUS_INTERNAL) and no input makes the library abort. A failed
+ *   call leaves its objects as they were and usable.
+ *
+ * - Ownership: `grove_x_create`/`grove_x_load_*` hand the caller a handle that
+ *   it frees with `grove_x_release`; `grove_x_release(NULL)` does nothing.
+ *   Strings returned by queries (names, messages) are owned by the object they
+ *   came from and live as long as it. A session keeps its model alive, so the
+ *   model may be released before the session.
+ *
+ * - Thread safety: a grove_model_t is immutable; any number of threads may
+ *   query it and create sessions from it at once (release it only once no
+ *   other call is using it). A grove_session_t is used by one thread at a time;
+ *   use one session per thread. A grove_status_t belongs to whoever received it.
+ *
+ * - Tensors: grove_tensor_t is a plain struct describing a dense, row-major
+ *   tensor of at most GROVE_MAX_RANK dims. Inputs are only read. For outputs,
+ *   see grove_session_run: a caller may pass its own buffer or take a pointer
+ *   into the session, which stays valid until the next grove_session_run on
+ *   that session (successful or not) or its release.
+ *
+ * The ABI is versioned with the library (grove_version()); enum values and
+ * struct layouts only grow, at the end.
+ */
+#ifndef GROVE_GROVE_C_H_
+#define GROVE_GROVE_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define GROVE_API __attribute__((visibility("default")))
+#define GROVE_MUST_USE_RESULT __attribute__((warn_unused_result))
+#else
+#define GROVE_API
+#define GROVE_MUST_USE_RESULT
+#endif
+
+#define GROVE_VERSION_MAJOR 0
+#define GROVE_VERSION_MINOR 1
+#define GROVE_VERSION_PATCH 0
+
+/* The most dims a grove_tensor_t carries. */
+#define GROVE_MAX_RANK 8
+
+/* "MAJOR.MINOR.PATCH" of the linked library (may differ from the macros above
+ * when the header and the shared library come from different builds). */
+GROVE_API const char* grove_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* The same values as absl::StatusCode. */
+typedef enum grove_status_code_e {
+  GROVE_STATUS_OK = 0,
+  GROVE_STATUS_CANCELLED = 1,
+  GROVE_STATUS_UNKNOWN = 2,
+  GROVE_STATUS_INVALID_ARGUMENT = 3,
+  GROVE_STATUS_DEADLINE_EXCEEDED = 4,
+  GROVE_STATUS_NOT_FOUND = 5,
+  GROVE_STATUS_ALREADY_EXISTS = 6,
+  GROVE_STATUS_PERMISSION_DENIED = 7,
+  GROVE_STATUS_RESOURCE_EXHAUSTED = 8,
+  GROVE_STATUS_FAILED_PRECONDITION = 9,
+  GROVE_STATUS_ABORTED = 10,
+  GROVE_STATUS_OUT_OF_RANGE = 11,
+  GROVE_STATUS_UNIMPLEMENTED = 12,
+  GROVE_STATUS_INTERNAL = 13,
+  GROVE_STATUS_UNAVAILABLE = 14,
+  GROVE_STATUS_DATA_LOSS = 15,
+  GROVE_STATUS_UNAUTHENTICATED = 16,
+} grove_status_code_t;
+
+/* An error: a code and a message. NULL is OK. */
+typedef struct grove_status_t grove_status_t;
+
+/* GROVE_STATUS_OK for NULL. */
+GROVE_API grove_status_code_t grove_status_code(const grove_status_t* status);
+/* The message, owned by `status`; "" for NULL. */
+GROVE_API const char* grove_status_message(const grove_status_t* status);
+/* "INVALID_ARGUMENT", ...; "UNKNOWN" for values outside the enum. */
+GROVE_API const char* grove_status_code_name(grove_status_code_t code);
+GROVE_API void grove_status_release(grove_status_t* status);
+
+/* ------------------------------------------------------------------------ */
+/* Element types and tensors                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Element types: the values of grove::DType and of the model format. */
+typedef int32_t grove_dtype_t;
+enum grove_dtype_e {
+  GROVE_DTYPE_UNKNOWN = 0,
+  GROVE_DTYPE_F32 = 1,
+  GROVE_DTYPE_F64 = 2,
+  GROVE_DTYPE_F16 = 3,
+  GROVE_DTYPE_BF16 = 4,
+  GROVE_DTYPE_I64 = 5,
+  GROVE_DTYPE_I32 = 6,
+  GROVE_DTYPE_I8 = 7,
+  GROVE_DTYPE_U8 = 8,
+  GROVE_DTYPE_BOOL = 9,
+};
+
+/* Bytes per element; 0 for an unknown dtype. */
+GROVE_API size_t grove_dtype_size(grove_dtype_t dtype);
+/* "f32", "i64", ...; "unknown" for anything else. Never NULL. */
+GROVE_API const char* grove_dtype_name(grove_dtype_t dtype);
+
+/* A dense, row-major tensor that the struct does not own. `byte_size` is the
+ * capacity of `data` in bytes; it must be at least the tensor's size
+ * (product of dims times grove_dtype_size). `data` may be NULL only when the
+ * tensor has no elements. Dims past `rank` are ignored. */
+typedef struct grove_tensor_t {
+  grove_dtype_t dtype;
+  int32_t rank;
+  int64_t dims[GROVE_MAX_RANK];
+  void* data;
+  size_t byte_size;
+} grove_tensor_t;
+
+/* ------------------------------------------------------------------------ */
+/* Model                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A loaded model: immutable, shareable across threads. */
+typedef struct grove_model_t grove_model_t;
+
+/* Maps the file read-only; the weights are used in place. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_load_file(const char* path,
+                                                                      grove_model_t** out_model);
+/* Copies `size` bytes at `data` into storage the model owns; the caller may
+ * free `data` when this returns. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_load_buffer(const void* data, size_t size,
+                                                                        grove_model_t** out_model);
+GROVE_API void grove_model_release(grove_model_t* model);
+
+/* A declared input or output. A symbolic dim (a dim that changes between
+ * runs, such as the batch) has dims[i] == -1 and dim_symbols[i] naming the
+ * symbol, or "?" for an output dim that depends on the data; a constant dim
+ * has its value and dim_symbols[i] == NULL. Strings are owned by the model. */
+typedef struct grove_tensor_info_t {
+  const char* name;
+  grove_dtype_t dtype;
+  int32_t rank;
+  int64_t dims[GROVE_MAX_RANK];
+  const char* dim_symbols[GROVE_MAX_RANK];
+} grove_tensor_info_t;
+
+/* A symbol and the inclusive range of values the model accepts for it. */
+typedef struct grove_symbol_info_t {
+  const char* name;
+  int64_t min;
+  int64_t max;
+} grove_symbol_info_t;
+
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_input_count(const grove_model_t* model,
+                                                                        size_t* out_count);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_output_count(const grove_model_t* model,
+                                                                         size_t* out_count);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_symbol_count(const grove_model_t* model,
+                                                                         size_t* out_count);
+/* OUT_OF_RANGE for an index past the count, or for a tensor of rank above
+ * GROVE_MAX_RANK (the C ABI cannot describe it). */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_input_info(const grove_model_t* model, size_t index,
+                                                                       grove_tensor_info_t* out_info);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_output_info(const grove_model_t* model, size_t index,
+                                                                        grove_tensor_info_t* out_info);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_symbol_info(const grove_model_t* model, size_t index,
+                                                                        grove_symbol_info_t* out_info);
+/* The position of the input or output called `name`; NOT_FOUND if none is. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_input_index(const grove_model_t* model,
+                                                                        const char* name, size_t* out_index);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_output_index(const grove_model_t* model,
+                                                                         const char* name, size_t* out_index);
+
+/* ------------------------------------------------------------------------ */
+/* Session                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Where a session runs. */
+typedef int32_t grove_device_t;
+enum grove_device_e {
+  GROVE_DEVICE_CPU = 0,
+  GROVE_DEVICE_CUDA = 1,
+  GROVE_DEVICE_AUTO = 2, /* CUDA when a device exists, else CPU */
+};
+
+/* Fill with grove_session_options_initialize() and then change fields, so
+ * that fields added later get their defaults. */
+typedef struct grove_session_options_t {
+  grove_device_t device;     /* default GROVE_DEVICE_AUTO */
+  int32_t max_cached_plans;  /* plans kept per session, LRU; 0 = no limit; default 64 */
+} grove_session_options_t;
+
+/* Writes the defaults. Does nothing when `out_options` is NULL. */
+GROVE_API void grove_session_options_initialize(grove_session_options_t* out_options);
+
+/* Runs a model; one thread at a time. */
+typedef struct grove_session_t grove_session_t;
+
+/* `options` may be NULL for the defaults. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_create(const grove_model_t* model,
+                                                                     const grove_session_options_t* options,
+                                                                     grove_session_t** out_session);
+GROVE_API void grove_session_release(grove_session_t* session);
+
+/* The device the session runs on (never GROVE_DEVICE_AUTO). */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_device(const grove_session_t* session,
+                                                                     grove_device_t* out_device);
+
+/* Runs the model once.
+ *
+ * `inputs` holds one tensor per model input, in model order
+ * (grove_model_input_index finds a position by name); `n_inputs` must equal
+ * the model's input count. `outputs` holds one entry per model output, in
+ * model order; `n_outputs` must equal the model's output count. For each
+ * output:
+ *   - data == NULL: the session fills dtype, rank, dims, data and byte_size;
+ *     `data` points into the session and stays valid until the next
+ *     grove_session_run on this session (successful or not) or its release.
+ *   - data != NULL: a caller-provided buffer. dtype, rank and dims must equal
+ *     the result's and byte_size must be large enough, else the call fails
+ *     with INVALID_ARGUMENT naming the output. The result is written there.
+ * On error no output struct is modified (the contents of caller-provided
+ * buffers are then unspecified). */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run(grove_session_t* session,
+                                                                  const grove_tensor_t* inputs, size_t n_inputs,
+                                                                  grove_tensor_t* outputs, size_t n_outputs);
+
+/* Counters since the session was created. */
+typedef struct grove_session_stats_t {
+  int64_t runs;
+  int64_t plans_created;    /* plan-cache misses, all subgraphs */
+  int64_t plan_cache_hits;  /* all subgraphs (a Loop body hits once per trip) */
+  int64_t plans_evicted;
+  int64_t kernels_run;
+} grove_session_stats_t;
+
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_stats(const grove_session_t* session,
+                                                                    grove_session_stats_t* out_stats);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* GROVE_GROVE_C_H_ */

@@ -1,0 +1,45 @@
+// Reading and writing NumPy .npy files, the tensor exchange format of the
+// `grove` tool and of test fixtures.
+//
+//   absl::StatusOr<grove::Tensor> x = grove::ReadNpy("x.npy");
+//   if (!x.ok()) return x.status();
+//   absl::Status s = grove::WriteNpy("y.npy", outputs[0]);
+//
+// Supported: format versions 1.0, 2.0 and 3.0; C order only; little-endian
+// '<f4' '<f8' '<f2' '<i8' '<i4' '|i1' '|u1' '|b1'; any rank up to 64,
+// including 0-d arrays (shape `()`) and arrays with zero elements.
+// Files are treated as untrusted: the header length is bounded, every size is
+// checked, and a truncated or malformed file is an InvalidArgument error.
+//
+// bf16 has no NumPy dtype, so WriteNpy refuses it (InvalidArgument) rather
+// than write bytes that NumPy would read as a different type; convert to f32
+// first. WriteNpy writes version 1.0 with the data 64-byte aligned, as
+// numpy.save does.
+#ifndef GROVE_NPY_H_
+#define GROVE_NPY_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "grove/grove.h"
+
+namespace grove {
+
+// Reads the .npy file at `path` into a new tensor.
+absl::StatusOr<Tensor> ReadNpy(const std::string& path);
+
+// Parses a whole .npy file held in memory.
+absl::StatusOr<Tensor> ReadNpyFromBuffer(absl::Span<const uint8_t> bytes);
+
+// Writes `tensor` to `path`, replacing any file there.
+absl::Status WriteNpy(const std::string& path, const TensorView& tensor);
+
+// Serialises `tensor` as the bytes of a .npy file.
+absl::StatusOr<std::string> EncodeNpy(const TensorView& tensor);
+
+}  // namespace grove
+
+#endif  // GROVE_NPY_H_

@@ -1,0 +1,494 @@
+// The C ABI (include/grove/grove_c.h) over the public C++ API. Every entry
+// point checks its pointers and runs inside Guard(), so neither a NULL nor a
+// C++ exception reaches the caller as anything but a status.
+#include "grove/grove_c.h"
+
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "grove/grove.h"
+
+// The C enums and the C++ ones are one ABI; a mismatch must not compile.
+static_assert(GROVE_VERSION_MAJOR == grove::kVersionMajor && GROVE_VERSION_MINOR == grove::kVersionMinor &&
+              GROVE_VERSION_PATCH == grove::kVersionPatch);
+static_assert(GROVE_DTYPE_UNKNOWN == static_cast<int32_t>(grove::DType::kUnknown));
+static_assert(GROVE_DTYPE_F32 == static_cast<int32_t>(grove::DType::kF32));
+static_assert(GROVE_DTYPE_F64 == static_cast<int32_t>(grove::DType::kF64));
+static_assert(GROVE_DTYPE_F16 == static_cast<int32_t>(grove::DType::kF16));
+static_assert(GROVE_DTYPE_BF16 == static_cast<int32_t>(grove::DType::kBF16));
+static_assert(GROVE_DTYPE_I64 == static_cast<int32_t>(grove::DType::kI64));
+static_assert(GROVE_DTYPE_I32 == static_cast<int32_t>(grove::DType::kI32));
+static_assert(GROVE_DTYPE_I8 == static_cast<int32_t>(grove::DType::kI8));
+static_assert(GROVE_DTYPE_U8 == static_cast<int32_t>(grove::DType::kU8));
+static_assert(GROVE_DTYPE_BOOL == static_cast<int32_t>(grove::DType::kBool));
+static_assert(GROVE_DEVICE_CPU == static_cast<int32_t>(grove::Device::kCpu));
+static_assert(GROVE_DEVICE_CUDA == static_cast<int32_t>(grove::Device::kCuda));
+static_assert(GROVE_DEVICE_AUTO == static_cast<int32_t>(grove::Device::kAuto));
+static_assert(GROVE_STATUS_OK == static_cast<int>(absl::StatusCode::kOk));
+static_assert(GROVE_STATUS_CANCELLED == static_cast<int>(absl::StatusCode::kCancelled));
+static_assert(GROVE_STATUS_UNKNOWN == static_cast<int>(absl::StatusCode::kUnknown));
+static_assert(GROVE_STATUS_INVALID_ARGUMENT == static_cast<int>(absl::StatusCode::kInvalidArgument));
+static_assert(GROVE_STATUS_DEADLINE_EXCEEDED == static_cast<int>(absl::StatusCode::kDeadlineExceeded));
+static_assert(GROVE_STATUS_NOT_FOUND == static_cast<int>(absl::StatusCode::kNotFound));
+static_assert(GROVE_STATUS_ALREADY_EXISTS == static_cast<int>(absl::StatusCode::kAlreadyExists));
+static_assert(GROVE_STATUS_PERMISSION_DENIED == static_cast<int>(absl::StatusCode::kPermissionDenied));
+static_assert(GROVE_STATUS_RESOURCE_EXHAUSTED == static_cast<int>(absl::StatusCode::kResourceExhausted));
+static_assert(GROVE_STATUS_FAILED_PRECONDITION == static_cast<int>(absl::StatusCode::kFailedPrecondition));
+static_assert(GROVE_STATUS_ABORTED == static_cast<int>(absl::StatusCode::kAborted));
+static_assert(GROVE_STATUS_OUT_OF_RANGE == static_cast<int>(absl::StatusCode::kOutOfRange));
+static_assert(GROVE_STATUS_UNIMPLEMENTED == static_cast<int>(absl::StatusCode::kUnimplemented));
+static_assert(GROVE_STATUS_INTERNAL == static_cast<int>(absl::StatusCode::kInternal));
+static_assert(GROVE_STATUS_UNAVAILABLE == static_cast<int>(absl::StatusCode::kUnavailable));
+static_assert(GROVE_STATUS_DATA_LOSS == static_cast<int>(absl::StatusCode::kDataLoss));
+static_assert(GROVE_STATUS_UNAUTHENTICATED == static_cast<int>(absl::StatusCode::kUnauthenticated));
+
+struct grove_status_t {
+  grove_status_code_t code;
+  std::string message;
+};
+
+struct grove_model_t {
+  std::shared_ptr<const grove::Model> model;
+};
+
+struct grove_session_t {
+  std::unique_ptr<grove::Session> session;
+};
+
+namespace {
+
+// Handed out when a status cannot be allocated; release ignores it.
+grove_status_t kOutOfMemoryStatus{GROVE_STATUS_RESOURCE_EXHAUSTED, "grove: out of memory"};
+
+grove_status_t* MakeStatus(grove_status_code_t code, absl::string_view function,
+                           absl::string_view message) noexcept {
+  try {
+    return new grove_status_t{code, absl::StrCat(function, ": ", message)};
+  } catch (...) {
+    return &kOutOfMemoryStatus;
+  }
+}
+
+grove_status_t* FromAbsl(const absl::Status& status, absl::string_view function) noexcept {
+  if (status.ok()) return nullptr;
+  const int code = static_cast<int>(status.code());
+  return MakeStatus(code > GROVE_STATUS_OK && code <= GROVE_STATUS_UNAUTHENTICATED
+                        ? static_cast<grove_status_code_t>(code)
+                        : GROVE_STATUS_UNKNOWN,
+                    function, status.message());
+}
+
+grove_status_t* InvalidArgument(absl::string_view function, absl::string_view message) noexcept {
+  return MakeStatus(GROVE_STATUS_INVALID_ARGUMENT, function, message);
+}
+
+grove_status_t* NullArgument(absl::string_view function, absl::string_view argument) noexcept {
+  try {
+    return InvalidArgument(function, absl::StrCat(argument, " is NULL"));
+  } catch (...) {
+    return &kOutOfMemoryStatus;
+  }
+}
+
+// Runs `body`, turning any escaping exception into a status.
+template <typename Body>
+grove_status_t* Guard(const char* function, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return MakeStatus(GROVE_STATUS_RESOURCE_EXHAUSTED, function, "out of memory");
+  } catch (const std::exception& e) {
+    return MakeStatus(GROVE_STATUS_INTERNAL, function, absl::NullSafeStringView(e.what()));
+  } catch (...) {
+    return MakeStatus(GROVE_STATUS_INTERNAL, function, "unexpected exception");
+  }
+}
+
+std::string ShapeString(absl::Span<const int64_t> dims) { return absl::StrCat("[", absl::StrJoin(dims, ","), "]"); }
+
+// Checks one caller-described tensor and makes a view of it. `what` names it
+// in messages ("input 0 ('x')").
+absl::StatusOr<grove::TensorView> ViewOf(const grove_tensor_t& t, const std::string& what) {
+  if (grove_dtype_size(t.dtype) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": unknown dtype ", t.dtype));
+  }
+  if (t.rank < 0 || t.rank > GROVE_MAX_RANK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": rank ", t.rank, " is outside 0..", GROVE_MAX_RANK));
+  }
+  std::vector<int64_t> shape(t.dims, t.dims + t.rank);
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": dim ", i, " is negative (", shape[i], ")"));
+    }
+    empty = empty || shape[i] == 0;
+  }
+  uint64_t bytes = empty ? 0 : grove_dtype_size(t.dtype);
+  for (int64_t d : shape) {
+    if (d != 0 && bytes > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": shape ", ShapeString(shape), " overflows"));
+    }
+    bytes *= static_cast<uint64_t>(d);
+  }
+  if (bytes > t.byte_size) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", grove_dtype_name(t.dtype), ShapeString(shape),
+                                                   " needs ", bytes, " bytes but byte_size is ", t.byte_size));
+  }
+  if (bytes > 0 && t.data == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, ": data is NULL"));
+  return grove::TensorView(static_cast<grove::DType>(t.dtype), std::move(shape), t.data);
+}
+
+std::string Describe(const char* kind, size_t index, const std::vector<grove::TensorInfo>& infos) {
+  if (index < infos.size()) return absl::StrCat(kind, " ", index, " ('", infos[index].name, "')");
+  return absl::StrCat(kind, " ", index);
+}
+
+grove_status_t* TensorInfoAt(const char* function, const grove_model_t* model, size_t index,
+                             grove_tensor_info_t* out_info, bool outputs) {
+  if (model == nullptr) return NullArgument(function, "model");
+  if (out_info == nullptr) return NullArgument(function, "out_info");
+  const std::vector<grove::TensorInfo>& infos = outputs ? model->model->outputs() : model->model->inputs();
+  const char* kind = outputs ? "output" : "input";
+  if (index >= infos.size()) {
+    return FromAbsl(absl::OutOfRangeError(absl::StrCat(kind, " index ", index, " is past the model's ",
+                                                       infos.size(), " ", kind, "s")),
+                    function);
+  }
+  const grove::TensorInfo& info = infos[index];
+  if (info.shape.size() > GROVE_MAX_RANK) {
+    return FromAbsl(absl::OutOfRangeError(absl::StrCat(Describe(kind, index, infos), " has rank ", info.shape.size(),
+                                                       "; the C ABI describes at most ", GROVE_MAX_RANK)),
+                    function);
+  }
+  grove_tensor_info_t result{};
+  result.name = info.name.c_str();
+  result.dtype = static_cast<grove_dtype_t>(info.dtype);
+  result.rank = static_cast<int32_t>(info.shape.size());
+  for (size_t i = 0; i < info.shape.size(); ++i) {
+    const grove::DimInfo& dim = info.shape[i];
+    result.dims[i] = dim.is_symbolic() ? -1 : dim.value;
+    result.dim_symbols[i] = dim.is_symbolic() ? dim.symbol.c_str() : nullptr;
+  }
+  *out_info = result;
+  return nullptr;
+}
+
+grove_status_t* IndexOf(const char* function, const grove_model_t* model, const char* name, size_t* out_index,
+                        bool outputs) {
+  if (model == nullptr) return NullArgument(function, "model");
+  if (name == nullptr) return NullArgument(function, "name");
+  if (out_index == nullptr) return NullArgument(function, "out_index");
+  const std::vector<grove::TensorInfo>& infos = outputs ? model->model->outputs() : model->model->inputs();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (infos[i].name == name) {
+      *out_index = i;
+      return nullptr;
+    }
+  }
+  std::vector<std::string> names;
+  for (const grove::TensorInfo& info : infos) names.push_back(absl::StrCat("'", info.name, "'"));
+  return FromAbsl(absl::NotFoundError(absl::StrCat("the model has no ", outputs ? "output" : "input", " named '",
+                                                   name, "' (it has ", absl::StrJoin(names, ", "), ")")),
+                  function);
+}
+
+grove_status_t* Count(const char* function, size_t* out_count, size_t count) {
+  if (out_count == nullptr) return NullArgument(function, "out_count");
+  *out_count = count;
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* grove_version(void) {
+  static const std::string version(grove::Version());
+  return version.c_str();
+}
+
+grove_status_code_t grove_status_code(const grove_status_t* status) {
+  return status == nullptr ? GROVE_STATUS_OK : status->code;
+}
+
+const char* grove_status_message(const grove_status_t* status) {
+  return status == nullptr ? "" : status->message.c_str();
+}
+
+const char* grove_status_code_name(grove_status_code_t code) {
+  switch (code) {
+    case GROVE_STATUS_OK: return "OK";
+    case GROVE_STATUS_CANCELLED: return "CANCELLED";
+    case GROVE_STATUS_UNKNOWN: return "UNKNOWN";
+    case GROVE_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case GROVE_STATUS_DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case GROVE_STATUS_NOT_FOUND: return "NOT_FOUND";
+    case GROVE_STATUS_ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case GROVE_STATUS_PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case GROVE_STATUS_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case GROVE_STATUS_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case GROVE_STATUS_ABORTED: return "ABORTED";
+    case GROVE_STATUS_OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case GROVE_STATUS_UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case GROVE_STATUS_INTERNAL: return "INTERNAL";
+    case GROVE_STATUS_UNAVAILABLE: return "UNAVAILABLE";
+    case GROVE_STATUS_DATA_LOSS: return "DATA_LOSS";
+    case GROVE_STATUS_UNAUTHENTICATED: return "UNAUTHENTICATED";
+  }
+  return "UNKNOWN";
+}
+
+void grove_status_release(grove_status_t* status) {
+  if (status != &kOutOfMemoryStatus) delete status;
+}
+
+size_t grove_dtype_size(grove_dtype_t dtype) {
+  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_BOOL) return 0;
+  return grove::DTypeSize(static_cast<grove::DType>(dtype));
+}
+
+const char* grove_dtype_name(grove_dtype_t dtype) {
+  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_BOOL) return "unknown";
+  // DTypeName returns views of string literals, so data() is NUL-terminated.
+  return grove::DTypeName(static_cast<grove::DType>(dtype)).data();
+}
+
+grove_status_t* grove_model_load_file(const char* path, grove_model_t** out_model) {
+  static constexpr char kFn[] = "grove_model_load_file";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (path == nullptr) return NullArgument(kFn, "path");
+    if (out_model == nullptr) return NullArgument(kFn, "out_model");
+    absl::StatusOr<std::shared_ptr<const grove::Model>> model = grove::Model::LoadFromFile(path);
+    if (!model.ok()) return FromAbsl(model.status(), kFn);
+    *out_model = new grove_model_t{*std::move(model)};
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_model_load_buffer(const void* data, size_t size, grove_model_t** out_model) {
+  static constexpr char kFn[] = "grove_model_load_buffer";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (data == nullptr) return NullArgument(kFn, "data");
+    if (out_model == nullptr) return NullArgument(kFn, "out_model");
+    absl::StatusOr<std::shared_ptr<const grove::Model>> model =
+        grove::Model::LoadFromBuffer(absl::MakeConstSpan(static_cast<const uint8_t*>(data), size));
+    if (!model.ok()) return FromAbsl(model.status(), kFn);
+    *out_model = new grove_model_t{*std::move(model)};
+    return nullptr;
+  });
+}
+
+void grove_model_release(grove_model_t* model) { delete model; }
+
+grove_status_t* grove_model_input_count(const grove_model_t* model, size_t* out_count) {
+  static constexpr char kFn[] = "grove_model_input_count";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (model == nullptr) return NullArgument(kFn, "model");
+    return Count(kFn, out_count, model->model->inputs().size());
+  });
+}
+
+grove_status_t* grove_model_output_count(const grove_model_t* model, size_t* out_count) {
+  static constexpr char kFn[] = "grove_model_output_count";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (model == nullptr) return NullArgument(kFn, "model");
+    return Count(kFn, out_count, model->model->outputs().size());
+  });
+}
+
+grove_status_t* grove_model_symbol_count(const grove_model_t* model, size_t* out_count) {
+  static constexpr char kFn[] = "grove_model_symbol_count";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (model == nullptr) return NullArgument(kFn, "model");
+    return Count(kFn, out_count, model->model->symbols().size());
+  });
+}
+
+grove_status_t* grove_model_input_info(const grove_model_t* model, size_t index, grove_tensor_info_t* out_info) {
+  static constexpr char kFn[] = "grove_model_input_info";
+  return Guard(kFn, [&] { return TensorInfoAt(kFn, model, index, out_info, /*outputs=*/false); });
+}
+
+grove_status_t* grove_model_output_info(const grove_model_t* model, size_t index, grove_tensor_info_t* out_info) {
+  static constexpr char kFn[] = "grove_model_output_info";
+  return Guard(kFn, [&] { return TensorInfoAt(kFn, model, index, out_info, /*outputs=*/true); });
+}
+
+grove_status_t* grove_model_symbol_info(const grove_model_t* model, size_t index, grove_symbol_info_t* out_info) {
+  static constexpr char kFn[] = "grove_model_symbol_info";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (model == nullptr) return NullArgument(kFn, "model");
+    if (out_info == nullptr) return NullArgument(kFn, "out_info");
+    const std::vector<grove::SymbolInfo>& symbols = model->model->symbols();
+    if (index >= symbols.size()) {
+      return FromAbsl(absl::OutOfRangeError(absl::StrCat("symbol index ", index, " is past the model's ",
+                                                         symbols.size(), " symbols")),
+                      kFn);
+    }
+    *out_info = grove_symbol_info_t{symbols[index].name.c_str(), symbols[index].min, symbols[index].max};
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_model_input_index(const grove_model_t* model, const char* name, size_t* out_index) {
+  static constexpr char kFn[] = "grove_model_input_index";
+  return Guard(kFn, [&] { return IndexOf(kFn, model, name, out_index, /*outputs=*/false); });
+}
+
+grove_status_t* grove_model_output_index(const grove_model_t* model, const char* name, size_t* out_index) {
+  static constexpr char kFn[] = "grove_model_output_index";
+  return Guard(kFn, [&] { return IndexOf(kFn, model, name, out_index, /*outputs=*/true); });
+}
+
+void grove_session_options_initialize(grove_session_options_t* out_options) {
+  if (out_options == nullptr) return;
+  const grove::SessionOptions defaults;
+  out_options->device = static_cast<grove_device_t>(defaults.device);
+  out_options->max_cached_plans = defaults.max_cached_plans;
+}
+
+grove_status_t* grove_session_create(const grove_model_t* model, const grove_session_options_t* options,
+                                     grove_session_t** out_session) {
+  static constexpr char kFn[] = "grove_session_create";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (model == nullptr) return NullArgument(kFn, "model");
+    if (out_session == nullptr) return NullArgument(kFn, "out_session");
+    grove::SessionOptions cc_options;
+    if (options != nullptr) {
+      if (options->device < GROVE_DEVICE_CPU || options->device > GROVE_DEVICE_AUTO) {
+        return InvalidArgument(kFn, absl::StrCat("options->device is ", options->device,
+                                                 " (GROVE_DEVICE_CPU, _CUDA or _AUTO expected)"));
+      }
+      if (options->max_cached_plans < 0) {
+        return InvalidArgument(kFn, absl::StrCat("options->max_cached_plans is negative (",
+                                                 options->max_cached_plans, ")"));
+      }
+      cc_options.device = static_cast<grove::Device>(options->device);
+      cc_options.max_cached_plans = options->max_cached_plans;
+    }
+    absl::StatusOr<std::unique_ptr<grove::Session>> session = grove::Session::Create(model->model, cc_options);
+    if (!session.ok()) return FromAbsl(session.status(), kFn);
+    *out_session = new grove_session_t{*std::move(session)};
+    return nullptr;
+  });
+}
+
+void grove_session_release(grove_session_t* session) { delete session; }
+
+grove_status_t* grove_session_device(const grove_session_t* session, grove_device_t* out_device) {
+  static constexpr char kFn[] = "grove_session_device";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (session == nullptr) return NullArgument(kFn, "session");
+    if (out_device == nullptr) return NullArgument(kFn, "out_device");
+    *out_device = static_cast<grove_device_t>(session->session->device());
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t* inputs, size_t n_inputs,
+                                  grove_tensor_t* outputs, size_t n_outputs) {
+  static constexpr char kFn[] = "grove_session_run";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (session == nullptr) return NullArgument(kFn, "session");
+    if (inputs == nullptr && n_inputs > 0) return NullArgument(kFn, "inputs");
+    if (outputs == nullptr && n_outputs > 0) return NullArgument(kFn, "outputs");
+    const grove::Model& model = session->session->model();
+    const std::vector<grove::TensorInfo>& input_infos = model.inputs();
+    const std::vector<grove::TensorInfo>& output_infos = model.outputs();
+    if (n_inputs != input_infos.size()) {
+      return InvalidArgument(kFn, absl::StrCat("n_inputs is ", n_inputs, " but the model has ",
+                                               input_infos.size(), " inputs"));
+    }
+    if (n_outputs != output_infos.size()) {
+      return InvalidArgument(kFn, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
+                                               output_infos.size(), " outputs"));
+    }
+
+    // Validate everything before running, so a bad call changes nothing.
+    std::vector<grove::TensorView> input_views;
+    input_views.reserve(n_inputs);
+    for (size_t i = 0; i < n_inputs; ++i) {
+      absl::StatusOr<grove::TensorView> view = ViewOf(inputs[i], Describe("input", i, input_infos));
+      if (!view.ok()) return FromAbsl(view.status(), kFn);
+      input_views.push_back(*std::move(view));
+    }
+    std::vector<grove::TensorView> provided(n_outputs);
+    bool all_provided = true;
+    for (size_t i = 0; i < n_outputs; ++i) {
+      if (outputs[i].data == nullptr) {
+        all_provided = false;
+        continue;
+      }
+      absl::StatusOr<grove::TensorView> view = ViewOf(outputs[i], Describe("output", i, output_infos));
+      if (!view.ok()) return FromAbsl(view.status(), kFn);
+      provided[i] = *std::move(view);
+    }
+
+    if (all_provided) {
+      return FromAbsl(session->session->RunInto(input_views, provided), kFn);
+    }
+
+    absl::StatusOr<std::vector<grove::TensorView>> results = session->session->Run(input_views);
+    if (!results.ok()) return FromAbsl(results.status(), kFn);
+    if (results->size() != n_outputs) {
+      return FromAbsl(absl::InternalError(absl::StrCat("the session returned ", results->size(),
+                                                       " outputs for a model with ", n_outputs)),
+                      kFn);
+    }
+    for (size_t i = 0; i < n_outputs; ++i) {
+      const grove::TensorView& r = (*results)[i];
+      const std::string what = Describe("output", i, output_infos);
+      if (provided[i].data == nullptr) {
+        if (r.shape.size() > GROVE_MAX_RANK) {
+          return FromAbsl(absl::OutOfRangeError(absl::StrCat(what, " has rank ", r.shape.size(),
+                                                             "; the C ABI describes at most ", GROVE_MAX_RANK)),
+                          kFn);
+        }
+        continue;
+      }
+      if (provided[i].dtype != r.dtype || provided[i].shape != r.shape) {
+        return InvalidArgument(kFn, absl::StrCat(what, ": the buffer is ", grove::DTypeName(provided[i].dtype),
+                                                 ShapeString(provided[i].shape), " but the result is ",
+                                                 grove::DTypeName(r.dtype), ShapeString(r.shape)));
+      }
+    }
+    for (size_t i = 0; i < n_outputs; ++i) {
+      const grove::TensorView& r = (*results)[i];
+      if (provided[i].data != nullptr) {
+        if (r.byte_size() > 0) std::memcpy(provided[i].data, r.data, r.byte_size());
+        continue;
+      }
+      grove_tensor_t& out = outputs[i];
+      out.dtype = static_cast<grove_dtype_t>(r.dtype);
+      out.rank = static_cast<int32_t>(r.shape.size());
+      for (size_t d = 0; d < GROVE_MAX_RANK; ++d) out.dims[d] = d < r.shape.size() ? r.shape[d] : 0;
+      out.data = r.data;
+      out.byte_size = r.byte_size();
+    }
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_session_stats(const grove_session_t* session, grove_session_stats_t* out_stats) {
+  static constexpr char kFn[] = "grove_session_stats";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (session == nullptr) return NullArgument(kFn, "session");
+    if (out_stats == nullptr) return NullArgument(kFn, "out_stats");
+    const grove::SessionStats s = session->session->stats();
+    *out_stats = grove_session_stats_t{s.runs, s.plans_created, s.plan_cache_hits, s.plans_evicted, s.kernels_run};
+    return nullptr;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,490 @@
+// Tests of the C ABI (grove/grove_c.h): every entry point, its NULL checks and
+// messages, and both ways of receiving outputs.
+#include "grove/grove_c.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grove/grove.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+// A status taken out of the ABI, so tests never leak one.
+struct Outcome {
+  grove_status_code_t code;
+  std::string message;
+};
+
+Outcome Take(grove_status_t* status) {
+  Outcome o{grove_status_code(status), grove_status_message(status)};
+  grove_status_release(status);
+  return o;
+}
+
+::testing::AssertionResult Ok(grove_status_t* status) {
+  const Outcome o = Take(status);
+  if (o.code == GROVE_STATUS_OK) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << grove_status_code_name(o.code) << ": " << o.message;
+}
+
+::testing::AssertionResult Fails(const Outcome& o, grove_status_code_t code, const std::string& substring) {
+  if (o.code == code && o.message.find(substring) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << grove_status_code_name(o.code) << ": \"" << o.message
+                                       << "\"; expected " << grove_status_code_name(code) << " containing \""
+                                       << substring << "\"";
+}
+::testing::AssertionResult Fails(grove_status_t* status, grove_status_code_t code, const std::string& substring) {
+  return Fails(Take(status), code, substring);
+}
+
+std::string TempDir() {
+  const char* dir = std::getenv("GROVE_TEST_TMP");
+  std::string base = dir != nullptr ? dir : ::testing::TempDir();
+  mkdir(base.c_str(), 0755);
+  return base;
+}
+
+// x[batch, 4] f32 -> h = x W + b [batch, 3], y = Relu(h); batch in 1..8.
+// Outputs in order: y, h.
+constexpr float kW[4 * 3] = {1, 0, -1, 0.5f, 2, 0, -1, 1, 1, 0, -0.5f, 2};
+constexpr float kB[3] = {0.25f, -1, 0};
+
+std::vector<uint8_t> BuildDenseModel() {
+  grove::ModelBuilder b;
+  b.AddSymbol("batch", 1, 8);
+  b.AddInput("x", grove::DType::kF32, {"batch", 4});
+  b.AddWeight("w", grove::DType::kF32, {4, 3}, std::vector<float>(kW, kW + 12));
+  b.AddWeight("b", grove::DType::kF32, {3}, std::vector<float>(kB, kB + 3));
+  b.AddOp("MatMul", {"x", "w"}, {"xw"});
+  b.AddOp("Add", {"xw", "b"}, {"h"});
+  b.AddOp("Relu", {"h"}, {"y"});
+  b.AddOutput("y");
+  b.AddOutput("h");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>();
+}
+
+// The reference: h then y for `x` of `batch` rows.
+std::vector<float> ExpectedH(const std::vector<float>& x, int batch) {
+  std::vector<float> h(batch * 3);
+  for (int r = 0; r < batch; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      float acc = kB[c];
+      for (int k = 0; k < 4; ++k) acc += x[r * 4 + k] * kW[k * 3 + c];
+      h[r * 3 + c] = acc;
+    }
+  }
+  return h;
+}
+std::vector<float> ExpectedY(const std::vector<float>& x, int batch) {
+  std::vector<float> y = ExpectedH(x, batch);
+  for (float& v : y) v = v > 0 ? v : 0;
+  return y;
+}
+
+std::vector<float> Input(int batch) {
+  std::vector<float> x(batch * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7f * static_cast<float>(i)) * 2;
+  return x;
+}
+
+grove_tensor_t F32Tensor(std::vector<int64_t> dims, float* data) {
+  grove_tensor_t t{};
+  t.dtype = GROVE_DTYPE_F32;
+  t.rank = static_cast<int32_t>(dims.size());
+  size_t n = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    t.dims[i] = dims[i];
+    n *= static_cast<size_t>(dims[i]);
+  }
+  t.data = data;
+  t.byte_size = n * sizeof(float);
+  return t;
+}
+
+std::vector<float> Floats(const grove_tensor_t& t) {
+  const float* p = static_cast<const float*>(t.data);
+  return std::vector<float>(p, p + t.byte_size / sizeof(float));
+}
+
+class CApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bytes_ = BuildDenseModel();
+    ASSERT_FALSE(bytes_.empty());
+    path_ = TempDir() + "/c_api_dense.grove";
+    std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(bytes_.data()), bytes_.size());
+    ASSERT_TRUE(Ok(grove_model_load_file(path_.c_str(), &model_)));
+    ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session_)));
+  }
+  void TearDown() override {
+    grove_session_release(session_);
+    grove_model_release(model_);
+  }
+
+  std::vector<uint8_t> bytes_;
+  std::string path_;
+  grove_model_t* model_ = nullptr;
+  grove_session_t* session_ = nullptr;
+};
+
+TEST(CApiBasics, VersionMatchesTheHeaderAndTheCppLibrary) {
+  EXPECT_STREQ(grove_version(), absl::StrCat(GROVE_VERSION_MAJOR, ".", GROVE_VERSION_MINOR, ".",
+                                             GROVE_VERSION_PATCH).c_str());
+  EXPECT_EQ(std::string(grove_version()), std::string(grove::Version()));
+}
+
+TEST(CApiBasics, NullStatusIsOk) {
+  EXPECT_EQ(grove_status_code(nullptr), GROVE_STATUS_OK);
+  EXPECT_STREQ(grove_status_message(nullptr), "");
+  grove_status_release(nullptr);
+}
+
+TEST(CApiBasics, StatusCodeNames) {
+  EXPECT_STREQ(grove_status_code_name(GROVE_STATUS_OK), "OK");
+  EXPECT_STREQ(grove_status_code_name(GROVE_STATUS_INVALID_ARGUMENT), "INVALID_ARGUMENT");
+  EXPECT_STREQ(grove_status_code_name(GROVE_STATUS_UNAUTHENTICATED), "UNAUTHENTICATED");
+  EXPECT_STREQ(grove_status_code_name(static_cast<grove_status_code_t>(77)), "UNKNOWN");
+}
+
+TEST(CApiBasics, DTypes) {
+  EXPECT_EQ(grove_dtype_size(GROVE_DTYPE_F32), 4u);
+  EXPECT_EQ(grove_dtype_size(GROVE_DTYPE_F64), 8u);
+  EXPECT_EQ(grove_dtype_size(GROVE_DTYPE_BF16), 2u);
+  EXPECT_EQ(grove_dtype_size(GROVE_DTYPE_BOOL), 1u);
+  EXPECT_EQ(grove_dtype_size(GROVE_DTYPE_UNKNOWN), 0u);
+  EXPECT_EQ(grove_dtype_size(-3), 0u);
+  EXPECT_EQ(grove_dtype_size(1000), 0u);
+  EXPECT_STREQ(grove_dtype_name(GROVE_DTYPE_I64), "i64");
+  EXPECT_STREQ(grove_dtype_name(GROVE_DTYPE_BOOL), "bool");
+  EXPECT_STREQ(grove_dtype_name(1000), "unknown");
+  for (int d = GROVE_DTYPE_F32; d <= GROVE_DTYPE_BOOL; ++d) {
+    EXPECT_EQ(grove_dtype_size(d), grove::DTypeSize(static_cast<grove::DType>(d)));
+  }
+}
+
+TEST(CApiBasics, ReleaseNullIsANoOp) {
+  grove_model_release(nullptr);
+  grove_session_release(nullptr);
+  grove_status_release(nullptr);
+}
+
+TEST(CApiBasics, OptionsDefaults) {
+  grove_session_options_t options;
+  std::memset(&options, 0x5a, sizeof(options));
+  grove_session_options_initialize(&options);
+  EXPECT_EQ(options.device, GROVE_DEVICE_AUTO);
+  EXPECT_EQ(options.max_cached_plans, grove::SessionOptions().max_cached_plans);
+  grove_session_options_initialize(nullptr);
+}
+
+TEST(CApiModel, LoadFileArguments) {
+  grove_model_t* model = nullptr;
+  EXPECT_TRUE(Fails(grove_model_load_file(nullptr, &model), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_load_file: path is NULL"));
+  EXPECT_TRUE(Fails(grove_model_load_file("x.grove", nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_load_file: out_model is NULL"));
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST(CApiModel, LoadFileErrors) {
+  grove_model_t* model = nullptr;
+  const std::string missing = TempDir() + "/no_such_model.grove";
+  Outcome o = Take(grove_model_load_file(missing.c_str(), &model));
+  EXPECT_NE(o.code, GROVE_STATUS_OK);
+  EXPECT_THAT(o.message, ::testing::HasSubstr("grove_model_load_file: "));
+  EXPECT_EQ(model, nullptr);
+
+  const std::string garbage = TempDir() + "/c_api_garbage.grove";
+  std::ofstream(garbage, std::ios::binary) << "this is not a model, not even close to one........";
+  o = Take(grove_model_load_file(garbage.c_str(), &model));
+  EXPECT_NE(o.code, GROVE_STATUS_OK);
+  EXPECT_NE(o.code, GROVE_STATUS_INTERNAL) << o.message;
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST_F(CApiTest, LoadBuffer) {
+  grove_model_t* model = nullptr;
+  EXPECT_TRUE(Fails(grove_model_load_buffer(nullptr, 10, &model), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_load_buffer: data is NULL"));
+  EXPECT_TRUE(Fails(grove_model_load_buffer(bytes_.data(), bytes_.size(), nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_load_buffer: out_model is NULL"));
+  EXPECT_NE(Take(grove_model_load_buffer(bytes_.data(), bytes_.size() / 3, &model)).code, GROVE_STATUS_OK);
+  EXPECT_EQ(model, nullptr);
+
+  // The model copies the bytes: scribbling over them afterwards is harmless.
+  std::vector<uint8_t> copy = bytes_;
+  ASSERT_TRUE(Ok(grove_model_load_buffer(copy.data(), copy.size(), &model)));
+  std::fill(copy.begin(), copy.end(), 0xee);
+  size_t n = 0;
+  EXPECT_TRUE(Ok(grove_model_input_count(model, &n)));
+  EXPECT_EQ(n, 1u);
+  grove_model_release(model);
+}
+
+TEST_F(CApiTest, Counts) {
+  size_t n = 99;
+  EXPECT_TRUE(Ok(grove_model_input_count(model_, &n)));
+  EXPECT_EQ(n, 1u);
+  EXPECT_TRUE(Ok(grove_model_output_count(model_, &n)));
+  EXPECT_EQ(n, 2u);
+  EXPECT_TRUE(Ok(grove_model_symbol_count(model_, &n)));
+  EXPECT_EQ(n, 1u);
+
+  EXPECT_TRUE(Fails(grove_model_input_count(nullptr, &n), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_input_count: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_input_count(model_, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_input_count: out_count is NULL"));
+  EXPECT_TRUE(Fails(grove_model_output_count(nullptr, &n), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_count: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_output_count(model_, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_count: out_count is NULL"));
+  EXPECT_TRUE(Fails(grove_model_symbol_count(nullptr, &n), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_symbol_count: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_symbol_count(model_, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_symbol_count: out_count is NULL"));
+}
+
+TEST_F(CApiTest, InputInfoReportsSymbolsAsMinusOne) {
+  grove_tensor_info_t info;
+  ASSERT_TRUE(Ok(grove_model_input_info(model_, 0, &info)));
+  EXPECT_STREQ(info.name, "x");
+  EXPECT_EQ(info.dtype, GROVE_DTYPE_F32);
+  ASSERT_EQ(info.rank, 2);
+  EXPECT_EQ(info.dims[0], -1);
+  EXPECT_STREQ(info.dim_symbols[0], "batch");
+  EXPECT_EQ(info.dims[1], 4);
+  EXPECT_EQ(info.dim_symbols[1], nullptr);
+
+  EXPECT_TRUE(Fails(grove_model_input_info(model_, 1, &info), GROVE_STATUS_OUT_OF_RANGE, "grove_model_input_info: input index 1 is past the model's 1 inputs"));
+  EXPECT_TRUE(Fails(grove_model_input_info(nullptr, 0, &info), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_input_info: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_input_info(model_, 0, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_input_info: out_info is NULL"));
+}
+
+TEST_F(CApiTest, OutputInfo) {
+  grove_tensor_info_t info;
+  ASSERT_TRUE(Ok(grove_model_output_info(model_, 1, &info)));
+  EXPECT_STREQ(info.name, "h");
+  EXPECT_EQ(info.dtype, GROVE_DTYPE_F32);
+  EXPECT_EQ(info.rank, 2);
+  ASSERT_TRUE(Ok(grove_model_output_info(model_, 0, &info)));
+  EXPECT_STREQ(info.name, "y");
+
+  EXPECT_TRUE(Fails(grove_model_output_info(model_, 2, &info), GROVE_STATUS_OUT_OF_RANGE, "output index 2 is past the model's 2 outputs"));
+  EXPECT_TRUE(Fails(grove_model_output_info(nullptr, 0, &info), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_info: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_output_info(model_, 0, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_info: out_info is NULL"));
+}
+
+TEST_F(CApiTest, SymbolInfo) {
+  grove_symbol_info_t info;
+  ASSERT_TRUE(Ok(grove_model_symbol_info(model_, 0, &info)));
+  EXPECT_STREQ(info.name, "batch");
+  EXPECT_EQ(info.min, 1);
+  EXPECT_EQ(info.max, 8);
+  EXPECT_TRUE(Fails(grove_model_symbol_info(model_, 5, &info), GROVE_STATUS_OUT_OF_RANGE, "symbol index 5"));
+  EXPECT_TRUE(Fails(grove_model_symbol_info(nullptr, 0, &info), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_symbol_info: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_symbol_info(model_, 0, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_symbol_info: out_info is NULL"));
+}
+
+TEST_F(CApiTest, IndexByName) {
+  size_t index = 99;
+  ASSERT_TRUE(Ok(grove_model_input_index(model_, "x", &index)));
+  EXPECT_EQ(index, 0u);
+  ASSERT_TRUE(Ok(grove_model_output_index(model_, "h", &index)));
+  EXPECT_EQ(index, 1u);
+  EXPECT_TRUE(Fails(grove_model_input_index(model_, "y", &index), GROVE_STATUS_NOT_FOUND, "the model has no input named 'y' (it has 'x')"));
+  EXPECT_TRUE(Fails(grove_model_output_index(model_, "x", &index), GROVE_STATUS_NOT_FOUND, "no output named 'x' (it has 'y', 'h')"));
+  EXPECT_TRUE(Fails(grove_model_input_index(nullptr, "x", &index), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_input_index: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_input_index(model_, nullptr, &index), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_input_index: name is NULL"));
+  EXPECT_TRUE(Fails(grove_model_input_index(model_, "x", nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_input_index: out_index is NULL"));
+  EXPECT_TRUE(Fails(grove_model_output_index(nullptr, "y", &index), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_index: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_output_index(model_, nullptr, &index), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_index: name is NULL"));
+  EXPECT_TRUE(Fails(grove_model_output_index(model_, "y", nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_index: out_index is NULL"));
+}
+
+TEST_F(CApiTest, SessionCreateArguments) {
+  grove_session_t* session = nullptr;
+  EXPECT_TRUE(Fails(grove_session_create(nullptr, nullptr, &session), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_create: model is NULL"));
+  EXPECT_TRUE(Fails(grove_session_create(model_, nullptr, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_create: out_session is NULL"));
+
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  options.device = 7;
+  EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->device is 7"));
+  grove_session_options_initialize(&options);
+  options.max_cached_plans = -1;
+  EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->max_cached_plans is negative"));
+  EXPECT_EQ(session, nullptr);
+
+  grove_session_options_initialize(&options);
+  options.device = GROVE_DEVICE_CPU;
+  ASSERT_TRUE(Ok(grove_session_create(model_, &options, &session)));
+  grove_device_t device = -1;
+  EXPECT_TRUE(Ok(grove_session_device(session, &device)));
+  EXPECT_EQ(device, GROVE_DEVICE_CPU);
+  EXPECT_TRUE(Fails(grove_session_device(nullptr, &device), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_device: session is NULL"));
+  EXPECT_TRUE(Fails(grove_session_device(session, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_device: out_device is NULL"));
+  grove_session_release(session);
+}
+
+TEST_F(CApiTest, AutoDeviceResolves) {
+  grove_device_t device = -1;
+  ASSERT_TRUE(Ok(grove_session_device(session_, &device)));
+  EXPECT_NE(device, GROVE_DEVICE_AUTO);
+}
+
+TEST_F(CApiTest, RunWithSessionOwnedOutputs) {
+  for (int batch : {1, 3, 8}) {
+    SCOPED_TRACE(batch);
+    std::vector<float> x = Input(batch);
+    grove_tensor_t in = F32Tensor({batch, 4}, x.data());
+    grove_tensor_t out[2] = {};
+    ASSERT_TRUE(Ok(grove_session_run(session_, &in, 1, out, 2)));
+    for (const grove_tensor_t& o : out) {
+      EXPECT_EQ(o.dtype, GROVE_DTYPE_F32);
+      ASSERT_EQ(o.rank, 2);
+      EXPECT_EQ(o.dims[0], batch);
+      EXPECT_EQ(o.dims[1], 3);
+      EXPECT_NE(o.data, nullptr);
+      EXPECT_EQ(o.byte_size, static_cast<size_t>(batch) * 3 * sizeof(float));
+    }
+    EXPECT_THAT(Floats(out[0]), ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedY(x, batch)));
+    EXPECT_THAT(Floats(out[1]), ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedH(x, batch)));
+  }
+}
+
+TEST_F(CApiTest, RunIntoCallerBuffers) {
+  std::vector<float> x = Input(2);
+  grove_tensor_t in = F32Tensor({2, 4}, x.data());
+  std::vector<float> y(6, -7), h(6, -7);
+  grove_tensor_t out[2] = {F32Tensor({2, 3}, y.data()), F32Tensor({2, 3}, h.data())};
+  ASSERT_TRUE(Ok(grove_session_run(session_, &in, 1, out, 2)));
+  EXPECT_EQ(out[0].data, y.data());
+  EXPECT_EQ(out[1].data, h.data());
+  EXPECT_THAT(y, ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedY(x, 2)));
+  EXPECT_THAT(h, ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedH(x, 2)));
+}
+
+TEST_F(CApiTest, RunMixesCallerAndSessionOutputs) {
+  std::vector<float> x = Input(3);
+  grove_tensor_t in = F32Tensor({3, 4}, x.data());
+  std::vector<float> h(9, -7);
+  grove_tensor_t out[2] = {{}, F32Tensor({3, 3}, h.data())};
+  ASSERT_TRUE(Ok(grove_session_run(session_, &in, 1, out, 2)));
+  EXPECT_EQ(out[1].data, h.data());
+  EXPECT_NE(out[0].data, nullptr);
+  EXPECT_THAT(Floats(out[0]), ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedY(x, 3)));
+  EXPECT_THAT(h, ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedH(x, 3)));
+}
+
+TEST_F(CApiTest, CallerBufferMismatchIsAnErrorNamingTheOutput) {
+  std::vector<float> x = Input(2);
+  grove_tensor_t in = F32Tensor({2, 4}, x.data());
+  std::vector<float> buf(64);
+
+  // Wrong shape, with the other output session-owned.
+  grove_tensor_t out[2] = {{}, F32Tensor({3, 3}, buf.data())};
+  const grove_tensor_t before[2] = {out[0], out[1]};
+  Outcome o = Take(grove_session_run(session_, &in, 1, out, 2));
+  EXPECT_TRUE(Fails(o, GROVE_STATUS_INVALID_ARGUMENT, "output 1 ('h')"));
+  EXPECT_THAT(o.message, ::testing::HasSubstr("f32[2,3]"));
+  EXPECT_EQ(std::memcmp(out, before, sizeof(out)), 0) << "a failed run changed its outputs";
+
+  // Wrong dtype, every output caller-provided.
+  grove_tensor_t all[2] = {F32Tensor({2, 3}, buf.data()), F32Tensor({2, 3}, buf.data() + 8)};
+  all[1].dtype = GROVE_DTYPE_I32;
+  EXPECT_NE(Take(grove_session_run(session_, &in, 1, all, 2)).code, GROVE_STATUS_OK);
+
+  // Too small a buffer is caught before running.
+  grove_tensor_t small[2] = {F32Tensor({2, 3}, buf.data()), F32Tensor({2, 3}, buf.data() + 8)};
+  small[0].byte_size = 5;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &in, 1, small, 2), GROVE_STATUS_INVALID_ARGUMENT, "output 0 ('y'): f32[2,3] needs 24 bytes but byte_size is 5"));
+}
+
+TEST_F(CApiTest, RunArgumentChecks) {
+  std::vector<float> x = Input(2);
+  grove_tensor_t in = F32Tensor({2, 4}, x.data());
+  grove_tensor_t out[2] = {};
+
+  EXPECT_TRUE(Fails(grove_session_run(nullptr, &in, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_run: session is NULL"));
+  EXPECT_TRUE(Fails(grove_session_run(session_, nullptr, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_run: inputs is NULL"));
+  EXPECT_TRUE(Fails(grove_session_run(session_, &in, 1, nullptr, 2), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_run: outputs is NULL"));
+  EXPECT_TRUE(Fails(grove_session_run(session_, &in, 2, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "n_inputs is 2 but the model has 1 inputs"));
+  EXPECT_TRUE(Fails(grove_session_run(session_, nullptr, 0, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "n_inputs is 0 but the model has 1 inputs"));
+  EXPECT_TRUE(Fails(grove_session_run(session_, &in, 1, out, 1), GROVE_STATUS_INVALID_ARGUMENT, "n_outputs is 1 but the model has 2 outputs"));
+
+  grove_tensor_t bad = in;
+  bad.dtype = 42;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &bad, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "input 0 ('x'): unknown dtype 42"));
+  bad = in;
+  bad.rank = GROVE_MAX_RANK + 1;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &bad, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "input 0 ('x'): rank 9 is outside 0..8"));
+  bad = in;
+  bad.rank = -1;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &bad, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "rank -1"));
+  bad = in;
+  bad.dims[1] = -4;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &bad, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "input 0 ('x'): dim 1 is negative (-4)"));
+  bad = in;
+  bad.dims[0] = int64_t{1} << 40;
+  bad.dims[1] = int64_t{1} << 40;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &bad, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "overflows"));
+  bad = in;
+  bad.byte_size -= 1;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &bad, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "needs 32 bytes but byte_size is 31"));
+  bad = in;
+  bad.data = nullptr;
+  EXPECT_TRUE(Fails(grove_session_run(session_, &bad, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "input 0 ('x'): data is NULL"));
+
+  // Well-formed, but wrong for the model: the session's own checks speak.
+  std::vector<int32_t> xi(8);
+  grove_tensor_t wrong_dtype = in;
+  wrong_dtype.dtype = GROVE_DTYPE_I32;
+  wrong_dtype.data = xi.data();
+  EXPECT_TRUE(Fails(grove_session_run(session_, &wrong_dtype, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_run: "));
+  std::vector<float> wide(2 * 5);
+  grove_tensor_t wrong_dim = F32Tensor({2, 5}, wide.data());
+  EXPECT_TRUE(Fails(grove_session_run(session_, &wrong_dim, 1, out, 2), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_run: "));
+  std::vector<float> tall(9 * 4);
+  grove_tensor_t out_of_range = F32Tensor({9, 4}, tall.data());
+  EXPECT_NE(Take(grove_session_run(session_, &out_of_range, 1, out, 2)).code, GROVE_STATUS_OK);
+
+  for (const grove_tensor_t& o : out) EXPECT_EQ(o.data, nullptr) << "a failed run changed its outputs";
+
+  // The session is still usable after all that.
+  EXPECT_TRUE(Ok(grove_session_run(session_, &in, 1, out, 2)));
+}
+
+TEST_F(CApiTest, Stats) {
+  std::vector<float> x = Input(2);
+  grove_tensor_t in = F32Tensor({2, 4}, x.data());
+  grove_tensor_t out[2] = {};
+  grove_session_stats_t stats;
+  ASSERT_TRUE(Ok(grove_session_stats(session_, &stats)));
+  EXPECT_EQ(stats.runs, 0);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Ok(grove_session_run(session_, &in, 1, out, 2)));
+  ASSERT_TRUE(Ok(grove_session_stats(session_, &stats)));
+  EXPECT_EQ(stats.runs, 3);
+  EXPECT_EQ(stats.plans_created, 1);
+  EXPECT_EQ(stats.plan_cache_hits, 2);
+  EXPECT_GT(stats.kernels_run, 0);
+
+  EXPECT_TRUE(Fails(grove_session_stats(nullptr, &stats), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_stats: session is NULL"));
+  EXPECT_TRUE(Fails(grove_session_stats(session_, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_stats: out_stats is NULL"));
+}
+
+TEST_F(CApiTest, SessionKeepsTheModelAlive) {
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session)));
+  grove_model_release(model_);
+  model_ = nullptr;
+  std::vector<float> x = Input(1);
+  grove_tensor_t in = F32Tensor({1, 4}, x.data());
+  grove_tensor_t out[2] = {};
+  EXPECT_TRUE(Ok(grove_session_run(session, &in, 1, out, 2)));
+  EXPECT_THAT(Floats(out[0]), ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedY(x, 1)));
+  grove_session_release(session);
+}
+
+}  // namespace

@@ -1,0 +1,293 @@
+// Tests of grove/npy.h: round trips of every dtype and shape kind, the exact
+// bytes numpy expects, and malformed files that must fail cleanly.
+#include "grove/npy.h"
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace grove {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("GROVE_TEST_TMP");
+  std::string base = dir != nullptr ? dir : ::testing::TempDir();
+  mkdir(base.c_str(), 0755);
+  return absl::StrCat(base, "/npy_test_", name);
+}
+
+// string_view matchers print char by char; strings read better in failures.
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+absl::Span<const uint8_t> Bytes(const std::string& s) {
+  return absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+// A .npy file with the given version and header dict, unpadded.
+std::string MakeNpy(int major, const std::string& dict, const std::string& data) {
+  std::string out("\x93NUMPY", 6);
+  out.push_back(static_cast<char>(major));
+  out.push_back('\0');
+  const std::string header = dict + "\n";
+  const size_t n = header.size();
+  out.push_back(static_cast<char>(n & 0xff));
+  out.push_back(static_cast<char>((n >> 8) & 0xff));
+  if (major >= 2) {
+    out.push_back(static_cast<char>((n >> 16) & 0xff));
+    out.push_back(static_cast<char>((n >> 24) & 0xff));
+  }
+  return out + header + data;
+}
+
+std::string FloatBytes(std::vector<float> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+// Deterministic, distinct bytes; bools must stay 0/1.
+Tensor Filled(DType dtype, std::vector<int64_t> shape) {
+  Tensor t = Tensor::Create(dtype, std::move(shape)).value();
+  uint8_t* p = t.as<uint8_t>();
+  for (size_t i = 0; i < t.view().byte_size(); ++i) {
+    p[i] = dtype == DType::kBool ? static_cast<uint8_t>(i % 3 == 0) : static_cast<uint8_t>(i * 37 + 11);
+  }
+  return t;
+}
+
+void ExpectSameTensor(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.dtype(), b.dtype());
+  EXPECT_EQ(a.shape(), b.shape());
+  ASSERT_EQ(a.view().byte_size(), b.view().byte_size());
+  if (a.view().byte_size() > 0) {
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.view().byte_size()), 0);
+  }
+}
+
+class NpyRoundTrip : public ::testing::TestWithParam<DType> {};
+
+TEST_P(NpyRoundTrip, EveryShapeKindThroughFileAndBuffer) {
+  const std::vector<std::vector<int64_t>> shapes = {{}, {1}, {5}, {2, 3}, {0}, {0, 3}, {2, 0, 4}, {2, 1, 3, 2}};
+  for (const std::vector<int64_t>& shape : shapes) {
+    SCOPED_TRACE(absl::StrCat(DTypeName(GetParam()), " rank ", shape.size()));
+    Tensor t = Filled(GetParam(), shape);
+
+    const std::string path = TempPath(absl::StrCat(DTypeName(GetParam()), "_", shape.size(), ".npy"));
+    ASSERT_TRUE(WriteNpy(path, t.view()).ok());
+    absl::StatusOr<Tensor> from_file = ReadNpy(path);
+    ASSERT_TRUE(from_file.ok()) << from_file.status();
+    ExpectSameTensor(t, *from_file);
+
+    absl::StatusOr<std::string> encoded = EncodeNpy(t.view());
+    ASSERT_TRUE(encoded.ok()) << encoded.status();
+    absl::StatusOr<Tensor> from_buffer = ReadNpyFromBuffer(Bytes(*encoded));
+    ASSERT_TRUE(from_buffer.ok()) << from_buffer.status();
+    ExpectSameTensor(t, *from_buffer);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllNumpyDTypes, NpyRoundTrip,
+                         ::testing::Values(DType::kF32, DType::kF64, DType::kF16, DType::kI64, DType::kI32,
+                                           DType::kI8, DType::kU8, DType::kBool),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+TEST(NpyWrite, HeaderIsWhatNumpyWrites) {
+  const float values[] = {1, 2, 3, 4, 5, 6};
+  absl::StatusOr<std::string> bytes = EncodeNpy(TensorView(DType::kF32, {2, 3}, values));
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_GE(bytes->size(), 10u);
+  EXPECT_EQ(bytes->substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const size_t header_len = static_cast<uint8_t>((*bytes)[8]) | static_cast<uint8_t>((*bytes)[9]) << 8;
+  const size_t data_offset = 10 + header_len;
+  EXPECT_EQ(data_offset % 64, 0u);
+  EXPECT_EQ((*bytes)[data_offset - 1], '\n');
+  EXPECT_THAT(bytes->substr(10, header_len), HasSubstr("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"));
+  EXPECT_EQ(bytes->size(), data_offset + sizeof(values));
+  EXPECT_EQ(std::memcmp(bytes->data() + data_offset, values, sizeof(values)), 0);
+}
+
+TEST(NpyWrite, ShapesUsePythonTupleSyntax) {
+  const uint8_t v[4] = {1, 2, 3, 4};
+  EXPECT_THAT(EncodeNpy(TensorView(DType::kU8, {4}, v)).value(), HasSubstr("'shape': (4,), }"));
+  EXPECT_THAT(EncodeNpy(TensorView(DType::kU8, {}, v)).value(), HasSubstr("'shape': (), }"));
+  EXPECT_THAT(EncodeNpy(TensorView(DType::kBool, {1, 4}, v)).value(), HasSubstr("'descr': '|b1'"));
+  EXPECT_THAT(EncodeNpy(TensorView(DType::kI8, {1, 4}, v)).value(), HasSubstr("'descr': '|i1'"));
+}
+
+TEST(NpyWrite, RefusesBf16WithAHint) {
+  const uint16_t v[2] = {0x3f80, 0x4000};
+  absl::Status s = WriteNpy(TempPath("bf16.npy"), TensorView(DType::kBF16, {2}, v));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), HasSubstr("bf16 has no NumPy dtype"));
+  EXPECT_THAT(Msg(s), HasSubstr("f32"));
+}
+
+TEST(NpyWrite, RefusesBadViews) {
+  EXPECT_FALSE(EncodeNpy(TensorView(DType::kF32, {2}, static_cast<void*>(nullptr))).ok());
+  EXPECT_FALSE(EncodeNpy(TensorView(DType::kUnknown, {2}, static_cast<void*>(nullptr))).ok());
+  const float v[1] = {0};
+  EXPECT_FALSE(EncodeNpy(TensorView(DType::kF32, {-1}, v)).ok());
+  // An empty tensor needs no data.
+  EXPECT_TRUE(EncodeNpy(TensorView(DType::kF32, {0, 2}, static_cast<void*>(nullptr))).ok());
+}
+
+TEST(NpyWrite, UnwritablePathIsAnError) {
+  const float v[1] = {0};
+  absl::Status s = WriteNpy("/nonexistent-dir/x.npy", TensorView(DType::kF32, {1}, v));
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(Msg(s), HasSubstr("/nonexistent-dir/x.npy"));
+}
+
+TEST(NpyRead, AcceptsVersions2And3AndOldSpellings) {
+  const std::string data = FloatBytes({1.5f, -2.0f});
+  for (int major : {1, 2, 3}) {
+    absl::StatusOr<Tensor> t =
+        ReadNpyFromBuffer(Bytes(MakeNpy(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", data)));
+    ASSERT_TRUE(t.ok()) << major << ": " << t.status();
+    EXPECT_EQ(t->shape(), std::vector<int64_t>({2}));
+    EXPECT_EQ(t->as<float>()[1], -2.0f);
+  }
+  // Double quotes, key order, no trailing comma, Python 2 longs, '<' on a byte type.
+  absl::StatusOr<Tensor> t = ReadNpyFromBuffer(
+      Bytes(MakeNpy(1, "{\"shape\": (2L,1L), \"fortran_order\": False, \"descr\": \"<u1\"}", "\x07\x09")));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kU8);
+  EXPECT_EQ(t->shape(), std::vector<int64_t>({2, 1}));
+  EXPECT_EQ(t->as<uint8_t>()[1], 9);
+}
+
+TEST(NpyRead, ScalarAndEmpty) {
+  absl::StatusOr<Tensor> scalar = ReadNpyFromBuffer(
+      Bytes(MakeNpy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", FloatBytes({3.25f}))));
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  EXPECT_TRUE(scalar->shape().empty());
+  EXPECT_EQ(scalar->as<float>()[0], 3.25f);
+
+  absl::StatusOr<Tensor> empty =
+      ReadNpyFromBuffer(Bytes(MakeNpy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3, 0), }", "")));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), std::vector<int64_t>({3, 0}));
+}
+
+struct MalformedCase {
+  const char* name;
+  std::string bytes;
+  const char* message;
+};
+
+std::vector<MalformedCase> MalformedCases() {
+  const std::string f4 = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+  const std::string two_floats = FloatBytes({1, 2});
+  auto with_dict = [&](const std::string& dict, const std::string& data = "") { return MakeNpy(1, dict, data); };
+  std::string huge_header("\x93NUMPY\x02\x00\xff\xff\xff\xff", 12);
+  return {
+      {"empty", "", "magic"},
+      {"not_npy", "PK\x03\x04 this is a zip file", "magic"},
+      {"magic_only", std::string("\x93NUMPY", 6), "truncated"},
+      {"no_header_len", std::string("\x93NUMPY\x01\x00", 8), "truncated"},
+      {"version_4", MakeNpy(4, f4, two_floats), "version 4.0"},
+      {"version_1_1", [&] { std::string s = MakeNpy(1, f4, two_floats); s[7] = 1; return s; }(), "version 1.1"},
+      {"huge_header_length", huge_header, "limit"},
+      {"truncated_header", MakeNpy(1, f4, two_floats).substr(0, 30), "truncated header"},
+      {"truncated_data", MakeNpy(1, f4, two_floats).substr(0, 10 + f4.size() + 1 + 5), "truncated data"},
+      {"trailing_bytes", MakeNpy(1, f4, two_floats + "xyz"), "3 unexpected bytes"},
+      {"fortran", with_dict("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", two_floats), "Fortran"},
+      {"big_endian", with_dict("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", two_floats),
+       "big-endian"},
+      {"u16", with_dict("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", "abcd"), "unsupported .npy dtype '<u2'"},
+      {"complex", with_dict("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", "abcdefgh"), "<c8"},
+      {"object", with_dict("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "abcdefgh"), "'|O'"},
+      {"structured", with_dict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", "abcd"),
+       "structured"},
+      {"negative_dim", with_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }"), "non-negative"},
+      {"dim_overflow", with_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }"),
+       "overflows"},
+      {"size_overflow",
+       with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }"), "overflow"},
+      {"lying_shape", with_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }", two_floats),
+       "truncated data"},
+      {"too_many_dims",
+       with_dict(absl::StrCat("{'descr': '<f4', 'fortran_order': False, 'shape': (",
+                              [] { std::string s; for (int i = 0; i < 65; ++i) s += "1,"; return s; }(), "), }"),
+                 FloatBytes({1})),
+       "more than 64 dims"},
+      {"missing_key", with_dict("{'descr': '<f4', 'shape': (2,), }", two_floats), "lacks"},
+      {"extra_key", with_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", two_floats),
+       "unexpected header key 'x'"},
+      {"duplicate_key", with_dict("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}"),
+       "duplicate"},
+      {"shape_not_tuple", with_dict("{'descr': '<f4', 'fortran_order': False, 'shape': [2], }", two_floats),
+       "not a tuple"},
+      {"fortran_not_bool", with_dict("{'descr': '<f4', 'fortran_order': 0, 'shape': (2,), }", two_floats),
+       "True or False"},
+      {"unterminated_string", with_dict("{'descr': '<f4, 'fortran_order': False, 'shape': (2,)", two_floats),
+       "malformed"},
+      {"garbage_after_dict", with_dict(f4 + " junk", two_floats), "after the header dict"},
+      {"not_a_dict", with_dict("['descr', '<f4']", two_floats), "'{'"},
+      {"unclosed_dict", with_dict("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)", two_floats),
+       "expected ',' or '}'"},
+      {"bool_byte_2", with_dict("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x01\x02\x00", 3)),
+       "byte value 2"},
+  };
+}
+
+TEST(NpyRead, MalformedFilesAreClearErrors) {
+  for (const MalformedCase& c : MalformedCases()) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<Tensor> t = ReadNpyFromBuffer(Bytes(c.bytes));
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+    EXPECT_THAT(Msg(t.status()), HasSubstr(c.message));
+
+    // The file path gives the same verdict, prefixed with the path.
+    const std::string path = TempPath(absl::StrCat("malformed_", c.name, ".npy"));
+    std::ofstream(path, std::ios::binary) << c.bytes;
+    absl::StatusOr<Tensor> from_file = ReadNpy(path);
+    ASSERT_FALSE(from_file.ok());
+    EXPECT_THAT(Msg(from_file.status()), HasSubstr(path));
+    EXPECT_THAT(Msg(from_file.status()), HasSubstr(c.message));
+  }
+}
+
+TEST(NpyRead, EveryTruncationAndByteFlipFailsCleanly) {
+  Tensor t = Filled(DType::kI32, {3, 5});
+  const std::string good = EncodeNpy(t.view()).value();
+  for (size_t len = 0; len < good.size(); ++len) {
+    EXPECT_FALSE(ReadNpyFromBuffer(Bytes(good.substr(0, len))).ok()) << "length " << len;
+  }
+  // A flipped header byte may or may not be fatal, but must not crash; data
+  // bytes are free-form, so flips there must still load.
+  const size_t data_offset = good.size() - t.view().byte_size();
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (uint8_t mask : {0x01, 0x80, 0xff}) {
+      std::string bad = good;
+      bad[i] = static_cast<char>(bad[i] ^ mask);
+      absl::StatusOr<Tensor> r = ReadNpyFromBuffer(Bytes(bad));
+      if (i >= data_offset) EXPECT_TRUE(r.ok()) << "byte " << i << ": " << r.status();
+    }
+  }
+}
+
+TEST(NpyRead, MissingFileAndDirectory) {
+  absl::StatusOr<Tensor> t = ReadNpy(TempPath("does_not_exist.npy"));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Msg(t.status()), HasSubstr("does_not_exist.npy"));
+
+  const std::string dir = TempPath("a_directory");
+  mkdir(dir.c_str(), 0755);
+  absl::StatusOr<Tensor> d = ReadNpy(dir);
+  EXPECT_FALSE(d.ok());
+  EXPECT_THAT(Msg(d.status()), HasSubstr("not a regular file"));
+}
+
+}  // namespace
+}  // namespace grove

@@ -1,0 +1,95 @@
+# `grove inspect`: signatures, content and memory plans, as text and as JSON.
+source "$(dirname "$0")/common.bash"
+make_models
+G=$GROVE_BIN
+
+# Parses stdout as JSON and evaluates a Python expression on it (`d`); skips
+# the deeper checks where no python3 is installed.
+json_check() {
+  command -v python3 >/dev/null || return 0
+  if ! python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+      "$OUT" "$1" 2>"$TEST_TMP/json_err"; then
+    fail "JSON check failed: $1"
+    sed 's/^/  /' "$TEST_TMP/json_err" "$OUT" | head -20 >&2
+  fi
+}
+
+# --- text --------------------------------------------------------------------
+if expect_ok "$G" inspect "$MODELS/mlp.grove"; then
+  expect_stdout '^inputs:$'
+  expect_stdout '^  x  f32\[batch,16\]$'
+  expect_stdout '^  y  f32\[batch,4\]$'
+  expect_stdout '^  batch  1\.\.1024$'
+  expect_stdout '^subgraphs: 1$'
+  expect_stdout '^operators: 6 \(Add 2, MatMul 2, Relu 1, Softmax 1\)$'
+  expect_stdout '^weights: [0-9.]+ KiB \([0-9]+ bytes\)$'
+  expect_stdout 'give --shape'
+fi
+
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16; then
+  expect_stdout '^memory plan for x=\[3,16\]:$'
+  expect_stdout '^  arena: [0-9]+'
+  expect_stdout '^  lower bound: [0-9]+'
+  expect_stdout '^  ratio: [0-9]+\.[0-9]{3}$'
+  expect_stdout '^  live at the peak \(step [0-9]+\):$'
+  expect_stdout '^    y  \[3,4\]$'
+fi
+
+if expect_ok "$G" inspect "$MODELS/transformer.grove" --shape=x=2x37x32; then
+  expect_stdout '^  x  f32\[batch,seq,32\]$'
+  expect_stdout '^    y  \[2,37,32\]$'
+fi
+
+# Control flow: two subgraphs; the If's output width depends on the data.
+if expect_ok "$G" inspect "$MODELS/early_exit.grove" --shape x=4x8; then
+  expect_stdout '^subgraphs: 3$'
+  expect_stdout 'If 1'
+  expect_stdout '^    y  \[4,-1\]  \(-1: depends on the data\)$'
+fi
+
+# Scalars are `NAME=` (rank 0).
+if expect_ok "$G" inspect "$MODELS/loop.grove" --shape trip_count= --shape x=64 --shape limit=; then
+  expect_stdout '^  trip_count  i64\[\]$'
+  expect_stdout '^memory plan for trip_count=\[\] x=\[64\] limit=\[\]:$'
+fi
+
+# --- JSON --------------------------------------------------------------------
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --json --shape x=3x16; then
+  [ "$(wc -l <"$OUT")" -eq 1 ] || fail "--json printed more than one line"
+  expect_stdout '^\{.*"arena_bytes":[0-9]+.*\}$'
+  expect_stdout '"lower_bound_bytes":[0-9]+'
+  json_check 'd["arena_bytes"] >= d["lower_bound_bytes"] > 0'
+  json_check 'd["inputs"] == [{"name": "x", "dtype": "f32", "shape": ["batch", 16]}]'
+  json_check 'd["symbols"] == [{"name": "batch", "min": 1, "max": 1024}]'
+  json_check 'd["op_counts"] == {"Add": 2, "MatMul": 2, "Relu": 1, "Softmax": 1}'
+  json_check 'd["output_shapes"] == {"y": [3, 4]} and d["input_shapes"] == {"x": [3, 16]}'
+  json_check 'd["num_subgraphs"] == 1 and d["weight_bytes"] > 0 and len(d["peak_tensors"]) > 0'
+fi
+
+if expect_ok "$G" inspect --json "$MODELS/mlp.grove"; then
+  json_check 'd["arena_bytes"] is None and d["lower_bound_bytes"] is None'
+fi
+
+if expect_ok "$G" inspect "$MODELS/loop.grove" --json --shape trip_count= --shape x=5 --shape limit=; then
+  json_check 'd["input_shapes"] == {"trip_count": [], "x": [5], "limit": []}'
+fi
+
+# --- errors ------------------------------------------------------------------
+expect_fail 1 "cannot load model" "$G" inspect "$TEST_TMP/no_such.grove"
+expect_fail 1 "--shape names 'z', which is not a model input \(its inputs: 'x'\)" \
+  "$G" inspect "$MODELS/mlp.grove" --shape z=3x16
+expect_fail 1 "missing --shape for 'x' f32\[n\]" "$G" inspect "$MODELS/loop.grove" --shape limit=
+expect_fail 1 "cannot plan these shapes: .*batch" "$G" inspect "$MODELS/mlp.grove" --shape x=2000x16
+expect_fail 1 "cannot plan these shapes: " "$G" inspect "$MODELS/mlp.grove" --shape x=3x15
+expect_fail 1 "cannot plan these shapes: " "$G" inspect "$MODELS/mlp.grove" --shape x=
+expect_fail 2 "--shape wants NAME=D0xD1" "$G" inspect "$MODELS/mlp.grove" --shape x=3by16
+expect_fail 2 "--shape wants NAME=D0xD1" "$G" inspect "$MODELS/mlp.grove" --shape x=-3x16
+expect_fail 2 "--shape wants NAME=D0xD1" "$G" inspect "$MODELS/mlp.grove" --shape x=3x
+expect_fail 2 "--shape wants NAME=D0xD1" "$G" inspect "$MODELS/mlp.grove" --shape 3x16
+expect_fail 2 "--shape x given twice" "$G" inspect "$MODELS/mlp.grove" --shape x=1x16 --shape x=2x16
+expect_fail 2 "--json takes no value" "$G" inspect "$MODELS/mlp.grove" --json=yes
+expect_fail 2 "unknown flag '--memory'" "$G" inspect "$MODELS/mlp.grove" --memory
+expect_fail 2 "inspect: missing MODEL.grove" "$G" inspect
+expect_fail 2 "unexpected argument" "$G" inspect "$MODELS/mlp.grove" "$MODELS/loop.grove"
+
+finish

@@ -1,0 +1,111 @@
+# `grove run`: the demo models on .npy inputs, saved outputs, repeats,
+# devices, and every way the command line or its files can be wrong.
+source "$(dirname "$0")/common.bash"
+make_models
+make_inputs
+G=$GROVE_BIN
+
+# --- happy paths -------------------------------------------------------------
+if expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy"; then
+  expect_stdout '^y: f32\[2,4\] min=[0-9.e-]+ max=[0-9.e-]+ mean=0\.25 values=\['
+  expect_stdout '^time: first run [0-9.]+ ms, mean [0-9.]+ ms over 1 run$'
+  expect_stdout '^session: device cpu, runs 1, plans created 1, plan cache hits 0'
+fi
+
+if expect_ok "$G" run "$MODELS/mlp.grove" --input="x=$INPUTS/mlp_x.npy" --repeat 4 --device cpu; then
+  expect_stdout 'over 4 runs'
+  expect_stdout 'runs 4, plans created 1, plan cache hits 3'
+fi
+
+expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device auto
+
+# Saved outputs are .npy files with the printed shape.
+if expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --output-dir "$TEST_TMP/out/nested"; then
+  y="$TEST_TMP/out/nested/y.npy"
+  if [ ! -f "$y" ]; then
+    fail "--output-dir wrote no y.npy"
+  else
+    [ "$(head -c 6 "$y" | tail -c 5)" = "NUMPY" ] || fail "y.npy has no .npy magic"
+    grep -q "'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }" "$y" || fail "y.npy header is wrong"
+    # A 128-byte header (numpy pads to 64) plus 2*4 floats.
+    [ "$(wc -c <"$y")" -eq $((128 + 32)) ] || fail "y.npy has $(wc -c <"$y") bytes, want 160"
+    # A saved output feeds back in as an input of the right dtype.
+    expect_fail 1 "run failed: " \
+      "$G" run "$MODELS/mlp.grove" --input "x=$y"
+  fi
+fi
+
+if expect_ok "$G" run "$MODELS/transformer.grove" --input "x=$INPUTS/transformer_x.npy"; then
+  expect_stdout '^y: f32\[2,5,32\]'
+fi
+
+# The output width depends on the data (8 deep, 3 shallow).
+if expect_ok "$G" run "$MODELS/early_exit.grove" --input "x=$INPUTS/early_exit_x.npy"; then
+  expect_stdout '^y: f32\[3,(8|3)\]'
+fi
+
+# Scalar (0-d) inputs; a Loop; outputs whose length depends on the data.
+if expect_ok "$G" run "$MODELS/loop.grove" --input "trip_count=$INPUTS/loop_trip_count.npy" \
+    --input "x=$INPUTS/loop_x.npy" --input "limit=$INPUTS/loop_limit.npy" --output-dir "$TEST_TMP/loop_out"; then
+  expect_stdout '^final: f32\[4\]'
+  expect_stdout '^sums: f32\[[0-9]+\]'
+  grep -q "'shape': (4,), }" "$TEST_TMP/loop_out/final.npy" || fail "final.npy header is wrong"
+fi
+
+# CUDA: a clear error until a CUDA backend exists, a normal run after.
+capture "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cuda
+if [ "$RC" -ne 0 ]; then
+  expect_fail 1 "CUDA backend not available" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cuda
+fi
+
+# --- errors of the operation: exit 1 ---------------------------------------
+expect_fail 1 "cannot load model .*no_such\.grove" "$G" run "$TEST_TMP/no_such.grove" --input "x=$INPUTS/mlp_x.npy"
+expect_fail 1 "missing --input for 'x' f32\[batch,16\]" "$G" run "$MODELS/mlp.grove"
+expect_fail 1 "missing --input for 'limit'" "$G" run "$MODELS/loop.grove" \
+  --input "trip_count=$INPUTS/loop_trip_count.npy" --input "x=$INPUTS/loop_x.npy"
+expect_fail 1 "the model has no input 'z' \(its inputs: 'x'\)" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --input "z=$INPUTS/mlp_x.npy"
+expect_fail 1 "input 'x' given more than once" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --input "x=$INPUTS/mlp_x.npy"
+expect_fail 1 "input 'x': cannot open .*missing\.npy" "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/missing.npy"
+
+write_npy "$TEST_TMP/x_i64.npy" '<i8' '(2, 16)' "$(f32_data 64)"
+expect_fail 1 "input 'x': .*x_i64\.npy holds i64\[2,16\] but the model expects f32\[batch,16\]" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_i64.npy"
+
+write_npy "$TEST_TMP/x_narrow.npy" '<f4' '(2, 15)' "$(f32_data 30)"
+expect_fail 1 "run failed: " "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_narrow.npy"
+
+write_npy "$TEST_TMP/x_batch0.npy" '<f4' '(0, 16)' ""
+expect_fail 1 "run failed: .*batch" "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_batch0.npy"
+
+printf 'this is not an npy file' >"$TEST_TMP/garbage.npy"
+expect_fail 1 "input 'x': .*garbage\.npy: not a \.npy file" "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/garbage.npy"
+
+write_npy "$TEST_TMP/x_short.npy" '<f4' '(2, 16)' "$(f32_data 20)"
+expect_fail 1 "truncated data" "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_short.npy"
+
+write_npy "$TEST_TMP/x_fortran.npy" '<f4' '(2, 16)' "$(f32_data 32)"
+sed -i "s/'fortran_order': False/'fortran_order': True /" "$TEST_TMP/x_fortran.npy"
+expect_fail 1 "Fortran-order" "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_fortran.npy"
+
+touch "$TEST_TMP/not_a_dir"
+expect_fail 1 "cannot create --output-dir" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --output-dir "$TEST_TMP/not_a_dir/sub"
+
+# --- malformed command lines: exit 2 ---------------------------------------
+expect_fail 2 "run: missing MODEL.grove" "$G" run --input "x=$INPUTS/mlp_x.npy"
+expect_fail 2 "unexpected argument 'extra'" "$G" run "$MODELS/mlp.grove" extra --input "x=$INPUTS/mlp_x.npy"
+expect_fail 2 "unknown flag '--inptu'" "$G" run "$MODELS/mlp.grove" --inptu "x=$INPUTS/mlp_x.npy"
+expect_fail 2 "unknown flag '-i'" "$G" run "$MODELS/mlp.grove" -i "x=$INPUTS/mlp_x.npy"
+expect_fail 2 "--input wants NAME=FILE.npy, not 'x'" "$G" run "$MODELS/mlp.grove" --input x
+expect_fail 2 "--input wants NAME=FILE.npy" "$G" run "$MODELS/mlp.grove" --input "=$INPUTS/mlp_x.npy"
+expect_fail 2 "--input needs a value" "$G" run "$MODELS/mlp.grove" --input
+expect_fail 2 "--repeat wants a positive integer, not '0'" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --repeat 0
+expect_fail 2 "--repeat wants a positive integer, not 'many'" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --repeat many
+expect_fail 2 "--repeat given more than once" "$G" run "$MODELS/mlp.grove" --repeat 1 --repeat 2
+expect_fail 2 "unknown device 'gpu'" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device gpu
+
+if expect_ok "$G" run --help; then expect_stdout '^Usage: grove run MODEL.grove'; fi
+
+finish

@@ -1,0 +1,114 @@
+// Flag parsing and error reporting shared by the `grove` subcommands.
+#include "command_line.h"
+
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace grove::cli {
+
+const std::vector<std::string>& ParsedArgs::Values(const std::string& name) const {
+  static const std::vector<std::string> kNone;
+  auto it = flags.find(name);
+  return it == flags.end() ? kNone : it->second;
+}
+
+int ParseArgs(absl::Span<const std::string> args, absl::Span<const FlagSpec> specs, ParsedArgs* out,
+              absl::string_view usage) {
+  bool flags_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (flags_done || arg.size() < 2 || arg[0] != '-') {
+      out->positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(std::string(usage).c_str(), stdout);
+      return kExitOk;
+    }
+    if (arg[1] != '-') return UsageError(absl::StrCat("unknown flag '", arg, "'"));
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& s : specs) {
+      if (name == s.name) spec = &s;
+    }
+    if (spec == nullptr) return UsageError(absl::StrCat("unknown flag '--", name, "'"));
+    if (spec->kind != kRepeatedValue && out->Has(name)) {
+      return UsageError(absl::StrCat("--", name, " given more than once"));
+    }
+    std::string value;
+    if (spec->kind == kSwitch) {
+      if (eq != std::string::npos) return UsageError(absl::StrCat("--", name, " takes no value"));
+    } else if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return UsageError(absl::StrCat("--", name, " needs a value"));
+    }
+    out->flags[name].push_back(std::move(value));
+  }
+  return -1;
+}
+
+int Fail(absl::string_view message) {
+  std::fprintf(stderr, "grove: error: %s\n", std::string(message).c_str());
+  return kExitFailure;
+}
+
+int Fail(const absl::Status& status) { return Fail(status.message()); }
+
+int UsageError(absl::string_view message) {
+  std::fprintf(stderr, "grove: error: %s\nRun 'grove --help' for usage.\n", std::string(message).c_str());
+  return kExitUsage;
+}
+
+std::string ShapeString(absl::Span<const int64_t> dims) { return absl::StrCat("[", absl::StrJoin(dims, ","), "]"); }
+
+std::string DeclaredType(const TensorInfo& info) {
+  std::vector<std::string> dims;
+  for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? d.symbol : absl::StrCat(d.value));
+  return absl::StrCat(DTypeName(info.dtype), "[", absl::StrJoin(dims, ","), "]");
+}
+
+bool ParseDims(absl::string_view text, std::vector<int64_t>* out) {
+  out->clear();
+  if (text.empty()) return true;
+  for (absl::string_view part : absl::StrSplit(text, 'x')) {
+    int64_t d = 0;
+    if (part.empty() || part[0] == '-' || part[0] == '+' || !absl::SimpleAtoi(part, &d)) return false;
+    out->push_back(d);
+  }
+  return true;
+}
+
+bool SplitAssignment(absl::string_view text, std::string* name, std::string* value) {
+  const size_t eq = text.find('=');
+  if (eq == absl::string_view::npos || eq == 0) return false;
+  *name = std::string(text.substr(0, eq));
+  *value = std::string(text.substr(eq + 1));
+  return true;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, bytes == 1 ? " byte" : " bytes");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 3) {
+    v /= 1024;
+    ++u;
+  }
+  return absl::StrFormat("%.1f %s (%d bytes)", v, units[u], bytes);
+}
+
+}  // namespace grove::cli

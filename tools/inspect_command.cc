@@ -1,0 +1,270 @@
+// `grove inspect`: a model's signature, symbols, content and, for given input
+// shapes, its memory plan; as text or as one JSON object.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "grove/grove.h"
+#include "command_line.h"
+
+namespace grove::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: grove inspect MODEL.grove [--shape NAME=D0xD1... ...] [--json]\n"
+    "\n"
+    "Prints the model's inputs and outputs (symbolic dims by name), symbols and\n"
+    "their ranges, operator counts, weight bytes and subgraphs. With a --shape\n"
+    "for every input that has symbolic dims, also prints the memory plan for\n"
+    "those shapes: arena bytes, the lower bound (most bytes live at one step),\n"
+    "the tensors live at the peak and the output shapes.\n"
+    "\n"
+    "Flags:\n"
+    "  --shape NAME=3x16  an input's shape; NAME= is a scalar (repeatable)\n"
+    "  --json             print one JSON object instead of text\n";
+
+constexpr size_t kPeakTensorsShown = 8;
+
+struct Plan {
+  std::vector<std::vector<int64_t>> input_shapes;
+  std::vector<std::vector<int64_t>> output_shapes;
+  MemoryReport report;
+};
+
+double Ratio(const MemoryReport& r) {
+  return r.lower_bound_bytes == 0 ? 1.0
+                                  : static_cast<double>(r.arena_bytes) / static_cast<double>(r.lower_bound_bytes);
+}
+
+// Appends `s` as a JSON string. Invalid UTF-8 (names come from an untrusted
+// file) becomes U+FFFD so the output always parses.
+void AppendJsonString(std::string* out, absl::string_view s) {
+  out->push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+      ++i;
+    } else if (c < 0x20) {
+      absl::StrAppend(out, absl::StrFormat("\\u%04x", c));
+      ++i;
+    } else if (c < 0x80) {
+      out->push_back(static_cast<char>(c));
+      ++i;
+    } else {
+      const size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+      bool valid = len > 0 && c <= 0xf4 && i + len <= s.size();
+      for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+      if (valid && len >= 3) {
+        const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+        // Overlong forms, UTF-16 surrogates and code points past U+10FFFF.
+        if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) || (c == 0xf0 && c1 < 0x90) ||
+            (c == 0xf4 && c1 >= 0x90)) {
+          valid = false;
+        }
+      }
+      if (valid) {
+        out->append(s.data() + i, len);
+        i += len;
+      } else {
+        out->append("\\ufffd");
+        ++i;
+      }
+    }
+  }
+  out->push_back('"');
+}
+
+std::string JsonString(absl::string_view s) {
+  std::string out;
+  AppendJsonString(&out, s);
+  return out;
+}
+
+std::string JsonDims(const std::vector<int64_t>& dims) { return absl::StrCat("[", absl::StrJoin(dims, ","), "]"); }
+
+std::string JsonTensorInfos(const std::vector<TensorInfo>& infos) {
+  std::vector<std::string> items;
+  for (const TensorInfo& info : infos) {
+    std::vector<std::string> dims;
+    for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? JsonString(d.symbol) : absl::StrCat(d.value));
+    items.push_back(absl::StrCat("{\"name\":", JsonString(info.name), ",\"dtype\":", JsonString(DTypeName(info.dtype)),
+                                 ",\"shape\":[", absl::StrJoin(dims, ","), "]}"));
+  }
+  return absl::StrCat("[", absl::StrJoin(items, ","), "]");
+}
+
+std::string Json(const std::string& path, const Model& model, const Plan* plan) {
+  const ModelSummary summary = model.Summary();
+  std::string out = absl::StrCat("{\"model\":", JsonString(path), ",\"format_version\":", summary.format_version,
+                                 ",\"producer\":", JsonString(summary.producer),
+                                 ",\"inputs\":", JsonTensorInfos(model.inputs()),
+                                 ",\"outputs\":", JsonTensorInfos(model.outputs()), ",\"symbols\":[");
+  for (size_t i = 0; i < model.symbols().size(); ++i) {
+    const SymbolInfo& s = model.symbols()[i];
+    absl::StrAppend(&out, i ? "," : "", "{\"name\":", JsonString(s.name), ",\"min\":", s.min, ",\"max\":", s.max, "}");
+  }
+  absl::StrAppend(&out, "],\"num_subgraphs\":", summary.num_subgraphs, ",\"num_operators\":", summary.num_operators,
+                  ",\"op_counts\":{");
+  for (size_t i = 0; i < summary.op_counts.size(); ++i) {
+    absl::StrAppend(&out, i ? "," : "", JsonString(summary.op_counts[i].first), ":", summary.op_counts[i].second);
+  }
+  absl::StrAppend(&out, "},\"weight_bytes\":", summary.weight_bytes);
+  if (plan == nullptr) {
+    absl::StrAppend(&out, ",\"input_shapes\":null,\"arena_bytes\":null,\"lower_bound_bytes\":null,\"ratio\":null,"
+                          "\"peak_step\":null,\"peak_tensors\":null,\"output_shapes\":null}");
+    return out;
+  }
+  const MemoryReport& r = plan->report;
+  absl::StrAppend(&out, ",\"input_shapes\":{");
+  for (size_t i = 0; i < plan->input_shapes.size(); ++i) {
+    absl::StrAppend(&out, i ? "," : "", JsonString(model.inputs()[i].name), ":", JsonDims(plan->input_shapes[i]));
+  }
+  absl::StrAppend(&out, "},\"arena_bytes\":", r.arena_bytes, ",\"lower_bound_bytes\":", r.lower_bound_bytes,
+                  absl::StrFormat(",\"ratio\":%.6g", Ratio(r)), ",\"peak_step\":", r.peak_step,
+                  ",\"num_steps\":", r.num_steps, ",\"num_arena_tensors\":", r.num_arena_tensors,
+                  ",\"num_folded_tensors\":", r.num_folded_tensors,
+                  ",\"num_dynamic_tensors\":", r.num_dynamic_tensors, ",\"peak_tensors\":[");
+  for (size_t i = 0; i < r.peak_tensors.size(); ++i) {
+    absl::StrAppend(&out, i ? "," : "", "{\"name\":", JsonString(r.peak_tensors[i].name),
+                    ",\"bytes\":", r.peak_tensors[i].bytes, "}");
+  }
+  absl::StrAppend(&out, "],\"output_shapes\":{");
+  for (size_t i = 0; i < plan->output_shapes.size() && i < model.outputs().size(); ++i) {
+    absl::StrAppend(&out, i ? "," : "", JsonString(model.outputs()[i].name), ":", JsonDims(plan->output_shapes[i]));
+  }
+  absl::StrAppend(&out, "}}");
+  return out;
+}
+
+std::string Text(const std::string& path, const Model& model, const Plan* plan) {
+  const ModelSummary summary = model.Summary();
+  std::string out = absl::StrCat("model: ", path, "\n  format version ", summary.format_version);
+  if (!summary.producer.empty()) absl::StrAppend(&out, ", producer \"", summary.producer, "\"");
+  absl::StrAppend(&out, "\ninputs:\n");
+  for (const TensorInfo& info : model.inputs()) {
+    absl::StrAppend(&out, "  ", info.name, "  ", DeclaredType(info), "\n");
+  }
+  absl::StrAppend(&out, "outputs:\n");
+  for (const TensorInfo& info : model.outputs()) {
+    absl::StrAppend(&out, "  ", info.name, "  ", DeclaredType(info), "\n");
+  }
+  absl::StrAppend(&out, "symbols:", model.symbols().empty() ? " none\n" : "\n");
+  for (const SymbolInfo& s : model.symbols()) absl::StrAppend(&out, "  ", s.name, "  ", s.min, "..", s.max, "\n");
+  std::vector<std::string> counts;
+  for (const auto& [op, n] : summary.op_counts) counts.push_back(absl::StrCat(op, " ", n));
+  absl::StrAppend(&out, "subgraphs: ", summary.num_subgraphs, "\noperators: ", summary.num_operators, " (",
+                  absl::StrJoin(counts, ", "), ")\nweights: ", HumanBytes(summary.weight_bytes), "\n");
+  if (plan == nullptr) {
+    absl::StrAppend(&out, "memory plan: give --shape NAME=D0xD1... for each input with symbolic dims\n");
+    return out;
+  }
+  const MemoryReport& r = plan->report;
+  std::vector<std::string> shapes;
+  for (size_t i = 0; i < plan->input_shapes.size(); ++i) {
+    shapes.push_back(absl::StrCat(model.inputs()[i].name, "=", ShapeString(plan->input_shapes[i])));
+  }
+  absl::StrAppend(&out, "memory plan for ", absl::StrJoin(shapes, " "), ":\n");
+  absl::StrAppend(&out, "  arena: ", HumanBytes(r.arena_bytes), "\n");
+  absl::StrAppend(&out, "  lower bound: ", HumanBytes(r.lower_bound_bytes), "\n");
+  absl::StrAppend(&out, absl::StrFormat("  ratio: %.3f\n", Ratio(r)));
+  absl::StrAppend(&out, "  steps: ", r.num_steps, "; tensors: ", r.num_arena_tensors, " in the arena, ",
+                  r.num_folded_tensors, " folded, ", r.num_dynamic_tensors, " dynamic\n");
+  if (!r.peak_tensors.empty()) {
+    absl::StrAppend(&out, "  live at the peak (step ", r.peak_step, "):\n");
+    for (size_t i = 0; i < r.peak_tensors.size() && i < kPeakTensorsShown; ++i) {
+      absl::StrAppend(&out, "    ", r.peak_tensors[i].name, "  ", HumanBytes(r.peak_tensors[i].bytes), "\n");
+    }
+    if (r.peak_tensors.size() > kPeakTensorsShown) {
+      absl::StrAppend(&out, "    ... and ", r.peak_tensors.size() - kPeakTensorsShown, " more\n");
+    }
+  }
+  absl::StrAppend(&out, "  output shapes:\n");
+  for (size_t i = 0; i < plan->output_shapes.size() && i < model.outputs().size(); ++i) {
+    absl::StrAppend(&out, "    ", model.outputs()[i].name, "  ", ShapeString(plan->output_shapes[i]),
+                    std::find(plan->output_shapes[i].begin(), plan->output_shapes[i].end(), -1) !=
+                            plan->output_shapes[i].end()
+                        ? "  (-1: depends on the data)\n"
+                        : "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+int InspectMain(absl::Span<const std::string> argv) {
+  static constexpr FlagSpec kFlags[] = {{"shape", kRepeatedValue}, {"json", kSwitch}};
+  ParsedArgs args;
+  if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
+  if (args.positional.size() != 1) {
+    return UsageError(args.positional.empty()
+                          ? "inspect: missing MODEL.grove"
+                          : absl::StrCat("inspect: unexpected argument '", args.positional[1], "'"));
+  }
+  std::map<std::string, std::vector<int64_t>> given;
+  for (const std::string& spec : args.Values("shape")) {
+    std::string name, dims_text;
+    std::vector<int64_t> dims;
+    if (!SplitAssignment(spec, &name, &dims_text) || !ParseDims(dims_text, &dims)) {
+      return UsageError(absl::StrCat("--shape wants NAME=D0xD1... (NAME= for a scalar), not '", spec, "'"));
+    }
+    if (!given.emplace(name, std::move(dims)).second) return UsageError(absl::StrCat("--shape ", name, " given twice"));
+  }
+
+  const std::string& path = args.positional[0];
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(path);
+  if (!model.ok()) return Fail(absl::StrCat("cannot load model ", path, ": ", model.status().message()));
+  const std::vector<TensorInfo>& inputs = (*model)->inputs();
+
+  // Plan when every input's shape is known: given, or fully static.
+  std::unique_ptr<Plan> plan = std::make_unique<Plan>();
+  std::vector<std::string> unknown;
+  for (const TensorInfo& info : inputs) {
+    auto it = given.find(info.name);
+    if (it != given.end()) {
+      plan->input_shapes.push_back(it->second);
+      given.erase(it);
+      continue;
+    }
+    std::vector<int64_t> dims;
+    for (const DimInfo& d : info.shape) dims.push_back(d.value);
+    bool is_static = true;
+    for (const DimInfo& d : info.shape) is_static = is_static && !d.is_symbolic();
+    if (!is_static) unknown.push_back(absl::StrCat("'", info.name, "' ", DeclaredType(info)));
+    plan->input_shapes.push_back(std::move(dims));
+  }
+  if (!given.empty()) {
+    std::vector<std::string> names;
+    for (const TensorInfo& info : inputs) names.push_back(absl::StrCat("'", info.name, "'"));
+    return Fail(absl::StrCat("--shape names '", given.begin()->first, "', which is not a model input (its inputs: ",
+                             absl::StrJoin(names, ", "), ")"));
+  }
+  const bool shapes_requested = args.Has("shape");
+  if (!unknown.empty()) {
+    if (shapes_requested) return Fail(absl::StrCat("missing --shape for ", absl::StrJoin(unknown, ", ")));
+    plan.reset();
+  }
+  if (plan != nullptr) {
+    // The plan is backend-free; inspecting must not need a GPU.
+    SessionOptions options;
+    options.device = Device::kCpu;
+    absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, options);
+    if (!session.ok()) return Fail(absl::StrCat("cannot create a session: ", session.status().message()));
+    absl::StatusOr<MemoryReport> report = (*session)->Reshape(plan->input_shapes, &plan->output_shapes);
+    if (!report.ok()) return Fail(absl::StrCat("cannot plan these shapes: ", report.status().message()));
+    plan->report = *std::move(report);
+  }
+
+  const std::string out = args.Has("json") ? Json(path, **model, plan.get()) + "\n" : Text(path, **model, plan.get());
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,278 @@
+// `grove run`: runs a model on .npy inputs, prints a line per output and the
+// session's counters, and optionally saves the outputs as .npy files.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "grove/grove.h"
+#include "grove/npy.h"
+#include "command_line.h"
+
+namespace grove::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: grove run MODEL.grove --input NAME=FILE.npy ... [flags]\n"
+    "\n"
+    "Runs MODEL once per --repeat on the given inputs (one --input per model\n"
+    "input) and prints each output's dtype, shape, range and first values.\n"
+    "\n"
+    "Flags:\n"
+    "  --input NAME=FILE.npy  an input, by model input name (repeatable)\n"
+    "  --output-dir DIR       write each output to DIR/NAME.npy (DIR is created);\n"
+    "                         bf16 outputs are widened to f32, NumPy has no bf16\n"
+    "  --device cpu|cuda|auto where to run (default auto: CUDA if present, else CPU)\n"
+    "  --repeat N             run N times and report the mean time (default 1)\n";
+
+constexpr int kValuesShown = 6;
+
+float Bf16ToFloat(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// Round to nearest even, keeping NaNs NaN.
+uint16_t FloatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  float v;
+  if (exponent == 0) {
+    v = std::ldexp(static_cast<float>(mantissa), -24);
+  } else if (exponent == 31) {
+    v = mantissa == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    v = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
+  }
+  return sign ? -v : v;
+}
+
+double ElementAsDouble(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kF32: return t.as<const float>()[i];
+    case DType::kF64: return t.as<const double>()[i];
+    case DType::kF16: return HalfToFloat(t.as<const uint16_t>()[i]);
+    case DType::kBF16: return Bf16ToFloat(t.as<const uint16_t>()[i]);
+    case DType::kI64: return static_cast<double>(t.as<const int64_t>()[i]);
+    case DType::kI32: return t.as<const int32_t>()[i];
+    case DType::kI8: return t.as<const int8_t>()[i];
+    case DType::kU8: return t.as<const uint8_t>()[i];
+    case DType::kBool: return t.as<const uint8_t>()[i] != 0;
+    case DType::kUnknown: break;
+  }
+  return 0;
+}
+
+bool IsFloat(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kF16 || dtype == DType::kBF16;
+}
+
+std::string FormatValue(DType dtype, double v) {
+  if (!IsFloat(dtype)) return absl::StrCat(static_cast<int64_t>(v));
+  return absl::StrFormat("%.6g", v);
+}
+
+// "y: f32[3,4] min=0.01 max=0.9 mean=0.25 values=[0.1, 0.2, ...]".
+std::string Summarize(const std::string& name, const TensorView& t) {
+  std::string line = absl::StrCat(name, ": ", DTypeName(t.dtype), ShapeString(t.shape));
+  const int64_t n = t.num_elements();
+  if (n == 0) return absl::StrCat(line, " (empty)");
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = ElementAsDouble(t, i);
+    if (!std::isfinite(v)) continue;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+    ++finite;
+  }
+  if (finite > 0) {
+    absl::StrAppend(&line, " min=", FormatValue(t.dtype, lo), " max=", FormatValue(t.dtype, hi),
+                    absl::StrFormat(" mean=%.6g", sum / static_cast<double>(finite)));
+  }
+  if (finite < n) absl::StrAppend(&line, " non-finite=", n - finite);
+  std::vector<std::string> shown;
+  for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(FormatValue(t.dtype, ElementAsDouble(t, i)));
+  absl::StrAppend(&line, " values=[", absl::StrJoin(shown, ", "), n > kValuesShown ? ", ...]" : "]");
+  return line;
+}
+
+// Output names become file names; keep them inside the directory.
+std::string FileNameFor(const std::string& output_name) {
+  std::string name = output_name;
+  for (char& c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.';
+    if (!ok) c = '_';
+  }
+  if (name.empty() || name[0] == '.') name.insert(0, "_");
+  return name + ".npy";
+}
+
+absl::StatusOr<Tensor> WidenBf16(const TensorView& t) {
+  absl::StatusOr<Tensor> wide = Tensor::Create(DType::kF32, t.shape);
+  if (!wide.ok()) return wide.status();
+  for (int64_t i = 0; i < t.num_elements(); ++i) wide->as<float>()[i] = Bf16ToFloat(t.as<const uint16_t>()[i]);
+  return wide;
+}
+
+absl::StatusOr<Tensor> NarrowToBf16(const Tensor& t) {
+  absl::StatusOr<Tensor> narrow = Tensor::Create(DType::kBF16, t.shape());
+  if (!narrow.ok()) return narrow.status();
+  for (int64_t i = 0; i < t.view().num_elements(); ++i) {
+    narrow->as<uint16_t>()[i] = FloatToBf16(t.as<float>()[i]);
+  }
+  return narrow;
+}
+
+double Milliseconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+}  // namespace
+
+int RunMain(absl::Span<const std::string> argv) {
+  static constexpr FlagSpec kFlags[] = {
+      {"input", kRepeatedValue}, {"output-dir", kValue}, {"device", kValue}, {"repeat", kValue}};
+  ParsedArgs args;
+  if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
+  if (args.positional.size() != 1) {
+    return UsageError(args.positional.empty() ? "run: missing MODEL.grove"
+                                              : absl::StrCat("run: unexpected argument '", args.positional[1], "'"));
+  }
+  const std::string& model_path = args.positional[0];
+
+  SessionOptions options;
+  if (args.Has("device")) {
+    absl::StatusOr<Device> device = ParseDevice(args.Values("device")[0]);
+    if (!device.ok()) return UsageError(device.status().message());
+    options.device = *device;
+  }
+  int repeat = 1;
+  if (args.Has("repeat") && (!absl::SimpleAtoi(args.Values("repeat")[0], &repeat) || repeat < 1)) {
+    return UsageError(absl::StrCat("--repeat wants a positive integer, not '", args.Values("repeat")[0], "'"));
+  }
+  std::vector<std::pair<std::string, std::string>> input_files;
+  for (const std::string& spec : args.Values("input")) {
+    std::string name, file;
+    if (!SplitAssignment(spec, &name, &file) || file.empty()) {
+      return UsageError(absl::StrCat("--input wants NAME=FILE.npy, not '", spec, "'"));
+    }
+    input_files.emplace_back(name, file);
+  }
+
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(model_path);
+  if (!model.ok()) return Fail(absl::StrCat("cannot load model ", model_path, ": ", model.status().message()));
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, options);
+  if (options.device == Device::kCuda && (!session.ok() || (*session)->device() != Device::kCuda)) {
+    return Fail(absl::StrCat("CUDA backend not available",
+                             session.ok() ? "" : absl::StrCat(": ", session.status().message())));
+  }
+  if (!session.ok()) return Fail(absl::StrCat("cannot create a session: ", session.status().message()));
+
+  const std::vector<TensorInfo>& input_infos = (*model)->inputs();
+  std::vector<Tensor> inputs(input_infos.size());
+  std::vector<bool> given(input_infos.size(), false);
+  for (const auto& [name, file] : input_files) {
+    absl::StatusOr<int> index = (*session)->InputIndex(name);
+    if (!index.ok()) {
+      std::vector<std::string> names;
+      for (const TensorInfo& info : input_infos) names.push_back(absl::StrCat("'", info.name, "'"));
+      return Fail(absl::StrCat("the model has no input '", name, "' (its inputs: ", absl::StrJoin(names, ", "), ")"));
+    }
+    if (given[*index]) return Fail(absl::StrCat("input '", name, "' given more than once"));
+    given[*index] = true;
+    absl::StatusOr<Tensor> tensor = ReadNpy(file);
+    if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
+    const DType want = input_infos[*index].dtype;
+    if (want == DType::kBF16 && tensor->dtype() == DType::kF32) {
+      tensor = NarrowToBf16(*tensor);  // NumPy has no bf16: accept f32 and round.
+      if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
+    }
+    if (tensor->dtype() != want) {
+      return Fail(absl::StrCat("input '", name, "': ", file, " holds ", DTypeName(tensor->dtype()),
+                               ShapeString(tensor->shape()), " but the model expects ",
+                               DeclaredType(input_infos[*index])));
+    }
+    inputs[*index] = *std::move(tensor);
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < input_infos.size(); ++i) {
+    if (!given[i]) missing.push_back(absl::StrCat("'", input_infos[i].name, "' ", DeclaredType(input_infos[i])));
+  }
+  if (!missing.empty()) {
+    return Fail(absl::StrCat("missing --input for ", absl::StrJoin(missing, ", ")));
+  }
+
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  std::vector<TensorView> outputs;
+  double first_ms = 0, total_ms = 0;
+  for (int r = 0; r < repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<TensorView>> result = (*session)->Run(views);
+    const double ms = Milliseconds(std::chrono::steady_clock::now() - start);
+    if (!result.ok()) return Fail(absl::StrCat("run failed: ", result.status().message()));
+    if (r == 0) first_ms = ms;
+    total_ms += ms;
+    outputs = *std::move(result);
+  }
+
+  const std::vector<TensorInfo>& output_infos = (*model)->outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string name = i < output_infos.size() ? output_infos[i].name : absl::StrCat("output", i);
+    std::printf("%s\n", Summarize(name, outputs[i]).c_str());
+  }
+  const SessionStats stats = (*session)->stats();
+  std::printf("time: first run %.3f ms, mean %.3f ms over %d run%s\n", first_ms, total_ms / repeat, repeat,
+              repeat == 1 ? "" : "s");
+  std::printf("session: device %s, runs %lld, plans created %lld, plan cache hits %lld, kernels run %lld\n",
+              (*session)->device() == Device::kCuda ? "cuda" : "cpu", static_cast<long long>(stats.runs),
+              static_cast<long long>(stats.plans_created), static_cast<long long>(stats.plan_cache_hits),
+              static_cast<long long>(stats.kernels_run));
+
+  if (args.Has("output-dir")) {
+    const std::string dir = args.Values("output-dir")[0];
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Fail(absl::StrCat("cannot create --output-dir ", dir, ": ", ec.message()));
+    std::set<std::string> written;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string file = FileNameFor(i < output_infos.size() ? output_infos[i].name : absl::StrCat("output", i));
+      if (!written.insert(file).second) return Fail(absl::StrCat("two outputs map to the file name ", file));
+      const std::string path = absl::StrCat(dir, "/", file);
+      absl::Status s;
+      if (outputs[i].dtype == DType::kBF16) {
+        absl::StatusOr<Tensor> wide = WidenBf16(outputs[i]);
+        s = wide.ok() ? WriteNpy(path, wide->view()) : wide.status();
+      } else {
+        s = WriteNpy(path, outputs[i]);
+      }
+      if (!s.ok()) return Fail(s);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace grove::cli
