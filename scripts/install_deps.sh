@@ -2,7 +2,8 @@
 # Installs the Debian packages grove builds with, only those missing.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libabsl-dev libflatbuffers-dev flatbuffers-compiler
-          libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

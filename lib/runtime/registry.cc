@@ -17,6 +17,11 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterControlFlowOps(*r),      cpu::RegisterElementwiseKernels(*r),
       cpu::RegisterReductionKernels(*r),   cpu::RegisterLinalgKernels(*r),
       cpu::RegisterShapeKernels(*r),       cpu::RegisterControlFlowKernels(*r),
+      ir::RegisterMathOps(*r),             cpu::RegisterMathKernels(*r),
+      ir::RegisterNnOps(*r),               cpu::RegisterNnKernels(*r),
+      ir::RegisterReduceSearchOps(*r),     cpu::RegisterReduceSearchKernels(*r),
+      ir::RegisterLayoutOps(*r),           cpu::RegisterLayoutKernels(*r),
+      ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) {

@@ -13,6 +13,11 @@ absl::Status RegisterReductionKernels(ir::OpRegistry& registry);
 absl::Status RegisterLinalgKernels(ir::OpRegistry& registry);
 absl::Status RegisterShapeKernels(ir::OpRegistry& registry);
 absl::Status RegisterControlFlowKernels(ir::OpRegistry& registry);
+absl::Status RegisterMathKernels(ir::OpRegistry& registry);
+absl::Status RegisterNnKernels(ir::OpRegistry& registry);
+absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry);
+absl::Status RegisterLayoutKernels(ir::OpRegistry& registry);
+absl::Status RegisterRecurrentKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

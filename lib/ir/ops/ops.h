@@ -18,6 +18,20 @@ absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterShapeOps(OpRegistry& registry);
 // If Loop.
 absl::Status RegisterControlFlowOps(OpRegistry& registry);
+// Pow Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Elu Gelu HardSigmoid
+// HardSwish Softplus Clip Min Max Sum Mean GreaterOrEqual LessOrEqual Not And
+// Or Xor CastLike.
+absl::Status RegisterMathOps(OpRegistry& registry);
+// Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool
+// BatchNormalization LayerNormalization InstanceNormalization LogSoftmax.
+absl::Status RegisterNnOps(OpRegistry& registry);
+// ReduceMax ReduceMin ReduceProd ArgMax ArgMin TopK CumSum NonZero.
+absl::Status RegisterReduceSearchOps(OpRegistry& registry);
+// Flatten Squeeze Unsqueeze Split GatherElements ScatterND Expand Tile Pad
+// Size Range ConstantOfShape Trilu OneHot Resize.
+absl::Status RegisterLayoutOps(OpRegistry& registry);
+// LSTM GRU RNN.
+absl::Status RegisterRecurrentOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 

@@ -1,0 +1,1 @@
+// PLACEHOLDER: the ONNX importer is being written.
