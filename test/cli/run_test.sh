@@ -44,6 +44,14 @@ if expect_ok "$G" run "$MODELS/early_exit.grove" --input "x=$INPUTS/early_exit_x
   expect_stdout '^y: f32\[3,(8|3)\]'
 fi
 
+# make_models' sample inputs pick each branch: the shape follows the data.
+if expect_ok "$G" run "$MODELS/early_exit.grove" --input "x=$MODELS/early_exit_pos.npy"; then
+  expect_stdout '^y: f32\[[0-9]+,8\]'
+fi
+if expect_ok "$G" run "$MODELS/early_exit.grove" --input "x=$MODELS/early_exit_neg.npy"; then
+  expect_stdout '^y: f32\[[0-9]+,3\]'
+fi
+
 # Scalar (0-d) inputs; a Loop; outputs whose length depends on the data.
 if expect_ok "$G" run "$MODELS/loop.grove" --input "trip_count=$INPUTS/loop_trip_count.npy" \
     --input "x=$INPUTS/loop_x.npy" --input "limit=$INPUTS/loop_limit.npy" --output-dir "$TEST_TMP/loop_out"; then
