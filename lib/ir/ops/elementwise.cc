@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "lib/ir/ops/input_checks.h"
 #include "lib/ir/ops/ops.h"
 
@@ -14,22 +13,6 @@ namespace {
 
 constexpr DType kArithmeticDTypes[] = {DType::kF32,  DType::kF64, DType::kF16,
                                        DType::kBF16, DType::kI32, DType::kI64};
-
-// Broadcasts the inputs listed in `names` (in input order) into `out`.
-absl::Status BroadcastInputs(const ShapeContext& ctx, absl::Span<const absl::string_view> names, SymShape* out) {
-  std::vector<SymShape> shapes;
-  std::vector<std::string> described;
-  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
-    shapes.push_back(ctx.input_shape(i));
-    described.push_back(absl::StrCat(InputName(i, names[i]), " ", ShapeString(ctx, ctx.input_shape(i))));
-  }
-  absl::StatusOr<SymShape> shape = BroadcastShapes(shapes);
-  if (!shape.ok()) {
-    return ctx.Error(absl::StrCat(absl::StrJoin(described, " and "), ": ", shape.status().message()));
-  }
-  *out = *std::move(shape);
-  return absl::OkStatus();
-}
 
 // A, B of one dtype out of `allowed`; the output broadcasts them and has
 // their dtype, or `out_dtype` when given.

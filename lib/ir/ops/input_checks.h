@@ -57,6 +57,32 @@ inline absl::Status CheckSameDType(const ShapeContext& ctx, int i, absl::string_
                                 DTypeName(ctx.input_dtype(j))));
 }
 
+// Broadcasts the leading inputs named in `names` (in input order) into `out`;
+// the error lists every input's shape.
+inline absl::Status BroadcastInputs(const ShapeContext& ctx, absl::Span<const absl::string_view> names,
+                                    SymShape* out) {
+  std::vector<SymShape> shapes;
+  std::vector<std::string> described;
+  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
+    shapes.push_back(ctx.input_shape(i));
+    described.push_back(absl::StrCat(InputName(i, names[i]), " ", ShapeString(ctx, ctx.input_shape(i))));
+  }
+  absl::StatusOr<SymShape> shape = BroadcastShapes(shapes);
+  if (!shape.ok()) {
+    return ctx.Error(absl::StrCat(absl::StrJoin(described, " and "), ": ", shape.status().message()));
+  }
+  *out = *std::move(shape);
+  return absl::OkStatus();
+}
+
+// An int attribute that ONNX uses as a flag: 0 or 1, else an error.
+inline absl::Status ReadBoolAttr(const ShapeContext& ctx, absl::string_view name, int64_t def, bool* out) {
+  const int64_t v = ctx.attrs().GetInt(name, def);
+  if (v != 0 && v != 1) return ctx.Error(absl::StrCat("attribute '", name, "' is ", v, "; expected 0 or 1"));
+  *out = v == 1;
+  return absl::OkStatus();
+}
+
 }  // namespace grove::ir
 
 #endif  // GROVE_LIB_IR_OPS_INPUT_CHECKS_H_
