@@ -1,9 +1,11 @@
 // Checks that shape functions run on their inputs, with errors that name the
-// input (index and ONNX name), what was expected and what was given.
+// input (index and ONNX name), what was expected and what was given, and the
+// small shape functions that several op groups share (broadcast binary ops).
 #ifndef GROVE_LIB_IR_OPS_INPUT_CHECKS_H_
 #define GROVE_LIB_IR_OPS_INPUT_CHECKS_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -72,6 +74,18 @@ inline absl::Status BroadcastInputs(const ShapeContext& ctx, absl::Span<const ab
     return ctx.Error(absl::StrCat(absl::StrJoin(described, " and "), ": ", shape.status().message()));
   }
   *out = *std::move(shape);
+  return absl::OkStatus();
+}
+
+// The shape function of a binary op: A and B of one dtype out of `allowed`,
+// broadcast; the output has `out_dtype`, or their dtype when kUnknown.
+inline absl::Status InferBroadcastBinary(ShapeContext& ctx, absl::Span<const DType> allowed, DType out_dtype) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "A", allowed); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 1, "B", allowed); !s.ok()) return s;
+  if (absl::Status s = CheckSameDType(ctx, 0, "A", 1, "B"); !s.ok()) return s;
+  SymShape shape;
+  if (absl::Status s = BroadcastInputs(ctx, {"A", "B"}, &shape); !s.ok()) return s;
+  ctx.SetOutput(0, out_dtype == DType::kUnknown ? ctx.input_dtype(0) : out_dtype, std::move(shape));
   return absl::OkStatus();
 }
 
