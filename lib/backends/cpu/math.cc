@@ -151,16 +151,18 @@ struct HardSwishOp {
   }
 };
 // 'approximate' was checked by the shape function; anything but "tanh" is
-// the exact form.
+// the exact form. Both are written so that nothing cancels for negative x:
+// 1 + erf(-t) = erfc(t), and 0.5 * (1 + tanh(z)) = 1 / (1 + e^(-2z)).
 struct GeluOp {
   explicit GeluOp(const ir::Attributes& attrs) : tanh(attrs.GetString("approximate", "none") == "tanh") {}
   template <typename C>
   C operator()(C x) const {
     if (tanh) {
       const C k = static_cast<C>(0.7978845608028654);  // sqrt(2 / pi)
-      return C(0.5) * x * (C(1) + std::tanh(k * (x + static_cast<C>(0.044715) * x * x * x)));
+      const C z = k * (x + static_cast<C>(0.044715) * x * x * x);
+      return x / (C(1) + std::exp(C(-2) * z));
     }
-    return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));  // x / sqrt(2)
+    return C(0.5) * x * std::erfc(x * static_cast<C>(-0.7071067811865476));  // -x / sqrt(2)
   }
   bool tanh;
 };
