@@ -98,9 +98,15 @@ absl::StatusOr<Window> MakeWindow(const KernelContext& ctx, const WindowGeometry
     w.pad_begin.push_back(pb);
     w.pad_end.push_back(pe);
     w.in_size *= in[d];
-    w.out_size *= w.out[d];
-    w.kernel_size *= g.kernel[d];
   }
+  // The output shape is only checked against the allocation after this, so
+  // a product that overflows (a huge pad) must not be computed yet.
+  for (int64_t o : w.out) {
+    if (__builtin_mul_overflow(w.out_size, o, &w.out_size)) w.out_size = -1;
+  }
+  // Pooling kernels are bounded by the padded input, not by a weight, so
+  // their product may not fit; only Conv (kernel taken from W) reads it.
+  w.kernel_size = BoundedProduct(g.kernel);
   return w;
 }
 
@@ -295,8 +301,9 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
     w.out.push_back(o->value());
     w.pad_begin.push_back(ir::TransposedPadBegin(*g, d, w.in[d], w.out[d]));
     w.in_size *= w.in[d];
-    w.out_size *= w.out[d];
     w.kernel_size *= g->kernel[d];
+    // Checked: output_shape may ask for more than the allocation holds.
+    if (__builtin_mul_overflow(w.out_size, w.out[d], &w.out_size)) w.out_size = -1;
   }
   std::vector<int64_t> out_shape = {n, m};
   out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
@@ -352,6 +359,9 @@ struct PoolTaps {
   std::vector<std::vector<int64_t>> padded_count;         // [dim][out pos]
 };
 
+// The taps are counted with arithmetic rather than walked, so a window far
+// larger than the input (a kernel of 2^24 over a padded length-1 dim) costs
+// no more than the input positions it covers.
 PoolTaps MakePoolTaps(const Window& w) {
   PoolTaps t;
   t.inside.resize(w.spatial);
@@ -359,15 +369,17 @@ PoolTaps MakePoolTaps(const Window& w) {
   for (int d = 0; d < w.spatial; ++d) {
     t.inside[d].resize(w.out[d]);
     t.padded_count[d].resize(w.out[d]);
+    const int64_t k_count = w.kernel[d], dil = w.dilations[d];
     for (int64_t o = 0; o < w.out[d]; ++o) {
       const int64_t start = o * w.strides[d] - w.pad_begin[d];
-      int64_t padded = 0;
-      for (int64_t k = 0; k < w.kernel[d]; ++k) {
-        const int64_t i = start + k * w.dilations[d];
-        if (i >= 0 && i < w.in[d]) t.inside[d][o].push_back(i);
-        if (i >= -w.pad_begin[d] && i < w.in[d] + w.pad_end[d]) ++padded;
-      }
-      t.padded_count[d][o] = padded;
+      // The first tap k in [0, k_count] whose position start + k * dil is >= `bound`.
+      auto first_tap_at = [&](int64_t bound) {
+        return start >= bound ? 0 : std::min(k_count, (bound - start + dil - 1) / dil);
+      };
+      const int64_t k_in = first_tap_at(0), k_out = first_tap_at(w.in[d]);
+      for (int64_t k = k_in; k < k_out; ++k) t.inside[d][o].push_back(start + k * dil);
+      t.padded_count[d][o] =
+          std::max<int64_t>(0, first_tap_at(w.in[d] + w.pad_end[d]) - first_tap_at(-w.pad_begin[d]));
     }
   }
   return t;
@@ -471,16 +483,17 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
           }
         } else {
           double sum = 0;
-          int64_t count = 0;
+          double count = 0;  // a product of padded window lengths may pass int64
           ForEachWindowElement(*w, window, [&](int64_t i, const std::vector<int64_t>&) {
             sum += static_cast<double>(ToCompute(xs[i]));
             ++count;
           });
           if (count_pad) {
             count = 1;
-            for (int d = 0; d < spatial; ++d) count *= taps.padded_count[d][pos[d]];
+            for (int d = 0; d < spatial; ++d) count *= static_cast<double>(taps.padded_count[d][pos[d]]);
           }
-          ys[o] = FromCompute<T>(static_cast<C>(count == 0 ? 0.0 : sum / static_cast<double>(count)));
+          // A window wholly in the padding averages nothing; it gives 0.
+          ys[o] = FromCompute<T>(static_cast<C>(count == 0 ? 0.0 : sum / count));
         }
       });
     }
