@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
 
@@ -46,36 +47,6 @@ void Narrow(const std::vector<float>& v, TensorView& t) {
 
 std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
 
-bool FitsBlasInt(int64_t v) { return v <= static_cast<int64_t>(std::numeric_limits<blasint>::max()); }
-
-// Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, A and B stored densely
-// as [m,k]/[k,m] and [k,n]/[n,k]. beta == 0 never reads C.
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float* a, const float* b,
-          double beta, float* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? 0.0f : static_cast<float>(beta * c[i]);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k),
-              static_cast<float>(alpha), a, static_cast<blasint>(ta ? m : k), b,
-              static_cast<blasint>(tb ? k : n), static_cast<float>(beta), c, static_cast<blasint>(n));
-}
-
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, const double* b,
-          double beta, double* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? 0.0 : beta * c[i];
-    return;
-  }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), beta, c,
-              static_cast<blasint>(n));
-}
-
 // double -> integer without the undefined behaviour of an out-of-range cast.
 template <typename T>
 T SaturatingCast(double v) {
@@ -84,6 +55,10 @@ T SaturatingCast(double v) {
   if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
   return static_cast<T>(v);
 }
+
+// The float and double overloads (BLAS) live in blas_gemm.h; the template
+// below would otherwise hide them.
+using ::grove::cpu::Gemm;
 
 // Integers: exact wrapping arithmetic when alpha and beta are whole numbers
 // (the common 1 and 0), else through double like the float path.

@@ -1,4 +1,4 @@
-// CPU reference kernels of ReduceSum, ReduceMean and Softmax. Reductions
+// CPU reference kernels of ReduceSum, ReduceMean and Softmax (softmax.h). Reductions
 // merge neighbouring dims that are all kept or all reduced, then stream the
 // input once in memory order into an accumulator per output element (double
 // for floats, wrapping 64-bit for integers).
@@ -14,6 +14,7 @@
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/reduce_plan.h"
+#include "lib/backends/cpu/softmax.h"
 
 namespace grove::cpu {
 namespace {
@@ -90,79 +91,12 @@ absl::Status ReduceKernel(KernelContext& ctx) {
   }
 }
 
-// Softmax over `n` elements spaced `inner` apart, for `outer` blocks. With
-// inner > 1 the running max and sum are kept per column so the input is
-// still read in memory order.
-template <typename T>
-void Softmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
-  if (n == 0 || inner == 0) return;
-  if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o, x += n, y += n) {
-      T m = x[0];
-      for (int64_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
-      double sum = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        y[j] = std::exp(x[j] - m);
-        sum += y[j];
-      }
-      const T scale = static_cast<T>(1.0 / sum);
-      for (int64_t j = 0; j < n; ++j) y[j] *= scale;
-    }
-    return;
-  }
-  std::vector<T> max(static_cast<size_t>(inner));
-  std::vector<double> sum(static_cast<size_t>(inner));
-  for (int64_t o = 0; o < outer; ++o, x += n * inner, y += n * inner) {
-    std::memcpy(max.data(), x, static_cast<size_t>(inner) * sizeof(T));
-    for (int64_t j = 1; j < n; ++j) {
-      const T* row = x + j * inner;
-      for (int64_t i = 0; i < inner; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
-    }
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (int64_t j = 0; j < n; ++j) {
-      const T* row = x + j * inner;
-      T* out = y + j * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        out[i] = std::exp(row[i] - max[i]);
-        sum[i] += out[i];
-      }
-    }
-    for (int64_t i = 0; i < inner; ++i) max[i] = static_cast<T>(1.0 / sum[i]);  // reused as the scale
-    for (int64_t j = 0; j < n; ++j) {
-      T* out = y + j * inner;
-      for (int64_t i = 0; i < inner; ++i) out[i] *= max[i];
-    }
-  }
-}
-
-absl::Status SoftmaxKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
-  TensorView& y = ctx.output(0);
-  const int rank = static_cast<int>(x.shape.size());
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
-  if (rank == 0) return ctx.Error("input 0 (input) is a scalar; Softmax needs rank >= 1");
-  if (y.dtype != x.dtype || y.shape != x.shape) {
-    return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(y.dtype), " ", ShapeString(y.shape),
-                                  " but the kernel writes ", DTypeName(x.dtype), " ", ShapeString(x.shape)));
-  }
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < *axis; ++d) outer *= x.shape[d];
-  for (int d = *axis + 1; d < rank; ++d) inner *= x.shape[d];
-  const int64_t n = x.shape[*axis];
-  return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    Softmax(x.as<const T>(), y.as<T>(), outer, n, inner);
-    return absl::OkStatus();
-  });
-}
-
 }  // namespace
 
 absl::Status RegisterReductionKernels(ir::OpRegistry& registry) {
   if (absl::Status s = registry.SetKernel("ReduceSum", ir::Backend::kCpu, &ReduceKernel<false>); !s.ok()) return s;
   if (absl::Status s = registry.SetKernel("ReduceMean", ir::Backend::kCpu, &ReduceKernel<true>); !s.ok()) return s;
-  return registry.SetKernel("Softmax", ir::Backend::kCpu, &SoftmaxKernel);
+  return registry.SetKernel("Softmax", ir::Backend::kCpu, &SoftmaxFamilyKernel<false>);
 }
 
 }  // namespace grove::cpu

@@ -9,6 +9,7 @@
 #include "lib/ir/ops/input_checks.h"
 #include "lib/ir/ops/ops.h"
 #include "lib/ir/ops/reduce_axes.h"
+#include "lib/ir/ops/softmax_shape.h"
 
 namespace grove::ir {
 namespace {
@@ -18,17 +19,6 @@ absl::Status InferReduceSum(ShapeContext& ctx) {
 }
 
 absl::Status InferReduceMean(ShapeContext& ctx) { return InferReduceShape(ctx, {DType::kF32, DType::kF64}); }
-
-absl::Status InferSoftmax(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "input", {DType::kF32, DType::kF64}); !s.ok()) return s;
-  if (ctx.input_rank(0) == 0) return ctx.Error("input 0 (input) is a scalar; Softmax needs rank >= 1");
-  const int64_t axis = ctx.attrs().GetInt("axis", -1);
-  if (absl::StatusOr<int> a = NormalizeAxis(axis, ctx.input_rank(0)); !a.ok()) {
-    return ctx.Error(absl::StrCat("attribute 'axis': ", a.status().message()));
-  }
-  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -40,7 +30,7 @@ absl::Status RegisterReductionOps(OpRegistry& registry) {
   softmax.min_inputs = 1;
   softmax.max_inputs = 1;
   softmax.attrs = {{"axis", AttrKind::kInt}};
-  softmax.infer = &InferSoftmax;
+  softmax.infer = &InferSoftmaxFamily;
   return registry.Register(std::move(softmax));
 }
 
