@@ -91,8 +91,9 @@ int ImportMain(absl::Span<const std::string> argv) {
 
   std::printf("imported %s (opset %d%s%s)\n", in_path.c_str(), report.opset,
               report.producer.empty() ? "" : ", producer ", report.producer.c_str());
-  std::printf("nodes: %d ONNX nodes -> %d grove ops; %d constants folded, %d Constant nodes, %d subgraph%s\n",
-              report.onnx_nodes, report.nodes_imported, report.constants_folded, report.constant_nodes,
+  std::printf("nodes: %d imported as grove ops, %d constants folded, %d Constant nodes (of %d ONNX nodes); "
+              "%d subgraph%s\n",
+              report.nodes_imported, report.constants_folded, report.constant_nodes, report.onnx_nodes,
               report.subgraphs, report.subgraphs == 1 ? "" : "s");
   std::vector<std::string> symbols;
   for (const SymbolInfo& s : report.symbols) symbols.push_back(absl::StrCat(s.name, " ", s.min, "..", s.max));

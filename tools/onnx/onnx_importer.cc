@@ -267,7 +267,13 @@ absl::Status Importer::CheckOpset(const ModelProto& model) {
     if (IsDefaultDomain(o.domain())) opset = static_cast<int>(o.version());
   }
   if (opset < 0) {
-    return absl::InvalidArgumentError("the model imports no ai.onnx opset (opset_import has no default domain)");
+    std::vector<std::string> others;
+    for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
+      others.push_back(absl::StrCat(o.domain(), " ", o.version()));
+    }
+    // Only other domains (training, ML): nothing grove has.
+    return absl::UnimplementedError(absl::StrCat("the model imports no ai.onnx opset (its opsets: ",
+                                                 others.empty() ? "none" : absl::StrJoin(others, ", "), ")"));
   }
   report_.opset = opset;
   if (opset < kMinOpset || opset > kMaxOpset) {
