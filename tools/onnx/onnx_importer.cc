@@ -172,9 +172,9 @@ class Importer {
 
  private:
   absl::Status CheckOpset(const ModelProto& model);
-  absl::Status DeclareSymbols(const GraphProto& graph);
+  void ReserveDimParams(const GraphProto& graph);
   absl::Status ImportMainInputs(const GraphProto& graph, Scope& scope);
-  absl::Status ReserveNames(const GraphProto& graph, Scope& scope);
+  void ReserveNames(const GraphProto& graph, Scope& scope);
   absl::Status ImportInitializers(const GraphProto& graph, const Scope& scope);
   absl::Status ImportNodes(const GraphProto& graph, Scope& scope);
   absl::Status ImportOutputs(const GraphProto& graph, const Scope& scope, bool main);
@@ -185,7 +185,7 @@ class Importer {
   absl::StatusOr<Attribute> ConvertAttribute(const AttributeProto& a, const ir::OpDef& def,
                                                             const std::string& where, const Scope& scope,
                                                             const NodeProto& node);
-  absl::Status TryFold(const NodeProto& node, const std::string& where, const std::vector<std::string>& inputs,
+  absl::Status TryFold(const std::string& where, const std::vector<std::string>& inputs,
                        const std::vector<std::string>& outputs, const std::vector<Attribute>& attrs,
                        const ir::OpDef& def, bool* folded);
   absl::StatusOr<std::vector<Dim>> InputDims(const ValueInfoProto& input, const TypeProto::Tensor& type);
@@ -285,14 +285,13 @@ absl::Status Importer::CheckOpset(const ModelProto& model) {
 }
 
 // Collects the dim_params first, so a generated name never takes one.
-absl::Status Importer::DeclareSymbols(const GraphProto& graph) {
+void Importer::ReserveDimParams(const GraphProto& graph) {
   for (const ValueInfoProto& in : graph.input()) {
     if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
     for (const auto& d : in.type().tensor_type().shape().dim()) {
       if (!d.has_dim_value() && !d.dim_param().empty()) dim_params_.insert(d.dim_param());
     }
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Dim>> Importer::InputDims(const ValueInfoProto& input, const TypeProto::Tensor& type) {
@@ -364,7 +363,7 @@ absl::Status Importer::ImportMainInputs(const GraphProto& graph, Scope& scope) {
 
 // Gives every name this graph defines its grove name before any node runs,
 // so names generated later (and nested bodies) cannot take them.
-absl::Status Importer::ReserveNames(const GraphProto& graph, Scope& scope) {
+void Importer::ReserveNames(const GraphProto& graph, Scope& scope) {
   auto reserve = [&](const std::string& name) {
     if (name.empty() || scope.names.contains(name)) return;
     scope.names[name] = UniqueName(name);
@@ -374,7 +373,6 @@ absl::Status Importer::ReserveNames(const GraphProto& graph, Scope& scope) {
   for (const NodeProto& n : graph.node()) {
     for (const std::string& o : n.output()) reserve(o);
   }
-  return absl::OkStatus();
 }
 
 absl::Status Importer::ImportInitializers(const GraphProto& graph, const Scope& scope) {
@@ -418,7 +416,7 @@ absl::Status Importer::ImportOutputs(const GraphProto& graph, const Scope& scope
 absl::StatusOr<int> Importer::ImportBody(const GraphProto& body, const std::string& name, const Scope& outer) {
   Scope scope;
   scope.parent = &outer;
-  if (absl::Status s = ReserveNames(body, scope); !s.ok()) return s;
+  ReserveNames(body, scope);
   const int parent = builder_.current_subgraph();
   const int index = builder_.AddSubgraph(name);
   ++report_.subgraphs;
@@ -548,7 +546,7 @@ absl::StatusOr<Attribute> Importer::ConvertAttribute(const AttributeProto& a, co
   return absl::UnimplementedError(absl::StrCat(what, " is ", AttrTypeName(type), "; not supported by grove"));
 }
 
-absl::Status Importer::TryFold(const NodeProto& node, const std::string& where,
+absl::Status Importer::TryFold(const std::string& where,
                                const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                                const std::vector<Attribute>& attrs, const ir::OpDef& def, bool* folded) {
   *folded = false;
@@ -667,7 +665,7 @@ absl::Status Importer::ImportNode(const NodeProto& node, int index, Scope& scope
   }
 
   bool folded = false;
-  if (absl::Status s = TryFold(node, where, inputs, outputs, attrs, *def, &folded); !s.ok()) return s;
+  if (absl::Status s = TryFold(where, inputs, outputs, attrs, *def, &folded); !s.ok()) return s;
   if (folded) return absl::OkStatus();
   for (const std::string& in : inputs) {
     if (!in.empty()) EmitIfConstant(in);
@@ -699,8 +697,8 @@ absl::StatusOr<std::vector<uint8_t>> Importer::Import(const ModelProto& model, I
                                                 : absl::StrCat("grove import (onnx: ", report_.producer, ")"));
   const GraphProto& graph = model.graph();
   Scope scope;
-  if (absl::Status s = ReserveNames(graph, scope); !s.ok()) return s;
-  if (absl::Status s = DeclareSymbols(graph); !s.ok()) return s;
+  ReserveNames(graph, scope);
+  ReserveDimParams(graph);
   if (absl::Status s = ImportMainInputs(graph, scope); !s.ok()) return s;
   if (absl::Status s = ImportInitializers(graph, scope); !s.ok()) return s;
   if (absl::Status s = ImportNodes(graph, scope); !s.ok()) return s;
