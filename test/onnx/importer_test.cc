@@ -488,6 +488,38 @@ TEST(OnnxImporter, ConstantOfShapeValueBecomesAnInput) {
   EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(2.5f, 2.5f, 2.5f));
 }
 
+TEST(OnnxImporter, SoftmaxBeforeOpset13FlattensAtItsAxis) {
+  ModelProto m = NewModel(12);
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2, 2, 2});
+  AddNode(g, "Softmax", {"x"}, {"y"}, "softmax");  // axis 1: rows of 4
+  SetInt(AddNode(g, "Softmax", {"x"}, {"z"}, "last"), "axis", -1);
+  AddOutput(g, "y");
+  AddOutput(g, "z");
+  absl::StatusOr<Imported> r = Import(m);
+  if (runtime::GlobalOpRegistry().Find("Flatten") == nullptr) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(Msg(r.status()), HasSubstr("node 'softmax' (op Softmax): at opset 12 it normalises the input "
+                                           "flattened to 2-D at axis 1"));
+    // axis -1 means the same at every opset and needs no rewrite.
+    g->mutable_node()->DeleteSubrange(0, 1);
+    g->mutable_output()->DeleteSubrange(0, 1);
+    r = Import(m);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(OpCount(*r->model, "Softmax"), 1);
+    return;
+  }
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<float> x = {0, 0, 0, 0, 1, 1, 1, 1};
+  auto session = CpuSession(r->model);
+  auto out = session->Run({TensorView(DType::kF32, {2, 2, 2}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 2, 2}));
+  for (float v : Values<float>((*out)[0])) EXPECT_FLOAT_EQ(v, 0.25f);
+  for (float v : Values<float>((*out)[1])) EXPECT_FLOAT_EQ(v, 0.5f);
+}
+
 // --- control flow ------------------------------------------------------------
 
 TEST(OnnxImporter, IfBranchesReadOuterScopeAndGetUniqueNames) {
