@@ -195,9 +195,9 @@ std::vector<std::vector<int64_t>> AxisSubsets(int rank) {
 }
 
 const std::vector<std::string>& AllReduceOps() {
-  static const auto* ops = new std::vector<std::string>{"ReduceMax", "ReduceMin",       "ReduceProd",
-                                                        "ReduceL1",  "ReduceL2",        "ReduceLogSum",
-                                                        "ReduceLogSumExp", "ReduceSumSquare"};
+  static const auto* ops =
+      new std::vector<std::string>{"ReduceMax", "ReduceMin",    "ReduceProd",      "ReduceL1",
+                                   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   return *ops;
 }
 
@@ -238,7 +238,8 @@ TEST(ReduceSearchReduceTest, HalfAndBFloat16) {
   EXPECT_EQ(Values<uint16_t>((*prod)[0]), ToBF16({-0.75, -3}));
   auto l2 = RunOp("ReduceL2", {&h}, axis1);
   ASSERT_TRUE(l2.ok()) << l2.status();
-  EXPECT_EQ(Values<uint16_t>((*l2)[0]), ToHalf({static_cast<float>(std::sqrt(6.3125)), static_cast<float>(std::sqrt(13.25))}));
+  EXPECT_EQ(Values<uint16_t>((*l2)[0]),
+            ToHalf({static_cast<float>(std::sqrt(6.3125)), static_cast<float>(std::sqrt(13.25))}));
   auto lse = RunOp("ReduceLogSumExp", {&b}, axis1);
   ASSERT_TRUE(lse.ok()) << lse.status();
   EXPECT_EQ(Values<uint16_t>((*lse)[0]),
@@ -249,9 +250,14 @@ TEST(ReduceSearchReduceTest, HalfAndBFloat16) {
 TEST(ReduceSearchReduceTest, EmptyReductionsGiveTheIdentity) {
   Tensor f = MakeTensor<float>(DType::kF32, {2, 0}, {});
   const Attrs axis1 = {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}};
-  const std::vector<std::pair<std::string, float>> want = {
-      {"ReduceMax", -INFINITY}, {"ReduceMin", INFINITY},       {"ReduceProd", 1},       {"ReduceL1", 0},
-      {"ReduceL2", 0},          {"ReduceLogSum", -INFINITY}, {"ReduceLogSumExp", -INFINITY}, {"ReduceSumSquare", 0}};
+  const std::vector<std::pair<std::string, float>> want = {{"ReduceMax", -INFINITY},
+                                                           {"ReduceMin", INFINITY},
+                                                           {"ReduceProd", 1},
+                                                           {"ReduceL1", 0},
+                                                           {"ReduceL2", 0},
+                                                           {"ReduceLogSum", -INFINITY},
+                                                           {"ReduceLogSumExp", -INFINITY},
+                                                           {"ReduceSumSquare", 0}};
   for (const auto& [op, value] : want) {
     auto out = RunOp(op, {&f}, axis1);
     ASSERT_TRUE(out.ok()) << op << ": " << out.status();
@@ -336,8 +342,7 @@ TEST(ReduceSearchReduceTest, Errors) {
                             "axes name dim 1 twice"));
   EXPECT_TRUE(ErrorContains(RunOp("ReduceMax", {&b}).status(), "input 0 (data) has dtype bool"));
   EXPECT_TRUE(ErrorContains(RunOp("ReduceProd", {&i8}).status(), "input 0 (data) has dtype i8"));
-  EXPECT_TRUE(ErrorContains(RunOp("ReduceL2", {&t, &axes}, {{"axes", std::vector<int64_t>{0}}}).status(),
-                            "give one"));
+  EXPECT_TRUE(ErrorContains(RunOp("ReduceL2", {&t, &axes}, {{"axes", std::vector<int64_t>{0}}}).status(), "give one"));
   EXPECT_TRUE(ErrorContains(RunOp("ReduceL1", {&t}, {{"keepdims", int64_t{2}}}).status(),
                             "attribute 'keepdims' is 2; expected 0 or 1"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("ReduceLogSumExp", {&t}, DType::kF32, {1, 3}).status(),
@@ -370,8 +375,8 @@ template <typename T>
 void ExpectArg(bool max, DType dtype, const Shape& shape, int64_t axis, bool keepdims, bool last,
                const std::vector<T>& x) {
   const std::string op = max ? "ArgMax" : "ArgMin";
-  SCOPED_TRACE(absl::StrCat(op, " ", DTypeName(dtype), " [", absl::StrJoin(shape, ","), "] axis ", axis,
-                            " keepdims ", keepdims, " last ", last));
+  SCOPED_TRACE(absl::StrCat(op, " ", DTypeName(dtype), " [", absl::StrJoin(shape, ","), "] axis ", axis, " keepdims ",
+                            keepdims, " last ", last));
   const int rank = static_cast<int>(shape.size());
   const int a = static_cast<int>(axis < 0 ? axis + rank : axis);
   int64_t outer = 1, inner = 1;
@@ -507,8 +512,7 @@ void ExpectTopK(DType dtype, const Shape& shape, int64_t axis, int64_t k, bool l
   }
   Tensor t = MakeTensor<T>(dtype, shape, x);
   Tensor kt = MakeTensor<int64_t>(DType::kI64, {1}, {k});
-  auto out = RunOp("TopK", {&t, &kt},
-                   {{"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{sorted}}}, 2);
+  auto out = RunOp("TopK", {&t, &kt}, {{"axis", axis}, {"largest", int64_t{largest}}, {"sorted", int64_t{sorted}}}, 2);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].dtype(), dtype);
   EXPECT_EQ((*out)[0].shape(), want_shape);
@@ -612,8 +616,8 @@ TEST(TopKTest, Errors) {
   EXPECT_TRUE(ErrorContains(RunOp("TopK", {&s, &k1}, {}, 2).status(), "input 0 (X) is a scalar"));
   EXPECT_TRUE(ErrorContains(RunOp("TopK", {&t, &k1}, {{"axis", int64_t{-3}}}, 2).status(), "attribute 'axis'"));
   EXPECT_TRUE(ErrorContains(RunOp("TopK", {&b, &k1}, {}, 2).status(), "input 0 (X) has dtype bool"));
-  EXPECT_TRUE(ErrorContains(RunOp("TopK", {&t, &k1}, {{"largest", int64_t{-1}}}, 2).status(),
-                            "attribute 'largest' is -1"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("TopK", {&t, &k1}, {{"largest", int64_t{-1}}}, 2).status(), "attribute 'largest' is -1"));
   // What only the run can know.
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("TopK", {&t, &k4}, DType::kF32, {2, 4}).status(),
                             "input 1 (K) is 4; expected 0..3"));
@@ -715,11 +719,11 @@ TEST(CumSumTest, Errors) {
   EXPECT_TRUE(ErrorContains(RunOp("CumSum", {&t, &af}).status(), "input 1 (axis) has dtype f32"));
   EXPECT_TRUE(ErrorContains(RunOp("CumSum", {&s, &a0}).status(), "input 0 (x) is a scalar"));
   EXPECT_TRUE(ErrorContains(RunOp("CumSum", {&u8, &a0}).status(), "input 0 (x) has dtype u8"));
-  EXPECT_TRUE(ErrorContains(RunOp("CumSum", {&t, &a0}, {{"reverse", int64_t{3}}}).status(),
-                            "attribute 'reverse' is 3"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("CumSum", {&t, &a0}, {{"reverse", int64_t{3}}}).status(), "attribute 'reverse' is 3"));
   // The axis value is read again when the op runs.
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("CumSum", {&t, &a2}, DType::kF32, {2, 3}).status(),
-                            "input 1 (axis): axis 2"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("CumSum", {&t, &a2}, DType::kF32, {2, 3}).status(), "input 1 (axis): axis 2"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("CumSum", {&t, &aa}, DType::kF32, {2, 3}).status(),
                             "input 1 (axis) must be one i32 or i64; got i64 [2]"));
 }
@@ -836,8 +840,8 @@ TEST(DataDependentShapeTest, NonZeroThenTopKWithARunTimeK) {
            {{0, 3, 0, 5, 1}, 2}, {{4, 0, 0, 0, 2, 2, 9}, 3}, {{1}, 1}}) {
     std::vector<float> xs = x;
     int64_t kv = k;
-    auto out = session->Run({TensorView(DType::kF32, {static_cast<int64_t>(xs.size())}, xs.data()),
-                             TensorView(DType::kI64, {1}, &kv)});
+    auto out = session->Run(
+        {TensorView(DType::kF32, {static_cast<int64_t>(xs.size())}, xs.data()), TensorView(DType::kI64, {1}, &kv)});
     ASSERT_TRUE(out.ok()) << out.status();
     std::vector<int64_t> want_nz;
     for (size_t i = 0; i < xs.size(); ++i) {
