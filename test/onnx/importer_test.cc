@@ -413,6 +413,28 @@ TEST(OnnxImporter, FoldsConstantShapeArithmeticAndKeepsInputDependentOps) {
   EXPECT_THAT(Values<int64_t>((*out)[1]), ElementsAre(3, 6));
 }
 
+TEST(OnnxImporter, FoldsShapeOfInputsWithConstantDims) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2, 3});
+  AddInput(g, "d", TensorProto::FLOAT, {"n"});
+  AddNode(g, "Shape", {"x"}, {"x_shape"}, "shape_x");  // [2, 3] whatever x holds
+  AddNode(g, "Reshape", {"x", "x_shape"}, {"y"}, "reshape");
+  AddNode(g, "Shape", {"d"}, {"d_shape"}, "shape_d");  // n is known only when run
+  AddOutput(g, "y");
+  AddOutput(g, "d_shape");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.constants_folded, 1);
+  EXPECT_EQ(OpCount(*r->model, "Shape"), 1);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, d = {0, 0, 0};
+  auto session = CpuSession(r->model);
+  auto out = session->Run({TensorView(DType::kF32, {2, 3}, x.data()), TensorView(DType::kF32, {3}, d.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(Values<int64_t>((*out)[1]), ElementsAre(3));
+}
+
 TEST(OnnxImporter, NoFoldKeepsConstantOps) {
   ModelProto m = NewModel();
   GraphProto* g = m.mutable_graph();

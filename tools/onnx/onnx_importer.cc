@@ -213,6 +213,8 @@ class Importer {
   absl::flat_hash_set<std::string> used_names_;
   absl::flat_hash_set<std::string> defined_;
   absl::flat_hash_map<std::string, Tensor> constants_;
+  // Main inputs whose dims are all constants, by grove name.
+  absl::flat_hash_map<std::string, TensorView> static_inputs_;
   absl::flat_hash_set<std::string> emitted_;
   absl::flat_hash_set<std::string> symbol_names_;
   absl::flat_hash_set<std::string> dim_params_;  // reserved before generated names are picked
@@ -364,6 +366,14 @@ absl::Status Importer::ImportMainInputs(const GraphProto& graph, Scope& scope) {
     absl::StatusOr<std::vector<Dim>> dims = InputDims(in, tt);
     if (!dims.ok()) return dims.status();
     const std::string& g = scope.names.at(in.name());
+    std::vector<int64_t> constant_dims;
+    for (const Dim& d : *dims) {
+      if (d.symbol.empty()) constant_dims.push_back(d.value);
+    }
+    if (constant_dims.size() == dims->size()) {
+      // Only the dtype and shape are kept: a view with no data.
+      static_inputs_[g] = TensorView(*dtype, constant_dims, static_cast<const void*>(nullptr));
+    }
     builder_.AddInput(g, *dtype, *std::move(dims));
     Define(g);
   }
@@ -570,14 +580,25 @@ absl::Status Importer::TryFold(const std::string& where,
     if (std::holds_alternative<SubgraphRef>(a.second)) return absl::OkStatus();
   }
   std::vector<const Tensor*> values;
+  std::vector<Tensor> stand_ins;  // for inputs whose shape alone is known
+  stand_ins.reserve(inputs.size());
   for (const std::string& in : inputs) {
     if (in.empty()) {
       values.push_back(nullptr);
       continue;
     }
-    auto it = constants_.find(in);
-    if (it == constants_.end()) return absl::OkStatus();
-    values.push_back(&it->second);
+    if (auto it = constants_.find(in); it != constants_.end()) {
+      values.push_back(&it->second);
+      continue;
+    }
+    // Shape and Size of an input with constant dims do not depend on the
+    // data (the session refuses any other shape), so they fold too.
+    auto it = static_inputs_.find(in);
+    if (def.reads_input_values || it == static_inputs_.end()) return absl::OkStatus();
+    absl::StatusOr<Tensor> zeros = Tensor::Create(it->second.dtype, it->second.shape);
+    if (!zeros.ok() || zeros->view().byte_size() > options_.max_folded_bytes) return absl::OkStatus();
+    stand_ins.push_back(*std::move(zeros));
+    values.push_back(&stand_ins.back());
   }
   std::vector<bool> present;
   for (const std::string& out : outputs) present.push_back(!out.empty());
