@@ -204,10 +204,10 @@ void Finish(Child& c, int status, std::vector<Case>& cases, int timeout_s) {
   if (c.timed_out) {
     cs.result = CaseResult{Outcome::kFailed, CaseOp(cs.path), absl::StrCat("timed out after ", timeout_s, " s")};
   } else if (!Decode(c.out, &cs.result)) {
-    std::string why = WIFSIGNALED(status) ? absl::StrCat("crashed (signal ", WTERMSIG(status), ", ",
-                                                         strsignal(WTERMSIG(status)), ")")
-                                          : absl::StrCat("exited with status ", WEXITSTATUS(status),
-                                                         " without a result");
+    std::string why =
+        WIFSIGNALED(status)
+            ? absl::StrCat("crashed (signal ", WTERMSIG(status), ", ", strsignal(WTERMSIG(status)), ")")
+            : absl::StrCat("exited with status ", WEXITSTATUS(status), " without a result");
     cs.result = CaseResult{Outcome::kFailed, CaseOp(cs.path), why};
   }
   close(c.fd);
@@ -385,7 +385,8 @@ int Main(int argc, char** argv) {
   }
   std::error_code ec;
   if (!fs::is_directory(flags.data, ec)) {
-    std::printf("grove_conformance: no test data at %s (install libonnx-testdata); skipping\n", flags.data.c_str());
+    std::printf("grove_conformance: no test data at %s (install libonnx-testdata); skipping\n",
+                flags.data.c_str());
     return kExitSkip;
   }
   std::vector<Case> cases = FindCases(flags);
@@ -461,7 +462,8 @@ int Main(int argc, char** argv) {
         std::printf("REGRESSION %s: not found under %s\n", name.c_str(), flags.data.c_str());
         ++regressions;
       } else if (it->second->result.outcome != Outcome::kPassed) {
-        std::printf("REGRESSION %s: %s: %s\n", name.c_str(), std::string(OutcomeName(it->second->result.outcome)).c_str(),
+        std::printf("REGRESSION %s: %s: %s\n", name.c_str(),
+                    std::string(OutcomeName(it->second->result.outcome)).c_str(),
                     it->second->result.message.c_str());
         ++regressions;
       }
