@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "onnx/defs/schema.h"
+#include "onnx/version_converter/convert.h"
 #include "tools/onnx/onnx_importer.h"
 #include "tools/onnx/onnx_tensor.h"
 
@@ -286,13 +287,29 @@ absl::Status CompareTensors(absl::string_view name, const TensorView& got, const
       first, ": got ", as_int(g + first * size), ", expected ", as_int(w + first * size)));
 }
 
-CaseResult RunCase(const std::string& case_dir) {
+CaseResult RunCase(const std::string& case_dir, const CaseOptions& case_options) {
   const fs::path dir(case_dir);
   std::string op = CaseOp(case_dir);
   absl::StatusOr<std::string> bytes = ReadFile(dir / "model.onnx");
   if (!bytes.ok()) return Result(Outcome::kFailed, op, std::string(bytes.status().message()));
   absl::StatusOr<::onnx::ModelProto> model = onnx_import::ParseOnnxModel(*bytes, "model.onnx");
   if (!model.ok()) return Result(Outcome::kFailed, op, std::string(model.status().message()));
+
+  if (case_options.upgrade_opset > 0) {
+    int opset = -1;
+    for (const auto& o : model->opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    }
+    if (opset >= 0 && opset < onnx_import::kMinOpset) {
+      try {
+        *model = ::onnx::version_conversion::ConvertVersion(*model, case_options.upgrade_opset);
+      } catch (const std::exception& e) {
+        return Result(Outcome::kUnsupported, op,
+                      absl::StrCat("converting opset ", opset, " to ", case_options.upgrade_opset,
+                                   " with ONNX's version converter failed: ", e.what()));
+      }
+    }
+  }
 
   const std::vector<fs::path> sets = DataSets(dir);
   if (sets.empty()) return Result(Outcome::kFailed, op, "no test_data_set_* directories");
