@@ -27,6 +27,7 @@ inline constexpr int kExitUsage = 2;
 using CommandMain = int (*)(absl::Span<const std::string> args);
 int RunMain(absl::Span<const std::string> args);
 int InspectMain(absl::Span<const std::string> args);
+int ImportMain(absl::Span<const std::string> args);
 
 enum FlagKind { kSwitch, kValue, kRepeatedValue };
 struct FlagSpec {

@@ -19,6 +19,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"import", ImportMain, "convert an ONNX model (opsets 11..17) into a .grove model"},
     {"run", RunMain, "run a model on .npy inputs and summarise (or save) its outputs"},
     {"inspect", InspectMain, "show a model's signature, content and memory plan"},
 };
@@ -27,7 +28,8 @@ void PrintUsage(FILE* to) {
   std::fputs(
       "Usage: grove <command> [args]\n"
       "\n"
-      "grove runs dynamic neural networks saved as .grove models.\n"
+      "grove runs dynamic neural networks saved as .grove models (import ONNX models\n"
+      "with 'grove import').\n"
       "\n"
       "Commands:\n",
       to);

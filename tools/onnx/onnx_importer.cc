@@ -1,1 +1,781 @@
-// PLACEHOLDER: the ONNX importer is being written.
+// ONNX → .grove. One pass over the graph in ONNX's (topological) order:
+// values known at import time (initializers, Constant nodes, and nodes whose
+// inputs are all such values) are kept aside and written as weights only when
+// an op or a graph output still reads them; every other node becomes a grove
+// op of the same name. Nested graphs become grove subgraphs; since grove names
+// values model-wide, a body's local names that collide with a name already
+// taken are renamed.
+#include "tools/onnx/onnx_importer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/runtime/registry.h"
+#include "tools/onnx/onnx_tensor.h"
+
+namespace grove::onnx_import {
+namespace {
+
+using ::onnx::AttributeProto;
+using ::onnx::GraphProto;
+using ::onnx::ModelProto;
+using ::onnx::NodeProto;
+using ::onnx::TensorProto;
+using ::onnx::TypeProto;
+using ::onnx::ValueInfoProto;
+
+using Attribute = std::pair<std::string, AttrValue>;
+
+// Ops whose result changes from run to run: folding them would freeze one
+// sample into the model.
+constexpr absl::string_view kNondeterministicOps[] = {"RandomNormal", "RandomNormalLike", "RandomUniform",
+                                                      "RandomUniformLike", "Bernoulli", "Multinomial"};
+
+// Integer attributes that hold an ONNX TensorProto dtype (Cast.to, EyeLike.dtype,
+// ...); grove stores its own DType values there.
+constexpr absl::string_view kDTypeAttributes[] = {"to", "dtype"};
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+std::string NodeWhere(const NodeProto& node, int index) {
+  if (node.name().empty()) return absl::StrCat("node #", index, " (op ", node.op_type(), ")");
+  return absl::StrCat("node '", node.name(), "' (op ", node.op_type(), ")");
+}
+
+absl::string_view AttrTypeName(int type) {
+  switch (type) {
+    case AttributeProto::FLOAT: return "float";
+    case AttributeProto::INT: return "int";
+    case AttributeProto::STRING: return "string";
+    case AttributeProto::TENSOR: return "tensor";
+    case AttributeProto::GRAPH: return "graph";
+    case AttributeProto::SPARSE_TENSOR: return "sparse tensor";
+    case AttributeProto::TYPE_PROTO: return "type";
+    case AttributeProto::FLOATS: return "floats";
+    case AttributeProto::INTS: return "ints";
+    case AttributeProto::STRINGS: return "strings";
+    case AttributeProto::TENSORS: return "tensors";
+    case AttributeProto::GRAPHS: return "graphs";
+    case AttributeProto::SPARSE_TENSORS: return "sparse tensors";
+    case AttributeProto::TYPE_PROTOS: return "types";
+    default: return "undefined";
+  }
+}
+
+// Old writers leave AttributeProto.type unset; the field that is filled says it.
+int AttributeType(const AttributeProto& a) {
+  if (a.type() != AttributeProto::UNDEFINED) return a.type();
+  if (a.has_f()) return AttributeProto::FLOAT;
+  if (a.has_i()) return AttributeProto::INT;
+  if (a.has_s()) return AttributeProto::STRING;
+  if (a.has_t()) return AttributeProto::TENSOR;
+  if (a.has_g()) return AttributeProto::GRAPH;
+  if (a.floats_size() > 0) return AttributeProto::FLOATS;
+  if (a.ints_size() > 0) return AttributeProto::INTS;
+  if (a.strings_size() > 0) return AttributeProto::STRINGS;
+  return AttributeProto::UNDEFINED;
+}
+
+// Whether a value of ONNX attribute type `type` fits grove's declared kind;
+// the loader widens ints to floats, so those fit too.
+bool KindFits(int type, ir::AttrKind kind) {
+  switch (type) {
+    case AttributeProto::INT: return kind == ir::AttrKind::kInt || kind == ir::AttrKind::kFloat;
+    case AttributeProto::FLOAT: return kind == ir::AttrKind::kFloat;
+    case AttributeProto::STRING: return kind == ir::AttrKind::kString;
+    case AttributeProto::INTS: return kind == ir::AttrKind::kInts || kind == ir::AttrKind::kFloats;
+    case AttributeProto::FLOATS: return kind == ir::AttrKind::kFloats;
+    case AttributeProto::STRINGS: return kind == ir::AttrKind::kStrings;
+    case AttributeProto::GRAPH: return kind == ir::AttrKind::kSubgraph;
+    default: return false;
+  }
+}
+
+// Runs one node on constant inputs through grove's own CPU kernels, so
+// folding has exactly the semantics the runtime would have.
+absl::StatusOr<std::vector<std::optional<Tensor>>> EvaluateNode(const std::string& type,
+                                                                const std::vector<const Tensor*>& inputs,
+                                                                const std::vector<bool>& output_present,
+                                                                const std::vector<Attribute>& attrs) {
+  ModelBuilder b;
+  b.SetProducer("grove import (constant folding)");
+  std::vector<std::string> in_names, out_names;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) {
+      in_names.emplace_back();
+      continue;
+    }
+    in_names.push_back(absl::StrCat("in", i));
+    const Tensor& t = *inputs[i];
+    b.AddWeight(in_names.back(), t.dtype(), t.shape(),
+                absl::Span<const uint8_t>(static_cast<const uint8_t*>(t.data()), t.view().byte_size()));
+  }
+  for (size_t i = 0; i < output_present.size(); ++i) {
+    out_names.push_back(output_present[i] ? absl::StrCat("out", i) : std::string());
+  }
+  b.AddOp(type, in_names, out_names, attrs, "folded");
+  for (const std::string& n : out_names) {
+    if (!n.empty()) b.AddOutput(n);
+  }
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(*bytes);
+  if (!model.ok()) return model.status();
+  SessionOptions so;
+  so.device = Device::kCpu;
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, so);
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<TensorView>> outs = (*session)->Run({});
+  if (!outs.ok()) return outs.status();
+  std::vector<std::optional<Tensor>> result(output_present.size());
+  size_t k = 0;
+  for (size_t i = 0; i < output_present.size(); ++i) {
+    if (!output_present[i]) continue;
+    absl::StatusOr<Tensor> copy = Tensor::CopyOf((*outs)[k++]);
+    if (!copy.ok()) return copy.status();
+    result[i] = *std::move(copy);
+  }
+  return result;
+}
+
+// ONNX names to grove names for one graph; bodies chain to their parents.
+struct Scope {
+  const Scope* parent = nullptr;
+  absl::flat_hash_map<std::string, std::string> names;
+
+  const std::string* Find(const std::string& onnx_name) const {
+    for (const Scope* s = this; s != nullptr; s = s->parent) {
+      auto it = s->names.find(onnx_name);
+      if (it != s->names.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+class Importer {
+ public:
+  Importer(const ImportOptions& options, absl::string_view model_dir)
+      : options_(options), model_dir_(model_dir), registry_(runtime::GlobalOpRegistry()) {}
+
+  absl::StatusOr<std::vector<uint8_t>> Import(const ModelProto& model, ImportReport* report);
+
+ private:
+  absl::Status CheckOpset(const ModelProto& model);
+  void ReserveDimParams(const GraphProto& graph);
+  absl::Status ImportMainInputs(const GraphProto& graph, Scope& scope);
+  void ReserveNames(const GraphProto& graph, Scope& scope);
+  absl::Status ImportInitializers(const GraphProto& graph, const Scope& scope);
+  absl::Status ImportNodes(const GraphProto& graph, Scope& scope);
+  absl::Status ImportOutputs(const GraphProto& graph, const Scope& scope, bool main);
+  absl::Status ImportNode(const NodeProto& node, int index, Scope& scope);
+  absl::Status ImportConstant(const NodeProto& node, const std::string& where, const Scope& scope);
+  absl::StatusOr<int> ImportBody(const GraphProto& body, const std::string& name, const Scope& outer);
+  absl::StatusOr<std::string> Resolve(const std::string& onnx_name, const Scope& scope, const std::string& where);
+  absl::StatusOr<Attribute> ConvertAttribute(const AttributeProto& a, const ir::OpDef& def,
+                                                            const std::string& where, const Scope& scope,
+                                                            const NodeProto& node);
+  absl::Status TryFold(const std::string& where, const std::vector<std::string>& inputs,
+                       const std::vector<std::string>& outputs, const std::vector<Attribute>& attrs,
+                       const ir::OpDef& def, bool* folded);
+  absl::StatusOr<std::vector<Dim>> InputDims(const ValueInfoProto& input, const TypeProto::Tensor& type);
+  std::string UniqueName(const std::string& name);
+  std::string UniqueSymbol(const std::string& name);
+  void AddSymbol(const std::string& name);
+  // Writes a constant as a weight the first time an op or output reads it.
+  void EmitIfConstant(const std::string& grove_name);
+  void Define(const std::string& grove_name) { defined_.insert(grove_name); }
+
+  const ImportOptions& options_;
+  std::string model_dir_;
+  const ir::OpRegistry& registry_;
+  ModelBuilder builder_;
+  ImportReport report_;
+  absl::flat_hash_set<std::string> used_names_;
+  absl::flat_hash_set<std::string> defined_;
+  absl::flat_hash_map<std::string, Tensor> constants_;
+  absl::flat_hash_set<std::string> emitted_;
+  absl::flat_hash_set<std::string> symbol_names_;
+  absl::flat_hash_set<std::string> dim_params_;  // reserved before generated names are picked
+  int next_body_ = 0;
+};
+
+std::string Importer::UniqueName(const std::string& name) {
+  if (used_names_.insert(name).second) return name;
+  for (int k = 1;; ++k) {
+    std::string candidate = absl::StrCat(name, "__", k);
+    if (used_names_.insert(candidate).second) return candidate;
+  }
+}
+
+std::string Importer::UniqueSymbol(const std::string& name) {
+  if (!symbol_names_.contains(name) && !dim_params_.contains(name)) return name;
+  for (int k = 1;; ++k) {
+    std::string candidate = absl::StrCat(name, "_", k);
+    if (!symbol_names_.contains(candidate) && !dim_params_.contains(candidate)) return candidate;
+  }
+}
+
+void Importer::AddSymbol(const std::string& name) {
+  if (!symbol_names_.insert(name).second) return;
+  SymbolInfo s{name, options_.default_dim_min, options_.default_dim_max};
+  if (auto it = options_.dim_ranges.find(name); it != options_.dim_ranges.end()) {
+    s.min = it->second.first;
+    s.max = it->second.second;
+  }
+  builder_.AddSymbol(s.name, s.min, s.max);
+  report_.symbols.push_back(s);
+}
+
+void Importer::EmitIfConstant(const std::string& grove_name) {
+  auto it = constants_.find(grove_name);
+  if (it == constants_.end() || !emitted_.insert(grove_name).second) return;
+  const Tensor& t = it->second;
+  builder_.AddWeight(grove_name, t.dtype(), t.shape(),
+                     absl::Span<const uint8_t>(static_cast<const uint8_t*>(t.data()), t.view().byte_size()));
+  ++report_.weights;
+  report_.weight_bytes += t.view().byte_size();
+}
+
+absl::StatusOr<std::string> Importer::Resolve(const std::string& onnx_name, const Scope& scope,
+                                              const std::string& where) {
+  const std::string* g = scope.Find(onnx_name);
+  if (g == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": reads '", onnx_name, "', which no graph input, initializer or earlier node defines"));
+  }
+  if (!defined_.contains(*g)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": reads '", onnx_name, "' before the node that defines it (the graph is not sorted)"));
+  }
+  return *g;
+}
+
+absl::Status Importer::CheckOpset(const ModelProto& model) {
+  int opset = -1;
+  for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
+    if (IsDefaultDomain(o.domain())) opset = static_cast<int>(o.version());
+  }
+  if (opset < 0) {
+    std::vector<std::string> others;
+    for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
+      others.push_back(absl::StrCat(o.domain(), " ", o.version()));
+    }
+    // Only other domains (training, ML): nothing grove has.
+    return absl::UnimplementedError(absl::StrCat("the model imports no ai.onnx opset (its opsets: ",
+                                                 others.empty() ? "none" : absl::StrJoin(others, ", "), ")"));
+  }
+  report_.opset = opset;
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    return absl::UnimplementedError(absl::StrCat("opset ", opset, " is not supported: grove imports ai.onnx opsets ",
+                                                 kMinOpset, " through ", kMaxOpset,
+                                                 " (convert the model with onnx.version_converter)"));
+  }
+  return absl::OkStatus();
+}
+
+// Collects the dim_params first, so a generated name never takes one.
+void Importer::ReserveDimParams(const GraphProto& graph) {
+  for (const ValueInfoProto& in : graph.input()) {
+    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value() && !d.dim_param().empty()) dim_params_.insert(d.dim_param());
+    }
+  }
+}
+
+absl::StatusOr<std::vector<Dim>> Importer::InputDims(const ValueInfoProto& input, const TypeProto::Tensor& type) {
+  std::vector<Dim> dims;
+  if (!type.has_shape()) {
+    auto it = options_.input_ranks.find(input.name());
+    if (it == options_.input_ranks.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name(),
+                                                     "' declares no shape; grove needs at least its rank "
+                                                     "(grove import --input-rank ",
+                                                     input.name(), "=R)"));
+    }
+    if (it->second < 0 || it->second > 16) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "': rank ", it->second,
+                                                     " is outside 0..16"));
+    }
+    for (int k = 0; k < it->second; ++k) {
+      const std::string s = UniqueSymbol(absl::StrCat(input.name(), "_d", k));
+      AddSymbol(s);
+      dims.emplace_back(s);
+    }
+    return dims;
+  }
+  const auto& shape = type.shape();
+  for (int k = 0; k < shape.dim_size(); ++k) {
+    const auto& d = shape.dim(k);
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", input.name(), "': dim ", k, " is ", d.dim_value()));
+      }
+      dims.emplace_back(d.dim_value());
+    } else if (!d.dim_param().empty()) {
+      AddSymbol(d.dim_param());
+      dims.emplace_back(d.dim_param());
+    } else {
+      const std::string s = UniqueSymbol(absl::StrCat(input.name(), "_d", k));
+      AddSymbol(s);
+      dims.emplace_back(s);
+    }
+  }
+  return dims;
+}
+
+absl::Status Importer::ImportMainInputs(const GraphProto& graph, Scope& scope) {
+  absl::flat_hash_set<std::string> initializers;
+  for (const TensorProto& t : graph.initializer()) initializers.insert(t.name());
+  for (const ValueInfoProto& in : graph.input()) {
+    // An input with an initializer is a weight with a default ONNX lets the
+    // caller override; grove keeps the default.
+    if (initializers.contains(in.name())) continue;
+    if (in.name().empty()) return absl::InvalidArgumentError("a graph input has no name");
+    if (!in.type().has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrCat("input '", in.name(),
+                                                   "' is not a tensor (a sequence, map or optional); grove "
+                                                   "supports tensor inputs only"));
+    }
+    const TypeProto::Tensor& tt = in.type().tensor_type();
+    absl::StatusOr<DType> dtype = DTypeFromOnnx(tt.elem_type());
+    if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat("input '", in.name(), "': ", dtype.status().message()));
+    absl::StatusOr<std::vector<Dim>> dims = InputDims(in, tt);
+    if (!dims.ok()) return dims.status();
+    const std::string& g = scope.names.at(in.name());
+    builder_.AddInput(g, *dtype, *std::move(dims));
+    Define(g);
+  }
+  return absl::OkStatus();
+}
+
+// Gives every name this graph defines its grove name before any node runs,
+// so names generated later (and nested bodies) cannot take them.
+void Importer::ReserveNames(const GraphProto& graph, Scope& scope) {
+  auto reserve = [&](const std::string& name) {
+    if (name.empty() || scope.names.contains(name)) return;
+    scope.names[name] = UniqueName(name);
+  };
+  for (const ValueInfoProto& in : graph.input()) reserve(in.name());
+  for (const TensorProto& t : graph.initializer()) reserve(t.name());
+  for (const NodeProto& n : graph.node()) {
+    for (const std::string& o : n.output()) reserve(o);
+  }
+}
+
+absl::Status Importer::ImportInitializers(const GraphProto& graph, const Scope& scope) {
+  if (graph.sparse_initializer_size() > 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("sparse initializer '", graph.sparse_initializer(0).values().name(), "' is not supported"));
+  }
+  for (const TensorProto& t : graph.initializer()) {
+    if (t.name().empty()) return absl::InvalidArgumentError("an initializer has no name");
+    absl::StatusOr<Tensor> value = DecodeTensor(t, model_dir_);
+    if (!value.ok()) {
+      return absl::Status(value.status().code(), absl::StrCat("initializer: ", value.status().message()));
+    }
+    const std::string& g = scope.names.at(t.name());
+    constants_[g] = *std::move(value);
+    Define(g);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportOutputs(const GraphProto& graph, const Scope& scope, bool main) {
+  for (const ValueInfoProto& out : graph.output()) {
+    const std::string where = absl::StrCat(main ? "graph" : absl::StrCat("graph '", graph.name(), "'"),
+                                           " output '", out.name(), "'");
+    if (out.type().value_case() != TypeProto::VALUE_NOT_SET && !out.type().has_tensor_type()) {
+      return absl::UnimplementedError(
+          absl::StrCat(where, " is not a tensor (a sequence, map or optional); grove supports tensors only"));
+    }
+    if (out.type().has_tensor_type() && out.type().tensor_type().elem_type() != TensorProto::UNDEFINED) {
+      absl::StatusOr<DType> dtype = DTypeFromOnnx(out.type().tensor_type().elem_type());
+      if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(where, ": ", dtype.status().message()));
+    }
+    absl::StatusOr<std::string> g = Resolve(out.name(), scope, where);
+    if (!g.ok()) return g.status();
+    EmitIfConstant(*g);
+    builder_.AddOutput(*g);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Importer::ImportBody(const GraphProto& body, const std::string& name, const Scope& outer) {
+  Scope scope;
+  scope.parent = &outer;
+  ReserveNames(body, scope);
+  const int parent = builder_.current_subgraph();
+  const int index = builder_.AddSubgraph(name);
+  ++report_.subgraphs;
+  absl::flat_hash_set<std::string> initializers;
+  for (const TensorProto& t : body.initializer()) initializers.insert(t.name());
+  for (const ValueInfoProto& in : body.input()) {
+    if (initializers.contains(in.name())) continue;
+    // A body's input shapes come from its caller at run time; only the dtype
+    // is declared.
+    DType dtype = DType::kUnknown;
+    if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() != TensorProto::UNDEFINED) {
+      absl::StatusOr<DType> d = DTypeFromOnnx(in.type().tensor_type().elem_type());
+      if (!d.ok()) {
+        return absl::UnimplementedError(absl::StrCat("graph '", name, "' input '", in.name(), "': ", d.status().message()));
+      }
+      dtype = *d;
+    } else if (in.type().value_case() != TypeProto::VALUE_NOT_SET) {
+      return absl::UnimplementedError(absl::StrCat("graph '", name, "' input '", in.name(),
+                                                   "' is not a tensor; grove supports tensors only"));
+    }
+    const std::string& g = scope.names.at(in.name());
+    builder_.AddInput(g, dtype, {});
+    Define(g);
+  }
+  if (absl::Status s = ImportInitializers(body, scope); !s.ok()) return s;
+  if (absl::Status s = ImportNodes(body, scope); !s.ok()) return s;
+  if (absl::Status s = ImportOutputs(body, scope, false); !s.ok()) return s;
+  builder_.SetSubgraph(parent);
+  return index;
+}
+
+absl::Status Importer::ImportNodes(const GraphProto& graph, Scope& scope) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (absl::Status s = ImportNode(graph.node(i), i, scope); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportConstant(const NodeProto& node, const std::string& where, const Scope& scope) {
+  if (node.output_size() != 1 || node.output(0).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": Constant must have exactly one output"));
+  }
+  if (node.attribute_size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": Constant must have exactly one attribute, has ",
+                                                   node.attribute_size()));
+  }
+  const AttributeProto& a = node.attribute(0);
+  std::optional<Tensor> value;
+  auto filled = [&](DType dtype, std::vector<int64_t> shape, const void* data) -> absl::Status {
+    absl::StatusOr<Tensor> t = Tensor::Create(dtype, std::move(shape));
+    if (!t.ok()) return t.status();
+    if (t->view().byte_size() > 0) std::memcpy(t->data(), data, t->view().byte_size());
+    value = *std::move(t);
+    return absl::OkStatus();
+  };
+  absl::Status st;
+  if (a.name() == "value") {
+    absl::StatusOr<Tensor> t = DecodeTensor(a.t(), model_dir_);
+    if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(where, ": ", t.status().message()));
+    value = *std::move(t);
+  } else if (a.name() == "value_float") {
+    const float f = a.f();
+    st = filled(DType::kF32, {}, &f);
+  } else if (a.name() == "value_floats") {
+    std::vector<float> v(a.floats().begin(), a.floats().end());
+    st = filled(DType::kF32, {static_cast<int64_t>(v.size())}, v.data());
+  } else if (a.name() == "value_int") {
+    const int64_t i = a.i();
+    st = filled(DType::kI64, {}, &i);
+  } else if (a.name() == "value_ints") {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    st = filled(DType::kI64, {static_cast<int64_t>(v.size())}, v.data());
+  } else {
+    return absl::UnimplementedError(absl::StrCat("attribute '", a.name(), "' of ", where,
+                                                 " is not supported by grove (strings and sparse tensors have no "
+                                                 "grove dtype)"));
+  }
+  if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", st.message()));
+  const std::string& g = scope.names.at(node.output(0));
+  constants_[g] = *std::move(value);
+  Define(g);
+  ++report_.constant_nodes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Attribute> Importer::ConvertAttribute(const AttributeProto& a, const ir::OpDef& def,
+                                                     const std::string& where, const Scope& scope,
+                                                     const NodeProto& node) {
+  const int type = AttributeType(a);
+  const std::string what = absl::StrCat("attribute '", a.name(), "' of ", where);
+  if (!a.ref_attr_name().empty()) {
+    return absl::UnimplementedError(absl::StrCat(what, " refers to a function attribute; not supported by grove"));
+  }
+  const ir::AttrSpec* spec = def.FindAttr(a.name());
+  if (spec == nullptr) return absl::UnimplementedError(absl::StrCat(what, " is not supported by grove"));
+  if (!KindFits(type, spec->kind)) {
+    return absl::UnimplementedError(absl::StrCat(what, " is ", AttrTypeName(type), "; grove's ", def.type,
+                                                 " takes it as ", ir::AttrKindName(spec->kind)));
+  }
+  const bool dtype_attr =
+      type == AttributeProto::INT &&
+      std::find(std::begin(kDTypeAttributes), std::end(kDTypeAttributes), a.name()) != std::end(kDTypeAttributes);
+  switch (type) {
+    case AttributeProto::INT: {
+      if (!dtype_attr) return Attribute{a.name(), AttrValue(static_cast<int64_t>(a.i()))};
+      absl::StatusOr<DType> dtype = DTypeFromOnnx(static_cast<int32_t>(a.i()));
+      if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(what, ": ", dtype.status().message()));
+      return Attribute{a.name(), AttrValue(static_cast<int64_t>(*dtype))};
+    }
+    case AttributeProto::FLOAT: return Attribute{a.name(), AttrValue(static_cast<double>(a.f()))};
+    case AttributeProto::STRING: return Attribute{a.name(), AttrValue(a.s())};
+    case AttributeProto::INTS:
+      return Attribute{a.name(), AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()))};
+    case AttributeProto::FLOATS:
+      return Attribute{a.name(), AttrValue(std::vector<double>(a.floats().begin(), a.floats().end()))};
+    case AttributeProto::STRINGS:
+      return Attribute{a.name(), AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()))};
+    case AttributeProto::GRAPH: {
+      const std::string body_name =
+          absl::StrCat(node.name().empty() ? node.op_type() : node.name(), "/", a.name());
+      absl::StatusOr<int> index = ImportBody(a.g(), body_name, scope);
+      if (!index.ok()) return index.status();
+      return Attribute{a.name(), AttrValue(SubgraphRef{*index})};
+    }
+    default: break;
+  }
+  return absl::UnimplementedError(absl::StrCat(what, " is ", AttrTypeName(type), "; not supported by grove"));
+}
+
+absl::Status Importer::TryFold(const std::string& where,
+                               const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                               const std::vector<Attribute>& attrs, const ir::OpDef& def, bool* folded) {
+  *folded = false;
+  if (!options_.fold_constants || !def.foldable || def.kernel_allocates_outputs || inputs.empty()) {
+    return absl::OkStatus();
+  }
+  if (std::find(std::begin(kNondeterministicOps), std::end(kNondeterministicOps), def.type) !=
+      std::end(kNondeterministicOps)) {
+    return absl::OkStatus();
+  }
+  for (const Attribute& a : attrs) {
+    if (std::holds_alternative<SubgraphRef>(a.second)) return absl::OkStatus();
+  }
+  std::vector<const Tensor*> values;
+  for (const std::string& in : inputs) {
+    if (in.empty()) {
+      values.push_back(nullptr);
+      continue;
+    }
+    auto it = constants_.find(in);
+    if (it == constants_.end()) return absl::OkStatus();
+    values.push_back(&it->second);
+  }
+  std::vector<bool> present;
+  for (const std::string& out : outputs) present.push_back(!out.empty());
+  absl::StatusOr<std::vector<std::optional<Tensor>>> results = EvaluateNode(def.type, values, present, attrs);
+  if (!results.ok()) {
+    return absl::Status(results.status().code(),
+                        absl::StrCat(where, ": evaluating it on its constant inputs failed: ",
+                                     results.status().message()));
+  }
+  uint64_t bytes = 0;
+  for (const std::optional<Tensor>& r : *results) {
+    if (r.has_value()) bytes += r->view().byte_size();
+  }
+  if (bytes > options_.max_folded_bytes) return absl::OkStatus();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].empty()) continue;
+    constants_[outputs[i]] = *std::move((*results)[i]);
+    Define(outputs[i]);
+  }
+  ++report_.constants_folded;
+  *folded = true;
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ImportNode(const NodeProto& node, int index, Scope& scope) {
+  ++report_.onnx_nodes;
+  const std::string where = NodeWhere(node, index);
+  if (!IsDefaultDomain(node.domain())) {
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": domain '", node.domain(), "' is not supported by grove (only ai.onnx)"));
+  }
+  if (node.op_type() == "Constant") return ImportConstant(node, where, scope);
+  const ir::OpDef* def = registry_.Find(node.op_type());
+  if (def == nullptr) return absl::UnimplementedError(absl::StrCat(where, ": not supported by grove"));
+
+  // Trailing empty names are omitted optional inputs/outputs; grove simply
+  // takes fewer. Empty names in the middle stay as omitted ("").
+  int num_inputs = node.input_size();
+  while (num_inputs > 0 && node.input(num_inputs - 1).empty()) --num_inputs;
+  int num_outputs = node.output_size();
+  while (num_outputs > 0 && node.output(num_outputs - 1).empty()) --num_outputs;
+  std::vector<std::string> inputs;
+  for (int i = 0; i < num_inputs; ++i) {
+    if (node.input(i).empty()) {
+      inputs.emplace_back();
+      continue;
+    }
+    absl::StatusOr<std::string> g = Resolve(node.input(i), scope, where);
+    if (!g.ok()) return g.status();
+    inputs.push_back(*std::move(g));
+  }
+  std::vector<std::string> outputs;
+  for (int i = 0; i < num_outputs; ++i) {
+    outputs.push_back(node.output(i).empty() ? std::string() : scope.names.at(node.output(i)));
+  }
+
+  std::vector<Attribute> attrs;
+  for (const AttributeProto& a : node.attribute()) {
+    if (def->type == "ConstantOfShape" && a.name() == "value") {
+      // grove's ConstantOfShape takes the fill value as an optional input.
+      absl::StatusOr<Tensor> value = DecodeTensor(a.t(), model_dir_);
+      if (!value.ok()) {
+        return absl::Status(value.status().code(),
+                            absl::StrCat("attribute 'value' of ", where, ": ", value.status().message()));
+      }
+      const std::string name = UniqueName(absl::StrCat(outputs.empty() ? node.name() : outputs[0], "_value"));
+      constants_[name] = *std::move(value);
+      Define(name);
+      inputs.resize(std::max<size_t>(inputs.size(), 1));
+      inputs.push_back(name);
+      continue;
+    }
+    absl::StatusOr<Attribute> converted = ConvertAttribute(a, *def, where, scope, node);
+    if (!converted.ok()) return converted.status();
+    attrs.push_back(*std::move(converted));
+  }
+  for (const ir::AttrSpec& spec : def->attrs) {
+    if (!spec.required) continue;
+    const bool given = std::any_of(attrs.begin(), attrs.end(), [&](const Attribute& a) { return a.first == spec.name; });
+    if (!given) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": required attribute '", spec.name, "' is missing"));
+    }
+  }
+  const int ni = static_cast<int>(inputs.size()), no = static_cast<int>(outputs.size());
+  if (ni < def->min_inputs || (def->max_inputs >= 0 && ni > def->max_inputs)) {
+    return absl::UnimplementedError(absl::StrCat(where, ": has ", ni, " inputs; grove's ", def->type, " takes ",
+                                                 def->min_inputs, "..",
+                                                 def->max_inputs < 0 ? std::string("any") : absl::StrCat(def->max_inputs)));
+  }
+  if (no < def->min_outputs || (def->max_outputs >= 0 && no > def->max_outputs)) {
+    return absl::UnimplementedError(absl::StrCat(where, ": has ", no, " outputs; grove's ", def->type, " gives ",
+                                                 def->min_outputs, "..",
+                                                 def->max_outputs < 0 ? std::string("any") : absl::StrCat(def->max_outputs)));
+  }
+
+  bool folded = false;
+  if (absl::Status s = TryFold(where, inputs, outputs, attrs, *def, &folded); !s.ok()) return s;
+  if (folded) return absl::OkStatus();
+  for (const std::string& in : inputs) {
+    if (!in.empty()) EmitIfConstant(in);
+  }
+  builder_.AddOp(def->type, inputs, outputs, attrs, node.name());
+  ++report_.nodes_imported;
+  for (const std::string& out : outputs) {
+    if (!out.empty()) Define(out);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint8_t>> Importer::Import(const ModelProto& model, ImportReport* report) {
+  if (model.has_producer_name()) {
+    report_.producer = absl::StrCat(model.producer_name(), model.producer_version().empty() ? "" : " ",
+                                    model.producer_version());
+  }
+  if (absl::Status s = CheckOpset(model); !s.ok()) return s;
+  for (const auto& [name, range] : options_.dim_ranges) {
+    if (range.first < 0 || range.second < range.first) {
+      return absl::InvalidArgumentError(absl::StrCat("dim '", name, "': range ", range.first, ":", range.second,
+                                                     " is not 0 <= MIN <= MAX"));
+    }
+  }
+  if (options_.default_dim_min < 0 || options_.default_dim_max < options_.default_dim_min) {
+    return absl::InvalidArgumentError("the default dim range is not 0 <= MIN <= MAX");
+  }
+  builder_.SetProducer(report_.producer.empty() ? "grove import (onnx)"
+                                                : absl::StrCat("grove import (onnx: ", report_.producer, ")"));
+  const GraphProto& graph = model.graph();
+  Scope scope;
+  ReserveNames(graph, scope);
+  ReserveDimParams(graph);
+  if (absl::Status s = ImportMainInputs(graph, scope); !s.ok()) return s;
+  if (absl::Status s = ImportInitializers(graph, scope); !s.ok()) return s;
+  if (absl::Status s = ImportNodes(graph, scope); !s.ok()) return s;
+  if (absl::Status s = ImportOutputs(graph, scope, true); !s.ok()) return s;
+  if (graph.output_size() == 0) return absl::InvalidArgumentError("the graph has no outputs");
+
+  std::vector<std::string> unknown;
+  for (const auto& [name, range] : options_.dim_ranges) {
+    if (!symbol_names_.contains(name)) unknown.push_back(name);
+  }
+  if (!unknown.empty()) {
+    std::vector<std::string> names;
+    for (const SymbolInfo& s : report_.symbols) names.push_back(s.name);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model has no dynamic dim named ", absl::StrJoin(unknown, ", "), " (its dynamic dims: ",
+        names.empty() ? std::string("none") : absl::StrJoin(names, ", "), ")"));
+  }
+
+  absl::StatusOr<std::vector<uint8_t>> bytes = builder_.Finish();
+  if (!bytes.ok()) return bytes.status();
+  // Loading checks what the loader checks at run time (dataflow, arity,
+  // shapes), so a model grove cannot run fails here, not at deployment.
+  absl::StatusOr<std::shared_ptr<const Model>> loaded = Model::LoadFromBuffer(*bytes);
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat("the imported model does not load: ", loaded.status().message()));
+  }
+  if (report != nullptr) *report = report_;
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelProto> ParseOnnxModel(absl::string_view bytes, absl::string_view what) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is larger than 2 GiB; store its weights as external data"));
+  }
+  ModelProto model;
+  bool ok = false;
+  try {
+    ok = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": not a valid ONNX model (", e.what(), ")"));
+  }
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat(what, ": not a valid ONNX model (protobuf parse failed)"));
+  return model;
+}
+
+absl::StatusOr<std::vector<uint8_t>> ImportOnnxModel(const ModelProto& model, absl::string_view model_dir,
+                                                     const ImportOptions& options, ImportReport* report) {
+  try {
+    Importer importer(options, model_dir);
+    return importer.Import(model, report);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while importing the model");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("importing the model failed: ", e.what()));
+  }
+}
+
+absl::StatusOr<std::vector<uint8_t>> ImportOnnxFile(const std::string& path, const ImportOptions& options,
+                                                    ImportReport* report) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", ec ? ec.message() : "not a regular file"));
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return absl::DataLossError(absl::StrCat("reading '", path, "' failed"));
+  const std::string bytes = ss.str();
+  absl::StatusOr<ModelProto> model = ParseOnnxModel(bytes, path);
+  if (!model.ok()) return model.status();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return ImportOnnxModel(*model, dir, options, report);
+}
+
+}  // namespace grove::onnx_import

@@ -1,0 +1,776 @@
+// The ONNX importer on small ModelProtos built here: symbols, weights,
+// constant folding, If/Loop bodies with outer-scope reads, and every way an
+// import must fail (with the ONNX node named in the message).
+#include "tools/onnx/onnx_importer.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "lib/runtime/registry.h"
+#include "tools/onnx/onnx_tensor.h"
+
+namespace grove::onnx_import {
+namespace {
+
+namespace fs = std::filesystem;
+using ::onnx::AttributeProto;
+using ::onnx::GraphProto;
+using ::onnx::ModelProto;
+using ::onnx::NodeProto;
+using ::onnx::TensorProto;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A dim for MakeInput: a value, a dim_param, or (kUnnamed) neither.
+struct OnnxDim {
+  OnnxDim(int64_t v) : value(v) {}  // NOLINT
+  OnnxDim(const char* p) : param(p) {}  // NOLINT
+  int64_t value = -1;
+  std::string param;
+};
+const OnnxDim kUnnamed = OnnxDim(int64_t{-1});
+
+ModelProto NewModel(int opset = 17) {
+  ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("importer_test");
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  m.mutable_graph()->set_name("main");
+  return m;
+}
+
+void AddInput(GraphProto* g, const std::string& name, int elem_type, std::initializer_list<OnnxDim> dims) {
+  auto* in = g->add_input();
+  in->set_name(name);
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(elem_type);
+  auto* shape = tt->mutable_shape();
+  for (const OnnxDim& d : dims) {
+    auto* dim = shape->add_dim();
+    if (!d.param.empty()) {
+      dim->set_dim_param(d.param);
+    } else if (d.value >= 0) {
+      dim->set_dim_value(d.value);
+    }
+  }
+}
+
+void AddOutput(GraphProto* g, const std::string& name) { g->add_output()->set_name(name); }
+
+NodeProto* AddNode(GraphProto* g, const std::string& op, std::initializer_list<std::string> inputs,
+                   std::initializer_list<std::string> outputs, const std::string& name = "") {
+  NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const std::string& i : inputs) n->add_input(i);
+  for (const std::string& o : outputs) n->add_output(o);
+  return n;
+}
+
+void SetInt(NodeProto* n, const std::string& name, int64_t v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INT);
+  a->set_i(v);
+}
+
+GraphProto* SetGraph(NodeProto* n, const std::string& name) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+
+TensorProto FloatTensor(const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
+  TensorProto t;
+  t.set_name(name);
+  t.set_data_type(TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  for (float f : v) t.add_float_data(f);
+  return t;
+}
+
+TensorProto Int64Tensor(const std::string& name, std::vector<int64_t> dims, const std::vector<int64_t>& v) {
+  TensorProto t;
+  t.set_name(name);
+  t.set_data_type(TensorProto::INT64);
+  for (int64_t d : dims) t.add_dims(d);
+  for (int64_t x : v) t.add_int64_data(x);
+  return t;
+}
+
+NodeProto* AddConstant(GraphProto* g, const std::string& out, const TensorProto& value) {
+  NodeProto* n = AddNode(g, "Constant", {}, {out}, out + "_node");
+  AttributeProto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(AttributeProto::TENSOR);
+  *a->mutable_t() = value;
+  return n;
+}
+
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+struct Imported {
+  std::shared_ptr<const Model> model;
+  ImportReport report;
+};
+
+absl::StatusOr<Imported> Import(const ModelProto& m, const ImportOptions& options = {}) {
+  Imported out;
+  absl::StatusOr<std::vector<uint8_t>> bytes = ImportOnnxModel(m, "", options, &out.report);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(*bytes);
+  if (!model.ok()) return model.status();
+  out.model = *model;
+  return out;
+}
+
+std::unique_ptr<Session> CpuSession(const std::shared_ptr<const Model>& model) {
+  SessionOptions so;
+  so.device = Device::kCpu;
+  return Session::Create(model, so).value();
+}
+
+template <typename T>
+std::vector<T> Values(const TensorView& t) {
+  return std::vector<T>(t.as<const T>(), t.as<const T>() + t.num_elements());
+}
+
+int OpCount(const Model& model, const std::string& type) {
+  for (const auto& [op, n] : model.Summary().op_counts) {
+    if (op == type) return n;
+  }
+  return 0;
+}
+
+std::string TempDir(const std::string& name) {
+  const char* base = std::getenv("GROVE_TEST_TMP");
+  fs::path dir = fs::path(base != nullptr ? base : ::testing::TempDir()) / "onnx_importer_test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// --- symbols -----------------------------------------------------------------
+
+ModelProto ReluModel() {
+  ModelProto m = NewModel();
+  AddInput(m.mutable_graph(), "x", TensorProto::FLOAT, {"batch", kUnnamed, 4});
+  AddNode(m.mutable_graph(), "Relu", {"x"}, {"y"}, "relu");
+  AddOutput(m.mutable_graph(), "y");
+  return m;
+}
+
+TEST(OnnxImporter, DynamicDimsBecomeSymbolsWithDefaultRanges) {
+  absl::StatusOr<Imported> r = Import(ReluModel());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<SymbolInfo>& symbols = r->model->symbols();
+  ASSERT_EQ(symbols.size(), 2u);
+  EXPECT_EQ(symbols[0].name, "batch");
+  EXPECT_EQ(symbols[0].min, 1);
+  EXPECT_EQ(symbols[0].max, 4096);
+  EXPECT_EQ(symbols[1].name, "x_d1");  // generated for the unnamed dim
+  const TensorInfo& x = r->model->inputs()[0];
+  ASSERT_EQ(x.shape.size(), 3u);
+  EXPECT_EQ(x.shape[0].symbol, "batch");
+  EXPECT_EQ(x.shape[1].symbol, "x_d1");
+  EXPECT_FALSE(x.shape[2].is_symbolic());
+  EXPECT_EQ(x.shape[2].value, 4);
+  EXPECT_EQ(r->report.symbols.size(), 2u);
+  EXPECT_EQ(r->report.nodes_imported, 1);
+
+  std::vector<float> in(2 * 3 * 4, -1.0f);
+  in[5] = 2.5f;
+  auto session = CpuSession(r->model);
+  auto out = session->Run({TensorView(DType::kF32, {2, 3, 4}, in.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(Values<float>((*out)[0])[5], 2.5f);
+  EXPECT_EQ(Values<float>((*out)[0])[0], 0.0f);
+}
+
+TEST(OnnxImporter, DimOptionsOverrideRanges) {
+  ImportOptions options;
+  options.dim_ranges["batch"] = {2, 8};
+  options.dim_ranges["x_d1"] = {1, 16};
+  absl::StatusOr<Imported> r = Import(ReluModel(), options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model->symbols()[0].min, 2);
+  EXPECT_EQ(r->model->symbols()[0].max, 8);
+  EXPECT_EQ(r->model->symbols()[1].max, 16);
+  // Outside the range: the session refuses the input.
+  std::vector<float> in(1 * 3 * 4);
+  auto session = CpuSession(r->model);
+  EXPECT_FALSE(session->Run({TensorView(DType::kF32, {1, 3, 4}, in.data())}).ok());
+}
+
+TEST(OnnxImporter, DimOptionForAnUnknownNameFails) {
+  ImportOptions options;
+  options.dim_ranges["seq"] = {1, 8};
+  absl::StatusOr<Imported> r = Import(ReluModel(), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(Msg(r.status()), HasSubstr("no dynamic dim named seq"));
+  EXPECT_THAT(Msg(r.status()), HasSubstr("batch, x_d1"));
+}
+
+TEST(OnnxImporter, InputWithoutShapeNeedsARank) {
+  ModelProto m = NewModel();
+  auto* in = m.mutable_graph()->add_input();
+  in->set_name("x");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  AddNode(m.mutable_graph(), "Relu", {"x"}, {"y"});
+  AddOutput(m.mutable_graph(), "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(Msg(r.status()), HasSubstr("input 'x' declares no shape"));
+
+  ImportOptions options;
+  options.input_ranks["x"] = 2;
+  r = Import(m, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model->inputs()[0].shape.size(), 2u);
+  EXPECT_TRUE(r->model->inputs()[0].shape[0].is_symbolic());
+  EXPECT_TRUE(r->model->inputs()[0].shape[1].is_symbolic());
+}
+
+// --- weights -----------------------------------------------------------------
+
+TEST(OnnxImporter, InitializersBecomeWeightsNotInputs) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2, 3});
+  // Listed as a graph input too (IR < 4 style): still a weight.
+  AddInput(g, "w", TensorProto::FLOAT, {3, 2});
+  *g->add_initializer() = FloatTensor("w", {3, 2}, {1, 0, 0, 1, 1, 1});
+  TensorProto b;
+  b.set_name("b");
+  b.set_data_type(TensorProto::FLOAT);
+  b.add_dims(2);
+  const float bias[2] = {10, 20};
+  b.set_raw_data(std::string(reinterpret_cast<const char*>(bias), sizeof(bias)));
+  *g->add_initializer() = b;
+  *g->add_initializer() = FloatTensor("unused", {1}, {7});
+  AddNode(g, "MatMul", {"x", "w"}, {"xw"}, "mm");
+  AddNode(g, "Add", {"xw", "b"}, {"y"}, "add");
+  AddOutput(g, "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model->inputs().size(), 1u);
+  EXPECT_EQ(r->model->inputs()[0].name, "x");
+  EXPECT_EQ(r->report.weights, 2);  // the unused initializer is dropped
+  EXPECT_EQ(r->model->Summary().weight_bytes, 6 * 4 + 2 * 4u);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kF32, {2, 3}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(14, 25, 20, 31));
+}
+
+TEST(OnnxImporter, TypedDataFieldsDecode) {
+  TensorProto h;
+  h.set_data_type(TensorProto::FLOAT16);
+  h.add_dims(2);
+  h.add_int32_data(0x3c00);  // 1.0
+  h.add_int32_data(0xc000);  // -2.0
+  absl::StatusOr<Tensor> t = DecodeTensor(h, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kF16);
+  EXPECT_EQ(t->as<uint16_t>()[1], 0xc000);
+
+  TensorProto b;
+  b.set_data_type(TensorProto::BOOL);
+  b.add_dims(3);
+  for (int v : {0, 1, 5}) b.add_int32_data(v);
+  t = DecodeTensor(b, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kBool);
+  EXPECT_EQ(t->as<uint8_t>()[2], 1);
+
+  TensorProto i8;
+  i8.set_data_type(TensorProto::INT8);
+  i8.add_dims(2);
+  i8.add_int32_data(-3);
+  i8.add_int32_data(100);
+  t = DecodeTensor(i8, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->as<int8_t>()[0], -3);
+
+  TensorProto d;
+  d.set_data_type(TensorProto::DOUBLE);
+  d.add_double_data(2.25);  // a scalar
+  t = DecodeTensor(d, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->shape().empty());
+  EXPECT_EQ(t->as<double>()[0], 2.25);
+
+  TensorProto i64 = Int64Tensor("i", {2}, {-1, 1LL << 40});
+  t = DecodeTensor(i64, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->as<int64_t>()[1], 1LL << 40);
+
+  TensorProto short_raw;
+  short_raw.set_name("short");
+  short_raw.set_data_type(TensorProto::FLOAT);
+  short_raw.add_dims(4);
+  short_raw.set_raw_data(std::string(8, '\0'));
+  t = DecodeTensor(short_raw, "");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(Msg(t.status()), HasSubstr("tensor 'short': FLOAT[4] needs 16 bytes but raw_data has 8"));
+
+  TensorProto huge;
+  huge.set_data_type(TensorProto::FLOAT);
+  huge.add_dims(int64_t{1} << 30);
+  huge.add_dims(int64_t{1} << 30);
+  EXPECT_FALSE(DecodeTensor(huge, "").ok());
+}
+
+TEST(OnnxImporter, ConstantNodesBecomeWeights) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2});
+  AddConstant(g, "c", FloatTensor("", {2}, {1.5f, -1.0f}));
+  NodeProto* k = AddNode(g, "Constant", {}, {"k"}, "k_node");
+  AttributeProto* a = k->add_attribute();
+  a->set_name("value_float");
+  a->set_type(AttributeProto::FLOAT);
+  a->set_f(2.0f);
+  NodeProto* ints = AddNode(g, "Constant", {}, {"ints"}, "ints_node");
+  a = ints->add_attribute();
+  a->set_name("value_ints");
+  a->set_type(AttributeProto::INTS);
+  a->add_ints(3);
+  a->add_ints(4);
+  AddNode(g, "Add", {"x", "c"}, {"xc"}, "add");
+  AddNode(g, "Mul", {"xc", "k"}, {"y"}, "mul");
+  AddOutput(g, "y");
+  AddOutput(g, "ints");  // a constant straight to an output
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.constant_nodes, 3);
+  EXPECT_EQ(r->report.nodes_imported, 2);
+  std::vector<float> x = {1, 2};
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kF32, {2}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(5, 2));
+  EXPECT_EQ((*out)[1].dtype, DType::kI64);
+  EXPECT_THAT(Values<int64_t>((*out)[1]), ElementsAre(3, 4));
+}
+
+// --- constant folding --------------------------------------------------------
+
+TEST(OnnxImporter, FoldsConstantShapeArithmeticAndKeepsInputDependentOps) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {"batch", 6});
+  *g->add_initializer() = FloatTensor("c", {2, 3}, {0, 0, 0, 0, 0, 0});
+  *g->add_initializer() = Int64Tensor("one", {1}, {1});
+  AddConstant(g, "minus_one", Int64Tensor("", {1}, {-1}));
+  // Shape(c) -> Gather -> Concat: all constant, folded to [-1, 3].
+  AddNode(g, "Shape", {"c"}, {"c_shape"}, "shape_c");
+  AddNode(g, "Gather", {"c_shape", "one"}, {"c_cols"}, "gather_c");
+  NodeProto* concat = AddNode(g, "Concat", {"minus_one", "c_cols"}, {"new_shape"}, "concat");
+  SetInt(concat, "axis", 0);
+  AddNode(g, "Reshape", {"x", "new_shape"}, {"y"}, "reshape");
+  // Shape(x) depends on the input: kept.
+  AddNode(g, "Shape", {"x"}, {"x_shape"}, "shape_x");
+  AddOutput(g, "y");
+  AddOutput(g, "x_shape");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.constants_folded, 3);
+  EXPECT_EQ(r->report.nodes_imported, 2);
+  EXPECT_EQ(OpCount(*r->model, "Gather"), 0);
+  EXPECT_EQ(OpCount(*r->model, "Concat"), 0);
+  EXPECT_EQ(OpCount(*r->model, "Shape"), 1);
+  EXPECT_EQ(OpCount(*r->model, "Reshape"), 1);
+  EXPECT_EQ(r->report.weights, 1);  // new_shape only; c and one fed folded nodes
+
+  std::vector<float> x(3 * 6, 1.0f);
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kF32, {3, 6}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{6, 3}));
+  EXPECT_THAT(Values<int64_t>((*out)[1]), ElementsAre(3, 6));
+}
+
+TEST(OnnxImporter, NoFoldKeepsConstantOps) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  *g->add_initializer() = FloatTensor("c", {2, 3}, {0, 0, 0, 0, 0, 0});
+  AddInput(g, "x", TensorProto::FLOAT, {1});
+  AddNode(g, "Shape", {"c"}, {"s"}, "shape_c");
+  AddNode(g, "Relu", {"x"}, {"y"});
+  AddOutput(g, "s");
+  AddOutput(g, "y");
+  ImportOptions options;
+  options.fold_constants = false;
+  absl::StatusOr<Imported> r = Import(m, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.constants_folded, 0);
+  EXPECT_EQ(OpCount(*r->model, "Shape"), 1);
+}
+
+TEST(OnnxImporter, CastTakesGroveDTypes) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {3});
+  SetInt(AddNode(g, "Cast", {"x"}, {"y"}, "cast"), "to", TensorProto::INT64);
+  AddOutput(g, "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<float> x = {1.0f, -2.0f, 3.0f};
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kF32, {3}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype, DType::kI64);
+  EXPECT_THAT(Values<int64_t>((*out)[0]), ElementsAre(1, -2, 3));
+}
+
+TEST(OnnxImporter, EmptyInputNamesAreOmittedInputs) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {6});
+  *g->add_initializer() = Int64Tensor("starts", {1}, {1});
+  *g->add_initializer() = Int64Tensor("ends", {1}, {6});
+  *g->add_initializer() = Int64Tensor("steps", {1}, {2});
+  AddNode(g, "Slice", {"x", "starts", "ends", "", "steps"}, {"y"}, "middle");
+  AddNode(g, "Slice", {"x", "starts", "ends", "", ""}, {"z"}, "trailing");
+  AddOutput(g, "y");
+  AddOutput(g, "z");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<float> x = {0, 1, 2, 3, 4, 5};
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kF32, {6}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(1, 3, 5));
+  EXPECT_THAT(Values<float>((*out)[1]), ElementsAre(1, 2, 3, 4, 5));
+}
+
+TEST(OnnxImporter, ConstantOfShapeValueBecomesAnInput) {
+  const ir::OpDef* def = runtime::GlobalOpRegistry().Find("ConstantOfShape");
+  if (def == nullptr || def->max_inputs == 1) GTEST_SKIP() << "this grove has no ConstantOfShape with a value input";
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "n", TensorProto::INT64, {1});
+  NodeProto* n = AddNode(g, "ConstantOfShape", {"n"}, {"y"}, "fill");
+  AttributeProto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(AttributeProto::TENSOR);
+  *a->mutable_t() = FloatTensor("", {1}, {2.5f});
+  AddOutput(g, "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int64_t shape = 3;
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kI64, {1}, &shape)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(2.5f, 2.5f, 2.5f));
+}
+
+// --- control flow ------------------------------------------------------------
+
+TEST(OnnxImporter, IfBranchesReadOuterScopeAndGetUniqueNames) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "cond", TensorProto::BOOL, {});
+  AddInput(g, "x", TensorProto::FLOAT, {2});
+  *g->add_initializer() = FloatTensor("ten", {1}, {10});
+  NodeProto* node = AddNode(g, "If", {"cond"}, {"y"}, "branch");
+  // Both branches define "t" and "out", and "t" is also a main-graph name.
+  GraphProto* then_g = SetGraph(node, "then_branch");
+  AddNode(then_g, "Add", {"x", "ten"}, {"t"});
+  AddNode(then_g, "Relu", {"t"}, {"out"});
+  AddOutput(then_g, "out");
+  GraphProto* else_g = SetGraph(node, "else_branch");
+  AddNode(else_g, "Sub", {"x", "ten"}, {"t"});
+  AddNode(else_g, "Identity", {"t"}, {"out"});
+  AddOutput(else_g, "out");
+  AddNode(g, "Relu", {"x"}, {"t"}, "main_t");
+  AddOutput(g, "y");
+  AddOutput(g, "t");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.subgraphs, 2);
+  EXPECT_EQ(r->model->Summary().num_subgraphs, 3);
+  EXPECT_EQ(r->model->outputs()[1].name, "t");  // the main graph keeps its names
+
+  std::vector<float> x = {1, -2};
+  auto session = CpuSession(r->model);
+  bool c = true;
+  auto out = session->Run({TensorView(DType::kBool, {}, &c), TensorView(DType::kF32, {2}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(11, 8));
+  EXPECT_THAT(Values<float>((*out)[1]), ElementsAre(1, 0));
+  c = false;
+  out = session->Run({TensorView(DType::kBool, {}, &c), TensorView(DType::kF32, {2}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(-9, -12));
+}
+
+TEST(OnnxImporter, LoopBodyReadsOuterScope) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "trips", TensorProto::INT64, {});
+  AddInput(g, "v0", TensorProto::FLOAT, {2});
+  AddInput(g, "step", TensorProto::FLOAT, {2});
+  *g->add_initializer() = FloatTensor("half", {1}, {0.5f});
+  NodeProto* loop = AddNode(g, "Loop", {"trips", "", "v0"}, {"v_final", "trace"}, "loop");
+  GraphProto* body = SetGraph(loop, "body");
+  AddInput(body, "i", TensorProto::INT64, {});
+  AddInput(body, "cond_in", TensorProto::BOOL, {});
+  AddInput(body, "v", TensorProto::FLOAT, {2});
+  AddNode(body, "Add", {"v", "step"}, {"v_step"});  // outer input
+  AddNode(body, "Mul", {"v_step", "half"}, {"v_next"});  // outer initializer
+  AddNode(body, "Identity", {"cond_in"}, {"cond_out"});
+  AddNode(body, "Identity", {"v_next"}, {"v_copy"});
+  AddOutput(body, "cond_out");
+  AddOutput(body, "v_next");
+  AddOutput(body, "v_copy");
+  AddOutput(g, "v_final");
+  AddOutput(g, "trace");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int64_t trips = 2;
+  std::vector<float> v0 = {4, 8}, step = {2, 0};
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kI64, {}, &trips), TensorView(DType::kF32, {2}, v0.data()),
+                                        TensorView(DType::kF32, {2}, step.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // (4+2)/2 = 3, (3+2)/2 = 2.5; (8+0)/2 = 4, 4/2 = 2.
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(2.5f, 2));
+  EXPECT_EQ((*out)[1].shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_THAT(Values<float>((*out)[1]), ElementsAre(3, 4, 2.5f, 2));
+}
+
+// --- errors ------------------------------------------------------------------
+
+TEST(OnnxImporter, UnsupportedOpNamesTheNode) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2});
+  AddNode(g, "Relu", {"x"}, {"r"}, "ok_node");
+  AddNode(g, "StringNormalizer", {"r"}, {"y"}, "Conv_12");
+  AddOutput(g, "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Msg(r.status()), "node 'Conv_12' (op StringNormalizer): not supported by grove");
+}
+
+TEST(OnnxImporter, UnsupportedAttributeNamesTheNode) {
+  ModelProto m = ReluModel();
+  SetInt(m.mutable_graph()->mutable_node(0), "foo", 1);
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(Msg(r.status()), "attribute 'foo' of node 'relu' (op Relu) is not supported by grove");
+}
+
+TEST(OnnxImporter, OtherDomainsAreRefused) {
+  ModelProto m = ReluModel();
+  m.mutable_graph()->mutable_node(0)->set_domain("com.microsoft");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(Msg(r.status()), HasSubstr("node 'relu' (op Relu): domain 'com.microsoft' is not supported"));
+}
+
+TEST(OnnxImporter, UnsupportedDTypesAreErrors) {
+  {
+    ModelProto m = NewModel();
+    AddInput(m.mutable_graph(), "s", TensorProto::STRING, {2});
+    AddNode(m.mutable_graph(), "Identity", {"s"}, {"y"});
+    AddOutput(m.mutable_graph(), "y");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()), HasSubstr("input 's': dtype STRING is not supported by grove"));
+  }
+  {
+    ModelProto m = NewModel();
+    GraphProto* g = m.mutable_graph();
+    TensorProto t;
+    t.set_name("u16");
+    t.set_data_type(TensorProto::UINT16);
+    t.add_dims(1);
+    t.add_int32_data(1);
+    *g->add_initializer() = t;
+    AddNode(g, "Identity", {"u16"}, {"y"});
+    AddOutput(g, "y");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()), HasSubstr("tensor 'u16': dtype UINT16 is not supported by grove"));
+  }
+  {
+    ModelProto m = NewModel();
+    AddInput(m.mutable_graph(), "x", TensorProto::FLOAT, {2});
+    SetInt(AddNode(m.mutable_graph(), "Cast", {"x"}, {"y"}, "to_string"), "to", TensorProto::STRING);
+    AddOutput(m.mutable_graph(), "y");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()),
+                HasSubstr("attribute 'to' of node 'to_string' (op Cast): dtype STRING is not supported by grove"));
+  }
+}
+
+TEST(OnnxImporter, OpsetsOutsideElevenToSeventeenAreRefused) {
+  for (int opset : {9, 10, 18}) {
+    ModelProto m = ReluModel();
+    m.mutable_opset_import(0)->set_version(opset);
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok()) << opset;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(Msg(r.status()), HasSubstr(absl::StrCat("opset ", opset, " is not supported")));
+    EXPECT_THAT(Msg(r.status()), HasSubstr("11 through 17"));
+  }
+  for (int opset : {11, 13, 17}) {
+    ModelProto m = ReluModel();
+    m.mutable_opset_import(0)->set_version(opset);
+    EXPECT_TRUE(Import(m).ok()) << opset;
+  }
+}
+
+TEST(OnnxImporter, NonTensorInputsAndUndefinedNamesAreErrors) {
+  {
+    ModelProto m = NewModel();
+    auto* in = m.mutable_graph()->add_input();
+    in->set_name("seq");
+    in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(1);
+    AddNode(m.mutable_graph(), "Identity", {"seq"}, {"y"});
+    AddOutput(m.mutable_graph(), "y");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()), HasSubstr("input 'seq' is not a tensor"));
+  }
+  {
+    ModelProto m = ReluModel();
+    m.mutable_graph()->mutable_node(0)->set_input(0, "nope");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()), HasSubstr("node 'relu' (op Relu): reads 'nope', which no graph input"));
+  }
+}
+
+TEST(OnnxImporter, MalformedBytesAreAnError) {
+  absl::StatusOr<ModelProto> m = ParseOnnxModel("\x08\xff\xff\xff garbage", "bad.onnx");
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(Msg(m.status()), HasSubstr("bad.onnx: not a valid ONNX model"));
+  EXPECT_FALSE(ImportOnnxFile("/nonexistent/model.onnx", {}, nullptr).ok());
+}
+
+// --- external data -------------------------------------------------------------
+
+// A model whose weight "w" (f32[2]) lives in external data at `location`.
+ModelProto ExternalModel(const std::string& location, int64_t offset = -1) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2});
+  TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(TensorProto::FLOAT);
+  w->add_dims(2);
+  w->set_data_location(TensorProto::EXTERNAL);
+  auto* e = w->add_external_data();
+  e->set_key("location");
+  e->set_value(location);
+  if (offset >= 0) {
+    e = w->add_external_data();
+    e->set_key("offset");
+    e->set_value(absl::StrCat(offset));
+    e = w->add_external_data();
+    e->set_key("length");
+    e->set_value("8");
+  }
+  AddNode(g, "Add", {"x", "w"}, {"y"}, "add");
+  AddOutput(g, "y");
+  return m;
+}
+
+absl::StatusOr<std::vector<float>> ImportAndRun(const std::string& path) {
+  absl::StatusOr<std::vector<uint8_t>> bytes = ImportOnnxFile(path, {}, nullptr);
+  if (!bytes.ok()) return bytes.status();
+  auto model = Model::LoadFromBuffer(*bytes);
+  if (!model.ok()) return model.status();
+  std::vector<float> x = {1, 2};
+  auto session = CpuSession(*model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kF32, {2}, x.data())});
+  if (!out.ok()) return out.status();
+  return Values<float>((*out)[0]);
+}
+
+std::string FloatBytes(std::vector<float> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+TEST(OnnxImporter, ExternalDataBesideTheModelIsRead) {
+  const std::string dir = TempDir("beside");
+  fs::create_directories(dir + "/weights");
+  WriteFile(dir + "/weights/w.bin", "PADDING!" + FloatBytes({10, 20}));
+  WriteFile(dir + "/model.onnx", ExternalModel("weights/w.bin", 8).SerializeAsString());
+  absl::StatusOr<std::vector<float>> y = ImportAndRun(dir + "/model.onnx");
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(*y, ElementsAre(11, 22));
+
+  WriteFile(dir + "/whole.bin", FloatBytes({1, 1}));
+  WriteFile(dir + "/whole.onnx", ExternalModel("whole.bin").SerializeAsString());
+  y = ImportAndRun(dir + "/whole.onnx");
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(*y, ElementsAre(2, 3));
+}
+
+TEST(OnnxImporter, ExternalDataOutsideTheModelDirectoryIsRefused) {
+  const std::string dir = TempDir("outside");
+  const std::string outside = TempDir("outside_target");
+  WriteFile(outside + "/x.bin", FloatBytes({1, 2}));
+  fs::create_directories(dir + "/m");
+
+  WriteFile(dir + "/m/dotdot.onnx", ExternalModel("../x.bin").SerializeAsString());
+  absl::StatusOr<std::vector<float>> y = ImportAndRun(dir + "/m/dotdot.onnx");
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Msg(y.status()), HasSubstr("has a '..' component"));
+
+  WriteFile(dir + "/m/absolute.onnx", ExternalModel(outside + "/x.bin").SerializeAsString());
+  y = ImportAndRun(dir + "/m/absolute.onnx");
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Msg(y.status()), HasSubstr("is absolute"));
+
+  // A symlink inside the directory that points out of it.
+  fs::create_symlink(outside + "/x.bin", dir + "/m/link.bin");
+  WriteFile(dir + "/m/link.onnx", ExternalModel("link.bin").SerializeAsString());
+  y = ImportAndRun(dir + "/m/link.onnx");
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Msg(y.status()), HasSubstr("outside the model's directory"));
+
+  // Past the end of the file.
+  WriteFile(dir + "/m/short.bin", FloatBytes({1}));
+  WriteFile(dir + "/m/short.onnx", ExternalModel("short.bin").SerializeAsString());
+  y = ImportAndRun(dir + "/m/short.onnx");
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Msg(y.status()), HasSubstr("tensor 'w'"));
+
+  // Imported from memory there is no directory to resolve against.
+  absl::StatusOr<std::vector<uint8_t>> bytes = ImportOnnxModel(ExternalModel("w.bin"), "", {}, nullptr);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_THAT(Msg(bytes.status()), HasSubstr("needs the model's directory"));
+}
+
+}  // namespace
+}  // namespace grove::onnx_import

@@ -1,0 +1,106 @@
+// `grove import`: converts an ONNX model into a .grove model and prints what
+// became of it (ops kept, constants folded, dynamic dims and their ranges).
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "command_line.h"
+#include "grove/grove.h"
+#include "tools/onnx/onnx_importer.h"
+
+namespace grove::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: grove import MODEL.onnx -o OUT.grove [flags]\n"
+    "\n"
+    "Converts an ONNX model (ai.onnx opsets 11..17) into a .grove model. Nodes\n"
+    "whose inputs are all constants are evaluated now and stored as weights;\n"
+    "ONNX dim_params become grove symbols, and unnamed dynamic dims get\n"
+    "generated names (listed in the summary).\n"
+    "\n"
+    "Flags:\n"
+    "  -o, --output OUT.grove   where to write the model (required)\n"
+    "  --dim NAME=MIN:MAX       range of the dynamic dim NAME (repeatable;\n"
+    "                           default 1:4096)\n"
+    "  --input-rank NAME=R      rank of an input whose ONNX type has no shape;\n"
+    "                           its dims become symbols (repeatable)\n"
+    "  --no-fold                keep constant subgraphs as ops\n";
+
+bool ParseRange(const std::string& text, int64_t* min, int64_t* max) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  return absl::SimpleAtoi(text.substr(0, colon), min) && absl::SimpleAtoi(text.substr(colon + 1), max) &&
+         *min >= 0 && *min <= *max;
+}
+
+}  // namespace
+
+int ImportMain(absl::Span<const std::string> argv) {
+  // The shared parser knows only long flags; -o is the one short flag here.
+  std::vector<std::string> args;
+  for (const std::string& a : argv) args.push_back(a == "-o" ? "--output" : a);
+  static constexpr FlagSpec kFlags[] = {
+      {"output", kValue}, {"dim", kRepeatedValue}, {"input-rank", kRepeatedValue}, {"no-fold", kSwitch}};
+  ParsedArgs parsed;
+  if (int rc = ParseArgs(args, kFlags, &parsed, kUsage); rc >= 0) return rc;
+  if (parsed.positional.size() != 1) {
+    return UsageError(parsed.positional.empty()
+                          ? "import: missing MODEL.onnx"
+                          : absl::StrCat("import: unexpected argument '", parsed.positional[1], "'"));
+  }
+  if (!parsed.Has("output") || parsed.Values("output")[0].empty()) {
+    return UsageError("import: missing -o OUT.grove");
+  }
+  const std::string& in_path = parsed.positional[0];
+  const std::string& out_path = parsed.Values("output")[0];
+
+  onnx_import::ImportOptions options;
+  for (const std::string& spec : parsed.Values("dim")) {
+    std::string name, range;
+    int64_t min = 0, max = 0;
+    if (!SplitAssignment(spec, &name, &range) || !ParseRange(range, &min, &max)) {
+      return UsageError(absl::StrCat("--dim wants NAME=MIN:MAX with 0 <= MIN <= MAX, not '", spec, "'"));
+    }
+    if (options.dim_ranges.count(name)) return UsageError(absl::StrCat("--dim ", name, " given more than once"));
+    options.dim_ranges[name] = {min, max};
+  }
+  for (const std::string& spec : parsed.Values("input-rank")) {
+    std::string name, value;
+    int rank = 0;
+    if (!SplitAssignment(spec, &name, &value) || !absl::SimpleAtoi(value, &rank) || rank < 0 || rank > 16) {
+      return UsageError(absl::StrCat("--input-rank wants NAME=R with 0 <= R <= 16, not '", spec, "'"));
+    }
+    options.input_ranks[name] = rank;
+  }
+  options.fold_constants = !parsed.Has("no-fold");
+
+  onnx_import::ImportReport report;
+  absl::StatusOr<std::vector<uint8_t>> bytes = onnx_import::ImportOnnxFile(in_path, options, &report);
+  if (!bytes.ok()) return Fail(absl::StrCat("cannot import ", in_path, ": ", bytes.status().message()));
+  {
+    std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
+    if (!f) return Fail(absl::StrCat("cannot write '", out_path, "'"));
+    f.write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
+    if (!f) return Fail(absl::StrCat("writing '", out_path, "' failed"));
+  }
+
+  std::printf("imported %s (opset %d%s%s)\n", in_path.c_str(), report.opset,
+              report.producer.empty() ? "" : ", producer ", report.producer.c_str());
+  std::printf("nodes: %d imported as grove ops, %d constants folded, %d Constant nodes (of %d ONNX nodes); "
+              "%d subgraph%s\n",
+              report.nodes_imported, report.constants_folded, report.constant_nodes, report.onnx_nodes,
+              report.subgraphs, report.subgraphs == 1 ? "" : "s");
+  std::vector<std::string> symbols;
+  for (const SymbolInfo& s : report.symbols) symbols.push_back(absl::StrCat(s.name, " ", s.min, "..", s.max));
+  std::printf("symbols: %s\n", symbols.empty() ? "none (all dims constant)" : absl::StrJoin(symbols, ", ").c_str());
+  std::printf("weights: %d, %s\n", report.weights, HumanBytes(report.weight_bytes).c_str());
+  std::printf("wrote %s: %s\n", out_path.c_str(), HumanBytes(bytes->size()).c_str());
+  return kExitOk;
+}
+
+}  // namespace grove::cli
