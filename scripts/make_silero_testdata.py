@@ -9,6 +9,7 @@ dependency). Writes into models/silero_vad/testdata/:
   cases.txt            one line per case: NAME INPUTS OUTPUTS, the files of the
                        model's inputs (input, state, sr) and outputs (output,
                        stateN) in model order, comma separated
+  references.txt       each case's `output` as text, for the demo to print
   <case>_*.npy         those files
   signal_16k.npy       a spoken phrase between two stretches of faint noise,
   signal_8k.npy        f32 in [-1, 1], at 16 and 8 kHz
@@ -68,6 +69,7 @@ class Writer:
     self.out_dir = out_dir
     self.session = session
     self.lines = []
+    self.summary = []
 
   def case(self, name, x, state, sr):
     inputs = {"input": x.astype(np.float32), "state": state.astype(np.float32),
@@ -81,6 +83,8 @@ class Writer:
       out_files.append(f"{name}_{key}.npy")
       np.save(os.path.join(self.out_dir, out_files[-1]), value)
     self.lines.append(f"{name} {','.join(in_files)} {','.join(out_files)}")
+    probs = ", ".join(f"{p:.4f}" for p in outputs[0].ravel())
+    self.summary.append(f"{name}: onnxruntime's output (speech probability per row): {probs}")
     return outputs
 
 
@@ -153,6 +157,8 @@ def main():
             f"{ort.__version__} (CPU), written by scripts/make_silero_testdata.py.\n")
     f.write("# name inputs(input,state,sr) outputs(output,stateN)\n")
     f.write("\n".join(w.lines) + "\n")
+  with open(os.path.join(args.out, "references.txt"), "w") as f:
+    f.write("\n".join(w.summary) + "\n")
 
 
 if __name__ == "__main__":
