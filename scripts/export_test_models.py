@@ -366,7 +366,9 @@ def export(name, out_root, seed):
     in_files = [f"{case}_{n}.npy" for n in input_names]
     out_files = [f"{case}_{n}.npy" for n in output_names]
     for f, a in zip(in_files + out_files, list(inputs) + reference):
-      np.save(os.path.join(out_dir, f), np.ascontiguousarray(a))
+      np.save(os.path.join(out_dir, f), a)  # not ascontiguousarray: it makes 0-d arrays 1-d
+      if np.load(os.path.join(out_dir, f)).shape != a.shape:
+        raise RuntimeError(f"{name}/{f}: the saved array has another shape")
     lines.append(f"{case} {','.join(in_files)} {','.join(out_files)}")
   with open(os.path.join(out_dir, "cases.txt"), "w") as f:
     f.write(f"# {name}: PyTorch's outputs, scripts/export_test_models.py (seed {seed}, torch "
