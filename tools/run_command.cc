@@ -38,51 +38,6 @@ constexpr char kUsage[] =
 
 constexpr int kValuesShown = 6;
 
-float Bf16ToFloat(uint16_t v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-// Round to nearest even, keeping NaNs NaN.
-uint16_t FloatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  float v;
-  if (exponent == 0) {
-    v = std::ldexp(static_cast<float>(mantissa), -24);
-  } else if (exponent == 31) {
-    v = mantissa == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
-  } else {
-    v = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
-  }
-  return sign ? -v : v;
-}
-
-double ElementAsDouble(const TensorView& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kF32: return t.as<const float>()[i];
-    case DType::kF64: return t.as<const double>()[i];
-    case DType::kF16: return HalfToFloat(t.as<const uint16_t>()[i]);
-    case DType::kBF16: return Bf16ToFloat(t.as<const uint16_t>()[i]);
-    case DType::kI64: return static_cast<double>(t.as<const int64_t>()[i]);
-    case DType::kI32: return t.as<const int32_t>()[i];
-    case DType::kI8: return t.as<const int8_t>()[i];
-    case DType::kU8: return t.as<const uint8_t>()[i];
-    case DType::kBool: return t.as<const uint8_t>()[i] != 0;
-    case DType::kUnknown: break;
-  }
-  return 0;
-}
-
 bool IsFloat(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
@@ -97,14 +52,16 @@ std::string Summarize(const std::string& name, const TensorView& t) {
   std::string line = absl::StrCat(name, ": ", DTypeName(t.dtype), ShapeString(t.shape));
   const int64_t n = t.num_elements();
   if (n == 0) return absl::StrCat(line, " (empty)");
+  absl::StatusOr<Tensor> wide = Tensor::CastOf(t, DType::kF64);
+  if (!wide.ok()) return absl::StrCat(line, " (", wide.status().message(), ")");
+  const double* v = wide->as<double>();
   double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
   int64_t finite = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const double v = ElementAsDouble(t, i);
-    if (!std::isfinite(v)) continue;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-    sum += v;
+    if (!std::isfinite(v[i])) continue;
+    lo = std::min(lo, v[i]);
+    hi = std::max(hi, v[i]);
+    sum += v[i];
     ++finite;
   }
   if (finite > 0) {
@@ -113,7 +70,7 @@ std::string Summarize(const std::string& name, const TensorView& t) {
   }
   if (finite < n) absl::StrAppend(&line, " non-finite=", n - finite);
   std::vector<std::string> shown;
-  for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(FormatValue(t.dtype, ElementAsDouble(t, i)));
+  for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(FormatValue(t.dtype, v[i]));
   absl::StrAppend(&line, " values=[", absl::StrJoin(shown, ", "), n > kValuesShown ? ", ...]" : "]");
   return line;
 }
@@ -130,21 +87,6 @@ std::string FileNameFor(const std::string& output_name) {
   return name + ".npy";
 }
 
-absl::StatusOr<Tensor> WidenBf16(const TensorView& t) {
-  absl::StatusOr<Tensor> wide = Tensor::Create(DType::kF32, t.shape);
-  if (!wide.ok()) return wide.status();
-  for (int64_t i = 0; i < t.num_elements(); ++i) wide->as<float>()[i] = Bf16ToFloat(t.as<const uint16_t>()[i]);
-  return wide;
-}
-
-absl::StatusOr<Tensor> NarrowToBf16(const Tensor& t) {
-  absl::StatusOr<Tensor> narrow = Tensor::Create(DType::kBF16, t.shape());
-  if (!narrow.ok()) return narrow.status();
-  for (int64_t i = 0; i < t.view().num_elements(); ++i) {
-    narrow->as<uint16_t>()[i] = FloatToBf16(t.as<float>()[i]);
-  }
-  return narrow;
-}
 
 double Milliseconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
@@ -207,7 +149,7 @@ int RunMain(absl::Span<const std::string> argv) {
     if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
     const DType want = input_infos[*index].dtype;
     if (want == DType::kBF16 && tensor->dtype() == DType::kF32) {
-      tensor = NarrowToBf16(*tensor);  // NumPy has no bf16: accept f32 and round.
+      tensor = Tensor::CastOf(tensor->view(), DType::kBF16);  // NumPy has no bf16: accept f32 and round.
       if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
     }
     if (tensor->dtype() != want) {
@@ -264,7 +206,7 @@ int RunMain(absl::Span<const std::string> argv) {
       const std::string path = absl::StrCat(dir, "/", file);
       absl::Status s;
       if (outputs[i].dtype == DType::kBF16) {
-        absl::StatusOr<Tensor> wide = WidenBf16(outputs[i]);
+        absl::StatusOr<Tensor> wide = Tensor::CastOf(outputs[i], DType::kF32);
         s = wide.ok() ? WriteNpy(path, wide->view()) : wide.status();
       } else {
         s = WriteNpy(path, outputs[i]);

@@ -87,6 +87,10 @@ class Tensor {
   static absl::StatusOr<Tensor> Create(DType dtype, std::vector<int64_t> shape);
   // A deep copy of `view`.
   static absl::StatusOr<Tensor> CopyOf(const TensorView& view);
+  // A copy of `view` converted to `dtype` by the Cast op's rules: f16 and
+  // bf16 round to nearest even, floats to integers truncate (saturating, NaN
+  // gives 0), anything to bool is "!= 0".
+  static absl::StatusOr<Tensor> CastOf(const TensorView& view, DType dtype);
 
   const TensorView& view() const { return view_; }
   DType dtype() const { return view_.dtype; }

@@ -406,7 +406,9 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
       }
       for (int k = 0; k < no; ++k) {
         const int t = o->outputs()->Get(k);
-        if (absl::Status st = check_index(t, ow, absl::StrCat("output ", k), k > 0); !st.ok()) return st;
+        // Output 0 may be omitted only where the op makes every output optional (LSTM's Y).
+        const bool may_omit = k > 0 || n.def->min_outputs == 0;
+        if (absl::Status st = check_index(t, ow, absl::StrCat("output ", k), may_omit); !st.ok()) return st;
         n.outputs.push_back(t);
       }
       absl::flat_hash_set<std::string> seen;

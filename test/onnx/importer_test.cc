@@ -488,6 +488,38 @@ TEST(OnnxImporter, ConstantOfShapeValueBecomesAnInput) {
   EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(2.5f, 2.5f, 2.5f));
 }
 
+TEST(OnnxImporter, SoftmaxBeforeOpset13FlattensAtItsAxis) {
+  ModelProto m = NewModel(12);
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2, 2, 2});
+  AddNode(g, "Softmax", {"x"}, {"y"}, "softmax");  // axis 1: rows of 4
+  SetInt(AddNode(g, "Softmax", {"x"}, {"z"}, "last"), "axis", -1);
+  AddOutput(g, "y");
+  AddOutput(g, "z");
+  absl::StatusOr<Imported> r = Import(m);
+  if (runtime::GlobalOpRegistry().Find("Flatten") == nullptr) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(Msg(r.status()), HasSubstr("node 'softmax' (op Softmax): at opset 12 it normalises the input "
+                                           "flattened to 2-D at axis 1"));
+    // axis -1 means the same at every opset and needs no rewrite.
+    g->mutable_node()->DeleteSubrange(0, 1);
+    g->mutable_output()->DeleteSubrange(0, 1);
+    r = Import(m);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(OpCount(*r->model, "Softmax"), 1);
+    return;
+  }
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<float> x = {0, 0, 0, 0, 1, 1, 1, 1};
+  auto session = CpuSession(r->model);
+  auto out = session->Run({TensorView(DType::kF32, {2, 2, 2}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 2, 2}));
+  for (float v : Values<float>((*out)[0])) EXPECT_FLOAT_EQ(v, 0.25f);
+  for (float v : Values<float>((*out)[1])) EXPECT_FLOAT_EQ(v, 0.5f);
+}
+
 // --- control flow ------------------------------------------------------------
 
 TEST(OnnxImporter, IfBranchesReadOuterScopeAndGetUniqueNames) {
@@ -674,6 +706,44 @@ TEST(OnnxImporter, MalformedBytesAreAnError) {
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(Msg(m.status()), HasSubstr("bad.onnx: not a valid ONNX model"));
   EXPECT_FALSE(ImportOnnxFile("/nonexistent/model.onnx", {}, nullptr).ok());
+}
+
+TEST(OnnxImporter, DamagedModelsFailCleanly) {
+  // A model with a bit of everything, then every byte changed in turn: each
+  // import must end in a model or a status, never a crash.
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "cond", TensorProto::BOOL, {});
+  AddInput(g, "x", TensorProto::FLOAT, {"n", 2});
+  *g->add_initializer() = FloatTensor("w", {2}, {1, 2});
+  *g->add_initializer() = Int64Tensor("shape", {2}, {2, -1});
+  AddNode(g, "Reshape", {"x", "shape"}, {"r"}, "reshape");
+  NodeProto* node = AddNode(g, "If", {"cond"}, {"y"}, "branch");
+  GraphProto* then_g = SetGraph(node, "then_branch");
+  AddNode(then_g, "Add", {"x", "w"}, {"t"});
+  AddOutput(then_g, "t");
+  GraphProto* else_g = SetGraph(node, "else_branch");
+  AddNode(else_g, "Mul", {"x", "w"}, {"t"});
+  AddOutput(else_g, "t");
+  AddOutput(g, "y");
+  AddOutput(g, "r");
+  const std::string bytes = m.SerializeAsString();
+  ASSERT_TRUE(Import(m).ok());
+  int imported = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (unsigned char flip : {0x01, 0x80, 0xff}) {
+      std::string damaged = bytes;
+      damaged[i] = static_cast<char>(static_cast<unsigned char>(damaged[i]) ^ flip);
+      absl::StatusOr<ModelProto> parsed = ParseOnnxModel(damaged, "damaged");
+      if (!parsed.ok()) continue;
+      if (ImportOnnxModel(*parsed, "", {}, nullptr).ok()) ++imported;
+    }
+  }
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    absl::StatusOr<ModelProto> parsed = ParseOnnxModel(bytes.substr(0, len), "truncated");
+    if (parsed.ok()) (void)ImportOnnxModel(*parsed, "", {}, nullptr);
+  }
+  EXPECT_GT(imported, 0);  // some flips only change values
 }
 
 // --- external data -------------------------------------------------------------

@@ -42,6 +42,9 @@ using Attribute = std::pair<std::string, AttrValue>;
 constexpr absl::string_view kNondeterministicOps[] = {"RandomNormal", "RandomNormalLike", "RandomUniform",
                                                       "RandomUniformLike", "Bernoulli", "Multinomial"};
 
+// Ops whose axis meant "flatten to 2-D here" before opset 13.
+constexpr absl::string_view kCoercingOps[] = {"Softmax", "LogSoftmax", "Hardmax"};
+
 // Integer attributes that hold an ONNX TensorProto dtype (Cast.to, EyeLike.dtype,
 // ...); grove stores its own DType values there.
 constexpr absl::string_view kDTypeAttributes[] = {"to", "dtype"};
@@ -185,6 +188,12 @@ class Importer {
   absl::StatusOr<Attribute> ConvertAttribute(const AttributeProto& a, const ir::OpDef& def,
                                                             const std::string& where, const Scope& scope,
                                                             const NodeProto& node);
+  absl::Status Emit(const ir::OpDef& def, const std::string& where, const std::string& name,
+                    const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                    const std::vector<Attribute>& attrs);
+  absl::Status ImportCoercingOp(const ir::OpDef& def, const std::string& where, const std::string& name,
+                                const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                                const std::vector<Attribute>& attrs);
   absl::Status TryFold(const std::string& where, const std::vector<std::string>& inputs,
                        const std::vector<std::string>& outputs, const std::vector<Attribute>& attrs,
                        const ir::OpDef& def, bool* folded);
@@ -664,18 +673,64 @@ absl::Status Importer::ImportNode(const NodeProto& node, int index, Scope& scope
                                                  def->max_outputs < 0 ? std::string("any") : absl::StrCat(def->max_outputs)));
   }
 
+  if (report_.opset < 13 && std::find(std::begin(kCoercingOps), std::end(kCoercingOps), def->type) !=
+                                std::end(kCoercingOps)) {
+    return ImportCoercingOp(*def, where, node.name(), inputs, outputs, attrs);
+  }
+  return Emit(*def, where, node.name(), inputs, outputs, attrs);
+}
+
+absl::Status Importer::Emit(const ir::OpDef& def, const std::string& where, const std::string& name,
+                            const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+                            const std::vector<Attribute>& attrs) {
   bool folded = false;
-  if (absl::Status s = TryFold(where, inputs, outputs, attrs, *def, &folded); !s.ok()) return s;
+  if (absl::Status s = TryFold(where, inputs, outputs, attrs, def, &folded); !s.ok()) return s;
   if (folded) return absl::OkStatus();
   for (const std::string& in : inputs) {
     if (!in.empty()) EmitIfConstant(in);
   }
-  builder_.AddOp(def->type, inputs, outputs, attrs, node.name());
+  builder_.AddOp(def.type, inputs, outputs, attrs, name);
   ++report_.nodes_imported;
   for (const std::string& out : outputs) {
     if (!out.empty()) Define(out);
   }
   return absl::OkStatus();
+}
+
+// Before opset 13, Softmax, LogSoftmax and Hardmax flatten their input to 2-D
+// at `axis` (default 1) and normalise each row; grove's ops follow opset 13
+// (one axis). axis = -1 means the same in both; any other axis is rewritten
+// as Flatten -> op(axis=1) -> Reshape back to the input's shape.
+absl::Status Importer::ImportCoercingOp(const ir::OpDef& def, const std::string& where, const std::string& name,
+                                        const std::vector<std::string>& inputs,
+                                        const std::vector<std::string>& outputs,
+                                        const std::vector<Attribute>& attrs) {
+  int64_t axis = 1;
+  for (const Attribute& a : attrs) {
+    if (a.first == "axis" && std::holds_alternative<int64_t>(a.second)) axis = std::get<int64_t>(a.second);
+  }
+  if (axis == -1) return Emit(def, where, name, inputs, outputs, attrs);
+  const ir::OpDef* flatten = registry_.Find("Flatten");
+  const ir::OpDef* shape = registry_.Find("Shape");
+  const ir::OpDef* reshape = registry_.Find("Reshape");
+  if (flatten == nullptr || shape == nullptr || reshape == nullptr || inputs.empty() || outputs.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        where, ": at opset ", report_.opset, " it normalises the input flattened to 2-D at axis ", axis,
+        "; grove imports that as Flatten, Shape and Reshape around it, and lacks Flatten"));
+  }
+  const std::string& x = inputs[0];
+  const std::string& y = outputs[0];
+  const std::string flat = UniqueName(absl::StrCat(y, "/flat"));
+  const std::string flat_y = UniqueName(absl::StrCat(y, "/flat_out"));
+  const std::string x_shape = UniqueName(absl::StrCat(y, "/in_shape"));
+  if (absl::Status s = Emit(*flatten, where, absl::StrCat(name, "/flatten"), {x}, {flat},
+                            {{"axis", AttrValue(axis)}});
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Emit(def, where, name, {flat}, {flat_y}, {{"axis", AttrValue(int64_t{1})}}); !s.ok()) return s;
+  if (absl::Status s = Emit(*shape, where, absl::StrCat(name, "/shape"), {x}, {x_shape}, {}); !s.ok()) return s;
+  return Emit(*reshape, where, absl::StrCat(name, "/reshape"), {flat_y, x_shape}, {y}, {});
 }
 
 absl::StatusOr<std::vector<uint8_t>> Importer::Import(const ModelProto& model, ImportReport* report) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "lib/backends/cpu/broadcast_plan.h"
+#include "lib/backends/cpu/binary_kernel.h"
+#include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
 
@@ -18,68 +18,6 @@ namespace grove::cpu {
 namespace {
 
 using ir::KernelContext;
-
-std::string ShapeString(absl::Span<const int64_t> shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
-
-// A wrong output dtype would make the kernel write past the buffer, so it is
-// checked even though the shape function set it.
-absl::Status CheckOutputDType(const KernelContext& ctx, DType expected) {
-  const DType got = ctx.output(0).dtype;
-  if (got == expected) return absl::OkStatus();
-  return ctx.Error(
-      absl::StrCat("output 0 was allocated as ", DTypeName(got), " but the kernel writes ", DTypeName(expected)));
-}
-
-absl::Status CheckOutputLike(const KernelContext& ctx, DType dtype, absl::Span<const int64_t> shape) {
-  if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
-  if (absl::Span<const int64_t>(ctx.output(0).shape) == shape) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output 0 was allocated with shape ", ShapeString(ctx.output(0).shape),
-                                " but the kernel writes ", ShapeString(shape)));
-}
-
-absl::Status CheckSameInputDTypes(const KernelContext& ctx, int i, int j) {
-  if (ctx.input(i).dtype == ctx.input(j).dtype) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("inputs ", i, " and ", j, " have dtypes ", DTypeName(ctx.input(i).dtype), " and ",
-                                DTypeName(ctx.input(j).dtype), "; expected the same"));
-}
-
-absl::StatusOr<BroadcastPlan<2>> MakeBinaryPlan(const KernelContext& ctx) {
-  absl::StatusOr<BroadcastPlan<2>> plan =
-      BroadcastPlan<2>::Make(ctx.output(0).shape, {&ctx.input(0).shape, &ctx.input(1).shape});
-  if (!plan.ok()) return ctx.Error(plan.status().message());
-  return plan;
-}
-
-// One row with each input stepping by 0 or 1; the branches let the compiler
-// vectorise the common cases.
-template <typename In, typename Out, typename Fn>
-inline void BinaryRow(Out* o, const In* a, int64_t sa, const In* b, int64_t sb, int64_t n, Fn fn) {
-  if (sa == 1 && sb == 1) {
-    for (int64_t i = 0; i < n; ++i) o[i] = fn(a[i], b[i]);
-  } else if (sa == 0 && sb == 1) {
-    const In x = *a;
-    for (int64_t i = 0; i < n; ++i) o[i] = fn(x, b[i]);
-  } else if (sa == 1 && sb == 0) {
-    const In y = *b;
-    for (int64_t i = 0; i < n; ++i) o[i] = fn(a[i], y);
-  } else {
-    const Out v = fn(*a, *b);
-    for (int64_t i = 0; i < n; ++i) o[i] = v;
-  }
-}
-
-template <typename In, typename Out, typename Fn>
-void RunBinary(const KernelContext& ctx, const BroadcastPlan<2>& plan, Fn fn) {
-  const In* a = ctx.input(0).as<const In>();
-  const In* b = ctx.input(1).as<const In>();
-  Out* out = ctx.output(0).as<Out>();
-  const auto [sa, sb] = plan.row_steps();
-  plan.ForEachRow([&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
-    BinaryRow(out + o, a + in[0], sa, b + in[1], sb, len, fn);
-  });
-}
 
 // Integer arithmetic in the unsigned type: wraps like two's complement
 // instead of signed overflow (undefined behaviour).
@@ -169,7 +107,7 @@ absl::Status ArithmeticKernel(KernelContext& ctx) {
         if (absl::Status s = CheckNoZeroDivisor<T>(ctx); !s.ok()) return s;
       }
     }
-    RunBinary<T, T>(ctx, *plan,
+    RunBinary<T, T, T>(ctx, *plan,
                     [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
     return absl::OkStatus();
   });
@@ -204,7 +142,7 @@ absl::Status CompareKernel(KernelContext& ctx) {
   auto run = [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using C = ComputeT<T>;
-    RunBinary<T, Bool8>(ctx, *plan, [](T x, T y) {
+    RunBinary<T, T, Bool8>(ctx, *plan, [](T x, T y) {
       return Bool8{static_cast<uint8_t>(Op::template Apply<C>(ToCompute(x), ToCompute(y)) ? 1 : 0)};
     });
     return absl::OkStatus();
@@ -305,6 +243,21 @@ absl::Status CastKernel(KernelContext& ctx) {
         absl::StrCat("output 0 was allocated as ", DTypeName(out.dtype), " but attribute 'to' is ", to));
   }
   if (absl::Status s = CheckOutputLike(ctx, out.dtype, in.shape); !s.ok()) return s;
+  return CastElements(ctx, in, out);
+}
+
+absl::Status IdentityKernel(KernelContext& ctx) {
+  const TensorView& in = ctx.input(0);
+  if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
+  if (in.num_elements() > 0 && in.data != ctx.output(0).data) {
+    std::memcpy(ctx.output(0).data, in.data, in.byte_size());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CastElements(const ir::KernelContext& ctx, const TensorView& in, TensorView& out) {
   const int64_t n = in.num_elements();
   if (in.dtype == out.dtype) {
     if (n > 0 && in.data != out.data) std::memcpy(out.data, in.data, in.byte_size());
@@ -321,17 +274,6 @@ absl::Status CastKernel(KernelContext& ctx) {
     });
   });
 }
-
-absl::Status IdentityKernel(KernelContext& ctx) {
-  const TensorView& in = ctx.input(0);
-  if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
-  if (in.num_elements() > 0 && in.data != ctx.output(0).data) {
-    std::memcpy(ctx.output(0).data, in.data, in.byte_size());
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status RegisterElementwiseKernels(ir::OpRegistry& registry) {
   const struct {

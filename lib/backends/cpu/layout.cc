@@ -1,5 +1,645 @@
-// PLACEHOLDER: replaced by the op group's real kernels.
+// CPU kernels of the layout group. Data movement copies elements as opaque
+// bytes (one path for every dtype); only ScatterND's reductions, Range and
+// OneHot's index reading do arithmetic. Each kernel derives its parameters
+// from the concrete inputs with the helpers its shape function uses
+// (lib/ir/ops/layout_params.h) and checks the planned outputs against them
+// before writing, so a plan made from symbolic shapes cannot make it write
+// out of bounds.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/element_types.h"
+#include "lib/backends/cpu/resize_kernel.h"
+#include "lib/backends/cpu/strided_copy.h"
+#include "lib/ir/ops/layout_params.h"
+
 namespace grove::cpu {
-absl::Status RegisterLayoutKernels(ir::OpRegistry& registry) { return absl::OkStatus(); }
+namespace {
+
+using ir::DimsString;
+
+absl::Status CheckOutput(const ir::KernelContext& ctx, int i, DType dtype, const std::vector<int64_t>& shape) {
+  if (!ctx.has_output(i)) return absl::OkStatus();
+  const TensorView& y = ctx.output(i);
+  if (y.dtype != dtype || y.shape != shape) {
+    return ctx.Error(absl::StrCat("output ", i, " is ", DTypeName(dtype), " ", DimsString(shape),
+                                  " for these inputs but was planned as ", DTypeName(y.dtype), " ",
+                                  DimsString(y.shape)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int i, absl::string_view name) {
+  std::vector<int64_t> out;
+  if (!ir::ReadIntegers(ctx.input(i), &out)) {
+    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(ctx.input(i).dtype),
+                                  "; expected i32 or i64"));
+  }
+  return out;
+}
+
+// The list given as input i (opset 13) or attribute `attr` (opset 11); null
+// `*given` when neither is.
+absl::Status ReadIntArg(const ir::KernelContext& ctx, int i, absl::string_view name, absl::string_view attr,
+                        std::vector<int64_t>* out, bool* given) {
+  *given = true;
+  if (ctx.has_input(i)) {
+    absl::StatusOr<std::vector<int64_t>> v = ReadInts(ctx, i, name);
+    if (!v.ok()) return v.status();
+    *out = *std::move(v);
+  } else if (ctx.attrs().Has(attr)) {
+    *out = ctx.attrs().GetInts(attr);
+  } else {
+    *given = false;
+  }
+  return absl::OkStatus();
+}
+
+int64_t Product(absl::Span<const int64_t> dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= dims[i];
+  return p;
+}
+
+// Writes `count` copies of one element (`value`, `es` bytes) to dst.
+void Fill(void* dst, int64_t count, const void* value, size_t es) {
+  if (count <= 0) return;
+  auto* out = static_cast<uint8_t*>(dst);
+  const auto* v = static_cast<const uint8_t*>(value);
+  if (std::all_of(v, v + es, [](uint8_t b) { return b == 0; })) {
+    std::memset(out, 0, static_cast<size_t>(count) * es);
+    return;
+  }
+  std::memcpy(out, v, es);
+  const size_t total = static_cast<size_t>(count) * es;
+  for (size_t done = es; done < total;) {
+    const size_t n = std::min(done, total - done);
+    std::memcpy(out + done, out, n);
+    done += n;
+  }
+}
+
+// Copies element `src` of `in` to element `dst` of `out`, `es` bytes each.
+inline void CopyElement(const uint8_t* in, int64_t src, uint8_t* out, int64_t dst, size_t es) {
+  std::memcpy(out + dst * static_cast<int64_t>(es), in + src * static_cast<int64_t>(es), es);
+}
+
+// ---------------------------------------------------------------------------
+
+// Flatten, Squeeze, Unsqueeze: the bytes do not move.
+absl::Status CopyKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  TensorView& y = ctx.output(0);
+  if (x.dtype != y.dtype || x.num_elements() != y.num_elements()) {
+    return ctx.Error(absl::StrCat("the input ", DTypeName(x.dtype), " ", DimsString(x.shape), " does not fit the planned output ",
+                                  DTypeName(y.dtype), " ", DimsString(y.shape)));
+  }
+  if (y.data != x.data && x.byte_size() > 0) std::memmove(y.data, x.data, x.byte_size());
+  return absl::OkStatus();
+}
+
+absl::Status SplitKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  if (rank == 0) return ctx.Error("input (input 0) is a scalar; Split needs rank >= 1");
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
+  std::vector<int64_t> split;
+  bool has_split = false;
+  if (absl::Status s = ReadIntArg(ctx, 1, "split", "split", &split, &has_split); !s.ok()) return s;
+  const int n = ctx.num_outputs();
+  absl::StatusOr<std::vector<int64_t>> sizes =
+      ir::SplitSizes(x.shape[*axis], n, has_split ? &split : nullptr, ctx.attrs().GetInt("num_outputs", -1));
+  if (!sizes.ok()) return ctx.Error(sizes.status().message());
+  for (int i = 0; i < n; ++i) {
+    std::vector<int64_t> shape = x.shape;
+    shape[*axis] = (*sizes)[i];
+    if (absl::Status s = CheckOutput(ctx, i, x.dtype, shape); !s.ok()) return s;
+  }
+  const size_t es = DTypeSize(x.dtype);
+  const int64_t outer = Product(x.shape, 0, *axis);
+  const size_t inner = static_cast<size_t>(Product(x.shape, *axis + 1, rank)) * es;
+  const int64_t dim = x.shape[*axis];
+  const auto* in = static_cast<const uint8_t*>(x.data);
+  int64_t offset = 0;
+  for (int i = 0; i < n; ++i) {
+    const int64_t part = (*sizes)[i];
+    if (ctx.has_output(i) && part > 0 && inner > 0) {
+      auto* out = static_cast<uint8_t*>(ctx.output(i).data);
+      const size_t row = static_cast<size_t>(part) * inner;
+      for (int64_t o = 0; o < outer; ++o) {
+        std::memcpy(out + o * row, in + (static_cast<size_t>(o * dim + offset)) * inner, row);
+      }
+    }
+    offset += part;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
+  const TensorView& data = ctx.input(0);
+  const TensorView& idx = ctx.input(1);
+  const int rank = static_cast<int>(data.shape.size());
+  if (rank == 0 || static_cast<int>(idx.shape.size()) != rank) {
+    return ctx.Error(absl::StrCat("data ", DimsString(data.shape), " and indices ", DimsString(idx.shape),
+                                  " must have the same rank >= 1"));
+  }
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
+  for (int d = 0; d < rank; ++d) {
+    if (d != *axis && idx.shape[d] > data.shape[d]) {
+      return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " dim ", d, " exceeds the data's ",
+                                    DimsString(data.shape)));
+    }
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, idx.shape); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  if (!indices.ok()) return indices.status();
+  const int64_t dim = data.shape[*axis];
+  for (int64_t& i : *indices) {
+    const int64_t given = i;
+    if (i < 0) i += dim;
+    if (i < 0 || i >= dim) {
+      return ctx.Error(absl::StrCat("index ", given, " is out of range for axis ", *axis, " of the data ",
+                                    DimsString(data.shape), " (expected ", -dim, "..", dim - 1, ")"));
+    }
+  }
+  if (indices->empty()) return absl::OkStatus();
+  const std::vector<int64_t> strides = ir::Strides(data.shape);
+  const size_t es = DTypeSize(data.dtype);
+  const auto* in = static_cast<const uint8_t*>(data.data);
+  auto* out = static_cast<uint8_t*>(ctx.output(0).data);
+  // Walk the indices in order; `base` is the data offset of the current
+  // position with the axis coordinate left out.
+  std::vector<int64_t> pos(rank, 0);
+  int64_t base = 0;
+  const int64_t row = idx.shape[rank - 1];
+  const int64_t row_step = rank - 1 == *axis ? 0 : strides[rank - 1];
+  const int64_t axis_stride = strides[*axis];
+  const int64_t total = static_cast<int64_t>(indices->size());
+  for (int64_t i = 0; i < total; i += row) {
+    for (int64_t j = 0; j < row; ++j) {
+      CopyElement(in, base + j * row_step + (*indices)[i + j] * axis_stride, out, i + j, es);
+    }
+    for (int d = rank - 2; d >= 0; --d) {
+      const int64_t step = d == *axis ? 0 : strides[d];
+      base += step;
+      if (++pos[d] < idx.shape[d]) break;
+      base -= step * idx.shape[d];
+      pos[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
+
+absl::StatusOr<Reduction> ParseReduction(const ir::KernelContext& ctx) {
+  const std::string r = ctx.attrs().GetString("reduction", "none");
+  if (r == "none") return Reduction::kNone;
+  if (r == "add") return Reduction::kAdd;
+  if (r == "mul") return Reduction::kMul;
+  if (r == "max") return Reduction::kMax;
+  if (r == "min") return Reduction::kMin;
+  return ctx.Error(absl::StrCat("attribute reduction is '", r, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
+}
+
+template <typename T>
+void ScatterReduce(Reduction reduction, T* out, const T* upd, int64_t n) {
+  using C = ComputeT<T>;
+  for (int64_t i = 0; i < n; ++i) {
+    const C a = ToCompute(out[i]), b = ToCompute(upd[i]);
+    C r;
+    switch (reduction) {
+      case Reduction::kAdd: r = static_cast<C>(a + b); break;
+      case Reduction::kMul: r = static_cast<C>(a * b); break;
+      case Reduction::kMax: r = std::max(a, b); break;
+      default: r = std::min(a, b); break;
+    }
+    out[i] = FromCompute<T>(r);
+  }
+}
+
+absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
+  const TensorView& data = ctx.input(0);
+  const TensorView& idx = ctx.input(1);
+  const TensorView& upd = ctx.input(2);
+  absl::StatusOr<Reduction> reduction = ParseReduction(ctx);
+  if (!reduction.ok()) return reduction.status();
+  const int64_t rank = static_cast<int64_t>(data.shape.size());
+  const int64_t k = idx.shape.empty() ? -1 : idx.shape.back();
+  if (k < 1 || k > rank) {
+    return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " must end in a dim of 1..", rank,
+                                  " (the data's rank)"));
+  }
+  std::vector<int64_t> want(idx.shape.begin(), idx.shape.end() - 1);
+  want.insert(want.end(), data.shape.begin() + k, data.shape.end());
+  if (upd.shape != want || upd.dtype != data.dtype) {
+    return ctx.Error(absl::StrCat("updates is ", DTypeName(upd.dtype), " ", DimsString(upd.shape), "; expected ",
+                                  DTypeName(data.dtype), " ", DimsString(want)));
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  if (!indices.ok()) return indices.status();
+  // Every index is checked before the output is touched.
+  const std::vector<int64_t> strides = ir::Strides(data.shape);
+  const int64_t count = static_cast<int64_t>(indices->size()) / k;
+  std::vector<int64_t> offsets(static_cast<size_t>(count), 0);
+  for (int64_t j = 0; j < count; ++j) {
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t v = (*indices)[j * k + d];
+      const int64_t given = v;
+      if (v < 0) v += data.shape[d];
+      if (v < 0 || v >= data.shape[d]) {
+        return ctx.Error(absl::StrCat("index ", given, " (entry ", j, ", coordinate ", d, ") is out of range for dim ",
+                                      d, " of the data ", DimsString(data.shape)));
+      }
+      offsets[j] += v * strides[d];
+    }
+  }
+  TensorView& y = ctx.output(0);
+  if (y.data != data.data && data.byte_size() > 0) std::memmove(y.data, data.data, data.byte_size());
+  const int64_t slice = Product(data.shape, static_cast<size_t>(k), data.shape.size());
+  if (slice == 0) return absl::OkStatus();
+  const size_t es = DTypeSize(data.dtype);
+  auto* out = static_cast<uint8_t*>(y.data);
+  const auto* u = static_cast<const uint8_t*>(upd.data);
+  if (*reduction == Reduction::kNone) {
+    for (int64_t j = 0; j < count; ++j) {
+      std::memcpy(out + offsets[j] * static_cast<int64_t>(es), u + j * slice * static_cast<int64_t>(es),
+                  static_cast<size_t>(slice) * es);
+    }
+    return absl::OkStatus();
+  }
+  return VisitAnyDType(ctx, data.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t j = 0; j < count; ++j) {
+      ScatterReduce<T>(*reduction, reinterpret_cast<T*>(out) + offsets[j], reinterpret_cast<const T*>(u) + j * slice,
+                       slice);
+    }
+    return absl::OkStatus();
+  });
+}
+
+// Numpy broadcasting of `a` against `b` (both concrete), for Expand.
+absl::StatusOr<std::vector<int64_t>> Broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot expand ", DimsString(a), " to ", DimsString(b), ": dim ",
+                                                     i, " is ", x, " against ", y));
+    }
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+absl::Status ExpandKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  absl::StatusOr<std::vector<int64_t>> shape = ReadInts(ctx, 1, "shape");
+  if (!shape.ok()) return shape.status();
+  for (int64_t v : *shape) {
+    if (v < 0) return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(*shape), " has a negative dim"));
+  }
+  absl::StatusOr<std::vector<int64_t>> out_shape = Broadcast(x.shape, *shape);
+  if (!out_shape.ok()) return ctx.Error(out_shape.status().message());
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, *out_shape); !s.ok()) return s;
+  if (ir::NumElements(*out_shape) == 0) return absl::OkStatus();
+  const std::vector<int64_t> in_strides = ir::Strides(x.shape);
+  const size_t rank = out_shape->size(), lead = rank - x.shape.size();
+  std::vector<int64_t> strides(rank, 0);
+  for (size_t i = lead; i < rank; ++i) strides[i] = x.shape[i - lead] == 1 ? 0 : in_strides[i - lead];
+  StridedCopy(DTypeSize(x.dtype), *out_shape, x.data, strides, ctx.output(0).data);
+  return absl::OkStatus();
+}
+
+absl::Status TileKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  absl::StatusOr<std::vector<int64_t>> repeats = ReadInts(ctx, 1, "repeats");
+  if (!repeats.ok()) return repeats.status();
+  const size_t rank = x.shape.size();
+  if (repeats->size() != rank) {
+    return ctx.Error(absl::StrCat("repeats (input 1) has ", repeats->size(), " entries; expected ", rank));
+  }
+  std::vector<int64_t> out_shape(rank), shape, strides;
+  const std::vector<int64_t> in_strides = ir::Strides(x.shape);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t r = (*repeats)[d];
+    if (r < 0) return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(*repeats), " has a negative entry"));
+    if (__builtin_mul_overflow(x.shape[d], r, &out_shape[d])) return ctx.Error("repeats overflow int64");
+    // Output index rep * dim + i reads input index i: a view of
+    // [r0, d0, r1, d1, ...] with stride 0 along each repeat.
+    shape.insert(shape.end(), {r, x.shape[d]});
+    strides.insert(strides.end(), {0, in_strides[d]});
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  if (ir::NumElements(out_shape) == 0) return absl::OkStatus();
+  StridedCopy(DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
+  return absl::OkStatus();
+}
+
+// Pad: the input index each output index of one dim reads, or -1 for the
+// constant. Indices outside the input repeat periodically for reflect
+// (period 2 * (n - 1), as numpy) and wrap (period n).
+std::vector<int64_t> PadSourceIndices(int64_t in, int64_t out, int64_t begin, absl::string_view mode) {
+  std::vector<int64_t> src(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t i = o - begin;
+    if (i < 0 || i >= in) {
+      if (mode == "constant") {
+        i = -1;
+      } else if (mode == "edge") {
+        i = std::clamp<int64_t>(i, 0, in - 1);
+      } else if (mode == "wrap") {
+        i = ((i % in) + in) % in;
+      } else if (in == 1) {
+        i = 0;
+      } else {
+        const int64_t period = 2 * (in - 1);
+        const int64_t m = ((i % period) + period) % period;
+        i = m < in ? m : period - m;
+      }
+    }
+    src[o] = i;
+  }
+  return src;
+}
+
+absl::Status PadKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const std::string mode = ctx.attrs().GetString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+    return ctx.Error(absl::StrCat("attribute mode is '", mode, "'"));
+  }
+  std::vector<int64_t> pads, axes;
+  bool has_pads = false;
+  if (absl::Status s = ReadIntArg(ctx, 1, "pads", "pads", &pads, &has_pads); !s.ok()) return s;
+  if (!has_pads) return ctx.Error("needs pads, as input 1 or as attribute pads");
+  if (ctx.has_input(3)) {
+    absl::StatusOr<std::vector<int64_t>> a = ReadInts(ctx, 3, "axes");
+    if (!a.ok()) return a.status();
+    axes = *std::move(a);
+  }
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  absl::StatusOr<ir::PadAmounts> amounts = ir::PadAmountsFor(rank, pads, ctx.has_input(3) ? &axes : nullptr);
+  if (!amounts.ok()) return ctx.Error(amounts.status().message());
+  std::vector<int64_t> out_shape(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t o = x.shape[d] + amounts->begin[d] + amounts->end[d];
+    if (o < 0) return ctx.Error(absl::StrCat("pads ", DimsString(pads), " make dim ", d, " negative (", o, ")"));
+    if (mode != "constant" && x.shape[d] == 0 && (amounts->begin[d] > 0 || amounts->end[d] > 0)) {
+      return ctx.Error(absl::StrCat("mode '", mode, "' cannot pad dim ", d, " of the data ", DimsString(x.shape),
+                                    ", which is empty"));
+    }
+    out_shape[d] = o;
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const size_t es = DTypeSize(x.dtype);
+  uint8_t value[8] = {};
+  if (ctx.has_input(2)) {
+    const TensorView& v = ctx.input(2);
+    if (v.dtype != x.dtype || v.num_elements() != 1) {
+      return ctx.Error(absl::StrCat("constant_value (input 2) is ", DTypeName(v.dtype), " ", DimsString(v.shape),
+                                    "; expected one ", DTypeName(x.dtype), " element"));
+    }
+    std::memcpy(value, v.data, es);
+  } else if (ctx.attrs().Has("value")) {
+    const double v = ctx.attrs().GetFloat("value", 0.0);
+    absl::Status s = VisitAnyDType(ctx, x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T t = ConvertElement<T>(v);
+      std::memcpy(value, &t, sizeof(T));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+  }
+  TensorView& y = ctx.output(0);
+  const int64_t total = ir::NumElements(out_shape);
+  if (total == 0) return absl::OkStatus();
+  auto* out = static_cast<uint8_t*>(y.data);
+  if (rank == 0) {
+    std::memcpy(out, x.data, es);
+    return absl::OkStatus();
+  }
+  std::vector<std::vector<int64_t>> src(rank);
+  for (int64_t d = 0; d < rank; ++d) src[d] = PadSourceIndices(x.shape[d], out_shape[d], amounts->begin[d], mode);
+  const std::vector<int64_t> strides = ir::Strides(x.shape);
+  const auto* in = static_cast<const uint8_t*>(x.data);
+  const int64_t row = out_shape[rank - 1];
+  const std::vector<int64_t>& last = src[rank - 1];
+  std::vector<int64_t> pos(rank - 1, 0);
+  for (int64_t start = 0; start < total; start += row) {
+    // The source row, or -1 when some outer index lies in the constant pad.
+    int64_t base = 0;
+    for (int64_t d = 0; d + 1 < rank && base >= 0; ++d) {
+      const int64_t s = src[d][pos[d]];
+      base = s < 0 ? -1 : base + s * strides[d];
+    }
+    uint8_t* o = out + start * static_cast<int64_t>(es);
+    if (base < 0) {
+      Fill(o, row, value, es);
+    } else {
+      for (int64_t j = 0; j < row;) {
+        if (last[j] < 0) {
+          std::memcpy(o + j * static_cast<int64_t>(es), value, es);
+          ++j;
+          continue;
+        }
+        int64_t run = 1;  // consecutive source elements go in one memcpy
+        while (j + run < row && last[j + run] == last[j] + run) ++run;
+        std::memcpy(o + j * static_cast<int64_t>(es), in + (base + last[j]) * static_cast<int64_t>(es),
+                    static_cast<size_t>(run) * es);
+        j += run;
+      }
+    }
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      if (++pos[d] < out_shape[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SizeKernel(ir::KernelContext& ctx) {
+  if (absl::Status s = CheckOutput(ctx, 0, DType::kI64, {}); !s.ok()) return s;
+  *ctx.output(0).as<int64_t>() = ctx.input(0).num_elements();
+  return absl::OkStatus();
+}
+
+absl::Status RangeKernel(ir::KernelContext& ctx) {
+  const TensorView& start = ctx.input(0);
+  for (int i = 0; i < 3; ++i) {
+    const TensorView& v = ctx.input(i);
+    if (v.dtype != start.dtype || v.num_elements() != 1) {
+      return ctx.Error(absl::StrCat("start, limit and delta must be single elements of one dtype; input ", i, " is ",
+                                    DTypeName(v.dtype), " ", DimsString(v.shape)));
+    }
+  }
+  absl::StatusOr<int64_t> count = ir::RangeCount(start, ctx.input(1), ctx.input(2));
+  if (!count.ok()) return ctx.Error(count.status().message());
+  if (absl::Status s = CheckOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
+  return VisitDType<float, double, int32_t, int64_t>(ctx, start.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T s = *start.as<const T>(), d = *ctx.input(2).as<const T>();
+    T* out = ctx.output(0).as<T>();
+    for (int64_t i = 0; i < *count; ++i) {
+      if constexpr (std::is_integral_v<T>) {
+        // Every value lies between start and limit; wrapping arithmetic gets
+        // there even when i * delta alone would overflow.
+        out[i] = static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(s)) +
+                                static_cast<uint64_t>(i) * static_cast<uint64_t>(static_cast<int64_t>(d)));
+      } else {
+        out[i] = static_cast<T>(static_cast<double>(s) + static_cast<double>(i) * static_cast<double>(d));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
+  absl::StatusOr<std::vector<int64_t>> shape = ReadInts(ctx, 0, "shape");
+  if (!shape.ok()) return shape.status();
+  for (int64_t v : *shape) {
+    if (v < 0) return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(*shape), " has a negative dim"));
+  }
+  DType dtype = DType::kF32;
+  uint8_t value[8] = {};
+  if (ctx.has_input(1)) {
+    const TensorView& v = ctx.input(1);
+    if (v.num_elements() != 1 || DTypeSize(v.dtype) == 0) {
+      return ctx.Error(absl::StrCat("value (input 1) is ", DTypeName(v.dtype), " ", DimsString(v.shape),
+                                    "; expected one element"));
+    }
+    dtype = v.dtype;
+    std::memcpy(value, v.data, DTypeSize(dtype));
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
+  Fill(ctx.output(0).data, ir::NumElements(*shape), value, DTypeSize(dtype));
+  return absl::OkStatus();
+}
+
+absl::Status TriluKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const size_t rank = x.shape.size();
+  if (rank < 2) return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " has rank < 2"));
+  int64_t k = 0;
+  if (ctx.has_input(1)) {
+    absl::StatusOr<std::vector<int64_t>> kv = ReadInts(ctx, 1, "k");
+    if (!kv.ok()) return kv.status();
+    if (kv->size() != 1) return ctx.Error(absl::StrCat("k (input 1) has ", kv->size(), " elements; expected 1"));
+    k = (*kv)[0];
+  }
+  const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  const int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
+  const int64_t batch = Product(x.shape, 0, rank - 2);
+  if (batch * rows * cols == 0) return absl::OkStatus();
+  // Beyond +-(rows + cols) every k keeps all or nothing; clamping avoids
+  // overflow in i + k.
+  k = std::clamp<int64_t>(k, -(rows + cols), rows + cols);
+  const size_t es = DTypeSize(x.dtype);
+  const size_t row_bytes = static_cast<size_t>(cols) * es;
+  const auto* in = static_cast<const uint8_t*>(x.data);
+  auto* out = static_cast<uint8_t*>(ctx.output(0).data);
+  for (int64_t r = 0; r < batch * rows; ++r) {
+    const int64_t i = r % rows;
+    const uint8_t* src = in + r * static_cast<int64_t>(row_bytes);
+    uint8_t* dst = out + r * static_cast<int64_t>(row_bytes);
+    // upper keeps j >= i + k; lower keeps j <= i + k.
+    const int64_t keep_begin = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
+    const int64_t keep_end = upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+    if (dst != src) {
+      if (keep_end > keep_begin) {
+        std::memmove(dst + keep_begin * static_cast<int64_t>(es), src + keep_begin * static_cast<int64_t>(es),
+                     static_cast<size_t>(keep_end - keep_begin) * es);
+      }
+    }
+    std::memset(dst, 0, static_cast<size_t>(std::min(keep_begin, cols)) * es);
+    if (keep_end < cols) {
+      std::memset(dst + std::max<int64_t>(keep_end, 0) * static_cast<int64_t>(es), 0,
+                  static_cast<size_t>(cols - std::max<int64_t>(keep_end, 0)) * es);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OneHotKernel(ir::KernelContext& ctx) {
+  const TensorView& indices = ctx.input(0);
+  const TensorView& values = ctx.input(2);
+  if (ctx.input(1).num_elements() != 1 || DTypeSize(ctx.input(1).dtype) == 0) {
+    return ctx.Error(absl::StrCat("depth (input 1) is ", DimsString(ctx.input(1).shape), "; expected one element"));
+  }
+  absl::StatusOr<int64_t> depth = ir::NumberAsInt(ir::ReadNumber(ctx.input(1), 0), "depth (input 1)");
+  if (!depth.ok()) return ctx.Error(depth.status().message());
+  if (*depth < 0) return ctx.Error(absl::StrCat("depth (input 1) is ", *depth, "; expected >= 0"));
+  if (values.num_elements() != 2) {
+    return ctx.Error(absl::StrCat("values (input 2) is ", DimsString(values.shape), "; expected [2] (off, on)"));
+  }
+  const int64_t out_rank = static_cast<int64_t>(indices.shape.size()) + 1;
+  const int64_t given = ctx.attrs().GetInt("axis", -1);
+  const int64_t axis = given < 0 ? given + out_rank : given;
+  if (axis < 0 || axis >= out_rank) return ctx.Error(absl::StrCat("attribute axis ", given, " is out of range"));
+  std::vector<int64_t> out_shape(indices.shape.begin(), indices.shape.begin() + axis);
+  out_shape.push_back(*depth);
+  out_shape.insert(out_shape.end(), indices.shape.begin() + axis, indices.shape.end());
+  if (absl::Status s = CheckOutput(ctx, 0, values.dtype, out_shape); !s.ok()) return s;
+  std::vector<int64_t> idx(static_cast<size_t>(indices.num_elements()));
+  absl::Status read = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>(
+      ctx, indices.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* p = indices.as<const T>();
+        for (size_t i = 0; i < idx.size(); ++i) idx[i] = ConvertElement<int64_t>(p[i]);
+        return absl::OkStatus();
+      });
+  if (!read.ok()) return read;
+  const size_t es = DTypeSize(values.dtype);
+  const auto* off_on = static_cast<const uint8_t*>(values.data);
+  auto* out = static_cast<uint8_t*>(ctx.output(0).data);
+  Fill(out, ir::NumElements(out_shape), off_on, es);
+  const int64_t inner = Product(indices.shape, static_cast<size_t>(axis), indices.shape.size());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    int64_t v = idx[i];
+    if (v < 0) v += *depth;
+    if (v < 0 || v >= *depth) continue;  // out of range: all off, as ONNX says
+    const int64_t outer = static_cast<int64_t>(i) / inner, in_pos = static_cast<int64_t>(i) % inner;
+    CopyElement(off_on, 1, out, (outer * *depth + v) * inner + in_pos, es);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterLayoutKernels(ir::OpRegistry& registry) {
+  const absl::Status results[] = {
+      registry.SetKernel("Flatten", ir::Backend::kCpu, &CopyKernel),
+      registry.SetKernel("Squeeze", ir::Backend::kCpu, &CopyKernel),
+      registry.SetKernel("Unsqueeze", ir::Backend::kCpu, &CopyKernel),
+      registry.SetKernel("Split", ir::Backend::kCpu, &SplitKernel),
+      registry.SetKernel("GatherElements", ir::Backend::kCpu, &GatherElementsKernel),
+      registry.SetKernel("ScatterND", ir::Backend::kCpu, &ScatterNDKernel),
+      registry.SetKernel("Expand", ir::Backend::kCpu, &ExpandKernel),
+      registry.SetKernel("Tile", ir::Backend::kCpu, &TileKernel),
+      registry.SetKernel("Pad", ir::Backend::kCpu, &PadKernel),
+      registry.SetKernel("Size", ir::Backend::kCpu, &SizeKernel),
+      registry.SetKernel("Range", ir::Backend::kCpu, &RangeKernel),
+      registry.SetKernel("ConstantOfShape", ir::Backend::kCpu, &ConstantOfShapeKernel),
+      registry.SetKernel("Trilu", ir::Backend::kCpu, &TriluKernel),
+      registry.SetKernel("OneHot", ir::Backend::kCpu, &OneHotKernel),
+      registry.SetKernel("Resize", ir::Backend::kCpu, &ResizeKernel),
+  };
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace grove::cpu

@@ -17,85 +17,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/element_types.h"
 
 namespace grove::cpu {
 namespace {
-
-// IEEE binary16 <-> binary32, round to nearest even.
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {
-    // Subnormal half: normalise into a float.
-    exp = 113;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u);
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds past the largest half
-  if (abs < 0x38800000u) {
-    // Subnormal or zero half: shift the full mantissa, round to nearest even.
-    if (abs < 0x33000000u) return sign;
-    const uint32_t e = abs >> 23;
-    const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - e;  // 14..24: half subnormals count units of 2^-24
-    uint32_t h = m >> shift;
-    const uint32_t rem = m & ((1u << shift) - 1);
-    const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1u))) ++h;
-    return sign | static_cast<uint16_t>(h);
-  }
-  uint32_t h = ((abs - 0x38000000u) >> 13);
-  const uint32_t rem = abs & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return sign | static_cast<uint16_t>(h);
-}
-
-float Bf16ToFloat(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t FloatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
 
 std::vector<float> Widen(const TensorView& t) {
   const int64_t n = t.num_elements();
   std::vector<float> out(static_cast<size_t>(n));
   const uint16_t* p = t.as<const uint16_t>();
   if (t.dtype == DType::kF16) {
-    for (int64_t i = 0; i < n; ++i) out[i] = HalfToFloat(p[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = HalfToFloat(Half{p[i]});
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = Bf16ToFloat(p[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = BFloat16ToFloat(BFloat16{p[i]});
   }
   return out;
 }
@@ -103,43 +39,13 @@ std::vector<float> Widen(const TensorView& t) {
 void Narrow(const std::vector<float>& v, TensorView& t) {
   uint16_t* p = t.as<uint16_t>();
   if (t.dtype == DType::kF16) {
-    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToHalf(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToHalf(v[i]).bits;
   } else {
-    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToBf16(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToBFloat16(v[i]).bits;
   }
 }
 
 std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
-
-bool FitsBlasInt(int64_t v) { return v <= static_cast<int64_t>(std::numeric_limits<blasint>::max()); }
-
-// Row-major C[m,n] = alpha * op(A) * op(B) + beta * C, A and B stored densely
-// as [m,k]/[k,m] and [k,n]/[n,k]. beta == 0 never reads C.
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float* a, const float* b,
-          double beta, float* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? 0.0f : static_cast<float>(beta * c[i]);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k),
-              static_cast<float>(alpha), a, static_cast<blasint>(ta ? m : k), b,
-              static_cast<blasint>(tb ? k : n), static_cast<float>(beta), c, static_cast<blasint>(n));
-}
-
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, const double* b,
-          double beta, double* c) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? 0.0 : beta * c[i];
-    return;
-  }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), beta, c,
-              static_cast<blasint>(n));
-}
 
 // double -> integer without the undefined behaviour of an out-of-range cast.
 template <typename T>
@@ -149,6 +55,10 @@ T SaturatingCast(double v) {
   if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
   return static_cast<T>(v);
 }
+
+// The float and double overloads (BLAS) live in blas_gemm.h; the template
+// below would otherwise hide them.
+using ::grove::cpu::Gemm;
 
 // Integers: exact wrapping arithmetic when alpha and beta are whole numbers
 // (the common 1 and 0), else through double like the float path.

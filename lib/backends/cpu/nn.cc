@@ -1,5 +1,757 @@
-// PLACEHOLDER: replaced by the op group's real kernels.
+// CPU reference kernels of the nn group. Conv is im2col plus one GEMM per
+// (image, group); ConvTranspose is one GEMM per (image, group) plus col2im;
+// both handle any number of spatial dims. Pooling walks each window through
+// per-dim lists of the input positions it covers. Normalizations accumulate
+// in double. Window geometry comes from conv_geometry.h, as in the shape
+// functions, and every dim the shape function may have seen symbolically is
+// checked again here.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/element_types.h"
+#include "lib/backends/cpu/softmax.h"
+#include "lib/ir/ops/conv_geometry.h"
+
 namespace grove::cpu {
-absl::Status RegisterNnKernels(ir::OpRegistry& registry) { return absl::OkStatus(); }
+namespace {
+
+using ir::KernelContext;
+using ir::SymDim;
+using ir::WindowGeometry;
+
+// Scratch buffers (im2col) above this many elements are refused instead of
+// attempted: 2^31 floats is 8 GiB.
+constexpr int64_t kMaxScratchElements = int64_t{1} << 31;
+
+std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+// A wrong output dtype or shape would make the kernel write past the buffer,
+// so both are checked even though the shape function set them.
+absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
+  const TensorView& y = ctx.output(i);
+  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
+                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
+}
+
+absl::Status CheckRank(const KernelContext& ctx, int i, absl::string_view name, int min_rank) {
+  if (static_cast<int>(ctx.input(i).shape.size()) >= min_rank) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(ctx.input(i).shape),
+                                "; expected rank >= ", min_rank, " (N, C, spatial dims...)"));
+}
+
+absl::Status CheckChannelVector(const KernelContext& ctx, int i, absl::string_view name, int64_t count) {
+  const std::vector<int64_t>& s = ctx.input(i).shape;
+  if (s.size() == 1 && s[0] == count) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(s), "; expected [", count, "]"));
+}
+
+// Product of dims, or -1 past kMaxScratchElements.
+int64_t BoundedProduct(absl::Span<const int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d != 0 && n > kMaxScratchElements / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// The spatial part of a window op, with every length concrete.
+struct Window {
+  int spatial = 0;
+  std::vector<int64_t> in, out, kernel, strides, dilations, pad_begin, pad_end;
+  int64_t in_size = 1, out_size = 1, kernel_size = 1;
+};
+
+absl::StatusOr<WindowGeometry> ReadGeometry(const KernelContext& ctx, ir::WindowOp op, int spatial,
+                                            const std::vector<int64_t>* weight_kernel) {
+  ir::SymShape w;
+  if (weight_kernel != nullptr) w = ir::FromConcrete(*weight_kernel);
+  absl::StatusOr<WindowGeometry> g =
+      ir::ReadWindowGeometry(ctx.attrs(), op, spatial, weight_kernel != nullptr ? &w : nullptr);
+  if (!g.ok()) return ctx.Error(g.status().message());
+  return g;
+}
+
+// Output lengths and pads of a Conv or pooling window over `in`.
+absl::StatusOr<Window> MakeWindow(const KernelContext& ctx, const WindowGeometry& g,
+                                  absl::Span<const int64_t> in) {
+  Window w;
+  w.spatial = g.spatial;
+  w.in.assign(in.begin(), in.end());
+  w.kernel = g.kernel;
+  w.strides = g.strides;
+  w.dilations = g.dilations;
+  for (int d = 0; d < g.spatial; ++d) {
+    absl::StatusOr<SymDim> o = ir::WindowOutputDim(g, d, SymDim(in[d]));
+    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(in), ": ", o.status().message()));
+    w.out.push_back(o->value());
+    const auto [pb, pe] = ir::WindowPads(g, d, in[d], w.out[d]);
+    w.pad_begin.push_back(pb);
+    w.pad_end.push_back(pe);
+    w.in_size *= in[d];
+  }
+  // The output shape is only checked against the allocation after this, so
+  // a product that overflows (a huge pad) must not be computed yet.
+  for (int64_t o : w.out) {
+    if (__builtin_mul_overflow(w.out_size, o, &w.out_size)) w.out_size = -1;
+  }
+  // Pooling kernels are bounded by the padded input, not by a weight, so
+  // their product may not fit; only Conv (kernel taken from W) reads it.
+  w.kernel_size = BoundedProduct(g.kernel);
+  return w;
+}
+
+// Walks one kernel tap over a grid of positions: calls fn(p, t) for each
+// position p of `pos` (flattened, in order) with t the flattened index in
+// `target` of coordinate p * stride - pad + tap * dilation per dim, or -1
+// when that falls outside `target`. Conv maps output positions to input
+// (im2col); ConvTranspose maps input positions to output (col2im).
+template <typename Fn>
+void ForEachTapPosition(const Window& w, absl::Span<const int64_t> tap, absl::Span<const int64_t> pos,
+                        absl::Span<const int64_t> target, Fn&& fn) {
+  const int last = w.spatial - 1;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= pos[d];
+  if (rows == 0 || pos[last] == 0) return;
+  std::vector<int64_t> p(static_cast<size_t>(last), 0);
+  const int64_t base_last = tap[last] * w.dilations[last] - w.pad_begin[last];
+  int64_t flat = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t offset = 0;
+    bool inside = true;
+    for (int d = 0; d < last; ++d) {
+      const int64_t t = p[d] * w.strides[d] - w.pad_begin[d] + tap[d] * w.dilations[d];
+      if (t < 0 || t >= target[d]) {
+        inside = false;
+        break;
+      }
+      offset = offset * target[d] + t;
+    }
+    offset *= target[last];
+    for (int64_t q = 0; q < pos[last]; ++q, ++flat) {
+      const int64_t t = q * w.strides[last] + base_last;
+      fn(flat, inside && t >= 0 && t < target[last] ? offset + t : -1);
+    }
+    for (int d = last - 1; d >= 0; --d) {
+      if (++p[d] < pos[d]) break;
+      p[d] = 0;
+    }
+  }
+}
+
+// Advances a multi-index over `dims`; false after the last one.
+bool NextIndex(std::vector<int64_t>& index, absl::Span<const int64_t> dims) {
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    if (++index[d] < dims[d]) return true;
+    index[d] = 0;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Conv
+// ---------------------------------------------------------------------------
+
+// col[(c * K + tap) * O + o] = x[c] at the input position that output
+// position o reads through kernel tap `tap` (0 in the padding).
+template <typename T>
+void Im2Col(const T* x, int64_t channels, const Window& w, T* col) {
+  std::vector<int64_t> tap(static_cast<size_t>(w.spatial), 0);
+  for (int64_t c = 0; c < channels; ++c, x += w.in_size) {
+    std::fill(tap.begin(), tap.end(), 0);
+    do {
+      ForEachTapPosition(w, tap, w.out, w.in, [&](int64_t o, int64_t i) { col[o] = i >= 0 ? x[i] : T(0); });
+      col += w.out_size;
+    } while (NextIndex(tap, w.kernel));
+  }
+}
+
+// A 1x1 window with stride 1 and no padding reads the input as it is.
+bool IsPointwise(const Window& w) {
+  for (int d = 0; d < w.spatial; ++d) {
+    if (w.kernel[d] != 1 || w.strides[d] != 1 || w.pad_begin[d] != 0 || w.in[d] != w.out[d]) return false;
+  }
+  return true;
+}
+
+absl::Status ConvKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& wt = ctx.input(1);
+  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
+  const int rank = static_cast<int>(x.shape.size());
+  if (static_cast<int>(wt.shape.size()) != rank) {
+    return ctx.Error(absl::StrCat("input 1 (W) has shape ", ShapeStr(wt.shape), "; expected rank ", rank,
+                                  " like input 0 (X) ", ShapeStr(x.shape)));
+  }
+  if (wt.dtype != x.dtype || (b != nullptr && b->dtype != x.dtype)) {
+    return ctx.Error(absl::StrCat("inputs X, W and B must share one dtype; got ", DTypeName(x.dtype), ", ",
+                                  DTypeName(wt.dtype),
+                                  b != nullptr ? absl::StrCat(", ", DTypeName(b->dtype)) : ""));
+  }
+  const int spatial = rank - 2;
+  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
+  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConv, spatial, &w_kernel);
+  if (!g.ok()) return g.status();
+  const int64_t group = ctx.attrs().GetInt("group", 1);
+  const int64_t n = x.shape[0], c = x.shape[1], m = wt.shape[0];
+  if (c != wt.shape[1] * group || m % group != 0) {
+    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
+                                  " do not fit group ", group,
+                                  ": expected X channels = W dim 1 * group and W dim 0 divisible by group"));
+  }
+  if (b != nullptr) {
+    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
+  }
+  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
+  if (!w.ok()) return w.status();
+  std::vector<int64_t> out_shape = {n, m};
+  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+
+  const int64_t cg = c / group, mg = m / group;
+  const int64_t rows = BoundedProduct({cg, w->kernel_size});
+  const int64_t col_size = BoundedProduct({cg, w->kernel_size, w->out_size});
+  if (rows < 0 || col_size < 0 || !FitsBlasInt(mg) || !FitsBlasInt(w->out_size) || !FitsBlasInt(rows)) {
+    return ctx.Error(absl::StrCat("the im2col matrix of ", cg, " channels x ", w->kernel_size, " taps x ",
+                                  w->out_size, " output positions is too large"));
+  }
+  const bool pointwise = IsPointwise(*w);
+  return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    std::vector<T> col(pointwise ? 0 : static_cast<size_t>(col_size));
+    const T* xp = x.as<const T>();
+    const T* wp = wt.as<const T>();
+    T* yp = ctx.output(0).as<T>();
+    for (int64_t img = 0; img < n; ++img) {
+      for (int64_t gi = 0; gi < group; ++gi) {
+        const T* xg = xp + (img * c + gi * cg) * w->in_size;
+        const T* a = xg;
+        if (!pointwise) {
+          Im2Col(xg, cg, *w, col.data());
+          a = col.data();
+        }
+        T* yg = yp + (img * m + gi * mg) * w->out_size;
+        Gemm(false, false, mg, w->out_size, rows, 1.0, wp + gi * mg * rows, a, 0.0, yg);
+        if (b != nullptr) {
+          const T* bg = b->as<const T>() + gi * mg;
+          for (int64_t k = 0; k < mg; ++k) {
+            T* row = yg + k * w->out_size;
+            for (int64_t o = 0; o < w->out_size; ++o) row[o] += bg[k];
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// ConvTranspose
+// ---------------------------------------------------------------------------
+
+absl::Status ConvTransposeKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& wt = ctx.input(1);
+  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
+  const int rank = static_cast<int>(x.shape.size());
+  if (static_cast<int>(wt.shape.size()) != rank) {
+    return ctx.Error(absl::StrCat("input 1 (W) has shape ", ShapeStr(wt.shape), "; expected rank ", rank,
+                                  " like input 0 (X) ", ShapeStr(x.shape)));
+  }
+  if (wt.dtype != x.dtype || (b != nullptr && b->dtype != x.dtype)) {
+    return ctx.Error(absl::StrCat("inputs X, W and B must share one dtype; got ", DTypeName(x.dtype), ", ",
+                                  DTypeName(wt.dtype),
+                                  b != nullptr ? absl::StrCat(", ", DTypeName(b->dtype)) : ""));
+  }
+  const int spatial = rank - 2;
+  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
+  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConvTranspose, spatial, &w_kernel);
+  if (!g.ok()) return g.status();
+  const int64_t group = ctx.attrs().GetInt("group", 1);
+  const int64_t n = x.shape[0], c = x.shape[1];
+  if (c != wt.shape[0] || c % group != 0) {
+    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
+                                  " do not fit group ", group,
+                                  ": expected X channels = W dim 0, divisible by group"));
+  }
+  const int64_t cg = c / group, mg = wt.shape[1], m = mg * group;
+  if (b != nullptr) {
+    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
+  }
+  Window w;
+  w.spatial = spatial;
+  w.in.assign(x.shape.begin() + 2, x.shape.end());
+  w.kernel = g->kernel;
+  w.strides = g->strides;
+  w.dilations = g->dilations;
+  for (int d = 0; d < spatial; ++d) {
+    absl::StatusOr<SymDim> o = ir::TransposedOutputDim(*g, d, SymDim(w.in[d]));
+    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), ": ", o.status().message()));
+    w.out.push_back(o->value());
+    w.pad_begin.push_back(ir::TransposedPadBegin(*g, d, w.in[d], w.out[d]));
+    w.in_size *= w.in[d];
+    w.kernel_size *= g->kernel[d];
+    // Checked: output_shape may ask for more than the allocation holds.
+    if (__builtin_mul_overflow(w.out_size, w.out[d], &w.out_size)) w.out_size = -1;
+  }
+  std::vector<int64_t> out_shape = {n, m};
+  out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+
+  const int64_t rows = BoundedProduct({mg, w.kernel_size});
+  const int64_t col_size = BoundedProduct({mg, w.kernel_size, w.in_size});
+  if (rows < 0 || col_size < 0 || !FitsBlasInt(rows) || !FitsBlasInt(w.in_size) || !FitsBlasInt(cg)) {
+    return ctx.Error(absl::StrCat("the col2im matrix of ", mg, " channels x ", w.kernel_size, " taps x ",
+                                  w.in_size, " input positions is too large"));
+  }
+  return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    std::vector<T> col(static_cast<size_t>(col_size));
+    std::vector<int64_t> tap(static_cast<size_t>(spatial));
+    const T* xp = x.as<const T>();
+    const T* wp = wt.as<const T>();
+    T* yp = ctx.output(0).as<T>();
+    for (int64_t img = 0; img < n; ++img) {
+      for (int64_t gi = 0; gi < group; ++gi) {
+        // col[mg * K, I] = W_g^T * X_g, with W_g stored as [cg, mg * K].
+        Gemm(true, false, rows, w.in_size, cg, 1.0, wp + gi * cg * rows, xp + (img * c + gi * cg) * w.in_size, 0.0,
+             col.data());
+        T* yg = yp + (img * m + gi * mg) * w.out_size;
+        const T* src = col.data();
+        for (int64_t k = 0; k < mg; ++k) {
+          T* plane = yg + k * w.out_size;
+          const T bias = b != nullptr ? b->as<const T>()[gi * mg + k] : T(0);
+          std::fill(plane, plane + w.out_size, bias);
+          std::fill(tap.begin(), tap.end(), 0);
+          do {
+            ForEachTapPosition(w, tap, w.in, w.out, [&](int64_t i, int64_t o) {
+              if (o >= 0) plane[o] += src[i];
+            });
+            src += w.in_size;
+          } while (NextIndex(tap, w.kernel));
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Pooling
+// ---------------------------------------------------------------------------
+
+// For each spatial dim and output position: the input positions its window
+// covers, and how many window taps fall inside the input plus its padding
+// (the divisor of AveragePool with count_include_pad).
+struct PoolTaps {
+  std::vector<std::vector<std::vector<int64_t>>> inside;  // [dim][out pos] -> input positions
+  std::vector<std::vector<int64_t>> padded_count;         // [dim][out pos]
+};
+
+// The taps are counted with arithmetic rather than walked, so a window far
+// larger than the input (a kernel of 2^24 over a padded length-1 dim) costs
+// no more than the input positions it covers.
+PoolTaps MakePoolTaps(const Window& w) {
+  PoolTaps t;
+  t.inside.resize(w.spatial);
+  t.padded_count.resize(w.spatial);
+  for (int d = 0; d < w.spatial; ++d) {
+    t.inside[d].resize(w.out[d]);
+    t.padded_count[d].resize(w.out[d]);
+    const int64_t k_count = w.kernel[d], dil = w.dilations[d];
+    for (int64_t o = 0; o < w.out[d]; ++o) {
+      const int64_t start = o * w.strides[d] - w.pad_begin[d];
+      // The first tap k in [0, k_count] whose position start + k * dil is >= `bound`.
+      auto first_tap_at = [&](int64_t bound) {
+        return start >= bound ? 0 : std::min(k_count, (bound - start + dil - 1) / dil);
+      };
+      const int64_t k_in = first_tap_at(0), k_out = first_tap_at(w.in[d]);
+      for (int64_t k = k_in; k < k_out; ++k) t.inside[d][o].push_back(start + k * dil);
+      t.padded_count[d][o] =
+          std::max<int64_t>(0, first_tap_at(w.in[d] + w.pad_end[d]) - first_tap_at(-w.pad_begin[d]));
+    }
+  }
+  return t;
+}
+
+enum class PoolKind { kMax, kAverage };
+
+// Runs fn(out_flat, window) for each output position of one plane, where
+// window[d] lists the input positions covered along dim d.
+template <typename Fn>
+void ForEachPoolWindow(const Window& w, const PoolTaps& taps, Fn&& fn) {
+  if (w.out_size == 0) return;
+  std::vector<int64_t> o(static_cast<size_t>(w.spatial), 0);
+  std::vector<const std::vector<int64_t>*> window(static_cast<size_t>(w.spatial));
+  int64_t flat = 0;
+  do {
+    for (int d = 0; d < w.spatial; ++d) window[d] = &taps.inside[d][o[d]];
+    fn(flat++, o, window);
+  } while (NextIndex(o, w.out));
+}
+
+// Calls visit(input_flat, spatial_coords) for every input element of the window.
+template <typename Visit>
+void ForEachWindowElement(const Window& w, const std::vector<const std::vector<int64_t>*>& window, Visit&& visit) {
+  const int sp = w.spatial;
+  for (int d = 0; d < sp; ++d) {
+    if (window[d]->empty()) return;
+  }
+  std::vector<int64_t> k(static_cast<size_t>(sp), 0);
+  std::vector<int64_t> coord(static_cast<size_t>(sp));
+  while (true) {
+    int64_t flat = 0;
+    for (int d = 0; d < sp; ++d) {
+      coord[d] = (*window[d])[k[d]];
+      flat = flat * w.in[d] + coord[d];
+    }
+    visit(flat, coord);
+    int d = sp - 1;
+    for (; d >= 0; --d) {
+      if (++k[d] < static_cast<int64_t>(window[d]->size())) break;
+      k[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
+  const int spatial = static_cast<int>(x.shape.size()) - 2;
+  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kPool, spatial, nullptr);
+  if (!g.ok()) return g.status();
+  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
+  if (!w.ok()) return w.status();
+  std::vector<int64_t> out_shape = {x.shape[0], x.shape[1]};
+  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  TensorView* indices = nullptr;
+  if (kind == PoolKind::kMax && ctx.has_output(1)) {
+    if (absl::Status s = CheckOutput(ctx, 1, DType::kI64, out_shape); !s.ok()) return s;
+    indices = &ctx.output(1);
+  }
+  const bool column_major = ctx.attrs().GetInt("storage_order", 0) == 1;
+  const bool count_pad = ctx.attrs().GetInt("count_include_pad", 0) == 1;
+  const PoolTaps taps = MakePoolTaps(*w);
+  const int64_t planes = x.shape[0] * x.shape[1];
+
+  auto run = [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    const T* xp = x.as<const T>();
+    T* yp = ctx.output(0).as<T>();
+    int64_t* ip = indices != nullptr ? indices->as<int64_t>() : nullptr;
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      const T* xs = xp + plane * w->in_size;
+      T* ys = yp + plane * w->out_size;
+      int64_t* is = ip != nullptr ? ip + plane * w->out_size : nullptr;
+      ForEachPoolWindow(*w, taps, [&](int64_t o, const std::vector<int64_t>& pos, const auto& window) {
+        if (kind == PoolKind::kMax) {
+          // A window wholly in the padding has no element; it gives the
+          // lowest value, as onnxruntime does.
+          C best = std::numeric_limits<C>::lowest();
+          int64_t best_index = -1;
+          std::vector<int64_t> best_coord;
+          ForEachWindowElement(*w, window, [&](int64_t i, const std::vector<int64_t>& coord) {
+            const C v = ToCompute(xs[i]);
+            if (best_index < 0 || v > best) {
+              best = v;
+              best_index = i;
+              if (column_major) best_coord = coord;
+            }
+          });
+          ys[o] = FromCompute<T>(best);
+          if (is != nullptr) {
+            int64_t spatial_index = best_index;
+            if (column_major && best_index >= 0) {
+              spatial_index = 0;
+              for (int d = spatial - 1; d >= 0; --d) spatial_index = spatial_index * w->in[d] + best_coord[d];
+            }
+            is[o] = spatial_index < 0 ? -1 : plane * w->in_size + spatial_index;
+          }
+        } else {
+          double sum = 0;
+          double count = 0;  // a product of padded window lengths may pass int64
+          ForEachWindowElement(*w, window, [&](int64_t i, const std::vector<int64_t>&) {
+            sum += static_cast<double>(ToCompute(xs[i]));
+            ++count;
+          });
+          if (count_pad) {
+            count = 1;
+            for (int d = 0; d < spatial; ++d) count *= static_cast<double>(taps.padded_count[d][pos[d]]);
+          }
+          // A window wholly in the padding averages nothing; it gives 0.
+          ys[o] = FromCompute<T>(static_cast<C>(count == 0 ? 0.0 : sum / count));
+        }
+      });
+    }
+    return absl::OkStatus();
+  };
+  if (kind == PoolKind::kMax) return VisitDType<float, double, Half, BFloat16, int8_t, uint8_t>(ctx, x.dtype, run);
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, run);
+}
+
+absl::Status MaxPoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
+absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
+
+template <PoolKind kKind>
+absl::Status GlobalPoolKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
+  std::vector<int64_t> out_shape = x.shape;
+  int64_t size = 1;
+  for (size_t d = 2; d < out_shape.size(); ++d) {
+    size *= out_shape[d];
+    out_shape[d] = 1;
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int64_t planes = x.shape[0] * x.shape[1];
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    const T* xp = x.as<const T>();
+    T* yp = ctx.output(0).as<T>();
+    for (int64_t p = 0; p < planes; ++p, xp += size) {
+      if constexpr (kKind == PoolKind::kMax) {
+        C best = size > 0 ? ToCompute(xp[0]) : std::numeric_limits<C>::lowest();
+        for (int64_t i = 1; i < size; ++i) best = std::max(best, ToCompute(xp[i]));
+        yp[p] = FromCompute<T>(best);
+      } else {
+        double sum = 0;
+        for (int64_t i = 0; i < size; ++i) sum += static_cast<double>(ToCompute(xp[i]));
+        yp[p] = FromCompute<T>(static_cast<C>(size == 0 ? 0.0 : sum / static_cast<double>(size)));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Normalizations
+// ---------------------------------------------------------------------------
+
+// A float tensor of any supported dtype, read into doubles.
+absl::StatusOr<std::vector<double>> ReadDoubles(const KernelContext& ctx, const TensorView& t) {
+  std::vector<double> out(static_cast<size_t>(t.num_elements()));
+  absl::Status s = VisitDType<float, double, Half, BFloat16>(ctx, t.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* p = t.as<const T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(ToCompute(p[i]));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+// y = affine(r, j, (x - mean[r]) * inv_std[r]) for element j of row r, the
+// affine step being per channel (BatchNormalization, InstanceNormalization)
+// or per element of the row (LayerNormalization).
+template <typename T, typename Affine>
+void NormalizeRows(const T* x, T* y, int64_t rows, int64_t n, const std::vector<double>& mean,
+                   const std::vector<double>& inv_std, Affine&& affine) {
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = (static_cast<double>(ToCompute(x[j])) - mean[r]) * inv_std[r];
+      y[j] = FromCompute<T>(static_cast<ComputeT<T>>(affine(r, j, v)));
+    }
+  }
+}
+
+// Mean and 1/sqrt(var + epsilon) of each of `rows` rows of n elements (two
+// passes, as the ONNX reference computes them).
+template <typename T>
+void RowMoments(const T* x, int64_t rows, int64_t n, double epsilon, std::vector<double>* mean,
+                std::vector<double>* inv_std) {
+  mean->assign(static_cast<size_t>(rows), 0.0);
+  inv_std->assign(static_cast<size_t>(rows), 0.0);
+  for (int64_t r = 0; r < rows; ++r, x += n) {
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(ToCompute(x[j]));
+    const double m = n > 0 ? sum / static_cast<double>(n) : 0.0;
+    double sq = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = static_cast<double>(ToCompute(x[j])) - m;
+      sq += d * d;
+    }
+    (*mean)[r] = m;
+    (*inv_std)[r] = 1.0 / std::sqrt((n > 0 ? sq / static_cast<double>(n) : 0.0) + epsilon);
+  }
+}
+
+absl::Status BatchNormalizationKernel(KernelContext& ctx) {
+  if (ctx.attrs().GetInt("training_mode", 0) != 0) {
+    return ctx.Error("attribute 'training_mode' is not 0; grove runs inference only");
+  }
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;
+  const int64_t channels = x.shape[1];
+  static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+  std::vector<double> p[5];
+  for (int i = 1; i < 5; ++i) {
+    if (absl::Status s = CheckChannelVector(ctx, i, kNames[i], channels); !s.ok()) return s;
+    absl::StatusOr<std::vector<double>> v = ReadDoubles(ctx, ctx.input(i));
+    if (!v.ok()) return v.status();
+    p[i] = *std::move(v);
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  const double epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  int64_t inner = 1;
+  for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t rows = x.shape[0] * channels;
+  std::vector<double> mean(static_cast<size_t>(rows)), inv_std(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    mean[r] = p[3][r % channels];
+    inv_std[r] = 1.0 / std::sqrt(p[4][r % channels] + epsilon);
+  }
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), rows, inner, mean, inv_std,
+                  [&](int64_t r, int64_t, double v) { return v * p[1][r % channels] + p[2][r % channels]; });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "input", 3); !s.ok()) return s;
+  const int64_t channels = x.shape[1];
+  std::vector<double> scale, bias;
+  for (int i = 1; i < 3; ++i) {
+    if (absl::Status s = CheckChannelVector(ctx, i, i == 1 ? "scale" : "B", channels); !s.ok()) return s;
+    absl::StatusOr<std::vector<double>> v = ReadDoubles(ctx, ctx.input(i));
+    if (!v.ok()) return v.status();
+    (i == 1 ? scale : bias) = *std::move(v);
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  const double epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  int64_t inner = 1;
+  for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t rows = x.shape[0] * channels;
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    std::vector<double> mean, inv_std;
+    RowMoments(x.as<const T>(), rows, inner, epsilon, &mean, &inv_std);
+    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), rows, inner, mean, inv_std,
+                  [&](int64_t r, int64_t, double v) { return v * scale[r % channels] + bias[r % channels]; });
+    return absl::OkStatus();
+  });
+}
+
+// Scale or B of LayerNormalization broadcast onto the normalized dims, one
+// value per element of a row.
+absl::StatusOr<std::vector<double>> ExpandToRow(const KernelContext& ctx, int i, absl::string_view name,
+                                                absl::Span<const int64_t> normalized) {
+  const TensorView& t = ctx.input(i);
+  const size_t rank = normalized.size();
+  bool ok = t.shape.size() <= rank;
+  for (size_t k = 0; ok && k < t.shape.size(); ++k) {
+    const int64_t d = t.shape[k];
+    if (d != 1 && d != normalized[rank - t.shape.size() + k]) ok = false;
+  }
+  if (!ok) {
+    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(t.shape),
+                                  ", which does not broadcast to the normalized dims ", ShapeStr(normalized)));
+  }
+  absl::StatusOr<std::vector<double>> v = ReadDoubles(ctx, t);
+  if (!v.ok()) return v.status();
+  int64_t n = 1;
+  for (int64_t d : normalized) n *= d;
+  std::vector<double> row(static_cast<size_t>(n));
+  // Strides of t seen with `rank` dims, 0 along broadcast dims.
+  std::vector<int64_t> stride(rank, 0);
+  int64_t s = 1;
+  for (size_t k = t.shape.size(); k-- > 0;) {
+    const size_t d = rank - t.shape.size() + k;
+    stride[d] = t.shape[k] == 1 ? 0 : s;
+    s *= t.shape[k];
+  }
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d) src += index[d] * stride[d];
+    row[j] = (*v)[src];
+    NextIndex(index, normalized);
+  }
+  return row;
+}
+
+absl::Status LayerNormalizationKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
+  if (!axis.ok() || rank == 0) {
+    return ctx.Error(absl::StrCat("attribute 'axis' is ", ctx.attrs().GetInt("axis", -1),
+                                  "; out of range for input 0 (X) ", ShapeStr(x.shape)));
+  }
+  const absl::Span<const int64_t> normalized = absl::Span<const int64_t>(x.shape).subspan(*axis);
+  absl::StatusOr<std::vector<double>> scale = ExpandToRow(ctx, 1, "Scale", normalized);
+  if (!scale.ok()) return scale.status();
+  std::vector<double> bias;
+  if (ctx.has_input(2)) {
+    absl::StatusOr<std::vector<double>> b = ExpandToRow(ctx, 2, "B", normalized);
+    if (!b.ok()) return b.status();
+    bias = *std::move(b);
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  std::vector<int64_t> stat_shape(x.shape.begin(), x.shape.begin() + *axis);
+  stat_shape.resize(x.shape.size(), 1);
+  for (int i = 1; i < 3; ++i) {
+    if (!ctx.has_output(i)) continue;
+    if (absl::Status s = CheckOutput(ctx, i, DType::kF32, stat_shape); !s.ok()) return s;
+  }
+  int64_t rows = 1, n = 1;
+  for (int d = 0; d < *axis; ++d) rows *= x.shape[d];
+  for (int64_t d : normalized) n *= d;
+  const double epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    std::vector<double> mean, inv_std;
+    RowMoments(x.as<const T>(), rows, n, epsilon, &mean, &inv_std);
+    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), rows, n, mean, inv_std,
+                  [&](int64_t, int64_t j, double v) { return v * (*scale)[j] + (bias.empty() ? 0.0 : bias[j]); });
+    if (ctx.has_output(1)) {
+      float* out = ctx.output(1).as<float>();
+      for (int64_t r = 0; r < rows; ++r) out[r] = static_cast<float>(mean[r]);
+    }
+    if (ctx.has_output(2)) {
+      float* out = ctx.output(2).as<float>();
+      for (int64_t r = 0; r < rows; ++r) out[r] = static_cast<float>(inv_std[r]);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
+  const std::pair<const char*, ir::KernelFn> kernels[] = {
+      {"Conv", &ConvKernel},
+      {"ConvTranspose", &ConvTransposeKernel},
+      {"MaxPool", &MaxPoolKernel},
+      {"AveragePool", &AveragePoolKernel},
+      {"GlobalAveragePool", &GlobalPoolKernel<PoolKind::kAverage>},
+      {"GlobalMaxPool", &GlobalPoolKernel<PoolKind::kMax>},
+      {"BatchNormalization", &BatchNormalizationKernel},
+      {"LayerNormalization", &LayerNormalizationKernel},
+      {"InstanceNormalization", &InstanceNormalizationKernel},
+      {"LogSoftmax", &SoftmaxFamilyKernel<true>},
+  };
+  for (const auto& [type, fn] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, fn); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace grove::cpu

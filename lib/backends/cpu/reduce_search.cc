@@ -1,5 +1,517 @@
-// PLACEHOLDER: replaced by the op group's real kernels.
+// CPU reference kernels of the reductions other than sum and mean, ArgMax,
+// ArgMin, TopK, CumSum and NonZero. Reductions walk the input once in memory
+// order (reduce_plan.h) into one accumulator per output element: the
+// element's own compute type for max and min, double for sums and products of
+// floats, wrapping 64-bit for integers. An empty reduction gives the
+// identity of the operation: -inf (or the dtype's lowest) for max, +inf (or
+// highest) for min, 1 for a product, 0 for sums, log(0) = -inf for the logs.
+// NaN wins max, min, ArgMax and ArgMin and sorts as the greatest value in
+// TopK, as in numpy.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/element_types.h"
+#include "lib/backends/cpu/reduce_plan.h"
+#include "lib/ir/ops/nonzero_count.h"
+
 namespace grove::cpu {
-absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) { return absl::OkStatus(); }
+namespace {
+
+using ir::KernelContext;
+
+template <typename... Ts>
+struct TypeList {};
+using NumericTypes = TypeList<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>;
+using ArithmeticTypes = TypeList<float, double, Half, BFloat16, int32_t, int64_t>;
+
+template <typename... Ts, typename Fn>
+absl::Status Visit(TypeList<Ts...>, const KernelContext& ctx, DType dtype, Fn&& fn) {
+  return VisitDType<Ts...>(ctx, dtype, static_cast<Fn&&>(fn));
+}
+
+// a ranks above b: NaN above everything, then by value.
+template <typename C>
+bool Greater(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a)) return !std::isnan(b);
+    if (std::isnan(b)) return false;
+  }
+  return a > b;
+}
+// a ranks below b for a minimum: NaN below everything, then by value.
+template <typename C>
+bool Less(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a)) return !std::isnan(b);
+    if (std::isnan(b)) return false;
+  }
+  return a < b;
+}
+
+// Sums of floats in double, of integers in wrapping 64-bit.
+template <typename T>
+using SumAcc = std::conditional_t<std::is_floating_point_v<ComputeT<T>>, double, uint64_t>;
+
+template <typename T, typename A>
+T FromSum(A acc) {
+  if constexpr (std::is_same_v<A, double>) {
+    return ConvertElement<T>(acc);
+  } else {
+    return ConvertElement<T>(static_cast<int64_t>(acc));
+  }
+}
+
+template <typename C>
+C HighestOf() {
+  return std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
+}
+template <typename C>
+C LowestOf() {
+  return std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                              : std::numeric_limits<C>::lowest();
+}
+
+// Each reduction: the accumulator type, its start value, how an element
+// folds in, and the output element made from the accumulator.
+struct MaxReduce {
+  template <typename T>
+  using Acc = ComputeT<T>;
+  template <typename T>
+  static Acc<T> Init() {
+    return LowestOf<Acc<T>>();
+  }
+  template <typename T>
+  static Acc<T> Fold(Acc<T> a, T x) {
+    const Acc<T> v = ToCompute(x);
+    return Greater(v, a) ? v : a;
+  }
+  template <typename T>
+  static T Finish(Acc<T> a) {
+    return FromCompute<T>(a);
+  }
+};
+struct MinReduce {
+  template <typename T>
+  using Acc = ComputeT<T>;
+  template <typename T>
+  static Acc<T> Init() {
+    return HighestOf<Acc<T>>();
+  }
+  template <typename T>
+  static Acc<T> Fold(Acc<T> a, T x) {
+    const Acc<T> v = ToCompute(x);
+    return Less(v, a) ? v : a;
+  }
+  template <typename T>
+  static T Finish(Acc<T> a) {
+    return FromCompute<T>(a);
+  }
+};
+struct ProdReduce {
+  template <typename T>
+  using Acc = SumAcc<T>;
+  template <typename T>
+  static Acc<T> Init() {
+    return 1;
+  }
+  template <typename T>
+  static Acc<T> Fold(Acc<T> a, T x) {
+    return a * static_cast<Acc<T>>(ToCompute(x));
+  }
+  template <typename T>
+  static T Finish(Acc<T> a) {
+    return FromSum<T>(a);
+  }
+};
+struct L1Reduce {
+  template <typename T>
+  using Acc = SumAcc<T>;
+  template <typename T>
+  static Acc<T> Init() {
+    return 0;
+  }
+  template <typename T>
+  static Acc<T> Fold(Acc<T> a, T x) {
+    const auto v = ToCompute(x);
+    if constexpr (std::is_floating_point_v<decltype(v)>) {
+      return a + std::fabs(static_cast<double>(v));
+    } else {
+      // |MIN| wraps to MIN, as Abs gives.
+      const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(v));
+      return a + (v < 0 ? uint64_t{0} - u : u);
+    }
+  }
+  template <typename T>
+  static T Finish(Acc<T> a) {
+    return FromSum<T>(a);
+  }
+};
+struct SumSquareReduce {
+  template <typename T>
+  using Acc = SumAcc<T>;
+  template <typename T>
+  static Acc<T> Init() {
+    return 0;
+  }
+  template <typename T>
+  static Acc<T> Fold(Acc<T> a, T x) {
+    const Acc<T> v = static_cast<Acc<T>>(ToCompute(x));
+    return a + v * v;
+  }
+  template <typename T>
+  static T Finish(Acc<T> a) {
+    return FromSum<T>(a);
+  }
+};
+// The square root and the logarithm need a real sum, also for integers.
+struct L2Reduce {
+  template <typename T>
+  using Acc = double;
+  template <typename T>
+  static double Init() {
+    return 0;
+  }
+  template <typename T>
+  static double Fold(double a, T x) {
+    const double v = static_cast<double>(ToCompute(x));
+    return a + v * v;
+  }
+  template <typename T>
+  static T Finish(double a) {
+    return ConvertElement<T>(std::sqrt(a));
+  }
+};
+struct LogSumReduce {
+  template <typename T>
+  using Acc = double;
+  template <typename T>
+  static double Init() {
+    return 0;
+  }
+  template <typename T>
+  static double Fold(double a, T x) {
+    return a + static_cast<double>(ToCompute(x));
+  }
+  template <typename T>
+  static T Finish(double a) {
+    return ConvertElement<T>(std::log(a));
+  }
+};
+
+// Folds every input element into acc[o] of the output element it feeds.
+template <typename Op, typename T, typename A>
+void FoldReduce(const T* x, absl::Span<const int64_t> shape, const std::vector<bool>& reduced, A* acc) {
+  ForEachReduceRow(shape, reduced, [&](int64_t in, int64_t out, int64_t len, bool folds) {
+    const T* row = x + in;
+    if (folds) {
+      A a = acc[out];
+      for (int64_t j = 0; j < len; ++j) a = Op::template Fold<T>(a, row[j]);
+      acc[out] = a;
+    } else {
+      A* o = acc + out;
+      for (int64_t j = 0; j < len; ++j) o[j] = Op::template Fold<T>(o[j], row[j]);
+    }
+  });
+}
+
+template <typename Op, typename Types>
+absl::Status ReduceKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  TensorView& y = ctx.output(0);
+  absl::StatusOr<ReducePlan> plan = PlanReduce(ctx);
+  if (!plan.ok()) return plan.status();
+  return Visit(Types{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using A = typename Op::template Acc<T>;
+    const int64_t n_out = y.num_elements();
+    std::vector<A> acc(static_cast<size_t>(n_out), Op::template Init<T>());
+    FoldReduce<Op>(x.as<const T>(), x.shape, plan->reduced, acc.data());
+    T* out = y.as<T>();
+    for (int64_t i = 0; i < n_out; ++i) out[i] = Op::template Finish<T>(acc[i]);
+    return absl::OkStatus();
+  });
+}
+
+// log(sum(exp(x))) as max + log(sum(exp(x - max))) so that large inputs do
+// not overflow: one pass for the max, one for the sum.
+absl::Status ReduceLogSumExpKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  TensorView& y = ctx.output(0);
+  absl::StatusOr<ReducePlan> plan = PlanReduce(ctx);
+  if (!plan.ok()) return plan.status();
+  return Visit(ArithmeticTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const int64_t n_out = y.num_elements();
+    const T* in = x.as<const T>();
+    std::vector<ComputeT<T>> max(static_cast<size_t>(n_out), MaxReduce::Init<T>());
+    FoldReduce<MaxReduce>(in, x.shape, plan->reduced, max.data());
+    // An infinite or NaN max is the result itself (exp(inf - inf) is NaN).
+    std::vector<double> shift(max.begin(), max.end());
+    for (double& m : shift) m = std::isfinite(m) ? m : 0.0;
+    std::vector<double> sum(static_cast<size_t>(n_out), 0.0);
+    ForEachReduceRow(x.shape, plan->reduced, [&](int64_t i, int64_t out, int64_t len, bool folds) {
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t o = folds ? out : out + j;
+        sum[o] += std::exp(static_cast<double>(ToCompute(in[i + j])) - shift[o]);
+      }
+    });
+    T* o = y.as<T>();
+    for (int64_t i = 0; i < n_out; ++i) {
+      const double m = static_cast<double>(max[i]);
+      o[i] = ConvertElement<T>(std::isfinite(m) ? m + std::log(sum[i]) : m);
+    }
+    return absl::OkStatus();
+  });
+}
+
+// Splits `shape` around `axis`: outer blocks of n elements spaced inner
+// apart.
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisSplit SplitAt(absl::Span<const int64_t> shape, int axis) {
+  AxisSplit s;
+  for (int d = 0; d < axis; ++d) s.outer *= shape[d];
+  s.n = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// ArgMax ArgMin.
+// ---------------------------------------------------------------------------
+
+template <bool kMax>
+absl::Status ArgReduceKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  if (rank == 0) return ctx.Error("input 0 (data) is a scalar; an arg reduction needs rank >= 1");
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
+  const bool keepdims = ctx.attrs().GetInt("keepdims", 1) != 0;
+  const bool last = ctx.attrs().GetInt("select_last_index", 0) != 0;
+  const AxisSplit s = SplitAt(x.shape, *axis);
+  if (s.n == 0) {
+    return ctx.Error(absl::StrCat("input 0 (data) has no elements along axis ", *axis, " (shape ",
+                                  DimsString(x.shape), "), so there is no index to give"));
+  }
+  std::vector<int64_t> out_shape = x.shape;
+  if (keepdims) {
+    out_shape[*axis] = 1;
+  } else {
+    out_shape.erase(out_shape.begin() + *axis);
+  }
+  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, out_shape); !st.ok()) return st;
+  return Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    const T* in = x.as<const T>();
+    int64_t* out = ctx.output(0).as<int64_t>();
+    // The best value so far per column; rows are read in memory order.
+    std::vector<C> best(static_cast<size_t>(s.inner));
+    for (int64_t o = 0; o < s.outer; ++o) {
+      const T* block = in + o * s.n * s.inner;
+      int64_t* idx = out + o * s.inner;
+      for (int64_t i = 0; i < s.inner; ++i) {
+        best[i] = ToCompute(block[i]);
+        idx[i] = 0;
+      }
+      for (int64_t j = 1; j < s.n; ++j) {
+        const T* row = block + j * s.inner;
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const C v = ToCompute(row[i]);
+          const bool strictly = kMax ? Greater(v, best[i]) : Less(v, best[i]);
+          const bool tie = !strictly && !(kMax ? Greater(best[i], v) : Less(best[i], v));
+          if (strictly || (last && tie)) {
+            best[i] = v;
+            idx[i] = j;
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// TopK.
+// ---------------------------------------------------------------------------
+
+absl::Status TopKKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& kt = ctx.input(1);
+  const int rank = static_cast<int>(x.shape.size());
+  if (rank == 0) return ctx.Error("input 0 (X) is a scalar; TopK needs rank >= 1");
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
+  if (kt.dtype != DType::kI64 || kt.num_elements() != 1) {
+    return ctx.Error(absl::StrCat("input 1 (K) must be one i64; got ", DTypeName(kt.dtype), " ",
+                                  DimsString(kt.shape)));
+  }
+  const int64_t k = kt.as<const int64_t>()[0];
+  const AxisSplit s = SplitAt(x.shape, *axis);
+  if (k < 0 || k > s.n) {
+    return ctx.Error(absl::StrCat("input 1 (K) is ", k, "; expected 0..", s.n, " (the size of axis ", *axis,
+                                  " of input 0 (X), ", DimsString(x.shape), ")"));
+  }
+  const bool largest = ctx.attrs().GetInt("largest", 1) != 0;
+  std::vector<int64_t> out_shape = x.shape;
+  out_shape[*axis] = k;
+  if (absl::Status st = CheckOutputLike(ctx, x.dtype, out_shape, 0); !st.ok()) return st;
+  const bool want_indices = ctx.has_output(1);
+  if (want_indices) {
+    if (absl::Status st = CheckOutputLike(ctx, DType::kI64, out_shape, 1); !st.ok()) return st;
+  }
+  return Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    const T* in = x.as<const T>();
+    T* values = ctx.output(0).as<T>();
+    int64_t* indices = want_indices ? ctx.output(1).as<int64_t>() : nullptr;
+    std::vector<C> column(static_cast<size_t>(s.n));
+    std::vector<int64_t> order(static_cast<size_t>(s.n));
+    // A total order (ties by index), so the result does not depend on the
+    // sort's algorithm: "sorted" = 0 gets the same sorted answer. NaN sorts
+    // as the greatest value, as in numpy's sort.
+    auto before = [&](int64_t a, int64_t b) {
+      const C va = column[a], vb = column[b];
+      if (largest ? Greater(va, vb) : Greater(vb, va)) return true;
+      if (largest ? Greater(vb, va) : Greater(va, vb)) return false;
+      return a < b;
+    };
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const T* src = in + o * s.n * s.inner + i;
+        for (int64_t j = 0; j < s.n; ++j) column[j] = ToCompute(src[j * s.inner]);
+        std::iota(order.begin(), order.end(), int64_t{0});
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+        const int64_t base = o * k * s.inner + i;
+        for (int64_t j = 0; j < k; ++j) {
+          values[base + j * s.inner] = src[order[j] * s.inner];
+          if (indices != nullptr) indices[base + j * s.inner] = order[j];
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// CumSum.
+// ---------------------------------------------------------------------------
+
+absl::Status CumSumKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& at = ctx.input(1);
+  const int rank = static_cast<int>(x.shape.size());
+  if (rank == 0) return ctx.Error("input 0 (x) is a scalar; CumSum needs rank >= 1");
+  if ((at.dtype != DType::kI64 && at.dtype != DType::kI32) || at.num_elements() != 1) {
+    return ctx.Error(absl::StrCat("input 1 (axis) must be one i32 or i64; got ", DTypeName(at.dtype), " ",
+                                  DimsString(at.shape)));
+  }
+  const int64_t axis_value = at.dtype == DType::kI64 ? at.as<const int64_t>()[0] : at.as<const int32_t>()[0];
+  absl::StatusOr<int> axis = ir::NormalizeAxis(axis_value, rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("input 1 (axis): ", axis.status().message()));
+  if (absl::Status st = CheckOutputLike(ctx, x.dtype, x.shape); !st.ok()) return st;
+  const bool exclusive = ctx.attrs().GetInt("exclusive", 0) != 0;
+  const bool reverse = ctx.attrs().GetInt("reverse", 0) != 0;
+  const AxisSplit s = SplitAt(x.shape, *axis);
+  return Visit(ArithmeticTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using A = SumAcc<T>;
+    const T* in = x.as<const T>();
+    T* out = ctx.output(0).as<T>();
+    std::vector<A> run(static_cast<size_t>(s.inner));
+    for (int64_t o = 0; o < s.outer; ++o) {
+      std::fill(run.begin(), run.end(), A{0});
+      for (int64_t step = 0; step < s.n; ++step) {
+        const int64_t j = reverse ? s.n - 1 - step : step;
+        const int64_t off = (o * s.n + j) * s.inner;
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const A v = static_cast<A>(ToCompute(in[off + i]));
+          if (exclusive) {
+            out[off + i] = FromSum<T>(run[i]);
+            run[i] += v;
+          } else {
+            run[i] += v;
+            out[off + i] = FromSum<T>(run[i]);
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// NonZero.
+// ---------------------------------------------------------------------------
+
+// The output was allocated from the shape function's count, computed with
+// the same predicate (nonzero_count.h); the kernel only checks and fills.
+absl::Status NonZeroKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  const int64_t rows = rank == 0 ? 1 : rank;
+  const int64_t count = ir::CountNonZero(x);
+  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, {rows, count}); !st.ok()) return st;
+  int64_t* out = ctx.output(0).as<int64_t>();
+  const int64_t n = x.num_elements();
+  const size_t size = DTypeSize(x.dtype);
+  const auto* bytes = static_cast<const uint8_t*>(x.data);
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  int64_t c = 0;
+  for (int64_t e = 0; e < n; ++e) {
+    if (ir::ElementIsNonZero(bytes + e * size, x.dtype)) {
+      if (rank == 0) {
+        out[c] = 0;
+      } else {
+        for (int d = 0; d < rank; ++d) out[d * count + c] = index[d];
+      }
+      ++c;
+    }
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < x.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
+  const struct {
+    const char* type;
+    ir::KernelFn fn;
+  } kernels[] = {
+      {"ReduceMax", &ReduceKernel<MaxReduce, NumericTypes>},
+      {"ReduceMin", &ReduceKernel<MinReduce, NumericTypes>},
+      {"ReduceProd", &ReduceKernel<ProdReduce, ArithmeticTypes>},
+      {"ReduceL1", &ReduceKernel<L1Reduce, ArithmeticTypes>},
+      {"ReduceL2", &ReduceKernel<L2Reduce, ArithmeticTypes>},
+      {"ReduceLogSum", &ReduceKernel<LogSumReduce, ArithmeticTypes>},
+      {"ReduceSumSquare", &ReduceKernel<SumSquareReduce, ArithmeticTypes>},
+      {"ReduceLogSumExp", &ReduceLogSumExpKernel},
+      {"ArgMax", &ArgReduceKernel<true>},
+      {"ArgMin", &ArgReduceKernel<false>},
+      {"TopK", &TopKKernel},
+      {"CumSum", &CumSumKernel},
+      {"NonZero", &NonZeroKernel},
+  };
+  for (const auto& k : kernels) {
+    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace grove::cpu

@@ -1,4 +1,4 @@
-// CPU reference kernels of ReduceSum, ReduceMean and Softmax. Reductions
+// CPU reference kernels of ReduceSum, ReduceMean and Softmax (softmax.h). Reductions
 // merge neighbouring dims that are all kept or all reduced, then stream the
 // input once in memory order into an accumulator per output element (double
 // for floats, wrapping 64-bit for integers).
@@ -13,7 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
-#include "lib/ir/ops/reduce_axes.h"
+#include "lib/backends/cpu/reduce_plan.h"
+#include "lib/backends/cpu/softmax.h"
 
 namespace grove::cpu {
 namespace {
@@ -48,89 +49,22 @@ Accumulator<T> SumRun(const T* x, int64_t n) {
 template <typename T>
 void AccumulateReduce(const T* x, absl::Span<const int64_t> shape, const std::vector<bool>& reduced,
                       Accumulator<T>* acc) {
-  struct Group {
-    int64_t size;
-    bool reduced;
-    int64_t out_stride;
-  };
-  std::vector<Group> groups;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) return;  // no input elements: the accumulators stay 0
-    if (shape[d] == 1) continue;
-    if (!groups.empty() && groups.back().reduced == reduced[d]) {
-      groups.back().size *= shape[d];
+  ForEachReduceRow(shape, reduced, [&](int64_t in, int64_t out, int64_t len, bool folds) {
+    if (folds) {
+      acc[out] += SumRun(x + in, len);
     } else {
-      groups.push_back({shape[d], reduced[d], 0});
+      for (int64_t j = 0; j < len; ++j) acc[out + j] += static_cast<Accumulator<T>>(x[in + j]);
     }
-  }
-  if (groups.empty()) {
-    acc[0] += static_cast<Accumulator<T>>(x[0]);
-    return;
-  }
-  int64_t stride = 1;
-  for (int g = static_cast<int>(groups.size()) - 1; g >= 0; --g) {
-    if (groups[g].reduced) continue;
-    groups[g].out_stride = stride;
-    stride *= groups[g].size;
-  }
-  const Group inner = groups.back();
-  const int outer = static_cast<int>(groups.size()) - 1;
-  int64_t rows = 1;
-  for (int g = 0; g < outer; ++g) rows *= groups[g].size;
-  std::vector<int64_t> index(outer, 0);
-  int64_t out = 0;
-  for (int64_t r = 0; r < rows; ++r, x += inner.size) {
-    if (inner.reduced) {
-      acc[out] += SumRun(x, inner.size);
-    } else {
-      for (int64_t j = 0; j < inner.size; ++j) acc[out + j] += static_cast<Accumulator<T>>(x[j]);
-    }
-    for (int g = outer - 1; g >= 0; --g) {
-      out += groups[g].out_stride;
-      if (++index[g] < groups[g].size) break;
-      out -= groups[g].out_stride * groups[g].size;
-      index[g] = 0;
-    }
-  }
+  });
 }
 
 template <bool kMean>
 absl::Status ReduceKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   TensorView& y = ctx.output(0);
-  const int rank = static_cast<int>(x.shape.size());
-  std::vector<int64_t> axes = ctx.attrs().GetInts("axes");
-  if (ctx.has_input(1)) {
-    const TensorView& a = ctx.input(1);
-    const int64_t n = a.num_elements();
-    axes.resize(static_cast<size_t>(n));
-    if (a.dtype == DType::kI64) {
-      for (int64_t i = 0; i < n; ++i) axes[i] = a.as<const int64_t>()[i];
-    } else if (a.dtype == DType::kI32) {
-      for (int64_t i = 0; i < n; ++i) axes[i] = a.as<const int32_t>()[i];
-    } else {
-      return ctx.Error(absl::StrCat("input 1 (axes) has dtype ", DTypeName(a.dtype), "; expected i64"));
-    }
-  }
-  const bool keepdims = ctx.attrs().GetInt("keepdims", 1) != 0;
-  const bool noop = ctx.attrs().GetInt("noop_with_empty_axes", 0) != 0;
-  absl::StatusOr<std::vector<bool>> reduced = ir::ReducedDims(axes, rank, noop);
-  if (!reduced.ok()) return ctx.Error(reduced.status().message());
-
-  std::vector<int64_t> out_shape;
-  int64_t count = 1;  // input elements per output element
-  for (int d = 0; d < rank; ++d) {
-    if ((*reduced)[d]) {
-      count *= x.shape[d];
-      if (keepdims) out_shape.push_back(1);
-    } else {
-      out_shape.push_back(x.shape[d]);
-    }
-  }
-  if (y.dtype != x.dtype || y.shape != out_shape) {
-    return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(y.dtype), " ", ShapeString(y.shape),
-                                  " but the kernel writes ", DTypeName(x.dtype), " ", ShapeString(out_shape)));
-  }
+  absl::StatusOr<ReducePlan> plan = PlanReduce(ctx);
+  if (!plan.ok()) return plan.status();
+  const int64_t count = plan->count;
 
   auto run = [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
@@ -138,7 +72,7 @@ absl::Status ReduceKernel(KernelContext& ctx) {
     const int64_t n_out = y.num_elements();
     std::vector<A> acc(static_cast<size_t>(n_out), A{0});
     if (n_out == 0) return absl::OkStatus();
-    AccumulateReduce(x.as<const T>(), x.shape, *reduced, acc.data());
+    AccumulateReduce(x.as<const T>(), x.shape, plan->reduced, acc.data());
     T* out = y.as<T>();
     for (int64_t i = 0; i < n_out; ++i) {
       if constexpr (kMean) {
@@ -157,79 +91,12 @@ absl::Status ReduceKernel(KernelContext& ctx) {
   }
 }
 
-// Softmax over `n` elements spaced `inner` apart, for `outer` blocks. With
-// inner > 1 the running max and sum are kept per column so the input is
-// still read in memory order.
-template <typename T>
-void Softmax(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
-  if (n == 0 || inner == 0) return;
-  if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o, x += n, y += n) {
-      T m = x[0];
-      for (int64_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
-      double sum = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        y[j] = std::exp(x[j] - m);
-        sum += y[j];
-      }
-      const T scale = static_cast<T>(1.0 / sum);
-      for (int64_t j = 0; j < n; ++j) y[j] *= scale;
-    }
-    return;
-  }
-  std::vector<T> max(static_cast<size_t>(inner));
-  std::vector<double> sum(static_cast<size_t>(inner));
-  for (int64_t o = 0; o < outer; ++o, x += n * inner, y += n * inner) {
-    std::memcpy(max.data(), x, static_cast<size_t>(inner) * sizeof(T));
-    for (int64_t j = 1; j < n; ++j) {
-      const T* row = x + j * inner;
-      for (int64_t i = 0; i < inner; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
-    }
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (int64_t j = 0; j < n; ++j) {
-      const T* row = x + j * inner;
-      T* out = y + j * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        out[i] = std::exp(row[i] - max[i]);
-        sum[i] += out[i];
-      }
-    }
-    for (int64_t i = 0; i < inner; ++i) max[i] = static_cast<T>(1.0 / sum[i]);  // reused as the scale
-    for (int64_t j = 0; j < n; ++j) {
-      T* out = y + j * inner;
-      for (int64_t i = 0; i < inner; ++i) out[i] *= max[i];
-    }
-  }
-}
-
-absl::Status SoftmaxKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
-  TensorView& y = ctx.output(0);
-  const int rank = static_cast<int>(x.shape.size());
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
-  if (rank == 0) return ctx.Error("input 0 (input) is a scalar; Softmax needs rank >= 1");
-  if (y.dtype != x.dtype || y.shape != x.shape) {
-    return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(y.dtype), " ", ShapeString(y.shape),
-                                  " but the kernel writes ", DTypeName(x.dtype), " ", ShapeString(x.shape)));
-  }
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < *axis; ++d) outer *= x.shape[d];
-  for (int d = *axis + 1; d < rank; ++d) inner *= x.shape[d];
-  const int64_t n = x.shape[*axis];
-  return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    Softmax(x.as<const T>(), y.as<T>(), outer, n, inner);
-    return absl::OkStatus();
-  });
-}
-
 }  // namespace
 
 absl::Status RegisterReductionKernels(ir::OpRegistry& registry) {
   if (absl::Status s = registry.SetKernel("ReduceSum", ir::Backend::kCpu, &ReduceKernel<false>); !s.ok()) return s;
   if (absl::Status s = registry.SetKernel("ReduceMean", ir::Backend::kCpu, &ReduceKernel<true>); !s.ok()) return s;
-  return registry.SetKernel("Softmax", ir::Backend::kCpu, &SoftmaxKernel);
+  return registry.SetKernel("Softmax", ir::Backend::kCpu, &SoftmaxFamilyKernel<false>);
 }
 
 }  // namespace grove::cpu

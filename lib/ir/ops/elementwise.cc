@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "lib/ir/ops/input_checks.h"
 #include "lib/ir/ops/ops.h"
 
@@ -15,42 +14,14 @@ namespace {
 constexpr DType kArithmeticDTypes[] = {DType::kF32,  DType::kF64, DType::kF16,
                                        DType::kBF16, DType::kI32, DType::kI64};
 
-// Broadcasts the inputs listed in `names` (in input order) into `out`.
-absl::Status BroadcastInputs(const ShapeContext& ctx, absl::Span<const absl::string_view> names, SymShape* out) {
-  std::vector<SymShape> shapes;
-  std::vector<std::string> described;
-  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
-    shapes.push_back(ctx.input_shape(i));
-    described.push_back(absl::StrCat(InputName(i, names[i]), " ", ShapeString(ctx, ctx.input_shape(i))));
-  }
-  absl::StatusOr<SymShape> shape = BroadcastShapes(shapes);
-  if (!shape.ok()) {
-    return ctx.Error(absl::StrCat(absl::StrJoin(described, " and "), ": ", shape.status().message()));
-  }
-  *out = *std::move(shape);
-  return absl::OkStatus();
-}
+absl::Status InferArithmetic(ShapeContext& ctx) { return InferBroadcastBinary(ctx, kArithmeticDTypes, DType::kUnknown); }
 
-// A, B of one dtype out of `allowed`; the output broadcasts them and has
-// their dtype, or `out_dtype` when given.
-absl::Status InferBinary(ShapeContext& ctx, absl::Span<const DType> allowed, DType out_dtype) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "A", allowed); !s.ok()) return s;
-  if (absl::Status s = CheckInputDType(ctx, 1, "B", allowed); !s.ok()) return s;
-  if (absl::Status s = CheckSameDType(ctx, 0, "A", 1, "B"); !s.ok()) return s;
-  SymShape shape;
-  if (absl::Status s = BroadcastInputs(ctx, {"A", "B"}, &shape); !s.ok()) return s;
-  ctx.SetOutput(0, out_dtype == DType::kUnknown ? ctx.input_dtype(0) : out_dtype, std::move(shape));
-  return absl::OkStatus();
-}
-
-absl::Status InferArithmetic(ShapeContext& ctx) { return InferBinary(ctx, kArithmeticDTypes, DType::kUnknown); }
-
-absl::Status InferOrderedCompare(ShapeContext& ctx) { return InferBinary(ctx, kNumericDTypes, DType::kBool); }
+absl::Status InferOrderedCompare(ShapeContext& ctx) { return InferBroadcastBinary(ctx, kNumericDTypes, DType::kBool); }
 
 absl::Status InferEqual(ShapeContext& ctx) {
   constexpr DType kEqualDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
                                     DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
-  return InferBinary(ctx, kEqualDTypes, DType::kBool);
+  return InferBroadcastBinary(ctx, kEqualDTypes, DType::kBool);
 }
 
 absl::Status InferFloatUnary(ShapeContext& ctx) {

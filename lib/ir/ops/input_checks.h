@@ -1,9 +1,11 @@
 // Checks that shape functions run on their inputs, with errors that name the
-// input (index and ONNX name), what was expected and what was given.
+// input (index and ONNX name), what was expected and what was given, and the
+// small shape functions that several op groups share (broadcast binary ops).
 #ifndef GROVE_LIB_IR_OPS_INPUT_CHECKS_H_
 #define GROVE_LIB_IR_OPS_INPUT_CHECKS_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,6 +57,44 @@ inline absl::Status CheckSameDType(const ShapeContext& ctx, int i, absl::string_
   return ctx.Error(absl::StrCat(InputName(i, name_i), " and ", InputName(j, name_j),
                                 " must have the same dtype; got ", DTypeName(ctx.input_dtype(i)), " and ",
                                 DTypeName(ctx.input_dtype(j))));
+}
+
+// Broadcasts the leading inputs named in `names` (in input order) into `out`;
+// the error lists every input's shape.
+inline absl::Status BroadcastInputs(const ShapeContext& ctx, absl::Span<const absl::string_view> names,
+                                    SymShape* out) {
+  std::vector<SymShape> shapes;
+  std::vector<std::string> described;
+  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
+    shapes.push_back(ctx.input_shape(i));
+    described.push_back(absl::StrCat(InputName(i, names[i]), " ", ShapeString(ctx, ctx.input_shape(i))));
+  }
+  absl::StatusOr<SymShape> shape = BroadcastShapes(shapes);
+  if (!shape.ok()) {
+    return ctx.Error(absl::StrCat(absl::StrJoin(described, " and "), ": ", shape.status().message()));
+  }
+  *out = *std::move(shape);
+  return absl::OkStatus();
+}
+
+// The shape function of a binary op: A and B of one dtype out of `allowed`,
+// broadcast; the output has `out_dtype`, or their dtype when kUnknown.
+inline absl::Status InferBroadcastBinary(ShapeContext& ctx, absl::Span<const DType> allowed, DType out_dtype) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "A", allowed); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 1, "B", allowed); !s.ok()) return s;
+  if (absl::Status s = CheckSameDType(ctx, 0, "A", 1, "B"); !s.ok()) return s;
+  SymShape shape;
+  if (absl::Status s = BroadcastInputs(ctx, {"A", "B"}, &shape); !s.ok()) return s;
+  ctx.SetOutput(0, out_dtype == DType::kUnknown ? ctx.input_dtype(0) : out_dtype, std::move(shape));
+  return absl::OkStatus();
+}
+
+// An int attribute that ONNX uses as a flag: 0 or 1, else an error.
+inline absl::Status ReadBoolAttr(const ShapeContext& ctx, absl::string_view name, int64_t def, bool* out) {
+  const int64_t v = ctx.attrs().GetInt(name, def);
+  if (v != 0 && v != 1) return ctx.Error(absl::StrCat("attribute '", name, "' is ", v, "; expected 0 or 1"));
+  *out = v == 1;
+  return absl::OkStatus();
 }
 
 }  // namespace grove::ir

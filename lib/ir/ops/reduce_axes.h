@@ -1,14 +1,19 @@
-// Which dims a Reduce* op reduces, shared by the shape function and the CPU
-// kernel so that the planned output shape and the computed one cannot differ.
+// Which dims a Reduce* op reduces and the output shape it plans, shared by
+// every Reduce* op's shape function and CPU kernel so that the planned output
+// shape and the computed one cannot differ.
 #ifndef GROVE_LIB_IR_OPS_REDUCE_AXES_H_
 #define GROVE_LIB_IR_OPS_REDUCE_AXES_H_
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "lib/ir/op_registry.h"
+#include "lib/ir/ops/input_checks.h"
 
 namespace grove::ir {
 
@@ -30,6 +35,73 @@ inline absl::StatusOr<std::vector<bool>> ReducedDims(absl::Span<const int64_t> a
     reduced[a] = true;
   }
   return reduced;
+}
+
+// The shape function of a Reduce* op whose output has the input's dtype:
+// input 0 (data) of a dtype in `allowed`, axes from the `axes` attribute
+// (opset <= 17) or from the optional input 1 (ReduceSum 13, all of them in
+// opset 18), keepdims and noop_with_empty_axes.
+inline absl::Status InferReduceShape(ShapeContext& ctx, absl::Span<const DType> allowed) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "data", allowed); !s.ok()) return s;
+  bool keepdims = true;
+  bool noop = false;
+  if (absl::Status s = ReadBoolAttr(ctx, "keepdims", 1, &keepdims); !s.ok()) return s;
+  if (absl::Status s = ReadBoolAttr(ctx, "noop_with_empty_axes", 0, &noop); !s.ok()) return s;
+  const SymShape& in = ctx.input_shape(0);
+  const int rank = ctx.input_rank(0);
+
+  std::vector<int64_t> axes = ctx.attrs().GetInts("axes");
+  if (ctx.has_input(1)) {
+    if (ctx.attrs().Has("axes")) {
+      return ctx.Error("axes are given both as the 'axes' attribute and as input 1 (axes); give one");
+    }
+    if (absl::Status s = CheckInputDType(ctx, 1, "axes", {DType::kI64, DType::kI32}); !s.ok()) return s;
+    if (ctx.input_rank(1) != 1) {
+      return ctx.Error(
+          absl::StrCat("input 1 (axes) must be 1-D; got shape ", ShapeString(ctx, ctx.input_shape(1))));
+    }
+    const SymDim& count = ctx.input_shape(1)[0];
+    const bool known_empty = count.is_const() && count.value() == 0;
+    if (!known_empty && !ctx.InputInts(1, &axes)) {
+      if (!keepdims) {
+        return ctx.Error(
+            "input 1 (axes) must be a constant (known at plan time) when keepdims=0, since the output rank "
+            "depends on it");
+      }
+      // Each dim is either kept or reduced to 1; which, only the run knows.
+      SymShape out(in.size());
+      for (int d = 0; d < rank; ++d) {
+        out[d] = in[d].is_const() && in[d].value() == 1 ? SymDim(1) : SymDim::Unknown();
+      }
+      ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+      return absl::OkStatus();
+    }
+  }
+
+  absl::StatusOr<std::vector<bool>> reduced = ReducedDims(axes, rank, noop);
+  if (!reduced.ok()) return ctx.Error(reduced.status().message());
+  SymShape out;
+  for (int d = 0; d < rank; ++d) {
+    if (!(*reduced)[d]) {
+      out.push_back(in[d]);
+    } else if (keepdims) {
+      out.push_back(SymDim(1));
+    }
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
+}
+
+// The OpDef of a Reduce* op: data plus the optional axes input, and the
+// attributes of every opset from 11 to 18.
+inline OpDef ReduceOpDef(std::string type, ShapeFn infer) {
+  OpDef def;
+  def.type = std::move(type);
+  def.min_inputs = 1;
+  def.max_inputs = 2;
+  def.attrs = {{"keepdims", AttrKind::kInt}, {"axes", AttrKind::kInts}, {"noop_with_empty_axes", AttrKind::kInt}};
+  def.infer = infer;
+  return def;
 }
 
 }  // namespace grove::ir

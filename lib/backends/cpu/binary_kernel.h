@@ -1,0 +1,93 @@
+// Pieces shared by the elementwise CPU kernels: checks that the output was
+// allocated as the kernel will write it (a wrong dtype or shape would write
+// past the buffer), and the broadcast loop of binary ops, whose rows step each
+// input by 0 or 1 so that same-shape and scalar cases run as one tight loop.
+//
+//   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+//   RunBinary<float, float, Bool8>(ctx, *plan, [](float a, float b) { ... });
+#ifndef GROVE_LIB_BACKENDS_CPU_BINARY_KERNEL_H_
+#define GROVE_LIB_BACKENDS_CPU_BINARY_KERNEL_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "grove/grove.h"
+#include "lib/backends/cpu/broadcast_plan.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::cpu {
+
+// "[2, 3]".
+inline std::string DimsString(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+inline absl::Status CheckOutputDType(const ir::KernelContext& ctx, DType expected, int i = 0) {
+  const DType got = ctx.output(i).dtype;
+  if (got == expected) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(got), " but the kernel writes ",
+                                DTypeName(expected)));
+}
+
+inline absl::Status CheckOutputLike(const ir::KernelContext& ctx, DType dtype, absl::Span<const int64_t> shape,
+                                    int i = 0) {
+  if (absl::Status s = CheckOutputDType(ctx, dtype, i); !s.ok()) return s;
+  if (absl::Span<const int64_t>(ctx.output(i).shape) == shape) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output ", i, " was allocated with shape ", DimsString(ctx.output(i).shape),
+                                " but the kernel writes ", DimsString(shape)));
+}
+
+inline absl::Status CheckSameInputDTypes(const ir::KernelContext& ctx, int i, int j) {
+  if (ctx.input(i).dtype == ctx.input(j).dtype) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("inputs ", i, " and ", j, " have dtypes ", DTypeName(ctx.input(i).dtype), " and ",
+                                DTypeName(ctx.input(j).dtype), "; expected the same"));
+}
+
+// Inputs 0 and 1 broadcast to output 0.
+inline absl::StatusOr<BroadcastPlan<2>> MakeBinaryPlan(const ir::KernelContext& ctx) {
+  absl::StatusOr<BroadcastPlan<2>> plan =
+      BroadcastPlan<2>::Make(ctx.output(0).shape, {&ctx.input(0).shape, &ctx.input(1).shape});
+  if (!plan.ok()) return ctx.Error(plan.status().message());
+  return plan;
+}
+
+// One row with each input stepping by 0 or 1; the branches let the compiler
+// vectorise the common cases.
+template <typename A, typename B, typename Out, typename Fn>
+inline void BinaryRow(Out* o, const A* a, int64_t sa, const B* b, int64_t sb, int64_t n, Fn fn) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = fn(a[i], b[i]);
+  } else if (sa == 0 && sb == 1) {
+    const A x = *a;
+    for (int64_t i = 0; i < n; ++i) o[i] = fn(x, b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const B y = *b;
+    for (int64_t i = 0; i < n; ++i) o[i] = fn(a[i], y);
+  } else {
+    const Out v = fn(*a, *b);
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+}
+
+// out = fn(input 0, input 1) over the broadcast, inputs of element types A
+// and B, output of Out.
+template <typename A, typename B, typename Out, typename Fn>
+void RunBinary(const ir::KernelContext& ctx, const BroadcastPlan<2>& plan, Fn fn) {
+  const A* a = ctx.input(0).as<const A>();
+  const B* b = ctx.input(1).as<const B>();
+  Out* out = ctx.output(0).as<Out>();
+  const auto [sa, sb] = plan.row_steps();
+  plan.ForEachRow([&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
+    BinaryRow(out + o, a + in[0], sa, b + in[1], sb, len, fn);
+  });
+}
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_BINARY_KERNEL_H_

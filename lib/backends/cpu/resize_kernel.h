@@ -1,0 +1,16 @@
+// The CPU kernel of Resize, registered with the layout group.
+#ifndef GROVE_LIB_BACKENDS_CPU_RESIZE_KERNEL_H_
+#define GROVE_LIB_BACKENDS_CPU_RESIZE_KERNEL_H_
+
+#include "absl/status/status.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::cpu {
+
+// ONNX Resize (opsets 11-19): nearest, linear and cubic, every coordinate
+// transformation mode, antialias, axes and keep_aspect_ratio_policy.
+absl::Status ResizeKernel(ir::KernelContext& ctx);
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_RESIZE_KERNEL_H_

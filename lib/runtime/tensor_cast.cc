@@ -1,0 +1,51 @@
+// Tensor::CastOf: the public face of the CPU Cast kernel, so tools and users
+// convert dtypes with exactly the rules models get.
+#include "absl/strings/str_cat.h"
+#include "grove/grove.h"
+#include "lib/ir/op_registry.h"
+#include "lib/runtime/registry.h"
+
+namespace grove {
+namespace {
+
+class NoHost : public ir::KernelContext::Host {
+ public:
+  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
+    return absl::InternalError("Cast does not allocate");
+  }
+  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
+    return absl::InternalError("Cast runs no subgraph");
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<Tensor> Tensor::CastOf(const TensorView& view, DType dtype) {
+  if (DTypeSize(dtype) == 0 || DTypeSize(view.dtype) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Tensor::CastOf: cannot cast ", DTypeName(view.dtype), " to ", DTypeName(dtype)));
+  }
+  if (view.byte_size() > 0 && view.data == nullptr) {
+    return absl::InvalidArgumentError("Tensor::CastOf: data is null");
+  }
+  absl::StatusOr<Tensor> out = Create(dtype, view.shape);
+  if (!out.ok()) return out.status();
+  const ir::OpDef* cast = runtime::GlobalOpRegistry().Find("Cast");
+  if (cast == nullptr || cast->kernels[static_cast<int>(ir::Backend::kCpu)] == nullptr) {
+    return absl::InternalError("Tensor::CastOf: no CPU Cast kernel");
+  }
+  ir::Node node;
+  node.type = "Cast";
+  node.def = cast;
+  node.attrs.Set("to", static_cast<int64_t>(dtype));
+  TensorView in = view;
+  TensorView result = out->view();
+  TensorView* ins[] = {&in};
+  TensorView* outs[] = {&result};
+  NoHost host;
+  ir::KernelContext ctx(node, ins, outs, &host);
+  if (absl::Status s = cast->kernels[static_cast<int>(ir::Backend::kCpu)](ctx); !s.ok()) return s;
+  return out;
+}
+
+}  // namespace grove
