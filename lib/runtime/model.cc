@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   const std::vector<std::string> names = g.symbol_names();
   for (const ir::Symbol& s : g.symbols) impl->symbols_.push_back(SymbolInfo{s.name, s.min, s.max});
 
-  runtime::GraphInference inference(g);
+  runtime::GraphInference inference(g, /*planning=*/false);
   std::vector<ir::ShapeContext::Input> ins;
   for (int t : g.subgraphs[0].inputs) {
     const ir::TensorDecl& d = g.tensors[t];
@@ -48,6 +48,15 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
     ins.push_back(ir::ShapeContext::Input{true, d.dtype, d.shape, nullptr});
   }
   absl::StatusOr<std::vector<ir::ShapeContext::Output>> outs = inference.Infer(0, ins);
+  if (ir::IsDeferredShapeError(outs.status())) {
+    // Shapes that only a plan settles (an If on a dim test, branches of
+    // different rank): the outputs are described as the file declares them.
+    for (int t : g.subgraphs[0].outputs) {
+      const ir::TensorDecl& d = g.tensors[t];
+      impl->outputs_.push_back(TensorInfo{d.name, d.dtype, DescribeShape(d.shape, names)});
+    }
+    return impl;
+  }
   if (!outs.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", outs.status().message()));
   }
