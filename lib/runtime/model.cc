@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   // Symbolic inference is weaker than planning (values that come from shapes
   // are not known), so where it stops the model still loads: each plan infers
   // its concrete shapes exactly, and reports errors then.
-  runtime::GraphInference inference(g);
+  runtime::GraphInference inference(g, /*planning=*/false);
   absl::StatusOr<std::vector<ir::ShapeContext::Output>> outs = inference.Infer(0, ins);
   if (!outs.ok()) impl->shape_note_ = std::string(outs.status().message());
   for (size_t i = 0; i < g.subgraphs[0].outputs.size(); ++i) {
