@@ -245,8 +245,10 @@ absl::Status InferSplit(ShapeContext& ctx) {
     // Sizes from the list do not depend on the dim; check the sum only when
     // the dim is known.
     const int64_t d = dim.is_const() ? dim.value() : [&] {
-      int64_t sum = 0;
-      for (int64_t v : split->list.values) sum += v;
+      int64_t sum = 0;  // saturates; SplitSizes then reports the overflow
+      for (int64_t v : split->list.values) {
+        if (__builtin_add_overflow(sum, v, &sum)) return std::numeric_limits<int64_t>::max();
+      }
       return sum;
     }();
     absl::StatusOr<std::vector<int64_t>> sizes =
@@ -594,8 +596,8 @@ absl::Status InferResize(ShapeContext& ctx) {
   if (!has_scales && !has_sizes) return ctx.Error("needs scales (input 2) or sizes (input 3); both are missing or empty");
   const int given_input = has_scales ? 2 : 3;
   const TensorView* value = ctx.input_value(given_input);
-  const bool roi_ok = attrs->coord != ResizeCoordMode::kTfCropAndResize || !ctx.has_input(1) || ctx.input_value(1) != nullptr;
-  if (value != nullptr && roi_ok && IsConcrete(in)) {
+  // The roi does not change the output shape; the kernel checks it.
+  if (value != nullptr && IsConcrete(in)) {
     absl::StatusOr<ResizeGeometry> g =
         ResizeGeometryFor(ToConcrete(in), *attrs, ctx.input_value(1), has_scales ? value : nullptr,
                           has_sizes ? value : nullptr);

@@ -6,6 +6,7 @@
 #ifndef GROVE_LIB_IR_OPS_LAYOUT_PARAMS_H_
 #define GROVE_LIB_IR_OPS_LAYOUT_PARAMS_H_
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -204,10 +205,12 @@ inline absl::StatusOr<int64_t> RangeCount(const TensorView& start, const TensorV
     if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) {
       return absl::InvalidArgumentError(absl::StrCat("start ", s, ", limit ", l, ", delta ", d, " are not all finite"));
     }
-    // The difference is taken in the inputs' own precision.
-    const double span = start.dtype == DType::kF32 ? static_cast<double>(static_cast<float>(l) - static_cast<float>(s))
-                                                   : l - s;
-    count = std::max(std::ceil(span / d), 0.0);
+    // In the inputs' own precision, as numpy's arange (the ONNX reference).
+    const double q = start.dtype == DType::kF32
+                         ? static_cast<double>((static_cast<float>(l) - static_cast<float>(s)) / static_cast<float>(d))
+                         : (l - s) / d;
+    if (!std::isfinite(q)) return absl::InvalidArgumentError(absl::StrCat("the range from ", s, " to ", l, " by ", d, " has no finite length"));
+    count = std::max(std::ceil(q), 0.0);
   }
   if (count > static_cast<double>(kMaxCount)) {
     return absl::InvalidArgumentError(absl::StrCat("the range has ", count, " elements; at most ", kMaxCount));
