@@ -85,8 +85,8 @@ absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_v
   const bool has_attr = ctx.attrs().Has(attr);
   if (ctx.has_input(i)) {
     if (has_attr) {
-      return ctx.Error(absl::StrCat(name, " is given both as ", InputName(i, name), " and as attribute ", attr,
-                                    "; give one"));
+      return ctx.Error(
+          absl::StrCat(name, " is given both as ", InputName(i, name), " and as attribute ", attr, "; give one"));
     }
     absl::StatusOr<IntList> list = ReadIntList(ctx, i, name);
     if (!list.ok()) return list.status();
@@ -121,7 +121,8 @@ constexpr int64_t kSymbolicConstantLimit = int64_t{1} << 32;
 constexpr int64_t kMaxRank = 64;
 
 absl::Status CheckRank(const ShapeContext& ctx, int64_t rank, absl::string_view what) {
-  if (rank > kMaxRank) return ctx.Error(absl::StrCat(what, " gives an output of rank ", rank, "; at most ", kMaxRank));
+  if (rank > kMaxRank)
+    return ctx.Error(absl::StrCat(what, " gives an output of rank ", rank, "; at most ", kMaxRank));
   return absl::OkStatus();
 }
 
@@ -130,8 +131,8 @@ absl::Status CheckScalar(const ShapeContext& ctx, int i, absl::string_view name)
   const SymShape& s = ctx.input_shape(i);
   const int64_t count = ConstCount(ctx, i);
   if (s.size() > 1 || (count >= 0 && count != 1)) {
-    return ctx.Error(absl::StrCat(InputName(i, name), " has shape ", ShapeString(ctx, s),
-                                  "; expected a scalar (one element)"));
+    return ctx.Error(
+        absl::StrCat(InputName(i, name), " has shape ", ShapeString(ctx, s), "; expected a scalar (one element)"));
   }
   return absl::OkStatus();
 }
@@ -197,8 +198,9 @@ absl::Status InferUnsqueeze(ShapeContext& ctx) {
   if (!axes->given) return ctx.Error("needs axes, as input 1 (opset 13) or as attribute axes (opset 11)");
   if (!axes->list.known) {
     if (axes->list.length < 0) {
-      return ctx.Error(absl::StrCat("axes (input 1) must have a known length when its values are not known; its shape is ",
-                                    ShapeString(ctx, ctx.input_shape(1))));
+      return ctx.Error(
+          absl::StrCat("axes (input 1) must have a known length when its values are not known; its shape is ",
+                       ShapeString(ctx, ctx.input_shape(1))));
     }
     if (absl::Status s = CheckRank(ctx, rank + axes->list.length, "axes"); !s.ok()) return s;
     ctx.SetOutput(0, ctx.input_dtype(0), Unknowns(rank + axes->list.length));
@@ -236,8 +238,8 @@ absl::Status InferSplit(ShapeContext& ctx) {
   std::vector<SymDim> parts;
   if (split->given && !split->list.known) {
     if (split->list.length >= 0 && split->list.length != n) {
-      return ctx.Error(absl::StrCat("split (input 1) has ", split->list.length, " entries but the node has ", n,
-                                    " outputs"));
+      return ctx.Error(
+          absl::StrCat("split (input 1) has ", split->list.length, " entries but the node has ", n, " outputs"));
     }
     parts.assign(n, SymDim());
     for (SymDim& p : parts) p = SymDim::Unknown();
@@ -245,19 +247,23 @@ absl::Status InferSplit(ShapeContext& ctx) {
     // Sizes from the list do not depend on the dim; check the sum only when
     // the dim is known.
     const int64_t d = dim.is_const() ? dim.value() : [&] {
-      int64_t sum = 0;
-      for (int64_t v : split->list.values) sum += v;
+      int64_t sum = 0;  // saturates; SplitSizes then reports the overflow
+      for (int64_t v : split->list.values) {
+        if (__builtin_add_overflow(sum, v, &sum)) return std::numeric_limits<int64_t>::max();
+      }
       return sum;
     }();
     absl::StatusOr<std::vector<int64_t>> sizes =
         SplitSizes(d, n, split->given ? &split->list.values : nullptr, num_outputs_attr);
     if (!sizes.ok()) {
-      return ctx.Error(absl::StrCat(sizes.status().message(), " (input ", ShapeString(ctx, in), ", axis ", *axis, ")"));
+      return ctx.Error(
+          absl::StrCat(sizes.status().message(), " (input ", ShapeString(ctx, in), ", axis ", *axis, ")"));
     }
     for (int64_t s : *sizes) parts.push_back(SymDim(s));
   } else {
     if (num_outputs_attr >= 0 && num_outputs_attr != n) {
-      return ctx.Error(absl::StrCat("attribute num_outputs is ", num_outputs_attr, " but the node has ", n, " outputs"));
+      return ctx.Error(
+          absl::StrCat("attribute num_outputs is ", num_outputs_attr, " but the node has ", n, " outputs"));
     }
     for (int i = 0; i < n; ++i) parts.push_back(dim / SymDim(n));
   }
@@ -298,9 +304,10 @@ absl::Status InferScatterND(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 2, "updates"); !s.ok()) return s;
   if (absl::Status s = CheckSameDType(ctx, 0, "data", 2, "updates"); !s.ok()) return s;
   const std::string reduction = ctx.attrs().GetString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
-    return ctx.Error(absl::StrCat("attribute reduction is '", reduction,
-                                  "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min") {
+    return ctx.Error(
+        absl::StrCat("attribute reduction is '", reduction, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
   }
   const SymShape& data = ctx.input_shape(0);
   const SymShape& idx = ctx.input_shape(1);
@@ -309,17 +316,19 @@ absl::Status InferScatterND(ShapeContext& ctx) {
   if (idx.back().is_const()) {
     const int64_t k = idx.back().value();
     if (k < 1 || k > static_cast<int64_t>(data.size())) {
-      return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx), "; its last dim must be 1..",
-                                    data.size(), " (the data's rank)"));
+      return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx),
+                                    "; its last dim must be 1..", data.size(), " (the data's rank)"));
     }
     SymShape want(idx.begin(), idx.end() - 1);
     want.insert(want.end(), data.begin() + k, data.end());
     bool ok = want.size() == upd.size();
-    for (size_t d = 0; ok && d < want.size(); ++d) ok = !(want[d].is_const() && upd[d].is_const() && want[d] != upd[d]);
+    for (size_t d = 0; ok && d < want.size(); ++d)
+      ok = !(want[d].is_const() && upd[d].is_const() && want[d] != upd[d]);
     if (!ok) {
       return ctx.Error(absl::StrCat("updates (input 2) has shape ", ShapeString(ctx, upd), "; expected ",
-                                    ShapeString(ctx, want), " (indices ", ShapeString(ctx, idx), " without the last dim, then data ",
-                                    ShapeString(ctx, data), " after the first ", k, " dims)"));
+                                    ShapeString(ctx, want), " (indices ", ShapeString(ctx, idx),
+                                    " without the last dim, then data ", ShapeString(ctx, data),
+                                    " after the first ", k, " dims)"));
     }
   }
   ctx.SetOutput(0, ctx.input_dtype(0), data);
@@ -333,8 +342,9 @@ absl::Status InferExpand(ShapeContext& ctx) {
   const SymShape& in = ctx.input_shape(0);
   if (!shape->known) {
     if (shape->length < 0) {
-      return ctx.Error(absl::StrCat("shape (input 1) must have a known length when its values are not known; its shape is ",
-                                    ShapeString(ctx, ctx.input_shape(1))));
+      return ctx.Error(
+          absl::StrCat("shape (input 1) must have a known length when its values are not known; its shape is ",
+                       ShapeString(ctx, ctx.input_shape(1))));
     }
     if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 1)"); !s.ok()) return s;
     // A constant input dim other than 1 survives any valid target dim.
@@ -349,7 +359,8 @@ absl::Status InferExpand(ShapeContext& ctx) {
   }
   if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 1)"); !s.ok()) return s;
   for (int64_t v : shape->values) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(shape->values), " has a negative dim"));
+    if (v < 0)
+      return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(shape->values), " has a negative dim"));
   }
   absl::StatusOr<SymShape> out = BroadcastShapes({in, FromConcrete(shape->values)});
   if (!out.ok()) {
@@ -376,7 +387,8 @@ absl::Status InferTile(ShapeContext& ctx) {
   SymShape out;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t r = repeats->values[d];
-    if (r < 0) return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats->values), " has a negative entry"));
+    if (r < 0)
+      return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats->values), " has a negative entry"));
     int64_t n;
     if (in[d].is_const()) {
       if (__builtin_mul_overflow(in[d].value(), r, &n)) {
@@ -397,7 +409,8 @@ absl::Status InferPad(ShapeContext& ctx) {
   const int64_t rank = ctx.input_rank(0);
   const std::string mode = ctx.attrs().GetString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
-    return ctx.Error(absl::StrCat("attribute mode is '", mode, "'; expected 'constant', 'reflect', 'edge' or 'wrap'"));
+    return ctx.Error(
+        absl::StrCat("attribute mode is '", mode, "'; expected 'constant', 'reflect', 'edge' or 'wrap'"));
   }
   absl::StatusOr<IntArg> pads = ReadIntArg(ctx, 1, "pads", "pads");
   if (!pads.ok()) return pads.status();
@@ -427,12 +440,14 @@ absl::Status InferPad(ShapeContext& ctx) {
     ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
     return absl::OkStatus();
   }
-  absl::StatusOr<PadAmounts> amounts = PadAmountsFor(rank, pads->list.values, ctx.has_input(3) ? &axes.values : nullptr);
+  absl::StatusOr<PadAmounts> amounts =
+      PadAmountsFor(rank, pads->list.values, ctx.has_input(3) ? &axes.values : nullptr);
   if (!amounts.ok()) return Fail(ctx, amounts.status());
   SymShape out;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t added;
-    if (__builtin_add_overflow(amounts->begin[d], amounts->end[d], &added)) added = std::numeric_limits<int64_t>::max();
+    if (__builtin_add_overflow(amounts->begin[d], amounts->end[d], &added))
+      added = std::numeric_limits<int64_t>::max();
     SymDim o = SymDim::Unknown();
     if (in[d].is_const()) {
       int64_t v;
@@ -497,8 +512,9 @@ absl::Status InferConstantOfShape(ShapeContext& ctx) {
   }
   if (!shape->known) {
     if (shape->length < 0) {
-      return ctx.Error(absl::StrCat("shape (input 0) must have a known length when its values are not known; its shape is ",
-                                    ShapeString(ctx, ctx.input_shape(0))));
+      return ctx.Error(
+          absl::StrCat("shape (input 0) must have a known length when its values are not known; its shape is ",
+                       ShapeString(ctx, ctx.input_shape(0))));
     }
     if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 0)"); !s.ok()) return s;
     ctx.SetOutput(0, dtype, Unknowns(shape->length));
@@ -506,7 +522,8 @@ absl::Status InferConstantOfShape(ShapeContext& ctx) {
   }
   if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 0)"); !s.ok()) return s;
   for (int64_t v : shape->values) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(shape->values), " has a negative dim"));
+    if (v < 0)
+      return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(shape->values), " has a negative dim"));
   }
   if (absl::StatusOr<uint64_t> b = CheckedByteSize(dtype, shape->values, "ConstantOfShape output"); !b.ok()) {
     return Fail(ctx, b.status());
@@ -590,15 +607,16 @@ absl::Status InferResize(ShapeContext& ctx) {
   if (has_sizes) {
     if (absl::Status s = CheckInputDType(ctx, 3, "sizes", kIndexDTypes); !s.ok()) return s;
   }
-  if (has_scales && has_sizes) return ctx.Error("scales (input 2) and sizes (input 3) are both given; give only one");
-  if (!has_scales && !has_sizes) return ctx.Error("needs scales (input 2) or sizes (input 3); both are missing or empty");
+  if (has_scales && has_sizes)
+    return ctx.Error("scales (input 2) and sizes (input 3) are both given; give only one");
+  if (!has_scales && !has_sizes)
+    return ctx.Error("needs scales (input 2) or sizes (input 3); both are missing or empty");
   const int given_input = has_scales ? 2 : 3;
   const TensorView* value = ctx.input_value(given_input);
-  const bool roi_ok = attrs->coord != ResizeCoordMode::kTfCropAndResize || !ctx.has_input(1) || ctx.input_value(1) != nullptr;
-  if (value != nullptr && roi_ok && IsConcrete(in)) {
-    absl::StatusOr<ResizeGeometry> g =
-        ResizeGeometryFor(ToConcrete(in), *attrs, ctx.input_value(1), has_scales ? value : nullptr,
-                          has_sizes ? value : nullptr);
+  // The roi does not change the output shape; the kernel checks it.
+  if (value != nullptr && IsConcrete(in)) {
+    absl::StatusOr<ResizeGeometry> g = ResizeGeometryFor(
+        ToConcrete(in), *attrs, ctx.input_value(1), has_scales ? value : nullptr, has_sizes ? value : nullptr);
     if (!g.ok()) return Fail(ctx, g.status());
     return SetChecked(ctx, 0, dtype, FromConcrete(g->out_dims));
   }
@@ -606,11 +624,13 @@ absl::Status InferResize(ShapeContext& ctx) {
   for (int64_t d : *axes) out[d] = SymDim::Unknown();
   if (value != nullptr && value->num_elements() == static_cast<int64_t>(axes->size())) {
     // Symbolic input dims: keep what the value determines exactly.
+    std::vector<int64_t> sizes;
+    const bool stretch_sizes =
+        has_sizes && attrs->policy == ResizeAspectPolicy::kStretch && ReadIntegers(*value, &sizes);
     for (size_t i = 0; i < axes->size(); ++i) {
       const int64_t d = (*axes)[i];
-      if (has_sizes && attrs->policy == ResizeAspectPolicy::kStretch) {
-        std::vector<int64_t> sizes;
-        if (ReadIntegers(*value, &sizes) && sizes[i] >= 0) out[d] = SymDim(sizes[i]);
+      if (stretch_sizes) {
+        if (sizes[i] >= 0) out[d] = SymDim(sizes[i]);
       } else if (has_scales) {
         const double s = ReadNumber(*value, static_cast<int64_t>(i));
         if (s >= 1 && s <= 1 << 20 && s == std::floor(s)) {
