@@ -11,6 +11,7 @@
 // `NAME IN.npy,... OUT.npy,...` in model input and output order.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -126,8 +127,9 @@ double ElementAsDouble(const TensorView& t, int64_t i) {
   }
 }
 
-// Empty when `got` matches `want`; otherwise what differs, with the worst element.
-std::string Compare(const TensorView& got, const TensorView& want) {
+// Empty when `got` matches `want`; otherwise what differs, with the worst
+// element. `worst_error` grows to the largest |got - want| / (1 + |want|).
+std::string Compare(const TensorView& got, const TensorView& want, double* worst_error) {
   if (got.dtype != want.dtype) {
     return absl::StrCat("dtype ", DTypeName(got.dtype), ", want ", DTypeName(want.dtype));
   }
@@ -141,6 +143,7 @@ std::string Compare(const TensorView& got, const TensorView& want) {
     const double w = ElementAsDouble(want, i);
     const double allowed = exact ? 0.0 : kTolerance * (1.0 + std::fabs(w));
     const double err = std::fabs(g - w);
+    *worst_error = std::max(*worst_error, err / (1.0 + std::fabs(w)));
     if (!(err <= allowed)) {  // NaN fails too
       ++bad;
       const double excess = std::isnan(err) ? INFINITY : err / std::max(allowed, 1e-30);
@@ -187,6 +190,7 @@ TEST_P(ExportedModelTest, MatchesReferenceAndReusesPlans) {
   ASSERT_EQ((*model)->outputs().size(), cases->front().outputs.size());
 
   const int n = static_cast<int>(cases->size());
+  double worst_error = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const SessionStats before_pass = s.stats();
     for (const Case& c : *cases) {
@@ -198,7 +202,7 @@ TEST_P(ExportedModelTest, MatchesReferenceAndReusesPlans) {
       ASSERT_TRUE(outputs.ok()) << outputs.status();
       ASSERT_EQ(outputs->size(), c.outputs.size());
       for (size_t k = 0; k < c.outputs.size(); ++k) {
-        EXPECT_EQ(Compare((*outputs)[k], c.outputs[k].view()), "")
+        EXPECT_EQ(Compare((*outputs)[k], c.outputs[k].view(), &worst_error), "")
             << "output " << (*model)->outputs()[k].name << " (" << c.output_files[k] << ")";
       }
       // An `_again` case repeats an earlier case's shapes with new data, on the
@@ -221,6 +225,9 @@ TEST_P(ExportedModelTest, MatchesReferenceAndReusesPlans) {
                    static_cast<int>(pass == 0 ? after.plans_created
                                               : after.plan_cache_hits - before_pass.plan_cache_hits));
   }
+  std::printf("%s: %d cases x 2 in one session: %lld plans made, %lld cache hits; largest error %.2g\n",
+              m.name.c_str(), n, static_cast<long long>(s.stats().plans_created),
+              static_cast<long long>(s.stats().plan_cache_hits), worst_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ExportedModelTest, ::testing::ValuesIn(ModelsUnderTest()),
