@@ -11,27 +11,27 @@
 // `NAME IN.npy,... OUT.npy,...` in model input and output order.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "gtest/gtest.h"
 #include "grove/grove.h"
 #include "grove/npy.h"
+#include "gtest/gtest.h"
 #include "tools/onnx/onnx_importer.h"
 
 #ifndef GROVE_SOURCE_DIR
@@ -116,14 +116,22 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 
 double ElementAsDouble(const TensorView& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kF32: return t.as<const float>()[i];
-    case DType::kF64: return t.as<const double>()[i];
-    case DType::kI64: return static_cast<double>(t.as<const int64_t>()[i]);
-    case DType::kI32: return t.as<const int32_t>()[i];
-    case DType::kI8: return t.as<const int8_t>()[i];
-    case DType::kU8: return t.as<const uint8_t>()[i];
-    case DType::kBool: return t.as<const uint8_t>()[i] != 0 ? 1.0 : 0.0;
-    default: return std::nan("");
+    case DType::kF32:
+      return t.as<const float>()[i];
+    case DType::kF64:
+      return t.as<const double>()[i];
+    case DType::kI64:
+      return static_cast<double>(t.as<const int64_t>()[i]);
+    case DType::kI32:
+      return t.as<const int32_t>()[i];
+    case DType::kI8:
+      return t.as<const int8_t>()[i];
+    case DType::kU8:
+      return t.as<const uint8_t>()[i];
+    case DType::kBool:
+      return t.as<const uint8_t>()[i] != 0 ? 1.0 : 0.0;
+    default:
+      return std::nan("");
   }
 }
 
@@ -133,7 +141,8 @@ std::string Compare(const TensorView& got, const TensorView& want, double* worst
   if (got.dtype != want.dtype) {
     return absl::StrCat("dtype ", DTypeName(got.dtype), ", want ", DTypeName(want.dtype));
   }
-  if (got.shape != want.shape) return absl::StrCat("shape ", ShapeString(got.shape), ", want ", ShapeString(want.shape));
+  if (got.shape != want.shape)
+    return absl::StrCat("shape ", ShapeString(got.shape), ", want ", ShapeString(want.shape));
   const bool exact = !(got.dtype == DType::kF32 || got.dtype == DType::kF64);
   int64_t worst = -1;
   double worst_excess = 0;
@@ -221,9 +230,9 @@ TEST_P(ExportedModelTest, MatchesReferenceAndReusesPlans) {
       EXPECT_GE(after.plan_cache_hits - before_pass.plan_cache_hits, n);
       EXPECT_EQ(after.plans_evicted, 0);
     }
-    RecordProperty(pass == 0 ? "plans_created" : "plan_cache_hits_second_pass",
-                   static_cast<int>(pass == 0 ? after.plans_created
-                                              : after.plan_cache_hits - before_pass.plan_cache_hits));
+    RecordProperty(
+        pass == 0 ? "plans_created" : "plan_cache_hits_second_pass",
+        static_cast<int>(pass == 0 ? after.plans_created : after.plan_cache_hits - before_pass.plan_cache_hits));
   }
   std::printf("%s: %d cases x 2 in one session: %lld plans made, %lld cache hits; largest error %.2g\n",
               m.name.c_str(), n, static_cast<long long>(s.stats().plans_created),

@@ -69,7 +69,8 @@ absl::StatusOr<std::vector<uint8_t>> BuildSqueezeIfLastDimIsOne() {
   b.AddOutput("y_e");
 
   b.SetSubgraph(0);
-  b.AddOp("If", {"flag"}, {"y"}, {{"then_branch", SubgraphRef{outer_then}}, {"else_branch", SubgraphRef{outer_else}}});
+  b.AddOp("If", {"flag"}, {"y"},
+          {{"then_branch", SubgraphRef{outer_then}}, {"else_branch", SubgraphRef{outer_else}}});
   b.AddOutput("y");
   return b.Finish();
 }
