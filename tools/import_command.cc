@@ -91,13 +91,15 @@ int ImportMain(absl::Span<const std::string> argv) {
 
   std::printf("imported %s (opset %d%s%s)\n", in_path.c_str(), report.opset,
               report.producer.empty() ? "" : ", producer ", report.producer.c_str());
-  std::printf("nodes: %d imported as grove ops, %d constants folded, %d Constant nodes (of %d ONNX nodes); "
-              "%d subgraph%s\n",
-              report.nodes_imported, report.constants_folded, report.constant_nodes, report.onnx_nodes,
-              report.subgraphs, report.subgraphs == 1 ? "" : "s");
+  std::printf(
+      "nodes: %d imported as grove ops, %d constants folded, %d Constant nodes (of %d ONNX nodes); "
+      "%d subgraph%s\n",
+      report.nodes_imported, report.constants_folded, report.constant_nodes, report.onnx_nodes, report.subgraphs,
+      report.subgraphs == 1 ? "" : "s");
   std::vector<std::string> symbols;
   for (const SymbolInfo& s : report.symbols) symbols.push_back(absl::StrCat(s.name, " ", s.min, "..", s.max));
-  std::printf("symbols: %s\n", symbols.empty() ? "none (all dims constant)" : absl::StrJoin(symbols, ", ").c_str());
+  std::printf("symbols: %s\n",
+              symbols.empty() ? "none (all dims constant)" : absl::StrJoin(symbols, ", ").c_str());
   std::printf("weights: %d, %s\n", report.weights, HumanBytes(report.weight_bytes).c_str());
   std::printf("wrote %s: %s\n", out_path.c_str(), HumanBytes(bytes->size()).c_str());
   return kExitOk;

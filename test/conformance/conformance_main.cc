@@ -58,7 +58,9 @@ constexpr char kUsage[] =
     "  --check                 exit 1 if a case on --pass-list does not pass\n"
     "  --write-pass-list FILE  write the cases that passed, one per line\n"
     "  --show-failures         print each failed and unsupported case with its reason\n"
-    "  --no-fork               run cases in this process (debugging; a crash ends the run)\n";
+    "  --no-fork               run cases in this process (debugging; a crash ends the run)\n"
+    "  --upgrade-opset N       convert models below opset 11 to opset N with ONNX's version\n"
+    "                          converter first (grove import refuses them; off by default)\n";
 
 constexpr int kExitSkip = 77;  // CTest's SKIP_RETURN_CODE: no test data here
 constexpr size_t kMaxMessage = 1500;
@@ -75,6 +77,7 @@ struct Flags {
   std::string write_pass_list;
   bool show_failures = false;
   bool fork = true;
+  CaseOptions case_options;
 };
 
 struct Case {
@@ -118,6 +121,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       if (!absl::SimpleAtoi(value, &f->jobs) || f->jobs < 1) return false;
     } else if (arg == "--timeout" && need()) {
       if (!absl::SimpleAtoi(value, &f->timeout_s) || f->timeout_s < 1) return false;
+    } else if (arg == "--upgrade-opset" && need()) {
+      if (!absl::SimpleAtoi(value, &f->case_options.upgrade_opset) || f->case_options.upgrade_opset < 11)
+        return false;
     } else if (arg == "--results" && need()) {
       f->results = value;
     } else if (arg == "--pass-list" && need()) {
@@ -181,9 +187,9 @@ bool Decode(const std::string& line, CaseResult* r) {
   return true;
 }
 
-CaseResult RunGuarded(const std::string& path) {
+CaseResult RunGuarded(const std::string& path, const CaseOptions& options) {
   try {
-    return RunCase(path);
+    return RunCase(path, options);
   } catch (const std::exception& e) {
     return CaseResult{Outcome::kFailed, CaseOp(path), absl::StrCat("exception: ", e.what())};
   }
@@ -204,10 +210,10 @@ void Finish(Child& c, int status, std::vector<Case>& cases, int timeout_s) {
   if (c.timed_out) {
     cs.result = CaseResult{Outcome::kFailed, CaseOp(cs.path), absl::StrCat("timed out after ", timeout_s, " s")};
   } else if (!Decode(c.out, &cs.result)) {
-    std::string why = WIFSIGNALED(status) ? absl::StrCat("crashed (signal ", WTERMSIG(status), ", ",
-                                                         strsignal(WTERMSIG(status)), ")")
-                                          : absl::StrCat("exited with status ", WEXITSTATUS(status),
-                                                         " without a result");
+    std::string why =
+        WIFSIGNALED(status)
+            ? absl::StrCat("crashed (signal ", WTERMSIG(status), ", ", strsignal(WTERMSIG(status)), ")")
+            : absl::StrCat("exited with status ", WEXITSTATUS(status), " without a result");
     cs.result = CaseResult{Outcome::kFailed, CaseOp(cs.path), why};
   }
   close(c.fd);
@@ -237,7 +243,7 @@ void RunForked(std::vector<Case>& cases, const Flags& flags) {
           dup2(null_fd, 1);
           dup2(null_fd, 2);
         }
-        const std::string line = Encode(RunGuarded(cases[next].path));
+        const std::string line = Encode(RunGuarded(cases[next].path, flags.case_options));
         size_t done = 0;
         while (done < line.size()) {
           const ssize_t n = write(fds[1], line.data() + done, line.size() - done);
@@ -385,7 +391,8 @@ int Main(int argc, char** argv) {
   }
   std::error_code ec;
   if (!fs::is_directory(flags.data, ec)) {
-    std::printf("grove_conformance: no test data at %s (install libonnx-testdata); skipping\n", flags.data.c_str());
+    std::printf("grove_conformance: no test data at %s (install libonnx-testdata); skipping\n",
+                flags.data.c_str());
     return kExitSkip;
   }
   std::vector<Case> cases = FindCases(flags);
@@ -401,7 +408,7 @@ int Main(int argc, char** argv) {
   } else {
     for (Case& c : cases) {
       const Clock::time_point t0 = Clock::now();
-      c.result = RunGuarded(c.path);
+      c.result = RunGuarded(c.path, flags.case_options);
       c.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     }
   }
@@ -461,7 +468,8 @@ int Main(int argc, char** argv) {
         std::printf("REGRESSION %s: not found under %s\n", name.c_str(), flags.data.c_str());
         ++regressions;
       } else if (it->second->result.outcome != Outcome::kPassed) {
-        std::printf("REGRESSION %s: %s: %s\n", name.c_str(), std::string(OutcomeName(it->second->result.outcome)).c_str(),
+        std::printf("REGRESSION %s: %s: %s\n", name.c_str(),
+                    std::string(OutcomeName(it->second->result.outcome)).c_str(),
                     it->second->result.message.c_str());
         ++regressions;
       }

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "onnx/defs/schema.h"
+#include "onnx/version_converter/convert.h"
 #include "tools/onnx/onnx_importer.h"
 #include "tools/onnx/onnx_tensor.h"
 
@@ -54,7 +55,8 @@ absl::StatusOr<Tensor> ReadTensorFile(const fs::path& path, DType want = DType::
     proto.set_data_type(::onnx::TensorProto::BFLOAT16);
   }
   absl::StatusOr<Tensor> t = onnx_import::DecodeTensor(proto, path.parent_path().string());
-  if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path.filename().string(), ": ", t.status().message()));
+  if (!t.ok())
+    return absl::Status(t.status().code(), absl::StrCat(path.filename().string(), ": ", t.status().message()));
   return t;
 }
 
@@ -79,7 +81,8 @@ std::vector<fs::path> DataSets(const fs::path& case_dir) {
   std::vector<fs::path> sets;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(case_dir, ec)) {
-    if (e.is_directory() && absl::StartsWith(e.path().filename().string(), "test_data_set_")) sets.push_back(e.path());
+    if (e.is_directory() && absl::StartsWith(e.path().filename().string(), "test_data_set_"))
+      sets.push_back(e.path());
   }
   std::sort(sets.begin(), sets.end());
   return sets;
@@ -107,17 +110,24 @@ double Bf16ToDouble(uint16_t b) {
 
 double FloatAt(const TensorView& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kF32: return t.as<const float>()[i];
-    case DType::kF64: return t.as<const double>()[i];
-    case DType::kF16: return HalfToDouble(t.as<const uint16_t>()[i]);
-    case DType::kBF16: return Bf16ToDouble(t.as<const uint16_t>()[i]);
-    default: return 0;
+    case DType::kF32:
+      return t.as<const float>()[i];
+    case DType::kF64:
+      return t.as<const double>()[i];
+    case DType::kF16:
+      return HalfToDouble(t.as<const uint16_t>()[i]);
+    case DType::kBF16:
+      return Bf16ToDouble(t.as<const uint16_t>()[i]);
+    default:
+      return 0;
   }
 }
 
 bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kF16 || d == DType::kBF16; }
 
-std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ","), "]"); }
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
 
 CaseResult Result(Outcome outcome, std::string op, std::string message) {
   return CaseResult{outcome, std::move(op), std::move(message)};
@@ -183,9 +193,12 @@ std::string OpFromName(const std::string& case_name) {
 
 absl::string_view OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kPassed: return "passed";
-    case Outcome::kFailed: return "failed";
-    case Outcome::kUnsupported: return "unsupported";
+    case Outcome::kPassed:
+      return "passed";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kUnsupported:
+      return "unsupported";
   }
   return "?";
 }
@@ -209,8 +222,8 @@ std::string CaseOp(const std::string& case_dir) {
 
 absl::Status CompareTensors(absl::string_view name, const TensorView& got, const TensorView& want) {
   if (got.dtype != want.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat("output '", name, "' is ", DTypeName(got.dtype), ", expected ",
-                                                   DTypeName(want.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output '", name, "' is ", DTypeName(got.dtype), ", expected ", DTypeName(want.dtype)));
   }
   if (got.shape != want.shape) {
     return absl::InvalidArgumentError(absl::StrCat("output '", name, "' has shape ", ShapeText(got.shape),
@@ -253,25 +266,50 @@ absl::Status CompareTensors(absl::string_view name, const TensorView& got, const
   if (mismatches == 0) return absl::OkStatus();
   auto as_int = [&](const uint8_t* p) -> int64_t {
     switch (want.dtype) {
-      case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-      case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-      case DType::kI8: return static_cast<int8_t>(*p);
-      default: return *p;
+      case DType::kI64: {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        return v;
+      }
+      case DType::kI32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      case DType::kI8:
+        return static_cast<int8_t>(*p);
+      default:
+        return *p;
     }
   };
-  return absl::InvalidArgumentError(absl::StrCat("output '", name, "': ", mismatches, " of ", n,
-                                                 " values differ (exact compare); first at flat index ", first,
-                                                 ": got ", as_int(g + first * size), ", expected ",
-                                                 as_int(w + first * size)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "output '", name, "': ", mismatches, " of ", n, " values differ (exact compare); first at flat index ",
+      first, ": got ", as_int(g + first * size), ", expected ", as_int(w + first * size)));
 }
 
-CaseResult RunCase(const std::string& case_dir) {
+CaseResult RunCase(const std::string& case_dir, const CaseOptions& case_options) {
   const fs::path dir(case_dir);
   std::string op = CaseOp(case_dir);
   absl::StatusOr<std::string> bytes = ReadFile(dir / "model.onnx");
   if (!bytes.ok()) return Result(Outcome::kFailed, op, std::string(bytes.status().message()));
   absl::StatusOr<::onnx::ModelProto> model = onnx_import::ParseOnnxModel(*bytes, "model.onnx");
   if (!model.ok()) return Result(Outcome::kFailed, op, std::string(model.status().message()));
+
+  if (case_options.upgrade_opset > 0) {
+    int opset = -1;
+    for (const auto& o : model->opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    }
+    if (opset >= 0 && opset < onnx_import::kMinOpset) {
+      try {
+        *model = ::onnx::version_conversion::ConvertVersion(*model, case_options.upgrade_opset);
+      } catch (const std::exception& e) {
+        return Result(Outcome::kUnsupported, op,
+                      absl::StrCat("converting opset ", opset, " to ", case_options.upgrade_opset,
+                                   " with ONNX's version converter failed: ", e.what()));
+      }
+    }
+  }
 
   const std::vector<fs::path> sets = DataSets(dir);
   if (sets.empty()) return Result(Outcome::kFailed, op, "no test_data_set_* directories");
@@ -303,7 +341,8 @@ CaseResult RunCase(const std::string& case_dir) {
     return Result(OutcomeOf(grove_model.status()), op, absl::StrCat("import: ", grove_model.status().message()));
   }
   absl::StatusOr<std::shared_ptr<const Model>> loaded = Model::LoadFromBuffer(*grove_model);
-  if (!loaded.ok()) return Result(OutcomeOf(loaded.status()), op, absl::StrCat("load: ", loaded.status().message()));
+  if (!loaded.ok())
+    return Result(OutcomeOf(loaded.status()), op, absl::StrCat("load: ", loaded.status().message()));
   SessionOptions so;
   so.device = Device::kCpu;
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*loaded, so);
@@ -321,23 +360,25 @@ CaseResult RunCase(const std::string& case_dir) {
       inputs.push_back(*std::move(t));
     }
     if (inputs.size() != (*loaded)->inputs().size()) {
-      return Result(Outcome::kFailed, op,
-                    absl::StrCat(where, ": gives ", inputs.size(), " inputs, the model takes ",
-                                 (*loaded)->inputs().size()));
+      return Result(
+          Outcome::kFailed, op,
+          absl::StrCat(where, ": gives ", inputs.size(), " inputs, the model takes ", (*loaded)->inputs().size()));
     }
     std::vector<TensorView> views;
     for (const Tensor& t : inputs) views.push_back(t.view());
     absl::StatusOr<std::vector<TensorView>> outs = (*session)->Run(views);
-    if (!outs.ok()) return Result(OutcomeOf(outs.status()), op, absl::StrCat(where, ": run: ", outs.status().message()));
+    if (!outs.ok())
+      return Result(OutcomeOf(outs.status()), op, absl::StrCat(where, ": run: ", outs.status().message()));
     const std::vector<fs::path> expected = NumberedFiles(set, "output_");
     if (expected.size() != outs->size()) {
-      return Result(Outcome::kFailed, op,
-                    absl::StrCat(where, ": the model gives ", outs->size(), " outputs, the test expects ",
-                                 expected.size()));
+      return Result(
+          Outcome::kFailed, op,
+          absl::StrCat(where, ": the model gives ", outs->size(), " outputs, the test expects ", expected.size()));
     }
     for (size_t i = 0; i < expected.size(); ++i) {
       absl::StatusOr<Tensor> want = ReadTensorFile(expected[i], (*outs)[i].dtype);
-      if (!want.ok()) return Result(OutcomeOf(want.status()), op, absl::StrCat(where, ": ", want.status().message()));
+      if (!want.ok())
+        return Result(OutcomeOf(want.status()), op, absl::StrCat(where, ": ", want.status().message()));
       const std::string& name = (*loaded)->outputs()[i].name;
       if (absl::Status s = CompareTensors(name, (*outs)[i], want->view()); !s.ok()) {
         return Result(Outcome::kFailed, op, absl::StrCat(where, ": ", s.message()));

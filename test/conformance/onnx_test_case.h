@@ -31,8 +31,15 @@ struct CaseResult {
   std::string message;  // why it failed or is unsupported; empty when passed
 };
 
+struct CaseOptions {
+  // When set, a model below opset 11 is first converted to this opset with
+  // ONNX's own version converter (the importer refuses old opsets); the
+  // results then measure the converter too.
+  int upgrade_opset = 0;
+};
+
 // Runs the case in `case_dir` (every data set in it).
-CaseResult RunCase(const std::string& case_dir);
+CaseResult RunCase(const std::string& case_dir, const CaseOptions& options = {});
 
 // The op a case tests: the single op of its graph, else the ONNX op whose
 // name starts the directory name (test_reduce_sum_... -> ReduceSum); an

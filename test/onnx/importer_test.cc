@@ -1,8 +1,6 @@
 // The ONNX importer on small ModelProtos built here: symbols, weights,
 // constant folding, If/Loop bodies with outer-scope reads, and every way an
 // import must fail (with the ONNX node named in the message).
-#include "tools/onnx/onnx_importer.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/runtime/registry.h"
+#include "tools/onnx/onnx_importer.h"
 #include "tools/onnx/onnx_tensor.h"
 
 namespace grove::onnx_import {
@@ -34,7 +33,7 @@ using ::testing::HasSubstr;
 
 // A dim for MakeInput: a value, a dim_param, or (kUnnamed) neither.
 struct OnnxDim {
-  OnnxDim(int64_t v) : value(v) {}  // NOLINT
+  OnnxDim(int64_t v) : value(v) {}      // NOLINT
   OnnxDim(const char* p) : param(p) {}  // NOLINT
   int64_t value = -1;
   std::string param;
@@ -413,6 +412,28 @@ TEST(OnnxImporter, FoldsConstantShapeArithmeticAndKeepsInputDependentOps) {
   EXPECT_THAT(Values<int64_t>((*out)[1]), ElementsAre(3, 6));
 }
 
+TEST(OnnxImporter, FoldsShapeOfInputsWithConstantDims) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2, 3});
+  AddInput(g, "d", TensorProto::FLOAT, {"n"});
+  AddNode(g, "Shape", {"x"}, {"x_shape"}, "shape_x");  // [2, 3] whatever x holds
+  AddNode(g, "Reshape", {"x", "x_shape"}, {"y"}, "reshape");
+  AddNode(g, "Shape", {"d"}, {"d_shape"}, "shape_d");  // n is known only when run
+  AddOutput(g, "y");
+  AddOutput(g, "d_shape");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.constants_folded, 1);
+  EXPECT_EQ(OpCount(*r->model, "Shape"), 1);
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, d = {0, 0, 0};
+  auto session = CpuSession(r->model);
+  auto out = session->Run({TensorView(DType::kF32, {2, 3}, x.data()), TensorView(DType::kF32, {3}, d.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(Values<int64_t>((*out)[1]), ElementsAre(3));
+}
+
 TEST(OnnxImporter, NoFoldKeepsConstantOps) {
   ModelProto m = NewModel();
   GraphProto* g = m.mutable_graph();
@@ -469,7 +490,8 @@ TEST(OnnxImporter, EmptyInputNamesAreOmittedInputs) {
 
 TEST(OnnxImporter, ConstantOfShapeValueBecomesAnInput) {
   const ir::OpDef* def = runtime::GlobalOpRegistry().Find("ConstantOfShape");
-  if (def == nullptr || def->max_inputs == 1) GTEST_SKIP() << "this grove has no ConstantOfShape with a value input";
+  if (def == nullptr || def->max_inputs == 1)
+    GTEST_SKIP() << "this grove has no ConstantOfShape with a value input";
   ModelProto m = NewModel();
   GraphProto* g = m.mutable_graph();
   AddInput(g, "n", TensorProto::INT64, {1});
@@ -572,7 +594,7 @@ TEST(OnnxImporter, LoopBodyReadsOuterScope) {
   AddInput(body, "i", TensorProto::INT64, {});
   AddInput(body, "cond_in", TensorProto::BOOL, {});
   AddInput(body, "v", TensorProto::FLOAT, {2});
-  AddNode(body, "Add", {"v", "step"}, {"v_step"});  // outer input
+  AddNode(body, "Add", {"v", "step"}, {"v_step"});       // outer input
   AddNode(body, "Mul", {"v_step", "half"}, {"v_next"});  // outer initializer
   AddNode(body, "Identity", {"cond_in"}, {"cond_out"});
   AddNode(body, "Identity", {"v_next"}, {"v_copy"});
@@ -587,7 +609,7 @@ TEST(OnnxImporter, LoopBodyReadsOuterScope) {
   std::vector<float> v0 = {4, 8}, step = {2, 0};
   auto session = CpuSession(r->model);  // outputs are views into it
   auto out = session->Run({TensorView(DType::kI64, {}, &trips), TensorView(DType::kF32, {2}, v0.data()),
-                                        TensorView(DType::kF32, {2}, step.data())});
+                           TensorView(DType::kF32, {2}, step.data())});
   ASSERT_TRUE(out.ok()) << out.status();
   // (4+2)/2 = 3, (3+2)/2 = 2.5; (8+0)/2 = 4, 4/2 = 2.
   EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(2.5f, 2));
@@ -834,7 +856,17 @@ TEST(OnnxImporter, ExternalDataOutsideTheModelDirectoryIsRefused) {
   WriteFile(dir + "/m/short.onnx", ExternalModel("short.bin").SerializeAsString());
   y = ImportAndRun(dir + "/m/short.onnx");
   ASSERT_FALSE(y.ok());
-  EXPECT_THAT(Msg(y.status()), HasSubstr("tensor 'w'"));
+  EXPECT_THAT(Msg(y.status()),
+              HasSubstr("tensor 'w': needs 8 bytes of external data at offset 0 but 'short.bin' has only 4"));
+
+  // A declared length that is not the tensor's size.
+  WriteFile(dir + "/m/w.bin", FloatBytes({1, 2}));
+  ModelProto wrong_length = ExternalModel("w.bin", 0);
+  wrong_length.mutable_graph()->mutable_initializer(0)->mutable_external_data(2)->set_value("4");
+  WriteFile(dir + "/m/wrong_length.onnx", wrong_length.SerializeAsString());
+  y = ImportAndRun(dir + "/m/wrong_length.onnx");
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Msg(y.status()), HasSubstr("external data length is 4 bytes but the tensor needs 8"));
 
   // Imported from memory there is no directory to resolve against.
   absl::StatusOr<std::vector<uint8_t>> bytes = ImportOnnxModel(ExternalModel("w.bin"), "", {}, nullptr);

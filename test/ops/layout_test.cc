@@ -1083,6 +1083,41 @@ TEST(OneHotTest, ErrorsAndSymbolic) {
 }
 
 // ---------------------------------------------------------------------------
+// Sizes from values are checked before anything is planned.
+// ---------------------------------------------------------------------------
+
+TEST(LayoutLimitsTest, HugeValuesAreErrorsNotOverflows) {
+  constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
+  const Tensor x = Pattern(DType::kF32, {3, 2});
+  const Tensor reps = I64({kBig, 1});
+  EXPECT_TRUE(ErrorContains(RunOp("Tile", {&x, &reps}).status(), "overflow dim 0"));
+  const Tensor reps_size = I64({int64_t{1} << 46, 1});
+  EXPECT_TRUE(ErrorContains(RunOp("Tile", {&x, &reps_size}).status(), "larger than the 256 TiB limit"));
+  const Tensor pads = I64({kBig, 0, kBig, 0});
+  EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &pads}).status(), "overflow dim 0"));
+  const Tensor big_shape = I64({int64_t{1} << 30, int64_t{1} << 30, 2});
+  const Tensor one = Pattern(DType::kF32, {1});
+  EXPECT_TRUE(ErrorContains(RunOp("Expand", {&one, &big_shape}).status(), "output 0: size overflows"));
+  const Tensor depth = I64Scalar(int64_t{1} << 50);
+  const Tensor idx = I64({4}, {0, 1, 2, 3});
+  const Tensor values = F32({2}, {0, 1});
+  EXPECT_TRUE(ErrorContains(RunOp("OneHot", {&idx, &depth, &values}).status(), "output 0"));
+  const Tensor long_axes = I64(Iota(70));
+  EXPECT_TRUE(ErrorContains(RunOp("Unsqueeze", {&x, &long_axes}).status(), "rank 72; at most 64"));
+  const Tensor long_shape = I64(Ints(65, 1));
+  EXPECT_TRUE(ErrorContains(RunOp("ConstantOfShape", {&long_shape}).status(), "rank 65; at most 64"));
+  EXPECT_TRUE(ErrorContains(RunOp("Expand", {&one, &long_shape}).status(), "rank 65; at most 64"));
+  const SymDim b = SymDim::Symbol(0);
+  auto out = InferSymbolic("Unsqueeze", {{DType::kF32, {b}}, {DType::kI64, {int64_t{1} << 40}}});
+  EXPECT_TRUE(ErrorContains(out.status(), "at most 64"));
+  // Symbolic dims with huge constants are left to run time.
+  const Tensor far_pads = I64({kBig, 0});
+  out = InferSymbolic("Pad", {{DType::kF32, {b}}, {DType::kI64, {2}, &far_pads}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->shape[0].is_unknown());
+}
+
+// ---------------------------------------------------------------------------
 // Whole models: shape inputs known only when the op runs.
 // ---------------------------------------------------------------------------
 

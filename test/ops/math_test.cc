@@ -147,9 +147,11 @@ std::vector<UnaryCase> UnaryCases() {
       {"HardSigmoid", {{"alpha", 0.5}, {"beta", 0.25}}, [](double x) { return Clamp01(0.5 * x + 0.25); }},
       {"HardSwish", {}, [](double x) { return x * Clamp01(x / 6 + 0.5); }},
       {"Gelu", {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
-      {"Gelu", {{"approximate", std::string("none")}},
+      {"Gelu",
+       {{"approximate", std::string("none")}},
        [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
-      {"Gelu", {{"approximate", std::string("tanh")}},
+      {"Gelu",
+       {{"approximate", std::string("tanh")}},
        [](double x) {
          return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
        }},
@@ -267,8 +269,8 @@ TEST(MathUnaryTest, ErfOfIntegersTruncates) {
 TEST(MathUnaryTest, FloatOnlyOpsRefuseOtherDTypes) {
   Tensor i = MakeTensor<int32_t>(DType::kI32, {2}, {1, 4});
   Tensor b = MakeTensor<uint8_t>(DType::kBool, {2}, {1, 0});
-  for (const char* op : {"Sqrt", "Exp", "Log", "Reciprocal", "Softplus", "LeakyRelu", "Elu", "HardSigmoid",
-                         "HardSwish", "Gelu"}) {
+  for (const char* op :
+       {"Sqrt", "Exp", "Log", "Reciprocal", "Softplus", "LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Gelu"}) {
     EXPECT_TRUE(ErrorContains(RunOp(op, {&i}).status(), "input 0 (X) has dtype i32; expected one of f32")) << op;
   }
   for (const char* op : {"Abs", "Neg", "Erf"}) {
@@ -355,15 +357,14 @@ TEST(PowTest, IntegerBaseIsExactAndWraps) {
   Tensor e = MakeTensor<int32_t>(DType::kI32, {3}, {31, 32, 31});
   auto out = RunOp("Pow", {&b, &e});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), 0,
-                                                              std::numeric_limits<int32_t>::min()}));
+  EXPECT_EQ(Values<int32_t>((*out)[0]),
+            (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), 0, std::numeric_limits<int32_t>::min()}));
   // Negative exponents: what truncating the real result gives; 0 saturates.
   Tensor nb = MakeTensor<int64_t>(DType::kI64, {5}, {2, 1, -1, -1, 0});
   Tensor ne = MakeTensor<int64_t>(DType::kI64, {5}, {-1, -5, -3, -2, -1});
   auto neg = RunOp("Pow", {&nb, &ne});
   ASSERT_TRUE(neg.ok()) << neg.status();
-  EXPECT_EQ(Values<int64_t>((*neg)[0]),
-            (std::vector<int64_t>{0, 1, -1, 1, std::numeric_limits<int64_t>::max()}));
+  EXPECT_EQ(Values<int64_t>((*neg)[0]), (std::vector<int64_t>{0, 1, -1, 1, std::numeric_limits<int64_t>::max()}));
 }
 
 TEST(PowTest, IntegerBaseWithFloatExponentTruncates) {
@@ -403,8 +404,8 @@ TEST(PowTest, Errors) {
   EXPECT_TRUE(ErrorContains(RunOp("Pow", {&i8, &f}).status(), "input 0 (X) has dtype i8"));
   EXPECT_TRUE(ErrorContains(RunOp("Pow", {&f, &b}).status(), "input 1 (Y) has dtype bool"));
   EXPECT_TRUE(ErrorContains(RunOp("Pow", {&f, &f3}).status(), "input 0 (X) [2] and input 1 (Y) [3]"));
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Pow", {&f, &f}, DType::kF64, {2}).status(),
-                            "output 0 was allocated as f64"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("Pow", {&f, &f}, DType::kF64, {2}).status(), "output 0 was allocated as f64"));
 }
 
 // --- Clip ---------------------------------------------------------------------
@@ -655,8 +656,8 @@ TEST(VariadicTest, Errors) {
 
 TEST(VariadicTest, SymbolicShapes) {
   const ir::SymDim batch = ir::SymDim::Symbol(0), seq = ir::SymDim::Symbol(1);
-  auto out = InferSymbolic("Max", {SymInput{DType::kF32, {batch, 1}}, SymInput{DType::kF32, {1, seq}},
-                                   SymInput{DType::kF32, {}}});
+  auto out = InferSymbolic(
+      "Max", {SymInput{DType::kF32, {batch, 1}}, SymInput{DType::kF32, {1, seq}}, SymInput{DType::kF32, {}}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->shape, (ir::SymShape{batch, seq}));
   EXPECT_EQ(out->dtype, DType::kF32);
@@ -669,17 +670,17 @@ TEST(VariadicTest, SymbolicShapes) {
 
 const std::vector<std::pair<Shape, Shape>>& BinaryCases() {
   static const auto* cases = new std::vector<std::pair<Shape, Shape>>{
-      {{2, 3}, {2, 3}}, {{3, 1}, {1, 4}}, {{2, 3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{}, {2, 3}}, {{2, 3}, {}},
+      {{2, 3}, {2, 3}}, {{3, 1}, {1, 4}}, {{2, 3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{}, {2, 3}},  {{2, 3}, {}},
       {{}, {}},         {{0, 3}, {1, 3}}, {{2, 0}, {2, 1}}, {{1, 1, 7}, {6, 1}}, {{1000}, {1}},
   };
   return *cases;
 }
 
 template <typename T>
-void ExpectBinaryBool(const std::string& op, DType dtype, const Shape& sa, const Shape& sb,
-                      const std::vector<T>& a, const std::vector<T>& b, std::function<bool(T, T)> ref) {
-  SCOPED_TRACE(absl::StrCat(op, " ", DTypeName(dtype), " [", absl::StrJoin(sa, ","), "] [", absl::StrJoin(sb, ","),
-                            "]"));
+void ExpectBinaryBool(const std::string& op, DType dtype, const Shape& sa, const Shape& sb, const std::vector<T>& a,
+                      const std::vector<T>& b, std::function<bool(T, T)> ref) {
+  SCOPED_TRACE(
+      absl::StrCat(op, " ", DTypeName(dtype), " [", absl::StrJoin(sa, ","), "] [", absl::StrJoin(sb, ","), "]"));
   Tensor ta = MakeTensor<T>(dtype, sa, a);
   Tensor tb = MakeTensor<T>(dtype, sb, b);
   auto out = RunOp(op, {&ta, &tb});
@@ -827,9 +828,10 @@ TEST(CastLikeTest, RankZeroEmptyAndSymbolic) {
 
 TEST(MathRegistryTest, EveryOpHasAShapeFunctionAndACpuKernel) {
   const ir::OpRegistry& registry = runtime::GlobalOpRegistry();
-  for (const char* op : {"Pow", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Erf", "LeakyRelu", "Elu",
-                         "Gelu", "HardSigmoid", "HardSwish", "Softplus", "Clip", "Min", "Max", "Sum", "Mean",
-                         "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor", "CastLike"}) {
+  for (const char* op :
+       {"Pow",  "Sqrt",           "Exp",         "Log",       "Neg",      "Abs",  "Reciprocal", "Erf",     "LeakyRelu",
+        "Elu",  "Gelu",           "HardSigmoid", "HardSwish", "Softplus", "Clip", "Min",        "Max",     "Sum",
+        "Mean", "GreaterOrEqual", "LessOrEqual", "Not",       "And",      "Or",   "Xor",        "CastLike"}) {
     ASSERT_NE(registry.Find(op), nullptr) << op;
     EXPECT_NE(registry.Find(op)->infer, nullptr) << op;
     EXPECT_TRUE(registry.Supports(op, ir::Backend::kCpu)) << op;

@@ -39,8 +39,8 @@ using Attribute = std::pair<std::string, AttrValue>;
 
 // Ops whose result changes from run to run: folding them would freeze one
 // sample into the model.
-constexpr absl::string_view kNondeterministicOps[] = {"RandomNormal", "RandomNormalLike", "RandomUniform",
-                                                      "RandomUniformLike", "Bernoulli", "Multinomial"};
+constexpr absl::string_view kNondeterministicOps[] = {"RandomNormal",      "RandomNormalLike", "RandomUniform",
+                                                      "RandomUniformLike", "Bernoulli",        "Multinomial"};
 
 // Ops whose axis meant "flatten to 2-D here" before opset 13.
 constexpr absl::string_view kCoercingOps[] = {"Softmax", "LogSoftmax", "Hardmax"};
@@ -58,21 +58,36 @@ std::string NodeWhere(const NodeProto& node, int index) {
 
 absl::string_view AttrTypeName(int type) {
   switch (type) {
-    case AttributeProto::FLOAT: return "float";
-    case AttributeProto::INT: return "int";
-    case AttributeProto::STRING: return "string";
-    case AttributeProto::TENSOR: return "tensor";
-    case AttributeProto::GRAPH: return "graph";
-    case AttributeProto::SPARSE_TENSOR: return "sparse tensor";
-    case AttributeProto::TYPE_PROTO: return "type";
-    case AttributeProto::FLOATS: return "floats";
-    case AttributeProto::INTS: return "ints";
-    case AttributeProto::STRINGS: return "strings";
-    case AttributeProto::TENSORS: return "tensors";
-    case AttributeProto::GRAPHS: return "graphs";
-    case AttributeProto::SPARSE_TENSORS: return "sparse tensors";
-    case AttributeProto::TYPE_PROTOS: return "types";
-    default: return "undefined";
+    case AttributeProto::FLOAT:
+      return "float";
+    case AttributeProto::INT:
+      return "int";
+    case AttributeProto::STRING:
+      return "string";
+    case AttributeProto::TENSOR:
+      return "tensor";
+    case AttributeProto::GRAPH:
+      return "graph";
+    case AttributeProto::SPARSE_TENSOR:
+      return "sparse tensor";
+    case AttributeProto::TYPE_PROTO:
+      return "type";
+    case AttributeProto::FLOATS:
+      return "floats";
+    case AttributeProto::INTS:
+      return "ints";
+    case AttributeProto::STRINGS:
+      return "strings";
+    case AttributeProto::TENSORS:
+      return "tensors";
+    case AttributeProto::GRAPHS:
+      return "graphs";
+    case AttributeProto::SPARSE_TENSORS:
+      return "sparse tensors";
+    case AttributeProto::TYPE_PROTOS:
+      return "types";
+    default:
+      return "undefined";
   }
 }
 
@@ -94,14 +109,22 @@ int AttributeType(const AttributeProto& a) {
 // the loader widens ints to floats, so those fit too.
 bool KindFits(int type, ir::AttrKind kind) {
   switch (type) {
-    case AttributeProto::INT: return kind == ir::AttrKind::kInt || kind == ir::AttrKind::kFloat;
-    case AttributeProto::FLOAT: return kind == ir::AttrKind::kFloat;
-    case AttributeProto::STRING: return kind == ir::AttrKind::kString;
-    case AttributeProto::INTS: return kind == ir::AttrKind::kInts || kind == ir::AttrKind::kFloats;
-    case AttributeProto::FLOATS: return kind == ir::AttrKind::kFloats;
-    case AttributeProto::STRINGS: return kind == ir::AttrKind::kStrings;
-    case AttributeProto::GRAPH: return kind == ir::AttrKind::kSubgraph;
-    default: return false;
+    case AttributeProto::INT:
+      return kind == ir::AttrKind::kInt || kind == ir::AttrKind::kFloat;
+    case AttributeProto::FLOAT:
+      return kind == ir::AttrKind::kFloat;
+    case AttributeProto::STRING:
+      return kind == ir::AttrKind::kString;
+    case AttributeProto::INTS:
+      return kind == ir::AttrKind::kInts || kind == ir::AttrKind::kFloats;
+    case AttributeProto::FLOATS:
+      return kind == ir::AttrKind::kFloats;
+    case AttributeProto::STRINGS:
+      return kind == ir::AttrKind::kStrings;
+    case AttributeProto::GRAPH:
+      return kind == ir::AttrKind::kSubgraph;
+    default:
+      return false;
   }
 }
 
@@ -186,8 +209,7 @@ class Importer {
   absl::StatusOr<int> ImportBody(const GraphProto& body, const std::string& name, const Scope& outer);
   absl::StatusOr<std::string> Resolve(const std::string& onnx_name, const Scope& scope, const std::string& where);
   absl::StatusOr<Attribute> ConvertAttribute(const AttributeProto& a, const ir::OpDef& def,
-                                                            const std::string& where, const Scope& scope,
-                                                            const NodeProto& node);
+                                             const std::string& where, const Scope& scope, const NodeProto& node);
   absl::Status Emit(const ir::OpDef& def, const std::string& where, const std::string& name,
                     const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                     const std::vector<Attribute>& attrs);
@@ -213,6 +235,8 @@ class Importer {
   absl::flat_hash_set<std::string> used_names_;
   absl::flat_hash_set<std::string> defined_;
   absl::flat_hash_map<std::string, Tensor> constants_;
+  // Main inputs whose dims are all constants, by grove name.
+  absl::flat_hash_map<std::string, TensorView> static_inputs_;
   absl::flat_hash_set<std::string> emitted_;
   absl::flat_hash_set<std::string> symbol_names_;
   absl::flat_hash_set<std::string> dim_params_;  // reserved before generated names are picked
@@ -264,8 +288,8 @@ absl::StatusOr<std::string> Importer::Resolve(const std::string& onnx_name, cons
         where, ": reads '", onnx_name, "', which no graph input, initializer or earlier node defines"));
   }
   if (!defined_.contains(*g)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": reads '", onnx_name, "' before the node that defines it (the graph is not sorted)"));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": reads '", onnx_name,
+                                                   "' before the node that defines it (the graph is not sorted)"));
   }
   return *g;
 }
@@ -286,9 +310,9 @@ absl::Status Importer::CheckOpset(const ModelProto& model) {
   }
   report_.opset = opset;
   if (opset < kMinOpset || opset > kMaxOpset) {
-    return absl::UnimplementedError(absl::StrCat("opset ", opset, " is not supported: grove imports ai.onnx opsets ",
-                                                 kMinOpset, " through ", kMaxOpset,
-                                                 " (convert the model with onnx.version_converter)"));
+    return absl::UnimplementedError(
+        absl::StrCat("opset ", opset, " is not supported: grove imports ai.onnx opsets ", kMinOpset, " through ",
+                     kMaxOpset, " (convert the model with onnx.version_converter)"));
   }
   return absl::OkStatus();
 }
@@ -314,8 +338,8 @@ absl::StatusOr<std::vector<Dim>> Importer::InputDims(const ValueInfoProto& input
                                                      input.name(), "=R)"));
     }
     if (it->second < 0 || it->second > 16) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "': rank ", it->second,
-                                                     " is outside 0..16"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", input.name(), "': rank ", it->second, " is outside 0..16"));
     }
     for (int k = 0; k < it->second; ++k) {
       const std::string s = UniqueSymbol(absl::StrCat(input.name(), "_d", k));
@@ -360,10 +384,19 @@ absl::Status Importer::ImportMainInputs(const GraphProto& graph, Scope& scope) {
     }
     const TypeProto::Tensor& tt = in.type().tensor_type();
     absl::StatusOr<DType> dtype = DTypeFromOnnx(tt.elem_type());
-    if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat("input '", in.name(), "': ", dtype.status().message()));
+    if (!dtype.ok())
+      return absl::UnimplementedError(absl::StrCat("input '", in.name(), "': ", dtype.status().message()));
     absl::StatusOr<std::vector<Dim>> dims = InputDims(in, tt);
     if (!dims.ok()) return dims.status();
     const std::string& g = scope.names.at(in.name());
+    std::vector<int64_t> constant_dims;
+    for (const Dim& d : *dims) {
+      if (d.symbol.empty()) constant_dims.push_back(d.value);
+    }
+    if (constant_dims.size() == dims->size()) {
+      // Only the dtype and shape are kept: a view with no data.
+      static_inputs_[g] = TensorView(*dtype, constant_dims, static_cast<const void*>(nullptr));
+    }
     builder_.AddInput(g, *dtype, *std::move(dims));
     Define(g);
   }
@@ -404,8 +437,8 @@ absl::Status Importer::ImportInitializers(const GraphProto& graph, const Scope& 
 
 absl::Status Importer::ImportOutputs(const GraphProto& graph, const Scope& scope, bool main) {
   for (const ValueInfoProto& out : graph.output()) {
-    const std::string where = absl::StrCat(main ? "graph" : absl::StrCat("graph '", graph.name(), "'"),
-                                           " output '", out.name(), "'");
+    const std::string where =
+        absl::StrCat(main ? "graph" : absl::StrCat("graph '", graph.name(), "'"), " output '", out.name(), "'");
     if (out.type().value_case() != TypeProto::VALUE_NOT_SET && !out.type().has_tensor_type()) {
       return absl::UnimplementedError(
           absl::StrCat(where, " is not a tensor (a sequence, map or optional); grove supports tensors only"));
@@ -439,12 +472,13 @@ absl::StatusOr<int> Importer::ImportBody(const GraphProto& body, const std::stri
     if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() != TensorProto::UNDEFINED) {
       absl::StatusOr<DType> d = DTypeFromOnnx(in.type().tensor_type().elem_type());
       if (!d.ok()) {
-        return absl::UnimplementedError(absl::StrCat("graph '", name, "' input '", in.name(), "': ", d.status().message()));
+        return absl::UnimplementedError(
+            absl::StrCat("graph '", name, "' input '", in.name(), "': ", d.status().message()));
       }
       dtype = *d;
     } else if (in.type().value_case() != TypeProto::VALUE_NOT_SET) {
-      return absl::UnimplementedError(absl::StrCat("graph '", name, "' input '", in.name(),
-                                                   "' is not a tensor; grove supports tensors only"));
+      return absl::UnimplementedError(
+          absl::StrCat("graph '", name, "' input '", in.name(), "' is not a tensor; grove supports tensors only"));
     }
     const std::string& g = scope.names.at(in.name());
     builder_.AddInput(g, dtype, {});
@@ -469,8 +503,8 @@ absl::Status Importer::ImportConstant(const NodeProto& node, const std::string& 
     return absl::InvalidArgumentError(absl::StrCat(where, ": Constant must have exactly one output"));
   }
   if (node.attribute_size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": Constant must have exactly one attribute, has ",
-                                                   node.attribute_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": Constant must have exactly one attribute, has ", node.attribute_size()));
   }
   const AttributeProto& a = node.attribute(0);
   std::optional<Tensor> value;
@@ -535,8 +569,10 @@ absl::StatusOr<Attribute> Importer::ConvertAttribute(const AttributeProto& a, co
       if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(what, ": ", dtype.status().message()));
       return Attribute{a.name(), AttrValue(static_cast<int64_t>(*dtype))};
     }
-    case AttributeProto::FLOAT: return Attribute{a.name(), AttrValue(static_cast<double>(a.f()))};
-    case AttributeProto::STRING: return Attribute{a.name(), AttrValue(a.s())};
+    case AttributeProto::FLOAT:
+      return Attribute{a.name(), AttrValue(static_cast<double>(a.f()))};
+    case AttributeProto::STRING:
+      return Attribute{a.name(), AttrValue(a.s())};
     case AttributeProto::INTS:
       return Attribute{a.name(), AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()))};
     case AttributeProto::FLOATS:
@@ -550,14 +586,15 @@ absl::StatusOr<Attribute> Importer::ConvertAttribute(const AttributeProto& a, co
       if (!index.ok()) return index.status();
       return Attribute{a.name(), AttrValue(SubgraphRef{*index})};
     }
-    default: break;
+    default:
+      break;
   }
   return absl::UnimplementedError(absl::StrCat(what, " is ", AttrTypeName(type), "; not supported by grove"));
 }
 
-absl::Status Importer::TryFold(const std::string& where,
-                               const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
-                               const std::vector<Attribute>& attrs, const ir::OpDef& def, bool* folded) {
+absl::Status Importer::TryFold(const std::string& where, const std::vector<std::string>& inputs,
+                               const std::vector<std::string>& outputs, const std::vector<Attribute>& attrs,
+                               const ir::OpDef& def, bool* folded) {
   *folded = false;
   if (!options_.fold_constants || !def.foldable || def.kernel_allocates_outputs || inputs.empty()) {
     return absl::OkStatus();
@@ -570,22 +607,33 @@ absl::Status Importer::TryFold(const std::string& where,
     if (std::holds_alternative<SubgraphRef>(a.second)) return absl::OkStatus();
   }
   std::vector<const Tensor*> values;
+  std::vector<Tensor> stand_ins;  // for inputs whose shape alone is known
+  stand_ins.reserve(inputs.size());
   for (const std::string& in : inputs) {
     if (in.empty()) {
       values.push_back(nullptr);
       continue;
     }
-    auto it = constants_.find(in);
-    if (it == constants_.end()) return absl::OkStatus();
-    values.push_back(&it->second);
+    if (auto it = constants_.find(in); it != constants_.end()) {
+      values.push_back(&it->second);
+      continue;
+    }
+    // Shape and Size of an input with constant dims do not depend on the
+    // data (the session refuses any other shape), so they fold too.
+    auto it = static_inputs_.find(in);
+    if (def.reads_input_values || it == static_inputs_.end()) return absl::OkStatus();
+    absl::StatusOr<Tensor> zeros = Tensor::Create(it->second.dtype, it->second.shape);
+    if (!zeros.ok() || zeros->view().byte_size() > options_.max_folded_bytes) return absl::OkStatus();
+    stand_ins.push_back(*std::move(zeros));
+    values.push_back(&stand_ins.back());
   }
   std::vector<bool> present;
   for (const std::string& out : outputs) present.push_back(!out.empty());
   absl::StatusOr<std::vector<std::optional<Tensor>>> results = EvaluateNode(def.type, values, present, attrs);
   if (!results.ok()) {
-    return absl::Status(results.status().code(),
-                        absl::StrCat(where, ": evaluating it on its constant inputs failed: ",
-                                     results.status().message()));
+    return absl::Status(
+        results.status().code(),
+        absl::StrCat(where, ": evaluating it on its constant inputs failed: ", results.status().message()));
   }
   uint64_t bytes = 0;
   for (const std::optional<Tensor>& r : *results) {
@@ -656,25 +704,26 @@ absl::Status Importer::ImportNode(const NodeProto& node, int index, Scope& scope
   }
   for (const ir::AttrSpec& spec : def->attrs) {
     if (!spec.required) continue;
-    const bool given = std::any_of(attrs.begin(), attrs.end(), [&](const Attribute& a) { return a.first == spec.name; });
+    const bool given =
+        std::any_of(attrs.begin(), attrs.end(), [&](const Attribute& a) { return a.first == spec.name; });
     if (!given) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": required attribute '", spec.name, "' is missing"));
     }
   }
   const int ni = static_cast<int>(inputs.size()), no = static_cast<int>(outputs.size());
   if (ni < def->min_inputs || (def->max_inputs >= 0 && ni > def->max_inputs)) {
-    return absl::UnimplementedError(absl::StrCat(where, ": has ", ni, " inputs; grove's ", def->type, " takes ",
-                                                 def->min_inputs, "..",
-                                                 def->max_inputs < 0 ? std::string("any") : absl::StrCat(def->max_inputs)));
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": has ", ni, " inputs; grove's ", def->type, " takes ", def->min_inputs, "..",
+                     def->max_inputs < 0 ? std::string("any") : absl::StrCat(def->max_inputs)));
   }
   if (no < def->min_outputs || (def->max_outputs >= 0 && no > def->max_outputs)) {
-    return absl::UnimplementedError(absl::StrCat(where, ": has ", no, " outputs; grove's ", def->type, " gives ",
-                                                 def->min_outputs, "..",
-                                                 def->max_outputs < 0 ? std::string("any") : absl::StrCat(def->max_outputs)));
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": has ", no, " outputs; grove's ", def->type, " gives ", def->min_outputs, "..",
+                     def->max_outputs < 0 ? std::string("any") : absl::StrCat(def->max_outputs)));
   }
 
-  if (report_.opset < 13 && std::find(std::begin(kCoercingOps), std::end(kCoercingOps), def->type) !=
-                                std::end(kCoercingOps)) {
+  if (report_.opset < 13 &&
+      std::find(std::begin(kCoercingOps), std::end(kCoercingOps), def->type) != std::end(kCoercingOps)) {
     return ImportCoercingOp(*def, where, node.name(), inputs, outputs, attrs);
   }
   return Emit(*def, where, node.name(), inputs, outputs, attrs);
@@ -714,35 +763,36 @@ absl::Status Importer::ImportCoercingOp(const ir::OpDef& def, const std::string&
   const ir::OpDef* shape = registry_.Find("Shape");
   const ir::OpDef* reshape = registry_.Find("Reshape");
   if (flatten == nullptr || shape == nullptr || reshape == nullptr || inputs.empty() || outputs.empty()) {
-    return absl::UnimplementedError(absl::StrCat(
-        where, ": at opset ", report_.opset, " it normalises the input flattened to 2-D at axis ", axis,
-        "; grove imports that as Flatten, Shape and Reshape around it, and lacks Flatten"));
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": at opset ", report_.opset, " it normalises the input flattened to 2-D at axis ",
+                     axis, "; grove imports that as Flatten, Shape and Reshape around it, and lacks Flatten"));
   }
   const std::string& x = inputs[0];
   const std::string& y = outputs[0];
   const std::string flat = UniqueName(absl::StrCat(y, "/flat"));
   const std::string flat_y = UniqueName(absl::StrCat(y, "/flat_out"));
   const std::string x_shape = UniqueName(absl::StrCat(y, "/in_shape"));
-  if (absl::Status s = Emit(*flatten, where, absl::StrCat(name, "/flatten"), {x}, {flat},
-                            {{"axis", AttrValue(axis)}});
+  if (absl::Status s =
+          Emit(*flatten, where, absl::StrCat(name, "/flatten"), {x}, {flat}, {{"axis", AttrValue(axis)}});
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = Emit(def, where, name, {flat}, {flat_y}, {{"axis", AttrValue(int64_t{1})}}); !s.ok()) return s;
+  if (absl::Status s = Emit(def, where, name, {flat}, {flat_y}, {{"axis", AttrValue(int64_t{1})}}); !s.ok())
+    return s;
   if (absl::Status s = Emit(*shape, where, absl::StrCat(name, "/shape"), {x}, {x_shape}, {}); !s.ok()) return s;
   return Emit(*reshape, where, absl::StrCat(name, "/reshape"), {flat_y, x_shape}, {y}, {});
 }
 
 absl::StatusOr<std::vector<uint8_t>> Importer::Import(const ModelProto& model, ImportReport* report) {
   if (model.has_producer_name()) {
-    report_.producer = absl::StrCat(model.producer_name(), model.producer_version().empty() ? "" : " ",
-                                    model.producer_version());
+    report_.producer =
+        absl::StrCat(model.producer_name(), model.producer_version().empty() ? "" : " ", model.producer_version());
   }
   if (absl::Status s = CheckOpset(model); !s.ok()) return s;
   for (const auto& [name, range] : options_.dim_ranges) {
     if (range.first < 0 || range.second < range.first) {
-      return absl::InvalidArgumentError(absl::StrCat("dim '", name, "': range ", range.first, ":", range.second,
-                                                     " is not 0 <= MIN <= MAX"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dim '", name, "': range ", range.first, ":", range.second, " is not 0 <= MIN <= MAX"));
     }
   }
   if (options_.default_dim_min < 0 || options_.default_dim_max < options_.default_dim_min) {
@@ -768,8 +818,8 @@ absl::StatusOr<std::vector<uint8_t>> Importer::Import(const ModelProto& model, I
     std::vector<std::string> names;
     for (const SymbolInfo& s : report_.symbols) names.push_back(s.name);
     return absl::InvalidArgumentError(absl::StrCat(
-        "the model has no dynamic dim named ", absl::StrJoin(unknown, ", "), " (its dynamic dims: ",
-        names.empty() ? std::string("none") : absl::StrJoin(names, ", "), ")"));
+        "the model has no dynamic dim named ", absl::StrJoin(unknown, ", "),
+        " (its dynamic dims: ", names.empty() ? std::string("none") : absl::StrJoin(names, ", "), ")"));
   }
 
   absl::StatusOr<std::vector<uint8_t>> bytes = builder_.Finish();
@@ -789,7 +839,8 @@ absl::StatusOr<std::vector<uint8_t>> Importer::Import(const ModelProto& model, I
 
 absl::StatusOr<ModelProto> ParseOnnxModel(absl::string_view bytes, absl::string_view what) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " is larger than 2 GiB; store its weights as external data"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is larger than 2 GiB; store its weights as external data"));
   }
   ModelProto model;
   bool ok = false;
@@ -798,7 +849,8 @@ absl::StatusOr<ModelProto> ParseOnnxModel(absl::string_view bytes, absl::string_
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": not a valid ONNX model (", e.what(), ")"));
   }
-  if (!ok) return absl::InvalidArgumentError(absl::StrCat(what, ": not a valid ONNX model (protobuf parse failed)"));
+  if (!ok)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": not a valid ONNX model (protobuf parse failed)"));
   return model;
 }
 
@@ -818,7 +870,8 @@ absl::StatusOr<std::vector<uint8_t>> ImportOnnxFile(const std::string& path, con
                                                     ImportReport* report) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", ec ? ec.message() : "not a regular file"));
+    return absl::NotFoundError(
+        absl::StrCat("cannot open '", path, "': ", ec ? ec.message() : "not a regular file"));
   }
   std::ifstream f(path, std::ios::binary);
   if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));

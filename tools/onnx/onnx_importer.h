@@ -46,13 +46,13 @@ struct ImportOptions {
 
 struct ImportReport {
   int opset = 0;
-  std::string producer;     // producer_name and version of the ONNX file
-  int onnx_nodes = 0;       // nodes in all graphs, Constant nodes included
-  int nodes_imported = 0;   // grove ops written
-  int constants_folded = 0; // nodes evaluated at import and stored as weights
-  int constant_nodes = 0;   // Constant nodes turned into weights
-  int subgraphs = 0;        // If/Loop bodies
-  int weights = 0;          // weights written
+  std::string producer;      // producer_name and version of the ONNX file
+  int onnx_nodes = 0;        // nodes in all graphs, Constant nodes included
+  int nodes_imported = 0;    // grove ops written
+  int constants_folded = 0;  // nodes evaluated at import and stored as weights
+  int constant_nodes = 0;    // Constant nodes turned into weights
+  int subgraphs = 0;         // If/Loop bodies
+  int weights = 0;           // weights written
   uint64_t weight_bytes = 0;
   std::vector<SymbolInfo> symbols;  // in the model's order
 };

@@ -43,13 +43,13 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& p, absl::string_
       location = e.value();
     } else if (e.key() == "offset") {
       if (!absl::SimpleAtoi(e.value(), &offset)) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": external data offset '", e.value(),
-                                                       "' is not a non-negative integer"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": external data offset '", e.value(), "' is not a non-negative integer"));
       }
     } else if (e.key() == "length") {
       if (!absl::SimpleAtoi(e.value(), &length)) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": external data length '", e.value(),
-                                                       "' is not a non-negative integer"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": external data length '", e.value(), "' is not a non-negative integer"));
       }
       has_length = true;
     }
@@ -62,13 +62,15 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& p, absl::string_
   }
   const fs::path loc(location);
   if (loc.is_absolute() || location[0] == '/') {
-    return absl::PermissionDeniedError(absl::StrCat(where, ": external data location '", location,
-                                                    "' is absolute; it must be relative to the model's directory"));
+    return absl::PermissionDeniedError(
+        absl::StrCat(where, ": external data location '", location,
+                     "' is absolute; it must be relative to the model's directory"));
   }
   for (const fs::path& part : loc) {
     if (part == "..") {
-      return absl::PermissionDeniedError(absl::StrCat(where, ": external data location '", location,
-                                                      "' has a '..' component; it must stay in the model's directory"));
+      return absl::PermissionDeniedError(
+          absl::StrCat(where, ": external data location '", location,
+                       "' has a '..' component; it must stay in the model's directory"));
     }
   }
   std::error_code ec;
@@ -88,8 +90,8 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& p, absl::string_
   }
   const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat(where, ": cannot open external data '", target.string(),
-                                            "': ", std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat(where, ": cannot open external data '", target.string(), "': ", std::strerror(errno)));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -100,15 +102,21 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& p, absl::string_
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   if (offset > file_size) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(where, ": external data offset ", offset, " is past the end of '",
-                                                   location, "' (", file_size, " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": external data offset ", offset, " is past the end of '", location, "' (", file_size, " bytes)"));
   }
-  if (!has_length) length = want;
-  if (length != want || length > file_size - offset) {
+  // Without a length the tensor takes the bytes it needs from the offset on.
+  if (has_length && length != want) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(where, ": external data in '", location, "' at offset ", offset,
-                                                   " has ", has_length ? length : file_size - offset,
-                                                   " bytes available/declared but the tensor needs ", want));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": external data length is ", length, " bytes but the tensor needs ", want));
+  }
+  length = want;
+  if (length > file_size - offset) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(where, ": needs ", want, " bytes of external data at offset ",
+                                                   offset, " but '", location, "' has only ", file_size - offset,
+                                                   " bytes from there"));
   }
   std::string bytes(length, '\0');
   uint64_t done = 0;
@@ -136,16 +144,26 @@ void CopyTyped(const Field& field, Tensor& out) {
 
 absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type) {
   switch (onnx_type) {
-    case TensorProto::FLOAT: return DType::kF32;
-    case TensorProto::DOUBLE: return DType::kF64;
-    case TensorProto::FLOAT16: return DType::kF16;
-    case TensorProto::BFLOAT16: return DType::kBF16;
-    case TensorProto::INT64: return DType::kI64;
-    case TensorProto::INT32: return DType::kI32;
-    case TensorProto::INT8: return DType::kI8;
-    case TensorProto::UINT8: return DType::kU8;
-    case TensorProto::BOOL: return DType::kBool;
-    default: break;
+    case TensorProto::FLOAT:
+      return DType::kF32;
+    case TensorProto::DOUBLE:
+      return DType::kF64;
+    case TensorProto::FLOAT16:
+      return DType::kF16;
+    case TensorProto::BFLOAT16:
+      return DType::kBF16;
+    case TensorProto::INT64:
+      return DType::kI64;
+    case TensorProto::INT32:
+      return DType::kI32;
+    case TensorProto::INT8:
+      return DType::kI8;
+    case TensorProto::UINT8:
+      return DType::kU8;
+    case TensorProto::BOOL:
+      return DType::kBool;
+    default:
+      break;
   }
   return absl::UnimplementedError(absl::StrCat("dtype ", OnnxTypeName(onnx_type),
                                                " is not supported by grove (it has f32 f64 f16 bf16 i64 i32 i8 "
@@ -197,10 +215,18 @@ absl::StatusOr<Tensor> DecodeTensor(const TensorProto& p, absl::string_view mode
   // The typed field ONNX stores this dtype in, and its length.
   int typed_size = 0;
   switch (p.data_type()) {
-    case TensorProto::FLOAT: typed_size = p.float_data_size(); break;
-    case TensorProto::DOUBLE: typed_size = p.double_data_size(); break;
-    case TensorProto::INT64: typed_size = p.int64_data_size(); break;
-    default: typed_size = p.int32_data_size(); break;  // i32 i8 u8 bool f16 bf16
+    case TensorProto::FLOAT:
+      typed_size = p.float_data_size();
+      break;
+    case TensorProto::DOUBLE:
+      typed_size = p.double_data_size();
+      break;
+    case TensorProto::INT64:
+      typed_size = p.int64_data_size();
+      break;
+    default:
+      typed_size = p.int32_data_size();
+      break;  // i32 i8 u8 bool f16 bf16
   }
   if (raw != nullptr) {
     if (raw->size() != bytes) {
@@ -227,21 +253,36 @@ absl::StatusOr<Tensor> DecodeTensor(const TensorProto& p, absl::string_view mode
     return out;
   }
   switch (*dtype) {
-    case DType::kF32: CopyTyped<float>(p.float_data(), *out); break;
-    case DType::kF64: CopyTyped<double>(p.double_data(), *out); break;
-    case DType::kI64: CopyTyped<int64_t>(p.int64_data(), *out); break;
-    case DType::kI32: CopyTyped<int32_t>(p.int32_data(), *out); break;
-    case DType::kI8: CopyTyped<int8_t>(p.int32_data(), *out); break;
-    case DType::kU8: CopyTyped<uint8_t>(p.int32_data(), *out); break;
+    case DType::kF32:
+      CopyTyped<float>(p.float_data(), *out);
+      break;
+    case DType::kF64:
+      CopyTyped<double>(p.double_data(), *out);
+      break;
+    case DType::kI64:
+      CopyTyped<int64_t>(p.int64_data(), *out);
+      break;
+    case DType::kI32:
+      CopyTyped<int32_t>(p.int32_data(), *out);
+      break;
+    case DType::kI8:
+      CopyTyped<int8_t>(p.int32_data(), *out);
+      break;
+    case DType::kU8:
+      CopyTyped<uint8_t>(p.int32_data(), *out);
+      break;
     // f16 and bf16 are stored as their 16 bits, one per int32.
     case DType::kF16:
-    case DType::kBF16: CopyTyped<uint16_t>(p.int32_data(), *out); break;
+    case DType::kBF16:
+      CopyTyped<uint16_t>(p.int32_data(), *out);
+      break;
     case DType::kBool: {
       uint8_t* b = out->as<uint8_t>();
       for (int i = 0; i < p.int32_data_size(); ++i) b[i] = p.int32_data(i) != 0;
       break;
     }
-    case DType::kUnknown: break;
+    case DType::kUnknown:
+      break;
   }
   return out;
 }

@@ -31,8 +31,8 @@ inline std::string DimsString(absl::Span<const int64_t> shape) {
 inline absl::Status CheckOutputDType(const ir::KernelContext& ctx, DType expected, int i = 0) {
   const DType got = ctx.output(i).dtype;
   if (got == expected) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(got), " but the kernel writes ",
-                                DTypeName(expected)));
+  return ctx.Error(
+      absl::StrCat("output ", i, " was allocated as ", DTypeName(got), " but the kernel writes ", DTypeName(expected)));
 }
 
 inline absl::Status CheckOutputLike(const ir::KernelContext& ctx, DType dtype, absl::Span<const int64_t> shape,

@@ -108,7 +108,7 @@ absl::Status ArithmeticKernel(KernelContext& ctx) {
       }
     }
     RunBinary<T, T, T>(ctx, *plan,
-                    [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
+                       [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
     return absl::OkStatus();
   });
 }

@@ -241,8 +241,8 @@ template <typename Op>
 absl::Status LogicalKernel(KernelContext& ctx) {
   for (int i = 0; i < 2; ++i) {
     if (ctx.input(i).dtype != DType::kBool) {
-      return ctx.Error(absl::StrCat("input ", i, i == 0 ? " (A)" : " (B)", " has dtype ",
-                                    DTypeName(ctx.input(i).dtype), "; expected bool"));
+      return ctx.Error(absl::StrCat("input ", i, i == 0 ? " (A)" : " (B)", " has dtype ", DTypeName(ctx.input(i).dtype),
+                                    "; expected bool"));
     }
   }
   if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
@@ -336,8 +336,8 @@ absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view na
                                     DTypeName(ctx.input(0).dtype), " like input 0 (input)"));
     }
     if (b.num_elements() != 1) {
-      return ctx.Error(absl::StrCat("input ", i, " (", name, ") must hold one element (a scalar); got shape ",
-                                    DimsString(b.shape)));
+      return ctx.Error(
+          absl::StrCat("input ", i, " (", name, ") must hold one element (a scalar); got shape ", DimsString(b.shape)));
     }
     *has = true;
     *value = ToCompute(b.as<const T>()[0]);
@@ -360,10 +360,11 @@ absl::Status ClipKernel(KernelContext& ctx) {
     C lo{}, hi{};
     if (absl::Status s = ReadClipBound<T>(ctx, 1, "min", &has_lo, &lo); !s.ok()) return s;
     if (absl::Status s = ReadClipBound<T>(ctx, 2, "max", &has_hi, &hi); !s.ok()) return s;
-    if (!has_lo) lo = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
-                                                           : std::numeric_limits<C>::lowest();
-    if (!has_hi) hi = std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity()
-                                                           : std::numeric_limits<C>::max();
+    if (!has_lo)
+      lo =
+          std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+    if (!has_hi)
+      hi = std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
     const T* in = x.as<const T>();
     T* out = ctx.output(0).as<T>();
     const int64_t n = x.num_elements();

@@ -66,8 +66,8 @@ inline absl::StatusOr<ReducePlan> PlanReduce(const ir::KernelContext& ctx) {
     }
   }
   if (y.dtype != x.dtype || y.shape != plan.out_shape) {
-    return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(y.dtype), " [",
-                                  absl::StrJoin(y.shape, ", "), "] but the kernel writes ", DTypeName(x.dtype), " [",
+    return ctx.Error(absl::StrCat("output 0 was allocated as ", DTypeName(y.dtype), " [", absl::StrJoin(y.shape, ", "),
+                                  "] but the kernel writes ", DTypeName(x.dtype), " [",
                                   absl::StrJoin(plan.out_shape, ", "), "]"));
   }
   return plan;

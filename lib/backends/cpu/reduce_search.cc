@@ -76,8 +76,7 @@ C HighestOf() {
 }
 template <typename C>
 C LowestOf() {
-  return std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
-                                              : std::numeric_limits<C>::lowest();
+  return std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
 }
 
 // Each reduction: the accumulator type, its start value, how an element
@@ -301,8 +300,8 @@ absl::Status ArgReduceKernel(KernelContext& ctx) {
   const bool last = ctx.attrs().GetInt("select_last_index", 0) != 0;
   const AxisSplit s = SplitAt(x.shape, *axis);
   if (s.n == 0) {
-    return ctx.Error(absl::StrCat("input 0 (data) has no elements along axis ", *axis, " (shape ",
-                                  DimsString(x.shape), "), so there is no index to give"));
+    return ctx.Error(absl::StrCat("input 0 (data) has no elements along axis ", *axis, " (shape ", DimsString(x.shape),
+                                  "), so there is no index to give"));
   }
   std::vector<int64_t> out_shape = x.shape;
   if (keepdims) {
@@ -354,8 +353,7 @@ absl::Status TopKKernel(KernelContext& ctx) {
   absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
   if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
   if (kt.dtype != DType::kI64 || kt.num_elements() != 1) {
-    return ctx.Error(absl::StrCat("input 1 (K) must be one i64; got ", DTypeName(kt.dtype), " ",
-                                  DimsString(kt.shape)));
+    return ctx.Error(absl::StrCat("input 1 (K) must be one i64; got ", DTypeName(kt.dtype), " ", DimsString(kt.shape)));
   }
   const int64_t k = kt.as<const int64_t>()[0];
   const AxisSplit s = SplitAt(x.shape, *axis);
@@ -415,8 +413,8 @@ absl::Status CumSumKernel(KernelContext& ctx) {
   const int rank = static_cast<int>(x.shape.size());
   if (rank == 0) return ctx.Error("input 0 (x) is a scalar; CumSum needs rank >= 1");
   if ((at.dtype != DType::kI64 && at.dtype != DType::kI32) || at.num_elements() != 1) {
-    return ctx.Error(absl::StrCat("input 1 (axis) must be one i32 or i64; got ", DTypeName(at.dtype), " ",
-                                  DimsString(at.shape)));
+    return ctx.Error(
+        absl::StrCat("input 1 (axis) must be one i32 or i64; got ", DTypeName(at.dtype), " ", DimsString(at.shape)));
   }
   const int64_t axis_value = at.dtype == DType::kI64 ? at.as<const int64_t>()[0] : at.as<const int32_t>()[0];
   absl::StatusOr<int> axis = ir::NormalizeAxis(axis_value, rank);

@@ -6,7 +6,9 @@
 // rank and the runtime infers again when the op runs. Both the opset-11
 // attribute forms and the opset-13 input forms are accepted.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,30 @@ absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_v
   return arg;
 }
 
+// Sets output i after checking that a concrete shape's byte size stays
+// within what the planner may multiply out unchecked.
+absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
+  if (IsConcrete(shape)) {
+    absl::StatusOr<uint64_t> bytes = CheckedByteSize(dtype, ToConcrete(shape), absl::StrCat("output ", i));
+    if (!bytes.ok()) return ctx.Error(bytes.status().message());
+  }
+  ctx.SetOutput(i, dtype, std::move(shape));
+  return absl::OkStatus();
+}
+
+// SymDim arithmetic does not check for overflow; constants from values only
+// enter it below this bound, larger ones leave the dim to run time.
+constexpr int64_t kSymbolicConstantLimit = int64_t{1} << 32;
+
+// Output ranks that come from a value's length are capped, so a bad model
+// cannot make a shape function allocate without bound.
+constexpr int64_t kMaxRank = 64;
+
+absl::Status CheckRank(const ShapeContext& ctx, int64_t rank, absl::string_view what) {
+  if (rank > kMaxRank) return ctx.Error(absl::StrCat(what, " gives an output of rank ", rank, "; at most ", kMaxRank));
+  return absl::OkStatus();
+}
+
 // A scalar input (rank 0, or one element as exporters often give).
 absl::Status CheckScalar(const ShapeContext& ctx, int i, absl::string_view name) {
   const SymShape& s = ctx.input_shape(i);
@@ -174,10 +200,12 @@ absl::Status InferUnsqueeze(ShapeContext& ctx) {
       return ctx.Error(absl::StrCat("axes (input 1) must have a known length when its values are not known; its shape is ",
                                     ShapeString(ctx, ctx.input_shape(1))));
     }
+    if (absl::Status s = CheckRank(ctx, rank + axes->list.length, "axes"); !s.ok()) return s;
     ctx.SetOutput(0, ctx.input_dtype(0), Unknowns(rank + axes->list.length));
     return absl::OkStatus();
   }
   const int64_t out_rank = rank + static_cast<int64_t>(axes->list.values.size());
+  if (absl::Status s = CheckRank(ctx, out_rank, "axes"); !s.ok()) return s;
   absl::StatusOr<std::vector<bool>> mask = AxesMask(axes->list.values, out_rank, "axes");
   if (!mask.ok()) return Fail(ctx, mask.status());
   SymShape out;
@@ -308,6 +336,7 @@ absl::Status InferExpand(ShapeContext& ctx) {
       return ctx.Error(absl::StrCat("shape (input 1) must have a known length when its values are not known; its shape is ",
                                     ShapeString(ctx, ctx.input_shape(1))));
     }
+    if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 1)"); !s.ok()) return s;
     // A constant input dim other than 1 survives any valid target dim.
     const size_t rank = std::max(in.size(), static_cast<size_t>(shape->length));
     SymShape out = Unknowns(static_cast<int64_t>(rank));
@@ -318,6 +347,7 @@ absl::Status InferExpand(ShapeContext& ctx) {
     ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
     return absl::OkStatus();
   }
+  if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 1)"); !s.ok()) return s;
   for (int64_t v : shape->values) {
     if (v < 0) return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(shape->values), " has a negative dim"));
   }
@@ -326,8 +356,7 @@ absl::Status InferExpand(ShapeContext& ctx) {
     return ctx.Error(absl::StrCat("cannot expand ", ShapeString(ctx, in), " to ", DimsString(shape->values), ": ",
                                   out.status().message()));
   }
-  ctx.SetOutput(0, ctx.input_dtype(0), *std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(0), *std::move(out));
 }
 
 absl::Status InferTile(ShapeContext& ctx) {
@@ -348,10 +377,18 @@ absl::Status InferTile(ShapeContext& ctx) {
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t r = repeats->values[d];
     if (r < 0) return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats->values), " has a negative entry"));
-    out.push_back(in[d] * SymDim(r));
+    int64_t n;
+    if (in[d].is_const()) {
+      if (__builtin_mul_overflow(in[d].value(), r, &n)) {
+        return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats->values), " overflow dim ", d,
+                                      " of the input ", ShapeString(ctx, in)));
+      }
+      out.push_back(SymDim(n));
+    } else {
+      out.push_back(r <= kSymbolicConstantLimit ? in[d] * SymDim(r) : SymDim::Unknown());
+    }
   }
-  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
 }
 
 absl::Status InferPad(ShapeContext& ctx) {
@@ -394,7 +431,18 @@ absl::Status InferPad(ShapeContext& ctx) {
   if (!amounts.ok()) return Fail(ctx, amounts.status());
   SymShape out;
   for (int64_t d = 0; d < rank; ++d) {
-    const SymDim o = in[d] + SymDim(amounts->begin[d]) + SymDim(amounts->end[d]);
+    int64_t added;
+    if (__builtin_add_overflow(amounts->begin[d], amounts->end[d], &added)) added = std::numeric_limits<int64_t>::max();
+    SymDim o = SymDim::Unknown();
+    if (in[d].is_const()) {
+      int64_t v;
+      if (__builtin_add_overflow(in[d].value(), added, &v)) {
+        return ctx.Error(absl::StrCat("pads ", DimsString(pads->list.values), " overflow dim ", d));
+      }
+      o = SymDim(v);
+    } else if (added > -kSymbolicConstantLimit && added < kSymbolicConstantLimit) {
+      o = in[d] + SymDim(added);
+    }
     if (o.is_const() && o.value() < 0) {
       return ctx.Error(absl::StrCat("pads ", DimsString(pads->list.values), " make dim ", d, " of the data ",
                                     ShapeString(ctx, in), " negative (", o.value(), ")"));
@@ -406,8 +454,7 @@ absl::Status InferPad(ShapeContext& ctx) {
     }
     out.push_back(o);
   }
-  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
 }
 
 absl::Status InferSize(ShapeContext& ctx) {
@@ -453,9 +500,11 @@ absl::Status InferConstantOfShape(ShapeContext& ctx) {
       return ctx.Error(absl::StrCat("shape (input 0) must have a known length when its values are not known; its shape is ",
                                     ShapeString(ctx, ctx.input_shape(0))));
     }
+    if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 0)"); !s.ok()) return s;
     ctx.SetOutput(0, dtype, Unknowns(shape->length));
     return absl::OkStatus();
   }
+  if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 0)"); !s.ok()) return s;
   for (int64_t v : shape->values) {
     if (v < 0) return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(shape->values), " has a negative dim"));
   }
@@ -512,8 +561,7 @@ absl::Status InferOneHot(ShapeContext& ctx) {
   SymShape out(in.begin(), in.begin() + axis);
   out.push_back(depth);
   out.insert(out.end(), in.begin() + axis, in.end());
-  ctx.SetOutput(0, ctx.input_dtype(2), std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(2), std::move(out));
 }
 
 absl::Status InferResize(ShapeContext& ctx) {
@@ -552,8 +600,7 @@ absl::Status InferResize(ShapeContext& ctx) {
         ResizeGeometryFor(ToConcrete(in), *attrs, ctx.input_value(1), has_scales ? value : nullptr,
                           has_sizes ? value : nullptr);
     if (!g.ok()) return Fail(ctx, g.status());
-    ctx.SetOutput(0, dtype, FromConcrete(g->out_dims));
-    return absl::OkStatus();
+    return SetChecked(ctx, 0, dtype, FromConcrete(g->out_dims));
   }
   SymShape out = in;
   for (int64_t d : *axes) out[d] = SymDim::Unknown();
@@ -566,7 +613,7 @@ absl::Status InferResize(ShapeContext& ctx) {
         if (ReadIntegers(*value, &sizes) && sizes[i] >= 0) out[d] = SymDim(sizes[i]);
       } else if (has_scales) {
         const double s = ReadNumber(*value, static_cast<int64_t>(i));
-        if (s >= 1 && s <= 1 << 20 && s == static_cast<double>(static_cast<int64_t>(s))) {
+        if (s >= 1 && s <= 1 << 20 && s == std::floor(s)) {
           out[d] = in[d] * SymDim(static_cast<int64_t>(s));
         }
       }

@@ -81,8 +81,8 @@ absl::Status InferClip(ShapeContext& ctx) {
     const absl::string_view name = kBounds[i - 1];
     if (!ctx.has_input(i)) continue;
     if (ctx.attrs().Has(name)) {
-      return ctx.Error(absl::StrCat("'", name, "' is given both as an attribute (opset 6) and as ",
-                                    InputName(i, name), " (opset 11); give one"));
+      return ctx.Error(absl::StrCat("'", name, "' is given both as an attribute (opset 6) and as ", InputName(i, name),
+                                    " (opset 11); give one"));
     }
     if (absl::Status s = CheckInputPresent(ctx, i, name); !s.ok()) return s;
     if (absl::Status s = CheckSameDType(ctx, 0, "input", i, name); !s.ok()) return s;

@@ -25,7 +25,8 @@ absl::Status RegisterMathOps(OpRegistry& registry);
 // Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool
 // BatchNormalization LayerNormalization InstanceNormalization LogSoftmax.
 absl::Status RegisterNnOps(OpRegistry& registry);
-// ReduceMax ReduceMin ReduceProd ArgMax ArgMin TopK CumSum NonZero.
+// ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp
+// ReduceSumSquare ArgMax ArgMin TopK CumSum NonZero.
 absl::Status RegisterReduceSearchOps(OpRegistry& registry);
 // Flatten Squeeze Unsqueeze Split GatherElements ScatterND Expand Tile Pad
 // Size Range ConstantOfShape Trilu OneHot Resize.

@@ -18,8 +18,7 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kArithmeticDTypes[] = {DType::kF32,  DType::kF64, DType::kF16,
-                                       DType::kBF16, DType::kI32, DType::kI64};
+constexpr DType kArithmeticDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
 constexpr DType kAnyDType[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
                                DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
 
@@ -69,17 +68,17 @@ absl::Status InferTopK(ShapeContext& ctx) {
   if (absl::Status s = ReadBoolAttr(ctx, "sorted", 1, &sorted); !s.ok()) return s;
   const SymShape& k_shape = ctx.input_shape(1);
   if (k_shape.size() > 1 || (k_shape.size() == 1 && k_shape[0].is_const() && k_shape[0].value() != 1)) {
-    return ctx.Error(absl::StrCat("input 1 (K) must be a 1-D tensor of one element; got shape ",
-                                  ShapeString(ctx, k_shape)));
+    return ctx.Error(
+        absl::StrCat("input 1 (K) must be a 1-D tensor of one element; got shape ", ShapeString(ctx, k_shape)));
   }
   SymShape out = ctx.input_shape(0);
   std::vector<int64_t> k;
   if (ctx.InputInts(1, &k) && k.size() == 1) {
     const SymDim& n = out[axis];
-    if (k[0] < 0 || (n.is_const() && k[0] > n.value())) {
-      return ctx.Error(absl::StrCat("input 1 (K) is ", k[0], "; expected 0..", n.is_const() ? n.value() : 0,
-                                    n.is_const() ? "" : "+", " (the size of axis ", axis, " of input 0 (X), ",
-                                    ShapeString(ctx, ctx.input_shape(0)), ")"));
+    if (k[0] < 0) return ctx.Error(absl::StrCat("input 1 (K) is ", k[0], "; expected >= 0"));
+    if (n.is_const() && k[0] > n.value()) {
+      return ctx.Error(absl::StrCat("input 1 (K) is ", k[0], "; expected 0..", n.value(), " (the size of axis ", axis,
+                                    " of input 0 (X), ", ShapeString(ctx, ctx.input_shape(0)), ")"));
     }
     out[axis] = SymDim(k[0]);
   } else {
