@@ -93,8 +93,8 @@ StreamResult Stream(grove::Session& session, const grove::Tensor& signal, const 
     if (prob <= 0.5f && speaking) note = "  speech stops";
     speaking = prob > 0.5f;
     if (i < 3 || *note != '\0') {
-      std::printf("  %5lld  %5.2f s   %.4f   %.4f      %6lld      %6lld    %7.3f ms%s\n", static_cast<long long>(i),
-                  static_cast<double>(i * chunk) / rate, prob, ref,
+      std::printf("  %5lld  %5.2f s   %.4f   %.4f      %6lld      %6lld    %7.3f ms%s\n",
+                  static_cast<long long>(i), static_cast<double>(i * chunk) / rate, prob, ref,
                   static_cast<long long>(after.plans_created - before.plans_created),
                   static_cast<long long>(after.plan_cache_hits - before.plan_cache_hits), ms, note);
     }
@@ -103,11 +103,12 @@ StreamResult Stream(grove::Session& session, const grove::Tensor& signal, const 
   std::sort(later.begin(), later.end());
   const grove::SessionStats end = session.stats();
   std::printf("  speech probability per chunk: [%s]\n", strip.c_str());
-  std::printf("  %lld chunks: plans made %lld, cache hits %lld; first chunk %.3f ms, later chunks %.3f ms median; "
-              "largest difference from onnxruntime %.2g\n",
-              static_cast<long long>(chunks), static_cast<long long>(end.plans_created - start.plans_created),
-              static_cast<long long>(end.plan_cache_hits - start.plan_cache_hits), times_ms.front(),
-              later.empty() ? 0.0 : later[later.size() / 2], result.max_diff);
+  std::printf(
+      "  %lld chunks: plans made %lld, cache hits %lld; first chunk %.3f ms, later chunks %.3f ms median; "
+      "largest difference from onnxruntime %.2g\n",
+      static_cast<long long>(chunks), static_cast<long long>(end.plans_created - start.plans_created),
+      static_cast<long long>(end.plan_cache_hits - start.plan_cache_hits), times_ms.front(),
+      later.empty() ? 0.0 : later[later.size() / 2], result.max_diff);
   result.ok = true;
   return result;
 }

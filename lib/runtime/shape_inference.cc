@@ -72,7 +72,7 @@ absl::Status GraphInference::InferNode(const ir::Node& node) {
 }
 
 absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const Input> inputs,
-                                           absl::Span<const Output> outputs) {
+                                          absl::Span<const Output> outputs) {
   if (!planning_ || !node.def->foldable || node.def->kernel_allocates_outputs || !node.implicit_inputs.empty()) {
     return false;
   }
@@ -85,15 +85,17 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
     const Input& in = inputs[i];
     if (!ir::IsConcrete(in.shape)) return false;
     if (in.value == nullptr && node.def->reads_input_values) return false;
-    in_views[i] = in.value != nullptr ? *in.value
-                                      : TensorView(in.dtype, ir::ToConcrete(in.shape), static_cast<void*>(nullptr));
+    in_views[i] = in.value != nullptr
+                      ? *in.value
+                      : TensorView(in.dtype, ir::ToConcrete(in.shape), static_cast<void*>(nullptr));
     in_ptrs[i] = &in_views[i];
   }
   uint64_t bytes = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
     if (!ir::IsConcrete(outputs[i].shape)) return false;
-    bytes += DTypeSize(outputs[i].dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(outputs[i].shape)));
+    bytes +=
+        DTypeSize(outputs[i].dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(outputs[i].shape)));
   }
   if (bytes > kFoldLimitBytes) return false;
 

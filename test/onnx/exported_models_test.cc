@@ -12,25 +12,26 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "gtest/gtest.h"
 #include "grove/grove.h"
 #include "grove/npy.h"
+#include "gtest/gtest.h"
 #include "tools/onnx/onnx_importer.h"
 
 #ifndef GROVE_SOURCE_DIR
@@ -115,23 +116,33 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 
 double ElementAsDouble(const TensorView& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kF32: return t.as<const float>()[i];
-    case DType::kF64: return t.as<const double>()[i];
-    case DType::kI64: return static_cast<double>(t.as<const int64_t>()[i]);
-    case DType::kI32: return t.as<const int32_t>()[i];
-    case DType::kI8: return t.as<const int8_t>()[i];
-    case DType::kU8: return t.as<const uint8_t>()[i];
-    case DType::kBool: return t.as<const uint8_t>()[i] != 0 ? 1.0 : 0.0;
-    default: return std::nan("");
+    case DType::kF32:
+      return t.as<const float>()[i];
+    case DType::kF64:
+      return t.as<const double>()[i];
+    case DType::kI64:
+      return static_cast<double>(t.as<const int64_t>()[i]);
+    case DType::kI32:
+      return t.as<const int32_t>()[i];
+    case DType::kI8:
+      return t.as<const int8_t>()[i];
+    case DType::kU8:
+      return t.as<const uint8_t>()[i];
+    case DType::kBool:
+      return t.as<const uint8_t>()[i] != 0 ? 1.0 : 0.0;
+    default:
+      return std::nan("");
   }
 }
 
-// Empty when `got` matches `want`; otherwise what differs, with the worst element.
-std::string Compare(const TensorView& got, const TensorView& want) {
+// Empty when `got` matches `want`; otherwise what differs, with the worst
+// element. `worst_error` grows to the largest |got - want| / (1 + |want|).
+std::string Compare(const TensorView& got, const TensorView& want, double* worst_error) {
   if (got.dtype != want.dtype) {
     return absl::StrCat("dtype ", DTypeName(got.dtype), ", want ", DTypeName(want.dtype));
   }
-  if (got.shape != want.shape) return absl::StrCat("shape ", ShapeString(got.shape), ", want ", ShapeString(want.shape));
+  if (got.shape != want.shape)
+    return absl::StrCat("shape ", ShapeString(got.shape), ", want ", ShapeString(want.shape));
   const bool exact = !(got.dtype == DType::kF32 || got.dtype == DType::kF64);
   int64_t worst = -1;
   double worst_excess = 0;
@@ -141,6 +152,7 @@ std::string Compare(const TensorView& got, const TensorView& want) {
     const double w = ElementAsDouble(want, i);
     const double allowed = exact ? 0.0 : kTolerance * (1.0 + std::fabs(w));
     const double err = std::fabs(g - w);
+    *worst_error = std::max(*worst_error, err / (1.0 + std::fabs(w)));
     if (!(err <= allowed)) {  // NaN fails too
       ++bad;
       const double excess = std::isnan(err) ? INFINITY : err / std::max(allowed, 1e-30);
@@ -187,6 +199,7 @@ TEST_P(ExportedModelTest, MatchesReferenceAndReusesPlans) {
   ASSERT_EQ((*model)->outputs().size(), cases->front().outputs.size());
 
   const int n = static_cast<int>(cases->size());
+  double worst_error = 0;
   for (int pass = 0; pass < 2; ++pass) {
     const SessionStats before_pass = s.stats();
     for (const Case& c : *cases) {
@@ -198,7 +211,7 @@ TEST_P(ExportedModelTest, MatchesReferenceAndReusesPlans) {
       ASSERT_TRUE(outputs.ok()) << outputs.status();
       ASSERT_EQ(outputs->size(), c.outputs.size());
       for (size_t k = 0; k < c.outputs.size(); ++k) {
-        EXPECT_EQ(Compare((*outputs)[k], c.outputs[k].view()), "")
+        EXPECT_EQ(Compare((*outputs)[k], c.outputs[k].view(), &worst_error), "")
             << "output " << (*model)->outputs()[k].name << " (" << c.output_files[k] << ")";
       }
       // An `_again` case repeats an earlier case's shapes with new data, on the
@@ -217,10 +230,13 @@ TEST_P(ExportedModelTest, MatchesReferenceAndReusesPlans) {
       EXPECT_GE(after.plan_cache_hits - before_pass.plan_cache_hits, n);
       EXPECT_EQ(after.plans_evicted, 0);
     }
-    RecordProperty(pass == 0 ? "plans_created" : "plan_cache_hits_second_pass",
-                   static_cast<int>(pass == 0 ? after.plans_created
-                                              : after.plan_cache_hits - before_pass.plan_cache_hits));
+    RecordProperty(
+        pass == 0 ? "plans_created" : "plan_cache_hits_second_pass",
+        static_cast<int>(pass == 0 ? after.plans_created : after.plan_cache_hits - before_pass.plan_cache_hits));
   }
+  std::printf("%s: %d cases x 2 in one session: %lld plans made, %lld cache hits; largest error %.2g\n",
+              m.name.c_str(), n, static_cast<long long>(s.stats().plans_created),
+              static_cast<long long>(s.stats().plan_cache_hits), worst_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ExportedModelTest, ::testing::ValuesIn(ModelsUnderTest()),

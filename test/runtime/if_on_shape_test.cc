@@ -5,6 +5,7 @@
 // depends on data and the ranks differ is refused with a clear error.
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "grove/grove.h"
 #include "gtest/gtest.h"
@@ -38,31 +39,38 @@ absl::StatusOr<std::vector<uint8_t>> BuildSqueezeIfLastDimIsOne() {
   b.AddWeight("one", DType::kI64, {}, std::vector<int64_t>{1});
   b.AddWeight("axes", DType::kI64, {1}, std::vector<int64_t>{-1});
 
-  const int squeeze = b.AddSubgraph("squeeze");
-  b.AddOp("Squeeze", {"x", "axes"}, {"x_squeezed"});
-  b.AddOutput("x_squeezed");
-  const int keep = b.AddSubgraph("keep");
-  b.AddOp("Identity", {"x"}, {"x_kept"});
-  b.AddOutput("x_kept");
+  // A subgraph belongs to one op, so each outer branch has its own pair.
+  int squeeze[2], keep[2];
+  for (int k = 0; k < 2; ++k) {
+    squeeze[k] = b.AddSubgraph(absl::StrCat("squeeze_", k));
+    b.AddOp("Squeeze", {"x", "axes"}, {absl::StrCat("x_squeezed_", k)});
+    b.AddOutput(absl::StrCat("x_squeezed_", k));
+    keep[k] = b.AddSubgraph(absl::StrCat("keep_", k));
+    b.AddOp("Identity", {"x"}, {absl::StrCat("x_kept_", k)});
+    b.AddOutput(absl::StrCat("x_kept_", k));
+  }
 
   // The outer If's branches both run the dim test; one negates the result.
   const int outer_then = b.AddSubgraph("outer_then");
   b.AddOp("Shape", {"x"}, {"shape_t"});
   b.AddOp("Gather", {"shape_t", "last"}, {"cols_t"}, {{"axis", int64_t{0}}});
   b.AddOp("Equal", {"cols_t", "one"}, {"is_one_t"});
-  b.AddOp("If", {"is_one_t"}, {"z_t"}, {{"then_branch", SubgraphRef{squeeze}}, {"else_branch", SubgraphRef{keep}}});
+  b.AddOp("If", {"is_one_t"}, {"z_t"},
+          {{"then_branch", SubgraphRef{squeeze[0]}}, {"else_branch", SubgraphRef{keep[0]}}});
   b.AddOp("Relu", {"z_t"}, {"y_t"});
   b.AddOutput("y_t");
   const int outer_else = b.AddSubgraph("outer_else");
   b.AddOp("Shape", {"x"}, {"shape_e"});
   b.AddOp("Gather", {"shape_e", "last"}, {"cols_e"}, {{"axis", int64_t{0}}});
   b.AddOp("Equal", {"cols_e", "one"}, {"is_one_e"});
-  b.AddOp("If", {"is_one_e"}, {"z_e"}, {{"then_branch", SubgraphRef{squeeze}}, {"else_branch", SubgraphRef{keep}}});
+  b.AddOp("If", {"is_one_e"}, {"z_e"},
+          {{"then_branch", SubgraphRef{squeeze[1]}}, {"else_branch", SubgraphRef{keep[1]}}});
   b.AddOp("Neg", {"z_e"}, {"y_e"});
   b.AddOutput("y_e");
 
   b.SetSubgraph(0);
-  b.AddOp("If", {"flag"}, {"y"}, {{"then_branch", SubgraphRef{outer_then}}, {"else_branch", SubgraphRef{outer_else}}});
+  b.AddOp("If", {"flag"}, {"y"},
+          {{"then_branch", SubgraphRef{outer_then}}, {"else_branch", SubgraphRef{outer_else}}});
   b.AddOutput("y");
   return b.Finish();
 }
@@ -70,19 +78,18 @@ absl::StatusOr<std::vector<uint8_t>> BuildSqueezeIfLastDimIsOne() {
 TEST(IfOnShapeTest, BranchesOfDifferentRankPickedByADimTest) {
   auto session = NewCpuSession(LoadOrDie(BuildSqueezeIfLastDimIsOne()));
   std::vector<float> x = {-1, 2, -3, 4, 5, -6};
+  const std::vector<float> relu = {0, 2, 0, 4, 5, 0}, neg = {1, -2, 3, -4, -5, 6};
   for (bool flag : {true, false}) {
     SCOPED_TRACE(flag ? "Relu" : "Neg");
     const uint8_t f = flag;
     auto column = session->Run({TensorView(DType::kF32, {6, 1}, x.data()), TensorView(DType::kBool, {}, &f)});
     ASSERT_TRUE(column.ok()) << column.status();
     EXPECT_EQ((*column)[0].shape, (std::vector<int64_t>{6}));
-    EXPECT_EQ(ToVector((*column)[0]), flag ? std::vector<float>{0, 2, 0, 4, 5, 0}
-                                           : std::vector<float>{1, -2, 3, -4, -5, 6});
+    EXPECT_EQ(ToVector((*column)[0]), flag ? relu : neg);
     auto matrix = session->Run({TensorView(DType::kF32, {2, 3}, x.data()), TensorView(DType::kBool, {}, &f)});
     ASSERT_TRUE(matrix.ok()) << matrix.status();
     EXPECT_EQ((*matrix)[0].shape, (std::vector<int64_t>{2, 3}));
-    EXPECT_EQ(ToVector((*matrix)[0]), flag ? std::vector<float>{0, 2, 0, 4, 5, 0}
-                                           : std::vector<float>{1, -2, 3, -4, -5, 6});
+    EXPECT_EQ(ToVector((*matrix)[0]), flag ? relu : neg);
   }
 }
 

@@ -18,7 +18,7 @@ absl::StatusOr<SymShape> MergeShapes(const SymShape& a, const SymShape& b) {
 }
 
 absl::Status SetBranchOutputs(ShapeContext& ctx, const std::vector<ShapeContext::Output>& outs,
-                               absl::string_view branch) {
+                              absl::string_view branch) {
   if (static_cast<int>(outs.size()) != ctx.num_outputs()) {
     return ctx.Error(absl::StrCat("has ", ctx.num_outputs(), " outputs but ", branch, " gives ", outs.size()));
   }
