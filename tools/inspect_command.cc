@@ -116,7 +116,8 @@ std::string Json(const std::string& path, const Model& model, const Plan* plan) 
   for (size_t i = 0; i < summary.op_counts.size(); ++i) {
     absl::StrAppend(&out, i ? "," : "", JsonString(summary.op_counts[i].first), ":", summary.op_counts[i].second);
   }
-  absl::StrAppend(&out, "},\"weight_bytes\":", summary.weight_bytes);
+  absl::StrAppend(&out, "},\"weight_bytes\":", summary.weight_bytes,
+                  ",\"shape_inference_note\":", JsonString(summary.shape_inference_note));
   if (plan == nullptr) {
     absl::StrAppend(&out, ",\"input_shapes\":null,\"arena_bytes\":null,\"lower_bound_bytes\":null,\"ratio\":null,"
                           "\"peak_step\":null,\"peak_tensors\":null,\"output_shapes\":null}");
@@ -162,6 +163,10 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
   for (const auto& [op, n] : summary.op_counts) counts.push_back(absl::StrCat(op, " ", n));
   absl::StrAppend(&out, "subgraphs: ", summary.num_subgraphs, "\noperators: ", summary.num_operators, " (",
                   absl::StrJoin(counts, ", "), ")\nweights: ", HumanBytes(summary.weight_bytes), "\n");
+  if (!summary.shape_inference_note.empty()) {
+    absl::StrAppend(&out, "note: symbolic shapes stop at: ", summary.shape_inference_note,
+                    "\n      (plans infer concrete shapes exactly; give --shape to see them)\n");
+  }
   if (plan == nullptr) {
     absl::StrAppend(&out, "memory plan: give --shape NAME=D0xD1... for each input with symbolic dims\n");
     return out;

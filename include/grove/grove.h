@@ -134,6 +134,10 @@ struct ModelSummary {
   uint64_t weight_bytes = 0;
   uint32_t format_version = 0;
   std::string producer;
+  // Non-empty when symbolic shape inference (without concrete input shapes)
+  // could not follow the whole graph; output shapes are then as declared, and
+  // each plan infers its concrete shapes exactly.
+  std::string shape_inference_note;
 };
 
 namespace internal {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace grove::ir {
@@ -92,6 +93,20 @@ std::vector<std::string> OpRegistry::Types() const {
   for (const auto& [name, def] : ops_) types.push_back(name);
   std::sort(types.begin(), types.end());
   return types;
+}
+
+namespace {
+constexpr absl::string_view kDeferredShapePayload = "grove.ir/deferred-shape";
+}  // namespace
+
+absl::Status DeferredShapeError(absl::string_view msg) {
+  absl::Status status = absl::InvalidArgumentError(msg);
+  status.SetPayload(kDeferredShapePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsDeferredShapeError(const absl::Status& status) {
+  return !status.ok() && status.GetPayload(kDeferredShapePayload).has_value();
 }
 
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank) {

@@ -58,6 +58,9 @@ class ShapeContext {
    public:
     virtual ~SubgraphInferrer() = default;
     virtual absl::StatusOr<std::vector<Output>> Infer(int subgraph, absl::Span<const Input> inputs) = 0;
+    // True when the shapes are those of one call (a plan being built), false
+    // for a model's symbolic inputs (the check at load).
+    virtual bool planning() const = 0;
   };
 
   ShapeContext(const Node& node, const Graph& graph, std::vector<Input> inputs,
@@ -186,6 +189,13 @@ class OpRegistry {
 
 // Normalises a possibly negative axis for `rank`; error if out of range.
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
+// A shape that only concrete inputs can settle: an If whose branches differ
+// in rank, picked by a test of a dim (`if x.shape[-1] == 1: x = x.squeeze(-1)`
+// in a traced model). Over symbolic inputs (at load) it stops the inference
+// without refusing the model; a plan, where the test folds, picks the branch.
+absl::Status DeferredShapeError(absl::string_view msg);
+bool IsDeferredShapeError(const absl::Status& status);
+
 // Numpy/ONNX multidirectional broadcasting of symbolic shapes. A symbolic
 // dim against a constant (not 1) takes the constant; two different symbolic
 // dims take the first. Kernels check the concrete shapes when they run.

@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
   if (inputs.size() != sg.inputs.size() || captures.size() != sg.captures.size()) {
     return absl::InternalError(absl::StrCat("plan for subgraph '", sg.name, "': wrong number of inputs"));
   }
-  GraphInference inference(graph);
+  GraphInference inference(graph, /*planning=*/true);
   std::deque<TensorView> folded_views;
 
   auto add_value = [&](int tensor, PlanValue v) {

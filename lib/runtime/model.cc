@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/registry.h"
 #include "lib/runtime/shape_inference.h"
@@ -40,20 +41,47 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   const std::vector<std::string> names = g.symbol_names();
   for (const ir::Symbol& s : g.symbols) impl->symbols_.push_back(SymbolInfo{s.name, s.min, s.max});
 
-  runtime::GraphInference inference(g);
   std::vector<ir::ShapeContext::Input> ins;
+  std::vector<runtime::ValueSig> sigs;
+  bool static_inputs = true;
   for (int t : g.subgraphs[0].inputs) {
     const ir::TensorDecl& d = g.tensors[t];
     impl->inputs_.push_back(TensorInfo{d.name, d.dtype, DescribeShape(d.shape, names)});
     ins.push_back(ir::ShapeContext::Input{true, d.dtype, d.shape, nullptr});
+    static_inputs = static_inputs && ir::IsConcrete(d.shape);
+    sigs.push_back(runtime::ValueSig{d.dtype, ir::ToConcrete(d.shape)});
   }
+  if (static_inputs) {
+    // Every input shape is fixed: planning now is exact (it folds shape
+    // arithmetic), and whatever fails here would fail every run.
+    absl::StatusOr<std::unique_ptr<runtime::ExecutionPlan>> plan =
+        runtime::ExecutionPlan::Build(g, 0, sigs, {}, ir::Backend::kCpu);
+    if (!plan.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", plan.status().message()));
+    }
+    for (int v : (*plan)->output_values()) {
+      const runtime::PlanValue& pv = (*plan)->values()[v];
+      impl->outputs_.push_back(TensorInfo{g.tensors[pv.tensor].name, pv.dtype,
+                                          DescribeShape(pv.shape_known ? ir::FromConcrete(pv.shape)
+                                                                       : ir::SymShape(pv.shape.size(), ir::SymDim::Unknown()),
+                                                        names)});
+    }
+    return impl;
+  }
+  // Symbolic inference is weaker than planning (values that come from shapes
+  // are not known), so where it stops the model still loads: each plan infers
+  // its concrete shapes exactly, and reports errors then.
+  runtime::GraphInference inference(g, /*planning=*/false);
   absl::StatusOr<std::vector<ir::ShapeContext::Output>> outs = inference.Infer(0, ins);
-  if (!outs.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", outs.status().message()));
-  }
-  for (size_t i = 0; i < outs->size(); ++i) {
+  if (!outs.ok()) impl->shape_note_ = std::string(outs.status().message());
+  for (size_t i = 0; i < g.subgraphs[0].outputs.size(); ++i) {
     const ir::TensorDecl& d = g.tensors[g.subgraphs[0].outputs[i]];
-    impl->outputs_.push_back(TensorInfo{d.name, (*outs)[i].dtype, DescribeShape((*outs)[i].shape, names)});
+    if (outs.ok()) {
+      impl->outputs_.push_back(TensorInfo{d.name, (*outs)[i].dtype, DescribeShape((*outs)[i].shape, names)});
+    } else {
+      impl->outputs_.push_back(TensorInfo{d.name, d.dtype, d.has_shape ? DescribeShape(d.shape, names)
+                                                                         : std::vector<DimInfo>{}});
+    }
   }
   return impl;
 }
@@ -70,6 +98,7 @@ ModelSummary ModelImpl::Summary() const {
   for (const ir::TensorDecl& t : graph().tensors) s.weight_bytes += t.bytes;
   s.format_version = loaded_.format_version;
   s.producer = loaded_.producer;
+  s.shape_inference_note = shape_note_;
   return s;
 }
 

@@ -31,6 +31,7 @@ class ModelImpl {
   const ir::OpRegistry* registry_ = nullptr;
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<SymbolInfo> symbols_;
+  std::string shape_note_;
 };
 
 }  // namespace grove::internal

@@ -4,7 +4,25 @@
 
 namespace grove::runtime {
 
-GraphInference::GraphInference(const ir::Graph& graph) : graph_(graph) {}
+namespace {
+
+// As in the plan builder: outputs up to this size are shape arithmetic.
+constexpr uint64_t kFoldLimitBytes = 4096;
+
+// Folding runs kernels that never allocate or call subgraphs.
+class NoHost : public ir::KernelContext::Host {
+ public:
+  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
+    return absl::InternalError("folded op asked to allocate");
+  }
+  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
+    return absl::InternalError("folded op asked to run a subgraph");
+  }
+};
+
+}  // namespace
+
+GraphInference::GraphInference(const ir::Graph& graph, bool planning) : graph_(graph), planning_(planning) {}
 
 const GraphInference::Input* GraphInference::Find(int tensor) const {
   auto it = env_.find(tensor);
@@ -37,8 +55,11 @@ absl::StatusOr<std::vector<GraphInference::Input>> GraphInference::NodeInputs(co
 absl::Status GraphInference::InferNode(const ir::Node& node) {
   absl::StatusOr<std::vector<Input>> inputs = NodeInputs(node);
   if (!inputs.ok()) return inputs.status();
-  ir::ShapeContext ctx(node, graph_, std::move(*inputs), this);
+  ir::ShapeContext ctx(node, graph_, *inputs, this);
   if (absl::Status s = node.def->infer(ctx); !s.ok()) return s;
+  absl::StatusOr<bool> folded = Fold(node, *inputs, ctx.outputs());
+  if (!folded.ok()) return folded.status();
+  if (*folded) return absl::OkStatus();
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
     const Output& o = ctx.outputs()[i];
@@ -48,6 +69,53 @@ absl::Status GraphInference::InferNode(const ir::Node& node) {
     env_[node.outputs[i]] = Input{true, o.dtype, o.shape, nullptr};
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const Input> inputs,
+                                          absl::Span<const Output> outputs) {
+  if (!planning_ || !node.def->foldable || node.def->kernel_allocates_outputs || !node.implicit_inputs.empty()) {
+    return false;
+  }
+  const ir::KernelFn kernel = node.def->kernels[static_cast<int>(ir::Backend::kCpu)];
+  if (kernel == nullptr) return false;
+  std::vector<TensorView> in_views(inputs.size());
+  std::vector<TensorView*> in_ptrs(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (node.inputs[i] < 0) continue;
+    const Input& in = inputs[i];
+    if (!ir::IsConcrete(in.shape)) return false;
+    if (in.value == nullptr && node.def->reads_input_values) return false;
+    in_views[i] = in.value != nullptr
+                      ? *in.value
+                      : TensorView(in.dtype, ir::ToConcrete(in.shape), static_cast<void*>(nullptr));
+    in_ptrs[i] = &in_views[i];
+  }
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (node.outputs[i] < 0) continue;
+    if (!ir::IsConcrete(outputs[i].shape)) return false;
+    bytes +=
+        DTypeSize(outputs[i].dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(outputs[i].shape)));
+  }
+  if (bytes > kFoldLimitBytes) return false;
+
+  std::vector<TensorView*> out_ptrs(outputs.size(), nullptr);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (node.outputs[i] < 0) continue;
+    absl::StatusOr<Tensor> t = Tensor::Create(outputs[i].dtype, ir::ToConcrete(outputs[i].shape));
+    if (!t.ok()) return t.status();
+    folded_.push_back(std::move(*t));
+    folded_views_.push_back(folded_.back().view());
+    out_ptrs[i] = &folded_views_.back();
+  }
+  NoHost no_host;
+  ir::KernelContext kctx(node, in_ptrs, out_ptrs, &no_host);
+  if (absl::Status s = kernel(kctx); !s.ok()) return s;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (node.outputs[i] < 0) continue;
+    env_[node.outputs[i]] = Input{true, outputs[i].dtype, outputs[i].shape, out_ptrs[i]};
+  }
+  return true;
 }
 
 absl::StatusOr<std::vector<GraphInference::Output>> GraphInference::Infer(int subgraph,

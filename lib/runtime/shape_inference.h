@@ -2,6 +2,9 @@
 // tensor index -> (dtype, shape, value when known). The plan builder seeds it
 // with concrete shapes; Model load seeds it with the declared symbolic inputs.
 // Control-flow ops infer their bodies through this class (SubgraphInferrer).
+// Inside a body, small shape arithmetic with known inputs is evaluated as the
+// plan builder does, so a body's shape tests (an If on `Shape(x)[-1] == 1`)
+// have values when the shapes are concrete.
 #ifndef GROVE_LIB_RUNTIME_SHAPE_INFERENCE_H_
 #define GROVE_LIB_RUNTIME_SHAPE_INFERENCE_H_
 
@@ -20,7 +23,8 @@ class GraphInference : public ir::ShapeContext::SubgraphInferrer {
   using Input = ir::ShapeContext::Input;
   using Output = ir::ShapeContext::Output;
 
-  explicit GraphInference(const ir::Graph& graph);
+  // `planning`: the shapes are those of one call (see SubgraphInferrer).
+  GraphInference(const ir::Graph& graph, bool planning);
 
   void Set(int tensor, Input value) { env_[tensor] = std::move(value); }
   const Input* Find(int tensor) const;
@@ -34,11 +38,20 @@ class GraphInference : public ir::ShapeContext::SubgraphInferrer {
 
   // Infers a body from its inputs; captures come from the environment.
   absl::StatusOr<std::vector<Output>> Infer(int subgraph, absl::Span<const Input> inputs) override;
+  bool planning() const override { return planning_; }
 
  private:
+  // Evaluates `node` when it is small shape arithmetic whose inputs are known;
+  // false when it is not such a node.
+  absl::StatusOr<bool> Fold(const ir::Node& node, absl::Span<const Input> inputs,
+                            absl::Span<const Output> outputs);
+
   const ir::Graph& graph_;
+  const bool planning_;
   absl::flat_hash_map<int, Input> env_;
   std::deque<TensorView> weight_views_;
+  std::deque<Tensor> folded_;
+  std::deque<TensorView> folded_views_;
 };
 
 }  // namespace grove::runtime

@@ -210,13 +210,15 @@ TEST(SqueezeTest, InputAndAttributeForms) {
 TEST(SqueezeTest, Errors) {
   const Tensor x = Pattern(DType::kF32, {1, 3});
   const Tensor bad = I64({1}), out_of_range = I64({2}), twice = I64({0, -2});
-  EXPECT_TRUE(ErrorContains(RunOp("Squeeze", {&x, &bad}).status(), "squeezes dim 1 of the data [1, 3], which is not 1"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("Squeeze", {&x, &bad}).status(), "squeezes dim 1 of the data [1, 3], which is not 1"));
   EXPECT_TRUE(ErrorContains(RunOp("Squeeze", {&x, &out_of_range}).status(), "has axis 2; expected -2..1"));
   EXPECT_TRUE(ErrorContains(RunOp("Squeeze", {&x, &twice}).status(), "names dim 0 twice"));
   EXPECT_TRUE(ErrorContains(RunOp("Squeeze", {&x, &bad}, {{"axes", Ints{0}}}).status(),
                             "given both as input 1 (axes) and as attribute axes"));
   const Tensor f = F32({1}, {0});
-  EXPECT_TRUE(ErrorContains(RunOp("Squeeze", {&x, &f}).status(), "input 1 (axes) has dtype f32; expected one of i64, i32"));
+  EXPECT_TRUE(ErrorContains(RunOp("Squeeze", {&x, &f}).status(),
+                            "input 1 (axes) has dtype f32; expected one of i64, i32"));
   const Tensor two_d = I64({1, 1}, {0});
   EXPECT_TRUE(ErrorContains(RunOp("Squeeze", {&x, &two_d}).status(), "expected a 1-D tensor"));
 }
@@ -318,10 +320,10 @@ void CheckSplit(DType t, const Shape& shape, int64_t axis, const Ints& sizes, co
 
 TEST(SplitTest, FormsAndDTypes) {
   for (DType t : kAllTypes) {
-    CheckSplit(t, {2, 6}, 1, {2, 2, 2}, nullptr, {});                     // equal parts
+    CheckSplit(t, {2, 6}, 1, {2, 2, 2}, nullptr, {});  // equal parts
     const Tensor split = I64({1, 3, 2});
-    CheckSplit(t, {2, 6, 3}, -2, {1, 3, 2}, &split, {});                  // opset 13 input
-    CheckSplit(t, {5, 2}, 0, {4, 1}, nullptr, {{"split", Ints{4, 1}}});   // opset 11 attribute
+    CheckSplit(t, {2, 6, 3}, -2, {1, 3, 2}, &split, {});                          // opset 13 input
+    CheckSplit(t, {5, 2}, 0, {4, 1}, nullptr, {{"split", Ints{4, 1}}});           // opset 11 attribute
     CheckSplit(t, {7, 2}, 0, {3, 3, 1}, nullptr, {{"num_outputs", int64_t{3}}});  // opset 18
   }
   const Tensor zeros = I64({0, 0, 0});
@@ -343,7 +345,8 @@ TEST(SplitTest, Errors) {
   EXPECT_TRUE(ErrorContains(err({{"axis", int64_t{1}}}, 2), "does not split into 2 equal parts"));
   const Tensor sum_wrong = I64({2, 2}), count_wrong = I64({1, 4}), negative = I64({6, -1});
   EXPECT_TRUE(ErrorContains(err({{"axis", int64_t{1}}}, 2, &sum_wrong), "sums to 4 but the axis has 5 elements"));
-  EXPECT_TRUE(ErrorContains(err({{"axis", int64_t{1}}}, 3, &count_wrong), "has 2 entries but the node has 3 outputs"));
+  EXPECT_TRUE(
+      ErrorContains(err({{"axis", int64_t{1}}}, 3, &count_wrong), "has 2 entries but the node has 3 outputs"));
   EXPECT_TRUE(ErrorContains(err({{"axis", int64_t{1}}}, 2, &negative), "has a negative size"));
   EXPECT_TRUE(ErrorContains(err({{"axis", int64_t{2}}}, 1), "axis 2 is out of range for rank 2"));
   EXPECT_TRUE(ErrorContains(err({{"num_outputs", int64_t{3}}, {"axis", int64_t{1}}}, 2),
@@ -546,8 +549,9 @@ TEST(ScatterNDTest, Errors) {
                             "updates (input 2) has shape [1]; expected [1, 2]"));
   const Tensor i32_upd = MakeTensor<int32_t>(DType::kI32, {1}, {9});
   EXPECT_TRUE(ErrorContains(RunOp("ScatterND", {&data, &idx, &i32_upd}).status(), "must have the same dtype"));
-  EXPECT_TRUE(ErrorContains(RunOp("ScatterND", {&data, &row_idx, &upd}, {{"reduction", std::string("sub")}}).status(),
-                            "attribute reduction is 'sub'"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("ScatterND", {&data, &row_idx, &upd}, {{"reduction", std::string("sub")}}).status(),
+                    "attribute reduction is 'sub'"));
   const Tensor sidx = I64({}, {0});
   EXPECT_TRUE(ErrorContains(RunOp("ScatterND", {&data, &sidx, &upd}).status(), "indices (input 1) is a scalar"));
   // The data is left alone when an index is bad.
@@ -582,10 +586,7 @@ TEST(ExpandTest, BidirectionalBroadcast) {
       {{3, 1}, {2, 1, 6}, {2, 3, 6}},  // test_expand_dim_changed
       {{3, 1}, {3, 4}, {3, 4}},        // test_expand_dim_unchanged
       {{2, 3}, {1, 1}, {2, 3}},        // a smaller target keeps the input's dims
-      {{2, 3}, {}, {2, 3}},
-      {{}, {2, 2}, {2, 2}},
-      {{1, 4}, {0, 1}, {0, 4}},
-      {{1}, {3}, {3}},
+      {{2, 3}, {}, {2, 3}},           {{}, {2, 2}, {2, 2}}, {{1, 4}, {0, 1}, {0, 4}}, {{1}, {3}, {3}},
   };
   for (DType t : kAllTypes) {
     for (const Case& c : cases) {
@@ -605,8 +606,8 @@ TEST(ExpandTest, ErrorsAndSymbolic) {
   const Tensor bad = I64({3, 3}), neg = I64({-1, 2});
   EXPECT_TRUE(ErrorContains(RunOp("Expand", {&x, &bad}).status(), "cannot expand [3, 2] to [3, 3]"));
   EXPECT_TRUE(ErrorContains(RunOp("Expand", {&x, &neg}).status(), "has a negative dim"));
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Expand", {&x, &bad}, DType::kF32, {3, 3}).status(),
-                            "dim 1 is 2 against 3"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("Expand", {&x, &bad}, DType::kF32, {3, 3}).status(), "dim 1 is 2 against 3"));
   const SymDim b = SymDim::Symbol(0);
   const Tensor s = I64({1, 1, 5});
   auto out = InferSymbolic("Expand", {{DType::kF32, {b, 1}}, {DType::kI64, {3}, &s}});
@@ -647,7 +648,8 @@ TEST(TileTest, MatchesReference) {
 TEST(TileTest, ErrorsAndSymbolic) {
   const Tensor x = Pattern(DType::kF32, {2, 3});
   const Tensor short_r = I64({2}), neg = I64({1, -1});
-  EXPECT_TRUE(ErrorContains(RunOp("Tile", {&x, &short_r}).status(), "repeats (input 1) has 1 entries; expected 2"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("Tile", {&x, &short_r}).status(), "repeats (input 1) has 1 entries; expected 2"));
   EXPECT_TRUE(ErrorContains(RunOp("Tile", {&x, &neg}).status(), "has a negative entry"));
   const SymDim b = SymDim::Symbol(0);
   const Tensor r = I64({3, 1});
@@ -729,8 +731,8 @@ TEST(PadTest, ModesAndDTypes) {
     }
   }
   for (const std::string mode : {"constant", "reflect", "edge", "wrap"}) {
-    CheckPad(DType::kF32, {3}, {7, 8}, mode);        // wider than the input: repeated mirroring
-    CheckPad(DType::kF32, {1, 2}, {2, 0, 3, 5}, mode);  // a dim of 1
+    CheckPad(DType::kF32, {3}, {7, 8}, mode);             // wider than the input: repeated mirroring
+    CheckPad(DType::kF32, {1, 2}, {2, 0, 3, 5}, mode);    // a dim of 1
     CheckPad(DType::kF32, {4, 5}, {-1, 2, 0, -2}, mode);  // negative pads crop
     CheckPad(DType::kF32, {}, {}, mode);
     const Ints axes = {-1};
@@ -782,13 +784,15 @@ TEST(PadTest, Errors) {
   EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &ok}, {{"mode", std::string("mirror")}}).status(),
                             "attribute mode is 'mirror'"));
   EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x}).status(), "needs pads"));
-  EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &ok}, {{"pads", Ints{1, 1, 1, 1}}}).status(), "given both as input 1"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("Pad", {&x, &ok}, {{"pads", Ints{1, 1, 1, 1}}}).status(), "given both as input 1"));
   const Tensor i_value = MakeTensor<int32_t>(DType::kI32, {}, {1});
   EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &ok, &i_value}).status(), "must have the same dtype"));
   const Tensor two_values = F32({2}, {1, 2});
   EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &ok, &two_values}).status(), "expected a scalar (one element)"));
   const Tensor f_value = F32({}, {1});
-  EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &ok, &f_value}, {{"value", 1.0}}).status(), "given both as input 2"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("Pad", {&x, &ok, &f_value}, {{"value", 1.0}}).status(), "given both as input 2"));
   const Tensor axes = I64({2}), twice = I64({0, 0});
   const Tensor two = I64({1, 1});
   EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &two, nullptr, &axes}).status(), "has axis 2; expected -2..1"));
@@ -796,9 +800,9 @@ TEST(PadTest, Errors) {
   const Tensor empty = F32({0, 2}, {});
   EXPECT_TRUE(ErrorContains(RunOp("Pad", {&empty, &ok}, {{"mode", std::string("reflect")}}).status(),
                             "mode 'reflect' cannot pad dim 0 of the data [0, 2], which is empty"));
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Pad", {&empty, &ok}, DType::kF32, {2, 4}, {{"mode", std::string("edge")}})
-                                .status(),
-                            "mode 'edge' cannot pad dim 0"));
+  EXPECT_TRUE(ErrorContains(
+      RunKernelPlanned("Pad", {&empty, &ok}, DType::kF32, {2, 4}, {{"mode", std::string("edge")}}).status(),
+      "mode 'edge' cannot pad dim 0"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("Pad", {&x, &ok}, DType::kF32, {4, 4}).status(),
                             "output 0 is f32 [4, 5] for these inputs but was planned as f32 [4, 4]"));
 }
@@ -842,10 +846,18 @@ TEST(RangeTest, DTypesAndDirections) {
     auto scalar = [t](double v) {
       Tensor x = Tensor::Create(t, {}).value();
       switch (t) {
-        case DType::kF32: *x.as<float>() = static_cast<float>(v); break;
-        case DType::kF64: *x.as<double>() = v; break;
-        case DType::kI32: *x.as<int32_t>() = static_cast<int32_t>(v); break;
-        default: *x.as<int64_t>() = static_cast<int64_t>(v); break;
+        case DType::kF32:
+          *x.as<float>() = static_cast<float>(v);
+          break;
+        case DType::kF64:
+          *x.as<double>() = v;
+          break;
+        case DType::kI32:
+          *x.as<int32_t>() = static_cast<int32_t>(v);
+          break;
+        default:
+          *x.as<int64_t>() = static_cast<int64_t>(v);
+          break;
       }
       return x;
     };
@@ -877,18 +889,21 @@ TEST(RangeTest, DTypesAndDirections) {
   EXPECT_TRUE(ErrorContains(run(DType::kI64, 0, 1e18, 1).status(), "elements; at most"));
 
   // Extremes of int64: no overflow in the count or the values.
-  const Tensor lo = I64Scalar(std::numeric_limits<int64_t>::min()), hi = I64Scalar(std::numeric_limits<int64_t>::max());
+  const Tensor lo = I64Scalar(std::numeric_limits<int64_t>::min()),
+               hi = I64Scalar(std::numeric_limits<int64_t>::max());
   const Tensor big = I64Scalar(std::numeric_limits<int64_t>::max() / 2);
   auto ends = RunOp("Range", {&lo, &hi, &big});
   ASSERT_TRUE(ends.ok()) << ends.status();
   EXPECT_EQ((*ends)[0].shape(), Shape{5});
-  EXPECT_EQ(Values<int64_t>((*ends)[0])[4], std::numeric_limits<int64_t>::min() + 4 * (std::numeric_limits<int64_t>::max() / 2));
+  EXPECT_EQ(Values<int64_t>((*ends)[0])[4],
+            std::numeric_limits<int64_t>::min() + 4 * (std::numeric_limits<int64_t>::max() / 2));
 }
 
 TEST(RangeTest, ErrorsAndSymbolic) {
   const Tensor a = I64Scalar(0), b = MakeTensor<int32_t>(DType::kI32, {}, {4}), v = I64({0, 1});
   EXPECT_TRUE(ErrorContains(RunOp("Range", {&a, &b, &a}).status(), "must have the same dtype"));
-  EXPECT_TRUE(ErrorContains(RunOp("Range", {&a, &v, &a}).status(), "input 1 (limit) has shape [2]; expected a scalar"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("Range", {&a, &v, &a}).status(), "input 1 (limit) has shape [2]; expected a scalar"));
   const Tensor h = MakeTensor<uint16_t>(DType::kF16, {}, {0});
   EXPECT_TRUE(ErrorContains(RunOp("Range", {&h, &h, &h}).status(), "input 0 (start) has dtype f16"));
   auto out = InferSymbolic("Range", {{DType::kF32, {}}, {DType::kF32, {}}, {DType::kF32, {}}});
@@ -934,7 +949,8 @@ TEST(ConstantOfShapeTest, ErrorsAndSymbolic) {
   const Tensor neg = I64({2, -1}), ok = I64({2});
   EXPECT_TRUE(ErrorContains(RunOp("ConstantOfShape", {&neg}).status(), "has a negative dim"));
   const Tensor two = F32({2}, {1, 2});
-  EXPECT_TRUE(ErrorContains(RunOp("ConstantOfShape", {&ok, &two}).status(), "value (input 1) has shape [2]; expected one element"));
+  EXPECT_TRUE(ErrorContains(RunOp("ConstantOfShape", {&ok, &two}).status(),
+                            "value (input 1) has shape [2]; expected one element"));
   const Tensor f = F32({1}, {2});
   EXPECT_TRUE(ErrorContains(RunOp("ConstantOfShape", {&f}).status(), "input 0 (shape) has dtype f32"));
   const Tensor huge = I64({std::numeric_limits<int64_t>::max(), 4});
@@ -1044,7 +1060,7 @@ TEST(OneHotTest, DTypesAndEdges) {
     EXPECT_EQ((*out)[0].shape(), (Shape{3, 2}));
     ExpectMoved(values, (*out)[0], {0, 0, 1, 0, 0, 1});
   }
-  const Tensor far = I64({2}, {5, -9});  // out of range: all off
+  const Tensor far = I64({2}, {5, -9});                                  // out of range: all off
   const Tensor depth = MakeTensor<uint16_t>(DType::kF16, {}, {0x4200});  // 3.0
   const Tensor values = F32({2}, {0, 1});
   auto out = RunOp("OneHot", {&far, &depth, &values});
@@ -1063,12 +1079,14 @@ TEST(OneHotTest, DTypesAndEdges) {
 TEST(OneHotTest, ErrorsAndSymbolic) {
   const Tensor idx = I64({2}, {0, 1});
   const Tensor depth = I64Scalar(3), neg = I64Scalar(-1), values = F32({2}, {0, 1}), three = F32({3}, {0, 1, 2});
-  EXPECT_TRUE(ErrorContains(RunOp("OneHot", {&idx, &neg, &values}).status(), "depth (input 1) is -1; expected >= 0"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("OneHot", {&idx, &neg, &values}).status(), "depth (input 1) is -1; expected >= 0"));
   EXPECT_TRUE(ErrorContains(RunOp("OneHot", {&idx, &depth, &three}).status(), "values (input 2) has shape [3]"));
   EXPECT_TRUE(ErrorContains(RunOp("OneHot", {&idx, &depth, &values}, {{"axis", int64_t{2}}}).status(),
                             "attribute axis is 2; expected -2..1"));
   const Tensor bidx = MakeTensor<uint8_t>(DType::kBool, {1}, {1});
-  EXPECT_TRUE(ErrorContains(RunOp("OneHot", {&bidx, &depth, &values}).status(), "input 0 (indices) has dtype bool"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("OneHot", {&bidx, &depth, &values}).status(), "input 0 (indices) has dtype bool"));
   const Tensor nan_depth = F32({}, {NAN});
   EXPECT_TRUE(ErrorContains(RunOp("OneHot", {&idx, &nan_depth, &values}).status(), "not an integer count"));
   const SymDim b = SymDim::Symbol(0);
@@ -1080,6 +1098,41 @@ TEST(OneHotTest, ErrorsAndSymbolic) {
   out = InferSymbolic("OneHot", {{DType::kI64, {b}}, {DType::kI64, {}, &depth}, {DType::kF32, {2}}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->shape, (SymShape{b, 3}));
+}
+
+// ---------------------------------------------------------------------------
+// Sizes from values are checked before anything is planned.
+// ---------------------------------------------------------------------------
+
+TEST(LayoutLimitsTest, HugeValuesAreErrorsNotOverflows) {
+  constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
+  const Tensor x = Pattern(DType::kF32, {3, 2});
+  const Tensor reps = I64({kBig, 1});
+  EXPECT_TRUE(ErrorContains(RunOp("Tile", {&x, &reps}).status(), "overflow dim 0"));
+  const Tensor reps_size = I64({int64_t{1} << 46, 1});
+  EXPECT_TRUE(ErrorContains(RunOp("Tile", {&x, &reps_size}).status(), "larger than the 256 TiB limit"));
+  const Tensor pads = I64({kBig, 0, kBig, 0});
+  EXPECT_TRUE(ErrorContains(RunOp("Pad", {&x, &pads}).status(), "overflow dim 0"));
+  const Tensor big_shape = I64({int64_t{1} << 30, int64_t{1} << 30, 2});
+  const Tensor one = Pattern(DType::kF32, {1});
+  EXPECT_TRUE(ErrorContains(RunOp("Expand", {&one, &big_shape}).status(), "output 0: size overflows"));
+  const Tensor depth = I64Scalar(int64_t{1} << 50);
+  const Tensor idx = I64({4}, {0, 1, 2, 3});
+  const Tensor values = F32({2}, {0, 1});
+  EXPECT_TRUE(ErrorContains(RunOp("OneHot", {&idx, &depth, &values}).status(), "output 0"));
+  const Tensor long_axes = I64(Iota(70));
+  EXPECT_TRUE(ErrorContains(RunOp("Unsqueeze", {&x, &long_axes}).status(), "rank 72; at most 64"));
+  const Tensor long_shape = I64(Ints(65, 1));
+  EXPECT_TRUE(ErrorContains(RunOp("ConstantOfShape", {&long_shape}).status(), "rank 65; at most 64"));
+  EXPECT_TRUE(ErrorContains(RunOp("Expand", {&one, &long_shape}).status(), "rank 65; at most 64"));
+  const SymDim b = SymDim::Symbol(0);
+  auto out = InferSymbolic("Unsqueeze", {{DType::kF32, {b}}, {DType::kI64, {int64_t{1} << 40}}});
+  EXPECT_TRUE(ErrorContains(out.status(), "at most 64"));
+  // Symbolic dims with huge constants are left to run time.
+  const Tensor far_pads = I64({kBig, 0});
+  out = InferSymbolic("Pad", {{DType::kF32, {b}}, {DType::kI64, {2}, &far_pads}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->shape[0].is_unknown());
 }
 
 // ---------------------------------------------------------------------------
@@ -1096,7 +1149,8 @@ TEST(LayoutModelTest, PadWithRuntimePads) {
   auto session = NewSession(b.Finish());
   std::vector<float> x = {1, 2, 3, 4};
   for (const Ints& pads : {Ints{0, 1, 0, 0}, Ints{1, 0, 2, 1}}) {
-    auto out = session->Run({TensorView(DType::kF32, {2, 2}, x.data()), TensorView(DType::kI64, {4}, pads.data())});
+    auto out =
+        session->Run({TensorView(DType::kF32, {2, 2}, x.data()), TensorView(DType::kI64, {4}, pads.data())});
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ((*out)[0].shape, (Shape{2 + pads[0] + pads[2], 2 + pads[1] + pads[3]}));
   }

@@ -126,7 +126,8 @@ double Interpolate1D(const std::vector<double>& data, double scale, int64_t x, i
   for (int64_t i = -pad; i < static_cast<int64_t>(data.size()) + pad; ++i) {
     padded.push_back(data[std::clamp<int64_t>(i, 0, static_cast<int64_t>(data.size()) - 1)]);
   }
-  const std::vector<int64_t> idx = NeighborIdxes(c + static_cast<double>(pad), n, static_cast<int64_t>(padded.size()));
+  const std::vector<int64_t> idx =
+      NeighborIdxes(c + static_cast<double>(pad), n, static_cast<int64_t>(padded.size()));
   if (o.exclude_outside && o.mode != "nearest") {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -148,8 +149,9 @@ double InterpolateND(const std::vector<double>& data, const Shape& shape, size_t
   for (size_t k = d + 1; k < shape.size(); ++k) stride *= shape[k];
   std::vector<double> row;
   for (int64_t i = 0; i < shape[d]; ++i) {
-    row.push_back(d + 1 == shape.size() ? data[offset + i]
-                                        : InterpolateND(data, shape, d + 1, offset + i * stride, scales, x, out, o));
+    row.push_back(d + 1 == shape.size()
+                      ? data[offset + i]
+                      : InterpolateND(data, shape, d + 1, offset + i * stride, scales, x, out, o));
   }
   const double rs = o.roi.empty() ? 0 : o.roi[d], re = o.roi.empty() ? 1 : o.roi[d + shape.size()];
   return Interpolate1D(row, scales[d], x[d], out[d], rs, re, o);
@@ -188,7 +190,8 @@ std::vector<double> Ramp(const Shape& shape) {
   for (int64_t d : shape) n *= d;
   std::vector<double> v;
   // Not linear, so that linear interpolation of a ramp is not trivially exact.
-  for (int64_t i = 0; i < n; ++i) v.push_back(std::sin(0.7 * static_cast<double>(i)) * 10 + static_cast<double>(i % 5));
+  for (int64_t i = 0; i < n; ++i)
+    v.push_back(std::sin(0.7 * static_cast<double>(i)) * 10 + static_cast<double>(i % 5));
   return v;
 }
 
@@ -237,9 +240,8 @@ void CheckAgainstReference(const Shape& shape, const std::vector<float>& scales,
   }
 }
 
-const char* const kCoords[] = {"half_pixel",         "half_pixel_symmetric", "pytorch_half_pixel",
-                               "align_corners",      "asymmetric",           "tf_half_pixel_for_nn",
-                               "tf_crop_and_resize"};
+const char* const kCoords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                               "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 
 struct Geometry {
   Shape shape;
@@ -248,11 +250,11 @@ struct Geometry {
 };
 
 const Geometry kGeometries[] = {
-    {{1, 1, 4, 5}, {1, 1, 2, 1.5f}, {}},    // upsample
+    {{1, 1, 4, 5}, {1, 1, 2, 1.5f}, {}},     // upsample
     {{1, 1, 4, 5}, {1, 1, 0.5f, 0.6f}, {}},  // downsample
     {{1, 1, 4, 4}, {1, 1, 0.8f, 0.8f}, {}},
     {{1, 1, 4, 5}, {}, {1, 1, 7, 3}},
-    {{2, 3, 4}, {}, {3, 5, 2}},  // every dim resized
+    {{2, 3, 4}, {}, {3, 5, 2}},        // every dim resized
     {{1, 1, 3, 4}, {}, {1, 1, 1, 1}},  // output of 1: the special cases
     {{5}, {3.0f}, {}},
     {{1, 2, 3, 3}, {1, 1, 1, 1}, {}},  // identity
@@ -354,8 +356,9 @@ TEST(ResizeTest, OnnxBackendExamples) {
   const Tensor down = MakeTensor<float>(DType::kF32, {4}, {1, 1, 0.8f, 0.8f});
   auto cubic = RunF32(x4, nullptr, &down, nullptr, {{"mode", std::string("cubic")}});
   ASSERT_TRUE(cubic.ok()) << cubic.status();
-  EXPECT_THAT(*cubic, ::testing::ElementsAre(1.47119140625f, 2.78125f, 4.08251953125f, 6.71142578125f, 8.021484375f,
-                                             9.32275390625f, 11.91650390625f, 13.2265625f, 14.52783203125f));
+  EXPECT_THAT(*cubic,
+              ::testing::ElementsAre(1.47119140625f, 2.78125f, 4.08251953125f, 6.71142578125f, 8.021484375f,
+                                     9.32275390625f, 11.91650390625f, 13.2265625f, 14.52783203125f));
   auto excl = RunF32(x4, nullptr, &down, nullptr,
                      {{"mode", std::string("cubic")}, {"cubic_coeff_a", -0.5}, {"exclude_outside", int64_t{1}}});
   ASSERT_TRUE(excl.ok()) << excl.status();
@@ -365,22 +368,23 @@ TEST(ResizeTest, OnnxBackendExamples) {
 
   const Tensor x2 = MakeTensor<float>(DType::kF32, {1, 1, 2, 2}, {1, 2, 3, 4});
   const Tensor up = MakeTensor<float>(DType::kF32, {4}, {1, 1, 2, 2});
-  auto align = RunF32(x2, nullptr, &up, nullptr,
-                      {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}});
+  auto align =
+      RunF32(x2, nullptr, &up, nullptr,
+             {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}});
   ASSERT_TRUE(align.ok()) << align.status();
-  EXPECT_THAT(*align, ::testing::ElementsAre(1.0f, 1.3333333730697632f, 1.6666666269302368f, 2.0f, 1.6666666269302368f,
-                                             2.0f, 2.3333332538604736f, 2.6666667461395264f, 2.3333332538604736f,
-                                             2.6666667461395264f, 3.0f, 3.3333332538604736f, 3.0f,
-                                             3.3333332538604736f, 3.6666667461395264f, 4.0f));
+  EXPECT_THAT(*align, ::testing::ElementsAre(1.0f, 1.3333333730697632f, 1.6666666269302368f, 2.0f,
+                                             1.6666666269302368f, 2.0f, 2.3333332538604736f, 2.6666667461395264f,
+                                             2.3333332538604736f, 2.6666667461395264f, 3.0f, 3.3333332538604736f,
+                                             3.0f, 3.3333332538604736f, 3.6666667461395264f, 4.0f));
   auto linear = RunF32(x2, nullptr, &up, nullptr, {{"mode", std::string("linear")}});
   ASSERT_TRUE(linear.ok()) << linear.status();
-  EXPECT_THAT(*linear, ::testing::ElementsAre(1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25,
-                                              3.75, 4));
+  EXPECT_THAT(*linear, ::testing::ElementsAre(1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3,
+                                              3.25, 3.75, 4));
 
   const Tensor sizes31 = MakeTensor<int64_t>(DType::kI64, {4}, {1, 1, 3, 1});
-  auto pytorch = RunF32(x4, nullptr, nullptr, &sizes31,
-                        {{"mode", std::string("linear")},
-                         {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}});
+  auto pytorch = RunF32(
+      x4, nullptr, nullptr, &sizes31,
+      {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}});
   ASSERT_TRUE(pytorch.ok()) << pytorch.status();
   EXPECT_THAT(*pytorch, ::testing::ElementsAre(1.6666666269302368f, 7.0f, 12.333333015441895f));
 
@@ -393,7 +397,8 @@ TEST(ResizeTest, OnnxBackendExamples) {
                               {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
                               {"extrapolation_value", 10.0}});
   ASSERT_TRUE(extrapolated.ok()) << extrapolated.status();
-  EXPECT_THAT(*extrapolated, ::testing::ElementsAre(7.600000381469727f, 10, 10, 12.40000057220459f, 10, 10, 10, 10, 10));
+  EXPECT_THAT(*extrapolated,
+              ::testing::ElementsAre(7.600000381469727f, 10, 10, 12.40000057220459f, 10, 10, 10, 10, 10));
 
   const Tensor sizes88 = MakeTensor<int64_t>(DType::kI64, {4}, {1, 1, 8, 8});
   auto ceil = RunF32(x4, nullptr, nullptr, &sizes88, {{"nearest_mode", std::string("ceil")}});
@@ -456,7 +461,8 @@ TEST(ResizeTest, AxesAndAspectPolicy) {
   const std::vector<double> data = Ramp({2, 3, 4});
   const Tensor x = MakeTensor<double>(DType::kF64, {2, 3, 4}, data);
   const Tensor two = MakeTensor<int64_t>(DType::kI64, {2}, {6, 2});
-  auto axes = RunOp("Resize", {&x, nullptr, nullptr, &two}, {{"axes", std::vector<int64_t>{-1, 1}}, {"mode", std::string("linear")}});
+  auto axes = RunOp("Resize", {&x, nullptr, nullptr, &two},
+                    {{"axes", std::vector<int64_t>{-1, 1}}, {"mode", std::string("linear")}});
   ASSERT_TRUE(axes.ok()) << axes.status();
   EXPECT_EQ((*axes)[0].shape(), (Shape{2, 2, 6}));
   const Tensor full = MakeTensor<int64_t>(DType::kI64, {3}, {2, 2, 6});
@@ -471,12 +477,14 @@ TEST(ResizeTest, AxesAndAspectPolicy) {
 
   // keep_aspect_ratio_policy: one scale for every resized axis.
   const Tensor box = MakeTensor<int64_t>(DType::kI64, {2}, {6, 6});
-  auto larger = RunOp("Resize", {&x, nullptr, nullptr, &box},
-                      {{"axes", std::vector<int64_t>{1, 2}}, {"keep_aspect_ratio_policy", std::string("not_larger")}});
+  auto larger =
+      RunOp("Resize", {&x, nullptr, nullptr, &box},
+            {{"axes", std::vector<int64_t>{1, 2}}, {"keep_aspect_ratio_policy", std::string("not_larger")}});
   ASSERT_TRUE(larger.ok()) << larger.status();
   EXPECT_EQ((*larger)[0].shape(), (Shape{2, 5, 6}));  // scale 1.5: 3 * 1.5 = 4.5 rounds half up
-  auto smaller = RunOp("Resize", {&x, nullptr, nullptr, &box},
-                       {{"axes", std::vector<int64_t>{1, 2}}, {"keep_aspect_ratio_policy", std::string("not_smaller")}});
+  auto smaller =
+      RunOp("Resize", {&x, nullptr, nullptr, &box},
+            {{"axes", std::vector<int64_t>{1, 2}}, {"keep_aspect_ratio_policy", std::string("not_smaller")}});
   ASSERT_TRUE(smaller.ok()) << smaller.status();
   EXPECT_EQ((*smaller)[0].shape(), (Shape{2, 6, 8}));  // scale 2
   // The unified scale drives the coordinates: not_smaller equals scales [1, 2, 2].
@@ -512,21 +520,25 @@ TEST(ResizeTest, Errors) {
   const Tensor scales = MakeTensor<float>(DType::kF32, {4}, {1, 1, 2, 2});
   const Tensor sizes = MakeTensor<int64_t>(DType::kI64, {4}, {1, 1, 4, 4});
   auto err = [&](std::vector<const Tensor*> in, Attrs attrs = {}) { return RunOp("Resize", in, attrs).status(); };
-  EXPECT_TRUE(ErrorContains(err({&x, nullptr, &scales, &sizes}), "scales (input 2) and sizes (input 3) are both given"));
+  EXPECT_TRUE(
+      ErrorContains(err({&x, nullptr, &scales, &sizes}), "scales (input 2) and sizes (input 3) are both given"));
   EXPECT_TRUE(ErrorContains(err({&x}), "needs scales (input 2) or sizes (input 3)"));
   EXPECT_TRUE(ErrorContains(err({&x, nullptr, &scales}, {{"mode", std::string("bilinear")}}),
                             "attribute mode is 'bilinear'; expected one of 'nearest', 'linear', 'cubic'"));
-  EXPECT_TRUE(ErrorContains(err({&x, nullptr, &scales}, {{"coordinate_transformation_mode", std::string("corner")}}),
-                            "attribute coordinate_transformation_mode is 'corner'"));
+  EXPECT_TRUE(
+      ErrorContains(err({&x, nullptr, &scales}, {{"coordinate_transformation_mode", std::string("corner")}}),
+                    "attribute coordinate_transformation_mode is 'corner'"));
   EXPECT_TRUE(ErrorContains(err({&x, nullptr, &scales}, {{"nearest_mode", std::string("round")}}),
                             "attribute nearest_mode is 'round'"));
   EXPECT_TRUE(ErrorContains(err({&x, nullptr, &scales}, {{"keep_aspect_ratio_policy", std::string("fit")}}),
                             "attribute keep_aspect_ratio_policy is 'fit'"));
   EXPECT_TRUE(ErrorContains(err({&x, nullptr, &scales}, {{"exclude_outside", int64_t{2}}}),
                             "attribute exclude_outside is 2; expected 0 or 1"));
-  EXPECT_TRUE(ErrorContains(err({&x, nullptr, &scales}, {{"antialias", int64_t{-1}}}), "attribute antialias is -1"));
+  EXPECT_TRUE(
+      ErrorContains(err({&x, nullptr, &scales}, {{"antialias", int64_t{-1}}}), "attribute antialias is -1"));
   const Tensor three = MakeTensor<float>(DType::kF32, {3}, {1, 2, 2});
-  EXPECT_TRUE(ErrorContains(err({&x, nullptr, &three}), "scales (input 2) has 3 elements; expected 4 (the input's rank)"));
+  EXPECT_TRUE(
+      ErrorContains(err({&x, nullptr, &three}), "scales (input 2) has 3 elements; expected 4 (the input's rank)"));
   EXPECT_TRUE(ErrorContains(err({&x, nullptr, &three}, {{"axes", std::vector<int64_t>{2, 3}}}),
                             "expected 2 (one per axis in attribute axes)"));
   const Tensor zero_scale = MakeTensor<float>(DType::kF32, {4}, {1, 1, 0, 2});
@@ -544,14 +556,17 @@ TEST(ResizeTest, Errors) {
   const Tensor none = MakeTensor<float>(DType::kF32, {0}, {});
   EXPECT_TRUE(ErrorContains(err({&scalar, nullptr, &none}), "is a scalar"));
   const Tensor roi = MakeTensor<float>(DType::kF32, {4}, {0, 0, 1, 1});
-  EXPECT_TRUE(ErrorContains(err({&x, &roi, &scales}, {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}),
-                            "roi (input 1) has 4 elements; expected 8"));
+  EXPECT_TRUE(ErrorContains(
+      err({&x, &roi, &scales}, {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}),
+      "roi (input 1) has 4 elements; expected 8"));
   EXPECT_TRUE(ErrorContains(err({&x, nullptr, &three}, {{"axes", std::vector<int64_t>{1, 4, 0}}}),
                             "attribute axes [1, 4, 0] has axis 4; expected -4..3"));
-  EXPECT_TRUE(ErrorContains(err({&x, nullptr, &three}, {{"axes", std::vector<int64_t>{1, -3, 0}}}), "names dim 1 twice"));
+  EXPECT_TRUE(
+      ErrorContains(err({&x, nullptr, &three}, {{"axes", std::vector<int64_t>{1, -3, 0}}}), "names dim 1 twice"));
   const Tensor empty_x = MakeTensor<float>(DType::kF32, {1, 0}, {});
   const Tensor grow = MakeTensor<int64_t>(DType::kI64, {2}, {1, 3});
-  EXPECT_TRUE(ErrorContains(err({&empty_x, nullptr, nullptr, &grow}), "asks for 3 elements along dim 1, which is empty"));
+  EXPECT_TRUE(
+      ErrorContains(err({&empty_x, nullptr, nullptr, &grow}), "asks for 3 elements along dim 1, which is empty"));
   const Tensor huge = MakeTensor<float>(DType::kF32, {4}, {1, 1, 1e30f, 1});
   EXPECT_TRUE(ErrorContains(err({&x, nullptr, &huge}), "too large"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("Resize", {&x, nullptr, &scales}, DType::kF32, {1, 1, 4, 5}).status(),
@@ -597,10 +612,12 @@ TEST(ResizeTest, SizesKnownOnlyAtRunTime) {
   ASSERT_TRUE(session.ok()) << session.status();
   std::vector<float> x = {1, 2, 3, 4};
   const std::vector<int64_t> sizes = {1, 1, 4, 4};
-  auto out = (*session)->Run({TensorView(DType::kF32, {1, 1, 2, 2}, x.data()), TensorView(DType::kI64, {4}, sizes.data())});
+  auto out = (*session)->Run(
+      {TensorView(DType::kF32, {1, 1, 2, 2}, x.data()), TensorView(DType::kI64, {4}, sizes.data())});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_THAT(Values<float>(Tensor::CopyOf((*out)[0]).value()),
-              ::testing::ElementsAre(1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4));
+  EXPECT_THAT(
+      Values<float>(Tensor::CopyOf((*out)[0]).value()),
+      ::testing::ElementsAre(1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4));
 }
 
 }  // namespace

@@ -97,8 +97,9 @@ absl::Status CopyKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   TensorView& y = ctx.output(0);
   if (x.dtype != y.dtype || x.num_elements() != y.num_elements()) {
-    return ctx.Error(absl::StrCat("the input ", DTypeName(x.dtype), " ", DimsString(x.shape), " does not fit the planned output ",
-                                  DTypeName(y.dtype), " ", DimsString(y.shape)));
+    return ctx.Error(absl::StrCat("the input ", DTypeName(x.dtype), " ", DimsString(x.shape),
+                                  " does not fit the planned output ", DTypeName(y.dtype), " ",
+                                  DimsString(y.shape)));
   }
   if (y.data != x.data && x.byte_size() > 0) std::memmove(y.data, x.data, x.byte_size());
   return absl::OkStatus();
@@ -207,7 +208,8 @@ absl::StatusOr<Reduction> ParseReduction(const ir::KernelContext& ctx) {
   if (r == "mul") return Reduction::kMul;
   if (r == "max") return Reduction::kMax;
   if (r == "min") return Reduction::kMin;
-  return ctx.Error(absl::StrCat("attribute reduction is '", r, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
+  return ctx.Error(
+      absl::StrCat("attribute reduction is '", r, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
 }
 
 template <typename T>
@@ -217,10 +219,18 @@ void ScatterReduce(Reduction reduction, T* out, const T* upd, int64_t n) {
     const C a = ToCompute(out[i]), b = ToCompute(upd[i]);
     C r;
     switch (reduction) {
-      case Reduction::kAdd: r = static_cast<C>(a + b); break;
-      case Reduction::kMul: r = static_cast<C>(a * b); break;
-      case Reduction::kMax: r = std::max(a, b); break;
-      default: r = std::min(a, b); break;
+      case Reduction::kAdd:
+        r = static_cast<C>(a + b);
+        break;
+      case Reduction::kMul:
+        r = static_cast<C>(a * b);
+        break;
+      case Reduction::kMax:
+        r = std::max(a, b);
+        break;
+      default:
+        r = std::min(a, b);
+        break;
     }
     out[i] = FromCompute<T>(r);
   }
@@ -235,8 +245,8 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   const int64_t rank = static_cast<int64_t>(data.shape.size());
   const int64_t k = idx.shape.empty() ? -1 : idx.shape.back();
   if (k < 1 || k > rank) {
-    return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " must end in a dim of 1..", rank,
-                                  " (the data's rank)"));
+    return ctx.Error(
+        absl::StrCat("indices ", DimsString(idx.shape), " must end in a dim of 1..", rank, " (the data's rank)"));
   }
   std::vector<int64_t> want(idx.shape.begin(), idx.shape.end() - 1);
   want.insert(want.end(), data.shape.begin() + k, data.shape.end());
@@ -257,8 +267,8 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
       const int64_t given = v;
       if (v < 0) v += data.shape[d];
       if (v < 0 || v >= data.shape[d]) {
-        return ctx.Error(absl::StrCat("index ", given, " (entry ", j, ", coordinate ", d, ") is out of range for dim ",
-                                      d, " of the data ", DimsString(data.shape)));
+        return ctx.Error(absl::StrCat("index ", given, " (entry ", j, ", coordinate ", d,
+                                      ") is out of range for dim ", d, " of the data ", DimsString(data.shape)));
       }
       offsets[j] += v * strides[d];
     }
@@ -280,8 +290,8 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   return VisitAnyDType(ctx, data.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (int64_t j = 0; j < count; ++j) {
-      ScatterReduce<T>(*reduction, reinterpret_cast<T*>(out) + offsets[j], reinterpret_cast<const T*>(u) + j * slice,
-                       slice);
+      ScatterReduce<T>(*reduction, reinterpret_cast<T*>(out) + offsets[j],
+                       reinterpret_cast<const T*>(u) + j * slice, slice);
     }
     return absl::OkStatus();
   });
@@ -295,8 +305,8 @@ absl::StatusOr<std::vector<int64_t>> Broadcast(const std::vector<int64_t>& a, co
     const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (x != y && x != 1 && y != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot expand ", DimsString(a), " to ", DimsString(b), ": dim ",
-                                                     i, " is ", x, " against ", y));
+      return absl::InvalidArgumentError(absl::StrCat("cannot expand ", DimsString(a), " to ", DimsString(b),
+                                                     ": dim ", i, " is ", x, " against ", y));
     }
     out[i] = x == 1 ? y : x;
   }
@@ -480,8 +490,8 @@ absl::Status RangeKernel(ir::KernelContext& ctx) {
   for (int i = 0; i < 3; ++i) {
     const TensorView& v = ctx.input(i);
     if (v.dtype != start.dtype || v.num_elements() != 1) {
-      return ctx.Error(absl::StrCat("start, limit and delta must be single elements of one dtype; input ", i, " is ",
-                                    DTypeName(v.dtype), " ", DimsString(v.shape)));
+      return ctx.Error(absl::StrCat("start, limit and delta must be single elements of one dtype; input ", i,
+                                    " is ", DTypeName(v.dtype), " ", DimsString(v.shape)));
     }
   }
   absl::StatusOr<int64_t> count = ir::RangeCount(start, ctx.input(1), ctx.input(2));
@@ -576,7 +586,8 @@ absl::Status OneHotKernel(ir::KernelContext& ctx) {
   const TensorView& indices = ctx.input(0);
   const TensorView& values = ctx.input(2);
   if (ctx.input(1).num_elements() != 1 || DTypeSize(ctx.input(1).dtype) == 0) {
-    return ctx.Error(absl::StrCat("depth (input 1) is ", DimsString(ctx.input(1).shape), "; expected one element"));
+    return ctx.Error(
+        absl::StrCat("depth (input 1) is ", DimsString(ctx.input(1).shape), "; expected one element"));
   }
   absl::StatusOr<int64_t> depth = ir::NumberAsInt(ir::ReadNumber(ctx.input(1), 0), "depth (input 1)");
   if (!depth.ok()) return ctx.Error(depth.status().message());

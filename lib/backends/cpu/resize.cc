@@ -7,8 +7,6 @@
 // precision, as the reference's recursion does. Nearest copies bytes (any
 // dtype); linear and cubic compute in double and convert back as ONNX Cast
 // would (integers truncate).
-#include "lib/backends/cpu/resize_kernel.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/cpu/element_types.h"
+#include "lib/backends/cpu/resize_kernel.h"
 #include "lib/ir/ops/layout_params.h"
 #include "lib/ir/ops/resize_params.h"
 
@@ -46,7 +45,8 @@ struct AxisPlan {
 
 // The input coordinate output coordinate x maps to; `outside` is set when
 // tf_crop_and_resize samples beyond the input.
-double Coordinate(const ResizeAttrs& a, const ResizeGeometry& g, size_t dim, int64_t in_w, int64_t x, bool* outside) {
+double Coordinate(const ResizeAttrs& a, const ResizeGeometry& g, size_t dim, int64_t in_w, int64_t x,
+                  bool* outside) {
   *outside = false;
   const double scale = g.scales[dim];
   const double xd = static_cast<double>(x);
@@ -104,7 +104,8 @@ double CubicCoeff(double x, double A) {
 
 // Offsets (relative to `base`) and weights of one output sample at
 // `ratio` in (0, 1] past `base`.
-void Weights(const ResizeAttrs& a, double scale, double ratio, std::vector<int64_t>* offsets, std::vector<double>* w) {
+void Weights(const ResizeAttrs& a, double scale, double ratio, std::vector<int64_t>* offsets,
+             std::vector<double>* w) {
   offsets->clear();
   w->clear();
   if (a.mode == ResizeMode::kNearest) {
@@ -113,10 +114,18 @@ void Weights(const ResizeAttrs& a, double scale, double ratio, std::vector<int64
       up = true;
     } else {
       switch (a.nearest) {
-        case ResizeNearestMode::kRoundPreferFloor: up = ratio > 0.5; break;
-        case ResizeNearestMode::kRoundPreferCeil: up = ratio >= 0.5; break;
-        case ResizeNearestMode::kFloor: up = false; break;
-        default: up = true; break;
+        case ResizeNearestMode::kRoundPreferFloor:
+          up = ratio > 0.5;
+          break;
+        case ResizeNearestMode::kRoundPreferCeil:
+          up = ratio >= 0.5;
+          break;
+        case ResizeNearestMode::kFloor:
+          up = false;
+          break;
+        default:
+          up = true;
+          break;
       }
     }
     offsets->push_back(up ? 1 : 0);
@@ -155,8 +164,7 @@ void Weights(const ResizeAttrs& a, double scale, double ratio, std::vector<int64
   }
   const double A = a.cubic_a, r = ratio;
   *offsets = {-1, 0, 1, 2};
-  *w = {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A,
-        ((A + 2) * r - (A + 3)) * r * r + 1,
+  *w = {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
         ((A + 2) * (1 - r) - (A + 3)) * (1 - r) * (1 - r) + 1,
         ((A * ((1 - r) + 1) - 5 * A) * ((1 - r) + 1) + 8 * A) * ((1 - r) + 1) - 4 * A};
 }
@@ -218,7 +226,8 @@ int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 
 // Nearest: output element = input element at each dim's chosen index, or the
 // extrapolation value when some dim samples outside the crop.
-void ResizeNearest(const std::vector<AxisPlan>& plans, const TensorView& x, TensorView& y, const uint8_t* extrapolation) {
+void ResizeNearest(const std::vector<AxisPlan>& plans, const TensorView& x, TensorView& y,
+                   const uint8_t* extrapolation) {
   const size_t rank = plans.size();
   const size_t es = DTypeSize(x.dtype);
   const std::vector<int64_t> strides = ir::Strides(x.shape);
@@ -244,7 +253,8 @@ void ResizeNearest(const std::vector<AxisPlan>& plans, const TensorView& x, Tens
     }
     uint8_t* o = out + start * static_cast<int64_t>(es);
     for (int64_t j = 0; j < row; ++j) {
-      const uint8_t* from = base < 0 || last[j] < 0 ? extrapolation : in + (base + last[j]) * static_cast<int64_t>(es);
+      const uint8_t* from =
+          base < 0 || last[j] < 0 ? extrapolation : in + (base + last[j]) * static_cast<int64_t>(es);
       std::memcpy(o + j * static_cast<int64_t>(es), from, es);
     }
     for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
@@ -324,7 +334,8 @@ absl::Status ResizeKernel(ir::KernelContext& ctx) {
     const T* in = x.as<const T>();
     std::vector<double> buf(static_cast<size_t>(x.num_elements()));
     for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(ToCompute(in[i]));
-    const std::vector<double> result = ResizeInterpolate(plans, std::move(buf), x.shape, attrs->extrapolation_value);
+    const std::vector<double> result =
+        ResizeInterpolate(plans, std::move(buf), x.shape, attrs->extrapolation_value);
     T* out = y.as<T>();
     for (size_t i = 0; i < result.size(); ++i) out[i] = ConvertElement<T>(result[i]);
     return absl::OkStatus();

@@ -17,15 +17,44 @@ absl::StatusOr<SymShape> MergeShapes(const SymShape& a, const SymShape& b) {
   return out;
 }
 
+absl::Status SetBranchOutputs(ShapeContext& ctx, const std::vector<ShapeContext::Output>& outs,
+                              absl::string_view branch) {
+  if (static_cast<int>(outs.size()) != ctx.num_outputs()) {
+    return ctx.Error(absl::StrCat("has ", ctx.num_outputs(), " outputs but ", branch, " gives ", outs.size()));
+  }
+  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutput(i, outs[i].dtype, outs[i].shape);
+  return absl::OkStatus();
+}
+
+// The prediction of an If's outputs. A condition known when planning (a test
+// of a dim, folded) picks its branch, whose outputs may have any rank. With
+// the condition unknown, the two branches' predictions are merged; they must
+// agree in dtype and rank. When planning, a branch that cannot take these
+// shapes is one the data will not choose (an If on a sample rate whose other
+// path wants other lengths): the other branch predicts, and the error comes
+// at run time if the data chooses it after all.
 absl::Status InferIf(ShapeContext& ctx) {
   if (ctx.input_dtype(0) != DType::kBool) return ctx.Error("cond must be bool");
   if (ctx.inferrer() == nullptr) return ctx.Error("If needs its branches to infer shapes");
   const int then_sg = ctx.attrs().GetSubgraph("then_branch");
   const int else_sg = ctx.attrs().GetSubgraph("else_branch");
+  if (const TensorView* cond = ctx.input_value(0); cond != nullptr && cond->num_elements() == 1) {
+    const bool taken = *static_cast<const uint8_t*>(cond->data) != 0;
+    auto out = ctx.inferrer()->Infer(taken ? then_sg : else_sg, {});
+    if (!out.ok()) return out.status();
+    return SetBranchOutputs(ctx, *out, taken ? "then_branch" : "else_branch");
+  }
   auto then_out = ctx.inferrer()->Infer(then_sg, {});
-  if (!then_out.ok()) return then_out.status();
   auto else_out = ctx.inferrer()->Infer(else_sg, {});
-  if (!else_out.ok()) return else_out.status();
+  if (!then_out.ok() || !else_out.ok()) {
+    if (then_out.ok() != else_out.ok() && ctx.inferrer()->planning()) {
+      return then_out.ok() ? SetBranchOutputs(ctx, *then_out, "then_branch")
+                           : SetBranchOutputs(ctx, *else_out, "else_branch");
+    }
+    // A real error before one that only a plan can settle.
+    if (!then_out.ok() && !IsDeferredShapeError(then_out.status())) return then_out.status();
+    return !else_out.ok() ? else_out.status() : then_out.status();
+  }
   if (static_cast<int>(then_out->size()) != ctx.num_outputs() ||
       static_cast<int>(else_out->size()) != ctx.num_outputs()) {
     return ctx.Error(absl::StrCat("has ", ctx.num_outputs(), " outputs but the branches give ", then_out->size(),
@@ -40,8 +69,13 @@ absl::Status InferIf(ShapeContext& ctx) {
     }
     absl::StatusOr<SymShape> merged = MergeShapes(t.shape, e.shape);
     if (!merged.ok()) {
-      return ctx.Error(absl::StrCat("output ", i, " has rank ", t.shape.size(), " in then_branch but ",
-                                    e.shape.size(), " in else_branch; grove needs equal ranks"));
+      const std::string msg = absl::StrCat("output ", i, " has rank ", t.shape.size(), " in then_branch but ",
+                                           e.shape.size(), " in else_branch");
+      // Over symbolic shapes the condition may be a dim test that a plan
+      // folds; with concrete shapes it depends on data, and grove needs one
+      // rank to plan what follows.
+      if (!ctx.inferrer()->planning()) return DeferredShapeError(ctx.Error(msg).message());
+      return ctx.Error(absl::StrCat(msg, " and the condition depends on data; grove needs equal ranks"));
     }
     ctx.SetOutput(i, t.dtype, std::move(*merged));
   }

@@ -48,8 +48,9 @@ struct WindowGeometry {
 
 namespace conv_geometry_internal {
 
-inline absl::Status ReadPositiveInts(const Attributes& attrs, absl::string_view name, int count, int64_t min,
-                                     std::vector<int64_t>* out) {
+// Reads `name` (when given) as exactly `count` values in [min, kMaxWindowAttr].
+inline absl::Status ReadBoundedInts(const Attributes& attrs, absl::string_view name, int count, int64_t min,
+                                    std::vector<int64_t>* out) {
   if (!attrs.Has(name)) return absl::OkStatus();
   std::vector<int64_t> v = attrs.GetInts(name);
   if (static_cast<int>(v.size()) != count) {
@@ -96,7 +97,7 @@ inline absl::StatusOr<WindowGeometry> ReadWindowGeometry(const Attributes& attrs
     return absl::InvalidArgumentError("attribute 'kernel_shape' is required");
   }
   g.kernel.assign(spatial, -1);
-  if (absl::Status s = in::ReadPositiveInts(attrs, "kernel_shape", spatial, 1, &g.kernel); !s.ok()) return s;
+  if (absl::Status s = in::ReadBoundedInts(attrs, "kernel_shape", spatial, 1, &g.kernel); !s.ok()) return s;
   if (weight_kernel != nullptr) {
     for (int d = 0; d < spatial; ++d) {
       const SymDim& w = (*weight_kernel)[d];
@@ -119,9 +120,9 @@ inline absl::StatusOr<WindowGeometry> ReadWindowGeometry(const Attributes& attrs
   g.strides.assign(spatial, 1);
   g.dilations.assign(spatial, 1);
   g.pads.assign(2 * spatial, 0);
-  if (absl::Status s = in::ReadPositiveInts(attrs, "strides", spatial, 1, &g.strides); !s.ok()) return s;
-  if (absl::Status s = in::ReadPositiveInts(attrs, "dilations", spatial, 1, &g.dilations); !s.ok()) return s;
-  if (absl::Status s = in::ReadPositiveInts(attrs, "pads", 2 * spatial, 0, &g.pads); !s.ok()) return s;
+  if (absl::Status s = in::ReadBoundedInts(attrs, "strides", spatial, 1, &g.strides); !s.ok()) return s;
+  if (absl::Status s = in::ReadBoundedInts(attrs, "dilations", spatial, 1, &g.dilations); !s.ok()) return s;
+  if (absl::Status s = in::ReadBoundedInts(attrs, "pads", 2 * spatial, 0, &g.pads); !s.ok()) return s;
   if (g.auto_pad != AutoPad::kNotSet &&
       std::any_of(g.pads.begin(), g.pads.end(), [](int64_t p) { return p != 0; })) {
     return absl::InvalidArgumentError(absl::StrCat("attribute 'pads' [", absl::StrJoin(g.pads, ", "),
@@ -144,7 +145,7 @@ inline absl::StatusOr<WindowGeometry> ReadWindowGeometry(const Attributes& attrs
 
   if (op == WindowOp::kConvTranspose) {
     g.output_padding.assign(spatial, 0);
-    if (absl::Status s = in::ReadPositiveInts(attrs, "output_padding", spatial, 0, &g.output_padding); !s.ok()) {
+    if (absl::Status s = in::ReadBoundedInts(attrs, "output_padding", spatial, 0, &g.output_padding); !s.ok()) {
       return s;
     }
     for (int d = 0; d < spatial; ++d) {

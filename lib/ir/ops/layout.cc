@@ -6,7 +6,9 @@
 // rank and the runtime infers again when the op runs. Both the opset-11
 // attribute forms and the opset-13 input forms are accepted.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -83,8 +85,8 @@ absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_v
   const bool has_attr = ctx.attrs().Has(attr);
   if (ctx.has_input(i)) {
     if (has_attr) {
-      return ctx.Error(absl::StrCat(name, " is given both as ", InputName(i, name), " and as attribute ", attr,
-                                    "; give one"));
+      return ctx.Error(
+          absl::StrCat(name, " is given both as ", InputName(i, name), " and as attribute ", attr, "; give one"));
     }
     absl::StatusOr<IntList> list = ReadIntList(ctx, i, name);
     if (!list.ok()) return list.status();
@@ -99,13 +101,38 @@ absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_v
   return arg;
 }
 
+// Sets output i after checking that a concrete shape's byte size stays
+// within what the planner may multiply out unchecked.
+absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
+  if (IsConcrete(shape)) {
+    absl::StatusOr<uint64_t> bytes = CheckedByteSize(dtype, ToConcrete(shape), absl::StrCat("output ", i));
+    if (!bytes.ok()) return ctx.Error(bytes.status().message());
+  }
+  ctx.SetOutput(i, dtype, std::move(shape));
+  return absl::OkStatus();
+}
+
+// SymDim arithmetic does not check for overflow; constants from values only
+// enter it below this bound, larger ones leave the dim to run time.
+constexpr int64_t kSymbolicConstantLimit = int64_t{1} << 32;
+
+// Output ranks that come from a value's length are capped, so a bad model
+// cannot make a shape function allocate without bound.
+constexpr int64_t kMaxRank = 64;
+
+absl::Status CheckRank(const ShapeContext& ctx, int64_t rank, absl::string_view what) {
+  if (rank > kMaxRank)
+    return ctx.Error(absl::StrCat(what, " gives an output of rank ", rank, "; at most ", kMaxRank));
+  return absl::OkStatus();
+}
+
 // A scalar input (rank 0, or one element as exporters often give).
 absl::Status CheckScalar(const ShapeContext& ctx, int i, absl::string_view name) {
   const SymShape& s = ctx.input_shape(i);
   const int64_t count = ConstCount(ctx, i);
   if (s.size() > 1 || (count >= 0 && count != 1)) {
-    return ctx.Error(absl::StrCat(InputName(i, name), " has shape ", ShapeString(ctx, s),
-                                  "; expected a scalar (one element)"));
+    return ctx.Error(
+        absl::StrCat(InputName(i, name), " has shape ", ShapeString(ctx, s), "; expected a scalar (one element)"));
   }
   return absl::OkStatus();
 }
@@ -171,13 +198,16 @@ absl::Status InferUnsqueeze(ShapeContext& ctx) {
   if (!axes->given) return ctx.Error("needs axes, as input 1 (opset 13) or as attribute axes (opset 11)");
   if (!axes->list.known) {
     if (axes->list.length < 0) {
-      return ctx.Error(absl::StrCat("axes (input 1) must have a known length when its values are not known; its shape is ",
-                                    ShapeString(ctx, ctx.input_shape(1))));
+      return ctx.Error(
+          absl::StrCat("axes (input 1) must have a known length when its values are not known; its shape is ",
+                       ShapeString(ctx, ctx.input_shape(1))));
     }
+    if (absl::Status s = CheckRank(ctx, rank + axes->list.length, "axes"); !s.ok()) return s;
     ctx.SetOutput(0, ctx.input_dtype(0), Unknowns(rank + axes->list.length));
     return absl::OkStatus();
   }
   const int64_t out_rank = rank + static_cast<int64_t>(axes->list.values.size());
+  if (absl::Status s = CheckRank(ctx, out_rank, "axes"); !s.ok()) return s;
   absl::StatusOr<std::vector<bool>> mask = AxesMask(axes->list.values, out_rank, "axes");
   if (!mask.ok()) return Fail(ctx, mask.status());
   SymShape out;
@@ -208,8 +238,8 @@ absl::Status InferSplit(ShapeContext& ctx) {
   std::vector<SymDim> parts;
   if (split->given && !split->list.known) {
     if (split->list.length >= 0 && split->list.length != n) {
-      return ctx.Error(absl::StrCat("split (input 1) has ", split->list.length, " entries but the node has ", n,
-                                    " outputs"));
+      return ctx.Error(
+          absl::StrCat("split (input 1) has ", split->list.length, " entries but the node has ", n, " outputs"));
     }
     parts.assign(n, SymDim());
     for (SymDim& p : parts) p = SymDim::Unknown();
@@ -217,19 +247,23 @@ absl::Status InferSplit(ShapeContext& ctx) {
     // Sizes from the list do not depend on the dim; check the sum only when
     // the dim is known.
     const int64_t d = dim.is_const() ? dim.value() : [&] {
-      int64_t sum = 0;
-      for (int64_t v : split->list.values) sum += v;
+      int64_t sum = 0;  // saturates; SplitSizes then reports the overflow
+      for (int64_t v : split->list.values) {
+        if (__builtin_add_overflow(sum, v, &sum)) return std::numeric_limits<int64_t>::max();
+      }
       return sum;
     }();
     absl::StatusOr<std::vector<int64_t>> sizes =
         SplitSizes(d, n, split->given ? &split->list.values : nullptr, num_outputs_attr);
     if (!sizes.ok()) {
-      return ctx.Error(absl::StrCat(sizes.status().message(), " (input ", ShapeString(ctx, in), ", axis ", *axis, ")"));
+      return ctx.Error(
+          absl::StrCat(sizes.status().message(), " (input ", ShapeString(ctx, in), ", axis ", *axis, ")"));
     }
     for (int64_t s : *sizes) parts.push_back(SymDim(s));
   } else {
     if (num_outputs_attr >= 0 && num_outputs_attr != n) {
-      return ctx.Error(absl::StrCat("attribute num_outputs is ", num_outputs_attr, " but the node has ", n, " outputs"));
+      return ctx.Error(
+          absl::StrCat("attribute num_outputs is ", num_outputs_attr, " but the node has ", n, " outputs"));
     }
     for (int i = 0; i < n; ++i) parts.push_back(dim / SymDim(n));
   }
@@ -270,9 +304,10 @@ absl::Status InferScatterND(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 2, "updates"); !s.ok()) return s;
   if (absl::Status s = CheckSameDType(ctx, 0, "data", 2, "updates"); !s.ok()) return s;
   const std::string reduction = ctx.attrs().GetString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
-    return ctx.Error(absl::StrCat("attribute reduction is '", reduction,
-                                  "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min") {
+    return ctx.Error(
+        absl::StrCat("attribute reduction is '", reduction, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
   }
   const SymShape& data = ctx.input_shape(0);
   const SymShape& idx = ctx.input_shape(1);
@@ -281,17 +316,19 @@ absl::Status InferScatterND(ShapeContext& ctx) {
   if (idx.back().is_const()) {
     const int64_t k = idx.back().value();
     if (k < 1 || k > static_cast<int64_t>(data.size())) {
-      return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx), "; its last dim must be 1..",
-                                    data.size(), " (the data's rank)"));
+      return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx),
+                                    "; its last dim must be 1..", data.size(), " (the data's rank)"));
     }
     SymShape want(idx.begin(), idx.end() - 1);
     want.insert(want.end(), data.begin() + k, data.end());
     bool ok = want.size() == upd.size();
-    for (size_t d = 0; ok && d < want.size(); ++d) ok = !(want[d].is_const() && upd[d].is_const() && want[d] != upd[d]);
+    for (size_t d = 0; ok && d < want.size(); ++d)
+      ok = !(want[d].is_const() && upd[d].is_const() && want[d] != upd[d]);
     if (!ok) {
       return ctx.Error(absl::StrCat("updates (input 2) has shape ", ShapeString(ctx, upd), "; expected ",
-                                    ShapeString(ctx, want), " (indices ", ShapeString(ctx, idx), " without the last dim, then data ",
-                                    ShapeString(ctx, data), " after the first ", k, " dims)"));
+                                    ShapeString(ctx, want), " (indices ", ShapeString(ctx, idx),
+                                    " without the last dim, then data ", ShapeString(ctx, data),
+                                    " after the first ", k, " dims)"));
     }
   }
   ctx.SetOutput(0, ctx.input_dtype(0), data);
@@ -305,9 +342,11 @@ absl::Status InferExpand(ShapeContext& ctx) {
   const SymShape& in = ctx.input_shape(0);
   if (!shape->known) {
     if (shape->length < 0) {
-      return ctx.Error(absl::StrCat("shape (input 1) must have a known length when its values are not known; its shape is ",
-                                    ShapeString(ctx, ctx.input_shape(1))));
+      return ctx.Error(
+          absl::StrCat("shape (input 1) must have a known length when its values are not known; its shape is ",
+                       ShapeString(ctx, ctx.input_shape(1))));
     }
+    if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 1)"); !s.ok()) return s;
     // A constant input dim other than 1 survives any valid target dim.
     const size_t rank = std::max(in.size(), static_cast<size_t>(shape->length));
     SymShape out = Unknowns(static_cast<int64_t>(rank));
@@ -318,16 +357,17 @@ absl::Status InferExpand(ShapeContext& ctx) {
     ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
     return absl::OkStatus();
   }
+  if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 1)"); !s.ok()) return s;
   for (int64_t v : shape->values) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(shape->values), " has a negative dim"));
+    if (v < 0)
+      return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(shape->values), " has a negative dim"));
   }
   absl::StatusOr<SymShape> out = BroadcastShapes({in, FromConcrete(shape->values)});
   if (!out.ok()) {
     return ctx.Error(absl::StrCat("cannot expand ", ShapeString(ctx, in), " to ", DimsString(shape->values), ": ",
                                   out.status().message()));
   }
-  ctx.SetOutput(0, ctx.input_dtype(0), *std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(0), *std::move(out));
 }
 
 absl::Status InferTile(ShapeContext& ctx) {
@@ -347,11 +387,20 @@ absl::Status InferTile(ShapeContext& ctx) {
   SymShape out;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t r = repeats->values[d];
-    if (r < 0) return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats->values), " has a negative entry"));
-    out.push_back(in[d] * SymDim(r));
+    if (r < 0)
+      return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats->values), " has a negative entry"));
+    int64_t n;
+    if (in[d].is_const()) {
+      if (__builtin_mul_overflow(in[d].value(), r, &n)) {
+        return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats->values), " overflow dim ", d,
+                                      " of the input ", ShapeString(ctx, in)));
+      }
+      out.push_back(SymDim(n));
+    } else {
+      out.push_back(r <= kSymbolicConstantLimit ? in[d] * SymDim(r) : SymDim::Unknown());
+    }
   }
-  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
 }
 
 absl::Status InferPad(ShapeContext& ctx) {
@@ -360,7 +409,8 @@ absl::Status InferPad(ShapeContext& ctx) {
   const int64_t rank = ctx.input_rank(0);
   const std::string mode = ctx.attrs().GetString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
-    return ctx.Error(absl::StrCat("attribute mode is '", mode, "'; expected 'constant', 'reflect', 'edge' or 'wrap'"));
+    return ctx.Error(
+        absl::StrCat("attribute mode is '", mode, "'; expected 'constant', 'reflect', 'edge' or 'wrap'"));
   }
   absl::StatusOr<IntArg> pads = ReadIntArg(ctx, 1, "pads", "pads");
   if (!pads.ok()) return pads.status();
@@ -390,11 +440,24 @@ absl::Status InferPad(ShapeContext& ctx) {
     ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
     return absl::OkStatus();
   }
-  absl::StatusOr<PadAmounts> amounts = PadAmountsFor(rank, pads->list.values, ctx.has_input(3) ? &axes.values : nullptr);
+  absl::StatusOr<PadAmounts> amounts =
+      PadAmountsFor(rank, pads->list.values, ctx.has_input(3) ? &axes.values : nullptr);
   if (!amounts.ok()) return Fail(ctx, amounts.status());
   SymShape out;
   for (int64_t d = 0; d < rank; ++d) {
-    const SymDim o = in[d] + SymDim(amounts->begin[d]) + SymDim(amounts->end[d]);
+    int64_t added;
+    if (__builtin_add_overflow(amounts->begin[d], amounts->end[d], &added))
+      added = std::numeric_limits<int64_t>::max();
+    SymDim o = SymDim::Unknown();
+    if (in[d].is_const()) {
+      int64_t v;
+      if (__builtin_add_overflow(in[d].value(), added, &v)) {
+        return ctx.Error(absl::StrCat("pads ", DimsString(pads->list.values), " overflow dim ", d));
+      }
+      o = SymDim(v);
+    } else if (added > -kSymbolicConstantLimit && added < kSymbolicConstantLimit) {
+      o = in[d] + SymDim(added);
+    }
     if (o.is_const() && o.value() < 0) {
       return ctx.Error(absl::StrCat("pads ", DimsString(pads->list.values), " make dim ", d, " of the data ",
                                     ShapeString(ctx, in), " negative (", o.value(), ")"));
@@ -406,8 +469,7 @@ absl::Status InferPad(ShapeContext& ctx) {
     }
     out.push_back(o);
   }
-  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
 }
 
 absl::Status InferSize(ShapeContext& ctx) {
@@ -450,14 +512,18 @@ absl::Status InferConstantOfShape(ShapeContext& ctx) {
   }
   if (!shape->known) {
     if (shape->length < 0) {
-      return ctx.Error(absl::StrCat("shape (input 0) must have a known length when its values are not known; its shape is ",
-                                    ShapeString(ctx, ctx.input_shape(0))));
+      return ctx.Error(
+          absl::StrCat("shape (input 0) must have a known length when its values are not known; its shape is ",
+                       ShapeString(ctx, ctx.input_shape(0))));
     }
+    if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 0)"); !s.ok()) return s;
     ctx.SetOutput(0, dtype, Unknowns(shape->length));
     return absl::OkStatus();
   }
+  if (absl::Status s = CheckRank(ctx, shape->length, "shape (input 0)"); !s.ok()) return s;
   for (int64_t v : shape->values) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(shape->values), " has a negative dim"));
+    if (v < 0)
+      return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(shape->values), " has a negative dim"));
   }
   if (absl::StatusOr<uint64_t> b = CheckedByteSize(dtype, shape->values, "ConstantOfShape output"); !b.ok()) {
     return Fail(ctx, b.status());
@@ -512,8 +578,7 @@ absl::Status InferOneHot(ShapeContext& ctx) {
   SymShape out(in.begin(), in.begin() + axis);
   out.push_back(depth);
   out.insert(out.end(), in.begin() + axis, in.end());
-  ctx.SetOutput(0, ctx.input_dtype(2), std::move(out));
-  return absl::OkStatus();
+  return SetChecked(ctx, 0, ctx.input_dtype(2), std::move(out));
 }
 
 absl::Status InferResize(ShapeContext& ctx) {
@@ -542,31 +607,33 @@ absl::Status InferResize(ShapeContext& ctx) {
   if (has_sizes) {
     if (absl::Status s = CheckInputDType(ctx, 3, "sizes", kIndexDTypes); !s.ok()) return s;
   }
-  if (has_scales && has_sizes) return ctx.Error("scales (input 2) and sizes (input 3) are both given; give only one");
-  if (!has_scales && !has_sizes) return ctx.Error("needs scales (input 2) or sizes (input 3); both are missing or empty");
+  if (has_scales && has_sizes)
+    return ctx.Error("scales (input 2) and sizes (input 3) are both given; give only one");
+  if (!has_scales && !has_sizes)
+    return ctx.Error("needs scales (input 2) or sizes (input 3); both are missing or empty");
   const int given_input = has_scales ? 2 : 3;
   const TensorView* value = ctx.input_value(given_input);
-  const bool roi_ok = attrs->coord != ResizeCoordMode::kTfCropAndResize || !ctx.has_input(1) || ctx.input_value(1) != nullptr;
-  if (value != nullptr && roi_ok && IsConcrete(in)) {
-    absl::StatusOr<ResizeGeometry> g =
-        ResizeGeometryFor(ToConcrete(in), *attrs, ctx.input_value(1), has_scales ? value : nullptr,
-                          has_sizes ? value : nullptr);
+  // The roi does not change the output shape; the kernel checks it.
+  if (value != nullptr && IsConcrete(in)) {
+    absl::StatusOr<ResizeGeometry> g = ResizeGeometryFor(
+        ToConcrete(in), *attrs, ctx.input_value(1), has_scales ? value : nullptr, has_sizes ? value : nullptr);
     if (!g.ok()) return Fail(ctx, g.status());
-    ctx.SetOutput(0, dtype, FromConcrete(g->out_dims));
-    return absl::OkStatus();
+    return SetChecked(ctx, 0, dtype, FromConcrete(g->out_dims));
   }
   SymShape out = in;
   for (int64_t d : *axes) out[d] = SymDim::Unknown();
   if (value != nullptr && value->num_elements() == static_cast<int64_t>(axes->size())) {
     // Symbolic input dims: keep what the value determines exactly.
+    std::vector<int64_t> sizes;
+    const bool stretch_sizes =
+        has_sizes && attrs->policy == ResizeAspectPolicy::kStretch && ReadIntegers(*value, &sizes);
     for (size_t i = 0; i < axes->size(); ++i) {
       const int64_t d = (*axes)[i];
-      if (has_sizes && attrs->policy == ResizeAspectPolicy::kStretch) {
-        std::vector<int64_t> sizes;
-        if (ReadIntegers(*value, &sizes) && sizes[i] >= 0) out[d] = SymDim(sizes[i]);
+      if (stretch_sizes) {
+        if (sizes[i] >= 0) out[d] = SymDim(sizes[i]);
       } else if (has_scales) {
         const double s = ReadNumber(*value, static_cast<int64_t>(i));
-        if (s >= 1 && s <= 1 << 20 && s == static_cast<double>(static_cast<int64_t>(s))) {
+        if (s >= 1 && s <= 1 << 20 && s == std::floor(s)) {
           out[d] = in[d] * SymDim(static_cast<int64_t>(s));
         }
       }

@@ -6,6 +6,7 @@
 #ifndef GROVE_LIB_IR_OPS_LAYOUT_PARAMS_H_
 #define GROVE_LIB_IR_OPS_LAYOUT_PARAMS_H_
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -23,7 +24,9 @@
 
 namespace grove::ir {
 
-inline std::string DimsString(absl::Span<const int64_t> dims) { return absl::StrCat("[", absl::StrJoin(dims, ", "), "]"); }
+inline std::string DimsString(absl::Span<const int64_t> dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
+}
 
 // The integers of an i32 or i64 tensor; false for any other dtype.
 inline bool ReadIntegers(const TensorView& v, std::vector<int64_t>* out) {
@@ -45,19 +48,40 @@ inline bool ReadIntegers(const TensorView& v, std::vector<int64_t>* out) {
 inline double ReadNumber(const TensorView& v, int64_t i) {
   const auto* p = static_cast<const uint8_t*>(v.data);
   switch (v.dtype) {
-    case DType::kF32: { float x; std::memcpy(&x, p + i * 4, 4); return x; }
-    case DType::kF64: { double x; std::memcpy(&x, p + i * 8, 8); return x; }
-    case DType::kI64: { int64_t x; std::memcpy(&x, p + i * 8, 8); return static_cast<double>(x); }
-    case DType::kI32: { int32_t x; std::memcpy(&x, p + i * 4, 4); return x; }
-    case DType::kI8: return static_cast<int8_t>(p[i]);
-    case DType::kU8: return p[i];
-    case DType::kBool: return p[i] != 0 ? 1.0 : 0.0;
+    case DType::kF32: {
+      float x;
+      std::memcpy(&x, p + i * 4, 4);
+      return x;
+    }
+    case DType::kF64: {
+      double x;
+      std::memcpy(&x, p + i * 8, 8);
+      return x;
+    }
+    case DType::kI64: {
+      int64_t x;
+      std::memcpy(&x, p + i * 8, 8);
+      return static_cast<double>(x);
+    }
+    case DType::kI32: {
+      int32_t x;
+      std::memcpy(&x, p + i * 4, 4);
+      return x;
+    }
+    case DType::kI8:
+      return static_cast<int8_t>(p[i]);
+    case DType::kU8:
+      return p[i];
+    case DType::kBool:
+      return p[i] != 0 ? 1.0 : 0.0;
     case DType::kBF16: {
-      uint16_t b; std::memcpy(&b, p + i * 2, 2);
+      uint16_t b;
+      std::memcpy(&b, p + i * 2, 2);
       return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
     }
     case DType::kF16: {
-      uint16_t h; std::memcpy(&h, p + i * 2, 2);
+      uint16_t h;
+      std::memcpy(&h, p + i * 2, 2);
       const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
       double m;
       if (exp == 0x1f) {
@@ -69,7 +93,8 @@ inline double ReadNumber(const TensorView& v, int64_t i) {
       }
       return (h & 0x8000) != 0 ? -m : m;
     }
-    case DType::kUnknown: break;
+    case DType::kUnknown:
+      break;
   }
   return 0;
 }
@@ -77,21 +102,24 @@ inline double ReadNumber(const TensorView& v, int64_t i) {
 // A number read as an integer count the way ONNX casts (truncation); an
 // error for NaN, infinities and values outside int64.
 inline absl::StatusOr<int64_t> NumberAsInt(double v, absl::string_view what) {
-  if (!(v > -9.2e18 && v < 9.2e18)) return absl::InvalidArgumentError(absl::StrCat(what, " is ", v, "; not an integer count"));
+  if (!(v > -9.2e18 && v < 9.2e18))
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", v, "; not an integer count"));
   return static_cast<int64_t>(v);
 }
 
 // Axes for Squeeze (`rank` = input rank) or Unsqueeze (`rank` = output rank):
 // normalised, each once. Returns a mask over `rank` dims.
-inline absl::StatusOr<std::vector<bool>> AxesMask(absl::Span<const int64_t> axes, int64_t rank, absl::string_view what) {
+inline absl::StatusOr<std::vector<bool>> AxesMask(absl::Span<const int64_t> axes, int64_t rank,
+                                                  absl::string_view what) {
   std::vector<bool> mask(static_cast<size_t>(rank), false);
   for (int64_t axis : axes) {
     const int64_t a = axis < 0 ? axis + rank : axis;
     if (a < 0 || a >= rank) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " ", DimsString(axes), " has axis ", axis, "; expected ",
-                                                     -rank, "..", rank - 1));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " ", DimsString(axes), " has axis ", axis, "; expected ", -rank, "..", rank - 1));
     }
-    if (mask[a]) return absl::InvalidArgumentError(absl::StrCat(what, " ", DimsString(axes), " names dim ", a, " twice"));
+    if (mask[a])
+      return absl::InvalidArgumentError(absl::StrCat(what, " ", DimsString(axes), " names dim ", a, " twice"));
     mask[a] = true;
   }
   return mask;
@@ -101,7 +129,8 @@ inline absl::StatusOr<std::vector<bool>> AxesMask(absl::Span<const int64_t> axes
 // the split sizes (`split`, may be null), or the opset-18 num_outputs
 // attribute (`num_outputs_attr` >= 0: ceil-sized parts, the last smaller), or
 // equal parts.
-inline absl::StatusOr<std::vector<int64_t>> SplitSizes(int64_t dim, int num_outputs, const std::vector<int64_t>* split,
+inline absl::StatusOr<std::vector<int64_t>> SplitSizes(int64_t dim, int num_outputs,
+                                                       const std::vector<int64_t>* split,
                                                        int64_t num_outputs_attr) {
   if (split != nullptr) {
     if (static_cast<int64_t>(split->size()) != num_outputs) {
@@ -110,7 +139,8 @@ inline absl::StatusOr<std::vector<int64_t>> SplitSizes(int64_t dim, int num_outp
     }
     int64_t sum = 0;
     for (int64_t s : *split) {
-      if (s < 0) return absl::InvalidArgumentError(absl::StrCat("split ", DimsString(*split), " has a negative size"));
+      if (s < 0)
+        return absl::InvalidArgumentError(absl::StrCat("split ", DimsString(*split), " has a negative size"));
       if (__builtin_add_overflow(sum, s, &sum)) return absl::InvalidArgumentError("split sizes overflow int64");
     }
     if (sum != dim) {
@@ -122,22 +152,22 @@ inline absl::StatusOr<std::vector<int64_t>> SplitSizes(int64_t dim, int num_outp
   if (num_outputs <= 0) return absl::InvalidArgumentError("Split needs at least one output");
   if (num_outputs_attr >= 0) {
     if (num_outputs_attr != num_outputs) {
-      return absl::InvalidArgumentError(absl::StrCat("attribute num_outputs is ", num_outputs_attr, " but the node has ",
-                                                     num_outputs, " outputs"));
+      return absl::InvalidArgumentError(absl::StrCat("attribute num_outputs is ", num_outputs_attr,
+                                                     " but the node has ", num_outputs, " outputs"));
     }
     const int64_t chunk = dim / num_outputs + (dim % num_outputs != 0 ? 1 : 0);
     const int64_t last = dim - chunk * (num_outputs - 1);
     if (last < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("an axis of ", dim, " elements cannot be split into ", num_outputs,
-                                                     " parts of ", chunk, " (num_outputs)"));
+      return absl::InvalidArgumentError(absl::StrCat("an axis of ", dim, " elements cannot be split into ",
+                                                     num_outputs, " parts of ", chunk, " (num_outputs)"));
     }
     std::vector<int64_t> sizes(num_outputs, chunk);
     sizes.back() = last;
     return sizes;
   }
   if (dim % num_outputs != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("an axis of ", dim, " elements does not split into ", num_outputs,
-                                                   " equal parts; give split sizes"));
+    return absl::InvalidArgumentError(absl::StrCat("an axis of ", dim, " elements does not split into ",
+                                                   num_outputs, " equal parts; give split sizes"));
   }
   return std::vector<int64_t>(num_outputs, dim / num_outputs);
 }
@@ -156,10 +186,11 @@ inline absl::StatusOr<PadAmounts> PadAmountsFor(int64_t rank, absl::Span<const i
     for (int64_t axis : *axes) {
       const int64_t a = axis < 0 ? axis + rank : axis;
       if (a < 0 || a >= rank) {
-        return absl::InvalidArgumentError(absl::StrCat("axes ", DimsString(*axes), " has axis ", axis, "; expected ",
-                                                       -rank, "..", rank - 1));
+        return absl::InvalidArgumentError(
+            absl::StrCat("axes ", DimsString(*axes), " has axis ", axis, "; expected ", -rank, "..", rank - 1));
       }
-      if (seen[a]) return absl::InvalidArgumentError(absl::StrCat("axes ", DimsString(*axes), " names dim ", a, " twice"));
+      if (seen[a])
+        return absl::InvalidArgumentError(absl::StrCat("axes ", DimsString(*axes), " names dim ", a, " twice"));
       seen[a] = true;
       dims.push_back(a);
     }
@@ -168,8 +199,8 @@ inline absl::StatusOr<PadAmounts> PadAmountsFor(int64_t rank, absl::Span<const i
   }
   const int64_t n = static_cast<int64_t>(dims.size());
   if (static_cast<int64_t>(pads.size()) != 2 * n) {
-    return absl::InvalidArgumentError(absl::StrCat("pads ", DimsString(pads), " has ", pads.size(), " entries; expected ",
-                                                   2 * n, " (begin and end for ", n,
+    return absl::InvalidArgumentError(absl::StrCat("pads ", DimsString(pads), " has ", pads.size(),
+                                                   " entries; expected ", 2 * n, " (begin and end for ", n,
                                                    axes != nullptr ? " axes)" : " dims of the input)"));
   }
   PadAmounts p;
@@ -185,7 +216,8 @@ inline absl::StatusOr<PadAmounts> PadAmountsFor(int64_t rank, absl::Span<const i
 // Range: max(ceil((limit - start) / delta), 0) elements, computed in the
 // inputs' type as ONNX does; an error for delta 0, a non-finite bound or a
 // count beyond what a tensor can hold.
-inline absl::StatusOr<int64_t> RangeCount(const TensorView& start, const TensorView& limit, const TensorView& delta) {
+inline absl::StatusOr<int64_t> RangeCount(const TensorView& start, const TensorView& limit,
+                                          const TensorView& delta) {
   constexpr int64_t kMaxCount = int64_t{1} << 48;
   double count;
   if (start.dtype == DType::kI64 || start.dtype == DType::kI32) {
@@ -202,12 +234,18 @@ inline absl::StatusOr<int64_t> RangeCount(const TensorView& start, const TensorV
     const double s = ReadNumber(start, 0), l = ReadNumber(limit, 0), d = ReadNumber(delta, 0);
     if (d == 0) return absl::InvalidArgumentError("delta is 0");
     if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) {
-      return absl::InvalidArgumentError(absl::StrCat("start ", s, ", limit ", l, ", delta ", d, " are not all finite"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("start ", s, ", limit ", l, ", delta ", d, " are not all finite"));
     }
-    // The difference is taken in the inputs' own precision.
-    const double span = start.dtype == DType::kF32 ? static_cast<double>(static_cast<float>(l) - static_cast<float>(s))
-                                                   : l - s;
-    count = std::max(std::ceil(span / d), 0.0);
+    // In the inputs' own precision, as numpy's arange (the ONNX reference).
+    const double q =
+        start.dtype == DType::kF32
+            ? static_cast<double>((static_cast<float>(l) - static_cast<float>(s)) / static_cast<float>(d))
+            : (l - s) / d;
+    if (!std::isfinite(q))
+      return absl::InvalidArgumentError(
+          absl::StrCat("the range from ", s, " to ", l, " by ", d, " has no finite length"));
+    count = std::max(std::ceil(q), 0.0);
   }
   if (count > static_cast<double>(kMaxCount)) {
     return absl::InvalidArgumentError(absl::StrCat("the range has ", count, " elements; at most ", kMaxCount));

@@ -37,12 +37,15 @@ absl::Status ParseChoice(const Attributes& attrs, absl::string_view attr, const 
 
 absl::Status ParseFlag(const Attributes& attrs, absl::string_view attr, bool* out) {
   const int64_t v = attrs.GetInt(attr, 0);
-  if (v != 0 && v != 1) return absl::InvalidArgumentError(absl::StrCat("attribute ", attr, " is ", v, "; expected 0 or 1"));
+  if (v != 0 && v != 1)
+    return absl::InvalidArgumentError(absl::StrCat("attribute ", attr, " is ", v, "; expected 0 or 1"));
   *out = v == 1;
   return absl::OkStatus();
 }
 
-bool IsFloatDType(DType t) { return t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16; }
+bool IsFloatDType(DType t) {
+  return t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16;
+}
 
 }  // namespace
 
@@ -124,11 +127,13 @@ absl::StatusOr<ResizeGeometry> ResizeGeometryFor(absl::Span<const int64_t> in_di
       const double s = ReadNumber(*scales, i);
       const int64_t d = axes[i];
       if (!(s > 0) || !std::isfinite(s)) {
-        return absl::InvalidArgumentError(absl::StrCat("scales (input 2) element ", i, " is ", s, "; expected > 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("scales (input 2) element ", i, " is ", s, "; expected > 0"));
       }
       const double out = std::floor(s * static_cast<double>(in_dims[d]));
       if (out > 9.0e15) {
-        return absl::InvalidArgumentError(absl::StrCat("scale ", s, " makes dim ", d, " of ", in_dims[d], " too large"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("scale ", s, " makes dim ", d, " of ", in_dims[d], " too large"));
       }
       g.out_dims[d] = static_cast<int64_t>(out);
       g.scales[d] = s;
@@ -146,7 +151,8 @@ absl::StatusOr<ResizeGeometry> ResizeGeometryFor(absl::Span<const int64_t> in_di
     for (int64_t i = 0; i < n; ++i) {
       const int64_t d = axes[i];
       if (want[i] < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("sizes (input 3) ", DimsString(want), " has a negative size"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("sizes (input 3) ", DimsString(want), " has a negative size"));
       }
       if (in_dims[d] == 0 && want[i] != 0) {
         return absl::InvalidArgumentError(
@@ -173,12 +179,13 @@ absl::StatusOr<ResizeGeometry> ResizeGeometryFor(absl::Span<const int64_t> in_di
     g.roi_f32 = true;
     if (roi != nullptr && roi->num_elements() > 0) {
       if (!IsFloatDType(roi->dtype)) {
-        return absl::InvalidArgumentError(absl::StrCat("roi (input 1) has dtype ", DTypeName(roi->dtype),
-                                                       "; expected a float type"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("roi (input 1) has dtype ", DTypeName(roi->dtype), "; expected a float type"));
       }
       if (roi->num_elements() != 2 * n) {
-        return absl::InvalidArgumentError(absl::StrCat("roi (input 1) has ", roi->num_elements(), " elements; expected ",
-                                                       2 * n, " (starts and ends for ", described, ")"));
+        return absl::InvalidArgumentError(absl::StrCat("roi (input 1) has ", roi->num_elements(),
+                                                       " elements; expected ", 2 * n, " (starts and ends for ",
+                                                       described, ")"));
       }
       for (int64_t i = 0; i < n; ++i) {
         g.roi_start[axes[i]] = ReadNumber(*roi, i);
