@@ -70,8 +70,10 @@ struct DivOp {
   template <typename C>
   static C Apply(C a, C b) {
     if constexpr (std::is_integral_v<C>) {
-      if (b == -1) return Wrapping(C{0}, a, [](auto x, auto y) { return x - y; });
-      return a / b;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return Wrapping(C{0}, a, [](auto x, auto y) { return x - y; });
+      }
+      return static_cast<C>(a / b);
     } else {
       return a / b;
     }
@@ -98,7 +100,8 @@ absl::Status ArithmeticKernel(KernelContext& ctx) {
   if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
-  return VisitDType<float, double, Half, BFloat16, int32_t, int64_t>(ctx, dtype, [&](auto tag) -> absl::Status {
+  return VisitDType<float, double, Half, BFloat16, int32_t, int64_t, int8_t, uint8_t>(
+      ctx, dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using C = ComputeT<T>;
     if constexpr (Op::kDivides && std::is_integral_v<T>) {

@@ -11,8 +11,8 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kArithmeticDTypes[] = {DType::kF32,  DType::kF64, DType::kF16,
-                                       DType::kBF16, DType::kI32, DType::kI64};
+constexpr DType kArithmeticDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
+                                       DType::kI32, DType::kI64, DType::kI8,  DType::kU8};
 
 absl::Status InferArithmetic(ShapeContext& ctx) { return InferBroadcastBinary(ctx, kArithmeticDTypes, DType::kUnknown); }
 
