@@ -3,6 +3,7 @@
 #include "grove/grove_c.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -47,9 +48,13 @@ Outcome Take(grove_status_t* status) {
   return Fails(Take(status), code, substring);
 }
 
+// One folder per process: ctest runs the tests of this file in parallel
+// processes, and one test's model file must not be rewritten under another.
 std::string TempDir() {
   const char* dir = std::getenv("GROVE_TEST_TMP");
   std::string base = dir != nullptr ? dir : ::testing::TempDir();
+  mkdir(base.c_str(), 0755);
+  base += "/c_api_test_" + std::to_string(getpid());
   mkdir(base.c_str(), 0755);
   return base;
 }

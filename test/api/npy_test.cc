@@ -3,6 +3,7 @@
 #include "grove/npy.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -24,7 +25,8 @@ std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("GROVE_TEST_TMP");
   std::string base = dir != nullptr ? dir : ::testing::TempDir();
   mkdir(base.c_str(), 0755);
-  return absl::StrCat(base, "/npy_test_", name);
+  // Per process: ctest runs these tests in parallel processes.
+  return absl::StrCat(base, "/npy_test_", getpid(), "_", name);
 }
 
 // string_view matchers print char by char; strings read better in failures.
