@@ -22,6 +22,7 @@
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
 #include "test/op_test_util.h"
+#include "test/ops/broadcast_ref.h"
 #include "test/ops/symbolic_shape_util.h"
 
 namespace grove {
@@ -41,42 +42,10 @@ using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-Shape BroadcastRef(const std::vector<Shape>& shapes) {
-  size_t rank = 0;
-  for (const Shape& s : shapes) rank = std::max(rank, s.size());
-  Shape out(rank, 1);
-  for (const Shape& s : shapes) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = out[rank - s.size() + i];
-      if (s[i] != 1) o = s[i];
-    }
-  }
-  return out;
-}
-
-Shape Unflatten(int64_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
-    index[i] = flat % shape[i];
-    flat /= shape[i];
-  }
-  return index;
-}
-
-// Flat index into `shape` (right-aligned, size-1 dims broadcast) read by the
-// output element at `out_index`.
-int64_t SourceIndex(const Shape& out_index, const Shape& shape) {
-  const size_t off = out_index.size() - shape.size();
-  int64_t flat = 0;
-  for (size_t i = 0; i < shape.size(); ++i) flat = flat * shape[i] + (shape[i] == 1 ? 0 : out_index[off + i]);
-  return flat;
-}
+using ::grove::testing::BroadcastRef;
+using ::grove::testing::Count;
+using ::grove::testing::SourceIndex;
+using ::grove::testing::Unflatten;
 
 template <typename T>
 std::vector<T> Pattern(int64_t n, int64_t seed) {
