@@ -98,7 +98,8 @@ class ShapeContext {
 
 using ShapeFn = absl::Status (*)(ShapeContext& ctx);
 
-// What a kernel sees. Inputs and outputs are host views (CPU backend); an
+// What a kernel sees. Inputs and outputs are host views on the CPU backend,
+// device views on the CUDA backend (see lib/backends/cuda/exec_context.h); an
 // omitted optional input is nullptr. Outputs are allocated before the call,
 // except for ops whose OpDef says kernel_allocates_outputs: those call
 // AllocateOutput once per output.
@@ -115,6 +116,9 @@ class KernelContext {
     // same subgraph with the same shapes, or the end of the calling op.
     virtual absl::StatusOr<std::vector<TensorView>> RunSubgraph(int subgraph,
                                                                 absl::Span<const TensorView> inputs) = 0;
+    // The backend's state for this step (cuda::ExecContext on the CUDA
+    // backend), nullptr on the CPU backend.
+    virtual void* backend_context() { return nullptr; }
   };
 
   KernelContext(const Node& node, absl::Span<TensorView* const> inputs,

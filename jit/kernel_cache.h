@@ -1,0 +1,112 @@
+// NVRTC compilation and the kernel cache (memory + disk).
+//
+// A module's key is a hash of its source (ModuleSource + every embedded
+// kernel header), the NVRTC options, the target arch and the NVRTC version;
+// the entry on disk also stores that key material in full, so a hash
+// collision or an entry from another NVRTC reads as stale, never as a hit.
+//
+// Memory: one cache per process (KernelCache::Global()), shared by every
+// session and device; each key compiles once, also when several threads ask
+// for it first at the same time (the others wait for the one compile).
+// Disk: $GROVE_CACHE_DIR, else options.disk_dir, else
+// $XDG_CACHE_HOME/grove/kernels, else $HOME/.cache/grove/kernels. An entry is
+// one file <key-hex>.cubin with a header (magic, format version, key
+// material, payload size, checksum), written to a temporary file in the same
+// folder and renamed into place (atomic). A truncated, corrupt or stale entry
+// is counted in the stats, removed and compiled again.
+#ifndef GROVE_JIT_KERNEL_CACHE_H_
+#define GROVE_JIT_KERNEL_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "jit/module.h"
+
+namespace grove::jit {
+
+// NVRTC's version as major * 1000 + minor * 10 (12080, 13000), or 0 when
+// NVRTC cannot be loaded.
+int NvrtcVersion();
+// Archs NVRTC can target ("sm_80" -> 80), ascending.
+std::vector<int> NvrtcSupportedArchs();
+// Parses "sm_90" / "90" / "9.0".
+absl::StatusOr<int> ParseArch(absl::string_view text);
+
+struct CompileResult {
+  std::string cubin;  // ELF, loadable with cudaLibraryLoadData
+  std::string log;    // NVRTC's log (warnings), may be empty
+  double compile_ms = 0;
+};
+// Compiles `source` (with KernelHeaders() as its headers) to a cubin for
+// sm_<arch>. A failure is an InvalidArgument/Internal status carrying NVRTC's
+// log. Needs no GPU.
+absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int arch);
+// The names of the kernels (entry points) defined in a cubin, from its ELF
+// symbol table; for tests and `grove compile`.
+absl::StatusOr<std::vector<std::string>> CubinEntryPoints(absl::string_view cubin);
+
+struct CacheOptions {
+  std::string disk_dir;  // "" = the default above; GROVE_CACHE_DIR wins
+  bool use_disk = true;  // GROVE_CACHE_DIR=off also turns the disk cache off
+};
+
+struct CacheStats {
+  int64_t compiles = 0;       // NVRTC runs
+  int64_t memory_hits = 0;
+  int64_t disk_hits = 0;
+  int64_t disk_corrupt = 0;   // truncated, bad checksum or bad header
+  int64_t disk_stale = 0;     // other key material, or refused by the driver
+  int64_t disk_writes = 0;
+  int64_t disk_write_errors = 0;  // the cache still works without its disk
+  double compile_ms = 0;      // total NVRTC time
+};
+
+// How a Get was served.
+enum class CacheSource { kMemory, kDisk, kCompiled };
+
+struct CachedModule {
+  ModuleSpec module;
+  int arch = 0;
+  uint64_t key = 0;
+  std::string cubin;
+  CacheSource source = CacheSource::kCompiled;  // of the first Get
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(CacheOptions options = {});
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
+
+  // The process-wide cache (default options, environment applied).
+  static KernelCache& Global();
+
+  // The compiled module for sm_<arch>: memory, then disk, then NVRTC.
+  // `source_out`, when given, tells where it came from on this call.
+  absl::StatusOr<std::shared_ptr<const CachedModule>> Get(const ModuleSpec& module, int arch,
+                                                          CacheSource* source_out = nullptr);
+  // The driver refused a cubin this cache handed out: counts it stale, drops
+  // it from memory and disk, and compiles the module again.
+  absl::StatusOr<std::shared_ptr<const CachedModule>> Rebuild(const ModuleSpec& module, int arch);
+
+  // The cache key of a module (what names its file); no compile.
+  absl::StatusOr<uint64_t> Key(const ModuleSpec& module, int arch) const;
+  // The folder in use, "" when the disk cache is off.
+  const std::string& disk_dir() const;
+  CacheStats stats() const;
+  // Drops the in-memory entries (tests, benchmarks of the disk path).
+  void ClearMemory();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace grove::jit
+
+#endif  // GROVE_JIT_KERNEL_CACHE_H_

@@ -1,0 +1,15 @@
+# The kernel files of jit/kernels/ and the element types each is built for.
+# Read by cmake/EmbedKernels.cmake, which embeds the sources for NVRTC and
+# writes the host-emulation translation unit (one instance per type list).
+#
+#   GROVE_KERNEL_FILES           files (without .cuh) with GROVE_ENTRY points
+#   GROVE_KERNEL_<file>_T0       types of GROVE_T0
+#   GROVE_KERNEL_<file>_T1       types of GROVE_T1 (two-type files only);
+#                                every (T0, T1) pair is an instance
+set(GROVE_KERNEL_ALL_TYPES f32 f64 f16 bf16 i64 i32 i8 u8 bool)
+set(GROVE_KERNEL_FLOAT_TYPES f32 f64 f16 bf16)
+
+set(GROVE_KERNEL_FILES)
+
+list(APPEND GROVE_KERNEL_FILES selftest)
+set(GROVE_KERNEL_selftest_T0 f32 f16)

@@ -1,0 +1,116 @@
+// The CUDA backend's view of a device: memory, copies, launches of JIT
+// kernel entry points and GEMMs, on streams. Two implementations:
+//   - the real device (cuda_device.cc): CUDA runtime, NVRTC through the
+//     kernel cache, cuBLASLt; never libcuda directly;
+//   - the emulated device (emulated_device.cc, in grove_cuda_emulation, for
+//     tests): host memory, the kernel templates compiled as host C++
+//     (jit/emulation.h), GEMM by the CPU BLAS.
+// The op kernels of lib/backends/cuda/ see only this interface, so CI runs
+// them end to end without a GPU.
+#ifndef GROVE_LIB_BACKENDS_CUDA_DEVICE_H_
+#define GROVE_LIB_BACKENDS_CUDA_DEVICE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grove/grove.h"
+#include "jit/module.h"
+
+namespace grove::cuda {
+
+using Stream = void*;  // cudaStream_t; nullptr is the legacy default stream
+
+struct LaunchDims {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+};
+
+// Row-major batched GEMM: C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b]
+// (+ bias[n] on every row) (then the epilogue activation). A is m x k after
+// op, B is k x n after op; ld* are row strides in elements; batch strides in
+// elements, 0 broadcasts one matrix to every batch.
+struct GemmDesc {
+  enum class Epilogue { kNone, kRelu, kGelu };
+  DType dtype = DType::kF32;  // of A, B, C and bias (f32, f16, bf16; f32 accumulate)
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  int64_t lda = 0, stride_a = 0;
+  const void* b = nullptr;
+  int64_t ldb = 0, stride_b = 0;
+  void* c = nullptr;
+  int64_t ldc = 0, stride_c = 0;
+  int64_t batch = 1;
+  float alpha = 1.0f, beta = 0.0f;
+  const void* bias = nullptr;
+  Epilogue epilogue = Epilogue::kNone;
+};
+
+struct DeviceStats {
+  int64_t launches = 0;
+  int64_t gemms = 0;
+  int64_t bytes_allocated = 0;  // live device bytes
+  int64_t peak_bytes_allocated = 0;
+  int64_t modules_loaded = 0;   // cubins loaded into this device
+  int64_t modules_rebuilt = 0;  // refused by the driver (stale) and recompiled
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // "NVIDIA H200 (sm_90, 139 GiB)" or "emulated CUDA device (host)".
+  virtual std::string Describe() const = 0;
+  virtual bool emulated() const = 0;
+  // Compute capability as major * 10 + minor (90 for sm_90).
+  virtual int arch() const = 0;
+
+  // Device memory; ResourceExhausted when there is none left.
+  virtual absl::StatusOr<void*> Allocate(size_t bytes) = 0;
+  virtual void Free(void* ptr) = 0;
+  // True for memory this device (or CUDA's unified addressing) says is
+  // device memory; host pointers, pinned or not, are false.
+  virtual bool IsDevicePointer(const void* ptr) const = 0;
+
+  // Copies between any two of host and device memory (unified addressing).
+  virtual absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) = 0;
+  virtual absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) = 0;
+
+  // Launches entry point EntryName(kernel, module) with one parameter struct.
+  // The module is compiled (or found in the kernel cache) on first use.
+  virtual absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
+                              const void* params, size_t params_bytes, Stream stream) = 0;
+  virtual absl::Status Gemm(const GemmDesc& gemm, Stream stream) = 0;
+
+  virtual absl::StatusOr<Stream> CreateStream() = 0;
+  virtual void DestroyStream(Stream stream) = 0;
+  virtual absl::Status Synchronize(Stream stream) = 0;
+
+  virtual DeviceStats stats() const = 0;
+};
+
+// Whether a CUDA device can be used here, and why not. Never fails: a
+// machine without a driver or a GPU reports count 0 with the runtime's reason.
+struct CudaProbe {
+  int device_count = 0;
+  std::string reason;  // empty when device_count > 0
+};
+CudaProbe ProbeCuda();
+
+// The real device `ordinal` (one object per ordinal per process, shared by
+// every session on it). FailedPrecondition when there is none, with the reason.
+absl::StatusOr<std::shared_ptr<Device>> OpenCudaDevice(int ordinal = 0);
+
+// Launch helper: a 1-D grid of `threads_per_block` covering n work items,
+// at most `max_blocks` blocks (kernels loop grid-stride over the rest).
+LaunchDims Grid1D(int64_t n, int threads_per_block = 256, int64_t max_blocks = 65535);
+
+}  // namespace grove::cuda
+
+#endif  // GROVE_LIB_BACKENDS_CUDA_DEVICE_H_

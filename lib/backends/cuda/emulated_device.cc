@@ -1,0 +1,134 @@
+#include "lib/backends/cuda/emulated_device.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "jit/emulation_launch.h"
+#include "jit/kernels/prelude.cuh"
+
+namespace grove::cuda {
+namespace {
+
+float LoadF(DType dtype, const void* base, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(base)[i];
+    case DType::kF16: return grove_k::to_f32(static_cast<const grove_k::f16*>(base)[i]);
+    case DType::kBF16: return grove_k::to_f32(static_cast<const grove_k::bf16*>(base)[i]);
+    default: return 0;
+  }
+}
+
+void StoreF(DType dtype, void* base, int64_t i, float v) {
+  switch (dtype) {
+    case DType::kF32: static_cast<float*>(base)[i] = v; break;
+    case DType::kF16: static_cast<grove_k::f16*>(base)[i] = grove_k::from_f32<grove_k::f16>(v); break;
+    case DType::kBF16: static_cast<grove_k::bf16*>(base)[i] = grove_k::from_f32<grove_k::bf16>(v); break;
+    default: break;
+  }
+}
+
+class EmulatedDevice final : public Device {
+ public:
+  std::string Describe() const override { return "emulated CUDA device (host threads)"; }
+  bool emulated() const override { return true; }
+  int arch() const override { return 90; }
+
+  absl::StatusOr<void*> Allocate(size_t bytes) override {
+    const size_t cap = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+    void* p = std::aligned_alloc(256, cap);
+    if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("emulated device: cannot allocate ", bytes, " bytes"));
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_[reinterpret_cast<uintptr_t>(p)] = cap;
+    stats_.bytes_allocated += static_cast<int64_t>(cap);
+    stats_.peak_bytes_allocated = std::max(stats_.peak_bytes_allocated, stats_.bytes_allocated);
+    return p;
+  }
+  void Free(void* ptr) override {
+    if (ptr == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = blocks_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == blocks_.end()) return;
+    stats_.bytes_allocated -= static_cast<int64_t>(it->second);
+    blocks_.erase(it);
+    std::free(ptr);
+  }
+  bool IsDevicePointer(const void* ptr) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    auto it = blocks_.upper_bound(p);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return p < it->first + it->second;
+  }
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream) override {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream) override {
+    if (bytes > 0) std::memset(dst, value, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
+                      const void* params, size_t, Stream) override {
+    if (!jit::InManifest(module)) {
+      return absl::NotFoundError(absl::StrCat("kernel module ", module.file, jit::Suffix(module),
+                                              " is not in jit/kernels/kernels.cmake"));
+    }
+    const std::string name = jit::EntryName(kernel, module);
+    emu::EntryFn fn = emu::FindEntry(name);
+    if (fn == nullptr) return absl::NotFoundError(absl::StrCat("no kernel entry point ", name));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.launches;
+    }
+    return emu::Launch(fn, dims.grid, dims.block, params);
+  }
+  absl::Status Gemm(const GemmDesc& g, Stream) override {
+    if (g.dtype != DType::kF32 && g.dtype != DType::kF16 && g.dtype != DType::kBF16) {
+      return absl::InvalidArgumentError(absl::StrCat("GEMM on ", DTypeName(g.dtype)));
+    }
+    for (int64_t b = 0; b < g.batch; ++b) {
+      const int64_t oa = b * g.stride_a, ob = b * g.stride_b, oc = b * g.stride_c;
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          float acc = 0;
+          for (int64_t p = 0; p < g.k; ++p) {
+            const int64_t ia = g.trans_a ? p * g.lda + i : i * g.lda + p;
+            const int64_t ib = g.trans_b ? j * g.ldb + p : p * g.ldb + j;
+            acc += LoadF(g.dtype, g.a, oa + ia) * LoadF(g.dtype, g.b, ob + ib);
+          }
+          float v = g.alpha * acc;
+          if (g.beta != 0) v += g.beta * LoadF(g.dtype, g.c, oc + i * g.ldc + j);
+          if (g.bias != nullptr) v += LoadF(g.dtype, g.bias, j);
+          if (g.epilogue == GemmDesc::Epilogue::kRelu) v = v > 0 ? v : 0;
+          if (g.epilogue == GemmDesc::Epilogue::kGelu) v = 0.5f * v * (1.0f + std::erf(v * 0.70710678f));
+          StoreF(g.dtype, g.c, oc + i * g.ldc + j, v);
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.gemms;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Stream> CreateStream() override { return static_cast<Stream>(nullptr); }
+  void DestroyStream(Stream) override {}
+  absl::Status Synchronize(Stream) override { return absl::OkStatus(); }
+  DeviceStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uintptr_t, size_t> blocks_;
+  DeviceStats stats_;
+};
+
+}  // namespace
+
+std::shared_ptr<Device> NewEmulatedDevice() { return std::make_shared<EmulatedDevice>(); }
+
+}  // namespace grove::cuda

@@ -1,0 +1,182 @@
+#include "test/cuda_op_test_util.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/op_registry.h"
+#include "lib/runtime/registry.h"
+#include "test/op_test_util.h"
+
+namespace grove::testing {
+namespace {
+
+// Frees device memory at the end of a run.
+class DeviceBuffers {
+ public:
+  explicit DeviceBuffers(cuda::Device& d) : device_(d) {}
+  ~DeviceBuffers() {
+    for (void* p : ptrs_) device_.Free(p);
+  }
+  absl::StatusOr<void*> Allocate(size_t bytes) {
+    absl::StatusOr<void*> p = device_.Allocate(bytes);
+    if (p.ok()) ptrs_.push_back(*p);
+    return p;
+  }
+
+ private:
+  cuda::Device& device_;
+  std::vector<void*> ptrs_;
+};
+
+class CudaTestHost : public ir::KernelContext::Host {
+ public:
+  CudaTestHost(DeviceBuffers& buffers, cuda::ExecContext& exec, std::vector<TensorView>& views,
+               std::vector<TensorView*>& out_views)
+      : buffers_(buffers), exec_(exec), views_(views), out_views_(out_views) {}
+  absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) override {
+    if (i < 0 || i >= static_cast<int>(views_.size())) return absl::OutOfRangeError("output index");
+    TensorView v(dtype, std::move(shape), static_cast<void*>(nullptr));
+    absl::StatusOr<void*> p = buffers_.Allocate(v.byte_size());
+    if (!p.ok()) return p.status();
+    v.data = *p;
+    views_[i] = std::move(v);
+    out_views_[i] = &views_[i];
+    return out_views_[i];
+  }
+  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
+    return absl::UnimplementedError("RunOpCuda cannot run subgraphs; use a model");
+  }
+  void* backend_context() override { return &exec_; }
+
+ private:
+  DeviceBuffers& buffers_;
+  cuda::ExecContext& exec_;
+  std::vector<TensorView>& views_;
+  std::vector<TensorView*>& out_views_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::string& type,
+                                              std::vector<const Tensor*> inputs,
+                                              std::vector<std::pair<std::string, AttrValue>> attrs,
+                                              int num_outputs, CudaRunOptions options) {
+  const ir::OpDef* def = runtime::GlobalOpRegistry().Find(type);
+  if (def == nullptr) return absl::NotFoundError(absl::StrCat("no op ", type));
+  ir::KernelFn fn = def->kernels[static_cast<int>(ir::Backend::kCuda)];
+  if (fn == nullptr) return absl::UnimplementedError(absl::StrCat(type, " has no CUDA kernel"));
+  ir::Graph graph;
+  ir::Node node;
+  node.type = type;
+  node.def = def;
+  for (size_t i = 0; i < inputs.size(); ++i) node.inputs.push_back(inputs[i] ? static_cast<int>(i) : -1);
+  for (int i = 0; i < num_outputs; ++i) node.outputs.push_back(static_cast<int>(inputs.size()) + i);
+  for (auto& [name, value] : attrs) node.attrs.Set(name, value);
+
+  DeviceBuffers buffers(device);
+  absl::StatusOr<cuda::Stream> stream = device.CreateStream();
+  if (!stream.ok()) return stream.status();
+  cuda::ExecContext exec(device, *stream);
+
+  // Inputs on the device; host copies visible to the kernel when asked.
+  std::vector<TensorView> in_storage(inputs.size());
+  std::vector<TensorView*> in_views(inputs.size(), nullptr);
+  std::vector<const TensorView*> host_inputs(inputs.size(), nullptr);
+  std::vector<ir::ShapeContext::Input> shape_inputs(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) continue;
+    const TensorView& host = inputs[i]->view();
+    absl::StatusOr<void*> p = buffers.Allocate(host.byte_size());
+    if (!p.ok()) return p.status();
+    if (absl::Status s = device.CopyAsync(*p, host.data, host.byte_size(), *stream); !s.ok()) return s;
+    in_storage[i] = TensorView(host.dtype, host.shape, *p);
+    in_views[i] = &in_storage[i];
+    if (options.host_values) host_inputs[i] = &host;
+    shape_inputs[i] = ir::ShapeContext::Input{true, host.dtype, ir::FromConcrete(host.shape), &host};
+  }
+  exec.SetHostInputs(host_inputs);
+
+  std::vector<TensorView> out_storage(num_outputs);
+  std::vector<TensorView*> out_views(num_outputs, nullptr);
+  if (!def->kernel_allocates_outputs) {
+    ir::ShapeContext sctx(node, graph, std::move(shape_inputs), nullptr);
+    if (absl::Status s = def->infer(sctx); !s.ok()) return s;
+    for (int i = 0; i < num_outputs; ++i) {
+      const auto& o = sctx.outputs()[i];
+      if (!o.set || !ir::IsConcrete(o.shape)) return absl::InternalError(absl::StrCat(type, ": output ", i, " shape"));
+      TensorView v(o.dtype, ir::ToConcrete(o.shape), static_cast<void*>(nullptr));
+      absl::StatusOr<void*> p = buffers.Allocate(v.byte_size());
+      if (!p.ok()) return p.status();
+      v.data = *p;
+      out_storage[i] = std::move(v);
+      out_views[i] = &out_storage[i];
+    }
+  }
+  CudaTestHost host(buffers, exec, out_storage, out_views);
+  ir::KernelContext kctx(node, in_views, out_views, &host);
+  absl::Status run = fn(kctx);
+  if (absl::Status s = device.Synchronize(*stream); run.ok() && !s.ok()) run = s;
+  device.DestroyStream(*stream);
+  if (!run.ok()) return run;
+
+  std::vector<Tensor> outs;
+  for (int i = 0; i < num_outputs; ++i) {
+    if (out_views[i] == nullptr) return absl::InternalError(absl::StrCat(type, ": output ", i, " not produced"));
+    absl::StatusOr<Tensor> t = Tensor::Create(out_views[i]->dtype, out_views[i]->shape);
+    if (!t.ok()) return t.status();
+    if (t->view().byte_size() > 0) {
+      if (absl::Status s = device.CopyAsync(t->data(), out_views[i]->data, t->view().byte_size(), nullptr); !s.ok()) {
+        return s;
+      }
+    }
+    outs.push_back(std::move(*t));
+  }
+  if (absl::Status s = device.Synchronize(nullptr); !s.ok()) return s;
+  return outs;
+}
+
+std::string CompareTensors(const Tensor& want, const Tensor& got, double tol) {
+  if (want.dtype() != got.dtype()) {
+    return absl::StrCat("dtype ", DTypeName(got.dtype()), ", want ", DTypeName(want.dtype()));
+  }
+  if (want.shape() != got.shape()) {
+    return absl::StrCat("shape ", ir::ShapeToString(ir::FromConcrete(got.shape())), ", want ",
+                        ir::ShapeToString(ir::FromConcrete(want.shape())));
+  }
+  const int64_t n = want.view().num_elements();
+  absl::StatusOr<Tensor> w64 = Tensor::CastOf(want.view(), DType::kF64);
+  absl::StatusOr<Tensor> g64 = Tensor::CastOf(got.view(), DType::kF64);
+  if (!w64.ok() || !g64.ok()) return "cannot compare (cast to f64 failed)";
+  const bool is_float = want.dtype() == DType::kF32 || want.dtype() == DType::kF64 ||
+                        want.dtype() == DType::kF16 || want.dtype() == DType::kBF16;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = w64->as<double>()[i], b = g64->as<double>()[i];
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (a == b) continue;
+    if (is_float && std::abs(a - b) <= tol * (1.0 + std::abs(a))) continue;
+    return absl::StrCat("element ", i, " is ", b, ", want ", a);
+  }
+  return "";
+}
+
+void ExpectCudaMatchesCpu(cuda::Device& device, const std::string& type, std::vector<const Tensor*> inputs,
+                          std::vector<std::pair<std::string, AttrValue>> attrs, int num_outputs, double tol,
+                          CudaRunOptions options) {
+  absl::StatusOr<std::vector<Tensor>> cpu = RunOp(type, inputs, attrs, num_outputs);
+  absl::StatusOr<std::vector<Tensor>> gpu = RunOpCuda(device, type, inputs, attrs, num_outputs, options);
+  if (!cpu.ok()) {
+    EXPECT_FALSE(gpu.ok()) << type << ": the CPU kernel fails (" << cpu.status() << ") but CUDA succeeds";
+    return;
+  }
+  ASSERT_TRUE(gpu.ok()) << type << " on " << device.Describe() << ": " << gpu.status();
+  ASSERT_EQ(cpu->size(), gpu->size());
+  for (size_t i = 0; i < cpu->size(); ++i) {
+    const std::string diff = CompareTensors((*cpu)[i], (*gpu)[i], tol);
+    EXPECT_EQ(diff, "") << type << " output " << i;
+  }
+}
+
+}  // namespace grove::testing

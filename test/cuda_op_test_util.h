@@ -1,0 +1,48 @@
+// Runs one op on the CUDA backend's kernels over a cuda::Device (the
+// emulated one in CI, the real one under `ctest -L gpu`) and compares with
+// the CPU backend.
+//
+//   auto dev = cuda::NewEmulatedDevice();
+//   Tensor a = MakeTensor<float>(DType::kF32, {2, 3}, {...});
+//   ExpectCudaMatchesCpu(*dev, "Add", {&a, &b});
+#ifndef GROVE_TEST_CUDA_OP_TEST_UTIL_H_
+#define GROVE_TEST_CUDA_OP_TEST_UTIL_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grove/grove.h"
+#include "lib/backends/cuda/device.h"
+
+namespace grove::testing {
+
+struct CudaRunOptions {
+  // When true (as for weights and folded values in a plan), the kernel sees
+  // host copies of the inputs; when false it must read them from the device.
+  bool host_values = true;
+};
+
+// Like RunOp, with the op's CUDA kernel: inputs are copied to `device`, the
+// kernel runs there, outputs are copied back. Unimplemented when the op has
+// no CUDA kernel.
+absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::string& type,
+                                              std::vector<const Tensor*> inputs,
+                                              std::vector<std::pair<std::string, AttrValue>> attrs = {},
+                                              int num_outputs = 1, CudaRunOptions options = {});
+
+// Runs the op on the CPU and on `device`; expects the same dtypes, shapes and
+// values (floats within `tol` absolute + relative, everything else exactly).
+// Also checks the CUDA run fails exactly when the CPU run fails.
+void ExpectCudaMatchesCpu(cuda::Device& device, const std::string& type, std::vector<const Tensor*> inputs,
+                          std::vector<std::pair<std::string, AttrValue>> attrs = {}, int num_outputs = 1,
+                          double tol = 1e-5, CudaRunOptions options = {});
+
+// Elementwise comparison used above: "" when equal within tolerance, else a
+// description of the first mismatch.
+std::string CompareTensors(const Tensor& want, const Tensor& got, double tol);
+
+}  // namespace grove::testing
+
+#endif  // GROVE_TEST_CUDA_OP_TEST_UTIL_H_
