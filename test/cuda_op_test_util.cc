@@ -1,10 +1,13 @@
 #include "test/cuda_op_test_util.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "lib/backends/cuda/emulated_device.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
@@ -59,6 +62,26 @@ class CudaTestHost : public ir::KernelContext::Host {
 };
 
 }  // namespace
+
+bool TestDeviceIsGpu() {
+  const char* env = std::getenv("GROVE_TEST_DEVICE");
+  return env != nullptr && std::string(env) == "cuda";
+}
+
+std::shared_ptr<cuda::Device> TestDevice() {
+  static std::shared_ptr<cuda::Device> device = [] {
+    if (!TestDeviceIsGpu()) return cuda::NewEmulatedDevice();
+    absl::StatusOr<std::shared_ptr<cuda::Device>> d = cuda::OpenCudaDevice(0);
+    if (!d.ok()) {
+      std::fprintf(stderr, "SKIPPED: GROVE_TEST_DEVICE=cuda but %s\n", std::string(d.status().message()).c_str());
+      std::fflush(stderr);
+      std::_Exit(77);
+    }
+    std::fprintf(stderr, "running on %s\n", (*d)->Describe().c_str());
+    return *d;
+  }();
+  return device;
+}
 
 absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::string& type,
                                               std::vector<const Tensor*> inputs,

@@ -8,6 +8,7 @@
 #ifndef GROVE_TEST_CUDA_OP_TEST_UTIL_H_
 #define GROVE_TEST_CUDA_OP_TEST_UTIL_H_
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,13 @@
 #include "lib/backends/cuda/device.h"
 
 namespace grove::testing {
+
+// The device the CUDA tests run on: the emulated device (CI, no GPU), or
+// with GROVE_TEST_DEVICE=cuda the real GPU (the `gpu` ctest label). Asked
+// for a GPU where there is none, it prints why and exits with 77, which
+// ctest reports as skipped.
+std::shared_ptr<cuda::Device> TestDevice();
+bool TestDeviceIsGpu();
 
 struct CudaRunOptions {
   // When true (as for weights and folded values in a plan), the kernel sees

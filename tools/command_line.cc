@@ -2,6 +2,7 @@
 #include "command_line.h"
 
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -109,6 +110,44 @@ std::string HumanBytes(uint64_t bytes) {
     ++u;
   }
   return absl::StrFormat("%.1f %s (%d bytes)", v, units[u], bytes);
+}
+
+int InputShapesFromFlags(const ParsedArgs& args, const Model& model, std::vector<std::vector<int64_t>>* shapes,
+                         std::vector<std::string>* unknown) {
+  std::map<std::string, std::vector<int64_t>> given;
+  for (const std::string& spec : args.Values("shape")) {
+    std::string name, dims_text;
+    std::vector<int64_t> dims;
+    if (!SplitAssignment(spec, &name, &dims_text) || !ParseDims(dims_text, &dims)) {
+      return UsageError(absl::StrCat("--shape wants NAME=D0xD1... (NAME= for a scalar), not '", spec, "'"));
+    }
+    if (!given.emplace(name, std::move(dims)).second) return UsageError(absl::StrCat("--shape ", name, " given twice"));
+  }
+  const std::vector<TensorInfo>& inputs = model.inputs();
+  shapes->clear();
+  for (const TensorInfo& info : inputs) {
+    auto it = given.find(info.name);
+    if (it != given.end()) {
+      shapes->push_back(it->second);
+      given.erase(it);
+      continue;
+    }
+    std::vector<int64_t> dims;
+    bool is_static = true;
+    for (const DimInfo& d : info.shape) {
+      dims.push_back(d.is_symbolic() ? -1 : d.value);
+      is_static = is_static && !d.is_symbolic();
+    }
+    if (!is_static) unknown->push_back(absl::StrCat("'", info.name, "' ", DeclaredType(info)));
+    shapes->push_back(std::move(dims));
+  }
+  if (!given.empty()) {
+    std::vector<std::string> names;
+    for (const TensorInfo& info : inputs) names.push_back(absl::StrCat("'", info.name, "'"));
+    return Fail(absl::StrCat("--shape names '", given.begin()->first, "', which is not a model input (its inputs: ",
+                             absl::StrJoin(names, ", "), ")"));
+  }
+  return -1;
 }
 
 }  // namespace grove::cli

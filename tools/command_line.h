@@ -28,6 +28,7 @@ using CommandMain = int (*)(absl::Span<const std::string> args);
 int RunMain(absl::Span<const std::string> args);
 int InspectMain(absl::Span<const std::string> args);
 int ImportMain(absl::Span<const std::string> args);
+int CompileMain(absl::Span<const std::string> args);
 
 enum FlagKind { kSwitch, kValue, kRepeatedValue };
 struct FlagSpec {
@@ -67,6 +68,12 @@ bool ParseDims(absl::string_view text, std::vector<int64_t>* out);
 
 // Splits "NAME=VALUE" at the first '='; false if there is none or NAME is empty.
 bool SplitAssignment(absl::string_view text, std::string* name, std::string* value);
+
+// One shape per model input from repeated `--shape NAME=D0xD1...` flags, the
+// declared shape for inputs not named (their symbolic dims as -1, listed in
+// `unknown`). Returns -1, or the exit code of a bad flag.
+int InputShapesFromFlags(const ParsedArgs& args, const Model& model, std::vector<std::vector<int64_t>>* shapes,
+                         std::vector<std::string>* unknown);
 
 // "768 bytes", "2.6 KiB (2704 bytes)".
 std::string HumanBytes(uint64_t bytes);

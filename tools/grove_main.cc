@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"import", ImportMain, "convert an ONNX model (opsets 11..17) into a .grove model"},
     {"run", RunMain, "run a model on .npy inputs and summarise (or save) its outputs"},
     {"inspect", InspectMain, "show a model's signature, content and memory plan"},
+    {"compile", CompileMain, "compile a model's CUDA kernels into the kernel cache (no GPU needed)"},
 };
 
 void PrintUsage(FILE* to) {

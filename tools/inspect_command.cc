@@ -213,44 +213,14 @@ int InspectMain(absl::Span<const std::string> argv) {
                           ? "inspect: missing MODEL.grove"
                           : absl::StrCat("inspect: unexpected argument '", args.positional[1], "'"));
   }
-  std::map<std::string, std::vector<int64_t>> given;
-  for (const std::string& spec : args.Values("shape")) {
-    std::string name, dims_text;
-    std::vector<int64_t> dims;
-    if (!SplitAssignment(spec, &name, &dims_text) || !ParseDims(dims_text, &dims)) {
-      return UsageError(absl::StrCat("--shape wants NAME=D0xD1... (NAME= for a scalar), not '", spec, "'"));
-    }
-    if (!given.emplace(name, std::move(dims)).second) return UsageError(absl::StrCat("--shape ", name, " given twice"));
-  }
-
   const std::string& path = args.positional[0];
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(path);
   if (!model.ok()) return Fail(absl::StrCat("cannot load model ", path, ": ", model.status().message()));
-  const std::vector<TensorInfo>& inputs = (*model)->inputs();
 
   // Plan when every input's shape is known: given, or fully static.
   std::unique_ptr<Plan> plan = std::make_unique<Plan>();
   std::vector<std::string> unknown;
-  for (const TensorInfo& info : inputs) {
-    auto it = given.find(info.name);
-    if (it != given.end()) {
-      plan->input_shapes.push_back(it->second);
-      given.erase(it);
-      continue;
-    }
-    std::vector<int64_t> dims;
-    for (const DimInfo& d : info.shape) dims.push_back(d.value);
-    bool is_static = true;
-    for (const DimInfo& d : info.shape) is_static = is_static && !d.is_symbolic();
-    if (!is_static) unknown.push_back(absl::StrCat("'", info.name, "' ", DeclaredType(info)));
-    plan->input_shapes.push_back(std::move(dims));
-  }
-  if (!given.empty()) {
-    std::vector<std::string> names;
-    for (const TensorInfo& info : inputs) names.push_back(absl::StrCat("'", info.name, "'"));
-    return Fail(absl::StrCat("--shape names '", given.begin()->first, "', which is not a model input (its inputs: ",
-                             absl::StrJoin(names, ", "), ")"));
-  }
+  if (int rc = InputShapesFromFlags(args, **model, &plan->input_shapes, &unknown); rc >= 0) return rc;
   const bool shapes_requested = args.Has("shape");
   if (!unknown.empty()) {
     if (shapes_requested) return Fail(absl::StrCat("missing --shape for ", absl::StrJoin(unknown, ", ")));

@@ -34,7 +34,9 @@ constexpr char kUsage[] =
     "  --output-dir DIR       write each output to DIR/NAME.npy (DIR is created);\n"
     "                         bf16 outputs are widened to f32, NumPy has no bf16\n"
     "  --device cpu|cuda|auto where to run (default auto: CUDA if present, else CPU)\n"
-    "  --repeat N             run N times and report the mean time (default 1)\n";
+    "  --repeat N             run N times and report the mean time (default 1)\n"
+    "  --strict-device        fail instead of running ops without a CUDA kernel\n"
+    "                         on the CPU\n";
 
 constexpr int kValuesShown = 6;
 
@@ -96,7 +98,8 @@ double Milliseconds(std::chrono::steady_clock::duration d) {
 
 int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
-      {"input", kRepeatedValue}, {"output-dir", kValue}, {"device", kValue}, {"repeat", kValue}};
+      {"input", kRepeatedValue}, {"output-dir", kValue}, {"device", kValue}, {"repeat", kValue},
+      {"strict-device", kSwitch}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -111,6 +114,7 @@ int RunMain(absl::Span<const std::string> argv) {
     if (!device.ok()) return UsageError(device.status().message());
     options.device = *device;
   }
+  options.strict_device = args.Has("strict-device");
   int repeat = 1;
   if (args.Has("repeat") && (!absl::SimpleAtoi(args.Values("repeat")[0], &repeat) || repeat < 1)) {
     return UsageError(absl::StrCat("--repeat wants a positive integer, not '", args.Values("repeat")[0], "'"));
@@ -193,6 +197,11 @@ int RunMain(absl::Span<const std::string> argv) {
               (*session)->device() == Device::kCuda ? "cuda" : "cpu", static_cast<long long>(stats.runs),
               static_cast<long long>(stats.plans_created), static_cast<long long>(stats.plan_cache_hits),
               static_cast<long long>(stats.kernels_run));
+  if ((*session)->device() == Device::kCuda) {
+    std::printf("cuda: %s, cpu fallback steps %lld, bytes host->device %lld, device->host %lld\n",
+                (*session)->device_description().c_str(), static_cast<long long>(stats.cpu_fallback_steps),
+                static_cast<long long>(stats.bytes_host_to_device), static_cast<long long>(stats.bytes_device_to_host));
+  }
 
   if (args.Has("output-dir")) {
     const std::string dir = args.Values("output-dir")[0];

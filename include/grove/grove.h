@@ -143,6 +143,7 @@ struct ModelSummary {
 namespace internal {
 class ModelImpl;
 class SessionImpl;
+struct SessionAccess;
 }  // namespace internal
 
 // An immutable, loaded model. Safe to share across threads.
@@ -182,6 +183,19 @@ struct SessionOptions {
   // Most plans (input signatures) kept per session; the least recently used
   // is dropped past this. 0 means no limit.
   int max_cached_plans = 64;
+
+  // --- CUDA only ---
+  int cuda_device = 0;          // device ordinal
+  // A cudaStream_t the caller owns (a serving application's stream); the
+  // session enqueues all its work there. nullptr: the session makes its own.
+  void* cuda_stream = nullptr;
+  // Ops without a CUDA kernel run on the CPU with copies (counted in
+  // SessionStats::cpu_fallback_steps); strict_device makes that an error.
+  bool strict_device = false;
+  // Run returns device pointers (valid until the next Run) instead of host
+  // copies. Inputs may always be host or device pointers; device pointers
+  // are used in place, host ones are copied in.
+  bool outputs_on_device = false;
 };
 
 // One tensor held at the peak of a memory plan.
@@ -208,6 +222,10 @@ struct SessionStats {
   int64_t plan_cache_hits = 0;   // all subgraphs (a Loop body hits once per trip)
   int64_t plans_evicted = 0;
   int64_t kernels_run = 0;
+  // CUDA: steps of ops with no CUDA kernel, run on the CPU with copies.
+  int64_t cpu_fallback_steps = 0;
+  int64_t bytes_host_to_device = 0;  // inputs, fallbacks
+  int64_t bytes_device_to_host = 0;  // outputs, fallbacks, control-flow conditions
 };
 
 // Runs a model. Not thread-safe: use one Session per thread.
@@ -221,14 +239,18 @@ class Session {
 
   // The device this session runs on (never kAuto).
   Device device() const;
+  // "cpu", or the CUDA device's name and arch ("NVIDIA H200 (sm_90, 139 GiB)").
+  std::string device_description() const;
   const Model& model() const;
 
   // Runs with one input per model input, in model order. The returned views
   // point into the session and stay valid until the next Run or destruction.
-  // On error the session stays usable.
+  // On error the session stays usable. On CUDA, inputs may be host or device
+  // pointers, and Run returns after the work is done (the stream is synced).
   absl::StatusOr<std::vector<TensorView>> Run(absl::Span<const TensorView> inputs);
   // Same, writing into caller-owned outputs whose dtype and shape must equal
   // the results' (use Reshape to learn them when they do not depend on data).
+  // On CUDA the outputs may be host or device memory.
   absl::Status RunInto(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
 
   // Plans (or finds the cached plan for) these input shapes without running,
@@ -242,9 +264,41 @@ class Session {
   SessionStats stats() const;
 
  private:
+  friend struct internal::SessionAccess;
   explicit Session(std::unique_ptr<internal::SessionImpl> impl);
   std::unique_ptr<internal::SessionImpl> impl_;
 };
+
+// ---------------------------------------------------------------------------
+// Ahead-of-time CUDA kernels: fills the kernel cache without a GPU (a
+// container build or CI step warms it before deployment).
+// ---------------------------------------------------------------------------
+
+struct KernelCompileOptions {
+  std::string arch = "sm_90";  // "sm_80", "90", "9.0"
+  // One shape per model input: the model runs once on a device that records
+  // the kernels it launches (zero-valued inputs). Empty with all_kernels.
+  std::vector<std::vector<int64_t>> input_shapes;
+  std::string cache_dir;     // "" = $GROVE_CACHE_DIR, else $XDG_CACHE_HOME/grove/kernels
+  bool all_kernels = false;  // every kernel module grove has, not only the model's
+};
+
+struct KernelCompileReport {
+  std::string cache_dir;
+  int arch = 0;
+  std::vector<std::string> modules;  // "elementwise__f32", ...
+  int compiled = 0;  // compiled by NVRTC now
+  int cached = 0;    // found in the cache
+  int corrupt = 0;   // found truncated or corrupt (then recompiled)
+  int stale = 0;     // found for another NVRTC or key (then recompiled)
+  double compile_ms = 0;
+  // Why the set may be incomplete (the dry run stopped, or took one branch
+  // of data-dependent control flow); empty when nothing to say.
+  std::string note;
+};
+
+// Compiles into the disk cache every kernel `model` needs at those shapes.
+absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const KernelCompileOptions& options);
 
 // ---------------------------------------------------------------------------
 // Building models in code.

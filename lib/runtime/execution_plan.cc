@@ -118,7 +118,14 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
         out_bytes += DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(o.shape)));
       }
     }
+    // Folding runs on the host; a CUDA step without a CUDA kernel runs the
+    // CPU kernel with copies (host_fallback).
+    const ir::KernelFn cpu_kernel = node.def->kernels[static_cast<int>(ir::Backend::kCpu)];
     step.kernel = node.def->kernels[static_cast<int>(backend)];
+    if (step.kernel == nullptr && backend != ir::Backend::kCpu && cpu_kernel != nullptr) {
+      step.kernel = cpu_kernel;
+      step.host_fallback = true;
+    }
     if (step.kernel == nullptr) {
       return absl::UnimplementedError(absl::StrCat(node.Describe(), ": no kernel for this backend"));
     }
@@ -149,7 +156,8 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
         out_ptrs[i] = &folded_views.back();
       }
       ir::KernelContext kctx(node, in_ptrs, out_ptrs, &no_host);
-      if (absl::Status s = step.kernel(kctx); !s.ok()) return s;
+      if (cpu_kernel == nullptr) return absl::InternalError(absl::StrCat(node.Describe(), ": no CPU kernel to fold"));
+      if (absl::Status s = cpu_kernel(kctx); !s.ok()) return s;
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i] < 0) continue;
         PlanValue v;

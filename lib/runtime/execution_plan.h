@@ -45,6 +45,7 @@ struct PlanStep {
   std::vector<int> outputs;  // value ids; -1 = omitted
   bool infer_at_run = false;      // shapes known only when run
   bool kernel_allocates = false;  // If, Loop
+  bool host_fallback = false;     // a CPU kernel in a CUDA plan: run with copies
 };
 
 // A value's signature: what a plan is keyed by.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/cuda/device.h"
 #include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/registry.h"
@@ -84,6 +85,30 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
     }
   }
   return impl;
+}
+
+ModelImpl::~ModelImpl() {
+  for (auto& [device, ptr] : device_bytes_) device->Free(ptr);
+}
+
+const uint8_t* ModelImpl::host_bytes() const { return bytes_->data(); }
+size_t ModelImpl::host_byte_size() const { return bytes_->size(); }
+
+absl::StatusOr<const uint8_t*> ModelImpl::DeviceBytes(const std::shared_ptr<cuda::Device>& device) const {
+  std::lock_guard<std::mutex> lock(device_mu_);
+  for (const auto& [d, ptr] : device_bytes_) {
+    if (d.get() == device.get()) return static_cast<const uint8_t*>(ptr);
+  }
+  absl::StatusOr<void*> p = device->Allocate(bytes_->size());
+  if (!p.ok()) return p.status();
+  absl::Status s = device->CopyAsync(*p, bytes_->data(), bytes_->size(), nullptr);
+  if (s.ok()) s = device->Synchronize(nullptr);
+  if (!s.ok()) {
+    device->Free(*p);
+    return s;
+  }
+  device_bytes_.emplace_back(device, *p);
+  return static_cast<const uint8_t*>(*p);
 }
 
 ModelSummary ModelImpl::Summary() const {

@@ -4,6 +4,8 @@
 #define GROVE_LIB_RUNTIME_MODEL_IMPL_H_
 
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -11,6 +13,10 @@
 #include "lib/format/loader.h"
 #include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
+
+namespace grove::cuda {
+class Device;
+}
 
 namespace grove::internal {
 
@@ -25,6 +31,13 @@ class ModelImpl {
   const std::vector<SymbolInfo>& symbols() const { return symbols_; }
   ModelSummary Summary() const;
 
+  // The model's bytes (weights point into them) on `device`: uploaded once
+  // on first request and shared by every session on that device.
+  absl::StatusOr<const uint8_t*> DeviceBytes(const std::shared_ptr<cuda::Device>& device) const;
+  const uint8_t* host_bytes() const;
+  size_t host_byte_size() const;
+  ~ModelImpl();
+
  private:
   std::shared_ptr<const format::ModelBytes> bytes_;
   format::LoadedGraph loaded_;
@@ -32,6 +45,8 @@ class ModelImpl {
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<SymbolInfo> symbols_;
   std::string shape_note_;
+  mutable std::mutex device_mu_;
+  mutable std::vector<std::pair<std::shared_ptr<cuda::Device>, void*>> device_bytes_;
 };
 
 }  // namespace grove::internal

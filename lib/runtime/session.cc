@@ -15,8 +15,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/cuda/device.h"
+#include "lib/backends/cuda/exec_context.h"
 #include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
+#include "lib/runtime/session_internal.h"
 
 namespace grove {
 namespace internal {
@@ -28,42 +31,74 @@ using runtime::PlanValue;
 using runtime::ValueKind;
 using runtime::ValueSig;
 
-// Grows only; 64-byte aligned.
-class AlignedBuffer {
+// Grows only: host memory (64-byte aligned) or, given a device, device
+// memory. Contents are not kept across a growth.
+class Buffer {
  public:
-  AlignedBuffer() = default;
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  ~AlignedBuffer() { std::free(data_); }
+  explicit Buffer(cuda::Device* device = nullptr) : device_(device) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { Release(); }
   absl::Status Reserve(uint64_t bytes) {
     if (bytes <= capacity_ && data_ != nullptr) return absl::OkStatus();
     const uint64_t cap = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, cap);
-    if (p == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of activations"));
+    Release();
+    if (device_ != nullptr) {
+      absl::StatusOr<void*> p = device_->Allocate(cap);
+      if (!p.ok()) return p.status();
+      data_ = *p;
+    } else {
+      data_ = std::aligned_alloc(64, cap);
+      if (data_ == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of activations"));
+      }
     }
-    std::free(data_);
-    data_ = p;
     capacity_ = cap;
     return absl::OkStatus();
   }
   uint8_t* data() const { return static_cast<uint8_t*>(data_); }
 
  private:
+  void Release() {
+    if (data_ == nullptr) return;
+    if (device_ != nullptr) {
+      device_->Free(data_);
+    } else {
+      std::free(data_);
+    }
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+  cuda::Device* device_;
   void* data_ = nullptr;
   uint64_t capacity_ = 0;
 };
 
 struct PlanInstance {
+  explicit PlanInstance(cuda::Device* device) : device(device), arena(device), folded(device) {}
+  cuda::Device* device;  // nullptr on the CPU
   std::unique_ptr<ExecutionPlan> plan;
-  AlignedBuffer arena;
-  std::vector<TensorView> views;    // one per plan value
+  Buffer arena;
+  Buffer folded;                    // CUDA: the plan's folded values, uploaded
+  std::vector<TensorView> views;    // one per plan value (device views on CUDA)
   std::vector<TensorView*> ptrs;    // per step: its inputs, then its outputs
   std::vector<size_t> step_ptrs;    // start of each step's pointers in `ptrs`
-  std::vector<std::unique_ptr<AlignedBuffer>> dynamic;  // per value, dynamic ones only
+  std::vector<std::unique_ptr<Buffer>> dynamic;  // per value, dynamic ones only
+  // CUDA only, per value: host views of weights and folded values; staging
+  // for host inputs; host copies for steps that fall back to the CPU; host
+  // copies of outputs.
+  std::vector<TensorView> host_views;
+  std::vector<const TensorView*> host_ptrs;  // per step input, parallel to `ptrs`
+  std::vector<std::unique_ptr<Buffer>> staging;
+  std::vector<std::unique_ptr<Buffer>> host_copies;
+  std::vector<TensorView> copy_views;  // views of host_copies
   uint64_t last_used = 0;
   int active = 0;
 };
+
+// On CUDA, inputs of a step whose shapes are inferred when run are read back
+// for its shape function when at most this big (shape tensors are tiny).
+constexpr uint64_t kHostReadLimitBytes = 1 << 16;
 
 std::string DescribeDeclared(const ir::TensorDecl& d, const ir::Graph& g) {
   return absl::StrCat(DTypeName(d.dtype), ir::ShapeToString(d.shape, g.symbol_names()));
@@ -76,6 +111,28 @@ class SessionImpl {
   SessionImpl(std::shared_ptr<const Model> model, const SessionOptions& options, Device device)
       : model_(std::move(model)), impl_(model_->impl()), graph_(impl_.graph()), options_(options),
         device_(device) {}
+  ~SessionImpl() {
+    plans_.clear();  // device buffers go back before the stream
+    exec_.reset();
+    if (cuda_ != nullptr && own_stream_) cuda_->DestroyStream(stream_);
+  }
+  // Binds the session to a CUDA device (real or emulated).
+  absl::Status AttachCuda(std::shared_ptr<cuda::Device> device) {
+    cuda_ = std::move(device);
+    if (options_.cuda_stream != nullptr) {
+      stream_ = options_.cuda_stream;
+    } else {
+      absl::StatusOr<cuda::Stream> s = cuda_->CreateStream();
+      if (!s.ok()) return s.status();
+      stream_ = *s;
+      own_stream_ = true;
+    }
+    exec_ = std::make_unique<cuda::ExecContext>(*cuda_, stream_);
+    absl::StatusOr<const uint8_t*> weights = impl_.DeviceBytes(cuda_);
+    if (!weights.ok()) return weights.status();
+    device_weights_ = *weights;
+    return absl::OkStatus();
+  }
 
   std::shared_ptr<const Model> model_;
   const ModelImpl& impl_;
@@ -86,13 +143,25 @@ class SessionImpl {
   absl::flat_hash_map<std::vector<int64_t>, std::unique_ptr<PlanInstance>> plans_;
   std::vector<int64_t> key_;
   uint64_t tick_ = 0;
+  // CUDA
+  std::shared_ptr<cuda::Device> cuda_;
+  cuda::Stream stream_ = nullptr;
+  bool own_stream_ = false;
+  std::unique_ptr<cuda::ExecContext> exec_;
+  const uint8_t* device_weights_ = nullptr;
+
+  absl::Status SetUpCudaInstance(PlanInstance& inst);
+  absl::Status BindCudaValue(PlanInstance& inst, int v, const TensorView& given);
+  absl::Status RunFallbackStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
+                               absl::Span<TensorView* const> out_ptrs);
+  absl::StatusOr<const TensorView*> HostCopy(PlanInstance& inst, int v, const TensorView& device_view);
 
   absl::Status ValidateMainInputs(absl::Span<const TensorView> inputs, bool need_data) const;
   absl::StatusOr<PlanInstance*> GetPlan(int subgraph, absl::Span<const TensorView> inputs,
                                         absl::Span<const TensorView> captures);
   absl::Status Execute(PlanInstance& inst, absl::Span<const TensorView> inputs,
                        absl::Span<const TensorView> captures);
-  absl::StatusOr<std::vector<TensorView>> RunMain(absl::Span<const TensorView> inputs);
+  absl::StatusOr<std::vector<TensorView>> RunMain(absl::Span<const TensorView> inputs, bool device_views = false);
 };
 
 namespace {
@@ -121,6 +190,8 @@ class StepHost : public ir::KernelContext::Host {
     return &inst_.views[v];
   }
 
+  void* backend_context() override { return session_.exec_.get(); }
+
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int subgraph, absl::Span<const TensorView> inputs) override {
     const ir::Graph& g = session_.graph_;
     if (subgraph <= 0 || subgraph >= static_cast<int>(g.subgraphs.size())) {
@@ -147,6 +218,62 @@ class StepHost : public ir::KernelContext::Host {
   SessionImpl& session_;
   PlanInstance& inst_;
   int step_;
+};
+
+// What a CPU kernel calls back into when it runs inside a CUDA plan (an op
+// with no CUDA kernel): outputs it allocates and subgraph results are host
+// memory; the executor copies outputs to the device afterwards.
+class FallbackHost : public ir::KernelContext::Host {
+ public:
+  FallbackHost(SessionImpl& session, PlanInstance& inst, int step, std::vector<TensorView>& host_outs,
+               std::vector<TensorView*>& host_out_ptrs)
+      : session_(session), inst_(inst), step_(step), device_host_(session, inst, step), host_outs_(host_outs),
+        host_out_ptrs_(host_out_ptrs) {}
+
+  absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) override {
+    const PlanStep& step = inst_.plan->steps()[step_];
+    if (i < 0 || i >= static_cast<int>(step.outputs.size()) || step.outputs[i] < 0) {
+      return absl::InternalError(absl::StrCat(step.node->Describe(), ": allocates output ", i, " it does not have"));
+    }
+    const int v = step.outputs[i];
+    const PlanValue& pv = inst_.plan->values()[v];
+    if (dtype == DType::kUnknown) dtype = pv.dtype;
+    absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(dtype, shape, step.node->Describe());
+    if (!bytes.ok()) return bytes.status();
+    if (absl::Status s = inst_.host_copies[v]->Reserve(*bytes); !s.ok()) return s;
+    host_outs_[i] = TensorView(dtype, std::move(shape), static_cast<void*>(inst_.host_copies[v]->data()));
+    host_out_ptrs_[i] = &host_outs_[i];
+    return host_out_ptrs_[i];
+  }
+
+  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int subgraph, absl::Span<const TensorView> inputs) override {
+    absl::StatusOr<std::vector<TensorView>> outs = device_host_.RunSubgraph(subgraph, inputs);
+    if (!outs.ok()) return outs;
+    // The CPU kernel reads the results on the host.
+    copies_.resize(std::max(copies_.size(), outs->size()));
+    for (size_t i = 0; i < outs->size(); ++i) {
+      TensorView& o = (*outs)[i];
+      if (copies_[i] == nullptr) copies_[i] = std::make_unique<Buffer>();
+      if (absl::Status s = copies_[i]->Reserve(o.byte_size()); !s.ok()) return s;
+      if (absl::Status s = session_.cuda_->CopyAsync(copies_[i]->data(), o.data, o.byte_size(), session_.stream_);
+          !s.ok()) {
+        return s;
+      }
+      session_.stats_.bytes_device_to_host += static_cast<int64_t>(o.byte_size());
+      o.data = copies_[i]->data();
+    }
+    if (absl::Status s = session_.cuda_->Synchronize(session_.stream_); !s.ok()) return s;
+    return outs;
+  }
+
+ private:
+  SessionImpl& session_;
+  PlanInstance& inst_;
+  int step_;
+  StepHost device_host_;
+  std::vector<TensorView>& host_outs_;
+  std::vector<TensorView*>& host_out_ptrs_;
+  std::vector<std::unique_ptr<Buffer>> copies_;
 };
 
 }  // namespace
@@ -240,10 +367,20 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
   }
   for (const TensorView& c : captures) cap_sigs.push_back(ValueSig{c.dtype, c.shape});
   absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan =
-      ExecutionPlan::Build(graph_, subgraph, in_sigs, cap_sigs, ir::Backend::kCpu);
+      ExecutionPlan::Build(graph_, subgraph, in_sigs, cap_sigs, cuda_ ? ir::Backend::kCuda : ir::Backend::kCpu);
   if (!plan.ok()) return plan.status();
+  if (cuda_ != nullptr && options_.strict_device) {
+    std::vector<std::string> ops;
+    for (const PlanStep& step : (*plan)->steps()) {
+      if (step.host_fallback) ops.push_back(step.node->Describe());
+    }
+    if (!ops.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("strict_device: no CUDA kernel for ",
+                                                        absl::StrJoin(ops, "; ")));
+    }
+  }
 
-  auto inst = std::make_unique<PlanInstance>();
+  auto inst = std::make_unique<PlanInstance>(cuda_.get());
   inst->plan = std::move(*plan);
   const ExecutionPlan& p = *inst->plan;
   if (absl::Status s = inst->arena.Reserve(p.arena_bytes()); !s.ok()) return s;
@@ -258,7 +395,7 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
       case ValueKind::kArena: view.data = inst->arena.data() + pv.offset; break;
       case ValueKind::kWeight:
       case ValueKind::kFolded: view.data = const_cast<void*>(pv.data); break;
-      case ValueKind::kDynamic: inst->dynamic[v] = std::make_unique<AlignedBuffer>(); break;
+      case ValueKind::kDynamic: inst->dynamic[v] = std::make_unique<Buffer>(cuda_.get()); break;
       case ValueKind::kInput:
       case ValueKind::kCapture: break;
     }
@@ -267,6 +404,9 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
     inst->step_ptrs.push_back(inst->ptrs.size());
     for (int v : step.inputs) inst->ptrs.push_back(v < 0 ? nullptr : &inst->views[v]);
     for (int v : step.outputs) inst->ptrs.push_back(v < 0 ? nullptr : &inst->views[v]);
+  }
+  if (cuda_ != nullptr) {
+    if (absl::Status s = SetUpCudaInstance(*inst); !s.ok()) return s;
   }
   inst->last_used = ++tick_;
   ++stats_.plans_created;
@@ -294,8 +434,17 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
   ++inst.active;
   absl::Cleanup done = [&inst] { --inst.active; };
   const ExecutionPlan& p = *inst.plan;
-  for (size_t i = 0; i < inputs.size(); ++i) inst.views[p.input_values()[i]].data = inputs[i].data;
-  for (size_t i = 0; i < captures.size(); ++i) inst.views[p.capture_values()[i]].data = captures[i].data;
+  if (cuda_ != nullptr) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (absl::Status s = BindCudaValue(inst, p.input_values()[i], inputs[i]); !s.ok()) return s;
+    }
+    for (size_t i = 0; i < captures.size(); ++i) {
+      if (absl::Status s = BindCudaValue(inst, p.capture_values()[i], captures[i]); !s.ok()) return s;
+    }
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) inst.views[p.input_values()[i]].data = inputs[i].data;
+    for (size_t i = 0; i < captures.size(); ++i) inst.views[p.capture_values()[i]].data = captures[i].data;
+  }
 
   const std::vector<PlanStep>& steps = p.steps();
   for (size_t s = 0; s < steps.size(); ++s) {
@@ -304,13 +453,29 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
     absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
     absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
     StepHost host(*this, inst, static_cast<int>(s));
+    if (cuda_ != nullptr && step.host_fallback) {
+      if (absl::Status st = RunFallbackStep(inst, static_cast<int>(s), in_ptrs, out_ptrs); !st.ok()) return st;
+      ++stats_.kernels_run;
+      ++stats_.cpu_fallback_steps;
+      continue;
+    }
 
     if (step.infer_at_run) {
-      // Shapes follow from the actual inputs (and their values, all known now).
+      // Shapes follow from the actual inputs (and their values, all known now;
+      // on CUDA small ones are read back for the shape function).
       std::vector<ir::ShapeContext::Input> ins(step.inputs.size());
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         if (in_ptrs[i] == nullptr) continue;
-        ins[i] = ir::ShapeContext::Input{true, in_ptrs[i]->dtype, ir::FromConcrete(in_ptrs[i]->shape), in_ptrs[i]};
+        const TensorView* value = in_ptrs[i];
+        if (cuda_ != nullptr) {
+          value = nullptr;
+          if (in_ptrs[i]->byte_size() <= kHostReadLimitBytes) {
+            absl::StatusOr<const TensorView*> h = HostCopy(inst, step.inputs[i], *in_ptrs[i]);
+            if (!h.ok()) return h.status();
+            value = *h;
+          }
+        }
+        ins[i] = ir::ShapeContext::Input{true, in_ptrs[i]->dtype, ir::FromConcrete(in_ptrs[i]->shape), value};
       }
       ir::ShapeContext sctx(*step.node, graph_, std::move(ins), nullptr);
       if (absl::Status st = step.node->def->infer(sctx); !st.ok()) return st;
@@ -330,6 +495,9 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
       }
     }
 
+    if (exec_ != nullptr) {
+      exec_->SetHostInputs(absl::MakeConstSpan(inst.host_ptrs.data() + inst.step_ptrs[s], step.inputs.size()));
+    }
     ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
     if (absl::Status st = step.kernel(ctx); !st.ok()) return st;
     ++stats_.kernels_run;
@@ -354,7 +522,8 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const TensorView> inputs) {
+absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const TensorView> inputs,
+                                                             bool device_views) {
   if (absl::Status s = ValidateMainInputs(inputs, true); !s.ok()) return s;
   absl::StatusOr<PlanInstance*> inst = GetPlan(0, inputs, {});
   if (!inst.ok()) return inst.status();
@@ -362,8 +531,173 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
   ++stats_.runs;
   std::vector<TensorView> outs;
   outs.reserve((*inst)->plan->output_values().size());
-  for (int v : (*inst)->plan->output_values()) outs.push_back((*inst)->views[v]);
+  for (int v : (*inst)->plan->output_values()) {
+    if (cuda_ != nullptr && !options_.outputs_on_device && !device_views) {
+      absl::StatusOr<const TensorView*> h = HostCopy(**inst, v, (*inst)->views[v]);
+      if (!h.ok()) return h.status();
+      outs.push_back(**h);
+    } else {
+      outs.push_back((*inst)->views[v]);
+    }
+  }
+  if (cuda_ != nullptr) {
+    if (absl::Status s = cuda_->Synchronize(stream_); !s.ok()) return s;
+  }
   return outs;
+}
+
+
+absl::Status SessionImpl::SetUpCudaInstance(PlanInstance& inst) {
+  const ExecutionPlan& p = *inst.plan;
+  const size_t n = p.values().size();
+  inst.host_views.assign(n, TensorView());
+  inst.copy_views.assign(n, TensorView());
+  inst.staging.resize(n);
+  inst.host_copies.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    inst.staging[v] = std::make_unique<Buffer>(cuda_.get());
+    inst.host_copies[v] = std::make_unique<Buffer>();
+  }
+  // Weights point into the model's bytes, uploaded once per device; folded
+  // values (and any weight outside those bytes) are uploaded per plan.
+  const uint8_t* host_base = impl_.host_bytes();
+  const size_t host_size = impl_.host_byte_size();
+  auto in_model = [&](const void* data) {
+    const uint8_t* d = static_cast<const uint8_t*>(data);
+    return d >= host_base && d < host_base + host_size;
+  };
+  uint64_t folded_bytes = 0;
+  std::vector<uint64_t> folded_offset(n, 0);
+  for (size_t v = 0; v < n; ++v) {
+    const PlanValue& pv = p.values()[v];
+    if (pv.kind != ValueKind::kWeight && pv.kind != ValueKind::kFolded) continue;
+    inst.host_views[v] = TensorView(pv.dtype, pv.shape, pv.data);
+    if (pv.kind == ValueKind::kWeight && in_model(pv.data)) {
+      inst.views[v].data = const_cast<uint8_t*>(device_weights_ + (static_cast<const uint8_t*>(pv.data) - host_base));
+      continue;
+    }
+    folded_offset[v] = folded_bytes;
+    folded_bytes += (pv.bytes + 63) / 64 * 64;
+  }
+  if (folded_bytes > 0) {
+    if (absl::Status s = inst.folded.Reserve(folded_bytes); !s.ok()) return s;
+    for (size_t v = 0; v < n; ++v) {
+      const PlanValue& pv = p.values()[v];
+      const bool upload = pv.kind == ValueKind::kFolded || (pv.kind == ValueKind::kWeight && !in_model(pv.data));
+      if (!upload) continue;
+      inst.views[v].data = inst.folded.data() + folded_offset[v];
+      if (absl::Status s = cuda_->CopyAsync(inst.views[v].data, pv.data, pv.bytes, stream_); !s.ok()) return s;
+      stats_.bytes_host_to_device += static_cast<int64_t>(pv.bytes);
+    }
+  }
+  inst.host_ptrs.assign(inst.ptrs.size(), nullptr);
+  for (size_t s = 0; s < p.steps().size(); ++s) {
+    const PlanStep& step = p.steps()[s];
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      const int v = step.inputs[i];
+      if (v >= 0 && inst.host_views[v].data != nullptr) inst.host_ptrs[inst.step_ptrs[s] + i] = &inst.host_views[v];
+    }
+  }
+  return cuda_->Synchronize(stream_);
+}
+
+absl::Status SessionImpl::BindCudaValue(PlanInstance& inst, int v, const TensorView& given) {
+  const uint64_t bytes = given.byte_size();
+  if (bytes == 0 || cuda_->IsDevicePointer(given.data)) {
+    inst.views[v].data = given.data;  // device memory: used in place
+    return absl::OkStatus();
+  }
+  if (absl::Status s = inst.staging[v]->Reserve(bytes); !s.ok()) return s;
+  if (absl::Status s = cuda_->CopyAsync(inst.staging[v]->data(), given.data, bytes, stream_); !s.ok()) return s;
+  stats_.bytes_host_to_device += static_cast<int64_t>(bytes);
+  inst.views[v].data = inst.staging[v]->data();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const TensorView*> SessionImpl::HostCopy(PlanInstance& inst, int v, const TensorView& device_view) {
+  if (inst.host_views[v].data != nullptr) return &inst.host_views[v];
+  const uint64_t bytes = device_view.byte_size();
+  if (absl::Status s = inst.host_copies[v]->Reserve(bytes); !s.ok()) return s;
+  if (absl::Status s = cuda_->CopyAsync(inst.host_copies[v]->data(), device_view.data, bytes, stream_); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = cuda_->Synchronize(stream_); !s.ok()) return s;
+  stats_.bytes_device_to_host += static_cast<int64_t>(bytes);
+  inst.copy_views[v] = TensorView(device_view.dtype, device_view.shape, static_cast<void*>(inst.host_copies[v]->data()));
+  return &inst.copy_views[v];
+}
+
+absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
+                                          absl::Span<TensorView* const> out_ptrs) {
+  const PlanStep& step = inst.plan->steps()[s];
+  // Inputs to the host (values the plan knows are there already).
+  std::vector<TensorView> host_ins(step.inputs.size());
+  std::vector<TensorView*> host_in_ptrs(step.inputs.size(), nullptr);
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    if (in_ptrs[i] == nullptr) continue;
+    absl::StatusOr<const TensorView*> h = HostCopy(inst, step.inputs[i], *in_ptrs[i]);
+    if (!h.ok()) return h.status();
+    host_ins[i] = **h;
+    host_in_ptrs[i] = &host_ins[i];
+  }
+  // Outputs on the host: planned ones now, the rest when the kernel or the
+  // shape function allocates them.
+  std::vector<TensorView> host_outs(step.outputs.size());
+  std::vector<TensorView*> host_out_ptrs(step.outputs.size(), nullptr);
+  FallbackHost host(*this, inst, s, host_outs, host_out_ptrs);
+  if (step.infer_at_run) {
+    std::vector<ir::ShapeContext::Input> ins(step.inputs.size());
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (host_in_ptrs[i] == nullptr) continue;
+      ins[i] = ir::ShapeContext::Input{true, host_ins[i].dtype, ir::FromConcrete(host_ins[i].shape), host_in_ptrs[i]};
+    }
+    ir::ShapeContext sctx(*step.node, graph_, std::move(ins), nullptr);
+    if (absl::Status st = step.node->def->infer(sctx); !st.ok()) return st;
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      const auto& o = sctx.outputs()[i];
+      if (!ir::IsConcrete(o.shape)) {
+        return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": cannot determine the shape of output ",
+                                                       i, " from its inputs"));
+      }
+      absl::StatusOr<TensorView*> view = host.AllocateOutput(static_cast<int>(i), o.dtype, ir::ToConcrete(o.shape));
+      if (!view.ok()) return view.status();
+    }
+  } else if (!step.kernel_allocates) {
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (out_ptrs[i] == nullptr) continue;
+      const int v = step.outputs[i];
+      if (absl::Status st = inst.host_copies[v]->Reserve(out_ptrs[i]->byte_size()); !st.ok()) return st;
+      host_outs[i] = TensorView(out_ptrs[i]->dtype, out_ptrs[i]->shape, static_cast<void*>(inst.host_copies[v]->data()));
+      host_out_ptrs[i] = &host_outs[i];
+    }
+  }
+  ir::KernelContext ctx(*step.node, host_in_ptrs, host_out_ptrs, &host);
+  if (absl::Status st = step.kernel(ctx); !st.ok()) return st;
+  // Outputs back to the device.
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    const int v = step.outputs[i];
+    if (v < 0) continue;
+    if (host_out_ptrs[i] == nullptr) {
+      return absl::InternalError(absl::StrCat(step.node->Describe(), ": output ", i, " was not produced"));
+    }
+    const TensorView& h = host_outs[i];
+    const PlanValue& pv = inst.plan->values()[v];
+    if (pv.kind == ValueKind::kDynamic) {
+      if (absl::Status st = inst.dynamic[v]->Reserve(h.byte_size()); !st.ok()) return st;
+      inst.views[v] = TensorView(h.dtype, h.shape, static_cast<void*>(inst.dynamic[v]->data()));
+    }
+    if (pv.shape_known && h.shape != pv.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": output ", i, " has shape ",
+                                                     ir::ShapeToString(ir::FromConcrete(h.shape)),
+                                                     " but the plan expects ",
+                                                     ir::ShapeToString(ir::FromConcrete(pv.shape))));
+    }
+    if (absl::Status st = cuda_->CopyAsync(inst.views[v].data, h.data, h.byte_size(), stream_); !st.ok()) return st;
+    stats_.bytes_host_to_device += static_cast<int64_t>(h.byte_size());
+  }
+  // The host buffers are reused by the next fallback step.
+  return cuda_->Synchronize(stream_);
 }
 
 }  // namespace internal
@@ -377,21 +711,57 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
   if (options.max_cached_plans < 0) {
     return absl::InvalidArgumentError("Session::Create: max_cached_plans must be >= 0");
   }
-  Device device = options.device;
-  switch (device) {
+  std::shared_ptr<cuda::Device> cuda_device;
+  switch (options.device) {
     case Device::kCpu: break;
-    case Device::kAuto: device = Device::kCpu; break;  // the CUDA backend is not built in yet
-    case Device::kCuda:
-      return absl::FailedPreconditionError(
-          "device 'cuda' requested, but this grove has no CUDA backend; use 'cpu' or 'auto'");
+    case Device::kAuto:
+      // CUDA when a device exists; a machine without driver or GPU runs on the CPU.
+      if (cuda::ProbeCuda().device_count > 0) {
+        absl::StatusOr<std::shared_ptr<cuda::Device>> d = cuda::OpenCudaDevice(options.cuda_device);
+        if (d.ok()) cuda_device = std::move(*d);
+      }
+      break;
+    case Device::kCuda: {
+      absl::StatusOr<std::shared_ptr<cuda::Device>> d = cuda::OpenCudaDevice(options.cuda_device);
+      if (!d.ok()) {
+        return absl::Status(d.status().code(), absl::StrCat("device 'cuda' requested: ", d.status().message(),
+                                                            "; use --device cpu or auto"));
+      }
+      cuda_device = std::move(*d);
+      break;
+    }
     default:
-      return absl::InvalidArgumentError(absl::StrCat("unknown device ", static_cast<int>(device)));
+      return absl::InvalidArgumentError(absl::StrCat("unknown device ", static_cast<int>(options.device)));
   }
-  return std::unique_ptr<Session>(
-      new Session(std::make_unique<internal::SessionImpl>(std::move(model), options, device)));
+  return internal::CreateSessionOnDevice(std::move(model), options, std::move(cuda_device));
 }
 
+namespace internal {
+
+struct SessionAccess {
+  static std::unique_ptr<Session> Make(std::unique_ptr<SessionImpl> impl) {
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Session>> CreateSessionOnDevice(std::shared_ptr<const Model> model,
+                                                                const SessionOptions& options,
+                                                                std::shared_ptr<cuda::Device> device) {
+  if (model == nullptr) return absl::InvalidArgumentError("Session::Create: model is null");
+  const Device kind = device != nullptr ? Device::kCuda : Device::kCpu;
+  auto impl = std::make_unique<SessionImpl>(std::move(model), options, kind);
+  if (device != nullptr) {
+    if (absl::Status s = impl->AttachCuda(std::move(device)); !s.ok()) return s;
+  }
+  return SessionAccess::Make(std::move(impl));
+}
+
+}  // namespace internal
+
 Device Session::device() const { return impl_->device_; }
+std::string Session::device_description() const {
+  return impl_->cuda_ != nullptr ? impl_->cuda_->Describe() : std::string("cpu");
+}
 const Model& Session::model() const { return *impl_->model_; }
 SessionStats Session::stats() const { return impl_->stats_; }
 
@@ -405,7 +775,8 @@ absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<co
     return absl::InvalidArgumentError(absl::StrCat("the model has ", infos.size(), " outputs, given ",
                                                    outputs.size(), " buffers"));
   }
-  absl::StatusOr<std::vector<TensorView>> results = impl_->RunMain(inputs);
+  const bool on_cuda = impl_->cuda_ != nullptr;
+  absl::StatusOr<std::vector<TensorView>> results = impl_->RunMain(inputs, /*device_views=*/on_cuda);
   if (!results.ok()) return results.status();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorView& got = (*results)[i];
@@ -419,9 +790,20 @@ absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<co
       if (into.data == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat("output '", infos[i].name, "': buffer is null"));
       }
-      std::memmove(into.data, got.data, got.byte_size());
+      if (on_cuda) {
+        // Host or device memory on either side: the copy finds out.
+        if (absl::Status s = impl_->cuda_->CopyAsync(into.data, got.data, got.byte_size(), impl_->stream_); !s.ok()) {
+          return s;
+        }
+        if (!impl_->cuda_->IsDevicePointer(into.data)) {
+          impl_->stats_.bytes_device_to_host += static_cast<int64_t>(got.byte_size());
+        }
+      } else {
+        std::memmove(into.data, got.data, got.byte_size());
+      }
     }
   }
+  if (on_cuda) return impl_->cuda_->Synchronize(impl_->stream_);
   return absl::OkStatus();
 }
 

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The one-call GPU check: builds grove (or uses a prebuilt bundle), runs the
+# GPU tests (every op and every test model on CUDA against the CPU), the GPU
+# benchmarks and the kernel-cache round trip, and writes OUTDIR/summary.json
+# with logs beside it. Exit status 0 when every GPU test passed.
+#
+#   bench/gpu/check.sh OUTDIR                   # build here (needs the build deps)
+#   GROVE_BUNDLE=DIR bench/gpu/check.sh OUTDIR  # binaries from bench/gpu/bundle.sh
+set -uo pipefail
+OUT=${1:?usage: bench/gpu/check.sh OUTDIR}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d)
+log() { echo "[check $(date +%H:%M:%S)] $*" >&2; }
+
+if [ -n "${GROVE_BUNDLE:-}" ]; then
+  BUNDLE=$(cd "$GROVE_BUNDLE" && pwd)
+  TESTS=$BUNDLE/grove_cuda_tests GPU_BENCH=$BUNDLE/gpu_bench JIT_BENCH=$BUNDLE/jit_bench
+  GROVE=$BUNDLE/grove MAKE_MODELS=$BUNDLE/grove_make_models
+  # CUDA's own libraries come from the machine (toolkit or the CUDA wheels).
+  cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+              /usr/local/lib/python3*/dist-packages/nvidia/*/lib /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib \
+              2>/dev/null | tr '\n' ':')
+  export LD_LIBRARY_PATH="$BUNDLE/lib:${cuda_libs}${LD_LIBRARY_PATH:-}"
+else
+  BUILD=${GROVE_BUILD_DIR:-$ROOT/build-gpu}
+  log "building in $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 &&
+    cmake --build "$BUILD" -j "$(nproc)" --target grove_cuda_tests gpu_bench jit_bench grove_cli grove_make_models \
+      >> "$OUT/build.log" 2>&1 || { log "build failed (see build.log)"; tail -30 "$OUT/build.log"; exit 1; }
+  TESTS=$BUILD/test/grove_cuda_tests GPU_BENCH=$BUILD/bench/gpu_bench JIT_BENCH=$BUILD/bench/jit_bench
+  GROVE=$BUILD/grove MAKE_MODELS=$BUILD/examples/grove_make_models
+fi
+export GROVE_SOURCE_DIR=$ROOT GROVE_TEST_TMP=$WORK/tmp GROVE_CACHE_DIR=$WORK/cache
+mkdir -p "$GROVE_TEST_TMP"
+(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "nvidia-smi failed") > "$OUT/gpu.txt"
+log "GPU: $(cat "$OUT/gpu.txt")"
+
+log "GPU tests (GROVE_TEST_DEVICE=cuda)"
+GROVE_TEST_DEVICE=cuda timeout 400 "$TESTS" --gtest_output=json:"$OUT/gpu_tests.json" > "$OUT/gpu_tests.log" 2>&1
+tests_rc=$?
+log "GPU tests exit $tests_rc; $(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/gpu_tests.log" | head -3 | tr '\n' ' ')"
+
+log "benchmarks"
+timeout 200 "$GPU_BENCH" --benchmark_min_time=0.2 --benchmark_format=json --benchmark_out="$OUT/gpu_bench.json" \
+  > "$OUT/gpu_bench.log" 2>&1 || log "gpu_bench exit $?"
+timeout 200 "$JIT_BENCH" --benchmark_format=json --benchmark_out="$OUT/jit_bench.json" \
+  > "$OUT/jit_bench.log" 2>&1 || log "jit_bench exit $?"
+
+log "kernel cache round trip: grove compile twice, then grove run --device cuda"
+"$MAKE_MODELS" "$WORK/models" > /dev/null 2>&1
+model=$(ls "$WORK"/models/*mlp*.grove 2>/dev/null | head -1)
+{
+  echo "== compile 1"; "$GROVE" compile "$model" --arch "sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' | head -1)" --shape x=8x16 --cache-dir "$WORK/aot"
+  echo "== compile 2"; "$GROVE" compile "$model" --arch "sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' | head -1)" --shape x=8x16 --cache-dir "$WORK/aot"
+  python3 -c "import numpy as np; np.save('$WORK/x.npy', np.linspace(-1, 1, 128, dtype=np.float32).reshape(8, 16))"
+  echo "== run cuda"; GROVE_CACHE_DIR=$WORK/aot "$GROVE" run "$model" --device cuda --input x="$WORK/x.npy" --repeat 20
+  echo "== run cpu"; "$GROVE" run "$model" --device cpu --input x="$WORK/x.npy" --repeat 20
+} > "$OUT/roundtrip.log" 2>&1
+
+python3 - "$OUT" "$tests_rc" <<'PY'
+import json, os, re, sys
+out, tests_rc = sys.argv[1], int(sys.argv[2])
+summary = {"gpu": open(os.path.join(out, "gpu.txt")).read().strip(), "tests_exit": tests_rc}
+try:
+    t = json.load(open(os.path.join(out, "gpu_tests.json")))
+    failed = [f"{s['name']}.{c['name']}" for s in t["testsuites"] for c in s["testsuite"] if c.get("failures")]
+    summary["tests"] = {"total": t["tests"], "failed": t["failures"], "errors": t.get("errors", 0), "failed_names": failed}
+except Exception as e:
+    summary["tests"] = {"error": f"no test report ({e})"}
+def bench(name):
+    try:
+        return {b["name"]: b for b in json.load(open(os.path.join(out, name)))["benchmarks"]}
+    except Exception as e:
+        return {"error": str(e)}
+g = bench("gpu_bench.json")
+ratios = {}
+for k, v in g.items():
+    if k.startswith("BM_MatMul_Grove") and isinstance(v, dict) and "real_time" in v:
+        base = g.get(k.replace("Grove", "Cublas"))
+        if base and "real_time" in base:
+            ratios[k.split("/", 1)[1]] = {"grove_us": round(v["real_time"], 2), "cublas_us": round(base["real_time"], 2),
+                                         "ratio": round(v["real_time"] / base["real_time"], 3)}
+summary["matmul_vs_cublas"] = ratios
+summary["gpu_bench"] = {k: {"real_time_us": round(v.get("real_time", -1), 2), "error": v.get("error_message", "")}
+                        for k, v in g.items() if isinstance(v, dict)}
+j = bench("jit_bench.json")
+summary["jit_bench"] = {k: {"real_time_us": round(v.get("real_time", -1) / (1000.0 if v.get("time_unit") == "ns" else 1), 3)}
+                        for k, v in j.items() if isinstance(v, dict)}
+summary["roundtrip"] = [l for l in open(os.path.join(out, "roundtrip.log")).read().splitlines()
+                        if re.match(r"(compiled|cuda:|time:|session:|== |grove: error)", l)]
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+print(json.dumps(summary, indent=1)[:6000])
+PY
+rm -rf "$WORK"
+exit $tests_rc

@@ -1,0 +1,415 @@
+// The real CUDA device: the CUDA runtime (linked statically; it loads the
+// driver itself, so a machine without one still loads grove), kernels from
+// the JIT kernel cache loaded with the runtime's library API
+// (cudaLibraryLoadData / cudaLibraryGetKernel, never libcuda directly), and
+// GEMMs through cuBLASLt.
+#include <cuda_runtime_api.h>
+#include <cublasLt.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "jit/kernel_cache.h"
+#include "lib/backends/cuda/device.h"
+
+namespace grove::cuda {
+namespace {
+
+absl::Status CudaError(cudaError_t err, absl::string_view what) {
+  const std::string msg = absl::StrCat(what, ": ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
+  if (err == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::Status LtError(cublasStatus_t st, absl::string_view what) {
+  return absl::InternalError(absl::StrCat(what, ": cuBLASLt status ", static_cast<int>(st)));
+}
+
+#define GROVE_CUDA_RETURN(expr, what)                  \
+  do {                                                 \
+    cudaError_t grove_err_ = (expr);                   \
+    if (grove_err_ != cudaSuccess) {                   \
+      (void)cudaGetLastError();                        \
+      return CudaError(grove_err_, what);              \
+    }                                                  \
+  } while (0)
+#define GROVE_LT_RETURN(expr, what)                        \
+  do {                                                     \
+    cublasStatus_t grove_st_ = (expr);                     \
+    if (grove_st_ != CUBLAS_STATUS_SUCCESS) return LtError(grove_st_, what); \
+  } while (0)
+
+// Errors of cudaLibraryLoadData that mean "this code is not for this driver
+// or device": the cached cubin is stale and is rebuilt.
+bool IsStaleCodeError(cudaError_t err) {
+  return err == cudaErrorInvalidKernelImage || err == cudaErrorNoKernelImageForDevice ||
+         err == cudaErrorInvalidPtx || err == cudaErrorUnsupportedPtxVersion || err == cudaErrorInvalidSource ||
+         err == cudaErrorSharedObjectInitFailed;
+}
+
+struct LoadedModule {
+  cudaLibrary_t library = nullptr;
+  absl::flat_hash_map<std::string, cudaKernel_t> kernels;
+};
+
+struct GemmKey {
+  DType dtype;
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc, sa, sb, sc, batch;
+  int epilogue;
+  bool bias, beta;
+  bool operator==(const GemmKey& o) const {
+    return std::tie(dtype, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch, epilogue, bias, beta) ==
+           std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb, o.sc, o.batch, o.epilogue,
+                    o.bias, o.beta);
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const GemmKey& g) {
+    return H::combine(std::move(h), g.dtype, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc,
+                      g.batch, g.epilogue, g.bias, g.beta);
+  }
+};
+
+// One matmul's cuBLASLt descriptors and the algorithm its heuristic chose,
+// made once per GEMM shape and reused.
+struct GemmPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~GemmPlan() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+constexpr size_t kGemmWorkspaceBytes = 32u << 20;
+
+class CudaDevice final : public Device {
+ public:
+  static absl::StatusOr<std::unique_ptr<CudaDevice>> Open(int ordinal) {
+    auto d = std::unique_ptr<CudaDevice>(new CudaDevice(ordinal));
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal), absl::StrCat("cudaSetDevice(", ordinal, ")"));
+    cudaDeviceProp prop{};
+    GROVE_CUDA_RETURN(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
+    d->arch_ = prop.major * 10 + prop.minor;
+    d->name_ = absl::StrFormat("%s (sm_%d, %.0f GiB)", prop.name, d->arch_,
+                               static_cast<double>(prop.totalGlobalMem) / (1ull << 30));
+    GROVE_LT_RETURN(cublasLtCreate(&d->lt_), "cublasLtCreate");
+    return d;
+  }
+
+  std::string Describe() const override { return name_; }
+  bool emulated() const override { return false; }
+  int arch() const override { return arch_; }
+
+  absl::StatusOr<void*> Allocate(size_t bytes) override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    void* p = nullptr;
+    cudaError_t err = cudaMalloc(&p, std::max<size_t>(bytes, 1));
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();  // allocation failure is not sticky: the device stays usable
+      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes on ", name_, ": ",
+                                                       cudaGetErrorString(err)));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    sizes_[p] = bytes;
+    stats_.bytes_allocated += static_cast<int64_t>(bytes);
+    stats_.peak_bytes_allocated = std::max(stats_.peak_bytes_allocated, stats_.bytes_allocated);
+    return p;
+  }
+
+  void Free(void* ptr) override {
+    if (ptr == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = sizes_.find(ptr);
+      if (it == sizes_.end()) return;
+      stats_.bytes_allocated -= static_cast<int64_t>(it->second);
+      sizes_.erase(it);
+    }
+    cudaSetDevice(ordinal_);
+    cudaFree(ptr);
+  }
+
+  bool IsDevicePointer(const void* ptr) const override {
+    if (ptr == nullptr) return false;
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  }
+
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override {
+    if (bytes == 0) return absl::OkStatus();
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    GROVE_CUDA_RETURN(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+                      "cudaMemcpyAsync");
+    return absl::OkStatus();
+  }
+
+  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) override {
+    if (bytes == 0) return absl::OkStatus();
+    GROVE_CUDA_RETURN(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+    return absl::OkStatus();
+  }
+
+  absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
+                      const void* params, size_t, Stream stream) override {
+    absl::StatusOr<cudaKernel_t> k = GetKernel(module, kernel);
+    if (!k.ok()) return k.status();
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    void* args[] = {const_cast<void*>(params)};
+    GROVE_CUDA_RETURN(cudaLaunchKernel(reinterpret_cast<const void*>(*k), dim3(dims.grid[0], dims.grid[1], dims.grid[2]),
+                                       dim3(dims.block[0], dims.block[1], dims.block[2]), args, 0,
+                                       static_cast<cudaStream_t>(stream)),
+                      absl::StrCat("launch of ", jit::EntryName(kernel, module)));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.launches;
+    return absl::OkStatus();
+  }
+
+  absl::Status Gemm(const GemmDesc& g, Stream stream) override;
+
+  absl::StatusOr<Stream> CreateStream() override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    cudaStream_t s = nullptr;
+    GROVE_CUDA_RETURN(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    return static_cast<Stream>(s);
+  }
+  void DestroyStream(Stream stream) override {
+    if (stream == nullptr) return;
+    cudaSetDevice(ordinal_);
+    cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = workspaces_.find(stream);
+      if (it != workspaces_.end()) {
+        cudaFree(it->second);
+        workspaces_.erase(it);
+      }
+    }
+    cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+  }
+  absl::Status Synchronize(Stream stream) override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    GROVE_CUDA_RETURN(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+    return absl::OkStatus();
+  }
+  DeviceStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  explicit CudaDevice(int ordinal) : ordinal_(ordinal) {}
+
+  // The kernel handle of an entry point, loading (and if need be compiling)
+  // its module on first use. A cubin the driver refuses is stale: rebuilt once.
+  absl::StatusOr<cudaKernel_t> GetKernel(const jit::ModuleSpec& module, absl::string_view kernel) {
+    const std::string entry = jit::EntryName(kernel, module);
+    std::lock_guard<std::mutex> lock(load_mu_);
+    auto it = modules_.find(module);
+    if (it == modules_.end()) {
+      absl::StatusOr<std::shared_ptr<const jit::CachedModule>> code = jit::KernelCache::Global().Get(module, arch_);
+      if (!code.ok()) return code.status();
+      GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+      LoadedModule loaded;
+      cudaError_t err = cudaLibraryLoadData(&loaded.library, (*code)->cubin.data(), nullptr, nullptr, 0, nullptr,
+                                            nullptr, 0);
+      if (err != cudaSuccess && IsStaleCodeError(err)) {
+        (void)cudaGetLastError();
+        code = jit::KernelCache::Global().Rebuild(module, arch_);
+        if (!code.ok()) return code.status();
+        {
+          std::lock_guard<std::mutex> stats_lock(mu_);
+          ++stats_.modules_rebuilt;
+        }
+        err = cudaLibraryLoadData(&loaded.library, (*code)->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+      }
+      GROVE_CUDA_RETURN(err, absl::StrCat("loading kernel module ", module.file, jit::Suffix(module)));
+      it = modules_.emplace(module, std::move(loaded)).first;
+      std::lock_guard<std::mutex> stats_lock(mu_);
+      ++stats_.modules_loaded;
+    }
+    auto k = it->second.kernels.find(entry);
+    if (k != it->second.kernels.end()) return k->second;
+    cudaKernel_t handle = nullptr;
+    GROVE_CUDA_RETURN(cudaLibraryGetKernel(&handle, it->second.library, entry.c_str()),
+                      absl::StrCat("kernel ", entry, " in module ", module.file, jit::Suffix(module)));
+    it->second.kernels.emplace(entry, handle);
+    return handle;
+  }
+
+  absl::StatusOr<void*> Workspace(Stream stream) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workspaces_.find(stream);
+    if (it != workspaces_.end()) return it->second;
+    void* p = nullptr;
+    GROVE_CUDA_RETURN(cudaMalloc(&p, kGemmWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
+    workspaces_[stream] = p;
+    return p;
+  }
+
+  absl::StatusOr<const GemmPlan*> PlanGemm(const GemmDesc& g);
+
+  const int ordinal_;
+  int arch_ = 0;
+  std::string name_;
+  cublasLtHandle_t lt_ = nullptr;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<void*, size_t> sizes_;
+  absl::flat_hash_map<Stream, void*> workspaces_;
+  DeviceStats stats_;
+  std::mutex load_mu_;
+  absl::flat_hash_map<jit::ModuleSpec, LoadedModule> modules_;
+  std::mutex gemm_mu_;
+  absl::flat_hash_map<GemmKey, std::unique_ptr<GemmPlan>> gemm_plans_;
+};
+
+absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
+  const GemmKey key{g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b,
+                    g.stride_c, g.batch, static_cast<int>(g.epilogue), g.bias != nullptr, g.beta != 0.0f};
+  std::lock_guard<std::mutex> lock(gemm_mu_);
+  auto it = gemm_plans_.find(key);
+  if (it != gemm_plans_.end()) return it->second.get();
+
+  cudaDataType_t type;
+  switch (g.dtype) {
+    case DType::kF32: type = CUDA_R_32F; break;
+    case DType::kF16: type = CUDA_R_16F; break;
+    case DType::kBF16: type = CUDA_R_16BF; break;
+    default: return absl::UnimplementedError(absl::StrCat("GEMM on ", DTypeName(g.dtype), " (f32, f16, bf16 only)"));
+  }
+  auto plan = std::make_unique<GemmPlan>();
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's
+  // "A" is our B and its "B" is our A; its m, n are our n, m.
+  GROVE_LT_RETURN(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "TRANSA");
+  GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "TRANSB");
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (g.epilogue == GemmDesc::Epilogue::kGelu) {
+    // cuBLASLt's GELU is the tanh approximation; ONNX's Gelu default is erf.
+    return absl::UnimplementedError("GEMM with a GELU epilogue");
+  }
+  if (g.bias != nullptr) {
+    epi = g.epilogue == GemmDesc::Epilogue::kRelu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)),
+                    "BIAS_DATA_TYPE");
+  } else if (g.epilogue == GemmDesc::Epilogue::kRelu) {
+    epi = CUBLASLT_EPILOGUE_RELU;
+  }
+  GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "EPILOGUE");
+
+  auto layout = [&](cublasLtMatrixLayout_t* l, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
+    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, type, rows, cols, ld);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    if (g.batch > 1) {
+      const int32_t count = static_cast<int32_t>(g.batch);
+      st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
+      if (st != CUBLAS_STATUS_SUCCESS) return st;
+      st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+    }
+    return st;
+  };
+  GROVE_LT_RETURN(layout(&plan->a, g.trans_b ? g.k : g.n, g.trans_b ? g.n : g.k, g.ldb, g.stride_b), "layout B");
+  GROVE_LT_RETURN(layout(&plan->b, g.trans_a ? g.m : g.k, g.trans_a ? g.k : g.m, g.lda, g.stride_a), "layout A");
+  GROVE_LT_RETURN(layout(&plan->c, g.n, g.m, g.ldc, g.stride_c), "layout C");
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  GROVE_LT_RETURN(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = kGemmWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1,
+                                                     &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+    return absl::UnimplementedError(absl::StrCat("cuBLASLt has no algorithm for a ", DTypeName(g.dtype), " GEMM ",
+                                                 g.m, "x", g.n, "x", g.k, " (batch ", g.batch, ")"));
+  }
+  plan->algo = result.algo;
+  const GemmPlan* out = plan.get();
+  gemm_plans_.emplace(key, std::move(plan));
+  return out;
+}
+
+absl::Status CudaDevice::Gemm(const GemmDesc& g, Stream stream) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return absl::OkStatus();
+  GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+  if (g.k == 0) {
+    // cuBLASLt wants k >= 1: C = beta * C (+ bias) is the empty sum.
+    return absl::UnimplementedError("GEMM with k = 0");
+  }
+  absl::StatusOr<const GemmPlan*> plan = PlanGemm(g);
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<void*> ws = Workspace(stream);
+  if (!ws.ok()) return ws.status();
+  if (g.bias != nullptr) {
+    GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute((*plan)->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
+                                                   sizeof(g.bias)),
+                    "BIAS_POINTER");
+  }
+  GROVE_LT_RETURN(cublasLtMatmul(lt_, (*plan)->op, &g.alpha, g.b, (*plan)->a, g.a, (*plan)->b, &g.beta, g.c,
+                                 (*plan)->c, g.c, (*plan)->c, &(*plan)->algo, *ws, kGemmWorkspaceBytes,
+                                 static_cast<cudaStream_t>(stream)),
+                  "cublasLtMatmul");
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.gemms;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CudaProbe ProbeCuda() {
+  CudaProbe probe;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    probe.reason = absl::StrCat(cudaGetErrorString(err), " (", cudaGetErrorName(err), ")");
+    return probe;
+  }
+  if (count == 0) {
+    probe.reason = "no CUDA device";
+    return probe;
+  }
+  probe.device_count = count;
+  return probe;
+}
+
+absl::StatusOr<std::shared_ptr<Device>> OpenCudaDevice(int ordinal) {
+  // One device object per ordinal for the life of the process (never
+  // destroyed: CUDA may already be torn down at static destruction).
+  static std::mutex mu;
+  static auto* devices = new std::map<int, std::shared_ptr<Device>>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = devices->find(ordinal);
+  if (it != devices->end()) return it->second;
+  const CudaProbe probe = ProbeCuda();
+  if (probe.device_count == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("no CUDA device: ", probe.reason));
+  }
+  if (ordinal < 0 || ordinal >= probe.device_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA device ", ordinal, " requested, this machine has ", probe.device_count));
+  }
+  absl::StatusOr<std::unique_ptr<CudaDevice>> d = CudaDevice::Open(ordinal);
+  if (!d.ok()) return d.status();
+  std::shared_ptr<Device> shared(d->release(), [](Device*) {});
+  devices->emplace(ordinal, shared);
+  return shared;
+}
+
+}  // namespace grove::cuda

@@ -1,0 +1,223 @@
+// Whole models on the CUDA backend against the CPU backend: the demo models
+// (control flow both ways, data-dependent shapes) and every exported model of
+// test/models plus Silero VAD, case by case, in one session per model. On
+// the emulated device in CI (the first cases of each, to keep it fast); on
+// the GPU under `ctest -L gpu`, every case.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "examples/models/demo_models.h"
+#include "grove/npy.h"
+#include "gtest/gtest.h"
+#include "lib/runtime/session_internal.h"
+#include "test/cuda_op_test_util.h"
+#include "test/model_test_util.h"
+#include "tools/onnx/onnx_importer.h"
+
+namespace grove {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CompareTensors;
+using testing::TestDevice;
+
+constexpr double kTolerance = 1e-4;
+
+struct Sessions {
+  std::unique_ptr<Session> cpu, cuda;
+};
+
+Sessions MakeSessions(std::shared_ptr<const Model> model) {
+  Sessions s;
+  SessionOptions cpu_options;
+  cpu_options.device = Device::kCpu;
+  s.cpu = Session::Create(model, cpu_options).value();
+  absl::StatusOr<std::unique_ptr<Session>> cuda = internal::CreateSessionOnDevice(model, {}, TestDevice());
+  EXPECT_TRUE(cuda.ok()) << cuda.status();
+  if (cuda.ok()) s.cuda = std::move(*cuda);
+  return s;
+}
+
+// Runs both sessions on `inputs`; expects equal outputs.
+void ExpectSame(Sessions& s, const std::vector<Tensor>& inputs, const std::string& what) {
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  absl::StatusOr<std::vector<TensorView>> want = s.cpu->Run(views);
+  ASSERT_TRUE(want.ok()) << what << ": " << want.status();
+  absl::StatusOr<std::vector<TensorView>> got = s.cuda->Run(views);
+  ASSERT_TRUE(got.ok()) << what << " on " << s.cuda->device_description() << ": " << got.status();
+  ASSERT_EQ(want->size(), got->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    Tensor w = Tensor::CopyOf((*want)[i]).value();
+    Tensor g = Tensor::CopyOf((*got)[i]).value();
+    EXPECT_EQ(CompareTensors(w, g, kTolerance), "") << what << " output " << i;
+  }
+}
+
+Tensor F32(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor t = Tensor::Create(DType::kF32, shape).value();
+  const std::vector<float> v = testing::RandomF32(t.view().num_elements(), seed);
+  std::copy(v.begin(), v.end(), t.as<float>());
+  return t;
+}
+
+TEST(CudaModelTest, MlpAtSeveralBatches) {
+  Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildMlp()));
+  for (int64_t batch : {1, 7, 64, 7}) ExpectSame(s, {F32({batch, 16}, batch)}, absl::StrCat("mlp batch ", batch));
+  EXPECT_GT(s.cuda->stats().plan_cache_hits, 0);
+}
+
+TEST(CudaModelTest, TransformerBlock) {
+  Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildTransformerBlock()));
+  for (auto [b, q] : {std::pair<int64_t, int64_t>{1, 5}, {2, 17}}) {
+    ExpectSame(s, {F32({b, q, 32}, static_cast<uint32_t>(b * 100 + q))}, absl::StrCat("transformer ", b, "x", q));
+  }
+}
+
+TEST(CudaModelTest, EarlyExitTakesBothBranches) {
+  Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildEarlyExit()));
+  Tensor pos = F32({3, 8}, 1), neg = F32({3, 8}, 2);
+  for (int64_t i = 0; i < 24; ++i) {
+    pos.as<float>()[i] = std::abs(pos.as<float>()[i]) + 0.1f;
+    neg.as<float>()[i] = -std::abs(neg.as<float>()[i]) - 0.1f;
+  }
+  ExpectSame(s, {pos}, "deep branch");
+  ExpectSame(s, {neg}, "shallow branch");
+}
+
+TEST(CudaModelTest, LoopWithDataDependentTrips) {
+  Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildLoop()));
+  for (int64_t trips : {0, 1, 5}) {
+    Tensor m = Tensor::Create(DType::kI64, {}).value();
+    *m.as<int64_t>() = trips;
+    Tensor limit = Tensor::Create(DType::kF32, {}).value();
+    *limit.as<float>() = 50.0f;
+    ExpectSame(s, {m, F32({4}, 9), limit}, absl::StrCat("loop, trip count ", trips));
+  }
+}
+
+TEST(CudaModelTest, ChainOfTwoHundredOps) {
+  Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildChain(200)));
+  ExpectSame(s, {F32({3, 64}, 5)}, "chain");
+}
+
+TEST(CudaModelTest, DeviceInputsAndOutputsNeedNoCopies) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::shared_ptr<cuda::Device> device = TestDevice();
+  SessionOptions options;
+  options.outputs_on_device = true;
+  std::unique_ptr<Session> s = internal::CreateSessionOnDevice(model, options, device).value();
+  Tensor x = F32({5, 16}, 3);
+  void* dx = device->Allocate(x.view().byte_size()).value();
+  ASSERT_TRUE(device->CopyAsync(dx, x.data(), x.view().byte_size(), nullptr).ok());
+  ASSERT_TRUE(device->Synchronize(nullptr).ok());
+  const SessionStats before = s->stats();
+  absl::StatusOr<std::vector<TensorView>> out = s->Run({TensorView(DType::kF32, {5, 16}, dx)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(device->IsDevicePointer((*out)[0].data));
+  const SessionStats after = s->stats();
+  EXPECT_EQ(after.bytes_device_to_host, before.bytes_device_to_host) << "device outputs were copied to the host";
+  // The input was used in place: only the plan's folded values went up.
+  const int64_t up = after.bytes_host_to_device - before.bytes_host_to_device;
+  EXPECT_LT(up, static_cast<int64_t>(x.view().byte_size()));
+  // RunInto a device buffer, then compare with the CPU.
+  void* dy = device->Allocate(5 * 4 * 4).value();
+  ASSERT_TRUE(s->RunInto({TensorView(DType::kF32, {5, 16}, dx)}, {TensorView(DType::kF32, {5, 4}, dy)}).ok());
+  std::vector<float> y(20);
+  ASSERT_TRUE(device->CopyAsync(y.data(), dy, 80, nullptr).ok());
+  ASSERT_TRUE(device->Synchronize(nullptr).ok());
+  SessionOptions cpu_options;
+  cpu_options.device = Device::kCpu;
+  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  std::vector<TensorView> want = cpu->Run({x.view()}).value();
+  for (int i = 0; i < 20; ++i) EXPECT_NEAR(y[i], want[0].as<float>()[i], 1e-5);
+  device->Free(dx);
+  device->Free(dy);
+}
+
+TEST(CudaModelTest, StrictDeviceRefusesCpuFallback) {
+  // NonZero has no CUDA kernel: a model with it runs with a fallback, or is
+  // refused under strict_device.
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {4});
+  b.AddOp("NonZero", {"x"}, {"y"});
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+  SessionOptions strict;
+  strict.strict_device = true;
+  std::unique_ptr<Session> s = internal::CreateSessionOnDevice(model, strict, TestDevice()).value();
+  Tensor in = F32({4}, 1);
+  absl::StatusOr<std::vector<TensorView>> r = s->Run({in.view()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("NonZero"), std::string::npos) << r.status();
+  Sessions lax = MakeSessions(model);
+  ExpectSame(lax, {in}, "NonZero with fallback");
+  EXPECT_GT(lax.cuda->stats().cpu_fallback_steps, 0);
+}
+
+// --- exported models ---------------------------------------------------------
+
+struct Exported {
+  std::string name;
+  fs::path onnx, testdata;
+};
+
+std::vector<Exported> ExportedModels() {
+  std::vector<Exported> out;
+  // The source tree: where the test was built, unless GROVE_SOURCE_DIR says
+  // otherwise (bench/gpu/check.sh on another machine).
+  const char* env = std::getenv("GROVE_SOURCE_DIR");
+  const fs::path root = fs::path(env != nullptr ? env : GROVE_SOURCE_DIR);
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(root / "test" / "models", ec)) {
+    if (fs::exists(e.path() / "model.onnx")) out.push_back({e.path().filename().string(), e.path() / "model.onnx", e.path()});
+  }
+  std::sort(out.begin(), out.end(), [](const Exported& a, const Exported& b) { return a.name < b.name; });
+  out.push_back({"silero_vad", root / "models" / "silero_vad" / "silero_vad.onnx",
+                 root / "models" / "silero_vad" / "testdata"});
+  return out;
+}
+
+class CudaExportedModelTest : public ::testing::TestWithParam<Exported> {};
+
+TEST_P(CudaExportedModelTest, MatchesCpu) {
+  const Exported& m = GetParam();
+  absl::StatusOr<std::vector<uint8_t>> bytes = onnx_import::ImportOnnxFile(m.onnx.string(), {}, nullptr);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  Sessions s = MakeSessions(testing::LoadOrDie(std::move(bytes)));
+  std::ifstream file(m.testdata / "cases.txt");
+  ASSERT_TRUE(file) << m.testdata;
+  const int max_cases = testing::TestDeviceIsGpu() ? 1 << 30 : 2;
+  int ran = 0;
+  std::string line;
+  while (std::getline(file, line) && ran < max_cases) {
+    line = std::string(absl::StripAsciiWhitespace(line));
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    ASSERT_EQ(fields.size(), 3u) << line;
+    std::vector<Tensor> inputs;
+    for (absl::string_view f : absl::StrSplit(fields[1], ',')) {
+      absl::StatusOr<Tensor> t = ReadNpy((m.testdata / std::string(f)).string());
+      ASSERT_TRUE(t.ok()) << t.status();
+      inputs.push_back(std::move(*t));
+    }
+    ExpectSame(s, inputs, absl::StrCat(m.name, "/", fields[0]));
+    ++ran;
+  }
+  EXPECT_GT(ran, 0);
+  const SessionStats st = s.cuda->stats();
+  std::printf("%s on %s: %d cases, %lld kernels, %lld cpu fallback steps\n", m.name.c_str(),
+              s.cuda->device_description().c_str(), ran, static_cast<long long>(st.kernels_run),
+              static_cast<long long>(st.cpu_fallback_steps));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaExportedModelTest, ::testing::ValuesIn(ExportedModels()),
+                         [](const ::testing::TestParamInfo<Exported>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace grove
