@@ -9,11 +9,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -135,18 +137,56 @@ CacheEntryCheck DecodeCacheEntry(absl::string_view file, absl::string_view key_m
   return CacheEntryCheck::kOk;
 }
 
+namespace {
+
+// The memory cache's key, and a view of it for lookups that allocate nothing
+// (the memory hit is the hot path of every launch).
+struct MemoryKey {
+  std::string file;
+  std::vector<DType> types;
+  int arch = 0;
+};
+struct MemoryKeyView {
+  absl::string_view file;
+  absl::Span<const DType> types;
+  int arch = 0;
+};
+MemoryKeyView View(const MemoryKey& k) { return {k.file, k.types, k.arch}; }
+MemoryKeyView View(const MemoryKeyView& k) { return k; }
+struct MemoryKeyHash {
+  using is_transparent = void;
+  template <typename K>
+  size_t operator()(const K& k) const {
+    const MemoryKeyView v = View(k);
+    return absl::HashOf(v.file, v.types, v.arch);
+  }
+};
+struct MemoryKeyEq {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    const MemoryKeyView x = View(a), y = View(b);
+    return x.arch == y.arch && x.file == y.file && x.types == y.types;
+  }
+};
+
+}  // namespace
+
 struct KernelCache::Impl {
   // One module for one arch; filled once by the thread that created it.
   struct Entry {
     absl::Notification done;
     absl::StatusOr<std::shared_ptr<const CachedModule>> result = absl::UnknownError("pending");
   };
-  using MapKey = std::pair<ModuleSpec, int>;
 
   std::string disk_dir;
+  // Writers: inserting, finishing and dropping entries, the stats. Memory
+  // hits take it shared.
   mutable absl::Mutex mu;
-  absl::flat_hash_map<MapKey, std::shared_ptr<Entry>> entries ABSL_GUARDED_BY(mu);
-  CacheStats stats ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<MemoryKey, std::shared_ptr<Entry>, MemoryKeyHash, MemoryKeyEq> entries
+      ABSL_GUARDED_BY(mu);
+  CacheStats stats ABSL_GUARDED_BY(mu);  // all but memory_hits
+  std::atomic<int64_t> memory_hits{0};
 
   void Count(int64_t CacheStats::*field) {
     absl::MutexLock lock(&mu);
@@ -181,7 +221,9 @@ const std::string& KernelCache::disk_dir() const { return impl_->disk_dir; }
 
 CacheStats KernelCache::stats() const {
   absl::MutexLock lock(&impl_->mu);
-  return impl_->stats;
+  CacheStats s = impl_->stats;
+  s.memory_hits = impl_->memory_hits.load(std::memory_order_relaxed);
+  return s;
 }
 
 void KernelCache::ClearMemory() {
@@ -274,11 +316,21 @@ absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::Load(cons
 absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::GetOrLoad(
     const KernelCache& cache, const ModuleSpec& module, int arch, bool rebuild,
     CacheSource* source_out) {
+  const MemoryKeyView key{module.file, module.types, arch};
+  if (!rebuild) {  // the hot path: a finished entry (finished entries are good ones)
+    absl::ReaderMutexLock lock(&mu);
+    auto it = entries.find(key);
+    if (it != entries.end() && it->second->done.HasBeenNotified()) {
+      memory_hits.fetch_add(1, std::memory_order_relaxed);
+      if (source_out != nullptr) *source_out = CacheSource::kMemory;
+      return it->second->result;
+    }
+  }
   std::shared_ptr<Entry> entry;
   bool mine = false;
   {
     absl::MutexLock lock(&mu);
-    auto it = entries.find(MapKey(module, arch));
+    auto it = entries.find(key);
     if (rebuild) ++stats.disk_stale;  // the driver refused what we handed out
     if (it != entries.end() && rebuild && it->second->done.HasBeenNotified()) {
       // Rebuild of a finished entry: drop it; one in flight is joined instead.
@@ -287,21 +339,21 @@ absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::GetOrLoad
     }
     if (it != entries.end()) {
       entry = it->second;
-      if (entry->done.HasBeenNotified()) {  // the hot path: a finished, good entry
-        ++stats.memory_hits;
+      if (entry->done.HasBeenNotified()) {  // finished since the shared look
+        memory_hits.fetch_add(1, std::memory_order_relaxed);
         if (source_out != nullptr) *source_out = CacheSource::kMemory;
         return entry->result;
       }
     } else {
       entry = std::make_shared<Entry>();
-      entries.emplace(MapKey(module, arch), entry);
+      entries.emplace(MemoryKey{module.file, module.types, arch}, entry);
       mine = true;
     }
   }
   if (!mine) {  // another thread is loading this module: wait for its result
     entry->done.WaitForNotification();
     if (entry->result.ok()) {
-      Count(&CacheStats::memory_hits);
+      memory_hits.fetch_add(1, std::memory_order_relaxed);
       if (source_out != nullptr) *source_out = CacheSource::kMemory;
     }
     return entry->result;
@@ -311,7 +363,7 @@ absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::GetOrLoad
     absl::MutexLock lock(&mu);
     entry->result = result;
     if (!result.ok()) {  // not cached: a later Get tries again
-      auto it = entries.find(MapKey(module, arch));
+      auto it = entries.find(key);
       if (it != entries.end() && it->second == entry) entries.erase(it);
     }
     entry->done.Notify();

@@ -109,7 +109,9 @@ class KernelCache {
   absl::StatusOr<std::shared_ptr<const CachedModule>> Get(const ModuleSpec& module, int arch,
                                                           CacheSource* source_out = nullptr);
   // The driver refused a cubin this cache handed out: counts it stale, drops
-  // it from memory and disk, and compiles the module again.
+  // it from memory and disk, and compiles the module again (skipping the
+  // disk). A Rebuild that finds the module already loading (another Rebuild)
+  // waits for that one instead of compiling twice.
   absl::StatusOr<std::shared_ptr<const CachedModule>> Rebuild(const ModuleSpec& module, int arch);
 
   // The cache key of a module (what names its file); no compile.

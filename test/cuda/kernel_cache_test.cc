@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -331,6 +332,35 @@ TEST_F(KernelCacheTest, ConcurrentFirstRequestsCompileOnce) {
     compiled += sources[t] == CacheSource::kCompiled;
   }
   EXPECT_EQ(compiled, 1);
+}
+
+// Gets racing ClearMemory: every Get succeeds with the same bytes, from
+// memory or disk, and nothing compiles after the first.
+TEST_F(KernelCacheTest, GetsRacingClearMemory) {
+  const std::string cubin = WarmEntry();
+  KernelCache cache(Options());
+  std::atomic<bool> stop{false};
+  std::thread clearer([&] {
+    while (!stop) cache.ClearMemory();
+  });
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        auto m = cache.Get(kSelftest, kArch);
+        if (!m.ok() || (*m)->cubin != cubin) ++bad;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  stop = true;
+  clearer.join();
+  EXPECT_EQ(bad, 0);
+  CacheStats s = cache.stats();
+  EXPECT_EQ(s.compiles, 0);
+  EXPECT_EQ(s.memory_hits + s.disk_hits, 800);
+  EXPECT_GE(s.disk_hits, 1);
 }
 
 TEST_F(KernelCacheTest, CompileErrorCarriesNvrtcLog) {
