@@ -47,9 +47,10 @@ extern thread_local dim3 gridDim;
 namespace grove::emu {
 
 using EntryFn = void (*)(const void* params);
-// Adds an entry point under its name (e.g. "ew_chain__f32"); called by the
-// GROVE_ENTRY registrars of the emulated kernel library.
-bool RegisterEntry(const char* name, EntryFn fn);
+// Adds an entry point under its name (e.g. "ew_chain__f32"), defined in
+// kernel file `file` (__FILE__ of the .cuh); called by the GROVE_ENTRY
+// registrars of the emulated kernel library.
+bool RegisterEntry(const char* name, const char* file, EntryFn fn);
 
 void SyncThreads();
 // Exchanges one 8-byte slot per lane of the calling warp; returns what lane
@@ -74,7 +75,8 @@ T Shuffle(T v, int src) {
 #define GROVE_ENTRY(name, Params)                                                                   \
   static void GROVE_EMU_CAT(name, GROVE_SUFFIX)(const Params p);                                     \
   [[maybe_unused]] static const bool GROVE_EMU_CAT(grove_registered_, GROVE_EMU_CAT(name, GROVE_SUFFIX)) = \
-      ::grove::emu::RegisterEntry(GROVE_EMU_STR(GROVE_EMU_CAT(name, GROVE_SUFFIX)), [](const void* raw) { \
+      ::grove::emu::RegisterEntry(GROVE_EMU_STR(GROVE_EMU_CAT(name, GROVE_SUFFIX)), __FILE__,      \
+                                  [](const void* raw) {                                              \
         GROVE_EMU_CAT(name, GROVE_SUFFIX)(*static_cast<const Params*>(raw));                         \
       });                                                                                            \
   static void GROVE_EMU_CAT(name, GROVE_SUFFIX)(const Params p)

@@ -24,9 +24,23 @@ void LinkEmulatedKernels();
 
 namespace {
 
-std::map<std::string, EntryFn, std::less<>>& Entries() {
-  static auto* entries = new std::map<std::string, EntryFn, std::less<>>;
+struct RegisteredEntry {
+  EntryFn fn = nullptr;
+  std::string file;  // "selftest"
+};
+
+std::map<std::string, RegisteredEntry, std::less<>>& Entries() {
+  static auto* entries = new std::map<std::string, RegisteredEntry, std::less<>>;
   return *entries;
+}
+
+// "/src/jit/kernels/selftest.cuh" -> "selftest".
+std::string FileStem(absl::string_view path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash != absl::string_view::npos) path.remove_prefix(slash + 1);
+  const size_t dot = path.find('.');
+  if (dot != absl::string_view::npos) path = path.substr(0, dot);
+  return std::string(path);
 }
 
 struct Warp {
@@ -46,21 +60,27 @@ thread_local int tls_thread = 0;
 
 }  // namespace
 
-bool RegisterEntry(const char* name, EntryFn fn) {
-  Entries().emplace(name, fn);
+bool RegisterEntry(const char* name, const char* file, EntryFn fn) {
+  Entries().emplace(name, RegisteredEntry{fn, FileStem(file)});
   return true;
 }
 
 EntryFn FindEntry(absl::string_view name) {
   LinkEmulatedKernels();
   auto it = Entries().find(name);
-  return it == Entries().end() ? nullptr : it->second;
+  return it == Entries().end() ? nullptr : it->second.fn;
+}
+
+std::string EntryFile(absl::string_view name) {
+  LinkEmulatedKernels();
+  auto it = Entries().find(name);
+  return it == Entries().end() ? std::string() : it->second.file;
 }
 
 std::vector<std::string> EntryNames() {
   LinkEmulatedKernels();
   std::vector<std::string> names;
-  for (const auto& [name, fn] : Entries()) names.push_back(name);
+  for (const auto& [name, entry] : Entries()) names.push_back(name);
   return names;
 }
 

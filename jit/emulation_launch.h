@@ -19,6 +19,9 @@ using EntryFn = void (*)(const void* params);
 EntryFn FindEntry(absl::string_view name);
 // Every registered entry name, sorted.
 std::vector<std::string> EntryNames();
+// The kernel file that defines an entry, as a ModuleSpec names it
+// ("selftest" for jit/kernels/selftest.cuh), or "" for an unknown entry.
+std::string EntryFile(absl::string_view name);
 
 // Runs `fn` over grid × block as CUDA would: blocks one after another, the
 // threads of a block together on host threads. Launches are serialised

@@ -1,0 +1,111 @@
+// NVRTC compiles every kernel module of jit/kernels/kernels.cmake for sm_80
+// and sm_90 (no GPU needed), and each cubin defines exactly the entry points
+// the host emulation registers for that module.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "jit/emulation_launch.h"
+#include "jit/kernel_cache.h"
+#include "jit/module.h"
+
+namespace grove::jit {
+namespace {
+
+std::string Name(const ModuleSpec& m) { return m.file + Suffix(m); }
+
+// The emulated entries of module `m`: registered from its file, named with
+// its suffix.
+std::set<std::string> EmulatedEntries(const ModuleSpec& m) {
+  std::set<std::string> out;
+  const std::string suffix = Suffix(m);
+  for (const std::string& name : emu::EntryNames()) {
+    if (absl::EndsWith(name, suffix) && emu::EntryFile(name) == m.file) out.insert(name);
+  }
+  return out;
+}
+
+TEST(NvrtcCompileTest, EveryManifestModuleForSm80AndSm90) {
+  struct Job {
+    ModuleSpec module;
+    int arch;
+    std::string error;
+    std::vector<std::string> entries;
+    double ms = 0;
+  };
+  std::vector<Job> jobs;
+  for (const ModuleSpec& m : KernelManifest()) {
+    for (int arch : {80, 90}) jobs.push_back({m, arch});
+  }
+  ASSERT_FALSE(jobs.empty());
+
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      Job& job = jobs[i];
+      absl::StatusOr<std::string> source = ModuleSource(job.module);
+      if (!source.ok()) {
+        job.error = std::string(source.status().message());
+        continue;
+      }
+      absl::StatusOr<CompileResult> compiled = CompileModuleSource(*source, job.arch);
+      if (!compiled.ok()) {
+        job.error = std::string(compiled.status().message());
+        continue;
+      }
+      job.ms = compiled->compile_ms;
+      absl::StatusOr<std::vector<std::string>> entries = CubinEntryPoints(compiled->cubin);
+      if (!entries.ok()) {
+        job.error = std::string(entries.status().message());
+        continue;
+      }
+      job.entries = *entries;
+    }
+  };
+  std::thread helper(worker);  // two compiles at a time keep CI time down
+  worker();
+  helper.join();
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  double cpu_ms = 0;
+  for (const Job& job : jobs) {
+    SCOPED_TRACE(Name(job.module) + " sm_" + std::to_string(job.arch));
+    cpu_ms += job.ms;
+    ASSERT_TRUE(job.error.empty()) << job.error;
+    const std::string suffix = Suffix(job.module);
+    EXPECT_TRUE(std::any_of(job.entries.begin(), job.entries.end(),
+                            [&](const std::string& e) { return absl::EndsWith(e, suffix); }))
+        << absl::StrJoin(job.entries, ", ");
+    const std::set<std::string> nvrtc(job.entries.begin(), job.entries.end());
+    EXPECT_EQ(nvrtc, EmulatedEntries(job.module))
+        << "NVRTC: " << absl::StrJoin(nvrtc, ", ")
+        << "\nemulation: " << absl::StrJoin(EmulatedEntries(job.module), ", ");
+  }
+  std::printf("NVRTC %d: %zu module compiles (%zu modules x sm_80, sm_90) in %.0f ms wall, %.0f ms summed\n",
+              NvrtcVersion(), jobs.size(), jobs.size() / 2, wall_ms, cpu_ms);
+}
+
+// Every emulated entry belongs to some manifest module, so the comparison
+// above covers all of them.
+TEST(NvrtcCompileTest, EveryEmulatedEntryIsInAManifestModule) {
+  std::set<std::string> covered;
+  for (const ModuleSpec& m : KernelManifest()) {
+    for (const std::string& e : EmulatedEntries(m)) covered.insert(e);
+  }
+  for (const std::string& name : emu::EntryNames()) {
+    EXPECT_TRUE(covered.count(name)) << name << " (file " << emu::EntryFile(name) << ")";
+  }
+}
+
+}  // namespace
+}  // namespace grove::jit
