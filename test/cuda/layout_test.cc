@@ -151,6 +151,15 @@ TEST_F(CudaLayoutTest, ScatterND) {
       }
     }
   }
+  // Indices are checked even when the slices are empty.
+  Tensor empty_rows = Data(DType::kF32, {3, 0});
+  Tensor bad_row = I64({1, 1}, {3});
+  Tensor no_updates = Data(DType::kF32, {1, 0});
+  Check("ScatterND", {&empty_rows, &bad_row, &no_updates});
+  for (bool host : {true, false}) {
+    EXPECT_FALSE(
+        RunOpCuda(*dev_, "ScatterND", {&empty_rows, &bad_row, &no_updates}, {}, 1, {.host_values = host}).ok());
+  }
   Tensor data = Data(DType::kF32, {4});
   Tensor idx = I64({1, 1}, {2});
   Tensor upd = Data(DType::kF32, {1});

@@ -211,8 +211,10 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
     return ctx.Error(absl::StrCat("index ", given, " is out of range for dim ", d, " of the data ",
                                   DimsString(data.shape)));
   };
-  const bool check_on_host = HostValues(ec, ctx, 1) != nullptr;
   const int64_t count = idx.num_elements() / k;
+  const int64_t slice = Product(data.shape, static_cast<size_t>(k), data.shape.size());
+  // Known indices (or ones no launch would read) are checked here.
+  const bool check_on_host = HostValues(ec, ctx, 1) != nullptr || slice == 0 || count == 0;
   if (check_on_host) {
     absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
     if (!indices.ok()) return indices.status();
@@ -227,7 +229,6 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   if (y.data != data.data && data.byte_size() > 0) {
     if (absl::Status s = ec.device().CopyAsync(y.data, data.data, data.byte_size(), ec.stream()); !s.ok()) return s;
   }
-  const int64_t slice = Product(data.shape, static_cast<size_t>(k), data.shape.size());
   if (slice == 0 || count == 0) return absl::OkStatus();
   if (k > grove_k::kMaxRank) {
     return ctx.Error(absl::StrCat("the CUDA kernel takes index tuples of at most ", grove_k::kMaxRank,
