@@ -13,3 +13,17 @@ set(GROVE_KERNEL_FILES)
 
 list(APPEND GROVE_KERNEL_FILES selftest)
 set(GROVE_KERNEL_selftest_T0 f32 f16)
+
+# Data movement by element width: u8, f16, i32, i64 stand for 1, 2, 4 and 8
+# bytes of any dtype.
+list(APPEND GROVE_KERNEL_FILES copy)
+set(GROVE_KERNEL_copy_T0 u8 f16 i32 i64)
+list(APPEND GROVE_KERNEL_FILES gather)
+set(GROVE_KERNEL_gather_T0 u8 f16 i32 i64)
+list(APPEND GROVE_KERNEL_FILES gather_onehot)
+set(GROVE_KERNEL_gather_onehot_T0 f32 f64 f16 bf16 i64 i32 i8 u8)
+set(GROVE_KERNEL_gather_onehot_T1 u8 f16 i32 i64)
+list(APPEND GROVE_KERNEL_FILES fill)
+set(GROVE_KERNEL_fill_T0 u8 f16 i32 i64)
+list(APPEND GROVE_KERNEL_FILES fill_range)
+set(GROVE_KERNEL_fill_range_T0 f32 f64 i32 i64)

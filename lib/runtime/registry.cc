@@ -24,6 +24,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterLayoutOps(*r),           cpu::RegisterLayoutKernels(*r),
       ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
+      cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) {

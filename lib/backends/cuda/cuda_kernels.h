@@ -9,6 +9,8 @@
 namespace grove::cuda {
 
 absl::Status RegisterCudaControlFlowKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaShapeKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaLayoutKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cuda
 

@@ -1,0 +1,97 @@
+// Data movement with elements as opaque bytes (GROVE_T0 is u8, f16, i32 or
+// i64 by width): the strided copy behind Transpose, Slice, Expand and Tile,
+// the row copy behind Concat and Split, and Pad.
+#ifndef GROVE_JIT_KERNELS_COPY_CUH_
+#define GROVE_JIT_KERNELS_COPY_CUH_
+
+#include "jit/kernels/copy_params.h"
+#include "jit/kernels/prelude.cuh"
+
+namespace grove_k {
+namespace mv {
+
+// The element whose bits are the low sizeof(T) bytes of `bits`.
+template <typename T>
+GROVE_DEVICE T elem_from_bits(u64 bits) {
+  union {
+    u64 u;
+    T t;
+  } x;
+  x.u = bits;
+  return x.t;
+}
+
+template <typename T>
+GROVE_DEVICE void strided_copy(const StridedCopyParams& p) {
+  const T* src = static_cast<const T*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  const i64 step = grid_threads();
+  for (i64 i = global_thread(); i < p.n; i += step) {
+    i64 rem = i, off = 0;
+    for (int k = p.shape.rank - 1; k >= 0; --k) {
+      const i64 q = rem / p.shape.d[k];
+      i64 c = rem - q * p.shape.d[k];
+      if (p.wrap.s[k] > 0) c %= p.wrap.s[k];
+      off += c * p.strides.s[k];
+      rem = q;
+    }
+    dst[i] = src[off];
+  }
+}
+
+template <typename T>
+GROVE_DEVICE void copy_rows(const CopyRowsParams& p) {
+  const T* src = static_cast<const T*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  const i64 n = p.rows * p.cols;
+  const i64 step = grid_threads();
+  for (i64 i = global_thread(); i < n; i += step) {
+    const i64 r = i / p.cols, c = i - r * p.cols;
+    dst[r * p.dst_ld + c] = src[r * p.src_ld + c];
+  }
+}
+
+// The source index of output coordinate o along a dim of n input elements
+// with `begin` added before; -1 for the constant.
+GROVE_DEVICE i64 pad_source(i64 o, i64 begin, i64 n, int mode) {
+  i64 s = o - begin;
+  if (s >= 0 && s < n) return s;
+  if (mode == kPadConstant || n <= 0) return -1;
+  if (mode == kPadEdge) return s < 0 ? 0 : n - 1;
+  if (mode == kPadWrap) return ((s % n) + n) % n;
+  if (n == 1) return 0;
+  const i64 period = 2 * (n - 1);  // reflect, as numpy
+  const i64 m = ((s % period) + period) % period;
+  return m < n ? m : period - m;
+}
+
+template <typename T>
+GROVE_DEVICE void pad(const PadParams& p) {
+  const T* src = static_cast<const T*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  const T constant = p.value != 0 ? *static_cast<const T*>(p.value) : elem_from_bits<T>(p.value_bits);
+  const i64 step = grid_threads();
+  for (i64 i = global_thread(); i < p.n; i += step) {
+    i64 rem = i, off = 0;
+    bool fill = false;
+    for (int k = p.out_shape.rank - 1; k >= 0 && !fill; --k) {
+      const i64 q = rem / p.out_shape.d[k];
+      const i64 s = pad_source(rem - q * p.out_shape.d[k], p.begin.s[k], p.in_shape.d[k], p.mode);
+      if (s < 0) fill = true;
+      off += s * p.in_strides.s[k];
+      rem = q;
+    }
+    dst[i] = fill ? constant : src[off];
+  }
+}
+
+}  // namespace mv
+}  // namespace grove_k
+
+#endif  // GROVE_JIT_KERNELS_COPY_CUH_
+
+#if defined(GROVE_T0)
+GROVE_ENTRY(strided_copy, grove_k::StridedCopyParams) { grove_k::mv::strided_copy<GROVE_T0>(p); }
+GROVE_ENTRY(copy_rows, grove_k::CopyRowsParams) { grove_k::mv::copy_rows<GROVE_T0>(p); }
+GROVE_ENTRY(pad, grove_k::PadParams) { grove_k::mv::pad<GROVE_T0>(p); }
+#endif

@@ -1,0 +1,106 @@
+// Index-driven data movement by element width (GROVE_T0 is u8, f16, i32 or
+// i64): Gather, GatherElements, ScatterND. See gather_params.h for how
+// out-of-range indices are reported.
+#ifndef GROVE_JIT_KERNELS_GATHER_CUH_
+#define GROVE_JIT_KERNELS_GATHER_CUH_
+
+#include "jit/kernels/gather_params.h"
+#include "jit/kernels/prelude.cuh"
+
+namespace grove_k {
+namespace mv {
+
+GROVE_DEVICE i64 read_index(const void* indices, int is_i64, i64 j) {
+  return is_i64 != 0 ? static_cast<const i64*>(indices)[j] : static_cast<i64>(static_cast<const i32*>(indices)[j]);
+}
+
+// The index normalised into [0, dim), or -1 (reported through `error`).
+GROVE_DEVICE i64 checked_index(i64 v, i64 dim, void* error) {
+  const i64 given = v;
+  if (v < 0) v += dim;
+  if (v >= 0 && v < dim) return v;
+  if (error != 0) {
+    u64* e = static_cast<u64*>(error);
+    atomicExch(e + 1, static_cast<u64>(given));
+    atomicExch(e, static_cast<u64>(1));
+  }
+  return -1;
+}
+
+template <typename T>
+GROVE_DEVICE T zero_elem() {
+  union {
+    u64 u;
+    T t;
+  } x;
+  x.u = 0;
+  return x.t;
+}
+
+template <typename T>
+GROVE_DEVICE void gather(const GatherParams& p) {
+  const T* data = static_cast<const T*>(p.data);
+  T* dst = static_cast<T*>(p.dst);
+  const i64 step = grid_threads();
+  for (i64 i = global_thread(); i < p.n; i += step) {
+    const i64 t = i / p.inner;
+    const i64 in_pos = i - t * p.inner;
+    const i64 o = t / p.num_indices;
+    const i64 j = t - o * p.num_indices;
+    const i64 idx = checked_index(read_index(p.indices, p.indices_i64, j), p.dim, p.error);
+    dst[i] = idx < 0 ? zero_elem<T>() : data[(o * p.dim + idx) * p.inner + in_pos];
+  }
+}
+
+template <typename T>
+GROVE_DEVICE void gather_elements(const GatherElementsParams& p) {
+  const T* data = static_cast<const T*>(p.data);
+  T* dst = static_cast<T*>(p.dst);
+  const i64 step = grid_threads();
+  for (i64 i = global_thread(); i < p.n; i += step) {
+    const i64 idx = checked_index(read_index(p.indices, p.indices_i64, i), p.dim, p.error);
+    if (idx < 0) {
+      dst[i] = zero_elem<T>();
+      continue;
+    }
+    i64 rem = i, off = 0;
+    for (int k = p.idx_shape.rank - 1; k >= 0; --k) {
+      const i64 q = rem / p.idx_shape.d[k];
+      const i64 c = k == p.axis ? idx : rem - q * p.idx_shape.d[k];
+      off += c * p.data_strides.s[k];
+      rem = q;
+    }
+    dst[i] = data[off];
+  }
+}
+
+template <typename T>
+GROVE_DEVICE void scatter_nd(const ScatterNDParams& p) {
+  T* dst = static_cast<T*>(p.dst);
+  const T* upd = static_cast<const T*>(p.updates);
+  const i64 n = p.count * p.slice;
+  const i64 step = grid_threads();
+  for (i64 i = global_thread(); i < n; i += step) {
+    const i64 j = i / p.slice;
+    const i64 e = i - j * p.slice;
+    i64 off = 0;
+    bool ok = true;
+    for (int d = 0; d < p.dims.rank; ++d) {
+      const i64 v = checked_index(read_index(p.indices, p.indices_i64, j * p.dims.rank + d), p.dims.d[d], p.error);
+      if (v < 0) ok = false;
+      off += v * p.strides.s[d];
+    }
+    if (ok) dst[off + e] = upd[i];
+  }
+}
+
+}  // namespace mv
+}  // namespace grove_k
+
+#endif  // GROVE_JIT_KERNELS_GATHER_CUH_
+
+#if defined(GROVE_T0)
+GROVE_ENTRY(gather, grove_k::GatherParams) { grove_k::mv::gather<GROVE_T0>(p); }
+GROVE_ENTRY(gather_elements, grove_k::GatherElementsParams) { grove_k::mv::gather_elements<GROVE_T0>(p); }
+GROVE_ENTRY(scatter_nd, grove_k::ScatterNDParams) { grove_k::mv::scatter_nd<GROVE_T0>(p); }
+#endif

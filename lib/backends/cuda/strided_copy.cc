@@ -1,0 +1,125 @@
+#include "lib/backends/cuda/strided_copy.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "jit/kernels/copy_params.h"
+#include "jit/kernels/fill_params.h"
+
+namespace grove::cuda {
+
+absl::StatusOr<jit::ModuleSpec> WidthModule(absl::string_view file, size_t elem_size) {
+  DType t;
+  switch (elem_size) {
+    case 1: t = DType::kU8; break;
+    case 2: t = DType::kF16; break;
+    case 4: t = DType::kI32; break;
+    case 8: t = DType::kI64; break;
+    default: return absl::InvalidArgumentError(absl::StrCat("no CUDA copy for elements of ", elem_size, " bytes"));
+  }
+  return jit::ModuleSpec{std::string(file), {t}};
+}
+
+absl::StatusOr<void*> ArmIndexCheck(ExecContext& ec) {
+  absl::StatusOr<void*> flag = ec.Scratch(2 * sizeof(uint64_t));
+  if (!flag.ok()) return flag.status();
+  if (absl::Status s = ec.device().MemsetAsync(*flag, 0, 2 * sizeof(uint64_t), ec.stream()); !s.ok()) return s;
+  return *flag;
+}
+
+absl::StatusOr<std::optional<int64_t>> ReadIndexCheck(ExecContext& ec, void* flag) {
+  uint64_t host[2] = {0, 0};
+  if (absl::Status s = ec.device().CopyAsync(host, flag, sizeof(host), ec.stream()); !s.ok()) return s;
+  if (absl::Status s = ec.device().Synchronize(ec.stream()); !s.ok()) return s;
+  if (host[0] == 0) return std::optional<int64_t>();
+  return std::optional<int64_t>(static_cast<int64_t>(host[1]));
+}
+
+const TensorView* HostValues(const ExecContext& ec, const ir::KernelContext& ctx, int i) {
+  if (!ctx.has_input(i)) return nullptr;
+  const TensorView* host = ec.host_input(i);
+  if (host == nullptr || (host->data == nullptr && host->byte_size() > 0)) return nullptr;
+  return host;
+}
+
+absl::Status CopyRows(ExecContext& ec, size_t elem_size, int64_t rows, int64_t cols, const void* src,
+                      int64_t src_ld, void* dst, int64_t dst_ld) {
+  if (rows <= 0 || cols <= 0) return absl::OkStatus();
+  const int64_t es = static_cast<int64_t>(elem_size);
+  if (rows == 1 || (src_ld == cols && dst_ld == cols)) {
+    return ec.device().CopyAsync(dst, src, static_cast<size_t>(rows * cols * es), ec.stream());
+  }
+  // Move the widest unit that divides every size and both addresses.
+  const auto src_addr = reinterpret_cast<uintptr_t>(src), dst_addr = reinterpret_cast<uintptr_t>(dst);
+  int64_t w = 8;
+  while (w > es && ((cols * es) % w != 0 || (src_ld * es) % w != 0 || (dst_ld * es) % w != 0 ||
+                    src_addr % w != 0 || dst_addr % w != 0)) {
+    w /= 2;
+  }
+  if (w < es) w = es;
+  absl::StatusOr<jit::ModuleSpec> module = WidthModule("copy", static_cast<size_t>(w));
+  if (!module.ok()) return module.status();
+  const grove_k::CopyRowsParams p{src, dst, rows, cols * es / w, src_ld * es / w, dst_ld * es / w};
+  return ec.Launch(*module, "copy_rows", Grid1D(rows * p.cols), p);
+}
+
+absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int64_t> shape, const void* src,
+                         absl::Span<const int64_t> src_strides, void* dst, absl::Span<const int64_t> wrap) {
+  std::vector<int64_t> dims, strides, wraps;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return absl::OkStatus();
+    if (shape[i] == 1) continue;
+    int64_t w = i < wrap.size() && wrap[i] > 0 && wrap[i] < shape[i] ? wrap[i] : 0;
+    int64_t stride = src_strides[i];
+    if (w == 1) w = stride = 0;  // every coordinate reads index 0: a broadcast
+    if (!dims.empty() && w == 0 && wraps.back() == 0 && strides.back() == stride * shape[i]) {
+      dims.back() *= shape[i];
+      strides.back() = stride;
+      continue;
+    }
+    dims.push_back(shape[i]);
+    strides.push_back(stride);
+    wraps.push_back(w);
+  }
+  const int rank = static_cast<int>(dims.size());
+  const int64_t es = static_cast<int64_t>(elem_size);
+  if (rank == 0) return ec.device().CopyAsync(dst, src, elem_size, ec.stream());
+  if (wraps.back() == 0 && strides.back() == 1) {
+    if (rank == 1) return ec.device().CopyAsync(dst, src, static_cast<size_t>(dims[0] * es), ec.stream());
+    if (rank == 2 && wraps[0] == 0) {
+      return CopyRows(ec, elem_size, dims[0], dims[1], src, strides[0], dst, dims[1]);
+    }
+  }
+  if (rank > grove_k::kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat("a strided copy with ", rank, " dims after merging; the CUDA ",
+                                                   "kernels take at most ", grove_k::kMaxRank));
+  }
+  absl::StatusOr<jit::ModuleSpec> module = WidthModule("copy", elem_size);
+  if (!module.ok()) return module.status();
+  grove_k::StridedCopyParams p{};
+  p.src = src;
+  p.dst = dst;
+  p.n = 1;
+  p.shape.rank = rank;
+  for (int k = 0; k < rank; ++k) {
+    p.shape.d[k] = dims[k];
+    p.strides.s[k] = strides[k];
+    p.wrap.s[k] = wraps[k];
+    p.n *= dims[k];
+  }
+  return ec.Launch(*module, "strided_copy", Grid1D(p.n), p);
+}
+
+absl::Status WriteValues(ExecContext& ec, void* dst, absl::Span<const int64_t> values) {
+  for (size_t done = 0; done < values.size(); done += grove_k::kMaxSetValues) {
+    grove_k::SetValuesParams p{};
+    p.dst = ByteOffset(dst, static_cast<int64_t>(done * sizeof(int64_t)));
+    p.n = static_cast<int64_t>(std::min<size_t>(grove_k::kMaxSetValues, values.size() - done));
+    for (int64_t k = 0; k < p.n; ++k) p.values[k] = static_cast<uint64_t>(values[done + k]);
+    if (absl::Status s = ec.Launch({"fill", {DType::kI64}}, "set_values", Grid1D(p.n, 32), p); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace grove::cuda
