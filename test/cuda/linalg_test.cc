@@ -34,10 +34,12 @@ class CudaLinalgTest : public ::testing::Test {
  protected:
   std::shared_ptr<cuda::Device> dev_ = cuda::NewEmulatedDevice();
 
-  void ExpectMatMul(std::vector<int64_t> sa, std::vector<int64_t> sb, DType dt = DType::kF32) {
+  // `valid`: the CPU accepts the call (so the comparison is not vacuous).
+  void ExpectMatMul(std::vector<int64_t> sa, std::vector<int64_t> sb, DType dt = DType::kF32, bool valid = true) {
     SCOPED_TRACE(::testing::Message() << "MatMul " << ::testing::PrintToString(sa) << " x "
                                       << ::testing::PrintToString(sb) << " " << DTypeName(dt));
     Tensor a = Ramp(dt, sa, 1), b = Ramp(dt, sb, 2);
+    EXPECT_EQ(testing::RunOp("MatMul", {&a, &b}).ok(), valid);
     ExpectCudaMatchesCpu(*dev_, "MatMul", {&a, &b}, {}, 1, dt == DType::kF32 ? 1e-5 : 1e-2);
   }
 };
@@ -76,8 +78,8 @@ TEST_F(CudaLinalgTest, MatMulHalvesAndEmpty) {
 }
 
 TEST_F(CudaLinalgTest, MatMulErrorsAndCpuOnlyDTypes) {
-  ExpectMatMul({3, 4}, {5, 6});        // K differs
-  ExpectMatMul({2, 3, 4}, {3, 4, 5});  // batches do not broadcast
+  ExpectMatMul({3, 4}, {5, 6}, DType::kF32, false);        // K differs
+  ExpectMatMul({2, 3, 4}, {3, 4, 5}, DType::kF32, false);  // batches do not broadcast
   Tensor a = Ramp(DType::kF32, {2, 3}), b16 = Ramp(DType::kF16, {3, 2});
   ExpectCudaMatchesCpu(*dev_, "MatMul", {&a, &b16});
   for (DType dt : {DType::kF64, DType::kI64, DType::kI32}) {
@@ -103,6 +105,7 @@ TEST_F(CudaLinalgTest, GemmAttributesAndEveryCShape) {
             SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " transA " << ta << " transB " << tb << " C "
                                               << ::testing::PrintToString(cs) << " beta " << beta);
             Tensor c = Ramp(dt, cs, 3);
+            EXPECT_TRUE(testing::RunOp("Gemm", {&a, &b, &c}, {{"transA", int64_t{ta}}, {"transB", int64_t{tb}}}).ok());
             ExpectCudaMatchesCpu(*dev_, "Gemm", {&a, &b, &c},
                                  {{"transA", int64_t{ta}}, {"transB", int64_t{tb}}, {"alpha", 0.75}, {"beta", beta}},
                                  1, tol);

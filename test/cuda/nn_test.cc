@@ -58,6 +58,7 @@ class CudaNnTest : public ::testing::Test {
     Tensor x = Ramp(DType::kF32, xs, 1), wt = Ramp(DType::kF32, ws, 2), b = Ramp(DType::kF32, {ws[0]}, 3);
     Attrs a = WindowAttrs(w, false);
     a.push_back({"group", group});
+    EXPECT_TRUE(testing::RunOp("Conv", {&x, &wt, bias ? &b : nullptr}, a).ok());
     ExpectCudaMatchesCpu(*dev_, "Conv", {&x, &wt, bias ? &b : nullptr}, a);
   }
 
@@ -69,6 +70,7 @@ class CudaNnTest : public ::testing::Test {
     Attrs a = WindowAttrs(w, false);
     a.push_back({"group", group});
     for (auto& e : extra) a.push_back(e);
+    EXPECT_TRUE(testing::RunOp("ConvTranspose", {&x, &wt, bias ? &b : nullptr}, a).ok());
     ExpectCudaMatchesCpu(*dev_, "ConvTranspose", {&x, &wt, bias ? &b : nullptr}, a);
   }
 };
@@ -178,6 +180,7 @@ TEST_F(CudaNnTest, PoolingModes) {
       for (int64_t ceil : {0, 1}) {
         Attrs a = WindowAttrs(w, true);
         if (w.auto_pad.empty() || w.auto_pad == "NOTSET") a.push_back({"ceil_mode", ceil});
+        EXPECT_TRUE(testing::RunOp("MaxPool", {&x}, a).ok());
         ExpectCudaMatchesCpu(*dev_, "MaxPool", {&x}, a, 1, 0);
         for (int64_t count_pad : {0, 1}) {
           Attrs avg = a;

@@ -1,7 +1,8 @@
 // CUDA kernels of Conv, ConvTranspose and pooling. Conv is im2col into
-// scratch memory plus one Device::Gemm per group, batched over the images
-// (a pointwise Conv reads X directly); ConvTranspose is one batched GEMM per
-// group plus col2im written as a gather. A bias is broadcast into Y first
+// scratch memory plus strided batched Device::Gemm calls over (image, group)
+// pairs, batched over whichever is longer (a depthwise Conv of one image is
+// one GEMM over its groups; a pointwise Conv reads X directly);
+// ConvTranspose is the same GEMMs plus col2im written as a gather. A bias is broadcast into Y first
 // and the GEMM adds onto it (beta 1). Scratch is bounded: images are taken
 // in chunks that fit kMaxScratchBytes. Pooling kernels are direct, one
 // thread per output element. Window geometry comes from conv_geometry.h as
@@ -269,23 +270,29 @@ absl::Status ConvKernel(KernelContext& ctx) {
       bsrc = static_cast<const char*>(col);
       b_image = col_image;
     }
-    for (int64_t gi = 0; gi < group; ++gi) {
-      GemmDesc gd;
-      gd.dtype = dt;
-      gd.m = mg;
-      gd.n = out_size;
-      gd.k = rows;
-      gd.a = static_cast<const char*>(wt.data) + gi * mg * rows * elem;
-      gd.lda = rows;
-      gd.stride_a = 0;
-      gd.b = bsrc + gi * rows * out_size * elem;
-      gd.ldb = out_size;
-      gd.stride_b = b_image;
-      gd.c = static_cast<char*>(y.data) + (img0 * m + gi * mg) * out_size * elem;
-      gd.ldc = out_size;
-      gd.stride_c = m * out_size;
-      gd.batch = images;
-      gd.beta = b != nullptr ? 1.0f : 0.0f;
+    // Y_g[mg, O] = W_g[mg, rows] col_g[rows, O] for every (image, group):
+    // batched over the longer of the two, looping over the other.
+    GemmDesc gd;
+    gd.dtype = dt;
+    gd.m = mg;
+    gd.n = out_size;
+    gd.k = rows;
+    gd.lda = rows;
+    gd.ldb = out_size;
+    gd.ldc = out_size;
+    gd.beta = b != nullptr ? 1.0f : 0.0f;
+    const char* w_base = static_cast<const char*>(wt.data);
+    char* y_base = static_cast<char*>(y.data) + img0 * m * out_size * elem;
+    const bool by_image = images >= group;
+    gd.batch = by_image ? images : group;
+    gd.stride_a = by_image ? 0 : mg * rows;
+    gd.stride_b = by_image ? b_image : rows * out_size;
+    gd.stride_c = by_image ? m * out_size : mg * out_size;
+    for (int64_t i = 0; i < (by_image ? group : images); ++i) {
+      const int64_t gi = by_image ? i : 0, img = by_image ? 0 : i;
+      gd.a = w_base + gi * mg * rows * elem;
+      gd.b = bsrc + (img * b_image + gi * rows * out_size) * elem;
+      gd.c = y_base + (img * m + gi * mg) * out_size * elem;
       if (absl::Status s = ec.device().Gemm(gd, ec.stream()); !s.ok()) return s;
     }
   }
@@ -369,24 +376,29 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
   cp.w = ToConvWindow(w);
   for (int64_t img0 = 0; img0 < n; img0 += chunk) {
     const int64_t images = std::min(chunk, n - img0);
-    for (int64_t gi = 0; gi < group; ++gi) {
-      // col[img][g][mg * K][I] = W_g^T X_g, W_g stored as [cg, mg * K].
-      GemmDesc gd;
-      gd.dtype = dt;
-      gd.trans_a = true;
-      gd.m = rows;
-      gd.n = w.in_size;
-      gd.k = cg;
-      gd.a = static_cast<const char*>(wt.data) + gi * cg * rows * elem;
-      gd.lda = rows;
-      gd.stride_a = 0;
-      gd.b = static_cast<const char*>(x.data) + (img0 * c + gi * cg) * w.in_size * elem;
-      gd.ldb = w.in_size;
-      gd.stride_b = c * w.in_size;
-      gd.c = col + gi * rows * w.in_size * elem;
-      gd.ldc = w.in_size;
-      gd.stride_c = col_image;
-      gd.batch = images;
+    // col[img][g][mg * K][I] = W_g^T X_g with W_g stored as [cg, mg * K], for
+    // every (image, group): batched over the longer of the two.
+    GemmDesc gd;
+    gd.dtype = dt;
+    gd.trans_a = true;
+    gd.m = rows;
+    gd.n = w.in_size;
+    gd.k = cg;
+    gd.lda = rows;
+    gd.ldb = w.in_size;
+    gd.ldc = w.in_size;
+    const char* w_base = static_cast<const char*>(wt.data);
+    const char* x_base = static_cast<const char*>(x.data) + img0 * c * w.in_size * elem;
+    const bool by_image = images >= group;
+    gd.batch = by_image ? images : group;
+    gd.stride_a = by_image ? 0 : cg * rows;
+    gd.stride_b = by_image ? c * w.in_size : cg * w.in_size;
+    gd.stride_c = by_image ? col_image : rows * w.in_size;
+    for (int64_t i = 0; i < (by_image ? group : images); ++i) {
+      const int64_t gi = by_image ? i : 0, img = by_image ? 0 : i;
+      gd.a = w_base + gi * cg * rows * elem;
+      gd.b = x_base + (img * c + gi * cg) * w.in_size * elem;
+      gd.c = col + (img * col_image + gi * rows * w.in_size) * elem;
       if (absl::Status s = ec.device().Gemm(gd, ec.stream()); !s.ok()) return s;
     }
     cp.images = images;
