@@ -140,7 +140,8 @@ TEST_F(CudaNnTest, ConvTranspose) {
   ExpectConvTranspose({2, 4, 3, 3}, {4, 3, 2, 2}, 2, {{}, {2, 2}}, true);  // groups
   ExpectConvTranspose({1, 4, 3, 3}, {4, 1, 3, 3}, 4, {{}, {1, 1}, {}, {1, 1, 1, 1}}, true);  // depthwise
   ExpectConvTranspose({1, 2, 3, 2, 2}, {2, 2, 2, 2, 2}, 1, {{}, {2, 1, 2}}, true);  // 3-D
-  ExpectConvTranspose({1, 2, 3, 3}, {2, 1, 3, 3}, 1, {{}, {3, 3}}, true, {{"output_padding", std::vector<int64_t>{1, 2}}});
+  ExpectConvTranspose({1, 2, 3, 3}, {2, 1, 3, 3}, 1, {{}, {3, 3}}, true,
+                      {{"output_padding", std::vector<int64_t>{1, 2}}});
   ExpectConvTranspose({1, 2, 3, 3}, {2, 1, 3, 3}, 1, {{}, {2, 2}}, false,
                       {{"output_shape", std::vector<int64_t>{9, 8}}});
   for (const char* mode : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {

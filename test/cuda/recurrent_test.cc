@@ -180,9 +180,9 @@ TEST_F(CudaRecurrentTest, GruLinearBeforeResetAndActivations) {
 }
 
 TEST_F(CudaRecurrentTest, RnnActivations) {
-  const std::vector<std::vector<std::string>> acts = {{"Relu"},  {"Tanh"},           {"Sigmoid"},    {"Affine"},
-                                                      {"LeakyRelu"}, {"ThresholdedRelu"}, {"ScaledTanh"}, {"HardSigmoid"},
-                                                      {"Elu"},   {"Softsign"},       {"Softplus"}};
+  const std::vector<std::vector<std::string>> acts = {
+      {"Relu"}, {"Tanh"}, {"Sigmoid"}, {"Affine"}, {"LeakyRelu"}, {"ThresholdedRelu"},
+      {"ScaledTanh"}, {"HardSigmoid"}, {"Elu"}, {"Softsign"}, {"Softplus"}};
   for (const auto& act : acts) {
     Spec s;
     s.op = "RNN";
