@@ -1,5 +1,6 @@
 // Conv and ConvTranspose around the device GEMM: im2col (Conv's input
-// patches as a matrix), col2im (ConvTranspose's scatter written as a gather,
+// patches as a matrix), a direct depthwise Conv (no GEMM: one input channel
+// per output makes the GEMMs degenerate), col2im (ConvTranspose's scatter written as a gather,
 // one thread per output element, so no atomics and a deterministic sum), and
 // a strided copy that fills outputs with a broadcast bias or Gemm's C.
 #ifndef GROVE_JIT_KERNELS_CONV_CUH_
@@ -89,6 +90,47 @@ GROVE_DEVICE void col2im(const Col2ImParams& p) {
 }
 
 template <typename T>
+GROVE_DEVICE void conv_depthwise(const DepthwiseConvParams& p) {
+  const T* x = static_cast<const T*>(p.x);
+  const T* wt = static_cast<const T*>(p.w);
+  const T* bias = static_cast<const T*>(p.bias);
+  T* y = static_cast<T*>(p.y);
+  const ConvWindow& w = p.win;
+  const i64 total = p.images * p.channels * w.out_size;
+  for (i64 i = global_thread(); i < total; i += grid_threads()) {
+    const i64 o = i % w.out_size;
+    const i64 plane = i / w.out_size;  // img * channels + m
+    const i64 m = plane % p.channels, img = plane / p.channels;
+    const T* xs = x + (img * (p.channels / p.multiplier) + m / p.multiplier) * w.in_size;
+    const T* ws = wt + m * w.kernel_size;
+    i64 start[kMaxRank];
+    i64 rest = o;
+    for (int d = w.spatial - 1; d >= 0; --d) {
+      start[d] = (rest % w.out[d]) * w.stride[d] - w.pad[d];
+      rest /= w.out[d];
+    }
+    float acc = 0.0f;
+    for (i64 tap = 0; tap < w.kernel_size; ++tap) {
+      i64 t = tap, offset = 0, scale = 1;
+      bool inside = true;
+      for (int d = w.spatial - 1; d >= 0; --d) {
+        const i64 pos = start[d] + (t % w.kernel[d]) * w.dilation[d];
+        t /= w.kernel[d];
+        if (pos < 0 || pos >= w.in[d]) {
+          inside = false;
+          break;
+        }
+        offset += pos * scale;
+        scale *= w.in[d];
+      }
+      if (inside) acc += to_f32(ws[tap]) * to_f32(xs[offset]);
+    }
+    if (bias != nullptr) acc += to_f32(bias[m]);
+    y[i] = from_f32<T>(acc);
+  }
+}
+
+template <typename T>
 GROVE_DEVICE T scaled(T v, float s) {
   return from_f32<T>(s * to_f32(v));
 }
@@ -114,5 +156,6 @@ GROVE_DEVICE void strided_copy(const StridedCopyParams& p) {
 #if defined(GROVE_T0)
 GROVE_ENTRY(im2col, grove_k::Im2ColParams) { grove_k::im2col<GROVE_T0>(p); }
 GROVE_ENTRY(col2im, grove_k::Col2ImParams) { grove_k::col2im<GROVE_T0>(p); }
+GROVE_ENTRY(conv_depthwise, grove_k::DepthwiseConvParams) { grove_k::conv_depthwise<GROVE_T0>(p); }
 GROVE_ENTRY(strided_copy, grove_k::StridedCopyParams) { grove_k::strided_copy<GROVE_T0>(p); }
 #endif

@@ -37,6 +37,18 @@ struct Col2ImParams {
   ConvWindow w;  // in: X's spatial dims; out: Y's
 };
 
+// Depthwise Conv (one input channel per group): y[img][m][o] = bias[m] (or
+// 0) + sum over taps k of w[m][k] * x[img][m / multiplier][input position
+// of (o, k)], one thread per output element.
+struct DepthwiseConvParams {
+  const void* x;
+  const void* w;     // [channels, 1, kernel...]
+  const void* bias;  // [channels] or nullptr
+  void* y;
+  i64 images, channels, multiplier;  // channels = input channels * multiplier
+  ConvWindow win;
+};
+
 // dst[offset_of(i, shape, dst_strides)] = scale * src[offset_of(i, shape,
 // src_strides)] for every i < n (scale 1 copies the bits).
 struct StridedCopyParams {

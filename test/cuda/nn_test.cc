@@ -92,6 +92,10 @@ TEST_F(CudaNnTest, ConvTwoD) {
 TEST_F(CudaNnTest, ConvGroupsDepthwisePointwise) {
   ExpectConv({2, 4, 6, 6}, {6, 2, 3, 3}, 2, {{}, {}, {}, {1, 1, 1, 1}}, true);
   ExpectConv({2, 3, 5, 7}, {3, 1, 3, 3}, 3, {{}, {2, 1}, {}, {1, 1, 1, 1}}, true);  // depthwise
+  ExpectConv({2, 3, 5, 7}, {6, 1, 2, 3}, 3, {{}, {1, 2}, {2, 1}, {0, 1, 2, 0}}, false);  // depthwise x2
+  ExpectConv({1, 4, 9}, {4, 1, 3}, 4, {{}, {2}, {}, {}, "SAME_LOWER"}, true);             // depthwise 1-D
+  ExpectConv({1, 2, 3, 4, 3}, {2, 1, 2, 2, 2}, 2, {{}, {}, {}, {1, 0, 0, 0, 1, 1}}, true);  // depthwise 3-D
+  ExpectConv({1, 4, 6, 6}, {6, 2, 3, 3}, 2, {{}, {2, 2}}, false);                          // groups > images
   ExpectConv({1, 6, 5, 5}, {12, 2, 1, 1}, 3, {}, true);                             // pointwise, groups
   ExpectConv({2, 5, 4, 3}, {7, 5, 1, 1}, 1, {}, false);                       // pointwise
   ExpectConv({2, 5, 4, 3}, {7, 5, 1, 1}, 1, {{}, {2, 1}}, true);                    // 1x1, stride 2

@@ -1,7 +1,8 @@
 // CUDA kernels of Conv, ConvTranspose and pooling. Conv is im2col into
 // scratch memory plus strided batched Device::Gemm calls over (image, group)
-// pairs, batched over whichever is longer (a depthwise Conv of one image is
-// one GEMM over its groups; a pointwise Conv reads X directly);
+// pairs, batched over whichever is longer (a pointwise Conv reads X
+// directly; a depthwise Conv, one input channel per group, is a direct
+// kernel instead);
 // ConvTranspose is the same GEMMs plus col2im written as a gather. A bias is broadcast into Y first
 // and the GEMM adds onto it (beta 1). Scratch is bounded: images are taken
 // in chunks that fit kMaxScratchBytes. Pooling kernels are direct, one
@@ -238,6 +239,18 @@ absl::Status ConvKernel(KernelContext& ctx) {
   const DType dt = x.dtype;
   const size_t elem = DTypeSize(dt);
   const int64_t out_size = w->out_size;
+  if (cg == 1 && group > 1) {  // depthwise: direct, without im2col or GEMMs
+    grove_k::DepthwiseConvParams p{};
+    p.x = x.data;
+    p.w = wt.data;
+    p.bias = b != nullptr ? b->data : nullptr;
+    p.y = y.data;
+    p.images = n;
+    p.channels = m;
+    p.multiplier = mg;
+    p.win = ToConvWindow(*w);
+    return ec.Launch({"conv", {dt}}, "conv_depthwise", GridFor(y.num_elements()), p);
+  }
   if (b != nullptr) {
     if (absl::Status s = FillChannelBias(ec, dt, b->data, n, m, out_size, y.data); !s.ok()) return s;
   } else if (rows == 0) {
