@@ -25,6 +25,8 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
+      cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),
+      cuda::RegisterCudaRecurrentKernels(*r),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) {

@@ -11,6 +11,9 @@ namespace grove::cuda {
 absl::Status RegisterCudaControlFlowKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaShapeKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaLayoutKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaLinalgKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaNnKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaRecurrentKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cuda
 

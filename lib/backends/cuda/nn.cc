@@ -1,0 +1,528 @@
+// CUDA kernels of Conv, ConvTranspose and pooling. Conv is im2col into
+// scratch memory plus strided batched Device::Gemm calls over (image, group)
+// pairs, batched over whichever is longer (a pointwise Conv reads X
+// directly; a depthwise Conv, one input channel per group, is a direct
+// kernel instead);
+// ConvTranspose is the same GEMMs plus col2im written as a gather. A bias is broadcast into Y first
+// and the GEMM adds onto it (beta 1). Scratch is bounded: images are taken
+// in chunks that fit kMaxScratchBytes. Pooling kernels are direct, one
+// thread per output element. Window geometry comes from conv_geometry.h as
+// in the shape functions and the CPU kernels, and every dim is checked
+// again here. Conv and ConvTranspose run f32, f16 and bf16 (f64 reports
+// Unimplemented so the executor keeps it on the CPU); pooling runs every
+// dtype the CPU kernels accept.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "jit/kernels/conv_params.h"
+#include "jit/kernels/pool_params.h"
+#include "lib/backends/cuda/cuda_kernels.h"
+#include "lib/backends/cuda/device.h"
+#include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/ops/conv_geometry.h"
+
+namespace grove::cuda {
+namespace {
+
+using ir::KernelContext;
+using ir::SymDim;
+using ir::WindowGeometry;
+
+// im2col / col2im scratch per chunk of images (at least one image's worth).
+constexpr int64_t kMaxScratchBytes = int64_t{256} << 20;
+// Larger matrices are refused rather than attempted.
+constexpr int64_t kMaxMatrixElements = int64_t{1} << 31;
+
+// A 1-D grid over n items; blocks shrink to the warps that n fills, so a
+// small launch (one RNN step, a short bias) does not idle a 256-thread block.
+LaunchDims GridFor(int64_t n) {
+  const int64_t warps = std::min<int64_t>(8, std::max<int64_t>(1, (n + 31) / 32));
+  return Grid1D(n, static_cast<int>(warps * 32));
+}
+
+std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+absl::Status Unimplemented(const KernelContext& ctx, absl::string_view msg) {
+  return absl::UnimplementedError(ctx.Error(msg).message());
+}
+
+absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
+  const TensorView& y = ctx.output(i);
+  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
+                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
+}
+
+absl::Status CheckRank(const KernelContext& ctx, int i, absl::string_view name, int min_rank) {
+  if (static_cast<int>(ctx.input(i).shape.size()) >= min_rank) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(ctx.input(i).shape),
+                                "; expected rank >= ", min_rank, " (N, C, spatial dims...)"));
+}
+
+absl::Status CheckChannelVector(const KernelContext& ctx, int i, absl::string_view name, int64_t count) {
+  const std::vector<int64_t>& s = ctx.input(i).shape;
+  if (s.size() == 1 && s[0] == count) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(s), "; expected [", count, "]"));
+}
+
+// Product of dims, or -1 past kMaxMatrixElements.
+int64_t BoundedProduct(absl::Span<const int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d != 0 && n > kMaxMatrixElements / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+bool GemmDType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+absl::StatusOr<WindowGeometry> ReadGeometry(const KernelContext& ctx, ir::WindowOp op, int spatial,
+                                            const std::vector<int64_t>* weight_kernel) {
+  ir::SymShape w;
+  if (weight_kernel != nullptr) w = ir::FromConcrete(*weight_kernel);
+  absl::StatusOr<WindowGeometry> g =
+      ir::ReadWindowGeometry(ctx.attrs(), op, spatial, weight_kernel != nullptr ? &w : nullptr);
+  if (!g.ok()) return ctx.Error(g.status().message());
+  return g;
+}
+
+// A Conv or pooling window over `in`, every length concrete; out_size is -1
+// when the output lengths overflow (the output check then fails).
+struct Window {
+  int spatial = 0;
+  std::vector<int64_t> in, out, kernel, strides, dilations, pad_begin, pad_end;
+  int64_t in_size = 1, out_size = 1;
+};
+
+absl::StatusOr<Window> MakeWindow(const KernelContext& ctx, const WindowGeometry& g, absl::Span<const int64_t> in) {
+  Window w;
+  w.spatial = g.spatial;
+  w.in.assign(in.begin(), in.end());
+  w.kernel = g.kernel;
+  w.strides = g.strides;
+  w.dilations = g.dilations;
+  for (int d = 0; d < g.spatial; ++d) {
+    absl::StatusOr<SymDim> o = ir::WindowOutputDim(g, d, SymDim(in[d]));
+    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(in), ": ", o.status().message()));
+    w.out.push_back(o->value());
+    const auto [pb, pe] = ir::WindowPads(g, d, in[d], w.out[d]);
+    w.pad_begin.push_back(pb);
+    w.pad_end.push_back(pe);
+    w.in_size *= in[d];
+  }
+  for (int64_t o : w.out) {
+    if (__builtin_mul_overflow(w.out_size, o, &w.out_size)) w.out_size = -1;
+  }
+  return w;
+}
+
+grove_k::ConvWindow ToConvWindow(const Window& w) {
+  grove_k::ConvWindow c{};
+  c.spatial = w.spatial;
+  c.in_size = w.in_size;
+  c.out_size = w.out_size;
+  c.kernel_size = 1;
+  for (int d = 0; d < w.spatial; ++d) {
+    c.in[d] = w.in[d];
+    c.out[d] = w.out[d];
+    c.kernel[d] = w.kernel[d];
+    c.stride[d] = w.strides[d];
+    c.dilation[d] = w.dilations[d];
+    c.pad[d] = w.pad_begin[d];
+    c.kernel_size *= w.kernel[d];
+  }
+  return c;
+}
+
+// y[img][ch][o] = bias[ch] for `images` x `channels` planes of `size`.
+absl::Status FillChannelBias(ExecContext& ec, DType dtype, const void* bias, int64_t images, int64_t channels,
+                             int64_t size, void* y) {
+  grove_k::StridedCopyParams p{};
+  p.src = bias;
+  p.dst = y;
+  p.shape.rank = 3;
+  p.shape.d[0] = images;
+  p.shape.d[1] = channels;
+  p.shape.d[2] = size;
+  p.src_strides.s[1] = 1;
+  p.dst_strides.s[0] = channels * size;
+  p.dst_strides.s[1] = size;
+  p.dst_strides.s[2] = 1;
+  p.n = images * channels * size;
+  p.scale = 1.0f;
+  return ec.Launch({"conv", {dtype}}, "strided_copy", GridFor(p.n), p);
+}
+
+// Images per chunk when one image needs `per_image` scratch bytes.
+int64_t ChunkImages(int64_t images, int64_t per_image) {
+  if (per_image <= 0) return images;
+  return std::max<int64_t>(1, std::min<int64_t>(images, kMaxScratchBytes / per_image));
+}
+
+// The checks both Conv and ConvTranspose make on X, W and B.
+absl::Status CheckConvInputs(const KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& wt = ctx.input(1);
+  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
+  if (wt.shape.size() != x.shape.size()) {
+    return ctx.Error(absl::StrCat("input 1 (W) has shape ", ShapeStr(wt.shape), "; expected rank ",
+                                  x.shape.size(), " like input 0 (X) ", ShapeStr(x.shape)));
+  }
+  if (wt.dtype != x.dtype || (b != nullptr && b->dtype != x.dtype)) {
+    return ctx.Error(absl::StrCat("inputs X, W and B must share one dtype; got ", DTypeName(x.dtype), ", ",
+                                  DTypeName(wt.dtype),
+                                  b != nullptr ? absl::StrCat(", ", DTypeName(b->dtype)) : ""));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Conv
+// ---------------------------------------------------------------------------
+
+bool IsPointwise(const Window& w) {
+  for (int d = 0; d < w.spatial; ++d) {
+    if (w.kernel[d] != 1 || w.strides[d] != 1 || w.pad_begin[d] != 0 || w.in[d] != w.out[d]) return false;
+  }
+  return true;
+}
+
+absl::Status ConvKernel(KernelContext& ctx) {
+  if (absl::Status s = CheckConvInputs(ctx); !s.ok()) return s;
+  const TensorView& x = ctx.input(0);
+  const TensorView& wt = ctx.input(1);
+  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const int spatial = static_cast<int>(x.shape.size()) - 2;
+  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
+  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConv, spatial, &w_kernel);
+  if (!g.ok()) return g.status();
+  const int64_t group = ctx.attrs().GetInt("group", 1);
+  const int64_t n = x.shape[0], c = x.shape[1], m = wt.shape[0];
+  if (c != wt.shape[1] * group || m % group != 0) {
+    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
+                                  " do not fit group ", group,
+                                  ": expected X channels = W dim 1 * group and W dim 0 divisible by group"));
+  }
+  if (b != nullptr) {
+    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
+  }
+  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
+  if (!w.ok()) return w.status();
+  std::vector<int64_t> out_shape = {n, m};
+  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  if (!GemmDType(x.dtype)) {
+    return Unimplemented(ctx, absl::StrCat("Conv has no CUDA kernel for dtype ", DTypeName(x.dtype),
+                                           " (f32, f16 and bf16 only)"));
+  }
+  if (spatial > grove_k::kMaxRank) {
+    return Unimplemented(ctx, absl::StrCat("Conv with ", spatial, " spatial dims; the CUDA kernel takes up to ",
+                                           grove_k::kMaxRank));
+  }
+  const int64_t cg = c / group, mg = m / group;
+  const int64_t kernel_size = BoundedProduct(g->kernel);
+  const int64_t rows = kernel_size < 0 ? -1 : BoundedProduct({cg, kernel_size});
+  const int64_t col_image = rows < 0 ? -1 : BoundedProduct({group, rows, w->out_size});
+  if (rows < 0 || col_image < 0) {
+    return ctx.Error(absl::StrCat("the im2col matrix of ", cg, " channels x ", kernel_size, " taps x ",
+                                  w->out_size, " output positions is too large"));
+  }
+  TensorView& y = ctx.output(0);
+  if (y.num_elements() == 0) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  const DType dt = x.dtype;
+  const size_t elem = DTypeSize(dt);
+  const int64_t out_size = w->out_size;
+  if (cg == 1 && group > 1) {  // depthwise: direct, without im2col or GEMMs
+    grove_k::DepthwiseConvParams p{};
+    p.x = x.data;
+    p.w = wt.data;
+    p.bias = b != nullptr ? b->data : nullptr;
+    p.y = y.data;
+    p.images = n;
+    p.channels = m;
+    p.multiplier = mg;
+    p.win = ToConvWindow(*w);
+    return ec.Launch({"conv", {dt}}, "conv_depthwise", GridFor(y.num_elements()), p);
+  }
+  if (b != nullptr) {
+    if (absl::Status s = FillChannelBias(ec, dt, b->data, n, m, out_size, y.data); !s.ok()) return s;
+  } else if (rows == 0) {
+    return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
+  }
+  if (rows == 0) return absl::OkStatus();  // Y is the bias alone
+
+  const bool pointwise = IsPointwise(*w);
+  const int64_t chunk = pointwise ? n : ChunkImages(n, col_image * static_cast<int64_t>(elem));
+  void* col = nullptr;
+  if (!pointwise) {
+    absl::StatusOr<void*> scratch = ec.Scratch(static_cast<size_t>(chunk * col_image) * elem);
+    if (!scratch.ok()) return scratch.status();
+    col = *scratch;
+  }
+  const grove_k::ConvWindow cw = ToConvWindow(*w);
+  for (int64_t img0 = 0; img0 < n; img0 += chunk) {
+    const int64_t images = std::min(chunk, n - img0);
+    const char* xs = static_cast<const char*>(x.data) + img0 * c * w->in_size * elem;
+    const char* bsrc = xs;  // [image][c * K][O]
+    int64_t b_image = c * w->in_size;
+    if (!pointwise) {
+      grove_k::Im2ColParams p{};
+      p.x = xs;
+      p.col = col;
+      p.images = images;
+      p.channels = c;
+      p.w = cw;
+      if (absl::Status s = ec.Launch({"conv", {dt}}, "im2col", GridFor(images * col_image), p); !s.ok()) return s;
+      bsrc = static_cast<const char*>(col);
+      b_image = col_image;
+    }
+    // Y_g[mg, O] = W_g[mg, rows] col_g[rows, O] for every (image, group):
+    // batched over the longer of the two, looping over the other.
+    GemmDesc gd;
+    gd.dtype = dt;
+    gd.m = mg;
+    gd.n = out_size;
+    gd.k = rows;
+    gd.lda = rows;
+    gd.ldb = out_size;
+    gd.ldc = out_size;
+    gd.beta = b != nullptr ? 1.0f : 0.0f;
+    const char* w_base = static_cast<const char*>(wt.data);
+    char* y_base = static_cast<char*>(y.data) + img0 * m * out_size * elem;
+    const bool by_image = images >= group;
+    gd.batch = by_image ? images : group;
+    gd.stride_a = by_image ? 0 : mg * rows;
+    gd.stride_b = by_image ? b_image : rows * out_size;
+    gd.stride_c = by_image ? m * out_size : mg * out_size;
+    for (int64_t i = 0; i < (by_image ? group : images); ++i) {
+      const int64_t gi = by_image ? i : 0, img = by_image ? 0 : i;
+      gd.a = w_base + gi * mg * rows * elem;
+      gd.b = bsrc + (img * b_image + gi * rows * out_size) * elem;
+      gd.c = y_base + (img * m + gi * mg) * out_size * elem;
+      if (absl::Status s = ec.device().Gemm(gd, ec.stream()); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// ConvTranspose
+// ---------------------------------------------------------------------------
+
+absl::Status ConvTransposeKernel(KernelContext& ctx) {
+  if (absl::Status s = CheckConvInputs(ctx); !s.ok()) return s;
+  const TensorView& x = ctx.input(0);
+  const TensorView& wt = ctx.input(1);
+  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const int spatial = static_cast<int>(x.shape.size()) - 2;
+  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
+  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConvTranspose, spatial, &w_kernel);
+  if (!g.ok()) return g.status();
+  const int64_t group = ctx.attrs().GetInt("group", 1);
+  const int64_t n = x.shape[0], c = x.shape[1];
+  if (c != wt.shape[0] || c % group != 0) {
+    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
+                                  " do not fit group ", group, ": expected X channels = W dim 0, divisible by group"));
+  }
+  const int64_t cg = c / group, mg = wt.shape[1], m = mg * group;
+  if (b != nullptr) {
+    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
+  }
+  Window w;
+  w.spatial = spatial;
+  w.in.assign(x.shape.begin() + 2, x.shape.end());
+  w.kernel = g->kernel;
+  w.strides = g->strides;
+  w.dilations = g->dilations;
+  int64_t kernel_size = 1;
+  for (int d = 0; d < spatial; ++d) {
+    absl::StatusOr<SymDim> o = ir::TransposedOutputDim(*g, d, SymDim(w.in[d]));
+    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), ": ", o.status().message()));
+    w.out.push_back(o->value());
+    w.pad_begin.push_back(ir::TransposedPadBegin(*g, d, w.in[d], w.out[d]));
+    w.pad_end.push_back(0);
+    w.in_size *= w.in[d];
+    kernel_size *= g->kernel[d];
+    if (__builtin_mul_overflow(w.out_size, w.out[d], &w.out_size)) w.out_size = -1;
+  }
+  std::vector<int64_t> out_shape = {n, m};
+  out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  if (!GemmDType(x.dtype)) {
+    return Unimplemented(ctx, absl::StrCat("ConvTranspose has no CUDA kernel for dtype ", DTypeName(x.dtype),
+                                           " (f32, f16 and bf16 only)"));
+  }
+  if (spatial > grove_k::kMaxRank) {
+    return Unimplemented(ctx, absl::StrCat("ConvTranspose with ", spatial,
+                                           " spatial dims; the CUDA kernel takes up to ", grove_k::kMaxRank));
+  }
+  const int64_t rows = BoundedProduct({mg, kernel_size});
+  const int64_t col_image = rows < 0 ? -1 : BoundedProduct({group, rows, w.in_size});
+  if (rows < 0 || col_image < 0) {
+    return ctx.Error(absl::StrCat("the col2im matrix of ", mg, " channels x ", kernel_size, " taps x ", w.in_size,
+                                  " input positions is too large"));
+  }
+  TensorView& y = ctx.output(0);
+  if (y.num_elements() == 0) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  const DType dt = x.dtype;
+  const size_t elem = DTypeSize(dt);
+  if (cg == 0 || w.in_size == 0) {  // nothing lands on the output: Y is the bias
+    if (b == nullptr) return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
+    return FillChannelBias(ec, dt, b->data, n, m, w.out_size, y.data);
+  }
+  const int64_t chunk = ChunkImages(n, col_image * static_cast<int64_t>(elem));
+  absl::StatusOr<void*> scratch = ec.Scratch(static_cast<size_t>(chunk * col_image) * elem);
+  if (!scratch.ok()) return scratch.status();
+  char* col = static_cast<char*>(*scratch);
+  grove_k::Col2ImParams cp{};
+  cp.col = col;
+  cp.bias = b != nullptr ? b->data : nullptr;
+  cp.channels = m;
+  cp.w = ToConvWindow(w);
+  for (int64_t img0 = 0; img0 < n; img0 += chunk) {
+    const int64_t images = std::min(chunk, n - img0);
+    // col[img][g][mg * K][I] = W_g^T X_g with W_g stored as [cg, mg * K], for
+    // every (image, group): batched over the longer of the two.
+    GemmDesc gd;
+    gd.dtype = dt;
+    gd.trans_a = true;
+    gd.m = rows;
+    gd.n = w.in_size;
+    gd.k = cg;
+    gd.lda = rows;
+    gd.ldb = w.in_size;
+    gd.ldc = w.in_size;
+    const char* w_base = static_cast<const char*>(wt.data);
+    const char* x_base = static_cast<const char*>(x.data) + img0 * c * w.in_size * elem;
+    const bool by_image = images >= group;
+    gd.batch = by_image ? images : group;
+    gd.stride_a = by_image ? 0 : cg * rows;
+    gd.stride_b = by_image ? c * w.in_size : cg * w.in_size;
+    gd.stride_c = by_image ? col_image : rows * w.in_size;
+    for (int64_t i = 0; i < (by_image ? group : images); ++i) {
+      const int64_t gi = by_image ? i : 0, img = by_image ? 0 : i;
+      gd.a = w_base + gi * cg * rows * elem;
+      gd.b = x_base + (img * c + gi * cg) * w.in_size * elem;
+      gd.c = col + (img * col_image + gi * rows * w.in_size) * elem;
+      if (absl::Status s = ec.device().Gemm(gd, ec.stream()); !s.ok()) return s;
+    }
+    cp.images = images;
+    cp.y = static_cast<char*>(y.data) + img0 * m * w.out_size * elem;
+    if (absl::Status s = ec.Launch({"conv", {dt}}, "col2im", GridFor(images * m * w.out_size), cp); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Pooling
+// ---------------------------------------------------------------------------
+
+enum class PoolKind { kMax, kAverage };
+
+bool PoolDType(PoolKind kind, DType t) {
+  if (t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16) return true;
+  return kind == PoolKind::kMax && (t == DType::kI8 || t == DType::kU8);
+}
+
+absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
+  const int spatial = static_cast<int>(x.shape.size()) - 2;
+  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kPool, spatial, nullptr);
+  if (!g.ok()) return g.status();
+  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
+  if (!w.ok()) return w.status();
+  std::vector<int64_t> out_shape = {x.shape[0], x.shape[1]};
+  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  TensorView* indices = nullptr;
+  if (kind == PoolKind::kMax && ctx.has_output(1)) {
+    if (absl::Status s = CheckOutput(ctx, 1, DType::kI64, out_shape); !s.ok()) return s;
+    indices = &ctx.output(1);
+  }
+  if (!PoolDType(kind, x.dtype)) {
+    return ctx.Error(absl::StrCat(kind == PoolKind::kMax ? "MaxPool" : "AveragePool", " has no kernel for dtype ",
+                                  DTypeName(x.dtype)));
+  }
+  if (spatial > grove_k::kMaxRank) {
+    return Unimplemented(ctx, absl::StrCat("pooling over ", spatial, " spatial dims; the CUDA kernel takes up to ",
+                                           grove_k::kMaxRank));
+  }
+  grove_k::PoolParams p{};
+  p.x = x.data;
+  p.y = ctx.output(0).data;
+  p.indices = indices != nullptr ? indices->data : nullptr;
+  p.spatial = spatial;
+  for (int d = 0; d < spatial; ++d) {
+    p.in[d] = w->in[d];
+    p.out[d] = w->out[d];
+    p.kernel[d] = w->kernel[d];
+    p.stride[d] = w->strides[d];
+    p.dilation[d] = w->dilations[d];
+    p.pad_begin[d] = w->pad_begin[d];
+    p.pad_end[d] = w->pad_end[d];
+  }
+  p.in_size = w->in_size;
+  p.out_size = w->out_size;
+  p.planes = x.shape[0] * x.shape[1];
+  p.count_include_pad = ctx.attrs().GetInt("count_include_pad", 0) == 1;
+  p.column_major = ctx.attrs().GetInt("storage_order", 0) == 1;
+  const int64_t total = p.planes * p.out_size;
+  if (total == 0) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  return ec.Launch({"pool", {x.dtype}}, kind == PoolKind::kMax ? "max_pool" : "average_pool", GridFor(total), p);
+}
+
+absl::Status MaxPoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
+absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
+
+template <PoolKind kKind>
+absl::Status GlobalPoolKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
+  std::vector<int64_t> out_shape = x.shape;
+  int64_t size = 1;
+  for (size_t d = 2; d < out_shape.size(); ++d) {
+    size *= out_shape[d];
+    out_shape[d] = 1;
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  if (!PoolDType(PoolKind::kAverage, x.dtype)) {
+    return ctx.Error(absl::StrCat(kKind == PoolKind::kMax ? "GlobalMaxPool" : "GlobalAveragePool",
+                                  " has no kernel for dtype ", DTypeName(x.dtype)));
+  }
+  grove_k::GlobalPoolParams p{x.data, ctx.output(0).data, x.shape[0] * x.shape[1], size};
+  if (p.planes == 0) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  return ec.Launch({"pool", {x.dtype}}, kKind == PoolKind::kMax ? "global_max_pool" : "global_average_pool",
+                   GridFor(p.planes), p);
+}
+
+}  // namespace
+
+absl::Status RegisterCudaNnKernels(ir::OpRegistry& registry) {
+  const std::pair<const char*, ir::KernelFn> kernels[] = {
+      {"Conv", &ConvKernel},
+      {"ConvTranspose", &ConvTransposeKernel},
+      {"MaxPool", &MaxPoolKernel},
+      {"AveragePool", &AveragePoolKernel},
+      {"GlobalAveragePool", &GlobalPoolKernel<PoolKind::kAverage>},
+      {"GlobalMaxPool", &GlobalPoolKernel<PoolKind::kMax>},
+  };
+  for (const auto& [type, fn] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, fn); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace grove::cuda

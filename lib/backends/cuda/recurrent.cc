@@ -1,0 +1,325 @@
+// CUDA kernels of LSTM, GRU and RNN (ONNX opset 14), following the CPU
+// reference (lib/backends/cpu/recurrent.cc): per direction, one GEMM projects
+// the input of every time step (X W^T); each step then runs one GEMM for
+// H_{t-1} R^T over the batch and one gate kernel (jit/kernels/rnn.cuh) that
+// adds the projection and biases, applies the activations, updates the state
+// in place and writes Y. GRU without linear_before_reset needs r (.) H before
+// its h-gate product: a first gate pass writes it, a second GEMM projects it.
+// f32 only (the GEMM's halves would round the state every step); f64
+// reports Unimplemented so the executor keeps the node on the CPU.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "jit/kernels/conv_params.h"
+#include "jit/kernels/rnn_params.h"
+#include "lib/backends/cuda/cuda_kernels.h"
+#include "lib/backends/cuda/device.h"
+#include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/ops/recurrent_attrs.h"
+
+namespace grove::cuda {
+namespace {
+
+using ir::KernelContext;
+using ir::RecurrentAttrs;
+using ir::RecurrentKind;
+
+constexpr const char* kInputNames[] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
+constexpr const char* kOutputNames[] = {"Y", "Y_h", "Y_c"};
+constexpr int64_t kMaxBufferElements = int64_t{1} << 31;
+
+// A 1-D grid over n items; blocks shrink to the warps that n fills, so a
+// small launch (one RNN step, a short bias) does not idle a 256-thread block.
+LaunchDims GridFor(int64_t n) {
+  const int64_t warps = std::min<int64_t>(8, std::max<int64_t>(1, (n + 31) / 32));
+  return Grid1D(n, static_cast<int>(warps * 32));
+}
+
+std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+absl::Status CheckInputShape(const KernelContext& ctx, int i, const std::vector<int64_t>& want) {
+  if (ctx.input(i).shape == want) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", kInputNames[i], ") has shape ", ShapeStr(ctx.input(i).shape),
+                                "; expected ", ShapeStr(want)));
+}
+
+struct RecurrentDims {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
+  int layout = 0;
+};
+
+// Copies a [batch, hidden] state between a contiguous buffer and the
+// per-direction slice of an initial_h / Y_h style tensor (layout 0:
+// [dirs, batch, hidden], layout 1: [batch, dirs, hidden]).
+absl::Status CopyState(ExecContext& ec, const RecurrentDims& dims, int64_t d, const float* src, float* dst,
+                       bool to_tensor) {
+  grove_k::StridedCopyParams p{};
+  const int64_t h = dims.hidden;
+  const int64_t slice = dims.layout == 0 ? d * dims.batch * h : d * h;
+  const int64_t b_stride = dims.layout == 0 ? h : dims.dirs * h;
+  p.src = to_tensor ? src : src + slice;
+  p.dst = to_tensor ? dst + slice : dst;
+  p.shape.rank = 2;
+  p.shape.d[0] = dims.batch;
+  p.shape.d[1] = h;
+  p.src_strides.s[0] = to_tensor ? h : b_stride;
+  p.src_strides.s[1] = 1;
+  p.dst_strides.s[0] = to_tensor ? b_stride : h;
+  p.dst_strides.s[1] = 1;
+  p.n = dims.batch * h;
+  p.scale = 1.0f;
+  return ec.Launch({"conv", {DType::kF32}}, "strided_copy", GridFor(p.n), p);
+}
+
+grove_k::RnnAct ToAct(const ir::Activation& a) {
+  return {static_cast<int>(a.kind), static_cast<float>(a.alpha), static_cast<float>(a.beta)};
+}
+
+absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims) {
+  ExecContext& ec = Exec(ctx);
+  Device& dev = ec.device();
+  const RecurrentKind kind = a.kind;
+  const bool lstm = kind == RecurrentKind::kLstm, gru = kind == RecurrentKind::kGru;
+  const int64_t h = dims.hidden, batch = dims.batch, seq = dims.seq;
+  const int64_t gh = ir::GateCount(kind) * h;
+  const int64_t rows = seq * batch;
+
+  // One scratch block: xw [rows, gh], hr [batch, gh], state_h, state_c,
+  // reset_h [batch, h] each (64-float aligned).
+  auto round = [](int64_t n) { return (n + 63) / 64 * 64; };
+  const int64_t n_xw = round(rows * gh), n_hr = round(batch * gh), n_state = round(batch * h);
+  absl::StatusOr<void*> scratch = ec.Scratch(static_cast<size_t>(n_xw + n_hr + 3 * n_state) * sizeof(float));
+  if (!scratch.ok()) return scratch.status();
+  float* xw = static_cast<float*>(*scratch);
+  float* hr = xw + n_xw;
+  float* state_h = hr + n_hr;
+  float* state_c = state_h + n_state;
+  float* reset_h = state_c + n_state;
+
+  const float* x = static_cast<const float*>(ctx.input(0).data);
+  const float* w_all = static_cast<const float*>(ctx.input(1).data);
+  const float* r_all = static_cast<const float*>(ctx.input(2).data);
+  const float* b_all = ctx.has_input(3) ? static_cast<const float*>(ctx.input(3).data) : nullptr;
+  const float* h0 = ctx.has_input(5) ? static_cast<const float*>(ctx.input(5).data) : nullptr;
+  const float* c0 = lstm && ctx.has_input(6) ? static_cast<const float*>(ctx.input(6).data) : nullptr;
+  const float* p_all = lstm && ctx.has_input(7) ? static_cast<const float*>(ctx.input(7).data) : nullptr;
+  float* y = ctx.has_output(0) ? static_cast<float*>(ctx.output(0).data) : nullptr;
+  float* y_h = ctx.has_output(1) ? static_cast<float*>(ctx.output(1).data) : nullptr;
+  float* y_c = lstm && ctx.has_output(2) ? static_cast<float*>(ctx.output(2).data) : nullptr;
+  if (y != nullptr && ctx.output(0).byte_size() > 0) {
+    if (absl::Status s = dev.MemsetAsync(y, 0, ctx.output(0).byte_size(), ec.stream()); !s.ok()) return s;
+  }
+
+  grove_k::RnnStepParams p{};
+  p.kind = kind == RecurrentKind::kRnn ? 0 : gru ? 1 : 2;
+  p.linear_before_reset = a.linear_before_reset;
+  p.input_forget = a.input_forget;
+  p.has_clip = a.has_clip;
+  p.clip = static_cast<float>(a.clip);
+  p.batch = batch;
+  p.hidden = h;
+  p.hr = hr;
+  p.ldhr = gh;
+  p.xw = xw;
+  p.gh = gh;
+  p.seq_lens = ctx.has_input(4) ? ctx.input(4).data : nullptr;
+  p.seq_lens_i64 = ctx.has_input(4) && ctx.input(4).dtype == DType::kI64;
+  p.state_h = state_h;
+  p.state_c = state_c;
+  p.reset_h = reset_h;
+  p.y = y;
+  const LaunchDims grid = GridFor(batch * h);
+  const jit::ModuleSpec rnn_module{"rnn", {DType::kF32}};
+
+  for (int64_t d = 0; d < dims.dirs; ++d) {
+    const bool reverse = a.reverse || d == 1;
+    const float* w = w_all + d * gh * dims.input;
+    const float* r = r_all + d * gh * h;
+    p.wb = b_all != nullptr ? b_all + d * 2 * gh : nullptr;
+    p.rb = p.wb != nullptr ? p.wb + gh : nullptr;
+    p.peephole = p_all != nullptr ? p_all + d * 3 * h : nullptr;
+    p.f = ToAct(a.activation(static_cast<int>(d), 0));
+    if (ir::ActivationsPerDirection(kind) > 1) p.g = ToAct(a.activation(static_cast<int>(d), 1));
+    if (lstm) p.h = ToAct(a.activation(static_cast<int>(d), 2));
+
+    // X W^T for every step (rows follow X's layout).
+    if (rows > 0) {
+      if (dims.input == 0) {
+        if (absl::Status s = dev.MemsetAsync(xw, 0, rows * gh * sizeof(float), ec.stream()); !s.ok()) return s;
+      } else {
+        GemmDesc g;
+        g.trans_b = true;
+        g.m = rows;
+        g.n = gh;
+        g.k = dims.input;
+        g.a = x;
+        g.lda = dims.input;
+        g.b = w;
+        g.ldb = dims.input;
+        g.c = xw;
+        g.ldc = gh;
+        if (absl::Status s = dev.Gemm(g, ec.stream()); !s.ok()) return s;
+      }
+    }
+    const size_t state_bytes = static_cast<size_t>(batch * h) * sizeof(float);
+    absl::Status s = h0 != nullptr ? CopyState(ec, dims, d, h0, state_h, false)
+                                   : dev.MemsetAsync(state_h, 0, state_bytes, ec.stream());
+    if (!s.ok()) return s;
+    if (lstm) {
+      s = c0 != nullptr ? CopyState(ec, dims, d, c0, state_c, false)
+                        : dev.MemsetAsync(state_c, 0, state_bytes, ec.stream());
+      if (!s.ok()) return s;
+    }
+
+    // H R^T: every gate, or GRU's z and r (and h with linear_before_reset).
+    GemmDesc hg;
+    hg.trans_b = true;
+    hg.m = batch;
+    hg.n = gru && !a.linear_before_reset ? 2 * h : gh;
+    hg.k = h;
+    hg.a = state_h;
+    hg.lda = h;
+    hg.b = r;
+    hg.ldb = h;
+    hg.c = hr;
+    hg.ldc = gh;
+    // GRU's (r (.) H) Rh^T into the h-gate columns.
+    GemmDesc rg = hg;
+    rg.n = h;
+    rg.a = reset_h;
+    rg.b = r + 2 * h * h;
+    rg.c = hr + 2 * h;
+
+    for (int64_t step = 0; step < seq; ++step) {
+      const int64_t t = reverse ? seq - 1 - step : step;
+      p.t = t;
+      p.xw_row0 = dims.layout == 0 ? t * batch : t;
+      p.xw_row_stride = dims.layout == 0 ? 1 : seq;
+      p.y_offset0 = (dims.layout == 0 ? (t * dims.dirs + d) * batch : t * dims.dirs + d) * h;
+      p.y_stride = dims.layout == 0 ? h : seq * dims.dirs * h;
+      if (s = dev.Gemm(hg, ec.stream()); !s.ok()) return s;
+      if (gru && !a.linear_before_reset) {
+        p.gru_phase = 0;
+        if (s = ec.Launch(rnn_module, "rnn_step", grid, p); !s.ok()) return s;
+        if (s = dev.Gemm(rg, ec.stream()); !s.ok()) return s;
+      }
+      p.gru_phase = 1;
+      if (s = ec.Launch(rnn_module, "rnn_step", grid, p); !s.ok()) return s;
+    }
+    if (y_h != nullptr) {
+      if (s = CopyState(ec, dims, d, state_h, y_h, true); !s.ok()) return s;
+    }
+    if (y_c != nullptr) {
+      if (s = CopyState(ec, dims, d, state_c, y_c, true); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <RecurrentKind kKind>
+absl::Status RecurrentKernel(KernelContext& ctx) {
+  absl::StatusOr<RecurrentAttrs> a = ir::ReadRecurrentAttrs(ctx.attrs(), kKind);
+  if (!a.ok()) return ctx.Error(a.status().message());
+  const TensorView& x = ctx.input(0);
+  if (x.shape.size() != 3) {
+    return ctx.Error(absl::StrCat("input 0 (X) has shape ", ShapeStr(x.shape), "; expected rank 3"));
+  }
+  if (ctx.input(2).shape.size() != 3) {
+    return ctx.Error(absl::StrCat("input 2 (R) has shape ", ShapeStr(ctx.input(2).shape), "; expected rank 3"));
+  }
+  RecurrentDims dims;
+  dims.layout = a->layout;
+  dims.seq = a->layout == 0 ? x.shape[0] : x.shape[1];
+  dims.batch = a->layout == 0 ? x.shape[1] : x.shape[0];
+  dims.input = x.shape[2];
+  dims.hidden = a->hidden_size > 0 ? a->hidden_size : ctx.input(2).shape[2];
+  dims.dirs = a->num_directions;
+  const int64_t gates = ir::GateCount(kKind);
+  const int64_t h = dims.hidden, nd = dims.dirs;
+  const bool lstm = kKind == RecurrentKind::kLstm;
+
+  if (absl::Status s = CheckInputShape(ctx, 1, {nd, gates * h, dims.input}); !s.ok()) return s;
+  if (absl::Status s = CheckInputShape(ctx, 2, {nd, gates * h, h}); !s.ok()) return s;
+  if (ctx.has_input(3)) {
+    if (absl::Status s = CheckInputShape(ctx, 3, {nd, 2 * gates * h}); !s.ok()) return s;
+  }
+  const std::vector<int64_t> state_shape =
+      a->layout == 0 ? std::vector<int64_t>{nd, dims.batch, h} : std::vector<int64_t>{dims.batch, nd, h};
+  for (int i = 5; i < std::min(ctx.num_inputs(), lstm ? 7 : 6); ++i) {
+    if (!ctx.has_input(i)) continue;
+    if (absl::Status s = CheckInputShape(ctx, i, state_shape); !s.ok()) return s;
+  }
+  if (lstm && ctx.has_input(7)) {
+    if (absl::Status s = CheckInputShape(ctx, 7, {nd, 3 * h}); !s.ok()) return s;
+  }
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    if (i == 4 || !ctx.has_input(i) || ctx.input(i).dtype == x.dtype) continue;
+    return ctx.Error(absl::StrCat("input ", i, " (", kInputNames[i], ") has dtype ", DTypeName(ctx.input(i).dtype),
+                                  "; expected ", DTypeName(x.dtype), " like input 0 (X)"));
+  }
+  if (ctx.has_input(4)) {
+    const TensorView& sl = ctx.input(4);
+    if (absl::Status s = CheckInputShape(ctx, 4, {dims.batch}); !s.ok()) return s;
+    if (sl.dtype != DType::kI32 && sl.dtype != DType::kI64) {
+      return ctx.Error(absl::StrCat("input 4 (sequence_lens) has dtype ", DTypeName(sl.dtype), "; expected i32"));
+    }
+    // The lengths are checked on the host (a copy when they live only on
+    // the device); the gate kernel reads the device tensor itself.
+    absl::StatusOr<std::vector<int64_t>> lengths = Exec(ctx).ReadInts(ctx, 4);
+    if (!lengths.ok()) return lengths.status();
+    for (int64_t b = 0; b < dims.batch; ++b) {
+      const int64_t len = (*lengths)[b];
+      if (len < 0 || len > dims.seq) {
+        return ctx.Error(absl::StrCat("input 4 (sequence_lens) gives length ", len, " for batch entry ", b,
+                                      "; expected 0..", dims.seq, " (seq_length)"));
+      }
+    }
+  }
+  const std::vector<int64_t> y_shape = a->layout == 0 ? std::vector<int64_t>{dims.seq, nd, dims.batch, h}
+                                                      : std::vector<int64_t>{dims.batch, dims.seq, nd, h};
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    if (!ctx.has_output(i)) continue;
+    const TensorView& out = ctx.output(i);
+    const std::vector<int64_t>& want = i == 0 ? y_shape : state_shape;
+    if (out.dtype != x.dtype || out.shape != want) {
+      return ctx.Error(absl::StrCat("output ", i, " (", kOutputNames[i], ") was allocated as ",
+                                    DTypeName(out.dtype), " ", ShapeStr(out.shape), " but the kernel writes ",
+                                    DTypeName(x.dtype), " ", ShapeStr(want)));
+    }
+  }
+  const int64_t rows = dims.seq * dims.batch;
+  const int64_t gh = gates * h;
+  if (rows > kMaxBufferElements / std::max<int64_t>(gh, 1)) {
+    return ctx.Error(absl::StrCat("the input projection of ", dims.seq, " steps x ", dims.batch, " batch x ", gh,
+                                  " gate units is too large"));
+  }
+  if (x.dtype == DType::kF64) {
+    return absl::UnimplementedError(
+        ctx.Error("recurrent ops have no CUDA kernel for f64 (f32 only)").message());
+  }
+  if (x.dtype != DType::kF32) {
+    return ctx.Error(absl::StrCat("no kernel for dtype ", DTypeName(x.dtype), " (f32 and f64 only)"));
+  }
+  if (dims.batch == 0) return absl::OkStatus();  // every output is empty
+  return RunRecurrent(ctx, *a, dims);
+}
+
+}  // namespace
+
+absl::Status RegisterCudaRecurrentKernels(ir::OpRegistry& registry) {
+  if (absl::Status s = registry.SetKernel("RNN", ir::Backend::kCuda, &RecurrentKernel<RecurrentKind::kRnn>);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = registry.SetKernel("GRU", ir::Backend::kCuda, &RecurrentKernel<RecurrentKind::kGru>);
+      !s.ok()) {
+    return s;
+  }
+  return registry.SetKernel("LSTM", ir::Backend::kCuda, &RecurrentKernel<RecurrentKind::kLstm>);
+}
+
+}  // namespace grove::cuda

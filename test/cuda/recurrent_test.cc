@@ -1,0 +1,237 @@
+// CUDA LSTM, GRU and RNN on the emulated device against the CPU kernels:
+// every direction and layout, biases, initial states, peepholes, sequence
+// lengths (i32 and i64, host or device values), clip, input_forget,
+// linear_before_reset, custom activations with alpha/beta, every output,
+// empty batches and sequences, and the error paths.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/backends/cuda/emulated_device.h"
+#include "test/cuda_op_test_util.h"
+#include "test/op_test_util.h"
+
+namespace grove {
+namespace {
+
+using testing::CudaRunOptions;
+using testing::ExpectCudaMatchesCpu;
+using testing::MakeTensor;
+using testing::RunOpCuda;
+using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+
+std::vector<float> Pattern(int64_t n, int seed, float scale = 0.6f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(((i * 29 + seed * 13 + 3) % 31) - 15) / 15.0f;
+  return v;
+}
+
+struct Spec {
+  std::string op = "LSTM";
+  int64_t seq = 3, batch = 2, input = 3, hidden = 4;
+  std::string direction = "forward";
+  int64_t layout = 0;
+  bool bias = true, initial_h = false, initial_c = false, peephole = false;
+  std::vector<int64_t> lengths;  // empty: no sequence_lens
+  DType lengths_dtype = DType::kI32;
+  std::vector<std::string> activations;
+  std::vector<double> alphas, betas;
+  double clip = 0;
+  bool input_forget = false;
+  int64_t linear_before_reset = 0;
+  int outputs = 3;  // LSTM: Y, Y_h, Y_c; others at most 2
+
+  int64_t gates() const { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
+  int64_t dirs() const { return direction == "bidirectional" ? 2 : 1; }
+};
+
+class CudaRecurrentTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<cuda::Device> dev_ = cuda::NewEmulatedDevice();
+
+  // `valid`: the CPU accepts the call (so the comparison is not vacuous).
+  void Expect(const Spec& s, bool valid = true) {
+    SCOPED_TRACE(::testing::Message() << s.op << " " << s.direction << " layout " << s.layout << " seq " << s.seq
+                                      << " batch " << s.batch << " lens " << ::testing::PrintToString(s.lengths)
+                                      << " lbr " << s.linear_before_reset << " clip " << s.clip);
+    const int64_t g = s.gates(), nd = s.dirs(), h = s.hidden;
+    const std::vector<int64_t> state =
+        s.layout == 0 ? std::vector<int64_t>{nd, s.batch, h} : std::vector<int64_t>{s.batch, nd, h};
+    const std::vector<int64_t> xs = s.layout == 0 ? std::vector<int64_t>{s.seq, s.batch, s.input}
+                                                  : std::vector<int64_t>{s.batch, s.seq, s.input};
+    Tensor x = MakeTensor<float>(DType::kF32, xs, Pattern(s.seq * s.batch * s.input, 1, 1.0f));
+    Tensor w = MakeTensor<float>(DType::kF32, {nd, g * h, s.input}, Pattern(nd * g * h * s.input, 2));
+    Tensor r = MakeTensor<float>(DType::kF32, {nd, g * h, h}, Pattern(nd * g * h * h, 3));
+    Tensor b = MakeTensor<float>(DType::kF32, {nd, 2 * g * h}, Pattern(nd * 2 * g * h, 4));
+    Tensor h0 = MakeTensor<float>(DType::kF32, state, Pattern(nd * s.batch * h, 5));
+    Tensor c0 = MakeTensor<float>(DType::kF32, state, Pattern(nd * s.batch * h, 6));
+    Tensor p = MakeTensor<float>(DType::kF32, {nd, 3 * h}, Pattern(nd * 3 * h, 7));
+    Tensor lens;
+    if (s.lengths_dtype == DType::kI64) {
+      lens = MakeTensor<int64_t>(DType::kI64, {static_cast<int64_t>(s.lengths.size())}, s.lengths);
+    } else {
+      std::vector<int32_t> l(s.lengths.begin(), s.lengths.end());
+      lens = MakeTensor<int32_t>(DType::kI32, {static_cast<int64_t>(l.size())}, l);
+    }
+    std::vector<const Tensor*> in = {&x, &w, &r, s.bias ? &b : nullptr, s.lengths.empty() ? nullptr : &lens,
+                                     s.initial_h ? &h0 : nullptr};
+    if (s.op == "LSTM") {
+      in.push_back(s.initial_c ? &c0 : nullptr);
+      in.push_back(s.peephole ? &p : nullptr);
+    }
+    while (!in.empty() && in.back() == nullptr) in.pop_back();
+    Attrs a = {{"hidden_size", h}};
+    if (s.direction != "forward") a.push_back({"direction", s.direction});
+    if (s.layout != 0) a.push_back({"layout", s.layout});
+    if (!s.activations.empty()) a.push_back({"activations", s.activations});
+    if (!s.alphas.empty()) a.push_back({"activation_alpha", s.alphas});
+    if (!s.betas.empty()) a.push_back({"activation_beta", s.betas});
+    if (s.clip > 0) a.push_back({"clip", s.clip});
+    if (s.input_forget) a.push_back({"input_forget", int64_t{1}});
+    if (s.linear_before_reset != 0) a.push_back({"linear_before_reset", s.linear_before_reset});
+    const int outputs = s.op == "LSTM" ? s.outputs : std::min(s.outputs, 2);
+    EXPECT_EQ(testing::RunOp(s.op, in, a, outputs).ok(), valid);
+    for (bool host : {true, false}) {
+      ExpectCudaMatchesCpu(*dev_, s.op, in, a, outputs, 1e-5, CudaRunOptions{.host_values = host});
+    }
+  }
+};
+
+TEST_F(CudaRecurrentTest, EveryOpDirectionAndLayout) {
+  for (const char* op : {"RNN", "GRU", "LSTM"}) {
+    for (const char* dir : {"forward", "reverse", "bidirectional"}) {
+      for (int64_t layout : {0, 1}) {
+        Spec s;
+        s.op = op;
+        s.direction = dir;
+        s.layout = layout;
+        s.initial_h = true;
+        s.initial_c = true;
+        Expect(s);
+        s.bias = false;
+        s.initial_h = false;
+        s.initial_c = false;
+        s.batch = 3;
+        s.hidden = 5;
+        s.input = 1;
+        Expect(s);
+      }
+    }
+  }
+}
+
+TEST_F(CudaRecurrentTest, SequenceLengths) {
+  for (const char* op : {"RNN", "GRU", "LSTM"}) {
+    for (const char* dir : {"forward", "bidirectional"}) {
+      for (int64_t layout : {0, 1}) {
+        for (DType dt : {DType::kI32, DType::kI64}) {
+          Spec s;
+          s.op = op;
+          s.direction = dir;
+          s.layout = layout;
+          s.seq = 4;
+          s.batch = 3;
+          s.lengths = {4, 0, 2};
+          s.lengths_dtype = dt;
+          s.initial_h = true;
+          Expect(s);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaRecurrentTest, LstmOptions) {
+  Spec s;
+  s.peephole = true;
+  s.initial_h = s.initial_c = true;
+  s.direction = "bidirectional";
+  Expect(s);
+  s.input_forget = true;
+  Expect(s);
+  s.clip = 0.4;
+  Expect(s);
+  s.activations = {"HardSigmoid", "LeakyRelu", "ScaledTanh"};
+  s.alphas = {0.3, 0.2, 0.9};
+  s.betas = {0.4, 1.1};
+  Expect(s);
+  s.outputs = 1;
+  Expect(s);
+}
+
+TEST_F(CudaRecurrentTest, GruLinearBeforeResetAndActivations) {
+  for (int64_t lbr : {0, 1}) {
+    Spec s;
+    s.op = "GRU";
+    s.linear_before_reset = lbr;
+    s.direction = "bidirectional";
+    s.initial_h = true;
+    Expect(s);
+    s.bias = false;
+    Expect(s);
+    s.bias = true;
+    s.clip = 0.5;
+    s.activations = {"Sigmoid", "Softsign", "Elu", "Softplus"};
+    s.alphas = {0.7};
+    Expect(s);
+  }
+}
+
+TEST_F(CudaRecurrentTest, RnnActivations) {
+  const std::vector<std::vector<std::string>> acts = {
+      {"Relu"}, {"Tanh"}, {"Sigmoid"}, {"Affine"}, {"LeakyRelu"}, {"ThresholdedRelu"},
+      {"ScaledTanh"}, {"HardSigmoid"}, {"Elu"}, {"Softsign"}, {"Softplus"}};
+  for (const auto& act : acts) {
+    Spec s;
+    s.op = "RNN";
+    s.activations = act;
+    s.alphas = {0.35};
+    s.betas = {0.25};
+    s.initial_h = true;
+    Expect(s);
+  }
+  Spec s;
+  s.op = "RNN";
+  s.direction = "bidirectional";
+  s.activations = {"Relu", "Tanh"};
+  Expect(s);
+}
+
+TEST_F(CudaRecurrentTest, EmptyBatchAndSequence) {
+  for (const char* op : {"RNN", "GRU", "LSTM"}) {
+    Spec s;
+    s.op = op;
+    s.batch = 0;
+    Expect(s);
+    Spec t;
+    t.op = op;
+    t.seq = 0;
+    t.initial_h = true;
+    t.direction = "bidirectional";
+    Expect(t);
+  }
+}
+
+TEST_F(CudaRecurrentTest, ErrorsAndF64) {
+  Spec s;
+  s.lengths = {4, 1};  // longer than seq
+  Expect(s, false);
+  s.lengths = {-1, 1};
+  Expect(s, false);
+  Tensor x = MakeTensor<float>(DType::kF32, {3, 2, 3}, Pattern(18, 1));
+  Tensor w = MakeTensor<float>(DType::kF32, {1, 16, 3}, Pattern(48, 2));
+  Tensor r_bad = MakeTensor<float>(DType::kF32, {1, 16, 3}, Pattern(48, 3));
+  ExpectCudaMatchesCpu(*dev_, "LSTM", {&x, &w, &r_bad}, {{"hidden_size", int64_t{4}}}, 3);
+  Tensor r = MakeTensor<float>(DType::kF32, {1, 16, 4}, Pattern(64, 3));
+  ExpectCudaMatchesCpu(*dev_, "LSTM", {&x, &w, &r}, {{"hidden_size", int64_t{4}}, {"direction", std::string("up")}}, 3);
+  Tensor x64 = Tensor::CastOf(x.view(), DType::kF64).value(), w64 = Tensor::CastOf(w.view(), DType::kF64).value(),
+         r64 = Tensor::CastOf(r.view(), DType::kF64).value();
+  auto out = RunOpCuda(*dev_, "LSTM", {&x64, &w64, &r64}, {{"hidden_size", int64_t{4}}}, 3);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented) << out.status();
+}
+
+}  // namespace
+}  // namespace grove
