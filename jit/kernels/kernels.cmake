@@ -13,3 +13,8 @@ set(GROVE_KERNEL_FILES)
 
 list(APPEND GROVE_KERNEL_FILES selftest)
 set(GROVE_KERNEL_selftest_T0 f32 f16)
+
+list(APPEND GROVE_KERNEL_FILES reduce softmax norm)
+set(GROVE_KERNEL_reduce_T0 f32 f64 f16 bf16 i64 i32 i8 u8)
+set(GROVE_KERNEL_softmax_T0 f32 f64)
+set(GROVE_KERNEL_norm_T0 f32 f64 f16 bf16)
