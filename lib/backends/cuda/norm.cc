@@ -24,6 +24,7 @@ namespace {
 using ir::KernelContext;
 
 constexpr int64_t kWarpRowLimit = 512;
+constexpr int64_t kThreadRowLimit = 8;
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 65535;
 
@@ -35,7 +36,11 @@ LaunchDims Geometry(int64_t items, int mode) {
   return Grid1D(items * kThreads, kThreads, kMaxBlocks);
 }
 
-int RowMode(int64_t row_length) { return row_length > kWarpRowLimit ? 2 : 1; }
+// Rows of a few elements get a thread each (a warp would idle most lanes).
+int RowMode(int64_t row_length) {
+  if (row_length <= kThreadRowLimit) return 0;
+  return row_length > kWarpRowLimit ? 2 : 1;
+}
 
 absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
   const TensorView& y = ctx.output(i);

@@ -29,6 +29,7 @@ using ir::KernelContext;
 
 // Rows longer than this get a block each, shorter ones a warp.
 constexpr int64_t kWarpRowLimit = 512;
+constexpr int64_t kThreadRowLimit = 8;
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 65535;
 
@@ -62,7 +63,11 @@ LaunchDims Geometry(int64_t items, int mode) {
   return Grid1D(items * kThreads, kThreads, kMaxBlocks);
 }
 
-int RowMode(int64_t row_length) { return row_length > kWarpRowLimit ? 2 : 1; }
+// Rows of a few elements get a thread each (a warp would idle most lanes).
+int RowMode(int64_t row_length) {
+  if (row_length <= kThreadRowLimit) return 0;
+  return row_length > kWarpRowLimit ? 2 : 1;
+}
 
 constexpr DType kSumTypes[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64};
 constexpr DType kMeanTypes[] = {DType::kF32, DType::kF64};
