@@ -140,7 +140,7 @@ GROVE_DEVICE double scaled<double>(double v, float s) {
 }
 
 template <typename T>
-GROVE_DEVICE void strided_copy(const StridedCopyParams& p) {
+GROVE_DEVICE void scaled_copy(const ScaledCopyParams& p) {
   const T* src = static_cast<const T*>(p.src);
   T* dst = static_cast<T*>(p.dst);
   for (i64 i = global_thread(); i < p.n; i += grid_threads()) {
@@ -157,5 +157,5 @@ GROVE_DEVICE void strided_copy(const StridedCopyParams& p) {
 GROVE_ENTRY(im2col, grove_k::Im2ColParams) { grove_k::im2col<GROVE_T0>(p); }
 GROVE_ENTRY(col2im, grove_k::Col2ImParams) { grove_k::col2im<GROVE_T0>(p); }
 GROVE_ENTRY(conv_depthwise, grove_k::DepthwiseConvParams) { grove_k::conv_depthwise<GROVE_T0>(p); }
-GROVE_ENTRY(strided_copy, grove_k::StridedCopyParams) { grove_k::strided_copy<GROVE_T0>(p); }
+GROVE_ENTRY(scaled_copy, grove_k::ScaledCopyParams) { grove_k::scaled_copy<GROVE_T0>(p); }
 #endif

@@ -51,7 +51,7 @@ struct DepthwiseConvParams {
 
 // dst[offset_of(i, shape, dst_strides)] = scale * src[offset_of(i, shape,
 // src_strides)] for every i < n (scale 1 copies the bits).
-struct StridedCopyParams {
+struct ScaledCopyParams {
   const void* src;
   void* dst;
   Dims shape;

@@ -35,3 +35,7 @@ set(GROVE_KERNEL_pool_T0 f32 f64 f16 bf16 i8 u8)
 
 list(APPEND GROVE_KERNEL_FILES rnn)
 set(GROVE_KERNEL_rnn_T0 f32)
+list(APPEND GROVE_KERNEL_FILES reduce softmax norm)
+set(GROVE_KERNEL_reduce_T0 f32 f64 f16 bf16 i64 i32 i8 u8)
+set(GROVE_KERNEL_softmax_T0 f32 f64)
+set(GROVE_KERNEL_norm_T0 f32 f64 f16 bf16)

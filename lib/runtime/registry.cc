@@ -27,6 +27,7 @@ ir::OpRegistry* BuildRegistry() {
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),
       cuda::RegisterCudaRecurrentKernels(*r),
+      cuda::RegisterCudaReductionKernels(*r), cuda::RegisterCudaNormKernels(*r),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) {

@@ -63,15 +63,19 @@ struct GemmKey {
   int64_t m, n, k, lda, ldb, ldc, sa, sb, sc, batch;
   int epilogue;
   bool bias, beta;
+  // Alignment (bytes, a power of two up to 256) of the A, B, C pointers:
+  // cuBLASLt's heuristic assumes 256 unless told, and op kernels hand in
+  // slices (group columns, gate columns) that are less aligned.
+  uint32_t align_a, align_b, align_c;
   bool operator==(const GemmKey& o) const {
-    return std::tie(dtype, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch, epilogue, bias, beta) ==
-           std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb, o.sc, o.batch, o.epilogue,
-                    o.bias, o.beta);
+    return std::tie(dtype, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch, epilogue, bias, beta, align_a, align_b,
+                    align_c) == std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb, o.sc,
+                                         o.batch, o.epilogue, o.bias, o.beta, o.align_a, o.align_b, o.align_c);
   }
   template <typename H>
   friend H AbslHashValue(H h, const GemmKey& g) {
     return H::combine(std::move(h), g.dtype, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc,
-                      g.batch, g.epilogue, g.bias, g.beta);
+                      g.batch, g.epilogue, g.bias, g.beta, g.align_a, g.align_b, g.align_c);
   }
 };
 
@@ -275,9 +279,17 @@ class CudaDevice final : public Device {
   absl::flat_hash_map<GemmKey, std::unique_ptr<GemmPlan>> gemm_plans_;
 };
 
+uint32_t Alignment(const void* p) {
+  const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
+}
+
 absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   const GemmKey key{g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b,
-                    g.stride_c, g.batch, static_cast<int>(g.epilogue), g.bias != nullptr, g.beta != 0.0f};
+                    g.stride_c, g.batch, static_cast<int>(g.epilogue), g.bias != nullptr, g.beta != 0.0f,
+                    Alignment(g.a), Alignment(g.b), Alignment(g.c)};
   std::lock_guard<std::mutex> lock(gemm_mu_);
   auto it = gemm_plans_.find(key);
   if (it != gemm_plans_.end()) return it->second.get();
@@ -330,6 +342,12 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   GROVE_LT_RETURN(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = kGemmWorkspaceBytes;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  // cuBLASLt's "A" is our B and its "B" our A (see above).
+  const uint32_t align_lt_a = key.align_b, align_lt_b = key.align_a, align_c = key.align_c;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_lt_a, sizeof(uint32_t));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_lt_b, sizeof(uint32_t));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(uint32_t));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(uint32_t));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1,

@@ -14,6 +14,8 @@ absl::Status RegisterCudaLayoutKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaLinalgKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaNnKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaRecurrentKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaReductionKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaNormKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cuda
 

@@ -40,7 +40,7 @@ absl::Status NoCudaDType(const ir::KernelContext& ctx, absl::string_view op, DTy
 // dst (contiguous [m, n]) = scale * src broadcast from [cm, cn].
 absl::Status BroadcastMatrix(ExecContext& ec, DType dtype, const void* src, int64_t cm, int64_t cn, int64_t m,
                              int64_t n, float scale, void* dst) {
-  grove_k::StridedCopyParams p{};
+  grove_k::ScaledCopyParams p{};
   p.src = src;
   p.dst = dst;
   p.shape.rank = 2;
@@ -52,7 +52,7 @@ absl::Status BroadcastMatrix(ExecContext& ec, DType dtype, const void* src, int6
   p.dst_strides.s[1] = 1;
   p.n = m * n;
   p.scale = scale;
-  return ec.Launch({"conv", {dtype}}, "strided_copy", GridFor(p.n), p);
+  return ec.Launch({"conv", {dtype}}, "scaled_copy", GridFor(p.n), p);
 }
 
 absl::Status MatMulKernel(ir::KernelContext& ctx) {

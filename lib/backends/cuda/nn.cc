@@ -142,7 +142,7 @@ grove_k::ConvWindow ToConvWindow(const Window& w) {
 // y[img][ch][o] = bias[ch] for `images` x `channels` planes of `size`.
 absl::Status FillChannelBias(ExecContext& ec, DType dtype, const void* bias, int64_t images, int64_t channels,
                              int64_t size, void* y) {
-  grove_k::StridedCopyParams p{};
+  grove_k::ScaledCopyParams p{};
   p.src = bias;
   p.dst = y;
   p.shape.rank = 3;
@@ -155,7 +155,7 @@ absl::Status FillChannelBias(ExecContext& ec, DType dtype, const void* bias, int
   p.dst_strides.s[2] = 1;
   p.n = images * channels * size;
   p.scale = 1.0f;
-  return ec.Launch({"conv", {dtype}}, "strided_copy", GridFor(p.n), p);
+  return ec.Launch({"conv", {dtype}}, "scaled_copy", GridFor(p.n), p);
 }
 
 // Images per chunk when one image needs `per_image` scratch bytes.

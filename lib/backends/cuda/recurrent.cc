@@ -57,7 +57,7 @@ struct RecurrentDims {
 // [dirs, batch, hidden], layout 1: [batch, dirs, hidden]).
 absl::Status CopyState(ExecContext& ec, const RecurrentDims& dims, int64_t d, const float* src, float* dst,
                        bool to_tensor) {
-  grove_k::StridedCopyParams p{};
+  grove_k::ScaledCopyParams p{};
   const int64_t h = dims.hidden;
   const int64_t slice = dims.layout == 0 ? d * dims.batch * h : d * h;
   const int64_t b_stride = dims.layout == 0 ? h : dims.dirs * h;
@@ -72,7 +72,7 @@ absl::Status CopyState(ExecContext& ec, const RecurrentDims& dims, int64_t d, co
   p.dst_strides.s[1] = 1;
   p.n = dims.batch * h;
   p.scale = 1.0f;
-  return ec.Launch({"conv", {DType::kF32}}, "strided_copy", GridFor(p.n), p);
+  return ec.Launch({"conv", {DType::kF32}}, "scaled_copy", GridFor(p.n), p);
 }
 
 grove_k::RnnAct ToAct(const ir::Activation& a) {

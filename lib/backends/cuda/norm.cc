@@ -1,0 +1,315 @@
+// CUDA kernels of Softmax, LogSoftmax (jit/kernels/softmax.cuh) and
+// LayerNormalization, InstanceNormalization, BatchNormalization in
+// inference mode (jit/kernels/norm.cuh). Rows along the normalized axis get
+// a warp each when short and a block each when long; Softmax along an axis
+// that is not the innermost runs a thread per column instead, so that
+// neighbouring threads read neighbouring elements. Dtypes, attributes and
+// errors follow the CPU kernels (lib/backends/cpu/softmax.h, nn.cc).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "jit/kernels/norm_params.h"
+#include "jit/kernels/softmax_params.h"
+#include "lib/backends/cuda/cuda_kernels.h"
+#include "lib/backends/cuda/exec_context.h"
+
+namespace grove::cuda {
+namespace {
+
+using ir::KernelContext;
+
+constexpr int64_t kWarpRowLimit = 512;
+constexpr int64_t kThreadRowLimit = 8;
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
+
+std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+LaunchDims Geometry(int64_t items, int mode) {
+  if (mode == 0) return Grid1D(items, kThreads, kMaxBlocks);
+  if (mode == 1) return Grid1D(items * 32, kThreads, kMaxBlocks);
+  return Grid1D(items * kThreads, kThreads, kMaxBlocks);
+}
+
+// Rows of a few elements get a thread each (a warp would idle most lanes).
+int RowMode(int64_t row_length) {
+  if (row_length <= kThreadRowLimit) return 0;
+  return row_length > kWarpRowLimit ? 2 : 1;
+}
+
+absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
+  const TensorView& y = ctx.output(i);
+  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
+                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
+}
+
+bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kF16 || d == DType::kBF16; }
+
+absl::Status CheckFloat(const KernelContext& ctx, int i, absl::string_view name) {
+  const DType d = ctx.input(i).dtype;
+  if (IsFloat(d)) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(d), "; ", ctx.node().type,
+                                " supports f32, f64, f16, bf16"));
+}
+
+int ParamType(DType d) {
+  switch (d) {
+    case DType::kF64:
+      return grove_k::kNormF64;
+    case DType::kF16:
+      return grove_k::kNormF16;
+    case DType::kBF16:
+      return grove_k::kNormBF16;
+    default:
+      return grove_k::kNormF32;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Softmax, LogSoftmax
+// ---------------------------------------------------------------------------
+
+template <bool kLog>
+absl::Status SoftmaxKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& y = ctx.output(0);
+  const int rank = static_cast<int>(x.shape.size());
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
+  if (rank == 0) {
+    return ctx.Error(absl::StrCat("input 0 (input) is a scalar; ", ctx.node().type, " needs rank >= 1"));
+  }
+  if (x.dtype != DType::kF32 && x.dtype != DType::kF64) {
+    return ctx.Error(absl::StrCat("input 0 (input) has dtype ", DTypeName(x.dtype), "; ", ctx.node().type,
+                                  " supports f32, f64"));
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  grove_k::SoftmaxParams p{};
+  p.outer = 1;
+  p.inner = 1;
+  for (int d = 0; d < *axis; ++d) p.outer *= x.shape[d];
+  for (int d = *axis + 1; d < rank; ++d) p.inner *= x.shape[d];
+  p.n = x.shape[*axis];
+  if (x.num_elements() == 0) return absl::OkStatus();
+  p.x = x.data;
+  p.y = y.data;
+  p.log = kLog ? 1 : 0;
+  p.mode = p.inner == 1 ? RowMode(p.n) : 0;
+  return Exec(ctx).Launch({"softmax", {x.dtype}}, "softmax", Geometry(p.outer * p.inner, p.mode), p);
+}
+
+// ---------------------------------------------------------------------------
+// Normalizations
+// ---------------------------------------------------------------------------
+
+absl::Status CheckChannelVector(const KernelContext& ctx, int i, absl::string_view name, int64_t count) {
+  const std::vector<int64_t>& s = ctx.input(i).shape;
+  if (s.size() == 1 && s[0] == count) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(s), "; expected [", count, "]"));
+}
+
+absl::Status CheckRank(const KernelContext& ctx, int i, absl::string_view name, int min_rank) {
+  if (static_cast<int>(ctx.input(i).shape.size()) >= min_rank) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(ctx.input(i).shape),
+                                "; expected rank >= ", min_rank, " (N, C, spatial dims...)"));
+}
+
+absl::Status BatchNormalizationKernel(KernelContext& ctx) {
+  if (ctx.attrs().GetInt("training_mode", 0) != 0) {
+    return ctx.Error("attribute 'training_mode' is not 0; grove runs inference only");
+  }
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;
+  if (absl::Status s = CheckFloat(ctx, 0, "X"); !s.ok()) return s;
+  const int64_t channels = x.shape[1];
+  static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+  for (int i = 1; i < 5; ++i) {
+    if (absl::Status s = CheckChannelVector(ctx, i, kNames[i], channels); !s.ok()) return s;
+    if (absl::Status s = CheckFloat(ctx, i, kNames[i]); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  grove_k::BatchNormParams p{};
+  p.total = x.num_elements();
+  if (p.total == 0) return absl::OkStatus();
+  p.channels = channels;
+  p.inner = 1;
+  for (size_t d = 2; d < x.shape.size(); ++d) p.inner *= x.shape[d];
+  p.x = x.data;
+  p.y = ctx.output(0).data;
+  p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  p.scale = ctx.input(1).data;
+  p.bias = ctx.input(2).data;
+  p.mean = ctx.input(3).data;
+  p.var = ctx.input(4).data;
+  p.scale_type = ParamType(ctx.input(1).dtype);
+  p.bias_type = ParamType(ctx.input(2).dtype);
+  p.mean_type = ParamType(ctx.input(3).dtype);
+  p.var_type = ParamType(ctx.input(4).dtype);
+  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_batch", Grid1D(p.total, kThreads, kMaxBlocks), p);
+}
+
+void InitAffine(grove_k::NormRowsParams* p) {
+  p->aff.rank = 0;
+  for (int k = 0; k < grove_k::kMaxRank; ++k) {
+    p->aff.d[k] = 1;
+    p->scale_strides.s[k] = 0;
+    p->bias_strides.s[k] = 0;
+  }
+}
+
+absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "input", 3); !s.ok()) return s;
+  if (absl::Status s = CheckFloat(ctx, 0, "input"); !s.ok()) return s;
+  const int64_t channels = x.shape[1];
+  for (int i = 1; i < 3; ++i) {
+    const char* name = i == 1 ? "scale" : "B";
+    if (absl::Status s = CheckChannelVector(ctx, i, name, channels); !s.ok()) return s;
+    if (absl::Status s = CheckFloat(ctx, i, name); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  grove_k::NormRowsParams p{};
+  InitAffine(&p);
+  p.rows = x.shape[0] * channels;
+  p.n = 1;
+  for (size_t d = 2; d < x.shape.size(); ++d) p.n *= x.shape[d];
+  if (x.num_elements() == 0) return absl::OkStatus();
+  p.x = x.data;
+  p.y = ctx.output(0).data;
+  p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  p.scale = ctx.input(1).data;
+  p.bias = ctx.input(2).data;
+  p.scale_type = ParamType(ctx.input(1).dtype);
+  p.bias_type = ParamType(ctx.input(2).dtype);
+  p.channels = channels;
+  p.mode = RowMode(p.n);
+  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", Geometry(p.rows, p.mode), p);
+}
+
+// Per-dim strides of Scale or B (right-aligned onto the normalized dims,
+// broadcast dims 0), after checking that it broadcasts.
+absl::StatusOr<std::vector<int64_t>> AffineStrides(const KernelContext& ctx, int i, absl::string_view name,
+                                                   absl::Span<const int64_t> normalized) {
+  const std::vector<int64_t>& shape = ctx.input(i).shape;
+  const size_t rank = normalized.size();
+  bool ok = shape.size() <= rank;
+  for (size_t k = 0; ok && k < shape.size(); ++k) {
+    const int64_t d = shape[k];
+    if (d != 1 && d != normalized[rank - shape.size() + k]) ok = false;
+  }
+  if (!ok) {
+    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(shape),
+                                  ", which does not broadcast to the normalized dims ", ShapeStr(normalized)));
+  }
+  std::vector<int64_t> stride(rank, 0);
+  int64_t s = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    const size_t d = rank - shape.size() + k;
+    stride[d] = shape[k] == 1 ? 0 : s;
+    s *= shape[k];
+  }
+  return stride;
+}
+
+absl::Status LayerNormalizationKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
+  if (!axis.ok() || rank == 0) {
+    return ctx.Error(absl::StrCat("attribute 'axis' is ", ctx.attrs().GetInt("axis", -1),
+                                  "; out of range for input 0 (X) ", ShapeStr(x.shape)));
+  }
+  if (absl::Status s = CheckFloat(ctx, 0, "X"); !s.ok()) return s;
+  const absl::Span<const int64_t> normalized = absl::Span<const int64_t>(x.shape).subspan(*axis);
+  absl::StatusOr<std::vector<int64_t>> scale_strides = AffineStrides(ctx, 1, "Scale", normalized);
+  if (!scale_strides.ok()) return scale_strides.status();
+  if (absl::Status s = CheckFloat(ctx, 1, "Scale"); !s.ok()) return s;
+  std::vector<int64_t> bias_strides(normalized.size(), 0);
+  if (ctx.has_input(2)) {
+    absl::StatusOr<std::vector<int64_t>> b = AffineStrides(ctx, 2, "B", normalized);
+    if (!b.ok()) return b.status();
+    if (absl::Status s = CheckFloat(ctx, 2, "B"); !s.ok()) return s;
+    bias_strides = *std::move(b);
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  std::vector<int64_t> stat_shape(x.shape.begin(), x.shape.begin() + *axis);
+  stat_shape.resize(x.shape.size(), 1);
+  for (int i = 1; i < 3; ++i) {
+    if (!ctx.has_output(i)) continue;
+    if (absl::Status s = CheckOutput(ctx, i, DType::kF32, stat_shape); !s.ok()) return s;
+  }
+
+  grove_k::NormRowsParams p{};
+  InitAffine(&p);
+  // Normalized dims merged where both Scale and B stay contiguous across
+  // them; dims of size 1 drop out.
+  struct Dim {
+    int64_t size, scale_stride, bias_stride;
+  };
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < normalized.size(); ++d) {
+    const Dim cur{normalized[d], (*scale_strides)[d], bias_strides[d]};
+    if (cur.size == 1) continue;
+    if (!dims.empty() && dims.back().scale_stride == cur.scale_stride * cur.size &&
+        dims.back().bias_stride == cur.bias_stride * cur.size) {
+      dims.back().size *= cur.size;
+      dims.back().scale_stride = cur.scale_stride;
+      dims.back().bias_stride = cur.bias_stride;
+      continue;
+    }
+    dims.push_back(cur);
+  }
+  if (static_cast<int>(dims.size()) > grove_k::kMaxRank) {
+    return ctx.Error(absl::StrCat("input 1 (Scale) or 2 (B) broadcasts onto ", ShapeStr(normalized),
+                                  " in more than ", grove_k::kMaxRank, " separate dims; the CUDA kernel supports up to that"));
+  }
+  p.aff.rank = static_cast<int>(dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) {
+    p.aff.d[k] = dims[k].size;
+    p.scale_strides.s[k] = dims[k].scale_stride;
+    p.bias_strides.s[k] = dims[k].bias_stride;
+  }
+  p.rows = 1;
+  p.n = 1;
+  for (int d = 0; d < *axis; ++d) p.rows *= x.shape[d];
+  for (int64_t d : normalized) p.n *= d;
+  if (p.rows == 0) return absl::OkStatus();
+  p.x = x.data;
+  p.y = ctx.output(0).data;
+  p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  p.scale = ctx.input(1).data;
+  p.scale_type = ParamType(ctx.input(1).dtype);
+  if (ctx.has_input(2)) {
+    p.bias = ctx.input(2).data;
+    p.bias_type = ParamType(ctx.input(2).dtype);
+  }
+  p.channels = 0;
+  if (ctx.has_output(1)) p.mean_out = ctx.output(1).data;
+  if (ctx.has_output(2)) p.inv_std_out = ctx.output(2).data;
+  p.mode = RowMode(p.n);
+  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", Geometry(p.rows, p.mode), p);
+}
+
+}  // namespace
+
+absl::Status RegisterCudaNormKernels(ir::OpRegistry& registry) {
+  const std::pair<const char*, ir::KernelFn> kernels[] = {
+      {"Softmax", &SoftmaxKernel<false>},
+      {"LogSoftmax", &SoftmaxKernel<true>},
+      {"BatchNormalization", &BatchNormalizationKernel},
+      {"LayerNormalization", &LayerNormalizationKernel},
+      {"InstanceNormalization", &InstanceNormalizationKernel},
+  };
+  for (const auto& [type, fn] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, fn); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace grove::cuda

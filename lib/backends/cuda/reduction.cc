@@ -1,0 +1,294 @@
+// CUDA kernels of the Reduce* ops, ArgMax/ArgMin and CumSum (kernel
+// templates in jit/kernels/reduce.cuh). The host merges neighbouring dims
+// that are all kept or all reduced, drops dims of size 1, and picks how
+// threads share the work:
+//   - the innermost dim reduced (rows contiguous in memory): a warp per
+//     output element for short rows, a block for long ones;
+//   - the innermost dim kept: a thread per output element, so neighbouring
+//     threads read neighbouring elements.
+// Dtypes, attributes and errors follow the CPU kernels
+// (lib/backends/cpu/reduction.cc, reduce_search.cc). TopK has no CUDA kernel
+// (it runs on the CPU).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "jit/kernels/reduce_params.h"
+#include "lib/backends/cuda/cuda_kernels.h"
+#include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/ops/reduce_axes.h"
+
+namespace grove::cuda {
+namespace {
+
+using ir::KernelContext;
+
+// Rows longer than this get a block each, shorter ones a warp.
+constexpr int64_t kWarpRowLimit = 512;
+constexpr int64_t kThreadRowLimit = 8;
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
+
+std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+std::string DTypeList(absl::Span<const DType> types) {
+  std::vector<std::string> names;
+  for (DType d : types) names.push_back(std::string(DTypeName(d)));
+  return absl::StrJoin(names, ", ");
+}
+
+absl::Status CheckDType(const KernelContext& ctx, int i, absl::string_view name, absl::Span<const DType> allowed) {
+  const DType d = ctx.input(i).dtype;
+  if (std::find(allowed.begin(), allowed.end(), d) != allowed.end()) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(d), "; ", ctx.node().type,
+                                " supports ", DTypeList(allowed)));
+}
+
+absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
+  const TensorView& y = ctx.output(i);
+  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
+                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
+}
+
+// Launch geometry for `items` work items shared as `mode` says (0: a
+// thread per item, 1: a warp, 2: a block).
+LaunchDims Geometry(int64_t items, int mode) {
+  if (mode == 0) return Grid1D(items, kThreads, kMaxBlocks);
+  if (mode == 1) return Grid1D(items * 32, kThreads, kMaxBlocks);
+  return Grid1D(items * kThreads, kThreads, kMaxBlocks);
+}
+
+// Rows of a few elements get a thread each (a warp would idle most lanes).
+int RowMode(int64_t row_length) {
+  if (row_length <= kThreadRowLimit) return 0;
+  return row_length > kWarpRowLimit ? 2 : 1;
+}
+
+constexpr DType kSumTypes[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64};
+constexpr DType kMeanTypes[] = {DType::kF32, DType::kF64};
+constexpr DType kNumericTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
+                                   DType::kI64, DType::kI32, DType::kI8,  DType::kU8};
+constexpr DType kArithmeticTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
+
+enum class Reduce { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+
+struct ReduceInfo {
+  const char* entry;
+  absl::Span<const DType> types;
+};
+
+ReduceInfo InfoOf(Reduce r) {
+  switch (r) {
+    case Reduce::kSum:
+      return {"reduce_sum", kSumTypes};
+    case Reduce::kMean:
+      return {"reduce_mean", kMeanTypes};
+    case Reduce::kMax:
+      return {"reduce_max", kNumericTypes};
+    case Reduce::kMin:
+      return {"reduce_min", kNumericTypes};
+    case Reduce::kProd:
+      return {"reduce_prod", kArithmeticTypes};
+    case Reduce::kL1:
+      return {"reduce_l1", kArithmeticTypes};
+    case Reduce::kL2:
+      return {"reduce_l2", kArithmeticTypes};
+    case Reduce::kSumSquare:
+      return {"reduce_sum_square", kArithmeticTypes};
+    case Reduce::kLogSum:
+      return {"reduce_log_sum", kArithmeticTypes};
+    case Reduce::kLogSumExp:
+      return {"reduce_log_sum_exp", kArithmeticTypes};
+  }
+  return {"", {}};
+}
+
+// A run of neighbouring dims that are all kept or all reduced, merged.
+struct DimGroup {
+  int64_t size;
+  int64_t stride;  // in elements of the input
+  bool reduced;
+};
+
+absl::Status FillDims(const KernelContext& ctx, const std::vector<DimGroup>& groups, bool reduced,
+                      grove_k::Dims* dims, grove_k::Strides* strides) {
+  dims->rank = 0;
+  for (const DimGroup& g : groups) {
+    if (g.reduced != reduced) continue;
+    if (dims->rank == grove_k::kMaxRank) {
+      return ctx.Error(absl::StrCat("input 0 (data) ", ShapeStr(ctx.input(0).shape), " alternates kept and reduced dims ",
+                                    "more than ", grove_k::kMaxRank, " times; the CUDA kernel supports up to that"));
+    }
+    dims->d[dims->rank] = g.size;
+    strides->s[dims->rank] = g.stride;
+    ++dims->rank;
+  }
+  for (int k = dims->rank; k < grove_k::kMaxRank; ++k) {
+    dims->d[k] = 1;
+    strides->s[k] = 0;
+  }
+  return absl::OkStatus();
+}
+
+template <Reduce kOp>
+absl::Status ReduceKernel(KernelContext& ctx) {
+  const ReduceInfo info = InfoOf(kOp);
+  ExecContext& ec = Exec(ctx);
+  const TensorView& x = ctx.input(0);
+  const TensorView& y = ctx.output(0);
+  if (absl::Status s = CheckDType(ctx, 0, "data", info.types); !s.ok()) return s;
+  const int rank = static_cast<int>(x.shape.size());
+  std::vector<int64_t> axes = ctx.attrs().GetInts("axes");
+  if (ctx.has_input(1)) {
+    const DType at = ctx.input(1).dtype;
+    if (at != DType::kI64 && at != DType::kI32) {
+      return ctx.Error(absl::StrCat("input 1 (axes) has dtype ", DTypeName(at), "; expected i64"));
+    }
+    absl::StatusOr<std::vector<int64_t>> a = ec.ReadInts(ctx, 1);
+    if (!a.ok()) return a.status();
+    axes = *std::move(a);
+  }
+  const bool keepdims = ctx.attrs().GetInt("keepdims", 1) != 0;
+  const bool noop = ctx.attrs().GetInt("noop_with_empty_axes", 0) != 0;
+  absl::StatusOr<std::vector<bool>> reduced = ir::ReducedDims(axes, rank, noop);
+  if (!reduced.ok()) return ctx.Error(reduced.status().message());
+
+  std::vector<int64_t> out_shape;
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d) {
+    if ((*reduced)[d]) {
+      count *= x.shape[d];
+      if (keepdims) out_shape.push_back(1);
+    } else {
+      out_shape.push_back(x.shape[d]);
+    }
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int64_t n_out = y.num_elements();
+  if (n_out == 0) return absl::OkStatus();
+
+  // Merge dims (x is contiguous); dims of size 1 drop out.
+  std::vector<DimGroup> groups;
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t size = x.shape[d];
+    if (size != 1) {
+      if (!groups.empty() && groups.back().reduced == (*reduced)[d]) {
+        groups.back().size *= size;  // the stride stays the inner dim's
+      } else {
+        groups.push_back({size, stride, static_cast<bool>((*reduced)[d])});
+      }
+    }
+    stride *= size;
+  }
+  std::reverse(groups.begin(), groups.end());
+
+  grove_k::ReduceParams p{};
+  p.x = x.data;
+  p.y = y.data;
+  p.n_out = n_out;
+  p.count = count;
+  if (absl::Status s = FillDims(ctx, groups, false, &p.kept, &p.kept_strides); !s.ok()) return s;
+  if (absl::Status s = FillDims(ctx, groups, true, &p.red, &p.red_strides); !s.ok()) return s;
+  const bool rows = !groups.empty() && groups.back().reduced;
+  p.mode = rows ? RowMode(count) : 0;
+  return ec.Launch({"reduce", {x.dtype}}, info.entry, Geometry(n_out, p.mode), p);
+}
+
+// Splits `shape` around `axis` as [outer, n, inner].
+void SplitAt(absl::Span<const int64_t> shape, int axis, grove_k::i64* outer, grove_k::i64* n, grove_k::i64* inner) {
+  *outer = 1;
+  *inner = 1;
+  for (int d = 0; d < axis; ++d) *outer *= shape[d];
+  *n = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d) *inner *= shape[d];
+}
+
+template <bool kMax>
+absl::Status ArgReduceKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  if (absl::Status s = CheckDType(ctx, 0, "data", kNumericTypes); !s.ok()) return s;
+  if (rank == 0) return ctx.Error("input 0 (data) is a scalar; an arg reduction needs rank >= 1");
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
+  const bool keepdims = ctx.attrs().GetInt("keepdims", 1) != 0;
+  grove_k::ArgReduceParams p{};
+  SplitAt(x.shape, *axis, &p.outer, &p.n, &p.inner);
+  if (p.n == 0) {
+    return ctx.Error(absl::StrCat("input 0 (data) has no elements along axis ", *axis, " (shape ", ShapeStr(x.shape),
+                                  "), so there is no index to give"));
+  }
+  std::vector<int64_t> out_shape = x.shape;
+  if (keepdims) {
+    out_shape[*axis] = 1;
+  } else {
+    out_shape.erase(out_shape.begin() + *axis);
+  }
+  if (absl::Status s = CheckOutput(ctx, 0, DType::kI64, out_shape); !s.ok()) return s;
+  const int64_t n_out = p.outer * p.inner;
+  if (n_out == 0) return absl::OkStatus();
+  p.x = x.data;
+  p.y = ctx.output(0).data;
+  p.select_last = ctx.attrs().GetInt("select_last_index", 0) != 0;
+  p.mode = p.inner == 1 ? RowMode(p.n) : 0;
+  return Exec(ctx).Launch({"reduce", {x.dtype}}, kMax ? "reduce_argmax" : "reduce_argmin", Geometry(n_out, p.mode),
+                          p);
+}
+
+absl::Status CumSumKernel(KernelContext& ctx) {
+  ExecContext& ec = Exec(ctx);
+  const TensorView& x = ctx.input(0);
+  const TensorView& at = ctx.input(1);
+  const int rank = static_cast<int>(x.shape.size());
+  if (absl::Status s = CheckDType(ctx, 0, "x", kArithmeticTypes); !s.ok()) return s;
+  if (rank == 0) return ctx.Error("input 0 (x) is a scalar; CumSum needs rank >= 1");
+  if ((at.dtype != DType::kI64 && at.dtype != DType::kI32) || at.num_elements() != 1) {
+    return ctx.Error(
+        absl::StrCat("input 1 (axis) must be one i32 or i64; got ", DTypeName(at.dtype), " ", ShapeStr(at.shape)));
+  }
+  absl::StatusOr<std::vector<int64_t>> axis_value = ec.ReadInts(ctx, 1);
+  if (!axis_value.ok()) return axis_value.status();
+  absl::StatusOr<int> axis = ir::NormalizeAxis((*axis_value)[0], rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("input 1 (axis): ", axis.status().message()));
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  grove_k::CumSumParams p{};
+  SplitAt(x.shape, *axis, &p.outer, &p.n, &p.inner);
+  if (x.num_elements() == 0) return absl::OkStatus();
+  p.x = x.data;
+  p.y = ctx.output(0).data;
+  p.exclusive = ctx.attrs().GetInt("exclusive", 0) != 0;
+  p.reverse = ctx.attrs().GetInt("reverse", 0) != 0;
+  return ec.Launch({"reduce", {x.dtype}}, "reduce_cumsum", Geometry(p.outer * p.inner, 0), p);
+}
+
+}  // namespace
+
+absl::Status RegisterCudaReductionKernels(ir::OpRegistry& registry) {
+  const std::pair<const char*, ir::KernelFn> kernels[] = {
+      {"ReduceSum", &ReduceKernel<Reduce::kSum>},
+      {"ReduceMean", &ReduceKernel<Reduce::kMean>},
+      {"ReduceMax", &ReduceKernel<Reduce::kMax>},
+      {"ReduceMin", &ReduceKernel<Reduce::kMin>},
+      {"ReduceProd", &ReduceKernel<Reduce::kProd>},
+      {"ReduceL1", &ReduceKernel<Reduce::kL1>},
+      {"ReduceL2", &ReduceKernel<Reduce::kL2>},
+      {"ReduceSumSquare", &ReduceKernel<Reduce::kSumSquare>},
+      {"ReduceLogSum", &ReduceKernel<Reduce::kLogSum>},
+      {"ReduceLogSumExp", &ReduceKernel<Reduce::kLogSumExp>},
+      {"ArgMax", &ArgReduceKernel<true>},
+      {"ArgMin", &ArgReduceKernel<false>},
+      {"CumSum", &CumSumKernel},
+  };
+  for (const auto& [type, fn] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, fn); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace grove::cuda
