@@ -91,6 +91,11 @@ int ImportMain(absl::Span<const std::string> argv) {
 
   std::printf("imported %s (opset %d%s%s)\n", in_path.c_str(), report.opset,
               report.producer.empty() ? "" : ", producer ", report.producer.c_str());
+  if (report.converted_from_opset > 0) {
+    std::printf("note: the model's opset %d is below %d, the oldest grove imports; it was converted to opset %d "
+                "with ONNX's version converter first\n",
+                report.converted_from_opset, onnx_import::kMinOpset, report.opset);
+  }
   std::printf(
       "nodes: %d imported as grove ops, %d constants folded, %d Constant nodes (of %d ONNX nodes); "
       "%d subgraph%s\n",

@@ -60,7 +60,7 @@ constexpr char kUsage[] =
     "  --show-failures         print each failed and unsupported case with its reason\n"
     "  --no-fork               run cases in this process (debugging; a crash ends the run)\n"
     "  --upgrade-opset N       convert models below opset 11 to opset N with ONNX's version\n"
-    "                          converter first (grove import refuses them; off by default)\n";
+    "                          converter first (without it, grove import converts them to 13)\n";
 
 constexpr int kExitSkip = 77;  // CTest's SKIP_RETURN_CODE: no test data here
 constexpr size_t kMaxMessage = 1500;

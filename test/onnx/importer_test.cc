@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -685,8 +686,8 @@ TEST(OnnxImporter, UnsupportedDTypesAreErrors) {
   }
 }
 
-TEST(OnnxImporter, OpsetsOutsideElevenToSeventeenAreRefused) {
-  for (int opset : {9, 10, 18}) {
+TEST(OnnxImporter, OpsetsAboveSeventeenAreRefused) {
+  for (int opset : {18, 19}) {
     ModelProto m = ReluModel();
     m.mutable_opset_import(0)->set_version(opset);
     absl::StatusOr<Imported> r = Import(m);
@@ -698,8 +699,53 @@ TEST(OnnxImporter, OpsetsOutsideElevenToSeventeenAreRefused) {
   for (int opset : {11, 13, 17}) {
     ModelProto m = ReluModel();
     m.mutable_opset_import(0)->set_version(opset);
-    EXPECT_TRUE(Import(m).ok()) << opset;
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_TRUE(r.ok()) << opset;
+    EXPECT_EQ(r->report.opset, opset);
+    EXPECT_EQ(r->report.converted_from_opset, 0);
   }
+}
+
+TEST(OnnxImporter, OpsetsBelowElevenAreConvertedToThirteen) {
+  for (int opset : {6, 9, 10}) {
+    ModelProto m = ReluModel();
+    m.mutable_opset_import(0)->set_version(opset);
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_TRUE(r.ok()) << opset << ": " << r.status();
+    EXPECT_EQ(r->report.opset, kUpgradeOpset);
+    EXPECT_EQ(r->report.converted_from_opset, opset);
+  }
+  // Opset 9 Softmax flattens at axis 1; after conversion it still does.
+  ModelProto m = NewModel(9);
+  AddInput(m.mutable_graph(), "x", TensorProto::FLOAT, {2, 2, 2});
+  AddNode(m.mutable_graph(), "Softmax", {"x"}, {"y"}, "softmax");
+  AddOutput(m.mutable_graph(), "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::unique_ptr<Session> session = CpuSession(r->model);
+  std::vector<float> x = {0, 1, 2, 3, 0, 0, 0, 0};
+  auto out = session->Run({TensorView(DType::kF32, {2, 2, 2}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float* y = (*out)[0].as<const float>();
+  float sum = 0;
+  for (int i = 0; i < 4; ++i) sum += std::exp(x[i]);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], std::exp(x[i]) / sum, 1e-6) << i;
+  for (int i = 4; i < 8; ++i) EXPECT_NEAR(y[i], 0.25f, 1e-6) << i;
+  // The caller's model is not changed.
+  EXPECT_EQ(m.opset_import(0).version(), 9);
+}
+
+TEST(OnnxImporter, AVersionConverterFailureNamesTheOp) {
+  // Pad changed at opset 2 and the converter has no adapter for it.
+  ModelProto m = NewModel(1);
+  AddInput(m.mutable_graph(), "x", TensorProto::FLOAT, {2, 2});
+  AddNode(m.mutable_graph(), "Pad", {"x"}, {"y"}, "pad");
+  AddOutput(m.mutable_graph(), "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Msg(r.status()), HasSubstr("version converter failed"));
+  EXPECT_THAT(Msg(r.status()), HasSubstr("Pad"));
 }
 
 TEST(OnnxImporter, NonTensorInputsAndUndefinedNamesAreErrors) {

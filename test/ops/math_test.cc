@@ -115,6 +115,9 @@ std::vector<UnaryCase> UnaryCases() {
       {"HardSigmoid", {}, [](double x) { return Clamp01(0.2 * x + 0.5); }},
       {"HardSigmoid", {{"alpha", 0.5}, {"beta", 0.25}}, [](double x) { return Clamp01(0.5 * x + 0.25); }},
       {"HardSwish", {}, [](double x) { return x * Clamp01(x / 6 + 0.5); }},
+      {"Floor", {}, [](double x) { return std::floor(x); }},
+      {"Ceil", {}, [](double x) { return std::ceil(x); }},
+      {"Round", {}, [](double x) { return std::nearbyint(x); }},
       {"Gelu", {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
       {"Gelu",
        {{"approximate", std::string("none")}},
@@ -228,6 +231,13 @@ TEST(MathUnaryTest, IntegerNegAndAbsWrap) {
   EXPECT_TRUE(ErrorContains(RunOp("Neg", {&u8}).status(), "input 0 (X) has dtype u8"));
 }
 
+TEST(MathUnaryTest, RoundSendsHalvesToTheEvenNeighbour) {
+  Tensor t = MakeTensor<float>(DType::kF32, {8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 2.4f, -2.6f});
+  auto out = RunOp("Round", {&t});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{0, 2, 2, -0.0f, -2, -2, 2, -3}));
+}
+
 TEST(MathUnaryTest, ErfOfIntegersTruncates) {
   Tensor t = MakeTensor<int32_t>(DType::kI32, {4}, {-10, 0, 1, 10});
   auto out = RunOp("Erf", {&t});
@@ -239,7 +249,8 @@ TEST(MathUnaryTest, FloatOnlyOpsRefuseOtherDTypes) {
   Tensor i = MakeTensor<int32_t>(DType::kI32, {2}, {1, 4});
   Tensor b = MakeTensor<uint8_t>(DType::kBool, {2}, {1, 0});
   for (const char* op :
-       {"Sqrt", "Exp", "Log", "Reciprocal", "Softplus", "LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Gelu"}) {
+       {"Sqrt", "Exp", "Log", "Reciprocal", "Softplus", "LeakyRelu", "Elu", "HardSigmoid", "HardSwish", "Gelu",
+        "Floor", "Ceil", "Round"}) {
     EXPECT_TRUE(ErrorContains(RunOp(op, {&i}).status(), "input 0 (X) has dtype i32; expected one of f32")) << op;
   }
   for (const char* op : {"Abs", "Neg", "Erf"}) {
@@ -800,7 +811,8 @@ TEST(MathRegistryTest, EveryOpHasAShapeFunctionAndACpuKernel) {
   for (const char* op :
        {"Pow",  "Sqrt",           "Exp",         "Log",       "Neg",      "Abs",  "Reciprocal", "Erf",     "LeakyRelu",
         "Elu",  "Gelu",           "HardSigmoid", "HardSwish", "Softplus", "Clip", "Min",        "Max",     "Sum",
-        "Mean", "GreaterOrEqual", "LessOrEqual", "Not",       "And",      "Or",   "Xor",        "CastLike"}) {
+        "Mean", "GreaterOrEqual", "LessOrEqual", "Not",       "And",      "Or",   "Xor",        "CastLike",
+        "Floor", "Ceil",          "Round"}) {
     ASSERT_NE(registry.Find(op), nullptr) << op;
     EXPECT_NE(registry.Find(op)->infer, nullptr) << op;
     EXPECT_TRUE(registry.Supports(op, ir::Backend::kCpu)) << op;

@@ -356,17 +356,23 @@ TEST(ReduceSearchReduceTest, SymbolicShapes) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->shape, (ir::SymShape{batch, seq}));
   // Axes as an input whose value the plan does not know: kept dims or 1,
-  // decided at run time; keepdims = 0 would leave the rank unknown.
+  // decided at run time. With keepdims = 0 the rank follows from the length
+  // of axes, unless that is symbolic too.
   out = InferSymbolic("ReduceL2", {SymInput{DType::kF32, {batch, 1, 4}}, SymInput{DType::kI64, {1}}});
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->shape.size(), 3u);
   EXPECT_TRUE(out->shape[0].is_unknown());
   EXPECT_EQ(out->shape[1], ir::SymDim(1));
   EXPECT_TRUE(out->shape[2].is_unknown());
-  EXPECT_TRUE(ErrorContains(InferSymbolic("ReduceL2", {SymInput{DType::kF32, {batch, 4}}, SymInput{DType::kI64, {1}}},
+  out = InferSymbolic("ReduceL2", {SymInput{DType::kF32, {batch, 4}}, SymInput{DType::kI64, {1}}},
+                      {{"keepdims", int64_t{0}}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->shape.size(), 1u);
+  EXPECT_TRUE(out->shape[0].is_unknown());
+  EXPECT_TRUE(ErrorContains(InferSymbolic("ReduceL2", {SymInput{DType::kF32, {batch, 4}}, SymInput{DType::kI64, {seq}}},
                                           {{"keepdims", int64_t{0}}})
                                 .status(),
-                            "must be a constant"));
+                            "has a dynamic length"));
 }
 
 // --- ArgMax ArgMin --------------------------------------------------------------
@@ -859,6 +865,56 @@ TEST(DataDependentShapeTest, NonZeroThenTopKWithARunTimeK) {
     EXPECT_EQ((*out)[2].shape, (Shape{k}));
     EXPECT_EQ(*(*out)[3].as<const float>(), sorted[0]);
   }
+}
+
+// Axes as a graph input with keepdims=0: the output rank follows from the
+// length of axes; which dims go, only the run knows.
+TEST(DataDependentShapeTest, ReduceWithRunTimeAxesAndNoKeepDims) {
+  for (const char* op : {"ReduceSum", "ReduceMax", "ReduceProd"}) {
+    SCOPED_TRACE(op);
+    ModelBuilder b;
+    b.AddInput("x", DType::kF32, {2, 3, 4});
+    b.AddInput("axes", DType::kI64, {2});
+    b.AddOp(op, {"x", "axes"}, {"y"}, {{"keepdims", int64_t{0}}});
+    b.AddOutput("y");
+    auto session = NewSession(testing::LoadOrDie(b.Finish()));
+    ASSERT_NE(session, nullptr);
+    std::vector<float> x(24);
+    for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i % 5) + 1.0f;
+    for (const auto& [axes, kept] : std::vector<std::pair<std::vector<int64_t>, int>>{{{0, 2}, 1}, {{-1, 1}, 0}, {{1, 0}, 2}}) {
+      std::vector<int64_t> a = axes;
+      auto out = session->Run({TensorView(DType::kF32, {2, 3, 4}, x.data()), TensorView(DType::kI64, {2}, a.data())});
+      ASSERT_TRUE(out.ok()) << out.status();
+      const int64_t dims[] = {2, 3, 4};
+      ASSERT_EQ((*out)[0].shape, (Shape{dims[kept]}));
+      for (int64_t k = 0; k < dims[kept]; ++k) {
+        double want = std::string(op) == "ReduceSum" ? 0 : std::string(op) == "ReduceProd" ? 1 : -1e30;
+        for (int i = 0; i < 24; ++i) {
+          const int64_t idx[] = {i / 12, (i / 4) % 3, i % 4};
+          if (idx[kept] != k) continue;
+          if (std::string(op) == "ReduceSum") want += x[i];
+          else if (std::string(op) == "ReduceProd") want *= x[i];
+          else want = std::max<double>(want, x[i]);
+        }
+        EXPECT_NEAR((*out)[0].as<const float>()[k], want, 1e-3 * std::abs(want)) << k;
+      }
+    }
+    std::vector<int64_t> twice = {1, -2};
+    EXPECT_FALSE(session->Run({TensorView(DType::kF32, {2, 3, 4}, x.data()), TensorView(DType::kI64, {2}, twice.data())}).ok());
+  }
+}
+
+TEST(DataDependentShapeTest, ReduceWithMoreRunTimeAxesThanDimsIsAnError) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {2, 3});
+  b.AddInput("axes", DType::kI64, {3});
+  b.AddOp("ReduceSum", {"x", "axes"}, {"y"}, {{"keepdims", int64_t{0}}});
+  b.AddOutput("y");
+  auto bytes = b.Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto model = Model::LoadFromBuffer(*bytes);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()), ::testing::HasSubstr("names 3 axes"));
 }
 
 // --- registry -----------------------------------------------------------------

@@ -403,10 +403,20 @@ TEST(ReductionShapeTest, AxesInputUnknownAtPlanTime) {
   EXPECT_EQ(r.outputs[0].shape[1], ir::SymDim(1));  // 1 whether reduced or not
   EXPECT_TRUE(r.outputs[0].shape[2].is_unknown());
 
+  // keepdims = 0: two axes leave rank 1, its dim known only at run time.
   r = InferSymbolic("ReduceSum", {{DType::kF32, {batch, 1, 8}}, {DType::kI64, {2}}}, {{"keepdims", int64_t{0}}});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.outputs[0].shape.size(), 1u);
+  EXPECT_TRUE(r.outputs[0].shape[0].is_unknown());
+
+  // ... unless the number of axes is not known either, or exceeds the rank.
+  r = InferSymbolic("ReduceSum", {{DType::kF32, {batch, 1, 8}}, {DType::kI64, {batch}}}, {{"keepdims", int64_t{0}}});
   ASSERT_FALSE(r.status.ok());
-  EXPECT_THAT(r.status.message(), HasSubstr("input 1 (axes) must be a constant"));
+  EXPECT_THAT(r.status.message(), HasSubstr("input 1 (axes) has a dynamic length"));
   EXPECT_THAT(r.status.message(), HasSubstr("ReduceSum"));
+  r = InferSymbolic("ReduceSum", {{DType::kF32, {batch, 8}}, {DType::kI64, {3}}}, {{"keepdims", int64_t{0}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_THAT(r.status.message(), HasSubstr("names 3 axes; input 0 (data) has rank 2"));
 
   // An axes input known to be empty needs no value.
   r = InferSymbolic("ReduceSum", {{DType::kF32, {batch, 8}}, {DType::kI64, {0}}}, {{"keepdims", int64_t{0}}});

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/runtime/registry.h"
 #include "tools/onnx/onnx_tensor.h"
+#include "tools/onnx/opset_upgrade.h"
 
 namespace grove::onnx_import {
 namespace {
@@ -856,9 +857,25 @@ absl::StatusOr<ModelProto> ParseOnnxModel(absl::string_view bytes, absl::string_
 
 absl::StatusOr<std::vector<uint8_t>> ImportOnnxModel(const ModelProto& model, absl::string_view model_dir,
                                                      const ImportOptions& options, ImportReport* report) {
+  // Below opset 11: convert to kUpgradeOpset first (a copy; the caller's
+  // model stays as it was).
+  const int opset = DefaultDomainOpset(model);
+  std::optional<ModelProto> upgraded;
+  if (opset >= 1 && opset < kMinOpset) {
+    absl::StatusOr<ModelProto> converted = UpgradeOpset(model, opset, kUpgradeOpset);
+    if (!converted.ok()) return converted.status();
+    upgraded = *std::move(converted);
+  }
   try {
     Importer importer(options, model_dir);
-    return importer.Import(model, report);
+    absl::StatusOr<std::vector<uint8_t>> bytes = importer.Import(upgraded ? *upgraded : model, report);
+    if (bytes.ok() && upgraded && report != nullptr) report->converted_from_opset = opset;
+    if (!bytes.ok() && upgraded) {
+      return absl::Status(bytes.status().code(),
+                          absl::StrCat(bytes.status().message(), " (in the model as converted from opset ", opset,
+                                       " to ", kUpgradeOpset, " by ONNX's version converter)"));
+    }
+    return bytes;
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("out of memory while importing the model");
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 // The ONNX importer behind `grove import`: turns an ONNX model (opsets 11..17)
-// into a .grove model through grove::ModelBuilder.
+// into a .grove model through grove::ModelBuilder. A model below opset 11 is
+// first converted to opset 13 with ONNX's version converter
+// (ImportReport::converted_from_opset says so).
 //
 //   grove::onnx_import::ImportOptions options;
 //   options.dim_ranges["seq"] = {1, 512};
@@ -28,6 +30,8 @@ namespace grove::onnx_import {
 
 inline constexpr int kMinOpset = 11;
 inline constexpr int kMaxOpset = 17;
+// Models below kMinOpset are converted to this opset before import.
+inline constexpr int kUpgradeOpset = 13;
 
 struct ImportOptions {
   // Ranges of dynamic dims by symbol name (a dim_param, or a generated name as
@@ -45,7 +49,8 @@ struct ImportOptions {
 };
 
 struct ImportReport {
-  int opset = 0;
+  int opset = 0;              // the ai.onnx opset imported (after any conversion)
+  int converted_from_opset = 0;  // the model's own opset when it was converted; else 0
   std::string producer;      // producer_name and version of the ONNX file
   int onnx_nodes = 0;        // nodes in all graphs, Constant nodes included
   int nodes_imported = 0;    // grove ops written

@@ -87,6 +87,29 @@ struct ErfOp {
     }
   }
 };
+struct FloorOp {
+  explicit FloorOp(const ir::Attributes&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return std::floor(x);
+  }
+};
+struct CeilOp {
+  explicit CeilOp(const ir::Attributes&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return std::ceil(x);
+  }
+};
+// ONNX Round: halves go to the even neighbour (nearbyint in the default
+// rounding mode), as numpy.round.
+struct RoundOp {
+  explicit RoundOp(const ir::Attributes&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return std::nearbyint(x);
+  }
+};
 struct NegOp {
   explicit NegOp(const ir::Attributes&) {}
   template <typename C>
@@ -515,6 +538,9 @@ absl::Status RegisterMathKernels(ir::OpRegistry& registry) {
       {"Reciprocal", &UnaryKernel<ReciprocalOp, FloatTypes>},
       {"Softplus", &UnaryKernel<SoftplusOp, FloatTypes>},
       {"HardSwish", &UnaryKernel<HardSwishOp, FloatTypes>},
+      {"Floor", &UnaryKernel<FloorOp, FloatTypes>},
+      {"Ceil", &UnaryKernel<CeilOp, FloatTypes>},
+      {"Round", &UnaryKernel<RoundOp, FloatTypes>},
       {"Erf", &UnaryKernel<ErfOp, NumericTypes>},
       {"Neg", &UnaryKernel<NegOp, SignedTypes>},
       {"Abs", &UnaryKernel<AbsOp, NumericTypes>},

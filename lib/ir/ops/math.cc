@@ -119,7 +119,7 @@ OpDef Def(std::string type, int min_inputs, int max_inputs, ShapeFn infer, std::
 
 absl::Status RegisterMathOps(OpRegistry& registry) {
   std::vector<OpDef> defs;
-  for (const char* type : {"Sqrt", "Exp", "Log", "Reciprocal", "Softplus", "HardSwish"}) {
+  for (const char* type : {"Sqrt", "Exp", "Log", "Reciprocal", "Softplus", "HardSwish", "Floor", "Ceil", "Round"}) {
     defs.push_back(Def(type, 1, 1, &InferFloatUnary));
   }
   defs.push_back(Def("Erf", 1, 1, &InferNumericUnary));

@@ -64,9 +64,21 @@ inline absl::Status InferReduceShape(ShapeContext& ctx, absl::Span<const DType> 
     const bool known_empty = count.is_const() && count.value() == 0;
     if (!known_empty && !ctx.InputInts(1, &axes)) {
       if (!keepdims) {
-        return ctx.Error(
-            "input 1 (axes) must be a constant (known at plan time) when keepdims=0, since the output rank "
-            "depends on it");
+        // The output loses one dim per axis (an axis given twice is an
+        // error), so its rank follows from the length of axes even when
+        // their values are known only at run time; its dims are then
+        // inferred again when the op runs.
+        if (!count.is_const()) {
+          return ctx.Error(absl::StrCat(
+              "input 1 (axes) has a dynamic length (shape ", ShapeString(ctx, ctx.input_shape(1)),
+              ") and keepdims=0, so the output rank is not known at plan time; give axes a fixed length"));
+        }
+        if (count.value() > rank) {
+          return ctx.Error(absl::StrCat("input 1 (axes) names ", count.value(), " axes; input 0 (data) has rank ",
+                                        rank, ", and no axis may be given twice"));
+        }
+        ctx.SetOutput(0, ctx.input_dtype(0), SymShape(rank - count.value(), SymDim::Unknown()));
+        return absl::OkStatus();
       }
       // Each dim is either kept or reduced to 1; which, only the run knows.
       SymShape out(in.size());

@@ -1,7 +1,9 @@
 // Reduction op definitions (ONNX opset 13-18): ReduceSum, ReduceMean and
 // Softmax. The axes of a Reduce* op come from the `axes` attribute (opset 13
 // ReduceMean and earlier) or from the optional second input (opset 13
-// ReduceSum, opset 18 ReduceMean), which must then be known at plan time.
+// ReduceSum, opset 18 ReduceMean). When that input's value is known only at
+// run time the output dims are inferred again when the op runs; with
+// keepdims=0 the output rank comes from the input's length.
 #include <string>
 #include <vector>
 
