@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/ir/ops/ops.h"
 
 namespace grove::runtime {
@@ -22,6 +23,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterReduceSearchOps(*r),     cpu::RegisterReduceSearchKernels(*r),
       ir::RegisterLayoutOps(*r),           cpu::RegisterLayoutKernels(*r),
       ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
+      cuda::RegisterCudaElementwiseKernels(*r),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) {
