@@ -55,6 +55,17 @@ size_t AccSize(DType d) {
   }
 }
 
+}  // namespace
+
+// Launch shape of the elementwise kernels (grid-stride loops, any size). The
+// emulated device runs a block's threads as host threads, so it gets few
+// small blocks; the kernels loop over the rest either way.
+LaunchDims EwGrid(const Device& device, int64_t n) {
+  return device.emulated() ? Grid1D(n, 32, 2) : Grid1D(n, 256);
+}
+
+namespace {
+
 grove_k::EwParams BaseParams(int op) {
   grove_k::EwParams p;
   std::memset(&p, 0, sizeof(p));
@@ -82,7 +93,8 @@ absl::Status LaunchEw(const KernelContext& ctx, DType dtype, grove_k::EwParams& 
     p.strides[k] = layout->strides[k];
     p.mode[k] = layout->mode[k];
   }
-  return Exec(ctx).Launch(jit::ModuleSpec{"elementwise", {dtype}}, "ew", Grid1D(p.n, 256), p);
+  ExecContext& ec = Exec(ctx);
+  return ec.Launch(jit::ModuleSpec{"elementwise", {dtype}}, "ew", EwGrid(ec.device(), p.n), p);
 }
 
 // ---------------------------------------------------------------------------
@@ -348,7 +360,7 @@ absl::Status CastElements(const KernelContext& ctx, const TensorView& in, Tensor
   if (absl::Status s = CheckDType(ctx, in.dtype, kAny); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, out.dtype, kAny); !s.ok()) return s;
   grove_k::CastParams p{in.data, out.data, n};
-  return ec.Launch(jit::ModuleSpec{"cast", {in.dtype, out.dtype}}, "cast", Grid1D(n, 256), p);
+  return ec.Launch(jit::ModuleSpec{"cast", {in.dtype, out.dtype}}, "cast", EwGrid(ec.device(), n), p);
 }
 
 absl::Status CastKernel(KernelContext& ctx) {

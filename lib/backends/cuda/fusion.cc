@@ -166,7 +166,8 @@ absl::Status FusedKernel(ir::KernelContext& ctx) {
   }
   p.num_links = static_cast<int>(prog->links.size());
   for (size_t l = 0; l < prog->links.size(); ++l) p.links[l] = prog->links[l];
-  return Exec(ctx).Launch(jit::ModuleSpec{"elementwise", {dtype}}, "ew_chain", Grid1D(p.n, 256), p);
+  ExecContext& ec = Exec(ctx);
+  return ec.Launch(jit::ModuleSpec{"elementwise", {dtype}}, "ew_chain", EwGrid(ec.device(), p.n), p);
 }
 
 }  // namespace

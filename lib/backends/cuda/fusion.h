@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "jit/kernels/elementwise_params.h"
+#include "lib/backends/cuda/device.h"
 #include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
 
@@ -61,6 +62,10 @@ struct EwLayout {
 // past kEwMaxOperands operands or kMaxRank merged dims.
 absl::StatusOr<EwLayout> PlanEwLayout(absl::Span<const int64_t> out_shape,
                                       absl::Span<const std::vector<int64_t>* const> in_shapes);
+
+// The launch shape of the elementwise kernels for n output elements (small
+// for the emulated device, whose threads are host threads).
+LaunchDims EwGrid(const Device& device, int64_t n);
 
 }  // namespace grove::cuda
 
