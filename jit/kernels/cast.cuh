@@ -163,8 +163,6 @@ GROVE_DEVICE typename Acc<D>::type convert(typename Acc<S>::type x) {
   typedef typename Acc<D>::type CD;
   if constexpr (Kind<D>::is_bool) {
     return x != 0;
-  } else if constexpr (IsF32Acc<D>::value && !Kind<D>::is_float) {
-    return x;  // unreachable: every f32-computing type is a float
   } else if constexpr (IsF32Acc<D>::value && sizeof(D) == 2) {
     // f16, bf16: f32 sources round once; f64 and integers through round-to-odd.
     if constexpr (IsF32Acc<S>::value) {
