@@ -28,6 +28,7 @@ ir::OpRegistry* BuildRegistry() {
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),
       cuda::RegisterCudaRecurrentKernels(*r),
       cuda::RegisterCudaReductionKernels(*r), cuda::RegisterCudaNormKernels(*r),
+      cuda::RegisterCudaElementwiseKernels(*r),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) {

@@ -11,6 +11,7 @@
 #include "jit/kernels/selftest_params.h"
 #include "jit/module.h"
 #include "lib/backends/cuda/emulated_device.h"
+#include "test/cuda_op_test_util.h"
 
 namespace grove {
 namespace {
@@ -44,8 +45,10 @@ SelftestResult RunSelftest(cuda::Device& dev, const std::vector<float>& x, int t
   return r;
 }
 
+// On the emulated device in CI; on the GPU under `ctest -L gpu`, which holds
+// the emulation and the hardware to the same answers.
 TEST(EmulationTest, SelftestKernelMatchesCudaSemantics) {
-  auto dev = cuda::NewEmulatedDevice();
+  auto dev = testing::TestDevice();
   for (int threads : {32, 64, 96, 256}) {
     for (int64_t n : {1, 31, 33, 300}) {
       std::vector<float> x(n);

@@ -48,7 +48,7 @@ Tensor Idx(bool i64, const Shape& shape, const Ints& v) { return i64 ? I64(shape
 
 class CudaLayoutTest : public ::testing::Test {
  protected:
-  void SetUp() override { dev_ = cuda::NewEmulatedDevice(); }
+  void SetUp() override { dev_ = testing::TestDevice(); }
   // CPU == CUDA with the inputs' values on the host and only on the device.
   void Check(const std::string& op, std::vector<const Tensor*> in, Attrs attrs = {}, int outputs = 1) {
     for (bool host : {true, false}) {

@@ -32,7 +32,7 @@ Tensor Ramp(DType dtype, std::vector<int64_t> shape, int seed = 0) {
 
 class CudaLinalgTest : public ::testing::Test {
  protected:
-  std::shared_ptr<cuda::Device> dev_ = cuda::NewEmulatedDevice();
+  std::shared_ptr<cuda::Device> dev_ = testing::TestDevice();
 
   // `valid`: the CPU accepts the call (so the comparison is not vacuous).
   void ExpectMatMul(std::vector<int64_t> sa, std::vector<int64_t> sb, DType dt = DType::kF32, bool valid = true) {

@@ -50,7 +50,7 @@ Attrs WindowAttrs(const Window& w, bool with_kernel) {
 
 class CudaNnTest : public ::testing::Test {
  protected:
-  std::shared_ptr<cuda::Device> dev_ = cuda::NewEmulatedDevice();
+  std::shared_ptr<cuda::Device> dev_ = testing::TestDevice();
 
   void ExpectConv(std::vector<int64_t> xs, std::vector<int64_t> ws, int64_t group, const Window& w, bool bias) {
     SCOPED_TRACE(::testing::Message() << "Conv X " << ::testing::PrintToString(xs) << " W "

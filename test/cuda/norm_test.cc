@@ -50,7 +50,7 @@ double TolOf(DType d) { return d == DType::kBF16 ? 2e-2 : d == DType::kF16 ? 4e-
 
 class CudaNormTest : public ::testing::Test {
  protected:
-  std::shared_ptr<cuda::Device> dev_ = cuda::NewEmulatedDevice();
+  std::shared_ptr<cuda::Device> dev_ = testing::TestDevice();
 };
 
 // ---------------------------------------------------------------------------

@@ -49,7 +49,7 @@ struct Spec {
 
 class CudaRecurrentTest : public ::testing::Test {
  protected:
-  std::shared_ptr<cuda::Device> dev_ = cuda::NewEmulatedDevice();
+  std::shared_ptr<cuda::Device> dev_ = testing::TestDevice();
 
   // `valid`: the CPU accepts the call (so the comparison is not vacuous).
   void Expect(const Spec& s, bool valid = true) {

@@ -67,7 +67,7 @@ Tensor I64s(const std::vector<int64_t>& v) {
 
 class CudaReduceTest : public ::testing::Test {
  protected:
-  std::shared_ptr<cuda::Device> dev_ = cuda::NewEmulatedDevice();
+  std::shared_ptr<cuda::Device> dev_ = testing::TestDevice();
 };
 
 const char* const kAllReduce[] = {"ReduceSum", "ReduceMean",      "ReduceMax",    "ReduceMin",

@@ -47,7 +47,7 @@ Tensor I32(const Ints& v) { return I32({static_cast<int64_t>(v.size())}, v); }
 
 class CudaShapeOpsTest : public ::testing::Test {
  protected:
-  void SetUp() override { dev_ = cuda::NewEmulatedDevice(); }
+  void SetUp() override { dev_ = testing::TestDevice(); }
   // CPU == CUDA with parameter inputs on the host and only on the device.
   void Check(const std::string& op, std::vector<const Tensor*> in, Attrs attrs = {}, int outputs = 1) {
     for (bool host : {true, false}) {

@@ -16,6 +16,7 @@ absl::Status RegisterCudaNnKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaRecurrentKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaReductionKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaNormKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaElementwiseKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cuda
 
