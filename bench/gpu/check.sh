@@ -2,7 +2,7 @@
 # The one-call GPU check: builds grove (or uses a prebuilt bundle), runs the
 # GPU tests (every op and every test model on CUDA against the CPU), the GPU
 # benchmarks and the kernel-cache round trip, and writes OUTDIR/summary.json
-# with logs beside it. Exit status 0 when every GPU test passed.
+# with logs beside it (8 files). Exit status 0 when every GPU test passed.
 #
 #   bench/gpu/check.sh OUTDIR                   # build here (needs the build deps)
 #   GROVE_BUNDLE=DIR bench/gpu/check.sh OUTDIR  # binaries from bench/gpu/bundle.sh
@@ -44,9 +44,9 @@ log "GPU tests exit $tests_rc; $(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/gpu_te
 
 log "benchmarks"
 timeout 200 "$GPU_BENCH" --benchmark_min_time=0.2 --benchmark_format=json --benchmark_out="$OUT/gpu_bench.json" \
-  > "$OUT/gpu_bench.log" 2>&1 || log "gpu_bench exit $?"
+  > "$OUT/bench.log" 2>&1 || log "gpu_bench exit $?"
 timeout 200 "$JIT_BENCH" --benchmark_format=json --benchmark_out="$OUT/jit_bench.json" \
-  > "$OUT/jit_bench.log" 2>&1 || log "jit_bench exit $?"
+  >> "$OUT/bench.log" 2>&1 || log "jit_bench exit $?"
 
 log "kernel cache round trip: grove compile twice, then grove run --device cuda"
 "$MAKE_MODELS" "$WORK/models" > /dev/null 2>&1
