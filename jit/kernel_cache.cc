@@ -49,8 +49,8 @@ const char* Env(const char* name) {
 
 std::string ResolveDiskDir(const CacheOptions& options) {
   if (!options.use_disk) return "";
+  if (!options.disk_dir.empty()) return options.disk_dir;  // asked for explicitly (--cache-dir)
   if (const char* env = Env("GROVE_CACHE_DIR")) return std::string(env) == "off" ? "" : env;
-  if (!options.disk_dir.empty()) return options.disk_dir;
   if (const char* xdg = Env("XDG_CACHE_HOME")) return absl::StrCat(xdg, "/grove/kernels");
   if (const char* home = Env("HOME")) return absl::StrCat(home, "/.cache/grove/kernels");
   return "";

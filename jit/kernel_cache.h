@@ -8,7 +8,7 @@
 // Memory: one cache per process (KernelCache::Global()), shared by every
 // session and device; each key compiles once, also when several threads ask
 // for it first at the same time (the others wait for the one compile).
-// Disk: $GROVE_CACHE_DIR, else options.disk_dir, else
+// Disk: options.disk_dir when set, else $GROVE_CACHE_DIR ("off": no disk), else
 // $XDG_CACHE_HOME/grove/kernels, else $HOME/.cache/grove/kernels. An entry is
 // one file <key-hex>.cubin with a header (magic, format version, key
 // material, payload size, checksum), written to a temporary file in the same
@@ -66,7 +66,7 @@ absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int 
 absl::StatusOr<std::vector<std::string>> CubinEntryPoints(absl::string_view cubin);
 
 struct CacheOptions {
-  std::string disk_dir;  // "" = the default above; GROVE_CACHE_DIR wins
+  std::string disk_dir;  // "" = $GROVE_CACHE_DIR or the default above
   // false: memory only, whatever GROVE_CACHE_DIR says. GROVE_CACHE_DIR=off
   // also turns the disk cache off.
   bool use_disk = true;

@@ -1,8 +1,11 @@
 #include "lib/runtime/execution_plan.h"
 
 #include <deque>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "jit/kernels/elementwise_params.h"
+#include "lib/backends/cuda/fusion.h"
 #include "lib/runtime/shape_inference.h"
 
 namespace grove::runtime {
@@ -209,6 +212,11 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     plan->output_values_.push_back(id);
   }
 
+  if (backend == ir::Backend::kCuda) {
+    plan->FuseElementwiseChains();
+    plan->RecomputeLifetimes();
+  }
+
   MemoryPlanner planner;
   for (size_t id = 0; id < plan->values_.size(); ++id) {
     PlanValue& v = plan->values_[id];
@@ -221,6 +229,112 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     plan->values_[plan->arena_value_of_buffer_[b]].offset = plan->memory_.offsets[b];
   }
   return plan;
+}
+
+void ExecutionPlan::FuseElementwiseChains() {
+  const int num_values = static_cast<int>(values_.size());
+  // Who reads each value; a value read by one step, once, and not an output
+  // of the subgraph or a capture of a body can live inside a fused kernel.
+  std::vector<int> uses(num_values, 0), consumer(num_values, -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    for (int v : steps_[s].inputs) {
+      if (v < 0) continue;
+      ++uses[v];
+      consumer[v] = static_cast<int>(s);
+    }
+    for (int t : steps_[s].node->implicit_inputs) {
+      const int v = ValueOf(t);
+      if (v >= 0) uses[v] += 2;
+    }
+  }
+  for (int v : output_values_) uses[v] += 2;
+
+  auto float_dtype = [](DType d) {
+    return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kF64;
+  };
+  auto fusable = [&](const PlanStep& step) {
+    if (step.host_fallback || step.infer_at_run || step.kernel_allocates) return false;
+    if (step.outputs.size() != 1 || step.outputs[0] < 0) return false;
+    if (!cuda::IsFusableElementwise(*step.node)) return false;
+    const PlanValue& out = values_[step.outputs[0]];
+    if (!float_dtype(out.dtype) || out.kind != ValueKind::kArena) return false;
+    for (int v : step.inputs) {
+      if (v >= 0 && values_[v].dtype != out.dtype) return false;
+    }
+    return true;
+  };
+
+  std::vector<bool> absorbed(steps_.size(), false);
+  std::vector<std::optional<PlanStep>> replacement(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (absorbed[s] || !fusable(steps_[s])) continue;
+    std::vector<int> chain{static_cast<int>(s)};
+    while (static_cast<int>(chain.size()) < grove_k::kEwMaxLinks) {
+      const PlanStep& cur = steps_[chain.back()];
+      const int v = cur.outputs[0];
+      const int next = consumer[v];
+      if (uses[v] != 1 || next <= chain.back() || absorbed[next] || !fusable(steps_[next])) break;
+      const PlanValue& nv = values_[steps_[next].outputs[0]];
+      if (nv.dtype != values_[v].dtype || nv.shape != values_[v].shape) break;
+      chain.push_back(next);
+    }
+    // Longest prefix the fused kernel takes (operand and link limits).
+    while (chain.size() > 1) {
+      std::vector<const ir::Node*> nodes;
+      for (int c : chain) nodes.push_back(steps_[c].node);
+      std::vector<int> external;
+      absl::StatusOr<ir::Node> fused = cuda::MakeFusedElementwiseNode(nodes, &external);
+      if (!fused.ok()) {
+        chain.pop_back();
+        continue;
+      }
+      fused_nodes_.push_back(std::make_unique<ir::Node>(std::move(*fused)));
+      const ir::Node* node = fused_nodes_.back().get();
+      PlanStep step;
+      step.node = node;
+      step.kernel = node->def->kernels[static_cast<int>(ir::Backend::kCuda)];
+      for (int t : external) step.inputs.push_back(ValueOf(t));
+      step.outputs.push_back(steps_[chain.back()].outputs[0]);
+      for (size_t i = 0; i + 1 < chain.size(); ++i) {
+        absorbed[chain[i]] = true;
+        values_[steps_[chain[i]].outputs[0]].kind = ValueKind::kFusedAway;
+      }
+      replacement[chain.back()] = std::move(step);
+      absorbed[chain.back()] = true;
+      ++num_fused_steps_;
+      num_fused_ops_ += static_cast<int>(chain.size());
+      break;
+    }
+  }
+  if (num_fused_steps_ == 0) return;
+  std::vector<PlanStep> steps;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (replacement[s].has_value()) {
+      steps.push_back(std::move(*replacement[s]));
+    } else if (!absorbed[s]) {
+      steps.push_back(std::move(steps_[s]));
+    }
+  }
+  steps_ = std::move(steps);
+}
+
+void ExecutionPlan::RecomputeLifetimes() {
+  for (PlanValue& v : values_) {
+    if (v.kind == ValueKind::kArena || v.kind == ValueKind::kDynamic) v.first_use = v.last_use = -1;
+  }
+  auto touch = [&](int v, int step) {
+    if (v < 0) return;
+    PlanValue& pv = values_[v];
+    if (pv.first_use < 0) pv.first_use = step;
+    pv.last_use = std::max(pv.last_use, step);
+  };
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const int i = static_cast<int>(s);
+    for (int v : steps_[s].outputs) touch(v, i);
+    for (int v : steps_[s].inputs) touch(v, i);
+    for (int t : steps_[s].node->implicit_inputs) touch(ValueOf(t), i);
+  }
+  for (int v : output_values_) touch(v, static_cast<int>(steps_.size()));
 }
 
 MemoryReport ExecutionPlan::Report(const ir::Graph& graph) const {

@@ -23,7 +23,9 @@
 
 namespace grove::runtime {
 
-enum class ValueKind { kInput, kCapture, kWeight, kFolded, kArena, kDynamic };
+// kFusedAway: an intermediate of a fused elementwise chain (CUDA), computed
+// inside the fused kernel and never stored.
+enum class ValueKind { kInput, kCapture, kWeight, kFolded, kArena, kDynamic, kFusedAway };
 
 struct PlanValue {
   int tensor = -1;
@@ -73,6 +75,9 @@ class ExecutionPlan {
   int ValueOf(int tensor) const;
   uint64_t arena_bytes() const { return memory_.arena_bytes; }
   MemoryReport Report(const ir::Graph& graph) const;
+  // Steps that are fused elementwise chains, and the ops they replaced.
+  int num_fused_steps() const { return num_fused_steps_; }
+  int num_fused_ops() const { return num_fused_ops_; }
 
  private:
   ExecutionPlan() = default;
@@ -82,6 +87,11 @@ class ExecutionPlan {
   std::vector<int> input_values_, capture_values_, output_values_;
   absl::flat_hash_map<int, int> value_of_tensor_;
   std::vector<std::unique_ptr<Tensor>> folded_;
+  // CUDA: chains of single-use elementwise steps become one fused step.
+  void FuseElementwiseChains();
+  void RecomputeLifetimes();
+  std::vector<std::unique_ptr<ir::Node>> fused_nodes_;
+  int num_fused_steps_ = 0, num_fused_ops_ = 0;
   MemoryPlan memory_;
   std::vector<int> arena_value_of_buffer_;
 };

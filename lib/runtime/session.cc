@@ -397,7 +397,8 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
       case ValueKind::kFolded: view.data = const_cast<void*>(pv.data); break;
       case ValueKind::kDynamic: inst->dynamic[v] = std::make_unique<Buffer>(cuda_.get()); break;
       case ValueKind::kInput:
-      case ValueKind::kCapture: break;
+      case ValueKind::kCapture:
+      case ValueKind::kFusedAway: break;
     }
   }
   for (const PlanStep& step : p.steps()) {

@@ -399,11 +399,13 @@ TEST_F(KernelCacheTest, FailedCompileIsNotCached) {
   EXPECT_EQ(cache.stats().memory_hits, 0);
 }
 
-TEST_F(KernelCacheTest, EnvironmentOverridesTheFolder) {
+TEST_F(KernelCacheTest, EnvironmentOverridesTheDefaultFolder) {
   const std::string env_dir = dir_ + "/from_env/nested";
   setenv("GROVE_CACHE_DIR", env_dir.c_str(), 1);
+  // An explicit folder (grove compile --cache-dir) beats the environment.
+  EXPECT_EQ(KernelCache(Options()).disk_dir(), dir_);
   {
-    KernelCache cache(Options());
+    KernelCache cache;
     EXPECT_EQ(cache.disk_dir(), env_dir);
     EXPECT_TRUE(std::filesystem::is_directory(env_dir));
     ASSERT_TRUE(cache.Get(kSelftest, kArch).ok());
@@ -414,7 +416,7 @@ TEST_F(KernelCacheTest, EnvironmentOverridesTheFolder) {
   }
   setenv("GROVE_CACHE_DIR", "off", 1);
   {
-    KernelCache cache(Options());
+    KernelCache cache;
     EXPECT_EQ(cache.disk_dir(), "");
     EXPECT_EQ(cache.EntryPath(kSelftest, kArch).value(), "");
     CacheSource source;

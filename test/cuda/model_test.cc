@@ -103,6 +103,29 @@ TEST(CudaModelTest, LoopWithDataDependentTrips) {
 TEST(CudaModelTest, ChainOfTwoHundredOps) {
   Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildChain(200)));
   ExpectSame(s, {F32({3, 64}, 5)}, "chain");
+  // Runs of elementwise ops between the MatMuls are fused into one kernel each.
+  EXPECT_LT(s.cuda->stats().kernels_run, s.cpu->stats().kernels_run);
+}
+
+TEST(CudaModelTest, ElementwiseChainsRunAsOneKernel) {
+  // y = sigmoid(relu(x) * w + b) - x: five elementwise ops with broadcast
+  // weights; the intermediates never leave the fused kernel.
+  ModelBuilder b;
+  b.AddSymbol("n", 1, 64);
+  b.AddInput("x", DType::kF32, {"n", 8});
+  b.AddWeight("w", DType::kF32, {8}, testing::RandomF32(8, 1));
+  b.AddWeight("b", DType::kF32, {1}, std::vector<float>{0.25f});
+  b.AddOp("Relu", {"x"}, {"r"});
+  b.AddOp("Mul", {"r", "w"}, {"m"});
+  b.AddOp("Add", {"m", "b"}, {"a"});
+  b.AddOp("Sigmoid", {"a"}, {"s"});
+  b.AddOp("Sub", {"s", "x"}, {"y"});
+  b.AddOutput("y");
+  Sessions s = MakeSessions(testing::LoadOrDie(b.Finish()));
+  for (int64_t n : {1, 5, 33}) ExpectSame(s, {F32({n, 8}, static_cast<uint32_t>(n))}, absl::StrCat("n ", n));
+  EXPECT_EQ(s.cpu->stats().kernels_run, 15);
+  EXPECT_EQ(s.cuda->stats().kernels_run, 3) << "one fused kernel per run";
+  // A value read twice is not fused away: x feeds Relu and Sub, still one kernel.
 }
 
 TEST(CudaModelTest, DeviceInputsAndOutputsNeedNoCopies) {
