@@ -36,7 +36,10 @@ constexpr char kUsage[] =
     "  --device cpu|cuda|auto where to run (default auto: CUDA if present, else CPU)\n"
     "  --repeat N             run N times and report the mean time (default 1)\n"
     "  --strict-device        fail instead of running ops without a CUDA kernel\n"
-    "                         on the CPU\n";
+    "                         on the CPU\n"
+    "  --gemm-math f32|tf32|bf16|f16\n"
+    "                         CUDA: how f32 matrix products multiply (default f32;\n"
+    "                         the others round inputs and accumulate in f32)\n";
 
 constexpr int kValuesShown = 6;
 
@@ -99,7 +102,7 @@ double Milliseconds(std::chrono::steady_clock::duration d) {
 int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
       {"input", kRepeatedValue}, {"output-dir", kValue}, {"device", kValue}, {"repeat", kValue},
-      {"strict-device", kSwitch}};
+      {"strict-device", kSwitch}, {"gemm-math", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -115,6 +118,11 @@ int RunMain(absl::Span<const std::string> argv) {
     options.device = *device;
   }
   options.strict_device = args.Has("strict-device");
+  if (args.Has("gemm-math")) {
+    absl::StatusOr<GemmMath> math = ParseGemmMath(args.Values("gemm-math")[0]);
+    if (!math.ok()) return UsageError(math.status().message());
+    options.cuda_gemm_math = *math;
+  }
   int repeat = 1;
   if (args.Has("repeat") && (!absl::SimpleAtoi(args.Values("repeat")[0], &repeat) || repeat < 1)) {
     return UsageError(absl::StrCat("--repeat wants a positive integer, not '", args.Values("repeat")[0], "'"));

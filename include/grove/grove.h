@@ -178,6 +178,10 @@ enum class Device : int32_t {
 // Parses "cpu", "cuda" or "auto".
 absl::StatusOr<Device> ParseDevice(absl::string_view name);
 
+enum class GemmMath : int32_t { kF32 = 0, kTF32 = 1, kBF16 = 2, kF16 = 3 };
+// Parses "f32", "tf32", "bf16" or "f16".
+absl::StatusOr<GemmMath> ParseGemmMath(absl::string_view name);
+
 struct SessionOptions {
   Device device = Device::kAuto;
   // Most plans (input signatures) kept per session; the least recently used
@@ -196,6 +200,15 @@ struct SessionOptions {
   // copies. Inputs may always be host or device pointers; device pointers
   // are used in place, host ones are copied in.
   bool outputs_on_device = false;
+  // How f32 matrix products (MatMul, Gemm, Conv, the RNN projections) run on
+  // CUDA: kF32 in IEEE f32 (the default, matches the CPU to ~1e-6); kTF32,
+  // kBF16 or kF16 round the two inputs to tf32 (10-bit mantissa), bf16
+  // (7-bit) or f16 (10-bit, range +-65504) and accumulate in f32 on tensor
+  // cores. Each product then has a relative error of at most about 2^-10
+  // (tf32, f16) or 2^-7 (bf16) of sum |a||b|; tests/cuda checks a transformer
+  // block end to end within 2e-2 (bf16) and 4e-3 (f16, tf32) of the f32 run.
+  // Elementwise ops, reductions and every stored tensor stay f32.
+  GemmMath cuda_gemm_math = GemmMath::kF32;
 };
 
 // One tensor held at the peak of a memory plan.

@@ -128,6 +128,7 @@ class SessionImpl {
       own_stream_ = true;
     }
     exec_ = std::make_unique<cuda::ExecContext>(*cuda_, stream_);
+    exec_->set_gemm_math(static_cast<cuda::GemmDesc::Math>(options_.cuda_gemm_math));
     absl::StatusOr<const uint8_t*> weights = impl_.DeviceBytes(cuda_);
     if (!weights.ok()) return weights.status();
     device_weights_ = *weights;
@@ -706,9 +707,20 @@ absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<
 Session::Session(std::unique_ptr<internal::SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
+absl::StatusOr<GemmMath> ParseGemmMath(absl::string_view name) {
+  if (name == "f32") return GemmMath::kF32;
+  if (name == "tf32") return GemmMath::kTF32;
+  if (name == "bf16") return GemmMath::kBF16;
+  if (name == "f16") return GemmMath::kF16;
+  return absl::InvalidArgumentError(absl::StrCat("unknown GEMM math '", name, "' (f32, tf32, bf16 or f16)"));
+}
+
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model,
                                                          const SessionOptions& options) {
   if (model == nullptr) return absl::InvalidArgumentError("Session::Create: model is null");
+  if (static_cast<int>(options.cuda_gemm_math) < 0 || static_cast<int>(options.cuda_gemm_math) > 3) {
+    return absl::InvalidArgumentError("Session::Create: cuda_gemm_math is not a GemmMath");
+  }
   if (options.max_cached_plans < 0) {
     return absl::InvalidArgumentError("Session::Create: max_cached_plans must be >= 0");
   }

@@ -185,6 +185,39 @@ TEST(CudaModelTest, StrictDeviceRefusesCpuFallback) {
   EXPECT_GT(lax.cuda->stats().cpu_fallback_steps, 0);
 }
 
+// Reduced-precision GEMMs (SessionOptions::cuda_gemm_math): within the
+// documented bounds of the f32 run, and not equal to it (the mode is used).
+TEST(CudaModelTest, ReducedPrecisionGemmsStayWithinTheirBounds) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildTransformerBlock());
+  SessionOptions cpu_options;
+  cpu_options.device = Device::kCpu;
+  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  Tensor x = F32({2, 9, 32}, 77);
+  const Tensor want = Tensor::CopyOf(cpu->Run({x.view()}).value()[0]).value();
+  for (auto [math, bound] : {std::pair<GemmMath, double>{GemmMath::kBF16, 2e-2}, {GemmMath::kF16, 4e-3},
+                             {GemmMath::kTF32, 4e-3}}) {
+    SessionOptions options;
+    options.cuda_gemm_math = math;
+    std::unique_ptr<Session> s = internal::CreateSessionOnDevice(model, options, TestDevice()).value();
+    absl::StatusOr<std::vector<TensorView>> got = s->Run({x.view()});
+    ASSERT_TRUE(got.ok()) << got.status();
+    double worst = 0;
+    for (int64_t i = 0; i < want.view().num_elements(); ++i) {
+      const double w = want.as<float>()[i], g = (*got)[0].as<float>()[i];
+      worst = std::max(worst, std::abs(g - w) / (1.0 + std::abs(w)));
+    }
+    EXPECT_LE(worst, bound) << "math " << static_cast<int>(math);
+    EXPECT_GT(worst, 0.0) << "math " << static_cast<int>(math) << " gave the f32 result: the mode was not used";
+    std::printf("transformer block, GEMM math %d: largest error %.3g (bound %.0e)\n", static_cast<int>(math), worst,
+                bound);
+  }
+  SessionOptions bad;
+  bad.cuda_gemm_math = static_cast<GemmMath>(9);
+  EXPECT_FALSE(Session::Create(model, bad).ok());
+  EXPECT_EQ(ParseGemmMath("bf16").value(), GemmMath::kBF16);
+  EXPECT_FALSE(ParseGemmMath("fp8").ok());
+}
+
 // --- exported models ---------------------------------------------------------
 
 struct Exported {

@@ -21,10 +21,6 @@ namespace {
 
 using ir::KernelContext;
 
-std::string ShapeString(absl::Span<const int64_t> shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
-
 template <typename T>
 using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
 

@@ -67,15 +67,17 @@ struct GemmKey {
   // cuBLASLt's heuristic assumes 256 unless told, and op kernels hand in
   // slices (group columns, gate columns) that are less aligned.
   uint32_t align_a, align_b, align_c;
+  int math;
   bool operator==(const GemmKey& o) const {
     return std::tie(dtype, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch, epilogue, bias, beta, align_a, align_b,
-                    align_c) == std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb, o.sc,
-                                         o.batch, o.epilogue, o.bias, o.beta, o.align_a, o.align_b, o.align_c);
+                    align_c, math) == std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb,
+                                               o.sc, o.batch, o.epilogue, o.bias, o.beta, o.align_a, o.align_b,
+                                               o.align_c, o.math);
   }
   template <typename H>
   friend H AbslHashValue(H h, const GemmKey& g) {
     return H::combine(std::move(h), g.dtype, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc,
-                      g.batch, g.epilogue, g.bias, g.beta, g.align_a, g.align_b, g.align_c);
+                      g.batch, g.epilogue, g.bias, g.beta, g.align_a, g.align_b, g.align_c, g.math);
   }
 };
 
@@ -289,7 +291,7 @@ uint32_t Alignment(const void* p) {
 absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   const GemmKey key{g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b,
                     g.stride_c, g.batch, static_cast<int>(g.epilogue), g.bias != nullptr, g.beta != 0.0f,
-                    Alignment(g.a), Alignment(g.b), Alignment(g.c)};
+                    Alignment(g.a), Alignment(g.b), Alignment(g.c), static_cast<int>(g.math)};
   std::lock_guard<std::mutex> lock(gemm_mu_);
   auto it = gemm_plans_.find(key);
   if (it != gemm_plans_.end()) return it->second.get();
@@ -304,7 +306,16 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   auto plan = std::make_unique<GemmPlan>();
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's
   // "A" is our B and its "B" is our A; its m, n are our n, m.
-  GROVE_LT_RETURN(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  if (g.dtype == DType::kF32) {
+    switch (g.math) {
+      case GemmDesc::Math::kF32: break;
+      case GemmDesc::Math::kTF32: compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
+      case GemmDesc::Math::kBF16: compute = CUBLAS_COMPUTE_32F_FAST_16BF; break;
+      case GemmDesc::Math::kF16: compute = CUBLAS_COMPUTE_32F_FAST_16F; break;
+    }
+  }
+  GROVE_LT_RETURN(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "TRANSA");

@@ -37,6 +37,12 @@ struct LaunchDims {
 // elements, 0 broadcasts one matrix to every batch.
 struct GemmDesc {
   enum class Epilogue { kNone, kRelu, kGelu };
+  // How an f32 GEMM multiplies: kF32 exactly (IEEE f32 products and sums);
+  // kTF32 / kBF16 / kF16 round A and B to tf32 / bf16 / f16 first and
+  // accumulate in f32 (cuBLASLt's fast compute modes, tensor cores). Ignored
+  // for f16 and bf16 data, which always accumulate in f32.
+  enum class Math { kF32, kTF32, kBF16, kF16 };
+  Math math = Math::kF32;
   DType dtype = DType::kF32;  // of A, B, C and bias (f32, f16, bf16; f32 accumulate)
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;

@@ -30,6 +30,24 @@ void StoreF(DType dtype, void* base, int64_t i, float v) {
   }
 }
 
+// What a fast compute mode does to an f32 GEMM input before the multiply.
+float RoundForMath(const GemmDesc& g, float v) {
+  if (g.dtype != DType::kF32) return v;
+  switch (g.math) {
+    case GemmDesc::Math::kF32: return v;
+    case GemmDesc::Math::kBF16: return grove_k::bf16_to_f32(grove_k::f32_to_bf16(v));
+    case GemmDesc::Math::kF16: return grove_k::f16_to_f32(grove_k::f32_to_f16(v));
+    case GemmDesc::Math::kTF32: {  // 10 mantissa bits, round to nearest even
+      uint32_t x;
+      std::memcpy(&x, &v, 4);
+      if ((x & 0x7f800000u) != 0x7f800000u) x = (x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu;
+      std::memcpy(&v, &x, 4);
+      return v;
+    }
+  }
+  return v;
+}
+
 class EmulatedDevice final : public Device {
  public:
   std::string Describe() const override { return "emulated CUDA device (host threads)"; }
@@ -98,7 +116,7 @@ class EmulatedDevice final : public Device {
           for (int64_t p = 0; p < g.k; ++p) {
             const int64_t ia = g.trans_a ? p * g.lda + i : i * g.lda + p;
             const int64_t ib = g.trans_b ? j * g.ldb + p : p * g.ldb + j;
-            acc += LoadF(g.dtype, g.a, oa + ia) * LoadF(g.dtype, g.b, ob + ib);
+            acc += RoundForMath(g, LoadF(g.dtype, g.a, oa + ia)) * RoundForMath(g, LoadF(g.dtype, g.b, ob + ib));
           }
           float v = g.alpha * acc;
           if (g.beta != 0) v += g.beta * LoadF(g.dtype, g.c, oc + i * g.ldc + j);

@@ -44,6 +44,14 @@ class ExecContext {
   // temporaries); grows, never shrinks.
   absl::StatusOr<void*> Scratch(size_t bytes);
 
+  // Runs a GEMM on this step's stream with the session's math mode.
+  absl::Status Gemm(GemmDesc gemm) {
+    gemm.math = gemm_math_;
+    return device_.Gemm(gemm, stream_);
+  }
+  void set_gemm_math(GemmDesc::Math math) { gemm_math_ = math; }
+  GemmDesc::Math gemm_math() const { return gemm_math_; }
+
   template <typename Params>
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                       const Params& params) {
@@ -56,6 +64,7 @@ class ExecContext {
   Device& device_;
   Stream stream_;
   absl::Span<const TensorView* const> host_inputs_;
+  GemmDesc::Math gemm_math_ = GemmDesc::Math::kF32;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
 };

@@ -165,7 +165,7 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
     g.a = static_cast<const char*>(a.data) + oa * elem;
     g.b = static_cast<const char*>(b.data) + ob * elem;
     g.c = static_cast<char*>(y.data) + oy * elem;
-    if (absl::Status s = ec.device().Gemm(g, ec.stream()); !s.ok()) return s;
+    if (absl::Status s = ec.Gemm(g); !s.ok()) return s;
     for (int d = inner_begin - 1; d >= 0; --d) {
       if (++idx[d] < dims[d]) break;
       idx[d] = 0;
@@ -241,7 +241,7 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
       g.beta = beta;
     }
   }
-  return ec.device().Gemm(g, ec.stream());
+  return ec.Gemm(g);
 }
 
 }  // namespace

@@ -306,7 +306,7 @@ absl::Status ConvKernel(KernelContext& ctx) {
       gd.a = w_base + gi * mg * rows * elem;
       gd.b = bsrc + (img * b_image + gi * rows * out_size) * elem;
       gd.c = y_base + (img * m + gi * mg) * out_size * elem;
-      if (absl::Status s = ec.device().Gemm(gd, ec.stream()); !s.ok()) return s;
+      if (absl::Status s = ec.Gemm(gd); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -412,7 +412,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
       gd.a = w_base + gi * cg * rows * elem;
       gd.b = x_base + (img * c + gi * cg) * w.in_size * elem;
       gd.c = col + (img * col_image + gi * rows * w.in_size) * elem;
-      if (absl::Status s = ec.device().Gemm(gd, ec.stream()); !s.ok()) return s;
+      if (absl::Status s = ec.Gemm(gd); !s.ok()) return s;
     }
     cp.images = images;
     cp.y = static_cast<char*>(y.data) + img0 * m * w.out_size * elem;

@@ -162,7 +162,7 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
         g.ldb = dims.input;
         g.c = xw;
         g.ldc = gh;
-        if (absl::Status s = dev.Gemm(g, ec.stream()); !s.ok()) return s;
+        if (absl::Status s = ec.Gemm(g); !s.ok()) return s;
       }
     }
     const size_t state_bytes = static_cast<size_t>(batch * h) * sizeof(float);
@@ -201,11 +201,11 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
       p.xw_row_stride = dims.layout == 0 ? 1 : seq;
       p.y_offset0 = (dims.layout == 0 ? (t * dims.dirs + d) * batch : t * dims.dirs + d) * h;
       p.y_stride = dims.layout == 0 ? h : seq * dims.dirs * h;
-      if (s = dev.Gemm(hg, ec.stream()); !s.ok()) return s;
+      if (s = ec.Gemm(hg); !s.ok()) return s;
       if (gru && !a.linear_before_reset) {
         p.gru_phase = 0;
         if (s = ec.Launch(rnn_module, "rnn_step", grid, p); !s.ok()) return s;
-        if (s = dev.Gemm(rg, ec.stream()); !s.ok()) return s;
+        if (s = ec.Gemm(rg); !s.ok()) return s;
       }
       p.gru_phase = 1;
       if (s = ec.Launch(rnn_module, "rnn_step", grid, p); !s.ok()) return s;
