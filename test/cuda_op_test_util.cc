@@ -83,6 +83,21 @@ std::shared_ptr<cuda::Device> TestDevice() {
   return device;
 }
 
+namespace {
+
+// Under GROVE_TEST_DEVICE=cuda (the `gpu` ctest label) a machine without a
+// GPU skips every test of the binary at once, before any runs.
+class GpuEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (TestDeviceIsGpu()) TestDevice();
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kGpuEnvironment =
+    ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
+
+}  // namespace
+
 absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::string& type,
                                               std::vector<const Tensor*> inputs,
                                               std::vector<std::pair<std::string, AttrValue>> attrs,

@@ -60,11 +60,20 @@ if expect_ok "$G" run "$MODELS/loop.grove" --input "trip_count=$INPUTS/loop_trip
   grep -q "'shape': (4,), }" "$TEST_TMP/loop_out/final.npy" || fail "final.npy header is wrong"
 fi
 
-# CUDA: a clear error until a CUDA backend exists, a normal run after.
+# CUDA: a clear error naming the reason where there is no GPU (and auto then
+# runs on the CPU); on a GPU, a normal run on it.
 capture "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cuda
 if [ "$RC" -ne 0 ]; then
-  expect_fail 1 "CUDA backend not available" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cuda
+  expect_fail 1 "CUDA backend not available: device 'cuda' requested: no CUDA device: " \
+    "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cuda
+  if expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device auto; then
+    expect_stdout '^session: device cpu, '
+  fi
+else
+  expect_stdout '^session: device cuda, '
+  expect_stdout '^cuda: .*cpu fallback steps 0'
 fi
+expect_fail 2 "unknown GEMM math 'fp8'" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --gemm-math fp8
 
 # --- errors of the operation: exit 1 ---------------------------------------
 expect_fail 1 "cannot load model .*no_such\.grove" "$G" run "$TEST_TMP/no_such.grove" --input "x=$INPUTS/mlp_x.npy"

@@ -241,6 +241,8 @@ std::vector<Exported> ExportedModels() {
   return out;
 }
 
+void PrintTo(const Exported& m, std::ostream* os) { *os << m.name; }
+
 class CudaExportedModelTest : public ::testing::TestWithParam<Exported> {};
 
 TEST_P(CudaExportedModelTest, MatchesCpu) {

@@ -1,0 +1,46 @@
+# `grove compile`: fills the kernel disk cache for an arch with no GPU, a
+# second run compiles nothing, damaged entries are found and rebuilt.
+source "$(dirname "$0")/common.bash"
+make_models
+G=$GROVE_BIN
+CACHE=$TEST_TMP/cache
+rm -rf "$CACHE"
+
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --cache-dir "$CACHE"; then
+  expect_stdout '^kernel modules for sm_90: 2 \(elementwise__f32, softmax__f32\)$'
+  expect_stdout '^compiled 2, found in cache 0, found corrupt 0, stale 0; NVRTC time [0-9.]+ ms$'
+  expect_stdout "^cache: $CACHE\$"
+fi
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --cache-dir "$CACHE"; then
+  expect_stdout '^compiled 0, found in cache 2, found corrupt 0, stale 0; NVRTC time 0.0 ms$'
+fi
+[ "$(ls "$CACHE"/*.cubin 2>/dev/null | wc -l)" -eq 2 ] || fail "the cache should hold 2 entries"
+
+# Damage both entries: one truncated, one with a flipped byte.
+set -- "$CACHE"/*.cubin
+truncate -s 100 "$1"
+printf '\xff' | dd of="$2" bs=1 seek=300 conv=notrunc status=none
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --cache-dir "$CACHE"; then
+  expect_stdout '^compiled 2, found in cache 0, found corrupt 2, stale 0; '
+fi
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --cache-dir "$CACHE"; then
+  expect_stdout '^compiled 0, found in cache 2, found corrupt 0'
+fi
+
+# Another arch is another key.
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_80 --shape x=8x16 --cache-dir "$CACHE"; then
+  expect_stdout '^compiled 2, found in cache 0'
+fi
+# Control flow: the dry run takes one path and says so.
+if expect_ok "$G" compile "$MODELS/early_exit.grove" --arch sm_90 --shape x=2x8 --cache-dir "$CACHE"; then
+  expect_stdout '^note: the model branches on data'
+fi
+
+# --- errors --------------------------------------------------------------------
+expect_fail 2 "compile: --arch is required" "$G" compile "$MODELS/mlp.grove" --shape x=8x16
+expect_fail 2 "compile: missing MODEL.grove" "$G" compile --arch sm_90
+expect_fail 1 "missing --shape for 'x'" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --cache-dir "$CACHE"
+expect_fail 1 "compile failed: .*arch" "$G" compile "$MODELS/mlp.grove" --arch sm_1 --shape x=8x16 --cache-dir "$CACHE"
+expect_fail 1 "compile failed: .*" "$G" compile "$MODELS/mlp.grove" --arch banana --shape x=8x16 --cache-dir "$CACHE"
+expect_fail 1 "cannot load model" "$G" compile "$TEST_TMP/none.grove" --arch sm_90
+finish
