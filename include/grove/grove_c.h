@@ -214,9 +214,24 @@ enum grove_device_e {
 
 /* Fill with grove_session_options_initialize() and then change fields, so
  * that fields added later get their defaults. */
+/* How f32 matrix products multiply on CUDA (see grove::GemmMath). */
+typedef int32_t grove_gemm_math_t;
+enum grove_gemm_math_e {
+  GROVE_GEMM_MATH_F32 = 0,  /* IEEE f32 (default) */
+  GROVE_GEMM_MATH_TF32 = 1, /* inputs rounded to tf32, f32 accumulate */
+  GROVE_GEMM_MATH_BF16 = 2, /* inputs rounded to bf16, f32 accumulate */
+  GROVE_GEMM_MATH_F16 = 3,  /* inputs rounded to f16, f32 accumulate */
+};
+
 typedef struct grove_session_options_t {
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
   int32_t max_cached_plans;  /* plans kept per session, LRU; 0 = no limit; default 64 */
+  /* CUDA only (see grove::SessionOptions): */
+  int32_t cuda_device;           /* device ordinal; default 0 */
+  void* cuda_stream;             /* a cudaStream_t the caller owns; NULL (default): the session's own */
+  int32_t strict_device;         /* nonzero: ops without a CUDA kernel are an error; default 0 */
+  int32_t outputs_on_device;     /* nonzero: grove_session_run returns device pointers; default 0 */
+  grove_gemm_math_t gemm_math;   /* default GROVE_GEMM_MATH_F32 */
 } grove_session_options_t;
 
 /* Writes the defaults. Does nothing when `out_options` is NULL. */

@@ -356,6 +356,11 @@ void grove_session_options_initialize(grove_session_options_t* out_options) {
   const grove::SessionOptions defaults;
   out_options->device = static_cast<grove_device_t>(defaults.device);
   out_options->max_cached_plans = defaults.max_cached_plans;
+  out_options->cuda_device = defaults.cuda_device;
+  out_options->cuda_stream = defaults.cuda_stream;
+  out_options->strict_device = defaults.strict_device ? 1 : 0;
+  out_options->outputs_on_device = defaults.outputs_on_device ? 1 : 0;
+  out_options->gemm_math = static_cast<grove_gemm_math_t>(defaults.cuda_gemm_math);
 }
 
 grove_status_t* grove_session_create(const grove_model_t* model, const grove_session_options_t* options,
@@ -374,8 +379,20 @@ grove_status_t* grove_session_create(const grove_model_t* model, const grove_ses
         return InvalidArgument(kFn, absl::StrCat("options->max_cached_plans is negative (",
                                                  options->max_cached_plans, ")"));
       }
+      if (options->cuda_device < 0) {
+        return InvalidArgument(kFn, absl::StrCat("options->cuda_device is negative (", options->cuda_device, ")"));
+      }
+      if (options->gemm_math < GROVE_GEMM_MATH_F32 || options->gemm_math > GROVE_GEMM_MATH_F16) {
+        return InvalidArgument(kFn, absl::StrCat("options->gemm_math is ", options->gemm_math,
+                                                 " (GROVE_GEMM_MATH_F32, _TF32, _BF16 or _F16 expected)"));
+      }
       cc_options.device = static_cast<grove::Device>(options->device);
       cc_options.max_cached_plans = options->max_cached_plans;
+      cc_options.cuda_device = options->cuda_device;
+      cc_options.cuda_stream = options->cuda_stream;
+      cc_options.strict_device = options->strict_device != 0;
+      cc_options.outputs_on_device = options->outputs_on_device != 0;
+      cc_options.cuda_gemm_math = static_cast<grove::GemmMath>(options->gemm_math);
     }
     absl::StatusOr<std::unique_ptr<grove::Session>> session = grove::Session::Create(model->model, cc_options);
     if (!session.ok()) return FromAbsl(session.status(), kFn);

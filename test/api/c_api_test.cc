@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "grove/grove.h"
 #include "gtest/gtest.h"
+#include "lib/backends/cuda/device.h"
 
 namespace {
 
@@ -191,6 +192,11 @@ TEST(CApiBasics, OptionsDefaults) {
   grove_session_options_initialize(&options);
   EXPECT_EQ(options.device, GROVE_DEVICE_AUTO);
   EXPECT_EQ(options.max_cached_plans, grove::SessionOptions().max_cached_plans);
+  EXPECT_EQ(options.cuda_device, 0);
+  EXPECT_EQ(options.cuda_stream, nullptr);
+  EXPECT_EQ(options.strict_device, 0);
+  EXPECT_EQ(options.outputs_on_device, 0);
+  EXPECT_EQ(options.gemm_math, GROVE_GEMM_MATH_F32);
   grove_session_options_initialize(nullptr);
 }
 
@@ -320,7 +326,21 @@ TEST_F(CApiTest, SessionCreateArguments) {
   grove_session_options_initialize(&options);
   options.max_cached_plans = -1;
   EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->max_cached_plans is negative"));
+  grove_session_options_initialize(&options);
+  options.gemm_math = 9;
+  EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->gemm_math is 9"));
+  grove_session_options_initialize(&options);
+  options.cuda_device = -2;
+  EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->cuda_device is negative"));
   EXPECT_EQ(session, nullptr);
+  if (grove::cuda::ProbeCuda().device_count == 0) {
+    // No GPU or driver here: asking for CUDA is an error that says why.
+    grove_session_options_initialize(&options);
+    options.device = GROVE_DEVICE_CUDA;
+    EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_FAILED_PRECONDITION,
+                      "device 'cuda' requested: no CUDA device"));
+    EXPECT_EQ(session, nullptr);
+  }
 
   grove_session_options_initialize(&options);
   options.device = GROVE_DEVICE_CPU;
