@@ -4,6 +4,7 @@
 // the emulated device in CI (the first cases of each, to keep it fast); on
 // the GPU under `ctest -L gpu`, every case.
 #include <cstdlib>
+#include <map>
 #include <filesystem>
 #include <fstream>
 
@@ -183,6 +184,67 @@ TEST(CudaModelTest, StrictDeviceRefusesCpuFallback) {
   Sessions lax = MakeSessions(model);
   ExpectSame(lax, {in}, "NonZero with fallback");
   EXPECT_GT(lax.cuda->stats().cpu_fallback_steps, 0);
+}
+
+// A device that refuses allocations past a budget (forwarding the rest).
+class LimitedDevice : public cuda::Device {
+ public:
+  LimitedDevice(std::shared_ptr<cuda::Device> inner, int64_t budget) : inner_(std::move(inner)), budget_(budget) {}
+  std::string Describe() const override { return "limited " + inner_->Describe(); }
+  bool emulated() const override { return inner_->emulated(); }
+  int arch() const override { return inner_->arch(); }
+  absl::StatusOr<void*> Allocate(size_t bytes) override {
+    if (used_ + static_cast<int64_t>(bytes) > budget_) {
+      return absl::ResourceExhaustedError(absl::StrCat("test budget: ", bytes, " bytes more than left"));
+    }
+    absl::StatusOr<void*> p = inner_->Allocate(bytes);
+    if (p.ok()) {
+      used_ += static_cast<int64_t>(bytes);
+      sizes_[*p] = bytes;
+    }
+    return p;
+  }
+  void Free(void* ptr) override {
+    auto it = sizes_.find(ptr);
+    if (it != sizes_.end()) {
+      used_ -= static_cast<int64_t>(it->second);
+      sizes_.erase(it);
+    }
+    inner_->Free(ptr);
+  }
+  bool IsDevicePointer(const void* ptr) const override { return inner_->IsDevicePointer(ptr); }
+  absl::Status CopyAsync(void* d, const void* s, size_t n, cuda::Stream st) override { return inner_->CopyAsync(d, s, n, st); }
+  absl::Status MemsetAsync(void* d, int v, size_t n, cuda::Stream st) override { return inner_->MemsetAsync(d, v, n, st); }
+  absl::Status Launch(const jit::ModuleSpec& m, absl::string_view k, const cuda::LaunchDims& dims, const void* p,
+                      size_t n, cuda::Stream st) override {
+    return inner_->Launch(m, k, dims, p, n, st);
+  }
+  absl::Status Gemm(const cuda::GemmDesc& g, cuda::Stream st) override { return inner_->Gemm(g, st); }
+  absl::StatusOr<cuda::Stream> CreateStream() override { return inner_->CreateStream(); }
+  void DestroyStream(cuda::Stream st) override { inner_->DestroyStream(st); }
+  absl::Status Synchronize(cuda::Stream st) override { return inner_->Synchronize(st); }
+  cuda::DeviceStats stats() const override { return inner_->stats(); }
+
+ private:
+  std::shared_ptr<cuda::Device> inner_;
+  int64_t budget_, used_ = 0;
+  std::map<void*, size_t> sizes_;
+};
+
+// Device memory running out is ResourceExhausted, and the session stays
+// usable for shapes that fit.
+TEST(CudaModelTest, OutOfDeviceMemoryIsAnErrorAndTheSessionStaysUsable) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  auto device = std::make_shared<LimitedDevice>(TestDevice(), 64 << 10);
+  std::unique_ptr<Session> s = internal::CreateSessionOnDevice(model, {}, device).value();
+  Tensor big = F32({1024, 16}, 1), small = F32({4, 16}, 2);
+  absl::StatusOr<std::vector<TensorView>> r = s->Run({big.view()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  SessionOptions cpu_options;
+  cpu_options.device = Device::kCpu;
+  Sessions both{Session::Create(model, cpu_options).value(), std::move(s)};
+  ExpectSame(both, {small}, "after running out of memory");
 }
 
 // Reduced-precision GEMMs (SessionOptions::cuda_gemm_math): within the
