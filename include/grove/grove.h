@@ -263,7 +263,9 @@ class Session {
   absl::StatusOr<std::vector<TensorView>> Run(absl::Span<const TensorView> inputs);
   // Same, writing into caller-owned outputs whose dtype and shape must equal
   // the results' (use Reshape to learn them when they do not depend on data).
-  // On CUDA the outputs may be host or device memory.
+  // On CUDA the outputs may be host or device memory; device buffers are
+  // written by the kernels directly (no copy), so they must not overlap the
+  // inputs.
   absl::Status RunInto(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs);
 
   // Plans (or finds the cached plan for) these input shapes without running,

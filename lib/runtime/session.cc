@@ -162,7 +162,11 @@ class SessionImpl {
                                         absl::Span<const TensorView> captures);
   absl::Status Execute(PlanInstance& inst, absl::Span<const TensorView> inputs,
                        absl::Span<const TensorView> captures);
-  absl::StatusOr<std::vector<TensorView>> RunMain(absl::Span<const TensorView> inputs, bool device_views = false);
+  // `into` (RunInto's buffers, CUDA): outputs that live in the arena are
+  // written straight into the caller's device buffers; `aliased` says which.
+  absl::StatusOr<std::vector<TensorView>> RunMain(absl::Span<const TensorView> inputs, bool device_views = false,
+                                                  absl::Span<const TensorView> into = {},
+                                                  std::vector<bool>* aliased = nullptr);
 };
 
 namespace {
@@ -525,16 +529,37 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
 }
 
 absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const TensorView> inputs,
-                                                             bool device_views) {
+                                                             bool device_views, absl::Span<const TensorView> into,
+                                                             std::vector<bool>* aliased) {
   if (absl::Status s = ValidateMainInputs(inputs, true); !s.ok()) return s;
   absl::StatusOr<PlanInstance*> inst = GetPlan(0, inputs, {});
   if (!inst.ok()) return inst.status();
-  if (absl::Status s = Execute(**inst, inputs, {}); !s.ok()) return s;
+  // Arena outputs go straight to the caller's device buffers (no copy after).
+  const std::vector<int>& out_values = (*inst)->plan->output_values();
+  std::vector<std::pair<int, void*>> restore;
+  if (aliased != nullptr) aliased->assign(out_values.size(), false);
+  if (cuda_ != nullptr && into.size() == out_values.size()) {
+    for (size_t i = 0; i < out_values.size(); ++i) {
+      const int v = out_values[i];
+      const PlanValue& pv = (*inst)->plan->values()[v];
+      if (pv.kind != ValueKind::kArena || !pv.shape_known || pv.bytes == 0) continue;
+      if (std::count(out_values.begin(), out_values.end(), v) != 1) continue;
+      if (into[i].dtype != pv.dtype || into[i].shape != pv.shape || !cuda_->IsDevicePointer(into[i].data)) continue;
+      restore.emplace_back(v, (*inst)->views[v].data);
+      (*inst)->views[v].data = into[i].data;
+      (*aliased)[i] = true;
+    }
+  }
+  absl::Status run = Execute(**inst, inputs, {});
+  for (const auto& [v, data] : restore) (*inst)->views[v].data = data;
+  if (!run.ok()) return run;
   ++stats_.runs;
   std::vector<TensorView> outs;
   outs.reserve((*inst)->plan->output_values().size());
   for (int v : (*inst)->plan->output_values()) {
-    if (cuda_ != nullptr && !options_.outputs_on_device && !device_views) {
+    if (aliased != nullptr && (*aliased)[outs.size()]) {
+      outs.push_back(into[outs.size()]);
+    } else if (cuda_ != nullptr && !options_.outputs_on_device && !device_views) {
       absl::StatusOr<const TensorView*> h = HostCopy(**inst, v, (*inst)->views[v]);
       if (!h.ok()) return h.status();
       outs.push_back(**h);
@@ -789,9 +814,12 @@ absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<co
                                                    outputs.size(), " buffers"));
   }
   const bool on_cuda = impl_->cuda_ != nullptr;
-  absl::StatusOr<std::vector<TensorView>> results = impl_->RunMain(inputs, /*device_views=*/on_cuda);
+  std::vector<bool> aliased;
+  absl::StatusOr<std::vector<TensorView>> results =
+      impl_->RunMain(inputs, /*device_views=*/on_cuda, outputs, &aliased);
   if (!results.ok()) return results.status();
   for (size_t i = 0; i < outputs.size(); ++i) {
+    if (aliased[i]) continue;  // written in place by the kernels
     const TensorView& got = (*results)[i];
     const TensorView& into = outputs[i];
     if (into.dtype != got.dtype || into.shape != got.shape) {
