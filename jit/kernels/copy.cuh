@@ -5,21 +5,11 @@
 #define GROVE_JIT_KERNELS_COPY_CUH_
 
 #include "jit/kernels/copy_params.h"
+#include "jit/kernels/index_common.cuh"
 #include "jit/kernels/prelude.cuh"
 
 namespace grove_k {
 namespace mv {
-
-// The element whose bits are the low sizeof(T) bytes of `bits`.
-template <typename T>
-GROVE_DEVICE T elem_from_bits(u64 bits) {
-  union {
-    u64 u;
-    T t;
-  } x;
-  x.u = bits;
-  return x.t;
-}
 
 template <typename T>
 GROVE_DEVICE void strided_copy(const StridedCopyParams& p) {

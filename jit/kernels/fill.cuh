@@ -5,25 +5,16 @@
 #define GROVE_JIT_KERNELS_FILL_CUH_
 
 #include "jit/kernels/fill_params.h"
+#include "jit/kernels/index_common.cuh"
 #include "jit/kernels/prelude.cuh"
 
 namespace grove_k {
 namespace mv {
 
 template <typename T>
-GROVE_DEVICE T fill_elem_from_bits(u64 bits) {
-  union {
-    u64 u;
-    T t;
-  } x;
-  x.u = bits;
-  return x.t;
-}
-
-template <typename T>
 GROVE_DEVICE void fill(const FillParams& p) {
   T* dst = static_cast<T*>(p.dst);
-  const T v = p.value != 0 ? *static_cast<const T*>(p.value) : fill_elem_from_bits<T>(p.value_bits);
+  const T v = p.value != 0 ? *static_cast<const T*>(p.value) : elem_from_bits<T>(p.value_bits);
   const i64 step = grid_threads();
   for (i64 i = global_thread(); i < p.n; i += step) dst[i] = v;
 }
@@ -32,7 +23,7 @@ template <typename T>
 GROVE_DEVICE void set_values(const SetValuesParams& p) {
   T* dst = static_cast<T*>(p.dst);
   const i64 i = global_thread();
-  if (i < p.n && i < kMaxSetValues) dst[i] = fill_elem_from_bits<T>(p.values[i]);
+  if (i < p.n && i < kMaxSetValues) dst[i] = elem_from_bits<T>(p.values[i]);
 }
 
 template <typename T>
@@ -45,7 +36,7 @@ GROVE_DEVICE void trilu(const TriluParams& p) {
     const i64 col = i - q * p.cols;
     const i64 row = q % p.rows;
     const bool keep = p.upper != 0 ? col >= row + p.k : col <= row + p.k;
-    dst[i] = keep ? src[i] : fill_elem_from_bits<T>(0);
+    dst[i] = keep ? src[i] : elem_from_bits<T>(0);
   }
 }
 

@@ -5,6 +5,7 @@
 #define GROVE_JIT_KERNELS_GATHER_CUH_
 
 #include "jit/kernels/gather_params.h"
+#include "jit/kernels/index_common.cuh"
 #include "jit/kernels/prelude.cuh"
 
 namespace grove_k {
@@ -28,27 +29,14 @@ GROVE_DEVICE i64 checked_index(i64 v, i64 dim, void* error) {
 }
 
 template <typename T>
-GROVE_DEVICE T zero_elem() {
-  union {
-    u64 u;
-    T t;
-  } x;
-  x.u = 0;
-  return x.t;
-}
-
-template <typename T>
 GROVE_DEVICE void gather(const GatherParams& p) {
   const T* data = static_cast<const T*>(p.data);
   T* dst = static_cast<T*>(p.dst);
   const i64 step = grid_threads();
   for (i64 i = global_thread(); i < p.n; i += step) {
-    const i64 t = i / p.inner;
-    const i64 in_pos = i - t * p.inner;
-    const i64 o = t / p.num_indices;
-    const i64 j = t - o * p.num_indices;
-    const i64 idx = checked_index(read_index(p.indices, p.indices_i64, j), p.dim, p.error);
-    dst[i] = idx < 0 ? zero_elem<T>() : data[(o * p.dim + idx) * p.inner + in_pos];
+    const OuterMidInner c = split_outer_mid_inner(i, p.num_indices, p.inner);
+    const i64 idx = checked_index(read_index(p.indices, p.indices_i64, c.mid), p.dim, p.error);
+    dst[i] = idx < 0 ? elem_from_bits<T>(0) : data[(c.outer * p.dim + idx) * p.inner + c.inner];
   }
 }
 
@@ -60,7 +48,7 @@ GROVE_DEVICE void gather_elements(const GatherElementsParams& p) {
   for (i64 i = global_thread(); i < p.n; i += step) {
     const i64 idx = checked_index(read_index(p.indices, p.indices_i64, i), p.dim, p.error);
     if (idx < 0) {
-      dst[i] = zero_elem<T>();
+      dst[i] = elem_from_bits<T>(0);
       continue;
     }
     i64 rem = i, off = 0;

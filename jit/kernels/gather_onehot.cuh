@@ -5,6 +5,7 @@
 #define GROVE_JIT_KERNELS_GATHER_ONEHOT_CUH_
 
 #include "jit/kernels/gather_params.h"
+#include "jit/kernels/index_common.cuh"
 #include "jit/kernels/prelude.cuh"
 
 namespace grove_k {
@@ -46,13 +47,10 @@ GROVE_DEVICE void onehot(const OneHotParams& p) {
   T* dst = static_cast<T*>(p.dst);
   const i64 step = grid_threads();
   for (i64 i = global_thread(); i < p.n; i += step) {
-    const i64 t = i / p.inner;
-    const i64 in_pos = i - t * p.inner;
-    const i64 o = t / p.depth;
-    const i64 d = t - o * p.depth;
-    i64 v = onehot_index<I>(indices[o * p.inner + in_pos]);
+    const OuterMidInner c = split_outer_mid_inner(i, p.depth, p.inner);
+    i64 v = onehot_index<I>(indices[c.outer * p.inner + c.inner]);
     if (v < 0) v += p.depth;
-    dst[i] = values[v == d ? 1 : 0];
+    dst[i] = values[v == c.mid ? 1 : 0];
   }
 }
 

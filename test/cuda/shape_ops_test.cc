@@ -10,53 +10,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "lib/backends/cuda/emulated_device.h"
-#include "test/cuda_op_test_util.h"
-#include "test/op_test_util.h"
+#include "test/cuda/cuda_test_helpers.h"
 
 namespace grove::testing {
 namespace {
 
-using Shape = std::vector<int64_t>;
-using Ints = std::vector<int64_t>;
-using Attrs = std::vector<std::pair<std::string, AttrValue>>;
-
 const DType kTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
                         DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
 
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-// Distinct small integers (exact in every dtype but bool) in a scrambled
-// order, so a misplaced element shows.
-Tensor Data(DType t, const Shape& shape, int tag = 0) {
-  Tensor f = Tensor::Create(DType::kF32, shape).value();
-  for (int64_t i = 0; i < Count(shape); ++i) f.as<float>()[i] = static_cast<float>((i * 37 + tag * 11) % 251 - 125);
-  return Tensor::CastOf(f.view(), t).value();
-}
-Tensor I64(const Shape& shape, const Ints& v) { return MakeTensor<int64_t>(DType::kI64, shape, v); }
-Tensor I64(const Ints& v) { return I64({static_cast<int64_t>(v.size())}, v); }
-Tensor I32(const Shape& shape, const Ints& v) {
-  std::vector<int32_t> w(v.begin(), v.end());
-  return MakeTensor<int32_t>(DType::kI32, shape, w);
-}
-Tensor I32(const Ints& v) { return I32({static_cast<int64_t>(v.size())}, v); }
-
-class CudaShapeOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override { dev_ = testing::TestDevice(); }
-  // CPU == CUDA with parameter inputs on the host and only on the device.
-  void Check(const std::string& op, std::vector<const Tensor*> in, Attrs attrs = {}, int outputs = 1) {
-    for (bool host : {true, false}) {
-      SCOPED_TRACE(host ? "host values" : "device values");
-      ExpectCudaMatchesCpu(*dev_, op, in, attrs, outputs, 0.0, {.host_values = host});
-    }
-  }
-  std::shared_ptr<cuda::Device> dev_;
-};
+class CudaShapeOpsTest : public CudaOpTest {};
 
 TEST_F(CudaShapeOpsTest, ReshapeAndIdentityCopyEveryDType) {
   for (DType t : kTypes) {

@@ -17,23 +17,15 @@
 #include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/resize_kernel.h"
 #include "lib/backends/cpu/strided_copy.h"
+#include "lib/backends/common/layout_params.h"
 #include "lib/ir/ops/layout_params.h"
 
 namespace grove::cpu {
 namespace {
 
+using backends::CheckOutput;
+using backends::Product;
 using ir::DimsString;
-
-absl::Status CheckOutput(const ir::KernelContext& ctx, int i, DType dtype, const std::vector<int64_t>& shape) {
-  if (!ctx.has_output(i)) return absl::OkStatus();
-  const TensorView& y = ctx.output(i);
-  if (y.dtype != dtype || y.shape != shape) {
-    return ctx.Error(absl::StrCat("output ", i, " is ", DTypeName(dtype), " ", DimsString(shape),
-                                  " for these inputs but was planned as ", DTypeName(y.dtype), " ",
-                                  DimsString(y.shape)));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int i, absl::string_view name) {
   std::vector<int64_t> out;
@@ -44,27 +36,9 @@ absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int 
   return out;
 }
 
-// The list given as input i (opset 13) or attribute `attr` (opset 11); null
-// `*given` when neither is.
-absl::Status ReadIntArg(const ir::KernelContext& ctx, int i, absl::string_view name, absl::string_view attr,
-                        std::vector<int64_t>* out, bool* given) {
-  *given = true;
-  if (ctx.has_input(i)) {
-    absl::StatusOr<std::vector<int64_t>> v = ReadInts(ctx, i, name);
-    if (!v.ok()) return v.status();
-    *out = *std::move(v);
-  } else if (ctx.attrs().Has(attr)) {
-    *out = ctx.attrs().GetInts(attr);
-  } else {
-    *given = false;
-  }
-  return absl::OkStatus();
-}
-
-int64_t Product(absl::Span<const int64_t> dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= dims[i];
-  return p;
+// The reader of integer parameter inputs for the shared parameter helpers.
+auto ReadIntReader(const ir::KernelContext& ctx) {
+  return [&ctx](int i, absl::string_view name) { return ReadInts(ctx, i, name); };
 }
 
 // Writes `count` copies of one element (`value`, `es` bytes) to dst.
@@ -108,21 +82,17 @@ absl::Status CopyKernel(ir::KernelContext& ctx) {
 absl::Status SplitKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const int rank = static_cast<int>(x.shape.size());
-  if (rank == 0) return ctx.Error("input (input 0) is a scalar; Split needs rank >= 1");
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
+  absl::StatusOr<int> axis = backends::SplitAxis(ctx);
+  if (!axis.ok()) return axis.status();
   std::vector<int64_t> split;
   bool has_split = false;
-  if (absl::Status s = ReadIntArg(ctx, 1, "split", "split", &split, &has_split); !s.ok()) return s;
-  const int n = ctx.num_outputs();
-  absl::StatusOr<std::vector<int64_t>> sizes =
-      ir::SplitSizes(x.shape[*axis], n, has_split ? &split : nullptr, ctx.attrs().GetInt("num_outputs", -1));
-  if (!sizes.ok()) return ctx.Error(sizes.status().message());
-  for (int i = 0; i < n; ++i) {
-    std::vector<int64_t> shape = x.shape;
-    shape[*axis] = (*sizes)[i];
-    if (absl::Status s = CheckOutput(ctx, i, x.dtype, shape); !s.ok()) return s;
+  if (absl::Status s = backends::ReadIntArg(ctx, ReadIntReader(ctx), 1, "split", "split", &split, &has_split);
+      !s.ok()) {
+    return s;
   }
+  const int n = ctx.num_outputs();
+  absl::StatusOr<std::vector<int64_t>> sizes = backends::SplitOutputSizes(ctx, *axis, has_split ? &split : nullptr);
+  if (!sizes.ok()) return sizes.status();
   const size_t es = DTypeSize(x.dtype);
   const int64_t outer = Product(x.shape, 0, *axis);
   const size_t inner = static_cast<size_t>(Product(x.shape, *axis + 1, rank)) * es;
@@ -147,29 +117,15 @@ absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
   const int rank = static_cast<int>(data.shape.size());
-  if (rank == 0 || static_cast<int>(idx.shape.size()) != rank) {
-    return ctx.Error(absl::StrCat("data ", DimsString(data.shape), " and indices ", DimsString(idx.shape),
-                                  " must have the same rank >= 1"));
-  }
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
-  for (int d = 0; d < rank; ++d) {
-    if (d != *axis && idx.shape[d] > data.shape[d]) {
-      return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " dim ", d, " exceeds the data's ",
-                                    DimsString(data.shape)));
-    }
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, idx.shape); !s.ok()) return s;
+  absl::StatusOr<int> axis = backends::GatherElementsAxis(ctx);
+  if (!axis.ok()) return axis.status();
   absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
   if (!indices.ok()) return indices.status();
   const int64_t dim = data.shape[*axis];
   for (int64_t& i : *indices) {
     const int64_t given = i;
     if (i < 0) i += dim;
-    if (i < 0 || i >= dim) {
-      return ctx.Error(absl::StrCat("index ", given, " is out of range for axis ", *axis, " of the data ",
-                                    DimsString(data.shape), " (expected ", -dim, "..", dim - 1, ")"));
-    }
+    if (i < 0 || i >= dim) return backends::GatherElementsIndexError(ctx, given, *axis);
   }
   if (indices->empty()) return absl::OkStatus();
   const std::vector<int64_t> strides = ir::Strides(data.shape);
@@ -199,33 +155,22 @@ absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
-
-absl::StatusOr<Reduction> ParseReduction(const ir::KernelContext& ctx) {
-  const std::string r = ctx.attrs().GetString("reduction", "none");
-  if (r == "none") return Reduction::kNone;
-  if (r == "add") return Reduction::kAdd;
-  if (r == "mul") return Reduction::kMul;
-  if (r == "max") return Reduction::kMax;
-  if (r == "min") return Reduction::kMin;
-  return ctx.Error(
-      absl::StrCat("attribute reduction is '", r, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
-}
+using backends::ScatterReduction;
 
 template <typename T>
-void ScatterReduce(Reduction reduction, T* out, const T* upd, int64_t n) {
+void ScatterReduce(ScatterReduction reduction, T* out, const T* upd, int64_t n) {
   using C = ComputeT<T>;
   for (int64_t i = 0; i < n; ++i) {
     const C a = ToCompute(out[i]), b = ToCompute(upd[i]);
     C r;
     switch (reduction) {
-      case Reduction::kAdd:
+      case ScatterReduction::kAdd:
         r = static_cast<C>(a + b);
         break;
-      case Reduction::kMul:
+      case ScatterReduction::kMul:
         r = static_cast<C>(a * b);
         break;
-      case Reduction::kMax:
+      case ScatterReduction::kMax:
         r = std::max(a, b);
         break;
       default:
@@ -238,23 +183,12 @@ void ScatterReduce(Reduction reduction, T* out, const T* upd, int64_t n) {
 
 absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
-  const TensorView& idx = ctx.input(1);
   const TensorView& upd = ctx.input(2);
-  absl::StatusOr<Reduction> reduction = ParseReduction(ctx);
+  absl::StatusOr<ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
   if (!reduction.ok()) return reduction.status();
-  const int64_t rank = static_cast<int64_t>(data.shape.size());
-  const int64_t k = idx.shape.empty() ? -1 : idx.shape.back();
-  if (k < 1 || k > rank) {
-    return ctx.Error(
-        absl::StrCat("indices ", DimsString(idx.shape), " must end in a dim of 1..", rank, " (the data's rank)"));
-  }
-  std::vector<int64_t> want(idx.shape.begin(), idx.shape.end() - 1);
-  want.insert(want.end(), data.shape.begin() + k, data.shape.end());
-  if (upd.shape != want || upd.dtype != data.dtype) {
-    return ctx.Error(absl::StrCat("updates is ", DTypeName(upd.dtype), " ", DimsString(upd.shape), "; expected ",
-                                  DTypeName(data.dtype), " ", DimsString(want)));
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
+  absl::StatusOr<int64_t> depth = backends::ScatterNDIndexDepth(ctx);
+  if (!depth.ok()) return depth.status();
+  const int64_t k = *depth;
   absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
   if (!indices.ok()) return indices.status();
   // Every index is checked before the output is touched.
@@ -280,7 +214,7 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   const size_t es = DTypeSize(data.dtype);
   auto* out = static_cast<uint8_t*>(y.data);
   const auto* u = static_cast<const uint8_t*>(upd.data);
-  if (*reduction == Reduction::kNone) {
+  if (*reduction == ScatterReduction::kNone) {
     for (int64_t j = 0; j < count; ++j) {
       std::memcpy(out + offsets[j] * static_cast<int64_t>(es), u + j * slice * static_cast<int64_t>(es),
                   static_cast<size_t>(slice) * es);
@@ -297,38 +231,14 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   });
 }
 
-// Numpy broadcasting of `a` against `b` (both concrete), for Expand.
-absl::StatusOr<std::vector<int64_t>> Broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x != y && x != 1 && y != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot expand ", DimsString(a), " to ", DimsString(b),
-                                                     ": dim ", i, " is ", x, " against ", y));
-    }
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
-
 absl::Status ExpandKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<std::vector<int64_t>> shape = ReadInts(ctx, 1, "shape");
   if (!shape.ok()) return shape.status();
-  for (int64_t v : *shape) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(*shape), " has a negative dim"));
-  }
-  absl::StatusOr<std::vector<int64_t>> out_shape = Broadcast(x.shape, *shape);
-  if (!out_shape.ok()) return ctx.Error(out_shape.status().message());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, *out_shape); !s.ok()) return s;
-  if (ir::NumElements(*out_shape) == 0) return absl::OkStatus();
-  const std::vector<int64_t> in_strides = ir::Strides(x.shape);
-  const size_t rank = out_shape->size(), lead = rank - x.shape.size();
-  std::vector<int64_t> strides(rank, 0);
-  for (size_t i = lead; i < rank; ++i) strides[i] = x.shape[i - lead] == 1 ? 0 : in_strides[i - lead];
-  StridedCopy(DTypeSize(x.dtype), *out_shape, x.data, strides, ctx.output(0).data);
+  absl::StatusOr<backends::ExpandView> view = backends::ExpandParams(ctx, *shape);
+  if (!view.ok()) return view.status();
+  if (ir::NumElements(view->shape) == 0) return absl::OkStatus();
+  StridedCopy(DTypeSize(x.dtype), view->shape, x.data, view->strides, ctx.output(0).data);
   return absl::OkStatus();
 }
 
@@ -336,23 +246,17 @@ absl::Status TileKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<std::vector<int64_t>> repeats = ReadInts(ctx, 1, "repeats");
   if (!repeats.ok()) return repeats.status();
-  const size_t rank = x.shape.size();
-  if (repeats->size() != rank) {
-    return ctx.Error(absl::StrCat("repeats (input 1) has ", repeats->size(), " entries; expected ", rank));
-  }
-  std::vector<int64_t> out_shape(rank), shape, strides;
+  absl::StatusOr<std::vector<int64_t>> out_shape = backends::TileOutputShape(ctx, *repeats);
+  if (!out_shape.ok()) return out_shape.status();
+  if (ir::NumElements(*out_shape) == 0) return absl::OkStatus();
+  std::vector<int64_t> shape, strides;
   const std::vector<int64_t> in_strides = ir::Strides(x.shape);
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t r = (*repeats)[d];
-    if (r < 0) return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(*repeats), " has a negative entry"));
-    if (__builtin_mul_overflow(x.shape[d], r, &out_shape[d])) return ctx.Error("repeats overflow int64");
+  for (size_t d = 0; d < x.shape.size(); ++d) {
     // Output index rep * dim + i reads input index i: a view of
     // [r0, d0, r1, d1, ...] with stride 0 along each repeat.
-    shape.insert(shape.end(), {r, x.shape[d]});
+    shape.insert(shape.end(), {(*repeats)[d], x.shape[d]});
     strides.insert(strides.end(), {0, in_strides[d]});
   }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
-  if (ir::NumElements(out_shape) == 0) return absl::OkStatus();
   StridedCopy(DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
   return absl::OkStatus();
 }
@@ -390,38 +294,16 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
     return ctx.Error(absl::StrCat("attribute mode is '", mode, "'"));
   }
-  std::vector<int64_t> pads, axes;
-  bool has_pads = false;
-  if (absl::Status s = ReadIntArg(ctx, 1, "pads", "pads", &pads, &has_pads); !s.ok()) return s;
-  if (!has_pads) return ctx.Error("needs pads, as input 1 or as attribute pads");
-  if (ctx.has_input(3)) {
-    absl::StatusOr<std::vector<int64_t>> a = ReadInts(ctx, 3, "axes");
-    if (!a.ok()) return a.status();
-    axes = *std::move(a);
-  }
+  absl::StatusOr<backends::PadPlan> plan = backends::PadParams(ctx, ReadIntReader(ctx), mode);
+  if (!plan.ok()) return plan.status();
   const int64_t rank = static_cast<int64_t>(x.shape.size());
-  absl::StatusOr<ir::PadAmounts> amounts = ir::PadAmountsFor(rank, pads, ctx.has_input(3) ? &axes : nullptr);
-  if (!amounts.ok()) return ctx.Error(amounts.status().message());
-  std::vector<int64_t> out_shape(rank);
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t o = x.shape[d] + amounts->begin[d] + amounts->end[d];
-    if (o < 0) return ctx.Error(absl::StrCat("pads ", DimsString(pads), " make dim ", d, " negative (", o, ")"));
-    if (mode != "constant" && x.shape[d] == 0 && (amounts->begin[d] > 0 || amounts->end[d] > 0)) {
-      return ctx.Error(absl::StrCat("mode '", mode, "' cannot pad dim ", d, " of the data ", DimsString(x.shape),
-                                    ", which is empty"));
-    }
-    out_shape[d] = o;
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const std::vector<int64_t>& out_shape = plan->out_shape;
+  const ir::PadAmounts* amounts = &plan->amounts;
   const size_t es = DTypeSize(x.dtype);
   uint8_t value[8] = {};
+  if (absl::Status s = backends::CheckPadValue(ctx); !s.ok()) return s;
   if (ctx.has_input(2)) {
-    const TensorView& v = ctx.input(2);
-    if (v.dtype != x.dtype || v.num_elements() != 1) {
-      return ctx.Error(absl::StrCat("constant_value (input 2) is ", DTypeName(v.dtype), " ", DimsString(v.shape),
-                                    "; expected one ", DTypeName(x.dtype), " element"));
-    }
-    std::memcpy(value, v.data, es);
+    std::memcpy(value, ctx.input(2).data, es);
   } else if (ctx.attrs().Has("value")) {
     const double v = ctx.attrs().GetFloat("value", 0.0);
     absl::Status s = VisitAnyDType(ctx, x.dtype, [&](auto tag) {
@@ -487,13 +369,7 @@ absl::Status SizeKernel(ir::KernelContext& ctx) {
 
 absl::Status RangeKernel(ir::KernelContext& ctx) {
   const TensorView& start = ctx.input(0);
-  for (int i = 0; i < 3; ++i) {
-    const TensorView& v = ctx.input(i);
-    if (v.dtype != start.dtype || v.num_elements() != 1) {
-      return ctx.Error(absl::StrCat("start, limit and delta must be single elements of one dtype; input ", i,
-                                    " is ", DTypeName(v.dtype), " ", DimsString(v.shape)));
-    }
-  }
+  if (absl::Status s = backends::CheckRangeInputs(ctx); !s.ok()) return s;
   absl::StatusOr<int64_t> count = ir::RangeCount(start, ctx.input(1), ctx.input(2));
   if (!count.ok()) return ctx.Error(count.status().message());
   if (absl::Status s = CheckOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
@@ -518,20 +394,12 @@ absl::Status RangeKernel(ir::KernelContext& ctx) {
 absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
   absl::StatusOr<std::vector<int64_t>> shape = ReadInts(ctx, 0, "shape");
   if (!shape.ok()) return shape.status();
-  for (int64_t v : *shape) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(*shape), " has a negative dim"));
-  }
-  DType dtype = DType::kF32;
+  if (absl::Status s = backends::CheckNonNegativeDims(ctx, *shape, "shape (input 0)"); !s.ok()) return s;
+  absl::StatusOr<DType> value_dtype = backends::ConstantOfShapeDType(ctx);
+  if (!value_dtype.ok()) return value_dtype.status();
+  const DType dtype = *value_dtype;
   uint8_t value[8] = {};
-  if (ctx.has_input(1)) {
-    const TensorView& v = ctx.input(1);
-    if (v.num_elements() != 1 || DTypeSize(v.dtype) == 0) {
-      return ctx.Error(absl::StrCat("value (input 1) is ", DTypeName(v.dtype), " ", DimsString(v.shape),
-                                    "; expected one element"));
-    }
-    dtype = v.dtype;
-    std::memcpy(value, v.data, DTypeSize(dtype));
-  }
+  if (ctx.has_input(1)) std::memcpy(value, ctx.input(1).data, DTypeSize(dtype));
   if (absl::Status s = CheckOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
   Fill(ctx.output(0).data, ir::NumElements(*shape), value, DTypeSize(dtype));
   return absl::OkStatus();
@@ -540,14 +408,9 @@ absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
 absl::Status TriluKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const size_t rank = x.shape.size();
-  if (rank < 2) return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " has rank < 2"));
-  int64_t k = 0;
-  if (ctx.has_input(1)) {
-    absl::StatusOr<std::vector<int64_t>> kv = ReadInts(ctx, 1, "k");
-    if (!kv.ok()) return kv.status();
-    if (kv->size() != 1) return ctx.Error(absl::StrCat("k (input 1) has ", kv->size(), " elements; expected 1"));
-    k = (*kv)[0];
-  }
+  absl::StatusOr<int64_t> k_given = backends::TriluK(ctx, ReadIntReader(ctx));
+  if (!k_given.ok()) return k_given.status();
+  int64_t k = *k_given;
   const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
   const int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
@@ -585,24 +448,12 @@ absl::Status TriluKernel(ir::KernelContext& ctx) {
 absl::Status OneHotKernel(ir::KernelContext& ctx) {
   const TensorView& indices = ctx.input(0);
   const TensorView& values = ctx.input(2);
-  if (ctx.input(1).num_elements() != 1 || DTypeSize(ctx.input(1).dtype) == 0) {
-    return ctx.Error(
-        absl::StrCat("depth (input 1) is ", DimsString(ctx.input(1).shape), "; expected one element"));
-  }
-  absl::StatusOr<int64_t> depth = ir::NumberAsInt(ir::ReadNumber(ctx.input(1), 0), "depth (input 1)");
-  if (!depth.ok()) return ctx.Error(depth.status().message());
-  if (*depth < 0) return ctx.Error(absl::StrCat("depth (input 1) is ", *depth, "; expected >= 0"));
-  if (values.num_elements() != 2) {
-    return ctx.Error(absl::StrCat("values (input 2) is ", DimsString(values.shape), "; expected [2] (off, on)"));
-  }
-  const int64_t out_rank = static_cast<int64_t>(indices.shape.size()) + 1;
-  const int64_t given = ctx.attrs().GetInt("axis", -1);
-  const int64_t axis = given < 0 ? given + out_rank : given;
-  if (axis < 0 || axis >= out_rank) return ctx.Error(absl::StrCat("attribute axis ", given, " is out of range"));
-  std::vector<int64_t> out_shape(indices.shape.begin(), indices.shape.begin() + axis);
-  out_shape.push_back(*depth);
-  out_shape.insert(out_shape.end(), indices.shape.begin() + axis, indices.shape.end());
-  if (absl::Status s = CheckOutput(ctx, 0, values.dtype, out_shape); !s.ok()) return s;
+  if (absl::Status s = backends::CheckOneHotDepthInput(ctx); !s.ok()) return s;
+  absl::StatusOr<backends::OneHotPlan> plan = backends::OneHotParams(ctx, ctx.input(1));
+  if (!plan.ok()) return plan.status();
+  const int64_t* depth = &plan->depth;
+  const int64_t axis = plan->axis;
+  const std::vector<int64_t>& out_shape = plan->out_shape;
   std::vector<int64_t> idx(static_cast<size_t>(indices.num_elements()));
   absl::Status read = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>(
       ctx, indices.dtype, [&](auto tag) {

@@ -24,49 +24,24 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/strided_copy.h"
+#include "lib/backends/common/layout_params.h"
 #include "lib/ir/ops/layout_params.h"
 
 namespace grove::cuda {
 namespace {
 
+using backends::CheckOutput;
+using backends::Product;
 using ir::DimsString;
-
-absl::Status CheckOutput(const ir::KernelContext& ctx, int i, DType dtype, const std::vector<int64_t>& shape) {
-  if (!ctx.has_output(i)) return absl::OkStatus();
-  const TensorView& y = ctx.output(i);
-  if (y.dtype != dtype || y.shape != shape) {
-    return ctx.Error(absl::StrCat("output ", i, " is ", DTypeName(dtype), " ", DimsString(shape),
-                                  " for these inputs but was planned as ", DTypeName(y.dtype), " ",
-                                  DimsString(y.shape)));
-  }
-  return absl::OkStatus();
-}
 
 // A launch helper's failure as this node's error.
 absl::Status NodeStatus(const ir::KernelContext& ctx, absl::Status s) {
   return s.ok() || s.code() != absl::StatusCode::kInvalidArgument ? s : ctx.Error(s.message());
 }
 
-// The list given as input i (opset 13) or attribute `attr` (opset 11).
-absl::Status ReadIntArg(ExecContext& ec, const ir::KernelContext& ctx, int i, absl::string_view attr,
-                        std::vector<int64_t>* out, bool* given) {
-  *given = true;
-  if (ctx.has_input(i)) {
-    absl::StatusOr<std::vector<int64_t>> v = ec.ReadInts(ctx, i);
-    if (!v.ok()) return v.status();
-    *out = *std::move(v);
-  } else if (ctx.attrs().Has(attr)) {
-    *out = ctx.attrs().GetInts(attr);
-  } else {
-    *given = false;
-  }
-  return absl::OkStatus();
-}
-
-int64_t Product(absl::Span<const int64_t> dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= dims[i];
-  return p;
+// The reader of integer parameter inputs for the shared parameter helpers.
+auto ReadIntReader(ExecContext& ec, const ir::KernelContext& ctx) {
+  return [&ec, &ctx](int i, absl::string_view) { return ec.ReadInts(ctx, i); };
 }
 
 absl::Status RequireIntIndices(const ir::KernelContext& ctx, int i) {
@@ -81,21 +56,17 @@ absl::Status SplitKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   const int rank = static_cast<int>(x.shape.size());
-  if (rank == 0) return ctx.Error("input (input 0) is a scalar; Split needs rank >= 1");
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
+  absl::StatusOr<int> axis = backends::SplitAxis(ctx);
+  if (!axis.ok()) return axis.status();
   std::vector<int64_t> split;
   bool has_split = false;
-  if (absl::Status s = ReadIntArg(ec, ctx, 1, "split", &split, &has_split); !s.ok()) return s;
-  const int n = ctx.num_outputs();
-  absl::StatusOr<std::vector<int64_t>> sizes =
-      ir::SplitSizes(x.shape[*axis], n, has_split ? &split : nullptr, ctx.attrs().GetInt("num_outputs", -1));
-  if (!sizes.ok()) return ctx.Error(sizes.status().message());
-  for (int i = 0; i < n; ++i) {
-    std::vector<int64_t> shape = x.shape;
-    shape[*axis] = (*sizes)[i];
-    if (absl::Status s = CheckOutput(ctx, i, x.dtype, shape); !s.ok()) return s;
+  if (absl::Status s = backends::ReadIntArg(ctx, ReadIntReader(ec, ctx), 1, "split", "split", &split, &has_split);
+      !s.ok()) {
+    return s;
   }
+  const int n = ctx.num_outputs();
+  absl::StatusOr<std::vector<int64_t>> sizes = backends::SplitOutputSizes(ctx, *axis, has_split ? &split : nullptr);
+  if (!sizes.ok()) return sizes.status();
   const size_t es = DTypeSize(x.dtype);
   const int64_t outer = Product(x.shape, 0, *axis);
   const int64_t inner = Product(x.shape, *axis + 1, rank);
@@ -118,25 +89,11 @@ absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
   const int rank = static_cast<int>(data.shape.size());
-  if (rank == 0 || static_cast<int>(idx.shape.size()) != rank) {
-    return ctx.Error(absl::StrCat("data ", DimsString(data.shape), " and indices ", DimsString(idx.shape),
-                                  " must have the same rank >= 1"));
-  }
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
-  for (int d = 0; d < rank; ++d) {
-    if (d != *axis && idx.shape[d] > data.shape[d]) {
-      return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " dim ", d, " exceeds the data's ",
-                                    DimsString(data.shape)));
-    }
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, idx.shape); !s.ok()) return s;
+  absl::StatusOr<int> axis = backends::GatherElementsAxis(ctx);
+  if (!axis.ok()) return axis.status();
   if (absl::Status s = RequireIntIndices(ctx, 1); !s.ok()) return s;
   const int64_t dim = data.shape[*axis];
-  auto out_of_range = [&](int64_t given) {
-    return ctx.Error(absl::StrCat("index ", given, " is out of range for axis ", *axis, " of the data ",
-                                  DimsString(data.shape), " (expected ", -dim, "..", dim - 1, ")"));
-  };
+  auto out_of_range = [&](int64_t given) { return backends::GatherElementsIndexError(ctx, given, *axis); };
   const bool check_on_host = HostValues(ec, ctx, 1) != nullptr;
   if (check_on_host) {
     absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
@@ -184,28 +141,16 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
   const TensorView& upd = ctx.input(2);
-  const std::string reduction = ctx.attrs().GetString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
-    return ctx.Error(absl::StrCat("attribute reduction is '", reduction,
-                                  "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
+  absl::StatusOr<backends::ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
+  if (!reduction.ok()) return reduction.status();
+  if (*reduction != backends::ScatterReduction::kNone) {
+    return absl::UnimplementedError(absl::StrCat("ScatterND with reduction '",
+                                                 ctx.attrs().GetString("reduction", "none"),
+                                                 "' has no CUDA kernel yet (reduction none only)"));
   }
-  if (reduction != "none") {
-    return absl::UnimplementedError(
-        absl::StrCat("ScatterND with reduction '", reduction, "' has no CUDA kernel yet (reduction none only)"));
-  }
-  const int64_t rank = static_cast<int64_t>(data.shape.size());
-  const int64_t k = idx.shape.empty() ? -1 : idx.shape.back();
-  if (k < 1 || k > rank) {
-    return ctx.Error(
-        absl::StrCat("indices ", DimsString(idx.shape), " must end in a dim of 1..", rank, " (the data's rank)"));
-  }
-  std::vector<int64_t> want(idx.shape.begin(), idx.shape.end() - 1);
-  want.insert(want.end(), data.shape.begin() + k, data.shape.end());
-  if (upd.shape != want || upd.dtype != data.dtype) {
-    return ctx.Error(absl::StrCat("updates is ", DTypeName(upd.dtype), " ", DimsString(upd.shape), "; expected ",
-                                  DTypeName(data.dtype), " ", DimsString(want)));
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
+  absl::StatusOr<int64_t> depth = backends::ScatterNDIndexDepth(ctx);
+  if (!depth.ok()) return depth.status();
+  const int64_t k = *depth;
   if (absl::Status s = RequireIntIndices(ctx, 1); !s.ok()) return s;
   auto out_of_range = [&](int64_t given, int64_t d) {
     return ctx.Error(absl::StrCat("index ", given, " is out of range for dim ", d, " of the data ",
@@ -273,39 +218,16 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// Numpy broadcasting of `a` against `b` (both concrete), for Expand.
-absl::StatusOr<std::vector<int64_t>> Broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x != y && x != 1 && y != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot expand ", DimsString(a), " to ", DimsString(b),
-                                                     ": dim ", i, " is ", x, " against ", y));
-    }
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
-
 absl::Status ExpandKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   absl::StatusOr<std::vector<int64_t>> shape = ec.ReadInts(ctx, 1);
   if (!shape.ok()) return shape.status();
-  for (int64_t v : *shape) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 1) ", DimsString(*shape), " has a negative dim"));
-  }
-  absl::StatusOr<std::vector<int64_t>> out_shape = Broadcast(x.shape, *shape);
-  if (!out_shape.ok()) return ctx.Error(out_shape.status().message());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, *out_shape); !s.ok()) return s;
-  if (ir::NumElements(*out_shape) == 0) return absl::OkStatus();
-  const std::vector<int64_t> in_strides = ir::Strides(x.shape);
-  const size_t rank = out_shape->size(), lead = rank - x.shape.size();
-  std::vector<int64_t> strides(rank, 0);
-  for (size_t i = lead; i < rank; ++i) strides[i] = x.shape[i - lead] == 1 ? 0 : in_strides[i - lead];
-  return NodeStatus(ctx, StridedCopy(ec, DTypeSize(x.dtype), *out_shape, x.data, strides, ctx.output(0).data));
+  absl::StatusOr<backends::ExpandView> view = backends::ExpandParams(ctx, *shape);
+  if (!view.ok()) return view.status();
+  if (ir::NumElements(view->shape) == 0) return absl::OkStatus();
+  return NodeStatus(ctx,
+                    StridedCopy(ec, DTypeSize(x.dtype), view->shape, x.data, view->strides, ctx.output(0).data));
 }
 
 absl::Status TileKernel(ir::KernelContext& ctx) {
@@ -313,21 +235,16 @@ absl::Status TileKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<std::vector<int64_t>> repeats = ec.ReadInts(ctx, 1);
   if (!repeats.ok()) return repeats.status();
+  absl::StatusOr<std::vector<int64_t>> out_shape = backends::TileOutputShape(ctx, *repeats);
+  if (!out_shape.ok()) return out_shape.status();
+  if (ir::NumElements(*out_shape) == 0) return absl::OkStatus();
   const size_t rank = x.shape.size();
-  if (repeats->size() != rank) {
-    return ctx.Error(absl::StrCat("repeats (input 1) has ", repeats->size(), " entries; expected ", rank));
-  }
-  std::vector<int64_t> out_shape(rank), wrap(rank, 0);
+  std::vector<int64_t> wrap(rank, 0);
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t r = (*repeats)[d];
-    if (r < 0) return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(*repeats), " has a negative entry"));
-    if (__builtin_mul_overflow(x.shape[d], r, &out_shape[d])) return ctx.Error("repeats overflow int64");
     // Output index rep * dim + i reads input index i.
-    if (r > 1) wrap[d] = x.shape[d];
+    if ((*repeats)[d] > 1) wrap[d] = x.shape[d];
   }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
-  if (ir::NumElements(out_shape) == 0) return absl::OkStatus();
-  return NodeStatus(ctx, StridedCopy(ec, DTypeSize(x.dtype), out_shape, x.data, ir::Strides(x.shape),
+  return NodeStatus(ctx, StridedCopy(ec, DTypeSize(x.dtype), *out_shape, x.data, ir::Strides(x.shape),
                                      ctx.output(0).data, wrap));
 }
 
@@ -347,38 +264,16 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
   } else {
     return ctx.Error(absl::StrCat("attribute mode is '", mode, "'"));
   }
-  std::vector<int64_t> pads, axes;
-  bool has_pads = false;
-  if (absl::Status s = ReadIntArg(ec, ctx, 1, "pads", &pads, &has_pads); !s.ok()) return s;
-  if (!has_pads) return ctx.Error("needs pads, as input 1 or as attribute pads");
-  if (ctx.has_input(3)) {
-    absl::StatusOr<std::vector<int64_t>> a = ec.ReadInts(ctx, 3);
-    if (!a.ok()) return a.status();
-    axes = *std::move(a);
-  }
+  absl::StatusOr<backends::PadPlan> plan = backends::PadParams(ctx, ReadIntReader(ec, ctx), mode);
+  if (!plan.ok()) return plan.status();
   const int64_t rank = static_cast<int64_t>(x.shape.size());
-  absl::StatusOr<ir::PadAmounts> amounts = ir::PadAmountsFor(rank, pads, ctx.has_input(3) ? &axes : nullptr);
-  if (!amounts.ok()) return ctx.Error(amounts.status().message());
-  std::vector<int64_t> out_shape(rank);
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t o = x.shape[d] + amounts->begin[d] + amounts->end[d];
-    if (o < 0) return ctx.Error(absl::StrCat("pads ", DimsString(pads), " make dim ", d, " negative (", o, ")"));
-    if (mode != "constant" && x.shape[d] == 0 && (amounts->begin[d] > 0 || amounts->end[d] > 0)) {
-      return ctx.Error(absl::StrCat("mode '", mode, "' cannot pad dim ", d, " of the data ", DimsString(x.shape),
-                                    ", which is empty"));
-    }
-    out_shape[d] = o;
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const std::vector<int64_t>& out_shape = plan->out_shape;
+  const ir::PadAmounts* amounts = &plan->amounts;
   const size_t es = DTypeSize(x.dtype);
   grove_k::PadParams p{};
+  if (absl::Status s = backends::CheckPadValue(ctx); !s.ok()) return s;
   if (ctx.has_input(2)) {
-    const TensorView& v = ctx.input(2);
-    if (v.dtype != x.dtype || v.num_elements() != 1) {
-      return ctx.Error(absl::StrCat("constant_value (input 2) is ", DTypeName(v.dtype), " ", DimsString(v.shape),
-                                    "; expected one ", DTypeName(x.dtype), " element"));
-    }
-    p.value = v.data;  // read on the device
+    p.value = ctx.input(2).data;  // read on the device
   } else if (ctx.attrs().Has("value")) {
     const double v = ctx.attrs().GetFloat("value", 0.0);
     absl::StatusOr<Tensor> t = Tensor::CastOf(TensorView(DType::kF64, {}, &v), x.dtype);
@@ -429,13 +324,7 @@ absl::StatusOr<TensorView> ScalarOnHost(ExecContext& ec, const ir::KernelContext
 absl::Status RangeKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& start = ctx.input(0);
-  for (int i = 0; i < 3; ++i) {
-    const TensorView& v = ctx.input(i);
-    if (v.dtype != start.dtype || v.num_elements() != 1) {
-      return ctx.Error(absl::StrCat("start, limit and delta must be single elements of one dtype; input ", i,
-                                    " is ", DTypeName(v.dtype), " ", DimsString(v.shape)));
-    }
-  }
+  if (absl::Status s = backends::CheckRangeInputs(ctx); !s.ok()) return s;
   if (start.dtype != DType::kF32 && start.dtype != DType::kF64 && start.dtype != DType::kI32 &&
       start.dtype != DType::kI64) {
     return ctx.Error(absl::StrCat("Range of ", DTypeName(start.dtype), "; expected f32, f64, i32 or i64"));
@@ -471,19 +360,13 @@ absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   absl::StatusOr<std::vector<int64_t>> shape = ec.ReadInts(ctx, 0);
   if (!shape.ok()) return shape.status();
-  for (int64_t v : *shape) {
-    if (v < 0) return ctx.Error(absl::StrCat("shape (input 0) ", DimsString(*shape), " has a negative dim"));
-  }
-  DType dtype = DType::kF32;
+  if (absl::Status s = backends::CheckNonNegativeDims(ctx, *shape, "shape (input 0)"); !s.ok()) return s;
+  absl::StatusOr<DType> value_dtype = backends::ConstantOfShapeDType(ctx);
+  if (!value_dtype.ok()) return value_dtype.status();
+  const DType dtype = *value_dtype;
   const void* value = nullptr;  // device
   if (ctx.has_input(1)) {
-    const TensorView& v = ctx.input(1);
-    if (v.num_elements() != 1 || DTypeSize(v.dtype) == 0) {
-      return ctx.Error(absl::StrCat("value (input 1) is ", DTypeName(v.dtype), " ", DimsString(v.shape),
-                                    "; expected one element"));
-    }
-    dtype = v.dtype;
-    value = v.data;
+    value = ctx.input(1).data;
     // A zero known on the host is a memset.
     if (const TensorView* h = HostValues(ec, ctx, 1); h != nullptr) {
       const auto* b = static_cast<const uint8_t*>(h->data);
@@ -505,14 +388,9 @@ absl::Status TriluKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   const size_t rank = x.shape.size();
-  if (rank < 2) return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " has rank < 2"));
-  int64_t k = 0;
-  if (ctx.has_input(1)) {
-    absl::StatusOr<std::vector<int64_t>> kv = ec.ReadInts(ctx, 1);
-    if (!kv.ok()) return kv.status();
-    if (kv->size() != 1) return ctx.Error(absl::StrCat("k (input 1) has ", kv->size(), " elements; expected 1"));
-    k = (*kv)[0];
-  }
+  absl::StatusOr<int64_t> k_given = backends::TriluK(ctx, ReadIntReader(ec, ctx));
+  if (!k_given.ok()) return k_given.status();
+  const int64_t k = *k_given;
   const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
   const int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
@@ -530,27 +408,15 @@ absl::Status OneHotKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& indices = ctx.input(0);
   const TensorView& values = ctx.input(2);
-  if (ctx.input(1).num_elements() != 1 || DTypeSize(ctx.input(1).dtype) == 0) {
-    return ctx.Error(
-        absl::StrCat("depth (input 1) is ", DimsString(ctx.input(1).shape), "; expected one element"));
-  }
+  if (absl::Status s = backends::CheckOneHotDepthInput(ctx); !s.ok()) return s;
   std::vector<uint8_t> depth_bytes;
   absl::StatusOr<TensorView> depth_view = ScalarOnHost(ec, ctx, 1, &depth_bytes);
   if (!depth_view.ok()) return depth_view.status();
-  absl::StatusOr<int64_t> depth = ir::NumberAsInt(ir::ReadNumber(*depth_view, 0), "depth (input 1)");
-  if (!depth.ok()) return ctx.Error(depth.status().message());
-  if (*depth < 0) return ctx.Error(absl::StrCat("depth (input 1) is ", *depth, "; expected >= 0"));
-  if (values.num_elements() != 2) {
-    return ctx.Error(absl::StrCat("values (input 2) is ", DimsString(values.shape), "; expected [2] (off, on)"));
-  }
-  const int64_t out_rank = static_cast<int64_t>(indices.shape.size()) + 1;
-  const int64_t given = ctx.attrs().GetInt("axis", -1);
-  const int64_t axis = given < 0 ? given + out_rank : given;
-  if (axis < 0 || axis >= out_rank) return ctx.Error(absl::StrCat("attribute axis ", given, " is out of range"));
-  std::vector<int64_t> out_shape(indices.shape.begin(), indices.shape.begin() + axis);
-  out_shape.push_back(*depth);
-  out_shape.insert(out_shape.end(), indices.shape.begin() + axis, indices.shape.end());
-  if (absl::Status s = CheckOutput(ctx, 0, values.dtype, out_shape); !s.ok()) return s;
+  absl::StatusOr<backends::OneHotPlan> plan = backends::OneHotParams(ctx, *depth_view);
+  if (!plan.ok()) return plan.status();
+  const int64_t* depth = &plan->depth;
+  const int64_t axis = plan->axis;
+  const std::vector<int64_t>& out_shape = plan->out_shape;
   if (indices.dtype == DType::kBool || indices.dtype == DType::kUnknown) {
     return ctx.Error(absl::StrCat("indices (input 0) has dtype ", DTypeName(indices.dtype), "; expected a number"));
   }

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "grove/grove.h"
+#include "lib/ir/graph.h"
 
 namespace grove::ir {
 
@@ -105,6 +106,32 @@ inline absl::StatusOr<int64_t> NumberAsInt(double v, absl::string_view what) {
   if (!(v > -9.2e18 && v < 9.2e18))
     return absl::InvalidArgumentError(absl::StrCat(what, " is ", v, "; not an integer count"));
   return static_cast<int64_t>(v);
+}
+
+// Transpose: attribute perm, or the reversed dims of a rank-`rank` input.
+inline std::vector<int64_t> TransposePerm(const Attributes& attrs, int rank) {
+  if (attrs.Has("perm")) return attrs.GetInts("perm");
+  std::vector<int64_t> perm;
+  for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+  return perm;
+}
+
+// Expand: numpy broadcasting of the input shape `a` against the requested
+// shape `b` (both concrete).
+inline absl::StatusOr<std::vector<int64_t>> ExpandShape(const std::vector<int64_t>& a,
+                                                        const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot expand ", DimsString(a), " to ", DimsString(b),
+                                                     ": dim ", i, " is ", x, " against ", y));
+    }
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
 }
 
 // Axes for Squeeze (`rank` = input rank) or Unsqueeze (`rank` = output rank):

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/ir/ops/layout_params.h"
 #include "lib/ir/ops/ops.h"
 #include "lib/ir/ops/slice_bounds.h"
 
@@ -137,12 +138,7 @@ absl::Status InferTranspose(ShapeContext& ctx) {
   if (absl::Status s = CheckKnownDType(ctx, 0, "Transpose data"); !s.ok()) return s;
   const SymShape& in = ctx.input_shape(0);
   const int rank = ctx.input_rank(0);
-  std::vector<int64_t> perm;
-  if (ctx.attrs().Has("perm")) {
-    perm = ctx.attrs().GetInts("perm");
-  } else {
-    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
-  }
+  const std::vector<int64_t> perm = ir::TransposePerm(ctx.attrs(), rank);
   if (static_cast<int>(perm.size()) != rank) {
     return ctx.Error(absl::StrCat("Transpose perm [", absl::StrJoin(perm, ","), "] has ", perm.size(),
                                   " entries but the input ", ShapeStr(ctx, in), " has rank ", rank));
