@@ -217,4 +217,14 @@ void ExpectCudaMatchesCpu(cuda::Device& device, const std::string& type, std::ve
   }
 }
 
+Tensor Ramp(DType dtype, std::vector<int64_t> shape, int seed) {
+  std::vector<float> v(static_cast<size_t>(Count(shape)));
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<float>((static_cast<int64_t>(i) * 37 + seed * 11 + 5) % 29) / 14.5f - 1.0f;
+  }
+  Tensor f = MakeTensor<float>(DType::kF32, shape, v);
+  if (dtype == DType::kF32) return f;
+  return Tensor::CastOf(f.view(), dtype).value();
+}
+
 }  // namespace grove::testing

@@ -49,6 +49,9 @@ void ExpectCudaMatchesCpu(cuda::Device& device, const std::string& type, std::ve
 
 // Elementwise comparison used above: "" when equal within tolerance, else a
 // description of the first mismatch.
+// Deterministic values in [-1, 1) of any float dtype.
+Tensor Ramp(DType dtype, std::vector<int64_t> shape, int seed = 0);
+
 std::string CompareTensors(const Tensor& want, const Tensor& got, double tol);
 
 }  // namespace grove::testing

@@ -8,6 +8,7 @@
 #ifndef GROVE_TEST_OP_TEST_UTIL_H_
 #define GROVE_TEST_OP_TEST_UTIL_H_
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -23,6 +24,13 @@ Tensor MakeTensor(DType dtype, std::vector<int64_t> shape, const std::vector<T>&
   Tensor t = Tensor::Create(dtype, std::move(shape)).value();
   if (!values.empty()) std::memcpy(t.data(), values.data(), values.size() * sizeof(T));
   return t;
+}
+
+// Elements of a shape.
+inline int64_t Count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
 }
 
 template <typename T>

@@ -17,18 +17,8 @@ namespace {
 
 using testing::ExpectCudaMatchesCpu;
 using testing::MakeTensor;
+using testing::Ramp;
 using testing::RunOpCuda;
-
-// Deterministic values in [-1, 1) of any float dtype.
-Tensor Ramp(DType dtype, std::vector<int64_t> shape, int seed = 0) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 37 + seed * 11 + 5) % 29) / 14.5f - 1.0f;
-  Tensor f = MakeTensor<float>(DType::kF32, shape, v);
-  if (dtype == DType::kF32) return f;
-  return Tensor::CastOf(f.view(), dtype).value();
-}
 
 class CudaLinalgTest : public ::testing::Test {
  protected:

@@ -21,18 +21,13 @@
 namespace grove {
 namespace {
 
+using ::grove::testing::Count;
 using ::grove::testing::ExpectCudaMatchesCpu;
 using ::grove::testing::MakeTensor;
 using Shape = std::vector<int64_t>;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 Tensor Data(const Shape& shape, uint32_t seed = 1, float scale = 1.0f, float offset = 0.0f) {
   std::vector<float> v(Count(shape));

@@ -12,6 +12,7 @@
 #include "lib/backends/cuda/emulated_device.h"
 #include "test/cuda_op_test_util.h"
 #include "test/op_test_util.h"
+#include "test/recurrent_test_util.h"
 
 namespace grove {
 namespace {
@@ -22,29 +23,13 @@ using testing::MakeTensor;
 using testing::RunOpCuda;
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
-std::vector<float> Pattern(int64_t n, int seed, float scale = 0.6f) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(((i * 29 + seed * 13 + 3) % 31) - 15) / 15.0f;
-  return v;
-}
+std::vector<float> Pattern(int64_t n, int seed, float scale = 0.6f) { return testing::RecurrentPattern(n, seed, scale); }
 
-struct Spec {
-  std::string op = "LSTM";
-  int64_t seq = 3, batch = 2, input = 3, hidden = 4;
-  std::string direction = "forward";
-  int64_t layout = 0;
-  bool bias = true, initial_h = false, initial_c = false, peephole = false;
+struct Spec : testing::RecurrentSpec {
+  Spec() { bias = true; }
   std::vector<int64_t> lengths;  // empty: no sequence_lens
   DType lengths_dtype = DType::kI32;
-  std::vector<std::string> activations;
-  std::vector<double> alphas, betas;
-  double clip = 0;
-  bool input_forget = false;
-  int64_t linear_before_reset = 0;
   int outputs = 3;  // LSTM: Y, Y_h, Y_c; others at most 2
-
-  int64_t gates() const { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
-  int64_t dirs() const { return direction == "bidirectional" ? 2 : 1; }
 };
 
 class CudaRecurrentTest : public ::testing::Test {
@@ -82,15 +67,7 @@ class CudaRecurrentTest : public ::testing::Test {
       in.push_back(s.peephole ? &p : nullptr);
     }
     while (!in.empty() && in.back() == nullptr) in.pop_back();
-    Attrs a = {{"hidden_size", h}};
-    if (s.direction != "forward") a.push_back({"direction", s.direction});
-    if (s.layout != 0) a.push_back({"layout", s.layout});
-    if (!s.activations.empty()) a.push_back({"activations", s.activations});
-    if (!s.alphas.empty()) a.push_back({"activation_alpha", s.alphas});
-    if (!s.betas.empty()) a.push_back({"activation_beta", s.betas});
-    if (s.clip > 0) a.push_back({"clip", s.clip});
-    if (s.input_forget) a.push_back({"input_forget", int64_t{1}});
-    if (s.linear_before_reset != 0) a.push_back({"linear_before_reset", s.linear_before_reset});
+    const Attrs a = testing::RecurrentAttrs(s);
     const int outputs = s.op == "LSTM" ? s.outputs : std::min(s.outputs, 2);
     EXPECT_EQ(testing::RunOp(s.op, in, a, outputs).ok(), valid);
     for (bool host : {true, false}) {

@@ -21,6 +21,7 @@
 namespace grove {
 namespace {
 
+using ::grove::testing::Count;
 using ::grove::testing::ExpectCudaMatchesCpu;
 using ::grove::testing::MakeTensor;
 using ::grove::testing::RunOpCuda;
@@ -29,12 +30,6 @@ using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 // Multiples of 1/16 in [-4, 4): f32 sums of a few thousand are exact, so the
 // device's f32 accumulation matches the CPU's f64 one.

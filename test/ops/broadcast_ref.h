@@ -7,15 +7,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "test/op_test_util.h"  // Count
+
 namespace grove::testing {
 
 using RefShape = std::vector<int64_t>;
-
-inline int64_t Count(const RefShape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 inline RefShape BroadcastRef(const std::vector<RefShape>& shapes) {
   size_t rank = 0;

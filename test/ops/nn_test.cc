@@ -26,12 +26,6 @@ using ir::SymShape;
 using Shape = std::vector<int64_t>;
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 // Deterministic values in [-1, 1], different per seed.
 std::vector<float> Pattern(int64_t n, int seed) {
   std::vector<float> v(static_cast<size_t>(n));

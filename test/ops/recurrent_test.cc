@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "lib/ir/op_registry.h"
 #include "test/op_test_util.h"
+#include "test/recurrent_test_util.h"
 #include "test/ops/symbolic_shape_util.h"
 
 namespace grove::testing {
@@ -27,29 +28,11 @@ using ir::SymShape;
 using Shape = std::vector<int64_t>;
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
-// Deterministic values in [-scale, scale].
-std::vector<float> Pattern(int64_t n, int seed, float scale = 1.0f) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(((i * 29 + seed * 13 + 3) % 31) - 15) / 15.0f;
-  return v;
-}
+std::vector<float> Pattern(int64_t n, int seed, float scale = 1.0f) { return RecurrentPattern(n, seed, scale); }
 
-struct Spec {
-  std::string op = "LSTM";
-  int64_t seq = 3, batch = 2, input = 3, hidden = 4;
-  std::string direction = "forward";
-  int64_t layout = 0;
-  bool bias = false, initial_h = false, initial_c = false, peephole = false;
+struct Spec : RecurrentSpec {
   std::vector<int32_t> lengths;  // empty: no sequence_lens
-  std::vector<std::string> activations;
-  std::vector<double> alphas, betas;
-  double clip = 0;  // 0: no clip
-  bool input_forget = false;
-  int64_t linear_before_reset = 0;
-  bool hidden_size_attr = true;
 
-  int64_t gates() const { return op == "LSTM" ? 4 : op == "GRU" ? 3 : 1; }
-  int64_t dirs() const { return direction == "bidirectional" ? 2 : 1; }
   std::string Describe() const {
     return absl::StrCat(op, " ", direction, " layout ", layout, " seq ", seq, " batch ", batch, " bias ", bias,
                         " h0 ", initial_h, " c0 ", initial_c, " P ", peephole, " lens [",
@@ -232,19 +215,7 @@ void ExpectNear(const std::vector<float>& got, const std::vector<double>& want) 
     EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-4 * std::abs(want[i])) << "at " << i;
 }
 
-Attrs MakeAttrs(const Spec& s) {
-  Attrs a;
-  if (s.hidden_size_attr) a.push_back({"hidden_size", s.hidden});
-  if (s.direction != "forward") a.push_back({"direction", s.direction});
-  if (s.layout != 0) a.push_back({"layout", s.layout});
-  if (!s.activations.empty()) a.push_back({"activations", s.activations});
-  if (!s.alphas.empty()) a.push_back({"activation_alpha", s.alphas});
-  if (!s.betas.empty()) a.push_back({"activation_beta", s.betas});
-  if (s.clip > 0) a.push_back({"clip", s.clip});
-  if (s.input_forget) a.push_back({"input_forget", int64_t{1}});
-  if (s.linear_before_reset != 0) a.push_back({"linear_before_reset", s.linear_before_reset});
-  return a;
-}
+Attrs MakeAttrs(const Spec& s) { return RecurrentAttrs(s); }
 
 struct OpTensors {
   Tensor x, w, r, b, lens, h0, c0, p;

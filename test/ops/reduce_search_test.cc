@@ -29,6 +29,7 @@
 namespace grove {
 namespace {
 
+using ::grove::testing::Count;
 using ::grove::testing::ErrorContains;
 using ::grove::testing::InferSymbolic;
 using ::grove::testing::MakeTensor;
@@ -41,12 +42,6 @@ using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
-
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 ::testing::AssertionResult Close(double got, double want, double rtol, double atol = 1e-7) {
   if (std::isnan(want)) {

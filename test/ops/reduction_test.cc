@@ -19,18 +19,13 @@
 namespace grove {
 namespace {
 
+using ::grove::testing::Count;
 using ::grove::testing::MakeTensor;
 using ::grove::testing::RunOp;
 using ::grove::testing::Values;
 using ::testing::HasSubstr;
 using Shape = std::vector<int64_t>;
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
-
-int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 template <typename T>
 std::vector<T> Pattern(int64_t n) {

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "grove/grove.h"
+#include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/cpu/broadcast_plan.h"
 #include "lib/ir/op_registry.h"
 
@@ -28,26 +29,9 @@ inline std::string DimsString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-inline absl::Status CheckOutputDType(const ir::KernelContext& ctx, DType expected, int i = 0) {
-  const DType got = ctx.output(i).dtype;
-  if (got == expected) return absl::OkStatus();
-  return ctx.Error(
-      absl::StrCat("output ", i, " was allocated as ", DTypeName(got), " but the kernel writes ", DTypeName(expected)));
-}
-
-inline absl::Status CheckOutputLike(const ir::KernelContext& ctx, DType dtype, absl::Span<const int64_t> shape,
-                                    int i = 0) {
-  if (absl::Status s = CheckOutputDType(ctx, dtype, i); !s.ok()) return s;
-  if (absl::Span<const int64_t>(ctx.output(i).shape) == shape) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output ", i, " was allocated with shape ", DimsString(ctx.output(i).shape),
-                                " but the kernel writes ", DimsString(shape)));
-}
-
-inline absl::Status CheckSameInputDTypes(const ir::KernelContext& ctx, int i, int j) {
-  if (ctx.input(i).dtype == ctx.input(j).dtype) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("inputs ", i, " and ", j, " have dtypes ", DTypeName(ctx.input(i).dtype), " and ",
-                                DTypeName(ctx.input(j).dtype), "; expected the same"));
-}
+using backends::CheckOutputDType;
+using backends::CheckOutputLike;
+using backends::CheckSameInputDTypes;
 
 // Inputs 0 and 1 broadcast to output 0.
 inline absl::StatusOr<BroadcastPlan<2>> MakeBinaryPlan(const ir::KernelContext& ctx) {

@@ -4,18 +4,16 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/common/control_flow.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 
 namespace grove::cpu {
 namespace {
 
-// Loops that never stop are a hang, not an answer.
-constexpr int64_t kMaxLoopIterations = 100'000'000;
+using backends::kMaxLoopIterations;
 
 absl::StatusOr<bool> ReadCond(const ir::KernelContext& ctx, const TensorView& v, absl::string_view what) {
-  if (v.num_elements() != 1) {
-    return ctx.Error(absl::StrCat(what, " must hold one element, has ", v.num_elements()));
-  }
+  if (absl::Status s = backends::CheckCondShape(ctx, v, what); !s.ok()) return s;
   return *static_cast<const uint8_t*>(v.data) != 0;
 }
 
@@ -29,12 +27,8 @@ absl::Status CopyOut(ir::KernelContext& ctx, int i, const TensorView& from) {
 absl::Status IfKernel(ir::KernelContext& ctx) {
   absl::StatusOr<bool> cond = ReadCond(ctx, ctx.input(0), "cond");
   if (!cond.ok()) return cond.status();
-  const int branch = ctx.attrs().GetSubgraph(*cond ? "then_branch" : "else_branch");
-  absl::StatusOr<std::vector<TensorView>> outs = ctx.host()->RunSubgraph(branch, {});
+  absl::StatusOr<std::vector<TensorView>> outs = backends::RunIfBranch(ctx, *cond);
   if (!outs.ok()) return outs.status();
-  if (static_cast<int>(outs->size()) != ctx.num_outputs()) {
-    return ctx.Error(absl::StrCat("branch gave ", outs->size(), " outputs, wants ", ctx.num_outputs()));
-  }
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     if (!ctx.has_output(i)) continue;
     if (absl::Status s = CopyOut(ctx, i, (*outs)[i]); !s.ok()) return s;
@@ -72,17 +66,10 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   std::vector<TensorView> scan_shape(k);  // per-iteration shape and dtype
   int64_t iter = 0;
   bool cond_value = cond;
-  std::vector<TensorView> inputs(n + 2);
+  std::vector<TensorView> carried_views(n);
   for (; iter < trip_count && cond_value; ++iter) {
-    if (iter >= kMaxLoopIterations) {
-      return ctx.Error(absl::StrCat("ran ", kMaxLoopIterations, " iterations without stopping"));
-    }
-    int64_t iter_value = iter;
-    uint8_t cond_in = 1;
-    inputs[0] = TensorView(DType::kI64, {}, &iter_value);
-    inputs[1] = TensorView(DType::kBool, {}, &cond_in);
-    for (int i = 0; i < n; ++i) inputs[2 + i] = carried[i].view();
-    absl::StatusOr<std::vector<TensorView>> outs = ctx.host()->RunSubgraph(body, inputs);
+    for (int i = 0; i < n; ++i) carried_views[i] = carried[i].view();
+    absl::StatusOr<std::vector<TensorView>> outs = backends::RunLoopBody(ctx, body, iter, carried_views);
     if (!outs.ok()) return outs.status();
     absl::StatusOr<bool> c = ReadCond(ctx, (*outs)[0], "the body's cond output");
     if (!c.ok()) return c.status();
@@ -98,11 +85,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     }
     for (int j = 0; j < k; ++j) {
       const TensorView& o = (*outs)[1 + n + j];
-      if (iter == 0) {
-        scan_shape[j] = TensorView(o.dtype, o.shape, static_cast<void*>(nullptr));
-      } else if (o.shape != scan_shape[j].shape || o.dtype != scan_shape[j].dtype) {
-        return ctx.Error(absl::StrCat("scan output ", j, " changes shape between iterations"));
-      }
+      if (absl::Status s = backends::CheckScanShape(ctx, j, iter, o, scan_shape[j]); !s.ok()) return s;
       const uint8_t* p = static_cast<const uint8_t*>(o.data);
       scans[j].insert(scans[j].end(), p, p + o.byte_size());
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/common/elementwise_checks.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
@@ -209,13 +210,8 @@ void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
 }
 
 absl::Status WhereKernel(KernelContext& ctx) {
-  if (ctx.input(0).dtype != DType::kBool) {
-    return ctx.Error(
-        absl::StrCat("input 0 (condition) has dtype ", DTypeName(ctx.input(0).dtype), "; expected bool"));
-  }
-  if (absl::Status s = CheckSameInputDTypes(ctx, 1, 2); !s.ok()) return s;
+  if (absl::Status s = backends::CheckWhereInputs(ctx); !s.ok()) return s;
   const DType dtype = ctx.input(1).dtype;
-  if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<3>> plan =
       BroadcastPlan<3>::Make(ctx.output(0).shape, {&ctx.input(0).shape, &ctx.input(1).shape, &ctx.input(2).shape});
   if (!plan.ok()) return ctx.Error(plan.status().message());
@@ -240,12 +236,7 @@ absl::Status WhereKernel(KernelContext& ctx) {
 absl::Status CastKernel(KernelContext& ctx) {
   const TensorView& in = ctx.input(0);
   TensorView& out = ctx.output(0);
-  const int64_t to = ctx.attrs().GetInt("to", 0);
-  if (static_cast<int64_t>(out.dtype) != to) {
-    return ctx.Error(
-        absl::StrCat("output 0 was allocated as ", DTypeName(out.dtype), " but attribute 'to' is ", to));
-  }
-  if (absl::Status s = CheckOutputLike(ctx, out.dtype, in.shape); !s.ok()) return s;
+  if (absl::Status s = backends::CheckCastOutput(ctx); !s.ok()) return s;
   return CastElements(ctx, in, out);
 }
 

@@ -17,12 +17,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/matmul_shapes.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
 
 namespace grove::cpu {
 namespace {
+
+using backends::ShapeStr;
 
 std::vector<float> Widen(const TensorView& t) {
   const int64_t n = t.num_elements();
@@ -44,8 +48,6 @@ void Narrow(const std::vector<float>& v, TensorView& t) {
     for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToBFloat16(v[i]).bits;
   }
 }
-
-std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
 
 // double -> integer without the undefined behaviour of an out-of-range cast.
 template <typename T>
@@ -121,41 +123,14 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
   const TensorView& a = ctx.input(0);
   const TensorView& b = ctx.input(1);
   TensorView& y = ctx.output(0);
-  if (a.dtype != b.dtype || y.dtype != a.dtype) {
-    return ctx.Error(absl::StrCat("MatMul dtypes differ: ", DTypeName(a.dtype), " x ", DTypeName(b.dtype),
-                                  " -> ", DTypeName(y.dtype)));
-  }
-  const int ra = static_cast<int>(a.shape.size());
-  const int rb = static_cast<int>(b.shape.size());
-  if (ra == 0 || rb == 0) return ctx.Error("MatMul input is a scalar (rank 0); expected rank >= 1");
+  absl::StatusOr<backends::MatMulShape> shape = backends::ResolveMatMul(ctx);
+  if (!shape.ok()) return shape.status();
+  const std::vector<int64_t>&batch = shape->batch, &da = shape->a_batch, &db = shape->b_batch;
+  const int nb = static_cast<int>(batch.size());
   MatMulPlan p;
-  p.m = ra == 1 ? 1 : a.shape[ra - 2];
-  p.k = a.shape[ra - 1];
-  const int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - 2];
-  p.n = rb == 1 ? 1 : b.shape[rb - 1];
-  if (p.k != kb) {
-    return ctx.Error(absl::StrCat("MatMul inner dims differ at run time: input 0 ", ShapeStr(a.shape),
-                                  " has K=", p.k, ", input 1 ", ShapeStr(b.shape), " has K=", kb));
-  }
-  const int bra = std::max(ra - 2, 0), brb = std::max(rb - 2, 0);
-  const int nb = std::max(bra, brb);
-  std::vector<int64_t> batch(nb), da(nb), db(nb);
-  for (int i = 0; i < nb; ++i) {
-    da[i] = i >= nb - bra ? a.shape[i - (nb - bra)] : 1;
-    db[i] = i >= nb - brb ? b.shape[i - (nb - brb)] : 1;
-    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) {
-      return ctx.Error(absl::StrCat("MatMul batch dims of ", ShapeStr(a.shape), " and ", ShapeStr(b.shape),
-                                    " do not broadcast at run time"));
-    }
-    batch[i] = da[i] == 1 ? db[i] : da[i];
-  }
-  std::vector<int64_t> expected = batch;
-  if (ra != 1) expected.push_back(p.m);
-  if (rb != 1) expected.push_back(p.n);
-  if (expected != y.shape) {
-    return ctx.Error(absl::StrCat("MatMul of ", ShapeStr(a.shape), " and ", ShapeStr(b.shape), " gives ",
-                                  ShapeStr(expected), " but the planned output is ", ShapeStr(y.shape)));
-  }
+  p.m = shape->m;
+  p.n = shape->n;
+  p.k = shape->k;
   if (y.num_elements() == 0) return absl::OkStatus();
   if (!FitsBlasInt(p.m) || !FitsBlasInt(p.n) || !FitsBlasInt(p.k)) {
     return ctx.Error(absl::StrCat("MatMul dims M=", p.m, " N=", p.n, " K=", p.k, " exceed the BLAS int range"));
@@ -224,38 +199,11 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
   const TensorView& b = ctx.input(1);
   const TensorView* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   TensorView& y = ctx.output(0);
-  if (a.dtype != b.dtype || y.dtype != a.dtype || (c != nullptr && c->dtype != a.dtype)) {
-    return ctx.Error("Gemm inputs and output must share one dtype");
-  }
-  if (a.shape.size() != 2 || b.shape.size() != 2 || (c != nullptr && c->shape.size() > 2)) {
-    return ctx.Error(absl::StrCat("Gemm expects A and B of rank 2 and C of rank <= 2; got A ", ShapeStr(a.shape),
-                                  ", B ", ShapeStr(b.shape)));
-  }
-  const bool ta = ctx.attrs().GetInt("transA", 0) != 0;
-  const bool tb = ctx.attrs().GetInt("transB", 0) != 0;
-  const double alpha = ctx.attrs().GetFloat("alpha", 1.0);
-  const double beta = ctx.attrs().GetFloat("beta", 1.0);
-  const int64_t m = ta ? a.shape[1] : a.shape[0];
-  const int64_t k = ta ? a.shape[0] : a.shape[1];
-  const int64_t kb = tb ? b.shape[1] : b.shape[0];
-  const int64_t n = tb ? b.shape[0] : b.shape[1];
-  if (k != kb) {
-    return ctx.Error(absl::StrCat("Gemm inner dims differ at run time: A ", ShapeStr(a.shape), " has K=", k,
-                                  ", B ", ShapeStr(b.shape), " has K=", kb));
-  }
-  int64_t cm = 1, cn = 1;
-  if (c != nullptr) {
-    const size_t rc = c->shape.size();
-    if (rc >= 1) cn = c->shape[rc - 1];
-    if (rc == 2) cm = c->shape[0];
-    if ((cm != 1 && cm != m) || (cn != 1 && cn != n)) {
-      return ctx.Error(absl::StrCat("Gemm input 2 (C) has shape ", ShapeStr(c->shape),
-                                    ", which does not broadcast to [", m, ", ", n, "] at run time"));
-    }
-  }
-  if (y.shape != std::vector<int64_t>{m, n}) {
-    return ctx.Error(absl::StrCat("Gemm gives [", m, ", ", n, "] but the planned output is ", ShapeStr(y.shape)));
-  }
+  absl::StatusOr<backends::GemmShape> shape = backends::ResolveGemm(ctx);
+  if (!shape.ok()) return shape.status();
+  const bool ta = shape->trans_a, tb = shape->trans_b;
+  const double alpha = shape->alpha, beta = shape->beta;
+  const int64_t m = shape->m, n = shape->n, k = shape->k, cm = shape->cm, cn = shape->cn;
   if (m == 0 || n == 0) return absl::OkStatus();
   if (!FitsBlasInt(m) || !FitsBlasInt(n) || !FitsBlasInt(k)) {
     return ctx.Error(absl::StrCat("Gemm dims M=", m, " N=", n, " K=", k, " exceed the BLAS int range"));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/common/elementwise_checks.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/broadcast_plan.h"
 #include "lib/backends/cpu/cast.h"
@@ -206,11 +207,8 @@ absl::Status UnaryKernel(KernelContext& ctx) {
 }
 
 absl::Status NotKernel(KernelContext& ctx) {
+  if (absl::Status s = backends::CheckNotInputs(ctx); !s.ok()) return s;
   const TensorView& x = ctx.input(0);
-  if (x.dtype != DType::kBool) {
-    return ctx.Error(absl::StrCat("input 0 (X) has dtype ", DTypeName(x.dtype), "; expected bool"));
-  }
-  if (absl::Status s = CheckOutputLike(ctx, DType::kBool, x.shape); !s.ok()) return s;
   const uint8_t* in = x.as<const uint8_t>();
   uint8_t* out = ctx.output(0).as<uint8_t>();
   const int64_t n = x.num_elements();
@@ -262,13 +260,7 @@ struct XorOp {
 
 template <typename Op>
 absl::Status LogicalKernel(KernelContext& ctx) {
-  for (int i = 0; i < 2; ++i) {
-    if (ctx.input(i).dtype != DType::kBool) {
-      return ctx.Error(absl::StrCat("input ", i, i == 0 ? " (A)" : " (B)", " has dtype ", DTypeName(ctx.input(i).dtype),
-                                    "; expected bool"));
-    }
-  }
-  if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
+  if (absl::Status s = backends::CheckLogicalInputs(ctx); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
   RunBinary<Bool8, Bool8, Bool8>(ctx, *plan, [](Bool8 a, Bool8 b) {
@@ -471,21 +463,9 @@ template <typename Op, typename Types>
 absl::Status VariadicKernel(KernelContext& ctx) {
   TensorView& y = ctx.output(0);
   const int n = ctx.num_inputs();
-  if (n == 0) return ctx.Error("expected at least one input; got none");
-  std::vector<ir::SymShape> shapes;
-  for (int k = 0; k < n; ++k) {
-    if (!ctx.has_input(k)) return ctx.Error(absl::StrCat("input ", k, " (data_", k, ") is missing"));
-    if (k > 0) {
-      if (absl::Status s = CheckSameInputDTypes(ctx, 0, k); !s.ok()) return s;
-    }
-    shapes.push_back(ir::FromConcrete(ctx.input(k).shape));
-  }
   // Each pairwise plan below checks one input against the output; this
   // checks that the output is no larger than all of them together.
-  absl::StatusOr<ir::SymShape> joint = ir::BroadcastShapes(shapes);
-  if (!joint.ok()) return ctx.Error(absl::StrCat("inputs do not broadcast: ", joint.status().message()));
-  const std::vector<int64_t> out_shape = ir::ToConcrete(*joint);
-  if (absl::Status s = CheckOutputLike(ctx, ctx.input(0).dtype, out_shape); !s.ok()) return s;
+  if (absl::Status s = backends::CheckVariadicInputs(ctx); !s.ok()) return s;
 
   return Visit(Types{}, ctx, y.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;

@@ -14,6 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/norm_checks.h"
+#include "lib/backends/common/window.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
@@ -24,91 +27,18 @@ namespace grove::cpu {
 namespace {
 
 using ir::KernelContext;
-using ir::SymDim;
-using ir::WindowGeometry;
+using backends::CheckChannelVector;
+using backends::CheckOutput;
+using backends::CheckRank;
+using backends::IsPointwise;
+using backends::Window;
 
 // Scratch buffers (im2col) above this many elements are refused instead of
 // attempted: 2^31 floats is 8 GiB.
 constexpr int64_t kMaxScratchElements = int64_t{1} << 31;
 
-std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
-
-// A wrong output dtype or shape would make the kernel write past the buffer,
-// so both are checked even though the shape function set them.
-absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
-  const TensorView& y = ctx.output(i);
-  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
-                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
-}
-
-absl::Status CheckRank(const KernelContext& ctx, int i, absl::string_view name, int min_rank) {
-  if (static_cast<int>(ctx.input(i).shape.size()) >= min_rank) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(ctx.input(i).shape),
-                                "; expected rank >= ", min_rank, " (N, C, spatial dims...)"));
-}
-
-absl::Status CheckChannelVector(const KernelContext& ctx, int i, absl::string_view name, int64_t count) {
-  const std::vector<int64_t>& s = ctx.input(i).shape;
-  if (s.size() == 1 && s[0] == count) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(s), "; expected [", count, "]"));
-}
-
 // Product of dims, or -1 past kMaxScratchElements.
-int64_t BoundedProduct(absl::Span<const int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d != 0 && n > kMaxScratchElements / d) return -1;
-    n *= d;
-  }
-  return n;
-}
-
-// The spatial part of a window op, with every length concrete.
-struct Window {
-  int spatial = 0;
-  std::vector<int64_t> in, out, kernel, strides, dilations, pad_begin, pad_end;
-  int64_t in_size = 1, out_size = 1, kernel_size = 1;
-};
-
-absl::StatusOr<WindowGeometry> ReadGeometry(const KernelContext& ctx, ir::WindowOp op, int spatial,
-                                            const std::vector<int64_t>* weight_kernel) {
-  ir::SymShape w;
-  if (weight_kernel != nullptr) w = ir::FromConcrete(*weight_kernel);
-  absl::StatusOr<WindowGeometry> g =
-      ir::ReadWindowGeometry(ctx.attrs(), op, spatial, weight_kernel != nullptr ? &w : nullptr);
-  if (!g.ok()) return ctx.Error(g.status().message());
-  return g;
-}
-
-// Output lengths and pads of a Conv or pooling window over `in`.
-absl::StatusOr<Window> MakeWindow(const KernelContext& ctx, const WindowGeometry& g,
-                                  absl::Span<const int64_t> in) {
-  Window w;
-  w.spatial = g.spatial;
-  w.in.assign(in.begin(), in.end());
-  w.kernel = g.kernel;
-  w.strides = g.strides;
-  w.dilations = g.dilations;
-  for (int d = 0; d < g.spatial; ++d) {
-    absl::StatusOr<SymDim> o = ir::WindowOutputDim(g, d, SymDim(in[d]));
-    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(in), ": ", o.status().message()));
-    w.out.push_back(o->value());
-    const auto [pb, pe] = ir::WindowPads(g, d, in[d], w.out[d]);
-    w.pad_begin.push_back(pb);
-    w.pad_end.push_back(pe);
-    w.in_size *= in[d];
-  }
-  // The output shape is only checked against the allocation after this, so
-  // a product that overflows (a huge pad) must not be computed yet.
-  for (int64_t o : w.out) {
-    if (__builtin_mul_overflow(w.out_size, o, &w.out_size)) w.out_size = -1;
-  }
-  // Pooling kernels are bounded by the padded input, not by a weight, so
-  // their product may not fit; only Conv (kernel taken from W) reads it.
-  w.kernel_size = BoundedProduct(g.kernel);
-  return w;
-}
+int64_t BoundedProduct(absl::Span<const int64_t> dims) { return backends::BoundedProduct(dims, kMaxScratchElements); }
 
 // Walks one kernel tap over a grid of positions: calls fn(p, t) for each
 // position p of `pos` (flattened, in order) with t the flattened index in
@@ -175,48 +105,14 @@ void Im2Col(const T* x, int64_t channels, const Window& w, T* col) {
   }
 }
 
-// A 1x1 window with stride 1 and no padding reads the input as it is.
-bool IsPointwise(const Window& w) {
-  for (int d = 0; d < w.spatial; ++d) {
-    if (w.kernel[d] != 1 || w.strides[d] != 1 || w.pad_begin[d] != 0 || w.in[d] != w.out[d]) return false;
-  }
-  return true;
-}
-
 absl::Status ConvKernel(KernelContext& ctx) {
+  absl::StatusOr<backends::ConvShape> conv = backends::ResolveConv(ctx);
+  if (!conv.ok()) return conv.status();
   const TensorView& x = ctx.input(0);
   const TensorView& wt = ctx.input(1);
   const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
-  const int rank = static_cast<int>(x.shape.size());
-  if (static_cast<int>(wt.shape.size()) != rank) {
-    return ctx.Error(absl::StrCat("input 1 (W) has shape ", ShapeStr(wt.shape), "; expected rank ", rank,
-                                  " like input 0 (X) ", ShapeStr(x.shape)));
-  }
-  if (wt.dtype != x.dtype || (b != nullptr && b->dtype != x.dtype)) {
-    return ctx.Error(absl::StrCat("inputs X, W and B must share one dtype; got ", DTypeName(x.dtype), ", ",
-                                  DTypeName(wt.dtype),
-                                  b != nullptr ? absl::StrCat(", ", DTypeName(b->dtype)) : ""));
-  }
-  const int spatial = rank - 2;
-  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
-  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConv, spatial, &w_kernel);
-  if (!g.ok()) return g.status();
-  const int64_t group = ctx.attrs().GetInt("group", 1);
-  const int64_t n = x.shape[0], c = x.shape[1], m = wt.shape[0];
-  if (c != wt.shape[1] * group || m % group != 0) {
-    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
-                                  " do not fit group ", group,
-                                  ": expected X channels = W dim 1 * group and W dim 0 divisible by group"));
-  }
-  if (b != nullptr) {
-    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
-  }
-  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
-  if (!w.ok()) return w.status();
-  std::vector<int64_t> out_shape = {n, m};
-  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const Window* w = &conv->w;
+  const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
 
   const int64_t cg = c / group, mg = m / group;
   const int64_t rows = BoundedProduct({cg, w->kernel_size});
@@ -260,54 +156,15 @@ absl::Status ConvKernel(KernelContext& ctx) {
 // ---------------------------------------------------------------------------
 
 absl::Status ConvTransposeKernel(KernelContext& ctx) {
+  absl::StatusOr<backends::ConvShape> conv = backends::ResolveConvTranspose(ctx);
+  if (!conv.ok()) return conv.status();
   const TensorView& x = ctx.input(0);
   const TensorView& wt = ctx.input(1);
   const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
-  const int rank = static_cast<int>(x.shape.size());
-  if (static_cast<int>(wt.shape.size()) != rank) {
-    return ctx.Error(absl::StrCat("input 1 (W) has shape ", ShapeStr(wt.shape), "; expected rank ", rank,
-                                  " like input 0 (X) ", ShapeStr(x.shape)));
-  }
-  if (wt.dtype != x.dtype || (b != nullptr && b->dtype != x.dtype)) {
-    return ctx.Error(absl::StrCat("inputs X, W and B must share one dtype; got ", DTypeName(x.dtype), ", ",
-                                  DTypeName(wt.dtype),
-                                  b != nullptr ? absl::StrCat(", ", DTypeName(b->dtype)) : ""));
-  }
-  const int spatial = rank - 2;
-  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
-  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConvTranspose, spatial, &w_kernel);
-  if (!g.ok()) return g.status();
-  const int64_t group = ctx.attrs().GetInt("group", 1);
-  const int64_t n = x.shape[0], c = x.shape[1];
-  if (c != wt.shape[0] || c % group != 0) {
-    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
-                                  " do not fit group ", group,
-                                  ": expected X channels = W dim 0, divisible by group"));
-  }
-  const int64_t cg = c / group, mg = wt.shape[1], m = mg * group;
-  if (b != nullptr) {
-    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
-  }
-  Window w;
-  w.spatial = spatial;
-  w.in.assign(x.shape.begin() + 2, x.shape.end());
-  w.kernel = g->kernel;
-  w.strides = g->strides;
-  w.dilations = g->dilations;
-  for (int d = 0; d < spatial; ++d) {
-    absl::StatusOr<SymDim> o = ir::TransposedOutputDim(*g, d, SymDim(w.in[d]));
-    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), ": ", o.status().message()));
-    w.out.push_back(o->value());
-    w.pad_begin.push_back(ir::TransposedPadBegin(*g, d, w.in[d], w.out[d]));
-    w.in_size *= w.in[d];
-    w.kernel_size *= g->kernel[d];
-    // Checked: output_shape may ask for more than the allocation holds.
-    if (__builtin_mul_overflow(w.out_size, w.out[d], &w.out_size)) w.out_size = -1;
-  }
-  std::vector<int64_t> out_shape = {n, m};
-  out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int spatial = conv->spatial;
+  const Window& w = conv->w;
+  const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
+  const int64_t cg = c / group, mg = m / group;
 
   const int64_t rows = BoundedProduct({mg, w.kernel_size});
   const int64_t col_size = BoundedProduct({mg, w.kernel_size, w.in_size});
@@ -427,21 +284,12 @@ void ForEachWindowElement(const Window& w, const std::vector<const std::vector<i
 }
 
 absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
+  absl::StatusOr<backends::PoolShape> pool = backends::ResolvePool(ctx, kind == PoolKind::kMax);
+  if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
-  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
   const int spatial = static_cast<int>(x.shape.size()) - 2;
-  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kPool, spatial, nullptr);
-  if (!g.ok()) return g.status();
-  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
-  if (!w.ok()) return w.status();
-  std::vector<int64_t> out_shape = {x.shape[0], x.shape[1]};
-  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
-  TensorView* indices = nullptr;
-  if (kind == PoolKind::kMax && ctx.has_output(1)) {
-    if (absl::Status s = CheckOutput(ctx, 1, DType::kI64, out_shape); !s.ok()) return s;
-    indices = &ctx.output(1);
-  }
+  const Window* w = &pool->w;
+  TensorView* indices = kind == PoolKind::kMax && ctx.has_output(1) ? &ctx.output(1) : nullptr;
   const bool column_major = ctx.attrs().GetInt("storage_order", 0) == 1;
   const bool count_pad = ctx.attrs().GetInt("count_include_pad", 0) == 1;
   const PoolTaps taps = MakePoolTaps(*w);
@@ -508,15 +356,10 @@ absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, Pool
 
 template <PoolKind kKind>
 absl::Status GlobalPoolKernel(KernelContext& ctx) {
+  absl::StatusOr<backends::GlobalPoolShape> pool = backends::ResolveGlobalPool(ctx);
+  if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
-  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
-  std::vector<int64_t> out_shape = x.shape;
-  int64_t size = 1;
-  for (size_t d = 2; d < out_shape.size(); ++d) {
-    size *= out_shape[d];
-    out_shape[d] = 1;
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int64_t size = pool->size;
   const int64_t planes = x.shape[0] * x.shape[1];
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
@@ -655,28 +498,14 @@ absl::StatusOr<std::vector<double>> ExpandToRow(const KernelContext& ctx, int i,
                                                 absl::Span<const int64_t> normalized) {
   const TensorView& t = ctx.input(i);
   const size_t rank = normalized.size();
-  bool ok = t.shape.size() <= rank;
-  for (size_t k = 0; ok && k < t.shape.size(); ++k) {
-    const int64_t d = t.shape[k];
-    if (d != 1 && d != normalized[rank - t.shape.size() + k]) ok = false;
-  }
-  if (!ok) {
-    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(t.shape),
-                                  ", which does not broadcast to the normalized dims ", ShapeStr(normalized)));
-  }
+  absl::StatusOr<std::vector<int64_t>> strides = backends::NormalizedStrides(ctx, i, name, normalized);
+  if (!strides.ok()) return strides.status();
+  const std::vector<int64_t>& stride = *strides;
   absl::StatusOr<std::vector<double>> v = ReadDoubles(ctx, t);
   if (!v.ok()) return v.status();
   int64_t n = 1;
   for (int64_t d : normalized) n *= d;
   std::vector<double> row(static_cast<size_t>(n));
-  // Strides of t seen with `rank` dims, 0 along broadcast dims.
-  std::vector<int64_t> stride(rank, 0);
-  int64_t s = 1;
-  for (size_t k = t.shape.size(); k-- > 0;) {
-    const size_t d = rank - t.shape.size() + k;
-    stride[d] = t.shape[k] == 1 ? 0 : s;
-    s *= t.shape[k];
-  }
   std::vector<int64_t> index(rank, 0);
   for (int64_t j = 0; j < n; ++j) {
     int64_t src = 0;
@@ -689,12 +518,8 @@ absl::StatusOr<std::vector<double>> ExpandToRow(const KernelContext& ctx, int i,
 
 absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  const int rank = static_cast<int>(x.shape.size());
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
-  if (!axis.ok() || rank == 0) {
-    return ctx.Error(absl::StrCat("attribute 'axis' is ", ctx.attrs().GetInt("axis", -1),
-                                  "; out of range for input 0 (X) ", ShapeStr(x.shape)));
-  }
+  absl::StatusOr<int> axis = backends::LayerNormAxis(ctx);
+  if (!axis.ok()) return axis.status();
   const absl::Span<const int64_t> normalized = absl::Span<const int64_t>(x.shape).subspan(*axis);
   absl::StatusOr<std::vector<double>> scale = ExpandToRow(ctx, 1, "Scale", normalized);
   if (!scale.ok()) return scale.status();
@@ -704,13 +529,7 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
     if (!b.ok()) return b.status();
     bias = *std::move(b);
   }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  std::vector<int64_t> stat_shape(x.shape.begin(), x.shape.begin() + *axis);
-  stat_shape.resize(x.shape.size(), 1);
-  for (int i = 1; i < 3; ++i) {
-    if (!ctx.has_output(i)) continue;
-    if (absl::Status s = CheckOutput(ctx, i, DType::kF32, stat_shape); !s.ok()) return s;
-  }
+  if (absl::Status s = backends::CheckLayerNormOutputs(ctx, *axis); !s.ok()) return s;
   int64_t rows = 1, n = 1;
   for (int d = 0; d < *axis; ++d) rows *= x.shape[d];
   for (int64_t d : normalized) n *= d;

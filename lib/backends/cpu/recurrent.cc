@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/common/recurrent_checks.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
@@ -20,19 +21,15 @@
 namespace grove::cpu {
 namespace {
 
+using backends::RecurrentDims;
 using ir::Activation;
 using ir::ActivationKind;
 using ir::KernelContext;
 using ir::RecurrentAttrs;
 using ir::RecurrentKind;
 
-constexpr const char* kInputNames[] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
-constexpr const char* kOutputNames[] = {"Y", "Y_h", "Y_c"};
-
 // Buffers above this many elements are refused instead of attempted.
 constexpr int64_t kMaxBufferElements = int64_t{1} << 31;
-
-std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
 
 // Clips to [-clip, clip] (when the op has a clip) and applies `act`, in place.
 template <typename T>
@@ -80,23 +77,6 @@ void Activate(const Activation& act, bool has_clip, double clip, T* v, int64_t n
       }
       break;
   }
-}
-
-// Dims of one call, with the offsets that depend on layout.
-struct RecurrentDims {
-  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
-  int layout = 0;
-  int64_t XRow(int64_t t, int64_t b) const { return layout == 0 ? t * batch + b : b * seq + t; }
-  int64_t YOffset(int64_t t, int64_t d, int64_t b) const {
-    return (layout == 0 ? (t * dirs + d) * batch + b : (b * seq + t) * dirs + d) * hidden;
-  }
-  int64_t StateOffset(int64_t d, int64_t b) const { return (layout == 0 ? d * batch + b : b * dirs + d) * hidden; }
-};
-
-absl::Status CheckInputShape(const KernelContext& ctx, int i, const std::vector<int64_t>& want) {
-  if (ctx.input(i).shape == want) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " (", kInputNames[i], ") has shape ", ShapeStr(ctx.input(i).shape),
-                                "; expected ", ShapeStr(want)));
 }
 
 template <typename T>
@@ -247,78 +227,31 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
 
 template <RecurrentKind kKind>
 absl::Status RecurrentKernel(KernelContext& ctx) {
-  absl::StatusOr<RecurrentAttrs> a = ir::ReadRecurrentAttrs(ctx.attrs(), kKind);
-  if (!a.ok()) return ctx.Error(a.status().message());
+  absl::StatusOr<backends::RecurrentCall> call = backends::ReadRecurrentCall(ctx, kKind);
+  if (!call.ok()) return call.status();
+  const RecurrentAttrs* a = &call->attrs;
+  const RecurrentDims& dims = call->dims;
   const TensorView& x = ctx.input(0);
-  if (x.shape.size() != 3) {
-    return ctx.Error(absl::StrCat("input 0 (X) has shape ", ShapeStr(x.shape), "; expected rank 3"));
-  }
-  if (ctx.input(2).shape.size() != 3) {
-    return ctx.Error(absl::StrCat("input 2 (R) has shape ", ShapeStr(ctx.input(2).shape), "; expected rank 3"));
-  }
-  RecurrentDims dims;
-  dims.layout = a->layout;
-  dims.seq = a->layout == 0 ? x.shape[0] : x.shape[1];
-  dims.batch = a->layout == 0 ? x.shape[1] : x.shape[0];
-  dims.input = x.shape[2];
-  dims.hidden = a->hidden_size > 0 ? a->hidden_size : ctx.input(2).shape[2];
-  dims.dirs = a->num_directions;
   const int64_t gates = ir::GateCount(kKind);
-  const int64_t h = dims.hidden, nd = dims.dirs;
-  const bool lstm = kKind == RecurrentKind::kLstm;
-
-  if (absl::Status s = CheckInputShape(ctx, 1, {nd, gates * h, dims.input}); !s.ok()) return s;
-  if (absl::Status s = CheckInputShape(ctx, 2, {nd, gates * h, h}); !s.ok()) return s;
-  if (ctx.has_input(3)) {
-    if (absl::Status s = CheckInputShape(ctx, 3, {nd, 2 * gates * h}); !s.ok()) return s;
-  }
-  const std::vector<int64_t> state_shape =
-      a->layout == 0 ? std::vector<int64_t>{nd, dims.batch, h} : std::vector<int64_t>{dims.batch, nd, h};
-  for (int i = 5; i < std::min(ctx.num_inputs(), lstm ? 7 : 6); ++i) {
-    if (!ctx.has_input(i)) continue;
-    if (absl::Status s = CheckInputShape(ctx, i, state_shape); !s.ok()) return s;
-  }
-  if (lstm && ctx.has_input(7)) {
-    if (absl::Status s = CheckInputShape(ctx, 7, {nd, 3 * h}); !s.ok()) return s;
-  }
-  for (int i = 1; i < ctx.num_inputs(); ++i) {
-    if (i == 4 || !ctx.has_input(i) || ctx.input(i).dtype == x.dtype) continue;
-    return ctx.Error(absl::StrCat("input ", i, " (", kInputNames[i], ") has dtype ", DTypeName(ctx.input(i).dtype),
-                                  "; expected ", DTypeName(x.dtype), " like input 0 (X)"));
-  }
+  const int64_t h = dims.hidden;
 
   std::vector<int64_t> lengths(static_cast<size_t>(dims.batch), dims.seq);
   if (ctx.has_input(4)) {
     const TensorView& sl = ctx.input(4);
-    if (absl::Status s = CheckInputShape(ctx, 4, {dims.batch}); !s.ok()) return s;
+    if (absl::Status s = backends::CheckSequenceLensShape(ctx, dims); !s.ok()) return s;
     for (int64_t b = 0; b < dims.batch; ++b) {
       if (sl.dtype == DType::kI32) {
         lengths[b] = sl.as<const int32_t>()[b];
       } else if (sl.dtype == DType::kI64) {
         lengths[b] = sl.as<const int64_t>()[b];
       } else {
-        return ctx.Error(
-            absl::StrCat("input 4 (sequence_lens) has dtype ", DTypeName(sl.dtype), "; expected i32"));
-      }
-      if (lengths[b] < 0 || lengths[b] > dims.seq) {
-        return ctx.Error(absl::StrCat("input 4 (sequence_lens) gives length ", lengths[b], " for batch entry ", b,
-                                      "; expected 0..", dims.seq, " (seq_length)"));
+        return backends::SequenceLensDTypeError(ctx);
       }
     }
+    if (absl::Status s = backends::CheckSequenceLengths(ctx, dims, lengths); !s.ok()) return s;
   }
 
-  const std::vector<int64_t> y_shape = a->layout == 0 ? std::vector<int64_t>{dims.seq, nd, dims.batch, h}
-                                                      : std::vector<int64_t>{dims.batch, dims.seq, nd, h};
-  for (int i = 0; i < ctx.num_outputs(); ++i) {
-    if (!ctx.has_output(i)) continue;
-    const TensorView& out = ctx.output(i);
-    const std::vector<int64_t>& want = i == 0 ? y_shape : state_shape;
-    if (out.dtype != x.dtype || out.shape != want) {
-      return ctx.Error(absl::StrCat("output ", i, " (", kOutputNames[i], ") was allocated as ",
-                                    DTypeName(out.dtype), " ", ShapeStr(out.shape), " but the kernel writes ",
-                                    DTypeName(x.dtype), " ", ShapeStr(want)));
-    }
-  }
+  if (absl::Status s = backends::CheckRecurrentOutputs(ctx, dims); !s.ok()) return s;
 
   const int64_t rows = dims.seq * dims.batch;
   const int64_t gh = gates * h;

@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/common/reduce_checks.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/reduce_plan.h"
 #include "lib/ir/ops/nonzero_count.h"
+#include "lib/ir/ops/reduce_axes.h"
 
 namespace grove::cpu {
 namespace {
@@ -272,19 +274,6 @@ absl::Status ReduceLogSumExpKernel(KernelContext& ctx) {
   });
 }
 
-// Splits `shape` around `axis`: outer blocks of n elements spaced inner
-// apart.
-struct AxisSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-AxisSplit SplitAt(absl::Span<const int64_t> shape, int axis) {
-  AxisSplit s;
-  for (int d = 0; d < axis; ++d) s.outer *= shape[d];
-  s.n = shape[axis];
-  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  return s;
-}
-
 // ---------------------------------------------------------------------------
 // ArgMax ArgMin.
 // ---------------------------------------------------------------------------
@@ -292,24 +281,11 @@ AxisSplit SplitAt(absl::Span<const int64_t> shape, int axis) {
 template <bool kMax>
 absl::Status ArgReduceKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  const int rank = static_cast<int>(x.shape.size());
-  if (rank == 0) return ctx.Error("input 0 (data) is a scalar; an arg reduction needs rank >= 1");
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
-  const bool keepdims = ctx.attrs().GetInt("keepdims", 1) != 0;
+  absl::StatusOr<backends::ArgReduceShape> shape = backends::ResolveArgReduce(ctx);
+  if (!shape.ok()) return shape.status();
   const bool last = ctx.attrs().GetInt("select_last_index", 0) != 0;
-  const AxisSplit s = SplitAt(x.shape, *axis);
-  if (s.n == 0) {
-    return ctx.Error(absl::StrCat("input 0 (data) has no elements along axis ", *axis, " (shape ", DimsString(x.shape),
-                                  "), so there is no index to give"));
-  }
-  std::vector<int64_t> out_shape = x.shape;
-  if (keepdims) {
-    out_shape[*axis] = 1;
-  } else {
-    out_shape.erase(out_shape.begin() + *axis);
-  }
-  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, out_shape); !st.ok()) return st;
+  const ir::AxisSplit& s = shape->split;
+  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, shape->out_shape); !st.ok()) return st;
   return Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using C = ComputeT<T>;
@@ -356,7 +332,7 @@ absl::Status TopKKernel(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("input 1 (K) must be one i64; got ", DTypeName(kt.dtype), " ", DimsString(kt.shape)));
   }
   const int64_t k = kt.as<const int64_t>()[0];
-  const AxisSplit s = SplitAt(x.shape, *axis);
+  const ir::AxisSplit s = ir::SplitAt(x.shape, *axis);
   if (k < 0 || k > s.n) {
     return ctx.Error(absl::StrCat("input 1 (K) is ", k, "; expected 0..", s.n, " (the size of axis ", *axis,
                                   " of input 0 (X), ", DimsString(x.shape), ")"));
@@ -422,7 +398,7 @@ absl::Status CumSumKernel(KernelContext& ctx) {
   if (absl::Status st = CheckOutputLike(ctx, x.dtype, x.shape); !st.ok()) return st;
   const bool exclusive = ctx.attrs().GetInt("exclusive", 0) != 0;
   const bool reverse = ctx.attrs().GetInt("reverse", 0) != 0;
-  const AxisSplit s = SplitAt(x.shape, *axis);
+  const ir::AxisSplit s = ir::SplitAt(x.shape, *axis);
   return Visit(ArithmeticTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using A = SumAcc<T>;

@@ -6,13 +6,14 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/common/control_flow.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 
 namespace grove::cuda {
 namespace {
 
-constexpr int64_t kMaxLoopIterations = 100'000'000;
+using backends::kMaxLoopIterations;
 
 // Device memory owned for the length of one kernel call; grows keeping its
 // first `keep` bytes.
@@ -49,7 +50,7 @@ class DeviceVector {
 
 absl::StatusOr<bool> ReadFlag(ExecContext& ec, const ir::KernelContext& ctx, const TensorView& v,
                               const TensorView* host, absl::string_view what) {
-  if (v.num_elements() != 1) return ctx.Error(absl::StrCat(what, " must hold one element, has ", v.num_elements()));
+  if (absl::Status s = backends::CheckCondShape(ctx, v, what); !s.ok()) return s;
   uint8_t b = 0;
   if (host != nullptr && host->data != nullptr) {
     b = *static_cast<const uint8_t*>(host->data);
@@ -70,12 +71,8 @@ absl::Status IfKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   absl::StatusOr<bool> cond = ReadFlag(ec, ctx, ctx.input(0), ec.host_input(0), "cond");
   if (!cond.ok()) return cond.status();
-  const int branch = ctx.attrs().GetSubgraph(*cond ? "then_branch" : "else_branch");
-  absl::StatusOr<std::vector<TensorView>> outs = ctx.host()->RunSubgraph(branch, {});
+  absl::StatusOr<std::vector<TensorView>> outs = backends::RunIfBranch(ctx, *cond);
   if (!outs.ok()) return outs.status();
-  if (static_cast<int>(outs->size()) != ctx.num_outputs()) {
-    return ctx.Error(absl::StrCat("branch gave ", outs->size(), " outputs, wants ", ctx.num_outputs()));
-  }
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     if (!ctx.has_output(i)) continue;
     if (absl::Status s = CopyOut(ec, ctx, i, (*outs)[i]); !s.ok()) return s;
@@ -120,17 +117,8 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   for (int j = 0; j < k; ++j) scans.push_back(std::make_unique<DeviceVector>(dev));
 
   int64_t iter = 0;
-  std::vector<TensorView> inputs(n + 2);
   for (; iter < trip_count && cond; ++iter) {
-    if (iter >= kMaxLoopIterations) {
-      return ctx.Error(absl::StrCat("ran ", kMaxLoopIterations, " iterations without stopping"));
-    }
-    int64_t iter_value = iter;
-    uint8_t cond_in = 1;
-    inputs[0] = TensorView(DType::kI64, {}, &iter_value);
-    inputs[1] = TensorView(DType::kBool, {}, &cond_in);
-    for (int i = 0; i < n; ++i) inputs[2 + i] = carried[i];
-    absl::StatusOr<std::vector<TensorView>> outs = ctx.host()->RunSubgraph(body, inputs);
+    absl::StatusOr<std::vector<TensorView>> outs = backends::RunLoopBody(ctx, body, iter, carried);
     if (!outs.ok()) return outs.status();
     absl::StatusOr<bool> c = ReadFlag(ec, ctx, (*outs)[0], nullptr, "the body's cond output");
     if (!c.ok()) return c.status();
@@ -143,11 +131,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     }
     for (int j = 0; j < k; ++j) {
       const TensorView& o = (*outs)[1 + n + j];
-      if (iter == 0) {
-        scan_shape[j] = TensorView(o.dtype, o.shape, static_cast<void*>(nullptr));
-      } else if (o.shape != scan_shape[j].shape || o.dtype != scan_shape[j].dtype) {
-        return ctx.Error(absl::StrCat("scan output ", j, " changes shape between iterations"));
-      }
+      if (absl::Status s = backends::CheckScanShape(ctx, j, iter, o, scan_shape[j]); !s.ok()) return s;
       if (absl::Status s = scans[j]->Reserve(scan_bytes[j] + o.byte_size(), scan_bytes[j], ec.stream()); !s.ok()) {
         return s;
       }

@@ -12,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "jit/kernels/cast_params.h"
 #include "jit/kernels/elementwise_params.h"
+#include "lib/backends/common/elementwise_checks.h"
+#include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cuda/cuda_kernels.h"
@@ -21,10 +23,10 @@
 namespace grove::cuda {
 namespace {
 
+using backends::CheckOutputDType;
+using backends::CheckOutputLike;
+using backends::CheckSameInputDTypes;
 using ir::KernelContext;
-using cpu::CheckOutputDType;
-using cpu::CheckOutputLike;
-using cpu::CheckSameInputDTypes;
 
 // Dtype sets of the CPU kernels.
 enum TypeSet : uint32_t {
@@ -129,11 +131,8 @@ absl::Status UnaryKernel(KernelContext& ctx) {
 }
 
 absl::Status NotKernel(KernelContext& ctx) {
+  if (absl::Status s = backends::CheckNotInputs(ctx); !s.ok()) return s;
   const TensorView& x = ctx.input(0);
-  if (x.dtype != DType::kBool) {
-    return ctx.Error(absl::StrCat("input 0 (X) has dtype ", DTypeName(x.dtype), "; expected bool"));
-  }
-  if (absl::Status s = CheckOutputLike(ctx, DType::kBool, x.shape); !s.ok()) return s;
   grove_k::EwParams p = BaseParams(grove_k::kEwNot);
   return LaunchEw(ctx, x.dtype, p, {&x});
 }
@@ -260,13 +259,7 @@ absl::Status CompareKernel(KernelContext& ctx) {
 
 template <int kOp>
 absl::Status LogicalKernel(KernelContext& ctx) {
-  for (int i = 0; i < 2; ++i) {
-    if (ctx.input(i).dtype != DType::kBool) {
-      return ctx.Error(absl::StrCat("input ", i, i == 0 ? " (A)" : " (B)", " has dtype ", DTypeName(ctx.input(i).dtype),
-                                    "; expected bool"));
-    }
-  }
-  if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
+  if (absl::Status s = backends::CheckLogicalInputs(ctx); !s.ok()) return s;
   grove_k::EwParams p = BaseParams(kOp);
   return LaunchEw(ctx, DType::kBool, p, {&ctx.input(0), &ctx.input(1)});
 }
@@ -282,13 +275,8 @@ absl::Status PowKernel(KernelContext& ctx) {
 }
 
 absl::Status WhereKernel(KernelContext& ctx) {
-  if (ctx.input(0).dtype != DType::kBool) {
-    return ctx.Error(
-        absl::StrCat("input 0 (condition) has dtype ", DTypeName(ctx.input(0).dtype), "; expected bool"));
-  }
-  if (absl::Status s = CheckSameInputDTypes(ctx, 1, 2); !s.ok()) return s;
+  if (absl::Status s = backends::CheckWhereInputs(ctx); !s.ok()) return s;
   const DType dtype = ctx.input(1).dtype;
-  if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, dtype, kAny); !s.ok()) return s;
   grove_k::EwParams p = BaseParams(grove_k::kEwWhere);
   return LaunchEw(ctx, dtype, p, {&ctx.input(0), &ctx.input(1), &ctx.input(2)});
@@ -303,19 +291,8 @@ absl::Status WhereKernel(KernelContext& ctx) {
 template <int kOp, uint32_t kTypes>
 absl::Status VariadicKernel(KernelContext& ctx) {
   const int n = ctx.num_inputs();
-  if (n == 0) return ctx.Error("expected at least one input; got none");
-  std::vector<ir::SymShape> shapes;
-  for (int k = 0; k < n; ++k) {
-    if (!ctx.has_input(k)) return ctx.Error(absl::StrCat("input ", k, " (data_", k, ") is missing"));
-    if (k > 0) {
-      if (absl::Status s = CheckSameInputDTypes(ctx, 0, k); !s.ok()) return s;
-    }
-    shapes.push_back(ir::FromConcrete(ctx.input(k).shape));
-  }
-  absl::StatusOr<ir::SymShape> joint = ir::BroadcastShapes(shapes);
-  if (!joint.ok()) return ctx.Error(absl::StrCat("inputs do not broadcast: ", joint.status().message()));
+  if (absl::Status s = backends::CheckVariadicInputs(ctx); !s.ok()) return s;
   const DType dtype = ctx.input(0).dtype;
-  if (absl::Status s = CheckOutputLike(ctx, dtype, ir::ToConcrete(*joint)); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, dtype, kTypes); !s.ok()) return s;
   const int64_t count = ctx.output(0).num_elements();
   if (count == 0) return absl::OkStatus();
@@ -366,12 +343,7 @@ absl::Status CastElements(const KernelContext& ctx, const TensorView& in, Tensor
 absl::Status CastKernel(KernelContext& ctx) {
   const TensorView& in = ctx.input(0);
   TensorView& out = ctx.output(0);
-  const int64_t to = ctx.attrs().GetInt("to", 0);
-  if (static_cast<int64_t>(out.dtype) != to) {
-    return ctx.Error(
-        absl::StrCat("output 0 was allocated as ", DTypeName(out.dtype), " but attribute 'to' is ", to));
-  }
-  if (absl::Status s = CheckOutputLike(ctx, out.dtype, in.shape); !s.ok()) return s;
+  if (absl::Status s = backends::CheckCastOutput(ctx); !s.ok()) return s;
   return CastElements(ctx, in, out);
 }
 

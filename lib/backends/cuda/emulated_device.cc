@@ -1,13 +1,13 @@
 #include "lib/backends/cuda/emulated_device.h"
 
-#include <cstdlib>
+#include <cmath>
 #include <cstring>
-#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "jit/emulation_launch.h"
 #include "jit/kernels/prelude.cuh"
+#include "lib/backends/cuda/host_memory.h"
 
 namespace grove::cuda {
 namespace {
@@ -48,47 +48,13 @@ float RoundForMath(const GemmDesc& g, float v) {
   return v;
 }
 
-class EmulatedDevice final : public Device {
+class EmulatedDevice final : public HostMemoryDevice<> {
  public:
+  EmulatedDevice() : HostMemoryDevice({.alignment = 256, .error_prefix = "emulated device: "}) {}
   std::string Describe() const override { return "emulated CUDA device (host threads)"; }
   bool emulated() const override { return true; }
   int arch() const override { return 90; }
 
-  absl::StatusOr<void*> Allocate(size_t bytes) override {
-    const size_t cap = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
-    void* p = std::aligned_alloc(256, cap);
-    if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("emulated device: cannot allocate ", bytes, " bytes"));
-    std::lock_guard<std::mutex> lock(mu_);
-    blocks_[reinterpret_cast<uintptr_t>(p)] = cap;
-    stats_.bytes_allocated += static_cast<int64_t>(cap);
-    stats_.peak_bytes_allocated = std::max(stats_.peak_bytes_allocated, stats_.bytes_allocated);
-    return p;
-  }
-  void Free(void* ptr) override {
-    if (ptr == nullptr) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = blocks_.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it == blocks_.end()) return;
-    stats_.bytes_allocated -= static_cast<int64_t>(it->second);
-    blocks_.erase(it);
-    std::free(ptr);
-  }
-  bool IsDevicePointer(const void* ptr) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-    auto it = blocks_.upper_bound(p);
-    if (it == blocks_.begin()) return false;
-    --it;
-    return p < it->first + it->second;
-  }
-  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream) override {
-    if (bytes > 0) std::memmove(dst, src, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream) override {
-    if (bytes > 0) std::memset(dst, value, bytes);
-    return absl::OkStatus();
-  }
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                       const void* params, size_t, Stream) override {
     if (!jit::InManifest(module)) {
@@ -131,17 +97,16 @@ class EmulatedDevice final : public Device {
     ++stats_.gemms;
     return absl::OkStatus();
   }
-  absl::StatusOr<Stream> CreateStream() override { return static_cast<Stream>(nullptr); }
-  void DestroyStream(Stream) override {}
-  absl::Status Synchronize(Stream) override { return absl::OkStatus(); }
   DeviceStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
+    DeviceStats s = stats_;
+    s.bytes_allocated = memory_.bytes_allocated();
+    s.peak_bytes_allocated = memory_.peak_bytes_allocated();
+    return s;
   }
 
  private:
   mutable std::mutex mu_;
-  std::map<uintptr_t, size_t> blocks_;
   DeviceStats stats_;
 };
 

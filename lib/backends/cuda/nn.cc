@@ -20,105 +20,32 @@
 #include "absl/strings/str_join.h"
 #include "jit/kernels/conv_params.h"
 #include "jit/kernels/pool_params.h"
+#include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/window.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/launch_util.h"
 #include "lib/ir/ops/conv_geometry.h"
 
 namespace grove::cuda {
 namespace {
 
 using ir::KernelContext;
-using ir::SymDim;
 using ir::WindowGeometry;
+using backends::IsPointwise;
+using backends::Window;
 
 // im2col / col2im scratch per chunk of images (at least one image's worth).
 constexpr int64_t kMaxScratchBytes = int64_t{256} << 20;
 // Larger matrices are refused rather than attempted.
 constexpr int64_t kMaxMatrixElements = int64_t{1} << 31;
 
-// A 1-D grid over n items; blocks shrink to the warps that n fills, so a
-// small launch (one RNN step, a short bias) does not idle a 256-thread block.
-LaunchDims GridFor(int64_t n) {
-  const int64_t warps = std::min<int64_t>(8, std::max<int64_t>(1, (n + 31) / 32));
-  return Grid1D(n, static_cast<int>(warps * 32));
-}
-
-std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+// Product of dims, or -1 past kMaxMatrixElements.
+int64_t BoundedProduct(absl::Span<const int64_t> dims) { return backends::BoundedProduct(dims, kMaxMatrixElements); }
 
 absl::Status Unimplemented(const KernelContext& ctx, absl::string_view msg) {
   return absl::UnimplementedError(ctx.Error(msg).message());
-}
-
-absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
-  const TensorView& y = ctx.output(i);
-  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
-                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
-}
-
-absl::Status CheckRank(const KernelContext& ctx, int i, absl::string_view name, int min_rank) {
-  if (static_cast<int>(ctx.input(i).shape.size()) >= min_rank) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(ctx.input(i).shape),
-                                "; expected rank >= ", min_rank, " (N, C, spatial dims...)"));
-}
-
-absl::Status CheckChannelVector(const KernelContext& ctx, int i, absl::string_view name, int64_t count) {
-  const std::vector<int64_t>& s = ctx.input(i).shape;
-  if (s.size() == 1 && s[0] == count) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(s), "; expected [", count, "]"));
-}
-
-// Product of dims, or -1 past kMaxMatrixElements.
-int64_t BoundedProduct(absl::Span<const int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d != 0 && n > kMaxMatrixElements / d) return -1;
-    n *= d;
-  }
-  return n;
-}
-
-bool GemmDType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-
-absl::StatusOr<WindowGeometry> ReadGeometry(const KernelContext& ctx, ir::WindowOp op, int spatial,
-                                            const std::vector<int64_t>* weight_kernel) {
-  ir::SymShape w;
-  if (weight_kernel != nullptr) w = ir::FromConcrete(*weight_kernel);
-  absl::StatusOr<WindowGeometry> g =
-      ir::ReadWindowGeometry(ctx.attrs(), op, spatial, weight_kernel != nullptr ? &w : nullptr);
-  if (!g.ok()) return ctx.Error(g.status().message());
-  return g;
-}
-
-// A Conv or pooling window over `in`, every length concrete; out_size is -1
-// when the output lengths overflow (the output check then fails).
-struct Window {
-  int spatial = 0;
-  std::vector<int64_t> in, out, kernel, strides, dilations, pad_begin, pad_end;
-  int64_t in_size = 1, out_size = 1;
-};
-
-absl::StatusOr<Window> MakeWindow(const KernelContext& ctx, const WindowGeometry& g, absl::Span<const int64_t> in) {
-  Window w;
-  w.spatial = g.spatial;
-  w.in.assign(in.begin(), in.end());
-  w.kernel = g.kernel;
-  w.strides = g.strides;
-  w.dilations = g.dilations;
-  for (int d = 0; d < g.spatial; ++d) {
-    absl::StatusOr<SymDim> o = ir::WindowOutputDim(g, d, SymDim(in[d]));
-    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(in), ": ", o.status().message()));
-    w.out.push_back(o->value());
-    const auto [pb, pe] = ir::WindowPads(g, d, in[d], w.out[d]);
-    w.pad_begin.push_back(pb);
-    w.pad_end.push_back(pe);
-    w.in_size *= in[d];
-  }
-  for (int64_t o : w.out) {
-    if (__builtin_mul_overflow(w.out_size, o, &w.out_size)) w.out_size = -1;
-  }
-  return w;
 }
 
 grove_k::ConvWindow ToConvWindow(const Window& w) {
@@ -164,59 +91,20 @@ int64_t ChunkImages(int64_t images, int64_t per_image) {
   return std::max<int64_t>(1, std::min<int64_t>(images, kMaxScratchBytes / per_image));
 }
 
-// The checks both Conv and ConvTranspose make on X, W and B.
-absl::Status CheckConvInputs(const KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
-  const TensorView& wt = ctx.input(1);
-  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
-  if (wt.shape.size() != x.shape.size()) {
-    return ctx.Error(absl::StrCat("input 1 (W) has shape ", ShapeStr(wt.shape), "; expected rank ",
-                                  x.shape.size(), " like input 0 (X) ", ShapeStr(x.shape)));
-  }
-  if (wt.dtype != x.dtype || (b != nullptr && b->dtype != x.dtype)) {
-    return ctx.Error(absl::StrCat("inputs X, W and B must share one dtype; got ", DTypeName(x.dtype), ", ",
-                                  DTypeName(wt.dtype),
-                                  b != nullptr ? absl::StrCat(", ", DTypeName(b->dtype)) : ""));
-  }
-  return absl::OkStatus();
-}
-
 // ---------------------------------------------------------------------------
 // Conv
 // ---------------------------------------------------------------------------
 
-bool IsPointwise(const Window& w) {
-  for (int d = 0; d < w.spatial; ++d) {
-    if (w.kernel[d] != 1 || w.strides[d] != 1 || w.pad_begin[d] != 0 || w.in[d] != w.out[d]) return false;
-  }
-  return true;
-}
-
 absl::Status ConvKernel(KernelContext& ctx) {
-  if (absl::Status s = CheckConvInputs(ctx); !s.ok()) return s;
+  absl::StatusOr<backends::ConvShape> conv = backends::ResolveConv(ctx);
+  if (!conv.ok()) return conv.status();
   const TensorView& x = ctx.input(0);
   const TensorView& wt = ctx.input(1);
   const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const int spatial = static_cast<int>(x.shape.size()) - 2;
-  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
-  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConv, spatial, &w_kernel);
-  if (!g.ok()) return g.status();
-  const int64_t group = ctx.attrs().GetInt("group", 1);
-  const int64_t n = x.shape[0], c = x.shape[1], m = wt.shape[0];
-  if (c != wt.shape[1] * group || m % group != 0) {
-    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
-                                  " do not fit group ", group,
-                                  ": expected X channels = W dim 1 * group and W dim 0 divisible by group"));
-  }
-  if (b != nullptr) {
-    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
-  }
-  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
-  if (!w.ok()) return w.status();
-  std::vector<int64_t> out_shape = {n, m};
-  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int spatial = conv->spatial;
+  const WindowGeometry* g = &conv->g;
+  const Window* w = &conv->w;
+  const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
   if (!GemmDType(x.dtype)) {
     return Unimplemented(ctx, absl::StrCat("Conv has no CUDA kernel for dtype ", DTypeName(x.dtype),
                                            " (f32, f16 and bf16 only)"));
@@ -317,44 +205,16 @@ absl::Status ConvKernel(KernelContext& ctx) {
 // ---------------------------------------------------------------------------
 
 absl::Status ConvTransposeKernel(KernelContext& ctx) {
-  if (absl::Status s = CheckConvInputs(ctx); !s.ok()) return s;
+  absl::StatusOr<backends::ConvShape> conv = backends::ResolveConvTranspose(ctx);
+  if (!conv.ok()) return conv.status();
   const TensorView& x = ctx.input(0);
   const TensorView& wt = ctx.input(1);
   const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const int spatial = static_cast<int>(x.shape.size()) - 2;
-  const std::vector<int64_t> w_kernel(wt.shape.begin() + 2, wt.shape.end());
-  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kConvTranspose, spatial, &w_kernel);
-  if (!g.ok()) return g.status();
-  const int64_t group = ctx.attrs().GetInt("group", 1);
-  const int64_t n = x.shape[0], c = x.shape[1];
-  if (c != wt.shape[0] || c % group != 0) {
-    return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), " and input 1 (W) ", ShapeStr(wt.shape),
-                                  " do not fit group ", group, ": expected X channels = W dim 0, divisible by group"));
-  }
-  const int64_t cg = c / group, mg = wt.shape[1], m = mg * group;
-  if (b != nullptr) {
-    if (absl::Status s = CheckChannelVector(ctx, 2, "B", m); !s.ok()) return s;
-  }
-  Window w;
-  w.spatial = spatial;
-  w.in.assign(x.shape.begin() + 2, x.shape.end());
-  w.kernel = g->kernel;
-  w.strides = g->strides;
-  w.dilations = g->dilations;
-  int64_t kernel_size = 1;
-  for (int d = 0; d < spatial; ++d) {
-    absl::StatusOr<SymDim> o = ir::TransposedOutputDim(*g, d, SymDim(w.in[d]));
-    if (!o.ok()) return ctx.Error(absl::StrCat("input 0 (X) ", ShapeStr(x.shape), ": ", o.status().message()));
-    w.out.push_back(o->value());
-    w.pad_begin.push_back(ir::TransposedPadBegin(*g, d, w.in[d], w.out[d]));
-    w.pad_end.push_back(0);
-    w.in_size *= w.in[d];
-    kernel_size *= g->kernel[d];
-    if (__builtin_mul_overflow(w.out_size, w.out[d], &w.out_size)) w.out_size = -1;
-  }
-  std::vector<int64_t> out_shape = {n, m};
-  out_shape.insert(out_shape.end(), w.out.begin(), w.out.end());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int spatial = conv->spatial;
+  const Window& w = conv->w;
+  const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
+  const int64_t cg = c / group, mg = m / group;
+  const int64_t kernel_size = w.kernel_size;
   if (!GemmDType(x.dtype)) {
     return Unimplemented(ctx, absl::StrCat("ConvTranspose has no CUDA kernel for dtype ", DTypeName(x.dtype),
                                            " (f32, f16 and bf16 only)"));
@@ -435,21 +295,12 @@ bool PoolDType(PoolKind kind, DType t) {
 }
 
 absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
+  absl::StatusOr<backends::PoolShape> pool = backends::ResolvePool(ctx, kind == PoolKind::kMax);
+  if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
-  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
   const int spatial = static_cast<int>(x.shape.size()) - 2;
-  absl::StatusOr<WindowGeometry> g = ReadGeometry(ctx, ir::WindowOp::kPool, spatial, nullptr);
-  if (!g.ok()) return g.status();
-  absl::StatusOr<Window> w = MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
-  if (!w.ok()) return w.status();
-  std::vector<int64_t> out_shape = {x.shape[0], x.shape[1]};
-  out_shape.insert(out_shape.end(), w->out.begin(), w->out.end());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
-  TensorView* indices = nullptr;
-  if (kind == PoolKind::kMax && ctx.has_output(1)) {
-    if (absl::Status s = CheckOutput(ctx, 1, DType::kI64, out_shape); !s.ok()) return s;
-    indices = &ctx.output(1);
-  }
+  const Window* w = &pool->w;
+  TensorView* indices = kind == PoolKind::kMax && ctx.has_output(1) ? &ctx.output(1) : nullptr;
   if (!PoolDType(kind, x.dtype)) {
     return ctx.Error(absl::StrCat(kind == PoolKind::kMax ? "MaxPool" : "AveragePool", " has no kernel for dtype ",
                                   DTypeName(x.dtype)));
@@ -488,15 +339,10 @@ absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, Pool
 
 template <PoolKind kKind>
 absl::Status GlobalPoolKernel(KernelContext& ctx) {
+  absl::StatusOr<backends::GlobalPoolShape> pool = backends::ResolveGlobalPool(ctx);
+  if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
-  if (absl::Status s = CheckRank(ctx, 0, "X", 3); !s.ok()) return s;
-  std::vector<int64_t> out_shape = x.shape;
-  int64_t size = 1;
-  for (size_t d = 2; d < out_shape.size(); ++d) {
-    size *= out_shape[d];
-    out_shape[d] = 1;
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int64_t size = pool->size;
   if (!PoolDType(PoolKind::kAverage, x.dtype)) {
     return ctx.Error(absl::StrCat(kKind == PoolKind::kMax ? "GlobalMaxPool" : "GlobalAveragePool",
                                   " has no kernel for dtype ", DTypeName(x.dtype)));

@@ -15,39 +15,20 @@
 #include "absl/types/span.h"
 #include "jit/kernels/norm_params.h"
 #include "jit/kernels/softmax_params.h"
+#include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/norm_checks.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/launch_util.h"
 
 namespace grove::cuda {
 namespace {
 
 using ir::KernelContext;
-
-constexpr int64_t kWarpRowLimit = 512;
-constexpr int64_t kThreadRowLimit = 8;
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65535;
-
-std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
-
-LaunchDims Geometry(int64_t items, int mode) {
-  if (mode == 0) return Grid1D(items, kThreads, kMaxBlocks);
-  if (mode == 1) return Grid1D(items * 32, kThreads, kMaxBlocks);
-  return Grid1D(items * kThreads, kThreads, kMaxBlocks);
-}
-
-// Rows of a few elements get a thread each (a warp would idle most lanes).
-int RowMode(int64_t row_length) {
-  if (row_length <= kThreadRowLimit) return 0;
-  return row_length > kWarpRowLimit ? 2 : 1;
-}
-
-absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
-  const TensorView& y = ctx.output(i);
-  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
-                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
-}
+using backends::CheckChannelVector;
+using backends::CheckOutput;
+using backends::CheckRank;
+using backends::ShapeStr;
 
 bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kF16 || d == DType::kBF16; }
 
@@ -101,24 +82,12 @@ absl::Status SoftmaxKernel(KernelContext& ctx) {
   p.y = y.data;
   p.log = kLog ? 1 : 0;
   p.mode = p.inner == 1 ? RowMode(p.n) : 0;
-  return Exec(ctx).Launch({"softmax", {x.dtype}}, "softmax", Geometry(p.outer * p.inner, p.mode), p);
+  return Exec(ctx).Launch({"softmax", {x.dtype}}, "softmax", RowGeometry(p.outer * p.inner, p.mode), p);
 }
 
 // ---------------------------------------------------------------------------
 // Normalizations
 // ---------------------------------------------------------------------------
-
-absl::Status CheckChannelVector(const KernelContext& ctx, int i, absl::string_view name, int64_t count) {
-  const std::vector<int64_t>& s = ctx.input(i).shape;
-  if (s.size() == 1 && s[0] == count) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(s), "; expected [", count, "]"));
-}
-
-absl::Status CheckRank(const KernelContext& ctx, int i, absl::string_view name, int min_rank) {
-  if (static_cast<int>(ctx.input(i).shape.size()) >= min_rank) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(ctx.input(i).shape),
-                                "; expected rank >= ", min_rank, " (N, C, spatial dims...)"));
-}
 
 absl::Status BatchNormalizationKernel(KernelContext& ctx) {
   if (ctx.attrs().GetInt("training_mode", 0) != 0) {
@@ -151,7 +120,7 @@ absl::Status BatchNormalizationKernel(KernelContext& ctx) {
   p.bias_type = ParamType(ctx.input(2).dtype);
   p.mean_type = ParamType(ctx.input(3).dtype);
   p.var_type = ParamType(ctx.input(4).dtype);
-  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_batch", Grid1D(p.total, kThreads, kMaxBlocks), p);
+  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_batch", Grid1D(p.total, kRowThreads, kRowMaxBlocks), p);
 }
 
 void InitAffine(grove_k::NormRowsParams* p) {
@@ -189,61 +158,26 @@ absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
   p.bias_type = ParamType(ctx.input(2).dtype);
   p.channels = channels;
   p.mode = RowMode(p.n);
-  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", Geometry(p.rows, p.mode), p);
-}
-
-// Per-dim strides of Scale or B (right-aligned onto the normalized dims,
-// broadcast dims 0), after checking that it broadcasts.
-absl::StatusOr<std::vector<int64_t>> AffineStrides(const KernelContext& ctx, int i, absl::string_view name,
-                                                   absl::Span<const int64_t> normalized) {
-  const std::vector<int64_t>& shape = ctx.input(i).shape;
-  const size_t rank = normalized.size();
-  bool ok = shape.size() <= rank;
-  for (size_t k = 0; ok && k < shape.size(); ++k) {
-    const int64_t d = shape[k];
-    if (d != 1 && d != normalized[rank - shape.size() + k]) ok = false;
-  }
-  if (!ok) {
-    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(shape),
-                                  ", which does not broadcast to the normalized dims ", ShapeStr(normalized)));
-  }
-  std::vector<int64_t> stride(rank, 0);
-  int64_t s = 1;
-  for (size_t k = shape.size(); k-- > 0;) {
-    const size_t d = rank - shape.size() + k;
-    stride[d] = shape[k] == 1 ? 0 : s;
-    s *= shape[k];
-  }
-  return stride;
+  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", RowGeometry(p.rows, p.mode), p);
 }
 
 absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  const int rank = static_cast<int>(x.shape.size());
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
-  if (!axis.ok() || rank == 0) {
-    return ctx.Error(absl::StrCat("attribute 'axis' is ", ctx.attrs().GetInt("axis", -1),
-                                  "; out of range for input 0 (X) ", ShapeStr(x.shape)));
-  }
+  absl::StatusOr<int> axis = backends::LayerNormAxis(ctx);
+  if (!axis.ok()) return axis.status();
   if (absl::Status s = CheckFloat(ctx, 0, "X"); !s.ok()) return s;
   const absl::Span<const int64_t> normalized = absl::Span<const int64_t>(x.shape).subspan(*axis);
-  absl::StatusOr<std::vector<int64_t>> scale_strides = AffineStrides(ctx, 1, "Scale", normalized);
+  absl::StatusOr<std::vector<int64_t>> scale_strides = backends::NormalizedStrides(ctx, 1, "Scale", normalized);
   if (!scale_strides.ok()) return scale_strides.status();
   if (absl::Status s = CheckFloat(ctx, 1, "Scale"); !s.ok()) return s;
   std::vector<int64_t> bias_strides(normalized.size(), 0);
   if (ctx.has_input(2)) {
-    absl::StatusOr<std::vector<int64_t>> b = AffineStrides(ctx, 2, "B", normalized);
+    absl::StatusOr<std::vector<int64_t>> b = backends::NormalizedStrides(ctx, 2, "B", normalized);
     if (!b.ok()) return b.status();
     if (absl::Status s = CheckFloat(ctx, 2, "B"); !s.ok()) return s;
     bias_strides = *std::move(b);
   }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  std::vector<int64_t> stat_shape(x.shape.begin(), x.shape.begin() + *axis);
-  stat_shape.resize(x.shape.size(), 1);
-  for (int i = 1; i < 3; ++i) {
-    if (!ctx.has_output(i)) continue;
-    if (absl::Status s = CheckOutput(ctx, i, DType::kF32, stat_shape); !s.ok()) return s;
-  }
+  if (absl::Status s = backends::CheckLayerNormOutputs(ctx, *axis); !s.ok()) return s;
 
   grove_k::NormRowsParams p{};
   InitAffine(&p);
@@ -293,7 +227,7 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   if (ctx.has_output(1)) p.mean_out = ctx.output(1).data;
   if (ctx.has_output(2)) p.inv_std_out = ctx.output(2).data;
   p.mode = RowMode(p.n);
-  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", Geometry(p.rows, p.mode), p);
+  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", RowGeometry(p.rows, p.mode), p);
 }
 
 }  // namespace

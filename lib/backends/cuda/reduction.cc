@@ -18,22 +18,19 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "jit/kernels/reduce_params.h"
+#include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/reduce_checks.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/launch_util.h"
 #include "lib/ir/ops/reduce_axes.h"
 
 namespace grove::cuda {
 namespace {
 
 using ir::KernelContext;
-
-// Rows longer than this get a block each, shorter ones a warp.
-constexpr int64_t kWarpRowLimit = 512;
-constexpr int64_t kThreadRowLimit = 8;
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65535;
-
-std::string ShapeStr(absl::Span<const int64_t> s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+using backends::CheckOutput;
+using backends::ShapeStr;
 
 std::string DTypeList(absl::Span<const DType> types) {
   std::vector<std::string> names;
@@ -46,27 +43,6 @@ absl::Status CheckDType(const KernelContext& ctx, int i, absl::string_view name,
   if (std::find(allowed.begin(), allowed.end(), d) != allowed.end()) return absl::OkStatus();
   return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(d), "; ", ctx.node().type,
                                 " supports ", DTypeList(allowed)));
-}
-
-absl::Status CheckOutput(const KernelContext& ctx, int i, DType dtype, absl::Span<const int64_t> shape) {
-  const TensorView& y = ctx.output(i);
-  if (y.dtype == dtype && absl::Span<const int64_t>(y.shape) == shape) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("output ", i, " was allocated as ", DTypeName(y.dtype), " ", ShapeStr(y.shape),
-                                " but the kernel writes ", DTypeName(dtype), " ", ShapeStr(shape)));
-}
-
-// Launch geometry for `items` work items shared as `mode` says (0: a
-// thread per item, 1: a warp, 2: a block).
-LaunchDims Geometry(int64_t items, int mode) {
-  if (mode == 0) return Grid1D(items, kThreads, kMaxBlocks);
-  if (mode == 1) return Grid1D(items * 32, kThreads, kMaxBlocks);
-  return Grid1D(items * kThreads, kThreads, kMaxBlocks);
-}
-
-// Rows of a few elements get a thread each (a warp would idle most lanes).
-int RowMode(int64_t row_length) {
-  if (row_length <= kThreadRowLimit) return 0;
-  return row_length > kWarpRowLimit ? 2 : 1;
 }
 
 constexpr DType kSumTypes[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64};
@@ -197,47 +173,27 @@ absl::Status ReduceKernel(KernelContext& ctx) {
   if (absl::Status s = FillDims(ctx, groups, true, &p.red, &p.red_strides); !s.ok()) return s;
   const bool rows = !groups.empty() && groups.back().reduced;
   p.mode = rows ? RowMode(count) : 0;
-  return ec.Launch({"reduce", {x.dtype}}, info.entry, Geometry(n_out, p.mode), p);
-}
-
-// Splits `shape` around `axis` as [outer, n, inner].
-void SplitAt(absl::Span<const int64_t> shape, int axis, grove_k::i64* outer, grove_k::i64* n, grove_k::i64* inner) {
-  *outer = 1;
-  *inner = 1;
-  for (int d = 0; d < axis; ++d) *outer *= shape[d];
-  *n = shape[axis];
-  for (size_t d = axis + 1; d < shape.size(); ++d) *inner *= shape[d];
+  return ec.Launch({"reduce", {x.dtype}}, info.entry, RowGeometry(n_out, p.mode), p);
 }
 
 template <bool kMax>
 absl::Status ArgReduceKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  const int rank = static_cast<int>(x.shape.size());
   if (absl::Status s = CheckDType(ctx, 0, "data", kNumericTypes); !s.ok()) return s;
-  if (rank == 0) return ctx.Error("input 0 (data) is a scalar; an arg reduction needs rank >= 1");
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
-  const bool keepdims = ctx.attrs().GetInt("keepdims", 1) != 0;
+  absl::StatusOr<backends::ArgReduceShape> shape = backends::ResolveArgReduce(ctx);
+  if (!shape.ok()) return shape.status();
+  if (absl::Status s = CheckOutput(ctx, 0, DType::kI64, shape->out_shape); !s.ok()) return s;
   grove_k::ArgReduceParams p{};
-  SplitAt(x.shape, *axis, &p.outer, &p.n, &p.inner);
-  if (p.n == 0) {
-    return ctx.Error(absl::StrCat("input 0 (data) has no elements along axis ", *axis, " (shape ", ShapeStr(x.shape),
-                                  "), so there is no index to give"));
-  }
-  std::vector<int64_t> out_shape = x.shape;
-  if (keepdims) {
-    out_shape[*axis] = 1;
-  } else {
-    out_shape.erase(out_shape.begin() + *axis);
-  }
-  if (absl::Status s = CheckOutput(ctx, 0, DType::kI64, out_shape); !s.ok()) return s;
+  p.outer = shape->split.outer;
+  p.n = shape->split.n;
+  p.inner = shape->split.inner;
   const int64_t n_out = p.outer * p.inner;
   if (n_out == 0) return absl::OkStatus();
   p.x = x.data;
   p.y = ctx.output(0).data;
   p.select_last = ctx.attrs().GetInt("select_last_index", 0) != 0;
   p.mode = p.inner == 1 ? RowMode(p.n) : 0;
-  return Exec(ctx).Launch({"reduce", {x.dtype}}, kMax ? "reduce_argmax" : "reduce_argmin", Geometry(n_out, p.mode),
+  return Exec(ctx).Launch({"reduce", {x.dtype}}, kMax ? "reduce_argmax" : "reduce_argmin", RowGeometry(n_out, p.mode),
                           p);
 }
 
@@ -258,13 +214,16 @@ absl::Status CumSumKernel(KernelContext& ctx) {
   if (!axis.ok()) return ctx.Error(absl::StrCat("input 1 (axis): ", axis.status().message()));
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
   grove_k::CumSumParams p{};
-  SplitAt(x.shape, *axis, &p.outer, &p.n, &p.inner);
+  const ir::AxisSplit split = ir::SplitAt(x.shape, *axis);
+  p.outer = split.outer;
+  p.n = split.n;
+  p.inner = split.inner;
   if (x.num_elements() == 0) return absl::OkStatus();
   p.x = x.data;
   p.y = ctx.output(0).data;
   p.exclusive = ctx.attrs().GetInt("exclusive", 0) != 0;
   p.reverse = ctx.attrs().GetInt("reverse", 0) != 0;
-  return ec.Launch({"reduce", {x.dtype}}, "reduce_cumsum", Geometry(p.outer * p.inner, 0), p);
+  return ec.Launch({"reduce", {x.dtype}}, "reduce_cumsum", RowGeometry(p.outer * p.inner, 0), p);
 }
 
 }  // namespace

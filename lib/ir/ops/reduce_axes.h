@@ -104,6 +104,19 @@ inline absl::Status InferReduceShape(ShapeContext& ctx, absl::Span<const DType> 
   return absl::OkStatus();
 }
 
+// `shape` split around `axis` as [outer, n, inner] (ArgMax, TopK, CumSum
+// kernels).
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline AxisSplit SplitAt(absl::Span<const int64_t> shape, int axis) {
+  AxisSplit s;
+  for (int d = 0; d < axis; ++d) s.outer *= shape[d];
+  s.n = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  return s;
+}
+
 // The OpDef of a Reduce* op: data plus the optional axes input, and the
 // attributes of every opset from 11 to 18.
 inline OpDef ReduceOpDef(std::string type, ShapeFn infer) {

@@ -1,0 +1,46 @@
+#include "lib/backends/common/control_flow.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace grove::backends {
+
+absl::Status CheckCondShape(const ir::KernelContext& ctx, const TensorView& v, absl::string_view what) {
+  if (v.num_elements() == 1) return absl::OkStatus();
+  return ctx.Error(absl::StrCat(what, " must hold one element, has ", v.num_elements()));
+}
+
+absl::StatusOr<std::vector<TensorView>> RunIfBranch(ir::KernelContext& ctx, bool cond) {
+  const int branch = ctx.attrs().GetSubgraph(cond ? "then_branch" : "else_branch");
+  absl::StatusOr<std::vector<TensorView>> outs = ctx.host()->RunSubgraph(branch, {});
+  if (!outs.ok()) return outs.status();
+  if (static_cast<int>(outs->size()) != ctx.num_outputs()) {
+    return ctx.Error(absl::StrCat("branch gave ", outs->size(), " outputs, wants ", ctx.num_outputs()));
+  }
+  return outs;
+}
+
+absl::StatusOr<std::vector<TensorView>> RunLoopBody(ir::KernelContext& ctx, int body, int64_t iter,
+                                                    absl::Span<const TensorView> carried) {
+  if (iter >= kMaxLoopIterations) {
+    return ctx.Error(absl::StrCat("ran ", kMaxLoopIterations, " iterations without stopping"));
+  }
+  int64_t iter_value = iter;
+  uint8_t cond_in = 1;
+  std::vector<TensorView> inputs(carried.size() + 2);
+  inputs[0] = TensorView(DType::kI64, {}, &iter_value);
+  inputs[1] = TensorView(DType::kBool, {}, &cond_in);
+  for (size_t i = 0; i < carried.size(); ++i) inputs[2 + i] = carried[i];
+  return ctx.host()->RunSubgraph(body, inputs);
+}
+
+absl::Status CheckScanShape(const ir::KernelContext& ctx, int j, int64_t iter, const TensorView& o,
+                            TensorView& scan_shape) {
+  if (iter == 0) {
+    scan_shape = TensorView(o.dtype, o.shape, static_cast<void*>(nullptr));
+  } else if (o.shape != scan_shape.shape || o.dtype != scan_shape.dtype) {
+    return ctx.Error(absl::StrCat("scan output ", j, " changes shape between iterations"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace grove::backends

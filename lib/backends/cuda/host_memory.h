@@ -1,0 +1,116 @@
+// Host memory standing in for device memory, for the devices that run
+// without a GPU (the emulated device of the tests, the recording device of
+// `grove compile`): the block bookkeeping behind Allocate, Free and
+// IsDevicePointer, and HostMemoryDevice, the Device methods such a device
+// shares (copies and memsets run at once on the host, one synchronous
+// stream).
+#ifndef GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
+#define GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "lib/backends/cuda/device.h"
+
+namespace grove::cuda {
+
+class HostMemory {
+ public:
+  struct Options {
+    size_t alignment = 1;  // blocks are rounded up to a multiple of this too
+    bool zero_fill = false;
+    std::string error_prefix;  // put before "cannot allocate N bytes"
+  };
+  explicit HostMemory(Options options) : options_(std::move(options)) {}
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
+  ~HostMemory() {
+    for (auto& [p, size] : blocks_) std::free(reinterpret_cast<void*>(p));
+  }
+
+  absl::StatusOr<void*> Allocate(size_t bytes) {
+    const size_t a = options_.alignment;
+    const size_t cap = (std::max<size_t>(bytes, 1) + a - 1) / a * a;
+    void* p = a > 1 ? std::aligned_alloc(a, cap) : std::malloc(cap);
+    if (p == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat(options_.error_prefix, "cannot allocate ", bytes, " bytes"));
+    }
+    if (options_.zero_fill) std::memset(p, 0, cap);
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_[reinterpret_cast<uintptr_t>(p)] = cap;
+    bytes_allocated_ += static_cast<int64_t>(cap);
+    peak_bytes_allocated_ = std::max(peak_bytes_allocated_, bytes_allocated_);
+    return p;
+  }
+  // Pointers this did not allocate (nullptr included) are ignored.
+  void Free(void* ptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = blocks_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == blocks_.end()) return;
+    bytes_allocated_ -= static_cast<int64_t>(it->second);
+    blocks_.erase(it);
+    std::free(ptr);
+  }
+  // Whether ptr points into a live block.
+  bool Contains(const void* ptr) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    auto it = blocks_.upper_bound(p);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return p < it->first + it->second;
+  }
+  int64_t bytes_allocated() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bytes_allocated_;
+  }
+  int64_t peak_bytes_allocated() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return peak_bytes_allocated_;
+  }
+
+ private:
+  const Options options_;
+  mutable std::mutex mu_;
+  std::map<uintptr_t, size_t> blocks_;  // start -> size
+  int64_t bytes_allocated_ = 0, peak_bytes_allocated_ = 0;
+};
+
+// The memory and stream methods of a Device (or of an interface derived
+// from it) whose memory is HostMemory.
+template <typename Base = Device>
+class HostMemoryDevice : public Base {
+ public:
+  explicit HostMemoryDevice(HostMemory::Options options) : memory_(std::move(options)) {}
+
+  absl::StatusOr<void*> Allocate(size_t bytes) override { return memory_.Allocate(bytes); }
+  void Free(void* ptr) override { memory_.Free(ptr); }
+  bool IsDevicePointer(const void* ptr) const override { return memory_.Contains(ptr); }
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream) override {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream) override {
+    if (bytes > 0) std::memset(dst, value, bytes);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Stream> CreateStream() override { return static_cast<Stream>(nullptr); }
+  void DestroyStream(Stream) override {}
+  absl::Status Synchronize(Stream) override { return absl::OkStatus(); }
+
+ protected:
+  HostMemory memory_;
+};
+
+}  // namespace grove::cuda
+
+#endif  // GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
