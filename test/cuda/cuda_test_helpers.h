@@ -22,11 +22,7 @@ using Shape = std::vector<int64_t>;
 using Ints = std::vector<int64_t>;
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
-inline int64_t Count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+// Count(shape) comes from test/op_test_util.h.
 
 // Distinct small integers (exact in every dtype but bool) in a scrambled
 // order, so a misplaced element shows.
