@@ -151,6 +151,10 @@ class SessionImpl {
   std::unique_ptr<cuda::ExecContext> exec_;
   const uint8_t* device_weights_ = nullptr;
 
+  // A step whose output shapes are known only when it runs: its shape
+  // function on these inputs, then each output allocated through `host`.
+  absl::Status InferAndAllocate(const PlanStep& step, std::vector<ir::ShapeContext::Input> ins,
+                                ir::KernelContext::Host& host);
   absl::Status SetUpCudaInstance(PlanInstance& inst);
   absl::Status BindCudaValue(PlanInstance& inst, int v, const TensorView& given);
   absl::Status RunFallbackStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
@@ -483,18 +487,7 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
         }
         ins[i] = ir::ShapeContext::Input{true, in_ptrs[i]->dtype, ir::FromConcrete(in_ptrs[i]->shape), value};
       }
-      ir::ShapeContext sctx(*step.node, graph_, std::move(ins), nullptr);
-      if (absl::Status st = step.node->def->infer(sctx); !st.ok()) return st;
-      for (size_t i = 0; i < step.outputs.size(); ++i) {
-        if (step.outputs[i] < 0) continue;
-        const auto& o = sctx.outputs()[i];
-        if (!ir::IsConcrete(o.shape)) {
-          return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": cannot determine the shape of output ",
-                                                         i, " from its inputs"));
-        }
-        absl::StatusOr<TensorView*> view = host.AllocateOutput(static_cast<int>(i), o.dtype, ir::ToConcrete(o.shape));
-        if (!view.ok()) return view.status();
-      }
+      if (absl::Status st = InferAndAllocate(step, std::move(ins), host); !st.ok()) return st;
     } else if (step.kernel_allocates) {
       for (int v : step.outputs) {
         if (v >= 0) inst.views[v] = TensorView();
@@ -573,6 +566,23 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
   return outs;
 }
 
+
+absl::Status SessionImpl::InferAndAllocate(const PlanStep& step, std::vector<ir::ShapeContext::Input> ins,
+                                           ir::KernelContext::Host& host) {
+  ir::ShapeContext sctx(*step.node, graph_, std::move(ins), nullptr);
+  if (absl::Status st = step.node->def->infer(sctx); !st.ok()) return st;
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    if (step.outputs[i] < 0) continue;
+    const auto& o = sctx.outputs()[i];
+    if (!ir::IsConcrete(o.shape)) {
+      return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": cannot determine the shape of output ",
+                                                     i, " from its inputs"));
+    }
+    absl::StatusOr<TensorView*> view = host.AllocateOutput(static_cast<int>(i), o.dtype, ir::ToConcrete(o.shape));
+    if (!view.ok()) return view.status();
+  }
+  return absl::OkStatus();
+}
 
 absl::Status SessionImpl::SetUpCudaInstance(PlanInstance& inst) {
   const ExecutionPlan& p = *inst.plan;
@@ -678,18 +688,7 @@ absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<
       if (host_in_ptrs[i] == nullptr) continue;
       ins[i] = ir::ShapeContext::Input{true, host_ins[i].dtype, ir::FromConcrete(host_ins[i].shape), host_in_ptrs[i]};
     }
-    ir::ShapeContext sctx(*step.node, graph_, std::move(ins), nullptr);
-    if (absl::Status st = step.node->def->infer(sctx); !st.ok()) return st;
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (step.outputs[i] < 0) continue;
-      const auto& o = sctx.outputs()[i];
-      if (!ir::IsConcrete(o.shape)) {
-        return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": cannot determine the shape of output ",
-                                                       i, " from its inputs"));
-      }
-      absl::StatusOr<TensorView*> view = host.AllocateOutput(static_cast<int>(i), o.dtype, ir::ToConcrete(o.shape));
-      if (!view.ok()) return view.status();
-    }
+    if (absl::Status st = InferAndAllocate(step, std::move(ins), host); !st.ok()) return st;
   } else if (!step.kernel_allocates) {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (out_ptrs[i] == nullptr) continue;

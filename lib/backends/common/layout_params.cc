@@ -11,7 +11,7 @@ namespace grove::backends {
 
 using ir::DimsString;
 
-absl::Status CheckOutput(const ir::KernelContext& ctx, int i, DType dtype, const std::vector<int64_t>& shape) {
+absl::Status CheckPlannedOutput(const ir::KernelContext& ctx, int i, DType dtype, const std::vector<int64_t>& shape) {
   if (!ctx.has_output(i)) return absl::OkStatus();
   const TensorView& y = ctx.output(i);
   if (y.dtype != dtype || y.shape != shape) {
@@ -78,7 +78,7 @@ absl::StatusOr<std::vector<int64_t>> SplitOutputSizes(const ir::KernelContext& c
   for (int i = 0; i < n; ++i) {
     std::vector<int64_t> shape = x.shape;
     shape[axis] = (*sizes)[i];
-    if (absl::Status s = CheckOutput(ctx, i, x.dtype, shape); !s.ok()) return s;
+    if (absl::Status s = CheckPlannedOutput(ctx, i, x.dtype, shape); !s.ok()) return s;
   }
   return sizes;
 }
@@ -99,7 +99,7 @@ absl::StatusOr<int> GatherElementsAxis(const ir::KernelContext& ctx) {
                                     DimsString(data.shape)));
     }
   }
-  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, idx.shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, idx.shape); !s.ok()) return s;
   return *axis;
 }
 
@@ -137,7 +137,7 @@ absl::StatusOr<int64_t> ScatterNDIndexDepth(const ir::KernelContext& ctx) {
     return ctx.Error(absl::StrCat("updates is ", DTypeName(upd.dtype), " ", DimsString(upd.shape), "; expected ",
                                   DTypeName(data.dtype), " ", DimsString(want)));
   }
-  if (absl::Status s = CheckOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
   return k;
 }
 
@@ -146,7 +146,7 @@ absl::StatusOr<ExpandView> ExpandParams(const ir::KernelContext& ctx, const std:
   if (absl::Status s = CheckNonNegativeDims(ctx, shape, "shape (input 1)"); !s.ok()) return s;
   absl::StatusOr<std::vector<int64_t>> out_shape = ir::ExpandShape(x.shape, shape);
   if (!out_shape.ok()) return ctx.Error(out_shape.status().message());
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, *out_shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, *out_shape); !s.ok()) return s;
   ExpandView v;
   const std::vector<int64_t> in_strides = ir::Strides(x.shape);
   const size_t rank = out_shape->size(), lead = rank - x.shape.size();
@@ -169,7 +169,7 @@ absl::StatusOr<std::vector<int64_t>> TileOutputShape(const ir::KernelContext& ct
     if (r < 0) return ctx.Error(absl::StrCat("repeats (input 1) ", DimsString(repeats), " has a negative entry"));
     if (__builtin_mul_overflow(x.shape[d], r, &out_shape[d])) return ctx.Error("repeats overflow int64");
   }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
   return out_shape;
 }
 
@@ -197,7 +197,7 @@ absl::StatusOr<PadPlan> PadParams(const ir::KernelContext& ctx, IntReader read, 
     }
     out_shape[d] = o;
   }
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
   return PadPlan{*std::move(amounts), std::move(out_shape)};
 }
 
@@ -271,7 +271,7 @@ absl::StatusOr<OneHotPlan> OneHotParams(const ir::KernelContext& ctx, const Tens
   p.out_shape.assign(indices.shape.begin(), indices.shape.begin() + axis);
   p.out_shape.push_back(*depth);
   p.out_shape.insert(p.out_shape.end(), indices.shape.begin() + axis, indices.shape.end());
-  if (absl::Status s = CheckOutput(ctx, 0, values.dtype, p.out_shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, values.dtype, p.out_shape); !s.ok()) return s;
   return p;
 }
 

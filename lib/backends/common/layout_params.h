@@ -27,7 +27,7 @@ using IntReader = absl::FunctionRef<absl::StatusOr<std::vector<int64_t>>(int inp
 
 // Output i must be `dtype` `shape` (layout ops; nothing to check when the
 // output is not wanted).
-absl::Status CheckOutput(const ir::KernelContext& ctx, int i, DType dtype, const std::vector<int64_t>& shape);
+absl::Status CheckPlannedOutput(const ir::KernelContext& ctx, int i, DType dtype, const std::vector<int64_t>& shape);
 
 // Output 0 must have the shape `expected` (shape ops; `op` names the op).
 absl::Status CheckPlanned(const ir::KernelContext& ctx, absl::string_view op, const std::vector<int64_t>& expected);

@@ -23,7 +23,7 @@
 namespace grove::cpu {
 namespace {
 
-using backends::CheckOutput;
+using backends::CheckPlannedOutput;
 using backends::Product;
 using ir::DimsString;
 
@@ -362,7 +362,7 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
 }
 
 absl::Status SizeKernel(ir::KernelContext& ctx) {
-  if (absl::Status s = CheckOutput(ctx, 0, DType::kI64, {}); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, DType::kI64, {}); !s.ok()) return s;
   *ctx.output(0).as<int64_t>() = ctx.input(0).num_elements();
   return absl::OkStatus();
 }
@@ -372,7 +372,7 @@ absl::Status RangeKernel(ir::KernelContext& ctx) {
   if (absl::Status s = backends::CheckRangeInputs(ctx); !s.ok()) return s;
   absl::StatusOr<int64_t> count = ir::RangeCount(start, ctx.input(1), ctx.input(2));
   if (!count.ok()) return ctx.Error(count.status().message());
-  if (absl::Status s = CheckOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
   return VisitDType<float, double, int32_t, int64_t>(ctx, start.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T s = *start.as<const T>(), d = *ctx.input(2).as<const T>();
@@ -400,7 +400,7 @@ absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
   const DType dtype = *value_dtype;
   uint8_t value[8] = {};
   if (ctx.has_input(1)) std::memcpy(value, ctx.input(1).data, DTypeSize(dtype));
-  if (absl::Status s = CheckOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
   Fill(ctx.output(0).data, ir::NumElements(*shape), value, DTypeSize(dtype));
   return absl::OkStatus();
 }
@@ -412,7 +412,7 @@ absl::Status TriluKernel(ir::KernelContext& ctx) {
   if (!k_given.ok()) return k_given.status();
   int64_t k = *k_given;
   const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
   const int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
   const int64_t batch = Product(x.shape, 0, rank - 2);
   if (batch * rows * cols == 0) return absl::OkStatus();

@@ -30,7 +30,7 @@
 namespace grove::cuda {
 namespace {
 
-using backends::CheckOutput;
+using backends::CheckPlannedOutput;
 using backends::Product;
 using ir::DimsString;
 
@@ -306,7 +306,7 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
 }
 
 absl::Status SizeKernel(ir::KernelContext& ctx) {
-  if (absl::Status s = CheckOutput(ctx, 0, DType::kI64, {}); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, DType::kI64, {}); !s.ok()) return s;
   const int64_t n = ctx.input(0).num_elements();
   return NodeStatus(ctx, WriteValues(Exec(ctx), ctx.output(0).data, {n}));
 }
@@ -338,7 +338,7 @@ absl::Status RangeKernel(ir::KernelContext& ctx) {
   }
   absl::StatusOr<int64_t> count = ir::RangeCount(host[0], host[1], host[2]);
   if (!count.ok()) return ctx.Error(count.status().message());
-  if (absl::Status s = CheckOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
   if (*count == 0) return absl::OkStatus();
   grove_k::RangeParams p{};
   p.dst = ctx.output(0).data;
@@ -373,7 +373,7 @@ absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
       if (std::all_of(b, b + DTypeSize(dtype), [](uint8_t c) { return c == 0; })) value = nullptr;
     }
   }
-  if (absl::Status s = CheckOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
   const int64_t n = ir::NumElements(*shape);
   if (n == 0) return absl::OkStatus();
   TensorView& y = ctx.output(0);
@@ -392,7 +392,7 @@ absl::Status TriluKernel(ir::KernelContext& ctx) {
   if (!k_given.ok()) return k_given.status();
   const int64_t k = *k_given;
   const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
   const int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
   const int64_t n = x.num_elements();
   if (n == 0) return absl::OkStatus();
