@@ -33,6 +33,10 @@ absl::StatusOr<std::string> KernelCType(DType dtype) {
     case DType::kI8: return std::string("signed char");
     case DType::kU8: return std::string("unsigned char");
     case DType::kBool: return std::string("bool");
+    case DType::kI16: return std::string("short");
+    case DType::kU16: return std::string("unsigned short");
+    case DType::kU32: return std::string("unsigned int");
+    case DType::kU64: return std::string("unsigned long long");
     default: break;
   }
   return absl::InvalidArgumentError(absl::StrCat("no kernel type for dtype ", DTypeName(dtype)));

@@ -49,6 +49,10 @@ enum class DType : int32_t {
   kI8 = 7,
   kU8 = 8,
   kBool = 9,
+  kI16 = 10,
+  kU16 = 11,
+  kU32 = 12,
+  kU64 = 13,
 };
 // Bytes per element; 0 for kUnknown.
 size_t DTypeSize(DType dtype);

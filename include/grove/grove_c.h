@@ -126,6 +126,10 @@ enum grove_dtype_e {
   GROVE_DTYPE_I8 = 7,
   GROVE_DTYPE_U8 = 8,
   GROVE_DTYPE_BOOL = 9,
+  GROVE_DTYPE_I16 = 10,
+  GROVE_DTYPE_U16 = 11,
+  GROVE_DTYPE_U32 = 12,
+  GROVE_DTYPE_U64 = 13,
 };
 
 /* Bytes per element; 0 for an unknown dtype. */

@@ -31,6 +31,10 @@ static_assert(GROVE_DTYPE_I32 == static_cast<int32_t>(grove::DType::kI32));
 static_assert(GROVE_DTYPE_I8 == static_cast<int32_t>(grove::DType::kI8));
 static_assert(GROVE_DTYPE_U8 == static_cast<int32_t>(grove::DType::kU8));
 static_assert(GROVE_DTYPE_BOOL == static_cast<int32_t>(grove::DType::kBool));
+static_assert(GROVE_DTYPE_I16 == static_cast<int32_t>(grove::DType::kI16));
+static_assert(GROVE_DTYPE_U16 == static_cast<int32_t>(grove::DType::kU16));
+static_assert(GROVE_DTYPE_U32 == static_cast<int32_t>(grove::DType::kU32));
+static_assert(GROVE_DTYPE_U64 == static_cast<int32_t>(grove::DType::kU64));
 static_assert(GROVE_DEVICE_CPU == static_cast<int32_t>(grove::Device::kCpu));
 static_assert(GROVE_DEVICE_CUDA == static_cast<int32_t>(grove::Device::kCuda));
 static_assert(GROVE_DEVICE_AUTO == static_cast<int32_t>(grove::Device::kAuto));
@@ -254,12 +258,12 @@ void grove_status_release(grove_status_t* status) {
 }
 
 size_t grove_dtype_size(grove_dtype_t dtype) {
-  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_BOOL) return 0;
+  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_U64) return 0;
   return grove::DTypeSize(static_cast<grove::DType>(dtype));
 }
 
 const char* grove_dtype_name(grove_dtype_t dtype) {
-  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_BOOL) return "unknown";
+  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_U64) return "unknown";
   // DTypeName returns views of string literals, so data() is NUL-terminated.
   return grove::DTypeName(static_cast<grove::DType>(dtype)).data();
 }

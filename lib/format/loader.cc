@@ -306,7 +306,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     ir::TensorDecl& d = g.tensors[i];
     d.name = t->name()->str();
     const int dt = static_cast<int>(t->dtype());
-    if (dt < 0 || dt > 9) return Bad(where, absl::StrCat("dtype ", dt, " is unknown"));
+    if (dt < 0 || dt > static_cast<int>(DType::kU64)) return Bad(where, absl::StrCat("dtype ", dt, " is unknown"));
     d.dtype = static_cast<DType>(dt);
     d.has_shape = t->has_shape();
     if (t->shape()) {

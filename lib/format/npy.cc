@@ -37,6 +37,7 @@ struct NpyDType {
 constexpr NpyDType kNpyDTypes[] = {
     {"<f4", DType::kF32}, {"<f8", DType::kF64}, {"<f2", DType::kF16}, {"<i8", DType::kI64},
     {"<i4", DType::kI32}, {"|i1", DType::kI8},  {"|u1", DType::kU8},  {"|b1", DType::kBool},
+    {"<i2", DType::kI16}, {"<u2", DType::kU16}, {"<u4", DType::kU32}, {"<u8", DType::kU64},
 };
 
 absl::Status Malformed(absl::string_view what) {

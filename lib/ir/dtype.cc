@@ -13,9 +13,9 @@ absl::string_view Version() { return "0.1.0"; }
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
-    case DType::kF32: case DType::kI32: return 4;
-    case DType::kF64: case DType::kI64: return 8;
-    case DType::kF16: case DType::kBF16: return 2;
+    case DType::kF32: case DType::kI32: case DType::kU32: return 4;
+    case DType::kF64: case DType::kI64: case DType::kU64: return 8;
+    case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
     case DType::kI8: case DType::kU8: case DType::kBool: return 1;
     case DType::kUnknown: return 0;
   }
@@ -33,13 +33,17 @@ absl::string_view DTypeName(DType dtype) {
     case DType::kI8: return "i8";
     case DType::kU8: return "u8";
     case DType::kBool: return "bool";
+    case DType::kI16: return "i16";
+    case DType::kU16: return "u16";
+    case DType::kU32: return "u32";
+    case DType::kU64: return "u64";
     case DType::kUnknown: return "unknown";
   }
   return "unknown";
 }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
-  for (int i = 1; i <= 9; ++i) {
+  for (int i = 1; i <= static_cast<int>(DType::kU64); ++i) {
     if (DTypeName(static_cast<DType>(i)) == name) return static_cast<DType>(i);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "jit/kernels/elementwise_params.h"
+#include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/fusion.h"
 #include "lib/runtime/shape_inference.h"
 
@@ -121,10 +122,21 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
         out_bytes += DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(o.shape)));
       }
     }
-    // Folding runs on the host; a CUDA step without a CUDA kernel runs the
-    // CPU kernel with copies (host_fallback).
+    // Folding runs on the host; a CUDA step without a CUDA kernel, or with a
+    // dtype the CUDA kernels lack, runs the CPU kernel with copies
+    // (host_fallback).
     const ir::KernelFn cpu_kernel = node.def->kernels[static_cast<int>(ir::Backend::kCpu)];
     step.kernel = node.def->kernels[static_cast<int>(backend)];
+    if (backend == ir::Backend::kCuda) {
+      bool covered = true;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] >= 0) covered &= cuda::CudaKernelsCoverDType((*node_inputs)[i].dtype);
+      }
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        if (node.outputs[i] >= 0) covered &= cuda::CudaKernelsCoverDType(ctx.outputs()[i].dtype);
+      }
+      if (!covered) step.kernel = nullptr;
+    }
     if (step.kernel == nullptr && backend != ir::Backend::kCpu && cpu_kernel != nullptr) {
       step.kernel = cpu_kernel;
       step.host_fallback = true;

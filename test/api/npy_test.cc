@@ -99,7 +99,8 @@ TEST_P(NpyRoundTrip, EveryShapeKindThroughFileAndBuffer) {
 
 INSTANTIATE_TEST_SUITE_P(AllNumpyDTypes, NpyRoundTrip,
                          ::testing::Values(DType::kF32, DType::kF64, DType::kF16, DType::kI64, DType::kI32,
-                                           DType::kI8, DType::kU8, DType::kBool),
+                                           DType::kI8, DType::kU8, DType::kBool, DType::kI16, DType::kU16,
+                                           DType::kU32, DType::kU64),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
 TEST(NpyWrite, HeaderIsWhatNumpyWrites) {

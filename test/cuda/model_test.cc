@@ -190,6 +190,38 @@ TEST(CudaModelTest, StrictDeviceRefusesCpuFallback) {
   EXPECT_GT(lax.cuda->stats().cpu_fallback_steps, 0);
 }
 
+TEST(CudaModelTest, DTypesWithoutCudaKernelsRunOnTheCpu) {
+  // The CUDA kernels cover f32 f64 f16 bf16 i64 i32 i8 u8 bool: Add on u32
+  // (an op with a CUDA kernel) runs the CPU kernel with copies, Cast back to
+  // f32 too (its input is u32), and the f32 Mul after them on the device.
+  ModelBuilder b;
+  b.AddInput("x", DType::kU32, {5});
+  b.AddInput("y", DType::kU32, {5});
+  b.AddOp("Add", {"x", "y"}, {"s"});
+  b.AddOp("Cast", {"s"}, {"f"}, {{"to", static_cast<int64_t>(DType::kF32)}});
+  b.AddOp("Mul", {"f", "f"}, {"z"});
+  b.AddOutput("z");
+  std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+  Tensor x = Tensor::Create(DType::kU32, {5}).value();
+  Tensor y = Tensor::Create(DType::kU32, {5}).value();
+  const uint32_t xs[] = {0, 1, 2, 4294967295u, 1000};
+  const uint32_t ys[] = {1, 2, 3, 2, 24};
+  for (int i = 0; i < 5; ++i) {
+    x.as<uint32_t>()[i] = xs[i];
+    y.as<uint32_t>()[i] = ys[i];
+  }
+  Sessions s = MakeSessions(model);
+  ExpectSame(s, {x, y}, "u32 Add, Cast, f32 Mul");
+  EXPECT_EQ(s.cuda->stats().cpu_fallback_steps, 2);
+
+  SessionOptions strict;
+  strict.strict_device = true;
+  std::unique_ptr<Session> refusing = internal::CreateSessionOnDevice(model, strict, TestDevice()).value();
+  absl::StatusOr<std::vector<TensorView>> r = refusing->Run({x.view(), y.view()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+}
+
 // A device that refuses allocations past a budget (forwarding the rest).
 class LimitedDevice : public cuda::Device {
  public:

@@ -327,6 +327,49 @@ TEST(OnnxImporter, TypedDataFieldsDecode) {
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->as<int64_t>()[1], 1LL << 40);
 
+  // int16/uint16 live in int32_data, uint32/uint64 in uint64_data.
+  TensorProto i16;
+  i16.set_data_type(TensorProto::INT16);
+  i16.add_dims(2);
+  i16.add_int32_data(-32768);
+  i16.add_int32_data(7);
+  t = DecodeTensor(i16, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kI16);
+  EXPECT_EQ(t->as<int16_t>()[0], -32768);
+
+  TensorProto u16;
+  u16.set_data_type(TensorProto::UINT16);
+  u16.add_int32_data(65535);
+  t = DecodeTensor(u16, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kU16);
+  EXPECT_EQ(t->as<uint16_t>()[0], 65535);
+
+  TensorProto u32;
+  u32.set_data_type(TensorProto::UINT32);
+  u32.add_dims(1);
+  u32.add_uint64_data(4294967295u);
+  t = DecodeTensor(u32, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kU32);
+  EXPECT_EQ(t->as<uint32_t>()[0], 4294967295u);
+
+  TensorProto u64;
+  u64.set_data_type(TensorProto::UINT64);
+  u64.add_dims(2);
+  u64.add_uint64_data(1);
+  u64.add_uint64_data(18446744073709551615ull);
+  t = DecodeTensor(u64, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kU64);
+  EXPECT_EQ(t->as<uint64_t>()[1], 18446744073709551615ull);
+
+  TensorProto u64_short;  // one element declared, none given
+  u64_short.set_data_type(TensorProto::UINT64);
+  u64_short.add_dims(1);
+  EXPECT_FALSE(DecodeTensor(u64_short, "").ok());
+
   TensorProto short_raw;
   short_raw.set_name("short");
   short_raw.set_data_type(TensorProto::FLOAT);

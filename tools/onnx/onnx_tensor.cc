@@ -162,12 +162,20 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type) {
       return DType::kU8;
     case TensorProto::BOOL:
       return DType::kBool;
+    case TensorProto::INT16:
+      return DType::kI16;
+    case TensorProto::UINT16:
+      return DType::kU16;
+    case TensorProto::UINT32:
+      return DType::kU32;
+    case TensorProto::UINT64:
+      return DType::kU64;
     default:
       break;
   }
   return absl::UnimplementedError(absl::StrCat("dtype ", OnnxTypeName(onnx_type),
-                                               " is not supported by grove (it has f32 f64 f16 bf16 i64 i32 i8 "
-                                               "u8 bool)"));
+                                               " is not supported by grove (it has f32 f64 f16 bf16 i64 i32 i16 "
+                                               "i8 u64 u32 u16 u8 bool)"));
 }
 
 std::string OnnxTypeName(int32_t onnx_type) {
@@ -224,9 +232,13 @@ absl::StatusOr<Tensor> DecodeTensor(const TensorProto& p, absl::string_view mode
     case TensorProto::INT64:
       typed_size = p.int64_data_size();
       break;
+    case TensorProto::UINT32:
+    case TensorProto::UINT64:
+      typed_size = p.uint64_data_size();
+      break;
     default:
       typed_size = p.int32_data_size();
-      break;  // i32 i8 u8 bool f16 bf16
+      break;  // i32 i16 i8 u16 u8 bool f16 bf16
   }
   if (raw != nullptr) {
     if (raw->size() != bytes) {
@@ -270,6 +282,19 @@ absl::StatusOr<Tensor> DecodeTensor(const TensorProto& p, absl::string_view mode
       break;
     case DType::kU8:
       CopyTyped<uint8_t>(p.int32_data(), *out);
+      break;
+    // int16 and uint16 live in int32_data; uint32 and uint64 in uint64_data.
+    case DType::kI16:
+      CopyTyped<int16_t>(p.int32_data(), *out);
+      break;
+    case DType::kU16:
+      CopyTyped<uint16_t>(p.int32_data(), *out);
+      break;
+    case DType::kU32:
+      CopyTyped<uint32_t>(p.uint64_data(), *out);
+      break;
+    case DType::kU64:
+      CopyTyped<uint64_t>(p.uint64_data(), *out);
       break;
     // f16 and bf16 are stored as their 16 bits, one per int32.
     case DType::kF16:

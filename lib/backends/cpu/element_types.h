@@ -219,6 +219,22 @@ struct DTypeOf<uint8_t> {
   static constexpr DType value = DType::kU8;
 };
 template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::kI16;
+};
+template <>
+struct DTypeOf<uint16_t> {
+  static constexpr DType value = DType::kU16;
+};
+template <>
+struct DTypeOf<uint32_t> {
+  static constexpr DType value = DType::kU32;
+};
+template <>
+struct DTypeOf<uint64_t> {
+  static constexpr DType value = DType::kU64;
+};
+template <>
 struct DTypeOf<Bool8> {
   static constexpr DType value = DType::kBool;
 };
@@ -239,11 +255,24 @@ absl::Status VisitDType(const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
   return status;
 }
 
-// All nine element types, for ops that accept any.
+// Lists of element types for Visit, as the shape functions' dtype lists
+// (lib/ir/ops/input_checks.h) name them.
+template <typename... Ts>
+struct TypeList {};
+using FloatTypes = TypeList<float, double, Half, BFloat16>;
+using NumericTypes =
+    TypeList<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint64_t, uint32_t, uint16_t, uint8_t>;
+
+template <typename... Ts, typename Fn>
+absl::Status Visit(TypeList<Ts...>, const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
+  return VisitDType<Ts...>(ctx, dtype, static_cast<Fn&&>(fn));
+}
+
+// All thirteen element types, for ops that accept any.
 template <typename Fn>
 absl::Status VisitAnyDType(const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
-  return VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t, Bool8>(
-      ctx, dtype, static_cast<Fn&&>(fn));
+  return VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint64_t, uint32_t, uint16_t,
+                    uint8_t, Bool8>(ctx, dtype, static_cast<Fn&&>(fn));
 }
 
 }  // namespace grove::cpu

@@ -20,11 +20,12 @@ namespace {
 
 using ir::KernelContext;
 
-// Integer arithmetic in the unsigned type: wraps like two's complement
-// instead of signed overflow (undefined behaviour).
+// Integer arithmetic in an unsigned type: wraps like two's complement
+// instead of signed overflow (undefined behaviour). At least `unsigned` wide,
+// since 8- and 16-bit operands would promote to (signed) int.
 template <typename C, typename Fn>
 inline C Wrapping(C a, C b, Fn fn) {
-  using U = std::make_unsigned_t<C>;
+  using U = std::common_type_t<std::make_unsigned_t<C>, unsigned>;
   return static_cast<C>(fn(static_cast<U>(a), static_cast<U>(b)));
 }
 
@@ -101,8 +102,7 @@ absl::Status ArithmeticKernel(KernelContext& ctx) {
   if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
-  return VisitDType<float, double, Half, BFloat16, int32_t, int64_t, int8_t, uint8_t>(
-      ctx, dtype, [&](auto tag) -> absl::Status {
+  return Visit(NumericTypes{}, ctx, dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using C = ComputeT<T>;
     if constexpr (Op::kDivides && std::is_integral_v<T>) {

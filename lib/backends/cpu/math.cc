@@ -22,17 +22,8 @@ namespace {
 
 using ir::KernelContext;
 
-template <typename... Ts>
-struct TypeList {};
-using FloatTypes = TypeList<float, double, Half, BFloat16>;
-using SignedTypes = TypeList<float, double, Half, BFloat16, int64_t, int32_t, int8_t>;
-using NumericTypes = TypeList<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>;
+using SignedTypes = TypeList<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t>;
 using PowBaseTypes = TypeList<float, double, Half, BFloat16, int32_t, int64_t>;
-
-template <typename... Ts, typename Fn>
-absl::Status Visit(TypeList<Ts...>, const KernelContext& ctx, DType dtype, Fn&& fn) {
-  return VisitDType<Ts...>(ctx, dtype, static_cast<Fn&&>(fn));
-}
 
 template <typename C>
 C WrappingNeg(C x) {

@@ -30,15 +30,7 @@ namespace {
 
 using ir::KernelContext;
 
-template <typename... Ts>
-struct TypeList {};
-using NumericTypes = TypeList<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>;
 using ArithmeticTypes = TypeList<float, double, Half, BFloat16, int32_t, int64_t>;
-
-template <typename... Ts, typename Fn>
-absl::Status Visit(TypeList<Ts...>, const KernelContext& ctx, DType dtype, Fn&& fn) {
-  return VisitDType<Ts...>(ctx, dtype, static_cast<Fn&&>(fn));
-}
 
 // a ranks above b: NaN above everything, then by value.
 template <typename C>

@@ -4,9 +4,21 @@
 #define GROVE_LIB_BACKENDS_CUDA_CUDA_KERNELS_H_
 
 #include "absl/status/status.h"
+#include "grove/grove.h"
 #include "lib/ir/op_registry.h"
 
 namespace grove::cuda {
+
+// The dtypes the CUDA kernels are instantiated for (the type lists of
+// jit/kernels/kernels.cmake): f32 f64 f16 bf16 i64 i32 i8 u8 bool. A step
+// with an input or output of another dtype (i16 u16 u32 u64) runs its CPU
+// kernel with copies, as an op without a CUDA kernel does.
+inline bool CudaKernelsCoverDType(DType dtype) {
+  switch (dtype) {
+    case DType::kI16: case DType::kU16: case DType::kU32: case DType::kU64: case DType::kUnknown: return false;
+    default: return true;
+  }
+}
 
 absl::Status RegisterCudaControlFlowKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaShapeKernels(ir::OpRegistry& registry);

@@ -11,17 +11,12 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kArithmeticDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
-                                       DType::kI32, DType::kI64, DType::kI8,  DType::kU8};
-
-absl::Status InferArithmetic(ShapeContext& ctx) { return InferBroadcastBinary(ctx, kArithmeticDTypes, DType::kUnknown); }
+absl::Status InferArithmetic(ShapeContext& ctx) { return InferBroadcastBinary(ctx, kNumericDTypes, DType::kUnknown); }
 
 absl::Status InferOrderedCompare(ShapeContext& ctx) { return InferBroadcastBinary(ctx, kNumericDTypes, DType::kBool); }
 
 absl::Status InferEqual(ShapeContext& ctx) {
-  constexpr DType kEqualDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
-                                    DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
-  return InferBroadcastBinary(ctx, kEqualDTypes, DType::kBool);
+  return InferBroadcastBinary(ctx, kAllDTypes, DType::kBool);
 }
 
 absl::Status InferFloatUnary(ShapeContext& ctx) {
@@ -45,10 +40,10 @@ absl::Status InferCast(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 0, "input"); !s.ok()) return s;
   if (!ctx.attrs().Has("to")) return ctx.Error("attribute 'to' (the target dtype) is required");
   const int64_t to = ctx.attrs().GetInt("to", 0);
-  if (to < static_cast<int64_t>(DType::kF32) || to > static_cast<int64_t>(DType::kBool)) {
+  if (to < static_cast<int64_t>(DType::kF32) || to > static_cast<int64_t>(DType::kU64)) {
     return ctx.Error(absl::StrCat("attribute 'to' is ", to,
                                   "; expected a grove dtype: 1 (f32), 2 (f64), 3 (f16), 4 (bf16), 5 (i64), "
-                                  "6 (i32), 7 (i8), 8 (u8) or 9 (bool)"));
+                                  "6 (i32), 7 (i8), 8 (u8), 9 (bool), 10 (i16), 11 (u16), 12 (u32) or 13 (u64)"));
   }
   ctx.SetOutput(0, static_cast<DType>(to), ctx.input_shape(0));
   return absl::OkStatus();

@@ -18,8 +18,12 @@
 namespace grove::ir {
 
 inline constexpr DType kFloatDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16};
-inline constexpr DType kNumericDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
-                                           DType::kI64, DType::kI32, DType::kI8,  DType::kU8};
+inline constexpr DType kNumericDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64, DType::kI32,
+                                           DType::kI16, DType::kI8,  DType::kU64, DType::kU32,  DType::kU16, DType::kU8};
+// Every dtype: the numeric ones and bool.
+inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
+                                       DType::kI32, DType::kI16, DType::kI8,  DType::kU64,  DType::kU32,
+                                       DType::kU16, DType::kU8,  DType::kBool};
 
 // "input 1 (B)".
 inline std::string InputName(int i, absl::string_view name) { return absl::StrCat("input ", i, " (", name, ")"); }

@@ -22,8 +22,6 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kAnyDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
-                                DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
 constexpr DType kIndexDTypes[] = {DType::kI64, DType::kI32};
 
 absl::Status Fail(const ShapeContext& ctx, const absl::Status& s) { return ctx.Error(s.message()); }
@@ -502,7 +500,7 @@ absl::Status InferConstantOfShape(ShapeContext& ctx) {
   if (!shape.ok()) return shape.status();
   DType dtype = DType::kF32;
   if (ctx.has_input(1)) {
-    if (absl::Status s = CheckInputDType(ctx, 1, "value", kAnyDTypes); !s.ok()) return s;
+    if (absl::Status s = CheckInputDType(ctx, 1, "value", kAllDTypes); !s.ok()) return s;
     const int64_t count = ConstCount(ctx, 1);
     if (ctx.input_rank(1) > 1 || count != 1) {
       return ctx.Error(absl::StrCat("value (input 1) has shape ", ShapeString(ctx, ctx.input_shape(1)),

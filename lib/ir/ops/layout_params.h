@@ -75,6 +75,26 @@ inline double ReadNumber(const TensorView& v, int64_t i) {
       return p[i];
     case DType::kBool:
       return p[i] != 0 ? 1.0 : 0.0;
+    case DType::kI16: {
+      int16_t x;
+      std::memcpy(&x, p + i * 2, 2);
+      return x;
+    }
+    case DType::kU16: {
+      uint16_t x;
+      std::memcpy(&x, p + i * 2, 2);
+      return x;
+    }
+    case DType::kU32: {
+      uint32_t x;
+      std::memcpy(&x, p + i * 4, 4);
+      return x;
+    }
+    case DType::kU64: {
+      uint64_t x;
+      std::memcpy(&x, p + i * 8, 8);
+      return static_cast<double>(x);
+    }
     case DType::kBF16: {
       uint16_t b;
       std::memcpy(&b, p + i * 2, 2);

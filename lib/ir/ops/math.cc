@@ -15,7 +15,7 @@ namespace grove::ir {
 namespace {
 
 constexpr DType kSignedDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
-                                   DType::kI64, DType::kI32, DType::kI8};
+                                   DType::kI64, DType::kI32, DType::kI16, DType::kI8};
 constexpr DType kPowBaseDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
 
 absl::Status InferUnary(ShapeContext& ctx, absl::string_view name, absl::Span<const DType> allowed) {

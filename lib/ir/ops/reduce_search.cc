@@ -19,8 +19,6 @@ namespace grove::ir {
 namespace {
 
 constexpr DType kArithmeticDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
-constexpr DType kAnyDType[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
-                               DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
 
 absl::Status InferReduceOrdered(ShapeContext& ctx) { return InferReduceShape(ctx, kNumericDTypes); }
 absl::Status InferReduceArithmetic(ShapeContext& ctx) { return InferReduceShape(ctx, kArithmeticDTypes); }
@@ -114,7 +112,7 @@ absl::Status InferCumSum(ShapeContext& ctx) {
 // numpy (and so ONNX's reference) treats a scalar as a 1-D tensor of one
 // element: the output then has one row.
 absl::Status InferNonZero(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "X", kAnyDType); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "X", kAllDTypes); !s.ok()) return s;
   const int rows = ctx.input_rank(0) == 0 ? 1 : ctx.input_rank(0);
   SymDim count = SymDim::Unknown();
   bool empty = false;
