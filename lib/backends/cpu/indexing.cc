@@ -597,7 +597,11 @@ absl::Status EinsumKernel(ir::KernelContext& ctx) {
   }
   const int64_t total_out = ir::NumElements(out_shape);
   int64_t total_sum = 1;
-  for (size_t j = num_out; j < num_loop; ++j) total_sum *= extent[j];
+  for (size_t j = num_out; j < num_loop; ++j) {
+    if (__builtin_mul_overflow(total_sum, extent[j], &total_sum)) {
+      return ctx.Error("the summed subscripts' sizes multiply past int64; too large for the CPU loop");
+    }
+  }
   if (total_out == 0) return absl::OkStatus();
   std::vector<int64_t> pos(num_loop, 0), off(n, 0);
   auto advance = [&](size_t lo, size_t hi) {
