@@ -33,6 +33,9 @@ absl::Status RegisterReduceSearchOps(OpRegistry& registry);
 absl::Status RegisterLayoutOps(OpRegistry& registry);
 // LSTM GRU RNN.
 absl::Status RegisterRecurrentOps(OpRegistry& registry);
+// ScatterElements Scatter GatherND DepthToSpace SpaceToDepth EyeLike Compress
+// ReverseSequence Unique Det Einsum.
+absl::Status RegisterIndexingOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 

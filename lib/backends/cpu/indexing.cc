@@ -1,0 +1,667 @@
+// CPU kernels of the indexing group: ScatterElements/Scatter, GatherND,
+// DepthToSpace, SpaceToDepth, EyeLike, Compress, ReverseSequence, Unique,
+// Det and Einsum. Data movement copies elements as opaque bytes (one path
+// for every dtype). Every index read from a tensor is checked against its
+// dim before anything is written, and the planned outputs are checked
+// against the shapes these inputs give (Compress and Unique allocate theirs).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/backends/common/layout_params.h"
+#include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/element_types.h"
+#include "lib/backends/cpu/strided_copy.h"
+#include "lib/ir/ops/einsum_equation.h"
+#include "lib/ir/ops/layout_params.h"
+
+namespace grove::cpu {
+namespace {
+
+using backends::CheckPlannedOutput;
+using backends::Product;
+using backends::ScatterReduction;
+using ir::DimsString;
+
+absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int i, absl::string_view name) {
+  std::vector<int64_t> out;
+  if (!ir::ReadIntegers(ctx.input(i), &out)) {
+    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(ctx.input(i).dtype),
+                                  "; expected i32 or i64"));
+  }
+  return out;
+}
+
+// An index along a dim of size `dim`, negative counting from the end;
+// false when outside -dim..dim-1.
+inline bool WrapIndex(int64_t* i, int64_t dim) {
+  if (*i < 0) *i += dim;
+  return *i >= 0 && *i < dim;
+}
+
+inline void CopyElements(const uint8_t* in, int64_t src, uint8_t* out, int64_t dst, size_t es, int64_t n = 1) {
+  std::memcpy(out + dst * static_cast<int64_t>(es), in + src * static_cast<int64_t>(es),
+              static_cast<size_t>(n) * es);
+}
+
+// Whether the node has output i (an omitted optional output is -1), for
+// kernels that allocate their outputs.
+bool WantsOutput(const ir::KernelContext& ctx, int i) {
+  return i < static_cast<int>(ctx.node().outputs.size()) && ctx.node().outputs[i] >= 0;
+}
+
+template <typename T>
+void Reduce(ScatterReduction reduction, T* out, T upd) {
+  using C = ComputeT<T>;
+  const C a = ToCompute(*out), b = ToCompute(upd);
+  C r;
+  switch (reduction) {
+    case ScatterReduction::kAdd:
+      r = static_cast<C>(a + b);
+      break;
+    case ScatterReduction::kMul:
+      r = static_cast<C>(a * b);
+      break;
+    case ScatterReduction::kMax:
+      r = std::max(a, b);
+      break;
+    default:
+      r = std::min(a, b);
+      break;
+  }
+  *out = FromCompute<T>(r);
+}
+
+template <typename Fn>
+absl::Status VisitNumeric(const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
+  return VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>(ctx, dtype,
+                                                                                      static_cast<Fn&&>(fn));
+}
+
+// ---------------------------------------------------------------------------
+// ScatterElements, Scatter.
+// ---------------------------------------------------------------------------
+
+absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
+  const TensorView& data = ctx.input(0);
+  const TensorView& idx = ctx.input(1);
+  const TensorView& upd = ctx.input(2);
+  const int rank = static_cast<int>(data.shape.size());
+  if (rank == 0 || static_cast<int>(idx.shape.size()) != rank) {
+    return ctx.Error(absl::StrCat("data ", DimsString(data.shape), " and indices ", DimsString(idx.shape),
+                                  " must have the same rank >= 1"));
+  }
+  if (upd.shape != idx.shape || upd.dtype != data.dtype) {
+    return ctx.Error(absl::StrCat("updates is ", DTypeName(upd.dtype), " ", DimsString(upd.shape), "; expected ",
+                                  DTypeName(data.dtype), " ", DimsString(idx.shape), " (the indices' shape)"));
+  }
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
+  for (int d = 0; d < rank; ++d) {
+    if (d != *axis && idx.shape[d] > data.shape[d]) {
+      return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " dim ", d, " exceeds the data's ",
+                                    DimsString(data.shape)));
+    }
+  }
+  absl::StatusOr<ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
+  if (!reduction.ok()) return reduction.status();
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  if (!indices.ok()) return indices.status();
+  // The data offset of every update, all checked before the output is touched.
+  const std::vector<int64_t> strides = ir::Strides(data.shape);
+  const int64_t dim = data.shape[*axis];
+  const int64_t count = static_cast<int64_t>(indices->size());
+  std::vector<int64_t> offsets(static_cast<size_t>(count));
+  std::vector<int64_t> pos(rank, 0);
+  int64_t base = 0;  // offset of `pos` with the axis coordinate left out
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t i = (*indices)[e];
+    if (!WrapIndex(&i, dim)) {
+      return ctx.Error(absl::StrCat("indices element ", e, " is ", (*indices)[e], "; out of range for axis ", *axis,
+                                    " of the data ", DimsString(data.shape), " (expected ", -dim, "..", dim - 1,
+                                    ")"));
+    }
+    offsets[e] = base + i * strides[*axis];
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t step = d == *axis ? 0 : strides[d];
+      base += step;
+      if (++pos[d] < idx.shape[d]) break;
+      base -= step * idx.shape[d];
+      pos[d] = 0;
+    }
+  }
+  TensorView& y = ctx.output(0);
+  if (y.data != data.data && data.byte_size() > 0) std::memmove(y.data, data.data, data.byte_size());
+  if (count == 0) return absl::OkStatus();
+  const size_t es = DTypeSize(data.dtype);
+  auto* out = static_cast<uint8_t*>(y.data);
+  const auto* u = static_cast<const uint8_t*>(upd.data);
+  if (*reduction == ScatterReduction::kNone) {
+    for (int64_t e = 0; e < count; ++e) CopyElements(u, e, out, offsets[e], es);
+    return absl::OkStatus();
+  }
+  return VisitNumeric(ctx, data.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* o = reinterpret_cast<T*>(out);
+    const T* v = reinterpret_cast<const T*>(u);
+    for (int64_t e = 0; e < count; ++e) Reduce<T>(*reduction, o + offsets[e], v[e]);
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// GatherND.
+// ---------------------------------------------------------------------------
+
+absl::Status GatherNDKernel(ir::KernelContext& ctx) {
+  const TensorView& data = ctx.input(0);
+  const TensorView& idx = ctx.input(1);
+  const int64_t r = static_cast<int64_t>(data.shape.size()), q = static_cast<int64_t>(idx.shape.size());
+  const int64_t b = ctx.attrs().GetInt("batch_dims", 0);
+  if (r == 0 || q == 0 || b < 0 || b >= std::min(r, q)) {
+    return ctx.Error(absl::StrCat("data ", DimsString(data.shape), " and indices ", DimsString(idx.shape),
+                                  " need rank >= 1 and more dims than batch_dims ", b));
+  }
+  for (int64_t d = 0; d < b; ++d) {
+    if (data.shape[d] != idx.shape[d]) {
+      return ctx.Error(absl::StrCat("the first ", b, " (batch_dims) dims of data ", DimsString(data.shape),
+                                    " and indices ", DimsString(idx.shape), " must be equal"));
+    }
+  }
+  const int64_t k = idx.shape.back();
+  if (k < 1 || k > r - b) {
+    return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " must end in a dim of 1..", r - b,
+                                  " (the data's rank less batch_dims)"));
+  }
+  std::vector<int64_t> out_shape(idx.shape.begin(), idx.shape.end() - 1);
+  out_shape.insert(out_shape.end(), data.shape.begin() + b + k, data.shape.end());
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, out_shape); !s.ok()) return s;
+  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  if (!indices.ok()) return indices.status();
+  const std::vector<int64_t> strides = ir::Strides(data.shape);
+  const int64_t batches = Product(data.shape, 0, b);
+  const int64_t per_batch = Product(idx.shape, b, q - 1);
+  const int64_t batch_stride = Product(data.shape, b, r);
+  const int64_t slice = Product(data.shape, b + k, r);
+  std::vector<int64_t> offsets(static_cast<size_t>(batches * per_batch));
+  for (int64_t t = 0; t < batches * per_batch; ++t) {
+    int64_t off = (t / std::max<int64_t>(per_batch, 1)) * batch_stride;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t i = (*indices)[t * k + d];
+      const int64_t dim = data.shape[b + d];
+      if (!WrapIndex(&i, dim)) {
+        return ctx.Error(absl::StrCat("index ", (*indices)[t * k + d], " (tuple ", t, ", coordinate ", d,
+                                      ") is out of range for dim ", b + d, " of the data ", DimsString(data.shape),
+                                      " (expected ", -dim, "..", dim - 1, ")"));
+      }
+      off += i * strides[b + d];
+    }
+    offsets[t] = off;
+  }
+  if (slice == 0) return absl::OkStatus();
+  const size_t es = DTypeSize(data.dtype);
+  const auto* in = static_cast<const uint8_t*>(data.data);
+  auto* out = static_cast<uint8_t*>(ctx.output(0).data);
+  for (size_t t = 0; t < offsets.size(); ++t) CopyElements(in, offsets[t], out, static_cast<int64_t>(t) * slice, es, slice);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// DepthToSpace, SpaceToDepth: one strided copy each.
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<int64_t> BlockSize(const ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int64_t b = ctx.attrs().GetInt("blocksize", 0);
+  if (b < 1 || b > (int64_t{1} << 20)) return ctx.Error(absl::StrCat("attribute blocksize is ", b, "; expected >= 1"));
+  if (x.shape.size() != 4) return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " must be [N, C, H, W]"));
+  return b;
+}
+
+absl::Status DepthToSpaceKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  absl::StatusOr<int64_t> block = BlockSize(ctx);
+  if (!block.ok()) return block.status();
+  const int64_t b = *block;
+  const std::string mode = ctx.attrs().GetString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return ctx.Error(absl::StrCat("attribute mode is '", mode, "'"));
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  if (c % (b * b) != 0) {
+    return ctx.Error(absl::StrCat("input ", DimsString(x.shape), ": channels must divide by ", b * b,
+                                  " (blocksize squared)"));
+  }
+  const int64_t oc = c / (b * b);
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, {n, oc, h * b, w * b}); !s.ok()) return s;
+  if (x.num_elements() == 0) return absl::OkStatus();
+  const int64_t hw = h * w;
+  // Output y[n, c', h*b + i, w*b + j] walked as [n, c', h, i, w, j].
+  std::vector<int64_t> strides;
+  if (mode == "DCR") {
+    strides = {c * hw, hw, w, b * oc * hw, 1, oc * hw};  // x[n, i*b*C' + j*C' + c', h, w]
+  } else {
+    strides = {c * hw, b * b * hw, w, b * hw, 1, hw};  // x[n, c'*b*b + i*b + j, h, w]
+  }
+  StridedCopy(DTypeSize(x.dtype), {n, oc, h, b, w, b}, x.data, strides, ctx.output(0).data);
+  return absl::OkStatus();
+}
+
+absl::Status SpaceToDepthKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  absl::StatusOr<int64_t> block = BlockSize(ctx);
+  if (!block.ok()) return block.status();
+  const int64_t b = *block;
+  const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  if (h % b != 0 || w % b != 0) {
+    return ctx.Error(absl::StrCat("input ", DimsString(x.shape), ": height and width must divide by the blocksize ",
+                                  b));
+  }
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, {n, c * b * b, h / b, w / b}); !s.ok()) return s;
+  if (x.num_elements() == 0) return absl::OkStatus();
+  // Output y[n, (i*b + j)*C + c, h', w'] = x[n, c, h'*b + i, w'*b + j].
+  StridedCopy(DTypeSize(x.dtype), {n, b, b, c, h / b, w / b}, x.data, {c * h * w, w, 1, h * w, b * w, b},
+              ctx.output(0).data);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// EyeLike.
+// ---------------------------------------------------------------------------
+
+absl::Status EyeLikeKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (x.shape.size() != 2) return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " must be 2-D"));
+  const DType dtype =
+      ctx.attrs().Has("dtype") ? static_cast<DType>(ctx.attrs().GetInt("dtype", 0)) : x.dtype;
+  if (DTypeSize(dtype) == 0) return ctx.Error("attribute dtype is not a grove dtype");
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, x.shape); !s.ok()) return s;
+  TensorView& y = ctx.output(0);
+  if (y.byte_size() > 0) std::memset(y.data, 0, y.byte_size());
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  const int64_t k = ctx.attrs().GetInt("k", 0);
+  if (k >= cols || k <= -rows) return absl::OkStatus();
+  return VisitAnyDType(ctx, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T one = ConvertElement<T>(1.0);
+    T* out = static_cast<T*>(y.data);
+    for (int64_t r = std::max<int64_t>(0, -k); r < rows && r + k < cols; ++r) out[r * cols + r + k] = one;
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Compress.
+// ---------------------------------------------------------------------------
+
+absl::Status CompressKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& cond = ctx.input(1);
+  if (cond.dtype != DType::kBool || cond.shape.size() != 1) {
+    return ctx.Error(absl::StrCat("condition is ", DTypeName(cond.dtype), " ", DimsString(cond.shape),
+                                  "; expected a 1-D bool tensor"));
+  }
+  std::vector<int64_t> out_shape;
+  int64_t outer = 1, dim, inner = 1;
+  int axis = -1;
+  if (ctx.attrs().Has("axis")) {
+    const int rank = static_cast<int>(x.shape.size());
+    if (rank == 0) return ctx.Error("input is a scalar; attribute axis needs rank >= 1");
+    absl::StatusOr<int> a = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+    if (!a.ok()) return ctx.Error(absl::StrCat("attribute axis: ", a.status().message()));
+    axis = *a;
+    outer = Product(x.shape, 0, axis);
+    dim = x.shape[axis];
+    inner = Product(x.shape, axis + 1, rank);
+    out_shape = x.shape;
+  } else {
+    dim = x.num_elements();
+    out_shape = {dim};
+  }
+  const auto* c = static_cast<const uint8_t*>(cond.data);
+  const int64_t len = cond.shape[0];
+  std::vector<int64_t> kept;
+  for (int64_t j = 0; j < len; ++j) {
+    if (c[j] == 0) continue;
+    if (j >= dim) {
+      return ctx.Error(absl::StrCat("condition ", DimsString(cond.shape), " selects entry ", j,
+                                    " but the input has only ", dim,
+                                    axis < 0 ? " elements" : absl::StrCat(" along axis ", axis)));
+    }
+    kept.push_back(j);
+  }
+  const int64_t m = static_cast<int64_t>(kept.size());
+  out_shape[axis < 0 ? 0 : axis] = m;
+  absl::StatusOr<TensorView*> y = ctx.AllocateOutput(0, x.dtype, out_shape);
+  if (!y.ok()) return y.status();
+  if (inner == 0 || m == 0) return absl::OkStatus();
+  const size_t es = DTypeSize(x.dtype);
+  const auto* in = static_cast<const uint8_t*>(x.data);
+  auto* out = static_cast<uint8_t*>((*y)->data);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < m; ++j) CopyElements(in, (o * dim + kept[j]) * inner, out, (o * m + j) * inner, es, inner);
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// ReverseSequence.
+// ---------------------------------------------------------------------------
+
+absl::Status ReverseSequenceKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  const int64_t batch_axis = ctx.attrs().GetInt("batch_axis", 1);
+  const int64_t time_axis = ctx.attrs().GetInt("time_axis", 0);
+  if (rank < 2 || (batch_axis != 0 && batch_axis != 1) || (time_axis != 0 && time_axis != 1) ||
+      batch_axis == time_axis) {
+    return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " with batch_axis ", batch_axis, " and time_axis ",
+                                  time_axis, ": expected rank >= 2 and axes 0 and 1 in either order"));
+  }
+  const int64_t batch = x.shape[batch_axis], time = x.shape[time_axis];
+  absl::StatusOr<std::vector<int64_t>> lens = ReadInts(ctx, 1, "sequence_lens");
+  if (!lens.ok()) return lens.status();
+  if (ctx.input(1).shape != std::vector<int64_t>{batch}) {
+    return ctx.Error(absl::StrCat("sequence_lens is ", DimsString(ctx.input(1).shape), "; expected [", batch,
+                                  "] (the input's batch dim ", batch_axis, ")"));
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    if ((*lens)[i] < 0 || (*lens)[i] > time) {
+      return ctx.Error(absl::StrCat("sequence_lens[", i, "] is ", (*lens)[i], "; expected 0..", time,
+                                    " (the input's time dim ", time_axis, ")"));
+    }
+  }
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  const int64_t inner = Product(x.shape, 2, rank);
+  if (inner == 0 || x.num_elements() == 0) return absl::OkStatus();
+  const std::vector<int64_t> strides = ir::Strides(x.shape);
+  const int64_t bs = strides[batch_axis], ts = strides[time_axis];
+  const size_t es = DTypeSize(x.dtype);
+  const auto* in = static_cast<const uint8_t*>(x.data);
+  auto* out = static_cast<uint8_t*>(ctx.output(0).data);
+  if (out == in) {
+    return ctx.Error("the output shares the input's buffer; ReverseSequence cannot run in place");
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t len = (*lens)[b];
+    for (int64_t t = 0; t < time; ++t) {
+      const int64_t src = t < len ? len - 1 - t : t;
+      CopyElements(in, b * bs + src * ts, out, b * bs + t * ts, es, inner);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Unique.
+// ---------------------------------------------------------------------------
+
+// a < b with NaN after every number and equal to NaN (numpy's order).
+template <typename C>
+inline int Compare(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    const bool an = std::isnan(a), bn = std::isnan(b);
+    if (an || bn) return an == bn ? 0 : (an ? 1 : -1);
+  }
+  return a < b ? -1 : (b < a ? 1 : 0);
+}
+
+absl::Status UniqueKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  const int64_t sorted = ctx.attrs().GetInt("sorted", 1);
+  if (sorted != 0 && sorted != 1) return ctx.Error(absl::StrCat("attribute sorted is ", sorted, "; expected 0 or 1"));
+  // Slices along the axis: x viewed as [outer, dim, inner]; without an axis
+  // every element is a slice.
+  int64_t outer = 1, dim = x.num_elements(), inner = 1;
+  int axis = -1;
+  if (ctx.attrs().Has("axis")) {
+    if (rank == 0) return ctx.Error("X is a scalar; attribute axis needs rank >= 1");
+    absl::StatusOr<int> a = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+    if (!a.ok()) return ctx.Error(absl::StrCat("attribute axis: ", a.status().message()));
+    axis = *a;
+    outer = Product(x.shape, 0, axis);
+    dim = x.shape[axis];
+    inner = Product(x.shape, axis + 1, rank);
+  }
+  std::vector<int64_t> order(static_cast<size_t>(dim));
+  std::iota(order.begin(), order.end(), 0);
+  // cmp(a, b): slices a and b compared element by element (o, then i).
+  std::vector<int64_t> group(static_cast<size_t>(dim), 0);  // each slice's group, in sorted order
+  std::vector<int64_t> firsts;                               // first slice of each group
+  absl::Status status = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t, Bool8>(
+      ctx, x.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* p = static_cast<const T*>(x.data);
+        auto cmp = [&](int64_t a, int64_t b) {
+          for (int64_t o = 0; o < outer; ++o) {
+            for (int64_t i = 0; i < inner; ++i) {
+              const int c = Compare(ToCompute(p[(o * dim + a) * inner + i]), ToCompute(p[(o * dim + b) * inner + i]));
+              if (c != 0) return c;
+            }
+          }
+          return 0;
+        };
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+        for (int64_t j = 0; j < dim; ++j) {
+          if (j == 0 || cmp(order[j - 1], order[j]) != 0) firsts.push_back(order[j]);
+          group[order[j]] = static_cast<int64_t>(firsts.size()) - 1;
+        }
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  const int64_t n = static_cast<int64_t>(firsts.size());
+  // Output position of each group: sorted order, or order of first occurrence.
+  std::vector<int64_t> position(static_cast<size_t>(n));
+  std::iota(position.begin(), position.end(), 0);
+  if (sorted == 0) {
+    std::vector<int64_t> by_first(position);
+    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return firsts[a] < firsts[b]; });
+    for (int64_t j = 0; j < n; ++j) position[by_first[j]] = j;
+  }
+  std::vector<int64_t> first(static_cast<size_t>(n)), counts(static_cast<size_t>(n), 0),
+      inverse(static_cast<size_t>(dim));
+  for (int64_t g = 0; g < n; ++g) first[position[g]] = firsts[g];
+  for (int64_t j = 0; j < dim; ++j) {
+    inverse[j] = position[group[j]];
+    ++counts[inverse[j]];
+  }
+  std::vector<int64_t> y_shape = {n};
+  if (axis >= 0) {
+    y_shape = x.shape;
+    y_shape[axis] = n;
+  }
+  if (WantsOutput(ctx, 0)) {
+    absl::StatusOr<TensorView*> y = ctx.AllocateOutput(0, x.dtype, y_shape);
+    if (!y.ok()) return y.status();
+    const size_t es = DTypeSize(x.dtype);
+    const auto* in = static_cast<const uint8_t*>(x.data);
+    auto* out = static_cast<uint8_t*>((*y)->data);
+    for (int64_t o = 0; o < outer && inner > 0; ++o) {
+      for (int64_t j = 0; j < n; ++j) CopyElements(in, (o * dim + first[j]) * inner, out, (o * n + j) * inner, es, inner);
+    }
+  }
+  const std::vector<int64_t>* lists[] = {&first, &inverse, &counts};
+  for (int i = 1; i < 4; ++i) {
+    if (!WantsOutput(ctx, i)) continue;
+    const std::vector<int64_t>& v = *lists[i - 1];
+    absl::StatusOr<TensorView*> t = ctx.AllocateOutput(i, DType::kI64, {static_cast<int64_t>(v.size())});
+    if (!t.ok()) return t.status();
+    if (!v.empty()) std::memcpy((*t)->data, v.data(), v.size() * sizeof(int64_t));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Det: LU with partial pivoting in double, one matrix at a time.
+// ---------------------------------------------------------------------------
+
+double Determinant(std::vector<double>& a, int64_t m) {
+  double det = 1;
+  for (int64_t c = 0; c < m; ++c) {
+    int64_t pivot = c;
+    for (int64_t r = c + 1; r < m; ++r) {
+      if (std::fabs(a[r * m + c]) > std::fabs(a[pivot * m + c])) pivot = r;
+    }
+    if (a[pivot * m + c] == 0) return 0;
+    if (pivot != c) {
+      for (int64_t j = 0; j < m; ++j) std::swap(a[c * m + j], a[pivot * m + j]);
+      det = -det;
+    }
+    const double d = a[c * m + c];
+    det *= d;
+    for (int64_t r = c + 1; r < m; ++r) {
+      const double f = a[r * m + c] / d;
+      if (f == 0) continue;
+      for (int64_t j = c + 1; j < m; ++j) a[r * m + j] -= f * a[c * m + j];
+    }
+  }
+  return det;
+}
+
+absl::Status DetKernel(ir::KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const size_t rank = x.shape.size();
+  if (rank < 2 || x.shape[rank - 1] != x.shape[rank - 2]) {
+    return ctx.Error(absl::StrCat("X ", DimsString(x.shape), " must be [..., M, M] (square matrices)"));
+  }
+  const std::vector<int64_t> out_shape(x.shape.begin(), x.shape.end() - 2);
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  const int64_t m = x.shape[rank - 1];
+  const int64_t count = ir::NumElements(out_shape);
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = static_cast<const T*>(x.data);
+    T* out = static_cast<T*>(ctx.output(0).data);
+    std::vector<double> a(static_cast<size_t>(m * m));
+    for (int64_t b = 0; b < count; ++b) {
+      for (int64_t e = 0; e < m * m; ++e) a[e] = static_cast<double>(ToCompute(in[b * m * m + e]));
+      out[b] = ConvertElement<T>(Determinant(a, m));
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Einsum: a naive loop over every label, output labels outside, summed
+// labels inside; each input's offset moves by the sum of its strides along
+// the dims of a label (so a repeated label walks the diagonal).
+// ---------------------------------------------------------------------------
+
+absl::Status EinsumKernel(ir::KernelContext& ctx) {
+  const int n = ctx.num_inputs();
+  std::vector<int> ranks;
+  std::vector<std::vector<int64_t>> shapes;
+  for (int i = 0; i < n; ++i) {
+    if (!ctx.has_input(i)) return ctx.Error(absl::StrCat("input ", i, " is missing"));
+    if (ctx.input(i).dtype != ctx.input(0).dtype) {
+      return ctx.Error(absl::StrCat("input ", i, " is ", DTypeName(ctx.input(i).dtype), " but input 0 is ",
+                                    DTypeName(ctx.input(0).dtype)));
+    }
+    ranks.push_back(static_cast<int>(ctx.input(i).shape.size()));
+    shapes.push_back(ctx.input(i).shape);
+  }
+  absl::StatusOr<ir::EinsumTerms> terms = ir::ParseEinsum(ctx.attrs().GetString("equation", ""), ranks);
+  if (!terms.ok()) return ctx.Error(terms.status().message());
+  absl::StatusOr<std::vector<int64_t>> size = ir::EinsumLabelSizes(*terms, shapes);
+  if (!size.ok()) return ctx.Error(size.status().message());
+  std::vector<int64_t> out_shape;
+  for (int l : terms->output) out_shape.push_back((*size)[l]);
+  const DType dtype = ctx.input(0).dtype;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, out_shape); !s.ok()) return s;
+  // Loop labels: the output's, then the summed ones.
+  std::vector<int> loop = terms->output;
+  std::vector<bool> in_output(static_cast<size_t>(terms->num_labels()), false);
+  for (int l : terms->output) in_output[l] = true;
+  for (int l = 0; l < terms->num_labels(); ++l) {
+    if (!in_output[l] && (*size)[l] >= 0) loop.push_back(l);
+  }
+  const size_t num_out = terms->output.size(), num_loop = loop.size();
+  std::vector<int64_t> extent(num_loop);
+  for (size_t j = 0; j < num_loop; ++j) extent[j] = (*size)[loop[j]];
+  // stride[i][j]: how far input i's offset moves when loop label j steps.
+  std::vector<std::vector<int64_t>> stride(n, std::vector<int64_t>(num_loop, 0));
+  for (int i = 0; i < n; ++i) {
+    const std::vector<int64_t> s = ir::Strides(shapes[i]);
+    for (size_t d = 0; d < shapes[i].size(); ++d) {
+      const int l = terms->inputs[i][d];
+      if (shapes[i][d] == 1 && (*size)[l] != 1) continue;  // a broadcast ellipsis dim
+      const size_t j = static_cast<size_t>(std::find(loop.begin(), loop.end(), l) - loop.begin());
+      stride[i][j] += s[d];
+    }
+  }
+  const int64_t total_out = ir::NumElements(out_shape);
+  int64_t total_sum = 1;
+  for (size_t j = num_out; j < num_loop; ++j) {
+    if (__builtin_mul_overflow(total_sum, extent[j], &total_sum)) {
+      return ctx.Error("the summed subscripts' sizes multiply past int64; too large for the CPU loop");
+    }
+  }
+  if (total_out == 0) return absl::OkStatus();
+  std::vector<int64_t> pos(num_loop, 0), off(n, 0);
+  auto advance = [&](size_t lo, size_t hi) {
+    for (size_t j = hi; j-- > lo;) {
+      for (int i = 0; i < n; ++i) off[i] += stride[i][j];
+      if (++pos[j] < extent[j]) return;
+      for (int i = 0; i < n; ++i) off[i] -= stride[i][j] * extent[j];
+      pos[j] = 0;
+    }
+  };
+  return VisitNumeric(ctx, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    // Floats sum in double; integers wrap in 64 bits.
+    using Acc = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
+    std::vector<const T*> in(n);
+    for (int i = 0; i < n; ++i) in[i] = static_cast<const T*>(ctx.input(i).data);
+    T* out = static_cast<T*>(ctx.output(0).data);
+    for (int64_t e = 0; e < total_out; ++e) {
+      Acc acc = 0;
+      for (int64_t s = 0; s < total_sum; ++s) {
+        Acc p = 1;
+        for (int i = 0; i < n; ++i) p *= static_cast<Acc>(ToCompute(in[i][off[i]]));
+        acc += p;
+        advance(num_out, num_loop);
+      }
+      if constexpr (std::is_floating_point_v<C>) {
+        out[e] = ConvertElement<T>(acc);
+      } else {
+        out[e] = static_cast<T>(acc);
+      }
+      advance(0, num_out);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
+  const struct {
+    const char* type;
+    ir::KernelFn fn;
+  } kernels[] = {
+      {"ScatterElements", &ScatterElementsKernel},
+      {"Scatter", &ScatterElementsKernel},
+      {"GatherND", &GatherNDKernel},
+      {"DepthToSpace", &DepthToSpaceKernel},
+      {"SpaceToDepth", &SpaceToDepthKernel},
+      {"EyeLike", &EyeLikeKernel},
+      {"Compress", &CompressKernel},
+      {"ReverseSequence", &ReverseSequenceKernel},
+      {"Unique", &UniqueKernel},
+      {"Det", &DetKernel},
+      {"Einsum", &EinsumKernel},
+  };
+  for (const auto& k : kernels) {
+    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace grove::cpu
