@@ -23,6 +23,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterReduceSearchOps(*r),     cpu::RegisterReduceSearchKernels(*r),
       ir::RegisterLayoutOps(*r),           cpu::RegisterLayoutKernels(*r),
       ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
+      ir::RegisterLossOps(*r),             cpu::RegisterLossKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),

@@ -18,6 +18,7 @@ absl::Status RegisterNnKernels(ir::OpRegistry& registry);
 absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry);
 absl::Status RegisterLayoutKernels(ir::OpRegistry& registry);
 absl::Status RegisterRecurrentKernels(ir::OpRegistry& registry);
+absl::Status RegisterLossKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

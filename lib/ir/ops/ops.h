@@ -23,7 +23,8 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry);
 // Or Xor CastLike.
 absl::Status RegisterMathOps(OpRegistry& registry);
 // Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-// BatchNormalization LayerNormalization InstanceNormalization LogSoftmax.
+// BatchNormalization LayerNormalization InstanceNormalization LogSoftmax
+// Hardmax LRN MeanVarianceNormalization.
 absl::Status RegisterNnOps(OpRegistry& registry);
 // ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp
 // ReduceSumSquare ArgMax ArgMin TopK CumSum NonZero.
@@ -33,6 +34,8 @@ absl::Status RegisterReduceSearchOps(OpRegistry& registry);
 absl::Status RegisterLayoutOps(OpRegistry& registry);
 // LSTM GRU RNN.
 absl::Status RegisterRecurrentOps(OpRegistry& registry);
+// NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss.
+absl::Status RegisterLossOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 
