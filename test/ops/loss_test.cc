@@ -51,8 +51,7 @@ int64_t Ravel(const Shape& idx, const Shape& dims) {
 std::string Describe(const Shape& s) { return absl::StrCat("[", absl::StrJoin(s, ","), "]"); }
 
 template <typename T>
-void ExpectNear(const std::vector<T>& got, const std::vector<double>& want, double rtol = 1e-5,
-                double atol = 1e-6) {
+void ExpectNear(const std::vector<T>& got, const std::vector<double>& want, double rtol = 1e-5, double atol = 1e-6) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_NEAR(static_cast<double>(got[i]), want[i], atol + rtol * std::abs(want[i])) << "at " << i;
@@ -60,9 +59,9 @@ void ExpectNear(const std::vector<T>& got, const std::vector<double>& want, doub
 }
 
 struct LossCase {
-  Shape xs;                     // [N, C, d1..dk]
-  bool softmax = false;         // SoftmaxCrossEntropyLoss, else NegativeLogLikelihoodLoss
-  std::string reduction;        // empty: attribute absent (mean)
+  Shape xs;               // [N, C, d1..dk]
+  bool softmax = false;   // SoftmaxCrossEntropyLoss, else NegativeLogLikelihoodLoss
+  std::string reduction;  // empty: attribute absent (mean)
   bool weighted = false;
   std::optional<int64_t> ignore;
 };
@@ -124,8 +123,8 @@ Attrs LossAttrs(const LossCase& c) {
 
 void ExpectLoss(const LossCase& c, DType target_dtype = DType::kI64) {
   const char* op = c.softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss";
-  SCOPED_TRACE(absl::StrCat(op, " ", Describe(c.xs), " reduction '", c.reduction, "' weighted ", c.weighted,
-                            " ignore ", c.ignore.has_value() ? absl::StrCat(*c.ignore) : "none", " target ",
+  SCOPED_TRACE(absl::StrCat(op, " ", Describe(c.xs), " reduction '", c.reduction, "' weighted ", c.weighted, " ignore ",
+                            c.ignore.has_value() ? absl::StrCat(*c.ignore) : "none", " target ",
                             DTypeName(target_dtype)));
   const int64_t classes = c.xs[1];
   Shape ts = c.xs;
@@ -140,8 +139,7 @@ void ExpectLoss(const LossCase& c, DType target_dtype = DType::kI64) {
   Tensor tt = target_dtype == DType::kI64
                   ? MakeTensor<int64_t>(DType::kI64, ts, target)
                   : MakeTensor<int32_t>(DType::kI32, ts, std::vector<int32_t>(target.begin(), target.end()));
-  Tensor wt = MakeTensor<float>(DType::kF32, {classes},
-                                std::vector<float>(weight.begin(), weight.begin() + classes));
+  Tensor wt = MakeTensor<float>(DType::kF32, {classes}, std::vector<float>(weight.begin(), weight.begin() + classes));
   std::vector<const Tensor*> inputs = {&xt, &tt};
   if (c.weighted) inputs.push_back(&wt);
   const int outputs = c.softmax ? 2 : 1;
@@ -218,8 +216,8 @@ TEST(LossTest, MeanWithWeightsDividesByTheCountedWeights) {
   auto nan = RunOp("SoftmaxCrossEntropyLoss", {&x, &all, &w}, {{"ignore_index", int64_t{-5}}});
   ASSERT_TRUE(nan.ok()) << nan.status();
   EXPECT_TRUE(std::isnan(Values<float>((*nan)[0])[0]));
-  auto zero = RunOp("SoftmaxCrossEntropyLoss", {&x, &all}, {{"ignore_index", int64_t{-5}},
-                                                            {"reduction", std::string("sum")}});
+  auto zero =
+      RunOp("SoftmaxCrossEntropyLoss", {&x, &all}, {{"ignore_index", int64_t{-5}}, {"reduction", std::string("sum")}});
   ASSERT_TRUE(zero.ok()) << zero.status();
   EXPECT_EQ(Values<float>((*zero)[0]), std::vector<float>{0.0f});
 }
@@ -302,8 +300,7 @@ TEST(LossTest, SymbolicShapes) {
   ASSERT_TRUE(mixed.ok()) << mixed.status();
   EXPECT_EQ(mixed->shape, (SymShape{2, 5}));
   EXPECT_EQ(mixed->dtype, DType::kF16);
-  auto mean = InferSymbolic("SoftmaxCrossEntropyLoss",
-                            {{DType::kF64, {n, 4}}, {DType::kI64, {n}}, {DType::kF64, {4}}});
+  auto mean = InferSymbolic("SoftmaxCrossEntropyLoss", {{DType::kF64, {n, 4}}, {DType::kI64, {n}}, {DType::kF64, {4}}});
   ASSERT_TRUE(mean.ok()) << mean.status();
   EXPECT_EQ(mean->shape, SymShape{});
 }
@@ -327,14 +324,15 @@ TEST(LossTest, Errors) {
     EXPECT_TRUE(ErrorContains(RunOp(op, {&x, &t_high}).status(),
                               absl::StrCat(target, " holds 3 at [1]; expected a class index in [0, 3)")));
     EXPECT_TRUE(ErrorContains(RunOp(op, {&x, &t_neg}, {{"ignore_index", int64_t{5}}}).status(),
-                              absl::StrCat(target, " holds -1 at [0]; expected a class index in [0, 3) or "
-                                                   "ignore_index 5")));
+                              absl::StrCat(target,
+                                           " holds -1 at [0]; expected a class index in [0, 3) or "
+                                           "ignore_index 5")));
     EXPECT_TRUE(ErrorContains(RunOp(op, {&x, &t_bad_shape}).status(),
                               absl::StrCat(target, " has shape [3]; expected the shape of input 0")));
     EXPECT_TRUE(ErrorContains(RunOp(op, {&x, &t_float}).status(), absl::StrCat(target, " has dtype f32")));
-    EXPECT_TRUE(ErrorContains(RunOp(op, {&x, &t, &w_bad}).status(),
-                              sce ? "input 2 (weights) has shape [2]; expected [3]"
-                                  : "input 2 (weight) has shape [2]; expected [3]"));
+    EXPECT_TRUE(
+        ErrorContains(RunOp(op, {&x, &t, &w_bad}).status(), sce ? "input 2 (weights) has shape [2]; expected [3]"
+                                                                : "input 2 (weight) has shape [2]; expected [3]"));
     EXPECT_TRUE(ErrorContains(RunOp(op, {&x, &t, &w64}).status(), "has dtype f64; expected f32"));
     EXPECT_TRUE(ErrorContains(RunOp(op, {&x, &t}, {{"reduction", std::string("max")}}).status(),
                               "attribute 'reduction' is 'max'; expected 'none', 'sum' or 'mean'"));
@@ -347,13 +345,13 @@ TEST(LossTest, Errors) {
                               absl::StrCat(target, " has shape [3]; expected [2]")));
     EXPECT_TRUE(ErrorContains(RunKernelPlanned(op, {&x, &t, &w_bad}, DType::kF32, {}).status(),
                               "has shape [2]; expected [3] (one weight per class)"));
-    EXPECT_TRUE(ErrorContains(RunKernelPlanned(op, {&x, &t, &w64}, DType::kF32, {}).status(),
-                              "has dtype f64; expected f32"));
+    EXPECT_TRUE(
+        ErrorContains(RunKernelPlanned(op, {&x, &t, &w64}, DType::kF32, {}).status(), "has dtype f64; expected f32"));
     EXPECT_TRUE(ErrorContains(RunKernelPlanned(op, {&x, &t}, DType::kF32, {2}).status(),
                               "output 0 was allocated as f32 [2] but the kernel writes f32 []"));
-    EXPECT_TRUE(ErrorContains(
-        RunKernelPlanned(op, {&x, &t}, DType::kF32, {}, {{"reduction", std::string("avg")}}).status(),
-        "attribute 'reduction' is 'avg'"));
+    EXPECT_TRUE(
+        ErrorContains(RunKernelPlanned(op, {&x, &t}, DType::kF32, {}, {{"reduction", std::string("avg")}}).status(),
+                      "attribute 'reduction' is 'avg'"));
     EXPECT_TRUE(ErrorContains(RunKernelPlanned(op, {&x1, &t}, DType::kF32, {}).status(), "expected rank >= 2"));
     EXPECT_TRUE(ErrorContains(RunKernelPlanned(op, {&x, &t_float}, DType::kF32, {}).status(),
                               absl::StrCat(target, " has dtype f32; expected one of i64, i32")));

@@ -1151,7 +1151,8 @@ TEST(LrnTest, Errors) {
   Tensor x1 = MakeTensor<float>(DType::kF32, {3}, {});
   Tensor xi = MakeTensor<int32_t>(DType::kI32, {1, 3}, {});
   EXPECT_TRUE(ErrorContains(RunOp("LRN", {&x}).status(), "attribute 'size' is required"));
-  EXPECT_TRUE(ErrorContains(RunOp("LRN", {&x}, {{"size", int64_t{0}}}).status(), "attribute 'size' is 0; expected >= 1"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("LRN", {&x}, {{"size", int64_t{0}}}).status(), "attribute 'size' is 0; expected >= 1"));
   EXPECT_TRUE(ErrorContains(RunOp("LRN", {&x1}, {{"size", int64_t{3}}}).status(), "expected rank >= 2"));
   EXPECT_TRUE(ErrorContains(RunOp("LRN", {&xi}, {{"size", int64_t{3}}}).status(), "input 0 (X) has dtype i32"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("LRN", {&x}, DType::kF32, {1, 3, 2}, {{"size", int64_t{-2}}}).status(),

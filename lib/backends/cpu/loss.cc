@@ -50,8 +50,9 @@ absl::StatusOr<std::vector<int64_t>> ReadClasses(const KernelContext& ctx, const
       continue;
     }
     if (out[i] < 0 || out[i] >= classes) {
-      return ctx.Error(absl::StrCat("input 1 (", name, ") holds ", out[i], " at ", IndexStr(static_cast<int64_t>(i), t.shape),
-                                    "; expected a class index in [0, ", classes, ")",
+      return ctx.Error(absl::StrCat("input 1 (", name, ") holds ", out[i], " at ",
+                                    IndexStr(static_cast<int64_t>(i), t.shape), "; expected a class index in [0, ",
+                                    classes, ")",
                                     has_ignore ? absl::StrCat(" or ignore_index ", ignore) : std::string()));
     }
   }
@@ -72,8 +73,7 @@ absl::Status LossKernel(KernelContext& ctx) {
   } else if (reduction_attr == "mean") {
     reduction = Reduction::kMean;
   } else {
-    return ctx.Error(
-        absl::StrCat("attribute 'reduction' is '", reduction_attr, "'; expected 'none', 'sum' or 'mean'"));
+    return ctx.Error(absl::StrCat("attribute 'reduction' is '", reduction_attr, "'; expected 'none', 'sum' or 'mean'"));
   }
 
   const TensorView& x = ctx.input(0);
@@ -90,8 +90,8 @@ absl::Status LossKernel(KernelContext& ctx) {
                                   " without dim 1)"));
   }
   if (t.dtype != DType::kI64 && t.dtype != DType::kI32) {
-    return ctx.Error(absl::StrCat("input 1 (", target_name, ") has dtype ", DTypeName(t.dtype),
-                                  "; expected one of i64, i32"));
+    return ctx.Error(
+        absl::StrCat("input 1 (", target_name, ") has dtype ", DTypeName(t.dtype), "; expected one of i64, i32"));
   }
   const int64_t n = x.shape[0], classes = x.shape[1];
   int64_t inner = 1;
@@ -99,12 +99,12 @@ absl::Status LossKernel(KernelContext& ctx) {
   const TensorView* weight = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (weight != nullptr) {
     if (weight->dtype != x.dtype) {
-      return ctx.Error(absl::StrCat("input 2 (", weight_name, ") has dtype ", DTypeName(weight->dtype),
-                                    "; expected ", DTypeName(x.dtype), " like input 0 (", scores_name, ")"));
+      return ctx.Error(absl::StrCat("input 2 (", weight_name, ") has dtype ", DTypeName(weight->dtype), "; expected ",
+                                    DTypeName(x.dtype), " like input 0 (", scores_name, ")"));
     }
     if (weight->shape != std::vector<int64_t>{classes}) {
-      return ctx.Error(absl::StrCat("input 2 (", weight_name, ") has shape ", ShapeStr(weight->shape),
-                                    "; expected [", classes, "] (one weight per class)"));
+      return ctx.Error(absl::StrCat("input 2 (", weight_name, ") has shape ", ShapeStr(weight->shape), "; expected [",
+                                    classes, "] (one weight per class)"));
     }
   }
   const std::vector<int64_t> loss_shape = reduction == Reduction::kNone ? sample_shape : std::vector<int64_t>{};
@@ -128,17 +128,18 @@ absl::Status LossKernel(KernelContext& ctx) {
       for (int64_t b = 0; b < n; ++b) {
         const T* xb = xp + b * classes * inner;
         double* lb = log_prob.data() + b * classes * inner;
+        auto score = [&](int64_t c, int64_t i) { return static_cast<double>(ToCompute(xb[c * inner + i])); };
         std::fill(max.begin(), max.end(), -std::numeric_limits<double>::infinity());
         std::fill(sum.begin(), sum.end(), 0.0);
         for (int64_t c = 0; c < classes; ++c) {
-          for (int64_t i = 0; i < inner; ++i) max[i] = std::max(max[i], static_cast<double>(ToCompute(xb[c * inner + i])));
+          for (int64_t i = 0; i < inner; ++i) max[i] = std::max(max[i], score(c, i));
         }
         for (int64_t c = 0; c < classes; ++c) {
-          for (int64_t i = 0; i < inner; ++i) sum[i] += std::exp(static_cast<double>(ToCompute(xb[c * inner + i])) - max[i]);
+          for (int64_t i = 0; i < inner; ++i) sum[i] += std::exp(score(c, i) - max[i]);
         }
         for (int64_t i = 0; i < inner; ++i) sum[i] = max[i] + std::log(sum[i]);  // log-sum-exp
         for (int64_t c = 0; c < classes; ++c) {
-          for (int64_t i = 0; i < inner; ++i) lb[c * inner + i] = static_cast<double>(ToCompute(xb[c * inner + i])) - sum[i];
+          for (int64_t i = 0; i < inner; ++i) lb[c * inner + i] = score(c, i) - sum[i];
         }
       }
       if (want_log_prob) {

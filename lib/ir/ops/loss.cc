@@ -15,9 +15,7 @@
 namespace grove::ir {
 namespace {
 
-bool ConstMismatch(const SymDim& a, const SymDim& b) {
-  return a.is_const() && b.is_const() && a.value() != b.value();
-}
+bool ConstMismatch(const SymDim& a, const SymDim& b) { return a.is_const() && b.is_const() && a.value() != b.value(); }
 
 // Input names per op: scores, class indices, weight.
 struct LossNames {
