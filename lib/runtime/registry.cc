@@ -24,6 +24,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterLayoutOps(*r),           cpu::RegisterLayoutKernels(*r),
       ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
       ir::RegisterIndexingOps(*r),         cpu::RegisterIndexingKernels(*r),
+      ir::RegisterLossOps(*r),             cpu::RegisterLossKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),

@@ -1,7 +1,8 @@
 // The nn group against naive references written here from the ONNX text:
 // Conv and ConvTranspose as direct loops over output (or input) positions and
 // kernel taps, pooling as direct window walks, the normalizations and
-// LogSoftmax from their formulas. Covers 1-D, 2-D and 3-D windows, groups,
+// LogSoftmax from their formulas, Hardmax, LRN and MeanVarianceNormalization
+// from the ONNX operator text. Covers 1-D, 2-D and 3-D windows, groups,
 // dilations, strides, every auto_pad mode, ceil_mode, count_include_pad,
 // MaxPool indices in both storage orders, symbolic shapes, and every error
 // the shape functions and kernels return.
@@ -992,6 +993,268 @@ TEST(NormTest, LogSoftmaxLargeNumbersAndErrors) {
   EXPECT_TRUE(ErrorContains(RunOp("LogSoftmax", {&s}).status(), "LogSoftmax needs rank >= 1"));
   EXPECT_TRUE(ErrorContains(RunOp("LogSoftmax", {&x}, {{"axis", int64_t{2}}}).status(), "attribute 'axis'"));
   EXPECT_TRUE(ErrorContains(RunOp("LogSoftmax", {&xi}).status(), "input 0 (input) has dtype i32"));
+}
+
+// ---------------------------------------------------------------------------
+// Hardmax
+// ---------------------------------------------------------------------------
+
+// 1 at the first maximum along `axis`, 0 elsewhere.
+std::vector<double> RefHardmax(const std::vector<float>& x, const Shape& xs, int axis) {
+  std::vector<double> y(x.size(), 0.0);
+  for (int64_t i = 0; i < Count(xs); ++i) {
+    Shape idx = Unravel(i, xs);
+    const int64_t at = idx[axis];
+    bool first_max = true;
+    for (int64_t k = 0; k < xs[axis] && first_max; ++k) {
+      idx[axis] = k;
+      const float v = x[Ravel(idx, xs)];
+      if (k < at ? v >= x[i] : v > x[i]) first_max = false;
+    }
+    y[i] = first_max ? 1.0 : 0.0;
+  }
+  return y;
+}
+
+TEST(HardmaxTest, EveryAxis) {
+  for (const Shape& xs : {Shape{3, 4, 5}, Shape{7}, Shape{2, 1, 3, 2}}) {
+    const int64_t rank = static_cast<int64_t>(xs.size());
+    // Pattern repeats values, so rows hold ties.
+    std::vector<float> x = Pattern(Count(xs), 6);
+    for (float& v : x) v = std::round(v * 3.0f);
+    Tensor xt = MakeTensor<float>(DType::kF32, xs, x);
+    for (int64_t axis = -rank; axis < rank; ++axis) {
+      SCOPED_TRACE(absl::StrCat(Describe(xs), " axis ", axis));
+      auto out = RunOp("Hardmax", {&xt}, {{"axis", axis}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ((*out)[0].shape(), xs);
+      ExpectNear(Values<float>((*out)[0]), RefHardmax(x, xs, static_cast<int>(axis < 0 ? axis + rank : axis)));
+    }
+    auto def = RunOp("Hardmax", {&xt});
+    ASSERT_TRUE(def.ok()) << def.status();
+    ExpectNear(Values<float>((*def)[0]), RefHardmax(x, xs, static_cast<int>(rank - 1)));
+  }
+}
+
+TEST(HardmaxTest, TiesNaNDTypesAndEmpty) {
+  // test_hardmax_one_hot: the first of equal maxima wins.
+  Tensor ties = MakeTensor<float>(DType::kF32, {1, 4}, {3, 3, 3, 1});
+  auto t = RunOp("Hardmax", {&ties});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(Values<float>((*t)[0]), (std::vector<float>{1, 0, 0, 0}));
+  // A NaN is the maximum, as numpy's argmax has it.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor xn = MakeTensor<float>(DType::kF32, {2, 3}, {1, nan, 5, nan, 7, nan});
+  auto n = RunOp("Hardmax", {&xn});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(Values<float>((*n)[0]), (std::vector<float>{0, 1, 0, 1, 0, 0}));
+  Tensor x64 = MakeTensor<double>(DType::kF64, {2, 2}, {-1, -2, 4, 8});
+  auto d = RunOp("Hardmax", {&x64}, {{"axis", int64_t{0}}});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(Values<double>((*d)[0]), (std::vector<double>{0, 0, 1, 1}));
+  Tensor x16 = MakeTensor<uint16_t>(DType::kF16, {3}, {0x3c00, 0x4000, 0xc000});  // 1, 2, -2
+  auto h = RunOp("Hardmax", {&x16});
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ((*h)[0].dtype(), DType::kF16);
+  EXPECT_EQ(Values<uint16_t>((*h)[0]), (std::vector<uint16_t>{0, 0x3c00, 0}));
+  Tensor xb = MakeTensor<uint16_t>(DType::kBF16, {2}, {0x4000, 0x3f80});  // 2, 1
+  auto b = RunOp("Hardmax", {&xb});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(Values<uint16_t>((*b)[0]), (std::vector<uint16_t>{0x3f80, 0}));
+  for (const Shape& es : {Shape{2, 0}, Shape{0, 3}}) {
+    Tensor e = MakeTensor<float>(DType::kF32, es, {});
+    auto out = RunOp("Hardmax", {&e});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), es);
+  }
+}
+
+TEST(HardmaxTest, Errors) {
+  Tensor s = MakeTensor<float>(DType::kF32, {}, {1});
+  Tensor x = MakeTensor<float>(DType::kF32, {2, 3}, {});
+  Tensor xi = MakeTensor<int64_t>(DType::kI64, {3}, {});
+  EXPECT_TRUE(ErrorContains(RunOp("Hardmax", {&s}).status(), "input 0 (input) is a scalar; Hardmax needs rank >= 1"));
+  EXPECT_TRUE(ErrorContains(RunOp("Hardmax", {&x}, {{"axis", int64_t{2}}}).status(), "attribute 'axis'"));
+  EXPECT_TRUE(ErrorContains(RunOp("Hardmax", {&x}, {{"axis", int64_t{-3}}}).status(), "attribute 'axis'"));
+  EXPECT_TRUE(ErrorContains(RunOp("Hardmax", {&xi}).status(), "input 0 (input) has dtype i64"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Hardmax", {&x}, DType::kF32, {3, 2}).status(),
+                            "output 0 was allocated as f32 [3, 2] but the kernel writes f32 [2, 3]"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Hardmax", {&x}, DType::kF32, {2, 3}, {{"axis", int64_t{5}}}).status(),
+                            "attribute 'axis'"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Hardmax", {&s}, DType::kF32, {}).status(), "needs rank >= 1"));
+  auto sym = InferSymbolic("Hardmax", {{DType::kF16, {SymDim::Symbol(0), 3}}});
+  ASSERT_TRUE(sym.ok()) << sym.status();
+  EXPECT_EQ(sym->shape, (SymShape{SymDim::Symbol(0), 3}));
+  EXPECT_EQ(sym->dtype, DType::kF16);
+}
+
+// ---------------------------------------------------------------------------
+// LRN
+// ---------------------------------------------------------------------------
+
+std::vector<double> RefLrn(const std::vector<float>& x, const Shape& xs, int64_t size, double alpha, double beta,
+                           double bias) {
+  std::vector<double> y(x.size());
+  for (int64_t i = 0; i < Count(xs); ++i) {
+    Shape idx = Unravel(i, xs);
+    const int64_t c = idx[1];
+    const int64_t lo = std::max<int64_t>(0, c - (size - 1) / 2);
+    const int64_t hi = std::min<int64_t>(xs[1] - 1, c + (size - 1 + 1) / 2);  // c + ceil((size - 1) / 2)
+    double sq = 0;
+    for (int64_t k = lo; k <= hi; ++k) {
+      idx[1] = k;
+      sq += static_cast<double>(x[Ravel(idx, xs)]) * x[Ravel(idx, xs)];
+    }
+    y[i] = x[i] / std::pow(bias + alpha / static_cast<double>(size) * sq, beta);
+  }
+  return y;
+}
+
+TEST(LrnTest, SizesAndAttributes) {
+  for (const Shape& xs : {Shape{2, 5, 3, 3}, Shape{3, 4}, Shape{1, 6, 2, 1, 2}}) {
+    for (int64_t size : {1, 2, 3, 4, 5, 9}) {
+      const std::vector<float> x = Pattern(Count(xs), static_cast<int>(size));
+      Tensor xt = MakeTensor<float>(DType::kF32, xs, x);
+      {
+        SCOPED_TRACE(absl::StrCat(Describe(xs), " size ", size, " defaults"));
+        auto out = RunOp("LRN", {&xt}, {{"size", size}});
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ((*out)[0].shape(), xs);
+        ExpectNear(Values<float>((*out)[0]), RefLrn(x, xs, size, 1e-4, 0.75, 1.0));
+      }
+      SCOPED_TRACE(absl::StrCat(Describe(xs), " size ", size, " alpha 0.5 beta 0.3 bias 2"));
+      auto out = RunOp("LRN", {&xt}, {{"size", size}, {"alpha", 0.5}, {"beta", 0.3}, {"bias", 2.0}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      ExpectNear(Values<float>((*out)[0]), RefLrn(x, xs, size, 0.5, 0.3, 2.0));
+    }
+  }
+}
+
+TEST(LrnTest, DTypes) {
+  const Shape xs = {1, 3, 2};
+  const std::vector<float> x = Pattern(6, 2);
+  const std::vector<double> want = RefLrn(x, xs, 3, 0.2, 0.75, 1.0);
+  Tensor x32 = MakeTensor<float>(DType::kF32, xs, x);
+  for (DType dtype : {DType::kF64, DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    Tensor xt = Tensor::CastOf(x32.view(), dtype).value();
+    auto out = RunOp("LRN", {&xt}, {{"size", int64_t{3}}, {"alpha", 0.2}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].dtype(), dtype);
+    const double tol = dtype == DType::kF64 ? 1e-6 : 1e-2;
+    ExpectNear(Values<float>(Tensor::CastOf((*out)[0].view(), DType::kF32).value()), want, tol, tol);
+  }
+}
+
+TEST(LrnTest, Errors) {
+  Tensor x = MakeTensor<float>(DType::kF32, {1, 3, 2}, {});
+  Tensor x1 = MakeTensor<float>(DType::kF32, {3}, {});
+  Tensor xi = MakeTensor<int32_t>(DType::kI32, {1, 3}, {});
+  EXPECT_TRUE(ErrorContains(RunOp("LRN", {&x}).status(), "attribute 'size' is required"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("LRN", {&x}, {{"size", int64_t{0}}}).status(), "attribute 'size' is 0; expected >= 1"));
+  EXPECT_TRUE(ErrorContains(RunOp("LRN", {&x1}, {{"size", int64_t{3}}}).status(), "expected rank >= 2"));
+  EXPECT_TRUE(ErrorContains(RunOp("LRN", {&xi}, {{"size", int64_t{3}}}).status(), "input 0 (X) has dtype i32"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("LRN", {&x}, DType::kF32, {1, 3, 2}, {{"size", int64_t{-2}}}).status(),
+                            "attribute 'size' is -2; expected >= 1"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("LRN", {&x1}, DType::kF32, {3}, {{"size", int64_t{1}}}).status(),
+                            "expected rank >= 2"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("LRN", {&x}, DType::kF32, {1, 3}, {{"size", int64_t{1}}}).status(),
+                            "output 0 was allocated as f32 [1, 3]"));
+}
+
+// ---------------------------------------------------------------------------
+// MeanVarianceNormalization
+// ---------------------------------------------------------------------------
+
+// The ONNX function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
+std::vector<double> RefMvn(const std::vector<float>& x, const Shape& xs, const Shape& axes) {
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  std::vector<bool> reduced(xs.size(), axes.empty());
+  for (int64_t a : axes) reduced[a < 0 ? a + rank : a] = true;
+  std::vector<double> y(x.size());
+  for (int64_t i = 0; i < Count(xs); ++i) {
+    const Shape idx = Unravel(i, xs);
+    double sum = 0, sq = 0, count = 0;
+    for (int64_t j = 0; j < Count(xs); ++j) {
+      const Shape jdx = Unravel(j, xs);
+      bool same = true;
+      for (size_t d = 0; d < xs.size(); ++d) same = same && (reduced[d] || jdx[d] == idx[d]);
+      if (!same) continue;
+      sum += x[j];
+      sq += static_cast<double>(x[j]) * x[j];
+      ++count;
+    }
+    const double mean = sum / count;
+    y[i] = (x[i] - mean) / (std::sqrt(std::max(0.0, sq / count - mean * mean)) + 1e-9);
+  }
+  return y;
+}
+
+TEST(MvnTest, AxesAndDefault) {
+  const Shape xs = {2, 3, 4, 5};
+  const std::vector<float> x = Pattern(Count(xs), 7);
+  Tensor xt = MakeTensor<float>(DType::kF32, xs, x);
+  auto def = RunOp("MeanVarianceNormalization", {&xt});
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ((*def)[0].shape(), xs);
+  ExpectNear(Values<float>((*def)[0]), RefMvn(x, xs, {0, 2, 3}));
+  for (const Shape& axes : {Shape{1}, Shape{-1}, Shape{0, 1, 2, 3}, Shape{2, 3}, Shape{3, 0}, Shape{}}) {
+    SCOPED_TRACE(absl::StrCat("axes ", Describe(axes)));
+    auto out = RunOp("MeanVarianceNormalization", {&xt}, {{"axes", axes}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectNear(Values<float>((*out)[0]), RefMvn(x, xs, axes));
+  }
+  const Shape xs3 = {3, 2, 4};
+  const std::vector<float> x3 = Pattern(Count(xs3), 8);
+  Tensor x3t = MakeTensor<float>(DType::kF32, xs3, x3);
+  auto out3 = RunOp("MeanVarianceNormalization", {&x3t}, {{"axes", Shape{0, -1}}});
+  ASSERT_TRUE(out3.ok()) << out3.status();
+  ExpectNear(Values<float>((*out3)[0]), RefMvn(x3, xs3, {0, 2}));
+}
+
+TEST(MvnTest, ConstantGroupsDTypesAndEmpty) {
+  // A group with no variance gives 0, not NaN (the 1e-9 in the divisor).
+  Tensor c = MakeTensor<float>(DType::kF32, {1, 2, 1, 2}, {3, 3, 1, 2});
+  auto out = RunOp("MeanVarianceNormalization", {&c});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectNear(Values<float>((*out)[0]), {0, 0, -1, 1});
+  const Shape xs = {2, 2, 2, 3};
+  const std::vector<float> x = Pattern(Count(xs), 9);
+  const std::vector<double> want = RefMvn(x, xs, {0, 2, 3});
+  Tensor x32 = MakeTensor<float>(DType::kF32, xs, x);
+  for (DType dtype : {DType::kF64, DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    Tensor xt = Tensor::CastOf(x32.view(), dtype).value();
+    auto o = RunOp("MeanVarianceNormalization", {&xt});
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_EQ((*o)[0].dtype(), dtype);
+    const double tol = dtype == DType::kF64 ? 1e-6 : 3e-2;
+    ExpectNear(Values<float>(Tensor::CastOf((*o)[0].view(), DType::kF32).value()), want, tol, tol);
+  }
+  Tensor e = MakeTensor<float>(DType::kF32, {2, 0, 3, 1}, {});
+  auto eo = RunOp("MeanVarianceNormalization", {&e});
+  ASSERT_TRUE(eo.ok()) << eo.status();
+  EXPECT_EQ((*eo)[0].shape(), (Shape{2, 0, 3, 1}));
+}
+
+TEST(MvnTest, Errors) {
+  Tensor x3 = MakeTensor<float>(DType::kF32, {2, 3, 4}, {});
+  Tensor xi = MakeTensor<int32_t>(DType::kI32, {1, 1, 1, 1}, {});
+  EXPECT_TRUE(ErrorContains(RunOp("MeanVarianceNormalization", {&x3}).status(),
+                            "attribute 'axes': axis 3 is out of range for rank 3"));
+  EXPECT_TRUE(ErrorContains(RunOp("MeanVarianceNormalization", {&x3}, {{"axes", Shape{1, -2}}}).status(),
+                            "attribute 'axes': axes name dim 1 twice"));
+  EXPECT_TRUE(ErrorContains(RunOp("MeanVarianceNormalization", {&xi}).status(), "input 0 (X) has dtype i32"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("MeanVarianceNormalization", {&x3}, DType::kF32, {2, 3, 4}).status(),
+                            "attribute 'axes': axis 3 is out of range for rank 3"));
+  EXPECT_TRUE(ErrorContains(
+      RunKernelPlanned("MeanVarianceNormalization", {&x3}, DType::kF64, {2, 3, 4}, {{"axes", Shape{1}}}).status(),
+      "output 0 was allocated as f64 [2, 3, 4] but the kernel writes f32 [2, 3, 4]"));
+  const SymDim n = SymDim::Symbol(0);
+  auto sym = InferSymbolic("MeanVarianceNormalization", {{DType::kF32, {n, 3, 4, 5}}});
+  ASSERT_TRUE(sym.ok()) << sym.status();
+  EXPECT_EQ(sym->shape, (SymShape{n, 3, 4, 5}));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry);
 absl::Status RegisterLayoutKernels(ir::OpRegistry& registry);
 absl::Status RegisterRecurrentKernels(ir::OpRegistry& registry);
 absl::Status RegisterIndexingKernels(ir::OpRegistry& registry);
+absl::Status RegisterLossKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

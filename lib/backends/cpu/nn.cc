@@ -2,7 +2,7 @@
 // (image, group); ConvTranspose is one GEMM per (image, group) plus col2im;
 // both handle any number of spatial dims. Pooling walks each window through
 // per-dim lists of the input positions it covers. Normalizations accumulate
-// in double. Window geometry comes from conv_geometry.h, as in the shape
+// in double; so do LRN and MeanVarianceNormalization. Window geometry comes from conv_geometry.h, as in the shape
 // functions, and every dim the shape function may have seen symbolically is
 // checked again here.
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/softmax.h"
 #include "lib/ir/ops/conv_geometry.h"
+#include "lib/ir/ops/reduce_axes.h"
 
 namespace grove::cpu {
 namespace {
@@ -552,6 +553,144 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------------------
+// Hardmax, LRN, MeanVarianceNormalization
+// ---------------------------------------------------------------------------
+
+// 1 at the first maximum along the axis, 0 elsewhere. A NaN counts as the
+// maximum (the first one wins), as numpy's argmax has it.
+absl::Status HardmaxKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  if (rank == 0) return ctx.Error("input 0 (input) is a scalar; Hardmax needs rank >= 1");
+  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  const ir::AxisSplit split = ir::SplitAt(x.shape, *axis);
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    using C = ComputeT<T>;
+    const T* xp = x.as<const T>();
+    T* yp = ctx.output(0).as<T>();
+    const T zero = FromCompute<T>(C(0)), one = FromCompute<T>(C(1));
+    std::fill(yp, yp + x.num_elements(), zero);
+    if (split.n == 0) return absl::OkStatus();
+    for (int64_t o = 0; o < split.outer; ++o) {
+      const int64_t base = o * split.n * split.inner;
+      for (int64_t i = 0; i < split.inner; ++i) {
+        int64_t best = 0;
+        C best_v = ToCompute(xp[base + i]);
+        for (int64_t j = 1; j < split.n && !std::isnan(best_v); ++j) {
+          const C v = ToCompute(xp[base + j * split.inner + i]);
+          if (std::isnan(v) || v > best_v) {
+            best = j;
+            best_v = v;
+          }
+        }
+        yp[base + best * split.inner + i] = one;
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// y = x / (bias + alpha / size * sum of x^2 over the channels
+// [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] clipped to [0, C))^beta.
+absl::Status LrnKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;
+  const int64_t size = ctx.attrs().GetInt("size", 0);
+  if (size < 1) return ctx.Error(absl::StrCat("attribute 'size' is ", size, "; expected >= 1"));
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  const double alpha = ctx.attrs().GetFloat("alpha", 1e-4);
+  const double beta = ctx.attrs().GetFloat("beta", 0.75);
+  const double bias = ctx.attrs().GetFloat("bias", 1.0);
+  const int64_t n = x.shape[0], channels = x.shape[1];
+  int64_t inner = 1;
+  for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* xp = x.as<const T>();
+    T* yp = ctx.output(0).as<T>();
+    std::vector<double> sq(static_cast<size_t>(channels * inner));
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t base = b * channels * inner;
+      for (int64_t k = 0; k < channels * inner; ++k) {
+        const double v = static_cast<double>(ToCompute(xp[base + k]));
+        sq[k] = v * v;
+      }
+      for (int64_t c = 0; c < channels; ++c) {
+        const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min(channels - 1, c + after);
+        for (int64_t i = 0; i < inner; ++i) {
+          double sum = 0;
+          for (int64_t k = lo; k <= hi; ++k) sum += sq[k * inner + i];
+          const int64_t at = base + c * inner + i;
+          const double v = static_cast<double>(ToCompute(xp[at]));
+          yp[at] = FromCompute<T>(
+              static_cast<ComputeT<T>>(v / std::pow(bias + alpha / static_cast<double>(size) * sum, beta)));
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// y = (x - mean) / (sqrt(variance) + 1e-9), the statistics taken over the
+// dims in `axes` (default [0, 2, 3]); the epsilon is the one of the ONNX
+// function body.
+absl::Status MeanVarianceNormalizationKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const int rank = static_cast<int>(x.shape.size());
+  absl::StatusOr<std::vector<bool>> reduced = ir::ReducedDims(ctx.attrs().GetInts("axes", {0, 2, 3}), rank, false);
+  if (!reduced.ok()) return ctx.Error(absl::StrCat("attribute 'axes': ", reduced.status().message()));
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  const int64_t total = x.num_elements();
+  // Element e belongs to the group of its kept coordinates; group_stride[d]
+  // is what a step along dim d adds to the group index (0 for reduced dims).
+  std::vector<int64_t> group_stride(static_cast<size_t>(rank), 0);
+  int64_t groups = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if ((*reduced)[d]) continue;
+    group_stride[d] = groups;
+    groups *= x.shape[d];
+  }
+  if (total == 0) return absl::OkStatus();
+  std::vector<int64_t> group_of(static_cast<size_t>(total));
+  {
+    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+    int64_t g = 0;
+    for (int64_t e = 0; e < total; ++e) {
+      group_of[e] = g;
+      for (int d = rank - 1; d >= 0; --d) {
+        g += group_stride[d];
+        if (++index[d] < x.shape[d]) break;
+        g -= group_stride[d] * x.shape[d];
+        index[d] = 0;
+      }
+    }
+  }
+  const double per_group = static_cast<double>(total / groups);
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* xp = x.as<const T>();
+    T* yp = ctx.output(0).as<T>();
+    std::vector<double> mean(static_cast<size_t>(groups), 0.0), var(static_cast<size_t>(groups), 0.0);
+    for (int64_t e = 0; e < total; ++e) mean[group_of[e]] += static_cast<double>(ToCompute(xp[e]));
+    for (double& m : mean) m /= per_group;
+    for (int64_t e = 0; e < total; ++e) {
+      const double d = static_cast<double>(ToCompute(xp[e])) - mean[group_of[e]];
+      var[group_of[e]] += d * d;
+    }
+    for (double& v : var) v = std::sqrt(v / per_group) + 1e-9;  // now the divisor
+    for (int64_t e = 0; e < total; ++e) {
+      const double y = (static_cast<double>(ToCompute(xp[e])) - mean[group_of[e]]) / var[group_of[e]];
+      yp[e] = FromCompute<T>(static_cast<ComputeT<T>>(y));
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
@@ -566,6 +705,9 @@ absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
       {"LayerNormalization", &LayerNormalizationKernel},
       {"InstanceNormalization", &InstanceNormalizationKernel},
       {"LogSoftmax", &SoftmaxFamilyKernel<true>},
+      {"Hardmax", &HardmaxKernel},
+      {"LRN", &LrnKernel},
+      {"MeanVarianceNormalization", &MeanVarianceNormalizationKernel},
   };
   for (const auto& [type, fn] : kernels) {
     if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, fn); !s.ok()) return s;

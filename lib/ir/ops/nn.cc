@@ -1,6 +1,7 @@
 // Op definitions of the nn group (ONNX opset 11-17): Conv, ConvTranspose,
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, BatchNormalization
-// (inference), LayerNormalization, InstanceNormalization and LogSoftmax.
+// (inference), LayerNormalization, InstanceNormalization, LogSoftmax,
+// Hardmax, LRN and MeanVarianceNormalization.
 // Window arithmetic lives in conv_geometry.h, shared with the kernels. Dims
 // that must agree but are symbolic here (channels against W) are checked by
 // the kernels once concrete.
@@ -11,6 +12,7 @@
 #include "lib/ir/ops/conv_geometry.h"
 #include "lib/ir/ops/input_checks.h"
 #include "lib/ir/ops/ops.h"
+#include "lib/ir/ops/reduce_axes.h"
 #include "lib/ir/ops/softmax_shape.h"
 
 namespace grove::ir {
@@ -234,6 +236,42 @@ absl::Status InferLayerNormalization(ShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+// ---------------------------------------------------------------------------
+// Hardmax, LRN, MeanVarianceNormalization
+// ---------------------------------------------------------------------------
+
+// Hardmax follows opset 13 (one axis, default -1); the importer rewrites the
+// 2-D coercion of older opsets around it.
+absl::Status InferHardmax(ShapeContext& ctx) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "input", kFloatDTypes); !s.ok()) return s;
+  if (ctx.input_rank(0) == 0) return ctx.Error("input 0 (input) is a scalar; Hardmax needs rank >= 1");
+  if (absl::StatusOr<int> a = NormalizeAxis(ctx.attrs().GetInt("axis", -1), ctx.input_rank(0)); !a.ok()) {
+    return ctx.Error(absl::StrCat("attribute 'axis': ", a.status().message()));
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return absl::OkStatus();
+}
+
+absl::Status InferLrn(ShapeContext& ctx) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "X", kFloatDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckImageRank(ctx, 0, "X", 2); !s.ok()) return s;
+  if (!ctx.attrs().Has("size")) return ctx.Error("attribute 'size' is required");
+  const int64_t size = ctx.attrs().GetInt("size", 0);
+  if (size < 1) return ctx.Error(absl::StrCat("attribute 'size' is ", size, "; expected >= 1"));
+  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return absl::OkStatus();
+}
+
+absl::Status InferMeanVarianceNormalization(ShapeContext& ctx) {
+  if (absl::Status s = CheckInputDType(ctx, 0, "X", kFloatDTypes); !s.ok()) return s;
+  const std::vector<int64_t> axes = ctx.attrs().GetInts("axes", {0, 2, 3});
+  if (absl::StatusOr<std::vector<bool>> r = ReducedDims(axes, ctx.input_rank(0), false); !r.ok()) {
+    return ctx.Error(absl::StrCat("attribute 'axes': ", r.status().message()));
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return absl::OkStatus();
+}
+
 OpDef Def(std::string type, int min_inputs, int max_inputs, int max_outputs, std::vector<AttrSpec> attrs,
           ShapeFn infer) {
   OpDef def;
@@ -278,6 +316,14 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
           &InferLayerNormalization),
       Def("InstanceNormalization", 3, 3, 1, {{"epsilon", AttrKind::kFloat}}, &InferInstanceNormalization),
       Def("LogSoftmax", 1, 1, 1, {{"axis", AttrKind::kInt}}, &InferSoftmaxFamily),
+      Def("Hardmax", 1, 1, 1, {{"axis", AttrKind::kInt}}, &InferHardmax),
+      Def("LRN", 1, 1, 1,
+          {{"alpha", AttrKind::kFloat},
+           {"beta", AttrKind::kFloat},
+           {"bias", AttrKind::kFloat},
+           {"size", AttrKind::kInt, true}},
+          &InferLrn),
+      Def("MeanVarianceNormalization", 1, 1, 1, {{"axes", AttrKind::kInts}}, &InferMeanVarianceNormalization),
   };
   for (OpDef& def : defs) {
     if (absl::Status s = registry.Register(std::move(def)); !s.ok()) return s;

@@ -23,7 +23,8 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry);
 // Or Xor CastLike.
 absl::Status RegisterMathOps(OpRegistry& registry);
 // Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-// BatchNormalization LayerNormalization InstanceNormalization LogSoftmax.
+// BatchNormalization LayerNormalization InstanceNormalization LogSoftmax
+// Hardmax LRN MeanVarianceNormalization.
 absl::Status RegisterNnOps(OpRegistry& registry);
 // ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp
 // ReduceSumSquare ArgMax ArgMin TopK CumSum NonZero.
@@ -36,6 +37,8 @@ absl::Status RegisterRecurrentOps(OpRegistry& registry);
 // ScatterElements Scatter GatherND DepthToSpace SpaceToDepth EyeLike Compress
 // ReverseSequence Unique Det Einsum.
 absl::Status RegisterIndexingOps(OpRegistry& registry);
+// NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss.
+absl::Status RegisterLossOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 
