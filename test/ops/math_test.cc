@@ -2,8 +2,11 @@
 // activations (with their attributes) on every float dtype, integer Neg/Abs,
 // Pow across base/exponent dtype pairs, Clip in both forms, the variadic
 // Min Max Sum Mean with multidirectional broadcasting, GreaterOrEqual and
-// LessOrEqual, Not And Or Xor, CastLike against Cast, rank 0, zero-size dims,
-// symbolic shapes and every error returned.
+// LessOrEqual, Not And Or Xor, CastLike against Cast, the trigonometric and
+// hyperbolic functions, Softsign Selu Celu ThresholdedRelu Shrink Sign, IsNaN
+// IsInf, PRelu, Mod (both sign conventions), BitShift, Dropout's inference
+// forms and the window generators, rank 0, zero-size dims, symbolic shapes and
+// every error returned.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1358,6 +1361,8 @@ TEST(DropoutTest, Errors) {
                             "input 2 (training_mode) must be one bool; got bool [2]"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&x, &r2, &yes}, DType::kF32, {3}).status(),
                             "input 1 (ratio) must be one float; got f32 [2]"));
+  EXPECT_TRUE(ErrorContains(RunOp("Dropout", {&x, &big, &yes}).status(),
+                            "input 1 (ratio) is 1.5; expected a value in [0, 1)"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&x, &big, &yes}, DType::kF32, {3}).status(),
                             "input 1 (ratio) is 1.5; expected a value in [0, 1)"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&i}, DType::kI32, {3}).status(),

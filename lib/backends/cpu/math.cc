@@ -1,7 +1,9 @@
 // CPU reference kernels of the math ops. f16/bf16 compute in float, as the
 // elementwise kernels do; integer Neg/Abs/Pow wrap (two's complement) instead
 // of overflowing, and float -> integer results truncate and saturate like
-// Cast. NaN propagates through Min, Max and Clip as numpy's does.
+// Cast. NaN propagates through Min, Max and Clip as numpy's does. Integer
+// Mod by 0 gives 0 as numpy's does, BitShift past the bit width gives 0, and
+// Dropout only infers (training with a ratio above 0 is Unimplemented).
 #include <cmath>
 #include <cstdint>
 #include <cstring>

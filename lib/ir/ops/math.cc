@@ -2,8 +2,12 @@
 // unary functions and activations, Pow with mixed base/exponent dtypes, Clip
 // in both of its forms (opset 6 min/max attributes, opset 11+ min/max
 // inputs), the variadic Min Max Sum Mean, GreaterOrEqual LessOrEqual, the
-// boolean Not And Or Xor, and CastLike. Everything that takes two or more
-// tensors broadcasts like numpy.
+// boolean Not And Or Xor, CastLike, the trigonometric and hyperbolic
+// functions, Softsign Selu Celu ThresholdedRelu Shrink Sign IsNaN IsInf,
+// PRelu, Mod, BitShift, Dropout (inference only) and the window generators
+// HannWindow HammingWindow BlackmanWindow (opset 17). Everything that takes
+// two or more tensors broadcasts like numpy, except PRelu's slope, which
+// broadcasts to X.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -215,20 +219,25 @@ absl::Status InferDropout(ShapeContext& ctx) {
     if (mode != nullptr && mode->num_elements() == 1 && mode->as<const uint8_t>()[0] != 0) {
       // The kernel decides once the ratio is known; a known one is checked now.
       const TensorView* ratio = ctx.input_value(1);
-      if (!ctx.has_input(1) || (ratio != nullptr && ratio->num_elements() == 1)) {
-        double r = 0.5;
-        if (ratio != nullptr) {
-          switch (ratio->dtype) {
-            case DType::kF32: r = ratio->as<const float>()[0]; break;
-            case DType::kF64: r = ratio->as<const double>()[0]; break;
-            default: r = -1; break;  // f16/bf16: left to the kernel
-          }
+      // (f16/bf16 ratios are left to the kernel.)
+      bool known = !ctx.has_input(1);
+      double r = 0.5;
+      if (ratio != nullptr && ratio->num_elements() == 1) {
+        if (ratio->dtype == DType::kF32) {
+          r = ratio->as<const float>()[0];
+          known = true;
+        } else if (ratio->dtype == DType::kF64) {
+          r = ratio->as<const double>()[0];
+          known = true;
         }
-        if (r > 0) {
-          return absl::UnimplementedError(
-              absl::StrCat(ctx.node().Describe(), ": training_mode is true with ratio ", r,
-                           "; grove is an inference runtime and does not drop elements at random"));
-        }
+      }
+      if (known && !(r >= 0 && r < 1)) {
+        return ctx.Error(absl::StrCat(InputName(1, "ratio"), " is ", r, "; expected a value in [0, 1)"));
+      }
+      if (known && r > 0) {
+        return absl::UnimplementedError(
+            absl::StrCat(ctx.node().Describe(), ": training_mode is true with ratio ", r,
+                         "; grove is an inference runtime and does not drop elements at random"));
       }
     }
   }
