@@ -2,8 +2,11 @@
 // activations (with their attributes) on every float dtype, integer Neg/Abs,
 // Pow across base/exponent dtype pairs, Clip in both forms, the variadic
 // Min Max Sum Mean with multidirectional broadcasting, GreaterOrEqual and
-// LessOrEqual, Not And Or Xor, CastLike against Cast, rank 0, zero-size dims,
-// symbolic shapes and every error returned.
+// LessOrEqual, Not And Or Xor, CastLike against Cast, the trigonometric and
+// hyperbolic functions, Softsign Selu Celu ThresholdedRelu Shrink Sign, IsNaN
+// IsInf, PRelu, Mod (both sign conventions), BitShift, Dropout's inference
+// forms and the window generators, rank 0, zero-size dims, symbolic shapes and
+// every error returned.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -804,6 +807,667 @@ TEST(CastLikeTest, RankZeroEmptyAndSymbolic) {
                             "output 0 was allocated as f32 but the kernel writes i32"));
 }
 
+// --- trigonometric, hyperbolic and the further activations ------------------
+
+std::vector<UnaryCase> MoreUnaryCases() {
+  return {
+      {"Sin", {}, [](double x) { return std::sin(x); }},
+      {"Cos", {}, [](double x) { return std::cos(x); }},
+      {"Tan", {}, [](double x) { return std::tan(x); }},
+      {"Asin", {}, [](double x) { return std::asin(x); }},
+      {"Acos", {}, [](double x) { return std::acos(x); }},
+      {"Atan", {}, [](double x) { return std::atan(x); }},
+      {"Sinh", {}, [](double x) { return std::sinh(x); }},
+      {"Cosh", {}, [](double x) { return std::cosh(x); }},
+      {"Asinh", {}, [](double x) { return std::asinh(x); }},
+      {"Acosh", {}, [](double x) { return std::acosh(x); }},
+      {"Atanh", {}, [](double x) { return std::atanh(x); }},
+      {"Softsign", {}, [](double x) { return std::isinf(x) ? (x > 0 ? 1.0 : -1.0) : x / (1 + std::fabs(x)); }},
+      {"Selu",
+       {},
+       [](double x) {
+         return 1.0507010221481323 * (x > 0 ? x : 1.6732631921768188 * (std::exp(x) - 1));
+       }},
+      {"Selu",
+       {{"alpha", 2.0}, {"gamma", 3.0}},
+       [](double x) { return 3.0 * (x > 0 ? x : 2.0 * (std::exp(x) - 1)); }},
+      {"Celu", {}, [](double x) { return std::isnan(x) ? x : std::max(0.0, x) + std::min(0.0, std::exp(x) - 1); }},
+      {"Celu",
+       {{"alpha", 2.0}},
+       [](double x) { return std::isnan(x) ? x : std::max(0.0, x) + std::min(0.0, 2.0 * (std::exp(x / 2) - 1)); }},
+      {"ThresholdedRelu", {}, [](double x) { return std::isnan(x) ? 0.0 : (x > 1.0 ? x : 0.0); }},
+      {"ThresholdedRelu", {{"alpha", -0.5}}, [](double x) { return std::isnan(x) ? 0.0 : (x > -0.5 ? x : 0.0); }},
+      // NaN fails both tests and gives 0, as in ONNX's reference.
+      {"Shrink", {}, [](double x) { return x < -0.5 ? x : (x > 0.5 ? x : 0.0); }},
+      {"Shrink",
+       {{"bias", 1.5}, {"lambd", 1.0}},
+       [](double x) { return x < -1.0 ? x + 1.5 : (x > 1.0 ? x - 1.5 : 0.0); }},
+      {"Sign", {}, [](double x) { return std::isnan(x) ? x : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0)); }},
+  };
+}
+
+template <typename T>
+void ExpectMoreUnaryFloat(DType dtype) {
+  const std::vector<T> in = {-100, -3.5, -1, -0.75, -0.25, 0, 0.25, 0.75, 1, 1.5, 3.5, 100, T(kInf), T(-kInf), T(kNaN),
+                             -0.0};
+  for (const UnaryCase& c : MoreUnaryCases()) {
+    SCOPED_TRACE(absl::StrCat(c.op, " ", DTypeName(dtype), " ", c.attrs.size(), " attrs"));
+    Tensor t = MakeTensor<T>(dtype, {static_cast<int64_t>(in.size())}, in);
+    auto out = RunOp(c.op, {&t}, c.attrs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].dtype(), dtype);
+    ASSERT_EQ((*out)[0].shape(), (Shape{static_cast<int64_t>(in.size())}));
+    const std::vector<T> got = Values<T>((*out)[0]);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double want = static_cast<double>(static_cast<T>(c.ref(static_cast<double>(in[i]))));
+      EXPECT_TRUE(Close(got[i], want, 1e-6, 1e-30)) << "input " << in[i];
+    }
+  }
+}
+
+TEST(MathMoreUnaryTest, F32) { ExpectMoreUnaryFloat<float>(DType::kF32); }
+TEST(MathMoreUnaryTest, F64) { ExpectMoreUnaryFloat<double>(DType::kF64); }
+
+TEST(MathMoreUnaryTest, F16AndBF16) {
+  const std::vector<float> in = {-6, -2.5, -1, -0.375, 0, 0.375, 1, 2.5, 6};
+  for (const UnaryCase& c : MoreUnaryCases()) {
+    SCOPED_TRACE(absl::StrCat(c.op, " ", c.attrs.size(), " attrs"));
+    Tensor h = MakeTensor<uint16_t>(DType::kF16, {3, 3}, ToHalf(in));
+    Tensor b = MakeTensor<uint16_t>(DType::kBF16, {9}, ToBF16(in));
+    auto oh = RunOp(c.op, {&h}, c.attrs);
+    auto ob = RunOp(c.op, {&b}, c.attrs);
+    ASSERT_TRUE(oh.ok()) << oh.status();
+    ASSERT_TRUE(ob.ok()) << ob.status();
+    EXPECT_EQ((*oh)[0].dtype(), DType::kF16);
+    EXPECT_EQ((*oh)[0].shape(), (Shape{3, 3}));
+    EXPECT_EQ((*ob)[0].dtype(), DType::kBF16);
+    const std::vector<uint16_t> gh = Values<uint16_t>((*oh)[0]);
+    const std::vector<uint16_t> gb = Values<uint16_t>((*ob)[0]);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const double want = c.ref(in[i]);
+      EXPECT_TRUE(Close(FromHalf(gh[i]), want, 1e-3, 1e-4)) << "f16 input " << in[i];
+      EXPECT_TRUE(Close(FromBF16(gb[i]), want, 8e-3, 1e-3)) << "bf16 input " << in[i];
+    }
+  }
+}
+
+TEST(MathMoreUnaryTest, RankZeroAndEmpty) {
+  Tensor s = MakeTensor<float>(DType::kF32, {}, {0.5f});
+  Tensor e = MakeTensor<float>(DType::kF32, {2, 0, 3}, {});
+  for (const UnaryCase& c : MoreUnaryCases()) {
+    auto scalar = RunOp(c.op, {&s}, c.attrs);
+    ASSERT_TRUE(scalar.ok()) << c.op << ": " << scalar.status();
+    EXPECT_TRUE((*scalar)[0].shape().empty()) << c.op;
+    EXPECT_TRUE(Close(Values<float>((*scalar)[0])[0], static_cast<float>(c.ref(0.5)), 1e-6)) << c.op;
+    auto empty = RunOp(c.op, {&e}, c.attrs);
+    ASSERT_TRUE(empty.ok()) << c.op << ": " << empty.status();
+    EXPECT_EQ((*empty)[0].shape(), (Shape{2, 0, 3})) << c.op;
+  }
+}
+
+TEST(MathMoreUnaryTest, FloatOnlyOpsRefuseIntegers) {
+  Tensor i = MakeTensor<int32_t>(DType::kI32, {2}, {1, 4});
+  for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+                         "Softsign", "Selu", "Celu", "ThresholdedRelu"}) {
+    EXPECT_TRUE(ErrorContains(RunOp(op, {&i}).status(), "input 0 (X) has dtype i32; expected one of f32")) << op;
+  }
+  Tensor b = MakeTensor<uint8_t>(DType::kBool, {2}, {1, 0});
+  for (const char* op : {"Sign", "Shrink"}) {
+    EXPECT_TRUE(ErrorContains(RunOp(op, {&b}).status(), "input 0 (input) has dtype bool")) << op;
+  }
+  Tensor f = MakeTensor<float>(DType::kF32, {3}, {1, 2, 3});
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Sin", {&f}, DType::kF32, {2}).status(),
+                            "output 0 was allocated with shape [2] but the kernel writes [3]"));
+}
+
+TEST(MathMoreUnaryTest, CeluRefusesAlphaZero) {
+  Tensor t = MakeTensor<float>(DType::kF32, {1}, {1});
+  EXPECT_TRUE(ErrorContains(RunOp("Celu", {&t}, {{"alpha", 0.0}}).status(),
+                            "attribute 'alpha' is 0; expected a finite non-zero value"));
+  EXPECT_TRUE(ErrorContains(RunOp("Celu", {&t}, {{"alpha", kInf}}).status(), "attribute 'alpha' is inf"));
+}
+
+TEST(MathMoreUnaryTest, SignOfIntegers) {
+  Tensor i8 = MakeTensor<int8_t>(DType::kI8, {4}, {-128, -1, 0, 127});
+  auto s8 = RunOp("Sign", {&i8});
+  ASSERT_TRUE(s8.ok()) << s8.status();
+  EXPECT_EQ(Values<int8_t>((*s8)[0]), (std::vector<int8_t>{-1, -1, 0, 1}));
+  Tensor i64 = MakeTensor<int64_t>(DType::kI64, {2, 2}, {std::numeric_limits<int64_t>::min(), -7, 0, 9});
+  auto s64 = RunOp("Sign", {&i64});
+  ASSERT_TRUE(s64.ok()) << s64.status();
+  EXPECT_EQ(Values<int64_t>((*s64)[0]), (std::vector<int64_t>{-1, -1, 0, 1}));
+  Tensor i32 = MakeTensor<int32_t>(DType::kI32, {}, {-3});
+  auto s32 = RunOp("Sign", {&i32});
+  ASSERT_TRUE(s32.ok()) << s32.status();
+  EXPECT_EQ(Values<int32_t>((*s32)[0]), std::vector<int32_t>{-1});
+  Tensor u8 = MakeTensor<uint8_t>(DType::kU8, {3}, {0, 1, 255});
+  auto su = RunOp("Sign", {&u8});
+  ASSERT_TRUE(su.ok()) << su.status();
+  EXPECT_EQ(Values<uint8_t>((*su)[0]), (std::vector<uint8_t>{0, 1, 1}));
+}
+
+// Integers compute in double and convert back like Cast: truncating toward
+// zero, saturating.
+TEST(MathMoreUnaryTest, ShrinkOfIntegers) {
+  Tensor i32 = MakeTensor<int32_t>(DType::kI32, {5}, {-5, -1, 0, 1, 5});
+  auto out = RunOp("Shrink", {&i32}, {{"bias", 1.5}, {"lambd", 1.0}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{-3, 0, 0, 0, 3}));  // -3.5, 3.5 truncate
+  Tensor u8 = MakeTensor<uint8_t>(DType::kU8, {4}, {0, 1, 2, 255});
+  auto ou = RunOp("Shrink", {&u8}, {{"bias", -10.0}, {"lambd", 1.0}});
+  ASSERT_TRUE(ou.ok()) << ou.status();
+  EXPECT_EQ(Values<uint8_t>((*ou)[0]), (std::vector<uint8_t>{0, 0, 12, 255}));  // 265 saturates
+  Tensor i8 = MakeTensor<int8_t>(DType::kI8, {3}, {-128, 0, 127});
+  auto o8 = RunOp("Shrink", {&i8}, {{"bias", 2.0}});
+  ASSERT_TRUE(o8.ok()) << o8.status();
+  EXPECT_EQ(Values<int8_t>((*o8)[0]), (std::vector<int8_t>{-126, 0, 125}));
+  Tensor i64 = MakeTensor<int64_t>(DType::kI64, {2}, {-2, 2});
+  auto o64 = RunOp("Shrink", {&i64});
+  ASSERT_TRUE(o64.ok()) << o64.status();
+  EXPECT_EQ(Values<int64_t>((*o64)[0]), (std::vector<int64_t>{-2, 2}));
+}
+
+// --- IsNaN and IsInf ----------------------------------------------------------
+
+TEST(MathPredicateTest, IsNaNAndIsInfOnEveryFloatDType) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> in = {1, -inf, inf, std::numeric_limits<float>::quiet_NaN(), 0, -2.5};
+  const std::vector<std::pair<Attrs, std::vector<uint8_t>>> inf_cases = {
+      {{}, {0, 1, 1, 0, 0, 0}},
+      {{{"detect_negative", int64_t{0}}}, {0, 0, 1, 0, 0, 0}},
+      {{{"detect_positive", int64_t{0}}}, {0, 1, 0, 0, 0, 0}},
+      {{{"detect_positive", int64_t{0}}, {"detect_negative", int64_t{0}}}, {0, 0, 0, 0, 0, 0}},
+  };
+  std::vector<double> in64(in.begin(), in.end());
+  Tensor f32 = MakeTensor<float>(DType::kF32, {2, 3}, in);
+  Tensor f64 = MakeTensor<double>(DType::kF64, {2, 3}, in64);
+  Tensor f16 = MakeTensor<uint16_t>(DType::kF16, {2, 3}, ToHalf(in));
+  Tensor bf16 = MakeTensor<uint16_t>(DType::kBF16, {2, 3}, ToBF16(in));
+  for (const Tensor* t : {&f32, &f64, &f16, &bf16}) {
+    SCOPED_TRACE(DTypeName(t->dtype()));
+    auto nan = RunOp("IsNaN", {t});
+    ASSERT_TRUE(nan.ok()) << nan.status();
+    EXPECT_EQ((*nan)[0].dtype(), DType::kBool);
+    EXPECT_EQ((*nan)[0].shape(), (Shape{2, 3}));
+    EXPECT_EQ(Values<uint8_t>((*nan)[0]), (std::vector<uint8_t>{0, 0, 0, 1, 0, 0}));
+    for (const auto& [attrs, want] : inf_cases) {
+      auto inf = RunOp("IsInf", {t}, attrs);
+      ASSERT_TRUE(inf.ok()) << inf.status();
+      EXPECT_EQ((*inf)[0].dtype(), DType::kBool);
+      EXPECT_EQ(Values<uint8_t>((*inf)[0]), want) << attrs.size() << " attrs";
+    }
+  }
+  Tensor s = MakeTensor<float>(DType::kF32, {}, {kNaN});
+  auto scalar = RunOp("IsNaN", {&s});
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  EXPECT_TRUE((*scalar)[0].shape().empty());
+  EXPECT_EQ(Values<uint8_t>((*scalar)[0]), std::vector<uint8_t>{1});
+  Tensor e = MakeTensor<float>(DType::kF32, {0, 2}, {});
+  auto empty = RunOp("IsInf", {&e});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ((*empty)[0].shape(), (Shape{0, 2}));
+}
+
+TEST(MathPredicateTest, Errors) {
+  Tensor i = MakeTensor<int32_t>(DType::kI32, {1}, {1});
+  Tensor f = MakeTensor<float>(DType::kF32, {1}, {1});
+  EXPECT_TRUE(ErrorContains(RunOp("IsNaN", {&i}).status(), "input 0 (X) has dtype i32; expected one of f32"));
+  EXPECT_TRUE(ErrorContains(RunOp("IsInf", {&i}).status(), "input 0 (X) has dtype i32; expected one of f32"));
+  EXPECT_TRUE(ErrorContains(RunOp("IsInf", {&f}, {{"detect_negative", int64_t{2}}}).status(),
+                            "attribute 'detect_negative' is 2; expected 0 or 1"));
+  EXPECT_TRUE(ErrorContains(RunOp("IsInf", {&f}, {{"detect_positive", int64_t{-1}}}).status(),
+                            "attribute 'detect_positive' is -1; expected 0 or 1"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("IsNaN", {&f}, DType::kF32, {1}).status(),
+                            "output 0 was allocated as f32 but the kernel writes bool"));
+}
+
+// --- PRelu --------------------------------------------------------------------
+
+template <typename T>
+void ExpectPRelu(DType dtype, const Shape& sx, const Shape& ss) {
+  SCOPED_TRACE(absl::StrCat("PRelu ", DTypeName(dtype), " [", absl::StrJoin(sx, ","), "] [", absl::StrJoin(ss, ","),
+                            "]"));
+  const std::vector<T> x = Pattern<T>(Count(sx), 1);
+  std::vector<T> slope = Pattern<T>(Count(ss), 2);
+  Tensor tx = MakeTensor<T>(dtype, sx, x);
+  Tensor ts = MakeTensor<T>(dtype, ss, slope);
+  auto out = RunOp("PRelu", {&tx, &ts});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].shape(), sx);
+  ASSERT_EQ((*out)[0].dtype(), dtype);
+  const std::vector<T> got = Values<T>((*out)[0]);
+  for (int64_t i = 0; i < Count(sx); ++i) {
+    const Shape idx = Unflatten(i, sx);
+    const T v = x[i];
+    const T want = v < 0 ? static_cast<T>(v * slope[SourceIndex(idx, ss)]) : v;
+    EXPECT_EQ(got[i], want) << "at " << i;
+  }
+}
+
+TEST(PReluTest, SlopeBroadcastsToX) {
+  const std::vector<std::pair<Shape, Shape>> cases = {{{3, 4, 5}, {5}},    {{3, 4, 5}, {3, 4, 5}}, {{3, 4, 5}, {4, 1}},
+                                                      {{2, 3, 4}, {1}},    {{2, 3, 4}, {}},        {{}, {}},
+                                                      {{0, 3}, {3}},       {{2, 3, 1, 1}, {3, 1, 1}}};
+  for (const auto& [sx, ss] : cases) {
+    ExpectPRelu<float>(DType::kF32, sx, ss);
+    ExpectPRelu<double>(DType::kF64, sx, ss);
+    ExpectPRelu<int32_t>(DType::kI32, sx, ss);
+    ExpectPRelu<int64_t>(DType::kI64, sx, ss);
+  }
+}
+
+TEST(PReluTest, HalfAndNaN) {
+  Tensor x = MakeTensor<uint16_t>(DType::kF16, {4}, ToHalf({-2, 3, -0.5f, kNaN}));
+  Tensor s = MakeTensor<uint16_t>(DType::kF16, {1}, ToHalf({0.25f}));
+  auto out = RunOp("PRelu", {&x, &s});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<uint16_t> got = Values<uint16_t>((*out)[0]);
+  EXPECT_EQ(FromHalf(got[0]), -0.5f);
+  EXPECT_EQ(FromHalf(got[1]), 3.0f);
+  EXPECT_EQ(FromHalf(got[2]), -0.125f);
+  EXPECT_TRUE(std::isnan(FromHalf(got[3])));
+  Tensor xb = MakeTensor<uint16_t>(DType::kBF16, {2}, ToBF16({-4, 4}));
+  Tensor sb = MakeTensor<uint16_t>(DType::kBF16, {2}, ToBF16({0.5f, 0.5f}));
+  auto ob = RunOp("PRelu", {&xb, &sb});
+  ASSERT_TRUE(ob.ok()) << ob.status();
+  EXPECT_EQ(FromBF16(Values<uint16_t>((*ob)[0])[0]), -2.0f);
+  EXPECT_EQ(FromBF16(Values<uint16_t>((*ob)[0])[1]), 4.0f);
+}
+
+TEST(PReluTest, Errors) {
+  Tensor x = MakeTensor<float>(DType::kF32, {3, 4, 5}, std::vector<float>(60, 1));
+  Tensor s4 = MakeTensor<float>(DType::kF32, {4}, {1, 2, 3, 4});
+  Tensor big = MakeTensor<float>(DType::kF32, {2, 3, 4, 5}, std::vector<float>(120, 1));
+  Tensor i = MakeTensor<int32_t>(DType::kI32, {5}, {1, 2, 3, 4, 5});
+  Tensor u = MakeTensor<uint8_t>(DType::kU8, {1}, {1});
+  EXPECT_TRUE(ErrorContains(RunOp("PRelu", {&x, &s4}).status(),
+                            "input 1 (slope) [4] does not broadcast to input 0 (X) [3, 4, 5]"));
+  // Multidirectional broadcasting would grow X; PRelu's is unidirectional.
+  EXPECT_TRUE(ErrorContains(RunOp("PRelu", {&x, &big}).status(), "does not broadcast to input 0 (X)"));
+  EXPECT_TRUE(ErrorContains(RunOp("PRelu", {&x, &i}).status(), "must have the same dtype"));
+  EXPECT_TRUE(ErrorContains(RunOp("PRelu", {&u, &u}).status(), "input 0 (X) has dtype u8"));
+  // A slope that a symbolic shape let through is checked on the concrete shapes.
+  ir::SymDim n = ir::SymDim::Symbol(0);
+  auto sym = InferSymbolic("PRelu", {{DType::kF32, {3, 4, n}}, {DType::kF32, {n}}});
+  ASSERT_TRUE(sym.ok()) << sym.status();
+  EXPECT_EQ(sym->shape, (ir::SymShape{3, 4, n}));
+  EXPECT_FALSE(RunKernelPlanned("PRelu", {&x, &s4}, DType::kF32, {3, 4, 5}).ok());
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("PRelu", {&x, &i}, DType::kF32, {3, 4, 5}).status(), "dtype"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("PRelu", {&x, &x}, DType::kF32, {3, 4}).status(),
+                            "output 0 was allocated with shape [3, 4] but the kernel writes [3, 4, 5]"));
+}
+
+// --- Mod ----------------------------------------------------------------------
+
+template <typename T>
+T PythonMod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == 0) return std::numeric_limits<T>::quiet_NaN();
+    T r = std::fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    if (r == 0) r = std::copysign(T(0), b);
+    return r;
+  } else {
+    if (b == 0) return 0;
+    // Floor division written out in a wide type.
+    const long double q = std::floor(static_cast<long double>(a) / static_cast<long double>(b));
+    return static_cast<T>(static_cast<long double>(a) - q * static_cast<long double>(b));
+  }
+}
+
+template <typename T>
+T CMod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::fmod(a, b);
+  } else {
+    if (b == 0) return 0;
+    return static_cast<T>(static_cast<int64_t>(a) - static_cast<int64_t>(a / b) * static_cast<int64_t>(b));
+  }
+}
+
+template <typename T>
+void ExpectMod(DType dtype, bool fmod) {
+  for (const auto& [sa, sb] : BinaryCases()) {
+    SCOPED_TRACE(absl::StrCat("Mod ", DTypeName(dtype), " fmod ", fmod, " [", absl::StrJoin(sa, ","), "] [",
+                              absl::StrJoin(sb, ","), "]"));
+    const std::vector<T> a = Pattern<T>(Count(sa), 1);
+    std::vector<T> b = Pattern<T>(Count(sb), 2);
+    for (T& v : b) v = static_cast<T>(v / 2);  // some zeros and small divisors
+    Tensor ta = MakeTensor<T>(dtype, sa, a);
+    Tensor tb = MakeTensor<T>(dtype, sb, b);
+    auto out = RunOp("Mod", {&ta, &tb}, {{"fmod", int64_t{fmod ? 1 : 0}}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Shape so = BroadcastRef({sa, sb});
+    ASSERT_EQ((*out)[0].shape(), so);
+    ASSERT_EQ((*out)[0].dtype(), dtype);
+    const std::vector<T> got = Values<T>((*out)[0]);
+    for (int64_t i = 0; i < Count(so); ++i) {
+      const Shape idx = Unflatten(i, so);
+      const T x = a[SourceIndex(idx, sa)], y = b[SourceIndex(idx, sb)];
+      const T want = fmod ? CMod(x, y) : PythonMod(x, y);
+      if constexpr (std::is_floating_point_v<T>) {
+        EXPECT_TRUE(Close(got[i], want, 0, 0)) << x << " mod " << y;
+        if (want == 0) {
+          EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << x << " mod " << y;
+        }
+      } else {
+        EXPECT_EQ(got[i], want) << +x << " mod " << +y;
+      }
+    }
+  }
+}
+
+TEST(ModTest, IntegersFollowTheDivisorsSign) {
+  ExpectMod<int32_t>(DType::kI32, false);
+  ExpectMod<int64_t>(DType::kI64, false);
+  ExpectMod<int8_t>(DType::kI8, false);
+  ExpectMod<uint8_t>(DType::kU8, false);
+}
+TEST(ModTest, IntegerFmodFollowsTheDividendsSign) {
+  ExpectMod<int32_t>(DType::kI32, true);
+  ExpectMod<int64_t>(DType::kI64, true);
+  ExpectMod<int8_t>(DType::kI8, true);
+  ExpectMod<uint8_t>(DType::kU8, true);
+}
+TEST(ModTest, Floats) {
+  ExpectMod<float>(DType::kF32, true);
+  ExpectMod<double>(DType::kF64, true);
+  ExpectMod<float>(DType::kF32, false);
+  ExpectMod<double>(DType::kF64, false);
+}
+
+TEST(ModTest, EdgeCases) {
+  const int64_t min64 = std::numeric_limits<int64_t>::min();
+  Tensor a = MakeTensor<int64_t>(DType::kI64, {5}, {min64, min64, 7, -7, 5});
+  Tensor b = MakeTensor<int64_t>(DType::kI64, {5}, {-1, 3, 0, 3, -3});
+  auto mod = RunOp("Mod", {&a, &b});
+  ASSERT_TRUE(mod.ok()) << mod.status();
+  EXPECT_EQ(Values<int64_t>((*mod)[0]), (std::vector<int64_t>{0, 1, 0, 2, -1}));
+  auto fmod = RunOp("Mod", {&a, &b}, {{"fmod", int64_t{1}}});
+  ASSERT_TRUE(fmod.ok()) << fmod.status();
+  EXPECT_EQ(Values<int64_t>((*fmod)[0]), (std::vector<int64_t>{0, -2, 0, -1, 2}));
+  Tensor i8a = MakeTensor<int8_t>(DType::kI8, {2}, {-128, -128});
+  Tensor i8b = MakeTensor<int8_t>(DType::kI8, {2}, {-1, 127});
+  auto m8 = RunOp("Mod", {&i8a, &i8b});
+  ASSERT_TRUE(m8.ok()) << m8.status();
+  EXPECT_EQ(Values<int8_t>((*m8)[0]), (std::vector<int8_t>{0, 126}));
+  // ONNX's test_mod_mixed_sign_float16 values, fmod = 1; infinities and 0.
+  Tensor h = MakeTensor<uint16_t>(DType::kF16, {4}, ToHalf({-4.3f, 7.2f, 5.0f, std::numeric_limits<float>::infinity()}));
+  Tensor hd = MakeTensor<uint16_t>(DType::kF16, {4}, ToHalf({2.1f, -3.4f, 0.0f, 2.0f}));
+  auto mh = RunOp("Mod", {&h, &hd}, {{"fmod", int64_t{1}}});
+  ASSERT_TRUE(mh.ok()) << mh.status();
+  const std::vector<uint16_t> gh = Values<uint16_t>((*mh)[0]);
+  const float h0 = FromHalf(ToHalf({-4.3f})[0]), h1 = FromHalf(ToHalf({2.1f})[0]);
+  EXPECT_EQ(FromHalf(gh[0]), FromHalf(ToHalf({std::fmod(h0, h1)})[0]));
+  EXPECT_TRUE(std::isnan(FromHalf(gh[2])));
+  EXPECT_TRUE(std::isnan(FromHalf(gh[3])));
+  // A finite dividend over an infinite divisor: fmod keeps it, mod moves it
+  // to the divisor's side.
+  Tensor f = MakeTensor<double>(DType::kF64, {2}, {-3, 3});
+  Tensor inf = MakeTensor<double>(DType::kF64, {}, {kInf});
+  auto fi = RunOp("Mod", {&f, &inf}, {{"fmod", int64_t{1}}});
+  ASSERT_TRUE(fi.ok()) << fi.status();
+  EXPECT_EQ(Values<double>((*fi)[0]), (std::vector<double>{-3, 3}));
+  auto mi = RunOp("Mod", {&f, &inf});
+  ASSERT_TRUE(mi.ok()) << mi.status();
+  EXPECT_EQ(Values<double>((*mi)[0]), (std::vector<double>{kInf, 3}));
+}
+
+TEST(ModTest, Errors) {
+  Tensor f = MakeTensor<float>(DType::kF32, {2}, {1, 2});
+  Tensor f3 = MakeTensor<float>(DType::kF32, {3}, {1, 2, 3});
+  Tensor i = MakeTensor<int32_t>(DType::kI32, {2}, {1, 2});
+  Tensor b = MakeTensor<uint8_t>(DType::kBool, {2}, {1, 0});
+  EXPECT_TRUE(ErrorContains(RunOp("Mod", {&f, &f}, {{"fmod", int64_t{2}}}).status(),
+                            "attribute 'fmod' is 2; expected 0 or 1"));
+  EXPECT_TRUE(ErrorContains(RunOp("Mod", {&f, &i}).status(), "same dtype"));
+  EXPECT_TRUE(ErrorContains(RunOp("Mod", {&b, &b}).status(), "input 0 (A) has dtype bool"));
+  EXPECT_TRUE(ErrorContains(RunOp("Mod", {&f, &f3}).status(), "input 0 (A) [2] and input 1 (B) [3]"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Mod", {&f, &f}, DType::kF64, {2}).status(),
+                            "output 0 was allocated as f64 but the kernel writes f32"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Mod", {&f, &i}, DType::kF32, {2}).status(), "dtype"));
+}
+
+// --- BitShift -----------------------------------------------------------------
+
+TEST(BitShiftTest, LeftAndRightBroadcast) {
+  for (const auto& [sa, sb] : BinaryCases()) {
+    SCOPED_TRACE(absl::StrCat("[", absl::StrJoin(sa, ","), "] [", absl::StrJoin(sb, ","), "]"));
+    std::vector<uint8_t> x(static_cast<size_t>(Count(sa))), y(static_cast<size_t>(Count(sb)));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i * 37 + 5);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<uint8_t>(i % 11);  // 8, 9, 10 shift everything out
+    Tensor tx = MakeTensor<uint8_t>(DType::kU8, sa, x);
+    Tensor ty = MakeTensor<uint8_t>(DType::kU8, sb, y);
+    for (const char* direction : {"LEFT", "RIGHT"}) {
+      auto out = RunOp("BitShift", {&tx, &ty}, {{"direction", std::string(direction)}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      const Shape so = BroadcastRef({sa, sb});
+      ASSERT_EQ((*out)[0].shape(), so);
+      ASSERT_EQ((*out)[0].dtype(), DType::kU8);
+      const std::vector<uint8_t> got = Values<uint8_t>((*out)[0]);
+      for (int64_t i = 0; i < Count(so); ++i) {
+        const Shape idx = Unflatten(i, so);
+        const unsigned a = x[SourceIndex(idx, sa)], s = y[SourceIndex(idx, sb)];
+        const unsigned want = s >= 8 ? 0 : (direction[0] == 'L' ? (a << s) & 0xff : a >> s);
+        ASSERT_EQ(got[i], want) << direction << " " << a << " by " << s;
+      }
+    }
+  }
+}
+
+TEST(BitShiftTest, Errors) {
+  Tensor u = MakeTensor<uint8_t>(DType::kU8, {2}, {1, 2});
+  Tensor u3 = MakeTensor<uint8_t>(DType::kU8, {3}, {1, 2, 3});
+  Tensor i = MakeTensor<int32_t>(DType::kI32, {2}, {1, 2});
+  const Attrs left = {{"direction", std::string("LEFT")}};
+  EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &u}).status(), "attribute 'direction'"));
+  EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &u}, {{"direction", std::string("left")}}).status(),
+                            "attribute 'direction' is 'left'; expected 'LEFT' or 'RIGHT'"));
+  EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&i, &i}, left).status(), "input 0 (X) has dtype i32; expected u8"));
+  EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &i}, left).status(), "input 1 (Y) has dtype i32"));
+  EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &u3}, left).status(), "input 0 (X) [2] and input 1 (Y) [3]"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("BitShift", {&u, &u}, DType::kU8, {2}, {{"direction", std::string("UP")}})
+                                .status(),
+                            "attribute 'direction' is 'UP'"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("BitShift", {&u, &u}, DType::kI8, {2}, left).status(),
+                            "output 0 was allocated as i8 but the kernel writes u8"));
+}
+
+// --- Dropout ------------------------------------------------------------------
+
+TEST(DropoutTest, InferenceIsIdentityWithAnAllTrueMask) {
+  const std::vector<float> in = {1, -2, 3, kNaN, 0, 6};
+  Tensor x = MakeTensor<float>(DType::kF32, {2, 3}, in);
+  Tensor ratio = MakeTensor<float>(DType::kF32, {}, {0.75f});
+  Tensor no = MakeTensor<uint8_t>(DType::kBool, {}, {0});
+  Tensor yes = MakeTensor<uint8_t>(DType::kBool, {}, {1});
+  Tensor zero = MakeTensor<double>(DType::kF64, {1}, {0.0});
+  const std::vector<std::pair<std::vector<const Tensor*>, Attrs>> cases = {
+      {{&x}, {}},
+      {{&x}, {{"ratio", 0.2}}},  // opset 10
+      {{&x}, {{"seed", int64_t{3}}}},
+      {{&x, &ratio}, {}},
+      {{&x, &ratio, &no}, {}},
+      {{&x, nullptr, &no}, {}},
+      {{&x, &zero, &yes}, {}},  // training with ratio 0 drops nothing
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    SCOPED_TRACE(absl::StrCat("case ", k));
+    for (int outputs : {1, 2}) {
+      auto out = RunOp("Dropout", cases[k].first, cases[k].second, outputs);
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ(out->size(), static_cast<size_t>(outputs));
+      EXPECT_EQ((*out)[0].dtype(), DType::kF32);
+      EXPECT_EQ((*out)[0].shape(), (Shape{2, 3}));
+      const std::vector<float> got = Values<float>((*out)[0]);
+      EXPECT_EQ(std::memcmp(got.data(), in.data(), in.size() * sizeof(float)), 0);
+      if (outputs == 2) {
+        EXPECT_EQ((*out)[1].dtype(), DType::kBool);
+        EXPECT_EQ((*out)[1].shape(), (Shape{2, 3}));
+        EXPECT_EQ(Values<uint8_t>((*out)[1]), std::vector<uint8_t>(6, 1));
+      }
+    }
+  }
+  Tensor h = MakeTensor<uint16_t>(DType::kF16, {0, 4}, {});
+  auto empty = RunOp("Dropout", {&h}, {}, 2);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ((*empty)[0].shape(), (Shape{0, 4}));
+  EXPECT_EQ((*empty)[1].shape(), (Shape{0, 4}));
+  Tensor d = MakeTensor<double>(DType::kF64, {}, {2.5});
+  auto scalar = RunOp("Dropout", {&d});
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  EXPECT_EQ(Values<double>((*scalar)[0]), std::vector<double>{2.5});
+}
+
+TEST(DropoutTest, TrainingWithARatioIsUnimplemented) {
+  Tensor x = MakeTensor<float>(DType::kF32, {3}, {1, 2, 3});
+  Tensor ratio = MakeTensor<float>(DType::kF32, {}, {0.5f});
+  Tensor yes = MakeTensor<uint8_t>(DType::kBool, {}, {1});
+  // Known at plan time: the shape function refuses.
+  absl::Status s = RunOp("Dropout", {&x, &ratio, &yes}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_TRUE(ErrorContains(s, "(Dropout) in subgraph 0: training_mode is true with ratio 0.5; grove is an inference"));
+  // The default ratio is 0.5.
+  EXPECT_EQ(RunOp("Dropout", {&x, nullptr, &yes}).status().code(), absl::StatusCode::kUnimplemented);
+  // Known only when run: the kernel does.
+  s = RunKernelPlanned("Dropout", {&x, &ratio, &yes}, DType::kF32, {3}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_TRUE(ErrorContains(s, "training_mode is true with ratio 0.5"));
+  Tensor half_ratio = MakeTensor<uint16_t>(DType::kF16, {}, ToHalf({0.25f}));
+  s = RunKernelPlanned("Dropout", {&x, &half_ratio, &yes}, DType::kF32, {3}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_EQ(RunKernelPlanned("Dropout", {&x, nullptr, &yes}, DType::kF32, {3}).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+TEST(DropoutTest, Errors) {
+  Tensor x = MakeTensor<float>(DType::kF32, {3}, {1, 2, 3});
+  Tensor i = MakeTensor<int32_t>(DType::kI32, {3}, {1, 2, 3});
+  Tensor r2 = MakeTensor<float>(DType::kF32, {2}, {0.5f, 0.5f});
+  Tensor ri = MakeTensor<int32_t>(DType::kI32, {}, {0});
+  Tensor f = MakeTensor<float>(DType::kF32, {}, {0});
+  Tensor yes = MakeTensor<uint8_t>(DType::kBool, {}, {1});
+  Tensor yes2 = MakeTensor<uint8_t>(DType::kBool, {2}, {1, 1});
+  Tensor big = MakeTensor<float>(DType::kF32, {}, {1.5f});
+  EXPECT_TRUE(ErrorContains(RunOp("Dropout", {&i}).status(), "input 0 (data) has dtype i32; expected one of f32"));
+  EXPECT_TRUE(ErrorContains(RunOp("Dropout", {&x, &r2}).status(),
+                            "input 1 (ratio) must hold one element (a scalar); got shape [2]"));
+  EXPECT_TRUE(ErrorContains(RunOp("Dropout", {&x, &ri}).status(), "input 1 (ratio) has dtype i32"));
+  EXPECT_TRUE(ErrorContains(RunOp("Dropout", {&x, &f, &f}).status(), "input 2 (training_mode) has dtype f32"));
+  EXPECT_TRUE(ErrorContains(RunOp("Dropout", {&x, &f, &yes2}).status(),
+                            "input 2 (training_mode) must hold one element"));
+  // The kernel's own checks, for inputs a plan did not see.
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&x, &f, &yes2}, DType::kF32, {3}).status(),
+                            "input 2 (training_mode) must be one bool; got bool [2]"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&x, &r2, &yes}, DType::kF32, {3}).status(),
+                            "input 1 (ratio) must be one float; got f32 [2]"));
+  EXPECT_TRUE(ErrorContains(RunOp("Dropout", {&x, &big, &yes}).status(),
+                            "input 1 (ratio) is 1.5; expected a value in [0, 1)"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&x, &big, &yes}, DType::kF32, {3}).status(),
+                            "input 1 (ratio) is 1.5; expected a value in [0, 1)"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&i}, DType::kI32, {3}).status(),
+                            "does not support dtype i32"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("Dropout", {&x}, DType::kF32, {4}).status(),
+                            "output 0 was allocated with shape [4] but the kernel writes [3]"));
+}
+
+// --- window generators ----------------------------------------------------------
+
+double WindowRef(const std::string& op, int64_t n, int64_t size, bool periodic) {
+  const double big_n = static_cast<double>(periodic ? size : size - 1);
+  const double c1 = std::cos(2 * std::numbers::pi * n / big_n);
+  if (op == "HannWindow") return 0.5 - 0.5 * c1;
+  if (op == "HammingWindow") return 25.0 / 46 - 21.0 / 46 * c1;
+  return 0.42 - 0.5 * c1 + 0.08 * std::cos(4 * std::numbers::pi * n / big_n);
+}
+
+TEST(WindowTest, PeriodicAndSymmetric) {
+  for (const std::string op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    for (int64_t size : {0, 1, 2, 5, 10, 64}) {
+      for (int periodic : {-1, 0, 1}) {  // -1: the attribute's default (1)
+        SCOPED_TRACE(absl::StrCat(op, " size ", size, " periodic ", periodic));
+        Attrs attrs;
+        if (periodic >= 0) attrs.push_back({"periodic", int64_t{periodic}});
+        Tensor t = MakeTensor<int64_t>(DType::kI64, {}, {size});
+        auto out = RunOp(op, {&t}, attrs);
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ((*out)[0].dtype(), DType::kF32);
+        ASSERT_EQ((*out)[0].shape(), (Shape{size}));
+        const std::vector<float> got = Values<float>((*out)[0]);
+        for (int64_t n = 0; n < size; ++n) {
+          EXPECT_TRUE(Close(got[n], static_cast<float>(WindowRef(op, n, size, periodic != 0)), 1e-6, 1e-7))
+              << "n " << n;
+        }
+      }
+    }
+  }
+}
+
+TEST(WindowTest, OutputDatatypes) {
+  Tensor t = MakeTensor<int32_t>(DType::kI32, {}, {8});
+  auto f64 = RunOp("HammingWindow", {&t}, {{"output_datatype", int64_t{static_cast<int64_t>(DType::kF64)}}});
+  ASSERT_TRUE(f64.ok()) << f64.status();
+  EXPECT_EQ((*f64)[0].dtype(), DType::kF64);
+  const std::vector<double> g = Values<double>((*f64)[0]);
+  for (int64_t n = 0; n < 8; ++n) EXPECT_NEAR(g[n], WindowRef("HammingWindow", n, 8, true), 1e-15);
+  auto f16 = RunOp("HannWindow", {&t}, {{"output_datatype", int64_t{static_cast<int64_t>(DType::kF16)}}});
+  ASSERT_TRUE(f16.ok()) << f16.status();
+  EXPECT_EQ((*f16)[0].dtype(), DType::kF16);
+  EXPECT_EQ(FromHalf(Values<uint16_t>((*f16)[0])[4]), 1.0f);
+  EXPECT_EQ(FromHalf(Values<uint16_t>((*f16)[0])[2]), 0.5f);
+  // Integers truncate like Cast: only the window's peak of 1 survives.
+  auto i32 = RunOp("HannWindow", {&t}, {{"output_datatype", int64_t{static_cast<int64_t>(DType::kI32)}}});
+  ASSERT_TRUE(i32.ok()) << i32.status();
+  EXPECT_EQ((*i32)[0].dtype(), DType::kI32);
+  EXPECT_EQ(Values<int32_t>((*i32)[0]), (std::vector<int32_t>{0, 0, 0, 0, 1, 0, 0, 0}));
+  auto u8 = RunOp("BlackmanWindow", {&t}, {{"output_datatype", int64_t{static_cast<int64_t>(DType::kU8)}}});
+  ASSERT_TRUE(u8.ok()) << u8.status();
+  EXPECT_EQ((*u8)[0].dtype(), DType::kU8);
+}
+
+TEST(WindowTest, UnknownSizeGivesAnUnknownDim) {
+  auto sym = InferSymbolic("HannWindow", {{DType::kI64, {}}});
+  ASSERT_TRUE(sym.ok()) << sym.status();
+  ASSERT_EQ(sym->shape.size(), 1u);
+  EXPECT_TRUE(sym->shape[0].is_unknown());
+  EXPECT_EQ(sym->dtype, DType::kF32);
+  Tensor t = MakeTensor<int64_t>(DType::kI64, {1}, {4});  // [1] is taken as a scalar
+  auto planned = RunKernelPlanned("BlackmanWindow", {&t}, DType::kF64, {4}, {{"periodic", int64_t{0}}});
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  const std::vector<double> got = Values<double>(*planned);
+  for (int64_t n = 0; n < 4; ++n) EXPECT_NEAR(got[n], WindowRef("BlackmanWindow", n, 4, false), 1e-15);
+}
+
+TEST(WindowTest, Errors) {
+  Tensor neg = MakeTensor<int64_t>(DType::kI64, {}, {-1});
+  Tensor two = MakeTensor<int64_t>(DType::kI64, {2}, {3, 3});
+  Tensor f = MakeTensor<float>(DType::kF32, {}, {3});
+  Tensor huge = MakeTensor<int64_t>(DType::kI64, {}, {std::numeric_limits<int64_t>::max()});
+  Tensor ok = MakeTensor<int64_t>(DType::kI64, {}, {3});
+  EXPECT_TRUE(ErrorContains(RunOp("HannWindow", {&neg}).status(), "input 0 (size) is -1; expected >= 0"));
+  EXPECT_TRUE(ErrorContains(RunOp("HammingWindow", {&two}).status(),
+                            "input 0 (size) must hold one element (a scalar); got shape [2]"));
+  EXPECT_TRUE(ErrorContains(RunOp("BlackmanWindow", {&f}).status(), "input 0 (size) has dtype f32"));
+  EXPECT_FALSE(RunOp("HannWindow", {&huge}).ok());
+  EXPECT_TRUE(ErrorContains(RunOp("HannWindow", {&ok}, {{"periodic", int64_t{2}}}).status(),
+                            "attribute 'periodic' is 2; expected 0 or 1"));
+  EXPECT_TRUE(ErrorContains(RunOp("HannWindow", {&ok}, {{"output_datatype", int64_t{9}}}).status(),
+                            "attribute 'output_datatype' is 9; expected a numeric grove dtype"));
+  EXPECT_TRUE(ErrorContains(RunOp("HannWindow", {&ok}, {{"output_datatype", int64_t{0}}}).status(),
+                            "attribute 'output_datatype' is 0"));
+  // The kernel's own checks.
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("HannWindow", {&neg}, DType::kF32, {0}).status(),
+                            "input 0 (size) is -1; expected >= 0"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("HannWindow", {&two}, DType::kF32, {3}).status(),
+                            "input 0 (size) must hold one element (a scalar); got shape [2]"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("HannWindow", {&f}, DType::kF32, {3}).status(),
+                            "input 0 (size) has dtype f32; expected i32 or i64"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("HannWindow", {&ok}, DType::kF32, {4}).status(),
+                            "output 0 was allocated with shape [4] but the kernel writes [3]"));
+  EXPECT_TRUE(ErrorContains(RunKernelPlanned("HannWindow", {&ok}, DType::kBool, {3}).status(),
+                            "does not support dtype bool"));
+}
+
 // --- registry -----------------------------------------------------------------
 
 TEST(MathRegistryTest, EveryOpHasAShapeFunctionAndACpuKernel) {
@@ -812,7 +1476,9 @@ TEST(MathRegistryTest, EveryOpHasAShapeFunctionAndACpuKernel) {
        {"Pow",  "Sqrt",           "Exp",         "Log",       "Neg",      "Abs",  "Reciprocal", "Erf",     "LeakyRelu",
         "Elu",  "Gelu",           "HardSigmoid", "HardSwish", "Softplus", "Clip", "Min",        "Max",     "Sum",
         "Mean", "GreaterOrEqual", "LessOrEqual", "Not",       "And",      "Or",   "Xor",        "CastLike",
-        "Floor", "Ceil",          "Round"}) {
+        "Floor", "Ceil",          "Round", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+        "Acosh", "Atanh", "Softsign", "Selu", "Celu", "ThresholdedRelu", "Shrink", "Sign", "IsNaN", "IsInf", "PRelu",
+        "Mod", "BitShift", "Dropout", "HannWindow", "HammingWindow", "BlackmanWindow"}) {
     ASSERT_NE(registry.Find(op), nullptr) << op;
     EXPECT_NE(registry.Find(op)->infer, nullptr) << op;
     EXPECT_TRUE(registry.Supports(op, ir::Backend::kCpu)) << op;
@@ -825,6 +1491,12 @@ TEST(MathRegistryTest, EveryOpHasAShapeFunctionAndACpuKernel) {
   EXPECT_EQ(registry.Find("HardSigmoid")->FindAttr("beta")->kind, ir::AttrKind::kFloat);
   EXPECT_EQ(registry.Find("Sum")->max_inputs, -1);
   EXPECT_EQ(registry.Find("Max")->min_inputs, 1);
+  EXPECT_EQ(registry.Find("Dropout")->max_inputs, 3);
+  EXPECT_EQ(registry.Find("Dropout")->max_outputs, 2);
+  EXPECT_EQ(registry.Find("Dropout")->FindAttr("ratio")->kind, ir::AttrKind::kFloat);
+  EXPECT_EQ(registry.Find("Dropout")->FindAttr("seed")->kind, ir::AttrKind::kInt);
+  EXPECT_EQ(registry.Find("BitShift")->FindAttr("direction")->kind, ir::AttrKind::kString);
+  EXPECT_EQ(registry.Find("HannWindow")->FindAttr("output_datatype")->kind, ir::AttrKind::kInt);
 }
 
 }  // namespace

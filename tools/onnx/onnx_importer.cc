@@ -47,8 +47,8 @@ constexpr absl::string_view kNondeterministicOps[] = {"RandomNormal",      "Rand
 constexpr absl::string_view kCoercingOps[] = {"Softmax", "LogSoftmax", "Hardmax"};
 
 // Integer attributes that hold an ONNX TensorProto dtype (Cast.to, EyeLike.dtype,
-// ...); grove stores its own DType values there.
-constexpr absl::string_view kDTypeAttributes[] = {"to", "dtype"};
+// HannWindow.output_datatype, ...); grove stores its own DType values there.
+constexpr absl::string_view kDTypeAttributes[] = {"to", "dtype", "output_datatype"};
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 

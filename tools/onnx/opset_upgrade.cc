@@ -1,6 +1,8 @@
 #include "tools/onnx/opset_upgrade.h"
 
+#include <cstdint>
 #include <exception>
+#include <map>
 #include <new>
 #include <set>
 #include <string>
@@ -64,6 +66,47 @@ absl::Status ConverterFailed(const ::onnx::ModelProto& model, int from, int to, 
                    absl::StrJoin(changed, ", ")));
 }
 
+// PRelu before opset 7 applied a 1-D slope of C > 1 values per channel
+// (axis 1), as early PyTorch exports write it; from opset 7 the slope
+// broadcasts from the trailing dims, and the version converter leaves the
+// slope as it is. A 1-D slope initializer of such a PRelu, used by it alone,
+// whose input has a known rank r >= 3, becomes [C, 1, ...] (r - 1 dims), which
+// applies it per channel under the new broadcasting.
+void ReshapeLegacyPReluSlopes(::onnx::ModelProto* model) {
+  ::onnx::GraphProto* graph = model->mutable_graph();
+  std::map<std::string, int> rank;
+  auto note = [&](const ::onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) {
+      rank[v.name()] = v.type().tensor_type().shape().dim_size();
+    }
+  };
+  for (const ::onnx::ValueInfoProto& v : graph->input()) note(v);
+  for (const ::onnx::ValueInfoProto& v : graph->value_info()) note(v);
+  std::map<std::string, int> uses;
+  for (const ::onnx::NodeProto& node : graph->node()) {
+    for (const std::string& in : node.input()) ++uses[in];
+  }
+  for (const ::onnx::NodeProto& node : graph->node()) {
+    if (!IsDefault(node.domain()) || node.op_type() != "PRelu" || node.input_size() != 2) continue;
+    const auto r = rank.find(node.input(0));
+    if (r == rank.end() || r->second < 3 || uses[node.input(1)] != 1) continue;
+    for (::onnx::TensorProto& init : *graph->mutable_initializer()) {
+      if (init.name() != node.input(1) || init.dims_size() != 1 || init.dims(0) <= 1) continue;
+      const int64_t channels = init.dims(0);
+      init.clear_dims();
+      init.add_dims(channels);
+      for (int i = 0; i < r->second - 2; ++i) init.add_dims(1);
+      // Models of IR version < 4 list initializers among the graph's inputs.
+      for (::onnx::ValueInfoProto& v : *graph->mutable_input()) {
+        if (v.name() != init.name() || !v.type().has_tensor_type()) continue;
+        ::onnx::TensorShapeProto* shape = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+        shape->clear_dim();
+        for (int64_t d : init.dims()) shape->add_dim()->set_dim_value(d);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int DefaultDomainOpset(const ::onnx::ModelProto& model) {
@@ -84,6 +127,7 @@ absl::StatusOr<::onnx::ModelProto> UpgradeOpset(const ::onnx::ModelProto& model,
     } catch (const std::exception&) {
       shaped = model;  // convert without the shapes; an adapter that needs one says so
     }
+    if (from < 7) ReshapeLegacyPReluSlopes(&shaped);
     return ::onnx::version_conversion::ConvertVersion(shaped, to);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(

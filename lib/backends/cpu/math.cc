@@ -1,10 +1,14 @@
 // CPU reference kernels of the math ops. f16/bf16 compute in float, as the
 // elementwise kernels do; integer Neg/Abs/Pow wrap (two's complement) instead
 // of overflowing, and float -> integer results truncate and saturate like
-// Cast. NaN propagates through Min, Max and Clip as numpy's does.
+// Cast. NaN propagates through Min, Max and Clip as numpy's does. Integer
+// Mod by 0 gives 0 as numpy's does, BitShift past the bit width gives 0, and
+// Dropout only infers (training with a ratio above 0 is Unimplemented).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <numbers>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -496,6 +500,329 @@ absl::Status CastLikeKernel(KernelContext& ctx) {
   return CastElements(ctx, in, ctx.output(0));
 }
 
+// ---------------------------------------------------------------------------
+// Trigonometric and hyperbolic functions, Softsign Selu Celu ThresholdedRelu
+// Shrink Sign, IsNaN IsInf, PRelu, Mod, BitShift, Dropout (inference) and the
+// window generators.
+// ---------------------------------------------------------------------------
+
+// BitShift's element types (ONNX opset 11: unsigned integers).
+using UnsignedTypes = TypeList<uint8_t>;
+
+#define GROVE_MATH_UNARY_FN(Name, fn)           \
+  struct Name {                                 \
+    explicit Name(const ir::Attributes&) {}     \
+    template <typename C>                       \
+    C operator()(C x) const {                   \
+      return std::fn(x);                        \
+    }                                           \
+  };
+GROVE_MATH_UNARY_FN(SinOp, sin)
+GROVE_MATH_UNARY_FN(CosOp, cos)
+GROVE_MATH_UNARY_FN(TanOp, tan)
+GROVE_MATH_UNARY_FN(AsinOp, asin)
+GROVE_MATH_UNARY_FN(AcosOp, acos)
+GROVE_MATH_UNARY_FN(AtanOp, atan)
+GROVE_MATH_UNARY_FN(SinhOp, sinh)
+GROVE_MATH_UNARY_FN(CoshOp, cosh)
+GROVE_MATH_UNARY_FN(AsinhOp, asinh)
+GROVE_MATH_UNARY_FN(AcoshOp, acosh)
+GROVE_MATH_UNARY_FN(AtanhOp, atanh)
+#undef GROVE_MATH_UNARY_FN
+
+// x / (1 + |x|), whose limit at the infinities is +-1 (the quotient itself
+// would be inf / inf).
+struct SoftsignOp {
+  explicit SoftsignOp(const ir::Attributes&) {}
+  template <typename C>
+  C operator()(C x) const {
+    if (std::isinf(x)) return std::copysign(C(1), x);
+    return x / (C(1) + std::fabs(x));
+  }
+};
+// ONNX's defaults are the float values of the constants in the SELU paper.
+struct SeluOp {
+  explicit SeluOp(const ir::Attributes& attrs)
+      : alpha(attrs.GetFloat("alpha", 1.6732631921768188)), gamma(attrs.GetFloat("gamma", 1.0507010221481323)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return static_cast<C>(gamma) * (x > C(0) ? x : static_cast<C>(alpha) * std::expm1(x));
+  }
+  double alpha, gamma;
+};
+// max(0, x) + min(0, alpha * (e^(x/alpha) - 1)); the shape function refused
+// alpha = 0.
+struct CeluOp {
+  explicit CeluOp(const ir::Attributes& attrs) : alpha(attrs.GetFloat("alpha", 1.0)) {}
+  template <typename C>
+  C operator()(C x) const {
+    if (!(x < C(0))) return x;  // NaN passes through
+    const C a = static_cast<C>(alpha);
+    const C y = a * std::expm1(x / a);
+    return y < C(0) ? y : C(0);
+  }
+  double alpha;
+};
+struct ThresholdedReluOp {
+  explicit ThresholdedReluOp(const ir::Attributes& attrs) : alpha(attrs.GetFloat("alpha", 1.0)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x > static_cast<C>(alpha) ? x : C(0);
+  }
+  double alpha;
+};
+// Computes in double, then converts like Cast (integers truncate and
+// saturate), as ONNX's reference casts the float result back.
+struct ShrinkOp {
+  explicit ShrinkOp(const ir::Attributes& attrs)
+      : bias(attrs.GetFloat("bias", 0.0)), lambd(attrs.GetFloat("lambd", 0.5)) {}
+  template <typename C>
+  C operator()(C x) const {
+    const double v = static_cast<double>(x);
+    const double y = v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0);
+    return ConvertElement<C>(y);
+  }
+  double bias, lambd;
+};
+// -1, 0 or 1; NaN stays NaN.
+struct SignOp {
+  explicit SignOp(const ir::Attributes&) {}
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    if (x > C(0)) return C(1);
+    if constexpr (std::is_signed_v<C>) {
+      if (x < C(0)) return C(-1);
+    }
+    return C(0);
+  }
+};
+
+struct IsNaNOp {
+  explicit IsNaNOp(const ir::Attributes&) {}
+  template <typename C>
+  bool operator()(C x) const {
+    return std::isnan(x);
+  }
+};
+struct IsInfOp {
+  explicit IsInfOp(const ir::Attributes& attrs)
+      : negative(attrs.GetInt("detect_negative", 1) != 0), positive(attrs.GetInt("detect_positive", 1) != 0) {}
+  template <typename C>
+  bool operator()(C x) const {
+    return std::isinf(x) && (x > C(0) ? positive : negative);
+  }
+  bool negative, positive;
+};
+
+// Float input, bool output of the same shape.
+template <typename Op>
+absl::Status FloatPredicateKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckOutputLike(ctx, DType::kBool, x.shape); !s.ok()) return s;
+  const Op op(ctx.attrs());
+  return Visit(FloatTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* in = x.as<const T>();
+    uint8_t* out = ctx.output(0).as<uint8_t>();
+    const int64_t n = x.num_elements();
+    for (int64_t i = 0; i < n; ++i) out[i] = op(ToCompute(in[i])) ? 1 : 0;
+    return absl::OkStatus();
+  });
+}
+
+// slope broadcasts to X; the output has X's shape, which the plan checks
+// slope against.
+absl::Status PReluKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
+  if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
+  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  using PReluTypes = TypeList<float, double, Half, BFloat16, int32_t, int64_t>;
+  return Visit(PReluTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    RunBinary<T, T, T>(ctx, *plan, [](T a, T b) {
+      const ComputeT<T> v = ToCompute(a);
+      if constexpr (std::is_integral_v<ComputeT<T>>) {
+        using U = std::make_unsigned_t<ComputeT<T>>;  // wraps instead of overflowing
+        return v < 0 ? static_cast<T>(static_cast<U>(v) * static_cast<U>(ToCompute(b))) : a;
+      } else {
+        return v < 0 ? FromCompute<T>(v * ToCompute(b)) : a;
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+// fmod = 1: the remainder has the dividend's sign (C fmod, truncating
+// division); fmod = 0: the divisor's sign (Python and numpy mod, flooring
+// division). An integer divisor of 0 gives 0, as numpy does.
+template <typename C>
+C ModElement(C a, C b, bool fmod) {
+  if constexpr (std::is_floating_point_v<C>) {
+    C r = std::fmod(a, b);
+    if (fmod) return r;
+    if (r != C(0)) {
+      if ((r < C(0)) != (b < C(0))) r += b;
+    } else {
+      r = std::copysign(C(0), b);
+    }
+    return r;
+  } else {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return 0;  // min % -1 overflows in C++
+      C r = static_cast<C>(a % b);
+      if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<C>(r + b);
+      return r;
+    } else {
+      return static_cast<C>(a % b);
+    }
+  }
+}
+
+absl::Status ModKernel(KernelContext& ctx) {
+  if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
+  if (absl::Status s = CheckOutputDType(ctx, ctx.input(0).dtype); !s.ok()) return s;
+  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  const bool fmod = ctx.attrs().GetInt("fmod", 0) != 0;
+  return Visit(NumericTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    RunBinary<T, T, T>(ctx, *plan,
+                       [fmod](T a, T b) { return FromCompute<T>(ModElement(ToCompute(a), ToCompute(b), fmod)); });
+    return absl::OkStatus();
+  });
+}
+
+// Shifting by the bit width or more gives 0 (numpy's left_shift and
+// right_shift do the same), where C++ leaves it undefined.
+absl::Status BitShiftKernel(KernelContext& ctx) {
+  if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
+  if (absl::Status s = CheckOutputDType(ctx, ctx.input(0).dtype); !s.ok()) return s;
+  const std::string direction = ctx.attrs().GetString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return ctx.Error(absl::StrCat("attribute 'direction' is '", direction, "'; expected 'LEFT' or 'RIGHT'"));
+  }
+  const bool left = direction == "LEFT";
+  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  return Visit(UnsignedTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    constexpr uint64_t kBits = sizeof(T) * 8;
+    RunBinary<T, T, T>(ctx, *plan, [left](T x, T y) -> T {
+      if (static_cast<uint64_t>(y) >= kBits) return 0;
+      return left ? static_cast<T>(static_cast<uint64_t>(x) << y) : static_cast<T>(x >> y);
+    });
+    return absl::OkStatus();
+  });
+}
+
+// One element of a float tensor as double; false when it does not hold one.
+bool ReadFloatScalar(const TensorView& v, double* out) {
+  if (v.num_elements() != 1) return false;
+  switch (v.dtype) {
+    case DType::kF32: *out = v.as<const float>()[0]; return true;
+    case DType::kF64: *out = v.as<const double>()[0]; return true;
+    case DType::kF16: *out = HalfToFloat(v.as<const Half>()[0]); return true;
+    case DType::kBF16: *out = BFloat16ToFloat(v.as<const BFloat16>()[0]); return true;
+    default: return false;
+  }
+}
+
+// Inference: output = data and mask all true. training_mode true with a
+// ratio of 0 is the same; with a ratio above 0 the result would be random,
+// which grove, an inference runtime, does not do.
+absl::Status DropoutKernel(KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  bool training = false;
+  if (ctx.has_input(2)) {
+    const TensorView& mode = ctx.input(2);
+    if (mode.dtype != DType::kBool || mode.num_elements() != 1) {
+      return ctx.Error(absl::StrCat("input 2 (training_mode) must be one bool; got ", DTypeName(mode.dtype), " ",
+                                    DimsString(mode.shape)));
+    }
+    training = mode.as<const uint8_t>()[0] != 0;
+  }
+  if (training) {
+    double ratio = 0.5;
+    if (ctx.has_input(1) && !ReadFloatScalar(ctx.input(1), &ratio)) {
+      return ctx.Error(absl::StrCat("input 1 (ratio) must be one float; got ", DTypeName(ctx.input(1).dtype), " ",
+                                    DimsString(ctx.input(1).shape)));
+    }
+    if (!(ratio >= 0 && ratio < 1)) {
+      return ctx.Error(absl::StrCat("input 1 (ratio) is ", ratio, "; expected a value in [0, 1)"));
+    }
+    if (ratio > 0) {
+      return absl::UnimplementedError(
+          absl::StrCat(ctx.node().Describe(), ": training_mode is true with ratio ", ratio,
+                       "; grove is an inference runtime and does not drop elements at random"));
+    }
+  }
+  if (absl::Status s = Visit(FloatTypes{}, ctx, x.dtype, [](auto) { return absl::OkStatus(); }); !s.ok()) return s;
+  if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
+  TensorView& y = ctx.output(0);
+  if (y.data != x.data && x.num_elements() > 0) std::memcpy(y.data, x.data, x.byte_size());
+  if (ctx.has_output(1)) {
+    if (absl::Status s = CheckOutputLike(ctx, DType::kBool, x.shape, 1); !s.ok()) return s;
+    TensorView& mask = ctx.output(1);
+    if (x.num_elements() > 0) std::memset(mask.data, 1, static_cast<size_t>(x.num_elements()));
+  }
+  return absl::OkStatus();
+}
+
+// The window functions of n over n in [0, size), N = size (periodic) or
+// size - 1 (symmetric), computed in double as ONNX defines them (a symmetric
+// window of size 1 divides 0 by 0, as ONNX's does).
+struct HannWindowOp {
+  static double Apply(double n, double big_n) {
+    const double s = std::sin(std::numbers::pi * n / big_n);
+    return s * s;
+  }
+};
+struct HammingWindowOp {
+  static double Apply(double n, double big_n) {
+    constexpr double kAlpha = 25.0 / 46.0;
+    return kAlpha - (1.0 - kAlpha) * std::cos(2 * std::numbers::pi * n / big_n);
+  }
+};
+struct BlackmanWindowOp {
+  static double Apply(double n, double big_n) {
+    return 0.42 - 0.5 * std::cos(2 * std::numbers::pi * n / big_n) + 0.08 * std::cos(4 * std::numbers::pi * n / big_n);
+  }
+};
+
+template <typename Op>
+absl::Status WindowKernel(KernelContext& ctx) {
+  const TensorView& size_view = ctx.input(0);
+  if (size_view.num_elements() != 1) {
+    return ctx.Error(absl::StrCat("input 0 (size) must hold one element (a scalar); got shape ",
+                                  DimsString(size_view.shape)));
+  }
+  int64_t size = 0;
+  if (size_view.dtype == DType::kI64) {
+    size = size_view.as<const int64_t>()[0];
+  } else if (size_view.dtype == DType::kI32) {
+    size = size_view.as<const int32_t>()[0];
+  } else {
+    return ctx.Error(absl::StrCat("input 0 (size) has dtype ", DTypeName(size_view.dtype), "; expected i32 or i64"));
+  }
+  if (size < 0) return ctx.Error(absl::StrCat("input 0 (size) is ", size, "; expected >= 0"));
+  const DType dtype = ctx.output(0).dtype;
+  if (absl::Status s = CheckOutputLike(ctx, dtype, {size}); !s.ok()) return s;
+  const bool periodic = ctx.attrs().GetInt("periodic", 1) != 0;
+  const double big_n = static_cast<double>(periodic ? size : size - 1);
+  return Visit(NumericTypes{}, ctx, dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    T* out = ctx.output(0).as<T>();
+    for (int64_t i = 0; i < size; ++i) out[i] = ConvertElement<T>(Op::Apply(static_cast<double>(i), big_n));
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 absl::Status RegisterMathKernels(ir::OpRegistry& registry) {
@@ -532,6 +859,32 @@ absl::Status RegisterMathKernels(ir::OpRegistry& registry) {
       {"Or", &LogicalKernel<OrOp>},
       {"Xor", &LogicalKernel<XorOp>},
       {"CastLike", &CastLikeKernel},
+      {"Sin", &UnaryKernel<SinOp, FloatTypes>},
+      {"Cos", &UnaryKernel<CosOp, FloatTypes>},
+      {"Tan", &UnaryKernel<TanOp, FloatTypes>},
+      {"Asin", &UnaryKernel<AsinOp, FloatTypes>},
+      {"Acos", &UnaryKernel<AcosOp, FloatTypes>},
+      {"Atan", &UnaryKernel<AtanOp, FloatTypes>},
+      {"Sinh", &UnaryKernel<SinhOp, FloatTypes>},
+      {"Cosh", &UnaryKernel<CoshOp, FloatTypes>},
+      {"Asinh", &UnaryKernel<AsinhOp, FloatTypes>},
+      {"Acosh", &UnaryKernel<AcoshOp, FloatTypes>},
+      {"Atanh", &UnaryKernel<AtanhOp, FloatTypes>},
+      {"Softsign", &UnaryKernel<SoftsignOp, FloatTypes>},
+      {"Selu", &UnaryKernel<SeluOp, FloatTypes>},
+      {"Celu", &UnaryKernel<CeluOp, FloatTypes>},
+      {"ThresholdedRelu", &UnaryKernel<ThresholdedReluOp, FloatTypes>},
+      {"Shrink", &UnaryKernel<ShrinkOp, NumericTypes>},
+      {"Sign", &UnaryKernel<SignOp, NumericTypes>},
+      {"IsNaN", &FloatPredicateKernel<IsNaNOp>},
+      {"IsInf", &FloatPredicateKernel<IsInfOp>},
+      {"PRelu", &PReluKernel},
+      {"Mod", &ModKernel},
+      {"BitShift", &BitShiftKernel},
+      {"Dropout", &DropoutKernel},
+      {"HannWindow", &WindowKernel<HannWindowOp>},
+      {"HammingWindow", &WindowKernel<HammingWindowOp>},
+      {"BlackmanWindow", &WindowKernel<BlackmanWindowOp>},
   };
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
