@@ -706,16 +706,17 @@ TEST(OnnxImporter, UnsupportedDTypesAreErrors) {
     ModelProto m = NewModel();
     GraphProto* g = m.mutable_graph();
     TensorProto t;
-    t.set_name("u16");
-    t.set_data_type(TensorProto::UINT16);
+    t.set_name("c64");
+    t.set_data_type(TensorProto::COMPLEX64);
     t.add_dims(1);
-    t.add_int32_data(1);
+    t.add_float_data(1);
+    t.add_float_data(2);
     *g->add_initializer() = t;
-    AddNode(g, "Identity", {"u16"}, {"y"});
+    AddNode(g, "Identity", {"c64"}, {"y"});
     AddOutput(g, "y");
     absl::StatusOr<Imported> r = Import(m);
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(Msg(r.status()), HasSubstr("tensor 'u16': dtype UINT16 is not supported by grove"));
+    EXPECT_THAT(Msg(r.status()), HasSubstr("tensor 'c64': dtype COMPLEX64 is not supported by grove"));
   }
   {
     ModelProto m = NewModel();

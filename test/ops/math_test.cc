@@ -1255,6 +1255,27 @@ TEST(BitShiftTest, LeftAndRightBroadcast) {
   }
 }
 
+TEST(BitShiftTest, WideUnsignedTypes) {
+  Tensor x64 = MakeTensor<uint64_t>(DType::kU64, {3}, {1, 0x8000'0000'0000'0001ull, 5});
+  Tensor y64 = MakeTensor<uint64_t>(DType::kU64, {3}, {63, 1, 64});
+  auto left = RunOp("BitShift", {&x64, &y64}, {{"direction", std::string("LEFT")}});
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_EQ(Values<uint64_t>((*left)[0]), (std::vector<uint64_t>{0x8000'0000'0000'0000ull, 2, 0}));
+  Tensor x16 = MakeTensor<uint16_t>(DType::kU16, {2}, {0x8001, 0xffff});
+  Tensor y16 = MakeTensor<uint16_t>(DType::kU16, {2}, {15, 16});
+  auto right = RunOp("BitShift", {&x16, &y16}, {{"direction", std::string("RIGHT")}});
+  ASSERT_TRUE(right.ok()) << right.status();
+  EXPECT_EQ(Values<uint16_t>((*right)[0]), (std::vector<uint16_t>{1, 0}));
+  auto left16 = RunOp("BitShift", {&x16, &y16}, {{"direction", std::string("LEFT")}});
+  ASSERT_TRUE(left16.ok()) << left16.status();
+  EXPECT_EQ(Values<uint16_t>((*left16)[0]), (std::vector<uint16_t>{0x8000, 0}));
+  Tensor x32 = MakeTensor<uint32_t>(DType::kU32, {1}, {3});
+  Tensor y32 = MakeTensor<uint32_t>(DType::kU32, {1}, {31});
+  auto left32 = RunOp("BitShift", {&x32, &y32}, {{"direction", std::string("LEFT")}});
+  ASSERT_TRUE(left32.ok()) << left32.status();
+  EXPECT_EQ(Values<uint32_t>((*left32)[0]), (std::vector<uint32_t>{0x8000'0000u}));
+}
+
 TEST(BitShiftTest, Errors) {
   Tensor u = MakeTensor<uint8_t>(DType::kU8, {2}, {1, 2});
   Tensor u3 = MakeTensor<uint8_t>(DType::kU8, {3}, {1, 2, 3});
@@ -1263,7 +1284,7 @@ TEST(BitShiftTest, Errors) {
   EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &u}).status(), "attribute 'direction'"));
   EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &u}, {{"direction", std::string("left")}}).status(),
                             "attribute 'direction' is 'left'; expected 'LEFT' or 'RIGHT'"));
-  EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&i, &i}, left).status(), "input 0 (X) has dtype i32; expected u8"));
+  EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&i, &i}, left).status(), "input 0 (X) has dtype i32; expected one of u64, u32, u16, u8"));
   EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &i}, left).status(), "input 1 (Y) has dtype i32"));
   EXPECT_TRUE(ErrorContains(RunOp("BitShift", {&u, &u3}, left).status(), "input 0 (X) [2] and input 1 (Y) [3]"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("BitShift", {&u, &u}, DType::kU8, {2}, {{"direction", std::string("UP")}})

@@ -507,7 +507,7 @@ absl::Status CastLikeKernel(KernelContext& ctx) {
 // ---------------------------------------------------------------------------
 
 // BitShift's element types (ONNX opset 11: unsigned integers).
-using UnsignedTypes = TypeList<uint8_t>;
+using UnsignedTypes = TypeList<uint64_t, uint32_t, uint16_t, uint8_t>;
 
 #define GROVE_MATH_UNARY_FN(Name, fn)           \
   struct Name {                                 \

@@ -118,7 +118,7 @@ absl::Status InferCastLike(ShapeContext& ctx) {
 
 constexpr DType kPReluDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
 // ONNX BitShift (opset 11): unsigned integers.
-constexpr DType kBitShiftDTypes[] = {DType::kU8};
+constexpr DType kBitShiftDTypes[] = {DType::kU64, DType::kU32, DType::kU16, DType::kU8};
 constexpr DType kWindowSizeDTypes[] = {DType::kI32, DType::kI64};
 
 absl::Status InferFloatPredicate(ShapeContext& ctx) {
