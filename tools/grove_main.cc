@@ -19,7 +19,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"import", ImportMain, "convert an ONNX model (opsets 11..17) into a .grove model"},
+    {"import", ImportMain, "convert an ONNX model (opsets 11..22) into a .grove model"},
     {"run", RunMain, "run a model on .npy inputs and summarise (or save) its outputs"},
     {"inspect", InspectMain, "show a model's signature, content and memory plan"},
     {"compile", CompileMain, "compile a model's CUDA kernels into the kernel cache (no GPU needed)"},

@@ -18,7 +18,7 @@ namespace {
 constexpr char kUsage[] =
     "Usage: grove import MODEL.onnx -o OUT.grove [flags]\n"
     "\n"
-    "Converts an ONNX model (ai.onnx opsets 11..17) into a .grove model. Nodes\n"
+    "Converts an ONNX model (ai.onnx opsets 11..22) into a .grove model. Nodes\n"
     "whose inputs are all constants are evaluated now and stored as weights;\n"
     "ONNX dim_params become grove symbols, and unnamed dynamic dims get\n"
     "generated names (listed in the summary).\n"

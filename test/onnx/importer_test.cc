@@ -730,17 +730,17 @@ TEST(OnnxImporter, UnsupportedDTypesAreErrors) {
   }
 }
 
-TEST(OnnxImporter, OpsetsAboveSeventeenAreRefused) {
-  for (int opset : {18, 19}) {
+TEST(OnnxImporter, OpsetsAboveTwentyTwoAreRefused) {
+  for (int opset : {23, 24}) {
     ModelProto m = ReluModel();
     m.mutable_opset_import(0)->set_version(opset);
     absl::StatusOr<Imported> r = Import(m);
     ASSERT_FALSE(r.ok()) << opset;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
     EXPECT_THAT(Msg(r.status()), HasSubstr(absl::StrCat("opset ", opset, " is not supported")));
-    EXPECT_THAT(Msg(r.status()), HasSubstr("11 through 17"));
+    EXPECT_THAT(Msg(r.status()), HasSubstr("11 through 22"));
   }
-  for (int opset : {11, 13, 17}) {
+  for (int opset : {11, 13, 17, 18, 20, 22}) {
     ModelProto m = ReluModel();
     m.mutable_opset_import(0)->set_version(opset);
     absl::StatusOr<Imported> r = Import(m);
@@ -748,6 +748,36 @@ TEST(OnnxImporter, OpsetsAboveSeventeenAreRefused) {
     EXPECT_EQ(r->report.opset, opset);
     EXPECT_EQ(r->report.converted_from_opset, 0);
   }
+}
+
+// Opset 18 moved Reduce*'s axes to an input and gave Split num_outputs; the
+// dynamo exporter of PyTorch 2.x writes these forms.
+TEST(OnnxImporter, OpsetEighteenForms) {
+  ModelProto m = NewModel(18);
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {2, 4});
+  AddConstant(g, "axes", Int64Tensor("", {1}, {1}));
+  NodeProto* max = AddNode(g, "ReduceMax", {"x", "axes"}, {"m"}, "max");
+  SetInt(max, "keepdims", 0);
+  NodeProto* split = AddNode(g, "Split", {"x"}, {"a", "b"}, "split");
+  SetInt(split, "axis", 1);
+  SetInt(split, "num_outputs", 2);
+  NodeProto* cast = AddNode(g, "Cast", {"m"}, {"mi"}, "cast");
+  SetInt(cast, "to", TensorProto::INT32);
+  SetInt(cast, "saturate", 1);  // opset 19's attribute; only float8 casts read it
+  AddOutput(g, "m");
+  AddOutput(g, "b");
+  AddOutput(g, "mi");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<float> x = {1, 5, 2, 3, -1, -2, 7, 0};
+  auto session = CpuSession(r->model);
+  auto out = session->Run({TensorView(DType::kF32, {2, 4}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{5, 7}));
+  EXPECT_EQ((*out)[1].shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(Values<float>((*out)[1]), (std::vector<float>{2, 3, 7, 0}));
+  EXPECT_EQ(Values<int32_t>((*out)[2]), (std::vector<int32_t>{5, 7}));
 }
 
 TEST(OnnxImporter, OpsetsBelowElevenAreConvertedToThirteen) {

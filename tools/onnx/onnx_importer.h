@@ -1,4 +1,4 @@
-// The ONNX importer behind `grove import`: turns an ONNX model (opsets 11..17)
+// The ONNX importer behind `grove import`: turns an ONNX model (opsets 11..22)
 // into a .grove model through grove::ModelBuilder. A model below opset 11 is
 // first converted to opset 13 with ONNX's version converter
 // (ImportReport::converted_from_opset says so).
@@ -29,7 +29,7 @@
 namespace grove::onnx_import {
 
 inline constexpr int kMinOpset = 11;
-inline constexpr int kMaxOpset = 17;
+inline constexpr int kMaxOpset = 22;
 // Models below kMinOpset are converted to this opset before import.
 inline constexpr int kUpgradeOpset = 13;
 

@@ -1,4 +1,4 @@
-// Models below ai.onnx opset 11 (grove imports 11..17 directly) are first
+// Models below ai.onnx opset 11 (grove imports 11..22 directly) are first
 // converted with ONNX's version converter (onnx::version_conversion).
 #ifndef GROVE_TOOLS_ONNX_OPSET_UPGRADE_H_
 #define GROVE_TOOLS_ONNX_OPSET_UPGRADE_H_
