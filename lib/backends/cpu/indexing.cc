@@ -17,6 +17,7 @@
 #include "lib/backends/common/layout_params.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
+#include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/strided_copy.h"
 #include "lib/ir/ops/einsum_equation.h"
 #include "lib/ir/ops/layout_params.h"
@@ -54,28 +55,6 @@ inline void CopyElements(const uint8_t* in, int64_t src, uint8_t* out, int64_t d
 // kernels that allocate their outputs.
 bool WantsOutput(const ir::KernelContext& ctx, int i) {
   return i < static_cast<int>(ctx.node().outputs.size()) && ctx.node().outputs[i] >= 0;
-}
-
-template <typename T>
-void Reduce(ScatterReduction reduction, T* out, T upd) {
-  using C = ComputeT<T>;
-  const C a = ToCompute(*out), b = ToCompute(upd);
-  C r;
-  switch (reduction) {
-    case ScatterReduction::kAdd:
-      r = static_cast<C>(a + b);
-      break;
-    case ScatterReduction::kMul:
-      r = static_cast<C>(a * b);
-      break;
-    case ScatterReduction::kMax:
-      r = std::max(a, b);
-      break;
-    default:
-      r = std::min(a, b);
-      break;
-  }
-  *out = FromCompute<T>(r);
 }
 
 template <typename Fn>
@@ -147,11 +126,11 @@ absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
     for (int64_t e = 0; e < count; ++e) CopyElements(u, e, out, offsets[e], es);
     return absl::OkStatus();
   }
-  return VisitNumeric(ctx, data.dtype, [&](auto tag) {
+  return VisitAnyDType(ctx, data.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = reinterpret_cast<T*>(out);
     const T* v = reinterpret_cast<const T*>(u);
-    for (int64_t e = 0; e < count; ++e) Reduce<T>(*reduction, o + offsets[e], v[e]);
+    for (int64_t e = 0; e < count; ++e) ScatterReduce<T>(*reduction, o + offsets[e], &v[e], 1);
     return absl::OkStatus();
   });
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
+#include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/resize_kernel.h"
 #include "lib/backends/cpu/strided_copy.h"
 #include "lib/backends/common/layout_params.h"
@@ -156,30 +157,6 @@ absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
 }
 
 using backends::ScatterReduction;
-
-template <typename T>
-void ScatterReduce(ScatterReduction reduction, T* out, const T* upd, int64_t n) {
-  using C = ComputeT<T>;
-  for (int64_t i = 0; i < n; ++i) {
-    const C a = ToCompute(out[i]), b = ToCompute(upd[i]);
-    C r;
-    switch (reduction) {
-      case ScatterReduction::kAdd:
-        r = static_cast<C>(a + b);
-        break;
-      case ScatterReduction::kMul:
-        r = static_cast<C>(a * b);
-        break;
-      case ScatterReduction::kMax:
-        r = std::max(a, b);
-        break;
-      default:
-        r = std::min(a, b);
-        break;
-    }
-    out[i] = FromCompute<T>(r);
-  }
-}
 
 absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);

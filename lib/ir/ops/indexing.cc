@@ -40,19 +40,7 @@ absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
 
 // ScatterElements (opset 11+) and Scatter (opset 9-10, no reduction).
 absl::Status InferScatterElements(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputPresent(ctx, 0, "data"); !s.ok()) return s;
-  if (absl::Status s = CheckInputDType(ctx, 1, "indices", kIndexDTypes); !s.ok()) return s;
-  if (absl::Status s = CheckInputPresent(ctx, 2, "updates"); !s.ok()) return s;
-  if (absl::Status s = CheckSameDType(ctx, 0, "data", 2, "updates"); !s.ok()) return s;
-  const std::string reduction = ctx.attrs().GetString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
-      reduction != "min") {
-    return ctx.Error(
-        absl::StrCat("attribute reduction is '", reduction, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
-  }
-  if (reduction != "none" && ctx.input_dtype(0) == DType::kBool) {
-    return ctx.Error(absl::StrCat("reduction '", reduction, "' needs numeric data; data (input 0) is bool"));
-  }
+  if (absl::Status s = CheckScatterInputs(ctx); !s.ok()) return s;
   const SymShape& data = ctx.input_shape(0);
   const SymShape& idx = ctx.input_shape(1);
   const SymShape& upd = ctx.input_shape(2);

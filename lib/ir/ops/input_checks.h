@@ -101,6 +101,24 @@ inline absl::Status ReadBoolAttr(const ShapeContext& ctx, absl::string_view name
   return absl::OkStatus();
 }
 
+// ScatterND and ScatterElements: data, i32/i64 indices, updates of data's
+// dtype, and the reduction attribute (none add mul max min; on bool data add
+// and max are "or", mul and min "and").
+inline absl::Status CheckScatterInputs(const ShapeContext& ctx) {
+  constexpr DType kIndices[] = {DType::kI64, DType::kI32};
+  if (absl::Status s = CheckInputPresent(ctx, 0, "data"); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 1, "indices", kIndices); !s.ok()) return s;
+  if (absl::Status s = CheckInputPresent(ctx, 2, "updates"); !s.ok()) return s;
+  if (absl::Status s = CheckSameDType(ctx, 0, "data", 2, "updates"); !s.ok()) return s;
+  const std::string reduction = ctx.attrs().GetString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min") {
+    return ctx.Error(
+        absl::StrCat("attribute reduction is '", reduction, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace grove::ir
 
 #endif  // GROVE_LIB_IR_OPS_INPUT_CHECKS_H_

@@ -297,16 +297,7 @@ absl::Status InferGatherElements(ShapeContext& ctx) {
 }
 
 absl::Status InferScatterND(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputPresent(ctx, 0, "data"); !s.ok()) return s;
-  if (absl::Status s = CheckInputDType(ctx, 1, "indices", kIndexDTypes); !s.ok()) return s;
-  if (absl::Status s = CheckInputPresent(ctx, 2, "updates"); !s.ok()) return s;
-  if (absl::Status s = CheckSameDType(ctx, 0, "data", 2, "updates"); !s.ok()) return s;
-  const std::string reduction = ctx.attrs().GetString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
-      reduction != "min") {
-    return ctx.Error(
-        absl::StrCat("attribute reduction is '", reduction, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
-  }
+  if (absl::Status s = CheckScatterInputs(ctx); !s.ok()) return s;
   const SymShape& data = ctx.input_shape(0);
   const SymShape& idx = ctx.input_shape(1);
   const SymShape& upd = ctx.input_shape(2);
