@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/ir/ops/layout_params.h"
 
 namespace grove::backends {
 
@@ -55,6 +56,15 @@ int64_t BoundedProduct(absl::Span<const int64_t> dims, int64_t limit) {
     n *= d;
   }
   return n;
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadHostInts(const ir::KernelContext& ctx, int i, absl::string_view name) {
+  std::vector<int64_t> out;
+  if (!ir::ReadIntegers(ctx.input(i), &out)) {
+    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(ctx.input(i).dtype),
+                                  "; expected i32 or i64"));
+  }
+  return out;
 }
 
 }  // namespace grove::backends

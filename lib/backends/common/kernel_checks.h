@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "lib/ir/op_registry.h"
@@ -36,6 +38,10 @@ absl::Status CheckRank(const ir::KernelContext& ctx, int i, absl::string_view na
 
 // Input i is a vector of `count` elements (one per channel).
 absl::Status CheckChannelVector(const ir::KernelContext& ctx, int i, absl::string_view name, int64_t count);
+
+// The values of input i, an i32 or i64 tensor in host memory (CPU kernels),
+// as int64; else "input i (name) has dtype ...; expected i32 or i64".
+absl::StatusOr<std::vector<int64_t>> ReadHostInts(const ir::KernelContext& ctx, int i, absl::string_view name);
 
 // Product of dims, or -1 past `limit`.
 int64_t BoundedProduct(absl::Span<const int64_t> dims, int64_t limit);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/layout_params.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
@@ -27,17 +28,10 @@ namespace {
 
 using backends::CheckPlannedOutput;
 using backends::Product;
+using backends::ReadHostInts;
 using backends::ScatterReduction;
 using ir::DimsString;
 
-absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int i, absl::string_view name) {
-  std::vector<int64_t> out;
-  if (!ir::ReadIntegers(ctx.input(i), &out)) {
-    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(ctx.input(i).dtype),
-                                  "; expected i32 or i64"));
-  }
-  return out;
-}
 
 // An index along a dim of size `dim`, negative counting from the end;
 // false when outside -dim..dim-1.
@@ -91,7 +85,7 @@ absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
   absl::StatusOr<ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
   if (!reduction.ok()) return reduction.status();
   if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
   if (!indices.ok()) return indices.status();
   // The data offset of every update, all checked before the output is touched.
   const std::vector<int64_t> strides = ir::Strides(data.shape);
@@ -162,7 +156,7 @@ absl::Status GatherNDKernel(ir::KernelContext& ctx) {
   std::vector<int64_t> out_shape(idx.shape.begin(), idx.shape.end() - 1);
   out_shape.insert(out_shape.end(), data.shape.begin() + b + k, data.shape.end());
   if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, out_shape); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
   if (!indices.ok()) return indices.status();
   const std::vector<int64_t> strides = ir::Strides(data.shape);
   const int64_t batches = Product(data.shape, 0, b);
@@ -343,7 +337,7 @@ absl::Status ReverseSequenceKernel(ir::KernelContext& ctx) {
                                   time_axis, ": expected rank >= 2 and axes 0 and 1 in either order"));
   }
   const int64_t batch = x.shape[batch_axis], time = x.shape[time_axis];
-  absl::StatusOr<std::vector<int64_t>> lens = ReadInts(ctx, 1, "sequence_lens");
+  absl::StatusOr<std::vector<int64_t>> lens = ReadHostInts(ctx, 1, "sequence_lens");
   if (!lens.ok()) return lens.status();
   if (ctx.input(1).shape != std::vector<int64_t>{batch}) {
     return ctx.Error(absl::StrCat("sequence_lens is ", DimsString(ctx.input(1).shape), "; expected [", batch,

@@ -18,6 +18,7 @@
 #include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/resize_kernel.h"
 #include "lib/backends/cpu/strided_copy.h"
+#include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/layout_params.h"
 #include "lib/ir/ops/layout_params.h"
 
@@ -26,20 +27,13 @@ namespace {
 
 using backends::CheckPlannedOutput;
 using backends::Product;
+using backends::ReadHostInts;
 using ir::DimsString;
 
-absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int i, absl::string_view name) {
-  std::vector<int64_t> out;
-  if (!ir::ReadIntegers(ctx.input(i), &out)) {
-    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(ctx.input(i).dtype),
-                                  "; expected i32 or i64"));
-  }
-  return out;
-}
 
 // The reader of integer parameter inputs for the shared parameter helpers.
 auto ReadIntReader(const ir::KernelContext& ctx) {
-  return [&ctx](int i, absl::string_view name) { return ReadInts(ctx, i, name); };
+  return [&ctx](int i, absl::string_view name) { return ReadHostInts(ctx, i, name); };
 }
 
 // Writes `count` copies of one element (`value`, `es` bytes) to dst.
@@ -120,7 +114,7 @@ absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
   const int rank = static_cast<int>(data.shape.size());
   absl::StatusOr<int> axis = backends::GatherElementsAxis(ctx);
   if (!axis.ok()) return axis.status();
-  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
   if (!indices.ok()) return indices.status();
   const int64_t dim = data.shape[*axis];
   for (int64_t& i : *indices) {
@@ -166,7 +160,7 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   absl::StatusOr<int64_t> depth = backends::ScatterNDIndexDepth(ctx);
   if (!depth.ok()) return depth.status();
   const int64_t k = *depth;
-  absl::StatusOr<std::vector<int64_t>> indices = ReadInts(ctx, 1, "indices");
+  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
   if (!indices.ok()) return indices.status();
   // Every index is checked before the output is touched.
   const std::vector<int64_t> strides = ir::Strides(data.shape);
@@ -210,7 +204,7 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
 
 absl::Status ExpandKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  absl::StatusOr<std::vector<int64_t>> shape = ReadInts(ctx, 1, "shape");
+  absl::StatusOr<std::vector<int64_t>> shape = ReadHostInts(ctx, 1, "shape");
   if (!shape.ok()) return shape.status();
   absl::StatusOr<backends::ExpandView> view = backends::ExpandParams(ctx, *shape);
   if (!view.ok()) return view.status();
@@ -221,7 +215,7 @@ absl::Status ExpandKernel(ir::KernelContext& ctx) {
 
 absl::Status TileKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  absl::StatusOr<std::vector<int64_t>> repeats = ReadInts(ctx, 1, "repeats");
+  absl::StatusOr<std::vector<int64_t>> repeats = ReadHostInts(ctx, 1, "repeats");
   if (!repeats.ok()) return repeats.status();
   absl::StatusOr<std::vector<int64_t>> out_shape = backends::TileOutputShape(ctx, *repeats);
   if (!out_shape.ok()) return out_shape.status();
@@ -369,7 +363,7 @@ absl::Status RangeKernel(ir::KernelContext& ctx) {
 }
 
 absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
-  absl::StatusOr<std::vector<int64_t>> shape = ReadInts(ctx, 0, "shape");
+  absl::StatusOr<std::vector<int64_t>> shape = ReadHostInts(ctx, 0, "shape");
   if (!shape.ok()) return shape.status();
   if (absl::Status s = backends::CheckNonNegativeDims(ctx, *shape, "shape (input 0)"); !s.ok()) return s;
   absl::StatusOr<DType> value_dtype = backends::ConstantOfShapeDType(ctx);

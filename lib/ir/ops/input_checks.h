@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -117,6 +118,29 @@ inline absl::Status CheckScatterInputs(const ShapeContext& ctx) {
         absl::StrCat("attribute reduction is '", reduction, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
   }
   return absl::OkStatus();
+}
+
+// GatherElements and ScatterElements: data of rank >= 1, indices of the
+// same rank and no larger than data in any dim but `axis`. Returns the
+// normalised axis.
+inline absl::StatusOr<int> CheckElementsIndices(const ShapeContext& ctx) {
+  const SymShape& data = ctx.input_shape(0);
+  const SymShape& idx = ctx.input_shape(1);
+  const int rank = ctx.input_rank(0);
+  if (rank == 0) return ctx.Error("data (input 0) is a scalar; expected rank >= 1");
+  if (ctx.input_rank(1) != rank) {
+    return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx), " but data has shape ",
+                                  ShapeString(ctx, data), "; they must have the same rank"));
+  }
+  absl::StatusOr<int> axis = NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
+  for (int d = 0; d < rank; ++d) {
+    if (d != *axis && idx[d].is_const() && data[d].is_const() && idx[d].value() > data[d].value()) {
+      return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx), "; dim ", d,
+                                    " exceeds the data's ", ShapeString(ctx, data)));
+    }
+  }
+  return axis;
 }
 
 }  // namespace grove::ir

@@ -276,23 +276,8 @@ absl::Status InferSplit(ShapeContext& ctx) {
 absl::Status InferGatherElements(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 0, "data"); !s.ok()) return s;
   if (absl::Status s = CheckInputDType(ctx, 1, "indices", kIndexDTypes); !s.ok()) return s;
-  const SymShape& data = ctx.input_shape(0);
-  const SymShape& idx = ctx.input_shape(1);
-  const int rank = ctx.input_rank(0);
-  if (rank == 0) return ctx.Error("data (input 0) is a scalar; GatherElements needs rank >= 1");
-  if (ctx.input_rank(1) != rank) {
-    return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx), " but data has shape ",
-                                  ShapeString(ctx, data), "; they must have the same rank"));
-  }
-  absl::StatusOr<int> axis = NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
-  for (int d = 0; d < rank; ++d) {
-    if (d != *axis && idx[d].is_const() && data[d].is_const() && idx[d].value() > data[d].value()) {
-      return ctx.Error(absl::StrCat("indices (input 1) has shape ", ShapeString(ctx, idx), "; dim ", d,
-                                    " exceeds the data's ", ShapeString(ctx, data)));
-    }
-  }
-  ctx.SetOutput(0, ctx.input_dtype(0), idx);
+  if (absl::StatusOr<int> axis = CheckElementsIndices(ctx); !axis.ok()) return axis.status();
+  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(1));
   return absl::OkStatus();
 }
 
