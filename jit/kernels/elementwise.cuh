@@ -35,6 +35,28 @@ GROVE_DEVICE float m_expm1(float x) { return expm1f(x); }
 GROVE_DEVICE double m_expm1(double x) { return expm1(x); }
 GROVE_DEVICE float m_log1p(float x) { return log1pf(x); }
 GROVE_DEVICE double m_log1p(double x) { return log1p(x); }
+GROVE_DEVICE float m_sin(float x) { return sinf(x); }
+GROVE_DEVICE double m_sin(double x) { return sin(x); }
+GROVE_DEVICE float m_cos(float x) { return cosf(x); }
+GROVE_DEVICE double m_cos(double x) { return cos(x); }
+GROVE_DEVICE float m_tan(float x) { return tanf(x); }
+GROVE_DEVICE double m_tan(double x) { return tan(x); }
+GROVE_DEVICE float m_asin(float x) { return asinf(x); }
+GROVE_DEVICE double m_asin(double x) { return asin(x); }
+GROVE_DEVICE float m_acos(float x) { return acosf(x); }
+GROVE_DEVICE double m_acos(double x) { return acos(x); }
+GROVE_DEVICE float m_atan(float x) { return atanf(x); }
+GROVE_DEVICE double m_atan(double x) { return atan(x); }
+GROVE_DEVICE float m_sinh(float x) { return sinhf(x); }
+GROVE_DEVICE double m_sinh(double x) { return sinh(x); }
+GROVE_DEVICE float m_cosh(float x) { return coshf(x); }
+GROVE_DEVICE double m_cosh(double x) { return cosh(x); }
+GROVE_DEVICE float m_asinh(float x) { return asinhf(x); }
+GROVE_DEVICE double m_asinh(double x) { return asinh(x); }
+GROVE_DEVICE float m_acosh(float x) { return acoshf(x); }
+GROVE_DEVICE double m_acosh(double x) { return acosh(x); }
+GROVE_DEVICE float m_atanh(float x) { return atanhf(x); }
+GROVE_DEVICE double m_atanh(double x) { return atanh(x); }
 GROVE_DEVICE float m_pow(float x, float y) { return powf(x, y); }
 GROVE_DEVICE double m_pow(double x, double y) { return pow(x, y); }
 
@@ -95,6 +117,41 @@ GROVE_DEVICE typename Acc<T>::type ew_unary(int op, typename Acc<T>::type x, dou
       }
       case kEwSoftplus:
         return x > C(0) ? x + m_log1p(m_exp(-x)) : m_log1p(m_exp(x));
+      case kEwSin:
+        return m_sin(x);
+      case kEwCos:
+        return m_cos(x);
+      case kEwTan:
+        return m_tan(x);
+      case kEwAsin:
+        return m_asin(x);
+      case kEwAcos:
+        return m_acos(x);
+      case kEwAtan:
+        return m_atan(x);
+      case kEwSinh:
+        return m_sinh(x);
+      case kEwCosh:
+        return m_cosh(x);
+      case kEwAsinh:
+        return m_asinh(x);
+      case kEwAcosh:
+        return m_acosh(x);
+      case kEwAtanh:
+        return m_atanh(x);
+      case kEwSoftsign:
+        if (x - x != C(0) && x == x) return x > C(0) ? C(1) : C(-1);  // +-inf
+        return x / (C(1) + m_fabs(x));
+      case kEwSelu:
+        return static_cast<C>(fb) * (x > C(0) ? x : static_cast<C>(fa) * m_expm1(x));
+      case kEwCelu: {
+        if (!(x < C(0))) return x;  // NaN passes through
+        const C a = static_cast<C>(fa);
+        const C y = a * m_expm1(x / a);
+        return y < C(0) ? y : C(0);
+      }
+      case kEwThresholdedRelu:
+        return x > static_cast<C>(fa) ? x : C(0);
       default:
         return x;
     }

@@ -31,6 +31,21 @@ enum EwOp : int {
   kEwHardSigmoid, // fa = alpha, fb = beta
   kEwHardSwish,
   kEwSoftplus,
+  kEwSin,
+  kEwCos,
+  kEwTan,
+  kEwAsin,
+  kEwAcos,
+  kEwAtan,
+  kEwSinh,
+  kEwCosh,
+  kEwAsinh,
+  kEwAcosh,
+  kEwAtanh,
+  kEwSoftsign,
+  kEwSelu,             // fa = alpha, fb = gamma
+  kEwCelu,             // fa = alpha
+  kEwThresholdedRelu,  // fa = alpha
   kEwClip,        // bounds: see EwParams / EwLink
   kEwNot,         // bool
   kEwCopy,        // identity (variadic ops of one input, chain links)

@@ -120,12 +120,39 @@ TEST_F(CudaElementwiseTest, FloatUnaryOps) {
   }
 }
 
+TEST_F(CudaElementwiseTest, TrigonometricAndOtherActivations) {
+  // Each op on inputs inside its domain (and away from Tan's poles).
+  const struct {
+    const char* op;
+    std::vector<std::pair<std::string, AttrValue>> attrs;
+    double lo, hi;
+  } cases[] = {
+      {"Sin", {}, -6, 6},          {"Cos", {}, -6, 6},       {"Tan", {}, -1.2, 1.2},
+      {"Asin", {}, -0.99, 0.99},   {"Acos", {}, -0.99, 0.99}, {"Atan", {}, -6, 6},
+      {"Sinh", {}, -4, 4},         {"Cosh", {}, -4, 4},      {"Asinh", {}, -6, 6},
+      {"Acosh", {}, 1.01, 6},      {"Atanh", {}, -0.95, 0.95}, {"Softsign", {}, -6, 6},
+      {"Selu", {}, -4, 4},         {"Selu", {{"alpha", 2.0}, {"gamma", 0.5}}, -4, 4},
+      {"Celu", {}, -4, 4},         {"Celu", {{"alpha", 0.5}}, -4, 4},
+      {"ThresholdedRelu", {}, -3, 3}, {"ThresholdedRelu", {{"alpha", -0.5}}, -3, 3},
+  };
+  for (const auto& c : cases) {
+    for (DType dt : kFloats) {
+      for (size_t s = 0; s < kUnaryShapes.size(); ++s) {
+        SCOPED_TRACE(std::string(c.op) + " " + std::string(DTypeName(dt)) + " shape #" + std::to_string(s));
+        Tensor x = Random(dt, kUnaryShapes[s], 3 + s, true, c.lo, c.hi);
+        ExpectCudaMatchesCpu(dev(), c.op, {&x}, c.attrs, 1, Tol(dt));
+      }
+    }
+  }
+}
+
 TEST_F(CudaElementwiseTest, LargeMagnitudes) {
   // Sigmoid, Softplus, Gelu, Elu where a naive formula overflows or cancels.
   std::vector<double> v = {-1000, -100, -30, -10, -1e-7, 0, 1e-7, 10, 30, 100, 1000, 88.5, -88.5};
   for (DType dt : kFloats) {
     Tensor x = FromDoubles(dt, {static_cast<int64_t>(v.size())}, v);
-    for (const char* op : {"Sigmoid", "Softplus", "Gelu", "Elu", "Exp", "Tanh", "HardSwish", "Erf"}) {
+    for (const char* op : {"Sigmoid", "Softplus", "Gelu", "Elu", "Exp", "Tanh", "HardSwish", "Erf", "Softsign", "Selu",
+                           "Celu", "Atan", "Asinh"}) {
       SCOPED_TRACE(std::string(op) + " " + std::string(DTypeName(dt)));
       ExpectCudaMatchesCpu(dev(), op, {&x}, {}, 1, Tol(dt));
     }

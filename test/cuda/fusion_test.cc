@@ -205,7 +205,8 @@ TEST(CudaFusionTest, LongChainWithBroadcastOperands) {
 TEST(CudaFusionTest, EveryFusableUnaryOp) {
   auto dev = testing::TestDevice();
   for (const char* op : {"Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Tanh", "Sigmoid", "Relu",
-                         "LeakyRelu", "Elu", "Gelu", "HardSigmoid", "HardSwish", "Softplus"}) {
+                         "LeakyRelu", "Elu", "Gelu", "HardSigmoid", "HardSwish", "Softplus", "Sin", "Cos",
+                         "Atan", "Sinh", "Asinh", "Softsign", "Selu", "Celu", "ThresholdedRelu"}) {
     for (DType dt : {DType::kF32, DType::kF16}) {
       SCOPED_TRACE(std::string(op) + " " + std::string(DTypeName(dt)));
       Chain c;

@@ -109,24 +109,7 @@ absl::Status UnaryKernel(KernelContext& ctx) {
   if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, x.dtype, kTypes); !s.ok()) return s;
   grove_k::EwParams p = BaseParams(kOp);
-  const ir::Attributes& a = ctx.attrs();
-  switch (kOp) {
-    case grove_k::kEwLeakyRelu:
-      p.fa = a.GetFloat("alpha", 0.01);
-      break;
-    case grove_k::kEwElu:
-      p.fa = a.GetFloat("alpha", 1.0);
-      break;
-    case grove_k::kEwHardSigmoid:
-      p.fa = a.GetFloat("alpha", 0.2);
-      p.fb = a.GetFloat("beta", 0.5);
-      break;
-    case grove_k::kEwGelu:
-      if (a.GetString("approximate", "none") == "tanh") p.op = grove_k::kEwGeluTanh;
-      break;
-    default:
-      break;
-  }
+  p.op = EwUnaryAttributes(kOp, ctx.attrs(), &p.fa, &p.fb);
   return LaunchEw(ctx, x.dtype, p, {&x});
 }
 
@@ -377,6 +360,21 @@ absl::Status RegisterCudaElementwiseKernels(ir::OpRegistry& registry) {
       {"HardSigmoid", &UnaryKernel<kEwHardSigmoid, kFloat>},
       {"HardSwish", &UnaryKernel<kEwHardSwish, kFloat>},
       {"Softplus", &UnaryKernel<kEwSoftplus, kFloat>},
+      {"Sin", &UnaryKernel<kEwSin, kFloat>},
+      {"Cos", &UnaryKernel<kEwCos, kFloat>},
+      {"Tan", &UnaryKernel<kEwTan, kFloat>},
+      {"Asin", &UnaryKernel<kEwAsin, kFloat>},
+      {"Acos", &UnaryKernel<kEwAcos, kFloat>},
+      {"Atan", &UnaryKernel<kEwAtan, kFloat>},
+      {"Sinh", &UnaryKernel<kEwSinh, kFloat>},
+      {"Cosh", &UnaryKernel<kEwCosh, kFloat>},
+      {"Asinh", &UnaryKernel<kEwAsinh, kFloat>},
+      {"Acosh", &UnaryKernel<kEwAcosh, kFloat>},
+      {"Atanh", &UnaryKernel<kEwAtanh, kFloat>},
+      {"Softsign", &UnaryKernel<kEwSoftsign, kFloat>},
+      {"Selu", &UnaryKernel<kEwSelu, kFloat>},
+      {"Celu", &UnaryKernel<kEwCelu, kFloat>},
+      {"ThresholdedRelu", &UnaryKernel<kEwThresholdedRelu, kFloat>},
       {"Clip", &ClipKernel},
       {"Not", &NotKernel},
       {"Add", &ArithmeticKernel<kEwAdd>},

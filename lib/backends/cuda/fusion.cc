@@ -36,6 +36,21 @@ int FusedOpCode(const ir::Node& node) {
       {"HardSigmoid", grove_k::kEwHardSigmoid},
       {"HardSwish", grove_k::kEwHardSwish},
       {"Softplus", grove_k::kEwSoftplus},
+      {"Sin", grove_k::kEwSin},
+      {"Cos", grove_k::kEwCos},
+      {"Tan", grove_k::kEwTan},
+      {"Asin", grove_k::kEwAsin},
+      {"Acos", grove_k::kEwAcos},
+      {"Atan", grove_k::kEwAtan},
+      {"Sinh", grove_k::kEwSinh},
+      {"Cosh", grove_k::kEwCosh},
+      {"Asinh", grove_k::kEwAsinh},
+      {"Acosh", grove_k::kEwAcosh},
+      {"Atanh", grove_k::kEwAtanh},
+      {"Softsign", grove_k::kEwSoftsign},
+      {"Selu", grove_k::kEwSelu},
+      {"Celu", grove_k::kEwCelu},
+      {"ThresholdedRelu", grove_k::kEwThresholdedRelu},
       {"Clip", grove_k::kEwClip},
       {"Add", grove_k::kEwAdd},
       {"Sub", grove_k::kEwSub},
@@ -52,6 +67,38 @@ int FusedOpCode(const ir::Node& node) {
   }
   return -1;
 }
+
+}  // namespace
+
+int EwUnaryAttributes(int op, const ir::Attributes& attrs, double* fa, double* fb) {
+  switch (op) {
+    case grove_k::kEwLeakyRelu:
+      *fa = attrs.GetFloat("alpha", 0.01);
+      break;
+    case grove_k::kEwElu:
+    case grove_k::kEwCelu:
+    case grove_k::kEwThresholdedRelu:
+      *fa = attrs.GetFloat("alpha", 1.0);
+      break;
+    case grove_k::kEwHardSigmoid:
+      *fa = attrs.GetFloat("alpha", 0.2);
+      *fb = attrs.GetFloat("beta", 0.5);
+      break;
+    case grove_k::kEwSelu:
+      // ONNX's defaults: the float values of the SELU paper's constants.
+      *fa = attrs.GetFloat("alpha", 1.6732631921768188);
+      *fb = attrs.GetFloat("gamma", 1.0507010221481323);
+      break;
+    case grove_k::kEwGelu:
+      if (attrs.GetString("approximate", "none") == "tanh") return grove_k::kEwGeluTanh;
+      break;
+    default:
+      break;
+  }
+  return op;
+}
+
+namespace {
 
 bool IsVariadic(int op) {
   return op == grove_k::kEwMin || op == grove_k::kEwMax || op == grove_k::kEwSum || op == grove_k::kEwMean;
@@ -265,23 +312,7 @@ absl::StatusOr<ir::Node> MakeFusedElementwiseNode(absl::Span<const ir::Node* con
       src[i] = i == prev_pos ? grove_k::kEwPrev : operand(node.inputs[i]);
     }
     double a = 0, b = 0;
-    switch (op) {
-      case grove_k::kEwLeakyRelu:
-        a = node.attrs.GetFloat("alpha", 0.01);
-        break;
-      case grove_k::kEwElu:
-        a = node.attrs.GetFloat("alpha", 1.0);
-        break;
-      case grove_k::kEwHardSigmoid:
-        a = node.attrs.GetFloat("alpha", 0.2);
-        b = node.attrs.GetFloat("beta", 0.5);
-        break;
-      case grove_k::kEwGelu:
-        if (node.attrs.GetString("approximate", "none") == "tanh") op = grove_k::kEwGeluTanh;
-        break;
-      default:
-        break;
-    }
+    op = EwUnaryAttributes(op, node.attrs, &a, &b);
     if (IsVariadic(op) && n == 1) op = grove_k::kEwCopy;  // Min/Max/Sum/Mean of one input
     ops.push_back(op);
     srcs.insert(srcs.end(), src, src + 3);

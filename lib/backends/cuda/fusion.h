@@ -20,7 +20,9 @@ namespace grove::cuda {
 
 // Whether `node` can be a link of a fused elementwise chain on the CUDA
 // backend: a float unary op (Neg Abs Exp Log Sqrt Reciprocal Erf Tanh
-// Sigmoid Relu LeakyRelu Elu Gelu HardSigmoid HardSwish Softplus, Clip with
+// Sigmoid Relu LeakyRelu Elu Gelu HardSigmoid HardSwish Softplus, the
+// trigonometric and hyperbolic functions, Softsign Selu Celu
+// ThresholdedRelu, Clip with
 // its bounds as inputs, not the opset-6 attributes), Add Sub Mul Div Pow, or
 // Min Max Sum Mean of one or two inputs; one output. The node alone does not
 // tell dtypes: the plan pass must also check that every input and output of
@@ -41,6 +43,12 @@ bool IsFusableElementwise(const ir::Node& node);
 // grove_k::kEwMaxOperands external inputs.
 absl::StatusOr<ir::Node> MakeFusedElementwiseNode(absl::Span<const ir::Node* const> chain,
                                                   std::vector<int>* external_inputs);
+
+// A unary op's scalar attributes as the kernel reads them (fa, fb of
+// EwParams / the chain's links, with ONNX's defaults), and its op code, which
+// an attribute may change (Gelu approximate="tanh" -> kEwGeluTanh). Used by
+// the elementwise kernels and the fused chains alike.
+int EwUnaryAttributes(int op, const ir::Attributes& attrs, double* fa, double* fb);
 
 // The fused nodes' OpDef (type "FusedElementwise").
 const ir::OpDef& FusedElementwiseOpDef();
