@@ -46,12 +46,8 @@ void ExpectNear(const std::vector<T>& got, const std::vector<double>& want, doub
 std::vector<float> AsFloats(const Tensor& t) { return Values<float>(Tensor::CastOf(t.view(), DType::kF32).value()); }
 
 Tensor F32(Shape shape, const std::vector<float>& v) { return MakeTensor<float>(DType::kF32, std::move(shape), v); }
-Tensor I64(Shape shape, const std::vector<int64_t>& v) {
-  return MakeTensor<int64_t>(DType::kI64, std::move(shape), v);
-}
-Tensor I32(Shape shape, const std::vector<int32_t>& v) {
-  return MakeTensor<int32_t>(DType::kI32, std::move(shape), v);
-}
+Tensor I64(Shape shape, const std::vector<int64_t>& v) { return MakeTensor<int64_t>(DType::kI64, std::move(shape), v); }
+Tensor I32(Shape shape, const std::vector<int32_t>& v) { return MakeTensor<int32_t>(DType::kI32, std::move(shape), v); }
 
 // ===========================================================================
 // NonMaxSuppression
@@ -107,8 +103,8 @@ std::vector<int64_t> RefNms(const std::vector<float>& boxes, const std::vector<f
 }
 
 // The ONNX operator text's boxes: two clusters near the origin and one far.
-const std::vector<float> kNmsBoxes = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f,
-                                      0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101};
+const std::vector<float> kNmsBoxes = {0, 0,  1, 1,  0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
+                                      0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100,   1, 101};
 const std::vector<float> kNmsScores = {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f};
 
 absl::StatusOr<std::vector<int64_t>> RunNms(const Tensor& boxes, const Tensor& scores, const Tensor* max_out,
@@ -142,14 +138,14 @@ TEST(NonMaxSuppressionTest, OperatorTextExamples) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, (std::vector<int64_t>{0, 0, 3, 0, 0, 0}));
   // center_point_box: the same boxes as centres and sizes.
-  Tensor centered = F32({1, 6, 4}, {0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1,
+  Tensor centered = F32({1, 6, 4}, {0.5f, 0.5f,  1, 1, 0.5f, 0.6f,  1, 1, 0.5f, 0.4f,   1, 1,
                                     0.5f, 10.5f, 1, 1, 0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1});
   got = RunNms(centered, scores, &max3, &iou, &score0, {{"center_point_box", int64_t{1}}});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, (std::vector<int64_t>{0, 0, 3, 0, 0, 0, 0, 0, 5}));
   // flipped coordinates select the same boxes.
-  Tensor flipped = F32({1, 6, 4}, {1, 1, 0, 0, 0, 0.1f, 1, 1.1f, 0, 0.9f, 1, -0.1f,
-                                   0, 10, 1, 11, 1, 10.1f, 0, 11.1f, 1, 101, 0, 100});
+  Tensor flipped = F32(
+      {1, 6, 4}, {1, 1, 0, 0, 0, 0.1f, 1, 1.1f, 0, 0.9f, 1, -0.1f, 0, 10, 1, 11, 1, 10.1f, 0, 11.1f, 1, 101, 0, 100});
   got = RunNms(flipped, scores, &max3, &iou, &score0);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(*got, (std::vector<int64_t>{0, 0, 3, 0, 0, 0, 0, 0, 5}));
@@ -218,8 +214,8 @@ TEST(NonMaxSuppressionTest, DefaultsAndDTypes) {
     EXPECT_EQ(*got, (std::vector<int64_t>{0, 0, 3, 0, 0, 0, 0, 0, 5}));
   }
   // Zero boxes, zero classes, zero batches.
-  for (const auto& [bs, ss] : std::vector<std::pair<Shape, Shape>>{
-           {{1, 0, 4}, {1, 2, 0}}, {{2, 3, 4}, {2, 0, 3}}, {{0, 3, 4}, {0, 2, 3}}}) {
+  for (const auto& [bs, ss] :
+       std::vector<std::pair<Shape, Shape>>{{{1, 0, 4}, {1, 2, 0}}, {{2, 3, 4}, {2, 0, 3}}, {{0, 3, 4}, {0, 2, 3}}}) {
     Tensor b = F32(bs, {}), s = F32(ss, {});
     got = RunNms(b, s, &max10, nullptr, nullptr);
     ASSERT_TRUE(got.ok()) << got.status();
@@ -251,22 +247,23 @@ TEST(NonMaxSuppressionTest, ShapeFunction) {
   auto err = [](std::vector<SymInput> in, Attrs attrs = {}) {
     return InferSymbolic("NonMaxSuppression", std::move(in), std::move(attrs)).status();
   };
-  EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 6, 3}}, {DType::kF32, {1, 1, 6}}}),
-                            "input 0 (boxes) has shape [1, 6, 3]"));
-  EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF32, {1, 1, 5}}}),
-                            "input 1 (scores) has shape [1, 1, 5]"));
-  EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF64, {1, 1, 6}}}),
-                            "input 1 (scores) has dtype f64"));
-  EXPECT_TRUE(ErrorContains(err({{DType::kI32, {1, 6, 4}}, {DType::kI32, {1, 1, 6}}}),
-                            "input 0 (boxes) has dtype i32"));
+  EXPECT_TRUE(
+      ErrorContains(err({{DType::kF32, {1, 6, 3}}, {DType::kF32, {1, 1, 6}}}), "input 0 (boxes) has shape [1, 6, 3]"));
+  EXPECT_TRUE(
+      ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF32, {1, 1, 5}}}), "input 1 (scores) has shape [1, 1, 5]"));
+  EXPECT_TRUE(
+      ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF64, {1, 1, 6}}}), "input 1 (scores) has dtype f64"));
+  EXPECT_TRUE(
+      ErrorContains(err({{DType::kI32, {1, 6, 4}}, {DType::kI32, {1, 1, 6}}}), "input 0 (boxes) has dtype i32"));
   EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF32, {1, 1, 6}}, {DType::kI64, {2}}}),
                             "input 2 (max_output_boxes_per_class) has shape [2]"));
   EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF32, {1, 1, 6}}, {DType::kF32, {1}}}),
                             "input 2 (max_output_boxes_per_class) has dtype f32"));
   EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF32, {1, 1, 6}}, Absent(), {DType::kI64, {1}}}),
                             "input 3 (iou_threshold) has dtype i64"));
-  EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF32, {1, 1, 6}}}, {{"center_point_box", int64_t{2}}}),
-                            "attribute 'center_point_box' is 2"));
+  EXPECT_TRUE(
+      ErrorContains(err({{DType::kF32, {1, 6, 4}}, {DType::kF32, {1, 1, 6}}}, {{"center_point_box", int64_t{2}}}),
+                    "attribute 'center_point_box' is 2"));
 }
 
 TEST(NonMaxSuppressionTest, KernelErrors) {
@@ -281,10 +278,11 @@ TEST(NonMaxSuppressionTest, KernelErrors) {
                             "input 2 (max_output_boxes_per_class) has shape [2]"));
   EXPECT_TRUE(ErrorContains(RunNms(boxes, scores, &fmax, nullptr, nullptr).status(),
                             "input 2 (max_output_boxes_per_class) has dtype f32"));
-  EXPECT_TRUE(ErrorContains(RunNms(boxes, scores, nullptr, &max2, nullptr).status(),
-                            "input 3 (iou_threshold) has dtype i64"));
-  EXPECT_TRUE(ErrorContains(RunNms(boxes, scores, nullptr, nullptr, nullptr, {{"center_point_box", int64_t{3}}}).status(),
-                            "attribute 'center_point_box' is 3"));
+  EXPECT_TRUE(
+      ErrorContains(RunNms(boxes, scores, nullptr, &max2, nullptr).status(), "input 3 (iou_threshold) has dtype i64"));
+  EXPECT_TRUE(
+      ErrorContains(RunNms(boxes, scores, nullptr, nullptr, nullptr, {{"center_point_box", int64_t{3}}}).status(),
+                    "attribute 'center_point_box' is 3"));
 }
 
 // ===========================================================================
@@ -292,8 +290,8 @@ TEST(NonMaxSuppressionTest, KernelErrors) {
 // ===========================================================================
 
 // 2-D sampling written out per mode, as PyTorch's grid_sample documents it.
-double RefGridSample2D(const std::vector<float>& x, int64_t h, int64_t w, double gx, double gy,
-                       const std::string& mode, const std::string& padding, bool align) {
+double RefGridSample2D(const std::vector<float>& x, int64_t h, int64_t w, double gx, double gy, const std::string& mode,
+                       const std::string& padding, bool align) {
   auto unnorm = [&](double g, int64_t len) {
     return align ? (g + 1) / 2 * static_cast<double>(len - 1) : ((g + 1) * static_cast<double>(len) - 1) / 2;
   };
@@ -367,10 +365,9 @@ TEST(GridSampleTest, EveryModePaddingAndAlignment) {
     for (const char* padding : {"zeros", "border", "reflection"}) {
       for (bool align : {false, true}) {
         SCOPED_TRACE(absl::StrCat(mode, " ", padding, " align ", align));
-        auto out = RunOp("GridSample", {&tx, &tg},
-                         {{"mode", std::string(mode)},
-                          {"padding_mode", std::string(padding)},
-                          {"align_corners", int64_t{align}}});
+        auto out = RunOp(
+            "GridSample", {&tx, &tg},
+            {{"mode", std::string(mode)}, {"padding_mode", std::string(padding)}, {"align_corners", int64_t{align}}});
         ASSERT_TRUE(out.ok()) << out.status();
         EXPECT_EQ((*out)[0].shape(), (Shape{n, c, oh, ow}));
         std::vector<double> want;
@@ -396,7 +393,8 @@ TEST(GridSampleTest, DefaultsOpset20NamesAndDTypes) {
   auto def = RunOp("GridSample", {&tx, &tg});
   ASSERT_TRUE(def.ok()) << def.status();
   std::vector<double> want;
-  for (int p = 0; p < 4; ++p) want.push_back(RefGridSample2D(x, 3, 4, grid[2 * p], grid[2 * p + 1], "bilinear", "zeros", false));
+  for (int p = 0; p < 4; ++p)
+    want.push_back(RefGridSample2D(x, 3, 4, grid[2 * p], grid[2 * p + 1], "bilinear", "zeros", false));
   ExpectNear(Values<float>((*def)[0]), want);
   auto linear = RunOp("GridSample", {&tx, &tg}, {{"mode", std::string("linear")}});
   ASSERT_TRUE(linear.ok()) << linear.status();
@@ -459,9 +457,10 @@ TEST(GridSampleTest, NaNAndFarCoordinatesAndEmpty) {
     }
   }
   // Zero-size batch, channels and output positions; an empty X plane.
-  for (const auto& [xs, gs] : std::vector<std::pair<Shape, Shape>>{
-           {{0, 2, 3, 3}, {0, 2, 2, 2}}, {{1, 0, 3, 3}, {1, 2, 2, 2}}, {{1, 2, 3, 3}, {1, 0, 2, 2}},
-           {{1, 2, 0, 3}, {1, 2, 2, 2}}}) {
+  for (const auto& [xs, gs] : std::vector<std::pair<Shape, Shape>>{{{0, 2, 3, 3}, {0, 2, 2, 2}},
+                                                                   {{1, 0, 3, 3}, {1, 2, 2, 2}},
+                                                                   {{1, 2, 3, 3}, {1, 0, 2, 2}},
+                                                                   {{1, 2, 0, 3}, {1, 2, 2, 2}}}) {
     Tensor tx = F32(xs, std::vector<float>(static_cast<size_t>(Count(xs)), 1.0f));
     Tensor tg = F32(gs, std::vector<float>(static_cast<size_t>(Count(gs)), 0.0f));
     auto out = RunOp("GridSample", {&tx, &tg});
@@ -481,7 +480,8 @@ TEST(GridSampleTest, ShapeFunctionAndErrors) {
   };
   const SymInput x{DType::kF32, {1, 1, 4, 4}}, g{DType::kF32, {1, 2, 2, 2}};
   EXPECT_TRUE(ErrorContains(err({x, g}, {{"mode", std::string("area")}}), "attribute 'mode' is 'area'"));
-  EXPECT_TRUE(ErrorContains(err({x, g}, {{"padding_mode", std::string("wrap")}}), "attribute 'padding_mode' is 'wrap'"));
+  EXPECT_TRUE(
+      ErrorContains(err({x, g}, {{"padding_mode", std::string("wrap")}}), "attribute 'padding_mode' is 'wrap'"));
   EXPECT_TRUE(ErrorContains(err({x, g}, {{"align_corners", int64_t{2}}}), "attribute 'align_corners' is 2"));
   EXPECT_TRUE(ErrorContains(err({{DType::kF32, {1, 4}}, g}), "input 0 (X) has shape [1, 4]"));
   EXPECT_TRUE(ErrorContains(err({x, {DType::kF32, {1, 2, 2, 3}}}), "input 1 (grid) has shape [1, 2, 2, 3]"));
@@ -528,8 +528,10 @@ std::vector<double> RefRoiAlign(const std::vector<float>& x, const Shape& xs, co
           bool first = true;
           for (int64_t iy = 0; iy < gh; ++iy) {
             for (int64_t ix = 0; ix < gw; ++ix) {
-              double yy = y1 + static_cast<double>(py) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
-              double xx = x1 + static_cast<double>(px) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
+              double yy =
+                  y1 + static_cast<double>(py) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
+              double xx =
+                  x1 + static_cast<double>(px) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
               double taps[4] = {0, 0, 0, 0};
               if (!(yy < -1 || yy > static_cast<double>(h) || xx < -1 || xx > static_cast<double>(w))) {
                 yy = std::min(std::max(yy, 0.0), static_cast<double>(h - 1));
@@ -709,11 +711,12 @@ TEST(MaxUnpoolTest, OperatorTextExamplesPadsAndDTypes) {
   Tensor os = I32({4}, {1, 1, 5, 5});
   out = RunOp("MaxUnpool", {&x, &i, &os}, attrs);
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0,
-                                                          0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(Values<float>((*out)[0]),
+            (std::vector<float>{0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0}));
   // 1-D with pads and default strides (1): (3 - 1) * 1 - 1 - 0 + 2 = 3.
   Tensor x1 = F32({1, 2, 3}, {1, 2, 3, 4, 5, 6}), i1 = I64({1, 2, 3}, {0, 2, 1, 3, 5, 4});
-  out = RunOp("MaxUnpool", {&x1, &i1}, {{"kernel_shape", std::vector<int64_t>{2}}, {"pads", std::vector<int64_t>{1, 0}}});
+  out =
+      RunOp("MaxUnpool", {&x1, &i1}, {{"kernel_shape", std::vector<int64_t>{2}}, {"pads", std::vector<int64_t>{1, 0}}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), (Shape{1, 2, 3}));
   EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{1, 3, 2, 4, 6, 5}));
@@ -740,8 +743,8 @@ TEST(MaxUnpoolTest, Errors) {
   EXPECT_TRUE(ErrorContains(RunOp("MaxUnpool", {&x, &neg}, attrs).status(), "holds -1 at flat position 1"));
   Tensor i = I64({1, 1, 2, 2}, {0, 1, 2, 3});
   Tensor small = I64({4}, {1, 1, 3, 5}), wrong_c = I64({4}, {1, 2, 4, 4}), short_os = I64({3}, {1, 1, 4});
-  EXPECT_TRUE(ErrorContains(RunOp("MaxUnpool", {&x, &i, &small}, attrs).status(),
-                            "each spatial length >= the unpooled shape"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("MaxUnpool", {&x, &i, &small}, attrs).status(), "each spatial length >= the unpooled shape"));
   EXPECT_TRUE(ErrorContains(RunOp("MaxUnpool", {&x, &i, &wrong_c}, attrs).status(), "input 2 (output_shape) is"));
   EXPECT_TRUE(ErrorContains(RunOp("MaxUnpool", {&x, &i, &short_os}, attrs).status(),
                             "input 2 (output_shape) has shape [3]; expected [4]"));
@@ -753,18 +756,20 @@ TEST(MaxUnpoolTest, Errors) {
                             "attribute 'kernel_shape' has 1 values; expected 2"));
   EXPECT_TRUE(ErrorContains(RunOp("MaxUnpool", {&x, &i}, {{"kernel_shape", std::vector<int64_t>{2, 0}}}).status(),
                             "attribute 'kernel_shape' is [2, 0]"));
-  EXPECT_TRUE(ErrorContains(
-      RunOp("MaxUnpool", {&x, &i}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{0, 1}}})
-          .status(),
-      "attribute 'strides' is [0, 1]"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("MaxUnpool", {&x, &i},
+                          {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{0, 1}}})
+                        .status(),
+                    "attribute 'strides' is [0, 1]"));
   EXPECT_TRUE(ErrorContains(
       RunOp("MaxUnpool", {&x, &i}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{0, 1}}})
           .status(),
       "attribute 'pads' has 2 values; expected 4"));
-  EXPECT_TRUE(ErrorContains(RunOp("MaxUnpool", {&x, &i},
-                                  {{"kernel_shape", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})
-                                .status(),
-                            "unpools to length 0"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("MaxUnpool", {&x, &i},
+                          {{"kernel_shape", std::vector<int64_t>{1, 1}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+                        .status(),
+                    "unpools to length 0"));
   Tensor x1 = F32({1, 4}, {1, 2, 3, 4}), i1 = I64({1, 4}, {0, 1, 2, 3});
   EXPECT_TRUE(ErrorContains(RunOp("MaxUnpool", {&x1, &i1}, attrs).status(), "expected rank >= 3"));
   // Symbolic: spatial dims unknown stay unknown; output_shape unknown gives
@@ -775,8 +780,8 @@ TEST(MaxUnpoolTest, Errors) {
   EXPECT_EQ(out->shape[0], s);
   EXPECT_TRUE(out->shape[2].is_unknown());
   EXPECT_EQ(out->shape[3], SymDim(6));
-  out = InferSymbolic("MaxUnpool",
-                      {{DType::kF32, {1, 2, 3, 3}}, {DType::kI64, {1, 2, 3, 3}}, {DType::kI64, {4}}}, attrs);
+  out =
+      InferSymbolic("MaxUnpool", {{DType::kF32, {1, 2, 3, 3}}, {DType::kI64, {1, 2, 3, 3}}, {DType::kI64, {4}}}, attrs);
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->shape.size(), 4u);
   EXPECT_TRUE(out->shape[3].is_unknown());
@@ -794,8 +799,8 @@ std::vector<Complex> RefDft(const std::vector<Complex>& in, int64_t length, bool
   const double sign = inverse ? 1 : -1;
   for (int64_t m = 0; m < length; ++m) {
     for (int64_t k = 0; k < length; ++k) {
-      out[m] += sig[k] * std::polar(1.0, sign * 2 * std::numbers::pi * static_cast<double>(m * k) /
-                                              static_cast<double>(length));
+      out[m] += sig[k] *
+                std::polar(1.0, sign * 2 * std::numbers::pi * static_cast<double>(m * k) / static_cast<double>(length));
     }
     if (inverse) out[m] /= static_cast<double>(length);
   }
@@ -803,8 +808,8 @@ std::vector<Complex> RefDft(const std::vector<Complex>& in, int64_t length, bool
 }
 
 // The DFT along `axis` of x [..., parts], output as interleaved values.
-std::vector<double> RefDftTensor(const std::vector<float>& x, const Shape& xs, int axis, int64_t length,
-                                 bool inverse, bool onesided) {
+std::vector<double> RefDftTensor(const std::vector<float>& x, const Shape& xs, int axis, int64_t length, bool inverse,
+                                 bool onesided) {
   const int64_t parts = xs.back();
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= xs[d];
@@ -859,8 +864,8 @@ TEST(DftTest, AxesLengthsAndDirections) {
             if (length > 0) in.push_back(&tl);
             // A negative axis names the same dim.
             const int64_t axis_attr = axis % 2 == 1 ? axis - rank : axis;
-            auto out = RunOp("DFT", in,
-                             {{"axis", axis_attr}, {"inverse", int64_t{inverse}}, {"onesided", int64_t{onesided}}});
+            auto out =
+                RunOp("DFT", in, {{"axis", axis_attr}, {"inverse", int64_t{inverse}}, {"onesided", int64_t{onesided}}});
             ASSERT_TRUE(out.ok()) << out.status();
             const int64_t l = length > 0 ? length : (onesided && inverse ? 2 * (xs[axis] - 1) : xs[axis]);
             Shape want_shape = xs;
@@ -1082,11 +1087,11 @@ TEST(StftTest, ShapeFunctionAndErrors) {
   Tensor s3 = F32({1, 10, 3}, Pattern(30, 1)), s2d = F32({10, 1}, Pattern(10, 1));
   EXPECT_TRUE(ErrorContains(RunOp("STFT", {&s3, &step1}).status(), "input 0 (signal) has shape [1, 10, 3]"));
   EXPECT_TRUE(ErrorContains(RunOp("STFT", {&s2d, &step1}).status(), "input 0 (signal) has shape [10, 1]"));
-  EXPECT_TRUE(ErrorContains(RunOp("STFT", {&ts, &step1}, {{"onesided", int64_t{5}}}).status(),
-                            "attribute 'onesided' is 5"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("STFT", {&ts, &step1}, {{"onesided", int64_t{5}}}).status(), "attribute 'onesided' is 5"));
   // The kernel's checks when the shape function could not see the values.
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("STFT", {&ts, &step0}, DType::kF32, {1, 1, 6, 2}).status(),
-                            "frame_step is 0"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("STFT", {&ts, &step0}, DType::kF32, {1, 1, 6, 2}).status(), "frame_step is 0"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("STFT", {&ts, &step1, &w5, &fl4}, DType::kF32, {1, 7, 3, 2}).status(),
                             "input 3 (frame_length) is 4 but input 2 (window) has 5 elements"));
 }
@@ -1102,9 +1107,9 @@ std::vector<double> RefMel(int64_t mel_bins, int64_t dft_length, int64_t sample_
   const double lo = to_mel(lower), step = (to_mel(upper) - lo) / static_cast<double>(mel_bins + 2);
   std::vector<int64_t> pts;
   for (int64_t i = 0; i < mel_bins + 2; ++i) {
-    pts.push_back(static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) *
-                                                  to_hz(lo + step * static_cast<double>(i)) /
-                                                  static_cast<double>(sample_rate))));
+    pts.push_back(
+        static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) *
+                                        to_hz(lo + step * static_cast<double>(i)) / static_cast<double>(sample_rate))));
   }
   std::vector<double> w(static_cast<size_t>(rows * mel_bins), 0.0);
   for (int64_t i = 0; i < mel_bins; ++i) {
@@ -1123,7 +1128,8 @@ std::vector<double> RefMel(int64_t mel_bins, int64_t dft_length, int64_t sample_
 
 absl::StatusOr<std::vector<Tensor>> RunMel(int64_t mel_bins, int64_t dft_length, int64_t sample_rate, float lower,
                                            float upper, Attrs attrs = {}) {
-  Tensor a = I32({}, {static_cast<int32_t>(mel_bins)}), b = I64({}, {dft_length}), c = I32({}, {static_cast<int32_t>(sample_rate)});
+  Tensor a = I32({}, {static_cast<int32_t>(mel_bins)}), b = I64({}, {dft_length}),
+         c = I32({}, {static_cast<int32_t>(sample_rate)});
   Tensor d = F32({}, {lower}), e = F32({}, {upper});
   return RunOp("MelWeightMatrix", {&a, &b, &c, &d, &e}, std::move(attrs));
 }

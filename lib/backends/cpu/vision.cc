@@ -79,8 +79,7 @@ absl::Status CheckFloatInput(const KernelContext& ctx, int i, absl::string_view 
 absl::Status CheckIndexInput(const KernelContext& ctx, int i, absl::string_view name) {
   const DType d = ctx.input(i).dtype;
   if (d == DType::kI64 || d == DType::kI32) return absl::OkStatus();
-  return ctx.Error(
-      absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(d), "; expected one of i64, i32"));
+  return ctx.Error(absl::StrCat("input ", i, " (", name, ") has dtype ", DTypeName(d), "; expected one of i64, i32"));
 }
 
 // A scalar input (rank 0 or one element of rank 1) of i32/i64.
@@ -126,8 +125,8 @@ absl::StatusOr<const TensorView*> OptionalScalar(const KernelContext& ctx, int i
   absl::Status s = integer ? CheckIndexInput(ctx, i, name) : CheckFloatInput(ctx, i, name);
   if (!s.ok()) return s;
   if (t.shape.size() > 1 || t.num_elements() > 1) {
-    return ctx.Error(absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(t.shape),
-                                  "; expected a scalar or one element"));
+    return ctx.Error(
+        absl::StrCat("input ", i, " (", name, ") has shape ", ShapeStr(t.shape), "; expected a scalar or one element"));
   }
   return t.num_elements() == 0 ? nullptr : &t;
 }
@@ -225,8 +224,7 @@ absl::Status NonMaxSuppressionKernel(KernelContext& ctx) {
       }
     }
   }
-  absl::StatusOr<TensorView*> out =
-      ctx.AllocateOutput(0, DType::kI64, {static_cast<int64_t>(selected.size() / 3), 3});
+  absl::StatusOr<TensorView*> out = ctx.AllocateOutput(0, DType::kI64, {static_cast<int64_t>(selected.size() / 3), 3});
   if (!out.ok()) return out.status();
   std::copy(selected.begin(), selected.end(), (*out)->as<int64_t>());
   return absl::OkStatus();
@@ -290,21 +288,20 @@ absl::Status GridSampleKernel(KernelContext& ctx) {
   } else if (padding_attr == "reflection") {
     padding = Padding::kReflection;
   } else {
-    return ctx.Error(absl::StrCat("attribute 'padding_mode' is '", padding_attr,
-                                  "'; expected 'zeros', 'border' or 'reflection'"));
+    return ctx.Error(
+        absl::StrCat("attribute 'padding_mode' is '", padding_attr, "'; expected 'zeros', 'border' or 'reflection'"));
   }
   absl::StatusOr<bool> align = FlagAttr(ctx, "align_corners", 0);
   if (!align.ok()) return align.status();
   const int rank = static_cast<int>(x.shape.size());
   if (rank < 3) {
-    return ctx.Error(absl::StrCat("input 0 (X) has shape ", ShapeStr(x.shape),
-                                  "; expected rank >= 3 (N, C, spatial dims...)"));
+    return ctx.Error(
+        absl::StrCat("input 0 (X) has shape ", ShapeStr(x.shape), "; expected rank >= 3 (N, C, spatial dims...)"));
   }
   const int k = rank - 2;
   if (static_cast<int>(grid.shape.size()) != rank || grid.shape[0] != x.shape[0] || grid.shape.back() != k) {
     return ctx.Error(absl::StrCat("input 1 (grid) has shape ", ShapeStr(grid.shape), "; expected [", x.shape[0],
-                                  ", output spatial dims (", k, ")..., ", k, "] for input 0 (X) ",
-                                  ShapeStr(x.shape)));
+                                  ", output spatial dims (", k, ")..., ", k, "] for input 0 (X) ", ShapeStr(x.shape)));
   }
   std::vector<int64_t> out_shape = {x.shape[0], x.shape[1]};
   out_shape.insert(out_shape.end(), grid.shape.begin() + 1, grid.shape.end() - 1);
@@ -455,8 +452,8 @@ absl::Status RoiAlignKernel(KernelContext& ctx) {
   }
   const int64_t num_rois = rois.shape[0];
   if (batch_indices.shape != std::vector<int64_t>{num_rois}) {
-    return ctx.Error(absl::StrCat("input 2 (batch_indices) has shape ", ShapeStr(batch_indices.shape),
-                                  "; expected [", num_rois, "] (one per roi)"));
+    return ctx.Error(absl::StrCat("input 2 (batch_indices) has shape ", ShapeStr(batch_indices.shape), "; expected [",
+                                  num_rois, "] (one per roi)"));
   }
   const int64_t batches = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, {num_rois, channels, oh, ow}); !s.ok()) return s;
@@ -619,8 +616,8 @@ absl::Status MaxUnpoolKernel(KernelContext& ctx) {
   for (int64_t e = 0; e < count; ++e) {
     if (idx[e] < 0 || idx[e] >= total) {
       return ctx.Error(absl::StrCat("input 1 (I) holds ", idx[e], " at flat position ", e,
-                                    "; expected an index in [0, ", total, ") (the unpooled shape ",
-                                    ShapeStr(unpooled), ")"));
+                                    "; expected an index in [0, ", total, ") (the unpooled shape ", ShapeStr(unpooled),
+                                    ")"));
     }
   }
   std::memset(y.data, 0, y.byte_size());
@@ -857,7 +854,8 @@ absl::Status MelWeightMatrixKernel(KernelContext& ctx) {
   auto check = [&](int64_t j) -> absl::Status {
     if (j >= 0 && j < rows) return absl::OkStatus();
     return ctx.Error(absl::StrCat("upper_edge_hertz ", *upper, " maps to spectrogram bin ", j, ", past the ", rows,
-                                  " bins of dft_length ", *dft_length, "; expected upper_edge_hertz <= sample_rate / 2"));
+                                  " bins of dft_length ", *dft_length,
+                                  "; expected upper_edge_hertz <= sample_rate / 2"));
   };
   for (int64_t i = 0; i < cols; ++i) {
     const int64_t lo = points[i], center = points[i + 1], hi = points[i + 2];

@@ -36,8 +36,7 @@ absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
 }
 
 // A scalar input (rank 0, or one element of rank 1) of one of `allowed`.
-absl::Status CheckScalarInput(const ShapeContext& ctx, int i, absl::string_view name,
-                              absl::Span<const DType> allowed) {
+absl::Status CheckScalarInput(const ShapeContext& ctx, int i, absl::string_view name, absl::Span<const DType> allowed) {
   if (absl::Status s = CheckInputDType(ctx, i, name, allowed); !s.ok()) return s;
   const SymShape& s = ctx.input_shape(i);
   if (s.empty() || (s.size() == 1 && !KnownDifferent(s[0], SymDim(1)))) return absl::OkStatus();
@@ -64,8 +63,8 @@ absl::Status CheckOptionalScalar(const ShapeContext& ctx, int i, absl::string_vi
   if (absl::Status s = CheckInputDType(ctx, i, name, allowed); !s.ok()) return s;
   const SymShape& s = ctx.input_shape(i);
   if (s.empty() || (s.size() == 1 && (!s[0].is_const() || s[0].value() <= 1))) return absl::OkStatus();
-  return ctx.Error(absl::StrCat(InputName(i, name), " has shape ", ShapeString(ctx, s),
-                                "; expected a scalar or one element"));
+  return ctx.Error(
+      absl::StrCat(InputName(i, name), " has shape ", ShapeString(ctx, s), "; expected a scalar or one element"));
 }
 
 absl::Status InferNonMaxSuppression(ShapeContext& ctx) {
@@ -81,8 +80,8 @@ absl::Status InferNonMaxSuppression(ShapeContext& ctx) {
   }
   if (scores.size() != 3 || KnownDifferent(scores[0], boxes[0]) || KnownDifferent(scores[2], boxes[1])) {
     return ctx.Error(absl::StrCat(InputName(1, "scores"), " has shape ", ShapeString(ctx, scores), "; expected [",
-                                  DimString(ctx, boxes[0]), ", num_classes, ", DimString(ctx, boxes[1]),
-                                  "] for ", InputName(0, "boxes"), " ", ShapeString(ctx, boxes)));
+                                  DimString(ctx, boxes[0]), ", num_classes, ", DimString(ctx, boxes[1]), "] for ",
+                                  InputName(0, "boxes"), " ", ShapeString(ctx, boxes)));
   }
   if (absl::Status s = CheckOptionalScalar(ctx, 2, "max_output_boxes_per_class", kIntDTypes); !s.ok()) return s;
   if (absl::Status s = CheckOptionalScalar(ctx, 3, "iou_threshold", kFloatDTypes); !s.ok()) return s;
@@ -120,8 +119,8 @@ absl::Status InferGridSample(ShapeContext& ctx) {
   if (static_cast<int>(grid.size()) != spatial + 2 || KnownDifferent(grid[0], x[0]) ||
       KnownDifferent(grid.back(), SymDim(spatial))) {
     return ctx.Error(absl::StrCat(InputName(1, "grid"), " has shape ", ShapeString(ctx, grid), "; expected [",
-                                  DimString(ctx, x[0]), ", output spatial dims (", spatial, ")..., ", spatial,
-                                  "] for ", InputName(0, "X"), " ", ShapeString(ctx, x)));
+                                  DimString(ctx, x[0]), ", output spatial dims (", spatial, ")..., ", spatial, "] for ",
+                                  InputName(0, "X"), " ", ShapeString(ctx, x)));
   }
   SymShape out = {x[0], x[1]};
   for (int d = 0; d < spatial; ++d) out.push_back(grid[1 + d]);
@@ -164,12 +163,12 @@ absl::Status InferRoiAlign(ShapeContext& ctx) {
     return ctx.Error(absl::StrCat(InputName(0, "X"), " has shape ", ShapeString(ctx, x), "; expected [N, C, H, W]"));
   }
   if (rois.size() != 2 || KnownDifferent(rois[1], SymDim(4))) {
-    return ctx.Error(absl::StrCat(InputName(1, "rois"), " has shape ", ShapeString(ctx, rois),
-                                  "; expected [num_rois, 4]"));
+    return ctx.Error(
+        absl::StrCat(InputName(1, "rois"), " has shape ", ShapeString(ctx, rois), "; expected [num_rois, 4]"));
   }
   if (idx.size() != 1 || KnownDifferent(idx[0], rois[0])) {
-    return ctx.Error(absl::StrCat(InputName(2, "batch_indices"), " has shape ", ShapeString(ctx, idx),
-                                  "; expected [", DimString(ctx, rois[0]), "] (one per roi)"));
+    return ctx.Error(absl::StrCat(InputName(2, "batch_indices"), " has shape ", ShapeString(ctx, idx), "; expected [",
+                                  DimString(ctx, rois[0]), "] (one per roi)"));
   }
   const SymDim num_rois = rois[0].is_const() ? rois[0] : idx[0];
   return SetChecked(ctx, 0, ctx.input_dtype(0), {num_rois, x[1], SymDim(oh), SymDim(ow)});
@@ -211,8 +210,8 @@ absl::Status InferMaxUnpool(ShapeContext& ctx) {
     if (absl::Status s = CheckInputDType(ctx, 2, "output_shape", kIntDTypes); !s.ok()) return s;
     const SymShape& os = ctx.input_shape(2);
     if (os.size() != 1 || KnownDifferent(os[0], SymDim(rank))) {
-      return ctx.Error(absl::StrCat(InputName(2, "output_shape"), " has shape ", ShapeString(ctx, os),
-                                    "; expected [", rank, "] (one length per dim of X)"));
+      return ctx.Error(absl::StrCat(InputName(2, "output_shape"), " has shape ", ShapeString(ctx, os), "; expected [",
+                                    rank, "] (one length per dim of X)"));
     }
     std::vector<int64_t> given;
     if (!ctx.InputInts(2, &given)) {
@@ -399,11 +398,9 @@ absl::Status RegisterVisionOps(OpRegistry& registry) {
                       {"sampling_ratio", K::kInt},
                       {"spatial_scale", K::kFloat}},
                      &InferRoiAlign));
-  defs.push_back(Def("MaxUnpool", 2, 3,
-                     {{"kernel_shape", K::kInts, true}, {"strides", K::kInts}, {"pads", K::kInts}},
+  defs.push_back(Def("MaxUnpool", 2, 3, {{"kernel_shape", K::kInts, true}, {"strides", K::kInts}, {"pads", K::kInts}},
                      &InferMaxUnpool));
-  defs.push_back(
-      Def("DFT", 1, 2, {{"axis", K::kInt}, {"inverse", K::kInt}, {"onesided", K::kInt}}, &InferDft));
+  defs.push_back(Def("DFT", 1, 2, {{"axis", K::kInt}, {"inverse", K::kInt}, {"onesided", K::kInt}}, &InferDft));
   defs.push_back(Def("STFT", 2, 4, {{"onesided", K::kInt}}, &InferStft));
   defs.push_back(Def("MelWeightMatrix", 5, 5, {{"output_datatype", K::kInt}}, &InferMelWeightMatrix));
   for (OpDef& def : defs) {

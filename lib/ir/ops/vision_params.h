@@ -84,8 +84,7 @@ inline absl::StatusOr<int64_t> UnpooledLength(const UnpoolWindow& w, int d, int6
   if (len < 1) {
     return absl::InvalidArgumentError(absl::StrCat("spatial dim ", d, " of X (", in, ") with kernel ", w.kernel[d],
                                                    ", stride ", w.strides[d], " and pads ", w.pads[d], "+",
-                                                   w.pads[spatial + d], " unpools to length ", len,
-                                                   "; expected >= 1"));
+                                                   w.pads[spatial + d], " unpools to length ", len, "; expected >= 1"));
   }
   return len;
 }
@@ -93,8 +92,8 @@ inline absl::StatusOr<int64_t> UnpooledLength(const UnpoolWindow& w, int d, int6
 // DFT over `n` elements along its axis: the transform length and the
 // output's length along the axis and in the last dim (1 real, 2 complex).
 struct DftSizes {
-  int64_t length = 0;      // dft_length
-  int64_t axis_out = 0;    // output length along the axis
+  int64_t length = 0;       // dft_length
+  int64_t axis_out = 0;     // output length along the axis
   int64_t complex_out = 2;  // output's last dim
 };
 
@@ -110,9 +109,9 @@ inline absl::StatusOr<DftSizes> ComputeDftSizes(int64_t n, int64_t dft_length, b
   }
   if (s.length < 1) {
     return absl::InvalidArgumentError(
-        dft_length >= 0 ? absl::StrCat("dft_length is ", dft_length, "; expected >= 1")
-                        : absl::StrCat("the axis has ", n, " elements, which gives dft_length ", s.length,
-                                       "; expected >= 1"));
+        dft_length >= 0
+            ? absl::StrCat("dft_length is ", dft_length, "; expected >= 1")
+            : absl::StrCat("the axis has ", n, " elements, which gives dft_length ", s.length, "; expected >= 1"));
   }
   if (s.length > kMaxDftLength) {
     return absl::InvalidArgumentError(absl::StrCat("dft_length is ", s.length, "; expected <= ", kMaxDftLength));
@@ -129,8 +128,8 @@ inline absl::StatusOr<int64_t> StftFrames(int64_t signal_length, int64_t frame_l
     return absl::InvalidArgumentError(absl::StrCat("frame_length is ", frame_length, "; expected >= 1"));
   }
   if (frame_length > signal_length) {
-    return absl::InvalidArgumentError(absl::StrCat("frame_length ", frame_length,
-                                                   " is longer than the signal (", signal_length, " samples)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("frame_length ", frame_length, " is longer than the signal (", signal_length, " samples)"));
   }
   return (signal_length - frame_length) / frame_step + 1;
 }
