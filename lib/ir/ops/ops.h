@@ -39,6 +39,8 @@ absl::Status RegisterRecurrentOps(OpRegistry& registry);
 absl::Status RegisterIndexingOps(OpRegistry& registry);
 // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss.
 absl::Status RegisterLossOps(OpRegistry& registry);
+// NonMaxSuppression GridSample RoiAlign MaxUnpool DFT STFT MelWeightMatrix.
+absl::Status RegisterVisionOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 
