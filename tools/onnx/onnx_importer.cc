@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/ir/ops/layout_params.h"
 #include "lib/runtime/registry.h"
 #include "tools/onnx/onnx_tensor.h"
 #include "tools/onnx/opset_upgrade.h"
@@ -217,6 +218,8 @@ class Importer {
   absl::Status ImportCoercingOp(const ir::OpDef& def, const std::string& where, const std::string& name,
                                 const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                                 const std::vector<Attribute>& attrs);
+  absl::Status ApplyOpsetSemantics(const ir::OpDef& def, const std::string& where, std::vector<std::string>* inputs,
+                                   std::vector<Attribute>* attrs);
   absl::Status TryFold(const std::string& where, const std::vector<std::string>& inputs,
                        const std::vector<std::string>& outputs, const std::vector<Attribute>& attrs,
                        const ir::OpDef& def, bool* folded);
@@ -703,6 +706,7 @@ absl::Status Importer::ImportNode(const NodeProto& node, int index, Scope& scope
     if (!converted.ok()) return converted.status();
     attrs.push_back(*std::move(converted));
   }
+  if (absl::Status s = ApplyOpsetSemantics(*def, where, &inputs, &attrs); !s.ok()) return s;
   for (const ir::AttrSpec& spec : def->attrs) {
     if (!spec.required) continue;
     const bool given =
@@ -743,6 +747,42 @@ absl::Status Importer::Emit(const ir::OpDef& def, const std::string& where, cons
   ++report_.nodes_imported;
   for (const std::string& out : outputs) {
     if (!out.empty()) Define(out);
+  }
+  return absl::OkStatus();
+}
+
+// grove's ops follow one opset's definition each; where another opset that
+// grove imports means something else by the same node, the node is rewritten:
+// - RoiAlign before opset 16 had no coordinate_transformation_mode and
+//   computed what opset 16 calls "output_half_pixel" (its default is
+//   "half_pixel");
+// - DFT from opset 20 takes the axis as input 2 (default -2) where opset 17
+//   has an attribute (default 1); a constant input becomes the attribute.
+absl::Status Importer::ApplyOpsetSemantics(const ir::OpDef& def, const std::string& where,
+                                           std::vector<std::string>* inputs, std::vector<Attribute>* attrs) {
+  const auto has_attr = [&](absl::string_view name) {
+    return std::any_of(attrs->begin(), attrs->end(), [&](const Attribute& a) { return a.first == name; });
+  };
+  if (def.type == "RoiAlign" && report_.opset < 16 && !has_attr("coordinate_transformation_mode")) {
+    attrs->emplace_back("coordinate_transformation_mode", AttrValue(std::string("output_half_pixel")));
+  }
+  if (def.type == "DFT" && report_.opset >= 20) {
+    if (has_attr("axis")) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": has an 'axis' attribute, which DFT lost at opset 20"));
+    }
+    int64_t axis = -2;
+    if (inputs->size() >= 3 && !(*inputs)[2].empty()) {
+      auto it = constants_.find((*inputs)[2]);
+      std::vector<int64_t> values;
+      if (it == constants_.end() || !ir::ReadIntegers(it->second.view(), &values) || values.size() != 1) {
+        return absl::UnimplementedError(absl::StrCat(
+            where, ": axis (input 2) must be a constant integer scalar; grove's DFT takes the axis when imported"));
+      }
+      axis = values[0];
+    }
+    if (inputs->size() > 2) inputs->resize(2);
+    while (!inputs->empty() && inputs->back().empty()) inputs->pop_back();
+    attrs->emplace_back("axis", AttrValue(axis));
   }
   return absl::OkStatus();
 }
