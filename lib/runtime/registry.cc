@@ -25,6 +25,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
       ir::RegisterIndexingOps(*r),         cpu::RegisterIndexingKernels(*r),
       ir::RegisterLossOps(*r),             cpu::RegisterLossKernels(*r),
+      ir::RegisterQuantizationOps(*r),     cpu::RegisterQuantizationKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),

@@ -20,6 +20,7 @@ absl::Status RegisterLayoutKernels(ir::OpRegistry& registry);
 absl::Status RegisterRecurrentKernels(ir::OpRegistry& registry);
 absl::Status RegisterIndexingKernels(ir::OpRegistry& registry);
 absl::Status RegisterLossKernels(ir::OpRegistry& registry);
+absl::Status RegisterQuantizationKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

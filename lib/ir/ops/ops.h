@@ -39,6 +39,9 @@ absl::Status RegisterRecurrentOps(OpRegistry& registry);
 absl::Status RegisterIndexingOps(OpRegistry& registry);
 // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss.
 absl::Status RegisterLossOps(OpRegistry& registry);
+// QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
+// QLinearMatMul ConvInteger QLinearConv.
+absl::Status RegisterQuantizationOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 
