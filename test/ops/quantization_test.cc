@@ -83,9 +83,7 @@ Shape Unravel(int64_t flat, const Shape& dims) {
 // ---------------------------------------------------------------------------
 
 // Channel of each element of `shape` along `axis` (-1: per tensor, all 0).
-int64_t ChannelOf(int64_t flat, const Shape& shape, int axis) {
-  return axis < 0 ? 0 : Unravel(flat, shape)[axis];
-}
+int64_t ChannelOf(int64_t flat, const Shape& shape, int axis) { return axis < 0 ? 0 : Unravel(flat, shape)[axis]; }
 
 template <typename Q>
 void ExpectQuantize(const Shape& xs, int axis_attr, bool per_axis, bool with_zero) {
@@ -243,10 +241,10 @@ TEST(QuantizationTest, QuantizeDequantizeErrors) {
   Tensor zu8 = MakeTensor<uint8_t>(DType::kU8, {}, {0});
   Tensor si = MakeTensor<int32_t>(DType::kI32, {}, {1});
   EXPECT_TRUE(ErrorContains(RunOp("QuantizeLinear", {&x, &s2}).status(), "expected [] or [1] (per tensor) or [3]"));
-  EXPECT_TRUE(ErrorContains(RunOp("QuantizeLinear", {&x, &s3}, {{"axis", int64_t{2}}}).status(),
-                            "attribute 'axis' is 2"));
-  EXPECT_TRUE(ErrorContains(RunOp("QuantizeLinear", {&x, &s3}, {{"axis", int64_t{-3}}}).status(),
-                            "attribute 'axis' is -3"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("QuantizeLinear", {&x, &s3}, {{"axis", int64_t{2}}}).status(), "attribute 'axis' is 2"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("QuantizeLinear", {&x, &s3}, {{"axis", int64_t{-3}}}).status(), "attribute 'axis' is -3"));
   EXPECT_TRUE(ErrorContains(RunOp("QuantizeLinear", {&x, &s22}).status(), "input 1 (y_scale) has shape [2, 2]"));
   EXPECT_TRUE(ErrorContains(RunOp("QuantizeLinear", {&x, &s3, &z2}).status(),
                             "input 1 (y_scale) has shape [3] but input 2 (y_zero_point) has shape [2]"));
@@ -275,9 +273,9 @@ TEST(QuantizationTest, QuantizeDequantizeErrors) {
                             "input 2 (y_zero_point) has dtype f32; expected an integer"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("DequantizeLinear", {&xi8, &s1, &zu8}, DType::kF32, {2, 3}).status(),
                             "input 2 (x_zero_point) has dtype u8; expected i8"));
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("DequantizeLinear", {&xi8, &s3}, DType::kF32, {2, 3},
-                                             {{"axis", int64_t{5}}}).status(),
-                            "attribute 'axis' is 5"));
+  EXPECT_TRUE(ErrorContains(
+      RunKernelPlanned("DequantizeLinear", {&xi8, &s3}, DType::kF32, {2, 3}, {{"axis", int64_t{5}}}).status(),
+      "attribute 'axis' is 5"));
 }
 
 // ---------------------------------------------------------------------------
@@ -310,9 +308,9 @@ void ExpectDynamicQuantize(const Shape& xs, const std::vector<float>& x) {
 
 TEST(QuantizationTest, DynamicQuantizeLinear) {
   ExpectDynamicQuantize({6}, {0, 2, -3, -2.5f, 1.34f, 0.5f});
-  ExpectDynamicQuantize({6}, {-1.0f, -2.1f, -1.3f, -2.5f, -3.34f, -4.0f});    // max adjusted to 0
-  ExpectDynamicQuantize({2, 3}, {1, 2.1f, 1.3f, 2.5f, 3.34f, 4.0f});          // min adjusted to 0
-  ExpectDynamicQuantize({2, 2}, {0, 0, 0, 0});                                // scale 1/255
+  ExpectDynamicQuantize({6}, {-1.0f, -2.1f, -1.3f, -2.5f, -3.34f, -4.0f});  // max adjusted to 0
+  ExpectDynamicQuantize({2, 3}, {1, 2.1f, 1.3f, 2.5f, 3.34f, 4.0f});        // min adjusted to 0
+  ExpectDynamicQuantize({2, 2}, {0, 0, 0, 0});                              // scale 1/255
   ExpectDynamicQuantize({0, 3}, {});
   ExpectDynamicQuantize({}, {-7.5f});
   // The worked example of the operator text.
@@ -339,7 +337,7 @@ TEST(QuantizationTest, DynamicQuantizeLinear) {
 // column of B, each given as a function of (batch index of Y, row or col).
 struct MatMulRef {
   Shape out_shape;
-  std::vector<int64_t> acc;  // exact sums
+  std::vector<int64_t> acc;       // exact sums
   std::vector<int64_t> row, col;  // Y element -> (A row flat index, B column flat index) as "a_param_index(b, m)"
 };
 
@@ -348,7 +346,8 @@ struct MatMulRef {
 // ([..., M, 1] and [..., 1, N], at the operand's rank, broadcast where 1).
 template <typename TA, typename TB>
 MatMulRef RefMatMul(const Shape& as, const std::vector<TA>& a, const Shape& bs, const std::vector<TB>& b,
-                    const Shape& zas, const std::vector<int32_t>& za, const Shape& zbs, const std::vector<int32_t>& zb) {
+                    const Shape& zas, const std::vector<int32_t>& za, const Shape& zbs,
+                    const std::vector<int32_t>& zb) {
   // Promote rank-1 operands as numpy does.
   Shape a2 = as.size() == 1 ? Shape{1, as[0]} : as;
   Shape b2 = bs.size() == 1 ? Shape{bs[0], 1} : bs;
@@ -438,11 +437,11 @@ const MatMulCase kMatMulCases[] = {
     {{4, 3}, {3, 2}, {}, {}},
     {{4, 3}, {3, 2}, {}, {}, false, false},
     {{4, 3}, {3, 2}, {1}, {1}, true, false},
-    {{4, 3}, {3, 2}, {4}, {2}},              // per row, per column
+    {{4, 3}, {3, 2}, {4}, {2}},  // per row, per column
     {{2, 1, 3, 5}, {3, 5, 4}, {2, 1, 3, 1}, {3, 1, 4}},
     {{2, 1, 3, 5}, {3, 5, 4}, {1, 3, 1}, {1, 1, 4}},
-    {{5}, {5, 3}, {1}, {3}},                 // rank-1 A
-    {{2, 4}, {4}, {2}, {}},                  // rank-1 B
+    {{5}, {5, 3}, {1}, {3}},  // rank-1 A
+    {{2, 4}, {4}, {2}, {}},   // rank-1 B
     {{5}, {5}, {}, {}},
     {{0, 3}, {3, 2}, {0}, {2}},
     {{2, 0}, {0, 3}, {}, {}},
@@ -487,10 +486,10 @@ TEST(QuantizationTest, MatMulIntegerErrors) {
   EXPECT_TRUE(ErrorContains(RunOp("MatMulInteger", {&a, &b, &z43}).status(), "(per row of A)"));
   EXPECT_TRUE(ErrorContains(RunOp("MatMulInteger", {&a, &b, nullptr, &z3}).status(), "(per column of B)"));
   // The kernel's own checks.
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("MatMulInteger", {&a, &b_k}, DType::kI32, {4, 2}).status(),
-                            "inner dims differ"));
-  EXPECT_TRUE(ErrorContains(RunKernelPlanned("MatMulInteger", {&a, &b, &z3}, DType::kI32, {4, 2}).status(),
-                            "(per row of A)"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("MatMulInteger", {&a, &b_k}, DType::kI32, {4, 2}).status(), "inner dims differ"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("MatMulInteger", {&a, &b, &z3}, DType::kI32, {4, 2}).status(), "(per row of A)"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("MatMulInteger", {&a, &b, &zi8}, DType::kI32, {4, 2}).status(),
                             "expected u8 like its operand"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("MatMulInteger", {&a, &b}, DType::kI32, {4, 3}).status(),
@@ -595,23 +594,23 @@ TEST(QuantizationTest, QLinearMatMulErrors) {
                             "input 1 (a_scale) has dtype i32"));
   EXPECT_TRUE(ErrorContains(RunOp("QLinearMatMul", {&a, &s, &z, &a, &s, &z, &s, &z}).status(), "inner dims differ"));
   // The kernel's own checks.
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearMatMul", {&a, &s2, &z, &b, &s, &z, &s, &z}, DType::kU8, {2, 3}).status(),
-      "expected the same shape"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearMatMul", {&a, &s2, &z, &b, &s, &z, &s, &z}, DType::kU8, {2, 3}).status(),
+                    "expected the same shape"));
   // Per-column parameters of B are fine.
   EXPECT_TRUE(RunKernelPlanned("QLinearMatMul", {&a, &s, &z, &b, &s3, &z3, &s, &z}, DType::kU8, {2, 3}).ok());
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearMatMul", {&a, &s, &z, &b, &s, &z, &s3, &z}, DType::kU8, {2, 3}).status(),
-      "input 6 (y_scale) has shape [3]"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearMatMul", {&a, &s, &z, &b, &s, &z, &s, &z}, DType::kI8, {2, 3}).status(),
-      "output 0 was allocated as i8"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearMatMul", {&a, &s, &zi, &b, &s, &z, &s, &z}, DType::kU8, {2, 3}).status(),
-      "input 2 (a_zero_point) has dtype i8; expected u8 like its operand"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearMatMul", {&a, &si, &z, &b, &s, &z, &s, &z}, DType::kU8, {2, 3}).status(),
-      "input 1 (a_scale) has dtype i32; expected f32, f16 or bf16"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearMatMul", {&a, &s, &z, &b, &s, &z, &s3, &z}, DType::kU8, {2, 3}).status(),
+                    "input 6 (y_scale) has shape [3]"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearMatMul", {&a, &s, &z, &b, &s, &z, &s, &z}, DType::kI8, {2, 3}).status(),
+                    "output 0 was allocated as i8"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearMatMul", {&a, &s, &zi, &b, &s, &z, &s, &z}, DType::kU8, {2, 3}).status(),
+                    "input 2 (a_zero_point) has dtype i8; expected u8 like its operand"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearMatMul", {&a, &si, &z, &b, &s, &z, &s, &z}, DType::kU8, {2, 3}).status(),
+                    "input 1 (a_scale) has dtype i32; expected f32, f16 or bf16"));
 }
 
 // ---------------------------------------------------------------------------
@@ -628,8 +627,9 @@ struct ConvCase {
 
 // The exact sums of a Conv over x - xz and w - wz[m] (+ bias[m]): the input
 // padded explicitly with zeros, then every window read in full.
-std::vector<int64_t> RefConv(const ConvCase& c, const std::vector<int32_t>& x, int32_t xz, const std::vector<int32_t>& w,
-                             const std::vector<int32_t>& wz, const std::vector<int32_t>& bias, Shape* out_shape) {
+std::vector<int64_t> RefConv(const ConvCase& c, const std::vector<int32_t>& x, int32_t xz,
+                             const std::vector<int32_t>& w, const std::vector<int32_t>& wz,
+                             const std::vector<int32_t>& bias, Shape* out_shape) {
   const int sp = static_cast<int>(c.xs.size()) - 2;
   const int64_t n = c.xs[0], ch = c.xs[1], m = c.ws[0], cg = ch / c.group, mg = m / c.group;
   Shape strides = c.strides.empty() ? Shape(sp, 1) : c.strides;
@@ -697,8 +697,8 @@ Attrs ConvAttrs(const ConvCase& c) {
 
 std::string DescribeConv(const ConvCase& c) {
   return absl::StrCat("x ", Describe(c.xs), " w ", Describe(c.ws), " group ", c.group, " pads ", Describe(c.pads),
-                      " strides ", Describe(c.strides), " dilations ", Describe(c.dilations), " auto_pad '",
-                      c.auto_pad, "'", c.per_channel ? " per channel" : "");
+                      " strides ", Describe(c.strides), " dilations ", Describe(c.dilations), " auto_pad '", c.auto_pad,
+                      "'", c.per_channel ? " per channel" : "");
 }
 
 const ConvCase kConvCases[] = {
@@ -724,9 +724,9 @@ void ExpectConvInteger(const ConvCase& c, bool zero_points) {
   const TX xz = zero_points ? IntPattern<TX>(1, 3)[0] : TX{0};
   const std::vector<TW> wz = zero_points ? IntPattern<TW>(c.per_channel ? m : 1, 4) : std::vector<TW>{0};
   Shape out_shape;
-  const std::vector<int64_t> want = RefConv(c, std::vector<int32_t>(x.begin(), x.end()), xz,
-                                            std::vector<int32_t>(w.begin(), w.end()),
-                                            std::vector<int32_t>(wz.begin(), wz.end()), {}, &out_shape);
+  const std::vector<int64_t> want =
+      RefConv(c, std::vector<int32_t>(x.begin(), x.end()), xz, std::vector<int32_t>(w.begin(), w.end()),
+              std::vector<int32_t>(wz.begin(), wz.end()), {}, &out_shape);
   Tensor xt = MakeTensor<TX>(DTypeFor<TX>(), c.xs, x);
   Tensor wt = MakeTensor<TW>(DTypeFor<TW>(), c.ws, w);
   Tensor xzt = MakeTensor<TX>(DTypeFor<TX>(), {}, {xz});
@@ -784,8 +784,8 @@ TEST(QuantizationTest, ConvIntegerErrors) {
                             "attribute 'strides' has 1 values"));
   EXPECT_TRUE(ErrorContains(RunOp("ConvInteger", {&x, &w}, {{"kernel_shape", Shape{3, 3}}}).status(),
                             "attribute 'kernel_shape' is [3, 3]"));
-  EXPECT_TRUE(ErrorContains(RunOp("ConvInteger", {&x, &w}, {{"dilations", Shape{5, 5}}}).status(),
-                            "shorter than the window"));
+  EXPECT_TRUE(
+      ErrorContains(RunOp("ConvInteger", {&x, &w}, {{"dilations", Shape{5, 5}}}).status(), "shorter than the window"));
   // The kernel's own checks.
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("ConvInteger", {&x, &w_bad}, DType::kI32, {1, 3, 3, 3}).status(),
                             "do not fit group 1"));
@@ -795,9 +795,9 @@ TEST(QuantizationTest, ConvIntegerErrors) {
                             "expected rank >= 3"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("ConvInteger", {&x, &w, &xz2}, DType::kI32, {1, 3, 3, 3}).status(),
                             "input 2 (x_zero_point) has shape [2]"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("ConvInteger", {&x, &w, nullptr, &wz2}, DType::kI32, {1, 3, 3, 3}).status(),
-      "or [3] (per output channel)"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("ConvInteger", {&x, &w, nullptr, &wz2}, DType::kI32, {1, 3, 3, 3}).status(),
+                    "or [3] (per output channel)"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("ConvInteger", {&x, &w, &zi8}, DType::kI32, {1, 3, 3, 3}).status(),
                             "expected u8 like its operand"));
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("ConvInteger", {&x, &w}, DType::kI32, {1, 3, 4, 4}).status(),
@@ -891,26 +891,26 @@ TEST(QuantizationTest, QLinearConvErrors) {
                             "input 6 (y_scale) has shape [3]"));
   // The kernel's own checks.
   const Shape ys = {1, 3, 3, 3};
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearConv", {&x, &s2, &xz, &w, &s, &wz, &s, &yz}, DType::kU8, ys).status(),
-      "input 1 (x_scale) has shape [2]"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearConv", {&x, &s2, &xz, &w, &s, &wz, &s, &yz}, DType::kU8, ys).status(),
+                    "input 1 (x_scale) has shape [2]"));
   // The kernel reads a per-channel zero point with a per-tensor scale.
   EXPECT_TRUE(RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s, &wz3, &s, &yz}, DType::kU8, ys).ok());
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s2, &wz, &s, &yz}, DType::kU8, ys).status(),
-      "or [3] (per output channel)"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s, &wz, &s, &yz, &b2}, DType::kU8, ys).status(),
-      "input 8 (B) has shape [2]; expected [3]"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s, &wz, &s, &yz, &bf}, DType::kU8, ys).status(),
-      "input 8 (B) has dtype f32; expected i32"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s, &wz, &s, &yz}, DType::kI8, ys).status(),
-      "output 0 was allocated as i8"));
-  EXPECT_TRUE(ErrorContains(
-      RunKernelPlanned("QLinearConv", {&x, &s, &yz, &w, &s, &xz, &s, &yz}, DType::kU8, ys).status(),
-      "input 5 (w_zero_point) has dtype u8; expected i8 like its operand"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s2, &wz, &s, &yz}, DType::kU8, ys).status(),
+                    "or [3] (per output channel)"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s, &wz, &s, &yz, &b2}, DType::kU8, ys).status(),
+                    "input 8 (B) has shape [2]; expected [3]"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s, &wz, &s, &yz, &bf}, DType::kU8, ys).status(),
+                    "input 8 (B) has dtype f32; expected i32"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearConv", {&x, &s, &xz, &w, &s, &wz, &s, &yz}, DType::kI8, ys).status(),
+                    "output 0 was allocated as i8"));
+  EXPECT_TRUE(
+      ErrorContains(RunKernelPlanned("QLinearConv", {&x, &s, &yz, &w, &s, &xz, &s, &yz}, DType::kU8, ys).status(),
+                    "input 5 (w_zero_point) has dtype u8; expected i8 like its operand"));
 }
 
 // ---------------------------------------------------------------------------
@@ -930,7 +930,8 @@ TEST(QuantizationTest, SymbolicShapes) {
   auto dyn = InferSymbolic("DynamicQuantizeLinear", {{DType::kF32, {n, h}}});
   ASSERT_TRUE(dyn.ok()) << dyn.status();
   EXPECT_EQ(dyn->dtype, DType::kU8);
-  auto mm = InferSymbolic("MatMulInteger", {{DType::kU8, {n, h, 8}}, {DType::kI8, {8, 4}}, Absent(), {DType::kI8, {4}}});
+  auto mm =
+      InferSymbolic("MatMulInteger", {{DType::kU8, {n, h, 8}}, {DType::kI8, {8, 4}}, Absent(), {DType::kI8, {4}}});
   ASSERT_TRUE(mm.ok()) << mm.status();
   EXPECT_EQ(mm->dtype, DType::kI32);
   EXPECT_EQ(mm->shape, (SymShape{n, h, 4}));
@@ -950,23 +951,24 @@ TEST(QuantizationTest, SymbolicShapes) {
   ASSERT_TRUE(conv.ok()) << conv.status();
   EXPECT_EQ(conv->dtype, DType::kI32);
   EXPECT_EQ(conv->shape, (SymShape{n, 8, h, 4}));
-  auto qconv = InferSymbolic("QLinearConv", {{DType::kU8, {n, 3, 5}},
-                                             {DType::kF32, {}},
-                                             {DType::kU8, {}},
-                                             {DType::kI8, {6, 3, 3}},
-                                             {DType::kF32, {6}},
-                                             {DType::kI8, {6}},
-                                             {DType::kF32, {}},
-                                             {DType::kU8, {}},
-                                             {DType::kI32, {6}}},
+  auto qconv = InferSymbolic("QLinearConv",
+                             {{DType::kU8, {n, 3, 5}},
+                              {DType::kF32, {}},
+                              {DType::kU8, {}},
+                              {DType::kI8, {6, 3, 3}},
+                              {DType::kF32, {6}},
+                              {DType::kI8, {6}},
+                              {DType::kF32, {}},
+                              {DType::kU8, {}},
+                              {DType::kI32, {6}}},
                              {{"pads", Shape{1, 1}}});
   ASSERT_TRUE(qconv.ok()) << qconv.status();
   EXPECT_EQ(qconv->dtype, DType::kU8);
   EXPECT_EQ(qconv->shape, (SymShape{n, 6, 5}));
   // Dims that cannot be checked yet are accepted; constants that differ are not.
   EXPECT_TRUE(InferSymbolic("QuantizeLinear", {{DType::kF32, {n, h}}, {DType::kF32, {n}}}).ok());
-  EXPECT_TRUE(ErrorContains(
-      InferSymbolic("QuantizeLinear", {{DType::kF32, {n, 3}}, {DType::kF32, {4}}}).status(), "or [3]"));
+  EXPECT_TRUE(
+      ErrorContains(InferSymbolic("QuantizeLinear", {{DType::kF32, {n, 3}}, {DType::kF32, {4}}}).status(), "or [3]"));
 }
 
 }  // namespace

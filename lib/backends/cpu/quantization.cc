@@ -69,8 +69,7 @@ absl::StatusOr<std::vector<float>> ReadFloats(const KernelContext& ctx, int i, a
     return absl::OkStatus();
   });
   if (!status.ok()) {
-    return ctx.Error(
-        absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(t.dtype), "; expected f32, f16 or bf16"));
+    return ctx.Error(absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(t.dtype), "; expected f32, f16 or bf16"));
   }
   return out;
 }
@@ -83,9 +82,9 @@ absl::Status CheckScalarOrVector(const KernelContext& ctx, int i, absl::string_v
   const TensorView& t = ctx.input(i);
   if (IsPerTensor(t)) return absl::OkStatus();
   if (count >= 0 && t.shape.size() == 1 && t.shape[0] == count) return absl::OkStatus();
-  return ctx.Error(absl::StrCat(InputStr(i, name), " has shape ", ShapeStr(t.shape), "; expected [] or [1]",
-                                count >= 0 ? absl::StrCat(" or [", count, "] (per output channel)")
-                                           : std::string(" (per tensor)")));
+  return ctx.Error(
+      absl::StrCat(InputStr(i, name), " has shape ", ShapeStr(t.shape), "; expected [] or [1]",
+                   count >= 0 ? absl::StrCat(" or [", count, "] (per output channel)") : std::string(" (per tensor)")));
 }
 
 // ---------------------------------------------------------------------------
@@ -110,10 +109,10 @@ absl::StatusOr<AxisParams> ResolveAxisParams(const KernelContext& ctx, absl::str
     const int64_t axis_attr = ctx.attrs().GetInt("axis", 1);
     absl::StatusOr<int> axis = ir::NormalizeAxis(axis_attr, static_cast<int>(x.shape.size()));
     if (!axis.ok()) {
-      return ctx.Error(absl::StrCat("attribute 'axis' is ", axis_attr, " but input 0 (x) has shape ",
-                                    ShapeStr(x.shape), "; a per-axis ", InputStr(1, scale_name), " ",
-                                    ShapeStr(s.shape), " needs an axis in [", -static_cast<int>(x.shape.size()),
-                                    ", ", x.shape.size(), ")"));
+      return ctx.Error(absl::StrCat("attribute 'axis' is ", axis_attr, " but input 0 (x) has shape ", ShapeStr(x.shape),
+                                    "; a per-axis ", InputStr(1, scale_name), " ", ShapeStr(s.shape),
+                                    " needs an axis in [", -static_cast<int>(x.shape.size()), ", ", x.shape.size(),
+                                    ")"));
     }
     if (s.shape.size() != 1 || s.shape[0] != x.shape[*axis]) {
       return ctx.Error(absl::StrCat(InputStr(1, scale_name), " has shape ", ShapeStr(s.shape),
@@ -185,8 +184,8 @@ absl::Status QuantizeLinearKernel(KernelContext& ctx) {
 absl::Status DequantizeLinearKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (ctx.has_input(2) && ctx.input(2).dtype != x.dtype) {
-    return ctx.Error(absl::StrCat("input 2 (x_zero_point) has dtype ", DTypeName(ctx.input(2).dtype),
-                                  "; expected ", DTypeName(x.dtype), " like input 0 (x)"));
+    return ctx.Error(absl::StrCat("input 2 (x_zero_point) has dtype ", DTypeName(ctx.input(2).dtype), "; expected ",
+                                  DTypeName(x.dtype), " like input 0 (x)"));
   }
   const DType out_dtype = ctx.input(1).dtype;
   if (absl::Status s = CheckOutput(ctx, 0, out_dtype, x.shape); !s.ok()) return s;
@@ -277,8 +276,8 @@ absl::StatusOr<IntMatMul> ResolveIntMatMul(const KernelContext& ctx, int ai, int
   const int64_t kb = rb == 1 ? b.shape[0] : b.shape[rb - 2];
   p.n = rb == 1 ? 1 : b.shape[rb - 1];
   if (p.k != kb) {
-    return ctx.Error(absl::StrCat("inner dims differ: input ", ai, " ", ShapeStr(a.shape), " has K=", p.k,
-                                  ", input ", bi, " ", ShapeStr(b.shape), " has K=", kb));
+    return ctx.Error(absl::StrCat("inner dims differ: input ", ai, " ", ShapeStr(a.shape), " has K=", p.k, ", input ",
+                                  bi, " ", ShapeStr(b.shape), " has K=", kb));
   }
   const int bra = std::max(ra - 2, 0), brb = std::max(rb - 2, 0);
   const int nb = std::max(bra, brb);
@@ -312,8 +311,8 @@ struct MatParam {
   int64_t line_stride = 0;
 };
 
-absl::StatusOr<MatParam> ResolveMatParam(const KernelContext& ctx, int pi, absl::string_view name, int oi,
-                                         bool is_a, const IntMatMul& mm) {
+absl::StatusOr<MatParam> ResolveMatParam(const KernelContext& ctx, int pi, absl::string_view name, int oi, bool is_a,
+                                         const IntMatMul& mm) {
   const TensorView& p = ctx.input(pi);
   const TensorView& o = ctx.input(oi);
   const int nb = static_cast<int>(mm.batch.size());
@@ -457,7 +456,8 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
     absl::StatusOr<std::vector<float>> f = ReadFloats(ctx, side.scale, side.scale_name);
     if (!f.ok()) return f.status();
     scales[s] = *std::move(f);
-    absl::StatusOr<std::vector<int32_t>> zi = ReadZeroPoint(ctx, side.zero, side.zero_name, ctx.input(side.operand).dtype);
+    absl::StatusOr<std::vector<int32_t>> zi =
+        ReadZeroPoint(ctx, side.zero, side.zero_name, ctx.input(side.operand).dtype);
     if (!zi.ok()) return zi.status();
     zeros[s] = *std::move(zi);
   }
@@ -478,8 +478,8 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
         const std::vector<float>& sb = scales[1];
         IntMatMulLoop(*mm, ctx.input(0).as<const TA>(), ctx.input(3).as<const TB>(), zeros[0], params[0], zeros[1],
                       params[1], [&](int64_t o, int64_t ia, int64_t ib, int32_t acc) {
-                        const float mult = Multiplier(sa.size() == 1 ? sa[0] : sa[ia], sb.size() == 1 ? sb[0] : sb[ib],
-                                                      (*ys)[0]);
+                        const float mult =
+                            Multiplier(sa.size() == 1 ? sa[0] : sa[ia], sb.size() == 1 ? sb[0] : sb[ib], (*ys)[0]);
                         y[o] = Requantize<TY>(static_cast<double>(acc) * static_cast<double>(mult), (*yz)[0]);
                       });
         return absl::OkStatus();
@@ -521,8 +521,7 @@ absl::StatusOr<IntConv> ResolveIntConv(const KernelContext& ctx, int xi, int wi,
                                   ShapeStr(wt.shape), " do not fit group ", r.group,
                                   ": expected x channels = w dim 1 * group and w dim 0 divisible by group"));
   }
-  absl::StatusOr<backends::Window> w =
-      backends::MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
+  absl::StatusOr<backends::Window> w = backends::MakeWindow(ctx, *g, absl::Span<const int64_t>(x.shape).subspan(2));
   if (!w.ok()) return w.status();
   r.w = *std::move(w);
   if (r.w.kernel_size < 0) {

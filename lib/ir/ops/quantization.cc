@@ -78,15 +78,14 @@ absl::Status CheckAxisScale(const ShapeContext& ctx, absl::string_view scale_nam
   const int64_t axis_attr = ctx.attrs().GetInt("axis", 1);
   absl::StatusOr<int> axis = NormalizeAxis(axis_attr, static_cast<int>(x.size()));
   if (!axis.ok()) {
-    return ctx.Error(absl::StrCat("attribute 'axis' is ", axis_attr, " but input 0 (x) has shape ",
-                                  ShapeString(ctx, x), "; a per-axis ", InputName(1, scale_name), " ",
-                                  ShapeString(ctx, s), " needs an axis in [", -static_cast<int>(x.size()), ", ",
-                                  x.size(), ")"));
+    return ctx.Error(absl::StrCat("attribute 'axis' is ", axis_attr, " but input 0 (x) has shape ", ShapeString(ctx, x),
+                                  "; a per-axis ", InputName(1, scale_name), " ", ShapeString(ctx, s),
+                                  " needs an axis in [", -static_cast<int>(x.size()), ", ", x.size(), ")"));
   }
   if (s.size() != 1 || ConstMismatch(s[0], x[*axis])) {
     return ctx.Error(absl::StrCat(InputName(1, scale_name), " has shape ", ShapeString(ctx, s),
-                                  "; expected [] or [1] (per tensor) or [", DimString(ctx, x[*axis]),
-                                  "] (input 0 (x) ", ShapeString(ctx, x), " along axis ", axis_attr, ")"));
+                                  "; expected [] or [1] (per tensor) or [", DimString(ctx, x[*axis]), "] (input 0 (x) ",
+                                  ShapeString(ctx, x), " along axis ", axis_attr, ")"));
   }
   return absl::OkStatus();
 }
@@ -138,12 +137,11 @@ absl::Status CheckMatMulParam(const ShapeContext& ctx, int pi, absl::string_view
   if (IsSingleElement(p)) return absl::OkStatus();
   const char* const kind = is_a ? "per row of A" : "per column of B";
   const auto fail = [&]() {
-    const std::string expected =
-        o.size() < 2 ? std::string("[] or [1] (the operand has rank 1)")
-        : is_a       ? absl::StrCat("[] or [1], [", DimString(ctx, o[o.size() - 2]), "] or [..., ",
-                                    DimString(ctx, o[o.size() - 2]), ", 1] (", kind, ")")
-                     : absl::StrCat("[] or [1], [", DimString(ctx, o.back()), "] or [..., 1, ",
-                                    DimString(ctx, o.back()), "] (", kind, ")");
+    const std::string expected = o.size() < 2 ? std::string("[] or [1] (the operand has rank 1)")
+                                 : is_a ? absl::StrCat("[] or [1], [", DimString(ctx, o[o.size() - 2]), "] or [..., ",
+                                                       DimString(ctx, o[o.size() - 2]), ", 1] (", kind, ")")
+                                        : absl::StrCat("[] or [1], [", DimString(ctx, o.back()), "] or [..., 1, ",
+                                                       DimString(ctx, o.back()), "] (", kind, ")");
     return ctx.Error(absl::StrCat(InputName(pi, name), " has shape ", ShapeString(ctx, p), " for input ", oi, " ",
                                   ShapeString(ctx, o), "; expected ", expected));
   };
@@ -174,9 +172,9 @@ absl::Status InferMatMulShape(ShapeContext& ctx, int ai, int bi, SymShape* out) 
   const SymDim& ka = a[ra - 1];
   const SymDim& kb = rb == 1 ? b[0] : b[rb - 2];
   if (ConstMismatch(ka, kb)) {
-    return ctx.Error(absl::StrCat("inner dims differ: input ", ai, " ", ShapeString(ctx, a), " has K=",
-                                  DimString(ctx, ka), ", input ", bi, " ", ShapeString(ctx, b), " has K=",
-                                  DimString(ctx, kb)));
+    return ctx.Error(absl::StrCat("inner dims differ: input ", ai, " ", ShapeString(ctx, a),
+                                  " has K=", DimString(ctx, ka), ", input ", bi, " ", ShapeString(ctx, b),
+                                  " has K=", DimString(ctx, kb)));
   }
   const SymShape batch_a(a.begin(), a.end() - (ra >= 2 ? 2 : 1));
   const SymShape batch_b(b.begin(), b.end() - (rb >= 2 ? 2 : 1));
@@ -247,8 +245,8 @@ absl::Status InferIntegerConvShape(ShapeContext& ctx, int xi, int wi, SymShape* 
                                   "; expected rank >= 3 (N, C, spatial dims...)"));
   }
   if (w.size() != x.size()) {
-    return ctx.Error(absl::StrCat(InputName(wi, "w"), " has shape ", ShapeString(ctx, w), "; expected rank ",
-                                  x.size(), " like ", InputName(xi, "x"), " ", ShapeString(ctx, x)));
+    return ctx.Error(absl::StrCat(InputName(wi, "w"), " has shape ", ShapeString(ctx, w), "; expected rank ", x.size(),
+                                  " like ", InputName(xi, "x"), " ", ShapeString(ctx, x)));
   }
   const int spatial = static_cast<int>(x.size()) - 2;
   const SymShape w_kernel(w.begin() + 2, w.end());
@@ -256,8 +254,8 @@ absl::Status InferIntegerConvShape(ShapeContext& ctx, int xi, int wi, SymShape* 
   if (!g.ok()) return ctx.Error(g.status().message());
   const int64_t group = ctx.attrs().GetInt("group", 1);
   if (x[1].is_const() && w[1].is_const() && x[1].value() != w[1].value() * group) {
-    return ctx.Error(absl::StrCat(InputName(xi, "x"), " has ", x[1].value(), " channels but ", InputName(wi, "w"),
-                                  " ", ShapeString(ctx, w), " with group ", group, " takes ", w[1].value() * group));
+    return ctx.Error(absl::StrCat(InputName(xi, "x"), " has ", x[1].value(), " channels but ", InputName(wi, "w"), " ",
+                                  ShapeString(ctx, w), " with group ", group, " takes ", w[1].value() * group));
   }
   if (w[0].is_const() && w[0].value() % group != 0) {
     return ctx.Error(absl::StrCat(InputName(wi, "w"), " has ", w[0].value(),
@@ -322,8 +320,7 @@ absl::Status InferQLinearConv(ShapeContext& ctx) {
   return absl::OkStatus();
 }
 
-OpDef Def(std::string type, int min_inputs, int max_inputs, int outputs, std::vector<AttrSpec> attrs,
-          ShapeFn infer) {
+OpDef Def(std::string type, int min_inputs, int max_inputs, int outputs, std::vector<AttrSpec> attrs, ShapeFn infer) {
   OpDef def;
   def.type = std::move(type);
   def.min_inputs = min_inputs;
