@@ -26,6 +26,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterIndexingOps(*r),         cpu::RegisterIndexingKernels(*r),
       ir::RegisterLossOps(*r),             cpu::RegisterLossKernels(*r),
       ir::RegisterVisionOps(*r),           cpu::RegisterVisionKernels(*r),
+      ir::RegisterQuantizationOps(*r),     cpu::RegisterQuantizationKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),

@@ -21,6 +21,7 @@ absl::Status RegisterRecurrentKernels(ir::OpRegistry& registry);
 absl::Status RegisterIndexingKernels(ir::OpRegistry& registry);
 absl::Status RegisterLossKernels(ir::OpRegistry& registry);
 absl::Status RegisterVisionKernels(ir::OpRegistry& registry);
+absl::Status RegisterQuantizationKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

@@ -41,6 +41,9 @@ absl::Status RegisterIndexingOps(OpRegistry& registry);
 absl::Status RegisterLossOps(OpRegistry& registry);
 // NonMaxSuppression GridSample RoiAlign MaxUnpool DFT STFT MelWeightMatrix.
 absl::Status RegisterVisionOps(OpRegistry& registry);
+// QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
+// QLinearMatMul ConvInteger QLinearConv.
+absl::Status RegisterQuantizationOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 
