@@ -18,6 +18,7 @@
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/element_types.h"
+#include "lib/ir/ops/layout_params.h"
 #include "lib/ir/ops/vision_params.h"
 
 namespace grove::cpu {
@@ -30,20 +31,7 @@ using ir::KernelContext;
 bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kF16 || d == DType::kBF16; }
 
 // Element i of a float tensor as double.
-double ReadFloat(const TensorView& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kF32:
-      return t.as<const float>()[i];
-    case DType::kF64:
-      return t.as<const double>()[i];
-    case DType::kF16:
-      return HalfToFloat(t.as<const Half>()[i]);
-    case DType::kBF16:
-      return BFloat16ToFloat(t.as<const BFloat16>()[i]);
-    default:
-      return 0;
-  }
-}
+double ReadFloat(const TensorView& t, int64_t i) { return ir::ReadNumber(t, i); }
 
 // Element i of an integer tensor (i32 or i64).
 int64_t ReadIndex(const TensorView& t, int64_t i) {

@@ -27,15 +27,6 @@ bool IsConst(const SymDim& d, int64_t v) { return d.is_const() && d.value() == v
 // Both dims constant and different.
 bool KnownDifferent(const SymDim& a, const SymDim& b) { return a.is_const() && b.is_const() && a != b; }
 
-absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
-  if (IsConcrete(shape)) {
-    absl::StatusOr<uint64_t> bytes = CheckedByteSize(dtype, ToConcrete(shape), absl::StrCat("output ", i));
-    if (!bytes.ok()) return ctx.Error(bytes.status().message());
-  }
-  ctx.SetOutput(i, dtype, std::move(shape));
-  return absl::OkStatus();
-}
-
 // ---------------------------------------------------------------------------
 
 // ScatterElements (opset 11+) and Scatter (opset 9-10, no reduction).
@@ -278,42 +269,32 @@ absl::Status InferEinsum(ShapeContext& ctx) {
   return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
 }
 
-OpDef Def(std::string type, int min_in, int max_in, std::vector<AttrSpec> attrs, ShapeFn infer) {
-  OpDef def;
-  def.type = std::move(type);
-  def.min_inputs = min_in;
-  def.max_inputs = max_in;
-  def.attrs = std::move(attrs);
-  def.infer = infer;
-  return def;
-}
-
 }  // namespace
 
 absl::Status RegisterIndexingOps(OpRegistry& registry) {
   using K = AttrKind;
   std::vector<OpDef> defs;
   defs.push_back(
-      Def("ScatterElements", 3, 3, {{"axis", K::kInt}, {"reduction", K::kString}}, &InferScatterElements));
-  defs.push_back(Def("Scatter", 3, 3, {{"axis", K::kInt}}, &InferScatterElements));
-  defs.push_back(Def("GatherND", 2, 2, {{"batch_dims", K::kInt}}, &InferGatherND));
+      MakeOpDef("ScatterElements", 3, 3, {{"axis", K::kInt}, {"reduction", K::kString}}, &InferScatterElements));
+  defs.push_back(MakeOpDef("Scatter", 3, 3, {{"axis", K::kInt}}, &InferScatterElements));
+  defs.push_back(MakeOpDef("GatherND", 2, 2, {{"batch_dims", K::kInt}}, &InferGatherND));
   defs.push_back(
-      Def("DepthToSpace", 1, 1, {{"blocksize", K::kInt, true}, {"mode", K::kString}}, &InferDepthToSpace));
-  defs.push_back(Def("SpaceToDepth", 1, 1, {{"blocksize", K::kInt, true}}, &InferSpaceToDepth));
-  OpDef eye = Def("EyeLike", 1, 1, {{"dtype", K::kInt}, {"k", K::kInt}}, &InferEyeLike);
+      MakeOpDef("DepthToSpace", 1, 1, {{"blocksize", K::kInt, true}, {"mode", K::kString}}, &InferDepthToSpace));
+  defs.push_back(MakeOpDef("SpaceToDepth", 1, 1, {{"blocksize", K::kInt, true}}, &InferSpaceToDepth));
+  OpDef eye = MakeOpDef("EyeLike", 1, 1, {{"dtype", K::kInt}, {"k", K::kInt}}, &InferEyeLike);
   eye.reads_input_values = false;
   defs.push_back(std::move(eye));
-  OpDef compress = Def("Compress", 2, 2, {{"axis", K::kInt}}, &InferCompress);
+  OpDef compress = MakeOpDef("Compress", 2, 2, {{"axis", K::kInt}}, &InferCompress);
   compress.kernel_allocates_outputs = true;
   defs.push_back(std::move(compress));
   defs.push_back(
-      Def("ReverseSequence", 2, 2, {{"batch_axis", K::kInt}, {"time_axis", K::kInt}}, &InferReverseSequence));
-  OpDef unique = Def("Unique", 1, 1, {{"axis", K::kInt}, {"sorted", K::kInt}}, &InferUnique);
+      MakeOpDef("ReverseSequence", 2, 2, {{"batch_axis", K::kInt}, {"time_axis", K::kInt}}, &InferReverseSequence));
+  OpDef unique = MakeOpDef("Unique", 1, 1, {{"axis", K::kInt}, {"sorted", K::kInt}}, &InferUnique);
   unique.max_outputs = 4;
   unique.kernel_allocates_outputs = true;
   defs.push_back(std::move(unique));
-  defs.push_back(Def("Det", 1, 1, {}, &InferDet));
-  defs.push_back(Def("Einsum", 1, -1, {{"equation", K::kString, true}}, &InferEinsum));
+  defs.push_back(MakeOpDef("Det", 1, 1, {}, &InferDet));
+  defs.push_back(MakeOpDef("Einsum", 1, -1, {{"equation", K::kString, true}}, &InferEinsum));
   for (OpDef& def : defs) {
     if (absl::Status s = registry.Register(std::move(def)); !s.ok()) return s;
   }

@@ -99,17 +99,6 @@ absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_v
   return arg;
 }
 
-// Sets output i after checking that a concrete shape's byte size stays
-// within what the planner may multiply out unchecked.
-absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
-  if (IsConcrete(shape)) {
-    absl::StatusOr<uint64_t> bytes = CheckedByteSize(dtype, ToConcrete(shape), absl::StrCat("output ", i));
-    if (!bytes.ok()) return ctx.Error(bytes.status().message());
-  }
-  ctx.SetOutput(i, dtype, std::move(shape));
-  return absl::OkStatus();
-}
-
 // SymDim arithmetic does not check for overflow; constants from values only
 // enter it below this bound, larger ones leave the dim to run time.
 constexpr int64_t kSymbolicConstantLimit = int64_t{1} << 32;

@@ -26,15 +26,6 @@ bool KnownDifferent(const SymDim& a, const SymDim& b) { return a.is_const() && b
 bool IsConst(const SymDim& d, int64_t v) { return d.is_const() && d.value() == v; }
 std::string DimString(const ShapeContext& ctx, const SymDim& d) { return d.ToString(ctx.graph().symbol_names()); }
 
-absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
-  if (IsConcrete(shape)) {
-    absl::StatusOr<uint64_t> bytes = CheckedByteSize(dtype, ToConcrete(shape), absl::StrCat("output ", i));
-    if (!bytes.ok()) return ctx.Error(bytes.status().message());
-  }
-  ctx.SetOutput(i, dtype, std::move(shape));
-  return absl::OkStatus();
-}
-
 // A scalar input (rank 0, or one element of rank 1) of one of `allowed`.
 absl::Status CheckScalarInput(const ShapeContext& ctx, int i, absl::string_view name, absl::Span<const DType> allowed) {
   if (absl::Status s = CheckInputDType(ctx, i, name, allowed); !s.ok()) return s;
@@ -369,28 +360,18 @@ absl::Status InferMelWeightMatrix(ShapeContext& ctx) {
   return SetChecked(ctx, 0, static_cast<DType>(dt), {rows, cols});
 }
 
-OpDef Def(std::string type, int min_in, int max_in, std::vector<AttrSpec> attrs, ShapeFn infer) {
-  OpDef def;
-  def.type = std::move(type);
-  def.min_inputs = min_in;
-  def.max_inputs = max_in;
-  def.attrs = std::move(attrs);
-  def.infer = infer;
-  return def;
-}
-
 }  // namespace
 
 absl::Status RegisterVisionOps(OpRegistry& registry) {
   using K = AttrKind;
   std::vector<OpDef> defs;
-  OpDef nms = Def("NonMaxSuppression", 2, 5, {{"center_point_box", K::kInt}}, &InferNonMaxSuppression);
+  OpDef nms = MakeOpDef("NonMaxSuppression", 2, 5, {{"center_point_box", K::kInt}}, &InferNonMaxSuppression);
   nms.kernel_allocates_outputs = true;
   defs.push_back(std::move(nms));
-  defs.push_back(Def("GridSample", 2, 2,
+  defs.push_back(MakeOpDef("GridSample", 2, 2,
                      {{"align_corners", K::kInt}, {"mode", K::kString}, {"padding_mode", K::kString}},
                      &InferGridSample));
-  defs.push_back(Def("RoiAlign", 3, 3,
+  defs.push_back(MakeOpDef("RoiAlign", 3, 3,
                      {{"coordinate_transformation_mode", K::kString},
                       {"mode", K::kString},
                       {"output_height", K::kInt},
@@ -398,11 +379,11 @@ absl::Status RegisterVisionOps(OpRegistry& registry) {
                       {"sampling_ratio", K::kInt},
                       {"spatial_scale", K::kFloat}},
                      &InferRoiAlign));
-  defs.push_back(Def("MaxUnpool", 2, 3, {{"kernel_shape", K::kInts, true}, {"strides", K::kInts}, {"pads", K::kInts}},
+  defs.push_back(MakeOpDef("MaxUnpool", 2, 3, {{"kernel_shape", K::kInts, true}, {"strides", K::kInts}, {"pads", K::kInts}},
                      &InferMaxUnpool));
-  defs.push_back(Def("DFT", 1, 2, {{"axis", K::kInt}, {"inverse", K::kInt}, {"onesided", K::kInt}}, &InferDft));
-  defs.push_back(Def("STFT", 2, 4, {{"onesided", K::kInt}}, &InferStft));
-  defs.push_back(Def("MelWeightMatrix", 5, 5, {{"output_datatype", K::kInt}}, &InferMelWeightMatrix));
+  defs.push_back(MakeOpDef("DFT", 1, 2, {{"axis", K::kInt}, {"inverse", K::kInt}, {"onesided", K::kInt}}, &InferDft));
+  defs.push_back(MakeOpDef("STFT", 2, 4, {{"onesided", K::kInt}}, &InferStft));
+  defs.push_back(MakeOpDef("MelWeightMatrix", 5, 5, {{"output_datatype", K::kInt}}, &InferMelWeightMatrix));
   for (OpDef& def : defs) {
     if (absl::Status s = registry.Register(std::move(def)); !s.ok()) return s;
   }
