@@ -27,6 +27,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterLossOps(*r),             cpu::RegisterLossKernels(*r),
       ir::RegisterVisionOps(*r),           cpu::RegisterVisionKernels(*r),
       ir::RegisterQuantizationOps(*r),     cpu::RegisterQuantizationKernels(*r),
+      ir::RegisterTextOps(*r),             cpu::RegisterTextKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),

@@ -22,6 +22,7 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry);
 absl::Status RegisterLossKernels(ir::OpRegistry& registry);
 absl::Status RegisterVisionKernels(ir::OpRegistry& registry);
 absl::Status RegisterQuantizationKernels(ir::OpRegistry& registry);
+absl::Status RegisterTextKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

@@ -44,6 +44,8 @@ absl::Status RegisterVisionOps(OpRegistry& registry);
 // QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger
 // QLinearMatMul ConvInteger QLinearConv.
 absl::Status RegisterQuantizationOps(OpRegistry& registry);
+// TfIdfVectorizer.
+absl::Status RegisterTextOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 
