@@ -83,7 +83,7 @@ absl::StatusOr<std::vector<int64_t>> SplitOutputSizes(const ir::KernelContext& c
   return sizes;
 }
 
-absl::StatusOr<int> GatherElementsAxis(const ir::KernelContext& ctx) {
+absl::StatusOr<int> ElementsAxis(const ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
   const int rank = static_cast<int>(data.shape.size());
@@ -99,8 +99,14 @@ absl::StatusOr<int> GatherElementsAxis(const ir::KernelContext& ctx) {
                                     DimsString(data.shape)));
     }
   }
-  if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, idx.shape); !s.ok()) return s;
   return *axis;
+}
+
+absl::StatusOr<int> GatherElementsAxis(const ir::KernelContext& ctx) {
+  absl::StatusOr<int> axis = ElementsAxis(ctx);
+  if (!axis.ok()) return axis;
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, ctx.input(0).dtype, ctx.input(1).shape); !s.ok()) return s;
+  return axis;
 }
 
 absl::Status GatherElementsIndexError(const ir::KernelContext& ctx, int64_t given, int axis) {

@@ -50,8 +50,12 @@ absl::StatusOr<int> SplitAxis(const ir::KernelContext& ctx);
 absl::StatusOr<std::vector<int64_t>> SplitOutputSizes(const ir::KernelContext& ctx, int axis,
                                                       const std::vector<int64_t>* split);
 
-// GatherElements: the normalised axis after the shape checks (and the output
-// check); the error for an index out of range.
+// GatherElements and ScatterElements: data (input 0) and indices (input 1)
+// of the same rank >= 1, indices no larger than data but along the axis; the
+// normalised axis.
+absl::StatusOr<int> ElementsAxis(const ir::KernelContext& ctx);
+// GatherElements: ElementsAxis and the output check; the error for an index
+// out of range.
 absl::StatusOr<int> GatherElementsAxis(const ir::KernelContext& ctx);
 absl::Status GatherElementsIndexError(const ir::KernelContext& ctx, int64_t given, int axis);
 

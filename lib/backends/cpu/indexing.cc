@@ -66,21 +66,11 @@ absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
   const TensorView& idx = ctx.input(1);
   const TensorView& upd = ctx.input(2);
   const int rank = static_cast<int>(data.shape.size());
-  if (rank == 0 || static_cast<int>(idx.shape.size()) != rank) {
-    return ctx.Error(absl::StrCat("data ", DimsString(data.shape), " and indices ", DimsString(idx.shape),
-                                  " must have the same rank >= 1"));
-  }
+  absl::StatusOr<int> axis = backends::ElementsAxis(ctx);
+  if (!axis.ok()) return axis.status();
   if (upd.shape != idx.shape || upd.dtype != data.dtype) {
     return ctx.Error(absl::StrCat("updates is ", DTypeName(upd.dtype), " ", DimsString(upd.shape), "; expected ",
                                   DTypeName(data.dtype), " ", DimsString(idx.shape), " (the indices' shape)"));
-  }
-  absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-  if (!axis.ok()) return ctx.Error(absl::StrCat("attribute axis: ", axis.status().message()));
-  for (int d = 0; d < rank; ++d) {
-    if (d != *axis && idx.shape[d] > data.shape[d]) {
-      return ctx.Error(absl::StrCat("indices ", DimsString(idx.shape), " dim ", d, " exceeds the data's ",
-                                    DimsString(data.shape)));
-    }
   }
   absl::StatusOr<ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
   if (!reduction.ok()) return reduction.status();
@@ -268,6 +258,28 @@ absl::Status EyeLikeKernel(ir::KernelContext& ctx) {
   });
 }
 
+// x viewed as [outer, dim, inner] around the optional `axis` attribute;
+// without it every element is a slice (axis -1, dim = all elements).
+struct AxisSlices {
+  int axis = -1;
+  int64_t outer = 1, dim = 0, inner = 1;
+};
+absl::StatusOr<AxisSlices> SlicesAlongAxis(const ir::KernelContext& ctx, const TensorView& x,
+                                           absl::string_view name) {
+  AxisSlices v;
+  v.dim = x.num_elements();
+  if (!ctx.attrs().Has("axis")) return v;
+  const int rank = static_cast<int>(x.shape.size());
+  if (rank == 0) return ctx.Error(absl::StrCat(name, " is a scalar; attribute axis needs rank >= 1"));
+  absl::StatusOr<int> a = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!a.ok()) return ctx.Error(absl::StrCat("attribute axis: ", a.status().message()));
+  v.axis = *a;
+  v.outer = Product(x.shape, 0, v.axis);
+  v.dim = x.shape[v.axis];
+  v.inner = Product(x.shape, v.axis + 1, rank);
+  return v;
+}
+
 // ---------------------------------------------------------------------------
 // Compress.
 // ---------------------------------------------------------------------------
@@ -279,23 +291,10 @@ absl::Status CompressKernel(ir::KernelContext& ctx) {
     return ctx.Error(absl::StrCat("condition is ", DTypeName(cond.dtype), " ", DimsString(cond.shape),
                                   "; expected a 1-D bool tensor"));
   }
-  std::vector<int64_t> out_shape;
-  int64_t outer = 1, dim, inner = 1;
-  int axis = -1;
-  if (ctx.attrs().Has("axis")) {
-    const int rank = static_cast<int>(x.shape.size());
-    if (rank == 0) return ctx.Error("input is a scalar; attribute axis needs rank >= 1");
-    absl::StatusOr<int> a = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-    if (!a.ok()) return ctx.Error(absl::StrCat("attribute axis: ", a.status().message()));
-    axis = *a;
-    outer = Product(x.shape, 0, axis);
-    dim = x.shape[axis];
-    inner = Product(x.shape, axis + 1, rank);
-    out_shape = x.shape;
-  } else {
-    dim = x.num_elements();
-    out_shape = {dim};
-  }
+  absl::StatusOr<AxisSlices> slices = SlicesAlongAxis(ctx, x, "input");
+  if (!slices.ok()) return slices.status();
+  const auto [axis, outer, dim, inner] = *slices;
+  std::vector<int64_t> out_shape = axis >= 0 ? x.shape : std::vector<int64_t>{dim};
   const auto* c = static_cast<const uint8_t*>(cond.data);
   const int64_t len = cond.shape[0];
   std::vector<int64_t> kept;
@@ -386,22 +385,11 @@ inline int Compare(C a, C b) {
 
 absl::Status UniqueKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  const int rank = static_cast<int>(x.shape.size());
   const int64_t sorted = ctx.attrs().GetInt("sorted", 1);
   if (sorted != 0 && sorted != 1) return ctx.Error(absl::StrCat("attribute sorted is ", sorted, "; expected 0 or 1"));
-  // Slices along the axis: x viewed as [outer, dim, inner]; without an axis
-  // every element is a slice.
-  int64_t outer = 1, dim = x.num_elements(), inner = 1;
-  int axis = -1;
-  if (ctx.attrs().Has("axis")) {
-    if (rank == 0) return ctx.Error("X is a scalar; attribute axis needs rank >= 1");
-    absl::StatusOr<int> a = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
-    if (!a.ok()) return ctx.Error(absl::StrCat("attribute axis: ", a.status().message()));
-    axis = *a;
-    outer = Product(x.shape, 0, axis);
-    dim = x.shape[axis];
-    inner = Product(x.shape, axis + 1, rank);
-  }
+  absl::StatusOr<AxisSlices> slices = SlicesAlongAxis(ctx, x, "X");
+  if (!slices.ok()) return slices.status();
+  const auto [axis, outer, dim, inner] = *slices;
   std::vector<int64_t> order(static_cast<size_t>(dim));
   std::iota(order.begin(), order.end(), 0);
   // cmp(a, b): slices a and b compared element by element (o, then i).
