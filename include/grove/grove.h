@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <variant>
@@ -111,6 +112,56 @@ class Tensor {
   TensorView view_;
 };
 
+// What a model input or output holds (ONNX's value types): a tensor, a
+// sequence of tensors of one dtype (their shapes may differ), or an optional
+// tensor or sequence that may be absent.
+enum class ValueKind : int32_t {
+  kTensor = 0,
+  kSequence = 1,
+  kOptionalTensor = 2,
+  kOptionalSequence = 3,
+};
+// "tensor", "sequence", "optional tensor", "optional sequence".
+absl::string_view ValueKindName(ValueKind kind);
+
+// A value of any kind, owning its tensors (copies share their bytes). For
+// models whose inputs or outputs are sequences or optionals; see
+// Session::RunValues.
+//
+//   grove::Value seq = grove::Value::Sequence(grove::DType::kF32, {a, b});
+//   grove::Value none = grove::Value::None(grove::ValueKind::kOptionalTensor, grove::DType::kF32);
+class Value {
+ public:
+  Value() = default;  // a tensor value with no tensor (dtype kUnknown)
+  explicit Value(Tensor tensor);
+  // A sequence of `dtype` tensors; every item must have that dtype.
+  static Value Sequence(DType dtype, std::vector<Tensor> items = {});
+  // An absent optional; `kind` is kOptionalTensor or kOptionalSequence.
+  static Value None(ValueKind kind, DType dtype);
+  // A present optional holding `inner` (a tensor or a sequence value).
+  static Value Some(Value inner);
+
+  ValueKind kind() const { return kind_; }
+  DType dtype() const { return dtype_; }  // the tensor's or the items' dtype
+  bool is_sequence() const { return kind_ == ValueKind::kSequence || kind_ == ValueKind::kOptionalSequence; }
+  // False only for an absent optional.
+  bool has_value() const { return present_; }
+  // The tensor of a tensor value or of a present optional tensor.
+  const Tensor& tensor() const { return tensor_; }
+  // The items of a sequence or of a present optional sequence.
+  const std::vector<Tensor>& items() const { return items_; }
+  std::vector<Tensor>& items() { return items_; }
+  // "f32[2,3]", "seq(f32) of 4", "optional(seq(f32))" (absent), ...
+  std::string DebugString() const;
+
+ private:
+  ValueKind kind_ = ValueKind::kTensor;
+  DType dtype_ = DType::kUnknown;
+  bool present_ = true;
+  Tensor tensor_;
+  std::vector<Tensor> items_;
+};
+
 // A dim of a declared shape: a constant, or a named symbol.
 struct DimInfo {
   int64_t value = 0;   // meaningful when symbol is empty
@@ -120,8 +171,9 @@ struct DimInfo {
 
 struct TensorInfo {
   std::string name;
-  DType dtype = DType::kUnknown;
-  std::vector<DimInfo> shape;
+  DType dtype = DType::kUnknown;  // for sequences and optionals, the tensors' dtype
+  std::vector<DimInfo> shape;     // for sequences and optionals, the tensors' shape when declared
+  ValueKind kind = ValueKind::kTensor;
 };
 
 struct SymbolInfo {
@@ -265,6 +317,10 @@ class Session {
   // On error the session stays usable. On CUDA, inputs may be host or device
   // pointers, and Run returns after the work is done (the stream is synced).
   absl::StatusOr<std::vector<TensorView>> Run(absl::Span<const TensorView> inputs);
+  // Runs a model whose inputs or outputs may be sequences or optionals (any
+  // model: tensors are Values too). One input per model input, of its kind
+  // and dtype; the outputs are owned copies, independent of the session.
+  absl::StatusOr<std::vector<Value>> RunValues(absl::Span<const Value> inputs);
   // Same, writing into caller-owned outputs whose dtype and shape must equal
   // the results' (use Reshape to learn them when they do not depend on data).
   // On CUDA the outputs may be host or device memory; device buffers are
@@ -367,6 +423,9 @@ class ModelBuilder {
 
   // Declares an input of the current subgraph.
   void AddInput(std::string name, DType dtype, std::vector<Dim> shape);
+  // Declares an input that is a sequence or an optional (`kind`) of `dtype`
+  // tensors; `shape`, when given, is the shape each of its tensors has.
+  void AddInput(std::string name, ValueKind kind, DType dtype, std::optional<std::vector<Dim>> shape = std::nullopt);
   // Marks a value as an output of the current subgraph.
   void AddOutput(std::string name);
   // Declares a weight with its bytes (copied into the file, 64-byte aligned).

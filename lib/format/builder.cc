@@ -21,6 +21,7 @@ struct ModelBuilder::State {
     bool has_shape = false;
     std::vector<Dim> shape;
     int buffer = -1;
+    ValueKind kind = ValueKind::kTensor;
   };
   struct OpEntry {
     std::string type, name;
@@ -95,6 +96,19 @@ void ModelBuilder::AddInput(std::string name, DType dtype, std::vector<Dim> shap
   state_->subgraphs[state_->current].inputs.push_back(std::move(name));
 }
 
+void ModelBuilder::AddInput(std::string name, ValueKind kind, DType dtype, std::optional<std::vector<Dim>> shape) {
+  if (state_->Declared(name)) {
+    state_->errors.push_back(absl::StrCat("AddInput: '", name, "' is already declared"));
+    return;
+  }
+  const int t = state_->Intern(name);
+  state_->tensors[t].dtype = dtype;
+  state_->tensors[t].kind = kind;
+  state_->tensors[t].has_shape = shape.has_value();
+  if (shape.has_value()) state_->tensors[t].shape = *std::move(shape);
+  state_->subgraphs[state_->current].inputs.push_back(std::move(name));
+}
+
 void ModelBuilder::AddOutput(std::string name) {
   state_->Intern(name);
   state_->subgraphs[state_->current].outputs.push_back(std::move(name));
@@ -157,7 +171,8 @@ absl::StatusOr<std::vector<uint8_t>> ModelBuilder::Finish() const {
       }
     }
     tensors.push_back(fb::CreateTensor(fbb, fbb.CreateString(t.name), static_cast<fb::DType>(t.dtype),
-                                       fbb.CreateVector(dims), t.buffer, t.has_shape));
+                                       fbb.CreateVector(dims), t.buffer, t.has_shape,
+                                       static_cast<fb::ValueKind>(t.kind)));
   }
   auto index_of = [&](const std::string& name) -> int {
     if (name.empty()) return -1;

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "flatbuffers/flatbuffers.h"
 #include "lib/format/file_layout.h"
+#include "lib/ir/value_type.h"
 #include "schemas/grove_generated.h"
 
 namespace grove::format {
@@ -308,6 +309,14 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     const int dt = static_cast<int>(t->dtype());
     if (dt < 0 || dt > static_cast<int>(DType::kU64)) return Bad(where, absl::StrCat("dtype ", dt, " is unknown"));
     d.dtype = static_cast<DType>(dt);
+    const int kind = static_cast<int>(t->kind());
+    if (kind < 0 || kind > static_cast<int>(ValueKind::kOptionalSequence)) {
+      return Bad(where, absl::StrCat("value kind ", kind, " is unknown"));
+    }
+    if (kind != 0) {
+      if (t->buffer() >= 0) return Bad(where, "a weight must be a tensor");
+      d.dtype = ir::BoxedDType(static_cast<ValueKind>(kind), d.dtype);
+    }
     d.has_shape = t->has_shape();
     if (t->shape()) {
       if (t->shape()->size() > 16) return Bad(where, absl::StrCat("rank ", t->shape()->size(), " is above 16"));
@@ -436,7 +445,8 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   // leave their shapes to inference.
   for (int t : g.subgraphs[0].inputs) {
     const ir::TensorDecl& d = g.tensors[t];
-    if (d.dtype == DType::kUnknown || !d.has_shape) {
+    // A sequence or optional may leave its tensors' shape undeclared.
+    if (d.dtype == DType::kUnknown || (!d.has_shape && !ir::IsBoxed(d.dtype))) {
       return Bad(absl::StrCat("main input '", d.name, "'"), "needs a dtype and a declared shape");
     }
     if (d.is_weight) return Bad(absl::StrCat("main input '", d.name, "'"), "is also a weight");

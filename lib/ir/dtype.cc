@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "grove/grove.h"
 #include "lib/ir/graph.h"
+#include "lib/ir/value_type.h"
 
 namespace grove {
 
@@ -22,7 +23,42 @@ size_t DTypeSize(DType dtype) {
   return 0;
 }
 
+namespace {
+
+// "seq(f32)", "optional(f32)", "optional(seq(f32))" for the boxed codes.
+absl::string_view BoxedDTypeName(DType dtype) {
+  static const std::vector<std::string>* const names = [] {
+    auto* v = new std::vector<std::string>(4 * ir::kBoxedStride);
+    for (int k = 1; k < 4; ++k) {
+      for (int d = 0; d < ir::kBoxedStride; ++d) {
+        const std::string e(DTypeName(static_cast<DType>(d)));
+        const std::string n = k == 1 ? absl::StrCat("seq(", e, ")")
+                              : k == 2 ? absl::StrCat("optional(", e, ")")
+                                       : absl::StrCat("optional(seq(", e, "))");
+        (*v)[k * ir::kBoxedStride + d] = n;
+      }
+    }
+    return v;
+  }();
+  const int code = static_cast<int>(dtype);
+  if (code < 0 || code >= static_cast<int>(names->size())) return "unknown";
+  return (*names)[code];
+}
+
+}  // namespace
+
+absl::string_view ValueKindName(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kTensor: return "tensor";
+    case ValueKind::kSequence: return "sequence";
+    case ValueKind::kOptionalTensor: return "optional tensor";
+    case ValueKind::kOptionalSequence: return "optional sequence";
+  }
+  return "unknown";
+}
+
 absl::string_view DTypeName(DType dtype) {
+  if (ir::IsBoxed(dtype)) return BoxedDTypeName(dtype);
   switch (dtype) {
     case DType::kF32: return "f32";
     case DType::kF64: return "f64";
@@ -76,6 +112,66 @@ absl::StatusOr<Tensor> Tensor::CopyOf(const TensorView& view) {
   if (view.byte_size() > 0) std::memcpy(t->data(), view.data, view.byte_size());
   return t;
 }
+
+Value::Value(Tensor tensor) : dtype_(tensor.dtype()), tensor_(std::move(tensor)) {}
+
+Value Value::Sequence(DType dtype, std::vector<Tensor> items) {
+  Value v;
+  v.kind_ = ValueKind::kSequence;
+  v.dtype_ = dtype;
+  v.items_ = std::move(items);
+  return v;
+}
+
+Value Value::None(ValueKind kind, DType dtype) {
+  Value v;
+  v.kind_ = kind == ValueKind::kSequence || kind == ValueKind::kOptionalSequence ? ValueKind::kOptionalSequence
+                                                                                   : ValueKind::kOptionalTensor;
+  v.dtype_ = dtype;
+  v.present_ = false;
+  return v;
+}
+
+Value Value::Some(Value inner) {
+  if (inner.kind_ == ValueKind::kTensor || inner.kind_ == ValueKind::kOptionalTensor) {
+    inner.kind_ = ValueKind::kOptionalTensor;
+  } else {
+    inner.kind_ = ValueKind::kOptionalSequence;
+  }
+  return inner;
+}
+
+std::string Value::DebugString() const {
+  const std::string type(DTypeName(ir::BoxedDType(kind_, dtype_)));
+  if (!present_) return absl::StrCat(type, " (absent)");
+  if (is_sequence()) return absl::StrCat(type, " of ", items_.size());
+  return absl::StrCat(type, ir::ShapeToString(ir::FromConcrete(tensor_.shape())));
+}
+
+namespace ir {
+
+bool SharedItemShape(const Value& value, std::vector<int64_t>* shape) {
+  shape->clear();
+  if (!value.has_value()) return false;
+  if (!value.is_sequence()) {
+    *shape = value.tensor().shape();
+    return true;
+  }
+  if (value.items().empty()) return false;
+  *shape = value.items()[0].shape();
+  for (const Tensor& t : value.items()) {
+    if (t.shape().size() != shape->size()) {
+      shape->clear();
+      return false;
+    }
+    for (size_t k = 0; k < shape->size(); ++k) {
+      if ((*shape)[k] != t.shape()[k]) (*shape)[k] = -1;
+    }
+  }
+  return true;
+}
+
+}  // namespace ir
 
 absl::StatusOr<Device> ParseDevice(absl::string_view name) {
   if (name == "cpu") return Device::kCpu;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "lib/ir/value_type.h"
 
 namespace grove::ir {
 
@@ -43,6 +44,25 @@ bool ShapeContext::InputInts(int i, std::vector<int64_t>* out) const {
 void ShapeContext::SetOutput(int i, DType dtype, SymShape shape) {
   if (i < 0 || i >= num_outputs()) return;
   outputs_[i] = Output{dtype, std::move(shape), true};
+}
+
+void ShapeContext::SetOutputUnknownRank(int i, DType dtype) {
+  if (i < 0 || i >= num_outputs()) return;
+  outputs_[i] = Output{dtype, {}, true, /*rank_known=*/false};
+}
+
+bool RanksKnownOnlyWhenRun(absl::Span<const ShapeContext::Input> inputs) {
+  for (const ShapeContext::Input& in : inputs) {
+    if (in.present && !in.rank_known && !IsBoxed(in.dtype)) return true;
+  }
+  return false;
+}
+
+SymShape FromPartlyConcrete(absl::Span<const int64_t> dims) {
+  SymShape shape;
+  shape.reserve(dims.size());
+  for (int64_t d : dims) shape.push_back(d < 0 ? SymDim::Unknown() : SymDim(d));
+  return shape;
 }
 
 absl::Status ShapeContext::Error(absl::string_view msg) const {

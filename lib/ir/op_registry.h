@@ -47,11 +47,16 @@ class ShapeContext {
     DType dtype = DType::kUnknown;
     SymShape shape;
     const TensorView* value = nullptr;  // host bytes, when known
+    // False: even the rank is known only when run (a tensor taken out of a
+    // sequence whose items' ranks are not known); `shape` is then empty. For
+    // a sequence or optional (lib/ir/value_type.h), about its tensors.
+    bool rank_known = true;
   };
   struct Output {
     DType dtype = DType::kUnknown;
     SymShape shape;
     bool set = false;
+    bool rank_known = true;
   };
   // Infers a subgraph's outputs from its inputs' dtypes and shapes (If, Loop).
   class SubgraphInferrer {
@@ -82,6 +87,8 @@ class ShapeContext {
   bool InputInts(int i, std::vector<int64_t>* out) const;
 
   void SetOutput(int i, DType dtype, SymShape shape);
+  // An output whose rank (or, boxed, whose tensors' rank) is known only when run.
+  void SetOutputUnknownRank(int i, DType dtype);
   const std::vector<Output>& outputs() const { return outputs_; }
   SubgraphInferrer* inferrer() const { return inferrer_; }
 
@@ -199,6 +206,13 @@ absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
 // without refusing the model; a plan, where the test folds, picks the branch.
 absl::Status DeferredShapeError(absl::string_view msg);
 bool IsDeferredShapeError(const absl::Status& status);
+
+// True when a present tensor input's rank is not known (see
+// ShapeContext::Input::rank_known): the node's shapes wait for the run, and
+// its outputs' ranks are unknown until then.
+bool RanksKnownOnlyWhenRun(absl::Span<const ShapeContext::Input> inputs);
+// Dims of a concrete shape where -1 stands for a dim known only when run.
+SymShape FromPartlyConcrete(absl::Span<const int64_t> dims);
 
 // Numpy/ONNX multidirectional broadcasting of symbolic shapes. A symbolic
 // dim against a constant (not 1) takes the constant; two different symbolic

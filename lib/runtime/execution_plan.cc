@@ -7,6 +7,7 @@
 #include "jit/kernels/elementwise_params.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/fusion.h"
+#include "lib/ir/value_type.h"
 #include "lib/runtime/shape_inference.h"
 
 namespace grove::runtime {
@@ -54,22 +55,28 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     plan->value_of_tensor_[tensor] = id;
     return id;
   };
-  auto sig_value = [&](int tensor, const ValueSig& sig, ValueKind kind, int position) {
+  auto sig_value = [&](int tensor, const ValueSig& sig, Storage kind, int position) {
     PlanValue v;
     v.kind = kind;
     v.dtype = sig.dtype;
-    v.shape = sig.shape;
     v.position = position;
-    v.bytes = DTypeSize(sig.dtype) * static_cast<uint64_t>(ir::NumElements(sig.shape));
-    inference.Set(tensor, ir::ShapeContext::Input{true, sig.dtype, ir::FromConcrete(sig.shape), nullptr});
+    if (ir::IsBoxed(sig.dtype)) {
+      // The view is {} (a grove::Value); inference sees the items' shape.
+      inference.Set(tensor, ir::ShapeContext::Input{true, sig.dtype, ir::FromPartlyConcrete(sig.shape), nullptr,
+                                                    sig.rank_known});
+    } else {
+      v.shape = sig.shape;
+      v.bytes = DTypeSize(sig.dtype) * static_cast<uint64_t>(ir::NumElements(sig.shape));
+      inference.Set(tensor, ir::ShapeContext::Input{true, sig.dtype, ir::FromConcrete(sig.shape), nullptr});
+    }
     return add_value(tensor, std::move(v));
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
-    plan->input_values_.push_back(sig_value(sg.inputs[i], inputs[i], ValueKind::kInput, static_cast<int>(i)));
+    plan->input_values_.push_back(sig_value(sg.inputs[i], inputs[i], Storage::kInput, static_cast<int>(i)));
   }
   for (size_t i = 0; i < captures.size(); ++i) {
     plan->capture_values_.push_back(
-        sig_value(sg.captures[i], captures[i], ValueKind::kCapture, static_cast<int>(i)));
+        sig_value(sg.captures[i], captures[i], Storage::kCapture, static_cast<int>(i)));
   }
   // Weights become values on first use.
   auto value_id = [&](int tensor) -> int {
@@ -78,7 +85,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     const ir::TensorDecl& d = graph.tensors[tensor];
     if (!d.is_weight) return -1;
     PlanValue v;
-    v.kind = ValueKind::kWeight;
+    v.kind = Storage::kWeight;
     v.dtype = d.dtype;
     v.shape = ir::ToConcrete(d.shape);
     v.bytes = d.bytes;
@@ -108,7 +115,14 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       if (value_id(t) < 0) return absl::InternalError(absl::StrCat(node.Describe(), ": capture has no value"));
     }
     ir::ShapeContext ctx(node, graph, *node_inputs, &inference);
-    if (absl::Status s = node.def->infer(ctx); !s.ok()) return s;
+    bool boxed = false;  // a sequence or optional goes in or out: never folded
+    for (const auto& in : *node_inputs) boxed |= in.present && ir::IsBoxed(in.dtype);
+    if (ir::RanksKnownOnlyWhenRun(*node_inputs)) {
+      // An input's rank is known only when run: so is everything here.
+      for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutputUnknownRank(i, DType::kUnknown);
+    } else if (absl::Status s = node.def->infer(ctx); !s.ok()) {
+      return s;
+    }
 
     bool outputs_concrete = true;
     uint64_t out_bytes = 0;
@@ -116,7 +130,11 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       if (node.outputs[i] < 0) continue;
       const auto& o = ctx.outputs()[i];
       if (!o.set) return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i, " not inferred"));
-      if (!ir::IsConcrete(o.shape)) {
+      if (ir::IsBoxed(o.dtype)) {
+        boxed = true;
+        continue;
+      }
+      if (!o.rank_known || !ir::IsConcrete(o.shape)) {
         outputs_concrete = false;
       } else {
         out_bytes += DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(o.shape)));
@@ -145,7 +163,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       return absl::UnimplementedError(absl::StrCat(node.Describe(), ": no kernel for this backend"));
     }
 
-    const bool fold = node.def->foldable && !node.def->kernel_allocates_outputs && outputs_concrete &&
+    const bool fold = !boxed && node.def->foldable && !node.def->kernel_allocates_outputs && outputs_concrete &&
                       !inputs_dynamic && (values_known || !node.def->reads_input_values) &&
                       out_bytes <= kFoldLimitBytes && node.implicit_inputs.empty();
     if (fold) {
@@ -176,7 +194,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i] < 0) continue;
         PlanValue v;
-        v.kind = ValueKind::kFolded;
+        v.kind = Storage::kFolded;
         v.dtype = out_tensors[i]->dtype();
         v.shape = out_tensors[i]->shape();
         v.bytes = out_tensors[i]->view().byte_size();
@@ -199,14 +217,18 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       const auto& o = ctx.outputs()[i];
       PlanValue v;
       v.dtype = o.dtype;
-      v.shape = ir::ToConcrete(o.shape);
-      v.shape_known = ir::IsConcrete(o.shape);
-      v.kind = (step.kernel_allocates || step.infer_at_run) ? ValueKind::kDynamic : ValueKind::kArena;
-      if (v.shape_known) v.bytes = DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(v.shape));
+      v.kind = (step.kernel_allocates || step.infer_at_run) ? Storage::kDynamic : Storage::kArena;
+      if (ir::IsBoxed(o.dtype)) {
+        if (v.kind == Storage::kArena) v.kind = Storage::kBoxed;  // the view's shape is {}
+      } else {
+        v.shape = ir::ToConcrete(o.shape);
+        v.shape_known = o.rank_known && ir::IsConcrete(o.shape);
+        if (v.shape_known) v.bytes = DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(v.shape));
+      }
       v.first_use = step_index;
       v.last_use = step_index;
       step.outputs.push_back(add_value(node.outputs[i], std::move(v)));
-      inference.Set(node.outputs[i], ir::ShapeContext::Input{true, o.dtype, o.shape, nullptr});
+      inference.Set(node.outputs[i], ir::ShapeContext::Input{true, o.dtype, o.shape, nullptr, o.rank_known});
     }
     // Lifetimes: every read, explicit or through a body's captures.
     for (int id : step.inputs) {
@@ -232,7 +254,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
   MemoryPlanner planner;
   for (size_t id = 0; id < plan->values_.size(); ++id) {
     PlanValue& v = plan->values_[id];
-    if (v.kind != ValueKind::kArena) continue;
+    if (v.kind != Storage::kArena) continue;
     planner.AddBuffer(v.bytes, v.first_use, v.last_use);
     plan->arena_value_of_buffer_.push_back(static_cast<int>(id));
   }
@@ -269,7 +291,7 @@ void ExecutionPlan::FuseElementwiseChains() {
     if (step.outputs.size() != 1 || step.outputs[0] < 0) return false;
     if (!cuda::IsFusableElementwise(*step.node)) return false;
     const PlanValue& out = values_[step.outputs[0]];
-    if (!float_dtype(out.dtype) || out.kind != ValueKind::kArena) return false;
+    if (!float_dtype(out.dtype) || out.kind != Storage::kArena) return false;
     for (int v : step.inputs) {
       if (v >= 0 && values_[v].dtype != out.dtype) return false;
     }
@@ -309,7 +331,7 @@ void ExecutionPlan::FuseElementwiseChains() {
       step.outputs.push_back(steps_[chain.back()].outputs[0]);
       for (size_t i = 0; i + 1 < chain.size(); ++i) {
         absorbed[chain[i]] = true;
-        values_[steps_[chain[i]].outputs[0]].kind = ValueKind::kFusedAway;
+        values_[steps_[chain[i]].outputs[0]].kind = Storage::kFusedAway;
       }
       replacement[chain.back()] = std::move(step);
       absorbed[chain.back()] = true;
@@ -332,7 +354,7 @@ void ExecutionPlan::FuseElementwiseChains() {
 
 void ExecutionPlan::RecomputeLifetimes() {
   for (PlanValue& v : values_) {
-    if (v.kind == ValueKind::kArena || v.kind == ValueKind::kDynamic) v.first_use = v.last_use = -1;
+    if (v.kind == Storage::kArena || v.kind == Storage::kDynamic) v.first_use = v.last_use = -1;
   }
   auto touch = [&](int v, int step) {
     if (v < 0) return;
@@ -360,9 +382,9 @@ MemoryReport ExecutionPlan::Report(const ir::Graph& graph) const {
     r.peak_tensors.push_back(PeakTensor{graph.tensors[v.tensor].name, v.bytes});
   }
   for (const PlanValue& v : values_) {
-    if (v.kind == ValueKind::kArena) ++r.num_arena_tensors;
-    if (v.kind == ValueKind::kFolded) ++r.num_folded_tensors;
-    if (v.kind == ValueKind::kDynamic) ++r.num_dynamic_tensors;
+    if (v.kind == Storage::kArena) ++r.num_arena_tensors;
+    if (v.kind == Storage::kFolded) ++r.num_folded_tensors;
+    if (v.kind == Storage::kDynamic) ++r.num_dynamic_tensors;
   }
   return r;
 }

@@ -25,11 +25,13 @@ namespace grove::runtime {
 
 // kFusedAway: an intermediate of a fused elementwise chain (CUDA), computed
 // inside the fused kernel and never stored.
-enum class ValueKind { kInput, kCapture, kWeight, kFolded, kArena, kDynamic, kFusedAway };
+// kBoxed: a sequence or optional (lib/ir/value_type.h), a host grove::Value
+// the plan instance owns; its view's data points at it.
+enum class Storage { kInput, kCapture, kWeight, kFolded, kArena, kDynamic, kFusedAway, kBoxed };
 
 struct PlanValue {
   int tensor = -1;
-  ValueKind kind = ValueKind::kArena;
+  Storage kind = Storage::kArena;
   DType dtype = DType::kUnknown;
   std::vector<int64_t> shape;  // -1 dims: known only when run
   bool shape_known = true;
@@ -51,9 +53,12 @@ struct PlanStep {
 };
 
 // A value's signature: what a plan is keyed by.
+// A sequence or optional is keyed by the shape its tensors share (-1 dims
+// where they differ), or by rank_known = false.
 struct ValueSig {
   DType dtype = DType::kUnknown;
   std::vector<int64_t> shape;
+  bool rank_known = true;
 };
 
 class ExecutionPlan {

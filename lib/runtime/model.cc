@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/cuda/device.h"
+#include "lib/ir/value_type.h"
 #include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/registry.h"
@@ -29,6 +30,11 @@ std::vector<DimInfo> DescribeShape(const ir::SymShape& shape, const std::vector<
   return dims;
 }
 
+// A sequence or optional is described by its kind and its tensors' dtype.
+TensorInfo Info(std::string name, DType dtype, std::vector<DimInfo> shape) {
+  return TensorInfo{std::move(name), ir::ElemDType(dtype), std::move(shape), ir::KindOf(dtype)};
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<const format::ModelBytes> bytes) {
@@ -47,9 +53,10 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   bool static_inputs = true;
   for (int t : g.subgraphs[0].inputs) {
     const ir::TensorDecl& d = g.tensors[t];
-    impl->inputs_.push_back(TensorInfo{d.name, d.dtype, DescribeShape(d.shape, names)});
-    ins.push_back(ir::ShapeContext::Input{true, d.dtype, d.shape, nullptr});
-    static_inputs = static_inputs && ir::IsConcrete(d.shape);
+    impl->inputs_.push_back(Info(d.name, d.dtype, DescribeShape(d.shape, names)));
+    ins.push_back(ir::ShapeContext::Input{true, d.dtype, d.shape, nullptr, d.has_shape});
+    // A sequence's tensors may take any shape the declaration allows.
+    static_inputs = static_inputs && !ir::IsBoxed(d.dtype) && ir::IsConcrete(d.shape);
     sigs.push_back(runtime::ValueSig{d.dtype, ir::ToConcrete(d.shape)});
   }
   if (static_inputs) {
@@ -62,10 +69,10 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
     }
     for (int v : (*plan)->output_values()) {
       const runtime::PlanValue& pv = (*plan)->values()[v];
-      impl->outputs_.push_back(TensorInfo{g.tensors[pv.tensor].name, pv.dtype,
+      impl->outputs_.push_back(Info(g.tensors[pv.tensor].name, pv.dtype,
                                           DescribeShape(pv.shape_known ? ir::FromConcrete(pv.shape)
                                                                        : ir::SymShape(pv.shape.size(), ir::SymDim::Unknown()),
-                                                        names)});
+                                                        names)));
     }
     return impl;
   }
@@ -78,10 +85,10 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   for (size_t i = 0; i < g.subgraphs[0].outputs.size(); ++i) {
     const ir::TensorDecl& d = g.tensors[g.subgraphs[0].outputs[i]];
     if (outs.ok()) {
-      impl->outputs_.push_back(TensorInfo{d.name, (*outs)[i].dtype, DescribeShape((*outs)[i].shape, names)});
+      impl->outputs_.push_back(Info(d.name, (*outs)[i].dtype, DescribeShape((*outs)[i].shape, names)));
     } else {
-      impl->outputs_.push_back(TensorInfo{d.name, d.dtype, d.has_shape ? DescribeShape(d.shape, names)
-                                                                         : std::vector<DimInfo>{}});
+      impl->outputs_.push_back(Info(d.name, d.dtype, d.has_shape ? DescribeShape(d.shape, names)
+                                                                   : std::vector<DimInfo>{}));
     }
   }
   return impl;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/value_type.h"
 #include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/session_internal.h"
@@ -28,7 +29,7 @@ namespace {
 using runtime::ExecutionPlan;
 using runtime::PlanStep;
 using runtime::PlanValue;
-using runtime::ValueKind;
+using runtime::Storage;
 using runtime::ValueSig;
 
 // Grows only: host memory (64-byte aligned) or, given a device, device
@@ -84,6 +85,7 @@ struct PlanInstance {
   std::vector<TensorView*> ptrs;    // per step: its inputs, then its outputs
   std::vector<size_t> step_ptrs;    // start of each step's pointers in `ptrs`
   std::vector<std::unique_ptr<Buffer>> dynamic;  // per value, dynamic ones only
+  std::vector<std::unique_ptr<Value>> boxed;     // per value, sequences and optionals only
   // CUDA only, per value: host views of weights and folded values; staging
   // for host inputs; host copies for steps that fall back to the CPU; host
   // copies of outputs.
@@ -101,7 +103,30 @@ struct PlanInstance {
 constexpr uint64_t kHostReadLimitBytes = 1 << 16;
 
 std::string DescribeDeclared(const ir::TensorDecl& d, const ir::Graph& g) {
+  if (ir::IsBoxed(d.dtype) && !d.has_shape) return std::string(DTypeName(d.dtype));
   return absl::StrCat(DTypeName(d.dtype), ir::ShapeToString(d.shape, g.symbol_names()));
+}
+
+// What a shape function sees of a value when it runs: a sequence or optional
+// by the shape its tensors share.
+ir::ShapeContext::Input InputOfView(const TensorView& view, const TensorView* value) {
+  if (!ir::IsBoxed(view.dtype)) return ir::ShapeContext::Input{true, view.dtype, ir::FromConcrete(view.shape), value};
+  std::vector<int64_t> shape;
+  const bool rank_known = ir::SharedItemShape(ir::BoxedValue(view), &shape);
+  return ir::ShapeContext::Input{true, view.dtype, ir::FromPartlyConcrete(shape), nullptr, rank_known};
+}
+
+// The empty value of a boxed dtype: an empty sequence, an absent optional.
+Value EmptyBoxedValue(DType dtype) {
+  if (ir::KindOf(dtype) == ValueKind::kSequence) return Value::Sequence(ir::ElemDType(dtype));
+  return Value::None(ir::KindOf(dtype), ir::ElemDType(dtype));
+}
+
+// A produced dtype against the planned one; a planned sequence or optional
+// whose tensors' dtype was left to the run takes any.
+bool DTypeFits(DType got, DType planned) {
+  if (planned == DType::kUnknown || got == planned) return true;
+  return ir::IsBoxed(got) && planned == ir::BoxedDType(ir::KindOf(got), DType::kUnknown);
 }
 
 }  // namespace
@@ -188,9 +213,16 @@ class StepHost : public ir::KernelContext::Host {
     const int v = step.outputs[i];
     const PlanValue& pv = inst_.plan->values()[v];
     if (dtype == DType::kUnknown) dtype = pv.dtype;
-    if (pv.dtype != DType::kUnknown && dtype != pv.dtype) {
+    if (!DTypeFits(dtype, pv.dtype)) {
       return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": output ", i, " is ", DTypeName(dtype),
                                                      " but the plan expects ", DTypeName(pv.dtype)));
+    }
+    if (ir::IsBoxed(dtype)) {
+      // A host grove::Value, emptied for the kernel to fill.
+      if (inst_.boxed[v] == nullptr) inst_.boxed[v] = std::make_unique<Value>();
+      *inst_.boxed[v] = EmptyBoxedValue(dtype);
+      inst_.views[v] = TensorView(dtype, {}, static_cast<void*>(inst_.boxed[v].get()));
+      return &inst_.views[v];
     }
     absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(dtype, shape, step.node->Describe());
     if (!bytes.ok()) return bytes.status();
@@ -247,6 +279,14 @@ class FallbackHost : public ir::KernelContext::Host {
     const int v = step.outputs[i];
     const PlanValue& pv = inst_.plan->values()[v];
     if (dtype == DType::kUnknown) dtype = pv.dtype;
+    if (ir::IsBoxed(dtype)) {
+      // Sequences and optionals live on the host on every backend.
+      absl::StatusOr<TensorView*> view = device_host_.AllocateOutput(i, dtype, {});
+      if (!view.ok()) return view.status();
+      host_outs_[i] = **view;
+      host_out_ptrs_[i] = &host_outs_[i];
+      return host_out_ptrs_[i];
+    }
     absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(dtype, shape, step.node->Describe());
     if (!bytes.ok()) return bytes.status();
     if (absl::Status s = inst_.host_copies[v]->Reserve(*bytes); !s.ok()) return s;
@@ -262,6 +302,7 @@ class FallbackHost : public ir::KernelContext::Host {
     copies_.resize(std::max(copies_.size(), outs->size()));
     for (size_t i = 0; i < outs->size(); ++i) {
       TensorView& o = (*outs)[i];
+      if (ir::IsBoxed(o.dtype)) continue;  // on the host already
       if (copies_[i] == nullptr) copies_[i] = std::make_unique<Buffer>();
       if (absl::Status s = copies_[i]->Reserve(o.byte_size()); !s.ok()) return s;
       if (absl::Status s = session_.cuda_->CopyAsync(copies_[i]->data(), o.data, o.byte_size(), session_.stream_);
@@ -303,6 +344,10 @@ absl::Status SessionImpl::ValidateMainInputs(absl::Span<const TensorView> inputs
     const std::string who = absl::StrCat("input '", d.name, "' (", DescribeDeclared(d, graph_), ")");
     if (in.dtype != d.dtype) {
       return absl::InvalidArgumentError(absl::StrCat(who, ": given dtype ", DTypeName(in.dtype)));
+    }
+    if (ir::IsBoxed(d.dtype)) {
+      if (need_data && in.data == nullptr) return absl::InvalidArgumentError(absl::StrCat(who, ": value is null"));
+      continue;  // RunValues checked its tensors
     }
     if (in.shape.size() != d.shape.size()) {
       return absl::InvalidArgumentError(absl::StrCat(who, ": given rank ", in.shape.size(), ", wants rank ",
@@ -346,9 +391,17 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
                                                    absl::Span<const TensorView> captures) {
   key_.clear();
   key_.push_back(subgraph);
+  std::vector<int64_t> items;
   for (absl::Span<const TensorView> group : {inputs, captures}) {
     for (const TensorView& v : group) {
       key_.push_back(static_cast<int64_t>(v.dtype));
+      if (ir::IsBoxed(v.dtype)) {
+        // By the shape its tensors share; -1 when they share no rank.
+        const bool rank_known = ir::SharedItemShape(ir::BoxedValue(v), &items);
+        key_.push_back(rank_known ? static_cast<int64_t>(items.size()) : -1);
+        key_.insert(key_.end(), items.begin(), items.end());
+        continue;
+      }
       key_.push_back(static_cast<int64_t>(v.shape.size()));
       key_.insert(key_.end(), v.shape.begin(), v.shape.end());
     }
@@ -365,16 +418,22 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
     return absl::InvalidArgumentError(absl::StrCat("subgraph '", sg.name, "' takes ", sg.inputs.size(),
                                                    " inputs, given ", inputs.size()));
   }
+  auto sig_of = [](const TensorView& v) {
+    if (!ir::IsBoxed(v.dtype)) return ValueSig{v.dtype, v.shape};
+    ValueSig sig{v.dtype, {}};
+    sig.rank_known = ir::SharedItemShape(ir::BoxedValue(v), &sig.shape);
+    return sig;
+  };
   std::vector<ValueSig> in_sigs, cap_sigs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::TensorDecl& d = graph_.tensors[sg.inputs[i]];
-    if (d.dtype != DType::kUnknown && d.dtype != inputs[i].dtype) {
+    if (!DTypeFits(inputs[i].dtype, d.dtype)) {
       return absl::InvalidArgumentError(absl::StrCat("subgraph '", sg.name, "' input '", d.name, "' wants ",
                                                      DTypeName(d.dtype), ", given ", DTypeName(inputs[i].dtype)));
     }
-    in_sigs.push_back(ValueSig{inputs[i].dtype, inputs[i].shape});
+    in_sigs.push_back(sig_of(inputs[i]));
   }
-  for (const TensorView& c : captures) cap_sigs.push_back(ValueSig{c.dtype, c.shape});
+  for (const TensorView& c : captures) cap_sigs.push_back(sig_of(c));
   absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan =
       ExecutionPlan::Build(graph_, subgraph, in_sigs, cap_sigs, cuda_ ? ir::Backend::kCuda : ir::Backend::kCpu);
   if (!plan.ok()) return plan.status();
@@ -395,19 +454,24 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
   if (absl::Status s = inst->arena.Reserve(p.arena_bytes()); !s.ok()) return s;
   inst->views.resize(p.values().size());
   inst->dynamic.resize(p.values().size());
+  inst->boxed.resize(p.values().size());
   for (size_t v = 0; v < p.values().size(); ++v) {
     const PlanValue& pv = p.values()[v];
     TensorView& view = inst->views[v];
     view.dtype = pv.dtype;
     view.shape = pv.shape;
     switch (pv.kind) {
-      case ValueKind::kArena: view.data = inst->arena.data() + pv.offset; break;
-      case ValueKind::kWeight:
-      case ValueKind::kFolded: view.data = const_cast<void*>(pv.data); break;
-      case ValueKind::kDynamic: inst->dynamic[v] = std::make_unique<Buffer>(cuda_.get()); break;
-      case ValueKind::kInput:
-      case ValueKind::kCapture:
-      case ValueKind::kFusedAway: break;
+      case Storage::kArena: view.data = inst->arena.data() + pv.offset; break;
+      case Storage::kWeight:
+      case Storage::kFolded: view.data = const_cast<void*>(pv.data); break;
+      case Storage::kDynamic: inst->dynamic[v] = std::make_unique<Buffer>(cuda_.get()); break;
+      case Storage::kBoxed:
+        inst->boxed[v] = std::make_unique<Value>(EmptyBoxedValue(pv.dtype));
+        view.data = inst->boxed[v].get();
+        break;
+      case Storage::kInput:
+      case Storage::kCapture:
+      case Storage::kFusedAway: break;
     }
   }
   for (const PlanStep& step : p.steps()) {
@@ -477,7 +541,7 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         if (in_ptrs[i] == nullptr) continue;
         const TensorView* value = in_ptrs[i];
-        if (cuda_ != nullptr) {
+        if (cuda_ != nullptr && !ir::IsBoxed(in_ptrs[i]->dtype)) {
           value = nullptr;
           if (in_ptrs[i]->byte_size() <= kHostReadLimitBytes) {
             absl::StatusOr<const TensorView*> h = HostCopy(inst, step.inputs[i], *in_ptrs[i]);
@@ -485,7 +549,7 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
             value = *h;
           }
         }
-        ins[i] = ir::ShapeContext::Input{true, in_ptrs[i]->dtype, ir::FromConcrete(in_ptrs[i]->shape), value};
+        ins[i] = InputOfView(*in_ptrs[i], value);
       }
       if (absl::Status st = InferAndAllocate(step, std::move(ins), host); !st.ok()) return st;
     } else if (step.kernel_allocates) {
@@ -535,7 +599,7 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
     for (size_t i = 0; i < out_values.size(); ++i) {
       const int v = out_values[i];
       const PlanValue& pv = (*inst)->plan->values()[v];
-      if (pv.kind != ValueKind::kArena || !pv.shape_known || pv.bytes == 0) continue;
+      if (pv.kind != Storage::kArena || !pv.shape_known || pv.bytes == 0) continue;
       if (std::count(out_values.begin(), out_values.end(), v) != 1) continue;
       if (into[i].dtype != pv.dtype || into[i].shape != pv.shape || !cuda_->IsDevicePointer(into[i].data)) continue;
       restore.emplace_back(v, (*inst)->views[v].data);
@@ -574,7 +638,12 @@ absl::Status SessionImpl::InferAndAllocate(const PlanStep& step, std::vector<ir:
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     if (step.outputs[i] < 0) continue;
     const auto& o = sctx.outputs()[i];
-    if (!ir::IsConcrete(o.shape)) {
+    if (ir::IsBoxed(o.dtype)) {
+      absl::StatusOr<TensorView*> view = host.AllocateOutput(static_cast<int>(i), o.dtype, {});
+      if (!view.ok()) return view.status();
+      continue;
+    }
+    if (!o.rank_known || !ir::IsConcrete(o.shape)) {
       return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": cannot determine the shape of output ",
                                                      i, " from its inputs"));
     }
@@ -607,9 +676,9 @@ absl::Status SessionImpl::SetUpCudaInstance(PlanInstance& inst) {
   std::vector<uint64_t> folded_offset(n, 0);
   for (size_t v = 0; v < n; ++v) {
     const PlanValue& pv = p.values()[v];
-    if (pv.kind != ValueKind::kWeight && pv.kind != ValueKind::kFolded) continue;
+    if (pv.kind != Storage::kWeight && pv.kind != Storage::kFolded) continue;
     inst.host_views[v] = TensorView(pv.dtype, pv.shape, pv.data);
-    if (pv.kind == ValueKind::kWeight && in_model(pv.data)) {
+    if (pv.kind == Storage::kWeight && in_model(pv.data)) {
       inst.views[v].data = const_cast<uint8_t*>(device_weights_ + (static_cast<const uint8_t*>(pv.data) - host_base));
       continue;
     }
@@ -620,7 +689,7 @@ absl::Status SessionImpl::SetUpCudaInstance(PlanInstance& inst) {
     if (absl::Status s = inst.folded.Reserve(folded_bytes); !s.ok()) return s;
     for (size_t v = 0; v < n; ++v) {
       const PlanValue& pv = p.values()[v];
-      const bool upload = pv.kind == ValueKind::kFolded || (pv.kind == ValueKind::kWeight && !in_model(pv.data));
+      const bool upload = pv.kind == Storage::kFolded || (pv.kind == Storage::kWeight && !in_model(pv.data));
       if (!upload) continue;
       inst.views[v].data = inst.folded.data() + folded_offset[v];
       if (absl::Status s = cuda_->CopyAsync(inst.views[v].data, pv.data, pv.bytes, stream_); !s.ok()) return s;
@@ -653,6 +722,7 @@ absl::Status SessionImpl::BindCudaValue(PlanInstance& inst, int v, const TensorV
 
 absl::StatusOr<const TensorView*> SessionImpl::HostCopy(PlanInstance& inst, int v, const TensorView& device_view) {
   if (inst.host_views[v].data != nullptr) return &inst.host_views[v];
+  if (ir::IsBoxed(device_view.dtype)) return &device_view;  // a host grove::Value on every backend
   const uint64_t bytes = device_view.byte_size();
   if (absl::Status s = inst.host_copies[v]->Reserve(bytes); !s.ok()) return s;
   if (absl::Status s = cuda_->CopyAsync(inst.host_copies[v]->data(), device_view.data, bytes, stream_); !s.ok()) {
@@ -686,13 +756,18 @@ absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<
     std::vector<ir::ShapeContext::Input> ins(step.inputs.size());
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       if (host_in_ptrs[i] == nullptr) continue;
-      ins[i] = ir::ShapeContext::Input{true, host_ins[i].dtype, ir::FromConcrete(host_ins[i].shape), host_in_ptrs[i]};
+      ins[i] = InputOfView(host_ins[i], host_in_ptrs[i]);
     }
     if (absl::Status st = InferAndAllocate(step, std::move(ins), host); !st.ok()) return st;
   } else if (!step.kernel_allocates) {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (out_ptrs[i] == nullptr) continue;
       const int v = step.outputs[i];
+      if (ir::IsBoxed(out_ptrs[i]->dtype)) {
+        host_outs[i] = *out_ptrs[i];
+        host_out_ptrs[i] = &host_outs[i];
+        continue;
+      }
       if (absl::Status st = inst.host_copies[v]->Reserve(out_ptrs[i]->byte_size()); !st.ok()) return st;
       host_outs[i] = TensorView(out_ptrs[i]->dtype, out_ptrs[i]->shape, static_cast<void*>(inst.host_copies[v]->data()));
       host_out_ptrs[i] = &host_outs[i];
@@ -709,7 +784,8 @@ absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<
     }
     const TensorView& h = host_outs[i];
     const PlanValue& pv = inst.plan->values()[v];
-    if (pv.kind == ValueKind::kDynamic) {
+    if (ir::IsBoxed(h.dtype)) continue;  // the kernel filled the host value itself
+    if (pv.kind == Storage::kDynamic) {
       if (absl::Status st = inst.dynamic[v]->Reserve(h.byte_size()); !st.ok()) return st;
       inst.views[v] = TensorView(h.dtype, h.shape, static_cast<void*>(inst.dynamic[v]->data()));
     }
@@ -802,8 +878,111 @@ std::string Session::device_description() const {
 const Model& Session::model() const { return *impl_->model_; }
 SessionStats Session::stats() const { return impl_->stats_; }
 
+namespace {
+
+// Run, RunInto and Reshape speak tensors only.
+absl::Status TensorsOnly(const ir::Graph& g, absl::Span<const TensorView> outputs) {
+  for (int t : g.subgraphs[0].inputs) {
+    if (ir::IsBoxed(g.tensors[t].dtype)) {
+      return absl::FailedPreconditionError(absl::StrCat("input '", g.tensors[t].name, "' is a ",
+                                                        DTypeName(g.tensors[t].dtype), "; use Session::RunValues"));
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (ir::IsBoxed(outputs[i].dtype)) {
+      return absl::FailedPreconditionError(absl::StrCat("output '", g.tensors[g.subgraphs[0].outputs[i]].name,
+                                                        "' is a ", DTypeName(outputs[i].dtype),
+                                                        "; use Session::RunValues"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A caller's Value as the view a plan takes, after checking it against the
+// declared input.
+absl::StatusOr<TensorView> ViewOfValue(const Value& value, const ir::TensorDecl& d, const ir::Graph& g) {
+  const std::string who = absl::StrCat("input '", d.name, "' (", internal::DescribeDeclared(d, g), ")");
+  if (!ir::IsBoxed(d.dtype)) {
+    if (value.kind() != ValueKind::kTensor) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": given a ", ValueKindName(value.kind())));
+    }
+    return value.tensor().view();
+  }
+  if (value.kind() != ir::KindOf(d.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": given a ", ValueKindName(value.kind())));
+  }
+  if (value.dtype() != ir::ElemDType(d.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": given ", value.DebugString()));
+  }
+  std::vector<const Tensor*> tensors;
+  if (value.has_value()) {
+    if (value.is_sequence()) {
+      for (const Tensor& t : value.items()) tensors.push_back(&t);
+    } else {
+      tensors.push_back(&value.tensor());
+    }
+  }
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const Tensor& t = *tensors[k];
+    const std::string item = value.is_sequence() ? absl::StrCat(": item ", k) : std::string(": its tensor");
+    if (t.dtype() != value.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(who, item, " is ", DTypeName(t.dtype())));
+    }
+    if (t.view().byte_size() > 0 && t.data() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(who, item, " has no data"));
+    }
+    if (!d.has_shape) continue;
+    bool fits = t.shape().size() == d.shape.size();
+    for (size_t j = 0; fits && j < d.shape.size(); ++j) {
+      fits = !d.shape[j].is_const() || d.shape[j].value() == t.shape()[j];
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, item, " has shape ", ir::ShapeToString(ir::FromConcrete(t.shape()))));
+    }
+  }
+  return TensorView(d.dtype, {}, static_cast<const void*>(&value));
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<TensorView>> Session::Run(absl::Span<const TensorView> inputs) {
-  return impl_->RunMain(inputs);
+  if (absl::Status s = TensorsOnly(impl_->graph_, {}); !s.ok()) return s;
+  absl::StatusOr<std::vector<TensorView>> outs = impl_->RunMain(inputs);
+  if (!outs.ok()) return outs;
+  if (absl::Status s = TensorsOnly(impl_->graph_, *outs); !s.ok()) return s;
+  return outs;
+}
+
+absl::StatusOr<std::vector<Value>> Session::RunValues(absl::Span<const Value> inputs) {
+  const ir::Graph& g = impl_->graph_;
+  const ir::Subgraph& main = g.subgraphs[0];
+  if (inputs.size() != main.inputs.size()) {
+    std::vector<std::string> names;
+    for (int t : main.inputs) names.push_back(g.tensors[t].name);
+    return absl::InvalidArgumentError(absl::StrCat("the model takes ", main.inputs.size(), " inputs (",
+                                                   absl::StrJoin(names, ", "), "), given ", inputs.size()));
+  }
+  std::vector<TensorView> views;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    absl::StatusOr<TensorView> view = ViewOfValue(inputs[i], g.tensors[main.inputs[i]], g);
+    if (!view.ok()) return view.status();
+    views.push_back(*std::move(view));
+  }
+  absl::StatusOr<std::vector<TensorView>> outs = impl_->RunMain(views);
+  if (!outs.ok()) return outs.status();
+  std::vector<Value> values;
+  values.reserve(outs->size());
+  for (const TensorView& o : *outs) {
+    if (ir::IsBoxed(o.dtype)) {
+      values.push_back(ir::BoxedValue(o));  // shares the tensors, which no kernel writes again
+      continue;
+    }
+    absl::StatusOr<Tensor> t = Tensor::CopyOf(o);
+    if (!t.ok()) return t.status();
+    values.emplace_back(*std::move(t));
+  }
+  return values;
 }
 
 absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs) {
@@ -812,11 +991,13 @@ absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<co
     return absl::InvalidArgumentError(absl::StrCat("the model has ", infos.size(), " outputs, given ",
                                                    outputs.size(), " buffers"));
   }
+  if (absl::Status s = TensorsOnly(impl_->graph_, {}); !s.ok()) return s;
   const bool on_cuda = impl_->cuda_ != nullptr;
   std::vector<bool> aliased;
   absl::StatusOr<std::vector<TensorView>> results =
       impl_->RunMain(inputs, /*device_views=*/on_cuda, outputs, &aliased);
   if (!results.ok()) return results.status();
+  if (absl::Status s = TensorsOnly(impl_->graph_, *results); !s.ok()) return s;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (aliased[i]) continue;  // written in place by the kernels
     const TensorView& got = (*results)[i];
@@ -851,6 +1032,7 @@ absl::StatusOr<MemoryReport> Session::Reshape(absl::Span<const std::vector<int64
                                               std::vector<std::vector<int64_t>>* out_output_shapes) {
   const ir::Graph& g = impl_->graph_;
   const ir::Subgraph& main = g.subgraphs[0];
+  if (absl::Status s = TensorsOnly(g, {}); !s.ok()) return s;
   std::vector<TensorView> views;
   for (size_t i = 0; i < input_shapes.size() && i < main.inputs.size(); ++i) {
     views.emplace_back(g.tensors[main.inputs[i]].dtype, input_shapes[i], static_cast<void*>(nullptr));

@@ -1,6 +1,7 @@
 #include "lib/runtime/shape_inference.h"
 
 #include "absl/strings/str_cat.h"
+#include "lib/ir/value_type.h"
 
 namespace grove::runtime {
 
@@ -56,7 +57,11 @@ absl::Status GraphInference::InferNode(const ir::Node& node) {
   absl::StatusOr<std::vector<Input>> inputs = NodeInputs(node);
   if (!inputs.ok()) return inputs.status();
   ir::ShapeContext ctx(node, graph_, *inputs, this);
-  if (absl::Status s = node.def->infer(ctx); !s.ok()) return s;
+  if (ir::RanksKnownOnlyWhenRun(*inputs)) {
+    for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutputUnknownRank(i, DType::kUnknown);
+  } else if (absl::Status s = node.def->infer(ctx); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<bool> folded = Fold(node, *inputs, ctx.outputs());
   if (!folded.ok()) return folded.status();
   if (*folded) return absl::OkStatus();
@@ -66,7 +71,7 @@ absl::Status GraphInference::InferNode(const ir::Node& node) {
     if (!o.set) {
       return absl::InternalError(absl::StrCat(node.Describe(), ": shape function left output ", i, " unset"));
     }
-    env_[node.outputs[i]] = Input{true, o.dtype, o.shape, nullptr};
+    env_[node.outputs[i]] = Input{true, o.dtype, o.shape, nullptr, o.rank_known};
   }
   return absl::OkStatus();
 }
@@ -83,7 +88,7 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (node.inputs[i] < 0) continue;
     const Input& in = inputs[i];
-    if (!ir::IsConcrete(in.shape)) return false;
+    if (ir::IsBoxed(in.dtype) || !in.rank_known || !ir::IsConcrete(in.shape)) return false;
     if (in.value == nullptr && node.def->reads_input_values) return false;
     in_views[i] = in.value != nullptr
                       ? *in.value
@@ -93,7 +98,7 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
   uint64_t bytes = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
-    if (!ir::IsConcrete(outputs[i].shape)) return false;
+    if (ir::IsBoxed(outputs[i].dtype) || !outputs[i].rank_known || !ir::IsConcrete(outputs[i].shape)) return false;
     bytes +=
         DTypeSize(outputs[i].dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(outputs[i].shape)));
   }
@@ -137,7 +142,7 @@ absl::StatusOr<std::vector<GraphInference::Output>> GraphInference::Infer(int su
   for (int t : sg.outputs) {
     absl::StatusOr<Input> in = Lookup(t);
     if (!in.ok()) return in.status();
-    outs.push_back(Output{in->dtype, in->shape, true});
+    outs.push_back(Output{in->dtype, in->shape, true, in->rank_known});
   }
   return outs;
 }

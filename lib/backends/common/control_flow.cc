@@ -1,6 +1,7 @@
 #include "lib/backends/common/control_flow.h"
 
 #include "absl/strings/str_cat.h"
+#include "lib/ir/value_type.h"
 
 namespace grove::backends {
 
@@ -41,6 +42,41 @@ absl::Status CheckScanShape(const ir::KernelContext& ctx, int j, int64_t iter, c
     return ctx.Error(absl::StrCat("scan output ", j, " changes shape between iterations"));
   }
   return absl::OkStatus();
+}
+
+absl::Status SetBoxedOutput(ir::KernelContext& ctx, int i, DType dtype, const Value& from) {
+  absl::StatusOr<TensorView*> out = ctx.AllocateOutput(i, dtype, {});
+  if (!out.ok()) return out.status();
+  ir::MutableBoxedValue(**out) = from;
+  return absl::OkStatus();
+}
+
+void CarriedBoxes::Enter(int i, const TensorView& in, TensorView& view) {
+  if (!ir::IsBoxed(in.dtype)) return;
+  values_[i] = ir::BoxedValue(in);
+  view = TensorView(in.dtype, {}, static_cast<void*>(&values_[i]));
+}
+
+absl::Status CarriedBoxes::Stage(const ir::KernelContext& ctx, int i, const TensorView& carried,
+                                 const TensorView& out) {
+  if (ir::IsBoxed(carried.dtype) != ir::IsBoxed(out.dtype)) {
+    return ctx.Error(absl::StrCat("loop-carried value ", i, " enters as ", DTypeName(carried.dtype),
+                                  " but the body returns ", DTypeName(out.dtype)));
+  }
+  if (ir::IsBoxed(out.dtype)) next_[i] = ir::BoxedValue(out);
+  return absl::OkStatus();
+}
+
+void CarriedBoxes::Commit() {
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (next_[i].kind() != ValueKind::kTensor) values_[i] = std::move(next_[i]);
+    next_[i] = Value();
+  }
+}
+
+absl::Status CheckScanIsTensor(const ir::KernelContext& ctx, int j, const TensorView& o) {
+  if (!ir::IsBoxed(o.dtype)) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("scan output ", j, " is a ", DTypeName(o.dtype), "; scan outputs are tensors"));
 }
 
 }  // namespace grove::backends

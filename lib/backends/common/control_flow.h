@@ -33,6 +33,31 @@ absl::StatusOr<std::vector<TensorView>> RunLoopBody(ir::KernelContext& ctx, int 
 absl::Status CheckScanShape(const ir::KernelContext& ctx, int j, int64_t iter, const TensorView& o,
                             TensorView& scan_shape);
 
+// An If or Loop output that is a sequence or optional (a host grove::Value
+// on every backend): a copy of `from`, sharing its tensors.
+absl::Status SetBoxedOutput(ir::KernelContext& ctx, int i, DType dtype, const Value& from);
+
+// Loop-carried sequences and optionals, kept on the host between
+// iterations; tensors are the backend's business.
+class CarriedBoxes {
+ public:
+  explicit CarriedBoxes(int n) : values_(n), next_(n) {}
+  // Takes carried input i when it is boxed; `view` then points at the kept value.
+  void Enter(int i, const TensorView& in, TensorView& view);
+  // Takes the body's output for carried value i (after all have been read:
+  // a body may pass its inputs on in another order); false when the body
+  // changed a tensor into a sequence or back.
+  absl::Status Stage(const ir::KernelContext& ctx, int i, const TensorView& carried, const TensorView& out);
+  void Commit();
+  const Value& value(int i) const { return values_[i]; }
+
+ private:
+  std::vector<Value> values_, next_;
+};
+
+// Scan outputs are tensors.
+absl::Status CheckScanIsTensor(const ir::KernelContext& ctx, int j, const TensorView& o);
+
 }  // namespace grove::backends
 
 #endif  // GROVE_LIB_BACKENDS_COMMON_CONTROL_FLOW_H_

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/control_flow.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/ir/value_type.h"
 
 namespace grove::cpu {
 namespace {
@@ -18,6 +19,7 @@ absl::StatusOr<bool> ReadCond(const ir::KernelContext& ctx, const TensorView& v,
 }
 
 absl::Status CopyOut(ir::KernelContext& ctx, int i, const TensorView& from) {
+  if (ir::IsBoxed(from.dtype)) return backends::SetBoxedOutput(ctx, i, from.dtype, ir::BoxedValue(from));
   absl::StatusOr<TensorView*> out = ctx.AllocateOutput(i, from.dtype, from.shape);
   if (!out.ok()) return out.status();
   if (from.byte_size() > 0) std::memcpy((*out)->data, from.data, from.byte_size());
@@ -56,8 +58,13 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
 
   // The carried values live here between iterations: the body's outputs sit
   // in its arena, which its next call overwrites.
+  // Sequences and optionals are kept as values (their tensors shared).
   std::vector<Tensor> carried(n);
+  std::vector<TensorView> carried_views(n);
+  backends::CarriedBoxes boxes(n);
   for (int i = 0; i < n; ++i) {
+    boxes.Enter(i, ctx.input(2 + i), carried_views[i]);
+    if (ir::IsBoxed(ctx.input(2 + i).dtype)) continue;
     absl::StatusOr<Tensor> t = Tensor::CopyOf(ctx.input(2 + i));
     if (!t.ok()) return t.status();
     carried[i] = std::move(*t);
@@ -66,16 +73,22 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   std::vector<TensorView> scan_shape(k);  // per-iteration shape and dtype
   int64_t iter = 0;
   bool cond_value = cond;
-  std::vector<TensorView> carried_views(n);
   for (; iter < trip_count && cond_value; ++iter) {
-    for (int i = 0; i < n; ++i) carried_views[i] = carried[i].view();
+    for (int i = 0; i < n; ++i) {
+      if (!ir::IsBoxed(carried_views[i].dtype)) carried_views[i] = carried[i].view();
+    }
     absl::StatusOr<std::vector<TensorView>> outs = backends::RunLoopBody(ctx, body, iter, carried_views);
     if (!outs.ok()) return outs.status();
     absl::StatusOr<bool> c = ReadCond(ctx, (*outs)[0], "the body's cond output");
     if (!c.ok()) return c.status();
     cond_value = *c;
     for (int i = 0; i < n; ++i) {
+      if (absl::Status s = boxes.Stage(ctx, i, carried_views[i], (*outs)[1 + i]); !s.ok()) return s;
+    }
+    boxes.Commit();
+    for (int i = 0; i < n; ++i) {
       const TensorView& o = (*outs)[1 + i];
+      if (ir::IsBoxed(o.dtype)) continue;
       if (o.dtype != carried[i].dtype() || o.shape != carried[i].shape()) {
         absl::StatusOr<Tensor> t = Tensor::Create(o.dtype, o.shape);
         if (!t.ok()) return t.status();
@@ -85,6 +98,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     }
     for (int j = 0; j < k; ++j) {
       const TensorView& o = (*outs)[1 + n + j];
+      if (absl::Status s = backends::CheckScanIsTensor(ctx, j, o); !s.ok()) return s;
       if (absl::Status s = backends::CheckScanShape(ctx, j, iter, o, scan_shape[j]); !s.ok()) return s;
       const uint8_t* p = static_cast<const uint8_t*>(o.data);
       scans[j].insert(scans[j].end(), p, p + o.byte_size());
@@ -92,7 +106,8 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   }
   for (int i = 0; i < n; ++i) {
     if (!ctx.has_output(i)) continue;
-    if (absl::Status s = CopyOut(ctx, i, carried[i].view()); !s.ok()) return s;
+    const TensorView from = ir::IsBoxed(carried_views[i].dtype) ? carried_views[i] : carried[i].view();
+    if (absl::Status s = CopyOut(ctx, i, from); !s.ok()) return s;
   }
   for (int j = 0; j < k; ++j) {
     if (!ctx.has_output(n + j)) continue;

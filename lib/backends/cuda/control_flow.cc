@@ -9,6 +9,7 @@
 #include "lib/backends/common/control_flow.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/value_type.h"
 
 namespace grove::cuda {
 namespace {
@@ -62,6 +63,7 @@ absl::StatusOr<bool> ReadFlag(ExecContext& ec, const ir::KernelContext& ctx, con
 }
 
 absl::Status CopyOut(ExecContext& ec, ir::KernelContext& ctx, int i, const TensorView& from) {
+  if (ir::IsBoxed(from.dtype)) return backends::SetBoxedOutput(ctx, i, from.dtype, ir::BoxedValue(from));
   absl::StatusOr<TensorView*> out = ctx.AllocateOutput(i, from.dtype, from.shape);
   if (!out.ok()) return out.status();
   return ec.device().CopyAsync((*out)->data, from.data, from.byte_size(), ec.stream());
@@ -104,9 +106,12 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   // its arena, which its next call overwrites).
   std::vector<std::unique_ptr<DeviceVector>> carried_mem;
   std::vector<TensorView> carried(n);
+  backends::CarriedBoxes boxes(n);  // sequences and optionals: host values
   for (int i = 0; i < n; ++i) {
     const TensorView& in = ctx.input(2 + i);
     carried_mem.push_back(std::make_unique<DeviceVector>(dev));
+    boxes.Enter(i, in, carried[i]);
+    if (ir::IsBoxed(in.dtype)) continue;
     if (absl::Status s = carried_mem[i]->Reserve(in.byte_size(), 0, ec.stream()); !s.ok()) return s;
     if (absl::Status s = dev.CopyAsync(carried_mem[i]->data(), in.data, in.byte_size(), ec.stream()); !s.ok()) return s;
     carried[i] = TensorView(in.dtype, in.shape, static_cast<void*>(carried_mem[i]->data()));
@@ -124,13 +129,19 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     if (!c.ok()) return c.status();
     cond = *c;
     for (int i = 0; i < n; ++i) {
+      if (absl::Status s = boxes.Stage(ctx, i, carried[i], (*outs)[1 + i]); !s.ok()) return s;
+    }
+    boxes.Commit();
+    for (int i = 0; i < n; ++i) {
       const TensorView& o = (*outs)[1 + i];
+      if (ir::IsBoxed(o.dtype)) continue;
       if (absl::Status s = carried_mem[i]->Reserve(o.byte_size(), 0, ec.stream()); !s.ok()) return s;
       carried[i] = TensorView(o.dtype, o.shape, static_cast<void*>(carried_mem[i]->data()));
       if (absl::Status s = dev.CopyAsync(carried[i].data, o.data, o.byte_size(), ec.stream()); !s.ok()) return s;
     }
     for (int j = 0; j < k; ++j) {
       const TensorView& o = (*outs)[1 + n + j];
+      if (absl::Status s = backends::CheckScanIsTensor(ctx, j, o); !s.ok()) return s;
       if (absl::Status s = backends::CheckScanShape(ctx, j, iter, o, scan_shape[j]); !s.ok()) return s;
       if (absl::Status s = scans[j]->Reserve(scan_bytes[j] + o.byte_size(), scan_bytes[j], ec.stream()); !s.ok()) {
         return s;

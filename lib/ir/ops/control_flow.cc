@@ -3,6 +3,7 @@
 // allocate their outputs when they know what the chosen path produced.
 #include "absl/strings/str_cat.h"
 #include "lib/ir/ops/ops.h"
+#include "lib/ir/value_type.h"
 
 namespace grove::ir {
 namespace {
@@ -17,12 +18,41 @@ absl::StatusOr<SymShape> MergeShapes(const SymShape& a, const SymShape& b) {
   return out;
 }
 
+// Sets output i from two predictions whose ranks may be unknown (an unknown
+// dtype, from a body that waits for the run, takes the other's). Tensors of
+// differing ranks are an error (`rank_error`); a sequence's items may differ.
+absl::Status SetMerged(ShapeContext& ctx, int i, DType dtype, const ShapeContext::Output& a,
+                       const ShapeContext::Output& b, const std::string& rank_error) {
+  if (!a.rank_known || !b.rank_known) {
+    ctx.SetOutputUnknownRank(i, dtype);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SymShape> merged = MergeShapes(a.shape, b.shape);
+  if (!merged.ok()) {
+    if (IsBoxed(dtype)) {
+      ctx.SetOutputUnknownRank(i, dtype);
+      return absl::OkStatus();
+    }
+    return ctx.Error(rank_error);
+  }
+  ctx.SetOutput(i, dtype, std::move(*merged));
+  return absl::OkStatus();
+}
+
+void SetPredicted(ShapeContext& ctx, int i, const ShapeContext::Output& o) {
+  if (o.rank_known) {
+    ctx.SetOutput(i, o.dtype, o.shape);
+  } else {
+    ctx.SetOutputUnknownRank(i, o.dtype);
+  }
+}
+
 absl::Status SetBranchOutputs(ShapeContext& ctx, const std::vector<ShapeContext::Output>& outs,
                               absl::string_view branch) {
   if (static_cast<int>(outs.size()) != ctx.num_outputs()) {
     return ctx.Error(absl::StrCat("has ", ctx.num_outputs(), " outputs but ", branch, " gives ", outs.size()));
   }
-  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutput(i, outs[i].dtype, outs[i].shape);
+  for (int i = 0; i < ctx.num_outputs(); ++i) SetPredicted(ctx, i, outs[i]);
   return absl::OkStatus();
 }
 
@@ -63,9 +93,14 @@ absl::Status InferIf(ShapeContext& ctx) {
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     const auto& t = (*then_out)[i];
     const auto& e = (*else_out)[i];
-    if (t.dtype != e.dtype) {
+    if (t.dtype != e.dtype && t.dtype != DType::kUnknown && e.dtype != DType::kUnknown) {
       return ctx.Error(absl::StrCat("output ", i, " is ", DTypeName(t.dtype), " in then_branch but ",
                                     DTypeName(e.dtype), " in else_branch"));
+    }
+    const DType dtype = t.dtype != DType::kUnknown ? t.dtype : e.dtype;
+    if (!t.rank_known || !e.rank_known || IsBoxed(dtype)) {
+      if (absl::Status s = SetMerged(ctx, i, dtype, t, e, ""); !s.ok()) return s;
+      continue;
     }
     absl::StatusOr<SymShape> merged = MergeShapes(t.shape, e.shape);
     if (!merged.ok()) {
@@ -77,7 +112,7 @@ absl::Status InferIf(ShapeContext& ctx) {
       if (!ctx.inferrer()->planning()) return DeferredShapeError(ctx.Error(msg).message());
       return ctx.Error(absl::StrCat(msg, " and the condition depends on data; grove needs equal ranks"));
     }
-    ctx.SetOutput(i, t.dtype, std::move(*merged));
+    ctx.SetOutput(i, dtype, std::move(*merged));
   }
   return absl::OkStatus();
 }
@@ -112,21 +147,30 @@ absl::Status InferLoop(ShapeContext& ctx) {
   }
   auto outs = ctx.inferrer()->Infer(body, ins);
   if (!outs.ok()) return outs.status();
-  if ((*outs)[0].dtype != DType::kBool) return ctx.Error("body's first output (cond) must be bool");
+  if ((*outs)[0].dtype != DType::kBool && (*outs)[0].dtype != DType::kUnknown) {
+    return ctx.Error("body's first output (cond) must be bool");
+  }
   for (int i = 0; i < n; ++i) {
     const auto& o = (*outs)[1 + i];
-    if (o.dtype != ins[2 + i].dtype) {
-      return ctx.Error(absl::StrCat("loop-carried value ", i, " enters as ", DTypeName(ins[2 + i].dtype),
+    const auto& in = ins[2 + i];
+    if (o.dtype != in.dtype && o.dtype != DType::kUnknown && in.dtype != DType::kUnknown) {
+      return ctx.Error(absl::StrCat("loop-carried value ", i, " enters as ", DTypeName(in.dtype),
                                     " but the body returns ", DTypeName(o.dtype)));
     }
-    absl::StatusOr<SymShape> merged = MergeShapes(ins[2 + i].shape, o.shape);
-    if (!merged.ok()) {
-      return ctx.Error(absl::StrCat("loop-carried value ", i, " changes rank in the body"));
+    const DType dtype = in.dtype != DType::kUnknown ? in.dtype : o.dtype;
+    const ShapeContext::Output entering{in.dtype, in.shape, true, in.rank_known};
+    if (absl::Status s = SetMerged(ctx, i, dtype, entering, o,
+                                   absl::StrCat("loop-carried value ", i, " changes rank in the body"));
+        !s.ok()) {
+      return s;
     }
-    ctx.SetOutput(i, o.dtype, std::move(*merged));
   }
   for (int j = 0; j < k; ++j) {
     const auto& o = (*outs)[1 + n + j];
+    if (!o.rank_known) {
+      ctx.SetOutputUnknownRank(n + j, o.dtype);
+      continue;
+    }
     SymShape s{SymDim::Unknown()};
     s.insert(s.end(), o.shape.begin(), o.shape.end());
     ctx.SetOutput(n + j, o.dtype, std::move(s));
