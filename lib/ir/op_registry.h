@@ -176,6 +176,9 @@ struct OpDef {
   // False for ops that read only their inputs' shapes (Shape): they fold at
   // plan time even when the input values are not known.
   bool reads_input_values = true;
+  // Its kernels on every backend take sequences and optionals (host values),
+  // as If's and Loop's do; any other op given one runs its CPU kernel.
+  bool boxed_on_every_backend = false;
 
   const AttrSpec* FindAttr(absl::string_view name) const;
 };

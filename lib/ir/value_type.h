@@ -35,6 +35,14 @@ constexpr bool IsOptionalDType(DType dtype) {
   return KindOf(dtype) == ValueKind::kOptionalTensor || KindOf(dtype) == ValueKind::kOptionalSequence;
 }
 
+// What an optional holds: optional(T) -> T, optional(seq(T)) -> seq(T);
+// other dtypes are themselves.
+constexpr DType UnwrapOptional(DType dtype) {
+  return KindOf(dtype) == ValueKind::kOptionalTensor     ? ElemDType(dtype)
+         : KindOf(dtype) == ValueKind::kOptionalSequence ? BoxedDType(ValueKind::kSequence, ElemDType(dtype))
+                                                         : dtype;
+}
+
 // The grove::Value a boxed view points at.
 inline const Value& BoxedValue(const TensorView& view) { return *static_cast<const Value*>(view.data); }
 inline Value& MutableBoxedValue(const TensorView& view) { return *static_cast<Value*>(view.data); }

@@ -147,11 +147,14 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     step.kernel = node.def->kernels[static_cast<int>(backend)];
     if (backend == ir::Backend::kCuda) {
       bool covered = true;
+      auto cover = [&](DType dtype) {
+        covered &= (node.def->boxed_on_every_backend && ir::IsBoxed(dtype)) || cuda::CudaKernelsCoverDType(dtype);
+      };
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (node.inputs[i] >= 0) covered &= cuda::CudaKernelsCoverDType((*node_inputs)[i].dtype);
+        if (node.inputs[i] >= 0) cover((*node_inputs)[i].dtype);
       }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
-        if (node.outputs[i] >= 0) covered &= cuda::CudaKernelsCoverDType(ctx.outputs()[i].dtype);
+        if (node.outputs[i] >= 0 && ctx.outputs()[i].dtype != DType::kUnknown) cover(ctx.outputs()[i].dtype);
       }
       if (!covered) step.kernel = nullptr;
     }

@@ -28,6 +28,7 @@ ir::OpRegistry* BuildRegistry() {
       ir::RegisterVisionOps(*r),           cpu::RegisterVisionKernels(*r),
       ir::RegisterQuantizationOps(*r),     cpu::RegisterQuantizationKernels(*r),
       ir::RegisterTextOps(*r),             cpu::RegisterTextKernels(*r),
+      ir::RegisterSequenceOps(*r),         cpu::RegisterSequenceKernels(*r),
       cuda::RegisterCudaControlFlowKernels(*r),
       cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
       cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),

@@ -126,6 +126,8 @@ Value EmptyBoxedValue(DType dtype) {
 // whose tensors' dtype was left to the run takes any.
 bool DTypeFits(DType got, DType planned) {
   if (planned == DType::kUnknown || got == planned) return true;
+  // A Loop body input declared optional(T) takes the T its body returned.
+  if (ir::IsOptionalDType(planned) && got == ir::UnwrapOptional(planned)) return true;
   return ir::IsBoxed(got) && planned == ir::BoxedDType(ir::KindOf(got), DType::kUnknown);
 }
 

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "onnx/defs/schema.h"
+#include "onnx/onnx-data_pb.h"
 #include "onnx/version_converter/convert.h"
 #include "tools/onnx/onnx_importer.h"
 #include "tools/onnx/onnx_tensor.h"
@@ -58,6 +59,62 @@ absl::StatusOr<Tensor> ReadTensorFile(const fs::path& path, DType want = DType::
   if (!t.ok())
     return absl::Status(t.status().code(), absl::StrCat(path.filename().string(), ": ", t.status().message()));
   return t;
+}
+
+absl::StatusOr<std::vector<Tensor>> DecodeTensors(const google::protobuf::RepeatedPtrField<::onnx::TensorProto>& protos,
+                                                  const fs::path& path) {
+  std::vector<Tensor> items;
+  for (const ::onnx::TensorProto& t : protos) {
+    absl::StatusOr<Tensor> item = onnx_import::DecodeTensor(t, path.parent_path().string());
+    if (!item.ok()) {
+      return absl::Status(item.status().code(), absl::StrCat(path.filename().string(), ": ", item.status().message()));
+    }
+    items.push_back(*std::move(item));
+  }
+  return items;
+}
+
+// A data file of a value of `kind`: a TensorProto, a SequenceProto or an
+// OptionalProto. `want` is the declared dtype (of the tensors).
+absl::StatusOr<Value> ReadValueFile(const fs::path& path, ValueKind kind, DType want) {
+  if (kind == ValueKind::kTensor) {
+    absl::StatusOr<Tensor> t = ReadTensorFile(path, want);
+    if (!t.ok()) return t.status();
+    return Value(*std::move(t));
+  }
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  auto sequence_of = [&](const ::onnx::SequenceProto& seq) -> absl::StatusOr<Value> {
+    if (seq.elem_type() != ::onnx::SequenceProto::TENSOR && seq.elem_type() != ::onnx::SequenceProto::UNDEFINED) {
+      return absl::UnimplementedError(absl::StrCat(path.filename().string(), ": a sequence of non-tensors"));
+    }
+    absl::StatusOr<std::vector<Tensor>> items = DecodeTensors(seq.tensor_values(), path);
+    if (!items.ok()) return items.status();
+    const DType dtype = !items->empty() ? (*items)[0].dtype() : want;
+    return Value::Sequence(dtype, *std::move(items));
+  };
+  if (kind == ValueKind::kSequence) {
+    ::onnx::SequenceProto seq;
+    if (!seq.ParseFromString(*bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(path.filename().string(), " is not a SequenceProto"));
+    }
+    return sequence_of(seq);
+  }
+  ::onnx::OptionalProto opt;
+  if (!opt.ParseFromString(*bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(path.filename().string(), " is not an OptionalProto"));
+  }
+  if (opt.has_tensor_value()) {
+    absl::StatusOr<Tensor> t = onnx_import::DecodeTensor(opt.tensor_value(), path.parent_path().string());
+    if (!t.ok()) return t.status();
+    return Value::Some(Value(*std::move(t)));
+  }
+  if (opt.has_sequence_value()) {
+    absl::StatusOr<Value> seq = sequence_of(opt.sequence_value());
+    if (!seq.ok()) return seq.status();
+    return Value::Some(*std::move(seq));
+  }
+  return Value::None(kind, want);
 }
 
 // input_0.pb, input_1.pb, ... in index order (input_10 after input_9).
@@ -220,6 +277,26 @@ std::string CaseOp(const std::string& case_dir) {
   return OpFromName(name);
 }
 
+absl::Status CompareValues(absl::string_view name, const Value& got, const Value& want) {
+  if (got.kind() != want.kind() || got.has_value() != want.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output '", name, "' is ", got.DebugString(), ", expected ", want.DebugString()));
+  }
+  if (!got.has_value()) return absl::OkStatus();
+  if (!got.is_sequence()) return CompareTensors(name, got.tensor().view(), want.tensor().view());
+  if (got.items().size() != want.items().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("output '", name, "' has ", got.items().size(),
+                                                   " items, expected ", want.items().size()));
+  }
+  for (size_t k = 0; k < got.items().size(); ++k) {
+    if (absl::Status s = CompareTensors(absl::StrCat(name, "[", k, "]"), got.items()[k].view(), want.items()[k].view());
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CompareTensors(absl::string_view name, const TensorView& got, const TensorView& want) {
   if (got.dtype != want.dtype) {
     return absl::InvalidArgumentError(
@@ -350,23 +427,22 @@ CaseResult RunCase(const std::string& case_dir, const CaseOptions& case_options)
 
   for (const fs::path& set : sets) {
     const std::string where = set.filename().string();
-    std::vector<Tensor> inputs;
+    std::vector<Value> inputs;
     const std::vector<fs::path> input_files = NumberedFiles(set, "input_");
     for (size_t i = 0; i < input_files.size(); ++i) {
       const std::vector<TensorInfo>& declared = (*loaded)->inputs();
-      absl::StatusOr<Tensor> t =
-          ReadTensorFile(input_files[i], i < declared.size() ? declared[i].dtype : DType::kUnknown);
-      if (!t.ok()) return Result(OutcomeOf(t.status()), op, absl::StrCat(where, ": ", t.status().message()));
-      inputs.push_back(*std::move(t));
+      absl::StatusOr<Value> v =
+          i < declared.size() ? ReadValueFile(input_files[i], declared[i].kind, declared[i].dtype)
+                              : ReadValueFile(input_files[i], ValueKind::kTensor, DType::kUnknown);
+      if (!v.ok()) return Result(OutcomeOf(v.status()), op, absl::StrCat(where, ": ", v.status().message()));
+      inputs.push_back(*std::move(v));
     }
     if (inputs.size() != (*loaded)->inputs().size()) {
       return Result(
           Outcome::kFailed, op,
           absl::StrCat(where, ": gives ", inputs.size(), " inputs, the model takes ", (*loaded)->inputs().size()));
     }
-    std::vector<TensorView> views;
-    for (const Tensor& t : inputs) views.push_back(t.view());
-    absl::StatusOr<std::vector<TensorView>> outs = (*session)->Run(views);
+    absl::StatusOr<std::vector<Value>> outs = (*session)->RunValues(inputs);
     if (!outs.ok())
       return Result(OutcomeOf(outs.status()), op, absl::StrCat(where, ": run: ", outs.status().message()));
     const std::vector<fs::path> expected = NumberedFiles(set, "output_");
@@ -376,11 +452,12 @@ CaseResult RunCase(const std::string& case_dir, const CaseOptions& case_options)
           absl::StrCat(where, ": the model gives ", outs->size(), " outputs, the test expects ", expected.size()));
     }
     for (size_t i = 0; i < expected.size(); ++i) {
-      absl::StatusOr<Tensor> want = ReadTensorFile(expected[i], (*outs)[i].dtype);
+      const Value& got = (*outs)[i];
+      absl::StatusOr<Value> want = ReadValueFile(expected[i], got.kind(), got.dtype());
       if (!want.ok())
         return Result(OutcomeOf(want.status()), op, absl::StrCat(where, ": ", want.status().message()));
       const std::string& name = (*loaded)->outputs()[i].name;
-      if (absl::Status s = CompareTensors(name, (*outs)[i], want->view()); !s.ok()) {
+      if (absl::Status s = CompareValues(name, got, *want); !s.ok()) {
         return Result(Outcome::kFailed, op, absl::StrCat(where, ": ", s.message()));
       }
     }

@@ -49,6 +49,8 @@ std::string CaseOp(const std::string& case_dir);
 // Compares one output against the expected tensor: equal dtype and shape,
 // then values within the tolerances (floats; NaN equals NaN) or exactly.
 absl::Status CompareTensors(absl::string_view name, const TensorView& got, const TensorView& want);
+// Same kind, presence and item count, then CompareTensors on each tensor.
+absl::Status CompareValues(absl::string_view name, const Value& got, const Value& want);
 
 }  // namespace grove::conformance
 

@@ -107,6 +107,54 @@ int AttributeType(const AttributeProto& a) {
   return AttributeProto::UNDEFINED;
 }
 
+// An ONNX value type as grove declares it: tensor(T), seq(tensor(T)),
+// optional(tensor(T)) or optional(seq(tensor(T))); `tensor` is the tensors'
+// type (for their shape). Maps, sparse tensors and deeper nesting are refused.
+struct OnnxValueType {
+  ValueKind kind = ValueKind::kTensor;
+  DType dtype = DType::kUnknown;  // kUnknown when the type leaves it open
+  const TypeProto::Tensor* tensor = nullptr;
+};
+
+absl::StatusOr<OnnxValueType> ValueTypeOf(const TypeProto& type) {
+  OnnxValueType out;
+  const TypeProto* t = &type;
+  if (t->has_optional_type()) {
+    t = &t->optional_type().elem_type();
+    out.kind = ValueKind::kOptionalTensor;
+  }
+  if (t->has_sequence_type()) {
+    t = &t->sequence_type().elem_type();
+    out.kind = out.kind == ValueKind::kOptionalTensor ? ValueKind::kOptionalSequence : ValueKind::kSequence;
+  }
+  if (!t->has_tensor_type()) {
+    if (t->value_case() == TypeProto::VALUE_NOT_SET && out.kind != ValueKind::kTensor) return out;
+    return absl::UnimplementedError(
+        "is not a tensor, a sequence of tensors or an optional of either (a map, a sparse tensor or a nested "
+        "sequence); grove does not support it");
+  }
+  out.tensor = &t->tensor_type();
+  if (out.tensor->elem_type() != TensorProto::UNDEFINED) {
+    absl::StatusOr<DType> dtype = DTypeFromOnnx(out.tensor->elem_type());
+    if (!dtype.ok()) return dtype.status();
+    out.dtype = *dtype;
+  }
+  return out;
+}
+
+// grove's name of a tensor or sequence type ("f32", "seq(f32)"), as the
+// Optional op's `type` attribute takes it.
+absl::StatusOr<std::string> OptionalTypeName(const TypeProto& type) {
+  absl::StatusOr<OnnxValueType> t = ValueTypeOf(type);
+  if (!t.ok()) return t.status();
+  if (t->kind != ValueKind::kTensor && t->kind != ValueKind::kSequence) {
+    return absl::UnimplementedError("an optional of an optional is not supported");
+  }
+  if (t->dtype == DType::kUnknown) return absl::UnimplementedError("the type has no element type");
+  const std::string name(DTypeName(t->dtype));
+  return t->kind == ValueKind::kSequence ? absl::StrCat("seq(", name, ")") : name;
+}
+
 // Whether a value of ONNX attribute type `type` fits grove's declared kind;
 // the loader widens ints to floats, so those fit too.
 bool KindFits(int type, ir::AttrKind kind) {
@@ -125,6 +173,8 @@ bool KindFits(int type, ir::AttrKind kind) {
       return kind == ir::AttrKind::kStrings;
     case AttributeProto::GRAPH:
       return kind == ir::AttrKind::kSubgraph;
+    case AttributeProto::TYPE_PROTO:  // Optional's type, as its name
+      return kind == ir::AttrKind::kString;
     default:
       return false;
   }
@@ -381,10 +431,23 @@ absl::Status Importer::ImportMainInputs(const GraphProto& graph, Scope& scope) {
     // caller override; grove keeps the default.
     if (initializers.contains(in.name())) continue;
     if (in.name().empty()) return absl::InvalidArgumentError("a graph input has no name");
-    if (!in.type().has_tensor_type()) {
-      return absl::UnimplementedError(absl::StrCat("input '", in.name(),
-                                                   "' is not a tensor (a sequence, map or optional); grove "
-                                                   "supports tensor inputs only"));
+    absl::StatusOr<OnnxValueType> vt = ValueTypeOf(in.type());
+    if (!vt.ok()) return absl::UnimplementedError(absl::StrCat("input '", in.name(), "' ", vt.status().message()));
+    if (vt->kind != ValueKind::kTensor) {
+      // A sequence or optional: the tensors' shape when the model declares one.
+      if (vt->dtype == DType::kUnknown) {
+        return absl::UnimplementedError(absl::StrCat("input '", in.name(), "' declares no element type"));
+      }
+      std::optional<std::vector<Dim>> item_dims;
+      if (vt->tensor != nullptr && vt->tensor->has_shape()) {
+        absl::StatusOr<std::vector<Dim>> dims = InputDims(in, *vt->tensor);
+        if (!dims.ok()) return dims.status();
+        item_dims = *std::move(dims);
+      }
+      const std::string& g = scope.names.at(in.name());
+      builder_.AddInput(g, vt->kind, vt->dtype, std::move(item_dims));
+      Define(g);
+      continue;
     }
     const TypeProto::Tensor& tt = in.type().tensor_type();
     absl::StatusOr<DType> dtype = DTypeFromOnnx(tt.elem_type());
@@ -443,13 +506,9 @@ absl::Status Importer::ImportOutputs(const GraphProto& graph, const Scope& scope
   for (const ValueInfoProto& out : graph.output()) {
     const std::string where =
         absl::StrCat(main ? "graph" : absl::StrCat("graph '", graph.name(), "'"), " output '", out.name(), "'");
-    if (out.type().value_case() != TypeProto::VALUE_NOT_SET && !out.type().has_tensor_type()) {
-      return absl::UnimplementedError(
-          absl::StrCat(where, " is not a tensor (a sequence, map or optional); grove supports tensors only"));
-    }
-    if (out.type().has_tensor_type() && out.type().tensor_type().elem_type() != TensorProto::UNDEFINED) {
-      absl::StatusOr<DType> dtype = DTypeFromOnnx(out.type().tensor_type().elem_type());
-      if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(where, ": ", dtype.status().message()));
+    if (out.type().value_case() != TypeProto::VALUE_NOT_SET) {
+      absl::StatusOr<OnnxValueType> vt = ValueTypeOf(out.type());
+      if (!vt.ok()) return absl::UnimplementedError(absl::StrCat(where, " ", vt.status().message()));
     }
     absl::StatusOr<std::string> g = Resolve(out.name(), scope, where);
     if (!g.ok()) return g.status();
@@ -472,20 +531,20 @@ absl::StatusOr<int> Importer::ImportBody(const GraphProto& body, const std::stri
     if (initializers.contains(in.name())) continue;
     // A body's input shapes come from its caller at run time; only the dtype
     // is declared.
-    DType dtype = DType::kUnknown;
-    if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() != TensorProto::UNDEFINED) {
-      absl::StatusOr<DType> d = DTypeFromOnnx(in.type().tensor_type().elem_type());
-      if (!d.ok()) {
-        return absl::UnimplementedError(
-            absl::StrCat("graph '", name, "' input '", in.name(), "': ", d.status().message()));
+    OnnxValueType vt;
+    if (in.type().value_case() != TypeProto::VALUE_NOT_SET) {
+      absl::StatusOr<OnnxValueType> t = ValueTypeOf(in.type());
+      if (!t.ok()) {
+        return absl::UnimplementedError(absl::StrCat("graph '", name, "' input '", in.name(), "' ", t.status().message()));
       }
-      dtype = *d;
-    } else if (in.type().value_case() != TypeProto::VALUE_NOT_SET) {
-      return absl::UnimplementedError(
-          absl::StrCat("graph '", name, "' input '", in.name(), "' is not a tensor; grove supports tensors only"));
+      vt = *t;
     }
     const std::string& g = scope.names.at(in.name());
-    builder_.AddInput(g, dtype, {});
+    if (vt.kind != ValueKind::kTensor) {
+      builder_.AddInput(g, vt.kind, vt.dtype);
+    } else {
+      builder_.AddInput(g, vt.dtype, {});
+    }
     Define(g);
   }
   if (absl::Status s = ImportInitializers(body, scope); !s.ok()) return s;
@@ -583,6 +642,11 @@ absl::StatusOr<Attribute> Importer::ConvertAttribute(const AttributeProto& a, co
       return Attribute{a.name(), AttrValue(std::vector<double>(a.floats().begin(), a.floats().end()))};
     case AttributeProto::STRINGS:
       return Attribute{a.name(), AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()))};
+    case AttributeProto::TYPE_PROTO: {
+      absl::StatusOr<std::string> name = OptionalTypeName(a.tp());
+      if (!name.ok()) return absl::UnimplementedError(absl::StrCat(what, ": ", name.status().message()));
+      return Attribute{a.name(), AttrValue(*std::move(name))};
+    }
     case AttributeProto::GRAPH: {
       const std::string body_name =
           absl::StrCat(node.name().empty() ? node.op_type() : node.name(), "/", a.name());

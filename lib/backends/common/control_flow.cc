@@ -57,13 +57,18 @@ void CarriedBoxes::Enter(int i, const TensorView& in, TensorView& view) {
   view = TensorView(in.dtype, {}, static_cast<void*>(&values_[i]));
 }
 
-absl::Status CarriedBoxes::Stage(const ir::KernelContext& ctx, int i, const TensorView& carried,
-                                 const TensorView& out) {
-  if (ir::IsBoxed(carried.dtype) != ir::IsBoxed(out.dtype)) {
+absl::Status CarriedBoxes::Stage(const ir::KernelContext& ctx, int i, TensorView& carried, const TensorView& out) {
+  const bool fits = ir::IsBoxed(carried.dtype)
+                        ? out.dtype == carried.dtype || out.dtype == ir::UnwrapOptional(carried.dtype)
+                        : !ir::IsBoxed(out.dtype);
+  if (!fits) {
     return ctx.Error(absl::StrCat("loop-carried value ", i, " enters as ", DTypeName(carried.dtype),
                                   " but the body returns ", DTypeName(out.dtype)));
   }
-  if (ir::IsBoxed(out.dtype)) next_[i] = ir::BoxedValue(out);
+  if (ir::IsBoxed(out.dtype)) {
+    next_[i] = ir::BoxedValue(out);
+    carried.dtype = out.dtype;
+  }
   return absl::OkStatus();
 }
 

@@ -47,7 +47,8 @@ class CarriedBoxes {
   // Takes the body's output for carried value i (after all have been read:
   // a body may pass its inputs on in another order); false when the body
   // changed a tensor into a sequence or back.
-  absl::Status Stage(const ir::KernelContext& ctx, int i, const TensorView& carried, const TensorView& out);
+  // `carried` takes the output's dtype: an optional may come back as what it holds.
+  absl::Status Stage(const ir::KernelContext& ctx, int i, TensorView& carried, const TensorView& out);
   void Commit();
   const Value& value(int i) const { return values_[i]; }
 

@@ -23,6 +23,7 @@ absl::Status RegisterLossKernels(ir::OpRegistry& registry);
 absl::Status RegisterVisionKernels(ir::OpRegistry& registry);
 absl::Status RegisterQuantizationKernels(ir::OpRegistry& registry);
 absl::Status RegisterTextKernels(ir::OpRegistry& registry);
+absl::Status RegisterSequenceKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

@@ -13,6 +13,7 @@
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/ir/value_type.h"
 #include "lib/backends/cpu/element_types.h"
 
 namespace grove::cpu {
@@ -242,6 +243,10 @@ absl::Status CastKernel(KernelContext& ctx) {
 
 absl::Status IdentityKernel(KernelContext& ctx) {
   const TensorView& in = ctx.input(0);
+  if (ir::IsBoxed(in.dtype)) {  // a sequence or optional: the value, its tensors shared
+    ir::MutableBoxedValue(ctx.output(0)) = ir::BoxedValue(in);
+    return absl::OkStatus();
+  }
   if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
   if (in.num_elements() > 0 && in.data != ctx.output(0).data) {
     std::memcpy(ctx.output(0).data, in.data, in.byte_size());

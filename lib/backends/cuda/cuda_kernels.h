@@ -14,6 +14,7 @@ namespace grove::cuda {
 // with an input or output of another dtype (i16 u16 u32 u64) runs its CPU
 // kernel with copies, as an op without a CUDA kernel does.
 inline bool CudaKernelsCoverDType(DType dtype) {
+  if (static_cast<int>(dtype) >= 64) return false;  // a sequence or optional (lib/ir/value_type.h)
   switch (dtype) {
     case DType::kI16: case DType::kU16: case DType::kU32: case DType::kU64: case DType::kUnknown: return false;
     default: return true;

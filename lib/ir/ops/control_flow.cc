@@ -153,11 +153,14 @@ absl::Status InferLoop(ShapeContext& ctx) {
   for (int i = 0; i < n; ++i) {
     const auto& o = (*outs)[1 + i];
     const auto& in = ins[2 + i];
-    if (o.dtype != in.dtype && o.dtype != DType::kUnknown && in.dtype != DType::kUnknown) {
+    // An optional may enter and what it holds come back (as onnxruntime
+    // and ONNX's reference allow); the Loop then gives what the body gives.
+    const bool unwrapped = IsOptionalDType(in.dtype) && o.dtype == UnwrapOptional(in.dtype);
+    if (o.dtype != in.dtype && o.dtype != DType::kUnknown && in.dtype != DType::kUnknown && !unwrapped) {
       return ctx.Error(absl::StrCat("loop-carried value ", i, " enters as ", DTypeName(in.dtype),
                                     " but the body returns ", DTypeName(o.dtype)));
     }
-    const DType dtype = in.dtype != DType::kUnknown ? in.dtype : o.dtype;
+    const DType dtype = in.dtype != DType::kUnknown && !unwrapped ? in.dtype : o.dtype;
     const ShapeContext::Output entering{in.dtype, in.shape, true, in.rank_known};
     if (absl::Status s = SetMerged(ctx, i, dtype, entering, o,
                                    absl::StrCat("loop-carried value ", i, " changes rank in the body"));
@@ -191,6 +194,7 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry) {
   if_op.infer = &InferIf;
   if_op.kernel_allocates_outputs = true;
   if_op.foldable = false;
+  if_op.boxed_on_every_backend = true;
   if (absl::Status s = registry.Register(std::move(if_op)); !s.ok()) return s;
 
   OpDef loop;
@@ -204,6 +208,7 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry) {
   loop.infer = &InferLoop;
   loop.kernel_allocates_outputs = true;
   loop.foldable = false;
+  loop.boxed_on_every_backend = true;
   return registry.Register(std::move(loop));
 }
 

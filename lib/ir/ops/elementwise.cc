@@ -51,7 +51,11 @@ absl::Status InferCast(ShapeContext& ctx) {
 
 absl::Status InferIdentity(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 0, "input"); !s.ok()) return s;
-  ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  if (!ctx.input(0).rank_known) {
+    ctx.SetOutputUnknownRank(0, ctx.input_dtype(0));  // a sequence or optional of unknown rank
+  } else {
+    ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  }
   return absl::OkStatus();
 }
 

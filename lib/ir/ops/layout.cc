@@ -55,8 +55,16 @@ struct IntList {
   int64_t length = -1;
 };
 
-absl::StatusOr<IntList> ReadIntList(const ShapeContext& ctx, int i, absl::string_view name) {
+// `scalar_ok`: a scalar is a list of one (Squeeze's and Unsqueeze's axes, as
+// onnxruntime takes them: a loop counter unsqueezed in a body).
+absl::StatusOr<IntList> ReadIntList(const ShapeContext& ctx, int i, absl::string_view name, bool scalar_ok = false) {
   if (absl::Status s = CheckInputDType(ctx, i, name, kIndexDTypes); !s.ok()) return s;
+  if (scalar_ok && ctx.input_rank(i) == 0) {
+    IntList list;
+    list.known = ctx.InputInts(i, &list.values);
+    list.length = 1;
+    return list;
+  }
   if (ctx.input_rank(i) != 1) {
     return ctx.Error(absl::StrCat(InputName(i, name), " has shape ", ShapeString(ctx, ctx.input_shape(i)),
                                   "; expected a 1-D tensor"));
@@ -78,7 +86,8 @@ struct IntArg {
   IntList list;
 };
 
-absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_view name, absl::string_view attr) {
+absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_view name, absl::string_view attr,
+                                  bool scalar_ok = false) {
   IntArg arg;
   const bool has_attr = ctx.attrs().Has(attr);
   if (ctx.has_input(i)) {
@@ -86,7 +95,7 @@ absl::StatusOr<IntArg> ReadIntArg(const ShapeContext& ctx, int i, absl::string_v
       return ctx.Error(
           absl::StrCat(name, " is given both as ", InputName(i, name), " and as attribute ", attr, "; give one"));
     }
-    absl::StatusOr<IntList> list = ReadIntList(ctx, i, name);
+    absl::StatusOr<IntList> list = ReadIntList(ctx, i, name, scalar_ok);
     if (!list.ok()) return list.status();
     arg.given = true;
     arg.list = *std::move(list);
@@ -144,7 +153,7 @@ absl::Status InferSqueeze(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 0, "data"); !s.ok()) return s;
   const SymShape& in = ctx.input_shape(0);
   const int64_t rank = ctx.input_rank(0);
-  absl::StatusOr<IntArg> axes = ReadIntArg(ctx, 1, "axes", "axes");
+  absl::StatusOr<IntArg> axes = ReadIntArg(ctx, 1, "axes", "axes", /*scalar_ok=*/true);
   if (!axes.ok()) return axes.status();
   SymShape out;
   if (!axes->given || (axes->list.known && axes->list.values.empty())) {
@@ -180,7 +189,7 @@ absl::Status InferUnsqueeze(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 0, "data"); !s.ok()) return s;
   const SymShape& in = ctx.input_shape(0);
   const int64_t rank = ctx.input_rank(0);
-  absl::StatusOr<IntArg> axes = ReadIntArg(ctx, 1, "axes", "axes");
+  absl::StatusOr<IntArg> axes = ReadIntArg(ctx, 1, "axes", "axes", /*scalar_ok=*/true);
   if (!axes.ok()) return axes.status();
   if (!axes->given) return ctx.Error("needs axes, as input 1 (opset 13) or as attribute axes (opset 11)");
   if (!axes->list.known) {

@@ -46,6 +46,10 @@ absl::Status RegisterVisionOps(OpRegistry& registry);
 absl::Status RegisterQuantizationOps(OpRegistry& registry);
 // TfIdfVectorizer.
 absl::Status RegisterTextOps(OpRegistry& registry);
+// SequenceEmpty SequenceConstruct SequenceInsert SequenceErase SequenceAt
+// SequenceLength ConcatFromSequence SplitToSequence SequenceMap Optional
+// OptionalHasElement OptionalGetElement.
+absl::Status RegisterSequenceOps(OpRegistry& registry);
 
 }  // namespace grove::ir
 
