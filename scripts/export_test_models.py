@@ -26,6 +26,7 @@ import argparse
 import math
 import os
 import warnings
+from typing import List
 
 import numpy as np
 import onnx
@@ -198,6 +199,29 @@ class LoopDecoder(nn.Module):
     return least_gap, least_halt, step
 
 
+class ListDecoder(LoopDecoder):
+  """The same decoder written as scripted PyTorch usually is: each step
+  appends its token and hidden state to Python lists, stacked at the end.
+  The lists become ONNX sequences carried through the Loop (SequenceEmpty,
+  SequenceInsert in the body, ConcatFromSequence after it)."""
+
+  def forward(self, h):
+    batch = h.size(0)
+    token = torch.zeros(batch, dtype=torch.long)
+    tokens: List[torch.Tensor] = []
+    states: List[torch.Tensor] = []
+    halted = torch.zeros(1)
+    step = 0
+    while step < self.max_steps and bool(halted.sum() < 1.0):
+      h = torch.tanh(self.cell(torch.cat([self.embed(token), h], 1)))
+      token = torch.argmax(self.out(h), 1)
+      tokens.append(token)
+      states.append(h)
+      halted = halted + torch.sigmoid(self.halt(h)).mean()
+      step += 1
+    return torch.stack(tokens, 1), torch.stack(states, 0)
+
+
 # --- the cases -----------------------------------------------------------------
 
 
@@ -299,6 +323,9 @@ MODELS = {
         dims={"x": {0: "batch"}, "y": {0: "batch"}}, cases=early_exit_cases),
     "loop_decoder": dict(
         cls=LoopDecoder, exporter="torchscript", script=True, inputs=["h0"], outputs=["tokens", "h"],
+        dims={"h0": {0: "batch"}}, cases=loop_decoder_cases),
+    "list_decoder": dict(
+        cls=ListDecoder, exporter="torchscript", script=True, inputs=["h0"], outputs=["tokens", "states"],
         dims={"h0": {0: "batch"}}, cases=loop_decoder_cases),
 }
 

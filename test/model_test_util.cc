@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 
 #include "lib/runtime/model_impl.h"
 
@@ -54,6 +55,41 @@ std::vector<float> MatMulRef(const std::vector<float>& a, const std::vector<floa
 std::vector<float> ToVector(const TensorView& v) {
   const float* p = v.as<const float>();
   return std::vector<float>(p, p + v.num_elements());
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildSequenceLoop() {
+  ModelBuilder b;
+  b.AddInput("m", DType::kI64, {});
+  b.AddInput("x", DType::kF32, {2});
+  const int body = b.AddSubgraph("body");
+  b.AddInput("iter", DType::kI64, {});
+  b.AddInput("cond_in", DType::kBool, {});
+  b.AddInput("acc", ValueKind::kSequence, DType::kF32);
+  b.AddOp("Cast", {"iter"}, {"iter_f"}, {{"to", int64_t{static_cast<int64_t>(DType::kF32)}}});
+  b.AddOp("Mul", {"x", "iter_f"}, {"row"});
+  b.AddOp("SequenceInsert", {"acc", "row"}, {"acc_out"});
+  b.AddOp("Identity", {"cond_in"}, {"cond_out"});
+  b.AddOutput("cond_out");
+  b.AddOutput("acc_out");
+  b.SetSubgraph(0);
+  b.AddOp("SequenceEmpty", {}, {"empty"}, {{"dtype", int64_t{static_cast<int64_t>(DType::kF32)}}});
+  b.AddOp("Loop", {"m", "", "empty"}, {"list"}, {{"body", SubgraphRef{body}}});
+  b.AddOp("ConcatFromSequence", {"list"}, {"stacked"}, {{"axis", int64_t{0}}, {"new_axis", int64_t{1}}});
+  b.AddOutput("stacked");
+  b.AddOutput("list");
+  return b.Finish();
+}
+
+Tensor ScalarI64(int64_t v) {
+  Tensor t = Tensor::Create(DType::kI64, {}).value();
+  *t.as<int64_t>() = v;
+  return t;
+}
+
+Tensor TensorF32(std::vector<int64_t> shape, const std::vector<float>& values) {
+  Tensor t = Tensor::Create(DType::kF32, std::move(shape)).value();
+  std::copy(values.begin(), values.end(), t.as<float>());
+  return t;
 }
 
 }  // namespace grove::testing

@@ -26,6 +26,16 @@ std::vector<float> MatMulRef(const std::vector<float>& a, const std::vector<floa
 
 std::vector<float> ToVector(const TensorView& v);
 
+// A decoder-shaped model with a sequence carried through a Loop: input "m"
+// (i64 scalar trip count) and "x" (f32[2]); each trip appends x * iter to a
+// list (SequenceEmpty, then SequenceInsert in the body). Outputs: "stacked"
+// f32[m, 2] (ConcatFromSequence, new_axis) and "list", the sequence itself.
+absl::StatusOr<std::vector<uint8_t>> BuildSequenceLoop();
+// A scalar i64 tensor.
+Tensor ScalarI64(int64_t v);
+// An f32 tensor of `shape` holding `values`.
+Tensor TensorF32(std::vector<int64_t> shape, const std::vector<float>& values);
+
 }  // namespace grove::testing
 
 #endif  // GROVE_TEST_MODEL_TEST_UTIL_H_

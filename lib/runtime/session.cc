@@ -906,12 +906,12 @@ absl::StatusOr<TensorView> ViewOfValue(const Value& value, const ir::TensorDecl&
   const std::string who = absl::StrCat("input '", d.name, "' (", internal::DescribeDeclared(d, g), ")");
   if (!ir::IsBoxed(d.dtype)) {
     if (value.kind() != ValueKind::kTensor) {
-      return absl::InvalidArgumentError(absl::StrCat(who, ": given a ", ValueKindName(value.kind())));
+      return absl::InvalidArgumentError(absl::StrCat(who, ": given ", value.DebugString()));
     }
     return value.tensor().view();
   }
   if (value.kind() != ir::KindOf(d.dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(who, ": given a ", ValueKindName(value.kind())));
+    return absl::InvalidArgumentError(absl::StrCat(who, ": given ", value.DebugString()));
   }
   if (value.dtype() != ir::ElemDType(d.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat(who, ": given ", value.DebugString()));

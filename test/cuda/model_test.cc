@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "examples/models/demo_models.h"
 #include "grove/npy.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/runtime/session_internal.h"
 #include "test/cuda_op_test_util.h"
@@ -99,6 +100,37 @@ TEST(CudaModelTest, LoopWithDataDependentTrips) {
     *limit.as<float>() = 50.0f;
     ExpectSame(s, {m, F32({4}, 9), limit}, absl::StrCat("loop, trip count ", trips));
   }
+}
+
+// A list carried through a Loop (SequenceEmpty, SequenceInsert in the body,
+// ConcatFromSequence after): the Loop and its body's Mul run on the device,
+// the sequence ops on the host, and the list's tensors stay host tensors.
+TEST(CudaModelTest, LoopCarryingASequence) {
+  Sessions s = MakeSessions(testing::LoadOrDie(testing::BuildSequenceLoop()));
+  for (int64_t trips : {3, 1, 3}) {
+    SCOPED_TRACE(trips);
+    const std::vector<Value> inputs = {Value(testing::ScalarI64(trips)), Value(F32({2}, 4))};
+    absl::StatusOr<std::vector<Value>> want = s.cpu->RunValues(inputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    absl::StatusOr<std::vector<Value>> got = s.cuda->RunValues(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(CompareTensors((*want)[0].tensor(), (*got)[0].tensor(), kTolerance), "");
+    ASSERT_EQ((*got)[1].items().size(), static_cast<size_t>(trips));
+    for (int64_t i = 0; i < trips; ++i) {
+      EXPECT_EQ(CompareTensors((*want)[1].items()[i], (*got)[1].items()[i], kTolerance), "") << "item " << i;
+    }
+  }
+  // The sequence ops ran on the host; the Loop itself did not fall back.
+  EXPECT_GT(s.cuda->stats().cpu_fallback_steps, 0);
+  SessionOptions strict;
+  strict.strict_device = true;
+  std::unique_ptr<Session> strict_session =
+      internal::CreateSessionOnDevice(testing::LoadOrDie(testing::BuildSequenceLoop()), strict, TestDevice()).value();
+  absl::StatusOr<std::vector<Value>> refused =
+      strict_session->RunValues({Value(testing::ScalarI64(2)), Value(F32({2}, 4))});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("SequenceEmpty"));
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::Not(::testing::HasSubstr("(Loop")));
 }
 
 TEST(CudaModelTest, ChainOfTwoHundredOps) {

@@ -250,7 +250,7 @@ TEST(ExportedModelsTest, AllModelsArePresent) {
     EXPECT_TRUE(fs::exists(m.testdata / "cases.txt")) << m.testdata;
   }
   for (const char* want :
-       {"cnn", "early_exit", "gpt_block", "loop_decoder", "lstm", "silero_vad", "transformer_encoder"}) {
+       {"cnn", "early_exit", "gpt_block", "list_decoder", "loop_decoder", "lstm", "silero_vad", "transformer_encoder"}) {
     EXPECT_TRUE(names.contains(want)) << want;
   }
 }
