@@ -78,7 +78,14 @@ std::string ShapeString(absl::Span<const int64_t> dims) { return absl::StrCat("[
 std::string DeclaredType(const TensorInfo& info) {
   std::vector<std::string> dims;
   for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? d.symbol : absl::StrCat(d.value));
-  return absl::StrCat(DTypeName(info.dtype), "[", absl::StrJoin(dims, ","), "]");
+  const std::string tensor = absl::StrCat(DTypeName(info.dtype), "[", absl::StrJoin(dims, ","), "]");
+  switch (info.kind) {
+    case ValueKind::kTensor: return tensor;
+    case ValueKind::kSequence: return absl::StrCat("seq(", tensor, ")");
+    case ValueKind::kOptionalTensor: return absl::StrCat("optional(", tensor, ")");
+    case ValueKind::kOptionalSequence: return absl::StrCat("optional(seq(", tensor, "))");
+  }
+  return tensor;
 }
 
 bool ParseDims(absl::string_view text, std::vector<int64_t>* out) {

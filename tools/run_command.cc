@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "grove/grove.h"
 #include "grove/npy.h"
 #include "command_line.h"
@@ -30,9 +31,11 @@ constexpr char kUsage[] =
     "input) and prints each output's dtype, shape, range and first values.\n"
     "\n"
     "Flags:\n"
-    "  --input NAME=FILE.npy  an input, by model input name (repeatable)\n"
-    "  --output-dir DIR       write each output to DIR/NAME.npy (DIR is created);\n"
-    "                         bf16 outputs are widened to f32, NumPy has no bf16\n"
+    "  --input NAME=FILE.npy  an input, by model input name (repeatable); a sequence\n"
+    "                         input takes a comma-separated list, one file per item\n"
+    "  --output-dir DIR       write each output to DIR/NAME.npy, a sequence's items\n"
+    "                         to DIR/NAME_0.npy, ... (DIR is created); bf16 outputs\n"
+    "                         are widened to f32, NumPy has no bf16\n"
     "  --device cpu|cuda|auto where to run (default auto: CUDA if present, else CPU)\n"
     "  --repeat N             run N times: the first run's time (plans, kernel loading)\n"
     "                         and the mean of the others (default 1)\n"
@@ -147,6 +150,12 @@ int RunMain(absl::Span<const std::string> argv) {
   if (!session.ok()) return Fail(absl::StrCat("cannot create a session: ", session.status().message()));
 
   const std::vector<TensorInfo>& input_infos = (*model)->inputs();
+  // Sequences and optionals go through RunValues; a sequence input is a
+  // comma-separated list of .npy files (one per item).
+  bool values_api = false;
+  for (const TensorInfo& info : input_infos) values_api |= info.kind != ValueKind::kTensor;
+  for (const TensorInfo& info : (*model)->outputs()) values_api |= info.kind != ValueKind::kTensor;
+  std::vector<Value> value_inputs(input_infos.size());
   std::vector<Tensor> inputs(input_infos.size());
   std::vector<bool> given(input_infos.size(), false);
   for (const auto& [name, file] : input_files) {
@@ -158,6 +167,21 @@ int RunMain(absl::Span<const std::string> argv) {
     }
     if (given[*index]) return Fail(absl::StrCat("input '", name, "' given more than once"));
     given[*index] = true;
+    const TensorInfo& info = input_infos[*index];
+    if (info.kind != ValueKind::kTensor) {
+      if (info.kind != ValueKind::kSequence) {
+        return Fail(absl::StrCat("input '", name, "' is an ", ValueKindName(info.kind),
+                                 "; grove run takes tensors and sequences (use Session::RunValues)"));
+      }
+      std::vector<Tensor> items;
+      for (absl::string_view item : absl::StrSplit(file, ',', absl::SkipEmpty())) {
+        absl::StatusOr<Tensor> t = ReadNpy(std::string(item));
+        if (!t.ok()) return Fail(absl::StrCat("input '", name, "': ", t.status().message()));
+        items.push_back(*std::move(t));
+      }
+      value_inputs[*index] = Value::Sequence(info.dtype, std::move(items));
+      continue;
+    }
     absl::StatusOr<Tensor> tensor = ReadNpy(file);
     if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
     const DType want = input_infos[*index].dtype;
@@ -171,6 +195,7 @@ int RunMain(absl::Span<const std::string> argv) {
                                DeclaredType(input_infos[*index])));
     }
     inputs[*index] = *std::move(tensor);
+    value_inputs[*index] = Value(inputs[*index]);
   }
   std::vector<std::string> missing;
   for (size_t i = 0; i < input_infos.size(); ++i) {
@@ -182,26 +207,52 @@ int RunMain(absl::Span<const std::string> argv) {
 
   std::vector<TensorView> views;
   for (const Tensor& t : inputs) views.push_back(t.view());
-  std::vector<TensorView> outputs;
+  std::vector<TensorView> result_views;
+  std::vector<Value> result_values;
   double first_ms = 0, total_ms = 0;
   for (int r = 0; r < repeat; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<TensorView>> result = (*session)->Run(views);
+    absl::Status status;
+    if (values_api) {
+      absl::StatusOr<std::vector<Value>> result = (*session)->RunValues(value_inputs);
+      status = result.status();
+      if (result.ok()) result_values = *std::move(result);
+    } else {
+      absl::StatusOr<std::vector<TensorView>> result = (*session)->Run(views);
+      status = result.status();
+      if (result.ok()) result_views = *std::move(result);
+    }
     const double ms = Milliseconds(std::chrono::steady_clock::now() - start);
-    if (!result.ok()) return Fail(absl::StrCat("run failed: ", result.status().message()));
+    if (!status.ok()) return Fail(absl::StrCat("run failed: ", status.message()));
     if (r == 0) {
       first_ms = ms;  // plan creation and kernel loading happen here
     } else {
       total_ms += ms;
     }
-    outputs = *std::move(result);
   }
 
+  // One named tensor per output, or per item of a sequence output
+  // ("tokens_0", "tokens_1", ...); an absent optional prints as such.
   const std::vector<TensorInfo>& output_infos = (*model)->outputs();
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  std::vector<std::pair<std::string, TensorView>> outputs;
+  const size_t num_outputs = values_api ? result_values.size() : result_views.size();
+  for (size_t i = 0; i < num_outputs; ++i) {
     const std::string name = i < output_infos.size() ? output_infos[i].name : absl::StrCat("output", i);
-    std::printf("%s\n", Summarize(name, outputs[i]).c_str());
+    if (!values_api) {
+      outputs.emplace_back(name, result_views[i]);
+      continue;
+    }
+    const Value& v = result_values[i];
+    if (!v.has_value()) {
+      std::printf("%s: %s\n", name.c_str(), v.DebugString().c_str());
+    } else if (v.is_sequence()) {
+      std::printf("%s: %s\n", name.c_str(), v.DebugString().c_str());
+      for (size_t k = 0; k < v.items().size(); ++k) outputs.emplace_back(absl::StrCat(name, "_", k), v.items()[k].view());
+    } else {
+      outputs.emplace_back(name, v.tensor().view());
+    }
   }
+  for (const auto& [name, view] : outputs) std::printf("%s\n", Summarize(name, view).c_str());
   const SessionStats stats = (*session)->stats();
   if (repeat == 1) {
     std::printf("time: first run %.3f ms\n", first_ms);
@@ -225,16 +276,16 @@ int RunMain(absl::Span<const std::string> argv) {
     std::filesystem::create_directories(dir, ec);
     if (ec) return Fail(absl::StrCat("cannot create --output-dir ", dir, ": ", ec.message()));
     std::set<std::string> written;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const std::string file = FileNameFor(i < output_infos.size() ? output_infos[i].name : absl::StrCat("output", i));
+    for (const auto& [name, view] : outputs) {
+      const std::string file = FileNameFor(name);
       if (!written.insert(file).second) return Fail(absl::StrCat("two outputs map to the file name ", file));
       const std::string path = absl::StrCat(dir, "/", file);
       absl::Status s;
-      if (outputs[i].dtype == DType::kBF16) {
-        absl::StatusOr<Tensor> wide = Tensor::CastOf(outputs[i], DType::kF32);
+      if (view.dtype == DType::kBF16) {
+        absl::StatusOr<Tensor> wide = Tensor::CastOf(view, DType::kF32);
         s = wide.ok() ? WriteNpy(path, wide->view()) : wide.status();
       } else {
-        s = WriteNpy(path, outputs[i]);
+        s = WriteNpy(path, view);
       }
       if (!s.ok()) return Fail(s);
     }

@@ -85,15 +85,7 @@ void ModelBuilder::SetSubgraph(int index) {
 int ModelBuilder::current_subgraph() const { return state_->current; }
 
 void ModelBuilder::AddInput(std::string name, DType dtype, std::vector<Dim> shape) {
-  if (state_->Declared(name)) {
-    state_->errors.push_back(absl::StrCat("AddInput: '", name, "' is already declared"));
-    return;
-  }
-  const int t = state_->Intern(name);
-  state_->tensors[t].dtype = dtype;
-  state_->tensors[t].has_shape = true;
-  state_->tensors[t].shape = std::move(shape);
-  state_->subgraphs[state_->current].inputs.push_back(std::move(name));
+  AddInput(std::move(name), ValueKind::kTensor, dtype, std::move(shape));
 }
 
 void ModelBuilder::AddInput(std::string name, ValueKind kind, DType dtype, std::optional<std::vector<Dim>> shape) {

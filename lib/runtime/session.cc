@@ -107,6 +107,15 @@ std::string DescribeDeclared(const ir::TensorDecl& d, const ir::Graph& g) {
   return absl::StrCat(DTypeName(d.dtype), ir::ShapeToString(d.shape, g.symbol_names()));
 }
 
+// "the model takes 2 inputs (x, y), given 1".
+absl::Status InputCountError(const ir::Graph& g, size_t given) {
+  const ir::Subgraph& main = g.subgraphs[0];
+  std::vector<std::string> names;
+  for (int t : main.inputs) names.push_back(g.tensors[t].name);
+  return absl::InvalidArgumentError(absl::StrCat("the model takes ", main.inputs.size(), " inputs (",
+                                                 absl::StrJoin(names, ", "), "), given ", given));
+}
+
 // What a shape function sees of a value when it runs: a sequence or optional
 // by the shape its tensors share.
 ir::ShapeContext::Input InputOfView(const TensorView& view, const TensorView* value) {
@@ -332,12 +341,7 @@ class FallbackHost : public ir::KernelContext::Host {
 
 absl::Status SessionImpl::ValidateMainInputs(absl::Span<const TensorView> inputs, bool need_data) const {
   const ir::Subgraph& main = graph_.subgraphs[0];
-  if (inputs.size() != main.inputs.size()) {
-    std::vector<std::string> names;
-    for (int t : main.inputs) names.push_back(graph_.tensors[t].name);
-    return absl::InvalidArgumentError(absl::StrCat("the model takes ", main.inputs.size(), " inputs (",
-                                                   absl::StrJoin(names, ", "), "), given ", inputs.size()));
-  }
+  if (inputs.size() != main.inputs.size()) return InputCountError(graph_, inputs.size());
   std::vector<int64_t> bound(graph_.symbols.size(), -1);
   std::vector<int> bound_by(graph_.symbols.size(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -959,12 +963,7 @@ absl::StatusOr<std::vector<TensorView>> Session::Run(absl::Span<const TensorView
 absl::StatusOr<std::vector<Value>> Session::RunValues(absl::Span<const Value> inputs) {
   const ir::Graph& g = impl_->graph_;
   const ir::Subgraph& main = g.subgraphs[0];
-  if (inputs.size() != main.inputs.size()) {
-    std::vector<std::string> names;
-    for (int t : main.inputs) names.push_back(g.tensors[t].name);
-    return absl::InvalidArgumentError(absl::StrCat("the model takes ", main.inputs.size(), " inputs (",
-                                                   absl::StrJoin(names, ", "), "), given ", inputs.size()));
-  }
+  if (inputs.size() != main.inputs.size()) return internal::InputCountError(g, inputs.size());
   std::vector<TensorView> views;
   for (size_t i = 0; i < inputs.size(); ++i) {
     absl::StatusOr<TensorView> view = ViewOfValue(inputs[i], g.tensors[main.inputs[i]], g);

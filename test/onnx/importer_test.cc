@@ -822,17 +822,36 @@ TEST(OnnxImporter, AVersionConverterFailureNamesTheOp) {
   EXPECT_THAT(Msg(r.status()), HasSubstr("Pad"));
 }
 
-TEST(OnnxImporter, NonTensorInputsAndUndefinedNamesAreErrors) {
+TEST(OnnxImporter, MapInputsAndUndefinedNamesAreErrors) {
   {
     ModelProto m = NewModel();
     auto* in = m.mutable_graph()->add_input();
-    in->set_name("seq");
-    in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(1);
-    AddNode(m.mutable_graph(), "Identity", {"seq"}, {"y"});
+    in->set_name("map");
+    in->mutable_type()->mutable_map_type()->set_key_type(TensorProto::INT64);
+    in->mutable_type()->mutable_map_type()->mutable_value_type()->mutable_tensor_type()->set_elem_type(1);
+    AddNode(m.mutable_graph(), "Identity", {"map"}, {"y"});
     AddOutput(m.mutable_graph(), "y");
     absl::StatusOr<Imported> r = Import(m);
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(Msg(r.status()), HasSubstr("input 'seq' is not a tensor"));
+    EXPECT_THAT(Msg(r.status()), HasSubstr("input 'map' is not a tensor, a sequence of tensors or an optional"));
+  }
+  {
+    // A sequence of tensors is a value grove takes.
+    ModelProto m = NewModel();
+    auto* in = m.mutable_graph()->add_input();
+    in->set_name("seq");
+    auto* tt = in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+    tt->set_elem_type(TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_value(3);
+    AddNode(m.mutable_graph(), "SequenceLength", {"seq"}, {"n"});
+    AddOutput(m.mutable_graph(), "n");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->model->inputs().size(), 1u);
+    EXPECT_EQ(r->model->inputs()[0].kind, ValueKind::kSequence);
+    EXPECT_EQ(r->model->inputs()[0].dtype, DType::kF32);
+    ASSERT_EQ(r->model->inputs()[0].shape.size(), 1u);
+    EXPECT_EQ(r->model->inputs()[0].shape[0].value, 3);
   }
   {
     ModelProto m = ReluModel();

@@ -130,13 +130,13 @@ absl::StatusOr<OnnxValueType> ValueTypeOf(const TypeProto& type) {
   if (!t->has_tensor_type()) {
     if (t->value_case() == TypeProto::VALUE_NOT_SET && out.kind != ValueKind::kTensor) return out;
     return absl::UnimplementedError(
-        "is not a tensor, a sequence of tensors or an optional of either (a map, a sparse tensor or a nested "
+        " is not a tensor, a sequence of tensors or an optional of either (a map, a sparse tensor or a nested "
         "sequence); grove does not support it");
   }
   out.tensor = &t->tensor_type();
   if (out.tensor->elem_type() != TensorProto::UNDEFINED) {
     absl::StatusOr<DType> dtype = DTypeFromOnnx(out.tensor->elem_type());
-    if (!dtype.ok()) return dtype.status();
+    if (!dtype.ok()) return absl::Status(dtype.status().code(), absl::StrCat(": ", dtype.status().message()));
     out.dtype = *dtype;
   }
   return out;
@@ -148,9 +148,9 @@ absl::StatusOr<std::string> OptionalTypeName(const TypeProto& type) {
   absl::StatusOr<OnnxValueType> t = ValueTypeOf(type);
   if (!t.ok()) return t.status();
   if (t->kind != ValueKind::kTensor && t->kind != ValueKind::kSequence) {
-    return absl::UnimplementedError("an optional of an optional is not supported");
+    return absl::UnimplementedError(": an optional of an optional is not supported");
   }
-  if (t->dtype == DType::kUnknown) return absl::UnimplementedError("the type has no element type");
+  if (t->dtype == DType::kUnknown) return absl::UnimplementedError(": the type has no element type");
   const std::string name(DTypeName(t->dtype));
   return t->kind == ValueKind::kSequence ? absl::StrCat("seq(", name, ")") : name;
 }
@@ -432,7 +432,7 @@ absl::Status Importer::ImportMainInputs(const GraphProto& graph, Scope& scope) {
     if (initializers.contains(in.name())) continue;
     if (in.name().empty()) return absl::InvalidArgumentError("a graph input has no name");
     absl::StatusOr<OnnxValueType> vt = ValueTypeOf(in.type());
-    if (!vt.ok()) return absl::UnimplementedError(absl::StrCat("input '", in.name(), "' ", vt.status().message()));
+    if (!vt.ok()) return absl::UnimplementedError(absl::StrCat("input '", in.name(), "'", vt.status().message()));
     if (vt->kind != ValueKind::kTensor) {
       // A sequence or optional: the tensors' shape when the model declares one.
       if (vt->dtype == DType::kUnknown) {
@@ -508,7 +508,7 @@ absl::Status Importer::ImportOutputs(const GraphProto& graph, const Scope& scope
         absl::StrCat(main ? "graph" : absl::StrCat("graph '", graph.name(), "'"), " output '", out.name(), "'");
     if (out.type().value_case() != TypeProto::VALUE_NOT_SET) {
       absl::StatusOr<OnnxValueType> vt = ValueTypeOf(out.type());
-      if (!vt.ok()) return absl::UnimplementedError(absl::StrCat(where, " ", vt.status().message()));
+      if (!vt.ok()) return absl::UnimplementedError(absl::StrCat(where, vt.status().message()));
     }
     absl::StatusOr<std::string> g = Resolve(out.name(), scope, where);
     if (!g.ok()) return g.status();
@@ -535,7 +535,7 @@ absl::StatusOr<int> Importer::ImportBody(const GraphProto& body, const std::stri
     if (in.type().value_case() != TypeProto::VALUE_NOT_SET) {
       absl::StatusOr<OnnxValueType> t = ValueTypeOf(in.type());
       if (!t.ok()) {
-        return absl::UnimplementedError(absl::StrCat("graph '", name, "' input '", in.name(), "' ", t.status().message()));
+        return absl::UnimplementedError(absl::StrCat("graph '", name, "' input '", in.name(), "'", t.status().message()));
       }
       vt = *t;
     }
@@ -644,7 +644,7 @@ absl::StatusOr<Attribute> Importer::ConvertAttribute(const AttributeProto& a, co
       return Attribute{a.name(), AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()))};
     case AttributeProto::TYPE_PROTO: {
       absl::StatusOr<std::string> name = OptionalTypeName(a.tp());
-      if (!name.ok()) return absl::UnimplementedError(absl::StrCat(what, ": ", name.status().message()));
+      if (!name.ok()) return absl::UnimplementedError(absl::StrCat(what, name.status().message()));
       return Attribute{a.name(), AttrValue(*std::move(name))};
     }
     case AttributeProto::GRAPH: {
