@@ -222,6 +222,14 @@ int InspectMain(absl::Span<const std::string> argv) {
   std::vector<std::string> unknown;
   if (int rc = InputShapesFromFlags(args, **model, &plan->input_shapes, &unknown); rc >= 0) return rc;
   const bool shapes_requested = args.Has("shape");
+  // A sequence's or optional's tensors have no one shape to plan for.
+  for (const TensorInfo& info : (*model)->inputs()) {
+    if (info.kind == ValueKind::kTensor) continue;
+    if (shapes_requested) {
+      return Fail(absl::StrCat("memory plans take tensor inputs; input '", info.name, "' is ", DeclaredType(info)));
+    }
+    plan.reset();
+  }
   if (!unknown.empty()) {
     if (shapes_requested) return Fail(absl::StrCat("missing --shape for ", absl::StrJoin(unknown, ", ")));
     plan.reset();

@@ -26,6 +26,26 @@ if expect_ok "$G" inspect "$M/add.grove"; then
   expect_stdout 'Add'
 fi
 
+# --- a sequence in and out: one .npy per item ---------------------------------
+if expect_ok "$G" import "$DATA/node/test_sequence_insert_at_back/model.onnx" -o "$M/seq.grove"; then
+  I64_1='\x01\x00\x00\x00\x00\x00\x00\x00'
+  I64_7='\x07\x00\x00\x00\x00\x00\x00\x00'
+  write_npy "$TEST_TMP/a.npy" '<i8' '(2,)' "$I64_1$I64_1"
+  write_npy "$TEST_TMP/b.npy" '<i8' '(3,)' "$I64_7$I64_7$I64_7"
+  if expect_ok "$G" run "$M/seq.grove" --input "sequence=$TEST_TMP/a.npy,$TEST_TMP/b.npy" \
+      --input "tensor=$TEST_TMP/b.npy" --output-dir "$TEST_TMP/seq_out"; then
+    expect_stdout '^output_sequence: seq\(i64\) of 3$'
+    expect_stdout '^output_sequence_0: i64\[2\] min=1 max=1 '
+    expect_stdout '^output_sequence_2: i64\[3\] min=7 max=7 '
+    [ -f "$TEST_TMP/seq_out/output_sequence_2.npy" ] || fail "no output_sequence_2.npy"
+  fi
+  if expect_ok "$G" inspect "$M/seq.grove"; then
+    expect_stdout '^  sequence  seq\(i64\[\]\)$'
+  fi
+  expect_fail 1 "memory plans take tensor inputs; input 'sequence' is seq" \
+    "$G" inspect "$M/seq.grove" --shape tensor=3
+fi
+
 # --- If with constant branches: both paths -----------------------------------
 if expect_ok "$G" import "$DATA/node/test_if/model.onnx" --output="$M/if.grove"; then
   expect_stdout '2 subgraphs$'
