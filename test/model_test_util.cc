@@ -80,6 +80,26 @@ absl::StatusOr<std::vector<uint8_t>> BuildSequenceLoop() {
   return b.Finish();
 }
 
+absl::StatusOr<std::vector<uint8_t>> BuildSwapLoop() {
+  ModelBuilder b;
+  b.AddInput("m", DType::kI64, {});
+  b.AddInput("a", DType::kF32, {2});
+  b.AddInput("b", DType::kF32, {2});
+  const int body = b.AddSubgraph("swap");
+  b.AddInput("iter", DType::kI64, {});
+  b.AddInput("cond_in", DType::kBool, {});
+  b.AddInput("x", DType::kF32, {2});
+  b.AddInput("y", DType::kF32, {2});
+  b.AddOutput("cond_in");
+  b.AddOutput("y");
+  b.AddOutput("x");
+  b.SetSubgraph(0);
+  b.AddOp("Loop", {"m", "", "a", "b"}, {"a_out", "b_out"}, {{"body", SubgraphRef{body}}});
+  b.AddOutput("a_out");
+  b.AddOutput("b_out");
+  return b.Finish();
+}
+
 Tensor ScalarI64(int64_t v) {
   Tensor t = Tensor::Create(DType::kI64, {}).value();
   *t.as<int64_t>() = v;

@@ -31,6 +31,9 @@ std::vector<float> ToVector(const TensorView& v);
 // list (SequenceEmpty, then SequenceInsert in the body). Outputs: "stacked"
 // f32[m, 2] (ConcatFromSequence, new_axis) and "list", the sequence itself.
 absl::StatusOr<std::vector<uint8_t>> BuildSequenceLoop();
+// A Loop whose body returns its two carried values swapped ("a", "b" f32[2]
+// in; after m trips they are swapped m times): outputs "a_out", "b_out".
+absl::StatusOr<std::vector<uint8_t>> BuildSwapLoop();
 // A scalar i64 tensor.
 Tensor ScalarI64(int64_t v);
 // An f32 tensor of `shape` holding `values`.

@@ -133,6 +133,13 @@ TEST(CudaModelTest, LoopCarryingASequence) {
   EXPECT_THAT(std::string(refused.status().message()), ::testing::Not(::testing::HasSubstr("(Loop")));
 }
 
+TEST(CudaModelTest, LoopBodySwapsItsCarriedValues) {
+  Sessions s = MakeSessions(testing::LoadOrDie(testing::BuildSwapLoop()));
+  for (int64_t trips : {0, 1, 2, 3}) {
+    ExpectSame(s, {testing::ScalarI64(trips), F32({2}, 5), F32({2}, 6)}, absl::StrCat("swap, ", trips, " trips"));
+  }
+}
+
 TEST(CudaModelTest, ChainOfTwoHundredOps) {
   Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildChain(200)));
   ExpectSame(s, {F32({3, 64}, 5)}, "chain");

@@ -223,6 +223,21 @@ TEST(SequenceTest, PositionsOutOfRangeAreErrors) {
   }
 }
 
+// A body that returns its carried inputs in another order: every output is
+// read before any carried value is overwritten.
+TEST(LoopTest, BodyMaySwapItsCarriedValues) {
+  std::unique_ptr<Session> s = CpuSession(LoadOrDie(testing::BuildSwapLoop()));
+  for (int64_t m : {0, 1, 2, 3}) {
+    SCOPED_TRACE(m);
+    absl::StatusOr<std::vector<Value>> outs =
+        s->RunValues({Value(ScalarI64(m)), Value(TensorF32({2}, {1, 2})), Value(TensorF32({2}, {3, 4}))});
+    ASSERT_TRUE(outs.ok()) << outs.status();
+    const std::vector<float> a = {1, 2}, b = {3, 4};
+    EXPECT_EQ(ToVector((*outs)[0].tensor().view()), m % 2 == 0 ? a : b);
+    EXPECT_EQ(ToVector((*outs)[1].tensor().view()), m % 2 == 0 ? b : a);
+  }
+}
+
 TEST(SequenceTest, ModelBuilderRoundTripsValueKinds) {
   ModelBuilder b;
   b.AddInput("s", ValueKind::kOptionalSequence, DType::kI32, std::vector<Dim>{3});

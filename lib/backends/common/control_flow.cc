@@ -79,6 +79,14 @@ void CarriedBoxes::Commit() {
   }
 }
 
+bool ReadsOtherCarried(const TensorView& o, int i, absl::Span<const TensorView> carried) {
+  if (ir::IsBoxed(o.dtype) || o.byte_size() == 0) return false;
+  for (size_t j = 0; j < carried.size(); ++j) {
+    if (static_cast<int>(j) != i && carried[j].data == o.data) return true;
+  }
+  return false;
+}
+
 absl::Status CheckScanIsTensor(const ir::KernelContext& ctx, int j, const TensorView& o) {
   if (!ir::IsBoxed(o.dtype)) return absl::OkStatus();
   return ctx.Error(absl::StrCat("scan output ", j, " is a ", DTypeName(o.dtype), "; scan outputs are tensors"));

@@ -56,6 +56,10 @@ class CarriedBoxes {
   std::vector<Value> values_, next_;
 };
 
+// Whether body output `o` (for carried value i) is the buffer of another
+// carried value j != i (the body passed input j through as output i).
+bool ReadsOtherCarried(const TensorView& o, int i, absl::Span<const TensorView> carried);
+
 // Scan outputs are tensors.
 absl::Status CheckScanIsTensor(const ir::KernelContext& ctx, int j, const TensorView& o);
 

@@ -86,8 +86,19 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
       if (absl::Status s = boxes.Stage(ctx, i, carried_views[i], (*outs)[1 + i]); !s.ok()) return s;
     }
     boxes.Commit();
+    // A body may return its carried inputs in another order (a swap): an
+    // output that is another carried value is copied before any is written.
+    std::vector<Tensor> staged(n);
     for (int i = 0; i < n; ++i) {
       const TensorView& o = (*outs)[1 + i];
+      if (backends::ReadsOtherCarried(o, i, carried_views)) {
+        absl::StatusOr<Tensor> t = Tensor::CopyOf(o);
+        if (!t.ok()) return t.status();
+        staged[i] = *std::move(t);
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      const TensorView& o = staged[i].data() != nullptr ? staged[i].view() : (*outs)[1 + i];
       if (ir::IsBoxed(o.dtype)) continue;
       if (o.dtype != carried[i].dtype() || o.shape != carried[i].shape()) {
         absl::StatusOr<Tensor> t = Tensor::Create(o.dtype, o.shape);

@@ -2,6 +2,7 @@
 // (one small read-back of the condition per decision), bodies run through
 // the session on the device, and carried values, scan outputs and results
 // stay in device memory.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -132,12 +133,28 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
       if (absl::Status s = boxes.Stage(ctx, i, carried[i], (*outs)[1 + i]); !s.ok()) return s;
     }
     boxes.Commit();
+    // A body may return its carried inputs in another order (a swap): an
+    // output that is another carried value is copied before any is written.
+    std::vector<std::unique_ptr<DeviceVector>> staged(n);
+    std::vector<TensorView> staged_views(n);
     for (int i = 0; i < n; ++i) {
       const TensorView& o = (*outs)[1 + i];
+      if (!backends::ReadsOtherCarried(o, i, carried)) continue;
+      staged[i] = std::make_unique<DeviceVector>(dev);
+      if (absl::Status s = staged[i]->Reserve(o.byte_size(), 0, ec.stream()); !s.ok()) return s;
+      if (absl::Status s = dev.CopyAsync(staged[i]->data(), o.data, o.byte_size(), ec.stream()); !s.ok()) return s;
+      staged_views[i] = TensorView(o.dtype, o.shape, static_cast<void*>(staged[i]->data()));
+    }
+    for (int i = 0; i < n; ++i) {
+      const TensorView& o = staged[i] != nullptr ? staged_views[i] : (*outs)[1 + i];
       if (ir::IsBoxed(o.dtype)) continue;
       if (absl::Status s = carried_mem[i]->Reserve(o.byte_size(), 0, ec.stream()); !s.ok()) return s;
       carried[i] = TensorView(o.dtype, o.shape, static_cast<void*>(carried_mem[i]->data()));
       if (absl::Status s = dev.CopyAsync(carried[i].data, o.data, o.byte_size(), ec.stream()); !s.ok()) return s;
+    }
+    // The staging buffers go when this trip ends: finish reading them.
+    if (std::any_of(staged.begin(), staged.end(), [](const auto& p) { return p != nullptr; })) {
+      if (absl::Status s = dev.Synchronize(ec.stream()); !s.ok()) return s;
     }
     for (int j = 0; j < k; ++j) {
       const TensorView& o = (*outs)[1 + n + j];
