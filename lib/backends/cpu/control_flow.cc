@@ -1,4 +1,4 @@
-// CPU kernels of If and Loop. Bodies run through the session (plan cache,
+// CPU kernels of If, Loop and Scan. Bodies run through the session (plan cache,
 // arenas); results are copied out because a body's arena is reused by its
 // next call.
 #include <cstring>
@@ -132,10 +132,122 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// A tensor seen as [outer, length, inner] around `axis`.
+struct AxisView {
+  int64_t outer = 1, length = 1, inner = 1;
+  AxisView(absl::Span<const int64_t> shape, int axis) : length(shape[axis]) {
+    for (int d = 0; d < axis; ++d) outer *= shape[d];
+    for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  }
+};
+
+absl::Status ScanKernel(ir::KernelContext& ctx) {
+  const int m = static_cast<int>(ctx.attrs().GetInt("num_scan_inputs", 0));
+  const int n = ctx.num_inputs() - m;
+  const int k = ctx.num_outputs() - n;
+  const std::vector<int64_t> in_axes = ctx.attrs().GetInts("scan_input_axes", std::vector<int64_t>(m, 0));
+  const std::vector<int64_t> in_dirs = ctx.attrs().GetInts("scan_input_directions", std::vector<int64_t>(m, 0));
+  const std::vector<int64_t> out_axes = ctx.attrs().GetInts("scan_output_axes", std::vector<int64_t>(k, 0));
+  const std::vector<int64_t> out_dirs = ctx.attrs().GetInts("scan_output_directions", std::vector<int64_t>(k, 0));
+  const int body = ctx.attrs().GetSubgraph("body");
+
+  // The scan inputs: each read one slice per trip along its axis.
+  std::vector<int> axes(m);
+  int64_t length = -1;
+  for (int j = 0; j < m; ++j) {
+    const TensorView& x = ctx.input(n + j);
+    absl::StatusOr<int> axis = ir::NormalizeAxis(in_axes[j], static_cast<int>(x.shape.size()));
+    if (!axis.ok()) return ctx.Error(absl::StrCat("scan input ", j, ": ", axis.status().message()));
+    axes[j] = *axis;
+    if (length >= 0 && x.shape[*axis] != length) {
+      return ctx.Error(absl::StrCat("scan input ", j, " has ", x.shape[*axis], " positions along its axis, input 0 has ",
+                                    length));
+    }
+    length = x.shape[*axis];
+  }
+  std::vector<Tensor> states(n), slices(m);
+  std::vector<TensorView> args(n + m);
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<Tensor> t = Tensor::CopyOf(ctx.input(i));
+    if (!t.ok()) return t.status();
+    states[i] = *std::move(t);
+  }
+  for (int j = 0; j < m; ++j) {
+    std::vector<int64_t> shape = ctx.input(n + j).shape;
+    shape.erase(shape.begin() + axes[j]);
+    absl::StatusOr<Tensor> t = Tensor::Create(ctx.input(n + j).dtype, std::move(shape));
+    if (!t.ok()) return t.status();
+    slices[j] = *std::move(t);
+  }
+  std::vector<std::vector<Tensor>> scanned(k);
+  for (int64_t t = 0; t < length; ++t) {
+    for (int j = 0; j < m; ++j) {
+      const TensorView& x = ctx.input(n + j);
+      const AxisView v(x.shape, axes[j]);
+      const int64_t at = in_dirs[j] != 0 ? length - 1 - t : t;
+      const size_t row = static_cast<size_t>(v.inner) * DTypeSize(x.dtype);
+      const uint8_t* src = static_cast<const uint8_t*>(x.data);
+      for (int64_t o = 0; o < v.outer && row > 0; ++o) {
+        std::memcpy(static_cast<uint8_t*>(slices[j].data()) + o * row, src + (o * v.length + at) * row, row);
+      }
+    }
+    for (int i = 0; i < n; ++i) args[i] = states[i].view();
+    for (int j = 0; j < m; ++j) args[n + j] = slices[j].view();
+    absl::StatusOr<std::vector<TensorView>> outs = ctx.host()->RunSubgraph(body, args);
+    if (!outs.ok()) return outs.status();
+    if (static_cast<int>(outs->size()) != n + k) {
+      return ctx.Error(absl::StrCat("body gave ", outs->size(), " outputs, wants ", n + k));
+    }
+    // Copies first: a body may pass a state or slice straight through.
+    std::vector<Tensor> next(n);
+    for (int i = 0; i < n + k; ++i) {
+      const TensorView& o = (*outs)[i];
+      if (absl::Status s = backends::CheckScanIsTensor(ctx, i, o); !s.ok()) return s;
+      absl::StatusOr<Tensor> c = Tensor::CopyOf(o);
+      if (!c.ok()) return c.status();
+      if (i < n) {
+        next[i] = *std::move(c);
+      } else {
+        if (!scanned[i - n].empty() && (c->shape() != scanned[i - n][0].shape() || c->dtype() != scanned[i - n][0].dtype())) {
+          return ctx.Error(absl::StrCat("scan output ", i - n, " changes shape between iterations"));
+        }
+        scanned[i - n].push_back(*std::move(c));
+      }
+    }
+    for (int i = 0; i < n; ++i) states[i] = std::move(next[i]);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!ctx.has_output(i)) continue;
+    if (absl::Status s = CopyOut(ctx, i, states[i].view()); !s.ok()) return s;
+  }
+  for (int j = 0; j < k; ++j) {
+    if (!ctx.has_output(n + j)) continue;
+    if (scanned[j].empty()) return ctx.Error("scans zero positions; its scan outputs would have no shape");
+    const Tensor& first = scanned[j][0];
+    absl::StatusOr<int> axis = ir::NormalizeAxis(out_axes[j], static_cast<int>(first.shape().size()) + 1);
+    if (!axis.ok()) return ctx.Error(absl::StrCat("scan output ", j, ": ", axis.status().message()));
+    std::vector<int64_t> shape = first.shape();
+    shape.insert(shape.begin() + *axis, length);
+    absl::StatusOr<TensorView*> out = ctx.AllocateOutput(n + j, first.dtype(), shape);
+    if (!out.ok()) return out.status();
+    const AxisView v(shape, *axis);
+    const size_t row = static_cast<size_t>(v.inner) * DTypeSize(first.dtype());
+    for (int64_t t = 0; t < length; ++t) {
+      const int64_t at = out_dirs[j] != 0 ? length - 1 - t : t;
+      const uint8_t* src = static_cast<const uint8_t*>(scanned[j][t].data());
+      for (int64_t o = 0; o < v.outer && row > 0; ++o) {
+        std::memcpy(static_cast<uint8_t*>((*out)->data) + (o * v.length + at) * row, src + o * row, row);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterControlFlowKernels(ir::OpRegistry& registry) {
   if (absl::Status s = registry.SetKernel("If", ir::Backend::kCpu, &IfKernel); !s.ok()) return s;
+  if (absl::Status s = registry.SetKernel("Scan", ir::Backend::kCpu, &ScanKernel); !s.ok()) return s;
   return registry.SetKernel("Loop", ir::Backend::kCpu, &LoopKernel);
 }
 

@@ -1,4 +1,4 @@
-// If and Loop (ONNX semantics). Their bodies are subgraphs; output shapes
+// If, Loop and Scan (ONNX semantics). Their bodies are subgraphs; output shapes
 // come from inferring the bodies, and are only a prediction: the kernels
 // allocate their outputs when they know what the chosen path produced.
 #include "absl/strings/str_cat.h"
@@ -181,6 +181,92 @@ absl::Status InferLoop(ShapeContext& ctx) {
   return absl::OkStatus();
 }
 
+// Scan (opset 9+): N state values and M scan inputs; the body runs once per
+// position along each scan input's axis on the states and one slice of each,
+// and returns the next states and K slices that are stacked into the scan
+// outputs along their axes.
+absl::Status InferScan(ShapeContext& ctx) {
+  if (ctx.inferrer() == nullptr) return ctx.Error("Scan needs its body to infer shapes");
+  const int m = static_cast<int>(ctx.attrs().GetInt("num_scan_inputs", 0));
+  const int n = ctx.num_inputs() - m;
+  const int k = ctx.num_outputs() - n;
+  if (m < 1 || n < 0) {
+    return ctx.Error(absl::StrCat("num_scan_inputs is ", m, " but the op has ", ctx.num_inputs(), " inputs"));
+  }
+  if (k < 0) return ctx.Error(absl::StrCat("has ", n, " state values but only ", ctx.num_outputs(), " outputs"));
+  const std::vector<int64_t> in_axes = ctx.attrs().GetInts("scan_input_axes", std::vector<int64_t>(m, 0));
+  const std::vector<int64_t> out_axes = ctx.attrs().GetInts("scan_output_axes", std::vector<int64_t>(k, 0));
+  const std::vector<int64_t> in_dirs = ctx.attrs().GetInts("scan_input_directions", std::vector<int64_t>(m, 0));
+  const std::vector<int64_t> out_dirs = ctx.attrs().GetInts("scan_output_directions", std::vector<int64_t>(k, 0));
+  if (static_cast<int>(in_axes.size()) != m || static_cast<int>(in_dirs.size()) != m) {
+    return ctx.Error(absl::StrCat("scan_input_axes and scan_input_directions need ", m, " values each"));
+  }
+  if (static_cast<int>(out_axes.size()) != k || static_cast<int>(out_dirs.size()) != k) {
+    return ctx.Error(absl::StrCat("scan_output_axes and scan_output_directions need ", k, " values each"));
+  }
+  for (int64_t d : in_dirs) {
+    if (d != 0 && d != 1) return ctx.Error("scan_input_directions must be 0 (forward) or 1 (reverse)");
+  }
+  for (int64_t d : out_dirs) {
+    if (d != 0 && d != 1) return ctx.Error("scan_output_directions must be 0 (forward) or 1 (reverse)");
+  }
+  const int body = ctx.attrs().GetSubgraph("body");
+  const Subgraph& sg = ctx.graph().subgraphs[body];
+  if (static_cast<int>(sg.inputs.size()) != n + m || static_cast<int>(sg.outputs.size()) != n + k) {
+    return ctx.Error(absl::StrCat("body takes ", sg.inputs.size(), " inputs and gives ", sg.outputs.size(),
+                                  " outputs; it must take ", n + m, " and give ", n + k));
+  }
+  std::vector<ShapeContext::Input> ins;
+  for (int i = 0; i < n; ++i) {
+    if (!ctx.has_input(i)) return ctx.Error(absl::StrCat("state input ", i, " is missing"));
+    ins.push_back(ctx.input(i));
+  }
+  SymDim length;
+  for (int j = 0; j < m; ++j) {
+    if (!ctx.has_input(n + j)) return ctx.Error(absl::StrCat("scan input ", j, " is missing"));
+    ShapeContext::Input in = ctx.input(n + j);
+    absl::StatusOr<int> axis = NormalizeAxis(in_axes[j], static_cast<int>(in.shape.size()));
+    if (!axis.ok()) return ctx.Error(absl::StrCat("scan input ", j, ": ", axis.status().message()));
+    if (j == 0) {
+      length = in.shape[*axis];
+    } else if (length.is_const() && in.shape[*axis].is_const() && length != in.shape[*axis]) {
+      return ctx.Error(absl::StrCat("scan input ", j, " has ", in.shape[*axis].value(),
+                                    " positions along its axis, input 0 has ", length.value()));
+    }
+    in.shape.erase(in.shape.begin() + *axis);
+    in.value = nullptr;
+    ins.push_back(std::move(in));
+  }
+  auto outs = ctx.inferrer()->Infer(body, ins);
+  if (!outs.ok()) return outs.status();
+  for (int i = 0; i < n; ++i) {
+    const ShapeContext::Output entering{ins[i].dtype, ins[i].shape, true, ins[i].rank_known};
+    if ((*outs)[i].dtype != ins[i].dtype && (*outs)[i].dtype != DType::kUnknown) {
+      return ctx.Error(absl::StrCat("state ", i, " enters as ", DTypeName(ins[i].dtype), " but the body returns ",
+                                    DTypeName((*outs)[i].dtype)));
+    }
+    if (absl::Status s = SetMerged(ctx, i, ins[i].dtype, entering, (*outs)[i],
+                                   absl::StrCat("state ", i, " changes rank in the body"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (int j = 0; j < k; ++j) {
+    const ShapeContext::Output& o = (*outs)[n + j];
+    if (IsBoxed(o.dtype)) return ctx.Error(absl::StrCat("scan output ", j, " is a ", DTypeName(o.dtype)));
+    if (!o.rank_known) {
+      ctx.SetOutputUnknownRank(n + j, o.dtype);
+      continue;
+    }
+    absl::StatusOr<int> axis = NormalizeAxis(out_axes[j], static_cast<int>(o.shape.size()) + 1);
+    if (!axis.ok()) return ctx.Error(absl::StrCat("scan output ", j, ": ", axis.status().message()));
+    SymShape shape = o.shape;
+    shape.insert(shape.begin() + *axis, length);
+    ctx.SetOutput(n + j, o.dtype, std::move(shape));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterControlFlowOps(OpRegistry& registry) {
@@ -209,7 +295,21 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry) {
   loop.kernel_allocates_outputs = true;
   loop.foldable = false;
   loop.boxed_on_every_backend = true;
-  return registry.Register(std::move(loop));
+  if (absl::Status s = registry.Register(std::move(loop)); !s.ok()) return s;
+
+  OpDef scan;
+  scan.type = "Scan";
+  scan.min_inputs = 1;
+  scan.max_inputs = -1;
+  scan.min_outputs = 1;
+  scan.max_outputs = -1;
+  scan.attrs = {{"body", AttrKind::kSubgraph, true},     {"num_scan_inputs", AttrKind::kInt, true},
+                {"scan_input_axes", AttrKind::kInts},    {"scan_input_directions", AttrKind::kInts},
+                {"scan_output_axes", AttrKind::kInts},   {"scan_output_directions", AttrKind::kInts}};
+  scan.infer = &InferScan;
+  scan.kernel_allocates_outputs = true;
+  scan.foldable = false;
+  return registry.Register(std::move(scan));
 }
 
 }  // namespace grove::ir

@@ -16,7 +16,7 @@ absl::Status RegisterReductionOps(OpRegistry& registry);
 absl::Status RegisterLinalgOps(OpRegistry& registry);
 // Reshape Transpose Concat Gather Slice Shape.
 absl::Status RegisterShapeOps(OpRegistry& registry);
-// If Loop.
+// If Loop Scan.
 absl::Status RegisterControlFlowOps(OpRegistry& registry);
 // Pow Sqrt Exp Log Neg Abs Reciprocal Erf LeakyRelu Elu Gelu HardSigmoid
 // HardSwish Softplus Clip Min Max Sum Mean GreaterOrEqual LessOrEqual Not And
