@@ -198,6 +198,22 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_output_info(const gr
                                                                         grove_tensor_info_t* out_info);
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_symbol_info(const grove_model_t* model, size_t index,
                                                                         grove_symbol_info_t* out_info);
+
+/* What an input or output holds (see grove::ValueKind): a tensor, a sequence
+ * of tensors of one dtype, or an optional tensor or sequence. For the
+ * non-tensor kinds grove_tensor_info_t describes the tensors (rank 0 when
+ * the model declares no shape for them). */
+typedef int32_t grove_value_kind_t;
+enum grove_value_kind_e {
+  GROVE_VALUE_TENSOR = 0,
+  GROVE_VALUE_SEQUENCE = 1,
+  GROVE_VALUE_OPTIONAL_TENSOR = 2,
+  GROVE_VALUE_OPTIONAL_SEQUENCE = 3,
+};
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_input_kind(const grove_model_t* model, size_t index,
+                                                                       grove_value_kind_t* out_kind);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_output_kind(const grove_model_t* model, size_t index,
+                                                                        grove_value_kind_t* out_kind);
 /* The position of the input or output called `name`; NOT_FOUND if none is. */
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_input_index(const grove_model_t* model,
                                                                         const char* name, size_t* out_index);
@@ -272,6 +288,30 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_device(const grove
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run(grove_session_t* session,
                                                                   const grove_tensor_t* inputs, size_t n_inputs,
                                                                   grove_tensor_t* outputs, size_t n_outputs);
+
+/* A value of any kind for grove_session_run_values. A tensor or a present
+ * optional tensor has n_tensors == 1; a sequence (or a present optional
+ * sequence) has one tensor per item; an absent optional has has_value == 0
+ * and n_tensors == 0. `dtype` is the tensors' dtype (it also types an empty
+ * sequence). The struct owns nothing. */
+typedef struct grove_value_t {
+  grove_value_kind_t kind;
+  grove_dtype_t dtype;
+  int32_t has_value;
+  size_t n_tensors;
+  grove_tensor_t* tensors;
+} grove_value_t;
+
+/* Runs a model whose inputs or outputs may be sequences or optionals (any
+ * model works). `inputs` holds one value per model input, in model order; the
+ * input tensors are copied, so the caller may free them when this returns.
+ * The session fills every output: its kind, dtype, has_value, n_tensors and
+ * `tensors`, an array it owns whose tensors point into the session; both
+ * stay valid until the next run on this session (successful or not) or its
+ * release. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_values(grove_session_t* session,
+                                                                         const grove_value_t* inputs, size_t n_inputs,
+                                                                         grove_value_t* outputs, size_t n_outputs);
 
 /* Counters since the session was created. */
 typedef struct grove_session_stats_t {

@@ -67,6 +67,10 @@ struct grove_model_t {
 
 struct grove_session_t {
   std::unique_ptr<grove::Session> session;
+  // grove_session_run_values: the last outputs and the tensor arrays that
+  // describe them to the caller.
+  std::vector<grove::Value> values;
+  std::vector<std::vector<grove_tensor_t>> value_tensors;
 };
 
 namespace {
@@ -329,6 +333,80 @@ grove_status_t* grove_model_output_info(const grove_model_t* model, size_t index
   return Guard(kFn, [&] { return TensorInfoAt(kFn, model, index, out_info, /*outputs=*/true); });
 }
 
+static_assert(GROVE_VALUE_TENSOR == static_cast<int32_t>(grove::ValueKind::kTensor));
+static_assert(GROVE_VALUE_SEQUENCE == static_cast<int32_t>(grove::ValueKind::kSequence));
+static_assert(GROVE_VALUE_OPTIONAL_TENSOR == static_cast<int32_t>(grove::ValueKind::kOptionalTensor));
+static_assert(GROVE_VALUE_OPTIONAL_SEQUENCE == static_cast<int32_t>(grove::ValueKind::kOptionalSequence));
+
+namespace {
+
+grove_status_t* KindAt(const char* function, const grove_model_t* model, size_t index, grove_value_kind_t* out_kind,
+                       bool outputs) {
+  if (model == nullptr) return NullArgument(function, "model");
+  if (out_kind == nullptr) return NullArgument(function, "out_kind");
+  const std::vector<grove::TensorInfo>& infos = outputs ? model->model->outputs() : model->model->inputs();
+  const char* kind = outputs ? "output" : "input";
+  if (index >= infos.size()) {
+    return FromAbsl(absl::OutOfRangeError(absl::StrCat(kind, " index ", index, " is past the model's ",
+                                                       infos.size(), " ", kind, "s")),
+                    function);
+  }
+  *out_kind = static_cast<grove_value_kind_t>(infos[index].kind);
+  return nullptr;
+}
+
+// A caller's value as an owning grove::Value (its tensors copied).
+absl::StatusOr<grove::Value> ValueOf(const grove_value_t& v, const std::string& what) {
+  if (v.kind < GROVE_VALUE_TENSOR || v.kind > GROVE_VALUE_OPTIONAL_SEQUENCE) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": unknown value kind ", v.kind));
+  }
+  if (v.tensors == nullptr && v.n_tensors > 0) return absl::InvalidArgumentError(absl::StrCat(what, ": tensors is NULL"));
+  const auto kind = static_cast<grove::ValueKind>(v.kind);
+  const bool optional = kind == grove::ValueKind::kOptionalTensor || kind == grove::ValueKind::kOptionalSequence;
+  const bool sequence = kind == grove::ValueKind::kSequence || kind == grove::ValueKind::kOptionalSequence;
+  if (optional && v.has_value == 0) {
+    if (v.n_tensors != 0) return absl::InvalidArgumentError(absl::StrCat(what, ": an absent optional with tensors"));
+    return grove::Value::None(kind, static_cast<grove::DType>(v.dtype));
+  }
+  if (!sequence && v.n_tensors != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": a tensor value needs n_tensors == 1, has ", v.n_tensors));
+  }
+  std::vector<grove::Tensor> tensors;
+  for (size_t k = 0; k < v.n_tensors; ++k) {
+    const std::string item = sequence ? absl::StrCat(what, " item ", k) : what;
+    absl::StatusOr<grove::TensorView> view = ViewOf(v.tensors[k], item);
+    if (!view.ok()) return view.status();
+    absl::StatusOr<grove::Tensor> t = grove::Tensor::CopyOf(*view);
+    if (!t.ok()) return t.status();
+    tensors.push_back(*std::move(t));
+  }
+  grove::Value value = sequence ? grove::Value::Sequence(static_cast<grove::DType>(v.dtype), std::move(tensors))
+                                : grove::Value(std::move(tensors[0]));
+  return optional ? grove::Value::Some(std::move(value)) : value;
+}
+
+grove_tensor_t TensorOf(const grove::TensorView& view) {
+  grove_tensor_t t{};
+  t.dtype = static_cast<grove_dtype_t>(view.dtype);
+  t.rank = static_cast<int32_t>(view.shape.size());
+  for (size_t d = 0; d < view.shape.size() && d < GROVE_MAX_RANK; ++d) t.dims[d] = view.shape[d];
+  t.data = view.data;
+  t.byte_size = view.byte_size();
+  return t;
+}
+
+}  // namespace
+
+grove_status_t* grove_model_input_kind(const grove_model_t* model, size_t index, grove_value_kind_t* out_kind) {
+  static constexpr char kFn[] = "grove_model_input_kind";
+  return Guard(kFn, [&] { return KindAt(kFn, model, index, out_kind, /*outputs=*/false); });
+}
+
+grove_status_t* grove_model_output_kind(const grove_model_t* model, size_t index, grove_value_kind_t* out_kind) {
+  static constexpr char kFn[] = "grove_model_output_kind";
+  return Guard(kFn, [&] { return KindAt(kFn, model, index, out_kind, /*outputs=*/true); });
+}
+
 grove_status_t* grove_model_symbol_info(const grove_model_t* model, size_t index, grove_symbol_info_t* out_info) {
   static constexpr char kFn[] = "grove_model_symbol_info";
   return Guard(kFn, [&]() -> grove_status_t* {
@@ -496,6 +574,60 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
       for (size_t d = 0; d < GROVE_MAX_RANK; ++d) out.dims[d] = d < r.shape.size() ? r.shape[d] : 0;
       out.data = r.data;
       out.byte_size = r.byte_size();
+    }
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_session_run_values(grove_session_t* session, const grove_value_t* inputs, size_t n_inputs,
+                                         grove_value_t* outputs, size_t n_outputs) {
+  static constexpr char kFn[] = "grove_session_run_values";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (session == nullptr) return NullArgument(kFn, "session");
+    if (inputs == nullptr && n_inputs > 0) return NullArgument(kFn, "inputs");
+    if (outputs == nullptr && n_outputs > 0) return NullArgument(kFn, "outputs");
+    const grove::Model& model = session->session->model();
+    const std::vector<grove::TensorInfo>& input_infos = model.inputs();
+    const std::vector<grove::TensorInfo>& output_infos = model.outputs();
+    if (n_outputs != output_infos.size()) {
+      return InvalidArgument(kFn, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
+                                               output_infos.size(), " outputs"));
+    }
+    std::vector<grove::Value> values;
+    for (size_t i = 0; i < n_inputs; ++i) {
+      absl::StatusOr<grove::Value> v = ValueOf(inputs[i], Describe("input", i, input_infos));
+      if (!v.ok()) return FromAbsl(v.status(), kFn);
+      values.push_back(*std::move(v));
+    }
+    session->values.clear();
+    session->value_tensors.clear();
+    absl::StatusOr<std::vector<grove::Value>> results = session->session->RunValues(values);
+    if (!results.ok()) return FromAbsl(results.status(), kFn);
+    session->values = *std::move(results);
+    session->value_tensors.resize(session->values.size());
+    for (size_t i = 0; i < n_outputs; ++i) {
+      const grove::Value& v = session->values[i];
+      std::vector<grove_tensor_t>& tensors = session->value_tensors[i];
+      if (v.has_value()) {
+        if (v.is_sequence()) {
+          for (const grove::Tensor& t : v.items()) tensors.push_back(TensorOf(t.view()));
+        } else {
+          tensors.push_back(TensorOf(v.tensor().view()));
+        }
+      }
+      for (const grove_tensor_t& t : tensors) {
+        if (t.rank > GROVE_MAX_RANK) {
+          return FromAbsl(absl::OutOfRangeError(absl::StrCat(Describe("output", i, output_infos), " has rank ", t.rank,
+                                                             "; the C ABI describes at most ", GROVE_MAX_RANK)),
+                          kFn);
+        }
+      }
+    }
+    for (size_t i = 0; i < n_outputs; ++i) {
+      const grove::Value& v = session->values[i];
+      outputs[i] = grove_value_t{static_cast<grove_value_kind_t>(v.kind()), static_cast<grove_dtype_t>(v.dtype()),
+                                 v.has_value() ? 1 : 0, session->value_tensors[i].size(),
+                                 session->value_tensors[i].empty() ? nullptr : session->value_tensors[i].data()};
     }
     return nullptr;
   });

@@ -18,6 +18,7 @@
 #include "grove/grove.h"
 #include "gtest/gtest.h"
 #include "lib/backends/cuda/device.h"
+#include "test/model_test_util.h"
 
 namespace {
 
@@ -510,6 +511,91 @@ TEST_F(CApiTest, SessionKeepsTheModelAlive) {
   EXPECT_TRUE(Ok(grove_session_run(session, &in, 1, out, 2)));
   EXPECT_THAT(Floats(out[0]), ::testing::Pointwise(::testing::FloatNear(1e-5f), ExpectedY(x, 1)));
   grove_session_release(session);
+}
+
+// Sequences through the C ABI: the kinds of inputs and outputs, a sequence
+// output filled by the session, a sequence input, and malformed values.
+TEST(CApiValues, SequenceLoopModel) {
+  absl::StatusOr<std::vector<uint8_t>> bytes = grove::testing::BuildSequenceLoop();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  grove_model_t* model = nullptr;
+  ASSERT_TRUE(Ok(grove_model_load_buffer(bytes->data(), bytes->size(), &model)));
+  grove_value_kind_t kind = -1;
+  ASSERT_TRUE(Ok(grove_model_input_kind(model, 0, &kind)));
+  EXPECT_EQ(kind, GROVE_VALUE_TENSOR);
+  ASSERT_TRUE(Ok(grove_model_output_kind(model, 1, &kind)));
+  EXPECT_EQ(kind, GROVE_VALUE_SEQUENCE);
+  grove_status_t* past = grove_model_output_kind(model, 2, &kind);
+  EXPECT_EQ(grove_status_code(past), GROVE_STATUS_OUT_OF_RANGE);
+  grove_status_release(past);
+
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  options.device = GROVE_DEVICE_CPU;
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model, &options, &session)));
+  int64_t m = 3;
+  float x[2] = {1, -2};
+  grove_tensor_t tensors[2] = {};
+  tensors[0].dtype = GROVE_DTYPE_I64;
+  tensors[0].data = &m;
+  tensors[0].byte_size = sizeof(m);
+  tensors[1] = F32Tensor({2}, x);
+  grove_value_t inputs[2] = {{GROVE_VALUE_TENSOR, GROVE_DTYPE_I64, 1, 1, &tensors[0]},
+                             {GROVE_VALUE_TENSOR, GROVE_DTYPE_F32, 1, 1, &tensors[1]}};
+  grove_value_t outputs[2] = {};
+  ASSERT_TRUE(Ok(grove_session_run_values(session, inputs, 2, outputs, 2)));
+  EXPECT_EQ(outputs[0].kind, GROVE_VALUE_TENSOR);
+  ASSERT_EQ(outputs[0].n_tensors, 1u);
+  EXPECT_EQ(outputs[0].tensors[0].rank, 2);
+  EXPECT_THAT(Floats(outputs[0].tensors[0]), ::testing::ElementsAre(0, 0, 1, -2, 2, -4));
+  EXPECT_EQ(outputs[1].kind, GROVE_VALUE_SEQUENCE);
+  EXPECT_EQ(outputs[1].dtype, GROVE_DTYPE_F32);
+  ASSERT_EQ(outputs[1].n_tensors, 3u);
+  EXPECT_THAT(Floats(outputs[1].tensors[2]), ::testing::ElementsAre(2, -4));
+
+  // A tensor value with two tensors is refused before anything runs.
+  grove_value_t bad = inputs[1];
+  bad.n_tensors = 2;
+  grove_value_t bad_inputs[2] = {inputs[0], bad};
+  grove_status_t* st = grove_session_run_values(session, bad_inputs, 2, outputs, 2);
+  EXPECT_EQ(grove_status_code(st), GROVE_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(grove_status_message(st), ::testing::HasSubstr("a tensor value needs n_tensors == 1, has 2"));
+  grove_status_release(st);
+  // grove_session_run speaks tensors only and says what to call instead.
+  grove_tensor_t outs[2] = {};
+  st = grove_session_run(session, tensors, 2, outs, 2);
+  EXPECT_THAT(grove_status_message(st), ::testing::HasSubstr("use Session::RunValues"));
+  grove_status_release(st);
+  grove_session_release(session);
+  grove_model_release(model);
+}
+
+TEST(CApiValues, SequenceInput) {
+  grove::ModelBuilder b;
+  b.AddInput("parts", grove::ValueKind::kSequence, grove::DType::kF32);
+  b.AddOp("ConcatFromSequence", {"parts"}, {"joined"}, {{"axis", int64_t{0}}});
+  b.AddOutput("joined");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  ASSERT_TRUE(bytes.ok());
+  grove_model_t* model = nullptr;
+  ASSERT_TRUE(Ok(grove_model_load_buffer(bytes->data(), bytes->size(), &model)));
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model, nullptr, &session)));
+  float a[2] = {1, 2}, c[4] = {3, 4, 5, 6};
+  grove_tensor_t items[2] = {F32Tensor({1, 2}, a), F32Tensor({2, 2}, c)};
+  grove_value_t in = {GROVE_VALUE_SEQUENCE, GROVE_DTYPE_F32, 1, 2, items};
+  grove_value_t out = {};
+  ASSERT_TRUE(Ok(grove_session_run_values(session, &in, 1, &out, 1)));
+  ASSERT_EQ(out.n_tensors, 1u);
+  EXPECT_THAT(Floats(out.tensors[0]), ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
+  // An empty sequence runs into ConcatFromSequence's error.
+  grove_value_t empty = {GROVE_VALUE_SEQUENCE, GROVE_DTYPE_F32, 1, 0, nullptr};
+  grove_status_t* st = grove_session_run_values(session, &empty, 1, &out, 1);
+  EXPECT_THAT(grove_status_message(st), ::testing::HasSubstr("concatenates an empty sequence"));
+  grove_status_release(st);
+  grove_session_release(session);
+  grove_model_release(model);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 source "$(dirname "$0")/common.bash"
 make_models
 
-for var in EXAMPLE_CPP EXAMPLE_C; do
+for var in EXAMPLE_CPP EXAMPLE_C EXAMPLE_SEQUENCE; do
   [ -n "${!var:-}" ] || { echo "FAIL: $var is not set (run through ctest)" >&2; exit 1; }
 done
 
@@ -22,6 +22,14 @@ for example in "$EXAMPLE_CPP" "$EXAMPLE_C"; do
   [ "$RC" -eq 1 ] || fail "$name on a missing model exited $RC, want 1"
   grep -q "no_such.grove" "$ERR" || fail "$name does not name the missing model"
 done
+
+# Sequences: a list carried through a Loop, returned by RunValues.
+if expect_ok "$EXAMPLE_SEQUENCE"; then
+  expect_stdout '^output list: sequence of f32$'
+  expect_stdout '^5 steps: stacked f32\[5, 2\], list seq\(f32\) of 5$'
+  expect_stdout '^  row 4 = \[4, -2\]$'
+  expect_stdout '^OK$'
+fi
 
 # Same model, same inputs, two APIs: the same numbers.
 if [ -f "$TEST_TMP/$(basename "$EXAMPLE_CPP").rows" ] && [ -f "$TEST_TMP/$(basename "$EXAMPLE_C").rows" ]; then
