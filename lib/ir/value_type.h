@@ -6,7 +6,10 @@
 //
 // In shape inference a boxed value's shape is its tensors' shape (dims that
 // differ between items are unknown), and rank_known says whether they share
-// a rank at all (an empty sequence, an absent optional: not known).
+// a rank at all (an empty sequence, an absent optional: not known). A list
+// that starts empty and grows (SequenceInsert, a Loop carrying it) is
+// predicted to hold tensors of the inserted rank, every dim unknown: the
+// plan needs ranks, kernels allocate what the items really are.
 #ifndef GROVE_LIB_IR_VALUE_TYPE_H_
 #define GROVE_LIB_IR_VALUE_TYPE_H_
 

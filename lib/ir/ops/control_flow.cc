@@ -23,6 +23,12 @@ absl::StatusOr<SymShape> MergeShapes(const SymShape& a, const SymShape& b) {
 // differing ranks are an error (`rank_error`); a sequence's items may differ.
 absl::Status SetMerged(ShapeContext& ctx, int i, DType dtype, const ShapeContext::Output& a,
                        const ShapeContext::Output& b, const std::string& rank_error) {
+  if (IsBoxed(dtype) && a.rank_known != b.rank_known) {
+    // A list that enters empty and grows in the body: its tensors' rank is
+    // predicted from the body (see Grow in sequence.cc), every dim unknown.
+    ctx.SetOutput(i, dtype, SymShape((a.rank_known ? a : b).shape.size(), SymDim::Unknown()));
+    return absl::OkStatus();
+  }
   if (!a.rank_known || !b.rank_known) {
     ctx.SetOutputUnknownRank(i, dtype);
     return absl::OkStatus();

@@ -31,6 +31,15 @@ ItemShape Merge(const ItemShape& a, const ItemShape& b) {
   return out;
 }
 
+// A sequence of unknown rank (an empty list, most often) with `t` inserted is
+// predicted to hold tensors of t's rank: what a list built in a loop holds.
+// The prediction only shapes the plan (every dim unknown); kernels allocate
+// what the items really are.
+ItemShape Grow(const ItemShape& seq, const ItemShape& t) {
+  if (seq.rank_known || !t.rank_known) return Merge(seq, t);
+  return ItemShape{true, SymShape(t.shape.size(), SymDim::Unknown())};
+}
+
 void SetItemOutput(ShapeContext& ctx, int i, DType dtype, const ItemShape& item) {
   if (item.rank_known) {
     ctx.SetOutput(i, dtype, item.shape);
@@ -89,9 +98,7 @@ absl::Status InferSequenceInsert(ShapeContext& ctx) {
                                   DTypeName(ctx.input_dtype(0))));
   }
   if (absl::Status s = CheckPosition(ctx, 2); !s.ok()) return s;
-  // An input sequence of unknown rank may be empty: then the tensor's shape
-  // is not the whole story either.
-  SetItemOutput(ctx, 0, BoxedDType(ValueKind::kSequence, ctx.input_dtype(1)), Merge(ItemOf(ctx, 0), ItemOf(ctx, 1)));
+  SetItemOutput(ctx, 0, BoxedDType(ValueKind::kSequence, ctx.input_dtype(1)), Grow(ItemOf(ctx, 0), ItemOf(ctx, 1)));
   return absl::OkStatus();
 }
 
