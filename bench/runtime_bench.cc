@@ -6,6 +6,8 @@
 //    is computed from both in BM_PerOpOverhead).
 //  - BM_Plan_Chain200: building an ExecutionPlan (shape inference, folding,
 //    memory planning) for a 200-op model: the cost of a plan-cache miss.
+//  - BM_StepHistory/B: a 64-step decoder loop keeping every step three ways
+//    (scan output, a carried sequence, a growing tensor), timed interleaved.
 //  - BM_MemoryPlan/*: arena bytes against the lower bound per demo model.
 #include <chrono>
 
@@ -127,6 +129,56 @@ void BM_Plan_Chain200(benchmark::State& state) {
                                                                       benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_Plan_Chain200)->Unit(benchmark::kMicrosecond);
+
+// A 64-step decoder loop keeping every step's state three ways, timed
+// interleaved on the same inputs: a Loop scan output (the baseline), a
+// sequence carried through the Loop (PyTorch's list.append) and a tensor that
+// grows by one row per step (torch.cat in the loop). Counters: each one's
+// time per run over the scan's, and the plans the run needed.
+void BM_StepHistory(benchmark::State& state) {
+  constexpr int64_t kSteps = 64;
+  const int64_t batch = state.range(0);
+  const demo::History kinds[] = {demo::History::kScan, demo::History::kList, demo::History::kConcat};
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (demo::History h : kinds) {
+    SessionOptions options;
+    options.device = Device::kCpu;
+    sessions.push_back(*Session::Create(*Model::LoadFromBuffer(*demo::BuildStepHistory(h)), options));
+  }
+  Tensor steps = *Tensor::Create(DType::kI64, {});
+  *steps.as<int64_t>() = kSteps;
+  Tensor h0 = *Tensor::Create(DType::kF32, {batch, 64});
+  for (int64_t i = 0; i < batch * 64; ++i) h0.as<float>()[i] = 0.01f * static_cast<float>(i % 97);
+  const std::vector<Value> inputs = {Value(steps), Value(h0)};
+  for (auto& s : sessions) {
+    absl::StatusOr<std::vector<Value>> out = s->RunValues(inputs);
+    if (!out.ok()) {
+      state.SkipWithError(std::string(out.status().message()).c_str());
+      return;
+    }
+    if (out->size() != 1 || (*out)[0].tensor().shape() != std::vector<int64_t>{kSteps, batch, 64}) {
+      state.SkipWithError("a history model gave no [steps, batch, 64] history");
+      return;
+    }
+  }
+  double ns[3] = {0, 0, 0};
+  int64_t n = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < 3; ++k) {
+      auto t0 = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(sessions[k]->RunValues(inputs));
+      ns[k] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    }
+    ++n;
+  }
+  state.counters["scan_us"] = ns[0] / n / 1e3;
+  state.counters["list_over_scan"] = ns[1] / ns[0];
+  state.counters["concat_over_scan"] = ns[2] / ns[0];
+  state.counters["plans_scan"] = static_cast<double>(sessions[0]->stats().plans_created);
+  state.counters["plans_list"] = static_cast<double>(sessions[1]->stats().plans_created);
+  state.counters["plans_concat"] = static_cast<double>(sessions[2]->stats().plans_created);
+}
+BENCHMARK(BM_StepHistory)->Arg(1)->Arg(32)->Unit(benchmark::kMicrosecond);
 
 void MemoryPlan(benchmark::State& state, absl::StatusOr<std::vector<uint8_t>> bytes,
                 std::vector<std::vector<int64_t>> shapes) {

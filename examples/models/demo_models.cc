@@ -160,6 +160,61 @@ absl::StatusOr<std::vector<uint8_t>> BuildLoop() {
   return b.Finish();
 }
 
+absl::StatusOr<std::vector<uint8_t>> BuildStepHistory(History history) {
+  ModelBuilder b;
+  b.SetProducer("grove demo: step history");
+  b.AddSymbol("batch", 1, 4096);
+  b.AddInput("steps", DType::kI64, {});
+  b.AddInput("h0", DType::kF32, {"batch", 64});
+  b.AddWeight("w", DType::kF32, {64, 64}, Weights(64 * 64, 41, 0.125f));
+  b.AddWeight("bias", DType::kF32, {64}, Weights(64, 42, 0.1f));
+  b.AddWeight("axis0", DType::kI64, {1}, std::vector<int64_t>{0});
+  b.AddWeight("no_rows", DType::kF32, {0, 1, 64}, std::vector<float>{});
+
+  const int body = b.AddSubgraph("step");
+  b.AddInput("i", DType::kI64, {});
+  b.AddInput("go", DType::kBool, {});
+  b.AddInput("h", DType::kF32, {"batch", 64});
+  if (history == History::kList) b.AddInput("rows", ValueKind::kSequence, DType::kF32);
+  if (history == History::kConcat) b.AddInput("rows", DType::kF32, {});
+  b.AddOp("MatMul", {"h", "w"}, {"hw"});
+  b.AddOp("Add", {"hw", "bias"}, {"pre"});
+  b.AddOp("Tanh", {"pre"}, {"h_next"});
+  b.AddOutput("go");
+  b.AddOutput("h_next");
+  if (history == History::kList) {
+    b.AddOp("SequenceInsert", {"rows", "h_next"}, {"rows_next"});
+    b.AddOutput("rows_next");
+  } else if (history == History::kConcat) {
+    b.AddOp("Unsqueeze", {"h_next", "axis0"}, {"row"});
+    b.AddOp("Concat", {"rows", "row"}, {"rows_next"}, {{"axis", int64_t{0}}});
+    b.AddOutput("rows_next");
+  } else {
+    b.AddOutput("h_next");  // the scan output
+  }
+
+  b.SetSubgraph(0);
+  switch (history) {
+    case History::kScan:
+      b.AddOp("Loop", {"steps", "", "h0"}, {"h_last", "history"}, {{"body", SubgraphRef{body}}});
+      break;
+    case History::kList:
+      b.AddOp("SequenceEmpty", {}, {"empty"}, {{"dtype", int64_t(DType::kF32)}});
+      b.AddOp("Loop", {"steps", "", "h0", "empty"}, {"h_last", "list"}, {{"body", SubgraphRef{body}}});
+      b.AddOp("ConcatFromSequence", {"list"}, {"history"}, {{"axis", int64_t{0}}, {"new_axis", int64_t{1}}});
+      break;
+    case History::kConcat:
+      // [0, batch, 64] to start: an empty [0, 1, 64] broadcast to the batch.
+      b.AddOp("Shape", {"h0"}, {"h0_shape"});
+      b.AddOp("Concat", {"axis0", "h0_shape"}, {"start_shape"}, {{"axis", int64_t{0}}});
+      b.AddOp("Expand", {"no_rows", "start_shape"}, {"start"});
+      b.AddOp("Loop", {"steps", "", "h0", "start"}, {"h_last", "history"}, {{"body", SubgraphRef{body}}});
+      break;
+  }
+  b.AddOutput("history");
+  return b.Finish();
+}
+
 absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops) {
   ModelBuilder b;
   b.SetProducer("grove demo: chain");

@@ -30,6 +30,18 @@ absl::StatusOr<std::vector<uint8_t>> BuildEarlyExit();
 // final carried value [n] and the scan of carried sums [iterations].
 absl::StatusOr<std::vector<uint8_t>> BuildLoop();
 
+// How a decoder keeps the state of every step (see BuildStepHistory).
+enum class History {
+  kScan,      // a Loop scan output (ONNX's own way)
+  kList,      // a sequence carried through the Loop (PyTorch's list.append)
+  kConcat,    // a tensor carried through the Loop, one row longer per step
+};
+
+// A recurrent decoder loop: inputs steps (i64 scalar), h0 f32[batch, 64];
+// each step h = tanh(h W + b), and the model returns every step's h as
+// f32[steps, batch, 64] ("history"), kept the way `history` says.
+absl::StatusOr<std::vector<uint8_t>> BuildStepHistory(History history);
+
 // A straight chain of `num_ops` elementwise and MatMul ops on x[batch, 64],
 // for planner and per-op overhead benchmarks.
 absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops);

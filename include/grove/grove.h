@@ -240,8 +240,9 @@ absl::StatusOr<GemmMath> ParseGemmMath(absl::string_view name);
 
 struct SessionOptions {
   Device device = Device::kAuto;
-  // Most plans (input signatures) kept per session; the least recently used
-  // is dropped past this. 0 means no limit.
+  // Most plans (input signatures, Loop bodies' included) kept per session;
+  // past this the least recently used one of an earlier run is dropped (or,
+  // when all served the current run, the most recently used). 0: no limit.
   int max_cached_plans = 64;
 
   // --- CUDA only ---

@@ -95,6 +95,7 @@ struct PlanInstance {
   std::vector<std::unique_ptr<Buffer>> host_copies;
   std::vector<TensorView> copy_views;  // views of host_copies
   uint64_t last_used = 0;
+  uint64_t last_run = 0;  // the top-level run that used it last
   int active = 0;
 };
 
@@ -180,6 +181,7 @@ class SessionImpl {
   absl::flat_hash_map<std::vector<int64_t>, std::unique_ptr<PlanInstance>> plans_;
   std::vector<int64_t> key_;
   uint64_t tick_ = 0;
+  uint64_t run_serial_ = 0;  // top-level runs started (Run, RunInto, Reshape)
   // CUDA
   std::shared_ptr<cuda::Device> cuda_;
   cuda::Stream stream_ = nullptr;
@@ -416,6 +418,7 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
   if (it != plans_.end()) {
     ++stats_.plan_cache_hits;
     it->second->last_used = ++tick_;
+    it->second->last_run = run_serial_;
     return it->second.get();
   }
 
@@ -489,18 +492,29 @@ absl::StatusOr<PlanInstance*> SessionImpl::GetPlan(int subgraph, absl::Span<cons
     if (absl::Status s = SetUpCudaInstance(*inst); !s.ok()) return s;
   }
   inst->last_used = ++tick_;
+  inst->last_run = run_serial_;
   ++stats_.plans_created;
   PlanInstance* result = inst.get();
   plans_.emplace(key_, std::move(inst));
 
-  // Least recently used eviction, never of a plan that is running (a Loop
-  // body's caller is active while the body plans).
+  // Eviction, never of a plan that is running (a Loop body's caller is
+  // active while the body plans): the least recently used plan of an earlier
+  // run; when every plan served this run (a loop whose carried shapes grow
+  // past the limit), the most recently used one, so that one plan is lost
+  // per run instead of all of them, as least-recently-used order would do
+  // on a cycle longer than the cache.
   if (options_.max_cached_plans > 0 && static_cast<int>(plans_.size()) > options_.max_cached_plans) {
-    auto victim = plans_.end();
+    auto victim = plans_.end(), newest = plans_.end();
     for (auto i = plans_.begin(); i != plans_.end(); ++i) {
-      if (i->second.get() == result || i->second->active > 0) continue;
-      if (victim == plans_.end() || i->second->last_used < victim->second->last_used) victim = i;
+      const PlanInstance& p = *i->second;
+      if (i->second.get() == result || p.active > 0) continue;
+      if (p.last_run != run_serial_) {
+        if (victim == plans_.end() || p.last_used < victim->second->last_used) victim = i;
+      } else if (newest == plans_.end() || p.last_used > newest->second->last_used) {
+        newest = i;
+      }
     }
+    if (victim == plans_.end()) victim = newest;
     if (victim != plans_.end()) {
       plans_.erase(victim);
       ++stats_.plans_evicted;
@@ -595,6 +609,7 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
                                                              bool device_views, absl::Span<const TensorView> into,
                                                              std::vector<bool>* aliased) {
   if (absl::Status s = ValidateMainInputs(inputs, true); !s.ok()) return s;
+  ++run_serial_;
   absl::StatusOr<PlanInstance*> inst = GetPlan(0, inputs, {});
   if (!inst.ok()) return inst.status();
   // Arena outputs go straight to the caller's device buffers (no copy after).
@@ -1040,6 +1055,7 @@ absl::StatusOr<MemoryReport> Session::Reshape(absl::Span<const std::vector<int64
   }
   if (input_shapes.size() != main.inputs.size()) views.resize(input_shapes.size());
   if (absl::Status s = impl_->ValidateMainInputs(views, false); !s.ok()) return s;
+  ++impl_->run_serial_;
   absl::StatusOr<internal::PlanInstance*> inst = impl_->GetPlan(0, views, {});
   if (!inst.ok()) return inst.status();
   const runtime::ExecutionPlan& plan = *(*inst)->plan;

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "grove/grove.h"
 #include "gtest/gtest.h"
+#include "models/demo_models.h"
 #include "test/model_test_util.h"
 
 namespace grove {
@@ -236,6 +237,24 @@ TEST(LoopTest, BodyMaySwapItsCarriedValues) {
     EXPECT_EQ(ToVector((*outs)[0].tensor().view()), m % 2 == 0 ? a : b);
     EXPECT_EQ(ToVector((*outs)[1].tensor().view()), m % 2 == 0 ? b : a);
   }
+}
+
+// The demo's three ways to keep a decoder's every step (a scan output, a
+// list carried through the Loop, a growing tensor) give the same history.
+TEST(SequenceTest, StepHistoryThreeWaysAgree) {
+  std::vector<std::vector<float>> histories;
+  for (demo::History h : {demo::History::kScan, demo::History::kList, demo::History::kConcat}) {
+    std::unique_ptr<Session> s = CpuSession(LoadOrDie(demo::BuildStepHistory(h)));
+    std::vector<float> h0(2 * 64);
+    for (size_t i = 0; i < h0.size(); ++i) h0[i] = 0.01f * static_cast<float>(i % 13);
+    absl::StatusOr<std::vector<Value>> outs = s->RunValues({Value(ScalarI64(5)), Value(TensorF32({2, 64}, h0))});
+    ASSERT_TRUE(outs.ok()) << outs.status();
+    ASSERT_EQ(outs->size(), 1u);
+    ASSERT_EQ((*outs)[0].tensor().shape(), (std::vector<int64_t>{5, 2, 64}));
+    histories.push_back(ToVector((*outs)[0].tensor().view()));
+  }
+  EXPECT_EQ(histories[1], histories[0]);
+  EXPECT_EQ(histories[2], histories[0]);
 }
 
 TEST(SequenceTest, ModelBuilderRoundTripsValueKinds) {

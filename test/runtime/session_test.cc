@@ -166,6 +166,37 @@ TEST(SessionTest, LeastRecentlyUsedPlansAreEvicted) {
   EXPECT_EQ(session->stats().plans_evicted, 2);
 }
 
+// A Loop whose carried tensor grows one row per trip needs a body plan per
+// length. With more lengths than the cache holds, least-recently-used order
+// would evict the plan each next trip needs, every run; the session instead
+// gives up the most recently used one, so a repeated run replans only what
+// does not fit.
+TEST(SessionTest, PlansOfALoopLongerThanTheCacheMostlySurvive) {
+  auto model = LoadOrDie(demo::BuildStepHistory(demo::History::kConcat));
+  SessionOptions opts;
+  opts.max_cached_plans = 8;
+  auto session = NewSession(model, opts);
+  Tensor steps = Tensor::Create(DType::kI64, {}).value();
+  *steps.as<int64_t>() = 12;
+  std::vector<float> h0 = RandomF32(2 * 64, 3);
+  std::vector<float> first;
+  for (int run = 0; run < 4; ++run) {
+    const int64_t before = session->stats().plans_created;
+    auto out = session->Run({steps.view(), TensorView(DType::kF32, {2, 64}, h0.data())});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].shape, (std::vector<int64_t>{12, 2, 64}));
+    if (run == 0) {
+      first = ToVector((*out)[0]);
+      EXPECT_GE(session->stats().plans_created, 12);  // one per length, and main
+    } else {
+      EXPECT_EQ(ToVector((*out)[0]), first);
+      // 13 plans (main and 12 lengths) in 8 places: 8 - 1 stay, 13 - 7 are
+      // made again (least-recently-used order would remake all 13).
+      EXPECT_LE(session->stats().plans_created - before, 13 - 8 + 1) << "run " << run;
+    }
+  }
+}
+
 TEST(SessionTest, BindingErrorsNameTheTensorAndDim) {
   auto model = LoadOrDie(demo::BuildMlp());
   auto session = NewSession(model);
