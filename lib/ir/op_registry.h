@@ -179,6 +179,10 @@ struct OpDef {
   // Its kernels on every backend take sequences and optionals (host values),
   // as If's and Loop's do; any other op given one runs its CPU kernel.
   bool boxed_on_every_backend = false;
+  // Optional: false when the kernel of `backend` does not take this node's
+  // attributes (BatchNormalization's training mode on CUDA); a CUDA plan then
+  // runs the CPU kernel with copies.
+  bool (*backend_takes)(Backend backend, const Node& node) = nullptr;
 
   const AttrSpec* FindAttr(absl::string_view name) const;
 };

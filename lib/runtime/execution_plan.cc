@@ -156,6 +156,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i] >= 0 && ctx.outputs()[i].dtype != DType::kUnknown) cover(ctx.outputs()[i].dtype);
       }
+      if (node.def->backend_takes != nullptr && !node.def->backend_takes(backend, node)) covered = false;
       if (!covered) step.kernel = nullptr;
     }
     if (step.kernel == nullptr && backend != ir::Backend::kCpu && cpu_kernel != nullptr) {

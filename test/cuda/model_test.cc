@@ -140,6 +140,26 @@ TEST(CudaModelTest, LoopBodySwapsItsCarriedValues) {
   }
 }
 
+// BatchNormalization in training mode has no CUDA kernel: the plan runs its
+// CPU kernel with copies, beside CUDA steps, and gives the CPU's results.
+TEST(CudaModelTest, BatchNormTrainingModeFallsBackToTheCpu) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {2, 3, 4});
+  b.AddWeight("scale", DType::kF32, {3}, std::vector<float>{1, 2, 0.5f});
+  b.AddWeight("bias", DType::kF32, {3}, std::vector<float>{0, 1, -1});
+  b.AddWeight("mean", DType::kF32, {3}, std::vector<float>{0.1f, 0.2f, 0.3f});
+  b.AddWeight("var", DType::kF32, {3}, std::vector<float>{1, 2, 3});
+  b.AddOp("Relu", {"x"}, {"r"});
+  b.AddOp("BatchNormalization", {"r", "scale", "bias", "mean", "var"}, {"y", "run_mean", "run_var"},
+          {{"training_mode", int64_t{1}}, {"momentum", 0.8}});
+  b.AddOutput("y");
+  b.AddOutput("run_mean");
+  b.AddOutput("run_var");
+  Sessions s = MakeSessions(testing::LoadOrDie(b.Finish()));
+  ExpectSame(s, {F32({2, 3, 4}, 7)}, "batch norm, training mode");
+  EXPECT_EQ(s.cuda->stats().cpu_fallback_steps, 1);
+}
+
 TEST(CudaModelTest, ChainOfTwoHundredOps) {
   Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildChain(200)));
   ExpectSame(s, {F32({3, 64}, 5)}, "chain");

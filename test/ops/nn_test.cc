@@ -800,14 +800,48 @@ TEST(NormTest, BatchNormalizationMixedDTypes) {
   ExpectNear(Values<double>((*out)[0]), {0, 0.5, 1, 3}, 1e-12, 1e-12);
 }
 
+// training_mode=1: the batch's own mean and (biased) variance per channel,
+// and running statistics moved toward them by (1 - momentum).
+TEST(NormTest, BatchNormalizationTrainingMode) {
+  const std::vector<int64_t> xs = {2, 3, 4};
+  const std::vector<float> x = Pattern(24, 5), scale = Pattern(3, 6), bias = Pattern(3, 7), mean = Pattern(3, 8);
+  const std::vector<float> var = {0.5f, 1.5f, 0.25f};
+  const double eps = 1e-3;
+  for (double momentum : {0.9, 0.7}) {
+    SCOPED_TRACE(momentum);
+    std::vector<double> bm(3, 0), bv(3, 0);
+    for (size_t i = 0; i < x.size(); ++i) bm[(i / 4) % 3] += x[i] / 8.0;
+    for (size_t i = 0; i < x.size(); ++i) bv[(i / 4) % 3] += (x[i] - bm[(i / 4) % 3]) * (x[i] - bm[(i / 4) % 3]) / 8.0;
+    std::vector<double> want(x.size()), run_mean(3), run_var(3);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t c = (i / 4) % 3;
+      want[i] = (x[i] - bm[c]) / std::sqrt(bv[c] + eps) * scale[c] + bias[c];
+    }
+    for (size_t c = 0; c < 3; ++c) {
+      run_mean[c] = mean[c] * momentum + bm[c] * (1 - momentum);
+      run_var[c] = var[c] * momentum + bv[c] * (1 - momentum);
+    }
+    Tensor xt = MakeTensor<float>(DType::kF32, xs, x);
+    Tensor st = MakeTensor<float>(DType::kF32, {3}, scale), bt = MakeTensor<float>(DType::kF32, {3}, bias);
+    Tensor mt = MakeTensor<float>(DType::kF32, {3}, mean), vt = MakeTensor<float>(DType::kF32, {3}, var);
+    auto out = RunOp("BatchNormalization", {&xt, &st, &bt, &mt, &vt},
+                     {{"epsilon", eps}, {"momentum", momentum}, {"training_mode", int64_t{1}}}, 3);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectNear(Values<float>((*out)[0]), want);
+    EXPECT_EQ((*out)[1].shape(), std::vector<int64_t>{3});
+    ExpectNear(Values<float>((*out)[1]), run_mean);
+    ExpectNear(Values<float>((*out)[2]), run_var);
+  }
+}
+
 TEST(NormTest, BatchNormalizationErrors) {
   Tensor x = MakeTensor<float>(DType::kF32, {2, 3, 4}, {});
   Tensor p = MakeTensor<float>(DType::kF32, {3}, {});
   Tensor bad = MakeTensor<float>(DType::kF32, {4}, {});
   Tensor x1 = MakeTensor<float>(DType::kF32, {3}, {});
   EXPECT_TRUE(
-      ErrorContains(RunOp("BatchNormalization", {&x, &p, &p, &p, &p}, {{"training_mode", int64_t{1}}}).status(),
-                    "attribute 'training_mode' is 1; grove runs inference only"));
+      ErrorContains(RunOp("BatchNormalization", {&x, &p, &p, &p, &p}, {{"training_mode", int64_t{2}}}).status(),
+                    "attribute 'training_mode' is 2; expected 0 or 1"));
   EXPECT_TRUE(ErrorContains(RunOp("BatchNormalization", {&x, &p, &p, &p, &p}, {}, 3).status(),
                             "output 1 (running_mean) is given, but it exists only with training_mode=1"));
   EXPECT_TRUE(ErrorContains(RunOp("BatchNormalization", {&x, &p, &p, &bad, &p}).status(),

@@ -435,9 +435,7 @@ void RowMoments(const T* x, int64_t rows, int64_t n, double epsilon, std::vector
 }
 
 absl::Status BatchNormalizationKernel(KernelContext& ctx) {
-  if (ctx.attrs().GetInt("training_mode", 0) != 0) {
-    return ctx.Error("attribute 'training_mode' is not 0; grove runs inference only");
-  }
+  const bool training = ctx.attrs().GetInt("training_mode", 0) != 0;
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;
   const int64_t channels = x.shape[1];
@@ -455,14 +453,48 @@ absl::Status BatchNormalizationKernel(KernelContext& ctx) {
   for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
   const int64_t rows = x.shape[0] * channels;
   std::vector<double> mean(static_cast<size_t>(rows)), inv_std(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    mean[r] = p[3][r % channels];
-    inv_std[r] = 1.0 / std::sqrt(p[4][r % channels] + epsilon);
-  }
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), rows, inner, mean, inv_std,
+    const T* xs = x.as<const T>();
+    // Training mode: each channel's mean and (biased) variance over the batch
+    // and the spatial dims, as ONNX's reference computes them.
+    std::vector<double> batch_mean(channels, 0.0), batch_var(channels, 0.0);
+    if (training) {
+      const double count = static_cast<double>(x.shape[0] * inner);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < inner; ++j) batch_mean[r % channels] += static_cast<double>(ToCompute(xs[r * inner + j]));
+      }
+      for (double& m : batch_mean) m = count > 0 ? m / count : 0.0;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < inner; ++j) {
+          const double d = static_cast<double>(ToCompute(xs[r * inner + j])) - batch_mean[r % channels];
+          batch_var[r % channels] += d * d;
+        }
+      }
+      for (double& v : batch_var) v = count > 0 ? v / count : 0.0;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      mean[r] = training ? batch_mean[r % channels] : p[3][r % channels];
+      inv_std[r] = 1.0 / std::sqrt((training ? batch_var[r % channels] : p[4][r % channels]) + epsilon);
+    }
+    NormalizeRows(xs, ctx.output(0).as<T>(), rows, inner, mean, inv_std,
                   [&](int64_t r, int64_t, double v) { return v * p[1][r % channels] + p[2][r % channels]; });
+    // running = input * momentum + batch * (1 - momentum).
+    const double momentum = ctx.attrs().GetFloat("momentum", 0.9);
+    for (int i = 1; i < 3 && training; ++i) {
+      if (!ctx.has_output(i)) continue;
+      const TensorView& out = ctx.output(i);
+      if (absl::Status s = CheckOutput(ctx, i, ctx.input(2 + i).dtype, {channels}); !s.ok()) return s;
+      const std::vector<double>& batch = i == 1 ? batch_mean : batch_var;
+      absl::Status st = VisitDType<float, double, Half, BFloat16>(ctx, out.dtype, [&](auto otag) -> absl::Status {
+        using O = typename decltype(otag)::type;
+        for (int64_t c = 0; c < channels; ++c) {
+          out.as<O>()[c] = FromCompute<O>(static_cast<ComputeT<O>>(p[2 + i][c] * momentum + batch[c] * (1 - momentum)));
+        }
+        return absl::OkStatus();
+      });
+      if (!st.ok()) return st;
+    }
     return absl::OkStatus();
   });
 }

@@ -91,7 +91,8 @@ absl::Status SoftmaxKernel(KernelContext& ctx) {
 
 absl::Status BatchNormalizationKernel(KernelContext& ctx) {
   if (ctx.attrs().GetInt("training_mode", 0) != 0) {
-    return ctx.Error("attribute 'training_mode' is not 0; grove runs inference only");
+    return ctx.Error("attribute 'training_mode' is not 0; the CUDA kernel normalizes with the given statistics only "
+                     "(plans run training mode on the CPU)");
   }
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;

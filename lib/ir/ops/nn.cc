@@ -160,15 +160,15 @@ absl::Status InferGlobalPool(ShapeContext& ctx) {
 // Normalizations
 // ---------------------------------------------------------------------------
 
+// training_mode=1 (deterministic: no dropout) normalizes with the batch's
+// own statistics and also gives the updated running_mean and running_var.
 absl::Status InferBatchNormalization(ShapeContext& ctx) {
   const int64_t training = ctx.attrs().GetInt("training_mode", 0);
-  if (training != 0) {
-    return ctx.Error(
-        absl::StrCat("attribute 'training_mode' is ", training,
-                     "; grove runs inference only (expected 0: normalize with input_mean and input_var)"));
+  if (training != 0 && training != 1) {
+    return ctx.Error(absl::StrCat("attribute 'training_mode' is ", training, "; expected 0 or 1"));
   }
   for (int i = 1; i < ctx.num_outputs(); ++i) {
-    if (ctx.node().outputs[i] >= 0) {
+    if (training == 0 && ctx.node().outputs[i] >= 0) {
       return ctx.Error(absl::StrCat("output ", i, " (", i == 1 ? "running_mean" : "running_var",
                                     ") is given, but it exists only with training_mode=1"));
     }
@@ -182,6 +182,7 @@ absl::Status InferBatchNormalization(ShapeContext& ctx) {
     if (absl::Status s = CheckChannelVector(ctx, i, kNames[i], channels); !s.ok()) return s;
   }
   ctx.SetOutput(0, ctx.input_dtype(0), ctx.input_shape(0));
+  for (int i = 1; i < ctx.num_outputs(); ++i) ctx.SetOutput(i, ctx.input_dtype(3 + i - 1), {channels});
   return absl::OkStatus();
 }
 
@@ -326,6 +327,12 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       Def("MeanVarianceNormalization", 1, 1, 1, {{"axes", AttrKind::kInts}}, &InferMeanVarianceNormalization),
   };
   for (OpDef& def : defs) {
+    // The CUDA kernel normalizes with the given statistics only.
+    if (def.type == "BatchNormalization") {
+      def.backend_takes = [](Backend backend, const Node& node) {
+        return backend != Backend::kCuda || node.attrs.GetInt("training_mode", 0) == 0;
+      };
+    }
     if (absl::Status s = registry.Register(std::move(def)); !s.ok()) return s;
   }
   return absl::OkStatus();
