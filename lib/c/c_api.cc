@@ -495,24 +495,37 @@ grove_status_t* grove_session_device(const grove_session_t* session, grove_devic
   });
 }
 
+namespace {
+
+// The arguments every run function checks first: non-null pointers and one
+// input and output per model input and output.
+grove_status_t* CheckRunArguments(const char* function, const grove_session_t* session, const void* inputs,
+                                  size_t n_inputs, const void* outputs, size_t n_outputs) {
+  if (session == nullptr) return NullArgument(function, "session");
+  if (inputs == nullptr && n_inputs > 0) return NullArgument(function, "inputs");
+  if (outputs == nullptr && n_outputs > 0) return NullArgument(function, "outputs");
+  const grove::Model& model = session->session->model();
+  if (n_inputs != model.inputs().size()) {
+    return InvalidArgument(function, absl::StrCat("n_inputs is ", n_inputs, " but the model has ",
+                                                  model.inputs().size(), " inputs"));
+  }
+  if (n_outputs != model.outputs().size()) {
+    return InvalidArgument(function, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
+                                                  model.outputs().size(), " outputs"));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t* inputs, size_t n_inputs,
                                   grove_tensor_t* outputs, size_t n_outputs) {
   static constexpr char kFn[] = "grove_session_run";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (session == nullptr) return NullArgument(kFn, "session");
-    if (inputs == nullptr && n_inputs > 0) return NullArgument(kFn, "inputs");
-    if (outputs == nullptr && n_outputs > 0) return NullArgument(kFn, "outputs");
+    if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
     const std::vector<grove::TensorInfo>& output_infos = model.outputs();
-    if (n_inputs != input_infos.size()) {
-      return InvalidArgument(kFn, absl::StrCat("n_inputs is ", n_inputs, " but the model has ",
-                                               input_infos.size(), " inputs"));
-    }
-    if (n_outputs != output_infos.size()) {
-      return InvalidArgument(kFn, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
-                                               output_infos.size(), " outputs"));
-    }
 
     // Validate everything before running, so a bad call changes nothing.
     std::vector<grove::TensorView> input_views;
@@ -583,16 +596,10 @@ grove_status_t* grove_session_run_values(grove_session_t* session, const grove_v
                                          grove_value_t* outputs, size_t n_outputs) {
   static constexpr char kFn[] = "grove_session_run_values";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (session == nullptr) return NullArgument(kFn, "session");
-    if (inputs == nullptr && n_inputs > 0) return NullArgument(kFn, "inputs");
-    if (outputs == nullptr && n_outputs > 0) return NullArgument(kFn, "outputs");
+    if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
     const std::vector<grove::TensorInfo>& output_infos = model.outputs();
-    if (n_outputs != output_infos.size()) {
-      return InvalidArgument(kFn, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
-                                               output_infos.size(), " outputs"));
-    }
     std::vector<grove::Value> values;
     for (size_t i = 0; i < n_inputs; ++i) {
       absl::StatusOr<grove::Value> v = ValueOf(inputs[i], Describe("input", i, input_infos));
