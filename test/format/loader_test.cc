@@ -147,6 +147,32 @@ TEST(LoaderTest, BadIndicesAreNamed) {
   ExpectRejected([](Parts& p) { p.model->tensors[1]->buffer = 9; }, "buffer index 9 is out of range");
 }
 
+TEST(LoaderTest, ValueKindsAreChecked) {
+  // Tensor 1 is the weight w, tensor 0 the input x.
+  ExpectRejected([](Parts& p) { p.model->tensors[0]->kind = static_cast<fb::ValueKind>(9); }, "value kind 9 is unknown");
+  ExpectRejected([](Parts& p) { p.model->tensors[1]->kind = fb::ValueKind::SEQUENCE; }, "a weight must be a tensor");
+  // A sequence input that reaches Add (which takes tensors): symbolic shape
+  // inference stops there and says why; the model loads (see the README).
+  {
+    Parts p = Split(SmallModel());
+    p.model->tensors[0]->kind = fb::ValueKind::SEQUENCE;
+    absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(Join(p));
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_THAT((*model)->Summary().shape_inference_note, HasSubstr("has dtype seq(f32)"));
+  }
+  // A sequence input may leave its tensors' shape undeclared; a tensor may not.
+  ExpectRejected([](Parts& p) { p.model->tensors[0]->has_shape = false; }, "needs a dtype and a declared shape");
+  Parts p = Split(SmallModel());
+  p.model->tensors[0]->kind = fb::ValueKind::SEQUENCE;
+  p.model->tensors[0]->has_shape = false;
+  p.model->subgraphs[0]->operators.clear();
+  p.model->subgraphs[0]->outputs[0] = 0;  // the sequence itself
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(Join(p));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->inputs()[0].kind, ValueKind::kSequence);
+  EXPECT_EQ((*model)->outputs()[0].kind, ValueKind::kSequence);
+}
+
 TEST(LoaderTest, OversizedDimsAndBadSymbolRanges) {
   ExpectRejected([](Parts& p) { p.model->tensors[0]->shape[1]->value = int64_t{1} << 50; }, "outside 0..2^40");
   ExpectRejected([](Parts& p) { p.model->tensors[0]->shape[1]->value = -3; }, "dim 1 is -3");
