@@ -91,25 +91,44 @@ int64_t TensorView::num_elements() const {
   return n;
 }
 
+namespace {
+
+// 64-byte aligned storage for `bytes` and a zeroed tail (vector loads past
+// the end stay inside); `zero` also fills the `bytes`.
+absl::StatusOr<std::shared_ptr<void>> AlignedStorage(uint64_t bytes, bool zero) {
+  const size_t alloc = (static_cast<size_t>(bytes) + 63) / 64 * 64 + 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("Tensor::Create: cannot allocate ", bytes, " bytes"));
+  }
+  const size_t from = zero ? 0 : static_cast<size_t>(bytes);
+  std::memset(static_cast<uint8_t*>(p) + from, 0, alloc - from);
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape) {
   absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(dtype, shape, "Tensor::Create");
   if (!bytes.ok()) return bytes.status();
-  const size_t alloc = (static_cast<size_t>(*bytes) + 63) / 64 * 64 + 64;
-  void* p = std::aligned_alloc(64, alloc);
-  if (p == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("Tensor::Create: cannot allocate ", *bytes, " bytes"));
-  }
-  std::memset(p, 0, alloc);
+  absl::StatusOr<std::shared_ptr<void>> storage = AlignedStorage(*bytes, /*zero=*/true);
+  if (!storage.ok()) return storage.status();
   Tensor t;
-  t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  t.view_ = TensorView(dtype, std::move(shape), p);
+  t.storage_ = *std::move(storage);
+  t.view_ = TensorView(dtype, std::move(shape), t.storage_.get());
   return t;
 }
 
 absl::StatusOr<Tensor> Tensor::CopyOf(const TensorView& view) {
-  absl::StatusOr<Tensor> t = Create(view.dtype, view.shape);
-  if (!t.ok()) return t.status();
-  if (view.byte_size() > 0) std::memcpy(t->data(), view.data, view.byte_size());
+  absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(view.dtype, view.shape, "Tensor::CopyOf");
+  if (!bytes.ok()) return bytes.status();
+  // Every byte is written: no zero fill first.
+  absl::StatusOr<std::shared_ptr<void>> storage = AlignedStorage(*bytes, /*zero=*/*bytes == 0);
+  if (!storage.ok()) return storage.status();
+  Tensor t;
+  t.storage_ = *std::move(storage);
+  t.view_ = TensorView(view.dtype, view.shape, t.storage_.get());
+  if (*bytes > 0) std::memcpy(t.storage_.get(), view.data, *bytes);
   return t;
 }
 
