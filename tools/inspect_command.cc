@@ -95,8 +95,9 @@ std::string JsonTensorInfos(const std::vector<TensorInfo>& infos) {
   for (const TensorInfo& info : infos) {
     std::vector<std::string> dims;
     for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? JsonString(d.symbol) : absl::StrCat(d.value));
-    items.push_back(absl::StrCat("{\"name\":", JsonString(info.name), ",\"dtype\":", JsonString(DTypeName(info.dtype)),
-                                 ",\"shape\":[", absl::StrJoin(dims, ","), "]}"));
+    items.push_back(absl::StrCat("{\"name\":", JsonString(info.name), ",\"kind\":", JsonString(ValueKindName(info.kind)),
+                                 ",\"dtype\":", JsonString(DTypeName(info.dtype)), ",\"shape\":[",
+                                 absl::StrJoin(dims, ","), "]}"));
   }
   return absl::StrCat("[", absl::StrJoin(items, ","), "]");
 }
@@ -168,7 +169,10 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
                     "\n      (plans infer concrete shapes exactly; give --shape to see them)\n");
   }
   if (plan == nullptr) {
-    absl::StrAppend(&out, "memory plan: give --shape NAME=D0xD1... for each input with symbolic dims\n");
+    bool tensors_only = true;
+    for (const TensorInfo& info : model.inputs()) tensors_only &= info.kind == ValueKind::kTensor;
+    absl::StrAppend(&out, tensors_only ? "memory plan: give --shape NAME=D0xD1... for each input with symbolic dims\n"
+                                       : "memory plan: made when run (an input is a sequence or optional)\n");
     return out;
   }
   const MemoryReport& r = plan->report;

@@ -41,6 +41,7 @@ if expect_ok "$G" import "$DATA/node/test_sequence_insert_at_back/model.onnx" -o
   fi
   if expect_ok "$G" inspect "$M/seq.grove"; then
     expect_stdout '^  sequence  seq\(i64\[\]\)$'
+    expect_stdout '^memory plan: made when run \(an input is a sequence or optional\)$'
   fi
   expect_fail 1 "memory plans take tensor inputs; input 'sequence' is seq" \
     "$G" inspect "$M/seq.grove" --shape tensor=3

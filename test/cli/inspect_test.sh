@@ -59,7 +59,7 @@ if expect_ok "$G" inspect "$MODELS/mlp.grove" --json --shape x=3x16; then
   expect_stdout '^\{.*"arena_bytes":[0-9]+.*\}$'
   expect_stdout '"lower_bound_bytes":[0-9]+'
   json_check 'd["arena_bytes"] >= d["lower_bound_bytes"] > 0'
-  json_check 'd["inputs"] == [{"name": "x", "dtype": "f32", "shape": ["batch", 16]}]'
+  json_check 'd["inputs"] == [{"name": "x", "kind": "tensor", "dtype": "f32", "shape": ["batch", 16]}]'
   json_check 'd["symbols"] == [{"name": "batch", "min": 1, "max": 1024}]'
   json_check 'd["op_counts"] == {"Add": 2, "MatMul": 2, "Relu": 1, "Softmax": 1}'
   json_check 'd["output_shapes"] == {"y": [3, 4]} and d["input_shapes"] == {"x": [3, 16]}'
