@@ -780,7 +780,12 @@ absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<
       ins[i] = InputOfView(host_ins[i], host_in_ptrs[i]);
     }
     if (absl::Status st = InferAndAllocate(step, std::move(ins), host); !st.ok()) return st;
-  } else if (!step.kernel_allocates) {
+  } else if (step.kernel_allocates) {
+    // Empty until the kernel allocates them; has_output() is true for each.
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] >= 0) host_out_ptrs[i] = &host_outs[i];
+    }
+  } else {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (out_ptrs[i] == nullptr) continue;
       const int v = step.outputs[i];
@@ -800,7 +805,7 @@ absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     const int v = step.outputs[i];
     if (v < 0) continue;
-    if (host_out_ptrs[i] == nullptr) {
+    if (host_out_ptrs[i] == nullptr || host_outs[i].dtype == DType::kUnknown) {
       return absl::InternalError(absl::StrCat(step.node->Describe(), ": output ", i, " was not produced"));
     }
     const TensorView& h = host_outs[i];

@@ -160,6 +160,31 @@ TEST(CudaModelTest, BatchNormTrainingModeFallsBackToTheCpu) {
   EXPECT_EQ(s.cuda->stats().cpu_fallback_steps, 1);
 }
 
+// Scan has no CUDA kernel: its CPU kernel runs in the CUDA plan, the body on
+// the device through the session.
+TEST(CudaModelTest, ScanRunsItsCpuKernelWithADeviceBody) {
+  ModelBuilder b;
+  b.AddSymbol("t", 1, 64);
+  b.AddInput("s0", DType::kF32, {3});
+  b.AddInput("x", DType::kF32, {"t", 3});
+  const int body = b.AddSubgraph("step");
+  b.AddInput("s", DType::kF32, {});
+  b.AddInput("row", DType::kF32, {});
+  b.AddOp("Add", {"s", "row"}, {"s_next"});
+  b.AddOp("Tanh", {"s_next"}, {"y"});
+  b.AddOutput("s_next");
+  b.AddOutput("y");
+  b.SetSubgraph(0);
+  b.AddOp("Scan", {"s0", "x"}, {"total", "ys"},
+          {{"body", SubgraphRef{body}}, {"num_scan_inputs", int64_t{1}},
+           {"scan_input_directions", std::vector<int64_t>{1}}});
+  b.AddOutput("total");
+  b.AddOutput("ys");
+  Sessions s = MakeSessions(testing::LoadOrDie(b.Finish()));
+  for (int64_t t : {1, 5, 5}) ExpectSame(s, {F32({3}, 11), F32({t, 3}, 12)}, absl::StrCat("scan over ", t));
+  EXPECT_GT(s.cuda->stats().cpu_fallback_steps, 0);
+}
+
 TEST(CudaModelTest, ChainOfTwoHundredOps) {
   Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildChain(200)));
   ExpectSame(s, {F32({3, 64}, 5)}, "chain");

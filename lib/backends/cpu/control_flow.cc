@@ -202,7 +202,9 @@ absl::Status ScanKernel(ir::KernelContext& ctx) {
     std::vector<Tensor> next(n);
     for (int i = 0; i < n + k; ++i) {
       const TensorView& o = (*outs)[i];
-      if (absl::Status s = backends::CheckScanIsTensor(ctx, i, o); !s.ok()) return s;
+      if (ir::IsBoxed(o.dtype)) {
+        return ctx.Error(absl::StrCat("body output ", i, " is a ", DTypeName(o.dtype), "; Scan carries tensors"));
+      }
       absl::StatusOr<Tensor> c = Tensor::CopyOf(o);
       if (!c.ok()) return c.status();
       if (i < n) {
