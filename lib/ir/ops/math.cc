@@ -274,13 +274,7 @@ absl::Status InferWindow(ShapeContext& ctx) {
 }
 
 OpDef Def(std::string type, int min_inputs, int max_inputs, ShapeFn infer, std::vector<AttrSpec> attrs = {}) {
-  OpDef def;
-  def.type = std::move(type);
-  def.min_inputs = min_inputs;
-  def.max_inputs = max_inputs;
-  def.attrs = std::move(attrs);
-  def.infer = infer;
-  return def;
+  return MakeOpDef(std::move(type), min_inputs, max_inputs, std::move(attrs), infer);
 }
 
 }  // namespace

@@ -247,12 +247,7 @@ absl::Status InferSequenceMap(ShapeContext& ctx) {
 }
 
 OpDef SeqDef(std::string type, int min_in, int max_in, ShapeFn infer, std::vector<AttrSpec> attrs = {}) {
-  OpDef def;
-  def.type = std::move(type);
-  def.min_inputs = min_in;
-  def.max_inputs = max_in;
-  def.infer = infer;
-  def.attrs = std::move(attrs);
+  OpDef def = MakeOpDef(std::move(type), min_in, max_in, std::move(attrs), infer);
   def.foldable = false;
   return def;
 }
