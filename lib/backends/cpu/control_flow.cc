@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/control_flow.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/strided_copy.h"
 #include "lib/ir/value_type.h"
 
 namespace grove::cpu {
@@ -132,15 +133,6 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// A tensor seen as [outer, length, inner] around `axis`.
-struct AxisView {
-  int64_t outer = 1, length = 1, inner = 1;
-  AxisView(absl::Span<const int64_t> shape, int axis) : length(shape[axis]) {
-    for (int d = 0; d < axis; ++d) outer *= shape[d];
-    for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  }
-};
-
 absl::Status ScanKernel(ir::KernelContext& ctx) {
   const int m = static_cast<int>(ctx.attrs().GetInt("num_scan_inputs", 0));
   const int n = ctx.num_inputs() - m;
@@ -183,13 +175,9 @@ absl::Status ScanKernel(ir::KernelContext& ctx) {
   for (int64_t t = 0; t < length; ++t) {
     for (int j = 0; j < m; ++j) {
       const TensorView& x = ctx.input(n + j);
-      const AxisView v(x.shape, axes[j]);
+      const AxisSplit v = SplitAtAxis(x.shape, axes[j]);
       const int64_t at = in_dirs[j] != 0 ? length - 1 - t : t;
-      const size_t row = static_cast<size_t>(v.inner) * DTypeSize(x.dtype);
-      const uint8_t* src = static_cast<const uint8_t*>(x.data);
-      for (int64_t o = 0; o < v.outer && row > 0; ++o) {
-        std::memcpy(static_cast<uint8_t*>(slices[j].data()) + o * row, src + (o * v.length + at) * row, row);
-      }
+      CopyAlongAxis(DTypeSize(x.dtype), v.outer, v.inner, x.data, v.dim, at, slices[j].data(), 1, 0, 1);
     }
     for (int i = 0; i < n; ++i) args[i] = states[i].view();
     for (int j = 0; j < m; ++j) args[n + j] = slices[j].view();
@@ -232,14 +220,10 @@ absl::Status ScanKernel(ir::KernelContext& ctx) {
     shape.insert(shape.begin() + *axis, length);
     absl::StatusOr<TensorView*> out = ctx.AllocateOutput(n + j, first.dtype(), shape);
     if (!out.ok()) return out.status();
-    const AxisView v(shape, *axis);
-    const size_t row = static_cast<size_t>(v.inner) * DTypeSize(first.dtype());
+    const AxisSplit v = SplitAtAxis(shape, *axis);
     for (int64_t t = 0; t < length; ++t) {
       const int64_t at = out_dirs[j] != 0 ? length - 1 - t : t;
-      const uint8_t* src = static_cast<const uint8_t*>(scanned[j][t].data());
-      for (int64_t o = 0; o < v.outer && row > 0; ++o) {
-        std::memcpy(static_cast<uint8_t*>((*out)->data) + (o * v.length + at) * row, src + o * row, row);
-      }
+      CopyAlongAxis(DTypeSize(first.dtype()), v.outer, v.inner, scanned[j][t].data(), 1, 0, (*out)->data, v.dim, at, 1);
     }
   }
   return absl::OkStatus();

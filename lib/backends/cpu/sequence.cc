@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/strided_copy.h"
 #include "lib/ir/value_type.h"
 
 namespace grove::cpu {
@@ -138,18 +139,11 @@ absl::Status ConcatFromSequenceKernel(KernelContext& ctx) {
   out_shape[*axis] = total;
   absl::StatusOr<TensorView*> out = ctx.AllocateOutput(0, seq.dtype(), out_shape);
   if (!out.ok()) return out.status();
-  const size_t esize = DTypeSize(seq.dtype());
-  const int64_t outer = ir::NumElements(absl::MakeConstSpan(out_shape).first(*axis));
-  const int64_t inner = ir::NumElements(absl::MakeConstSpan(out_shape).subspan(*axis + 1));
-  uint8_t* dst = static_cast<uint8_t*>((*out)->data);
+  const AxisSplit v = SplitAtAxis(out_shape, *axis);
   int64_t at = 0;  // along the axis
   for (const Tensor& t : seq.items()) {
     const int64_t len = new_axis ? 1 : t.shape()[*axis];
-    const size_t block = static_cast<size_t>(len * inner) * esize;
-    const uint8_t* src = static_cast<const uint8_t*>(t.data());
-    for (int64_t o = 0; o < outer && block > 0; ++o) {
-      std::memcpy(dst + static_cast<size_t>((o * total + at) * inner) * esize, src + o * block, block);
-    }
+    CopyAlongAxis(DTypeSize(seq.dtype()), v.outer, v.inner, t.data(), len, 0, (*out)->data, total, at, len);
     at += len;
   }
   return absl::OkStatus();
@@ -185,9 +179,7 @@ absl::Status SplitToSequenceKernel(KernelContext& ctx) {
       lengths = *std::move(split);
     }
   }
-  const size_t esize = DTypeSize(x.dtype);
-  const int64_t outer = ir::NumElements(absl::MakeConstSpan(x.shape).first(*axis));
-  const int64_t inner = ir::NumElements(absl::MakeConstSpan(x.shape).subspan(*axis + 1));
+  const AxisSplit v = SplitAtAxis(x.shape, *axis);
   std::vector<Tensor> items;
   int64_t at = 0;
   for (int64_t len : lengths) {
@@ -196,12 +188,7 @@ absl::Status SplitToSequenceKernel(KernelContext& ctx) {
     if (squeeze) shape.erase(shape.begin() + *axis);
     absl::StatusOr<Tensor> t = Tensor::Create(x.dtype, shape);
     if (!t.ok()) return ctx.Error(t.status().message());
-    const size_t block = static_cast<size_t>(len * inner) * esize;
-    const uint8_t* src = static_cast<const uint8_t*>(x.data);
-    for (int64_t o = 0; o < outer && block > 0; ++o) {
-      std::memcpy(static_cast<uint8_t*>(t->data()) + o * block,
-                  src + static_cast<size_t>((o * dim + at) * inner) * esize, block);
-    }
+    CopyAlongAxis(DTypeSize(x.dtype), v.outer, v.inner, x.data, dim, at, t->data(), len, 0, len);
     items.push_back(*std::move(t));
     at += len;
   }

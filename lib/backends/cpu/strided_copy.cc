@@ -69,4 +69,24 @@ void StridedCopy(size_t elem_size, absl::Span<const int64_t> shape, const void* 
   }
 }
 
+AxisSplit SplitAtAxis(absl::Span<const int64_t> shape, int axis) {
+  AxisSplit s;
+  s.dim = shape[axis];
+  for (int d = 0; d < axis; ++d) s.outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  return s;
+}
+
+void CopyAlongAxis(size_t elem_size, int64_t outer, int64_t inner, const void* src, int64_t src_dim, int64_t src_at,
+                   void* dst, int64_t dst_dim, int64_t dst_at, int64_t len) {
+  const size_t row = static_cast<size_t>(inner) * elem_size;
+  const size_t block = static_cast<size_t>(len) * row;
+  if (block == 0) return;
+  const uint8_t* s = static_cast<const uint8_t*>(src) + static_cast<size_t>(src_at) * row;
+  uint8_t* d = static_cast<uint8_t*>(dst) + static_cast<size_t>(dst_at) * row;
+  for (int64_t o = 0; o < outer; ++o) {
+    std::memcpy(d + static_cast<size_t>(o * dst_dim) * row, s + static_cast<size_t>(o * src_dim) * row, block);
+  }
+}
+
 }  // namespace grove::cpu

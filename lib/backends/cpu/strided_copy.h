@@ -20,6 +20,19 @@ namespace grove::cpu {
 void StridedCopy(size_t elem_size, absl::Span<const int64_t> shape, const void* src,
                  absl::Span<const int64_t> src_strides, void* dst);
 
+// A shape seen as [outer, dim, inner] around `axis`.
+struct AxisSplit {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+AxisSplit SplitAtAxis(absl::Span<const int64_t> shape, int axis);
+
+// Copies `len` positions along the middle dim between two [outer, *, inner]
+// tensors: positions [src_at, src_at + len) of `src` (middle dim `src_dim`)
+// to [dst_at, dst_at + len) of `dst` (middle dim `dst_dim`). Concatenating,
+// splitting, slicing and stacking along an axis are this copy.
+void CopyAlongAxis(size_t elem_size, int64_t outer, int64_t inner, const void* src, int64_t src_dim, int64_t src_at,
+                   void* dst, int64_t dst_dim, int64_t dst_at, int64_t len);
+
 }  // namespace grove::cpu
 
 #endif  // GROVE_LIB_BACKENDS_CPU_STRIDED_COPY_H_
