@@ -54,13 +54,31 @@ enum class DType : int32_t {
   kU16 = 11,
   kU32 = 12,
   kU64 = 13,
+  // UTF-8 text: each element is a grove::StringRef (see below).
+  kString = 14,
 };
-// Bytes per element; 0 for kUnknown.
+// Bytes per element (sizeof(StringRef) for kString); 0 for kUnknown.
 size_t DTypeSize(DType dtype);
 // "f32", "i64", ...; "unknown" for anything else.
 absl::string_view DTypeName(DType dtype);
 // Parses a DTypeName() string.
 absl::StatusOr<DType> ParseDType(absl::string_view name);
+
+// One element of a kString tensor: `size` bytes of UTF-8 at `data` (not
+// NUL-terminated; data may be null when size is 0). A string tensor's data is
+// an array of these, so copying, reshaping or gathering it moves references,
+// never the bytes. Whoever owns the tensor owns the bytes: the caller for
+// inputs; for outputs of Session::Run the session, until the next Run (as for
+// the arrays themselves); an owning Tensor for itself. Zero-filled elements
+// are empty strings. Layout-compatible with grove_string_t in the C ABI.
+struct StringRef {
+  StringRef() = default;
+  StringRef(absl::string_view s) : data(s.data()), size(s.size()) {}  // NOLINT: implicit on purpose
+  absl::string_view view() const { return absl::string_view(data, size); }
+  operator absl::string_view() const { return view(); }  // NOLINT
+  const char* data = nullptr;
+  size_t size = 0;
+};
 
 // A non-owning view of a dense, row-major tensor. Whoever made the view owns
 // the memory; views returned by Session::Run point into the session and stay
@@ -88,13 +106,18 @@ struct TensorView {
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-filled storage. Fails on negative dims or a size that overflows.
+  // Zero-filled storage (empty strings for kString). Fails on negative dims
+  // or a size that overflows.
   static absl::StatusOr<Tensor> Create(DType dtype, std::vector<int64_t> shape);
-  // A deep copy of `view`.
+  // A deep copy of `view`; for kString, of the strings' bytes too (the copy
+  // owns them and no longer refers to `view`'s).
   static absl::StatusOr<Tensor> CopyOf(const TensorView& view);
   // A copy of `view` converted to `dtype` by the Cast op's rules: f16 and
   // bf16 round to nearest even, floats to integers truncate (saturating, NaN
-  // gives 0), anything to bool is "!= 0".
+  // gives 0), anything to bool is "!= 0"; numbers to kString are written as
+  // NumPy prints them (the shortest text that reads back to the same value),
+  // kString to numbers is parsed ("NaN", "INF", "-INF" included) and text
+  // that is not a number of that type is an InvalidArgument error.
   static absl::StatusOr<Tensor> CastOf(const TensorView& view, DType dtype);
 
   const TensorView& view() const { return view_; }
@@ -439,6 +462,9 @@ class ModelBuilder {
               absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(values.data()),
                                         values.size() * sizeof(T)));
   }
+  // Declares a string weight (kString) holding `values` in row-major order.
+  // (AddWeight refuses kString: its bytes would be pointers.)
+  void AddStringWeight(std::string name, std::vector<int64_t> shape, absl::Span<const std::string> values);
   // Adds an operator to the current subgraph. An empty input name marks an
   // omitted optional input. New output names become values of the model.
   void AddOp(std::string type, std::vector<std::string> inputs, std::vector<std::string> outputs,

@@ -130,7 +130,19 @@ enum grove_dtype_e {
   GROVE_DTYPE_U16 = 11,
   GROVE_DTYPE_U32 = 12,
   GROVE_DTYPE_U64 = 13,
+  /* UTF-8 text; each element is a grove_string_t. */
+  GROVE_DTYPE_STRING = 14,
 };
+
+/* One element of a GROVE_DTYPE_STRING tensor: `size` bytes of UTF-8 at `data`
+ * (not NUL-terminated; data may be NULL when size is 0). The tensor's data is
+ * an array of these. The bytes belong to whoever owns the tensor: the caller
+ * for inputs (valid for the call); for outputs, the session, until its next
+ * run. A zero-filled element is the empty string. */
+typedef struct grove_string_t {
+  const char* data;
+  size_t size;
+} grove_string_t;
 
 /* Bytes per element; 0 for an unknown dtype. */
 GROVE_API size_t grove_dtype_size(grove_dtype_t dtype);

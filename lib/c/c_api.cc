@@ -3,6 +3,7 @@
 // C++ exception reaches the caller as anything but a status.
 #include "grove/grove_c.h"
 
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -35,6 +36,10 @@ static_assert(GROVE_DTYPE_I16 == static_cast<int32_t>(grove::DType::kI16));
 static_assert(GROVE_DTYPE_U16 == static_cast<int32_t>(grove::DType::kU16));
 static_assert(GROVE_DTYPE_U32 == static_cast<int32_t>(grove::DType::kU32));
 static_assert(GROVE_DTYPE_U64 == static_cast<int32_t>(grove::DType::kU64));
+static_assert(GROVE_DTYPE_STRING == static_cast<int32_t>(grove::DType::kString));
+static_assert(sizeof(grove_string_t) == sizeof(grove::StringRef) &&
+              offsetof(grove_string_t, data) == offsetof(grove::StringRef, data) &&
+              offsetof(grove_string_t, size) == offsetof(grove::StringRef, size));
 static_assert(GROVE_DEVICE_CPU == static_cast<int32_t>(grove::Device::kCpu));
 static_assert(GROVE_DEVICE_CUDA == static_cast<int32_t>(grove::Device::kCuda));
 static_assert(GROVE_DEVICE_AUTO == static_cast<int32_t>(grove::Device::kAuto));
@@ -262,12 +267,12 @@ void grove_status_release(grove_status_t* status) {
 }
 
 size_t grove_dtype_size(grove_dtype_t dtype) {
-  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_U64) return 0;
+  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_STRING) return 0;
   return grove::DTypeSize(static_cast<grove::DType>(dtype));
 }
 
 const char* grove_dtype_name(grove_dtype_t dtype) {
-  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_U64) return "unknown";
+  if (dtype < GROVE_DTYPE_F32 || dtype > GROVE_DTYPE_STRING) return "unknown";
   // DTypeName returns views of string literals, so data() is NUL-terminated.
   return grove::DTypeName(static_cast<grove::DType>(dtype)).data();
 }

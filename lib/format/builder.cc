@@ -112,6 +112,10 @@ void ModelBuilder::AddWeight(std::string name, DType dtype, std::vector<int64_t>
     state_->errors.push_back(absl::StrCat("AddWeight: '", name, "' is already declared"));
     return;
   }
+  if (dtype == DType::kString) {
+    state_->errors.push_back(absl::StrCat("AddWeight: '", name, "' is a string weight; use AddStringWeight"));
+    return;
+  }
   const int t = state_->Intern(name);
   State::TensorEntry& e = state_->tensors[t];
   e.dtype = dtype;
@@ -119,6 +123,42 @@ void ModelBuilder::AddWeight(std::string name, DType dtype, std::vector<int64_t>
   for (int64_t d : shape) e.shape.emplace_back(d);
   e.buffer = static_cast<int>(state_->buffers.size());
   state_->buffers.emplace_back(bytes.begin(), bytes.end());
+}
+
+void ModelBuilder::AddStringWeight(std::string name, std::vector<int64_t> shape,
+                                   absl::Span<const std::string> values) {
+  if (state_->Declared(name)) {
+    state_->errors.push_back(absl::StrCat("AddStringWeight: '", name, "' is already declared"));
+    return;
+  }
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > (int64_t{1} << 40) / d)) {
+      state_->errors.push_back(absl::StrCat("AddStringWeight: '", name, "' has a bad shape"));
+      return;
+    }
+    n *= d;
+  }
+  if (n != static_cast<int64_t>(values.size())) {
+    state_->errors.push_back(absl::StrCat("AddStringWeight: '", name, "' has ", n, " elements but ",
+                                          values.size(), " strings were given"));
+    return;
+  }
+  // schemas/grove.fbs: the end offsets, then the bytes.
+  std::vector<uint8_t> buf(8 * values.size());
+  uint64_t end = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    end += values[i].size();
+    std::memcpy(buf.data() + 8 * i, &end, 8);
+  }
+  for (const std::string& v : values) buf.insert(buf.end(), v.begin(), v.end());
+  const int t = state_->Intern(name);
+  State::TensorEntry& e = state_->tensors[t];
+  e.dtype = DType::kString;
+  e.has_shape = true;
+  for (int64_t d : shape) e.shape.emplace_back(d);
+  e.buffer = static_cast<int>(state_->buffers.size());
+  state_->buffers.push_back(std::move(buf));
 }
 
 void ModelBuilder::AddOp(std::string type, std::vector<std::string> inputs,

@@ -182,6 +182,34 @@ class ScopeChecker {
   std::vector<bool> produced_;
 };
 
+// A string weight's buffer (schemas/grove.fbs): `n` u64 end offsets, then
+// the bytes. The references point into the mapping: nothing is copied.
+absl::Status DecodeStringWeight(const uint8_t* buf, uint64_t size, uint64_t n, absl::string_view where,
+                                LoadedGraph& out) {
+  if (n > size / 8) {
+    return Bad(where, absl::StrCat("string buffer holds ", size, " bytes, too few for the offsets of ", n,
+                                   " strings"));
+  }
+  const uint64_t text_size = size - 8 * n;
+  const char* text = reinterpret_cast<const char*>(buf + 8 * n);
+  std::vector<StringRef> refs(n);
+  uint64_t begin = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t end;
+    std::memcpy(&end, buf + 8 * i, 8);  // little-endian, as every supported host
+    if (end < begin || end > text_size) {
+      return Bad(where, absl::StrCat("string ", i, " ends at byte ", end, ", outside ", begin, "..", text_size));
+    }
+    refs[i] = StringRef(absl::string_view(end > begin ? text + begin : nullptr, end - begin));
+    begin = end;
+  }
+  if (begin != text_size) {
+    return Bad(where, absl::StrCat("string buffer has ", text_size - begin, " bytes after its last string"));
+  }
+  out.string_weights.push_back(std::move(refs));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const ModelBytes>> ModelBytes::MapFile(const std::string& path) {
@@ -307,7 +335,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     ir::TensorDecl& d = g.tensors[i];
     d.name = t->name()->str();
     const int dt = static_cast<int>(t->dtype());
-    if (dt < 0 || dt > static_cast<int>(DType::kU64)) return Bad(where, absl::StrCat("dtype ", dt, " is unknown"));
+    if (dt < 0 || dt > static_cast<int>(DType::kString)) return Bad(where, absl::StrCat("dtype ", dt, " is unknown"));
     d.dtype = static_cast<DType>(dt);
     const int kind = static_cast<int>(t->kind());
     if (kind < 0 || kind > static_cast<int>(ValueKind::kOptionalSequence)) {
@@ -345,6 +373,16 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
       absl::StatusOr<uint64_t> want = ir::CheckedByteSize(d.dtype, ir::ToConcrete(d.shape), where);
       if (!want.ok()) return Bad(where, want.status().message());
       const fb::Buffer* b = m->buffers()->Get(t->buffer());
+      if (d.dtype == DType::kString) {
+        absl::Status st = DecodeStringWeight(data + data_start + b->offset(), b->size(), *want / sizeof(StringRef),
+                                             where, out);
+        if (!st.ok()) return st;
+        ++buffer_users[t->buffer()];
+        d.is_weight = true;
+        d.bytes = *want;
+        d.data = reinterpret_cast<const uint8_t*>(out.string_weights.back().data());
+        continue;
+      }
       if (b->size() != *want) {
         return Bad(where, absl::StrCat("buffer ", t->buffer(), " holds ", b->size(), " bytes but ", DTypeName(d.dtype),
                                        ir::ShapeToString(d.shape), " needs ", *want));

@@ -5,6 +5,7 @@
 #define GROVE_LIB_FORMAT_LOADER_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,9 @@ class ModelBytes {
 
 struct LoadedGraph {
   ir::Graph graph;
+  // The references of string weights (into the model's bytes); their
+  // TensorDecl::data points here. A deque: pointers survive growth.
+  std::deque<std::vector<StringRef>> string_weights;
   std::string producer;
   uint32_t format_version = 0;
 };

@@ -18,6 +18,7 @@ size_t DTypeSize(DType dtype) {
     case DType::kF64: case DType::kI64: case DType::kU64: return 8;
     case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
     case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kString: return sizeof(StringRef);
     case DType::kUnknown: return 0;
   }
   return 0;
@@ -73,13 +74,14 @@ absl::string_view DTypeName(DType dtype) {
     case DType::kU16: return "u16";
     case DType::kU32: return "u32";
     case DType::kU64: return "u64";
+    case DType::kString: return "string";
     case DType::kUnknown: return "unknown";
   }
   return "unknown";
 }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
-  for (int i = 1; i <= static_cast<int>(DType::kU64); ++i) {
+  for (int i = 1; i <= static_cast<int>(DType::kString); ++i) {
     if (DTypeName(static_cast<DType>(i)) == name) return static_cast<DType>(i);
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));
@@ -122,6 +124,35 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape) {
 absl::StatusOr<Tensor> Tensor::CopyOf(const TensorView& view) {
   absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(view.dtype, view.shape, "Tensor::CopyOf");
   if (!bytes.ok()) return bytes.status();
+  if (view.dtype == DType::kString) {
+    // One block: the references, then the bytes they point at.
+    const int64_t n = view.num_elements();
+    const StringRef* in = view.as<const StringRef>();
+    uint64_t text = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (in[i].size > 0 && in[i].data == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("Tensor::CopyOf: string element ", i, " has ", in[i].size,
+                                                       " bytes but no data"));
+      }
+      if (in[i].size > (uint64_t{1} << 62) - text) {
+        return absl::InvalidArgumentError("Tensor::CopyOf: the strings' total size overflows");
+      }
+      text += in[i].size;
+    }
+    absl::StatusOr<std::shared_ptr<void>> storage = AlignedStorage(*bytes + text, /*zero=*/false);
+    if (!storage.ok()) return storage.status();
+    Tensor t;
+    t.storage_ = *std::move(storage);
+    t.view_ = TensorView(view.dtype, view.shape, t.storage_.get());
+    StringRef* out = t.as<StringRef>();
+    char* at = static_cast<char*>(t.storage_.get()) + *bytes;
+    for (int64_t i = 0; i < n; ++i) {
+      if (in[i].size > 0) std::memcpy(at, in[i].data, in[i].size);
+      out[i] = StringRef(absl::string_view(in[i].size > 0 ? at : nullptr, in[i].size));
+      at += in[i].size;
+    }
+    return t;
+  }
   // Every byte is written: no zero fill first.
   absl::StatusOr<std::shared_ptr<void>> storage = AlignedStorage(*bytes, /*zero=*/*bytes == 0);
   if (!storage.ok()) return storage.status();

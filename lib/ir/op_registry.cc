@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "lib/ir/string_arena.h"
 #include "lib/ir/value_type.h"
 
 namespace grove::ir {
@@ -67,6 +68,14 @@ SymShape FromPartlyConcrete(absl::Span<const int64_t> dims) {
 
 absl::Status ShapeContext::Error(absl::string_view msg) const {
   return absl::InvalidArgumentError(absl::StrCat(node_.Describe(), ": ", msg));
+}
+
+absl::StatusOr<StringRef> KernelContext::StoreString(absl::string_view s) const {
+  StringArena* arena = host_ == nullptr ? nullptr : host_->strings();
+  if (arena == nullptr) {
+    return absl::InternalError(absl::StrCat(node_.Describe(), ": makes strings where none may be made"));
+  }
+  return arena->Store(s);
 }
 
 absl::Status KernelContext::Error(absl::string_view msg) const {

@@ -24,6 +24,8 @@
 
 namespace grove::ir {
 
+class StringArena;
+
 enum class Backend : int { kCpu = 0, kCuda = 1 };
 inline constexpr int kNumBackends = 2;
 
@@ -126,6 +128,9 @@ class KernelContext {
     // The backend's state for this step (cuda::ExecContext on the CUDA
     // backend), nullptr on the CPU backend.
     virtual void* backend_context() { return nullptr; }
+    // Where the bytes of strings the kernel makes live (lib/ir/string_arena.h);
+    // nullptr where no strings may be made (plan-time folding).
+    virtual StringArena* strings() { return nullptr; }
   };
 
   KernelContext(const Node& node, absl::Span<TensorView* const> inputs,
@@ -144,6 +149,8 @@ class KernelContext {
   absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) const {
     return host_->AllocateOutput(i, dtype, std::move(shape));
   }
+  // A copy of `s` that lives as long as the run's strings (see Host::strings).
+  absl::StatusOr<StringRef> StoreString(absl::string_view s) const;
   absl::Status Error(absl::string_view msg) const;
 
  private:

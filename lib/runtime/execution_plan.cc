@@ -125,6 +125,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     }
 
     bool outputs_concrete = true;
+    bool makes_strings = false;
     uint64_t out_bytes = 0;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] < 0) continue;
@@ -134,6 +135,9 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
         boxed = true;
         continue;
       }
+      // A kernel that makes strings keeps them in the run's arena, which a
+      // plan outlives: string outputs are never folded.
+      if (o.dtype == DType::kString) makes_strings = true;
       if (!o.rank_known || !ir::IsConcrete(o.shape)) {
         outputs_concrete = false;
       } else {
@@ -167,7 +171,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       return absl::UnimplementedError(absl::StrCat(node.Describe(), ": no kernel for this backend"));
     }
 
-    const bool fold = !boxed && node.def->foldable && !node.def->kernel_allocates_outputs && outputs_concrete &&
+    const bool fold = !boxed && !makes_strings && node.def->foldable && !node.def->kernel_allocates_outputs && outputs_concrete &&
                       !inputs_dynamic && (values_known || !node.def->reads_input_values) &&
                       out_bytes <= kFoldLimitBytes && node.implicit_inputs.empty();
     if (fold) {

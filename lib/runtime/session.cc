@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/string_arena.h"
 #include "lib/ir/value_type.h"
 #include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
@@ -188,6 +189,9 @@ class SessionImpl {
   bool own_stream_ = false;
   std::unique_ptr<cuda::ExecContext> exec_;
   const uint8_t* device_weights_ = nullptr;
+  // The bytes of strings kernels make; reset when a run starts, so a run's
+  // string outputs stay valid until the next, as its other outputs do.
+  ir::StringArena strings_;
 
   // A step whose output shapes are known only when it runs: its shape
   // function on these inputs, then each output allocated through `host`.
@@ -245,6 +249,7 @@ class StepHost : public ir::KernelContext::Host {
   }
 
   void* backend_context() override { return session_.exec_.get(); }
+  ir::StringArena* strings() override { return &session_.strings_; }
 
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int subgraph, absl::Span<const TensorView> inputs) override {
     const ir::Graph& g = session_.graph_;
@@ -307,6 +312,8 @@ class FallbackHost : public ir::KernelContext::Host {
     host_out_ptrs_[i] = &host_outs_[i];
     return host_out_ptrs_[i];
   }
+
+  ir::StringArena* strings() override { return &session_.strings_; }
 
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int subgraph, absl::Span<const TensorView> inputs) override {
     absl::StatusOr<std::vector<TensorView>> outs = device_host_.RunSubgraph(subgraph, inputs);
@@ -610,6 +617,7 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
                                                              std::vector<bool>* aliased) {
   if (absl::Status s = ValidateMainInputs(inputs, true); !s.ok()) return s;
   ++run_serial_;
+  strings_.Reset();
   absl::StatusOr<PlanInstance*> inst = GetPlan(0, inputs, {});
   if (!inst.ok()) return inst.status();
   // Arena outputs go straight to the caller's device buffers (no copy after).

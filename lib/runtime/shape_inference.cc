@@ -98,7 +98,11 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
   uint64_t bytes = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
-    if (ir::IsBoxed(outputs[i].dtype) || !outputs[i].rank_known || !ir::IsConcrete(outputs[i].shape)) return false;
+    // String outputs may hold bytes of the run's arena: never folded.
+    if (ir::IsBoxed(outputs[i].dtype) || outputs[i].dtype == DType::kString || !outputs[i].rank_known ||
+        !ir::IsConcrete(outputs[i].shape)) {
+      return false;
+    }
     bytes +=
         DTypeSize(outputs[i].dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(outputs[i].shape)));
   }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "grove/grove.h"
 #include "lib/ir/op_registry.h"
+#include "lib/ir/string_arena.h"
 #include "lib/runtime/registry.h"
 
 namespace grove {
@@ -16,6 +17,10 @@ class NoHost : public ir::KernelContext::Host {
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
     return absl::InternalError("Cast runs no subgraph");
   }
+  ir::StringArena* strings() override { return &strings_; }
+
+ private:
+  ir::StringArena strings_;
 };
 
 }  // namespace
@@ -45,6 +50,8 @@ absl::StatusOr<Tensor> Tensor::CastOf(const TensorView& view, DType dtype) {
   NoHost host;
   ir::KernelContext ctx(node, ins, outs, &host);
   if (absl::Status s = cast->kernels[static_cast<int>(ir::Backend::kCpu)](ctx); !s.ok()) return s;
+  // Strings the kernel made live in `host`: the result takes its own copy.
+  if (dtype == DType::kString) return CopyOf(out->view());
   return out;
 }
 

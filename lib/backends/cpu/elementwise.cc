@@ -229,6 +229,9 @@ absl::Status WhereKernel(KernelContext& ctx) {
     case 8:
       RunWhere<uint64_t>(ctx, *plan);
       return absl::OkStatus();
+    case sizeof(StringRef):  // strings: their references move
+      RunWhere<StringRef>(ctx, *plan);
+      return absl::OkStatus();
     default:
       return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
   }

@@ -11,12 +11,14 @@ namespace grove::cuda {
 
 // The dtypes the CUDA kernels are instantiated for (the type lists of
 // jit/kernels/kernels.cmake): f32 f64 f16 bf16 i64 i32 i8 u8 bool. A step
-// with an input or output of another dtype (i16 u16 u32 u64) runs its CPU
-// kernel with copies, as an op without a CUDA kernel does.
+// with an input or output of another dtype (i16 u16 u32 u64, and strings,
+// whose bytes live on the host) runs its CPU kernel with copies, as an op
+// without a CUDA kernel does.
 inline bool CudaKernelsCoverDType(DType dtype) {
   if (static_cast<int>(dtype) >= 64) return false;  // a sequence or optional (lib/ir/value_type.h)
   switch (dtype) {
-    case DType::kI16: case DType::kU16: case DType::kU32: case DType::kU64: case DType::kUnknown: return false;
+    case DType::kI16: case DType::kU16: case DType::kU32: case DType::kU64: case DType::kString:
+    case DType::kUnknown: return false;
     default: return true;
   }
 }
