@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/ir/op_registry.h"
+#include "lib/ir/string_arena.h"
 #include "lib/runtime/registry.h"
 
 namespace grove::testing {
@@ -23,14 +24,28 @@ class TestHost : public ir::KernelContext::Host {
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
     return absl::UnimplementedError("RunOp cannot run subgraphs; use a model");
   }
+  ir::StringArena* strings() override { return &strings_; }
   TensorView view_storage_[16];
 
  private:
+  ir::StringArena strings_;
   std::vector<Tensor>* outs_;
   std::vector<TensorView*>* views_;
 };
 
 }  // namespace
+
+Tensor MakeStrings(std::vector<int64_t> shape, const std::vector<std::string>& values) {
+  std::vector<StringRef> refs(values.begin(), values.end());
+  return Tensor::CopyOf(TensorView(DType::kString, std::move(shape), refs.data())).value();
+}
+
+std::vector<std::string> Strings(const Tensor& t) {
+  std::vector<std::string> out;
+  const StringRef* p = t.as<StringRef>();
+  for (int64_t i = 0; i < t.view().num_elements(); ++i) out.emplace_back(p[i].view());
+  return out;
+}
 
 absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& type, std::vector<const Tensor*> inputs,
                                           std::vector<std::pair<std::string, AttrValue>> attrs,
@@ -86,6 +101,13 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& type, std::vector<c
   TestHost host(&outs, &out_views);
   ir::KernelContext kctx(node, in_views, out_views, &host);
   if (absl::Status s = fn(kctx); !s.ok()) return s;
+  // Strings the kernel made live in `host`: the results take their own copies.
+  for (Tensor& t : outs) {
+    if (t.dtype() != DType::kString) continue;
+    absl::StatusOr<Tensor> owned = Tensor::CopyOf(t.view());
+    if (!owned.ok()) return owned.status();
+    t = *std::move(owned);
+  }
   return outs;
 }
 

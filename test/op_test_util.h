@@ -39,6 +39,11 @@ std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(p, p + t.view().num_elements());
 }
 
+// A kString tensor owning copies of `values`.
+Tensor MakeStrings(std::vector<int64_t> shape, const std::vector<std::string>& values);
+// The elements of a kString tensor.
+std::vector<std::string> Strings(const Tensor& t);
+
 // Runs `type` with `inputs` (nullptr marks an omitted optional input) and
 // `attrs`. Fails with the shape function's or kernel's status. The inputs'
 // values are visible to the shape function, as after plan-time folding.
