@@ -47,6 +47,14 @@ if expect_ok "$G" import "$DATA/node/test_sequence_insert_at_back/model.onnx" -o
     "$G" inspect "$M/seq.grove" --shape tensor=3
 fi
 
+# --- a string input: declared as grove's string dtype --------------------------
+if expect_ok "$G" import "$DATA/node/test_cast_STRING_to_FLOAT/model.onnx" -o "$M/cast_string.grove"; then
+  if expect_ok "$G" inspect "$M/cast_string.grove"; then
+    expect_stdout '^  input  string\[3,4\]$'
+    expect_stdout '^  output  f32\[3,4\]$'
+  fi
+fi
+
 # --- If with constant branches: both paths -----------------------------------
 if expect_ok "$G" import "$DATA/node/test_if/model.onnx" --output="$M/if.grove"; then
   expect_stdout '2 subgraphs$'
@@ -79,8 +87,6 @@ for pair in Unique:test_unique_sorted_without_axis Det:test_det_2d RoiAlign:test
   fi
   rm -f "$M/x.grove"
 done
-expect_fail 1 "dtype STRING is not supported by grove" \
-  "$G" import "$DATA/node/test_cast_STRING_to_FLOAT/model.onnx" -o "$M/x.grove"
 expect_fail 1 "no dynamic dim named batch" \
   "$G" import "$DATA/node/test_add/model.onnx" -o "$M/x.grove" --dim batch=1:8
 expect_fail 1 "cannot import .*missing.onnx" "$G" import "$TEST_TMP/missing.onnx" -o "$M/x.grove"

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -333,6 +334,18 @@ absl::Status CompareTensors(absl::string_view name, const TensorView& got, const
         "output '%s': %d of %d values differ beyond rtol %g atol %g (max |diff| %g); first at flat index %d: got "
         "%.9g, expected %.9g",
         std::string(name), mismatches, n, kRtol, kAtol, max_diff, first, first_got, first_want));
+  }
+  if (want.dtype == DType::kString) {
+    const StringRef* gs = got.as<const StringRef>();
+    const StringRef* ws = want.as<const StringRef>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (gs[i].view() != ws[i].view() && mismatches++ == 0) first = i;
+    }
+    if (mismatches == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output '", name, "': ", mismatches, " of ", n, " strings differ (exact compare); first at flat index ",
+        first, ": got \"", absl::Utf8SafeCHexEscape(gs[first].view()), "\", expected \"",
+        absl::Utf8SafeCHexEscape(ws[first].view()), "\""));
   }
   const size_t size = DTypeSize(want.dtype);
   const auto* g = static_cast<const uint8_t*>(got.data);

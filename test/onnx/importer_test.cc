@@ -668,12 +668,12 @@ TEST(OnnxImporter, UnsupportedOpNamesTheNode) {
   GraphProto* g = m.mutable_graph();
   AddInput(g, "x", TensorProto::FLOAT, {2});
   AddNode(g, "Relu", {"x"}, {"r"}, "ok_node");
-  AddNode(g, "StringNormalizer", {"r"}, {"y"}, "Conv_12");
+  AddNode(g, "Col2Im", {"r"}, {"y"}, "Conv_12");
   AddOutput(g, "y");
   absl::StatusOr<Imported> r = Import(m);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(Msg(r.status()), "node 'Conv_12' (op StringNormalizer): not supported by grove");
+  EXPECT_EQ(Msg(r.status()), "node 'Conv_12' (op Col2Im): not supported by grove");
 }
 
 TEST(OnnxImporter, UnsupportedAttributeNamesTheNode) {
@@ -695,12 +695,13 @@ TEST(OnnxImporter, OtherDomainsAreRefused) {
 TEST(OnnxImporter, UnsupportedDTypesAreErrors) {
   {
     ModelProto m = NewModel();
-    AddInput(m.mutable_graph(), "s", TensorProto::STRING, {2});
-    AddNode(m.mutable_graph(), "Identity", {"s"}, {"y"});
+    AddInput(m.mutable_graph(), "z", TensorProto::COMPLEX128, {2});
+    AddNode(m.mutable_graph(), "Identity", {"z"}, {"y"});
     AddOutput(m.mutable_graph(), "y");
     absl::StatusOr<Imported> r = Import(m);
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(Msg(r.status()), HasSubstr("input 's': dtype STRING is not supported by grove"));
+    EXPECT_THAT(Msg(r.status()), HasSubstr("input 'z': dtype COMPLEX128 is not supported by grove (it has "));
+    EXPECT_THAT(Msg(r.status()), HasSubstr(" bool string)"));
   }
   {
     ModelProto m = NewModel();
@@ -721,13 +722,165 @@ TEST(OnnxImporter, UnsupportedDTypesAreErrors) {
   {
     ModelProto m = NewModel();
     AddInput(m.mutable_graph(), "x", TensorProto::FLOAT, {2});
-    SetInt(AddNode(m.mutable_graph(), "Cast", {"x"}, {"y"}, "to_string"), "to", TensorProto::STRING);
+    SetInt(AddNode(m.mutable_graph(), "Cast", {"x"}, {"y"}, "to_complex"), "to", TensorProto::COMPLEX64);
     AddOutput(m.mutable_graph(), "y");
     absl::StatusOr<Imported> r = Import(m);
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(Msg(r.status()),
-                HasSubstr("attribute 'to' of node 'to_string' (op Cast): dtype STRING is not supported by grove"));
+                HasSubstr("attribute 'to' of node 'to_complex' (op Cast): dtype COMPLEX64 is not supported by grove"));
   }
+}
+
+// --- strings -------------------------------------------------------------------
+
+TensorProto StringTensor(const std::string& name, std::vector<int64_t> dims, const std::vector<std::string>& v) {
+  TensorProto t;
+  t.set_name(name);
+  t.set_data_type(TensorProto::STRING);
+  for (int64_t d : dims) t.add_dims(d);
+  for (const std::string& s : v) t.add_string_data(s);
+  return t;
+}
+
+std::vector<std::string> StringValues(const TensorView& t) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < t.num_elements(); ++i) out.emplace_back(t.as<const StringRef>()[i].view());
+  return out;
+}
+
+TEST(OnnxImporter, StringInitializersAndConstantsBecomeStringWeights) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "idx", TensorProto::INT64, {2});
+  *g->add_initializer() = StringTensor("vocab", {2, 2}, {"", "M\xc3\xbcller", "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80"});
+  AddConstant(g, "c", StringTensor("", {3}, {"a", "", std::string("nul\0in", 6)}));
+  NodeProto* one = AddNode(g, "Constant", {}, {"one"}, "one_node");
+  AttributeProto* a = one->add_attribute();
+  a->set_name("value_string");
+  a->set_type(AttributeProto::STRING);
+  a->set_s("solo");
+  NodeProto* many = AddNode(g, "Constant", {}, {"many"}, "many_node");
+  a = many->add_attribute();
+  a->set_name("value_strings");
+  a->set_type(AttributeProto::STRINGS);
+  a->add_strings("x");
+  a->add_strings("yz");
+  AddNode(g, "Gather", {"c", "idx"}, {"picked"}, "gather");  // reads an input: c stays a weight
+  AddOutput(g, "vocab");
+  AddOutput(g, "picked");
+  AddOutput(g, "one");
+  AddOutput(g, "many");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.constant_nodes, 3);
+  EXPECT_EQ(r->report.nodes_imported, 1);
+  EXPECT_EQ(r->report.weights, 4);
+  // An end offset (8 bytes) per string plus the text: 4*8+17, 3*8+7, 8+4, 2*8+3.
+  EXPECT_EQ(r->report.weight_bytes, uint64_t{49 + 31 + 12 + 19});
+  for (const TensorInfo& info : r->model->outputs()) EXPECT_EQ(info.dtype, DType::kString) << info.name;
+
+  std::vector<int64_t> idx = {2, 0};
+  auto session = CpuSession(r->model);  // outputs are views into it
+  auto out = session->Run({TensorView(DType::kI64, {2}, idx.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 4u);
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_THAT(StringValues((*out)[0]),
+              ElementsAre("", "M\xc3\xbcller", "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80"));
+  EXPECT_THAT(StringValues((*out)[1]), ElementsAre(std::string("nul\0in", 6), "a"));
+  EXPECT_TRUE((*out)[2].shape.empty());
+  EXPECT_THAT(StringValues((*out)[2]), ElementsAre("solo"));
+  EXPECT_EQ((*out)[3].shape, (std::vector<int64_t>{2}));
+  EXPECT_THAT(StringValues((*out)[3]), ElementsAre("x", "yz"));
+}
+
+TEST(OnnxImporter, StringInputsAreDeclaredAsStrings) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "s", TensorProto::STRING, {"n"});
+  AddInput(g, "t", TensorProto::STRING, {2, 3});
+  AddInput(g, "x", TensorProto::FLOAT, {2});
+  AddNode(g, "Identity", {"s"}, {"y"}, "identity");
+  AddNode(g, "Shape", {"t"}, {"t_shape"}, "shape_t");  // constant dims: folded
+  SetInt(AddNode(g, "Cast", {"x"}, {"x_text"}, "to_string"), "to", TensorProto::STRING);
+  AddOutput(g, "y");
+  AddOutput(g, "t_shape");
+  AddOutput(g, "x_text");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->model->inputs().size(), 3u);
+  EXPECT_EQ(r->model->inputs()[0].dtype, DType::kString);
+  EXPECT_EQ(r->model->inputs()[1].dtype, DType::kString);
+  EXPECT_EQ(r->model->outputs()[0].dtype, DType::kString);
+  EXPECT_EQ(r->model->outputs()[2].dtype, DType::kString);  // Cast's 'to' became grove's kString
+  EXPECT_EQ(r->report.constants_folded, 1);
+  EXPECT_EQ(OpCount(*r->model, "Shape"), 0);
+
+  const StringRef s[3] = {StringRef("hello"), StringRef(""), StringRef("w\xc3\xb6rld")};
+  const StringRef t[6] = {};
+  SessionOptions so;
+  so.device = Device::kCpu;
+  auto session = Session::Create(r->model, so).value();
+  std::vector<float> x = {1.5f, 0.25f};
+  auto out = session->Run({TensorView(DType::kString, {3}, s), TensorView(DType::kString, {2, 3}, t),
+                           TensorView(DType::kF32, {2}, x.data())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(StringValues((*out)[0]), ElementsAre("hello", "", "w\xc3\xb6rld"));
+  EXPECT_THAT(Values<int64_t>((*out)[1]), ElementsAre(2, 3));
+  EXPECT_THAT(StringValues((*out)[2]), ElementsAre("1.5", "0.25"));
+}
+
+TEST(OnnxImporter, StringOpsOnConstantsFoldToStringWeights) {
+  ModelProto m = NewModel();
+  GraphProto* g = m.mutable_graph();
+  *g->add_initializer() = StringTensor("vocab", {4}, {"zero", "", "zw\xc3\xb6lf", "three"});
+  *g->add_initializer() = Int64Tensor("pick", {3}, {3, 2, 1});
+  *g->add_initializer() = Int64Tensor("shape", {2}, {3, 1});
+  AddNode(g, "Gather", {"vocab", "pick"}, {"picked"}, "gather");
+  AddNode(g, "Reshape", {"picked", "shape"}, {"y"}, "reshape");
+  AddOutput(g, "y");
+  absl::StatusOr<Imported> r = Import(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.constants_folded, 2);
+  EXPECT_EQ(r->report.nodes_imported, 0);
+  EXPECT_EQ(r->report.weights, 1);
+  EXPECT_EQ(r->report.weight_bytes, uint64_t{3 * 8 + 5 + 6 + 0});
+  auto session = CpuSession(r->model);
+  auto out = session->Run({});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype, DType::kString);
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{3, 1}));
+  EXPECT_THAT(StringValues((*out)[0]), ElementsAre("three", "zw\xc3\xb6lf", ""));
+}
+
+TEST(OnnxImporter, MalformedStringTensorsAreErrors) {
+  TensorProto short_strings = StringTensor("words", {3}, {"a", "b"});
+  absl::StatusOr<Tensor> t = DecodeTensor(short_strings, "");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(t.status()), HasSubstr("tensor 'words': STRING[3] has 3 elements but string_data holds 2"));
+
+  TensorProto raw = StringTensor("raw", {1}, {});
+  raw.set_raw_data("abc");
+  t = DecodeTensor(raw, "");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(Msg(t.status()), HasSubstr("tensor 'raw': a STRING tensor must hold its strings in string_data"));
+
+  TensorProto external = StringTensor("ext", {1}, {});
+  external.set_data_location(TensorProto::EXTERNAL);
+  auto* e = external.add_external_data();
+  e->set_key("location");
+  e->set_value("strings.bin");
+  t = DecodeTensor(external, "/tmp");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Msg(t.status()), HasSubstr("tensor 'ext': a STRING tensor stored as external data is not supported"));
+
+  TensorProto empty = StringTensor("none", {0, 2}, {});
+  t = DecodeTensor(empty, "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kString);
+  EXPECT_EQ(t->shape(), (std::vector<int64_t>{0, 2}));
 }
 
 TEST(OnnxImporter, OpsetsAboveTwentyTwoAreRefused) {

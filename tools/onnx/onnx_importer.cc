@@ -180,6 +180,30 @@ bool KindFits(int type, ir::AttrKind kind) {
   }
 }
 
+// Declares `t` as the weight `name`: a string tensor through AddStringWeight
+// (its elements are references, not bytes to store), any other as its bytes.
+void AddTensorWeight(ModelBuilder& b, const std::string& name, const Tensor& t) {
+  if (t.dtype() == DType::kString) {
+    const StringRef* refs = t.as<StringRef>();
+    std::vector<std::string> values;
+    values.reserve(static_cast<size_t>(t.view().num_elements()));
+    for (int64_t i = 0; i < t.view().num_elements(); ++i) values.emplace_back(refs[i].view());
+    b.AddStringWeight(name, t.shape(), values);
+    return;
+  }
+  b.AddWeight(name, t.dtype(), t.shape(),
+              absl::Span<const uint8_t>(static_cast<const uint8_t*>(t.data()), t.view().byte_size()));
+}
+
+// The bytes `t` takes in a model: for strings, the end offsets and the text.
+uint64_t StoredBytes(const Tensor& t) {
+  if (t.dtype() != DType::kString) return t.view().byte_size();
+  const StringRef* refs = t.as<StringRef>();
+  uint64_t bytes = 0;
+  for (int64_t i = 0; i < t.view().num_elements(); ++i) bytes += 8 + refs[i].size;
+  return bytes;
+}
+
 // Runs one node on constant inputs through grove's own CPU kernels, so
 // folding has exactly the semantics the runtime would have.
 absl::StatusOr<std::vector<std::optional<Tensor>>> EvaluateNode(const std::string& type,
@@ -195,9 +219,7 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> EvaluateNode(const std::strin
       continue;
     }
     in_names.push_back(absl::StrCat("in", i));
-    const Tensor& t = *inputs[i];
-    b.AddWeight(in_names.back(), t.dtype(), t.shape(),
-                absl::Span<const uint8_t>(static_cast<const uint8_t*>(t.data()), t.view().byte_size()));
+    AddTensorWeight(b, in_names.back(), *inputs[i]);
   }
   for (size_t i = 0; i < output_present.size(); ++i) {
     out_names.push_back(output_present[i] ? absl::StrCat("out", i) : std::string());
@@ -220,6 +242,8 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> EvaluateNode(const std::strin
   size_t k = 0;
   for (size_t i = 0; i < output_present.size(); ++i) {
     if (!output_present[i]) continue;
+    // A deep copy: string outputs refer to the model's weights or the run's
+    // strings, which go with the session.
     absl::StatusOr<Tensor> copy = Tensor::CopyOf((*outs)[k++]);
     if (!copy.ok()) return copy.status();
     result[i] = *std::move(copy);
@@ -328,10 +352,9 @@ void Importer::EmitIfConstant(const std::string& grove_name) {
   auto it = constants_.find(grove_name);
   if (it == constants_.end() || !emitted_.insert(grove_name).second) return;
   const Tensor& t = it->second;
-  builder_.AddWeight(grove_name, t.dtype(), t.shape(),
-                     absl::Span<const uint8_t>(static_cast<const uint8_t*>(t.data()), t.view().byte_size()));
+  AddTensorWeight(builder_, grove_name, t);
   ++report_.weights;
-  report_.weight_bytes += t.view().byte_size();
+  report_.weight_bytes += StoredBytes(t);
 }
 
 absl::StatusOr<std::string> Importer::Resolve(const std::string& onnx_name, const Scope& scope,
@@ -595,10 +618,28 @@ absl::Status Importer::ImportConstant(const NodeProto& node, const std::string& 
   } else if (a.name() == "value_ints") {
     std::vector<int64_t> v(a.ints().begin(), a.ints().end());
     st = filled(DType::kI64, {static_cast<int64_t>(v.size())}, v.data());
+  } else if (a.name() == "value_string" || a.name() == "value_strings") {
+    // A scalar string, or a 1-D tensor of them.
+    std::vector<StringRef> refs;
+    std::vector<int64_t> shape;
+    if (a.name() == "value_string") {
+      refs.emplace_back(a.s());
+    } else {
+      for (const std::string& v : a.strings()) refs.emplace_back(v);
+      shape.push_back(static_cast<int64_t>(refs.size()));
+    }
+    absl::StatusOr<Tensor> t = refs.empty() ? Tensor::Create(DType::kString, shape)
+                                            : Tensor::CopyOf(TensorView(DType::kString, shape, refs.data()));
+    if (t.ok()) {
+      value = *std::move(t);
+    } else {
+      st = t.status();
+    }
   } else {
     return absl::UnimplementedError(absl::StrCat("attribute '", a.name(), "' of ", where,
-                                                 " is not supported by grove (strings and sparse tensors have no "
-                                                 "grove dtype)"));
+                                                 " is not supported by grove (it takes value, value_float(s), "
+                                                 "value_int(s) and value_string(s); sparse tensors are not "
+                                                 "supported)"));
   }
   if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", st.message()));
   const std::string& g = scope.names.at(node.output(0));
@@ -705,7 +746,7 @@ absl::Status Importer::TryFold(const std::string& where, const std::vector<std::
   }
   uint64_t bytes = 0;
   for (const std::optional<Tensor>& r : *results) {
-    if (r.has_value()) bytes += r->view().byte_size();
+    if (r.has_value()) bytes += StoredBytes(*r);
   }
   if (bytes > options_.max_folded_bytes) return absl::OkStatus();
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -133,6 +133,31 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& p, absl::string_
   return bytes;
 }
 
+// A STRING tensor: its strings live in string_data (ONNX allows neither
+// raw_data nor external data for them), copied into one owning block.
+absl::StatusOr<Tensor> DecodeStrings(const TensorProto& p, const std::string& where, const std::vector<int64_t>& shape,
+                                     uint64_t count) {
+  if (p.has_data_location() && p.data_location() == TensorProto::EXTERNAL) {
+    return absl::UnimplementedError(absl::StrCat(
+        where, ": a STRING tensor stored as external data is not supported (ONNX keeps strings in string_data)"));
+  }
+  if (p.has_raw_data()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": a STRING tensor must hold its strings in string_data, not raw_data"));
+  }
+  if (static_cast<uint64_t>(p.string_data_size()) != count) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": STRING[", absl::StrJoin(shape, ","), "] has ", count,
+                                                   " elements but string_data holds ", p.string_data_size()));
+  }
+  if (count == 0) return Tensor::Create(DType::kString, shape);
+  std::vector<StringRef> refs;
+  refs.reserve(count);
+  for (const std::string& s : p.string_data()) refs.emplace_back(s);
+  absl::StatusOr<Tensor> out = Tensor::CopyOf(TensorView(DType::kString, shape, refs.data()));
+  if (!out.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", out.status().message()));
+  return out;
+}
+
 // Copies a typed repeated field into `out`, one element at a time.
 template <typename To, typename Field>
 void CopyTyped(const Field& field, Tensor& out) {
@@ -170,12 +195,14 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type) {
       return DType::kU32;
     case TensorProto::UINT64:
       return DType::kU64;
+    case TensorProto::STRING:
+      return DType::kString;
     default:
       break;
   }
   return absl::UnimplementedError(absl::StrCat("dtype ", OnnxTypeName(onnx_type),
                                                " is not supported by grove (it has f32 f64 f16 bf16 i64 i32 i16 "
-                                               "i8 u64 u32 u16 u8 bool)"));
+                                               "i8 u64 u32 u16 u8 bool string)"));
 }
 
 std::string OnnxTypeName(int32_t onnx_type) {
@@ -206,6 +233,7 @@ absl::StatusOr<Tensor> DecodeTensor(const TensorProto& p, absl::string_view mode
       return absl::InvalidArgumentError(absl::StrCat(where, ": dims [", absl::StrJoin(shape, ","), "] overflow"));
     }
   }
+  if (*dtype == DType::kString) return DecodeStrings(p, where, shape, count);
   const uint64_t bytes = count * DTypeSize(*dtype);
 
   const bool external = p.has_data_location() && p.data_location() == TensorProto::EXTERNAL;
@@ -306,6 +334,7 @@ absl::StatusOr<Tensor> DecodeTensor(const TensorProto& p, absl::string_view mode
       for (int i = 0; i < p.int32_data_size(); ++i) b[i] = p.int32_data(i) != 0;
       break;
     }
+    case DType::kString:  // decoded above
     case DType::kUnknown:
       break;
   }

@@ -20,15 +20,17 @@
 
 namespace grove::onnx_import {
 
-// The grove dtype of an ONNX TensorProto.DataType; Unimplemented for types
-// grove lacks (strings, unsigned 16..64-bit, complex, ...).
+// The grove dtype of an ONNX TensorProto.DataType (STRING is kString);
+// Unimplemented for types grove lacks (complex, float8, 4-bit, ...).
 absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type);
 
 // "FLOAT", "STRING", ...; "type 42" for values ONNX does not define.
 std::string OnnxTypeName(int32_t onnx_type);
 
 // Decodes `proto` into an owning tensor. `model_dir` is the directory that
-// external data is resolved against; empty refuses external data.
+// external data is resolved against; empty refuses external data. A STRING
+// tensor is read from string_data (its bytes as they are) into a kString
+// tensor that owns them; as external data it is refused.
 absl::StatusOr<Tensor> DecodeTensor(const ::onnx::TensorProto& proto, absl::string_view model_dir);
 
 }  // namespace grove::onnx_import
