@@ -68,9 +68,11 @@ absl::StatusOr<DType> ParseDType(absl::string_view name);
 // NUL-terminated; data may be null when size is 0). A string tensor's data is
 // an array of these, so copying, reshaping or gathering it moves references,
 // never the bytes. Whoever owns the tensor owns the bytes: the caller for
-// inputs; for outputs of Session::Run the session, until the next Run (as for
-// the arrays themselves); an owning Tensor for itself. Zero-filled elements
-// are empty strings. Layout-compatible with grove_string_t in the C ABI.
+// inputs (a run copies them first, so outputs never point into the caller's
+// buffers); for outputs of Session::Run and RunInto the session, until the
+// next run (as for Run's arrays themselves); an owning Tensor for itself.
+// Zero-filled elements are empty strings. String tensors live in host memory
+// on every device. Layout-compatible with grove_string_t in the C ABI.
 struct StringRef {
   StringRef() = default;
   StringRef(absl::string_view s) : data(s.data()), size(s.size()) {}  // NOLINT: implicit on purpose

@@ -192,6 +192,10 @@ class SessionImpl {
   // The bytes of strings kernels make; reset when a run starts, so a run's
   // string outputs stay valid until the next, as its other outputs do.
   ir::StringArena strings_;
+  // String inputs of the current run, their bytes copied into strings_ so
+  // that outputs referring to them outlive the caller's buffers.
+  std::vector<TensorView> string_inputs_;
+  std::vector<std::vector<StringRef>> string_input_refs_;
 
   // A step whose output shapes are known only when it runs: its shape
   // function on these inputs, then each output allocated through `host`.
@@ -204,6 +208,8 @@ class SessionImpl {
   absl::StatusOr<const TensorView*> HostCopy(PlanInstance& inst, int v, const TensorView& device_view);
 
   absl::Status ValidateMainInputs(absl::Span<const TensorView> inputs, bool need_data) const;
+  // `inputs`, or copies of them whose strings live in strings_.
+  absl::StatusOr<absl::Span<const TensorView>> InternStringInputs(absl::Span<const TensorView> inputs);
   absl::StatusOr<PlanInstance*> GetPlan(int subgraph, absl::Span<const TensorView> inputs,
                                         absl::Span<const TensorView> captures);
   absl::Status Execute(PlanInstance& inst, absl::Span<const TensorView> inputs,
@@ -612,12 +618,47 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
   return absl::OkStatus();
 }
 
+absl::StatusOr<absl::Span<const TensorView>> SessionImpl::InternStringInputs(absl::Span<const TensorView> inputs) {
+  bool any = false;
+  for (const TensorView& in : inputs) any |= in.dtype == DType::kString;
+  if (!any) return inputs;
+  string_inputs_.assign(inputs.begin(), inputs.end());
+  string_input_refs_.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorView& in = string_inputs_[i];
+    if (in.dtype != DType::kString) continue;
+    const std::string who = absl::StrCat("input '", graph_.tensors[graph_.subgraphs[0].inputs[i]].name, "'");
+    if (cuda_ != nullptr && cuda_->IsDevicePointer(in.data)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": a string tensor must be in host memory (its bytes are host memory)"));
+    }
+    const int64_t n = in.num_elements();
+    const StringRef* given = in.as<const StringRef>();
+    std::vector<StringRef>& refs = string_input_refs_[i];
+    refs.resize(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+      if (given[k].size > 0 && given[k].data == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who, ": element ", k, " has ", given[k].size, " bytes but no data"));
+      }
+      absl::StatusOr<StringRef> copy = strings_.Store(given[k].view());
+      if (!copy.ok()) return copy.status();
+      refs[k] = *copy;
+    }
+    in.data = refs.data();
+  }
+  return absl::Span<const TensorView>(string_inputs_);
+}
+
 absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const TensorView> inputs,
                                                              bool device_views, absl::Span<const TensorView> into,
                                                              std::vector<bool>* aliased) {
   if (absl::Status s = ValidateMainInputs(inputs, true); !s.ok()) return s;
   ++run_serial_;
   strings_.Reset();
+  absl::StatusOr<absl::Span<const TensorView>> bound = InternStringInputs(inputs);
+  if (!bound.ok()) return bound.status();
+  inputs = *bound;
   absl::StatusOr<PlanInstance*> inst = GetPlan(0, inputs, {});
   if (!inst.ok()) return inst.status();
   // Arena outputs go straight to the caller's device buffers (no copy after).

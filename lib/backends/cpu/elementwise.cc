@@ -12,6 +12,7 @@
 #include "lib/backends/common/elementwise_checks.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cast.h"
+#include "lib/backends/cpu/string_cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/ir/value_type.h"
 #include "lib/backends/cpu/element_types.h"
@@ -265,6 +266,8 @@ absl::Status CastElements(const ir::KernelContext& ctx, const TensorView& in, Te
     if (n > 0 && in.data != out.data) std::memcpy(out.data, in.data, in.byte_size());
     return absl::OkStatus();
   }
+  if (out.dtype == DType::kString) return CastToStrings(ctx, in, out);
+  if (in.dtype == DType::kString) return CastFromStrings(ctx, in, out);
   return VisitAnyDType(ctx, in.dtype, [&](auto src_tag) -> absl::Status {
     using Src = typename decltype(src_tag)::type;
     return VisitAnyDType(ctx, out.dtype, [&](auto dst_tag) -> absl::Status {
