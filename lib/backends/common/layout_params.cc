@@ -119,6 +119,10 @@ absl::Status GatherElementsIndexError(const ir::KernelContext& ctx, int64_t give
 absl::StatusOr<ScatterReduction> ParseScatterReduction(const ir::KernelContext& ctx) {
   const std::string r = ctx.attrs().GetString("reduction", "none");
   if (r == "none") return ScatterReduction::kNone;
+  if (ctx.input(0).dtype == DType::kString) {
+    return ctx.Error(absl::StrCat("attribute reduction is '", r,
+                                  "' but data (input 0) is string; strings can only be replaced (reduction 'none')"));
+  }
   if (r == "add") return ScatterReduction::kAdd;
   if (r == "mul") return ScatterReduction::kMul;
   if (r == "max") return ScatterReduction::kMax;
@@ -237,6 +241,8 @@ absl::StatusOr<DType> ConstantOfShapeDType(const ir::KernelContext& ctx) {
     return ctx.Error(absl::StrCat("value (input 1) is ", DTypeName(v.dtype), " ", DimsString(v.shape),
                                   "; expected one element"));
   }
+  // ONNX's ConstantOfShape makes numbers and bools only.
+  if (v.dtype == DType::kString) return ctx.Error("value (input 1) is a string; expected a number or a bool");
   return v.dtype;
 }
 

@@ -238,6 +238,12 @@ template <>
 struct DTypeOf<Bool8> {
   static constexpr DType value = DType::kBool;
 };
+// Strings are only ever moved or compared, never converted: no visitor list
+// below includes StringRef, so a kernel takes strings by naming it.
+template <>
+struct DTypeOf<StringRef> {
+  static constexpr DType value = DType::kString;
+};
 
 template <typename T>
 struct TypeTag {
@@ -268,7 +274,7 @@ absl::Status Visit(TypeList<Ts...>, const ir::KernelContext& ctx, DType dtype, F
   return VisitDType<Ts...>(ctx, dtype, static_cast<Fn&&>(fn));
 }
 
-// All thirteen element types, for ops that accept any.
+// The thirteen numeric and bool element types (not strings).
 template <typename Fn>
 absl::Status VisitAnyDType(const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
   return VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint64_t, uint32_t, uint16_t,

@@ -156,6 +156,20 @@ absl::Status CompareKernel(KernelContext& ctx) {
   return VisitAnyDType(ctx, dtype, run);
 }
 
+// Equal also takes strings (opset 19): two strings are equal when their bytes
+// are, wherever those bytes live.
+absl::Status EqualKernel(KernelContext& ctx) {
+  if (ctx.input(0).dtype != DType::kString) return CompareKernel<EqualOp>(ctx);
+  if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
+  if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
+  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  RunBinary<StringRef, StringRef, Bool8>(ctx, *plan, [](const StringRef& x, const StringRef& y) {
+    return Bool8{static_cast<uint8_t>(x.view() == y.view() ? 1 : 0)};
+  });
+  return absl::OkStatus();
+}
+
 // NaN passes through rather than becoming 0.
 struct ReluOp {
   template <typename C>
@@ -294,7 +308,7 @@ absl::Status RegisterElementwiseKernels(ir::OpRegistry& registry) {
       {"Tanh", &FloatUnaryKernel<TanhOp>},
       {"Greater", &CompareKernel<GreaterOp>},
       {"Less", &CompareKernel<LessOp>},
-      {"Equal", &CompareKernel<EqualOp>},
+      {"Equal", &EqualKernel},
       {"Where", &WhereKernel},
       {"Cast", &CastKernel},
       {"Identity", &IdentityKernel},

@@ -382,6 +382,11 @@ inline int Compare(C a, C b) {
   }
   return a < b ? -1 : (b < a ? 1 : 0);
 }
+// Strings by their bytes, as unsigned chars (numpy's order of UTF-8 text).
+inline int Compare(const StringRef& a, const StringRef& b) {
+  const int c = a.view().compare(b.view());
+  return c < 0 ? -1 : (c > 0 ? 1 : 0);
+}
 
 absl::Status UniqueKernel(ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
@@ -395,7 +400,7 @@ absl::Status UniqueKernel(ir::KernelContext& ctx) {
   // cmp(a, b): slices a and b compared element by element (o, then i).
   std::vector<int64_t> group(static_cast<size_t>(dim), 0);  // each slice's group, in sorted order
   std::vector<int64_t> firsts;                               // first slice of each group
-  absl::Status status = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t, Bool8>(
+  absl::Status status = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t, Bool8, StringRef>(
       ctx, x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* p = static_cast<const T*>(x.data);

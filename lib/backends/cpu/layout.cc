@@ -36,6 +36,9 @@ auto ReadIntReader(const ir::KernelContext& ctx) {
   return [&ctx](int i, absl::string_view name) { return ReadHostInts(ctx, i, name); };
 }
 
+// The largest element of any dtype (a string's reference).
+constexpr size_t kMaxElementBytes = sizeof(StringRef);
+
 // Writes `count` copies of one element (`value`, `es` bytes) to dst.
 void Fill(void* dst, int64_t count, const void* value, size_t es) {
   if (count <= 0) return;
@@ -271,11 +274,17 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
   const std::vector<int64_t>& out_shape = plan->out_shape;
   const ir::PadAmounts* amounts = &plan->amounts;
   const size_t es = DTypeSize(x.dtype);
-  uint8_t value[8] = {};
+  // One element of any dtype; zero bytes are 0, false or the empty string
+  // (ONNX's default pad value for strings).
+  alignas(StringRef) uint8_t value[kMaxElementBytes] = {};
+  if (es == 0 || es > sizeof(value)) return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(x.dtype)));
   if (absl::Status s = backends::CheckPadValue(ctx); !s.ok()) return s;
   if (ctx.has_input(2)) {
     std::memcpy(value, ctx.input(2).data, es);
   } else if (ctx.attrs().Has("value")) {
+    if (x.dtype == DType::kString) {
+      return ctx.Error("attribute value (a number) cannot pad string data; give constant_value as input 2");
+    }
     const double v = ctx.attrs().GetFloat("value", 0.0);
     absl::Status s = VisitAnyDType(ctx, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -369,7 +378,8 @@ absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
   absl::StatusOr<DType> value_dtype = backends::ConstantOfShapeDType(ctx);
   if (!value_dtype.ok()) return value_dtype.status();
   const DType dtype = *value_dtype;
-  uint8_t value[8] = {};
+  alignas(StringRef) uint8_t value[kMaxElementBytes] = {};
+  if (DTypeSize(dtype) > sizeof(value)) return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
   if (ctx.has_input(1)) std::memcpy(value, ctx.input(1).data, DTypeSize(dtype));
   if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
   Fill(ctx.output(0).data, ir::NumElements(*shape), value, DTypeSize(dtype));

@@ -318,14 +318,18 @@ absl::Status ResizeKernel(ir::KernelContext& ctx) {
   for (size_t d = 0; d < x.shape.size(); ++d) plans.push_back(PlanAxis(*attrs, *g, d, x.shape[d]));
 
   if (attrs->mode == ResizeMode::kNearest) {
-    uint8_t extrapolation[8] = {};
-    absl::Status s = VisitAnyDType(ctx, x.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T v = ConvertElement<T>(attrs->extrapolation_value);
-      std::memcpy(extrapolation, &v, sizeof(T));
-      return absl::OkStatus();
-    });
-    if (!s.ok()) return s;
+    // Nearest only moves elements, so it takes strings too; their
+    // extrapolation value is the empty string (all zero bytes).
+    alignas(StringRef) uint8_t extrapolation[sizeof(StringRef)] = {};
+    if (x.dtype != DType::kString) {
+      absl::Status s = VisitAnyDType(ctx, x.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T v = ConvertElement<T>(attrs->extrapolation_value);
+        std::memcpy(extrapolation, &v, sizeof(T));
+        return absl::OkStatus();
+      });
+      if (!s.ok()) return s;
+    }
     ResizeNearest(plans, x, y, extrapolation);
     return absl::OkStatus();
   }

@@ -15,8 +15,9 @@ absl::Status InferArithmetic(ShapeContext& ctx) { return InferBroadcastBinary(ct
 
 absl::Status InferOrderedCompare(ShapeContext& ctx) { return InferBroadcastBinary(ctx, kNumericDTypes, DType::kBool); }
 
+// Opset 19 adds strings, compared by their bytes.
 absl::Status InferEqual(ShapeContext& ctx) {
-  return InferBroadcastBinary(ctx, kAllDTypes, DType::kBool);
+  return InferBroadcastBinary(ctx, kAllDTypesAndString, DType::kBool);
 }
 
 absl::Status InferFloatUnary(ShapeContext& ctx) {

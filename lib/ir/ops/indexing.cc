@@ -21,6 +21,9 @@ namespace {
 constexpr DType kAnyDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
                                 DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
 constexpr DType kIndexDTypes[] = {DType::kI64, DType::kI32};
+// DepthToSpace and SpaceToDepth only move elements: strings too.
+constexpr DType kMovableDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
+                                    DType::kI32, DType::kI8,  DType::kU8,  DType::kBool, DType::kString};
 
 bool IsConst(const SymDim& d, int64_t v) { return d.is_const() && d.value() == v; }
 
@@ -89,7 +92,7 @@ absl::StatusOr<int64_t> ReadBlockSize(const ShapeContext& ctx) {
 }
 
 absl::Status InferDepthToSpace(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "input", kAnyDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "input", kMovableDTypes); !s.ok()) return s;
   const std::string mode = ctx.attrs().GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") {
     return ctx.Error(absl::StrCat("attribute mode is '", mode, "'; expected 'DCR' or 'CRD'"));
@@ -109,7 +112,7 @@ absl::Status InferDepthToSpace(ShapeContext& ctx) {
 }
 
 absl::Status InferSpaceToDepth(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "input", kAnyDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "input", kMovableDTypes); !s.ok()) return s;
   absl::StatusOr<int64_t> b = ReadBlockSize(ctx);
   if (!b.ok()) return b.status();
   const SymShape& in = ctx.input_shape(0);
@@ -190,8 +193,9 @@ absl::Status InferReverseSequence(ShapeContext& ctx) {
 }
 
 absl::Status InferUnique(ShapeContext& ctx) {
-  static constexpr DType kUniqueDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
-                                            DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
+  // Strings compare by their bytes (UTF-8 byte order is code point order).
+  static constexpr DType kUniqueDTypes[] = {DType::kF32, DType::kF64, DType::kF16,  DType::kBF16, DType::kI64,
+                                            DType::kI32, DType::kI8,  DType::kU8,   DType::kBool, DType::kString};
   if (absl::Status s = CheckInputDType(ctx, 0, "X", kUniqueDTypes); !s.ok()) return s;
   bool sorted;
   if (absl::Status s = ReadBoolAttr(ctx, "sorted", 1, &sorted); !s.ok()) return s;

@@ -25,6 +25,11 @@ inline constexpr DType kNumericDTypes[] = {DType::kF32, DType::kF64, DType::kF16
 inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
                                        DType::kI32, DType::kI16, DType::kI8,  DType::kU64,  DType::kU32,
                                        DType::kU16, DType::kU8,  DType::kBool};
+// Every dtype and strings, for ops that move elements or only compare them
+// for equality (strings have no order or arithmetic).
+inline constexpr DType kAllDTypesAndString[] = {DType::kF32, DType::kF64, DType::kF16,  DType::kBF16, DType::kI64,
+                                                DType::kI32, DType::kI16, DType::kI8,   DType::kU64,  DType::kU32,
+                                                DType::kU16, DType::kU8,  DType::kBool, DType::kString};
 
 // "input 1 (B)".
 inline std::string InputName(int i, absl::string_view name) { return absl::StrCat("input ", i, " (", name, ")"); }
@@ -116,6 +121,10 @@ inline absl::Status CheckScatterInputs(const ShapeContext& ctx) {
       reduction != "min") {
     return ctx.Error(
         absl::StrCat("attribute reduction is '", reduction, "'; expected 'none', 'add', 'mul', 'max' or 'min'"));
+  }
+  if (reduction != "none" && ctx.input_dtype(0) == DType::kString) {
+    return ctx.Error(absl::StrCat("attribute reduction is '", reduction,
+                                  "' but data (input 0) is string; strings can only be replaced (reduction 'none')"));
   }
   return absl::OkStatus();
 }

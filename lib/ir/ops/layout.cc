@@ -387,6 +387,10 @@ absl::Status InferPad(ShapeContext& ctx) {
   absl::StatusOr<IntArg> pads = ReadIntArg(ctx, 1, "pads", "pads");
   if (!pads.ok()) return pads.status();
   if (!pads->given) return ctx.Error("needs pads, as input 1 (opset 11) or as attribute pads (opset 2)");
+  if (ctx.input_dtype(0) == DType::kString && ctx.attrs().Has("value")) {
+    return ctx.Error("data (input 0) is string but the pad value is attribute value (a number, opset 2); "
+                     "give constant_value as input 2 (a string), or omit it to pad with empty strings");
+  }
   if (ctx.has_input(2)) {
     if (ctx.attrs().Has("value")) {
       return ctx.Error("the pad value is given both as input 2 (constant_value) and as attribute value; give one");
@@ -558,8 +562,9 @@ absl::Status InferResize(ShapeContext& ctx) {
   absl::StatusOr<ResizeAttrs> attrs = ParseResizeAttrs(ctx.attrs());
   if (!attrs.ok()) return Fail(ctx, attrs.status());
   const DType dtype = ctx.input_dtype(0);
-  if (attrs->mode != ResizeMode::kNearest && dtype == DType::kBool) {
-    return ctx.Error("X (input 0) is bool; linear and cubic modes need a numeric type (nearest takes any)");
+  if (attrs->mode != ResizeMode::kNearest && (dtype == DType::kBool || dtype == DType::kString)) {
+    return ctx.Error(absl::StrCat("X (input 0) is ", DTypeName(dtype),
+                                  "; linear and cubic modes need a numeric type (nearest takes any)"));
   }
   const SymShape& in = ctx.input_shape(0);
   const int64_t rank = ctx.input_rank(0);

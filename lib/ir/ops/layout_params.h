@@ -44,8 +44,9 @@ inline bool ReadIntegers(const TensorView& v, std::vector<int64_t>* out) {
   return true;
 }
 
-// Element i of a tensor of any dtype as a double (bool: 0 or 1). The IR has
-// no f16 arithmetic, so the two 16-bit formats are decoded here.
+// Element i of a tensor of any numeric dtype as a double (bool: 0 or 1; 0 for
+// strings, which callers refuse first). The IR has no f16 arithmetic, so the
+// two 16-bit formats are decoded here.
 inline double ReadNumber(const TensorView& v, int64_t i) {
   const auto* p = static_cast<const uint8_t*>(v.data);
   switch (v.dtype) {
@@ -114,6 +115,7 @@ inline double ReadNumber(const TensorView& v, int64_t i) {
       }
       return (h & 0x8000) != 0 ? -m : m;
     }
+    case DType::kString:  // not a number: callers take numeric dtypes only
     case DType::kUnknown:
       break;
   }

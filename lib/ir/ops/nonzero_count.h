@@ -2,13 +2,15 @@
 // the count for the output shape) and its CPU kernel, so the two agree by
 // construction. Works on the stored bytes of any dtype: an element is zero
 // when every bit but a float's sign bit is clear, so -0.0 is zero and NaN is
-// not, as with `x != 0`.
+// not, as with `x != 0`. A string is non-zero when it is not empty (numpy's
+// rule), whatever its reference holds.
 #ifndef GROVE_LIB_IR_OPS_NONZERO_COUNT_H_
 #define GROVE_LIB_IR_OPS_NONZERO_COUNT_H_
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "grove/grove.h"
 
@@ -17,6 +19,11 @@ namespace grove::ir {
 static_assert(std::endian::native == std::endian::little, "NonZero reads a float's sign from its last byte");
 
 inline bool ElementIsNonZero(const uint8_t* element, DType dtype) {
+  if (dtype == DType::kString) {
+    StringRef s;
+    std::memcpy(&s, element, sizeof(s));
+    return s.size != 0;
+  }
   const size_t size = DTypeSize(dtype);
   const bool is_float = dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kF16 || dtype == DType::kBF16;
   uint8_t bits = 0;

@@ -112,7 +112,7 @@ absl::Status InferCumSum(ShapeContext& ctx) {
 // numpy (and so ONNX's reference) treats a scalar as a 1-D tensor of one
 // element: the output then has one row.
 absl::Status InferNonZero(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "X", kAllDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "X", kAllDTypesAndString); !s.ok()) return s;
   const int rows = ctx.input_rank(0) == 0 ? 1 : ctx.input_rank(0);
   SymDim count = SymDim::Unknown();
   bool empty = false;
