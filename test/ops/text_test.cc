@@ -271,7 +271,7 @@ TEST(TfIdfVectorizer, AttributeErrors) {
   {
     TfIdf b = t;
     b.indexes = {0, 1, 2};
-    ExpectError(b, "'ngram_indexes' has 3 entries but pool_int64s and ngram_counts give 7");
+    ExpectError(b, "'ngram_indexes' has 3 entries but the pool and ngram_counts give 7");
   }
   {
     TfIdf b = t;
@@ -306,11 +306,45 @@ TEST(TfIdfVectorizer, MissingAndStringAttributes) {
   a.pop_back();  // pool_int64s
   out = RunOp("TfIdfVectorizer", {&in}, a);
   ASSERT_FALSE(out.ok());
-  EXPECT_THAT(std::string(out.status().message()), HasSubstr("'pool_int64s' is required"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("exactly one of the attributes 'pool_int64s' and 'pool_strings'"));
   a.push_back({"pool_strings", std::vector<std::string>{"a", "b", "c", "d", "a", "b", "c", "d", "a", "b"}});
   out = RunOp("TfIdfVectorizer", {&in}, a);
   ASSERT_FALSE(out.ok());
-  EXPECT_THAT(std::string(out.status().message()), HasSubstr("string n-gram pools are not supported"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("expected string"));
+  a.push_back({"pool_int64s", Ints{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}});
+  out = RunOp("TfIdfVectorizer", {&in}, a);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("exactly one of"));
+}
+
+// A string pool counts as the integer pool whose tokens are the strings' ids:
+// the ONNX example with token k spelled "w<k>" (and "Wörter" for 8) against
+// the reference over the integers, every mode and skip.
+TEST(TfIdfVectorizer, StringPoolMatchesTheIntegerPool) {
+  auto word = [](int64_t k) { return k == 8 ? std::string("Wörter") : "w" + std::to_string(k); };
+  for (const std::string mode : {"TF", "IDF", "TFIDF"}) {
+    for (int64_t skip : {0, 5}) {
+      TfIdf t = OnnxExample();
+      t.mode = mode;
+      t.max_skip = skip;
+      t.weights = {1, 2, 3, 4, 5, 6, 7};
+      Attrs a = t.ToAttrs();
+      std::vector<std::string> pool;
+      for (int64_t k : t.pool) pool.push_back(word(k));
+      a.erase(std::find_if(a.begin(), a.end(), [](const auto& kv) { return kv.first == "pool_int64s"; }));
+      a.push_back({"pool_strings", pool});
+      std::vector<std::string> row;
+      for (int64_t k : kRow) row.push_back(word(k));
+      row[0] = "not in the pool";
+      Ints ints = kRow;
+      ints[0] = -1;
+      const Tensor x = ::grove::testing::MakeStrings({2, 6}, row);
+      auto out = RunOp("TfIdfVectorizer", {&x}, a);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ((*out)[0].shape(), Shape({2, 7}));
+      EXPECT_EQ(Values<float>((*out)[0]), Reference(t, ints, 2, 6)) << mode << " skip " << skip;
+    }
+  }
 }
 
 TEST(TfIdfVectorizer, InputErrors) {

@@ -1,5 +1,6 @@
-// CPU kernels of the text group: StringNormalizer (below), and TfIdfVectorizer over i32/i64 tokens, with the
-// semantics of the ONNX reference (opset 9). Every n-gram of length n in
+// CPU kernels of the text group: StringNormalizer (below), and
+// TfIdfVectorizer over i32/i64 or string tokens, with the semantics of the
+// ONNX reference (opset 9). Every n-gram of length n in
 // [min_gram_length, max_gram_length] at positions i, i + d, ..., i + (n-1)d
 // for skip distances d = 1..max_skip_count + 1 (unigrams once, d = 1) is
 // looked up in the pool; a hit adds one to the count of its output
@@ -78,8 +79,9 @@ absl::Status TfIdfVectorizerKernel(ir::KernelContext& ctx) {
   if (!params.ok()) return ctx.Error(params.status().message());
   const ir::TfIdfParams& p = *params;
   const TensorView& x = ctx.input(0);
-  if (x.dtype != DType::kI32 && x.dtype != DType::kI64) {
-    return ctx.Error(absl::StrCat("input 0 (X) has dtype ", DTypeName(x.dtype), "; expected i32 or i64"));
+  if (p.string_pool ? x.dtype != DType::kString : x.dtype != DType::kI32 && x.dtype != DType::kI64) {
+    return ctx.Error(absl::StrCat("input 0 (X) has dtype ", DTypeName(x.dtype), "; expected ",
+                                  p.string_pool ? "string (the pool is pool_strings)" : "i32 or i64"));
   }
   if (x.shape.size() != 1 && x.shape.size() != 2) {
     return ctx.Error(absl::StrCat("input 0 (X) has shape ", DimsString(x.shape), "; expected [C] or [N, C]"));
@@ -93,9 +95,19 @@ absl::Status TfIdfVectorizerKernel(ir::KernelContext& ctx) {
   float* y = ctx.output(0).as<float>();
   const NgramMap map = BuildNgramMap(p);
   std::vector<int64_t> counts(static_cast<size_t>(p.output_size));
+  absl::flat_hash_map<absl::string_view, int64_t> vocabulary;
+  for (size_t id = 0; id < p.vocabulary.size(); ++id) vocabulary.emplace(p.vocabulary[id], static_cast<int64_t>(id));
+  std::vector<int64_t> token_ids(x.dtype == DType::kString ? static_cast<size_t>(c) : 0);
   for (int64_t r = 0; r < rows; ++r) {
     std::fill(counts.begin(), counts.end(), 0);
-    if (x.dtype == DType::kI32) {
+    if (x.dtype == DType::kString) {
+      // Tokens become their ids in the pool's vocabulary; -1 matches nothing.
+      for (int64_t k = 0; k < c; ++k) {
+        auto it = vocabulary.find(x.as<const StringRef>()[r * c + k].view());
+        token_ids[k] = it == vocabulary.end() ? -1 : it->second;
+      }
+      CountRow(p, map, token_ids.data(), c, counts.data());
+    } else if (x.dtype == DType::kI32) {
       CountRow(p, map, x.as<const int32_t>() + r * c, c, counts.data());
     } else {
       CountRow(p, map, x.as<const int64_t>() + r * c, c, counts.data());

@@ -1,8 +1,7 @@
 // Op definitions of the text group: StringNormalizer (opset 10) and
 // TfIdfVectorizer (ONNX opset 9, its only version) over integer tokens. The input is [C] or [N, C] of i32/i64; the
 // output is f32 [max(ngram_indexes) + 1] or [N, max(ngram_indexes) + 1].
-// String pools are refused (grove has no string dtype); the attributes are
-// checked by tfidf_params.h, which the CPU kernel shares.
+// The attributes are checked by tfidf_params.h, which the CPU kernel shares.
 #include <string>
 #include <utility>
 
@@ -19,7 +18,12 @@ constexpr DType kTokenDTypes[] = {DType::kI32, DType::kI64};
 absl::Status InferTfIdfVectorizer(ShapeContext& ctx) {
   absl::StatusOr<TfIdfParams> params = ReadTfIdfParams(ctx.attrs());
   if (!params.ok()) return ctx.Error(params.status().message());
-  if (absl::Status s = CheckInputDType(ctx, 0, "X", kTokenDTypes); !s.ok()) return s;
+  static constexpr DType kStringTokens[] = {DType::kString};
+  if (absl::Status s = CheckInputDType(ctx, 0, "X", params->string_pool ? absl::Span<const DType>(kStringTokens)
+                                                                        : absl::Span<const DType>(kTokenDTypes));
+      !s.ok()) {
+    return s;
+  }
   const SymShape& x = ctx.input_shape(0);
   if (x.size() != 1 && x.size() != 2) {
     return ctx.Error(absl::StrCat(InputName(0, "X"), " has shape ", ShapeString(ctx, x),

@@ -1,8 +1,9 @@
 // The attributes of TfIdfVectorizer (ONNX opset 9), read and checked once for
 // the shape function and the CPU kernel: the n-gram pool of integers split
 // into segments of 1-grams, 2-grams, ... by ngram_counts, the output index
-// of each pool n-gram (ngram_indexes) and the weighting mode. String pools
-// (pool_strings) are refused: grove has no string dtype.
+// of each pool n-gram (ngram_indexes) and the weighting mode. A string pool
+// (pool_strings, for string input) becomes a pool of token ids: the index of
+// each distinct string in `vocabulary`.
 #ifndef GROVE_LIB_IR_OPS_TFIDF_PARAMS_H_
 #define GROVE_LIB_IR_OPS_TFIDF_PARAMS_H_
 
@@ -10,8 +11,10 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -28,7 +31,9 @@ struct TfIdfParams {
   TfIdfMode mode = TfIdfMode::kTF;
   std::vector<int64_t> ngram_counts;   // start of the n-gram segment in the pool, n = 1, 2, ...
   std::vector<int64_t> ngram_indexes;  // output coordinate of each pool n-gram, in pool order
-  std::vector<int64_t> pool;           // pool_int64s
+  std::vector<int64_t> pool;           // pool_int64s, or the ids of pool_strings
+  bool string_pool = false;            // pool_strings: the input holds strings
+  std::vector<std::string> vocabulary;  // string pools: id -> string
   std::vector<double> weights;         // empty, or one per output coordinate
   int64_t output_size = 0;             // max(ngram_indexes) + 1
 };
@@ -40,13 +45,8 @@ inline absl::StatusOr<TfIdfParams> ReadTfIdfParams(const Attributes& attrs) {
                            "ngram_indexes"}) {
     if (!attrs.Has(name)) return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' is required"));
   }
-  if (attrs.Has("pool_strings")) {
-    return absl::UnimplementedError(
-        "attribute 'pool_strings' is set: string n-gram pools are not supported (grove has no string dtype); "
-        "only pool_int64s with i32/i64 input is");
-  }
-  if (!attrs.Has("pool_int64s")) {
-    return absl::InvalidArgumentError("attribute 'pool_int64s' is required (one of pool_int64s, pool_strings)");
+  if (attrs.Has("pool_strings") == attrs.Has("pool_int64s")) {
+    return absl::InvalidArgumentError("exactly one of the attributes 'pool_int64s' and 'pool_strings' is required");
   }
   p.min_gram_length = attrs.GetInt("min_gram_length", 0);
   p.max_gram_length = attrs.GetInt("max_gram_length", 0);
@@ -76,7 +76,17 @@ inline absl::StatusOr<TfIdfParams> ReadTfIdfParams(const Attributes& attrs) {
   }
   p.ngram_counts = attrs.GetInts("ngram_counts");
   p.ngram_indexes = attrs.GetInts("ngram_indexes");
-  p.pool = attrs.GetInts("pool_int64s");
+  if (const AttrValue* strings = attrs.Find("pool_strings")) {
+    p.string_pool = true;
+    absl::flat_hash_map<std::string, int64_t> ids;
+    for (const std::string& token : std::get<std::vector<std::string>>(*strings)) {
+      auto [it, added] = ids.try_emplace(token, static_cast<int64_t>(p.vocabulary.size()));
+      if (added) p.vocabulary.push_back(token);
+      p.pool.push_back(it->second);
+    }
+  } else {
+    p.pool = attrs.GetInts("pool_int64s");
+  }
   p.weights = attrs.GetFloats("weights");
   const int64_t pool_size = static_cast<int64_t>(p.pool.size());
   if (p.ngram_counts.empty()) return absl::InvalidArgumentError("attribute 'ngram_counts' is empty");
@@ -87,7 +97,7 @@ inline absl::StatusOr<TfIdfParams> ReadTfIdfParams(const Attributes& attrs) {
     const int64_t end = n + 1 < p.ngram_counts.size() ? p.ngram_counts[n + 1] : pool_size;
     if (begin < 0 || begin > pool_size) {
       return absl::InvalidArgumentError(absl::StrCat("attribute 'ngram_counts'[", n, "] is ", begin,
-                                                     "; expected 0..", pool_size, " (the size of pool_int64s)"));
+                                                     "; expected 0..", pool_size, " (the size of the pool)"));
     }
     if (end < begin) {
       return absl::InvalidArgumentError(absl::StrCat("attribute 'ngram_counts' is not non-decreasing: [", n,
@@ -95,7 +105,7 @@ inline absl::StatusOr<TfIdfParams> ReadTfIdfParams(const Attributes& attrs) {
     }
     const int64_t length = static_cast<int64_t>(n) + 1;
     if ((end - begin) % length != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("the ", length, "-gram segment of pool_int64s (", begin, "..",
+      return absl::InvalidArgumentError(absl::StrCat("the ", length, "-gram segment of the pool (", begin, "..",
                                                      end, ") has ", end - begin, " items; expected a multiple of ",
                                                      length));
     }
@@ -103,7 +113,7 @@ inline absl::StatusOr<TfIdfParams> ReadTfIdfParams(const Attributes& attrs) {
   }
   if (static_cast<int64_t>(p.ngram_indexes.size()) != num_ngrams) {
     return absl::InvalidArgumentError(absl::StrCat("attribute 'ngram_indexes' has ", p.ngram_indexes.size(),
-                                                   " entries but pool_int64s and ngram_counts give ", num_ngrams,
+                                                   " entries but the pool and ngram_counts give ", num_ngrams,
                                                    " n-grams; expected one index per n-gram"));
   }
   if (p.ngram_indexes.empty()) return absl::InvalidArgumentError("attribute 'ngram_indexes' is empty");
