@@ -6,10 +6,21 @@
 //   absl::Status s = grove::WriteNpy("y.npy", outputs[0]);
 //
 // Supported: format versions 1.0, 2.0 and 3.0; C order only; little-endian
-// '<f4' '<f8' '<f2' '<i8' '<i4' '|i1' '|u1' '|b1'; any rank up to 64,
-// including 0-d arrays (shape `()`) and arrays with zero elements.
-// Files are treated as untrusted: the header length is bounded, every size is
-// checked, and a truncated or malformed file is an InvalidArgument error.
+// '<f4' '<f8' '<f2' '<i8' '<i4' '<i2' '|i1' '<u8' '<u4' '<u2' '|u1' '|b1';
+// any rank up to 64, including 0-d arrays (shape `()`) and arrays with zero
+// elements. Files are treated as untrusted: the header length is bounded,
+// every size is checked, and a truncated or malformed file is an
+// InvalidArgument error.
+//
+// Text: NumPy's unicode arrays '<U{n}' (n UCS-4 code points per element) and
+// byte strings '|S{n}' (n bytes, which must be UTF-8) read as kString tensors
+// of UTF-8; trailing NULs are padding, as NumPy reads them, so an element's
+// own trailing U+0000 characters do not survive a round trip. A code point
+// that is a surrogate or above U+10FFFF is an InvalidArgument error. Object
+// arrays ('|O') are Python pickles and are refused: save text with dtype=str.
+// WriteNpy writes kString as '<U{n}', n the most code points of any element
+// (at least 1); an element that is not valid UTF-8 is an InvalidArgument
+// error naming it.
 //
 // bf16 has no NumPy dtype, so WriteNpy refuses it (InvalidArgument) rather
 // than write bytes that NumPy would read as a different type; convert to f32

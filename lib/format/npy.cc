@@ -14,9 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "lib/ir/graph.h"
+#include "lib/ir/utf8.h"
 
 namespace grove {
 namespace {
@@ -40,18 +43,76 @@ constexpr NpyDType kNpyDTypes[] = {
     {"<i2", DType::kI16}, {"<u2", DType::kU16}, {"<u4", DType::kU32}, {"<u8", DType::kU64},
 };
 
+// NumPy's fixed-width text: '<U{n}' holds n UCS-4 code points per element,
+// '|S{n}' n bytes; trailing NULs pad shorter elements. A width above this is
+// refused before any size is computed from it.
+constexpr uint64_t kMaxTextItemChars = uint64_t{1} << 30;
+
 absl::Status Malformed(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("malformed .npy file: ", what));
 }
 
-absl::StatusOr<DType> DTypeFromDescr(const std::string& descr) {
+// What a descr says: the dtype, and for text its kind ('U' or 'S') and width.
+struct NpyType {
+  DType dtype = DType::kUnknown;
+  char text = 0;
+  uint64_t chars = 0;
+  // Bytes of one element in the file.
+  uint64_t item_bytes() const { return text == 'U' ? 4 * chars : text == 'S' ? chars : DTypeSize(dtype); }
+};
+
+// '<U7' or '|S3' ('S' takes any byte-order mark: bytes have no order);
+// nullopt when `descr` is not a text dtype at all.
+std::optional<absl::StatusOr<NpyType>> TextTypeFromDescr(const std::string& descr) {
+  if (descr.size() < 2 || (descr[1] != 'U' && descr[1] != 'S')) return std::nullopt;
+  const char order = descr[0], kind = descr[1];
+  if (order != '<' && order != '>' && order != '|' && order != '=') return std::nullopt;
+  const std::string digits = descr.substr(2);
+  uint64_t chars = 0;
+  if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(digits, &chars)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(".npy dtype '", descr, "' has no readable element width (numpy writes e.g. '<U5' or '|S5')"));
+  }
+  if (chars == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(".npy dtype '", descr, "' has zero-width elements (numpy writes a width of at least 1)"));
+  }
+  if (chars > kMaxTextItemChars) {
+    return absl::InvalidArgumentError(absl::StrCat(".npy dtype '", descr, "': an element width of ", chars,
+                                                   " is above the limit of ", kMaxTextItemChars));
+  }
+  if (kind == 'U' && order == '>') {
+    return absl::InvalidArgumentError(
+        absl::StrCat(".npy dtype '", descr, "' is big-endian; only little-endian data is supported"));
+  }
+  if (kind == 'U' && order != '<') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported .npy dtype '", descr, "' (unicode arrays are '<U{n}', as numpy writes them)"));
+  }
+  NpyType t;
+  t.dtype = DType::kString;
+  t.text = kind;
+  t.chars = chars;
+  return t;
+}
+
+absl::StatusOr<NpyType> TypeFromDescr(const std::string& descr) {
+  if (std::optional<absl::StatusOr<NpyType>> text = TextTypeFromDescr(descr); text.has_value()) return *text;
+  if (descr.size() >= 2 && descr[1] == 'O') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ".npy dtype '", descr, "' is an object array, stored as a Python pickle, which grove does not read; save "
+        "text with dtype=str (numpy.save(path, numpy.asarray(values, dtype=str)))"));
+  }
+  NpyType t;
   if (descr.size() == 3) {
     const char order = descr[0];
     const std::string kind = descr.substr(1);
     for (const NpyDType& d : kNpyDTypes) {
       if (kind != d.descr + 1) continue;
-      if (DTypeSize(d.dtype) == 1 && (order == '|' || order == '<' || order == '>')) return d.dtype;
-      if (order == '<') return d.dtype;
+      t.dtype = d.dtype;
+      if (DTypeSize(d.dtype) == 1 && (order == '|' || order == '<' || order == '>')) return t;
+      if (order == '<') return t;
       if (order == '>') {
         return absl::InvalidArgumentError(
             absl::StrCat(".npy dtype '", descr, "' is big-endian; only little-endian data is supported"));
@@ -60,6 +121,8 @@ absl::StatusOr<DType> DTypeFromDescr(const std::string& descr) {
   }
   std::vector<std::string> supported;
   for (const NpyDType& d : kNpyDTypes) supported.push_back(d.descr);
+  supported.push_back("<U{n}");
+  supported.push_back("|S{n}");
   return absl::InvalidArgumentError(absl::StrCat("unsupported .npy dtype '", descr, "' (supported: ",
                                                  absl::StrJoin(supported, " "), ")"));
 }
@@ -236,29 +299,41 @@ absl::StatusOr<Preamble> ParsePreamble(absl::Span<const uint8_t> bytes) {
 }
 
 struct ParsedHeader {
-  DType dtype = DType::kUnknown;
+  NpyType type;
+  std::string descr;
   std::vector<int64_t> shape;
-  uint64_t data_bytes = 0;
+  uint64_t data_bytes = 0;  // in the file
+  DType dtype() const { return type.dtype; }
 };
 
 absl::StatusOr<ParsedHeader> ParseHeader(absl::string_view text) {
   absl::StatusOr<HeaderParser::Header> h = HeaderParser(text).Parse();
   if (!h.ok()) return h.status();
-  absl::StatusOr<DType> dtype = DTypeFromDescr(h->descr);
-  if (!dtype.ok()) return dtype.status();
+  absl::StatusOr<NpyType> type = TypeFromDescr(h->descr);
+  if (!type.ok()) return type.status();
   if (h->fortran_order) {
     return absl::InvalidArgumentError(
         "Fortran-order .npy arrays are not supported; save a C-order array (numpy.ascontiguousarray)");
   }
-  absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(*dtype, h->shape, ".npy shape");
+  // The tensor's own size (for text, its references) must be in bounds too.
+  absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(type->dtype, h->shape, ".npy shape");
   if (!bytes.ok()) return bytes.status();
-  return ParsedHeader{*dtype, std::move(h->shape), *bytes};
+  uint64_t data_bytes = *bytes;
+  if (type->text != 0) {
+    const uint64_t count = *bytes / DTypeSize(DType::kString);
+    if (__builtin_mul_overflow(count, type->item_bytes(), &data_bytes) || data_bytes > (uint64_t{1} << 48)) {
+      return absl::InvalidArgumentError(absl::StrCat(".npy shape: ", count, " elements of '", h->descr,
+                                                     "' overflow the 256 TiB limit"));
+    }
+  }
+  return ParsedHeader{*type, std::move(h->descr), std::move(h->shape), data_bytes};
 }
 
 absl::Status CheckDataSize(const ParsedHeader& h, uint64_t available) {
   if (available < h.data_bytes) {
-    return Malformed(absl::StrCat("truncated data: the header promises ", h.data_bytes, " bytes of ",
-                                  DTypeName(h.dtype), " but the file holds ", available));
+    const std::string what = h.type.text != 0 ? absl::StrCat("'", h.descr, "'") : std::string(DTypeName(h.dtype()));
+    return Malformed(absl::StrCat("truncated data: the header promises ", h.data_bytes, " bytes of ", what,
+                                  " but the file holds ", available));
   }
   if (available > h.data_bytes) {
     return Malformed(absl::StrCat(available - h.data_bytes, " unexpected bytes after the data"));
@@ -279,6 +354,58 @@ absl::Status CheckBools(const Tensor& t) {
   return absl::OkStatus();
 }
 
+uint32_t LoadU32(const uint8_t* p) { return LoadLittleEndian(p, 4); }
+
+// The text elements of `h` from its `data` (h.data_bytes bytes) as a kString
+// tensor of UTF-8: '<U' code points are encoded, '|S' bytes must already be
+// UTF-8. Trailing NULs are padding, as numpy reads them.
+absl::StatusOr<Tensor> DecodeText(const ParsedHeader& h, const uint8_t* data) {
+  const uint64_t item = h.type.item_bytes();
+  const uint64_t count = item == 0 ? 0 : h.data_bytes / item;
+  if (count == 0) return Tensor::Create(DType::kString, h.shape);
+  // UTF-8 takes at most 4 bytes per code point: never more than the file.
+  std::string text;
+  text.reserve(h.data_bytes);
+  std::vector<uint64_t> ends(count);
+  std::vector<char32_t> scratch;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint8_t* e = data + i * item;
+    if (h.type.text == 'S') {
+      uint64_t len = item;
+      while (len > 0 && e[len - 1] == 0) --len;
+      const absl::string_view bytes(reinterpret_cast<const char*>(e), len);
+      scratch.clear();
+      size_t bad = 0;
+      if (!ir::DecodeUtf8(bytes, &scratch, &bad)) {
+        return absl::InvalidArgumentError(absl::StrCat("element ", i, " of the '", h.descr,
+                                                       "' array is not valid UTF-8 (at byte ", bad,
+                                                       "); grove's strings are UTF-8"));
+      }
+      text.append(bytes.data(), bytes.size());
+    } else {
+      uint64_t chars = h.type.chars;
+      while (chars > 0 && LoadU32(e + 4 * (chars - 1)) == 0) --chars;
+      for (uint64_t k = 0; k < chars; ++k) {
+        const uint32_t c = LoadU32(e + 4 * k);
+        if (!ir::IsScalarValue(c)) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "element %d of the '%s' array holds 0x%X at code point %d, which is not a Unicode character (%s)", i,
+              h.descr, c, k, c > 0x10FFFF ? "above U+10FFFF" : "a UTF-16 surrogate"));
+        }
+        ir::AppendUtf8(static_cast<char32_t>(c), &text);
+      }
+    }
+    ends[i] = text.size();
+  }
+  std::vector<StringRef> refs(count);
+  uint64_t begin = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    refs[i] = StringRef(absl::string_view(text.data() + begin, ends[i] - begin));
+    begin = ends[i];
+  }
+  return Tensor::CopyOf(TensorView(DType::kString, h.shape, refs.data()));
+}
+
 struct FileCloser {
   void operator()(FILE* f) const { std::fclose(f); }
 };
@@ -294,7 +421,8 @@ absl::StatusOr<Tensor> ReadNpyFromBuffer(absl::Span<const uint8_t> bytes) {
   if (!h.ok()) return h.status();
   const size_t data_offset = pre->header_offset + pre->header_size;
   if (absl::Status s = CheckDataSize(*h, bytes.size() - data_offset); !s.ok()) return s;
-  absl::StatusOr<Tensor> t = Tensor::Create(h->dtype, h->shape);
+  if (h->type.text != 0) return DecodeText(*h, bytes.data() + data_offset);
+  absl::StatusOr<Tensor> t = Tensor::Create(h->dtype(), h->shape);
   if (!t.ok()) return t.status();
   if (h->data_bytes > 0) std::memcpy(t->data(), bytes.data() + data_offset, h->data_bytes);
   if (absl::Status s = CheckBools(*t); !s.ok()) return s;
@@ -333,7 +461,16 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
   if (absl::Status s = CheckDataSize(*h, file_size - data_offset); !s.ok()) {
     return with_path(s);
   }
-  absl::StatusOr<Tensor> t = Tensor::Create(h->dtype, h->shape);
+  if (h->type.text != 0) {
+    std::vector<uint8_t> data(h->data_bytes);
+    if (h->data_bytes > 0 && std::fread(data.data(), 1, h->data_bytes, f.get()) != h->data_bytes) {
+      return with_path(Malformed("cannot read the data"));
+    }
+    absl::StatusOr<Tensor> t = DecodeText(*h, data.data());
+    if (!t.ok()) return with_path(t.status());
+    return t;
+  }
+  absl::StatusOr<Tensor> t = Tensor::Create(h->dtype(), h->shape);
   if (!t.ok()) return with_path(t.status());
   if (h->data_bytes > 0 && std::fread(t->data(), 1, h->data_bytes, f.get()) != h->data_bytes) {
     return with_path(Malformed("cannot read the data"));
@@ -344,20 +481,68 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
 
 namespace {
 
-// The preamble and padded header dict: everything before the data.
-absl::StatusOr<std::string> EncodeHeader(const TensorView& tensor, uint64_t* out_data_bytes) {
-  absl::StatusOr<const char*> descr = DescrFromDType(tensor.dtype);
-  if (!descr.ok()) return descr.status();
+// A kString tensor as '<U{n}' data, n the most code points of any element
+// (at least 1, as numpy writes).
+absl::Status EncodeText(const TensorView& tensor, std::string* out_descr, std::string* out_data) {
+  const int64_t count = tensor.num_elements();
+  const StringRef* refs = tensor.as<const StringRef>();
+  std::vector<char32_t> scratch;
+  uint64_t chars = 1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (refs[i].size > 0 && refs[i].data == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("WriteNpy: string element ", i, " has ", refs[i].size, " bytes but no data"));
+    }
+    scratch.clear();
+    size_t bad = 0;
+    if (!ir::DecodeUtf8(refs[i].view(), &scratch, &bad)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("WriteNpy: string element ", i, " is not valid UTF-8 (at byte ", bad, ")"));
+    }
+    chars = std::max<uint64_t>(chars, scratch.size());
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(count), 4 * chars, &bytes) || bytes > (uint64_t{1} << 48)) {
+    return absl::InvalidArgumentError(absl::StrCat("WriteNpy: ", count, " strings padded to ", chars,
+                                                   " code points overflow the 256 TiB limit"));
+  }
+  *out_descr = absl::StrCat("<U", chars);
+  out_data->assign(bytes, '\0');
+  for (int64_t i = 0; i < count; ++i) {
+    scratch.clear();
+    ir::DecodeUtf8(refs[i].view(), &scratch);
+    char* e = out_data->data() + static_cast<uint64_t>(i) * 4 * chars;
+    for (size_t k = 0; k < scratch.size(); ++k) {
+      const uint32_t c = static_cast<uint32_t>(scratch[k]);
+      for (int b = 0; b < 4; ++b) e[4 * k + b] = static_cast<char>((c >> (8 * b)) & 0xff);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The preamble and padded header dict: everything before the data. For
+// kString, `*out_text` receives the encoded data; other tensors are written
+// from their own bytes (`*out_data_bytes` of them).
+absl::StatusOr<std::string> EncodeHeader(const TensorView& tensor, uint64_t* out_data_bytes, std::string* out_text) {
   absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(tensor.dtype, tensor.shape, "WriteNpy");
   if (!bytes.ok()) return bytes.status();
   if (*bytes > 0 && tensor.data == nullptr) return absl::InvalidArgumentError("WriteNpy: tensor data is null");
-  *out_data_bytes = *bytes;
+  std::string descr;
+  if (tensor.dtype == DType::kString) {
+    if (absl::Status s = EncodeText(tensor, &descr, out_text); !s.ok()) return s;
+    *out_data_bytes = out_text->size();
+  } else {
+    absl::StatusOr<const char*> d = DescrFromDType(tensor.dtype);
+    if (!d.ok()) return d.status();
+    descr = *d;
+    *out_data_bytes = *bytes;
+  }
 
   const std::string shape = tensor.shape.size() == 1
                                 ? absl::StrCat("(", tensor.shape[0], ",)")
                                 : absl::StrCat("(", absl::StrJoin(tensor.shape, ", "), ")");
   std::string dict =
-      absl::StrCat("{'descr': '", *descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
+      absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
   // Pad with spaces and end with '\n' so the data starts aligned, as numpy does.
   const size_t preamble = kMagicSize + 2 + 2;
   const size_t unpadded = preamble + dict.size() + 1;
@@ -378,15 +563,21 @@ absl::StatusOr<std::string> EncodeHeader(const TensorView& tensor, uint64_t* out
 
 absl::StatusOr<std::string> EncodeNpy(const TensorView& tensor) {
   uint64_t data_bytes = 0;
-  absl::StatusOr<std::string> out = EncodeHeader(tensor, &data_bytes);
+  std::string text;
+  absl::StatusOr<std::string> out = EncodeHeader(tensor, &data_bytes, &text);
   if (!out.ok()) return out.status();
-  out->append(static_cast<const char*>(tensor.data), data_bytes);
+  if (tensor.dtype == DType::kString) {
+    out->append(text);
+  } else if (data_bytes > 0) {
+    out->append(static_cast<const char*>(tensor.data), data_bytes);
+  }
   return out;
 }
 
 absl::Status WriteNpy(const std::string& path, const TensorView& tensor) {
   uint64_t data_bytes = 0;
-  absl::StatusOr<std::string> header = EncodeHeader(tensor, &data_bytes);
+  std::string text;
+  absl::StatusOr<std::string> header = EncodeHeader(tensor, &data_bytes, &text);
   if (!header.ok()) {
     return absl::Status(header.status().code(), absl::StrCat(path, ": ", header.status().message()));
   }
@@ -396,7 +587,8 @@ absl::Status WriteNpy(const std::string& path, const TensorView& tensor) {
   }
   const bool written =
       std::fwrite(header->data(), 1, header->size(), f.get()) == header->size() &&
-      (data_bytes == 0 || std::fwrite(tensor.data, 1, data_bytes, f.get()) == data_bytes);
+      (data_bytes == 0 ||
+       std::fwrite(tensor.dtype == DType::kString ? text.data() : tensor.data, 1, data_bytes, f.get()) == data_bytes);
   if (!written || std::fclose(f.release()) != 0) {
     return absl::DataLossError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -291,6 +292,208 @@ TEST(NpyRead, MissingFileAndDirectory) {
   absl::StatusOr<Tensor> d = ReadNpy(dir);
   EXPECT_FALSE(d.ok());
   EXPECT_THAT(Msg(d.status()), HasSubstr("not a regular file"));
+}
+
+// --- strings ---------------------------------------------------------------------
+
+Tensor StringTensor(std::vector<int64_t> shape, const std::vector<std::string>& values) {
+  std::vector<StringRef> refs(values.begin(), values.end());
+  return Tensor::CopyOf(TensorView(DType::kString, std::move(shape), refs.data())).value();
+}
+
+std::vector<std::string> StringsOf(const Tensor& t) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < t.view().num_elements(); ++i) out.emplace_back(t.as<StringRef>()[i].view());
+  return out;
+}
+
+// UCS-4 little-endian bytes of `code_points`, as '<U' data.
+std::string Ucs4(std::vector<uint32_t> code_points) {
+  std::string out;
+  for (uint32_t c : code_points) {
+    for (int b = 0; b < 4; ++b) out.push_back(static_cast<char>((c >> (8 * b)) & 0xff));
+  }
+  return out;
+}
+
+const std::string kMuller = "M\xc3\xbcller";               // 6 code points, 7 bytes
+const std::string kNihon = "\xe6\x97\xa5\xe6\x9c\xac";      // 2 code points
+const std::string kGrin = "\xf0\x9f\x98\x80";               // U+1F600, 1 code point
+const std::string kMixed = "mixed \xf0\x9f\x98\x80 \xc3\xbc";  // 9 code points
+
+TEST(NpyStrings, RoundTripThroughFileAndBuffer) {
+  const std::vector<std::string> six = {"", "a", kMuller, kNihon, kGrin, kMixed};
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<std::string>>> cases = {
+      {{6}, six}, {{2, 3}, six}, {{}, {kMuller}}, {{0}, {}}, {{0, 3}, {}}, {{3}, {"", "", ""}}};
+  for (const auto& [shape, values] : cases) {
+    SCOPED_TRACE(absl::StrCat("rank ", shape.size(), ", ", values.size(), " strings"));
+    Tensor t = StringTensor(shape, values);
+    const std::string path = TempPath(absl::StrCat("strings_", shape.size(), "_", values.size(), ".npy"));
+    ASSERT_TRUE(WriteNpy(path, t.view()).ok());
+    absl::StatusOr<Tensor> from_file = ReadNpy(path);
+    ASSERT_TRUE(from_file.ok()) << from_file.status();
+    EXPECT_EQ(from_file->dtype(), DType::kString);
+    EXPECT_EQ(from_file->shape(), shape);
+    EXPECT_EQ(StringsOf(*from_file), values);
+
+    absl::StatusOr<std::string> encoded = EncodeNpy(t.view());
+    ASSERT_TRUE(encoded.ok()) << encoded.status();
+    absl::StatusOr<Tensor> from_buffer = ReadNpyFromBuffer(Bytes(*encoded));
+    ASSERT_TRUE(from_buffer.ok()) << from_buffer.status();
+    EXPECT_EQ(from_buffer->shape(), shape);
+    EXPECT_EQ(StringsOf(*from_buffer), values);
+  }
+}
+
+TEST(NpyStrings, WritesUnicodeAsWideAsTheLongestElement) {
+  absl::StatusOr<std::string> bytes = EncodeNpy(StringTensor({2}, {kMixed, "ab"}).view());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_THAT(*bytes, HasSubstr("{'descr': '<U9', 'fortran_order': False, 'shape': (2,), }"));
+  const size_t data_offset = bytes->size() - 2 * 9 * 4;
+  EXPECT_EQ(data_offset % 64, 0u);
+  EXPECT_EQ(bytes->substr(data_offset),
+            Ucs4({'m', 'i', 'x', 'e', 'd', ' ', 0x1F600, ' ', 0xFC, 'a', 'b', 0, 0, 0, 0, 0, 0, 0}));
+  // Empty strings still take one code point each, as numpy writes them.
+  EXPECT_THAT(EncodeNpy(StringTensor({2}, {"", ""}).view()).value(), HasSubstr("'descr': '<U1'"));
+  EXPECT_THAT(EncodeNpy(StringTensor({0}, {}).view()).value(), HasSubstr("'descr': '<U1'"));
+}
+
+TEST(NpyStrings, WriteRefusesInvalidUtf8NamingTheElement) {
+  for (const std::string& bad : {std::string("\xff"), std::string("ok\xc3"), std::string("\xed\xa0\x80"),
+                                 std::string("\xc0\xaf"), std::string("\xf4\x90\x80\x80")}) {
+    SCOPED_TRACE(absl::CHexEscape(bad));
+    Tensor t = StringTensor({3}, {"fine", bad, "fine"});
+    absl::StatusOr<std::string> bytes = EncodeNpy(t.view());
+    ASSERT_FALSE(bytes.ok());
+    EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Msg(bytes.status()), HasSubstr("string element 1 is not valid UTF-8"));
+    const std::string path = TempPath("bad_utf8.npy");
+    absl::Status s = WriteNpy(path, t.view());
+    EXPECT_THAT(Msg(s), HasSubstr(path));
+    EXPECT_THAT(Msg(s), HasSubstr("string element 1 is not valid UTF-8"));
+  }
+  // A reference with a size but no bytes is a broken view, not an empty string.
+  const StringRef broken[1] = {StringRef()};
+  StringRef dangling;
+  dangling.size = 3;
+  const StringRef views[2] = {broken[0], dangling};
+  EXPECT_THAT(Msg(EncodeNpy(TensorView(DType::kString, {2}, views)).status()),
+              HasSubstr("string element 1 has 3 bytes but no data"));
+}
+
+// Files numpy 2.4 wrote: numpy.save of
+//   numpy.array([['', 'Müller'], ['日本', '😀']]), numpy.array([b'ab', b'', b'xyz']), numpy.array('x').
+const char kNumpyUnicode[] =
+    "\x93NUMPY\x01\x00v\x00{'descr': '<U6', 'fortran_order': False, 'shape': (2, 2), }                   "
+    "                                       \x0a\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+    "\x00\x00\x00\x00\x00\x00\x00\x00\x00M\x00\x00\x00\xfc\x00\x00\x00l\x00\x00\x00l\x00\x00\x00""e\x00\x00"
+    "\x00r\x00\x00\x00\xe5""e\x00\x00,g\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+    "\x00\x00\xf6\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+const char kNumpyBytes[] =
+    "\x93NUMPY\x01\x00v\x00{'descr': '|S3', 'fortran_order': False, 'shape': (3,), }                     "
+    "                                       \x0a""ab\x00\x00\x00\x00xyz";
+const char kNumpyScalar[] =
+    "\x93NUMPY\x01\x00v\x00{'descr': '<U1', 'fortran_order': False, 'shape': (), }                       "
+    "                                       \x0ax\x00\x00\x00";
+
+template <size_t N>
+std::string Fixture(const char (&bytes)[N]) {
+  return std::string(bytes, N - 1);
+}
+
+TEST(NpyStrings, ReadsWhatNumpyWrites) {
+  ASSERT_EQ(Fixture(kNumpyUnicode).size(), 224u);
+  absl::StatusOr<Tensor> u = ReadNpyFromBuffer(Bytes(Fixture(kNumpyUnicode)));
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->dtype(), DType::kString);
+  EXPECT_EQ(u->shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_THAT(StringsOf(*u), ::testing::ElementsAre("", kMuller, kNihon, kGrin));
+
+  const std::string path = TempPath("numpy_bytes.npy");
+  std::ofstream(path, std::ios::binary) << Fixture(kNumpyBytes);
+  absl::StatusOr<Tensor> s = ReadNpy(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->dtype(), DType::kString);
+  EXPECT_THAT(StringsOf(*s), ::testing::ElementsAre("ab", "", "xyz"));
+
+  absl::StatusOr<Tensor> scalar = ReadNpyFromBuffer(Bytes(Fixture(kNumpyScalar)));
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  EXPECT_TRUE(scalar->shape().empty());
+  EXPECT_THAT(StringsOf(*scalar), ::testing::ElementsAre("x"));
+
+  // What grove writes is byte for byte what numpy writes.
+  EXPECT_EQ(EncodeNpy(u->view()).value(), Fixture(kNumpyUnicode));
+}
+
+TEST(NpyStrings, OnlyTrailingNulsArePadding) {
+  const std::string dict = "{'descr': '<U3', 'fortran_order': False, 'shape': (3,), }";
+  absl::StatusOr<Tensor> t =
+      ReadNpyFromBuffer(Bytes(MakeNpy(1, dict, Ucs4({'a', 0, 'b', 'a', 'b', 0, 0, 0, 0}))));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(StringsOf(*t), ::testing::ElementsAre(std::string("a\0b", 3), "ab", ""));
+  absl::StatusOr<Tensor> b = ReadNpyFromBuffer(Bytes(MakeNpy(
+      1, "{'descr': '|S4', 'fortran_order': False, 'shape': (2,), }", std::string("\0x\0\0y\0\0z", 8))));
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_THAT(StringsOf(*b), ::testing::ElementsAre(std::string("\0x", 2), std::string("y\0\0z", 4)));
+}
+
+TEST(NpyStrings, MalformedTextFilesAreClearErrors) {
+  auto npy = [](const std::string& descr, const std::string& shape, const std::string& data) {
+    return MakeNpy(1, absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }"), data);
+  };
+  const std::vector<MalformedCase> cases = {
+      {"above_max", npy("<U1", "(2,)", Ucs4({'a', 0x110000})), "element 1 of the '<U1' array holds 0x110000"},
+      {"above_max_message", npy("<U1", "(1,)", Ucs4({0xFFFFFFFF})), "above U+10FFFF"},
+      {"surrogate", npy("<U2", "(1,)", Ucs4({'a', 0xD800})), "at code point 1, which is not a Unicode character (a "
+                                                                "UTF-16 surrogate)"},
+      {"bytes_not_utf8", npy("|S2", "(2,)", std::string("ok\xff\x00", 4)), "element 1 of the '|S2' array is not valid UTF-8"},
+      {"short_unicode", npy("<U2", "(3,)", Ucs4({'a', 'b', 'c', 'd', 'e'})), "truncated data: the header promises 24 "
+                                                                            "bytes of '<U2' but the file holds 20"},
+      {"long_unicode", npy("<U1", "(2,)", Ucs4({'a', 'b', 'c'})), "4 unexpected bytes"},
+      {"short_bytes", npy("|S3", "(2,)", "abcde"), "truncated data"},
+      {"lying_shape", npy("<U4", "(1099511627776,)", Ucs4({'a'})), "truncated data"},
+      {"size_overflow", npy("<U1073741824", "(4294967296, 4294967296)", ""), "overflow"},
+      {"zero_width", npy("<U0", "(2,)", ""), "zero-width elements"},
+      {"no_width", npy("<U", "(2,)", ""), "'<U' has no readable element width"},
+      {"bad_width", npy("|S3x", "(2,)", ""), "'|S3x' has no readable element width"},
+      {"huge_width", npy("<U99999999999", "(1,)", ""), "above the limit"},
+      {"big_endian", npy(">U2", "(1,)", std::string(8, '\0')), "big-endian"},
+      {"no_order_unicode", npy("|U2", "(1,)", std::string(8, '\0')), "unicode arrays are '<U{n}'"},
+      {"object", npy("|O", "(2,)", std::string(16, '\0')), "dtype=str"},
+      {"unknown", npy("<V4", "(1,)", "abcd"), "(supported: "},
+  };
+  for (const MalformedCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<Tensor> t = ReadNpyFromBuffer(Bytes(c.bytes));
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+    EXPECT_THAT(Msg(t.status()), HasSubstr(c.message));
+    const std::string path = TempPath(absl::StrCat("malformed_text_", c.name, ".npy"));
+    std::ofstream(path, std::ios::binary) << c.bytes;
+    absl::StatusOr<Tensor> from_file = ReadNpy(path);
+    ASSERT_FALSE(from_file.ok());
+    EXPECT_THAT(Msg(from_file.status()), HasSubstr(path));
+    EXPECT_THAT(Msg(from_file.status()), HasSubstr(c.message));
+  }
+}
+
+TEST(NpyStrings, EveryTruncationAndByteFlipFailsCleanly) {
+  const std::string good = EncodeNpy(StringTensor({2, 2}, {"", kMuller, kNihon, kGrin}).view()).value();
+  for (size_t len = 0; len < good.size(); ++len) {
+    EXPECT_FALSE(ReadNpyFromBuffer(Bytes(good.substr(0, len))).ok()) << "length " << len;
+  }
+  // A flip may make a code point invalid (an error) but never crashes; a
+  // flipped low byte of a code point stays a character.
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (uint8_t mask : {0x01, 0x80, 0xff}) {
+      std::string bad = good;
+      bad[i] = static_cast<char>(bad[i] ^ mask);
+      absl::StatusOr<Tensor> r = ReadNpyFromBuffer(Bytes(bad));
+      if (r.ok()) {
+        EXPECT_EQ(r->dtype(), DType::kString);
+      }
+    }
+  }
 }
 
 }  // namespace
