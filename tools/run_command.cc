@@ -12,6 +12,7 @@
 #include <system_error>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -35,7 +36,8 @@ constexpr char kUsage[] =
     "                         input takes a comma-separated list, one file per item\n"
     "  --output-dir DIR       write each output to DIR/NAME.npy, a sequence's items\n"
     "                         to DIR/NAME_0.npy, ... (DIR is created); bf16 outputs\n"
-    "                         are widened to f32, NumPy has no bf16\n"
+    "                         are widened to f32, NumPy has no bf16; strings are\n"
+    "                         written as unicode arrays ('<U{n}')\n"
     "  --device cpu|cuda|auto where to run (default auto: CUDA if present, else CPU)\n"
     "  --repeat N             run N times: the first run's time (plans, kernel loading)\n"
     "                         and the mean of the others (default 1)\n"
@@ -56,11 +58,32 @@ std::string FormatValue(DType dtype, double v) {
   return absl::StrFormat("%.6g", v);
 }
 
-// "y: f32[3,4] min=0.01 max=0.9 mean=0.25 values=[0.1, 0.2, ...]".
+// A string as the summary shows it: quoted, control characters and quotes
+// escaped (UTF-8 kept), cut after kStringBytesShown bytes at a character
+// boundary.
+std::string QuotedString(absl::string_view s) {
+  constexpr size_t kStringBytesShown = 40;
+  bool cut = false;
+  if (s.size() > kStringBytesShown) {
+    size_t end = kStringBytesShown;
+    while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+    s = s.substr(0, end);
+    cut = true;
+  }
+  return absl::StrCat("\"", absl::Utf8SafeCHexEscape(s), cut ? "\"..." : "\"");
+}
+
+// "y: f32[3,4] min=0.01 max=0.9 mean=0.25 values=[0.1, 0.2, ...]";
+// strings: "y: string[3] values=["a", "b\n", ...]".
 std::string Summarize(const std::string& name, const TensorView& t) {
   std::string line = absl::StrCat(name, ": ", DTypeName(t.dtype), ShapeString(t.shape));
   const int64_t n = t.num_elements();
   if (n == 0) return absl::StrCat(line, " (empty)");
+  if (t.dtype == DType::kString) {
+    std::vector<std::string> shown;
+    for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(QuotedString(t.as<const StringRef>()[i]));
+    return absl::StrCat(line, " values=[", absl::StrJoin(shown, ", "), n > kValuesShown ? ", ...]" : "]");
+  }
   absl::StatusOr<Tensor> wide = Tensor::CastOf(t, DType::kF64);
   if (!wide.ok()) return absl::StrCat(line, " (", wide.status().message(), ")");
   const double* v = wide->as<double>();
