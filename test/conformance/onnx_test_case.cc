@@ -310,6 +310,7 @@ absl::Status CompareTensors(absl::string_view name, const TensorView& got, const
   const int64_t n = want.num_elements();
   int64_t mismatches = 0, first = -1;
   double first_got = 0, first_want = 0, max_diff = 0;
+  const double rtol = want.dtype == DType::kBF16 ? kBf16Rtol : kRtol;
   if (IsFloat(want.dtype)) {
     for (int64_t i = 0; i < n; ++i) {
       const double g = FloatAt(got, i), w = FloatAt(want, i);
@@ -320,7 +321,7 @@ absl::Status CompareTensors(absl::string_view name, const TensorView& got, const
         ok = g == w;
       } else {
         const double diff = std::fabs(g - w);
-        ok = diff <= kAtol + kRtol * std::fabs(w);
+        ok = diff <= kAtol + rtol * std::fabs(w);
         if (!ok) max_diff = std::max(max_diff, diff);
       }
       if (!ok && mismatches++ == 0) {
@@ -333,7 +334,7 @@ absl::Status CompareTensors(absl::string_view name, const TensorView& got, const
     return absl::InvalidArgumentError(absl::StrFormat(
         "output '%s': %d of %d values differ beyond rtol %g atol %g (max |diff| %g); first at flat index %d: got "
         "%.9g, expected %.9g",
-        std::string(name), mismatches, n, kRtol, kAtol, max_diff, first, first_got, first_want));
+        std::string(name), mismatches, n, rtol, kAtol, max_diff, first, first_got, first_want));
   }
   if (want.dtype == DType::kString) {
     const StringRef* gs = got.as<const StringRef>();
