@@ -21,15 +21,15 @@ absl::StatusOr<std::vector<TensorView>> RunIfBranch(ir::KernelContext& ctx, bool
 }
 
 absl::StatusOr<std::vector<TensorView>> RunLoopBody(ir::KernelContext& ctx, int body, int64_t iter,
-                                                    absl::Span<const TensorView> carried) {
+                                                    absl::Span<const TensorView> carried, LoopBodyScalars& scalars) {
   if (iter >= kMaxLoopIterations) {
     return ctx.Error(absl::StrCat("ran ", kMaxLoopIterations, " iterations without stopping"));
   }
-  int64_t iter_value = iter;
-  uint8_t cond_in = 1;
+  scalars.iter = iter;
+  scalars.cond = 1;
   std::vector<TensorView> inputs(carried.size() + 2);
-  inputs[0] = TensorView(DType::kI64, {}, &iter_value);
-  inputs[1] = TensorView(DType::kBool, {}, &cond_in);
+  inputs[0] = TensorView(DType::kI64, {}, &scalars.iter);
+  inputs[1] = TensorView(DType::kBool, {}, &scalars.cond);
   for (size_t i = 0; i < carried.size(); ++i) inputs[2 + i] = carried[i];
   return ctx.host()->RunSubgraph(body, inputs);
 }

@@ -23,10 +23,18 @@ absl::Status CheckCondShape(const ir::KernelContext& ctx, const TensorView& v, a
 // Runs If's then_branch or else_branch and checks its output count.
 absl::StatusOr<std::vector<TensorView>> RunIfBranch(ir::KernelContext& ctx, bool cond);
 
+// The body's first two inputs, the iteration number and the incoming
+// condition. They live in the caller, as long as it reads the body's outputs:
+// a body may return them as outputs (its cond input as its cond output).
+struct LoopBodyScalars {
+  int64_t iter = 0;
+  uint8_t cond = 1;
+};
+
 // Runs iteration `iter` of Loop's body on the carried values (fails past
-// kMaxLoopIterations).
+// kMaxLoopIterations); `scalars` holds the body's first two inputs.
 absl::StatusOr<std::vector<TensorView>> RunLoopBody(ir::KernelContext& ctx, int body, int64_t iter,
-                                                    absl::Span<const TensorView> carried);
+                                                    absl::Span<const TensorView> carried, LoopBodyScalars& scalars);
 
 // Records scan output j's shape and dtype on the first iteration (a view
 // without data in `scan_shape`) and checks later ones against it.

@@ -73,12 +73,13 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   std::vector<std::vector<uint8_t>> scans(k);
   std::vector<TensorView> scan_shape(k);  // per-iteration shape and dtype
   int64_t iter = 0;
+  backends::LoopBodyScalars scalars;  // outlives each trip's outputs
   bool cond_value = cond;
   for (; iter < trip_count && cond_value; ++iter) {
     for (int i = 0; i < n; ++i) {
       if (!ir::IsBoxed(carried_views[i].dtype)) carried_views[i] = carried[i].view();
     }
-    absl::StatusOr<std::vector<TensorView>> outs = backends::RunLoopBody(ctx, body, iter, carried_views);
+    absl::StatusOr<std::vector<TensorView>> outs = backends::RunLoopBody(ctx, body, iter, carried_views, scalars);
     if (!outs.ok()) return outs.status();
     absl::StatusOr<bool> c = ReadCond(ctx, (*outs)[0], "the body's cond output");
     if (!c.ok()) return c.status();

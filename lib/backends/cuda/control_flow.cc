@@ -123,8 +123,9 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   for (int j = 0; j < k; ++j) scans.push_back(std::make_unique<DeviceVector>(dev));
 
   int64_t iter = 0;
+  backends::LoopBodyScalars scalars;  // outlives each trip's outputs
   for (; iter < trip_count && cond; ++iter) {
-    absl::StatusOr<std::vector<TensorView>> outs = backends::RunLoopBody(ctx, body, iter, carried);
+    absl::StatusOr<std::vector<TensorView>> outs = backends::RunLoopBody(ctx, body, iter, carried, scalars);
     if (!outs.ok()) return outs.status();
     absl::StatusOr<bool> c = ReadFlag(ec, ctx, (*outs)[0], nullptr, "the body's cond output");
     if (!c.ok()) return c.status();
