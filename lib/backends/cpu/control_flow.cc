@@ -19,6 +19,19 @@ absl::StatusOr<bool> ReadCond(const ir::KernelContext& ctx, const TensorView& v,
   return *static_cast<const uint8_t*>(v.data) != 0;
 }
 
+// A copy of a tensor's elements that a kernel keeps between body calls. For
+// strings these are references: their bytes live as long as the run (the
+// session's string arena, the model, the run's inputs), so copying the
+// references is enough, and a deep copy (Tensor::CopyOf) would be wrong: its
+// bytes die with the kernel's local tensor while the outputs still point at
+// them.
+absl::StatusOr<Tensor> CopyElements(const TensorView& from) {
+  absl::StatusOr<Tensor> t = Tensor::Create(from.dtype, from.shape);
+  if (!t.ok()) return t.status();
+  if (from.byte_size() > 0) std::memcpy(t->data(), from.data, from.byte_size());
+  return t;
+}
+
 absl::Status CopyOut(ir::KernelContext& ctx, int i, const TensorView& from) {
   if (ir::IsBoxed(from.dtype)) return backends::SetBoxedOutput(ctx, i, from.dtype, ir::BoxedValue(from));
   absl::StatusOr<TensorView*> out = ctx.AllocateOutput(i, from.dtype, from.shape);
@@ -66,7 +79,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   for (int i = 0; i < n; ++i) {
     boxes.Enter(i, ctx.input(2 + i), carried_views[i]);
     if (ir::IsBoxed(ctx.input(2 + i).dtype)) continue;
-    absl::StatusOr<Tensor> t = Tensor::CopyOf(ctx.input(2 + i));
+    absl::StatusOr<Tensor> t = CopyElements(ctx.input(2 + i));
     if (!t.ok()) return t.status();
     carried[i] = std::move(*t);
   }
@@ -94,7 +107,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     for (int i = 0; i < n; ++i) {
       const TensorView& o = (*outs)[1 + i];
       if (backends::ReadsOtherCarried(o, i, carried_views)) {
-        absl::StatusOr<Tensor> t = Tensor::CopyOf(o);
+        absl::StatusOr<Tensor> t = CopyElements(o);
         if (!t.ok()) return t.status();
         staged[i] = *std::move(t);
       }
@@ -161,7 +174,7 @@ absl::Status ScanKernel(ir::KernelContext& ctx) {
   std::vector<Tensor> states(n), slices(m);
   std::vector<TensorView> args(n + m);
   for (int i = 0; i < n; ++i) {
-    absl::StatusOr<Tensor> t = Tensor::CopyOf(ctx.input(i));
+    absl::StatusOr<Tensor> t = CopyElements(ctx.input(i));
     if (!t.ok()) return t.status();
     states[i] = *std::move(t);
   }
@@ -194,7 +207,7 @@ absl::Status ScanKernel(ir::KernelContext& ctx) {
       if (ir::IsBoxed(o.dtype)) {
         return ctx.Error(absl::StrCat("body output ", i, " is a ", DTypeName(o.dtype), "; Scan carries tensors"));
       }
-      absl::StatusOr<Tensor> c = Tensor::CopyOf(o);
+      absl::StatusOr<Tensor> c = CopyElements(o);
       if (!c.ok()) return c.status();
       if (i < n) {
         next[i] = *std::move(c);

@@ -41,12 +41,26 @@ absl::StatusOr<Tensor> CopyTensor(const KernelContext& ctx, const TensorView& vi
   return t;
 }
 
-// Copies `view` into output i, allocated with its shape.
+// The strings of a tensor output copied out of a value's item: the item owns
+// their bytes, and a later step may drop it (replacing the value) while the
+// output is still read, so the output's strings get bytes that last the run.
+absl::Status RehomeStrings(const KernelContext& ctx, const TensorView& out) {
+  if (out.dtype != DType::kString) return absl::OkStatus();
+  StringRef* refs = out.as<StringRef>();
+  for (int64_t k = 0; k < out.num_elements(); ++k) {
+    absl::StatusOr<StringRef> s = ctx.StoreString(refs[k].view());
+    if (!s.ok()) return s.status();
+    refs[k] = *s;
+  }
+  return absl::OkStatus();
+}
+
+// Copies `view`, an item of a value, into output i, allocated with its shape.
 absl::Status AllocateCopy(KernelContext& ctx, int i, const TensorView& view) {
   absl::StatusOr<TensorView*> out = ctx.AllocateOutput(i, view.dtype, view.shape);
   if (!out.ok()) return out.status();
   if (view.byte_size() > 0) std::memcpy((*out)->data, view.data, view.byte_size());
-  return absl::OkStatus();
+  return RehomeStrings(ctx, **out);
 }
 
 absl::Status SequenceEmptyKernel(KernelContext& ctx) {
@@ -146,7 +160,7 @@ absl::Status ConcatFromSequenceKernel(KernelContext& ctx) {
     CopyAlongAxis(DTypeSize(seq.dtype()), v.outer, v.inner, t.data(), len, 0, (*out)->data, total, at, len);
     at += len;
   }
-  return absl::OkStatus();
+  return RehomeStrings(ctx, **out);
 }
 
 absl::Status SplitToSequenceKernel(KernelContext& ctx) {
@@ -189,6 +203,9 @@ absl::Status SplitToSequenceKernel(KernelContext& ctx) {
     absl::StatusOr<Tensor> t = Tensor::Create(x.dtype, shape);
     if (!t.ok()) return ctx.Error(t.status().message());
     CopyAlongAxis(DTypeSize(x.dtype), v.outer, v.inner, x.data, dim, at, t->data(), len, 0, len);
+    // An item owns its strings' bytes, as the caller of RunValues gets it.
+    if (x.dtype == DType::kString) t = CopyTensor(ctx, t->view());
+    if (!t.ok()) return t.status();
     items.push_back(*std::move(t));
     at += len;
   }
@@ -224,7 +241,12 @@ absl::Status OptionalHasElementKernel(KernelContext& ctx) {
 
 absl::Status OptionalGetElementKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  if (!ir::IsBoxed(x.dtype)) return AllocateCopy(ctx, 0, x);
+  if (!ir::IsBoxed(x.dtype)) {  // a plain tensor: its strings' bytes already last the run
+    absl::StatusOr<TensorView*> out = ctx.AllocateOutput(0, x.dtype, x.shape);
+    if (!out.ok()) return out.status();
+    if (x.byte_size() > 0) std::memcpy((*out)->data, x.data, x.byte_size());
+    return absl::OkStatus();
+  }
   const Value& v = In(ctx, 0);
   if (!v.has_value()) return ctx.Error(absl::StrCat("the ", DTypeName(x.dtype), " input is absent"));
   if (!v.is_sequence()) return AllocateCopy(ctx, 0, v.tensor().view());
