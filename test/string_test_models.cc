@@ -139,6 +139,37 @@ absl::StatusOr<std::vector<uint8_t>> BuildStringSequence() {
   return b.Finish();
 }
 
+absl::StatusOr<std::vector<uint8_t>> BuildStringScan() {
+  ModelBuilder b;
+  b.AddSymbol("t", 1, 16);
+  b.AddInput("s0", DType::kString, {1});
+  b.AddInput("xs", DType::kString, {"t"});
+  b.AddWeight("axis0", DType::kI64, {1}, std::vector<int64_t>{0});
+  const int body = b.AddSubgraph("pair");
+  b.AddInput("prev", DType::kString, {1});
+  b.AddInput("x", DType::kString, {});
+  b.AddOp("Unsqueeze", {"x", "axis0"}, {"x1"});
+  b.AddOp("Concat", {"prev", "x1"}, {"pair"}, {{"axis", int64_t{0}}});
+  b.AddOutput("x1");
+  b.AddOutput("pair");
+  b.SetSubgraph(0);
+  b.AddOp("Scan", {"s0", "xs"}, {"last", "pairs"}, {{"body", SubgraphRef{body}}, {"num_scan_inputs", int64_t{1}}});
+  b.AddOutput("last");
+  b.AddOutput("pairs");
+  return b.Finish();
+}
+
+Strs ScanPairsReference(const std::string& s0, const Strs& xs) {
+  Strs pairs;
+  std::string prev = s0;
+  for (const std::string& x : xs) {
+    pairs.push_back(prev);
+    pairs.push_back(x);
+    prev = x;
+  }
+  return pairs;
+}
+
 Strs StringsOf(const TensorView& view) {
   Strs out;
   const StringRef* p = view.as<const StringRef>();

@@ -64,6 +64,12 @@ Strs IfReference(bool flag, const Strs& words);
 // outputs, in order: cat, last, s2, pieces.
 absl::StatusOr<std::vector<uint8_t>> BuildStringSequence();
 
+// inputs: s0 string[1], xs string[t]. A Scan over xs whose state is the
+// string before: outputs last (string[1], xs[t - 1]) and pairs
+// (string[t, 2], (previous, current) per position).
+absl::StatusOr<std::vector<uint8_t>> BuildStringScan();
+Strs ScanPairsReference(const std::string& s0, const Strs& xs);
+
 // The elements of a string view (Strings in test/op_test_util.h takes a
 // Tensor).
 Strs StringsOf(const TensorView& view);

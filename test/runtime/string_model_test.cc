@@ -205,6 +205,22 @@ TEST(StringModelTest, IfReturnsStringsFromEitherBranch) {
   }
 }
 
+TEST(StringModelTest, ScanCarriesAStringState) {
+  std::unique_ptr<Session> s = CpuSession(LoadOrDie(testing::BuildStringScan()));
+  for (const Strs& xs : {Strs{"α", "", "🙂", "ζ"}, Strs{"one"}}) {
+    SCOPED_TRACE(xs.size());
+    const int64_t t = static_cast<int64_t>(xs.size());
+    Tensor s0 = MakeStrings({1}, {"start"});
+    Tensor x = MakeStrings({t}, xs);
+    absl::StatusOr<std::vector<TensorView>> outs = s->Run({s0.view(), x.view()});
+    ASSERT_TRUE(outs.ok()) << outs.status();
+    ASSERT_EQ(outs->size(), 2u);
+    EXPECT_EQ(StringsOf((*outs)[0]), Strs{xs.back()});
+    EXPECT_EQ((*outs)[1].shape, (std::vector<int64_t>{t, 2}));
+    EXPECT_EQ(StringsOf((*outs)[1]), testing::ScanPairsReference("start", xs));
+  }
+}
+
 // RunValues returns values that own their strings: they outlive the inputs
 // and the next run.
 TEST(StringModelTest, SequencesOfStringsThroughRunValues) {
