@@ -41,10 +41,11 @@ absl::Status InferCast(ShapeContext& ctx) {
   if (absl::Status s = CheckInputPresent(ctx, 0, "input"); !s.ok()) return s;
   if (!ctx.attrs().Has("to")) return ctx.Error("attribute 'to' (the target dtype) is required");
   const int64_t to = ctx.attrs().GetInt("to", 0);
-  if (to < static_cast<int64_t>(DType::kF32) || to > static_cast<int64_t>(DType::kU64)) {
+  if (to < static_cast<int64_t>(DType::kF32) || to > static_cast<int64_t>(DType::kString)) {
     return ctx.Error(absl::StrCat("attribute 'to' is ", to,
                                   "; expected a grove dtype: 1 (f32), 2 (f64), 3 (f16), 4 (bf16), 5 (i64), "
-                                  "6 (i32), 7 (i8), 8 (u8), 9 (bool), 10 (i16), 11 (u16), 12 (u32) or 13 (u64)"));
+                                  "6 (i32), 7 (i8), 8 (u8), 9 (bool), 10 (i16), 11 (u16), 12 (u32), 13 (u64) "
+                                  "or 14 (string)"));
   }
   ctx.SetOutput(0, static_cast<DType>(to), ctx.input_shape(0));
   return absl::OkStatus();
