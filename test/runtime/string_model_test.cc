@@ -1,8 +1,9 @@
 // String tensors through the public API: a model with a string input and
 // string weights (Gather, Concat, Reshape, Where, Equal) run twice in one
-// session, a Loop carrying a growing string tensor and a list of strings, an
-// If returning strings, sequences of strings through RunValues, RunInto with
-// caller buffers of StringRefs, and Tensor::CopyOf owning its bytes. Outputs
+// session, Loops carrying strings (a growing tensor, a list, strings taken
+// out of lists), an If returning strings, a Scan with a string state,
+// sequences and optionals of strings through RunValues, RunInto with caller
+// buffers of StringRefs, and Tensor::CopyOf owning its bytes. Outputs
 // are checked against the naive references of test/string_test_models.h,
 // and the strings a run returns must stay readable until the next run, even
 // after the caller's inputs are gone.
@@ -259,6 +260,36 @@ TEST(StringModelTest, SequencesOfStringsThroughRunValues) {
     EXPECT_THAT(Strings(first[3].items()[i]), ElementsAre(cat[i]));
   }
   EXPECT_EQ(Strings(first[2].items()[1]), a);
+}
+
+// An optional string tensor given by the caller and one made in the model
+// (Optional), each unwrapped: the strings read after the caller's are gone.
+TEST(StringModelTest, OptionalStringTensors) {
+  ModelBuilder b;
+  b.AddSymbol("n", 1, 8);
+  b.AddInput("maybe", ValueKind::kOptionalTensor, DType::kString);
+  b.AddInput("words", DType::kString, {"n"});
+  b.AddOp("OptionalHasElement", {"maybe"}, {"has"});
+  b.AddOp("OptionalGetElement", {"maybe"}, {"given"});
+  b.AddOp("Optional", {"words"}, {"wrapped"});
+  b.AddOp("OptionalGetElement", {"wrapped"}, {"unwrapped"});
+  for (const char* out : {"has", "given", "unwrapped"}) b.AddOutput(out);
+  std::unique_ptr<Session> s = CpuSession(LoadOrDie(b.Finish()));
+  std::vector<Value> outs;
+  {
+    Value maybe = Value::Some(Value(MakeStrings({2}, {"là", ""})));
+    absl::StatusOr<std::vector<Value>> got = s->RunValues({maybe, Value(MakeStrings({1}, {"ß"}))});
+    ASSERT_TRUE(got.ok()) << got.status();
+    outs = *std::move(got);
+  }
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(*outs[0].tensor().as<uint8_t>(), 1);
+  EXPECT_THAT(Strings(outs[1].tensor()), ElementsAre("là", ""));
+  EXPECT_THAT(Strings(outs[2].tensor()), ElementsAre("ß"));
+  absl::StatusOr<std::vector<Value>> absent = s->RunValues(
+      {Value::None(ValueKind::kOptionalTensor, DType::kString), Value(MakeStrings({1}, {"x"}))});
+  ASSERT_FALSE(absent.ok());
+  EXPECT_THAT(absent.status().message(), HasSubstr("absent"));
 }
 
 // Tensor::CopyOf of a string view copies the bytes: the copy reads the same
