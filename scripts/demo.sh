@@ -9,7 +9,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GROVE_BUILD_DIR:-$root/build}"
 "$root/scripts/install_deps.sh"
 echo "== building"
-GROVE_BUILD_DIR="$build" "$root/scripts/build.sh" grove_cli grove_make_models example_cpp example_c example_sequence vad_stream
+GROVE_BUILD_DIR="$build" "$root/scripts/build.sh" grove_cli grove_make_models example_cpp example_c example_sequence example_text vad_stream
 grove="$build/grove"
 models="$build/demo"
 "$build/examples/grove_make_models" "$models"
@@ -38,6 +38,8 @@ step "C example through the C ABI"
 "$build/examples/example_c" "$models/mlp.grove"
 step "a list built step by step in a Loop (a sequence, PyTorch's list.append), read back with RunValues"
 "$build/examples/example_sequence"
+step "strings: lower-case and drop stopwords, count a vocabulary, numbers back to text"
+"$build/examples/example_text"
 
 # A real model: Silero VAD 6.2.3 (MIT), a trained voice activity detector from
 # the silero-vad package. Its ONNX graph picks the 16 kHz or the 8 kHz path

@@ -3,7 +3,7 @@
 source "$(dirname "$0")/common.bash"
 make_models
 
-for var in EXAMPLE_CPP EXAMPLE_C EXAMPLE_SEQUENCE; do
+for var in EXAMPLE_CPP EXAMPLE_C EXAMPLE_SEQUENCE EXAMPLE_TEXT; do
   [ -n "${!var:-}" ] || { echo "FAIL: $var is not set (run through ctest)" >&2; exit 1; }
 done
 
@@ -28,6 +28,16 @@ if expect_ok "$EXAMPLE_SEQUENCE"; then
   expect_stdout '^output list: sequence of f32$'
   expect_stdout '^5 steps: stacked f32\[5, 2\], list seq\(f32\) of 5$'
   expect_stdout '^  row 4 = \[4, -2\]$'
+  expect_stdout '^OK$'
+fi
+
+# Strings: StringNormalizer, TfIdfVectorizer over a string vocabulary, Cast to
+# string; a copied output outlives the next run.
+if expect_ok "$EXAMPLE_TEXT"; then
+  expect_stdout '^5 words -> 2 tokens: grove graph$'
+  expect_stdout '^7 words -> 6 tokens: kernel graph graph grove kernel kernel$'
+  expect_stdout '^  kernel 3 \(as text "3"\)$'
+  expect_stdout "^first sentence's tokens, kept: grove graph$"
   expect_stdout '^OK$'
 fi
 
