@@ -127,7 +127,17 @@ ModelSummary ModelImpl::Summary() const {
   }
   s.op_counts.assign(counts.begin(), counts.end());
   s.num_subgraphs = static_cast<int>(graph().subgraphs.size());
-  for (const ir::TensorDecl& t : graph().tensors) s.weight_bytes += t.bytes;
+  for (const ir::TensorDecl& t : graph().tensors) {
+    if (!t.is_weight) continue;
+    if (t.dtype != DType::kString) {
+      s.weight_bytes += t.bytes;
+      continue;
+    }
+    // As stored in the file (schemas/grove.fbs): an 8-byte offset and the
+    // text per string, not the in-memory references.
+    const auto* refs = reinterpret_cast<const StringRef*>(t.data);
+    for (uint64_t i = 0; i < t.bytes / sizeof(StringRef); ++i) s.weight_bytes += 8 + refs[i].size;
+  }
   s.format_version = loaded_.format_version;
   s.producer = loaded_.producer;
   s.shape_inference_note = shape_note_;

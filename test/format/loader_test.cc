@@ -1,6 +1,7 @@
 // The loader against valid, malformed and hostile files: every bad file must
 // give a clear error that says what is wrong and where, never a crash.
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
 
@@ -99,6 +100,71 @@ TEST(LoaderTest, WeightsAreUsedInPlaceFromTheMapping) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
     EXPECT_EQ(reinterpret_cast<const float*>(t.data)[2], 3.0f);
   }
+}
+
+// y = Identity(w), w a string weight ["", "Müller", "ab"].
+std::vector<uint8_t> StringWeightModel() {
+  ModelBuilder b;
+  b.AddStringWeight("w", {3}, std::vector<std::string>{"", "Müller", "ab"});
+  b.AddOp("Identity", {"w"}, {"y"});
+  b.AddOutput("y");
+  return b.Finish().value();
+}
+
+TEST(LoaderTest, StringWeightsReferToTheFileInPlace) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/strings.grove");
+  {
+    std::ofstream f(path, std::ios::binary);
+    const std::vector<uint8_t> bytes = StringWeightModel();
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto model = Model::LoadFromFile(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const internal::ModelImpl& impl = (*model)->impl();
+  int weights = 0;
+  for (const ir::TensorDecl& t : impl.graph().tensors) {
+    if (!t.is_weight) continue;
+    ++weights;
+    EXPECT_EQ(t.dtype, DType::kString);
+    EXPECT_EQ(t.bytes, 3 * sizeof(StringRef));
+    const auto* refs = reinterpret_cast<const StringRef*>(t.data);
+    EXPECT_EQ(refs[0].view(), "");
+    EXPECT_EQ(refs[1].view(), "Müller");
+    EXPECT_EQ(refs[2].view(), "ab");
+    // The bytes are the mapping's, not a copy.
+    const auto* text = reinterpret_cast<const uint8_t*>(refs[1].data);
+    EXPECT_TRUE(text >= impl.host_bytes() && text < impl.host_bytes() + impl.host_byte_size());
+  }
+  EXPECT_EQ(weights, 1);
+  // As stored: an 8-byte end offset per string, then 0 + 7 + 2 bytes of text.
+  EXPECT_EQ((*model)->Summary().weight_bytes, 3 * 8 + 9u);
+}
+
+TEST(LoaderTest, MalformedStringWeightsAreNamed) {
+  auto rejected = [](const std::function<void(Parts&)>& edit, const std::string& want) {
+    Parts p = Split(StringWeightModel());
+    edit(p);
+    absl::Status s = Load(Join(p));
+    EXPECT_FALSE(s.ok()) << "wanted an error containing: " << want;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(want));
+  };
+  auto set_end = [](Parts& p, int i, uint64_t end) {
+    std::memcpy(p.data.data() + p.model->buffers[0]->offset + 8 * i, &end, 8);
+  };
+  rejected([&](Parts& p) { set_end(p, 1, 99); }, "string 1 ends at byte 99, outside 0..9");
+  rejected([&](Parts& p) { set_end(p, 0, 8); }, "string 1 ends at byte 7, outside 8..9");
+  rejected([&](Parts& p) { set_end(p, 2, 8); }, "1 bytes after its last string");
+  rejected([](Parts& p) { p.model->buffers[0]->size = 16; }, "too few for the offsets of 3 strings");
+  rejected([](Parts& p) { p.model->tensors[0]->dtype = static_cast<fb::DType>(15); }, "dtype 15 is unknown");
+}
+
+TEST(LoaderTest, BuilderRefusesStringBytesAndMiscountedStrings) {
+  ModelBuilder b;
+  b.AddWeight("w", DType::kString, {1}, std::vector<uint8_t>(16));
+  EXPECT_THAT(std::string(b.Finish().status().message()), HasSubstr("use AddStringWeight"));
+  ModelBuilder c;
+  c.AddStringWeight("w", {2}, std::vector<std::string>{"a"});
+  EXPECT_THAT(std::string(c.Finish().status().message()), HasSubstr("has 2 elements but 1 strings were given"));
 }
 
 TEST(LoaderTest, MissingFileIsNotFound) {
