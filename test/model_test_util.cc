@@ -21,6 +21,17 @@ std::shared_ptr<const Model> LoadOrDie(absl::StatusOr<std::vector<uint8_t>> byte
   return *model;
 }
 
+std::unique_ptr<Session> CpuSession(std::shared_ptr<const Model> model) {
+  SessionOptions options;
+  options.device = Device::kCpu;
+  auto session = Session::Create(std::move(model), options);
+  if (!session.ok()) {
+    std::fprintf(stderr, "creating a CPU session failed: %s\n", session.status().ToString().c_str());
+    std::abort();
+  }
+  return *std::move(session);
+}
+
 std::vector<float> WeightF32(const Model& model, const std::string& name) {
   for (const ir::TensorDecl& t : model.impl().graph().tensors) {
     if (t.name == name && t.is_weight && t.dtype == DType::kF32) {

@@ -13,6 +13,8 @@
 namespace grove::testing {
 
 std::shared_ptr<const Model> LoadOrDie(absl::StatusOr<std::vector<uint8_t>> bytes);
+// A session on the CPU; aborts with the reason when it cannot be made.
+std::unique_ptr<Session> CpuSession(std::shared_ptr<const Model> model);
 
 // The f32 weight called `name` (empty when absent).
 std::vector<float> WeightF32(const Model& model, const std::string& name);

@@ -15,16 +15,9 @@ namespace grove {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::CpuSession;
 using testing::LoadOrDie;
 using testing::ToVector;
-
-std::unique_ptr<Session> NewCpuSession(std::shared_ptr<const Model> model) {
-  SessionOptions options;
-  options.device = Device::kCpu;
-  auto session = Session::Create(std::move(model), options);
-  EXPECT_TRUE(session.ok()) << session.status();
-  return std::move(*session);
-}
 
 // y = Relu(x.shape[-1] == 1 ? Squeeze(x, -1) : x), x f32[rows, cols]; the
 // branches are nested one level inside an If on a data flag, as in Silero
@@ -76,7 +69,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildSqueezeIfLastDimIsOne() {
 }
 
 TEST(IfOnShapeTest, BranchesOfDifferentRankPickedByADimTest) {
-  auto session = NewCpuSession(LoadOrDie(BuildSqueezeIfLastDimIsOne()));
+  auto session = CpuSession(LoadOrDie(BuildSqueezeIfLastDimIsOne()));
   std::vector<float> x = {-1, 2, -3, 4, 5, -6};
   const std::vector<float> relu = {0, 2, 0, 4, 5, 0}, neg = {1, -2, 3, -4, -5, 6};
   for (bool flag : {true, false}) {
@@ -110,7 +103,7 @@ TEST(IfOnShapeTest, DataDependentConditionWithRanksThatDifferIsRefused) {
   b.AddOp("Relu", {"z"}, {"y"});
   b.AddOutput("y");
   // It loads (a plan could fold the condition) ...
-  auto session = NewCpuSession(LoadOrDie(b.Finish()));
+  auto session = CpuSession(LoadOrDie(b.Finish()));
   std::vector<float> x = {1, 2};
   const uint8_t f = 1;
   // ... but the flag is data, so no plan can know the rank of what follows.
@@ -138,7 +131,7 @@ TEST(IfOnShapeTest, BranchThatCannotTakeTheShapesDoesNotBlockThePlan) {
   b.SetSubgraph(0);
   b.AddOp("If", {"flag"}, {"y"}, {{"then_branch", SubgraphRef{reshape}}, {"else_branch", SubgraphRef{keep}}});
   b.AddOutput("y");
-  auto session = NewCpuSession(LoadOrDie(b.Finish()));
+  auto session = CpuSession(LoadOrDie(b.Finish()));
   std::vector<float> x = {1, 2, 3, 4, 5, 6};
   uint8_t f = 0;
   auto out = session->Run({TensorView(DType::kF32, {4}, x.data()), TensorView(DType::kBool, {}, &f)});

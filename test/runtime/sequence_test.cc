@@ -16,16 +16,11 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
+using testing::CpuSession;
 using testing::LoadOrDie;
 using testing::ScalarI64;
 using testing::TensorF32;
 using testing::ToVector;
-
-std::unique_ptr<Session> CpuSession(std::shared_ptr<const Model> model) {
-  SessionOptions options;
-  options.device = Device::kCpu;
-  return Session::Create(std::move(model), options).value();
-}
 
 // x f32[n,3], y f32[k,3] -> s = [x, y]; s2 = insert(s, x at 0) = [x, x, y];
 // len(s2), s2[-1], concat(s2, axis 0), erase(s2) = [x, x], split(x, [1, n-1]).

@@ -25,18 +25,13 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
+using testing::CpuSession;
 using testing::LoadOrDie;
 using testing::MakeStrings;
 using testing::ScalarI64;
 using testing::Strings;
 using testing::Strs;
 using testing::StringsOf;
-
-std::unique_ptr<Session> CpuSession(std::shared_ptr<const Model> model) {
-  SessionOptions options;
-  options.device = Device::kCpu;
-  return Session::Create(std::move(model), options).value();
-}
 
 Tensor I64s(const std::vector<int64_t>& v) {
   Tensor t = Tensor::Create(DType::kI64, {static_cast<int64_t>(v.size())}).value();
