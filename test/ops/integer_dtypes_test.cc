@@ -165,5 +165,39 @@ TEST(IntegerDTypesTest, DataMovementIsDTypeAgnostic) {
   EXPECT_THAT(Values<uint64_t>((*c)[0]), ElementsAre(7, 8, 9));
 }
 
+TEST(IntegerDTypesTest, DepthToSpaceSpaceToDepthEyeLikeAndUniqueTakeThem) {
+  // [1, 4, 1, 1] -> [1, 1, 2, 2] and back, in u32 with values past 2^31.
+  Tensor x = MakeTensor<uint32_t>(DType::kU32, {1, 4, 1, 1}, {4000000000u, 1, 2, 3});
+  auto d2s = RunOp("DepthToSpace", {&x}, {{"blocksize", int64_t{2}}});
+  ASSERT_TRUE(d2s.ok()) << d2s.status();
+  EXPECT_EQ((*d2s)[0].shape(), std::vector<int64_t>({1, 1, 2, 2}));
+  EXPECT_THAT(Values<uint32_t>((*d2s)[0]), ElementsAre(4000000000u, 1, 2, 3));
+  auto s2d = RunOp("SpaceToDepth", {&(*d2s)[0]}, {{"blocksize", int64_t{2}}});
+  ASSERT_TRUE(s2d.ok()) << s2d.status();
+  EXPECT_THAT(Values<uint32_t>((*s2d)[0]), ElementsAre(4000000000u, 1, 2, 3));
+
+  Tensor sq = MakeTensor<int16_t>(DType::kI16, {2, 3}, {0, 0, 0, 0, 0, 0});
+  auto eye = RunOp("EyeLike", {&sq}, {{"k", int64_t{1}}});
+  ASSERT_TRUE(eye.ok()) << eye.status();
+  EXPECT_EQ((*eye)[0].dtype(), DType::kI16);
+  EXPECT_THAT(Values<int16_t>((*eye)[0]), ElementsAre(0, 1, 0, 0, 0, 1));
+  auto eye64 = RunOp("EyeLike", {&sq}, {{"dtype", static_cast<int64_t>(DType::kU64)}});
+  ASSERT_TRUE(eye64.ok()) << eye64.status();
+  EXPECT_EQ((*eye64)[0].dtype(), DType::kU64);
+  EXPECT_THAT(Values<uint64_t>((*eye64)[0]), ElementsAre(1, 0, 0, 0, 1, 0));
+
+  // Sorted by value as unsigned: 2^64 - 1 is the largest, not -1.
+  Tensor u = MakeTensor<uint64_t>(DType::kU64, {5}, {std::numeric_limits<uint64_t>::max(), 3, 3, 0, 7});
+  auto unique = RunOp("Unique", {&u}, {}, 4);
+  ASSERT_TRUE(unique.ok()) << unique.status();
+  EXPECT_THAT(Values<uint64_t>((*unique)[0]), ElementsAre(0, 3, 7, std::numeric_limits<uint64_t>::max()));
+  EXPECT_THAT(Values<int64_t>((*unique)[1]), ElementsAre(3, 1, 4, 0));  // first occurrences
+  EXPECT_THAT(Values<int64_t>((*unique)[3]), ElementsAre(1, 2, 1, 1));  // counts
+  Tensor h = MakeTensor<uint16_t>(DType::kU16, {4}, {65535, 1, 65535, 1});
+  auto unsorted = RunOp("Unique", {&h}, {{"sorted", int64_t{0}}});
+  ASSERT_TRUE(unsorted.ok()) << unsorted.status();
+  EXPECT_THAT(Values<uint16_t>((*unsorted)[0]), ElementsAre(65535, 1));
+}
+
 }  // namespace
 }  // namespace grove

@@ -400,7 +400,8 @@ absl::Status UniqueKernel(ir::KernelContext& ctx) {
   // cmp(a, b): slices a and b compared element by element (o, then i).
   std::vector<int64_t> group(static_cast<size_t>(dim), 0);  // each slice's group, in sorted order
   std::vector<int64_t> firsts;                               // first slice of each group
-  absl::Status status = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t, Bool8, StringRef>(
+  absl::Status status = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint64_t, uint32_t, uint16_t,
+                                      uint8_t, Bool8, StringRef>(
       ctx, x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* p = static_cast<const T*>(x.data);

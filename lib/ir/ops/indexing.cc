@@ -18,12 +18,7 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kAnyDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
-                                DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
 constexpr DType kIndexDTypes[] = {DType::kI64, DType::kI32};
-// DepthToSpace and SpaceToDepth only move elements: strings too.
-constexpr DType kMovableDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
-                                    DType::kI32, DType::kI8,  DType::kU8,  DType::kBool, DType::kString};
 
 bool IsConst(const SymDim& d, int64_t v) { return d.is_const() && d.value() == v; }
 
@@ -92,7 +87,7 @@ absl::StatusOr<int64_t> ReadBlockSize(const ShapeContext& ctx) {
 }
 
 absl::Status InferDepthToSpace(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "input", kMovableDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "input", kAllDTypesAndString); !s.ok()) return s;
   const std::string mode = ctx.attrs().GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") {
     return ctx.Error(absl::StrCat("attribute mode is '", mode, "'; expected 'DCR' or 'CRD'"));
@@ -112,7 +107,7 @@ absl::Status InferDepthToSpace(ShapeContext& ctx) {
 }
 
 absl::Status InferSpaceToDepth(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "input", kMovableDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "input", kAllDTypesAndString); !s.ok()) return s;
   absl::StatusOr<int64_t> b = ReadBlockSize(ctx);
   if (!b.ok()) return b.status();
   const SymShape& in = ctx.input_shape(0);
@@ -130,7 +125,7 @@ absl::Status InferSpaceToDepth(ShapeContext& ctx) {
 }
 
 absl::Status InferEyeLike(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "input", kAnyDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "input", kAllDTypes); !s.ok()) return s;
   if (ctx.input_rank(0) != 2) {
     return ctx.Error(absl::StrCat("input (input 0) has shape ", ShapeString(ctx, ctx.input_shape(0)),
                                   "; EyeLike needs a 2-D tensor"));
@@ -138,8 +133,8 @@ absl::Status InferEyeLike(ShapeContext& ctx) {
   DType dtype = ctx.input_dtype(0);
   if (ctx.attrs().Has("dtype")) {
     const int64_t d = ctx.attrs().GetInt("dtype", 0);
-    if (d < static_cast<int64_t>(DType::kF32) || d > static_cast<int64_t>(DType::kBool)) {
-      return ctx.Error(absl::StrCat("attribute dtype is ", d, "; expected a grove dtype 1..9"));
+    if (d < static_cast<int64_t>(DType::kF32) || d > static_cast<int64_t>(DType::kU64)) {
+      return ctx.Error(absl::StrCat("attribute dtype is ", d, "; expected a numeric or bool grove dtype 1..13"));
     }
     dtype = static_cast<DType>(d);
   }
@@ -194,9 +189,7 @@ absl::Status InferReverseSequence(ShapeContext& ctx) {
 
 absl::Status InferUnique(ShapeContext& ctx) {
   // Strings compare by their bytes (UTF-8 byte order is code point order).
-  static constexpr DType kUniqueDTypes[] = {DType::kF32, DType::kF64, DType::kF16,  DType::kBF16, DType::kI64,
-                                            DType::kI32, DType::kI8,  DType::kU8,   DType::kBool, DType::kString};
-  if (absl::Status s = CheckInputDType(ctx, 0, "X", kUniqueDTypes); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "X", kAllDTypesAndString); !s.ok()) return s;
   bool sorted;
   if (absl::Status s = ReadBoolAttr(ctx, "sorted", 1, &sorted); !s.ok()) return s;
   const SymShape& in = ctx.input_shape(0);
