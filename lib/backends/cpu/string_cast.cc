@@ -112,12 +112,6 @@ bool ParseBool(absl::string_view text, bool* out) {
 
 }  // namespace
 
-std::string FormatFloat(double value, bool is_float32) {
-  char buf[64];
-  return std::string(is_float32 ? FormatInto(static_cast<float>(value), buf, sizeof(buf))
-                                 : FormatInto(value, buf, sizeof(buf)));
-}
-
 absl::Status CastToStrings(const ir::KernelContext& ctx, const TensorView& in, TensorView& out) {
   const int64_t n = in.num_elements();
   StringRef* dst = out.as<StringRef>();

@@ -14,8 +14,6 @@
 #ifndef GROVE_LIB_BACKENDS_CPU_STRING_CAST_H_
 #define GROVE_LIB_BACKENDS_CPU_STRING_CAST_H_
 
-#include <string>
-
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "grove/grove.h"
@@ -28,9 +26,6 @@ namespace grove::cpu {
 absl::Status CastToStrings(const ir::KernelContext& ctx, const TensorView& in, TensorView& out);
 // `in` is kString, `out` is numeric or bool.
 absl::Status CastFromStrings(const ir::KernelContext& ctx, const TensorView& in, TensorView& out);
-
-// The text of one float or double, as CastToStrings writes it.
-std::string FormatFloat(double value, bool is_float32);
 
 }  // namespace grove::cpu
 
