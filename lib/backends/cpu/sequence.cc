@@ -55,11 +55,18 @@ absl::Status RehomeStrings(const KernelContext& ctx, const TensorView& out) {
   return absl::OkStatus();
 }
 
-// Copies `view`, an item of a value, into output i, allocated with its shape.
-absl::Status AllocateCopy(KernelContext& ctx, int i, const TensorView& view) {
+// Copies `view` into output i, allocated with its shape.
+absl::StatusOr<TensorView*> AllocateCopy(KernelContext& ctx, int i, const TensorView& view) {
   absl::StatusOr<TensorView*> out = ctx.AllocateOutput(i, view.dtype, view.shape);
   if (!out.ok()) return out.status();
   if (view.byte_size() > 0) std::memcpy((*out)->data, view.data, view.byte_size());
+  return out;
+}
+
+// Copies `view`, an item of a value, into output i: its strings rehomed.
+absl::Status AllocateItemCopy(KernelContext& ctx, int i, const TensorView& view) {
+  absl::StatusOr<TensorView*> out = AllocateCopy(ctx, i, view);
+  if (!out.ok()) return out.status();
   return RehomeStrings(ctx, **out);
 }
 
@@ -116,7 +123,7 @@ absl::Status SequenceAtKernel(KernelContext& ctx) {
   const Value& seq = In(ctx, 0);
   absl::StatusOr<int64_t> pos = ReadPosition(ctx, 1, static_cast<int64_t>(seq.items().size()), false);
   if (!pos.ok()) return pos.status();
-  return AllocateCopy(ctx, 0, seq.items()[*pos].view());
+  return AllocateItemCopy(ctx, 0, seq.items()[*pos].view());
 }
 
 absl::Status SequenceLengthKernel(KernelContext& ctx) {
@@ -242,14 +249,11 @@ absl::Status OptionalHasElementKernel(KernelContext& ctx) {
 absl::Status OptionalGetElementKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (!ir::IsBoxed(x.dtype)) {  // a plain tensor: its strings' bytes already last the run
-    absl::StatusOr<TensorView*> out = ctx.AllocateOutput(0, x.dtype, x.shape);
-    if (!out.ok()) return out.status();
-    if (x.byte_size() > 0) std::memcpy((*out)->data, x.data, x.byte_size());
-    return absl::OkStatus();
+    return AllocateCopy(ctx, 0, x).status();
   }
   const Value& v = In(ctx, 0);
   if (!v.has_value()) return ctx.Error(absl::StrCat("the ", DTypeName(x.dtype), " input is absent"));
-  if (!v.is_sequence()) return AllocateCopy(ctx, 0, v.tensor().view());
+  if (!v.is_sequence()) return AllocateItemCopy(ctx, 0, v.tensor().view());
   absl::StatusOr<TensorView*> out = ctx.AllocateOutput(0, ir::BoxedDType(ValueKind::kSequence, v.dtype()), {});
   if (!out.ok()) return out.status();
   ir::MutableBoxedValue(**out) = Value::Sequence(v.dtype(), v.items());
