@@ -95,16 +95,14 @@ absl::Status TfIdfVectorizerKernel(ir::KernelContext& ctx) {
   float* y = ctx.output(0).as<float>();
   const NgramMap map = BuildNgramMap(p);
   std::vector<int64_t> counts(static_cast<size_t>(p.output_size));
-  absl::flat_hash_map<absl::string_view, int64_t> vocabulary;
-  for (size_t id = 0; id < p.vocabulary.size(); ++id) vocabulary.emplace(p.vocabulary[id], static_cast<int64_t>(id));
   std::vector<int64_t> token_ids(x.dtype == DType::kString ? static_cast<size_t>(c) : 0);
   for (int64_t r = 0; r < rows; ++r) {
     std::fill(counts.begin(), counts.end(), 0);
     if (x.dtype == DType::kString) {
       // Tokens become their ids in the pool's vocabulary; -1 matches nothing.
       for (int64_t k = 0; k < c; ++k) {
-        auto it = vocabulary.find(x.as<const StringRef>()[r * c + k].view());
-        token_ids[k] = it == vocabulary.end() ? -1 : it->second;
+        auto it = p.vocabulary.find(x.as<const StringRef>()[r * c + k].view());
+        token_ids[k] = it == p.vocabulary.end() ? -1 : it->second;
       }
       CountRow(p, map, token_ids.data(), c, counts.data());
     } else if (x.dtype == DType::kI32) {

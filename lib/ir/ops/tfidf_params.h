@@ -2,8 +2,8 @@
 // the shape function and the CPU kernel: the n-gram pool of integers split
 // into segments of 1-grams, 2-grams, ... by ngram_counts, the output index
 // of each pool n-gram (ngram_indexes) and the weighting mode. A string pool
-// (pool_strings, for string input) becomes a pool of token ids: the index of
-// each distinct string in `vocabulary`.
+// (pool_strings, for string input) becomes a pool of token ids: `vocabulary`
+// numbers the distinct strings in order of first appearance.
 #ifndef GROVE_LIB_IR_OPS_TFIDF_PARAMS_H_
 #define GROVE_LIB_IR_OPS_TFIDF_PARAMS_H_
 
@@ -33,7 +33,7 @@ struct TfIdfParams {
   std::vector<int64_t> ngram_indexes;  // output coordinate of each pool n-gram, in pool order
   std::vector<int64_t> pool;           // pool_int64s, or the ids of pool_strings
   bool string_pool = false;            // pool_strings: the input holds strings
-  std::vector<std::string> vocabulary;  // string pools: id -> string
+  absl::flat_hash_map<std::string, int64_t> vocabulary;  // string pools: string -> id
   std::vector<double> weights;         // empty, or one per output coordinate
   int64_t output_size = 0;             // max(ngram_indexes) + 1
 };
@@ -78,10 +78,8 @@ inline absl::StatusOr<TfIdfParams> ReadTfIdfParams(const Attributes& attrs) {
   p.ngram_indexes = attrs.GetInts("ngram_indexes");
   if (const AttrValue* strings = attrs.Find("pool_strings")) {
     p.string_pool = true;
-    absl::flat_hash_map<std::string, int64_t> ids;
     for (const std::string& token : std::get<std::vector<std::string>>(*strings)) {
-      auto [it, added] = ids.try_emplace(token, static_cast<int64_t>(p.vocabulary.size()));
-      if (added) p.vocabulary.push_back(token);
+      auto it = p.vocabulary.try_emplace(token, static_cast<int64_t>(p.vocabulary.size())).first;
       p.pool.push_back(it->second);
     }
   } else {
