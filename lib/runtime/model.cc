@@ -8,6 +8,8 @@
 #include "lib/ir/value_type.h"
 #include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
+
+#include "lib/format/file_layout.h"
 #include "lib/runtime/registry.h"
 #include "lib/runtime/shape_inference.h"
 
@@ -133,10 +135,9 @@ ModelSummary ModelImpl::Summary() const {
       s.weight_bytes += t.bytes;
       continue;
     }
-    // As stored in the file (schemas/grove.fbs): an 8-byte offset and the
-    // text per string, not the in-memory references.
-    const auto* refs = reinterpret_cast<const StringRef*>(t.data);
-    for (uint64_t i = 0; i < t.bytes / sizeof(StringRef); ++i) s.weight_bytes += 8 + refs[i].size;
+    // As stored in the file, not the in-memory references.
+    s.weight_bytes +=
+        StringWeightBytes(absl::MakeConstSpan(reinterpret_cast<const StringRef*>(t.data), t.bytes / sizeof(StringRef)));
   }
   s.format_version = loaded_.format_version;
   s.producer = loaded_.producer;

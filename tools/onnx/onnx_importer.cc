@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/format/file_layout.h"
 #include "lib/ir/ops/layout_params.h"
 #include "lib/runtime/registry.h"
 #include "tools/onnx/onnx_tensor.h"
@@ -198,10 +199,7 @@ void AddTensorWeight(ModelBuilder& b, const std::string& name, const Tensor& t) 
 // The bytes `t` takes in a model: for strings, the end offsets and the text.
 uint64_t StoredBytes(const Tensor& t) {
   if (t.dtype() != DType::kString) return t.view().byte_size();
-  const StringRef* refs = t.as<StringRef>();
-  uint64_t bytes = 0;
-  for (int64_t i = 0; i < t.view().num_elements(); ++i) bytes += 8 + refs[i].size;
-  return bytes;
+  return StringWeightBytes(absl::MakeConstSpan(t.as<StringRef>(), static_cast<size_t>(t.view().num_elements())));
 }
 
 // Runs one node on constant inputs through grove's own CPU kernels, so
