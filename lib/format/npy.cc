@@ -486,20 +486,23 @@ namespace {
 absl::Status EncodeText(const TensorView& tensor, std::string* out_descr, std::string* out_data) {
   const int64_t count = tensor.num_elements();
   const StringRef* refs = tensor.as<const StringRef>();
-  std::vector<char32_t> scratch;
+  // Every element's code points, decoded once: element i is points[ends[i - 1], ends[i]).
+  std::vector<char32_t> points;
+  std::vector<size_t> ends(static_cast<size_t>(count));
   uint64_t chars = 1;
   for (int64_t i = 0; i < count; ++i) {
     if (refs[i].size > 0 && refs[i].data == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("WriteNpy: string element ", i, " has ", refs[i].size, " bytes but no data"));
     }
-    scratch.clear();
+    const size_t begin = points.size();
     size_t bad = 0;
-    if (!ir::DecodeUtf8(refs[i].view(), &scratch, &bad)) {
+    if (!ir::DecodeUtf8(refs[i].view(), &points, &bad)) {
       return absl::InvalidArgumentError(
           absl::StrCat("WriteNpy: string element ", i, " is not valid UTF-8 (at byte ", bad, ")"));
     }
-    chars = std::max<uint64_t>(chars, scratch.size());
+    ends[i] = points.size();
+    chars = std::max<uint64_t>(chars, points.size() - begin);
   }
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<uint64_t>(count), 4 * chars, &bytes) || bytes > (uint64_t{1} << 48)) {
@@ -508,14 +511,14 @@ absl::Status EncodeText(const TensorView& tensor, std::string* out_descr, std::s
   }
   *out_descr = absl::StrCat("<U", chars);
   out_data->assign(bytes, '\0');
+  size_t begin = 0;
   for (int64_t i = 0; i < count; ++i) {
-    scratch.clear();
-    ir::DecodeUtf8(refs[i].view(), &scratch);
     char* e = out_data->data() + static_cast<uint64_t>(i) * 4 * chars;
-    for (size_t k = 0; k < scratch.size(); ++k) {
-      const uint32_t c = static_cast<uint32_t>(scratch[k]);
+    for (size_t k = 0; begin + k < ends[i]; ++k) {
+      const uint32_t c = static_cast<uint32_t>(points[begin + k]);
       for (int b = 0; b < 4; ++b) e[4 * k + b] = static_cast<char>((c >> (8 * b)) & 0xff);
     }
+    begin = ends[i];
   }
   return absl::OkStatus();
 }
