@@ -23,8 +23,24 @@ if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
   set(CUDAToolkit_ROOT /usr/local/cuda)
 endif()
 find_dependency(CUDAToolkit)
+# CMake's CUDA::nvrtc lists CUDA::cuda_driver (the libcuda.so stub) as a
+# dependency. A linker with --as-needed drops it, but not every link has that
+# flag: Debian's gcc omits it whenever -fsanitize is given, and clang never
+# adds it, and then every binary needs libcuda.so.1 and does not start on a
+# machine without the driver. grove_nvrtc is NVRTC alone. (The check:
+# test/no_libcuda_test.sh, ctest build.no_libcuda.)
+if(NOT TARGET grove_nvrtc)
+  get_target_property(_grove_nvrtc_location CUDA::nvrtc IMPORTED_LOCATION)
+  if(NOT _grove_nvrtc_location)
+    get_target_property(_grove_nvrtc_location CUDA::nvrtc LOCATION)
+  endif()
+  add_library(grove_nvrtc INTERFACE IMPORTED)
+  set_target_properties(grove_nvrtc PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${CUDAToolkit_INCLUDE_DIRS}"
+    INTERFACE_LINK_LIBRARIES "${_grove_nvrtc_location}")
+endif()
 
 set(GROVE_PUBLIC_DEPS absl::status absl::statusor absl::span absl::strings)
 set(GROVE_PRIVATE_DEPS absl::flat_hash_map absl::flat_hash_set absl::strings absl::str_format
     absl::synchronization absl::hash absl::inlined_vector absl::cleanup
-    flatbuffers::flatbuffers grove_openblas Threads::Threads CUDA::cudart_static CUDA::nvrtc CUDA::cublasLt)
+    flatbuffers::flatbuffers grove_openblas Threads::Threads CUDA::cudart_static grove_nvrtc CUDA::cublasLt)

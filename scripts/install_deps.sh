@@ -3,7 +3,8 @@
 set -euo pipefail
 packages=(cmake make g++ pkg-config libabsl-dev libflatbuffers-dev flatbuffers-compiler
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
-          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+          clang libclang-rt-14-dev binutils)  # the sanitizer and fuzz builds (clang's runtimes, readelf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
