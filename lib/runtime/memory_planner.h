@@ -5,8 +5,13 @@
 //   p.AddBuffer(1024, 2, 5);
 //   MemoryPlan plan = p.Plan();   // plan.offsets[i], plan.arena_bytes
 //
-// Buffers are placed largest first at the lowest 64-byte aligned offset that
-// overlaps no placed buffer whose lifetime intersects. The lower bound is the
+// Buffers are placed largest first, each in the best-fitting gap between the
+// placed buffers whose lifetimes meet its own (else above them), at 64-byte
+// aligned offsets. The placed buffers live with one are found through a tree
+// over lifetimes, so a plan costs O(n log n) plus the number of pairs of
+// buffers live together; a graph where thousands of buffers live at once
+// (where that number grows quadratically) is planned instead by one sweep
+// over the steps with a best-fit free list, O(n log n). The lower bound is the
 // largest total of (aligned) sizes live at one step: no planner can do better.
 #ifndef GROVE_LIB_RUNTIME_MEMORY_PLANNER_H_
 #define GROVE_LIB_RUNTIME_MEMORY_PLANNER_H_
@@ -33,10 +38,18 @@ class MemoryPlanner {
   MemoryPlan Plan() const;
 
  private:
+  // The greedy planner's budget: pairs of buffers live together it may visit.
+  static constexpr uint64_t kGreedyWorkBase = uint64_t{1} << 21;
+  static constexpr uint64_t kGreedyWorkPerBuffer = 16;
+
   struct Buffer {
     uint64_t bytes;  // aligned
     int first, last;
   };
+  // Largest first into the best gap; false when it ran past its budget.
+  bool PlanGreedyBySize(MemoryPlan* plan) const;
+  // In order of first use, into a best-fit free list.
+  void PlanBySweep(MemoryPlan* plan) const;
   std::vector<Buffer> buffers_;
 };
 
