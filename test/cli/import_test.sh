@@ -90,6 +90,10 @@ done
 expect_fail 1 "no dynamic dim named batch" \
   "$G" import "$DATA/node/test_add/model.onnx" -o "$M/x.grove" --dim batch=1:8
 expect_fail 1 "cannot import .*missing.onnx" "$G" import "$TEST_TMP/missing.onnx" -o "$M/x.grove"
+# A FIFO as the model: refused as not a regular file, without waiting for a writer.
+rm -f "$TEST_TMP/fifo.onnx" && mkfifo "$TEST_TMP/fifo.onnx"
+expect_fail 1 "not a regular file" timeout 20 "$G" import "$TEST_TMP/fifo.onnx" -o "$M/x.grove"
+rm -f "$TEST_TMP/fifo.onnx"
 printf 'this is not a protobuf' >"$TEST_TMP/garbage.onnx"
 expect_fail 1 "not a valid ONNX model" "$G" import "$TEST_TMP/garbage.onnx" -o "$M/x.grove"
 expect_fail 1 "cannot write" "$G" import "$DATA/node/test_add/model.onnx" -o "$TEST_TMP/no/such/dir/x.grove"

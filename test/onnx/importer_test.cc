@@ -975,6 +975,125 @@ TEST(OnnxImporter, AVersionConverterFailureNamesTheOp) {
   EXPECT_THAT(Msg(r.status()), HasSubstr("Pad"));
 }
 
+// Malformed old-opset models once crashed libonnx's shape inference or
+// version converter inside grove (SIGFPE, wild reads) or hung it. Names are
+// checked first; the conversion runs in a child process, whose crash is an
+// error; models too large for the (quadratic) converter are refused at once.
+ModelProto OldOpsetModel(const std::string& op, std::vector<int64_t> x_dims) {
+  ModelProto m = NewModel(9);
+  m.set_ir_version(4);
+  GraphProto* g = m.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("x");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  for (int64_t d : x_dims) in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  AddNode(g, op, {"x"}, {"y"}, "bad");
+  AddOutput(g, "y");
+  return m;
+}
+
+void SetInts(NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+TEST(OnnxImporter, MalformedOldOpsetModelsFailCleanly) {
+  {
+    ModelProto m = ReluModel();
+    m.mutable_opset_import(0)->set_version(9);
+    m.mutable_graph()->mutable_output(0)->set_name("nothing");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Msg(r.status()), HasSubstr("output 'nothing' names nothing"));
+  }
+  {
+    ModelProto m = ReluModel();
+    m.mutable_opset_import(0)->set_version(9);
+    m.mutable_graph()->mutable_node(0)->set_input(0, "nope");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()), HasSubstr("node 'relu' (op Relu) reads 'nope', which no graph input"));
+  }
+  {
+    // Zero strides: ONNX's Conv shape inference divides by them (SIGFPE).
+    ModelProto m = OldOpsetModel("Conv", {1, 1, 8, 8});
+    *m.mutable_graph()->add_initializer() = FloatTensor("w", {2, 1, 3, 3}, std::vector<float>(18, 1.0f));
+    m.mutable_graph()->mutable_node(0)->add_input("w");
+    SetInts(m.mutable_graph()->mutable_node(0), "strides", {0, 0});
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
+  {
+    ModelProto m = OldOpsetModel("MaxPool", {1, 1, 8, 8});
+    SetInts(m.mutable_graph()->mutable_node(0), "kernel_shape", {2, 2});
+    SetInts(m.mutable_graph()->mutable_node(0), "strides", {0, 0});
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
+  {
+    // blocksize 2^32: its square wraps to 0 in ONNX's shape inference.
+    ModelProto m = OldOpsetModel("DepthToSpace", {1, 4, 2, 2});
+    SetInt(m.mutable_graph()->mutable_node(0), "blocksize", int64_t{1} << 32);
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
+  {
+    // A Conv weight of rank 1 (ONNX's shape inference reads past its dims).
+    ModelProto m = OldOpsetModel("Conv", {1, 1, 8, 8});
+    *m.mutable_graph()->add_initializer() = FloatTensor("w", {2}, {1, 1});
+    m.mutable_graph()->mutable_node(0)->add_input("w");
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+  }
+  {
+    // An opset far past int32 is reported as it is, not wrapped to 0.
+    ModelProto m = ReluModel();
+    m.mutable_opset_import(0)->set_version(int64_t{1} << 62);
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()), HasSubstr("opset 4611686018427387904 is not supported"));
+    m.mutable_opset_import(0)->set_version(-3);
+    r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(Msg(r.status()), HasSubstr("opset -3"));
+  }
+}
+
+ModelProto ReluChain(int n, int opset) {
+  ModelProto m = NewModel(opset);
+  if (opset < 11) m.set_ir_version(4);
+  GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", TensorProto::FLOAT, {1, 4});
+  std::string prev = "x";
+  for (int i = 0; i < n; ++i) {
+    const std::string out = absl::StrCat("v", i);
+    AddNode(g, "Relu", {prev}, {out});
+    prev = out;
+  }
+  AddOutput(g, prev);
+  return m;
+}
+
+TEST(OnnxImporter, LongOldOpsetChainsConvertOrAreRefusedAtOnce) {
+  absl::StatusOr<Imported> r = Import(ReluChain(500, 9));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.converted_from_opset, 9);
+  // libonnx's converter is quadratic in nodes: 10^5 would take most of an hour.
+  r = Import(ReluChain(100000, 9));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Msg(r.status()), HasSubstr("the model has 100000 nodes"));
+  // At a current opset there is no converter: a long chain imports.
+  r = Import(ReluChain(100000, 17));
+  ASSERT_TRUE(r.ok()) << r.status();
+}
+
 TEST(OnnxImporter, MapInputsAndUndefinedNamesAreErrors) {
   {
     ModelProto m = NewModel();
@@ -1118,6 +1237,22 @@ TEST(OnnxImporter, ExternalDataBesideTheModelIsRead) {
   y = ImportAndRun(dir + "/whole.onnx");
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(*y, ElementsAre(2, 3));
+}
+
+// A FIFO (or any non-regular file) as the model or as external data is
+// refused without blocking on it.
+TEST(OnnxImporter, SpecialFilesAreRefusedWithoutBlocking) {
+  const std::string dir = TempDir("fifo");
+  ASSERT_EQ(::mkfifo((dir + "/w.bin").c_str(), 0600), 0);
+  WriteFile(dir + "/model.onnx", ExternalModel("w.bin").SerializeAsString());
+  absl::StatusOr<std::vector<float>> y = ImportAndRun(dir + "/model.onnx");
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Msg(y.status()), HasSubstr("is not a regular file"));
+
+  ASSERT_EQ(::mkfifo((dir + "/fifo.onnx").c_str(), 0600), 0);
+  absl::StatusOr<std::vector<uint8_t>> bytes = ImportOnnxFile(dir + "/fifo.onnx", {}, nullptr);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_THAT(Msg(bytes.status()), HasSubstr("not a regular file"));
 }
 
 TEST(OnnxImporter, ExternalDataOutsideTheModelDirectoryIsRefused) {

@@ -7,7 +7,12 @@
 // taken are renamed.
 #include "tools/onnx/onnx_importer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -51,6 +56,12 @@ constexpr absl::string_view kCoercingOps[] = {"Softmax", "LogSoftmax", "Hardmax"
 // Integer attributes that hold an ONNX TensorProto dtype (Cast.to, EyeLike.dtype,
 // HannWindow.output_datatype, ...); grove stores its own DType values there.
 constexpr absl::string_view kDTypeAttributes[] = {"to", "dtype", "output_datatype"};
+
+// If/Loop/Scan bodies nest at most this deep (each level recurses here).
+constexpr int kMaxBodyDepth = 64;
+
+// A declared input rank above this is refused (grove's tensors go to 16).
+constexpr int kMaxInputRank = 16;
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
@@ -281,6 +292,7 @@ class Importer {
   absl::Status ImportNode(const NodeProto& node, int index, Scope& scope);
   absl::Status ImportConstant(const NodeProto& node, const std::string& where, const Scope& scope);
   absl::StatusOr<int> ImportBody(const GraphProto& body, const std::string& name, const Scope& outer);
+  absl::StatusOr<int> ImportBodyAt(const GraphProto& body, const std::string& name, const Scope& outer);
   absl::StatusOr<std::string> Resolve(const std::string& onnx_name, const Scope& scope, const std::string& where);
   absl::StatusOr<Attribute> ConvertAttribute(const AttributeProto& a, const ir::OpDef& def,
                                              const std::string& where, const Scope& scope, const NodeProto& node);
@@ -317,6 +329,7 @@ class Importer {
   absl::flat_hash_set<std::string> symbol_names_;
   absl::flat_hash_set<std::string> dim_params_;  // reserved before generated names are picked
   int next_body_ = 0;
+  int body_depth_ = 0;
 };
 
 std::string Importer::UniqueName(const std::string& name) {
@@ -370,25 +383,29 @@ absl::StatusOr<std::string> Importer::Resolve(const std::string& onnx_name, cons
 }
 
 absl::Status Importer::CheckOpset(const ModelProto& model) {
-  int opset = -1;
-  for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
-    if (IsDefaultDomain(o.domain())) opset = static_cast<int>(o.version());
-  }
+  // The version as the file holds it (an int64): a huge one is reported as it is.
+  const int64_t opset = DefaultDomainOpset(model);
   if (opset < 0) {
+    bool any_default = false;
     std::vector<std::string> others;
     for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
-      others.push_back(absl::StrCat(o.domain(), " ", o.version()));
+      any_default = any_default || IsDefaultDomain(o.domain());
+      others.push_back(absl::StrCat(o.domain().empty() ? "ai.onnx" : o.domain(), " ", o.version()));
+    }
+    if (any_default) {
+      return absl::InvalidArgumentError(absl::StrCat("the model imports ai.onnx opset ", opset,
+                                                     ", which is not an opset version"));
     }
     // Only other domains (training, ML): nothing grove has.
     return absl::UnimplementedError(absl::StrCat("the model imports no ai.onnx opset (its opsets: ",
                                                  others.empty() ? "none" : absl::StrJoin(others, ", "), ")"));
   }
-  report_.opset = opset;
   if (opset < kMinOpset || opset > kMaxOpset) {
     return absl::UnimplementedError(
         absl::StrCat("opset ", opset, " is not supported: grove imports ai.onnx opsets ", kMinOpset, " through ",
                      kMaxOpset, " (convert the model with onnx.version_converter)"));
   }
+  report_.opset = static_cast<int>(opset);
   return absl::OkStatus();
 }
 
@@ -424,6 +441,10 @@ absl::StatusOr<std::vector<Dim>> Importer::InputDims(const ValueInfoProto& input
     return dims;
   }
   const auto& shape = type.shape();
+  if (shape.dim_size() > kMaxInputRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", input.name(), "': rank ", shape.dim_size(), " is above ", kMaxInputRank));
+  }
   for (int k = 0; k < shape.dim_size(); ++k) {
     const auto& d = shape.dim(k);
     if (d.has_dim_value()) {
@@ -540,6 +561,17 @@ absl::Status Importer::ImportOutputs(const GraphProto& graph, const Scope& scope
 }
 
 absl::StatusOr<int> Importer::ImportBody(const GraphProto& body, const std::string& name, const Scope& outer) {
+  if (body_depth_ >= kMaxBodyDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph '", name, "' is nested more than ", kMaxBodyDepth, " bodies deep"));
+  }
+  ++body_depth_;
+  absl::StatusOr<int> index = ImportBodyAt(body, name, outer);
+  --body_depth_;
+  return index;
+}
+
+absl::StatusOr<int> Importer::ImportBodyAt(const GraphProto& body, const std::string& name, const Scope& outer) {
   Scope scope;
   scope.parent = &outer;
   ReserveNames(body, scope);
@@ -1002,17 +1034,18 @@ absl::StatusOr<std::vector<uint8_t>> ImportOnnxModel(const ModelProto& model, ab
                                                      const ImportOptions& options, ImportReport* report) {
   // Below opset 11: convert to kUpgradeOpset first (a copy; the caller's
   // model stays as it was).
-  const int opset = DefaultDomainOpset(model);
+  const int64_t opset = DefaultDomainOpset(model);
   std::optional<ModelProto> upgraded;
   if (opset >= 1 && opset < kMinOpset) {
-    absl::StatusOr<ModelProto> converted = UpgradeOpset(model, opset, kUpgradeOpset);
+    absl::StatusOr<ModelProto> converted =
+        UpgradeOpset(model, static_cast<int>(opset), kUpgradeOpset, options.converter_timeout_seconds);
     if (!converted.ok()) return converted.status();
     upgraded = *std::move(converted);
   }
   try {
     Importer importer(options, model_dir);
     absl::StatusOr<std::vector<uint8_t>> bytes = importer.Import(upgraded ? *upgraded : model, report);
-    if (bytes.ok() && upgraded && report != nullptr) report->converted_from_opset = opset;
+    if (bytes.ok() && upgraded && report != nullptr) report->converted_from_opset = static_cast<int>(opset);
     if (!bytes.ok() && upgraded) {
       return absl::Status(bytes.status().code(),
                           absl::StrCat(bytes.status().message(), " (in the model as converted from opset ", opset,
@@ -1028,17 +1061,32 @@ absl::StatusOr<std::vector<uint8_t>> ImportOnnxModel(const ModelProto& model, ab
 
 absl::StatusOr<std::vector<uint8_t>> ImportOnnxFile(const std::string& path, const ImportOptions& options,
                                                     ImportReport* report) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open '", path, "': ", ec ? ec.message() : "not a regular file"));
+  // Opened without blocking and checked to be a regular file before any
+  // read: a FIFO or a device must not hang the import.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::NotFoundError(absl::StrCat("cannot open '", path, "': not a regular file"));
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return absl::DataLossError(absl::StrCat("reading '", path, "' failed"));
-  const std::string bytes = ss.str();
+  if (static_cast<uint64_t>(st.st_size) > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is larger than 2 GiB; store its weights as external data"));
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return absl::DataLossError(absl::StrCat("reading '", path, "' failed"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
   absl::StatusOr<ModelProto> model = ParseOnnxModel(bytes, path);
   if (!model.ok()) return model.status();
   std::string dir = std::filesystem::path(path).parent_path().string();

@@ -1,7 +1,7 @@
 // The ONNX importer behind `grove import`: turns an ONNX model (opsets 11..22)
 // into a .grove model through grove::ModelBuilder. A model below opset 11 is
-// first converted to opset 13 with ONNX's version converter
-// (ImportReport::converted_from_opset says so).
+// first converted to opset 13 with ONNX's version converter, in a child
+// process with a time limit (ImportReport::converted_from_opset says so).
 //
 //   grove::onnx_import::ImportOptions options;
 //   options.dim_ranges["seq"] = {1, 512};
@@ -46,6 +46,9 @@ struct ImportOptions {
   // A folded result larger than this stays an op, so folding cannot bloat
   // the model (a Tile or Expand of a small constant).
   uint64_t max_folded_bytes = uint64_t{64} << 20;
+  // A model below kMinOpset is converted by ONNX's version converter in a
+  // child process; one still running after this long is stopped (an error).
+  double converter_timeout_seconds = 30;
 };
 
 struct ImportReport {

@@ -88,7 +88,9 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& p, absl::string_
     return absl::PermissionDeniedError(absl::StrCat(where, ": external data '", location, "' resolves to '",
                                                     target.string(), "', outside the model's directory"));
   }
-  const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO or device opens without waiting for a writer, and is
+  // refused below as not a regular file.
+  const int fd = ::open(target.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     return absl::NotFoundError(
         absl::StrCat(where, ": cannot open external data '", target.string(), "': ", std::strerror(errno)));
