@@ -66,7 +66,7 @@ void RunBinary(const ir::KernelContext& ctx, const BroadcastPlan<2>& plan, Fn fn
   const A* a = ctx.input(0).as<const A>();
   const B* b = ctx.input(1).as<const B>();
   Out* out = ctx.output(0).as<Out>();
-  const auto [sa, sb] = plan.row_steps();
+  const int64_t sa = plan.row_steps()[0], sb = plan.row_steps()[1];  // not a structured binding: the lambda captures them (clang 14 cannot)
   plan.ForEachRow([&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
     BinaryRow(out + o, a + in[0], sa, b + in[1], sb, len, fn);
   });

@@ -215,7 +215,8 @@ void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
   const T* x = ctx.input(1).as<const T>();
   const T* y = ctx.input(2).as<const T>();
   T* out = ctx.output(0).as<T>();
-  const auto [sc, sx, sy] = plan.row_steps();
+  const std::array<int64_t, 3> steps = plan.row_steps();  // no structured binding: clang 14 cannot capture one
+  const int64_t sc = steps[0], sx = steps[1], sy = steps[2];
   plan.ForEachRow([&](int64_t o, const std::array<int64_t, 3>& in, int64_t len) {
     const uint8_t* cr = c + in[0];
     const T* xr = x + in[1];

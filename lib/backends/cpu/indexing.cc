@@ -394,7 +394,9 @@ absl::Status UniqueKernel(ir::KernelContext& ctx) {
   if (sorted != 0 && sorted != 1) return ctx.Error(absl::StrCat("attribute sorted is ", sorted, "; expected 0 or 1"));
   absl::StatusOr<AxisSlices> slices = SlicesAlongAxis(ctx, x, "X");
   if (!slices.ok()) return slices.status();
-  const auto [axis, outer, dim, inner] = *slices;
+  // Plain variables, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  const int axis = slices->axis;
+  const int64_t outer = slices->outer, dim = slices->dim, inner = slices->inner;
   std::vector<int64_t> order(static_cast<size_t>(dim));
   std::iota(order.begin(), order.end(), 0);
   // cmp(a, b): slices a and b compared element by element (o, then i).
