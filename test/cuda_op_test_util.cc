@@ -141,7 +141,7 @@ absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::s
   std::vector<TensorView*> out_views(num_outputs, nullptr);
   if (!def->kernel_allocates_outputs) {
     ir::ShapeContext sctx(node, graph, std::move(shape_inputs), nullptr);
-    if (absl::Status s = def->infer(sctx); !s.ok()) return s;
+    if (absl::Status s = ir::InferShapes(sctx); !s.ok()) return s;
     for (int i = 0; i < num_outputs; ++i) {
       const auto& o = sctx.outputs()[i];
       if (!o.set || !ir::IsConcrete(o.shape)) return absl::InternalError(absl::StrCat(type, ": output ", i, " shape"));

@@ -75,7 +75,7 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& type, std::vector<c
   std::vector<TensorView> out_storage(num_outputs);
   if (!def->kernel_allocates_outputs) {
     if (def->infer == nullptr) return absl::InternalError(absl::StrCat(type, " has no shape function"));
-    if (absl::Status s = def->infer(sctx); !s.ok()) return s;
+    if (absl::Status s = ir::InferShapes(sctx); !s.ok()) return s;
     for (int i = 0; i < num_outputs; ++i) {
       const auto& o = sctx.outputs()[i];
       if (!o.set) return absl::InternalError(absl::StrCat(type, ": output ", i, " not set by shape function"));

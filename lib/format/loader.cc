@@ -364,6 +364,12 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
         }
       }
     }
+    // A declared constant shape is held to the size limit like any other, so
+    // shape functions over it multiply out only sizes that fit.
+    if (kind == 0 && d.dtype != DType::kUnknown && d.has_shape && ir::IsConcrete(d.shape)) {
+      absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(d.dtype, ir::ToConcrete(d.shape), "declared shape");
+      if (!bytes.ok()) return Bad(where, bytes.status().message());
+    }
     if (t->buffer() >= 0) {
       if (t->buffer() >= num_buffers) {
         return Bad(where, absl::StrCat("buffer index ", t->buffer(), " is out of range (", num_buffers, " buffers)"));

@@ -89,8 +89,17 @@ struct Graph {
   std::vector<std::string> symbol_names() const;
 };
 
-// Bytes of `dims` elements of `dtype`, or an error naming `what` on a negative
-// dim or overflow.
+// The largest tensor grove plans, runs or loads: 256 TiB, counted over the
+// non-zero dims (an empty tensor's other dims stay within it too, since
+// kernels loop over them). Every concrete shape a shape function sets (see
+// ir::InferShapes), every input, weight, .npy array and kernel-allocated
+// output passes CheckedByteSize, so the planner and kernels multiply dims out
+// without overflow.
+inline constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 48;
+
+// Bytes of `dims` elements of `dtype`, or InvalidArgument naming `what` on a
+// negative dim or a size past the limits above (the message gives the true
+// size).
 absl::StatusOr<uint64_t> CheckedByteSize(DType dtype, absl::Span<const int64_t> dims,
                                          absl::string_view what);
 

@@ -47,6 +47,27 @@ void ShapeContext::SetOutput(int i, DType dtype, SymShape shape) {
   outputs_[i] = Output{dtype, std::move(shape), true};
 }
 
+absl::Status InferShapes(ShapeContext& ctx) {
+  const OpDef* def = ctx.node().def;
+  if (def == nullptr || def->infer == nullptr) {
+    return absl::InternalError(absl::StrCat(ctx.node().Describe(), ": no shape function"));
+  }
+  if (absl::Status s = def->infer(ctx); !s.ok()) return s;
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    const ShapeContext::Output& o = ctx.outputs()[i];
+    if (!o.set || !o.rank_known || IsBoxed(o.dtype)) continue;
+    for (size_t d = 0; d < o.shape.size(); ++d) {
+      if (o.shape[d].is_const() && o.shape[d].value() < 0) {
+        return ctx.Error(absl::StrCat("output ", i, ": dim ", d, " is negative (", o.shape[d].value(), ")"));
+      }
+    }
+    if (o.dtype == DType::kUnknown || !IsConcrete(o.shape)) continue;
+    absl::StatusOr<uint64_t> bytes = CheckedByteSize(o.dtype, ToConcrete(o.shape), absl::StrCat("output ", i));
+    if (!bytes.ok()) return ctx.Error(bytes.status().message());
+  }
+  return absl::OkStatus();
+}
+
 void ShapeContext::SetOutputUnknownRank(int i, DType dtype) {
   if (i < 0 || i >= num_outputs()) return;
   outputs_[i] = Output{dtype, {}, true, /*rank_known=*/false};

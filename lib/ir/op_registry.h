@@ -107,6 +107,13 @@ class ShapeContext {
 
 using ShapeFn = absl::Status (*)(ShapeContext& ctx);
 
+// Runs the node's shape function (ctx.node().def->infer) and checks what it
+// set: a constant dim is never negative, and every output whose shape is
+// concrete passes CheckedByteSize (lib/ir/graph.h). The one way shape
+// functions are called, so the planner and kernels multiply out only sizes
+// checked here.
+absl::Status InferShapes(ShapeContext& ctx);
+
 // What a kernel sees. Inputs and outputs are host views on the CPU backend,
 // device views on the CUDA backend (see lib/backends/cuda/exec_context.h); an
 // omitted optional input is nullptr. Outputs are allocated before the call,

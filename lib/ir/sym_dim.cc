@@ -10,6 +10,23 @@
 namespace grove::ir {
 namespace {
 std::atomic<uint64_t> next_unknown{1};
+
+// Coefficients saturate instead of wrapping: a model's dims may be anything
+// up to int64, and a saturated dim is refused by the size check every
+// shape goes through (CheckedByteSize) rather than wrapping to a small one.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return a < 0 ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
+int64_t SaturatingNeg(int64_t a) { return a == INT64_MIN ? INT64_MAX : -a; }
 }  // namespace
 
 SymDim::SymDim(int64_t value) {
@@ -39,7 +56,7 @@ void SymDim::Canonicalize() {
   std::vector<Term> merged;
   for (Term& t : terms_) {
     if (!merged.empty() && merged.back().syms == t.syms) {
-      merged.back().coeff += t.coeff;
+      merged.back().coeff = SaturatingAdd(merged.back().coeff, t.coeff);
     } else {
       merged.push_back(std::move(t));
     }
@@ -61,7 +78,7 @@ SymDim operator-(const SymDim& a, const SymDim& b) {
   if (a.is_unknown() || b.is_unknown()) return SymDim::Unknown();
   SymDim r = a;
   for (SymDim::Term t : b.terms_) {
-    t.coeff = -t.coeff;
+    t.coeff = SaturatingNeg(t.coeff);
     r.terms_.push_back(std::move(t));
   }
   r.Canonicalize();
@@ -76,7 +93,7 @@ SymDim operator*(const SymDim& a, const SymDim& b) {
   SymDim r;
   for (const SymDim::Term& x : a.terms_) {
     for (const SymDim::Term& y : b.terms_) {
-      SymDim::Term t{x.coeff * y.coeff, x.syms};
+      SymDim::Term t{SaturatingMul(x.coeff, y.coeff), x.syms};
       t.syms.insert(t.syms.end(), y.syms.begin(), y.syms.end());
       std::sort(t.syms.begin(), t.syms.end());
       r.terms_.push_back(std::move(t));
@@ -95,7 +112,7 @@ SymDim operator/(const SymDim& a, const SymDim& b) {
       const SymDim::Term& d = b.terms_[0];
       SymDim r;
       for (const SymDim::Term& t : a.terms_) {
-        if (t.coeff % d.coeff != 0) return SymDim::Unknown();
+        if ((d.coeff == -1 && t.coeff == INT64_MIN) || t.coeff % d.coeff != 0) return SymDim::Unknown();
         std::vector<int> rest = t.syms;
         for (int s : d.syms) {
           auto it = std::find(rest.begin(), rest.end(), s);
@@ -110,6 +127,7 @@ SymDim operator/(const SymDim& a, const SymDim& b) {
     return SymDim::Unknown();
   }
   const int64_t d = b.value();
+  if (d == -1) return SymDim(0) - a;  // INT64_MIN / -1 saturates
   if (a.is_const()) {
     int64_t q = a.value() / d;
     if ((a.value() % d != 0) && ((a.value() < 0) != (d < 0))) --q;

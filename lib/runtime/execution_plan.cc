@@ -120,7 +120,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     if (ir::RanksKnownOnlyWhenRun(*node_inputs)) {
       // An input's rank is known only when run: so is everything here.
       for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutputUnknownRank(i, DType::kUnknown);
-    } else if (absl::Status s = node.def->infer(ctx); !s.ok()) {
+    } else if (absl::Status s = ir::InferShapes(ctx); !s.ok()) {
       return s;
     }
 
@@ -198,7 +198,10 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       }
       ir::KernelContext kctx(node, in_ptrs, out_ptrs, &no_host);
       if (cpu_kernel == nullptr) return absl::InternalError(absl::StrCat(node.Describe(), ": no CPU kernel to fold"));
-      if (absl::Status s = cpu_kernel(kctx); !s.ok()) return s;
+      // Empty outputs have nothing to compute (as PlanStep::outputs_empty).
+      if (out_bytes > 0) {
+        if (absl::Status s = cpu_kernel(kctx); !s.ok()) return s;
+      }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i] < 0) continue;
         PlanValue v;
@@ -259,10 +262,30 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     plan->RecomputeLifetimes();
   }
 
+  for (PlanStep& step : plan->steps_) {
+    if (step.infer_at_run || step.kernel_allocates) continue;
+    bool any = false, empty = true;
+    for (int id : step.outputs) {
+      if (id < 0) continue;
+      const PlanValue& v = plan->values_[id];
+      any = true;
+      empty &= v.kind == Storage::kArena && v.shape_known && v.bytes == 0;
+    }
+    step.outputs_empty = any && empty;
+  }
+
   MemoryPlanner planner;
+  // Each buffer is within kMaxTensorBytes; while their total stays below
+  // 2^62 no offset the planner computes can wrap.
+  uint64_t total_bytes = 0;
   for (size_t id = 0; id < plan->values_.size(); ++id) {
     PlanValue& v = plan->values_[id];
     if (v.kind != Storage::kArena) continue;
+    total_bytes += v.bytes + kArenaAlignment;
+    if (total_bytes > (uint64_t{1} << 62)) {
+      return absl::InvalidArgumentError(absl::StrCat("plan for subgraph '", sg.name,
+                                                     "': its tensors need more than 2^62 bytes in all"));
+    }
     planner.AddBuffer(v.bytes, v.first_use, v.last_use);
     plan->arena_value_of_buffer_.push_back(static_cast<int>(id));
   }

@@ -50,6 +50,10 @@ struct PlanStep {
   bool infer_at_run = false;      // shapes known only when run
   bool kernel_allocates = false;  // If, Loop
   bool host_fallback = false;     // a CPU kernel in a CUDA plan: run with copies
+  // Every output is planned with zero elements: there is nothing to write, so
+  // the step is not run (no kernel loops over the other dims of an empty
+  // tensor, however large they are).
+  bool outputs_empty = false;
 };
 
 // A value's signature: what a plan is keyed by.

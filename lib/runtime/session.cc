@@ -556,6 +556,7 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
   const std::vector<PlanStep>& steps = p.steps();
   for (size_t s = 0; s < steps.size(); ++s) {
     const PlanStep& step = steps[s];
+    if (step.outputs_empty) continue;
     TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
     absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
     absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
@@ -704,7 +705,7 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
 absl::Status SessionImpl::InferAndAllocate(const PlanStep& step, std::vector<ir::ShapeContext::Input> ins,
                                            ir::KernelContext::Host& host) {
   ir::ShapeContext sctx(*step.node, graph_, std::move(ins), nullptr);
-  if (absl::Status st = step.node->def->infer(sctx); !st.ok()) return st;
+  if (absl::Status st = ir::InferShapes(sctx); !st.ok()) return st;
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     if (step.outputs[i] < 0) continue;
     const auto& o = sctx.outputs()[i];

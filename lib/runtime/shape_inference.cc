@@ -59,7 +59,7 @@ absl::Status GraphInference::InferNode(const ir::Node& node) {
   ir::ShapeContext ctx(node, graph_, *inputs, this);
   if (ir::RanksKnownOnlyWhenRun(*inputs)) {
     for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutputUnknownRank(i, DType::kUnknown);
-  } else if (absl::Status s = node.def->infer(ctx); !s.ok()) {
+  } else if (absl::Status s = ir::InferShapes(ctx); !s.ok()) {
     return s;
   }
   absl::StatusOr<bool> folded = Fold(node, *inputs, ctx.outputs());
@@ -119,7 +119,10 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
   }
   NoHost no_host;
   ir::KernelContext kctx(node, in_ptrs, out_ptrs, &no_host);
-  if (absl::Status s = kernel(kctx); !s.ok()) return s;
+  // Empty outputs have nothing to compute (as PlanStep::outputs_empty).
+  if (bytes > 0) {
+    if (absl::Status s = kernel(kctx); !s.ok()) return s;
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
     env_[node.outputs[i]] = Input{true, outputs[i].dtype, outputs[i].shape, out_ptrs[i]};

@@ -114,7 +114,7 @@ absl::StatusOr<std::vector<ir::ShapeContext::Output>> InferAll(const std::string
   for (int i = 0; i < num_outputs; ++i) node.outputs.push_back(static_cast<int>(inputs.size()) + i);
   for (auto& [name, value] : attrs) node.attrs.Set(name, value);
   ir::ShapeContext ctx(node, graph, std::move(ins), nullptr);
-  if (absl::Status s = def->infer(ctx); !s.ok()) return s;
+  if (absl::Status s = ir::InferShapes(ctx); !s.ok()) return s;
   return ctx.outputs();
 }
 

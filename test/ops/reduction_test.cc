@@ -372,7 +372,7 @@ SymbolicResult InferSymbolic(const std::string& type, std::vector<std::pair<DTyp
   }
   ir::ShapeContext ctx(node, graph, std::move(in), nullptr);
   SymbolicResult r;
-  r.status = node.def->infer(ctx);
+  r.status = ir::InferShapes(ctx);
   r.outputs = ctx.outputs();
   return r;
 }

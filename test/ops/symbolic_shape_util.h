@@ -57,7 +57,7 @@ inline absl::StatusOr<ir::ShapeContext::Output> InferSymbolic(
   node.outputs.push_back(static_cast<int>(inputs.size()));
   for (auto& [name, value] : attrs) node.attrs.Set(name, value);
   ir::ShapeContext ctx(node, graph, std::move(ins), nullptr);
-  if (absl::Status s = def->infer(ctx); !s.ok()) return s;
+  if (absl::Status s = ir::InferShapes(ctx); !s.ok()) return s;
   if (!ctx.outputs()[0].set) return absl::InternalError("output 0 not set");
   return ctx.outputs()[0];
 }

@@ -103,7 +103,8 @@ absl::Status InferDepthToSpace(ShapeContext& ctx) {
     return ctx.Error(absl::StrCat("input (input 0) has shape ", ShapeString(ctx, in), "; its channels must divide by ",
                                   bb, " (blocksize squared)"));
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0), {in[0], in[1] / SymDim(bb), in[2] * SymDim(*b), in[3] * SymDim(*b)});
+  ctx.SetOutput(0, ctx.input_dtype(0), {in[0], in[1] / SymDim(bb), in[2] * SymDim(*b), in[3] * SymDim(*b)});
+  return absl::OkStatus();
 }
 
 absl::Status InferSpaceToDepth(ShapeContext& ctx) {
@@ -120,8 +121,8 @@ absl::Status InferSpaceToDepth(ShapeContext& ctx) {
                                     " must divide by the blocksize ", *b));
     }
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0),
-                    {in[0], in[1] * SymDim(*b * *b), in[2] / SymDim(*b), in[3] / SymDim(*b)});
+  ctx.SetOutput(0, ctx.input_dtype(0), {in[0], in[1] * SymDim(*b * *b), in[2] / SymDim(*b), in[3] / SymDim(*b)});
+  return absl::OkStatus();
 }
 
 absl::Status InferEyeLike(ShapeContext& ctx) {
@@ -263,7 +264,8 @@ absl::Status InferEinsum(ShapeContext& ctx) {
   }
   SymShape out;
   for (int l : terms->output) out.push_back(set[l] ? size[l] : SymDim(1));
-  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -152,17 +152,6 @@ inline absl::StatusOr<int> CheckElementsIndices(const ShapeContext& ctx) {
   return axis;
 }
 
-// Sets output i after checking that a concrete shape's byte size stays
-// within what the planner may multiply out unchecked.
-inline absl::Status SetChecked(ShapeContext& ctx, int i, DType dtype, SymShape shape) {
-  if (IsConcrete(shape)) {
-    absl::StatusOr<uint64_t> bytes = CheckedByteSize(dtype, ToConcrete(shape), absl::StrCat("output ", i));
-    if (!bytes.ok()) return ctx.Error(bytes.status().message());
-  }
-  ctx.SetOutput(i, dtype, std::move(shape));
-  return absl::OkStatus();
-}
-
 // An op definition with one output (change min/max_outputs after).
 inline OpDef MakeOpDef(std::string type, int min_inputs, int max_inputs, std::vector<AttrSpec> attrs, ShapeFn infer) {
   OpDef def;

@@ -339,7 +339,8 @@ absl::Status InferExpand(ShapeContext& ctx) {
     return ctx.Error(absl::StrCat("cannot expand ", ShapeString(ctx, in), " to ", DimsString(shape->values), ": ",
                                   out.status().message()));
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0), *std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(0), *std::move(out));
+  return absl::OkStatus();
 }
 
 absl::Status InferTile(ShapeContext& ctx) {
@@ -372,7 +373,8 @@ absl::Status InferTile(ShapeContext& ctx) {
       out.push_back(r <= kSymbolicConstantLimit ? in[d] * SymDim(r) : SymDim::Unknown());
     }
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
 }
 
 absl::Status InferPad(ShapeContext& ctx) {
@@ -445,7 +447,8 @@ absl::Status InferPad(ShapeContext& ctx) {
     }
     out.push_back(o);
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
 }
 
 absl::Status InferSize(ShapeContext& ctx) {
@@ -554,7 +557,8 @@ absl::Status InferOneHot(ShapeContext& ctx) {
   SymShape out(in.begin(), in.begin() + axis);
   out.push_back(depth);
   out.insert(out.end(), in.begin() + axis, in.end());
-  return SetChecked(ctx, 0, ctx.input_dtype(2), std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(2), std::move(out));
+  return absl::OkStatus();
 }
 
 absl::Status InferResize(ShapeContext& ctx) {
@@ -595,7 +599,8 @@ absl::Status InferResize(ShapeContext& ctx) {
     absl::StatusOr<ResizeGeometry> g = ResizeGeometryFor(
         ToConcrete(in), *attrs, ctx.input_value(1), has_scales ? value : nullptr, has_sizes ? value : nullptr);
     if (!g.ok()) return Fail(ctx, g.status());
-    return SetChecked(ctx, 0, dtype, FromConcrete(g->out_dims));
+    ctx.SetOutput(0, dtype, FromConcrete(g->out_dims));
+    return absl::OkStatus();
   }
   SymShape out = in;
   for (int64_t d : *axes) out[d] = SymDim::Unknown();

@@ -115,7 +115,8 @@ absl::Status InferGridSample(ShapeContext& ctx) {
   }
   SymShape out = {x[0], x[1]};
   for (int d = 0; d < spatial; ++d) out.push_back(grid[1 + d]);
-  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -162,7 +163,8 @@ absl::Status InferRoiAlign(ShapeContext& ctx) {
                                   DimString(ctx, rois[0]), "] (one per roi)"));
   }
   const SymDim num_rois = rois[0].is_const() ? rois[0] : idx[0];
-  return SetChecked(ctx, 0, ctx.input_dtype(0), {num_rois, x[1], SymDim(oh), SymDim(ow)});
+  ctx.SetOutput(0, ctx.input_dtype(0), {num_rois, x[1], SymDim(oh), SymDim(ow)});
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -224,7 +226,8 @@ absl::Status InferMaxUnpool(ShapeContext& ctx) {
       out = FromConcrete(given);
     }
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -270,7 +273,8 @@ absl::Status InferDft(ShapeContext& ctx) {
   } else {
     out[axis] = SymDim::Unknown();
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0), std::move(out));
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -324,7 +328,8 @@ absl::Status InferStft(ShapeContext& ctx) {
       frames = SymDim(*n);
     }
   }
-  return SetChecked(ctx, 0, ctx.input_dtype(0), {sig[0], frames, bins, SymDim(2)});
+  ctx.SetOutput(0, ctx.input_dtype(0), {sig[0], frames, bins, SymDim(2)});
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -357,7 +362,8 @@ absl::Status InferMelWeightMatrix(ShapeContext& ctx) {
     }
     rows = SymDim(v / 2 + 1);
   }
-  return SetChecked(ctx, 0, static_cast<DType>(dt), {rows, cols});
+  ctx.SetOutput(0, static_cast<DType>(dt), {rows, cols});
+  return absl::OkStatus();
 }
 
 }  // namespace
