@@ -87,6 +87,13 @@ void SetInt(NodeProto* n, const std::string& name, int64_t v) {
   a->set_i(v);
 }
 
+void SetInts(NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+  AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
 GraphProto* SetGraph(NodeProto* n, const std::string& name) {
   AttributeProto* a = n->add_attribute();
   a->set_name(name);
@@ -966,11 +973,11 @@ TEST(OnnxImporter, AVersionConverterFailureNamesTheOp) {
   // Pad changed at opset 2 and the converter has no adapter for it.
   ModelProto m = NewModel(1);
   AddInput(m.mutable_graph(), "x", TensorProto::FLOAT, {2, 2});
-  AddNode(m.mutable_graph(), "Pad", {"x"}, {"y"}, "pad");
+  SetInts(AddNode(m.mutable_graph(), "Pad", {"x"}, {"y"}, "pad"), "paddings", {0, 0, 0, 0});
   AddOutput(m.mutable_graph(), "y");
   absl::StatusOr<Imported> r = Import(m);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented) << r.status();
   EXPECT_THAT(Msg(r.status()), HasSubstr("version converter failed"));
   EXPECT_THAT(Msg(r.status()), HasSubstr("Pad"));
 }
@@ -990,13 +997,6 @@ ModelProto OldOpsetModel(const std::string& op, std::vector<int64_t> x_dims) {
   AddNode(g, op, {"x"}, {"y"}, "bad");
   AddOutput(g, "y");
   return m;
-}
-
-void SetInts(NodeProto* n, const std::string& name, std::vector<int64_t> v) {
-  AttributeProto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
 }
 
 TEST(OnnxImporter, MalformedOldOpsetModelsFailCleanly) {
@@ -1050,6 +1050,14 @@ TEST(OnnxImporter, MalformedOldOpsetModelsFailCleanly) {
     m.mutable_graph()->mutable_node(0)->add_input("w");
     absl::StatusOr<Imported> r = Import(m);
     ASSERT_FALSE(r.ok());
+  }
+  {
+    // ONNX's checker runs before the converter, and its refusal names the node.
+    ModelProto m = OldOpsetModel("DepthToSpace", {1, 4, 2, 2});  // no blocksize
+    absl::StatusOr<Imported> r = Import(m);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Msg(r.status()), HasSubstr("fails ONNX's checker: node 'bad' (op DepthToSpace)"));
   }
   {
     // An opset far past int32 is reported as it is, not wrapped to 0.

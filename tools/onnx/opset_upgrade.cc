@@ -24,6 +24,7 @@
 #include <map>
 #include <new>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -231,8 +232,13 @@ void CheckNodesWithOnnx(const ::onnx::ModelProto& model) {
   const ::onnx::GraphProto& graph = model.graph();
   for (const ::onnx::ValueInfoProto& in : graph.input()) lex.add(in.name());
   for (const ::onnx::TensorProto& t : graph.initializer()) lex.add(t.name());
-  for (const ::onnx::NodeProto& node : graph.node()) {
-    ::onnx::checker::check_node(node, ctx, lex);
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const ::onnx::NodeProto& node = graph.node(i);
+    try {
+      ::onnx::checker::check_node(node, ctx, lex);
+    } catch (const ::onnx::checker::ValidationError& e) {
+      throw std::runtime_error(absl::StrCat(NodeWhere(node, i), ": ", e.what()));
+    }
     for (const std::string& out : node.output()) {
       if (!out.empty()) lex.add(out);
     }
