@@ -5,8 +5,6 @@
 // axes and indices are), and the input data; the model is built with
 // ModelBuilder, loaded and run on the CPU. Every input is at most 5^4
 // elements and the memory plan is bounded (fuzz_run.h), so runs stay fast.
-#include <fuzzer/FuzzedDataProvider.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fuzz/byte_choices.h"
 #include "fuzz/fuzz_run.h"
 #include "grove/grove.h"
 #include "lib/ir/op_registry.h"
@@ -27,6 +26,7 @@ namespace {
 
 using grove::AttrValue;
 using grove::DType;
+using FuzzedDataProvider = grove::fuzz::ByteChoices;
 
 constexpr DType kDTypes[] = {DType::kF32, DType::kI64, DType::kI32, DType::kBool, DType::kF16,
                              DType::kU8,  DType::kI8,  DType::kF64, DType::kBF16, DType::kString};
@@ -192,7 +192,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!bytes.ok()) return 0;
   absl::StatusOr<std::shared_ptr<const grove::Model>> model = grove::Model::LoadFromBuffer(*bytes);
   if (!model.ok()) return 0;
-  const std::vector<uint8_t> fill = in.ConsumeRemainingBytes<uint8_t>();
+  const std::vector<uint8_t> fill = in.ConsumeRemainingBytes();
   grove::fuzz::RunSmall(*model, fill);
   return 0;
 }
