@@ -56,21 +56,42 @@ std::string ResolveDiskDir(const CacheOptions& options) {
   return "";
 }
 
-// The whole file, or nullopt when it cannot be opened (no entry).
+// Above this a cache entry is not read (cubins are a few MiB at most).
+constexpr uint64_t kMaxCacheEntryBytes = uint64_t{1} << 30;
+
+// The whole file, or nullopt when it cannot be opened (no entry). The cache
+// folder is untrusted like any input: an entry that is not a regular file (a
+// FIFO would block the read), is larger than kMaxCacheEntryBytes or changes
+// size while read comes back empty, which DecodeCacheEntry calls corrupt (and
+// the rewrite replaces it). The same checks as lib/format/regular_file.h,
+// which jit/ does not depend on.
 std::optional<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  if (!S_ISREG(st.st_mode)) return std::string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return std::nullopt;
   std::string data;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+      static_cast<uint64_t>(st.st_size) > kMaxCacheEntryBytes || flags < 0 ||
+      ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    ::close(fd);
+    return data;
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  data.resize(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, data.data() + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
+    done += static_cast<size_t>(n);
   }
+  char extra;
+  const bool grew = done == size && ::read(fd, &extra, 1) > 0;
   ::close(fd);
+  if (done != size || grew) data.clear();
   return data;
 }
 

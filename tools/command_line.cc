@@ -61,15 +61,83 @@ int ParseArgs(absl::Span<const std::string> args, absl::Span<const FlagSpec> spe
   return -1;
 }
 
+namespace {
+
+// The code point of the UTF-8 sequence at s[i] and its length; false when
+// the bytes there are not valid UTF-8 (overlong, surrogate, past U+10FFFF,
+// truncated).
+bool DecodeUtf8At(absl::string_view s, size_t i, char32_t* out_cp, size_t* out_len) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) {
+    *out_cp = c;
+    *out_len = 1;
+    return true;
+  }
+  const size_t len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (len == 0 || i + len > s.size()) return false;
+  char32_t cp = c & (0x7f >> len);
+  for (size_t k = 1; k < len; ++k) {
+    const unsigned char b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xc0) != 0x80) return false;
+    cp = (cp << 6) | (b & 0x3f);
+  }
+  const char32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+  *out_cp = cp;
+  *out_len = len;
+  return true;
+}
+
+// Characters a terminal acts on or that hide or reorder text.
+bool NeedsEscape(char32_t cp) {
+  return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||  // C0, DEL, C1 (0x9b is CSI)
+         cp == 0xad ||                                             // soft hyphen
+         (cp >= 0x200b && cp <= 0x200f) ||                         // zero-width, LRM, RLM
+         (cp >= 0x2028 && cp <= 0x202e) ||                         // separators, bidi embeddings
+         (cp >= 0x2060 && cp <= 0x206f) ||                         // word joiner, bidi isolates
+         cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb);           // BOM, interlinear annotations
+}
+
+}  // namespace
+
+std::string TerminalSafe(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    size_t len = 0;
+    if (!DecodeUtf8At(text, i, &cp, &len)) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02x", static_cast<unsigned char>(text[i])));
+      ++i;
+      continue;
+    }
+    if (!NeedsEscape(cp)) {
+      out.append(text.data() + i, len);
+    } else if (cp == '\n') {
+      out.append("\\n");
+    } else if (cp == '\t') {
+      out.append("\\t");
+    } else if (cp == '\r') {
+      out.append("\\r");
+    } else if (cp < 0x80) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02x", static_cast<unsigned>(cp)));
+    } else {
+      absl::StrAppend(&out, absl::StrFormat("\\u{%04x}", static_cast<unsigned>(cp)));
+    }
+    i += len;
+  }
+  return out;
+}
+
 int Fail(absl::string_view message) {
-  std::fprintf(stderr, "grove: error: %s\n", std::string(message).c_str());
+  std::fprintf(stderr, "grove: error: %s\n", TerminalSafe(message).c_str());
   return kExitFailure;
 }
 
 int Fail(const absl::Status& status) { return Fail(status.message()); }
 
 int UsageError(absl::string_view message) {
-  std::fprintf(stderr, "grove: error: %s\nRun 'grove --help' for usage.\n", std::string(message).c_str());
+  std::fprintf(stderr, "grove: error: %s\nRun 'grove --help' for usage.\n", TerminalSafe(message).c_str());
   return kExitUsage;
 }
 
@@ -77,7 +145,7 @@ std::string ShapeString(absl::Span<const int64_t> dims) { return absl::StrCat("[
 
 std::string DeclaredType(const TensorInfo& info) {
   std::vector<std::string> dims;
-  for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? d.symbol : absl::StrCat(d.value));
+  for (const DimInfo& d : info.shape) dims.push_back(d.is_symbolic() ? TerminalSafe(d.symbol) : absl::StrCat(d.value));
   const std::string tensor = absl::StrCat(DTypeName(info.dtype), "[", absl::StrJoin(dims, ","), "]");
   switch (info.kind) {
     case ValueKind::kTensor: return tensor;

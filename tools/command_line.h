@@ -51,6 +51,14 @@ struct ParsedArgs {
 int ParseArgs(absl::Span<const std::string> args, absl::Span<const FlagSpec> specs, ParsedArgs* out,
               absl::string_view usage);
 
+// `text` (a name or message from an untrusted model, input or path) safe to
+// print on a terminal: valid UTF-8 is kept, but control characters (C0, DEL,
+// C1), invisible and bidirectional formatting characters and bytes that are
+// not UTF-8 are escaped (\n, \x1b, \u{202e}), so a crafted name cannot
+// move the cursor, recolour the terminal or hide text. Every name the CLI
+// prints goes through here; Fail and UsageError apply it to the whole message.
+std::string TerminalSafe(absl::string_view text);
+
 // Prints "grove: error: <message>" and returns 1.
 int Fail(absl::string_view message);
 int Fail(const absl::Status& status);

@@ -89,8 +89,8 @@ int ImportMain(absl::Span<const std::string> argv) {
     if (!f) return Fail(absl::StrCat("writing '", out_path, "' failed"));
   }
 
-  std::printf("imported %s (opset %d%s%s)\n", in_path.c_str(), report.opset,
-              report.producer.empty() ? "" : ", producer ", report.producer.c_str());
+  std::printf("imported %s (opset %d%s%s)\n", TerminalSafe(in_path).c_str(), report.opset,
+              report.producer.empty() ? "" : ", producer ", TerminalSafe(report.producer).c_str());
   if (report.converted_from_opset > 0) {
     std::printf("note: the model's opset %d is below %d, the oldest grove imports; it was converted to opset %d "
                 "with ONNX's version converter first\n",
@@ -102,11 +102,11 @@ int ImportMain(absl::Span<const std::string> argv) {
       report.nodes_imported, report.constants_folded, report.constant_nodes, report.onnx_nodes, report.subgraphs,
       report.subgraphs == 1 ? "" : "s");
   std::vector<std::string> symbols;
-  for (const SymbolInfo& s : report.symbols) symbols.push_back(absl::StrCat(s.name, " ", s.min, "..", s.max));
+  for (const SymbolInfo& s : report.symbols) symbols.push_back(absl::StrCat(TerminalSafe(s.name), " ", s.min, "..", s.max));
   std::printf("symbols: %s\n",
               symbols.empty() ? "none (all dims constant)" : absl::StrJoin(symbols, ", ").c_str());
   std::printf("weights: %d, %s\n", report.weights, HumanBytes(report.weight_bytes).c_str());
-  std::printf("wrote %s: %s\n", out_path.c_str(), HumanBytes(bytes->size()).c_str());
+  std::printf("wrote %s: %s\n", TerminalSafe(out_path).c_str(), HumanBytes(bytes->size()).c_str());
   return kExitOk;
 }
 

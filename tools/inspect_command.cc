@@ -43,7 +43,8 @@ double Ratio(const MemoryReport& r) {
 }
 
 // Appends `s` as a JSON string. Invalid UTF-8 (names come from an untrusted
-// file) becomes U+FFFD so the output always parses.
+// file) becomes U+FFFD so the output always parses; what TerminalSafe escapes
+// is escaped here too.
 void AppendJsonString(std::string* out, absl::string_view s) {
   out->push_back('"');
   for (size_t i = 0; i < s.size();) {
@@ -52,7 +53,7 @@ void AppendJsonString(std::string* out, absl::string_view s) {
       out->push_back('\\');
       out->push_back(static_cast<char>(c));
       ++i;
-    } else if (c < 0x20) {
+    } else if (c < 0x20 || c == 0x7f) {
       absl::StrAppend(out, absl::StrFormat("\\u%04x", c));
       ++i;
     } else if (c < 0x80) {
@@ -70,7 +71,14 @@ void AppendJsonString(std::string* out, absl::string_view s) {
           valid = false;
         }
       }
-      if (valid) {
+      if (valid && TerminalSafe(s.substr(i, len)).size() != len) {
+        // A C1 control or a formatting character: valid JSON either way, but
+        // escaped so that printing the JSON cannot drive a terminal.
+        char32_t cp = c & (0x7f >> len);
+        for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+        absl::StrAppend(out, absl::StrFormat("\\u%04x", static_cast<unsigned>(cp)));
+        i += len;
+      } else if (valid) {
         out->append(s.data() + i, len);
         i += len;
       } else {
@@ -148,24 +156,24 @@ std::string Json(const std::string& path, const Model& model, const Plan* plan) 
 
 std::string Text(const std::string& path, const Model& model, const Plan* plan) {
   const ModelSummary summary = model.Summary();
-  std::string out = absl::StrCat("model: ", path, "\n  format version ", summary.format_version);
-  if (!summary.producer.empty()) absl::StrAppend(&out, ", producer \"", summary.producer, "\"");
+  std::string out = absl::StrCat("model: ", TerminalSafe(path), "\n  format version ", summary.format_version);
+  if (!summary.producer.empty()) absl::StrAppend(&out, ", producer \"", TerminalSafe(summary.producer), "\"");
   absl::StrAppend(&out, "\ninputs:\n");
   for (const TensorInfo& info : model.inputs()) {
-    absl::StrAppend(&out, "  ", info.name, "  ", DeclaredType(info), "\n");
+    absl::StrAppend(&out, "  ", TerminalSafe(info.name), "  ", DeclaredType(info), "\n");
   }
   absl::StrAppend(&out, "outputs:\n");
   for (const TensorInfo& info : model.outputs()) {
-    absl::StrAppend(&out, "  ", info.name, "  ", DeclaredType(info), "\n");
+    absl::StrAppend(&out, "  ", TerminalSafe(info.name), "  ", DeclaredType(info), "\n");
   }
   absl::StrAppend(&out, "symbols:", model.symbols().empty() ? " none\n" : "\n");
-  for (const SymbolInfo& s : model.symbols()) absl::StrAppend(&out, "  ", s.name, "  ", s.min, "..", s.max, "\n");
+  for (const SymbolInfo& s : model.symbols()) absl::StrAppend(&out, "  ", TerminalSafe(s.name), "  ", s.min, "..", s.max, "\n");
   std::vector<std::string> counts;
-  for (const auto& [op, n] : summary.op_counts) counts.push_back(absl::StrCat(op, " ", n));
+  for (const auto& [op, n] : summary.op_counts) counts.push_back(absl::StrCat(TerminalSafe(op), " ", n));
   absl::StrAppend(&out, "subgraphs: ", summary.num_subgraphs, "\noperators: ", summary.num_operators, " (",
                   absl::StrJoin(counts, ", "), ")\nweights: ", HumanBytes(summary.weight_bytes), "\n");
   if (!summary.shape_inference_note.empty()) {
-    absl::StrAppend(&out, "note: symbolic shapes stop at: ", summary.shape_inference_note,
+    absl::StrAppend(&out, "note: symbolic shapes stop at: ", TerminalSafe(summary.shape_inference_note),
                     "\n      (plans infer concrete shapes exactly; give --shape to see them)\n");
   }
   if (plan == nullptr) {
@@ -178,7 +186,7 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
   const MemoryReport& r = plan->report;
   std::vector<std::string> shapes;
   for (size_t i = 0; i < plan->input_shapes.size(); ++i) {
-    shapes.push_back(absl::StrCat(model.inputs()[i].name, "=", ShapeString(plan->input_shapes[i])));
+    shapes.push_back(absl::StrCat(TerminalSafe(model.inputs()[i].name), "=", ShapeString(plan->input_shapes[i])));
   }
   absl::StrAppend(&out, "memory plan for ", absl::StrJoin(shapes, " "), ":\n");
   absl::StrAppend(&out, "  arena: ", HumanBytes(r.arena_bytes), "\n");
@@ -189,7 +197,7 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
   if (!r.peak_tensors.empty()) {
     absl::StrAppend(&out, "  live at the peak (step ", r.peak_step, "):\n");
     for (size_t i = 0; i < r.peak_tensors.size() && i < kPeakTensorsShown; ++i) {
-      absl::StrAppend(&out, "    ", r.peak_tensors[i].name, "  ", HumanBytes(r.peak_tensors[i].bytes), "\n");
+      absl::StrAppend(&out, "    ", TerminalSafe(r.peak_tensors[i].name), "  ", HumanBytes(r.peak_tensors[i].bytes), "\n");
     }
     if (r.peak_tensors.size() > kPeakTensorsShown) {
       absl::StrAppend(&out, "    ... and ", r.peak_tensors.size() - kPeakTensorsShown, " more\n");
@@ -197,7 +205,7 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
   }
   absl::StrAppend(&out, "  output shapes:\n");
   for (size_t i = 0; i < plan->output_shapes.size() && i < model.outputs().size(); ++i) {
-    absl::StrAppend(&out, "    ", model.outputs()[i].name, "  ", ShapeString(plan->output_shapes[i]),
+    absl::StrAppend(&out, "    ", TerminalSafe(model.outputs()[i].name), "  ", ShapeString(plan->output_shapes[i]),
                     std::find(plan->output_shapes[i].begin(), plan->output_shapes[i].end(), -1) !=
                             plan->output_shapes[i].end()
                         ? "  (-1: depends on the data)\n"

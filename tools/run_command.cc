@@ -1,13 +1,14 @@
 // `grove run`: runs a model on .npy inputs, prints a line per output and the
 // session's counters, and optionally saves the outputs as .npy files.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -53,9 +54,25 @@ bool IsFloat(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
 
-std::string FormatValue(DType dtype, double v) {
-  if (!IsFloat(dtype)) return absl::StrCat(static_cast<int64_t>(v));
-  return absl::StrFormat("%.6g", v);
+std::string FormatValue(double v) { return absl::StrFormat("%.6g", v); }
+
+// Integers are summarized exactly, never through a double: i64's largest
+// value rounds to 2^63 as a double, which no i64 holds (converting it back
+// printed INT64_MIN).
+template <typename I>
+void AppendIntegerSummary(const I* v, int64_t n, std::string* line) {
+  I lo = v[0], hi = v[0];
+  long double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, v[i]);
+    hi = std::max(hi, v[i]);
+    sum += static_cast<long double>(v[i]);
+  }
+  absl::StrAppend(line, " min=", lo, " max=", hi,
+                  absl::StrFormat(" mean=%.6g", static_cast<double>(sum / static_cast<long double>(n))));
+  std::vector<std::string> shown;
+  for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(absl::StrCat(v[i]));
+  absl::StrAppend(line, " values=[", absl::StrJoin(shown, ", "), n > kValuesShown ? ", ...]" : "]");
 }
 
 // A string as the summary shows it: quoted, control characters and quotes
@@ -76,13 +93,25 @@ std::string QuotedString(absl::string_view s) {
 // "y: f32[3,4] min=0.01 max=0.9 mean=0.25 values=[0.1, 0.2, ...]";
 // strings: "y: string[3] values=["a", "b\n", ...]".
 std::string Summarize(const std::string& name, const TensorView& t) {
-  std::string line = absl::StrCat(name, ": ", DTypeName(t.dtype), ShapeString(t.shape));
+  std::string line = absl::StrCat(TerminalSafe(name), ": ", DTypeName(t.dtype), ShapeString(t.shape));
   const int64_t n = t.num_elements();
   if (n == 0) return absl::StrCat(line, " (empty)");
   if (t.dtype == DType::kString) {
     std::vector<std::string> shown;
     for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(QuotedString(t.as<const StringRef>()[i]));
     return absl::StrCat(line, " values=[", absl::StrJoin(shown, ", "), n > kValuesShown ? ", ...]" : "]");
+  }
+  if (!IsFloat(t.dtype)) {
+    // Every integer dtype (and bool) widens exactly to i64, but u64 only to itself.
+    const DType exact = t.dtype == DType::kU64 ? DType::kU64 : DType::kI64;
+    absl::StatusOr<Tensor> wide = Tensor::CastOf(t, exact);
+    if (!wide.ok()) return absl::StrCat(line, " (", wide.status().message(), ")");
+    if (exact == DType::kU64) {
+      AppendIntegerSummary(wide->as<uint64_t>(), n, &line);
+    } else {
+      AppendIntegerSummary(wide->as<int64_t>(), n, &line);
+    }
+    return line;
   }
   absl::StatusOr<Tensor> wide = Tensor::CastOf(t, DType::kF64);
   if (!wide.ok()) return absl::StrCat(line, " (", wide.status().message(), ")");
@@ -97,19 +126,24 @@ std::string Summarize(const std::string& name, const TensorView& t) {
     ++finite;
   }
   if (finite > 0) {
-    absl::StrAppend(&line, " min=", FormatValue(t.dtype, lo), " max=", FormatValue(t.dtype, hi),
+    absl::StrAppend(&line, " min=", FormatValue(lo), " max=", FormatValue(hi),
                     absl::StrFormat(" mean=%.6g", sum / static_cast<double>(finite)));
   }
   if (finite < n) absl::StrAppend(&line, " non-finite=", n - finite);
   std::vector<std::string> shown;
-  for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(FormatValue(t.dtype, v[i]));
+  for (int64_t i = 0; i < n && i < kValuesShown; ++i) shown.push_back(FormatValue(v[i]));
   absl::StrAppend(&line, " values=[", absl::StrJoin(shown, ", "), n > kValuesShown ? ", ...]" : "]");
   return line;
 }
 
-// Output names become file names; keep them inside the directory.
+// Output names become file names: only [A-Za-z0-9_.-] is kept (anything
+// else, path separators and control characters included, becomes '_'), a
+// leading '.' (".", "..", hidden files) gets a '_' before it, and a name
+// longer than kMaxFileNameBytes is cut, so the file stays inside the
+// directory whatever the model calls its outputs.
 std::string FileNameFor(const std::string& output_name) {
-  std::string name = output_name;
+  constexpr size_t kMaxFileNameBytes = 200;  // of NAME_MAX's 255, with room for ".npy"
+  std::string name = output_name.substr(0, kMaxFileNameBytes);
   for (char& c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                     c == '-' || c == '.';
@@ -117,6 +151,69 @@ std::string FileNameFor(const std::string& output_name) {
   }
   if (name.empty() || name[0] == '.') name.insert(0, "_");
   return name + ".npy";
+}
+
+// The file name of each output (FileNameFor), or an error naming the first
+// two outputs that map to one file, so nothing is written when any would be
+// overwritten.
+absl::StatusOr<std::vector<std::string>> OutputFileNames(const std::vector<std::string>& names) {
+  std::vector<std::string> files;
+  std::map<std::string, size_t> first;  // file name -> index in names
+  for (size_t i = 0; i < names.size(); ++i) {
+    files.push_back(FileNameFor(names[i]));
+    auto [it, inserted] = first.emplace(files.back(), i);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat("outputs '", names[it->second], "' and '", names[i],
+                                                     "' both map to the file name ", files.back(),
+                                                     "; nothing was written"));
+    }
+  }
+  return files;
+}
+
+// Refuses an input file whose header does not fit the model's input, before
+// its data is read or allocated: the dtype (f32 for a bf16 input: NumPy has
+// no bf16), and for a tensor input the rank, each fixed dim, and each
+// symbolic dim within its symbol's range and equal to what an earlier input
+// bound it to (`bound`, symbol name -> value and the input that bound it).
+absl::Status CheckInputHeader(const NpyHeader& h, const TensorInfo& info, const std::vector<SymbolInfo>& symbols,
+                              std::map<std::string, std::pair<int64_t, std::string>>* bound) {
+  const std::string holds = absl::StrCat("holds ", DTypeName(h.dtype), ShapeString(h.shape));
+  const std::string wants = absl::StrCat("but the model expects ", DeclaredType(info));
+  const bool widened_bf16 = info.kind == ValueKind::kTensor && info.dtype == DType::kBF16 && h.dtype == DType::kF32;
+  if (h.dtype != info.dtype && !widened_bf16) {
+    return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants));
+  }
+  if (info.kind != ValueKind::kTensor) return absl::OkStatus();  // a sequence's items have no one shape
+  if (h.shape.size() != info.shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(holds, " (rank ", h.shape.size(), ") ", wants, " (rank ",
+                                                   info.shape.size(), ")"));
+  }
+  for (size_t k = 0; k < h.shape.size(); ++k) {
+    const DimInfo& want = info.shape[k];
+    const int64_t got = h.shape[k];
+    if (!want.is_symbolic()) {
+      if (got != want.value) {
+        return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " is ", got, ", wants ",
+                                                       want.value));
+      }
+      continue;
+    }
+    const std::string symbol = TerminalSafe(want.symbol);
+    for (const SymbolInfo& sym : symbols) {
+      if (sym.name == want.symbol && (got < sym.min || got > sym.max)) {
+        return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " (", symbol, ") is ", got,
+                                                       ", outside ", symbol, "'s range ", sym.min, "..", sym.max));
+      }
+    }
+    auto [it, inserted] = bound->emplace(want.symbol, std::make_pair(got, info.name));
+    if (!inserted && it->second.first != got) {
+      return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " (", symbol, ") is ", got,
+                                                     " but input '", it->second.second, "' gives ", symbol, " = ",
+                                                     it->second.first));
+    }
+  }
+  return absl::OkStatus();
 }
 
 
@@ -172,6 +269,17 @@ int RunMain(absl::Span<const std::string> argv) {
   }
   if (!session.ok()) return Fail(absl::StrCat("cannot create a session: ", session.status().message()));
 
+  if (args.Has("output-dir")) {
+    // Two outputs that would share a file are refused before the run.
+    std::vector<std::string> names;
+    for (const TensorInfo& info : (*model)->outputs()) {
+      if (info.kind == ValueKind::kTensor) names.push_back(info.name);
+    }
+    if (absl::StatusOr<std::vector<std::string>> files = OutputFileNames(names); !files.ok()) {
+      return Fail(files.status());
+    }
+  }
+
   const std::vector<TensorInfo>& input_infos = (*model)->inputs();
   // Sequences and optionals go through RunValues; a sequence input is a
   // comma-separated list of .npy files (one per item).
@@ -181,6 +289,7 @@ int RunMain(absl::Span<const std::string> argv) {
   std::vector<Value> value_inputs(input_infos.size());
   std::vector<Tensor> inputs(input_infos.size());
   std::vector<bool> given(input_infos.size(), false);
+  std::map<std::string, std::pair<int64_t, std::string>> bound_symbols;  // symbol -> value, input
   for (const auto& [name, file] : input_files) {
     absl::StatusOr<int> index = (*session)->InputIndex(name);
     if (!index.ok()) {
@@ -198,24 +307,28 @@ int RunMain(absl::Span<const std::string> argv) {
       }
       std::vector<Tensor> items;
       for (absl::string_view item : absl::StrSplit(file, ',', absl::SkipEmpty())) {
-        absl::StatusOr<Tensor> t = ReadNpy(std::string(item));
+        absl::Status mismatch;
+        absl::StatusOr<Tensor> t = ReadNpy(std::string(item), [&](const NpyHeader& h) {
+          return mismatch = CheckInputHeader(h, info, (*model)->symbols(), &bound_symbols);
+        });
+        if (!mismatch.ok()) return Fail(absl::StrCat("input '", name, "': ", item, " ", mismatch.message()));
         if (!t.ok()) return Fail(absl::StrCat("input '", name, "': ", t.status().message()));
         items.push_back(*std::move(t));
       }
       value_inputs[*index] = Value::Sequence(info.dtype, std::move(items));
       continue;
     }
-    absl::StatusOr<Tensor> tensor = ReadNpy(file);
+    // The header is checked against the model before any data is read: a
+    // 16 GiB file of the wrong shape is refused at once.
+    absl::Status mismatch;
+    absl::StatusOr<Tensor> tensor = ReadNpy(file, [&](const NpyHeader& h) {
+      return mismatch = CheckInputHeader(h, info, (*model)->symbols(), &bound_symbols);
+    });
+    if (!mismatch.ok()) return Fail(absl::StrCat("input '", name, "': ", file, " ", mismatch.message()));
     if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
-    const DType want = input_infos[*index].dtype;
-    if (want == DType::kBF16 && tensor->dtype() == DType::kF32) {
+    if (info.dtype == DType::kBF16 && tensor->dtype() == DType::kF32) {
       tensor = Tensor::CastOf(tensor->view(), DType::kBF16);  // NumPy has no bf16: accept f32 and round.
       if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
-    }
-    if (tensor->dtype() != want) {
-      return Fail(absl::StrCat("input '", name, "': ", file, " holds ", DTypeName(tensor->dtype()),
-                               ShapeString(tensor->shape()), " but the model expects ",
-                               DeclaredType(input_infos[*index])));
     }
     inputs[*index] = *std::move(tensor);
     value_inputs[*index] = Value(inputs[*index]);
@@ -267,9 +380,9 @@ int RunMain(absl::Span<const std::string> argv) {
     }
     const Value& v = result_values[i];
     if (!v.has_value()) {
-      std::printf("%s: %s\n", name.c_str(), v.DebugString().c_str());
+      std::printf("%s: %s\n", TerminalSafe(name).c_str(), v.DebugString().c_str());
     } else if (v.is_sequence()) {
-      std::printf("%s: %s\n", name.c_str(), v.DebugString().c_str());
+      std::printf("%s: %s\n", TerminalSafe(name).c_str(), v.DebugString().c_str());
       for (size_t k = 0; k < v.items().size(); ++k) outputs.emplace_back(absl::StrCat(name, "_", k), v.items()[k].view());
     } else {
       outputs.emplace_back(name, v.tensor().view());
@@ -295,14 +408,18 @@ int RunMain(absl::Span<const std::string> argv) {
 
   if (args.Has("output-dir")) {
     const std::string dir = args.Values("output-dir")[0];
+    // Checked again, now with the items of sequence outputs, before the
+    // directory is made or anything written.
+    std::vector<std::string> names;
+    for (const auto& [name, view] : outputs) names.push_back(name);
+    absl::StatusOr<std::vector<std::string>> files = OutputFileNames(names);
+    if (!files.ok()) return Fail(files.status());
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Fail(absl::StrCat("cannot create --output-dir ", dir, ": ", ec.message()));
-    std::set<std::string> written;
-    for (const auto& [name, view] : outputs) {
-      const std::string file = FileNameFor(name);
-      if (!written.insert(file).second) return Fail(absl::StrCat("two outputs map to the file name ", file));
-      const std::string path = absl::StrCat(dir, "/", file);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const TensorView& view = outputs[i].second;
+      const std::string path = absl::StrCat(dir, "/", (*files)[i]);
       absl::Status s;
       if (view.dtype == DType::kBF16) {
         absl::StatusOr<Tensor> wide = Tensor::CastOf(view, DType::kF32);

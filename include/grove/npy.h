@@ -10,7 +10,15 @@
 // any rank up to 64, including 0-d arrays (shape `()`) and arrays with zero
 // elements. Files are treated as untrusted: the header length is bounded,
 // every size is checked, and a truncated or malformed file is an
-// InvalidArgument error.
+// InvalidArgument error. Only regular files are read: a FIFO, a device or a
+// directory is refused (InvalidArgument) before anything could block on it.
+//
+// A caller that knows what it wants (a model input's dtype and shape) checks
+// the header before any data is read or allocated:
+//
+//   absl::StatusOr<grove::Tensor> x = grove::ReadNpy("x.npy", [](const grove::NpyHeader& h) {
+//     return h.dtype == grove::DType::kF32 ? absl::OkStatus() : absl::InvalidArgumentError("want f32");
+//   });
 //
 // Text: NumPy's unicode arrays '<U{n}' (n UCS-4 code points per element) and
 // byte strings '|S{n}' (n bytes, which must be UTF-8) read as kString tensors
@@ -31,16 +39,38 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "grove/grove.h"
 
 namespace grove {
 
+// What a .npy file's header declares, checked as ReadNpy checks it: the
+// dtype is supported, the shape's bytes are within the 256 TiB limit, and the
+// file holds exactly the data the header promises.
+struct NpyHeader {
+  DType dtype = DType::kUnknown;
+  std::vector<int64_t> shape;
+  // The data's place in the file: for text, the fixed-width elements as
+  // stored, not the UTF-8 the tensor will hold.
+  uint64_t data_offset = 0;
+  uint64_t data_bytes = 0;
+};
+
 // Reads the .npy file at `path` into a new tensor.
 absl::StatusOr<Tensor> ReadNpy(const std::string& path);
+
+// As above, but calls `check` with the header before any data is read or
+// allocated; its error is returned (prefixed with the path) and nothing more
+// is read.
+absl::StatusOr<Tensor> ReadNpy(const std::string& path, absl::FunctionRef<absl::Status(const NpyHeader&)> check);
+
+// Reads and checks only the header (never more than its 64 KiB limit).
+absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path);
 
 // Parses a whole .npy file held in memory.
 absl::StatusOr<Tensor> ReadNpyFromBuffer(absl::Span<const uint8_t> bytes);

@@ -4,10 +4,7 @@
 // sure each op reads only values defined before it (so there are no cycles).
 #include "lib/format/loader.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -18,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "flatbuffers/flatbuffers.h"
 #include "lib/format/file_layout.h"
+#include "lib/format/regular_file.h"
 #include "lib/ir/value_type.h"
 #include "schemas/grove_generated.h"
 
@@ -213,27 +211,22 @@ absl::Status DecodeStringWeight(const uint8_t* buf, uint64_t size, uint64_t n, a
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const ModelBytes>> ModelBytes::MapFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot open model '", path, "': ", std::strerror(errno)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("model '", path, "' is not a regular file"));
+  // A FIFO or device is refused before anything could block on it.
+  absl::StatusOr<RegularFile> file = RegularFile::Open(path, "model");
+  if (!file.ok()) return file.status();
+  if (file->size() > std::numeric_limits<size_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", path, "' is too large to map"));
   }
   auto bytes = std::shared_ptr<ModelBytes>(new ModelBytes());
-  bytes->size_ = static_cast<size_t>(st.st_size);
+  bytes->size_ = static_cast<size_t>(file->size());
   if (bytes->size_ > 0) {
-    void* p = ::mmap(nullptr, bytes->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, bytes->size_, PROT_READ, MAP_PRIVATE, file->fd(), 0);
     if (p == MAP_FAILED) {
-      ::close(fd);
       return absl::InternalError(absl::StrCat("cannot map model '", path, "': ", std::strerror(errno)));
     }
     bytes->data_ = static_cast<const uint8_t*>(p);
     bytes->mapped_ = true;
   }
-  ::close(fd);
   return std::shared_ptr<const ModelBytes>(std::move(bytes));
 }
 

@@ -3,8 +3,10 @@
 // evaluated, and every length in it is checked against the bytes present.
 #include "grove/npy.h"
 
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "lib/format/regular_file.h"
 #include "lib/ir/graph.h"
 #include "lib/ir/utf8.h"
 
@@ -429,53 +432,72 @@ absl::StatusOr<Tensor> ReadNpyFromBuffer(absl::Span<const uint8_t> bytes) {
   return t;
 }
 
-absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
-  auto with_path = [&](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
-  };
-  std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (f == nullptr) {
-    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  }
-  // The size first, so a lying header is caught before anything is allocated.
-  struct stat st;
-  if (fstat(fileno(f.get()), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return with_path(absl::InvalidArgumentError("not a regular file"));
-  }
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+namespace {
+
+// An open .npy file whose header has been read and checked; nothing of its
+// data has been read yet.
+struct OpenNpy {
+  format::RegularFile file;
+  ParsedHeader header;
+  uint64_t data_offset = 0;
+
+  NpyHeader Public() const { return NpyHeader{header.dtype(), header.shape, data_offset, header.data_bytes}; }
+};
+
+absl::Status WithPath(const std::string& path, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+}
+
+// Opens `path` (a regular file only) and reads and checks its header; the
+// declared data must be exactly what the file holds, so nothing is allocated
+// from a header that lies about the size.
+absl::StatusOr<OpenNpy> OpenAndReadHeader(const std::string& path) {
+  absl::StatusOr<format::RegularFile> file = format::RegularFile::Open(path);
+  if (!file.ok()) return file.status();
+  const uint64_t file_size = file->size();
   uint8_t preamble[12];
-  const size_t got = std::fread(preamble, 1, sizeof(preamble), f.get());
+  const size_t got = static_cast<size_t>(std::min<uint64_t>(file_size, sizeof(preamble)));
+  if (absl::Status s = file->ReadAt(0, preamble, got); !s.ok()) return s;
   absl::StatusOr<Preamble> pre = ParsePreamble(absl::MakeConstSpan(preamble, got));
-  if (!pre.ok()) return with_path(pre.status());
-  if (file_size - pre->header_offset < pre->header_size) {
-    return with_path(Malformed("truncated header"));
-  }
-  std::string header(pre->header_size, '\0');
-  if (std::fseek(f.get(), static_cast<long>(pre->header_offset), SEEK_SET) != 0 ||
-      std::fread(header.data(), 1, header.size(), f.get()) != header.size()) {
-    return with_path(Malformed("cannot read the header"));
-  }
-  absl::StatusOr<ParsedHeader> h = ParseHeader(header);
-  if (!h.ok()) return with_path(h.status());
+  if (!pre.ok()) return WithPath(path, pre.status());
+  if (file_size - pre->header_offset < pre->header_size) return WithPath(path, Malformed("truncated header"));
+  std::string text(pre->header_size, '\0');
+  if (absl::Status s = file->ReadAt(pre->header_offset, text.data(), text.size()); !s.ok()) return s;
+  absl::StatusOr<ParsedHeader> h = ParseHeader(text);
+  if (!h.ok()) return WithPath(path, h.status());
   const uint64_t data_offset = pre->header_offset + pre->header_size;
-  if (absl::Status s = CheckDataSize(*h, file_size - data_offset); !s.ok()) {
-    return with_path(s);
-  }
-  if (h->type.text != 0) {
-    std::vector<uint8_t> data(h->data_bytes);
-    if (h->data_bytes > 0 && std::fread(data.data(), 1, h->data_bytes, f.get()) != h->data_bytes) {
-      return with_path(Malformed("cannot read the data"));
-    }
-    absl::StatusOr<Tensor> t = DecodeText(*h, data.data());
-    if (!t.ok()) return with_path(t.status());
+  if (absl::Status s = CheckDataSize(*h, file_size - data_offset); !s.ok()) return WithPath(path, s);
+  return OpenNpy{*std::move(file), *std::move(h), data_offset};
+}
+
+}  // namespace
+
+absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
+  absl::StatusOr<OpenNpy> npy = OpenAndReadHeader(path);
+  if (!npy.ok()) return npy.status();
+  return npy->Public();
+}
+
+absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
+  return ReadNpy(path, [](const NpyHeader&) { return absl::OkStatus(); });
+}
+
+absl::StatusOr<Tensor> ReadNpy(const std::string& path, absl::FunctionRef<absl::Status(const NpyHeader&)> check) {
+  absl::StatusOr<OpenNpy> npy = OpenAndReadHeader(path);
+  if (!npy.ok()) return npy.status();
+  if (absl::Status s = check(npy->Public()); !s.ok()) return WithPath(path, s);
+  const ParsedHeader& h = npy->header;
+  if (h.type.text != 0) {
+    std::vector<uint8_t> data(h.data_bytes);
+    if (absl::Status s = npy->file.ReadAt(npy->data_offset, data.data(), data.size()); !s.ok()) return s;
+    absl::StatusOr<Tensor> t = DecodeText(h, data.data());
+    if (!t.ok()) return WithPath(path, t.status());
     return t;
   }
-  absl::StatusOr<Tensor> t = Tensor::Create(h->dtype(), h->shape);
-  if (!t.ok()) return with_path(t.status());
-  if (h->data_bytes > 0 && std::fread(t->data(), 1, h->data_bytes, f.get()) != h->data_bytes) {
-    return with_path(Malformed("cannot read the data"));
-  }
-  if (absl::Status s = CheckBools(*t); !s.ok()) return with_path(s);
+  absl::StatusOr<Tensor> t = Tensor::Create(h.dtype(), h.shape);
+  if (!t.ok()) return WithPath(path, t.status());
+  if (absl::Status s = npy->file.ReadAt(npy->data_offset, t->data(), h.data_bytes); !s.ok()) return s;
+  if (absl::Status s = CheckBools(*t); !s.ok()) return WithPath(path, s);
   return t;
 }
 
@@ -584,9 +606,19 @@ absl::Status WriteNpy(const std::string& path, const TensorView& tensor) {
   if (!header.ok()) {
     return absl::Status(header.status().code(), absl::StrCat(path, ": ", header.status().message()));
   }
-  std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "wb"));
-  if (f == nullptr) {
+  // O_NONBLOCK: a FIFO with no reader fails at once instead of blocking the
+  // open forever; a device such as /dev/null is still written.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd < 0) {
     return absl::PermissionDeniedError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::unique_ptr<FILE, FileCloser> f(::fdopen(fd, "wb"));
+  if (f == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    return absl::PermissionDeniedError(absl::StrCat("cannot create ", path, ": ", std::strerror(err)));
   }
   const bool written =
       std::fwrite(header->data(), 1, header->size(), f.get()) == header->size() &&

@@ -2,13 +2,17 @@
 // bytes numpy expects, and malformed files that must fail cleanly.
 #include "grove/npy.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -292,6 +296,122 @@ TEST(NpyRead, MissingFileAndDirectory) {
   absl::StatusOr<Tensor> d = ReadNpy(dir);
   EXPECT_FALSE(d.ok());
   EXPECT_THAT(Msg(d.status()), HasSubstr("not a regular file"));
+}
+
+// Runs `read` and fails if it has not returned within 10 s; a reader stuck on
+// the FIFO is then released by opening its other end, so a regression fails
+// instead of hanging the suite.
+template <typename Fn>
+auto WithinTenSeconds(const std::string& fifo, Fn read) -> decltype(read()) {
+  auto result = std::async(std::launch::async, read);
+  if (result.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+    ADD_FAILURE() << "reading " << fifo << " blocked";
+    const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+    result.wait();
+    if (fd >= 0) ::close(fd);
+  }
+  return result.get();
+}
+
+TEST(NpyRead, SpecialFilesAreRefusedByNameWithoutBlocking) {
+  const std::string fifo = TempPath("fifo.npy");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0) << std::strerror(errno);
+  absl::StatusOr<Tensor> t = WithinTenSeconds(fifo, [&] { return ReadNpy(fifo); });
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(t.status()), HasSubstr("'" + fifo + "' is not a regular file (a FIFO)"));
+  absl::StatusOr<NpyHeader> h = WithinTenSeconds(fifo, [&] { return ReadNpyHeader(fifo); });
+  EXPECT_THAT(Msg(h.status()), HasSubstr("is not a regular file (a FIFO)"));
+  ::unlink(fifo.c_str());
+
+  t = ReadNpy("/dev/zero");
+  EXPECT_THAT(Msg(t.status()), HasSubstr("'/dev/zero' is not a regular file (a character device)"));
+}
+
+TEST(NpyWrite, FifoWithoutAReaderFailsInsteadOfBlocking) {
+  const std::string fifo = TempPath("out_fifo.npy");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0) << std::strerror(errno);
+  const float v = 1;
+  absl::Status s = WithinTenSeconds(fifo, [&] { return WriteNpy(fifo, TensorView(DType::kF32, {1}, &v)); });
+  EXPECT_FALSE(s.ok());
+  ::unlink(fifo.c_str());
+}
+
+// --- the header alone, and checks before the data ---------------------------
+
+TEST(NpyHeaderTest, ReadsTheHeaderAndWhereTheDataIs) {
+  const std::string path = TempPath("header.npy");
+  Tensor t = Filled(DType::kI32, {2, 3});
+  ASSERT_TRUE(WriteNpy(path, t.view()).ok());
+  absl::StatusOr<NpyHeader> h = ReadNpyHeader(path);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->dtype, DType::kI32);
+  EXPECT_EQ(h->shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(h->data_offset % 64, 0u);
+  EXPECT_EQ(h->data_bytes, 24u);
+
+  // Text: the bytes as stored (3 elements of '<U2' = 24 bytes).
+  const std::string text = MakeNpy(1, "{'descr': '<U2', 'fortran_order': False, 'shape': (3,), }",
+                                   std::string(24, '\0'));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  h = ReadNpyHeader(path);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->dtype, DType::kString);
+  EXPECT_EQ(h->data_bytes, 24u);
+  EXPECT_EQ(h->data_offset + h->data_bytes, text.size());
+}
+
+TEST(NpyHeaderTest, AHugeDeclaredShapeInASmallFileIsRefusedBeforeReading) {
+  // (1 << 40,) f32 = 4 TiB, within the 256 TiB limit, in a file of 16 data
+  // bytes: refused from the header and the file size, nothing allocated.
+  const std::string path = TempPath("huge_declared.npy");
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << MakeNpy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }", std::string(16, '\0'));
+  absl::StatusOr<NpyHeader> h = ReadNpyHeader(path);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(h.status()), HasSubstr("the header promises 4398046511104 bytes of f32 but the file holds 16"));
+  bool checked = false;
+  absl::StatusOr<Tensor> t = ReadNpy(path, [&](const NpyHeader&) {
+    checked = true;
+    return absl::OkStatus();
+  });
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(Msg(t.status()), HasSubstr("the header promises 4398046511104 bytes"));
+  EXPECT_FALSE(checked);
+
+  // Past the 256 TiB limit: refused by the size check itself.
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << MakeNpy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 1048576), }", "");
+  h = ReadNpyHeader(path);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NpyHeaderTest, TheCheckRunsBeforeTheDataIsRead) {
+  // The data is bad (a bool byte of 2): only a full read notices.
+  const std::string path = TempPath("check_first.npy");
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << MakeNpy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x01\x02\x00", 3));
+  EXPECT_THAT(Msg(ReadNpy(path).status()), HasSubstr("byte value 2"));
+  int calls = 0;
+  absl::StatusOr<Tensor> t = ReadNpy(path, [&](const NpyHeader& h) {
+    ++calls;
+    EXPECT_EQ(h.dtype, DType::kBool);
+    EXPECT_EQ(h.shape, std::vector<int64_t>{3});
+    return absl::FailedPreconditionError("wants f32[4]");
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Msg(t.status()), path + ": wants f32[4]");
+
+  // A check that passes gives the same tensor as ReadNpy.
+  Tensor good = Filled(DType::kF32, {4, 2});
+  ASSERT_TRUE(WriteNpy(path, good.view()).ok());
+  absl::StatusOr<Tensor> read = ReadNpy(path, [](const NpyHeader&) { return absl::OkStatus(); });
+  ASSERT_TRUE(read.ok()) << read.status();
+  ExpectSameTensor(*read, good);
 }
 
 // --- strings ---------------------------------------------------------------------

@@ -29,8 +29,9 @@ if expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --output
     grep -q "'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }" "$y" || fail "y.npy header is wrong"
     # A 128-byte header (numpy pads to 64) plus 2*4 floats.
     [ "$(wc -c <"$y")" -eq $((128 + 32)) ] || fail "y.npy has $(wc -c <"$y") bytes, want 160"
-    # A saved output feeds back in as an input of the right dtype.
-    expect_fail 1 "run failed: " \
+    # A saved output feeds back in as an input of the right dtype (and is
+    # refused from its header for its shape).
+    expect_fail 1 "y\.npy holds f32\[2,4\] but the model expects f32\[batch,16\]: dim 1 is 4, wants 16" \
       "$G" run "$MODELS/mlp.grove" --input "x=$y"
   fi
 fi
@@ -90,11 +91,18 @@ write_npy "$TEST_TMP/x_i64.npy" '<i8' '(2, 16)' "$(f32_data 64)"
 expect_fail 1 "input 'x': .*x_i64\.npy holds i64\[2,16\] but the model expects f32\[batch,16\]" \
   "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_i64.npy"
 
+# An input's header is checked against the model before its data is read.
 write_npy "$TEST_TMP/x_narrow.npy" '<f4' '(2, 15)' "$(f32_data 30)"
-expect_fail 1 "run failed: " "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_narrow.npy"
+expect_fail 1 "input 'x': .*x_narrow\.npy holds f32\[2,15\] but the model expects f32\[batch,16\]: dim 1 is 15, wants 16" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_narrow.npy"
+
+write_npy "$TEST_TMP/x_rank3.npy" '<f4' '(1, 2, 16)' "$(f32_data 32)"
+expect_fail 1 "holds f32\[1,2,16\] \(rank 3\) but the model expects f32\[batch,16\] \(rank 2\)" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_rank3.npy"
 
 write_npy "$TEST_TMP/x_batch0.npy" '<f4' '(0, 16)' ""
-expect_fail 1 "run failed: .*batch" "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_batch0.npy"
+expect_fail 1 "dim 0 \(batch\) is 0, outside batch's range 1\.\.1024" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/x_batch0.npy"
 
 printf 'this is not an npy file' >"$TEST_TMP/garbage.npy"
 expect_fail 1 "input 'x': .*garbage\.npy: not a \.npy file" "$G" run "$MODELS/mlp.grove" --input "x=$TEST_TMP/garbage.npy"

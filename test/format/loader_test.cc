@@ -1,8 +1,15 @@
 // The loader against valid, malformed and hostile files: every bad file must
 // give a clear error that says what is wrong and where, never a crash.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +17,7 @@
 #include "grove/grove.h"
 #include "gtest/gtest.h"
 #include "lib/format/file_layout.h"
+#include "lib/format/regular_file.h"
 #include "lib/runtime/model_impl.h"
 #include "models/demo_models.h"
 #include "schemas/grove_generated.h"
@@ -170,6 +178,71 @@ TEST(LoaderTest, BuilderRefusesStringBytesAndMiscountedStrings) {
 TEST(LoaderTest, MissingFileIsNotFound) {
   auto model = Model::LoadFromFile("/nonexistent/model.grove");
   EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+}
+
+// Runs `read` (which opens `fifo`) and fails if it has not returned within
+// 10 s; a reader stuck in open() or read() on the FIFO is then released by
+// opening its other end, so a regression fails instead of hanging the suite.
+template <typename Fn>
+auto WithinTenSeconds(const std::string& fifo, Fn read) -> decltype(read()) {
+  auto result = std::async(std::launch::async, read);
+  if (result.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+    ADD_FAILURE() << "reading " << fifo << " blocked";
+    const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+    result.wait();
+    if (fd >= 0) ::close(fd);
+  }
+  return result.get();
+}
+
+TEST(LoaderTest, SpecialFilesAreRefusedByNameWithoutBlocking) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/special_", getpid());
+  ::mkdir(dir.c_str(), 0755);
+  const std::string fifo = dir + "/model.grove";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0) << std::strerror(errno);
+  auto model = WithinTenSeconds(fifo, [&] { return Model::LoadFromFile(fifo); });
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("'" + fifo + "' is not a regular file (a FIFO)"));
+
+  // Through a symlink, the target is what counts.
+  const std::string link = dir + "/link.grove";
+  ::unlink(link.c_str());
+  ASSERT_EQ(::symlink(fifo.c_str(), link.c_str()), 0);
+  model = WithinTenSeconds(fifo, [&] { return Model::LoadFromFile(link); });
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("is not a regular file (a FIFO)"));
+
+  model = Model::LoadFromFile(dir);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("is not a regular file (a directory)"));
+  model = Model::LoadFromFile("/dev/null");
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("is not a regular file (a character device)"));
+  ::unlink(link.c_str());
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(RegularFileTest, OpensReadsAndReportsShortReads) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/regular_", getpid(), ".bin");
+  std::ofstream(path, std::ios::binary) << "0123456789";
+  absl::StatusOr<format::RegularFile> f = format::RegularFile::Open(path, "test file");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->size(), 10u);
+  // O_NONBLOCK was only for the open.
+  EXPECT_EQ(::fcntl(f->fd(), F_GETFL) & O_NONBLOCK, 0);
+  char buf[4] = {};
+  ASSERT_TRUE(f->ReadAt(3, buf, 4).ok());
+  EXPECT_EQ(std::string(buf, 4), "3456");
+  const absl::Status past_end = f->ReadAt(8, buf, 4);
+  EXPECT_EQ(past_end.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(past_end.message()), HasSubstr(path));
+
+  format::RegularFile moved = *std::move(f);
+  EXPECT_TRUE(moved.ReadAt(0, buf, 1).ok());
+  ::unlink(path.c_str());
+
+  absl::StatusOr<format::RegularFile> missing = format::RegularFile::Open(path, "test file");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("cannot open test file '" + path + "'"));
 }
 
 TEST(LoaderTest, TinyAndTruncatedFilesAreRejected) {
