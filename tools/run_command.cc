@@ -46,7 +46,10 @@ constexpr char kUsage[] =
     "                         on the CPU\n"
     "  --gemm-math f32|tf32|bf16|f16\n"
     "                         CUDA: how f32 matrix products multiply (default f32;\n"
-    "                         the others round inputs and accumulate in f32)\n";
+    "                         the others round inputs and accumulate in f32)\n"
+    "  --deadline-ms N        each run must end within N milliseconds, else it\n"
+    "                         stops with DEADLINE_EXCEEDED (checked between steps\n"
+    "                         and loop iterations; default: no deadline)\n";
 
 constexpr int kValuesShown = 6;
 
@@ -226,7 +229,7 @@ double Milliseconds(std::chrono::steady_clock::duration d) {
 int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
       {"input", kRepeatedValue}, {"output-dir", kValue}, {"device", kValue}, {"repeat", kValue},
-      {"strict-device", kSwitch}, {"gemm-math", kValue}};
+      {"strict-device", kSwitch}, {"gemm-math", kValue}, {"deadline-ms", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -246,6 +249,11 @@ int RunMain(absl::Span<const std::string> argv) {
     absl::StatusOr<GemmMath> math = ParseGemmMath(args.Values("gemm-math")[0]);
     if (!math.ok()) return UsageError(math.status().message());
     options.cuda_gemm_math = *math;
+  }
+  if (args.Has("deadline-ms") &&
+      (!absl::SimpleAtoi(args.Values("deadline-ms")[0], &options.run_deadline_ms) || options.run_deadline_ms < 1)) {
+    return UsageError(
+        absl::StrCat("--deadline-ms wants a positive number of milliseconds, not '", args.Values("deadline-ms")[0], "'"));
   }
   int repeat = 1;
   if (args.Has("repeat") && (!absl::SimpleAtoi(args.Values("repeat")[0], &repeat) || repeat < 1)) {

@@ -14,6 +14,7 @@
 #ifndef GROVE_GROVE_H_
 #define GROVE_GROVE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -263,8 +264,36 @@ enum class GemmMath : int32_t { kF32 = 0, kTF32 = 1, kBF16 = 2, kF16 = 3 };
 // Parses "f32", "tf32", "bf16" or "f16".
 absl::StatusOr<GemmMath> ParseGemmMath(absl::string_view name);
 
+// Stops runs from another thread, as ONNX Runtime's RunOptions::SetTerminate
+// does. Thread-safe: Cancel() may be called from any thread while a session
+// that watches the token (SessionOptions::cancellation) is running; the run
+// returns CANCELLED at its next check (before each step, each Loop, Scan or
+// If body call), the session stays usable. The flag stays set, and every run
+// that starts after it returns CANCELLED at once, until Reset().
+//
+//   auto token = std::make_shared<grove::CancellationToken>();
+//   options.cancellation = token;
+//   ... another thread: token->Cancel();
+class CancellationToken {
+ public:
+  void Cancel() noexcept { cancelled_.store(true, std::memory_order_relaxed); }
+  void Reset() noexcept { cancelled_.store(false, std::memory_order_relaxed); }
+  bool IsCancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
 struct SessionOptions {
   Device device = Device::kAuto;
+  // Each run (Run, RunInto, RunValues) must end within this many
+  // milliseconds of its start, else it returns DEADLINE_EXCEEDED; the
+  // session stays usable. Checked before each step and each Loop, Scan or If
+  // body call, so one long kernel overruns it by its own length. 0: none.
+  int64_t run_deadline_ms = 0;
+  // Runs watch this token (see CancellationToken); null: none. Several
+  // sessions may share one.
+  std::shared_ptr<const CancellationToken> cancellation;
   // Most plans (input signatures, Loop bodies' included) kept per session;
   // past this the least recently used one of an earlier run is dropped (or,
   // when all served the current run, the most recently used). 0: no limit.
@@ -323,7 +352,10 @@ struct SessionStats {
   int64_t bytes_device_to_host = 0;  // outputs, fallbacks, control-flow conditions
 };
 
-// Runs a model. Not thread-safe: use one Session per thread.
+// Runs a model. Not thread-safe: use one Session per thread. A call that
+// enters a session while another thread is in Run, RunValues, RunInto or
+// Reshape on it returns FAILED_PRECONDITION and changes nothing (a cheap
+// guard that catches the misuse; it is no lock to rely on).
 class Session {
  public:
   static absl::StatusOr<std::unique_ptr<Session>> Create(std::shared_ptr<const Model> model,

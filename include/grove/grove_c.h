@@ -33,7 +33,25 @@
  * - Thread safety: a grove_model_t is immutable; any number of threads may
  *   query it and create sessions from it at once (release it only once no
  *   other call is using it). A grove_session_t is used by one thread at a time;
- *   use one session per thread. A grove_status_t belongs to whoever received it.
+ *   use one session per thread. A run entered on a session while another
+ *   thread runs it returns GROVE_STATUS_FAILED_PRECONDITION and changes
+ *   nothing (a guard that catches the misuse, not a lock). A
+ *   grove_cancel_token_t may be used from any thread at any time. A
+ *   grove_status_t belongs to whoever received it.
+ *
+ * - Released handles: every handle carries a tag that its release clears.
+ *   A released handle passed back (use after release, double release, or a
+ *   handle of another kind) is refused with GROVE_STATUS_INVALID_ARGUMENT,
+ *   and a second release does nothing. This is best effort: the memory of the
+ *   last 1024 released handles is kept so that the check reads no freed
+ *   memory; an older handle's memory may have been reused, and passing it is
+ *   undefined behaviour as in any C API.
+ *
+ * - Bounded work: grove_session_options_t takes a per-run deadline and a
+ *   cancellation token; a run past its deadline returns
+ *   GROVE_STATUS_DEADLINE_EXCEEDED, a cancelled one GROVE_STATUS_CANCELLED,
+ *   and the session stays usable. Loops obey one iteration and memory policy
+ *   (see README: "Bounded work").
  *
  * - Tensors: grove_tensor_t is a plain struct describing a dense, row-major
  *   tensor of at most GROVE_MAX_RANK dims. Inputs are only read. For outputs,
@@ -244,8 +262,6 @@ enum grove_device_e {
   GROVE_DEVICE_AUTO = 2, /* CUDA when a device exists, else CPU */
 };
 
-/* Fill with grove_session_options_initialize() and then change fields, so
- * that fields added later get their defaults. */
 /* How f32 matrix products multiply on CUDA (see grove::GemmMath). */
 typedef int32_t grove_gemm_math_t;
 enum grove_gemm_math_e {
@@ -255,6 +271,25 @@ enum grove_gemm_math_e {
   GROVE_GEMM_MATH_F16 = 3,  /* inputs rounded to f16, f32 accumulate */
 };
 
+/* Stops runs from another thread (ONNX Runtime's RunOptions::SetTerminate):
+ * give it to sessions in grove_session_options_t.cancel_token, then
+ * grove_cancel_token_cancel() from any thread makes their runs in progress
+ * return GROVE_STATUS_CANCELLED at the next step or loop iteration. The flag
+ * stays set (every run that starts returns CANCELLED at once) until
+ * grove_cancel_token_reset(). Thread-safe. A session keeps its own reference,
+ * so the token may be released before the sessions that watch it. */
+typedef struct grove_cancel_token_t grove_cancel_token_t;
+
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_cancel_token_create(grove_cancel_token_t** out_token);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_cancel_token_cancel(grove_cancel_token_t* token);
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_cancel_token_reset(grove_cancel_token_t* token);
+/* *out_cancelled = 1 when cancelled, else 0. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_cancel_token_is_cancelled(const grove_cancel_token_t* token,
+                                                                                int32_t* out_cancelled);
+GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
+
+/* Fill with grove_session_options_initialize() and then change fields, so
+ * that fields added later get their defaults. */
 typedef struct grove_session_options_t {
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
   int32_t max_cached_plans;  /* plans kept per session, LRU; 0 = no limit; default 64 */
@@ -264,6 +299,12 @@ typedef struct grove_session_options_t {
   int32_t strict_device;         /* nonzero: ops without a CUDA kernel are an error; default 0 */
   int32_t outputs_on_device;     /* nonzero: grove_session_run returns device pointers; default 0 */
   grove_gemm_math_t gemm_math;   /* default GROVE_GEMM_MATH_F32 */
+  /* Each run must end within this many milliseconds of its start, else it
+   * returns GROVE_STATUS_DEADLINE_EXCEEDED (checked between steps and loop
+   * iterations); 0 (default): no deadline. */
+  int64_t run_deadline_ms;
+  /* Runs watch this token (see grove_cancel_token_t); NULL (default): none. */
+  grove_cancel_token_t* cancel_token;
 } grove_session_options_t;
 
 /* Writes the defaults. Does nothing when `out_options` is NULL. */

@@ -1,13 +1,20 @@
 // The C ABI (include/grove/grove_c.h) over the public C++ API. Every entry
 // point checks its pointers and runs inside Guard(), so neither a NULL nor a
 // C++ exception reaches the caller as anything but a status.
+//
+// Handles carry a tag, checked on entry and cleared on release; a released
+// handle's memory is kept a while (see Quarantine) so that passing it back
+// reads a cleared tag, not freed memory, and is refused with a status.
 #include "grove/grove_c.h"
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -61,32 +68,93 @@ static_assert(GROVE_STATUS_UNAVAILABLE == static_cast<int>(absl::StatusCode::kUn
 static_assert(GROVE_STATUS_DATA_LOSS == static_cast<int>(absl::StatusCode::kDataLoss));
 static_assert(GROVE_STATUS_UNAUTHENTICATED == static_cast<int>(absl::StatusCode::kUnauthenticated));
 
+namespace {
+
+// Each handle's first member: its kind while it lives, kReleasedTag after
+// release. The values are arbitrary and unlikely in other memory.
+constexpr uint64_t kStatusTag = 0x67726f7665535453;   // "groveSTS"
+constexpr uint64_t kModelTag = 0x67726f76654d444c;    // "groveMDL"
+constexpr uint64_t kSessionTag = 0x67726f7665535353;  // "groveSSS"
+constexpr uint64_t kTokenTag = 0x67726f766543544b;    // "groveCTK"
+constexpr uint64_t kReleasedTag = 0x67726f7665444541;  // "groveDEA"
+
+// Released handles, their contents destroyed and their tag cleared, kept
+// allocated for the next kSize releases before they are freed. A handle
+// passed back within that window is refused by its tag without reading freed
+// memory (sound under ASan); past it, the check is best effort: the memory
+// may have been reused. The shells are small (tens of bytes each).
+class Quarantine {
+ public:
+  static constexpr size_t kSize = 1024;
+  static Quarantine& Get() {
+    static Quarantine* q = new Quarantine;  // never destroyed: releases may come at exit
+    return *q;
+  }
+  void Add(void* shell, void (*free_shell)(void*)) noexcept {
+    Entry evicted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      evicted = ring_[next_];
+      ring_[next_] = Entry{shell, free_shell};
+      next_ = (next_ + 1) % kSize;
+    }
+    if (evicted.shell != nullptr) evicted.free_shell(evicted.shell);
+  }
+
+ private:
+  struct Entry {
+    void* shell = nullptr;
+    void (*free_shell)(void*) = nullptr;
+  };
+  std::mutex mu_;
+  std::array<Entry, kSize> ring_{};
+  size_t next_ = 0;
+};
+
+template <typename Handle>
+void FreeShell(void* shell) {
+  delete static_cast<Handle*>(shell);
+}
+
+}  // namespace
+
 struct grove_status_t {
+  uint64_t tag = kStatusTag;
   grove_status_code_t code;
   std::string message;
 };
 
 struct grove_model_t {
+  uint64_t tag = kModelTag;
   std::shared_ptr<const grove::Model> model;
 };
 
 struct grove_session_t {
+  uint64_t tag = kSessionTag;
   std::unique_ptr<grove::Session> session;
+  // Set while a run is inside this handle: a second thread's run is refused
+  // (the handle's own output arrays below are not shared between threads).
+  std::atomic<bool> busy{false};
   // grove_session_run_values: the last outputs and the tensor arrays that
   // describe them to the caller.
   std::vector<grove::Value> values;
   std::vector<std::vector<grove_tensor_t>> value_tensors;
 };
 
+struct grove_cancel_token_t {
+  uint64_t tag = kTokenTag;
+  std::shared_ptr<grove::CancellationToken> token;
+};
+
 namespace {
 
 // Handed out when a status cannot be allocated; release ignores it.
-grove_status_t kOutOfMemoryStatus{GROVE_STATUS_RESOURCE_EXHAUSTED, "grove: out of memory"};
+grove_status_t kOutOfMemoryStatus{kStatusTag, GROVE_STATUS_RESOURCE_EXHAUSTED, "grove: out of memory"};
 
 grove_status_t* MakeStatus(grove_status_code_t code, absl::string_view function,
                            absl::string_view message) noexcept {
   try {
-    return new grove_status_t{code, absl::StrCat(function, ": ", message)};
+    return new grove_status_t{kStatusTag, code, absl::StrCat(function, ": ", message)};
   } catch (...) {
     return &kOutOfMemoryStatus;
   }
@@ -111,6 +179,53 @@ grove_status_t* NullArgument(absl::string_view function, absl::string_view argum
   } catch (...) {
     return &kOutOfMemoryStatus;
   }
+}
+
+// NULL, or a handle whose tag is not `tag` (released, or another kind of
+// handle), as an INVALID_ARGUMENT status; nullptr when `handle` is live.
+template <typename Handle>
+grove_status_t* CheckHandle(absl::string_view function, const Handle* handle, uint64_t tag, const char* argument,
+                            const char* type) noexcept {
+  if (handle == nullptr) return NullArgument(function, argument);
+  if (handle->tag == tag) return nullptr;
+  try {
+    return InvalidArgument(function, absl::StrCat(argument, " is not a live ", type,
+                                                  handle->tag == kReleasedTag ? " (it was released)" : ""));
+  } catch (...) {
+    return &kOutOfMemoryStatus;
+  }
+}
+
+grove_status_t* CheckModel(absl::string_view function, const grove_model_t* model) noexcept {
+  return CheckHandle(function, model, kModelTag, "model", "grove_model_t");
+}
+grove_status_t* CheckSession(absl::string_view function, const grove_session_t* session) noexcept {
+  return CheckHandle(function, session, kSessionTag, "session", "grove_session_t");
+}
+grove_status_t* CheckToken(absl::string_view function, const grove_cancel_token_t* token) noexcept {
+  return CheckHandle(function, token, kTokenTag, "token", "grove_cancel_token_t");
+}
+
+// Marks a session handle busy for one run (see grove::Session's guard).
+class SessionEntry {
+ public:
+  explicit SessionEntry(grove_session_t* session)
+      : session_(session), entered_(!session->busy.exchange(true, std::memory_order_acquire)) {}
+  ~SessionEntry() {
+    if (entered_) session_->busy.store(false, std::memory_order_release);
+  }
+  SessionEntry(const SessionEntry&) = delete;
+  SessionEntry& operator=(const SessionEntry&) = delete;
+  bool entered() const { return entered_; }
+
+ private:
+  grove_session_t* session_;
+  const bool entered_;
+};
+
+grove_status_t* SessionBusy(absl::string_view function) noexcept {
+  return MakeStatus(GROVE_STATUS_FAILED_PRECONDITION, function,
+                    "session is already running on another thread; a session is used by one thread at a time");
 }
 
 // Runs `body`, turning any escaping exception into a status.
@@ -169,7 +284,7 @@ std::string Describe(const char* kind, size_t index, const std::vector<grove::Te
 
 grove_status_t* TensorInfoAt(const char* function, const grove_model_t* model, size_t index,
                              grove_tensor_info_t* out_info, bool outputs) {
-  if (model == nullptr) return NullArgument(function, "model");
+  if (grove_status_t* bad = CheckModel(function, model)) return bad;
   if (out_info == nullptr) return NullArgument(function, "out_info");
   const std::vector<grove::TensorInfo>& infos = outputs ? model->model->outputs() : model->model->inputs();
   const char* kind = outputs ? "output" : "input";
@@ -199,7 +314,7 @@ grove_status_t* TensorInfoAt(const char* function, const grove_model_t* model, s
 
 grove_status_t* IndexOf(const char* function, const grove_model_t* model, const char* name, size_t* out_index,
                         bool outputs) {
-  if (model == nullptr) return NullArgument(function, "model");
+  if (grove_status_t* bad = CheckModel(function, model)) return bad;
   if (name == nullptr) return NullArgument(function, "name");
   if (out_index == nullptr) return NullArgument(function, "out_index");
   const std::vector<grove::TensorInfo>& infos = outputs ? model->model->outputs() : model->model->inputs();
@@ -231,12 +346,15 @@ const char* grove_version(void) {
   return version.c_str();
 }
 
+// A released status reads as INVALID_ARGUMENT with a message that says so.
 grove_status_code_t grove_status_code(const grove_status_t* status) {
-  return status == nullptr ? GROVE_STATUS_OK : status->code;
+  if (status == nullptr) return GROVE_STATUS_OK;
+  return status->tag == kStatusTag ? status->code : GROVE_STATUS_INVALID_ARGUMENT;
 }
 
 const char* grove_status_message(const grove_status_t* status) {
-  return status == nullptr ? "" : status->message.c_str();
+  if (status == nullptr) return "";
+  return status->tag == kStatusTag ? status->message.c_str() : "grove: this grove_status_t is not live (released?)";
 }
 
 const char* grove_status_code_name(grove_status_code_t code) {
@@ -263,7 +381,10 @@ const char* grove_status_code_name(grove_status_code_t code) {
 }
 
 void grove_status_release(grove_status_t* status) {
-  if (status != &kOutOfMemoryStatus) delete status;
+  if (status == nullptr || status == &kOutOfMemoryStatus || status->tag != kStatusTag) return;
+  status->tag = kReleasedTag;
+  std::string().swap(status->message);
+  Quarantine::Get().Add(status, &FreeShell<grove_status_t>);
 }
 
 size_t grove_dtype_size(grove_dtype_t dtype) {
@@ -284,7 +405,7 @@ grove_status_t* grove_model_load_file(const char* path, grove_model_t** out_mode
     if (out_model == nullptr) return NullArgument(kFn, "out_model");
     absl::StatusOr<std::shared_ptr<const grove::Model>> model = grove::Model::LoadFromFile(path);
     if (!model.ok()) return FromAbsl(model.status(), kFn);
-    *out_model = new grove_model_t{*std::move(model)};
+    *out_model = new grove_model_t{kModelTag, *std::move(model)};
     return nullptr;
   });
 }
@@ -297,17 +418,22 @@ grove_status_t* grove_model_load_buffer(const void* data, size_t size, grove_mod
     absl::StatusOr<std::shared_ptr<const grove::Model>> model =
         grove::Model::LoadFromBuffer(absl::MakeConstSpan(static_cast<const uint8_t*>(data), size));
     if (!model.ok()) return FromAbsl(model.status(), kFn);
-    *out_model = new grove_model_t{*std::move(model)};
+    *out_model = new grove_model_t{kModelTag, *std::move(model)};
     return nullptr;
   });
 }
 
-void grove_model_release(grove_model_t* model) { delete model; }
+void grove_model_release(grove_model_t* model) {
+  if (model == nullptr || model->tag != kModelTag) return;  // NULL, or released already
+  model->tag = kReleasedTag;
+  model->model.reset();
+  Quarantine::Get().Add(model, &FreeShell<grove_model_t>);
+}
 
 grove_status_t* grove_model_input_count(const grove_model_t* model, size_t* out_count) {
   static constexpr char kFn[] = "grove_model_input_count";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (model == nullptr) return NullArgument(kFn, "model");
+    if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     return Count(kFn, out_count, model->model->inputs().size());
   });
 }
@@ -315,7 +441,7 @@ grove_status_t* grove_model_input_count(const grove_model_t* model, size_t* out_
 grove_status_t* grove_model_output_count(const grove_model_t* model, size_t* out_count) {
   static constexpr char kFn[] = "grove_model_output_count";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (model == nullptr) return NullArgument(kFn, "model");
+    if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     return Count(kFn, out_count, model->model->outputs().size());
   });
 }
@@ -323,7 +449,7 @@ grove_status_t* grove_model_output_count(const grove_model_t* model, size_t* out
 grove_status_t* grove_model_symbol_count(const grove_model_t* model, size_t* out_count) {
   static constexpr char kFn[] = "grove_model_symbol_count";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (model == nullptr) return NullArgument(kFn, "model");
+    if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     return Count(kFn, out_count, model->model->symbols().size());
   });
 }
@@ -347,7 +473,7 @@ namespace {
 
 grove_status_t* KindAt(const char* function, const grove_model_t* model, size_t index, grove_value_kind_t* out_kind,
                        bool outputs) {
-  if (model == nullptr) return NullArgument(function, "model");
+  if (grove_status_t* bad = CheckModel(function, model)) return bad;
   if (out_kind == nullptr) return NullArgument(function, "out_kind");
   const std::vector<grove::TensorInfo>& infos = outputs ? model->model->outputs() : model->model->inputs();
   const char* kind = outputs ? "output" : "input";
@@ -415,7 +541,7 @@ grove_status_t* grove_model_output_kind(const grove_model_t* model, size_t index
 grove_status_t* grove_model_symbol_info(const grove_model_t* model, size_t index, grove_symbol_info_t* out_info) {
   static constexpr char kFn[] = "grove_model_symbol_info";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (model == nullptr) return NullArgument(kFn, "model");
+    if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     if (out_info == nullptr) return NullArgument(kFn, "out_info");
     const std::vector<grove::SymbolInfo>& symbols = model->model->symbols();
     if (index >= symbols.size()) {
@@ -448,13 +574,15 @@ void grove_session_options_initialize(grove_session_options_t* out_options) {
   out_options->strict_device = defaults.strict_device ? 1 : 0;
   out_options->outputs_on_device = defaults.outputs_on_device ? 1 : 0;
   out_options->gemm_math = static_cast<grove_gemm_math_t>(defaults.cuda_gemm_math);
+  out_options->run_deadline_ms = defaults.run_deadline_ms;
+  out_options->cancel_token = nullptr;
 }
 
 grove_status_t* grove_session_create(const grove_model_t* model, const grove_session_options_t* options,
                                      grove_session_t** out_session) {
   static constexpr char kFn[] = "grove_session_create";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (model == nullptr) return NullArgument(kFn, "model");
+    if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     if (out_session == nullptr) return NullArgument(kFn, "out_session");
     grove::SessionOptions cc_options;
     if (options != nullptr) {
@@ -480,20 +608,38 @@ grove_status_t* grove_session_create(const grove_model_t* model, const grove_ses
       cc_options.strict_device = options->strict_device != 0;
       cc_options.outputs_on_device = options->outputs_on_device != 0;
       cc_options.cuda_gemm_math = static_cast<grove::GemmMath>(options->gemm_math);
+      if (options->run_deadline_ms < 0) {
+        return InvalidArgument(kFn, absl::StrCat("options->run_deadline_ms is negative (", options->run_deadline_ms,
+                                                 "); 0 means no deadline"));
+      }
+      cc_options.run_deadline_ms = options->run_deadline_ms;
+      if (options->cancel_token != nullptr) {
+        if (grove_status_t* bad = CheckToken(kFn, options->cancel_token)) return bad;
+        cc_options.cancellation = options->cancel_token->token;
+      }
     }
     absl::StatusOr<std::unique_ptr<grove::Session>> session = grove::Session::Create(model->model, cc_options);
     if (!session.ok()) return FromAbsl(session.status(), kFn);
-    *out_session = new grove_session_t{*std::move(session)};
+    auto handle = std::make_unique<grove_session_t>();
+    handle->session = *std::move(session);
+    *out_session = handle.release();
     return nullptr;
   });
 }
 
-void grove_session_release(grove_session_t* session) { delete session; }
+void grove_session_release(grove_session_t* session) {
+  if (session == nullptr || session->tag != kSessionTag) return;  // NULL, or released already
+  session->tag = kReleasedTag;
+  session->session.reset();
+  std::vector<grove::Value>().swap(session->values);
+  std::vector<std::vector<grove_tensor_t>>().swap(session->value_tensors);
+  Quarantine::Get().Add(session, &FreeShell<grove_session_t>);
+}
 
 grove_status_t* grove_session_device(const grove_session_t* session, grove_device_t* out_device) {
   static constexpr char kFn[] = "grove_session_device";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (session == nullptr) return NullArgument(kFn, "session");
+    if (grove_status_t* bad = CheckSession(kFn, session)) return bad;
     if (out_device == nullptr) return NullArgument(kFn, "out_device");
     *out_device = static_cast<grove_device_t>(session->session->device());
     return nullptr;
@@ -506,7 +652,7 @@ namespace {
 // input and output per model input and output.
 grove_status_t* CheckRunArguments(const char* function, const grove_session_t* session, const void* inputs,
                                   size_t n_inputs, const void* outputs, size_t n_outputs) {
-  if (session == nullptr) return NullArgument(function, "session");
+  if (grove_status_t* bad = CheckSession(function, session)) return bad;
   if (inputs == nullptr && n_inputs > 0) return NullArgument(function, "inputs");
   if (outputs == nullptr && n_outputs > 0) return NullArgument(function, "outputs");
   const grove::Model& model = session->session->model();
@@ -528,6 +674,8 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
   static constexpr char kFn[] = "grove_session_run";
   return Guard(kFn, [&]() -> grove_status_t* {
     if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
+    SessionEntry entry(session);
+    if (!entry.entered()) return SessionBusy(kFn);
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
     const std::vector<grove::TensorInfo>& output_infos = model.outputs();
@@ -602,6 +750,8 @@ grove_status_t* grove_session_run_values(grove_session_t* session, const grove_v
   static constexpr char kFn[] = "grove_session_run_values";
   return Guard(kFn, [&]() -> grove_status_t* {
     if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
+    SessionEntry entry(session);
+    if (!entry.entered()) return SessionBusy(kFn);
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
     const std::vector<grove::TensorInfo>& output_infos = model.outputs();
@@ -648,12 +798,52 @@ grove_status_t* grove_session_run_values(grove_session_t* session, const grove_v
 grove_status_t* grove_session_stats(const grove_session_t* session, grove_session_stats_t* out_stats) {
   static constexpr char kFn[] = "grove_session_stats";
   return Guard(kFn, [&]() -> grove_status_t* {
-    if (session == nullptr) return NullArgument(kFn, "session");
+    if (grove_status_t* bad = CheckSession(kFn, session)) return bad;
     if (out_stats == nullptr) return NullArgument(kFn, "out_stats");
     const grove::SessionStats s = session->session->stats();
     *out_stats = grove_session_stats_t{s.runs, s.plans_created, s.plan_cache_hits, s.plans_evicted, s.kernels_run};
     return nullptr;
   });
+}
+
+grove_status_t* grove_cancel_token_create(grove_cancel_token_t** out_token) {
+  static constexpr char kFn[] = "grove_cancel_token_create";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (out_token == nullptr) return NullArgument(kFn, "out_token");
+    auto handle = std::make_unique<grove_cancel_token_t>();
+    handle->token = std::make_shared<grove::CancellationToken>();
+    *out_token = handle.release();
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_cancel_token_cancel(grove_cancel_token_t* token) {
+  static constexpr char kFn[] = "grove_cancel_token_cancel";
+  if (grove_status_t* bad = CheckToken(kFn, token)) return bad;
+  token->token->Cancel();
+  return nullptr;
+}
+
+grove_status_t* grove_cancel_token_reset(grove_cancel_token_t* token) {
+  static constexpr char kFn[] = "grove_cancel_token_reset";
+  if (grove_status_t* bad = CheckToken(kFn, token)) return bad;
+  token->token->Reset();
+  return nullptr;
+}
+
+grove_status_t* grove_cancel_token_is_cancelled(const grove_cancel_token_t* token, int32_t* out_cancelled) {
+  static constexpr char kFn[] = "grove_cancel_token_is_cancelled";
+  if (grove_status_t* bad = CheckToken(kFn, token)) return bad;
+  if (out_cancelled == nullptr) return NullArgument(kFn, "out_cancelled");
+  *out_cancelled = token->token->IsCancelled() ? 1 : 0;
+  return nullptr;
+}
+
+void grove_cancel_token_release(grove_cancel_token_t* token) {
+  if (token == nullptr || token->tag != kTokenTag) return;  // NULL, or released already
+  token->tag = kReleasedTag;
+  token->token.reset();  // sessions given it keep their own reference
+  Quarantine::Get().Add(token, &FreeShell<grove_cancel_token_t>);
 }
 
 }  // extern "C"

@@ -8,6 +8,8 @@
 //   and allocate when they run. Control-flow kernels call back into
 //   RunSubgraph, which goes through the same cache for the body.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -196,6 +198,21 @@ class SessionImpl {
   // that outputs referring to them outlive the caller's buffers.
   std::vector<TensorView> string_inputs_;
   std::vector<std::vector<StringRef>> string_input_refs_;
+  // Set while a public call (Run, RunValues, RunInto, Reshape) is inside the
+  // session: a second thread entering meanwhile is refused (see EntryGuard).
+  std::atomic<bool> busy_{false};
+  // The current run's stop conditions: its deadline and the cancellation
+  // token. `interruptible_` is false when the session has neither, so the
+  // per-step check is one branch.
+  bool interruptible_ = false;
+  bool has_deadline_ = false;
+  std::chrono::steady_clock::time_point deadline_;
+
+  // Arms the deadline (SessionOptions::run_deadline_ms) for a run starting now.
+  void StartRunClock();
+  // CANCELLED or DEADLINE_EXCEEDED when the run must stop before `next`
+  // (the step or body about to run); called only when interruptible_.
+  absl::Status CheckInterrupt(const ir::Node& next) const;
 
   // A step whose output shapes are known only when it runs: its shape
   // function on these inputs, then each output allocated through `host`.
@@ -261,6 +278,12 @@ class StepHost : public ir::KernelContext::Host {
     const ir::Graph& g = session_.graph_;
     if (subgraph <= 0 || subgraph >= static_cast<int>(g.subgraphs.size())) {
       return absl::InternalError(absl::StrCat("RunSubgraph: no subgraph ", subgraph));
+    }
+    // Every Loop, Scan and If body call passes here: a loop that runs for
+    // hours (nested ones included) stops at the deadline, even when its
+    // body has no steps.
+    if (session_.interruptible_) {
+      if (absl::Status s = session_.CheckInterrupt(*inst_.plan->steps()[step_].node); !s.ok()) return s;
     }
     const ir::Subgraph& sg = g.subgraphs[subgraph];
     std::vector<TensorView> captures;
@@ -557,6 +580,9 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
   for (size_t s = 0; s < steps.size(); ++s) {
     const PlanStep& step = steps[s];
     if (step.outputs_empty) continue;
+    if (interruptible_) {
+      if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
+    }
     TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
     absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
     absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
@@ -654,6 +680,10 @@ absl::StatusOr<absl::Span<const TensorView>> SessionImpl::InternStringInputs(abs
 absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const TensorView> inputs,
                                                              bool device_views, absl::Span<const TensorView> into,
                                                              std::vector<bool>* aliased) {
+  StartRunClock();
+  if (options_.cancellation != nullptr && options_.cancellation->IsCancelled()) {
+    return absl::CancelledError("the run was cancelled before it started (CancellationToken::Reset lets runs go on)");
+  }
   if (absl::Status s = ValidateMainInputs(inputs, true); !s.ok()) return s;
   ++run_serial_;
   strings_.Reset();
@@ -701,6 +731,27 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
   return outs;
 }
 
+
+void SessionImpl::StartRunClock() {
+  has_deadline_ = options_.run_deadline_ms > 0;
+  interruptible_ = has_deadline_ || options_.cancellation != nullptr;
+  if (has_deadline_) {
+    // At most ~35 years ahead: steady_clock's nanoseconds must not overflow.
+    const int64_t ms = std::min<int64_t>(options_.run_deadline_ms, int64_t{1} << 40);
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  }
+}
+
+absl::Status SessionImpl::CheckInterrupt(const ir::Node& next) const {
+  if (options_.cancellation != nullptr && options_.cancellation->IsCancelled()) {
+    return absl::CancelledError(absl::StrCat("the run was cancelled (stopped before ", next.Describe(), ")"));
+  }
+  if (has_deadline_ && std::chrono::steady_clock::now() >= deadline_) {
+    return absl::DeadlineExceededError(absl::StrCat("the run passed its deadline of ", options_.run_deadline_ms,
+                                                    " ms (stopped before ", next.Describe(), ")"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status SessionImpl::InferAndAllocate(const PlanStep& step, std::vector<ir::ShapeContext::Input> ins,
                                            ir::KernelContext::Host& host) {
@@ -900,6 +951,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
   if (options.max_cached_plans < 0) {
     return absl::InvalidArgumentError("Session::Create: max_cached_plans must be >= 0");
   }
+  if (options.run_deadline_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Session::Create: run_deadline_ms must be >= 0 (0: no deadline), is ", options.run_deadline_ms));
+  }
   std::shared_ptr<cuda::Device> cuda_device;
   switch (options.device) {
     case Device::kCpu: break;
@@ -955,6 +1010,30 @@ const Model& Session::model() const { return *impl_->model_; }
 SessionStats Session::stats() const { return impl_->stats_; }
 
 namespace {
+
+// Marks the session busy for one public call; a call from a second thread
+// while it is finds it so and is refused before it touches anything. One
+// atomic exchange on entry and one store on exit: it detects misuse, it does
+// not serialise callers (the loser fails instead of waiting).
+class EntryGuard {
+ public:
+  explicit EntryGuard(std::atomic<bool>& busy)
+      : busy_(busy), entered_(!busy.exchange(true, std::memory_order_acquire)) {}
+  ~EntryGuard() {
+    if (entered_) busy_.store(false, std::memory_order_release);
+  }
+  EntryGuard(const EntryGuard&) = delete;
+  EntryGuard& operator=(const EntryGuard&) = delete;
+  absl::Status status() const {
+    if (entered_) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        "session is already running on another thread; a Session is used by one thread at a time");
+  }
+
+ private:
+  std::atomic<bool>& busy_;
+  const bool entered_;
+};
 
 // Run, RunInto and Reshape speak tensors only.
 absl::Status TensorsOnly(const ir::Graph& g, absl::Span<const TensorView> outputs) {
@@ -1023,6 +1102,8 @@ absl::StatusOr<TensorView> ViewOfValue(const Value& value, const ir::TensorDecl&
 }  // namespace
 
 absl::StatusOr<std::vector<TensorView>> Session::Run(absl::Span<const TensorView> inputs) {
+  EntryGuard guard(impl_->busy_);
+  if (absl::Status s = guard.status(); !s.ok()) return s;
   if (absl::Status s = TensorsOnly(impl_->graph_, {}); !s.ok()) return s;
   absl::StatusOr<std::vector<TensorView>> outs = impl_->RunMain(inputs);
   if (!outs.ok()) return outs;
@@ -1031,6 +1112,8 @@ absl::StatusOr<std::vector<TensorView>> Session::Run(absl::Span<const TensorView
 }
 
 absl::StatusOr<std::vector<Value>> Session::RunValues(absl::Span<const Value> inputs) {
+  EntryGuard guard(impl_->busy_);
+  if (absl::Status s = guard.status(); !s.ok()) return s;
   const ir::Graph& g = impl_->graph_;
   const ir::Subgraph& main = g.subgraphs[0];
   if (inputs.size() != main.inputs.size()) return internal::InputCountError(g, inputs.size());
@@ -1057,6 +1140,8 @@ absl::StatusOr<std::vector<Value>> Session::RunValues(absl::Span<const Value> in
 }
 
 absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs) {
+  EntryGuard guard(impl_->busy_);
+  if (absl::Status s = guard.status(); !s.ok()) return s;
   const std::vector<TensorInfo>& infos = impl_->impl_.outputs();
   if (outputs.size() != infos.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the model has ", infos.size(), " outputs, given ",
@@ -1101,6 +1186,8 @@ absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<co
 
 absl::StatusOr<MemoryReport> Session::Reshape(absl::Span<const std::vector<int64_t>> input_shapes,
                                               std::vector<std::vector<int64_t>>* out_output_shapes) {
+  EntryGuard guard(impl_->busy_);
+  if (absl::Status s = guard.status(); !s.ok()) return s;
   const ir::Graph& g = impl_->graph_;
   const ir::Subgraph& main = g.subgraphs[0];
   if (absl::Status s = TensorsOnly(g, {}); !s.ok()) return s;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -198,6 +199,8 @@ TEST(CApiBasics, OptionsDefaults) {
   EXPECT_EQ(options.strict_device, 0);
   EXPECT_EQ(options.outputs_on_device, 0);
   EXPECT_EQ(options.gemm_math, GROVE_GEMM_MATH_F32);
+  EXPECT_EQ(options.run_deadline_ms, 0);
+  EXPECT_EQ(options.cancel_token, nullptr);
   grove_session_options_initialize(nullptr);
 }
 
@@ -599,3 +602,156 @@ TEST(CApiValues, SequenceInput) {
 }
 
 }  // namespace
+
+namespace {
+
+// Inputs "m" (i64 scalar) and "x" (f32[4]); a Loop of m trips adds 1 to x.
+std::vector<uint8_t> BuildCountingLoop() {
+  grove::ModelBuilder b;
+  b.AddInput("m", grove::DType::kI64, {});
+  b.AddInput("x", grove::DType::kF32, {4});
+  b.AddWeight("one", grove::DType::kF32, {1}, std::vector<float>{1.0f});
+  const int body = b.AddSubgraph("body");
+  b.AddInput("i", grove::DType::kI64, {});
+  b.AddInput("ci", grove::DType::kBool, {});
+  b.AddInput("v", grove::DType::kF32, {4});
+  b.AddOp("Identity", {"ci"}, {"co"});
+  b.AddOp("Add", {"v", "one"}, {"v_next"});
+  b.AddOutput("co");
+  b.AddOutput("v_next");
+  b.SetSubgraph(0);
+  b.AddOp("Loop", {"m", "", "x"}, {"y"}, {{"body", grove::SubgraphRef{body}}});
+  b.AddOutput("y");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>();
+}
+
+struct LoopCall {
+  explicit LoopCall(int64_t trips) : m(trips) {
+    in[0].dtype = GROVE_DTYPE_I64;
+    in[0].data = &m;
+    in[0].byte_size = sizeof(m);
+    in[1] = F32Tensor({4}, x);
+    out[0] = F32Tensor({4}, y);
+  }
+  grove_status_t* Run(grove_session_t* session) { return grove_session_run(session, in, 2, out, 1); }
+  int64_t m;
+  float x[4] = {0, 1, 2, 3};
+  float y[4] = {};
+  grove_tensor_t in[2] = {};
+  grove_tensor_t out[1] = {};
+};
+
+}  // namespace
+
+// A released handle passed back is refused by its tag, a second release does
+// nothing, and a handle of another kind is refused (within the quarantine
+// window the memory is still allocated, so this is sound under ASan).
+TEST_F(CApiTest, ReleasedHandlesAreRefused) {
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session)));
+  grove_session_release(session);
+  grove_session_release(session);  // double release: a no-op
+  std::vector<float> x = Input(2);
+  grove_tensor_t in = F32Tensor({2, 4}, x.data());
+  grove_tensor_t outs[2] = {};
+  EXPECT_TRUE(Fails(grove_session_run(session, &in, 1, outs, 2), GROVE_STATUS_INVALID_ARGUMENT,
+                    "session is not a live grove_session_t (it was released)"));
+  grove_session_stats_t stats;
+  EXPECT_TRUE(Fails(grove_session_stats(session, &stats), GROVE_STATUS_INVALID_ARGUMENT, "released"));
+
+  grove_model_t* model = nullptr;
+  ASSERT_TRUE(Ok(grove_model_load_buffer(bytes_.data(), bytes_.size(), &model)));
+  grove_model_release(model);
+  grove_model_release(model);
+  size_t count = 0;
+  EXPECT_TRUE(Fails(grove_model_input_count(model, &count), GROVE_STATUS_INVALID_ARGUMENT,
+                    "model is not a live grove_model_t (it was released)"));
+  grove_session_t* from_dead = nullptr;
+  EXPECT_TRUE(Fails(grove_session_create(model, nullptr, &from_dead), GROVE_STATUS_INVALID_ARGUMENT, "released"));
+  EXPECT_EQ(from_dead, nullptr);
+
+  // A status released twice; a released status reads as such.
+  grove_status_t* st = grove_model_input_count(nullptr, &count);
+  ASSERT_NE(st, nullptr);
+  grove_status_release(st);
+  EXPECT_EQ(grove_status_code(st), GROVE_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(grove_status_message(st), ::testing::HasSubstr("not live"));
+  grove_status_release(st);
+
+  // Handles of the wrong kind.
+  EXPECT_TRUE(Fails(grove_model_input_count(reinterpret_cast<const grove_model_t*>(session_), &count),
+                    GROVE_STATUS_INVALID_ARGUMENT, "model is not a live grove_model_t"));
+  EXPECT_TRUE(Fails(grove_session_stats(reinterpret_cast<const grove_session_t*>(model_), &stats),
+                    GROVE_STATUS_INVALID_ARGUMENT, "session is not a live grove_session_t"));
+  // The fixture's live handles still work.
+  EXPECT_TRUE(Ok(grove_session_stats(session_, &stats)));
+}
+
+TEST(CApiBounded, DeadlineAndCancellation) {
+  const std::vector<uint8_t> bytes = BuildCountingLoop();
+  ASSERT_FALSE(bytes.empty());
+  grove_model_t* model = nullptr;
+  ASSERT_TRUE(Ok(grove_model_load_buffer(bytes.data(), bytes.size(), &model)));
+  grove_cancel_token_t* token = nullptr;
+  EXPECT_TRUE(Fails(grove_cancel_token_create(nullptr), GROVE_STATUS_INVALID_ARGUMENT, "out_token is NULL"));
+  ASSERT_TRUE(Ok(grove_cancel_token_create(&token)));
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  options.device = GROVE_DEVICE_CPU;
+  options.run_deadline_ms = -5;
+  grove_session_t* session = nullptr;
+  EXPECT_TRUE(Fails(grove_session_create(model, &options, &session), GROVE_STATUS_INVALID_ARGUMENT,
+                    "run_deadline_ms is negative"));
+  options.run_deadline_ms = 100;
+  options.cancel_token = token;
+  ASSERT_TRUE(Ok(grove_session_create(model, &options, &session)));
+  grove_cancel_token_release(token);  // the session keeps its own reference
+  token = nullptr;
+  ASSERT_TRUE(Ok(grove_cancel_token_create(&token)));
+
+  // Past the deadline, then a normal run.
+  LoopCall forever(int64_t{1} << 62);
+  EXPECT_TRUE(Fails(forever.Run(session), GROVE_STATUS_DEADLINE_EXCEEDED, "deadline of 100 ms"));
+  LoopCall three(3);
+  ASSERT_TRUE(Ok(three.Run(session)));
+  EXPECT_THAT(three.y, ::testing::ElementsAre(3, 4, 5, 6));
+  grove_session_release(session);
+
+  // Cancelled from another thread; a second thread's run meanwhile is busy.
+  options.run_deadline_ms = 0;
+  options.cancel_token = token;
+  ASSERT_TRUE(Ok(grove_session_create(model, &options, &session)));
+  Outcome long_run{};
+  std::thread runner([&] {
+    do {  // refused only while the main thread's short run is inside
+      long_run = Take(forever.Run(session));
+    } while (long_run.code == GROVE_STATUS_FAILED_PRECONDITION);
+  });
+  Outcome refused{};
+  for (int i = 0; i < 300000; ++i) {
+    refused = Take(three.Run(session));
+    if (refused.code == GROVE_STATUS_FAILED_PRECONDITION) break;
+  }
+  EXPECT_TRUE(Fails(refused, GROVE_STATUS_FAILED_PRECONDITION, "already running on another thread"));
+  ASSERT_TRUE(Ok(grove_cancel_token_cancel(token)));
+  runner.join();
+  EXPECT_TRUE(Fails(long_run, GROVE_STATUS_CANCELLED, "cancelled"));
+  int32_t cancelled = 0;
+  ASSERT_TRUE(Ok(grove_cancel_token_is_cancelled(token, &cancelled)));
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_TRUE(Fails(three.Run(session), GROVE_STATUS_CANCELLED, "cancelled"));
+  ASSERT_TRUE(Ok(grove_cancel_token_reset(token)));
+  ASSERT_TRUE(Ok(three.Run(session)));
+  EXPECT_THAT(three.y, ::testing::ElementsAre(3, 4, 5, 6));
+
+  // The token's handle may go before the session; a released token is refused.
+  grove_cancel_token_release(token);
+  EXPECT_TRUE(Fails(grove_cancel_token_cancel(token), GROVE_STATUS_INVALID_ARGUMENT,
+                    "token is not a live grove_cancel_token_t (it was released)"));
+  grove_cancel_token_release(token);
+  ASSERT_TRUE(Ok(three.Run(session)));
+  grove_session_release(session);
+  grove_model_release(model);
+}

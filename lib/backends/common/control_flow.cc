@@ -23,7 +23,9 @@ absl::StatusOr<std::vector<TensorView>> RunIfBranch(ir::KernelContext& ctx, bool
 absl::StatusOr<std::vector<TensorView>> RunLoopBody(ir::KernelContext& ctx, int body, int64_t iter,
                                                     absl::Span<const TensorView> carried, LoopBodyScalars& scalars) {
   if (iter >= kMaxLoopIterations) {
-    return ctx.Error(absl::StrCat("ran ", kMaxLoopIterations, " iterations without stopping"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        ctx.node().Describe(), ": ran ", kMaxLoopIterations,
+        " iterations without stopping (grove's limit for every Loop; set a deadline to stop sooner)"));
   }
   scalars.iter = iter;
   scalars.cond = 1;
@@ -32,6 +34,13 @@ absl::StatusOr<std::vector<TensorView>> RunLoopBody(ir::KernelContext& ctx, int 
   inputs[1] = TensorView(DType::kBool, {}, &scalars.cond);
   for (size_t i = 0; i < carried.size(); ++i) inputs[2 + i] = carried[i];
   return ctx.host()->RunSubgraph(body, inputs);
+}
+
+absl::Status CheckScanBytes(const ir::KernelContext& ctx, int64_t iter, uint64_t held_bytes, uint64_t adding_bytes) {
+  if (adding_bytes <= kMaxLoopScanBytes && held_bytes <= kMaxLoopScanBytes - adding_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      ctx.node().Describe(), ": its scan outputs would hold ", held_bytes, " + ", adding_bytes, " bytes after iteration ",
+      iter, ", past grove's limit of ", kMaxLoopScanBytes, " bytes for one Loop's scan outputs"));
 }
 
 absl::Status CheckScanShape(const ir::KernelContext& ctx, int j, int64_t iter, const TensorView& o,

@@ -4,6 +4,7 @@
 #define GROVE_LIB_BACKENDS_COMMON_CONTROL_FLOW_H_
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -14,8 +15,30 @@
 
 namespace grove::backends {
 
-// Loops that never stop are a hang, not an answer.
+// The Loop policy: one set of bounds for every form of Loop (a trip count M
+// only, a condition only, both, or neither: "forever"), on every backend.
+//
+// - Iterations: a Loop runs at most kMaxLoopIterations body iterations. Its
+//   trip count M and its condition stop it earlier; a Loop that would begin
+//   iteration number kMaxLoopIterations (M past the limit, or a condition
+//   that stays true) fails with RESOURCE_EXHAUSTED instead, never stopping
+//   silently as if it had finished. RunLoopBody enforces it, so each kernel
+//   passes every iteration through it and takes no other limit.
+// - Memory: the scan outputs one Loop accumulates hold at most
+//   kMaxLoopScanBytes in total (all its scan outputs together); the iteration
+//   that would pass it fails with RESOURCE_EXHAUSTED (CheckScanBytes).
+// - Time: every body call (Loop, Scan, If) goes through the session's
+//   KernelContext::Host::RunSubgraph, which checks the run's deadline and
+//   cancellation token first (SessionOptions::run_deadline_ms,
+//   ::cancellation), so loops that would run for hours, nested ones
+//   included, end with DEADLINE_EXCEEDED or CANCELLED.
+// Scan's iterations are bounded by its inputs' lengths.
 inline constexpr int64_t kMaxLoopIterations = 100'000'000;
+inline constexpr uint64_t kMaxLoopScanBytes = uint64_t{4} << 30;  // 4 GiB
+
+// The trip count of a Loop without M: only its condition or the policy
+// above stops it.
+inline constexpr int64_t kNoTripCount = std::numeric_limits<int64_t>::max();
 
 // A condition (If's cond, Loop's cond input or body output) holds one element.
 absl::Status CheckCondShape(const ir::KernelContext& ctx, const TensorView& v, absl::string_view what);
@@ -31,10 +54,14 @@ struct LoopBodyScalars {
   uint8_t cond = 1;
 };
 
-// Runs iteration `iter` of Loop's body on the carried values (fails past
-// kMaxLoopIterations); `scalars` holds the body's first two inputs.
+// Runs iteration `iter` of Loop's body on the carried values (RESOURCE_EXHAUSTED
+// at iteration kMaxLoopIterations); `scalars` holds the body's first two inputs.
 absl::StatusOr<std::vector<TensorView>> RunLoopBody(ir::KernelContext& ctx, int body, int64_t iter,
                                                     absl::Span<const TensorView> carried, LoopBodyScalars& scalars);
+
+// Fails (RESOURCE_EXHAUSTED) when the scan outputs a Loop has accumulated,
+// `held_bytes`, and iteration `iter`'s `adding_bytes` pass kMaxLoopScanBytes.
+absl::Status CheckScanBytes(const ir::KernelContext& ctx, int64_t iter, uint64_t held_bytes, uint64_t adding_bytes);
 
 // Records scan output j's shape and dtype on the first iteration (a view
 // without data in `scan_shape`) and checks later ones against it.

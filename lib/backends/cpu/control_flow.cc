@@ -1,6 +1,7 @@
 // CPU kernels of If, Loop and Scan. Bodies run through the session (plan cache,
 // arenas); results are copied out because a body's arena is reused by its
 // next call.
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -12,7 +13,7 @@
 namespace grove::cpu {
 namespace {
 
-using backends::kMaxLoopIterations;
+using backends::kNoTripCount;
 
 absl::StatusOr<bool> ReadCond(const ir::KernelContext& ctx, const TensorView& v, absl::string_view what) {
   if (absl::Status s = backends::CheckCondShape(ctx, v, what); !s.ok()) return s;
@@ -52,8 +53,10 @@ absl::Status IfKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// Bounded by the Loop policy of lib/backends/common/control_flow.h: every
+// iteration goes through RunLoopBody, every scan append through CheckScanBytes.
 absl::Status LoopKernel(ir::KernelContext& ctx) {
-  int64_t trip_count = kMaxLoopIterations;
+  int64_t trip_count = kNoTripCount;
   if (ctx.has_input(0)) {
     const TensorView& m = ctx.input(0);
     if (m.num_elements() != 1) return ctx.Error("trip count M must hold one element");
@@ -66,7 +69,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     if (!c.ok()) return c.status();
     cond = *c;
   }
-  const int n = ctx.num_inputs() - 2;
+  const int n = std::max(ctx.num_inputs() - 2, 0);  // Loop(M) and Loop() carry nothing
   const int k = ctx.num_outputs() - n;
   const int body = ctx.attrs().GetSubgraph("body");
 
@@ -85,6 +88,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   }
   std::vector<std::vector<uint8_t>> scans(k);
   std::vector<TensorView> scan_shape(k);  // per-iteration shape and dtype
+  uint64_t scan_bytes = 0;                // all scan outputs together
   int64_t iter = 0;
   backends::LoopBodyScalars scalars;  // outlives each trip's outputs
   bool cond_value = cond;
@@ -126,6 +130,8 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
       const TensorView& o = (*outs)[1 + n + j];
       if (absl::Status s = backends::CheckScanIsTensor(ctx, j, o); !s.ok()) return s;
       if (absl::Status s = backends::CheckScanShape(ctx, j, iter, o, scan_shape[j]); !s.ok()) return s;
+      if (absl::Status s = backends::CheckScanBytes(ctx, iter, scan_bytes, o.byte_size()); !s.ok()) return s;
+      scan_bytes += o.byte_size();
       const uint8_t* p = static_cast<const uint8_t*>(o.data);
       scans[j].insert(scans[j].end(), p, p + o.byte_size());
     }

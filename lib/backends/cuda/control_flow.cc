@@ -15,7 +15,7 @@
 namespace grove::cuda {
 namespace {
 
-using backends::kMaxLoopIterations;
+using backends::kNoTripCount;
 
 // Device memory owned for the length of one kernel call; grows keeping its
 // first `keep` bytes.
@@ -83,10 +83,12 @@ absl::Status IfKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// Bounded by the Loop policy of lib/backends/common/control_flow.h: every
+// iteration goes through RunLoopBody, every scan append through CheckScanBytes.
 absl::Status LoopKernel(ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   Device& dev = ec.device();
-  int64_t trip_count = kMaxLoopIterations;
+  int64_t trip_count = kNoTripCount;
   if (ctx.has_input(0)) {
     if (ctx.input(0).num_elements() != 1) return ctx.Error("trip count M must hold one element");
     absl::StatusOr<std::vector<int64_t>> m = ec.ReadInts(ctx, 0);
@@ -99,7 +101,7 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     if (!c.ok()) return c.status();
     cond = *c;
   }
-  const int n = ctx.num_inputs() - 2;
+  const int n = std::max(ctx.num_inputs() - 2, 0);  // Loop(M) and Loop() carry nothing
   const int k = ctx.num_outputs() - n;
   const int body = ctx.attrs().GetSubgraph("body");
 
@@ -161,6 +163,9 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
       const TensorView& o = (*outs)[1 + n + j];
       if (absl::Status s = backends::CheckScanIsTensor(ctx, j, o); !s.ok()) return s;
       if (absl::Status s = backends::CheckScanShape(ctx, j, iter, o, scan_shape[j]); !s.ok()) return s;
+      uint64_t held = 0;
+      for (size_t b : scan_bytes) held += b;
+      if (absl::Status s = backends::CheckScanBytes(ctx, iter, held, o.byte_size()); !s.ok()) return s;
       if (absl::Status s = scans[j]->Reserve(scan_bytes[j] + o.byte_size(), scan_bytes[j], ec.stream()); !s.ok()) {
         return s;
       }

@@ -1,6 +1,8 @@
 // If, Loop and Scan (ONNX semantics). Their bodies are subgraphs; output shapes
 // come from inferring the bodies, and are only a prediction: the kernels
 // allocate their outputs when they know what the chosen path produced.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "lib/ir/ops/ops.h"
 #include "lib/ir/value_type.h"
@@ -132,7 +134,8 @@ absl::Status InferLoop(ShapeContext& ctx) {
   }
   if (ctx.has_input(1) && ctx.input_dtype(1) != DType::kBool) return ctx.Error("cond must be bool");
   const int body = ctx.attrs().GetSubgraph("body");
-  const int n = ctx.num_inputs() - 2;
+  // ONNX lets trailing optional inputs go: Loop(M) and Loop() carry nothing.
+  const int n = std::max(ctx.num_inputs() - 2, 0);
   const int k = ctx.num_outputs() - n;
   if (k < 0) return ctx.Error(absl::StrCat("has ", n, " loop-carried inputs but only ", ctx.num_outputs(), " outputs"));
   const Subgraph& sg = ctx.graph().subgraphs[body];
@@ -291,9 +294,9 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry) {
 
   OpDef loop;
   loop.type = "Loop";
-  loop.min_inputs = 2;
+  loop.min_inputs = 0;  // M and cond are optional, and ONNX may leave them out
   loop.max_inputs = -1;
-  loop.omittable_inputs = 0b11;  // M and cond
+  loop.omittable_inputs = 0b11;  // M and cond, also when given as ""
   loop.min_outputs = 0;
   loop.max_outputs = -1;
   loop.attrs = {{"body", AttrKind::kSubgraph, true}};
