@@ -115,4 +115,26 @@ if patch_name "$TEST_TMP/clash.grove" "final" '_.sum' && patch_name "$TEST_TMP/c
   [ -e "$TEST_TMP/clash_out" ] && fail "the output folder was made although nothing could be written"
 fi
 
+# --- integer outputs are summarized exactly ---------------------------------
+# INT64_MAX once went through a double (2^63) and printed as INT64_MIN.
+DATA=${ONNX_TEST_DATA:-/usr/share/libonnx-testdata/data}
+if [ -f "$DATA/node/test_max_int64/model.onnx" ] && [ -f "$DATA/node/test_max_uint64/model.onnx" ]; then
+  I64_MAX='\xff\xff\xff\xff\xff\xff\xff\x7f'
+  I64_MIN='\x00\x00\x00\x00\x00\x00\x00\x80'
+  I64_5='\x05\x00\x00\x00\x00\x00\x00\x00'
+  U64_MAX='\xff\xff\xff\xff\xff\xff\xff\xff'
+  write_npy "$TEST_TMP/i64_ends.npy" '<i8' '(3,)' "$I64_MAX$I64_MIN$I64_5"
+  write_npy "$TEST_TMP/u64_ends.npy" '<u8' '(3,)' "$U64_MAX$I64_5$I64_5"
+  if expect_ok "$G" import "$DATA/node/test_max_int64/model.onnx" -o "$TEST_TMP/max_i64.grove" &&
+     expect_ok "$G" run "$TEST_TMP/max_i64.grove" --input "data_0=$TEST_TMP/i64_ends.npy" \
+       --input "data_1=$TEST_TMP/i64_ends.npy"; then
+    expect_stdout '^result: i64\[3\] min=-9223372036854775808 max=9223372036854775807 .*values=\[9223372036854775807, -9223372036854775808, 5\]$'
+  fi
+  if expect_ok "$G" import "$DATA/node/test_max_uint64/model.onnx" -o "$TEST_TMP/max_u64.grove" &&
+     expect_ok "$G" run "$TEST_TMP/max_u64.grove" --input "data_0=$TEST_TMP/u64_ends.npy" \
+       --input "data_1=$TEST_TMP/u64_ends.npy"; then
+    expect_stdout ' min=5 max=18446744073709551615 .*values=\[18446744073709551615, 5, 5\]$'
+  fi
+fi
+
 finish
