@@ -85,6 +85,25 @@ int main() {
       std::printf("  row %lld = [%g, %g]\n", static_cast<long long>(i), row[0], row[1]);
     }
   }
+  // Bounded work: a run past its deadline stops with DEADLINE_EXCEEDED (a
+  // grove::CancellationToken in options.cancellation stops runs from another
+  // thread the same way), and the session runs on.
+  grove::SessionOptions bounded = options;
+  bounded.run_deadline_ms = 100;
+  absl::StatusOr<std::unique_ptr<grove::Session>> bounded_session = grove::Session::Create(*model, bounded);
+  if (!bounded_session.ok()) {
+    std::fprintf(stderr, "cannot create a session: %s\n", bounded_session.status().ToString().c_str());
+    return 1;
+  }
+  for (int64_t steps : {int64_t{1} << 40, int64_t{2}}) {
+    grove::Tensor n = grove::Tensor::Create(grove::DType::kI64, {}).value();
+    *n.as<int64_t>() = steps;
+    grove::Tensor x = grove::Tensor::Create(grove::DType::kF32, {2}).value();
+    absl::StatusOr<std::vector<grove::Value>> outs = (*bounded_session)->RunValues({grove::Value(n), grove::Value(x)});
+    std::printf("%lld steps with a 100 ms deadline: %s\n", static_cast<long long>(steps),
+                outs.ok() ? "done" : absl::StatusCodeToString(outs.status().code()).c_str());
+  }
+
   const grove::SessionStats stats = (*session)->stats();
   std::printf("plans created %lld, plan cache hits %lld\nOK\n", static_cast<long long>(stats.plans_created),
               static_cast<long long>(stats.plan_cache_hits));
