@@ -173,6 +173,7 @@ absl::Status ConcatFromSequenceKernel(KernelContext& ctx) {
 absl::Status SplitToSequenceKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const int rank = static_cast<int>(x.shape.size());
+  if (rank == 0) return ctx.Error("input is a scalar; SplitToSequence splits along a dim (rank >= 1)");
   absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", 0), rank);
   if (!axis.ok()) return ctx.Error(axis.status().message());
   const int64_t dim = x.shape[*axis];
@@ -192,6 +193,7 @@ absl::Status SplitToSequenceKernel(KernelContext& ctx) {
       int64_t sum = 0;
       for (int64_t l : *split) {
         if (l < 0) return ctx.Error(absl::StrCat("split has a negative length ", l));
+        if (l > dim - sum) return ctx.Error(absl::StrCat("split lengths sum to more than axis ", *axis, "'s ", dim));
         sum += l;
       }
       if (sum != dim) {

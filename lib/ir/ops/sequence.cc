@@ -156,6 +156,12 @@ absl::Status InferSplitToSequence(ShapeContext& ctx) {
     if (absl::Status s = CheckInputDType(ctx, 1, "split", {DType::kI32, DType::kI64}); !s.ok()) return s;
     if (ctx.input_rank(1) > 1) return ctx.Error("split must be a scalar or a 1-D tensor");
   }
+  if (!ctx.input(0).rank_known) {  // the kernel checks the rank when run
+    ctx.SetOutputUnknownRank(0, BoxedDType(ValueKind::kSequence, ctx.input_dtype(0)));
+    return absl::OkStatus();
+  }
+  // NormalizeAxis takes axis 0 of a scalar (as ops that treat it as [1] do); a split needs a dim.
+  if (ctx.input_rank(0) == 0) return ctx.Error("input is a scalar; SplitToSequence splits along a dim (rank >= 1)");
   bool keepdims = true;
   if (absl::Status s = ReadBoolAttr(ctx, "keepdims", 1, &keepdims); !s.ok()) return s;
   absl::StatusOr<int> axis = NormalizeAxis(ctx.attrs().GetInt("axis", 0), ctx.input_rank(0));
