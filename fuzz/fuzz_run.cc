@@ -20,16 +20,23 @@ void Fill(Tensor& t, absl::Span<const uint8_t> fill) {
     for (size_t i = 0; i < bytes / 4; ++i) f[i] = (static_cast<int>(fill[i % fill.size()]) - 128) / 16.0f;
     return;
   }
-  if (t.dtype() == DType::kI64) {
-    int64_t* v = t.as<int64_t>();
-    for (size_t i = 0; i < bytes / 8; ++i) v[i] = static_cast<int8_t>(fill[i % fill.size()]) % 8;
-    return;
+  // Integers in [-7, 7] (unsigned: [0, 7]): an input that is a size (a
+  // window's length, Range's limit) asks for a small output, not gigabytes.
+  auto small = [&](size_t i) { return static_cast<int8_t>(fill[i % fill.size()]) % 8; };
+  const int64_t n = t.view().num_elements();
+  switch (t.dtype()) {
+    case DType::kI64: for (int64_t i = 0; i < n; ++i) t.as<int64_t>()[i] = small(i); return;
+    case DType::kI32: for (int64_t i = 0; i < n; ++i) t.as<int32_t>()[i] = small(i); return;
+    case DType::kI16: for (int64_t i = 0; i < n; ++i) t.as<int16_t>()[i] = static_cast<int16_t>(small(i)); return;
+    case DType::kI8: for (int64_t i = 0; i < n; ++i) t.as<int8_t>()[i] = static_cast<int8_t>(small(i)); return;
+    case DType::kU64: for (int64_t i = 0; i < n; ++i) t.as<uint64_t>()[i] = fill[i % fill.size()] % 8; return;
+    case DType::kU32: for (int64_t i = 0; i < n; ++i) t.as<uint32_t>()[i] = fill[i % fill.size()] % 8; return;
+    case DType::kU16: for (int64_t i = 0; i < n; ++i) t.as<uint16_t>()[i] = fill[i % fill.size()] % 8; return;
+    case DType::kU8: for (int64_t i = 0; i < n; ++i) out[i] = fill[i % fill.size()] % 8; return;
+    case DType::kBool: for (int64_t i = 0; i < n; ++i) out[i] = fill[i % fill.size()] & 1; return;
+    default: break;
   }
-  if (t.dtype() == DType::kBool) {
-    for (size_t i = 0; i < bytes; ++i) out[i] = fill[i % fill.size()] & 1;
-    return;
-  }
-  for (size_t i = 0; i < bytes; ++i) out[i] = fill[i % fill.size()];
+  for (size_t i = 0; i < bytes; ++i) out[i] = fill[i % fill.size()];  // f16, bf16, f64: any bits
 }
 
 }  // namespace

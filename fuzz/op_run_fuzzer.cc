@@ -9,13 +9,17 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "fuzz/byte_choices.h"
 #include "fuzz/fuzz_run.h"
 #include "grove/grove.h"
@@ -112,6 +116,14 @@ std::vector<uint8_t> WeightBytes(FuzzedDataProvider& in, DType dtype, int64_t el
   return bytes;
 }
 
+std::string AttrText(int64_t v) { return absl::StrCat(v); }
+std::string AttrText(double v) { return absl::StrCat(v); }
+std::string AttrText(const std::string& v) { return absl::StrCat("'", v, "'"); }
+std::string AttrText(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
+std::string AttrText(const std::vector<double>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
+std::string AttrText(const std::vector<std::string>& v) { return absl::StrCat("['", absl::StrJoin(v, "','"), "']"); }
+std::string AttrText(const grove::SubgraphRef& v) { return absl::StrCat("subgraph ", v.index); }
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -128,6 +140,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return usable;
   }();
+  // GROVE_FUZZ_VERBOSE=1: print the model an input makes (to describe a finding).
+  static const bool verbose = std::getenv("GROVE_FUZZ_VERBOSE") != nullptr;
   FuzzedDataProvider in(data, size);
   grove::ModelBuilder b;
   std::vector<std::string> values;
@@ -152,6 +166,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       } else {
         input_dims.emplace_back(dim);
       }
+    }
+    if (verbose) {
+      std::fprintf(stderr, "%s %s %s[%s]\n", weight ? "weight" : "input", name.c_str(),
+                   std::string(grove::DTypeName(dtype)).c_str(), absl::StrJoin(dims, ",").c_str());
     }
     if (weight) {
       b.AddWeight(name, dtype, dims, WeightBytes(in, dtype, elements));
@@ -181,6 +199,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const grove::ir::AttrSpec& spec : def->attrs) {
       if (spec.kind == grove::ir::AttrKind::kSubgraph) continue;
       if (spec.required || in.ConsumeIntegralInRange(0, 2) == 0) attrs.emplace_back(spec.name, FuzzAttr(in, spec.kind));
+    }
+    if (verbose) {
+      std::string a;
+      for (const auto& [name, value] : attrs) {
+        absl::StrAppend(&a, " ", name, "=");
+        std::visit([&](const auto& v) { absl::StrAppend(&a, AttrText(v)); }, value);
+      }
+      std::fprintf(stderr, "op %d: %s(%s) -> %s%s\n", op, type.c_str(), absl::StrJoin(inputs, ", ").c_str(),
+                   absl::StrJoin(outputs, ", ").c_str(), a.c_str());
     }
     b.AddOp(type, inputs, outputs, std::move(attrs));
     values.insert(values.end(), outputs.begin(), outputs.end());

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target (fuzz/) for SECONDS each, all at once:
+# Runs every libFuzzer target (fuzz/) for SECONDS each, $GROVE_JOBS (nproc)
+# targets at a time:
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     default 60 s, every target
 #   scripts/fuzz.sh 3600                      a developer's longer run
@@ -8,9 +9,13 @@
 # asan's build dir; only the fuzzers when nothing else is built yet). Each
 # target starts from its committed seeds (fuzz/corpus/<target>/) plus what
 # earlier runs found (<build>/fuzz-corpus/<target>/, kept between runs, not
-# committed). A crash, a sanitizer report, a leak, a run past 10 s or one over
-# 2 GiB fails the run: its input is saved under <build>/fuzz-crashes/<target>/
-# and the log's tail is printed. Make it a regression test by copying the
+# committed). A crash, a sanitizer report, a leak or an input that runs past
+# 10 s fails the run: the input is saved under <build>/fuzz-crashes/<target>/
+# and the report printed. An input that needs more than 2 GiB is saved and
+# listed but does not fail the run (libFuzzer's fork mode, -ignore_ooms): a
+# model may ask for a lot of memory within grove's limits (SECURITY.md).
+# GROVE_FUZZ_ARGS adds libFuzzer flags (a long run: "-ignore_crashes=1
+# -ignore_timeouts=1" to go on past findings). Make it a regression test by copying the
 # input to test/fuzz_regressions/<target>/ (grove_fuzz_replay replays that
 # folder in every build's ctest), then fix the cause.
 set -euo pipefail
@@ -34,28 +39,35 @@ cmake --build "$build" -j "$jobs" --target $(printf 'fuzz_%s ' "${targets[@]}")
 export OPENBLAS_NUM_THREADS=1 GROVE_CACHE_DIR=off
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-pids=()
-for t in "${targets[@]}"; do
-  corpus="$build/fuzz-corpus/$t"
-  crashes="$build/fuzz-crashes/$t"
+run_target() {  # run_target TARGET: one fuzzer, its summary line, 0 when no failure
+  local t="$1" corpus="$build/fuzz-corpus/$1" crashes="$build/fuzz-crashes/$1" log="$build/fuzz-$1.log"
   mkdir -p "$corpus" "$crashes"
-  dict=()
+  local dict=()
   [ -f "$root/fuzz/$t.dict" ] && dict=("-dict=$root/fuzz/$t.dict")
-  "$build/fuzz/fuzz_$t" "$corpus" "$root/fuzz/corpus/$t" "${dict[@]}" \
+  local rc=0
+  "$build/fuzz/fuzz_$t" "$corpus" "$root/fuzz/corpus/$t" "${dict[@]}" -fork=1 -ignore_ooms=1 -ignore_timeouts=0 \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$crashes/" ${GROVE_FUZZ_ARGS:-} >"$build/fuzz-$t.log" 2>&1 &
-  pids+=($!)
-done
-status=0
-for i in "${!targets[@]}"; do
-  t="${targets[$i]}"
-  if wait "${pids[$i]}"; then
-    runs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$build/fuzz-$t.log" | awk '{print $2}')"
-    echo "fuzz $t: ${seconds} s, ${runs:-?} inputs, no crash"
+    -artifact_prefix="$crashes/" ${GROVE_FUZZ_ARGS:-} >"$log" 2>&1 || rc=$?
+  local stats
+  stats="$(grep -E '^#[0-9]+: cov' "$log" | tail -n 1 | sed -E 's/^#([0-9]+): .*oom\/timeout\/crash: ([0-9/]+).*/\1 inputs, oom\/timeout\/crash \2/')"
+  if [ $rc -eq 0 ]; then
+    echo "fuzz $t: ${seconds} s, ${stats:-no stats}"
   else
-    status=1
-    echo "fuzz $t: FAILED (log: $build/fuzz-$t.log; inputs: $build/fuzz-crashes/$t/)"
-    grep -A 30 -m 1 -E '^==[0-9]+==ERROR|runtime error|ERROR: libFuzzer|^==[0-9]+== ERROR' "$build/fuzz-$t.log" | head -40 || tail -30 "$build/fuzz-$t.log"
+    echo "fuzz $t: FAILED after ${stats:-?} (log: $log; inputs: $crashes/)"
+    grep -m 1 -A 25 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|ALARM' "$log" || tail -n 30 "$log"
+  fi
+  return $rc
+}
+
+status=0
+running=()
+for t in "${targets[@]}"; do
+  run_target "$t" &
+  running+=($!)
+  if [ ${#running[@]} -ge "$jobs" ]; then
+    for p in "${running[@]}"; do wait "$p" || status=1; done
+    running=()
   fi
 done
+for p in "${running[@]}"; do wait "$p" || status=1; done
 exit $status

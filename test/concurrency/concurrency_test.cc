@@ -100,7 +100,7 @@ std::vector<std::vector<std::vector<float>>> Expected(const std::shared_ptr<cons
   return expected;
 }
 
-TEST(ConcurrencyTest, SessionsOnEightThreadsShareOneModel) {
+TEST(SharedUseTest, SessionsOnEightThreadsShareOneModel) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
   std::vector<std::vector<Tensor>> inputs;
   for (int64_t batch : {1, 3, 2, 5}) {
@@ -111,7 +111,7 @@ TEST(ConcurrencyTest, SessionsOnEightThreadsShareOneModel) {
 
 // Control flow: If picks a branch per run (the output width depends on the
 // data), so each thread's plans for both branches are made and reused.
-TEST(ConcurrencyTest, SessionsOnEightThreadsShareAnIfModel) {
+TEST(SharedUseTest, SessionsOnEightThreadsShareAnIfModel) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildEarlyExit());
   std::vector<std::vector<Tensor>> inputs;
   for (int64_t batch : {1, 2, 3}) {
@@ -127,7 +127,7 @@ TEST(ConcurrencyTest, SessionsOnEightThreadsShareAnIfModel) {
 
 // Threads ask one cache for several modules at once, each in its own order:
 // every module compiles once and all threads get the same entry.
-TEST(ConcurrencyTest, KernelCacheFirstUseFromEightThreads) {
+TEST(SharedUseTest, KernelCacheFirstUseFromEightThreads) {
   const std::string dir = NewTempDir("kernel_cache");
   jit::KernelCache cache({.disk_dir = dir});
   const std::vector<jit::ModuleSpec> modules = {{"selftest", {DType::kF32}}, {"selftest", {DType::kF16}}};
@@ -166,7 +166,7 @@ TEST(ConcurrencyTest, KernelCacheFirstUseFromEightThreads) {
 
 // The process-wide cache's first use (its construction included) from
 // eight threads at once, as sessions on a fresh process do.
-TEST(ConcurrencyTest, GlobalKernelCacheFirstUseFromEightThreads) {
+TEST(SharedUseTest, GlobalKernelCacheFirstUseFromEightThreads) {
   const std::string dir = NewTempDir("global_cache");
   setenv("GROVE_CACHE_DIR", dir.c_str(), 1);
   const jit::ModuleSpec module{"selftest", {DType::kF32}};
