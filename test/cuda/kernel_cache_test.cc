@@ -6,13 +6,16 @@
 #include "jit/kernel_cache.h"
 
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <latch>
 #include <set>
 #include <string>
@@ -237,6 +240,40 @@ TEST_F(KernelCacheTest, EntryForOtherKeyMaterialIsStale) {
     EXPECT_EQ(DecodeCacheEntry(ReadAll(path), material, &payload), CacheEntryCheck::kOk);
     EXPECT_EQ(payload, cubin);
   }
+}
+
+// The cache folder is untrusted: an entry that is a FIFO (whose read would
+// block), a directory or an oversized file is treated as corrupt, compiled
+// again, and replaced by a regular file.
+TEST_F(KernelCacheTest, EntriesThatAreNotRegularFilesAreCorruptNotBlocking) {
+  const std::string cubin = WarmEntry();
+  KernelCache probe(Options());
+  const std::string path = probe.EntryPath(kSelftest, kArch).value();
+  const std::string material = probe.KeyMaterial(kSelftest, kArch).value();
+  ::unlink(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  KernelCache cache(Options());
+  auto get = std::async(std::launch::async, [&] {
+    CacheSource source;
+    absl::Status s = cache.Get(kSelftest, kArch, &source).status();
+    EXPECT_EQ(source, CacheSource::kCompiled);
+    return s;
+  });
+  if (get.wait_for(std::chrono::seconds(30)) == std::future_status::timeout) {
+    ADD_FAILURE() << "reading a FIFO cache entry blocked";
+    const int fd = ::open(path.c_str(), O_RDWR | O_NONBLOCK);  // releases the reader
+    get.wait();
+    if (fd >= 0) ::close(fd);
+  }
+  EXPECT_TRUE(get.get().ok());
+  EXPECT_EQ(cache.stats().disk_corrupt, 1);
+  EXPECT_EQ(cache.stats().compiles, 1);
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  std::string payload;
+  EXPECT_EQ(DecodeCacheEntry(ReadAll(path), material, &payload), CacheEntryCheck::kOk);
+  EXPECT_EQ(payload, cubin);
 }
 
 TEST_F(KernelCacheTest, EncodeDecodeRoundTrip) {
