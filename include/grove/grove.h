@@ -294,6 +294,12 @@ struct SessionOptions {
   // Runs watch this token (see CancellationToken); null: none. Several
   // sessions may share one.
   std::shared_ptr<const CancellationToken> cancellation;
+  // Most subgraph runs (If branches, Loop and Scan body iterations, nested
+  // ones included) in one run; past it the run returns RESOURCE_EXHAUSTED.
+  // Bounds a Loop whose trip count or condition never stops it, without a
+  // deadline: at the default a trivial body ends it in seconds. 0: no limit
+  // but the per-Loop one (100,000,000 iterations).
+  int64_t max_body_runs = 10'000'000;
   // Most plans (input signatures, Loop bodies' included) kept per session;
   // past this the least recently used one of an earlier run is dropped (or,
   // when all served the current run, the most recently used). 0: no limit.

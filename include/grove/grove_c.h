@@ -305,6 +305,10 @@ typedef struct grove_session_options_t {
   int64_t run_deadline_ms;
   /* Runs watch this token (see grove_cancel_token_t); NULL (default): none. */
   grove_cancel_token_t* cancel_token;
+  /* Most subgraph runs (If branches, Loop and Scan iterations, nested ones
+   * included) in one run, else GROVE_STATUS_RESOURCE_EXHAUSTED; 0: no limit
+   * but the per-Loop one. Default 10,000,000. */
+  int64_t max_body_runs;
 } grove_session_options_t;
 
 /* Writes the defaults. Does nothing when `out_options` is NULL. */

@@ -576,6 +576,7 @@ void grove_session_options_initialize(grove_session_options_t* out_options) {
   out_options->gemm_math = static_cast<grove_gemm_math_t>(defaults.cuda_gemm_math);
   out_options->run_deadline_ms = defaults.run_deadline_ms;
   out_options->cancel_token = nullptr;
+  out_options->max_body_runs = defaults.max_body_runs;
 }
 
 grove_status_t* grove_session_create(const grove_model_t* model, const grove_session_options_t* options,
@@ -613,6 +614,11 @@ grove_status_t* grove_session_create(const grove_model_t* model, const grove_ses
                                                  "); 0 means no deadline"));
       }
       cc_options.run_deadline_ms = options->run_deadline_ms;
+      if (options->max_body_runs < 0) {
+        return InvalidArgument(kFn, absl::StrCat("options->max_body_runs is negative (", options->max_body_runs,
+                                                 "); 0 means no limit"));
+      }
+      cc_options.max_body_runs = options->max_body_runs;
       if (options->cancel_token != nullptr) {
         if (grove_status_t* bad = CheckToken(kFn, options->cancel_token)) return bad;
         cc_options.cancellation = options->cancel_token->token;

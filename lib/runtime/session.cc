@@ -206,6 +206,8 @@ class SessionImpl {
   // per-step check is one branch.
   bool interruptible_ = false;
   bool has_deadline_ = false;
+  // Subgraph runs of the current run, against SessionOptions::max_body_runs.
+  int64_t body_runs_ = 0;
   std::chrono::steady_clock::time_point deadline_;
 
   // Arms the deadline (SessionOptions::run_deadline_ms) for a run starting now.
@@ -284,6 +286,11 @@ class StepHost : public ir::KernelContext::Host {
     // body has no steps.
     if (session_.interruptible_) {
       if (absl::Status s = session_.CheckInterrupt(*inst_.plan->steps()[step_].node); !s.ok()) return s;
+    }
+    if (++session_.body_runs_ > session_.options_.max_body_runs && session_.options_.max_body_runs > 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          inst_.plan->steps()[step_].node->Describe(), ": the run has made ", session_.options_.max_body_runs,
+          " subgraph runs (If branches, Loop and Scan iterations), the limit of SessionOptions::max_body_runs"));
     }
     const ir::Subgraph& sg = g.subgraphs[subgraph];
     std::vector<TensorView> captures;
@@ -733,6 +740,7 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
 
 
 void SessionImpl::StartRunClock() {
+  body_runs_ = 0;
   has_deadline_ = options_.run_deadline_ms > 0;
   interruptible_ = has_deadline_ || options_.cancellation != nullptr;
   if (has_deadline_) {
@@ -950,6 +958,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
   }
   if (options.max_cached_plans < 0) {
     return absl::InvalidArgumentError("Session::Create: max_cached_plans must be >= 0");
+  }
+  if (options.max_body_runs < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Session::Create: max_body_runs must be >= 0 (0: no limit), is ", options.max_body_runs));
   }
   if (options.run_deadline_ms < 0) {
     return absl::InvalidArgumentError(

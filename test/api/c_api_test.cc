@@ -201,6 +201,7 @@ TEST(CApiBasics, OptionsDefaults) {
   EXPECT_EQ(options.gemm_math, GROVE_GEMM_MATH_F32);
   EXPECT_EQ(options.run_deadline_ms, 0);
   EXPECT_EQ(options.cancel_token, nullptr);
+  EXPECT_EQ(options.max_body_runs, grove::SessionOptions().max_body_runs);
   grove_session_options_initialize(nullptr);
 }
 
@@ -705,6 +706,10 @@ TEST(CApiBounded, DeadlineAndCancellation) {
   EXPECT_TRUE(Fails(grove_session_create(model, &options, &session), GROVE_STATUS_INVALID_ARGUMENT,
                     "run_deadline_ms is negative"));
   options.run_deadline_ms = 100;
+  options.max_body_runs = -1;
+  EXPECT_TRUE(Fails(grove_session_create(model, &options, &session), GROVE_STATUS_INVALID_ARGUMENT,
+                    "max_body_runs is negative"));
+  options.max_body_runs = 0;  // no budget: the loops below end by the deadline or the token
   options.cancel_token = token;
   ASSERT_TRUE(Ok(grove_session_create(model, &options, &session)));
   grove_cancel_token_release(token);  // the session keeps its own reference

@@ -175,6 +175,50 @@ TEST(DeadlineTest, ADeadlineLongEnoughChangesNothing) {
   EXPECT_EQ((*out)[1].shape, (std::vector<int64_t>{5, 4}));
 }
 
+// Without a deadline, the per-run budget of subgraph runs ends every Loop
+// form, nested loops included (they count every inner iteration), with
+// RESOURCE_EXHAUSTED; the budget starts afresh with each run.
+TEST(BodyRunsTest, EveryLoopFormAndNestedLoopsEndAtTheBudget) {
+  SessionOptions options;
+  options.max_body_runs = 5000;
+  for (LoopForm form : {LoopForm::kTripCount, LoopForm::kCond, LoopForm::kBoth, LoopForm::kNeither}) {
+    SCOPED_TRACE(static_cast<int>(form));
+    auto session = CpuSession(LoopModel(form, /*scan=*/true), options);
+    ASSERT_NE(session, nullptr);
+    LoopInputs forever(kHuge);
+    auto out = session->Run(forever.views());
+    ASSERT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+    EXPECT_THAT(out.status().message(), HasSubstr("5000 subgraph runs"));
+    if (form == LoopForm::kTripCount || form == LoopForm::kBoth) {
+      for (int run = 0; run < 3; ++run) {  // 4000 trips each: within a fresh budget every time
+        LoopInputs many(4000);
+        auto again = session->Run(many.views());
+        ASSERT_TRUE(again.ok()) << again.status();
+        EXPECT_EQ(ToVector((*again)[0]), (std::vector<float>{4001, 4002, 4003, 4004}));
+      }
+    }
+  }
+  auto nested = CpuSession(NestedLoopModel(), options);
+  int64_t m = 100;  // 100 outer + 10,000 inner trips
+  float x[4] = {0, 0, 0, 0};
+  auto out = nested->Run({TensorView(DType::kI64, {}, &m), TensorView(DType::kF32, {4}, x)});
+  ASSERT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+  m = 50;  // 50 + 2500
+  out = nested->Run({TensorView(DType::kI64, {}, &m), TensorView(DType::kF32, {4}, x)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(ToVector((*out)[0]), (std::vector<float>{2500, 2500, 2500, 2500}));
+}
+
+TEST(BodyRunsTest, DefaultAndRefusedValues) {
+  EXPECT_EQ(SessionOptions().max_body_runs, 10'000'000);
+  SessionOptions options;
+  options.device = Device::kCpu;
+  options.max_body_runs = -1;
+  auto s = Session::Create(LoopModel(LoopForm::kBoth), options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("max_body_runs must be >= 0"));
+}
+
 TEST(DeadlineTest, NegativeDeadlineIsRefused) {
   SessionOptions options;
   options.device = Device::kCpu;

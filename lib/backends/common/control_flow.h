@@ -24,6 +24,10 @@ namespace grove::backends {
 //   that stays true) fails with RESOURCE_EXHAUSTED instead, never stopping
 //   silently as if it had finished. RunLoopBody enforces it, so each kernel
 //   passes every iteration through it and takes no other limit.
+// - Per run: the session counts every subgraph run (If branch, Loop or Scan
+//   iteration, nested ones included) against SessionOptions::max_body_runs
+//   (default 10,000,000), so without a deadline a Loop of 2^62 trips, or
+//   loops nested three deep, still end in seconds.
 // - Memory: the scan outputs one Loop accumulates hold at most
 //   kMaxLoopScanBytes in total (all its scan outputs together); the iteration
 //   that would pass it fails with RESOURCE_EXHAUSTED (CheckScanBytes).
