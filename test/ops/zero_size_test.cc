@@ -1,115 +1,60 @@
 // Zero-size dims and sizes past the limit, across every op.
 //
-// The sweep gives each registered op (but control flow and sequences) inputs
-// with a zero dim in each position, at ranks 1 to 4, with its other inputs
-// the same tensor, a full tensor of that rank or small i64 values. Every run
-// must end in a result or an error naming the op: a kernel that loops over a
-// dim it thinks is non-zero, or divides by one, crashes here (and under
-// ASan in CI). Where an op succeeds, its outputs hold what their shapes say.
+// The sweep (test/zero_size_sweep.h) gives each registered op but control
+// flow and sequences inputs with a zero dim in each position. Every run must
+// end in a result or a refusal that is not an internal error: a kernel that
+// loops over a dim it thinks is non-zero, or divides by one, crashes here
+// (and under ASan in CI). Where an op succeeds, its outputs hold what their
+// shapes say. test/cuda/zero_size_test.cc runs the CUDA kernels the same way.
 #include <cstdint>
 #include <limits>
-#include <map>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
 #include "test/op_test_util.h"
+#include "test/zero_size_sweep.h"
 
 namespace grove::testing {
 namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using Attrs = std::vector<std::pair<std::string, AttrValue>>;
-
-bool IsControlFlowOrSequenceOp(const std::string& op) {
-  static const std::set<std::string>* ops = new std::set<std::string>{
-      "If", "Loop", "Scan", "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
-      "SequenceLength", "ConcatFromSequence", "SplitToSequence", "SequenceMap", "Optional", "OptionalHasElement",
-      "OptionalGetElement"};
-  return ops->count(op) > 0;
-}
-
-// The attributes an op needs before it looks at its inputs, for rank `rank`.
-Attrs RequiredAttrs(const std::string& op, int rank) {
-  const std::vector<int64_t> window(static_cast<size_t>(std::max(rank - 2, 1)), 1);
-  if (op == "BitShift") return {{"direction", std::string("LEFT")}};
-  if (op == "Einsum") return {{"equation", std::string("...,...->...")}};
-  if (op == "MaxPool" || op == "AveragePool" || op == "LpPool" || op == "MaxUnpool" || op == "MaxRoiPool") {
-    return {{"kernel_shape", window}, {"pooled_shape", window}};
-  }
-  if (op == "DepthToSpace" || op == "SpaceToDepth") return {{"blocksize", int64_t{1}}};
-  if (op == "Cast") return {{"to", int64_t{1}}};
-  if (op == "Split") return {{"num_outputs", int64_t{2}}};
-  return {};
-}
-
-Tensor F32WithShape(std::vector<int64_t> shape) {
-  Tensor t = Tensor::Create(DType::kF32, shape).value();
-  float* p = t.as<float>();
-  for (int64_t i = 0; i < t.view().num_elements(); ++i) p[i] = 0.25f * static_cast<float>(i % 7) + 0.5f;
-  return t;
-}
 
 TEST(ZeroSizeTest, EveryOpTakesAZeroDimInEachPosition) {
-  const ir::OpRegistry& registry = runtime::GlobalOpRegistry();
-  const std::vector<int64_t> full = {2, 3, 4, 5};
-  const Tensor ones = MakeTensor<int64_t>(DType::kI64, {1}, {1});
-  int swept = 0, succeeded = 0;
-  for (const std::string& op : registry.Types()) {
-    if (IsControlFlowOrSequenceOp(op)) continue;
-    const ir::OpDef* def = registry.Find(op);
-    const int lo = std::max(def->min_inputs, 1);
-    const int hi = def->max_inputs < 0 ? lo + 2 : std::min(def->max_inputs, 6);
-    const int num_outputs = def->max_outputs < 0 ? 1 : def->min_outputs;
-    for (int rank = 1; rank <= 4; ++rank) {
-      const std::vector<int64_t> base(full.begin(), full.begin() + rank);
-      const Tensor whole = F32WithShape(base);
-      for (int zero = 0; zero < rank; ++zero) {
-        std::vector<int64_t> shape = base;
-        shape[zero] = 0;
-        const Tensor empty = F32WithShape(shape);
-        for (int n = lo; n <= hi; ++n) {
-          for (const Tensor* rest : {&empty, &whole, &ones}) {
-            SCOPED_TRACE(absl::StrCat(op, " with ", n, " inputs, input 0 [", absl::StrJoin(shape, ","),
-                                      "], the rest [", absl::StrJoin(rest->shape(), ","), "]"));
-            std::vector<const Tensor*> inputs(n, rest);
-            inputs[0] = &empty;
-            absl::StatusOr<std::vector<Tensor>> out = RunOp(op, inputs, RequiredAttrs(op, rank), num_outputs);
-            if (!out.ok()) {
-              // Refused: by a check, never an internal error or a size that wrapped.
-              EXPECT_NE(out.status().code(), absl::StatusCode::kInternal) << out.status();
-              continue;
-            }
-            ++succeeded;
-            for (const Tensor& t : *out) {
-              const absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(t.dtype(), t.shape(), "output");
-              ASSERT_TRUE(bytes.ok()) << bytes.status();
-              EXPECT_EQ(*bytes, t.view().byte_size());
-            }
-          }
-        }
-      }
+  int runs = 0, succeeded = 0;
+  const int swept = ForEachZeroSizeCase([](const std::string&) { return true; }, [&](const ZeroSizeCase& c) {
+    SCOPED_TRACE(c.Describe());
+    ++runs;
+    absl::StatusOr<std::vector<Tensor>> out = RunOp(c.op, c.inputs, c.attrs, c.num_outputs);
+    if (!out.ok()) {
+      // Refused: by a check, never an internal error or a size that wrapped.
+      EXPECT_NE(out.status().code(), absl::StatusCode::kInternal) << out.status();
+      return;
     }
-    ++swept;
-  }
+    ++succeeded;
+    for (const Tensor& t : *out) {
+      const absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(t.dtype(), t.shape(), "output");
+      ASSERT_TRUE(bytes.ok()) << bytes.status();
+      EXPECT_EQ(*bytes, t.view().byte_size());
+    }
+  });
   EXPECT_GT(swept, 150);
-  EXPECT_GT(succeeded, 1000);  // most ops take most of these
+  EXPECT_GT(runs, 10000);
+  EXPECT_GT(succeeded, 1000);  // most ops take many of these
 }
 
 // Ops whose answer on empty inputs is not empty: the reduction identities and
 // an inner dim of 0 in a product.
 TEST(ZeroSizeTest, EmptyReductionsAndProductsGiveTheirIdentities) {
-  const Tensor a = F32WithShape({2, 0});
-  const Tensor b = F32WithShape({0, 3});
+  const Tensor a = SweepF32({2, 0});
+  const Tensor b = SweepF32({0, 3});
   absl::StatusOr<std::vector<Tensor>> mm = RunOp("MatMul", {&a, &b});
   ASSERT_TRUE(mm.ok()) << mm.status();
   EXPECT_EQ((*mm)[0].shape(), (std::vector<int64_t>{2, 3}));
@@ -132,7 +77,7 @@ TEST(ZeroSizeTest, EmptyReductionsAndProductsGiveTheirIdentities) {
 // name, with the true size.
 TEST(ZeroSizeTest, OutputSizesPastTheLimitAreRefusedWithTheTrueSize) {
   const int64_t big = int64_t{1} << 23;  // within each attribute's own bound
-  const Tensor x5 = F32WithShape({1, 1, 1, 1, 1});
+  const Tensor x5 = SweepF32({1, 1, 1, 1, 1});
   absl::StatusOr<std::vector<Tensor>> pool = RunOp("MaxPool", {&x5},
                {{"kernel_shape", std::vector<int64_t>{1, 1, 1}},
                 {"pads", std::vector<int64_t>{big, big, big, big, big, big}}});
@@ -146,13 +91,13 @@ TEST(ZeroSizeTest, OutputSizesPastTheLimitAreRefusedWithTheTrueSize) {
   EXPECT_THAT(pool.status().message(), HasSubstr(absl::StrCat(digits, " bytes")));
   EXPECT_THAT(pool.status().message(), HasSubstr("larger than the 256 TiB limit"));
 
-  const Tensor w = F32WithShape({1, 1, 1, 1, 1});
+  const Tensor w = SweepF32({1, 1, 1, 1, 1});
   absl::StatusOr<std::vector<Tensor>> convt =
       RunOp("ConvTranspose", {&x5, &w}, {{"output_shape", std::vector<int64_t>{big, big, big}}});
   ASSERT_FALSE(convt.ok());
   EXPECT_THAT(convt.status().message(), AllOf(HasSubstr("ConvTranspose"), HasSubstr("256 TiB")));
 
-  const Tensor one = F32WithShape({1});
+  const Tensor one = SweepF32({1});
   const Tensor shape = MakeTensor<int64_t>(DType::kI64, {3}, {int64_t{1} << 40, int64_t{1} << 40, 0});
   // Empty, but its other dims hold 2^80 elements: refused as well, since
   // kernels loop over them.
