@@ -52,12 +52,12 @@ run_target() {  # run_target TARGET: one fuzzer, its summary line, 0 when no fai
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$crashes/" ${GROVE_FUZZ_ARGS:-} >"$log" 2>&1 || rc=$?
   local stats
-  stats="$(grep -E '^#[0-9]+: cov' "$log" | tail -n 1 | sed -E 's/^#([0-9]+): .*oom\/timeout\/crash: ([0-9/]+).*/\1 inputs, oom\/timeout\/crash \2/')"
+  stats="$(grep -a -E '^#[0-9]+: cov' "$log" | tail -n 1 | sed -E 's/^#([0-9]+): .*oom\/timeout\/crash: ([0-9/]+).*/\1 inputs, oom\/timeout\/crash \2/')"
   if [ $rc -eq 0 ]; then
     echo "fuzz $t: ${seconds} s, ${stats:-no stats}"
   else
     echo "fuzz $t: FAILED after ${stats:-?} (log: $log; inputs: $crashes/)"
-    grep -m 1 -A 25 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|ALARM' "$log" || tail -n 30 "$log"
+    grep -a -m 1 -A 25 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|ALARM' "$log" || tail -n 30 "$log"
   fi
   return $rc
 }
