@@ -17,6 +17,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -358,7 +359,12 @@ const char* grove_status_message(const grove_status_t* status) {
 }
 
 const char* grove_status_code_name(grove_status_code_t code) {
-  switch (code) {
+  // A C caller may pass any int; loading it as the enum would be UB past the
+  // enumerators' range, so the switch reads its bytes as the underlying type.
+  std::underlying_type_t<grove_status_code_t> raw;
+  static_assert(sizeof(raw) == sizeof(code));
+  std::memcpy(&raw, &code, sizeof(raw));
+  switch (raw) {
     case GROVE_STATUS_OK: return "OK";
     case GROVE_STATUS_CANCELLED: return "CANCELLED";
     case GROVE_STATUS_UNKNOWN: return "UNKNOWN";
