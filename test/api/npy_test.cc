@@ -20,9 +20,12 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/special_file_util.h"
 
 namespace grove {
 namespace {
+
+using testing::WithinTenSeconds;
 
 using ::testing::HasSubstr;
 
@@ -296,21 +299,6 @@ TEST(NpyRead, MissingFileAndDirectory) {
   absl::StatusOr<Tensor> d = ReadNpy(dir);
   EXPECT_FALSE(d.ok());
   EXPECT_THAT(Msg(d.status()), HasSubstr("not a regular file"));
-}
-
-// Runs `read` and fails if it has not returned within 10 s; a reader stuck on
-// the FIFO is then released by opening its other end, so a regression fails
-// instead of hanging the suite.
-template <typename Fn>
-auto WithinTenSeconds(const std::string& fifo, Fn read) -> decltype(read()) {
-  auto result = std::async(std::launch::async, read);
-  if (result.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-    ADD_FAILURE() << "reading " << fifo << " blocked";
-    const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
-    result.wait();
-    if (fd >= 0) ::close(fd);
-  }
-  return result.get();
 }
 
 TEST(NpyRead, SpecialFilesAreRefusedByNameWithoutBlocking) {

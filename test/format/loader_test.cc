@@ -21,9 +21,12 @@
 #include "lib/runtime/model_impl.h"
 #include "models/demo_models.h"
 #include "schemas/grove_generated.h"
+#include "test/special_file_util.h"
 
 namespace grove {
 namespace {
+
+using testing::WithinTenSeconds;
 
 using ::testing::HasSubstr;
 
@@ -178,21 +181,6 @@ TEST(LoaderTest, BuilderRefusesStringBytesAndMiscountedStrings) {
 TEST(LoaderTest, MissingFileIsNotFound) {
   auto model = Model::LoadFromFile("/nonexistent/model.grove");
   EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
-}
-
-// Runs `read` (which opens `fifo`) and fails if it has not returned within
-// 10 s; a reader stuck in open() or read() on the FIFO is then released by
-// opening its other end, so a regression fails instead of hanging the suite.
-template <typename Fn>
-auto WithinTenSeconds(const std::string& fifo, Fn read) -> decltype(read()) {
-  auto result = std::async(std::launch::async, read);
-  if (result.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-    ADD_FAILURE() << "reading " << fifo << " blocked";
-    const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
-    result.wait();
-    if (fd >= 0) ::close(fd);
-  }
-  return result.get();
 }
 
 TEST(LoaderTest, SpecialFilesAreRefusedByNameWithoutBlocking) {
