@@ -7,14 +7,9 @@
 // taken are renamed.
 #include "tools/onnx/onnx_importer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <exception>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -27,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/format/file_layout.h"
+#include "lib/format/regular_file.h"
 #include "lib/ir/ops/layout_params.h"
 #include "lib/runtime/registry.h"
 #include "tools/onnx/onnx_tensor.h"
@@ -1061,32 +1057,16 @@ absl::StatusOr<std::vector<uint8_t>> ImportOnnxModel(const ModelProto& model, ab
 
 absl::StatusOr<std::vector<uint8_t>> ImportOnnxFile(const std::string& path, const ImportOptions& options,
                                                     ImportReport* report) {
-  // Opened without blocking and checked to be a regular file before any
-  // read: a FIFO or a device must not hang the import.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::NotFoundError(absl::StrCat("cannot open '", path, "': not a regular file"));
-  }
-  if (static_cast<uint64_t>(st.st_size) > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
-    ::close(fd);
+  // Checked to be a regular file before any read: a FIFO or a device must
+  // not hang the import.
+  absl::StatusOr<format::RegularFile> file = format::RegularFile::Open(path, "ONNX file");
+  if (!file.ok()) return file.status();
+  if (file->size() > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is larger than 2 GiB; store its weights as external data"));
   }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return absl::DataLossError(absl::StrCat("reading '", path, "' failed"));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
+  std::string bytes(static_cast<size_t>(file->size()), '\0');
+  if (absl::Status s = file->ReadAt(0, bytes.data(), bytes.size()); !s.ok()) return s;
   absl::StatusOr<ModelProto> model = ParseOnnxModel(bytes, path);
   if (!model.ok()) return model.status();
   std::string dir = std::filesystem::path(path).parent_path().string();

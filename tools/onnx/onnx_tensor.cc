@@ -3,11 +3,6 @@
 // huge dims cannot make us allocate more than it carries.
 #include "tools/onnx/onnx_tensor.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -16,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/format/regular_file.h"
 
 namespace grove::onnx_import {
 namespace {
@@ -88,50 +84,29 @@ absl::StatusOr<std::string> ReadExternalData(const TensorProto& p, absl::string_
     return absl::PermissionDeniedError(absl::StrCat(where, ": external data '", location, "' resolves to '",
                                                     target.string(), "', outside the model's directory"));
   }
-  // O_NONBLOCK: a FIFO or device opens without waiting for a writer, and is
-  // refused below as not a regular file.
-  const int fd = ::open(target.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat(where, ": cannot open external data '", target.string(), "': ", std::strerror(errno)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": external data '", target.string(), "' is not a regular file"));
-  }
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  // A FIFO or device is refused without waiting for a writer.
+  absl::StatusOr<format::RegularFile> file = format::RegularFile::Open(target.string(), "external data");
+  if (!file.ok()) return absl::Status(file.status().code(), absl::StrCat(where, ": ", file.status().message()));
+  const uint64_t file_size = file->size();
   if (offset > file_size) {
-    ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": external data offset ", offset, " is past the end of '", location, "' (", file_size, " bytes)"));
   }
   // Without a length the tensor takes the bytes it needs from the offset on.
   if (has_length && length != want) {
-    ::close(fd);
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": external data length is ", length, " bytes but the tensor needs ", want));
   }
   length = want;
   if (length > file_size - offset) {
-    ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(where, ": needs ", want, " bytes of external data at offset ",
                                                    offset, " but '", location, "' has only ", file_size - offset,
                                                    " bytes from there"));
   }
   std::string bytes(length, '\0');
-  uint64_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::pread(fd, bytes.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      ::close(fd);
-      return absl::DataLossError(absl::StrCat(where, ": reading external data '", location, "' failed"));
-    }
-    done += static_cast<uint64_t>(n);
+  if (absl::Status s = file->ReadAt(offset, bytes.data(), length); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(where, ": reading external data '", location, "': ", s.message()));
   }
-  ::close(fd);
   return bytes;
 }
 
