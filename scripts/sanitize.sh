@@ -54,7 +54,9 @@ case "$kind" in
     cmake --build "$build" -j "$jobs" --target "${targets[@]}"
     check_no_libcuda "$build" grove grove_api_tests fuzz_model_loader fuzz_onnx_import
     # protect_shadow_gap=0: CUDA's runtime maps memory where ASan's shadow gap is.
-    export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0:detect_stack_use_after_return=0:strict_string_checks=1}"
+    # allocator_may_return_null=1: an allocation too large for the machine
+    # must come back as grove's ResourceExhausted, as it does without ASan.
+    export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0:detect_stack_use_after_return=0:strict_string_checks=1:allocator_may_return_null=1}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     cd "$build"
     ctest --output-on-failure -j "$jobs" -L '^(ops|format|runtime|api|onnx|cli|fuzz|build)$' "$@"

@@ -136,7 +136,8 @@ Tensor Make(DType t, const std::vector<int64_t>& shape, const std::vector<double
       case DType::kI32: out.as<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
       case DType::kI64: out.as<int64_t>()[i] = static_cast<int64_t>(v[i]); break;
       case DType::kF16: case DType::kBF16: out.as<uint16_t>()[i] = EncodeExact(t, v[i]); break;
-      case DType::kU8: out.as<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
+      // Through int64: a negative double cast straight to u8 is UB; this wraps.
+      case DType::kU8: out.as<uint8_t>()[i] = static_cast<uint8_t>(static_cast<int64_t>(v[i])); break;
       default: break;
     }
   }
