@@ -1,5 +1,5 @@
 // ONNX Cast between any two element types (GROVE_T0 -> GROVE_T1), converting
-// exactly as the CPU backend (lib/backends/cpu/element_types.h,
+// exactly as the CPU backend (lib/ir/element_types.h,
 // ConvertElement): to bool is != 0; float to integer truncates toward zero,
 // NaN giving 0 and out-of-range values saturating; integer to integer wraps;
 // to f16/bf16 rounds to nearest even, from f64 and integers through a

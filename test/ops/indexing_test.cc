@@ -13,7 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/op_registry.h"
 #include "test/op_test_util.h"
 #include "test/ops/symbolic_shape_util.h"
@@ -138,9 +138,9 @@ TEST(ScatterElementsTest, DefaultAxisInt32IndicesAndDTypes) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(Values<int64_t>((*out)[0]), ElementsAre(1, 32, 3, 4, 35));
   // f16 with max.
-  using cpu::FloatToHalf;
-  using cpu::Half;
-  using cpu::HalfToFloat;
+  using ir::FloatToHalf;
+  using ir::Half;
+  using ir::HalfToFloat;
   const std::vector<Half> hd = {FloatToHalf(1), FloatToHalf(5), FloatToHalf(3)};
   const std::vector<Half> hu = {FloatToHalf(4), FloatToHalf(4)};
   const Tensor dh = MakeTensor<Half>(DType::kF16, {3}, hd), ih = I64({2}, {0, 1}), uh = MakeTensor<Half>(DType::kF16, {2}, hu);
@@ -391,7 +391,7 @@ TEST(EyeLikeTest, DiagonalsAndDTypes) {
   EXPECT_THAT(Values<uint8_t>((*out)[0]), ElementsAre(0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0));
   out = RunOp("EyeLike", {&x}, {{"dtype", static_cast<int64_t>(DType::kF16)}});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(cpu::HalfToFloat(Values<cpu::Half>((*out)[0])[5]), 1.0f);
+  EXPECT_EQ(ir::HalfToFloat(Values<ir::Half>((*out)[0])[5]), 1.0f);
   const Tensor empty = F32({0, 3}, {});
   out = RunOp("EyeLike", {&empty});
   ASSERT_TRUE(out.ok()) << out.status();

@@ -21,7 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
 #include "test/op_test_util.h"
@@ -80,16 +80,16 @@ std::vector<T> Pattern(int64_t n, int64_t seed) {
 
 std::vector<uint16_t> ToHalf(const std::vector<float>& v) {
   std::vector<uint16_t> out;
-  for (float f : v) out.push_back(cpu::FloatToHalf(f).bits);
+  for (float f : v) out.push_back(ir::FloatToHalf(f).bits);
   return out;
 }
 std::vector<uint16_t> ToBF16(const std::vector<float>& v) {
   std::vector<uint16_t> out;
-  for (float f : v) out.push_back(cpu::FloatToBFloat16(f).bits);
+  for (float f : v) out.push_back(ir::FloatToBFloat16(f).bits);
   return out;
 }
-float FromHalf(uint16_t b) { return cpu::HalfToFloat(cpu::Half{b}); }
-float FromBF16(uint16_t b) { return cpu::BFloat16ToFloat(cpu::BFloat16{b}); }
+float FromHalf(uint16_t b) { return ir::HalfToFloat(ir::Half{b}); }
+float FromBF16(uint16_t b) { return ir::BFloat16ToFloat(ir::BFloat16{b}); }
 
 // --- unary functions and activations ------------------------------------------
 

@@ -19,7 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
 #include "test/model_test_util.h"
@@ -56,12 +56,12 @@ constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
 
 std::vector<uint16_t> ToHalf(const std::vector<float>& v) {
   std::vector<uint16_t> out;
-  for (float f : v) out.push_back(cpu::FloatToHalf(f).bits);
+  for (float f : v) out.push_back(ir::FloatToHalf(f).bits);
   return out;
 }
 std::vector<uint16_t> ToBF16(const std::vector<float>& v) {
   std::vector<uint16_t> out;
-  for (float f : v) out.push_back(cpu::FloatToBFloat16(f).bits);
+  for (float f : v) out.push_back(ir::FloatToBFloat16(f).bits);
   return out;
 }
 

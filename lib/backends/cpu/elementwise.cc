@@ -14,10 +14,23 @@
 #include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/string_cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/value_type.h"
-#include "lib/backends/cpu/element_types.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::Bool8;
+using ir::ComputeT;
+using ir::ConvertElement;
+using ir::FromCompute;
+using ir::Half;
+using ir::NumericTypes;
+using ir::ToCompute;
+using ir::Visit;
+using ir::VisitAnyDType;
+using ir::VisitDType;
+
 namespace {
 
 using ir::KernelContext;

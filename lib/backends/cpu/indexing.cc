@@ -17,13 +17,23 @@
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/layout_params.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/strided_copy.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/einsum_equation.h"
 #include "lib/ir/ops/layout_params.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::Bool8;
+using ir::ComputeT;
+using ir::ConvertElement;
+using ir::Half;
+using ir::ToCompute;
+using ir::VisitAnyDType;
+using ir::VisitDType;
+
 namespace {
 
 using backends::CheckPlannedOutput;

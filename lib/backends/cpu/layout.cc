@@ -14,15 +14,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/resize_kernel.h"
 #include "lib/backends/cpu/strided_copy.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/layout_params.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/layout_params.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::ConvertElement;
+using ir::Half;
+using ir::VisitAnyDType;
+using ir::VisitDType;
+
 namespace {
 
 using backends::CheckPlannedOutput;

@@ -21,9 +21,17 @@
 #include "lib/backends/common/matmul_shapes.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::BFloat16ToFloat;
+using ir::FloatToBFloat16;
+using ir::FloatToHalf;
+using ir::Half;
+using ir::HalfToFloat;
+
 namespace {
 
 using backends::ShapeStr;

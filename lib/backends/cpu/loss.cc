@@ -13,9 +13,17 @@
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::ComputeT;
+using ir::FromCompute;
+using ir::Half;
+using ir::ToCompute;
+using ir::VisitDType;
+
 namespace {
 
 using backends::CheckOutput;

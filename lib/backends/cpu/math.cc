@@ -19,9 +19,25 @@
 #include "lib/backends/cpu/broadcast_plan.h"
 #include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::BFloat16ToFloat;
+using ir::Bool8;
+using ir::ComputeT;
+using ir::ConvertElement;
+using ir::FloatTypes;
+using ir::FromCompute;
+using ir::Half;
+using ir::HalfToFloat;
+using ir::NumericTypes;
+using ir::SaturatingTruncate;
+using ir::ToCompute;
+using ir::TypeList;
+using ir::Visit;
+
 namespace {
 
 using ir::KernelContext;

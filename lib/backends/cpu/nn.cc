@@ -19,12 +19,21 @@
 #include "lib/backends/common/window.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/softmax.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/conv_geometry.h"
 #include "lib/ir/ops/reduce_axes.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::ComputeT;
+using ir::FromCompute;
+using ir::Half;
+using ir::ToCompute;
+using ir::Visit;
+using ir::VisitDType;
+
 namespace {
 
 using ir::KernelContext;

@@ -22,9 +22,16 @@
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/window.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::FromCompute;
+using ir::Half;
+using ir::ToCompute;
+using ir::VisitDType;
+
 namespace {
 
 using backends::CheckOutput;

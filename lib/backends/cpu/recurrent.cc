@@ -15,10 +15,13 @@
 #include "lib/backends/common/recurrent_checks.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/recurrent_attrs.h"
 
 namespace grove::cpu {
+
+using ir::VisitDType;
+
 namespace {
 
 using backends::RecurrentDims;

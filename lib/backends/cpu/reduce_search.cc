@@ -20,12 +20,23 @@
 #include "lib/backends/common/reduce_checks.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/reduce_plan.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/nonzero_count.h"
 #include "lib/ir/ops/reduce_axes.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::ComputeT;
+using ir::ConvertElement;
+using ir::FromCompute;
+using ir::Half;
+using ir::NumericTypes;
+using ir::ToCompute;
+using ir::TypeList;
+using ir::Visit;
+
 namespace {
 
 using ir::KernelContext;

@@ -12,11 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/reduce_plan.h"
 #include "lib/backends/cpu/softmax.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cpu {
+
+using ir::VisitDType;
+
 namespace {
 
 using ir::KernelContext;

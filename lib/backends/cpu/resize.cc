@@ -14,12 +14,20 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cpu/resize_kernel.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/layout_params.h"
 #include "lib/ir/ops/resize_params.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::ConvertElement;
+using ir::Half;
+using ir::ToCompute;
+using ir::VisitAnyDType;
+using ir::VisitDType;
+
 namespace {
 
 using ir::ResizeAttrs;

@@ -9,9 +9,13 @@
 #include <type_traits>
 
 #include "lib/backends/common/layout_params.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cpu {
+
+using ir::ComputeT;
+using ir::FromCompute;
+using ir::ToCompute;
 
 // out[i] = reduction(out[i], upd[i]) for i < n.
 template <typename T>

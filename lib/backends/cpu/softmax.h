@@ -14,10 +14,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/op_registry.h"
 
 namespace grove::cpu {
+
+using ir::VisitDType;
 
 // y = softmax(x), or log(softmax(x)) = (x - max) - log(sum(exp(x - max)))
 // with kLog, which stays finite where exp underflows.

@@ -12,9 +12,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::Bool8;
+using ir::ConvertElement;
+using ir::Half;
+using ir::ToCompute;
+using ir::VisitAnyDType;
+
 namespace {
 
 // "NaN", "INF", "-INF", or the shortest round-trip digits of `value`.

@@ -17,11 +17,20 @@
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/cpu/cpu_kernels.h"
-#include "lib/backends/cpu/element_types.h"
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/layout_params.h"
 #include "lib/ir/ops/vision_params.h"
 
 namespace grove::cpu {
+
+using ir::BFloat16;
+using ir::ConvertElement;
+using ir::DoubleToBFloat16;
+using ir::DoubleToHalf;
+using ir::Half;
+using ir::NumericTypes;
+using ir::Visit;
+
 namespace {
 
 using backends::CheckOutput;

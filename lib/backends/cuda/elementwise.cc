@@ -14,11 +14,10 @@
 #include "jit/kernels/elementwise_params.h"
 #include "lib/backends/common/elementwise_checks.h"
 #include "lib/backends/common/kernel_checks.h"
-#include "lib/backends/cpu/binary_kernel.h"
-#include "lib/backends/cpu/element_types.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/fusion.h"
+#include "lib/ir/element_types.h"
 
 namespace grove::cuda {
 namespace {
@@ -131,7 +130,7 @@ absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view na
     using T = typename decltype(tag)::type;
     T v;
     std::memcpy(&v, bytes, sizeof(T));
-    const auto c = cpu::ToCompute(v);
+    const auto c = ir::ToCompute(v);
     if constexpr (std::is_floating_point_v<std::remove_const_t<decltype(c)>>) {
       f = static_cast<double>(c);
     } else {
@@ -147,12 +146,12 @@ absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view na
     }
     if (b.num_elements() != 1) {
       return ctx.Error(absl::StrCat("input ", i, " (", name, ") must hold one element (a scalar); got shape ",
-                                    cpu::DimsString(b.shape)));
+                                    backends::ShapeStr(b.shape)));
     }
     absl::StatusOr<std::vector<uint8_t>> bytes = Exec(ctx).ReadBytes(ctx, i);
     if (!bytes.ok()) return bytes.status();
     has = true;
-    if (absl::Status s = cpu::VisitDType<float, double, cpu::Half, cpu::BFloat16, int64_t, int32_t, int8_t, uint8_t>(
+    if (absl::Status s = ir::VisitDType<float, double, ir::Half, ir::BFloat16, int64_t, int32_t, int8_t, uint8_t>(
             ctx, dtype, [&](auto tag) { return take(tag, bytes->data()); });
         !s.ok()) {
       return s;
@@ -160,11 +159,11 @@ absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view na
   } else if (ctx.attrs().Has(name)) {
     has = true;
     const double attr = ctx.attrs().GetFloat(name, 0.0);
-    if (absl::Status s = cpu::VisitDType<float, double, cpu::Half, cpu::BFloat16, int64_t, int32_t, int8_t, uint8_t>(
+    if (absl::Status s = ir::VisitDType<float, double, ir::Half, ir::BFloat16, int64_t, int32_t, int8_t, uint8_t>(
             ctx, dtype,
             [&](auto tag) {
               using T = typename decltype(tag)::type;
-              const T v = cpu::ConvertElement<T>(attr);
+              const T v = ir::ConvertElement<T>(attr);
               return take(tag, &v);
             });
         !s.ok()) {

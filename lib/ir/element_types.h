@@ -1,14 +1,15 @@
-// Element types of the CPU kernels: storage structs for f16, bf16 and bool
-// with bit-exact conversions (round to nearest even), the DType <-> C++ type
-// map, and VisitDType, which runs a generic lambda for the one type a tensor
-// holds out of a list the kernel supports.
+// Element types of the kernels of both backends: storage structs for f16,
+// bf16 and bool with bit-exact conversions (round to nearest even), the
+// DType <-> C++ type map, and VisitDType, which runs a generic lambda for the
+// one type a tensor holds out of a list the kernel supports. The CUDA kernel
+// templates (jit/kernels/cast.cuh) convert exactly as these do.
 //
 //   return VisitDType<float, double, int32_t>(ctx, view.dtype, [&](auto tag) {
 //     using T = typename decltype(tag)::type;
 //     ...
 //   });
-#ifndef GROVE_LIB_BACKENDS_CPU_ELEMENT_TYPES_H_
-#define GROVE_LIB_BACKENDS_CPU_ELEMENT_TYPES_H_
+#ifndef GROVE_LIB_IR_ELEMENT_TYPES_H_
+#define GROVE_LIB_IR_ELEMENT_TYPES_H_
 
 #include <bit>
 #include <cmath>
@@ -21,7 +22,7 @@
 #include "grove/grove.h"
 #include "lib/ir/op_registry.h"
 
-namespace grove::cpu {
+namespace grove::ir {
 
 struct Half {
   uint16_t bits;
@@ -257,7 +258,7 @@ template <typename... Ts, typename Fn>
 absl::Status VisitDType(const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
   absl::Status status;
   const bool found = ((DTypeOf<Ts>::value == dtype ? (status = fn(TypeTag<Ts>{}), true) : false) || ...);
-  if (!found) return ctx.Error(absl::StrCat("the CPU kernel does not support dtype ", DTypeName(dtype)));
+  if (!found) return ctx.Error(absl::StrCat("the kernel does not support dtype ", DTypeName(dtype)));
   return status;
 }
 
@@ -281,6 +282,6 @@ absl::Status VisitAnyDType(const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
                     uint8_t, Bool8>(ctx, dtype, static_cast<Fn&&>(fn));
 }
 
-}  // namespace grove::cpu
+}  // namespace grove::ir
 
-#endif  // GROVE_LIB_BACKENDS_CPU_ELEMENT_TYPES_H_
+#endif  // GROVE_LIB_IR_ELEMENT_TYPES_H_
