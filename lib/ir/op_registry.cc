@@ -1,6 +1,7 @@
 #include "lib/ir/op_registry.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -126,6 +127,61 @@ absl::Status OpRegistry::SetKernel(absl::string_view type, Backend backend, Kern
   }
   it->second->kernels[static_cast<int>(backend)] = fn;
   return absl::OkStatus();
+}
+
+absl::Status OpRegistry::SetKernel(absl::string_view type, Backend backend, const KernelDef& kernel) {
+  if (absl::Status s = SetKernel(type, backend, kernel.invoke); !s.ok()) return s;
+  OpDef& def = *ops_.find(type)->second;
+  def.prepares[static_cast<int>(backend)] = kernel.prepare;
+  def.host_inputs[static_cast<int>(backend)] = kernel.host_inputs;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> KernelContext::Host::Workspace(uint64_t bytes) {
+  if (bytes <= workspace_bytes_ && workspace_ != nullptr) return workspace_.get();
+  const uint64_t cap = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
+  void* p = cap > kMaxTensorBytes ? nullptr : std::aligned_alloc(64, cap);
+  if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate a workspace of ", bytes, " bytes"));
+  workspace_ = std::unique_ptr<uint8_t[], void (*)(void*)>(static_cast<uint8_t*>(p), &std::free);
+  workspace_bytes_ = cap;
+  return p;
+}
+
+namespace {
+// Gives a workspace (host memory) and nothing else.
+class WorkspaceOnlyHost : public KernelContext::Host {
+ public:
+  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
+    return absl::InternalError("no outputs are allocated here");
+  }
+  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
+    return absl::InternalError("no subgraphs run here");
+  }
+};
+}  // namespace
+
+absl::Status RunKernel(Backend backend, KernelContext& ctx) {
+  const OpDef& def = *ctx.node().def;
+  const KernelFn invoke = def.kernels[static_cast<int>(backend)];
+  if (invoke == nullptr) return ctx.Error("no kernel for this backend");
+  const PrepareFn prepare = def.prepares[static_cast<int>(backend)];
+  if (prepare == nullptr) return invoke(ctx);
+  absl::StatusOr<PreparedKernel> prepared = prepare(ctx);
+  if (!prepared.ok()) return prepared.status();
+  void* workspace = nullptr;
+  WorkspaceOnlyHost fallback_host;  // host memory, when the caller gave no host
+  if (prepared->workspace_bytes > 0) {
+    KernelContext::Host* host = ctx.host() != nullptr ? ctx.host() : &fallback_host;
+    absl::StatusOr<void*> w = host->Workspace(prepared->workspace_bytes);
+    if (!w.ok()) return w.status();
+    workspace = *w;
+  }
+  const PreparedKernel* before = ctx.prepared();
+  void* before_ws = ctx.workspace();
+  ctx.SetPrepared(&*prepared, workspace);
+  absl::Status s = invoke(ctx);
+  ctx.SetPrepared(before, before_ws);
+  return s;
 }
 
 const OpDef* OpRegistry::Find(absl::string_view type) const {

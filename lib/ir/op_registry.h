@@ -138,6 +138,16 @@ class KernelContext {
     // Where the bytes of strings the kernel makes live (lib/ir/string_arena.h);
     // nullptr where no strings may be made (plan-time folding).
     virtual StringArena* strings() { return nullptr; }
+    // Workspace for a prepared kernel run outside a plan (RunKernel: tests,
+    // plan-time folding, a step prepared when it runs): memory of the
+    // backend that lives until the next call, 64-byte aligned. By default
+    // host memory this Host owns; a CUDA host gives device memory. A plan's
+    // steps get theirs from the arena instead.
+    virtual absl::StatusOr<void*> Workspace(uint64_t bytes);
+
+   private:
+    std::unique_ptr<uint8_t[], void (*)(void*)> workspace_{nullptr, nullptr};
+    uint64_t workspace_bytes_ = 0;
   };
 
   KernelContext(const Node& node, absl::Span<TensorView* const> inputs,
@@ -153,6 +163,19 @@ class KernelContext {
   bool has_output(int i) const { return i < num_outputs() && outputs_[i] != nullptr; }
   TensorView& output(int i) const { return *outputs_[i]; }
   Host* host() const { return host_; }
+
+  // What the kernel's prepare made for this step (see PrepareFn), and its
+  // workspace (PreparedKernel::workspace_bytes of backend memory). Set by
+  // whoever invokes a kernel that has a prepare: the executor, RunKernel.
+  void SetPrepared(const struct PreparedKernel* prepared, void* workspace) {
+    prepared_ = prepared;
+    workspace_ = workspace;
+  }
+  const struct PreparedKernel* prepared() const { return prepared_; }
+  // The kernel's own parameters made by its prepare; T is the type it stored.
+  template <typename T>
+  const T& params() const;
+  void* workspace() const { return workspace_; }
   absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) const {
     return host_->AllocateOutput(i, dtype, std::move(shape));
   }
@@ -165,9 +188,52 @@ class KernelContext {
   absl::Span<TensorView* const> inputs_;
   absl::Span<TensorView* const> outputs_;
   Host* host_;
+  const struct PreparedKernel* prepared_ = nullptr;
+  void* workspace_ = nullptr;
 };
 
 using KernelFn = absl::Status (*)(KernelContext& ctx);
+
+// Prepare once, invoke cheaply (TFLite's prepare/eval, XNNPACK's
+// reshape/setup/invoke). A kernel's prepare runs once per plan, on the step's
+// planned dtypes and concrete shapes: it parses attributes, checks shapes,
+// builds launch parameters and declares its workspace. Its invoke then only
+// fills pointers and launches: no parsing, no validation, no allocation.
+//
+// What prepare sees: a KernelContext whose views carry the step's dtypes and
+// shapes. Their data must not be read, except on the CPU an input whose host
+// bytes the plan knows (a weight, folded shape arithmetic); on CUDA those
+// bytes come from cuda::ExecContext::host_input(i). Host::backend_context()
+// is the backend's state (cuda::ExecContext on CUDA: the device, to choose a
+// variant), but nothing may be launched. A prepare may run again for the same
+// shapes (RunKernel prepares on every call).
+struct PreparedKernel {
+  // The kernel's own parameter struct, read back by KernelContext::params<T>().
+  std::shared_ptr<const void> params;
+  // Scratch one invoke needs, planned in the arena (device memory on CUDA);
+  // KernelContext::workspace() points at it. 64-byte aligned.
+  uint64_t workspace_bytes = 0;
+  // The invoke waits for the device or reads device data back whatever its
+  // inputs (a data-dependent check): on CUDA its step ends a segment.
+  bool needs_host = false;
+};
+using PrepareFn = absl::StatusOr<PreparedKernel> (*)(const KernelContext& ctx);
+
+template <typename T>
+const T& KernelContext::params() const {
+  return *static_cast<const T*>(prepared_->params.get());
+}
+
+// One backend's kernel for an op.
+struct KernelDef {
+  KernelFn invoke = nullptr;
+  PrepareFn prepare = nullptr;  // optional: kernels without one do it all in invoke
+  // Bit i: the invoke reads input i's values on the host (Reshape's shape,
+  // Slice's starts). On CUDA that costs nothing when the plan knows the value
+  // (a weight or a folded value: ExecContext has its host copy); otherwise the
+  // value is copied back, so the step ends a segment.
+  uint64_t host_inputs = 0;
+};
 
 struct OpDef {
   std::string type;
@@ -181,6 +247,9 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   ShapeFn infer = nullptr;
   KernelFn kernels[kNumBackends] = {};
+  // Per backend, beside kernels[b]: its prepare and host reads (KernelDef).
+  PrepareFn prepares[kNumBackends] = {};
+  uint64_t host_inputs[kNumBackends] = {};
   // If and Loop: output shapes are known only after running, so the kernel
   // allocates its outputs.
   bool kernel_allocates_outputs = false;
@@ -207,6 +276,7 @@ class OpRegistry {
   absl::Status Register(OpDef def);
   // Sets the kernel of an op already registered.
   absl::Status SetKernel(absl::string_view type, Backend backend, KernelFn fn);
+  absl::Status SetKernel(absl::string_view type, Backend backend, const KernelDef& kernel);
   const OpDef* Find(absl::string_view type) const;
   bool Supports(absl::string_view type, Backend backend) const;
   std::vector<std::string> Types() const;  // sorted
@@ -214,6 +284,11 @@ class OpRegistry {
  private:
   absl::flat_hash_map<std::string, std::unique_ptr<OpDef>> ops_;
 };
+
+// Runs `backend`'s kernel of ctx.node() outside a plan (tests, plan-time
+// folding, a step whose shapes are known only when it runs): its prepare
+// first when it has one, with the workspace from ctx.host()->Workspace().
+absl::Status RunKernel(Backend backend, KernelContext& ctx);
 
 // ---------------------------------------------------------------------------
 // Helpers shared by shape functions and kernels.

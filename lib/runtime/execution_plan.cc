@@ -200,7 +200,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
       if (cpu_kernel == nullptr) return absl::InternalError(absl::StrCat(node.Describe(), ": no CPU kernel to fold"));
       // Empty outputs have nothing to compute (as PlanStep::outputs_empty).
       if (out_bytes > 0) {
-        if (absl::Status s = cpu_kernel(kctx); !s.ok()) return s;
+        if (absl::Status s = ir::RunKernel(ir::Backend::kCpu, kctx); !s.ok()) return s;
       }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
         if (node.outputs[i] < 0) continue;

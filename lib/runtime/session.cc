@@ -61,6 +61,10 @@ class Buffer {
     return absl::OkStatus();
   }
   uint8_t* data() const { return static_cast<uint8_t*>(data_); }
+  void SetDevice(cuda::Device* device) {
+    Release();
+    device_ = device;
+  }
 
  private:
   void Release() {
@@ -153,12 +157,14 @@ class SessionImpl {
         device_(device) {}
   ~SessionImpl() {
     plans_.clear();  // device buffers go back before the stream
+    step_workspace_.SetDevice(nullptr);
     exec_.reset();
     if (cuda_ != nullptr && own_stream_) cuda_->DestroyStream(stream_);
   }
   // Binds the session to a CUDA device (real or emulated).
   absl::Status AttachCuda(std::shared_ptr<cuda::Device> device) {
     cuda_ = std::move(device);
+    step_workspace_.SetDevice(cuda_.get());
     if (options_.cuda_stream != nullptr) {
       stream_ = options_.cuda_stream;
     } else {
@@ -191,6 +197,8 @@ class SessionImpl {
   bool own_stream_ = false;
   std::unique_ptr<cuda::ExecContext> exec_;
   const uint8_t* device_weights_ = nullptr;
+  // Workspace of steps prepared when they run (device memory on CUDA).
+  Buffer step_workspace_;
   // The bytes of strings kernels make; reset when a run starts, so a run's
   // string outputs stay valid until the next, as its other outputs do.
   ir::StringArena strings_;
@@ -275,6 +283,10 @@ class StepHost : public ir::KernelContext::Host {
 
   void* backend_context() override { return session_.exec_.get(); }
   ir::StringArena* strings() override { return &session_.strings_; }
+  absl::StatusOr<void*> Workspace(uint64_t bytes) override {
+    if (absl::Status s = session_.step_workspace_.Reserve(bytes); !s.ok()) return s;
+    return static_cast<void*>(session_.step_workspace_.data());
+  }
 
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int subgraph, absl::Span<const TensorView> inputs) override {
     const ir::Graph& g = session_.graph_;
@@ -629,7 +641,7 @@ absl::Status SessionImpl::Execute(PlanInstance& inst, absl::Span<const TensorVie
       exec_->SetHostInputs(absl::MakeConstSpan(inst.host_ptrs.data() + inst.step_ptrs[s], step.inputs.size()));
     }
     ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
-    if (absl::Status st = step.kernel(ctx); !st.ok()) return st;
+    if (absl::Status st = ir::RunKernel(cuda_ ? ir::Backend::kCuda : ir::Backend::kCpu, ctx); !st.ok()) return st;
     ++stats_.kernels_run;
 
     if (step.kernel_allocates || step.infer_at_run) {
@@ -909,7 +921,7 @@ absl::Status SessionImpl::RunFallbackStep(PlanInstance& inst, int s, absl::Span<
     }
   }
   ir::KernelContext ctx(*step.node, host_in_ptrs, host_out_ptrs, &host);
-  if (absl::Status st = step.kernel(ctx); !st.ok()) return st;
+  if (absl::Status st = ir::RunKernel(ir::Backend::kCpu, ctx); !st.ok()) return st;
   // Outputs back to the device.
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     const int v = step.outputs[i];

@@ -121,7 +121,7 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
   ir::KernelContext kctx(node, in_ptrs, out_ptrs, &no_host);
   // Empty outputs have nothing to compute (as PlanStep::outputs_empty).
   if (bytes > 0) {
-    if (absl::Status s = kernel(kctx); !s.ok()) return s;
+    if (absl::Status s = ir::RunKernel(ir::Backend::kCpu, kctx); !s.ok()) return s;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;

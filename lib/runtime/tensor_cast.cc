@@ -49,7 +49,7 @@ absl::StatusOr<Tensor> Tensor::CastOf(const TensorView& view, DType dtype) {
   TensorView* outs[] = {&result};
   NoHost host;
   ir::KernelContext ctx(node, ins, outs, &host);
-  if (absl::Status s = cast->kernels[static_cast<int>(ir::Backend::kCpu)](ctx); !s.ok()) return s;
+  if (absl::Status s = ir::RunKernel(ir::Backend::kCpu, ctx); !s.ok()) return s;
   // Strings the kernel made live in `host`: the result takes its own copy.
   if (dtype == DType::kString) return CopyOf(out->view());
   return out;
