@@ -24,7 +24,7 @@
 #include "lib/format/file_layout.h"
 #include "lib/format/regular_file.h"
 #include "lib/ir/ops/layout_params.h"
-#include "lib/runtime/registry.h"
+#include "lib/ir/ops/ops.h"
 #include "tools/onnx/onnx_tensor.h"
 #include "tools/onnx/opset_upgrade.h"
 
@@ -273,7 +273,7 @@ struct Scope {
 class Importer {
  public:
   Importer(const ImportOptions& options, absl::string_view model_dir)
-      : options_(options), model_dir_(model_dir), registry_(runtime::GlobalOpRegistry()) {}
+      : options_(options), model_dir_(model_dir), registry_(ir::OpDefinitions()) {}
 
   absl::StatusOr<std::vector<uint8_t>> Import(const ModelProto& model, ImportReport* report);
 

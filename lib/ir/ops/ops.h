@@ -1,5 +1,7 @@
 // Registration of the op definitions (arity, attributes, shape functions),
-// one function per op group. lib/runtime/registry.cc calls them all.
+// one function per op group. lib/runtime/registry.cc calls them all and adds
+// the backends' kernels; OpDefinitions() is the definitions alone, for code
+// that reads or writes models without running them (tools/onnx).
 #ifndef GROVE_LIB_IR_OPS_OPS_H_
 #define GROVE_LIB_IR_OPS_OPS_H_
 
@@ -50,6 +52,13 @@ absl::Status RegisterTextOps(OpRegistry& registry);
 // SequenceLength ConcatFromSequence SplitToSequence SequenceMap Optional
 // OptionalHasElement OptionalGetElement.
 absl::Status RegisterSequenceOps(OpRegistry& registry);
+
+// Every group above, in this order; the first error stops it.
+absl::Status RegisterAllOps(OpRegistry& registry);
+
+// The definitions of every op, no kernels: built once, on first use;
+// immutable afterwards and safe to share.
+const OpRegistry& OpDefinitions();
 
 }  // namespace grove::ir
 
