@@ -356,6 +356,15 @@ struct SessionStats {
   int64_t cpu_fallback_steps = 0;
   int64_t bytes_host_to_device = 0;  // inputs, fallbacks
   int64_t bytes_device_to_host = 0;  // outputs, fallbacks, control-flow conditions
+  // CUDA, made by this session's runs (0 on the CPU):
+  int64_t device_allocations = 0;       // device memory allocations (none at a plan-cache hit)
+  int64_t device_synchronizations = 0;  // waits for the session's stream
+  int64_t device_to_host_reads = 0;     // copies from device to host memory
+  // Both backends:
+  int64_t segments_run = 0;             // straight-line segments executed (see grove inspect --device cuda)
+  // Synchronizations and device-to-host reads made by a step that does not
+  // end a segment: 0 when every segment could be captured as a CUDA graph.
+  int64_t host_waits_inside_segments = 0;
 };
 
 // Runs a model. Not thread-safe: use one Session per thread. A call that

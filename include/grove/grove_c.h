@@ -377,6 +377,15 @@ typedef struct grove_session_stats_t {
   int64_t plan_cache_hits;  /* all subgraphs (a Loop body hits once per trip) */
   int64_t plans_evicted;
   int64_t kernels_run;
+  /* CUDA, made by this session's runs (0 on the CPU): */
+  int64_t device_allocations;       /* device memory allocations (none at a plan-cache hit) */
+  int64_t device_synchronizations;  /* waits for the session's stream */
+  int64_t device_to_host_reads;     /* copies from device to host memory */
+  /* Both backends: */
+  int64_t segments_run;             /* straight-line segments executed (see grove inspect --device cuda) */
+  /* Synchronizations and device-to-host reads made by a step that does not
+   * end a segment: 0 when every segment could be captured as a CUDA graph. */
+  int64_t host_waits_inside_segments;
 } grove_session_stats_t;
 
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_stats(const grove_session_t* session,

@@ -813,7 +813,16 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
     if (grove_status_t* bad = CheckSession(kFn, session)) return bad;
     if (out_stats == nullptr) return NullArgument(kFn, "out_stats");
     const grove::SessionStats s = session->session->stats();
-    *out_stats = grove_session_stats_t{s.runs, s.plans_created, s.plan_cache_hits, s.plans_evicted, s.kernels_run};
+    *out_stats = grove_session_stats_t{s.runs,
+                                       s.plans_created,
+                                       s.plan_cache_hits,
+                                       s.plans_evicted,
+                                       s.kernels_run,
+                                       s.device_allocations,
+                                       s.device_synchronizations,
+                                       s.device_to_host_reads,
+                                       s.segments_run,
+                                       s.host_waits_inside_segments};
     return nullptr;
   });
 }

@@ -504,6 +504,33 @@ TEST_F(CApiTest, Stats) {
   EXPECT_TRUE(Fails(grove_session_stats(session_, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_session_stats: out_stats is NULL"));
 }
 
+// The device counters of grove_session_stats_t exist and are 0 on a CPU
+// session; the call fills every field (none keeps the caller's bytes).
+TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  options.device = GROVE_DEVICE_CPU;
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, &options, &session)));
+  std::vector<float> x = Input(2);
+  grove_tensor_t in = F32Tensor({2, 4}, x.data());
+  grove_tensor_t out[2] = {};
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(Ok(grove_session_run(session, &in, 1, out, 2)));
+  grove_session_stats_t stats;
+  std::memset(&stats, 0x5a, sizeof(stats));
+  ASSERT_TRUE(Ok(grove_session_stats(session, &stats)));
+  constexpr int64_t kGarbage = 0x5a5a5a5a5a5a5a5a;
+  EXPECT_EQ(stats.runs, 2);
+  EXPECT_EQ(stats.device_allocations, 0);
+  EXPECT_EQ(stats.device_synchronizations, 0);
+  EXPECT_EQ(stats.device_to_host_reads, 0);
+  EXPECT_EQ(stats.host_waits_inside_segments, 0);
+  EXPECT_GE(stats.segments_run, 0);
+  EXPECT_NE(stats.segments_run, kGarbage) << "segments_run was not written";
+  grove_session_release(session);
+  static_assert(sizeof(grove_session_stats_t) == 10 * sizeof(int64_t), "a field without a test");
+}
+
 TEST_F(CApiTest, SessionKeepsTheModelAlive) {
   grove_session_t* session = nullptr;
   ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session)));
