@@ -116,6 +116,7 @@ class CudaDevice final : public Device {
   int arch() const override { return arch_; }
 
   absl::StatusOr<void*> Allocate(size_t bytes) override {
+    counters_.CountAllocation();
     GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
     void* p = nullptr;
     cudaError_t err = cudaMalloc(&p, std::max<size_t>(bytes, 1));
@@ -133,6 +134,7 @@ class CudaDevice final : public Device {
 
   void Free(void* ptr) override {
     if (ptr == nullptr) return;
+    counters_.CountFree();
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = sizes_.find(ptr);
@@ -156,6 +158,9 @@ class CudaDevice final : public Device {
 
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override {
     if (bytes == 0) return absl::OkStatus();
+    // Two pointer-attribute queries (host calls, no device work) tell the
+    // direction for the counters; cudaMemcpyDefault finds it again itself.
+    counters_.CountCopy(IsDevicePointer(dst), IsDevicePointer(src), bytes);
     GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
     GROVE_CUDA_RETURN(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
                       "cudaMemcpyAsync");
@@ -178,8 +183,7 @@ class CudaDevice final : public Device {
                                        dim3(dims.block[0], dims.block[1], dims.block[2]), args, 0,
                                        static_cast<cudaStream_t>(stream)),
                       absl::StrCat("launch of ", jit::EntryName(kernel, module)));
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.launches;
+    counters_.CountLaunch();
     return absl::OkStatus();
   }
 
@@ -206,13 +210,19 @@ class CudaDevice final : public Device {
     cudaStreamDestroy(static_cast<cudaStream_t>(stream));
   }
   absl::Status Synchronize(Stream stream) override {
+    counters_.CountSynchronization();
     GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
     GROVE_CUDA_RETURN(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
     return absl::OkStatus();
   }
   DeviceStats stats() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
+    DeviceStats s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = stats_;
+    }
+    counters_.Fill(&s);
+    return s;
   }
 
  private:
@@ -255,6 +265,8 @@ class CudaDevice final : public Device {
     return handle;
   }
 
+  // cuBLASLt's workspace, one per stream, made at the stream's first GEMM.
+  // Not an Allocate call: not in the allocation counts nor bytes_allocated.
   absl::StatusOr<void*> Workspace(Stream stream) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = workspaces_.find(stream);
@@ -274,7 +286,8 @@ class CudaDevice final : public Device {
   mutable std::mutex mu_;
   absl::flat_hash_map<void*, size_t> sizes_;
   absl::flat_hash_map<Stream, void*> workspaces_;
-  DeviceStats stats_;
+  DeviceStats stats_;  // the memory and module fields; the call counts are in counters_
+  DeviceCounters counters_;
   std::mutex load_mu_;
   absl::flat_hash_map<jit::ModuleSpec, LoadedModule> modules_;
   std::mutex gemm_mu_;
@@ -394,8 +407,7 @@ absl::Status CudaDevice::Gemm(const GemmDesc& g, Stream stream) {
                                  (*plan)->c, g.c, (*plan)->c, &(*plan)->algo, *ws, kGemmWorkspaceBytes,
                                  static_cast<cudaStream_t>(stream)),
                   "cublasLtMatmul");
-  std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.gemms;
+  counters_.CountGemm();
   return absl::OkStatus();
 }
 

@@ -5,12 +5,15 @@
 //   - the emulated device (emulated_device.cc, in grove_cuda_emulation, for
 //     tests): host memory, the kernel templates compiled as host C++
 //     (jit/emulation.h), GEMM by the CPU BLAS.
+// (The recording device of recording_device.h runs nothing; CountingDevice
+// of counting_device.h wraps any of them to count one session's calls.)
 // The op kernels of lib/backends/cuda/ see only this interface, so CI runs
 // them end to end without a GPU.
 #ifndef GROVE_LIB_BACKENDS_CUDA_DEVICE_H_
 #define GROVE_LIB_BACKENDS_CUDA_DEVICE_H_
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -58,6 +61,38 @@ struct GemmDesc {
   Epilogue epilogue = Epilogue::kNone;
 };
 
+// Calls made to a device, counted since it was made. The real device is
+// shared by every session on its GPU, so its counts mix them; a
+// CountingDevice (counting_device.h) counts one session's. Subtract two
+// readings to learn what one run did.
+struct DeviceCounts {
+  int64_t launches = 0;          // kernels launched
+  int64_t gemms = 0;             // GEMMs run
+  int64_t allocations = 0;       // Allocate calls, failed ones included
+  int64_t frees = 0;             // Free calls with a non-null pointer
+  int64_t synchronizations = 0;  // Synchronize calls
+  // CopyAsync calls of at least one byte from device to host memory (a read
+  // the host waits for before it uses the bytes) and from host to device
+  // memory. Host-to-host and device-to-device copies are not counted.
+  int64_t device_to_host_copies = 0;
+  int64_t device_to_host_bytes = 0;
+  int64_t host_to_device_copies = 0;
+  int64_t host_to_device_bytes = 0;
+
+  friend DeviceCounts operator-(const DeviceCounts& a, const DeviceCounts& b) {
+    return {a.launches - b.launches,
+            a.gemms - b.gemms,
+            a.allocations - b.allocations,
+            a.frees - b.frees,
+            a.synchronizations - b.synchronizations,
+            a.device_to_host_copies - b.device_to_host_copies,
+            a.device_to_host_bytes - b.device_to_host_bytes,
+            a.host_to_device_copies - b.host_to_device_copies,
+            a.host_to_device_bytes - b.host_to_device_bytes};
+  }
+  friend bool operator==(const DeviceCounts&, const DeviceCounts&) = default;
+};
+
 struct DeviceStats {
   int64_t launches = 0;
   int64_t gemms = 0;
@@ -65,6 +100,67 @@ struct DeviceStats {
   int64_t peak_bytes_allocated = 0;
   int64_t modules_loaded = 0;   // cubins loaded into this device
   int64_t modules_rebuilt = 0;  // refused by the driver (stale) and recompiled
+  // As in DeviceCounts (launches and gemms above are counted the same way).
+  int64_t allocations = 0;
+  int64_t frees = 0;
+  int64_t synchronizations = 0;
+  int64_t device_to_host_copies = 0;
+  int64_t device_to_host_bytes = 0;
+  int64_t host_to_device_copies = 0;
+  int64_t host_to_device_bytes = 0;
+};
+
+// The counts of DeviceCounts as relaxed atomics: what every Device
+// implementation keeps. Safe and cheap (one uncontended atomic add, no lock)
+// to bump from any thread.
+class DeviceCounters {
+ public:
+  void CountLaunch() { Add(launches_, 1); }
+  void CountGemm() { Add(gemms_, 1); }
+  void CountAllocation() { Add(allocations_, 1); }
+  void CountFree() { Add(frees_, 1); }
+  void CountSynchronization() { Add(synchronizations_, 1); }
+  // A copy of `bytes` to device memory or not (dst_on_device) from device
+  // memory or not (src_on_device); counted only between host and device.
+  void CountCopy(bool dst_on_device, bool src_on_device, size_t bytes) {
+    if (bytes == 0 || dst_on_device == src_on_device) return;
+    if (src_on_device) {
+      Add(device_to_host_copies_, 1);
+      Add(device_to_host_bytes_, static_cast<int64_t>(bytes));
+    } else {
+      Add(host_to_device_copies_, 1);
+      Add(host_to_device_bytes_, static_cast<int64_t>(bytes));
+    }
+  }
+
+  DeviceCounts Read() const {
+    return {Get(launches_),         Get(gemms_),
+            Get(allocations_),      Get(frees_),
+            Get(synchronizations_), Get(device_to_host_copies_),
+            Get(device_to_host_bytes_), Get(host_to_device_copies_),
+            Get(host_to_device_bytes_)};
+  }
+  // Writes the counts into their fields of *stats (the others stay).
+  void Fill(DeviceStats* stats) const {
+    const DeviceCounts c = Read();
+    stats->launches = c.launches;
+    stats->gemms = c.gemms;
+    stats->allocations = c.allocations;
+    stats->frees = c.frees;
+    stats->synchronizations = c.synchronizations;
+    stats->device_to_host_copies = c.device_to_host_copies;
+    stats->device_to_host_bytes = c.device_to_host_bytes;
+    stats->host_to_device_copies = c.host_to_device_copies;
+    stats->host_to_device_bytes = c.host_to_device_bytes;
+  }
+
+ private:
+  static void Add(std::atomic<int64_t>& counter, int64_t n) { counter.fetch_add(n, std::memory_order_relaxed); }
+  static int64_t Get(const std::atomic<int64_t>& counter) { return counter.load(std::memory_order_relaxed); }
+
+  std::atomic<int64_t> launches_{0}, gemms_{0}, allocations_{0}, frees_{0}, synchronizations_{0};
+  std::atomic<int64_t> device_to_host_copies_{0}, device_to_host_bytes_{0};
+  std::atomic<int64_t> host_to_device_copies_{0}, host_to_device_bytes_{0};
 };
 
 class Device {
@@ -98,6 +194,8 @@ class Device {
   virtual void DestroyStream(Stream stream) = 0;
   virtual absl::Status Synchronize(Stream stream) = 0;
 
+  // Memory, module and call counts since the device was made (see
+  // DeviceCounts for what each call count counts).
   virtual DeviceStats stats() const = 0;
 };
 

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "jit/emulation_launch.h"
@@ -64,10 +63,7 @@ class EmulatedDevice final : public HostMemoryDevice<> {
     const std::string name = jit::EntryName(kernel, module);
     emu::EntryFn fn = emu::FindEntry(name);
     if (fn == nullptr) return absl::NotFoundError(absl::StrCat("no kernel entry point ", name));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.launches;
-    }
+    counters_.CountLaunch();
     return emu::Launch(fn, dims.grid, dims.block, params);
   }
   absl::Status Gemm(const GemmDesc& g, Stream) override {
@@ -93,21 +89,16 @@ class EmulatedDevice final : public HostMemoryDevice<> {
         }
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.gemms;
+    counters_.CountGemm();
     return absl::OkStatus();
   }
   DeviceStats stats() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    DeviceStats s = stats_;
+    DeviceStats s;
+    counters_.Fill(&s);
     s.bytes_allocated = memory_.bytes_allocated();
     s.peak_bytes_allocated = memory_.peak_bytes_allocated();
     return s;
   }
-
- private:
-  mutable std::mutex mu_;
-  DeviceStats stats_;
 };
 
 }  // namespace

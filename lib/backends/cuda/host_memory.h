@@ -3,7 +3,7 @@
 // `grove compile`): the block bookkeeping behind Allocate, Free and
 // IsDevicePointer, and HostMemoryDevice, the Device methods such a device
 // shares (copies and memsets run at once on the host, one synchronous
-// stream).
+// stream) and its call counters (DeviceCounters).
 #ifndef GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
 #define GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
 
@@ -92,11 +92,21 @@ class HostMemoryDevice : public Base {
  public:
   explicit HostMemoryDevice(HostMemory::Options options) : memory_(std::move(options)) {}
 
-  absl::StatusOr<void*> Allocate(size_t bytes) override { return memory_.Allocate(bytes); }
-  void Free(void* ptr) override { memory_.Free(ptr); }
+  absl::StatusOr<void*> Allocate(size_t bytes) override {
+    counters_.CountAllocation();
+    return memory_.Allocate(bytes);
+  }
+  void Free(void* ptr) override {
+    if (ptr == nullptr) return;
+    counters_.CountFree();
+    memory_.Free(ptr);
+  }
   bool IsDevicePointer(const void* ptr) const override { return memory_.Contains(ptr); }
+  // "Device" memory is this device's blocks; any other pointer is host memory.
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream) override {
-    if (bytes > 0) std::memmove(dst, src, bytes);
+    if (bytes == 0) return absl::OkStatus();
+    counters_.CountCopy(memory_.Contains(dst), memory_.Contains(src), bytes);
+    std::memmove(dst, src, bytes);
     return absl::OkStatus();
   }
   absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream) override {
@@ -105,10 +115,14 @@ class HostMemoryDevice : public Base {
   }
   absl::StatusOr<Stream> CreateStream() override { return static_cast<Stream>(nullptr); }
   void DestroyStream(Stream) override {}
-  absl::Status Synchronize(Stream) override { return absl::OkStatus(); }
+  absl::Status Synchronize(Stream) override {
+    counters_.CountSynchronization();
+    return absl::OkStatus();
+  }
 
  protected:
   HostMemory memory_;
+  DeviceCounters counters_;  // the derived device counts launches and GEMMs here too
 };
 
 }  // namespace grove::cuda

@@ -19,17 +19,19 @@ class RecordingDeviceImpl final : public HostMemoryDevice<RecordingDevice> {
                       Stream) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (seen_.insert(module).second) order_.push_back(module);
-    ++stats_.launches;
+    counters_.CountLaunch();
     return absl::OkStatus();
   }
   absl::Status Gemm(const GemmDesc&, Stream) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.gemms;
+    counters_.CountGemm();
     return absl::OkStatus();
   }
   DeviceStats stats() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
+    DeviceStats s;
+    counters_.Fill(&s);
+    s.bytes_allocated = memory_.bytes_allocated();
+    s.peak_bytes_allocated = memory_.peak_bytes_allocated();
+    return s;
   }
   std::vector<jit::ModuleSpec> modules() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -41,7 +43,6 @@ class RecordingDeviceImpl final : public HostMemoryDevice<RecordingDevice> {
   mutable std::mutex mu_;
   absl::flat_hash_set<jit::ModuleSpec> seen_;
   std::vector<jit::ModuleSpec> order_;
-  DeviceStats stats_;
 };
 
 }  // namespace
