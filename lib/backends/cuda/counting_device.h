@@ -1,0 +1,74 @@
+// A Device that forwards every call to another and counts the calls made
+// through it. The real device is one object per GPU, shared by every session
+// on it, so its own counts (Device::stats) mix the sessions; a session wraps
+// the shared device in its own CountingDevice to learn what its runs did:
+// device allocations, synchronizations, copies each way, launches, GEMMs.
+//
+// Thread-safe: the counts are relaxed atomics (one uncontended add per
+// call) and the live-bytes bookkeeping of Allocate and Free takes a lock, so
+// it is cheap enough for every call of a run, and correct even if two
+// threads used one wrapper (a session uses it from one thread at a time).
+#ifndef GROVE_LIB_BACKENDS_CUDA_COUNTING_DEVICE_H_
+#define GROVE_LIB_BACKENDS_CUDA_COUNTING_DEVICE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "lib/backends/cuda/device.h"
+
+namespace grove::cuda {
+
+class CountingDevice final : public Device {
+ public:
+  // `device` must not be null.
+  explicit CountingDevice(std::shared_ptr<Device> device);
+
+  // The wrapped device.
+  const std::shared_ptr<Device>& device() const { return device_; }
+
+  // The calls made through this wrapper since it was made; subtract the
+  // counts read before a run from those after it for that run's.
+  DeviceCounts counts() const { return counters_.Read(); }
+
+  // Forwarded.
+  std::string Describe() const override { return device_->Describe(); }
+  bool emulated() const override { return device_->emulated(); }
+  int arch() const override { return device_->arch(); }
+  bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
+
+  // Forwarded and counted (as DeviceCounts says).
+  absl::StatusOr<void*> Allocate(size_t bytes) override;
+  void Free(void* ptr) override;
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override;
+  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) override {
+    return device_->MemsetAsync(dst, value, bytes, stream);
+  }
+  absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
+                      const void* params, size_t params_bytes, Stream stream) override;
+  absl::Status Gemm(const GemmDesc& gemm, Stream stream) override;
+  absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
+  void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }
+  absl::Status Synchronize(Stream stream) override;
+
+  // This wrapper's own counts: the call counts of counts(), and
+  // bytes_allocated / peak_bytes_allocated over the bytes asked for through
+  // it and not yet freed through it. modules_loaded and modules_rebuilt are
+  // the wrapped device's (a module is loaded once per device, by whichever
+  // user first needs it).
+  DeviceStats stats() const override;
+
+ private:
+  const std::shared_ptr<Device> device_;
+  DeviceCounters counters_;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<void*, size_t> sizes_;  // live allocations made through this wrapper
+  int64_t bytes_allocated_ = 0, peak_bytes_allocated_ = 0;
+};
+
+}  // namespace grove::cuda
+
+#endif  // GROVE_LIB_BACKENDS_CUDA_COUNTING_DEVICE_H_
