@@ -120,7 +120,7 @@ void BM_Plan_Chain200(benchmark::State& state) {
   const ir::Graph& g = ChainModel()->impl().graph();
   std::vector<runtime::ValueSig> inputs = {{DType::kF32, {32, 64}}};
   for (auto _ : state) {
-    auto plan = runtime::ExecutionPlan::Build(g, 0, inputs, {}, ir::Backend::kCpu);
+    auto plan = runtime::ExecutionPlan::Build(g, 0, inputs, {}, nullptr);
     if (!plan.ok()) state.SkipWithError(std::string(plan.status().message()).c_str());
     benchmark::DoNotOptimize(plan);
   }

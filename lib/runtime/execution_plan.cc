@@ -4,10 +4,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "jit/kernels/elementwise_params.h"
-#include "lib/backends/cuda/cuda_kernels.h"
-#include "lib/backends/cuda/fusion.h"
 #include "lib/ir/value_type.h"
+#include "lib/runtime/backend.h"
 #include "lib/runtime/shape_inference.h"
 
 namespace grove::runtime {
@@ -20,12 +18,17 @@ constexpr uint64_t kFoldLimitBytes = 4096;
 // Folding runs kernels that never allocate or call subgraphs.
 class NoHost : public ir::KernelContext::Host {
  public:
+  explicit NoHost(void* backend_context = nullptr) : backend_context_(backend_context) {}
+  void* backend_context() override { return backend_context_; }
   absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
     return absl::InternalError("folded op asked to allocate");
   }
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
     return absl::InternalError("folded op asked to run a subgraph");
   }
+
+ private:
+  void* backend_context_;
 };
 
 }  // namespace
@@ -38,7 +41,8 @@ int ExecutionPlan::ValueOf(int tensor) const {
 absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Graph& graph, int subgraph,
                                                                     absl::Span<const ValueSig> inputs,
                                                                     absl::Span<const ValueSig> captures,
-                                                                    ir::Backend backend) {
+                                                                    Backend* backend_impl) {
+  const ir::Backend backend = backend_impl != nullptr ? backend_impl->kind() : ir::Backend::kCpu;
   auto plan = std::unique_ptr<ExecutionPlan>(new ExecutionPlan());
   plan->subgraph_ = subgraph;
   const ir::Subgraph& sg = graph.subgraphs[subgraph];
@@ -144,30 +148,25 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
         out_bytes += DTypeSize(o.dtype) * static_cast<uint64_t>(ir::NumElements(ir::ToConcrete(o.shape)));
       }
     }
-    // Folding runs on the host; a CUDA step without a CUDA kernel, or with a
-    // dtype the CUDA kernels lack, runs the CPU kernel with copies
-    // (host_fallback).
+    // Folding runs on the host; a step the backend's kernels do not take
+    // runs the CPU kernel with copies (host_fallback).
     const ir::KernelFn cpu_kernel = node.def->kernels[static_cast<int>(ir::Backend::kCpu)];
-    step.kernel = node.def->kernels[static_cast<int>(backend)];
-    if (backend == ir::Backend::kCuda) {
-      bool covered = true;
-      auto cover = [&](DType dtype) {
-        covered &= (node.def->boxed_on_every_backend && ir::IsBoxed(dtype)) || cuda::CudaKernelsCoverDType(dtype);
-      };
+    bool takes = node.def->kernels[static_cast<int>(backend)] != nullptr;
+    if (takes && backend_impl != nullptr && backend != ir::Backend::kCpu) {
+      std::vector<DType> dtypes;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (node.inputs[i] >= 0) cover((*node_inputs)[i].dtype);
+        if (node.inputs[i] >= 0) dtypes.push_back((*node_inputs)[i].dtype);
       }
       for (size_t i = 0; i < node.outputs.size(); ++i) {
-        if (node.outputs[i] >= 0 && ctx.outputs()[i].dtype != DType::kUnknown) cover(ctx.outputs()[i].dtype);
+        if (node.outputs[i] >= 0) dtypes.push_back(ctx.outputs()[i].dtype);
       }
-      if (node.def->backend_takes != nullptr && !node.def->backend_takes(backend, node)) covered = false;
-      if (!covered) step.kernel = nullptr;
+      takes = backend_impl->Takes(node, dtypes);
     }
-    if (step.kernel == nullptr && backend != ir::Backend::kCpu && cpu_kernel != nullptr) {
-      step.kernel = cpu_kernel;
+    step.backend = backend;
+    if (!takes && backend != ir::Backend::kCpu && cpu_kernel != nullptr) {
+      step.backend = ir::Backend::kCpu;
       step.host_fallback = true;
-    }
-    if (step.kernel == nullptr) {
+    } else if (!takes) {
       return absl::UnimplementedError(absl::StrCat(node.Describe(), ": no kernel for this backend"));
     }
 
@@ -257,9 +256,13 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     plan->output_values_.push_back(id);
   }
 
-  if (backend == ir::Backend::kCuda) {
-    plan->FuseElementwiseChains();
-    plan->RecomputeLifetimes();
+  if (backend_impl != nullptr) {
+    PlanGraph graph_view{plan->values_, plan->steps_, plan->output_values_,
+                         [p = plan.get()](int tensor) { return p->ValueOf(tensor); }, plan->fused_nodes_};
+    backend_impl->RefinePlan(graph_view);
+    plan->num_fused_steps_ = graph_view.fused_steps;
+    plan->num_fused_ops_ = graph_view.fused_ops;
+    if (graph_view.fused_steps > 0) plan->RecomputeLifetimes();
   }
 
   for (PlanStep& step : plan->steps_) {
@@ -273,6 +276,11 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     }
     step.outputs_empty = any && empty;
   }
+
+  if (backend_impl != nullptr) {
+    if (absl::Status s = plan->PrepareSteps(*backend_impl); !s.ok()) return s;
+  }
+  plan->CutSegments(backend);
 
   MemoryPlanner planner;
   // Each buffer is within kMaxTensorBytes; while their total stays below
@@ -289,98 +297,118 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     planner.AddBuffer(v.bytes, v.first_use, v.last_use);
     plan->arena_value_of_buffer_.push_back(static_cast<int>(id));
   }
+  // Workspaces: live only while their step runs.
+  std::vector<int> workspace_step;
+  for (size_t s = 0; s < plan->steps_.size(); ++s) {
+    const PlanStep& step = plan->steps_[s];
+    if (!step.prepared_at_plan || step.prepared.workspace_bytes == 0) continue;
+    total_bytes += step.prepared.workspace_bytes + kArenaAlignment;
+    if (step.prepared.workspace_bytes > ir::kMaxTensorBytes || total_bytes > (uint64_t{1} << 62)) {
+      return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": its workspace of ",
+                                                     step.prepared.workspace_bytes, " bytes is too large"));
+    }
+    planner.AddBuffer(step.prepared.workspace_bytes, static_cast<int>(s), static_cast<int>(s));
+    workspace_step.push_back(static_cast<int>(s));
+  }
   plan->memory_ = planner.Plan();
-  for (size_t b = 0; b < plan->arena_value_of_buffer_.size(); ++b) {
+  const size_t num_values = plan->arena_value_of_buffer_.size();
+  for (size_t b = 0; b < num_values; ++b) {
     plan->values_[plan->arena_value_of_buffer_[b]].offset = plan->memory_.offsets[b];
+  }
+  for (size_t w = 0; w < workspace_step.size(); ++w) {
+    plan->steps_[workspace_step[w]].workspace_offset = plan->memory_.offsets[num_values + w];
   }
   return plan;
 }
 
-void ExecutionPlan::FuseElementwiseChains() {
-  const int num_values = static_cast<int>(values_.size());
-  // Who reads each value; a value read by one step, once, and not an output
-  // of the subgraph or a capture of a body can live inside a fused kernel.
-  std::vector<int> uses(num_values, 0), consumer(num_values, -1);
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    for (int v : steps_[s].inputs) {
-      if (v < 0) continue;
-      ++uses[v];
-      consumer[v] = static_cast<int>(s);
-    }
-    for (int t : steps_[s].node->implicit_inputs) {
-      const int v = ValueOf(t);
-      if (v >= 0) uses[v] += 2;
-    }
-  }
-  for (int v : output_values_) uses[v] += 2;
-
-  auto float_dtype = [](DType d) {
-    return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kF64;
-  };
-  auto fusable = [&](const PlanStep& step) {
-    if (step.host_fallback || step.infer_at_run || step.kernel_allocates) return false;
-    if (step.outputs.size() != 1 || step.outputs[0] < 0) return false;
-    if (!cuda::IsFusableElementwise(*step.node)) return false;
-    const PlanValue& out = values_[step.outputs[0]];
-    if (!float_dtype(out.dtype) || out.kind != Storage::kArena) return false;
-    for (int v : step.inputs) {
-      if (v >= 0 && values_[v].dtype != out.dtype) return false;
-    }
-    return true;
-  };
-
-  std::vector<bool> absorbed(steps_.size(), false);
-  std::vector<std::optional<PlanStep>> replacement(steps_.size());
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    if (absorbed[s] || !fusable(steps_[s])) continue;
-    std::vector<int> chain{static_cast<int>(s)};
-    while (static_cast<int>(chain.size()) < grove_k::kEwMaxLinks) {
-      const PlanStep& cur = steps_[chain.back()];
-      const int v = cur.outputs[0];
-      const int next = consumer[v];
-      if (uses[v] != 1 || next <= chain.back() || absorbed[next] || !fusable(steps_[next])) break;
-      const PlanValue& nv = values_[steps_[next].outputs[0]];
-      if (nv.dtype != values_[v].dtype || nv.shape != values_[v].shape) break;
-      chain.push_back(next);
-    }
-    // Longest prefix the fused kernel takes (operand and link limits).
-    while (chain.size() > 1) {
-      std::vector<const ir::Node*> nodes;
-      for (int c : chain) nodes.push_back(steps_[c].node);
-      std::vector<int> external;
-      absl::StatusOr<ir::Node> fused = cuda::MakeFusedElementwiseNode(nodes, &external);
-      if (!fused.ok()) {
-        chain.pop_back();
-        continue;
+absl::Status ExecutionPlan::PrepareSteps(Backend& backend) {
+  NoHost host(backend.kernel_context());
+  std::vector<TensorView> views;
+  std::vector<TensorView*> in_ptrs, out_ptrs;
+  std::vector<const TensorView*> host_inputs;
+  std::deque<TensorView> host_copies;
+  for (PlanStep& step : steps_) {
+    if (step.host_fallback || step.infer_at_run || step.kernel_allocates || step.outputs_empty) continue;
+    const ir::PrepareFn prepare = step.node->def->prepares[static_cast<int>(step.backend)];
+    if (prepare == nullptr) continue;
+    // Views of the planned dtypes and shapes; data only where the host has
+    // it (weights, folded values), and on the CPU only.
+    views.assign(step.inputs.size() + step.outputs.size(), TensorView());
+    in_ptrs.assign(step.inputs.size(), nullptr);
+    out_ptrs.assign(step.outputs.size(), nullptr);
+    host_inputs.assign(step.inputs.size(), nullptr);
+    auto view_of = [&](int v, size_t slot) {
+      const PlanValue& pv = values_[v];
+      views[slot] = TensorView(pv.dtype, pv.shape, static_cast<const void*>(nullptr));
+      if (pv.kind == Storage::kWeight || pv.kind == Storage::kFolded) {
+        if (backend.host_memory()) views[slot].data = const_cast<void*>(pv.data);
+        return true;
       }
-      fused_nodes_.push_back(std::make_unique<ir::Node>(std::move(*fused)));
-      const ir::Node* node = fused_nodes_.back().get();
-      PlanStep step;
-      step.node = node;
-      step.kernel = node->def->kernels[static_cast<int>(ir::Backend::kCuda)];
-      for (int t : external) step.inputs.push_back(ValueOf(t));
-      step.outputs.push_back(steps_[chain.back()].outputs[0]);
-      for (size_t i = 0; i + 1 < chain.size(); ++i) {
-        absorbed[chain[i]] = true;
-        values_[steps_[chain[i]].outputs[0]].kind = Storage::kFusedAway;
+      return false;
+    };
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i] < 0) continue;
+      if (view_of(step.inputs[i], i)) {
+        host_inputs[i] = &views[i];
+        if (!backend.host_memory()) {
+          // The host copy for ExecContext::host_input; the view itself stays data-less.
+          const PlanValue& pv = values_[step.inputs[i]];
+          host_copies.push_back(TensorView(pv.dtype, pv.shape, pv.data));
+          host_inputs[i] = &host_copies.back();
+        }
       }
-      replacement[chain.back()] = std::move(step);
-      absorbed[chain.back()] = true;
-      ++num_fused_steps_;
-      num_fused_ops_ += static_cast<int>(chain.size());
-      break;
+      in_ptrs[i] = &views[i];
     }
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      view_of(step.outputs[i], step.inputs.size() + i);
+      out_ptrs[i] = &views[step.inputs.size() + i];
+    }
+    backend.SetStepHostInputs(host_inputs);
+    ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
+    absl::StatusOr<ir::PreparedKernel> prepared = prepare(ctx);
+    backend.SetStepHostInputs({});
+    if (!prepared.ok()) return prepared.status();
+    step.prepared = *std::move(prepared);
+    step.prepared_at_plan = true;
   }
-  if (num_fused_steps_ == 0) return;
-  std::vector<PlanStep> steps;
+  return absl::OkStatus();
+}
+
+void ExecutionPlan::CutSegments(ir::Backend backend) {
+  segments_.clear();
+  int first = -1;
   for (size_t s = 0; s < steps_.size(); ++s) {
-    if (replacement[s].has_value()) {
-      steps.push_back(std::move(*replacement[s]));
-    } else if (!absorbed[s]) {
-      steps.push_back(std::move(steps_[s]));
+    PlanStep& step = steps_[s];
+    step.host_reason.clear();
+    if (step.host_fallback) {
+      step.host_reason = "runs its CPU kernel (no kernel of this backend takes it)";
+    } else if (step.kernel_allocates) {
+      step.host_reason = "control flow: the host picks the path";
+    } else if (step.infer_at_run) {
+      step.host_reason = "its output shapes are known only when it runs";
+    } else if (step.prepared_at_plan && step.prepared.needs_host) {
+      step.host_reason = "its kernel reads device data back";
+    } else if (backend != ir::Backend::kCpu) {
+      const uint64_t reads = step.node->def->host_inputs[static_cast<int>(step.backend)];
+      for (size_t i = 0; i < step.inputs.size() && i < 64; ++i) {
+        if (!(reads >> i & 1) || step.inputs[i] < 0) continue;
+        const Storage kind = values_[step.inputs[i]].kind;
+        if (kind == Storage::kWeight || kind == Storage::kFolded) continue;
+        step.host_reason = absl::StrCat("reads input ", i, " on the host (a value computed when run)");
+        break;
+      }
     }
+    if (!step.host_reason.empty()) {
+      step.segment = -1;
+      if (first >= 0) segments_.push_back(PlanSegment{first, static_cast<int>(s)});
+      first = -1;
+      continue;
+    }
+    if (first < 0) first = static_cast<int>(s);
+    step.segment = static_cast<int>(segments_.size());
   }
-  steps_ = std::move(steps);
+  if (first >= 0) segments_.push_back(PlanSegment{first, static_cast<int>(steps_.size())});
 }
 
 void ExecutionPlan::RecomputeLifetimes() {

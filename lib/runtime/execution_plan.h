@@ -7,6 +7,11 @@
 // Values whose shape depends on data (outputs of If/Loop with differing
 // branches, ops downstream of them) are "dynamic": inferred and allocated
 // when run; everything else lives in the arena.
+//
+// Each step's kernel is prepared here, once (ir::PrepareFn), its workspace
+// planned in the arena; steps that need the host (CPU fallbacks, control
+// flow, shapes or values read back) cut the step list into straight-line
+// segments, the units a CUDA graph will capture.
 #ifndef GROVE_LIB_RUNTIME_EXECUTION_PLAN_H_
 #define GROVE_LIB_RUNTIME_EXECUTION_PLAN_H_
 
@@ -20,41 +25,11 @@
 #include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/memory_planner.h"
+#include "lib/runtime/plan_step.h"
 
 namespace grove::runtime {
 
-// kFusedAway: an intermediate of a fused elementwise chain (CUDA), computed
-// inside the fused kernel and never stored.
-// kBoxed: a sequence or optional (lib/ir/value_type.h), a host grove::Value
-// the plan instance owns; its view's data points at it.
-enum class Storage { kInput, kCapture, kWeight, kFolded, kArena, kDynamic, kFusedAway, kBoxed };
-
-struct PlanValue {
-  int tensor = -1;
-  Storage kind = Storage::kArena;
-  DType dtype = DType::kUnknown;
-  std::vector<int64_t> shape;  // -1 dims: known only when run
-  bool shape_known = true;
-  uint64_t bytes = 0;
-  uint64_t offset = 0;  // arena values
-  int position = -1;    // input / capture index
-  const void* data = nullptr;  // weights and folded values
-  int first_use = -1, last_use = -1;
-};
-
-struct PlanStep {
-  const ir::Node* node = nullptr;
-  ir::KernelFn kernel = nullptr;
-  std::vector<int> inputs;   // value ids; -1 = omitted
-  std::vector<int> outputs;  // value ids; -1 = omitted
-  bool infer_at_run = false;      // shapes known only when run
-  bool kernel_allocates = false;  // If, Loop
-  bool host_fallback = false;     // a CPU kernel in a CUDA plan: run with copies
-  // Every output is planned with zero elements: there is nothing to write, so
-  // the step is not run (no kernel loops over the other dims of an empty
-  // tensor, however large they are).
-  bool outputs_empty = false;
-};
+class Backend;
 
 // A value's signature: what a plan is keyed by.
 // A sequence or optional is keyed by the shape its tensors share (-1 dims
@@ -68,11 +43,13 @@ struct ValueSig {
 class ExecutionPlan {
  public:
   // Plans `subgraph` of `graph` for these input and capture signatures
-  // (captures in the order of Subgraph::captures).
+  // (captures in the order of Subgraph::captures) on `backend`, preparing
+  // its steps; a null backend plans for the CPU without preparing (the
+  // model's check at load, benchmarks of planning).
   static absl::StatusOr<std::unique_ptr<ExecutionPlan>> Build(const ir::Graph& graph, int subgraph,
                                                               absl::Span<const ValueSig> inputs,
                                                               absl::Span<const ValueSig> captures,
-                                                              ir::Backend backend);
+                                                              Backend* backend);
 
   int subgraph() const { return subgraph_; }
   const std::vector<PlanValue>& values() const { return values_; }
@@ -87,6 +64,8 @@ class ExecutionPlan {
   // Steps that are fused elementwise chains, and the ops they replaced.
   int num_fused_steps() const { return num_fused_steps_; }
   int num_fused_ops() const { return num_fused_ops_; }
+  // The straight-line runs of steps that need no host, in order.
+  const std::vector<PlanSegment>& segments() const { return segments_; }
 
  private:
   ExecutionPlan() = default;
@@ -96,11 +75,14 @@ class ExecutionPlan {
   std::vector<int> input_values_, capture_values_, output_values_;
   absl::flat_hash_map<int, int> value_of_tensor_;
   std::vector<std::unique_ptr<Tensor>> folded_;
-  // CUDA: chains of single-use elementwise steps become one fused step.
-  void FuseElementwiseChains();
   void RecomputeLifetimes();
+  // Runs each step's prepare (kernels that have one) on its planned shapes.
+  absl::Status PrepareSteps(Backend& backend);
+  // Why each step needs the host, and the segments between those steps.
+  void CutSegments(ir::Backend backend);
   std::vector<std::unique_ptr<ir::Node>> fused_nodes_;
   int num_fused_steps_ = 0, num_fused_ops_ = 0;
+  std::vector<PlanSegment> segments_;
   MemoryPlan memory_;
   std::vector<int> arena_value_of_buffer_;
 };

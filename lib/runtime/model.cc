@@ -4,7 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "lib/backends/cuda/device.h"
+#include "lib/runtime/backend.h"
 #include "lib/ir/value_type.h"
 #include "lib/runtime/execution_plan.h"
 #include "lib/runtime/model_impl.h"
@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
     // Every input shape is fixed: planning now is exact (it folds shape
     // arithmetic), and whatever fails here would fail every run.
     absl::StatusOr<std::unique_ptr<runtime::ExecutionPlan>> plan =
-        runtime::ExecutionPlan::Build(g, 0, sigs, {}, ir::Backend::kCpu);
+        runtime::ExecutionPlan::Build(g, 0, sigs, {}, nullptr);
     if (!plan.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", plan.status().message()));
     }
@@ -96,28 +96,21 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   return impl;
 }
 
-ModelImpl::~ModelImpl() {
-  for (auto& [device, ptr] : device_bytes_) device->Free(ptr);
-}
+ModelImpl::~ModelImpl() = default;
 
 const uint8_t* ModelImpl::host_bytes() const { return bytes_->data(); }
 size_t ModelImpl::host_byte_size() const { return bytes_->size(); }
 
-absl::StatusOr<const uint8_t*> ModelImpl::DeviceBytes(const std::shared_ptr<cuda::Device>& device) const {
+absl::StatusOr<const uint8_t*> ModelImpl::DeviceBytes(runtime::Backend& backend) const {
+  if (backend.host_memory()) return bytes_->data();
   std::lock_guard<std::mutex> lock(device_mu_);
-  for (const auto& [d, ptr] : device_bytes_) {
-    if (d.get() == device.get()) return static_cast<const uint8_t*>(ptr);
+  for (const auto& [key, bytes] : device_bytes_) {
+    if (key == backend.device_key()) return bytes.get();
   }
-  absl::StatusOr<void*> p = device->Allocate(bytes_->size());
-  if (!p.ok()) return p.status();
-  absl::Status s = device->CopyAsync(*p, bytes_->data(), bytes_->size(), nullptr);
-  if (s.ok()) s = device->Synchronize(nullptr);
-  if (!s.ok()) {
-    device->Free(*p);
-    return s;
-  }
-  device_bytes_.emplace_back(device, *p);
-  return static_cast<const uint8_t*>(*p);
+  absl::StatusOr<std::shared_ptr<const uint8_t>> copy = backend.Upload(bytes_->data(), bytes_->size());
+  if (!copy.ok()) return copy.status();
+  device_bytes_.emplace_back(backend.device_key(), *copy);
+  return copy->get();
 }
 
 ModelSummary ModelImpl::Summary() const {

@@ -14,8 +14,8 @@
 #include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
 
-namespace grove::cuda {
-class Device;
+namespace grove::runtime {
+class Backend;
 }
 
 namespace grove::internal {
@@ -31,9 +31,10 @@ class ModelImpl {
   const std::vector<SymbolInfo>& symbols() const { return symbols_; }
   ModelSummary Summary() const;
 
-  // The model's bytes (weights point into them) on `device`: uploaded once
-  // on first request and shared by every session on that device.
-  absl::StatusOr<const uint8_t*> DeviceBytes(const std::shared_ptr<cuda::Device>& device) const;
+  // The model's bytes (weights point into them) in `backend`'s memory:
+  // uploaded once per device on first request and shared by every session
+  // on that device.
+  absl::StatusOr<const uint8_t*> DeviceBytes(runtime::Backend& backend) const;
   const uint8_t* host_bytes() const;
   size_t host_byte_size() const;
   ~ModelImpl();
@@ -46,7 +47,7 @@ class ModelImpl {
   std::vector<SymbolInfo> symbols_;
   std::string shape_note_;
   mutable std::mutex device_mu_;
-  mutable std::vector<std::pair<std::shared_ptr<cuda::Device>, void*>> device_bytes_;
+  mutable std::vector<std::pair<const void*, std::shared_ptr<const uint8_t>>> device_bytes_;
 };
 
 }  // namespace grove::internal

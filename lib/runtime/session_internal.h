@@ -1,5 +1,6 @@
-// Internal ways to make a Session, for tests and tools: on a given CUDA
-// device object (the emulated device in CI), bypassing device discovery.
+// Internal ways to make a Session: on a backend made elsewhere (the
+// composition root lib/backends/backends.cc makes them; tests use
+// lib/backends/backends.h's CreateSessionOnDevice for the emulated device).
 #ifndef GROVE_LIB_RUNTIME_SESSION_INTERNAL_H_
 #define GROVE_LIB_RUNTIME_SESSION_INTERNAL_H_
 
@@ -7,15 +8,14 @@
 
 #include "absl/status/statusor.h"
 #include "grove/grove.h"
-#include "lib/backends/cuda/device.h"
+#include "lib/runtime/backend.h"
 
 namespace grove::internal {
 
-// A session on `device` (CUDA backend), or on the CPU when it is null.
-// options.device is ignored.
-absl::StatusOr<std::unique_ptr<Session>> CreateSessionOnDevice(std::shared_ptr<const Model> model,
-                                                                const SessionOptions& options,
-                                                                std::shared_ptr<cuda::Device> device);
+// A session running on `backend`; options.device is ignored.
+absl::StatusOr<std::unique_ptr<Session>> CreateSessionWithBackend(std::shared_ptr<const Model> model,
+                                                                   const SessionOptions& options,
+                                                                   std::unique_ptr<runtime::Backend> backend);
 
 }  // namespace grove::internal
 

@@ -15,7 +15,7 @@
 #include "grove/npy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/runtime/session_internal.h"
+#include "lib/backends/backends.h"
 #include "test/cuda_op_test_util.h"
 #include "test/model_test_util.h"
 #include "tools/onnx/onnx_importer.h"

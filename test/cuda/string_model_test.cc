@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "grove/grove.h"
 #include "gtest/gtest.h"
-#include "lib/runtime/session_internal.h"
+#include "lib/backends/backends.h"
 #include "test/cuda_op_test_util.h"
 #include "test/model_test_util.h"
 #include "test/op_test_util.h"

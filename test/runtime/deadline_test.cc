@@ -13,7 +13,7 @@
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
-#include "lib/runtime/session_internal.h"
+#include "lib/backends/backends.h"
 #include "test/model_test_util.h"
 
 namespace grove {

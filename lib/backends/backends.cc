@@ -1,0 +1,189 @@
+#include "lib/backends/backends.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "jit/kernel_cache.h"
+#include "lib/backends/cpu/cpu_backend.h"
+#include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cuda/cuda_backend.h"
+#include "lib/backends/cuda/cuda_kernels.h"
+#include "lib/backends/cuda/recording_device.h"
+#include "lib/ir/ops/ops.h"
+#include "lib/runtime/backend.h"
+#include "lib/runtime/registry.h"
+#include "lib/runtime/session_internal.h"
+
+namespace grove {
+namespace runtime {
+namespace {
+
+ir::OpRegistry* BuildRegistry() {
+  auto* r = new ir::OpRegistry;
+  const absl::Status results[] = {
+      ir::RegisterElementwiseOps(*r),      ir::RegisterReductionOps(*r),
+      ir::RegisterLinalgOps(*r),           ir::RegisterShapeOps(*r),
+      ir::RegisterControlFlowOps(*r),      cpu::RegisterElementwiseKernels(*r),
+      cpu::RegisterReductionKernels(*r),   cpu::RegisterLinalgKernels(*r),
+      cpu::RegisterShapeKernels(*r),       cpu::RegisterControlFlowKernels(*r),
+      ir::RegisterMathOps(*r),             cpu::RegisterMathKernels(*r),
+      ir::RegisterNnOps(*r),               cpu::RegisterNnKernels(*r),
+      ir::RegisterReduceSearchOps(*r),     cpu::RegisterReduceSearchKernels(*r),
+      ir::RegisterLayoutOps(*r),           cpu::RegisterLayoutKernels(*r),
+      ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),
+      ir::RegisterIndexingOps(*r),         cpu::RegisterIndexingKernels(*r),
+      ir::RegisterLossOps(*r),             cpu::RegisterLossKernels(*r),
+      ir::RegisterVisionOps(*r),           cpu::RegisterVisionKernels(*r),
+      ir::RegisterQuantizationOps(*r),     cpu::RegisterQuantizationKernels(*r),
+      ir::RegisterTextOps(*r),             cpu::RegisterTextKernels(*r),
+      ir::RegisterSequenceOps(*r),         cpu::RegisterSequenceKernels(*r),
+      cuda::RegisterCudaControlFlowKernels(*r),
+      cuda::RegisterCudaShapeKernels(*r),  cuda::RegisterCudaLayoutKernels(*r),
+      cuda::RegisterCudaLinalgKernels(*r), cuda::RegisterCudaNnKernels(*r),
+      cuda::RegisterCudaRecurrentKernels(*r),
+      cuda::RegisterCudaReductionKernels(*r), cuda::RegisterCudaNormKernels(*r),
+      cuda::RegisterCudaElementwiseKernels(*r),
+  };
+  for (const absl::Status& s : results) {
+    if (!s.ok()) {
+      // A registration conflict is a bug in the library itself, found by
+      // every test run; there is no user input here.
+      std::fprintf(stderr, "grove: op registry: %s\n", s.ToString().c_str());
+      std::abort();
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+const ir::OpRegistry& GlobalOpRegistry() {
+  static const ir::OpRegistry* registry = BuildRegistry();
+  return *registry;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const SessionOptions& options) {
+  std::shared_ptr<cuda::Device> cuda_device;
+  switch (options.device) {
+    case Device::kCpu: break;
+    case Device::kAuto:
+      // CUDA when a device exists; a machine without driver or GPU runs on the CPU.
+      if (cuda::ProbeCuda().device_count > 0) {
+        absl::StatusOr<std::shared_ptr<cuda::Device>> d = cuda::OpenCudaDevice(options.cuda_device);
+        if (d.ok()) cuda_device = std::move(*d);
+      }
+      break;
+    case Device::kCuda: {
+      absl::StatusOr<std::shared_ptr<cuda::Device>> d = cuda::OpenCudaDevice(options.cuda_device);
+      if (!d.ok()) {
+        return absl::Status(d.status().code(), absl::StrCat("device 'cuda' requested: ", d.status().message(),
+                                                            "; use --device cpu or auto"));
+      }
+      cuda_device = std::move(*d);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unknown device ", static_cast<int>(options.device)));
+  }
+  if (cuda_device == nullptr) return cpu::CreateCpuBackend();
+  return cuda::CreateCudaBackend(std::move(cuda_device), options);
+}
+
+}  // namespace runtime
+
+namespace internal {
+
+absl::StatusOr<std::unique_ptr<Session>> CreateSessionOnDevice(std::shared_ptr<const Model> model,
+                                                                const SessionOptions& options,
+                                                                std::shared_ptr<cuda::Device> device) {
+  if (model == nullptr) return absl::InvalidArgumentError("Session::Create: model is null");
+  std::unique_ptr<runtime::Backend> backend;
+  if (device == nullptr) {
+    backend = cpu::CreateCpuBackend();
+  } else {
+    absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cuda::CreateCudaBackend(std::move(device), options);
+    if (!b.ok()) return b.status();
+    backend = *std::move(b);
+  }
+  return CreateSessionWithBackend(std::move(model), options, std::move(backend));
+}
+
+}  // namespace internal
+
+// grove::CompileKernels: which kernel modules a model needs (a dry run on the
+// recording device) compiled into the disk cache for one arch, no GPU needed.
+absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const KernelCompileOptions& options) {
+  absl::StatusOr<int> arch = jit::ParseArch(options.arch);
+  if (!arch.ok()) return arch.status();
+  KernelCompileReport report;
+  report.arch = *arch;
+
+  std::vector<jit::ModuleSpec> modules;
+  if (options.all_kernels) {
+    const auto all = jit::KernelManifest();
+    modules.assign(all.begin(), all.end());
+  } else {
+    const std::vector<TensorInfo>& inputs = model.inputs();
+    if (options.input_shapes.size() != inputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the model takes ", inputs.size(), " inputs, given ",
+                                                     options.input_shapes.size(), " shapes"));
+    }
+    std::shared_ptr<cuda::RecordingDevice> device = cuda::NewRecordingDevice(*arch);
+    // A non-owning handle: the session lives only in this call.
+    std::shared_ptr<const Model> handle(&model, [](const Model*) {});
+    absl::StatusOr<std::unique_ptr<Session>> session = internal::CreateSessionOnDevice(handle, {}, device);
+    if (!session.ok()) return session.status();
+    std::vector<Tensor> tensors;
+    std::vector<TensorView> views;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      absl::StatusOr<Tensor> t = Tensor::Create(inputs[i].dtype, options.input_shapes[i]);
+      if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("input '", inputs[i].name, "': ", t.status().message()));
+      tensors.push_back(std::move(*t));
+    }
+    for (const Tensor& t : tensors) views.push_back(t.view());
+    absl::StatusOr<std::vector<TensorView>> run = (*session)->Run(views);
+    if (!run.ok()) {
+      // Zero-valued inputs are not every model's idea of valid data (a
+      // Range with step 0...): keep what the run reached and say so.
+      report.note = absl::StrCat("the dry run with zero inputs stopped early (", run.status().message(),
+                                 "); kernels after that point were not found; use --all to compile every kernel");
+    } else {
+      bool control_flow = false;
+      for (const auto& [op, count] : model.Summary().op_counts) control_flow |= op == "If" || op == "Loop";
+      if (control_flow) {
+        report.note = "the model branches on data: the dry run (zero inputs) took one path; "
+                      "use --all to compile every kernel";
+      }
+    }
+    modules = device->modules();
+  }
+
+  jit::CacheOptions cache_options;
+  cache_options.disk_dir = options.cache_dir;
+  jit::KernelCache cache(cache_options);
+  report.cache_dir = cache.disk_dir();
+  if (report.cache_dir.empty()) {
+    return absl::FailedPreconditionError("the kernel disk cache is off (GROVE_CACHE_DIR=off): nothing to fill");
+  }
+  for (const jit::ModuleSpec& m : modules) {
+    report.modules.push_back(absl::StrCat(m.file, jit::Suffix(m)));
+    jit::CacheSource source;
+    absl::StatusOr<std::shared_ptr<const jit::CachedModule>> got = cache.Get(m, *arch, &source);
+    if (!got.ok()) {
+      return absl::Status(got.status().code(), absl::StrCat("kernel module ", m.file, jit::Suffix(m), ": ",
+                                                            got.status().message()));
+    }
+  }
+  const jit::CacheStats stats = cache.stats();
+  report.compiled = static_cast<int>(stats.compiles);
+  report.cached = static_cast<int>(stats.disk_hits + stats.memory_hits);
+  report.corrupt = static_cast<int>(stats.disk_corrupt);
+  report.stale = static_cast<int>(stats.disk_stale);
+  report.compile_ms = stats.compile_ms;
+  return report;
+}
+
+}  // namespace grove

@@ -1,0 +1,102 @@
+#include "lib/backends/cuda/cuda_backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "lib/backends/cuda/counting_device.h"
+#include "lib/backends/cuda/cuda_kernels.h"
+#include "lib/backends/cuda/exec_context.h"
+#include "lib/ir/value_type.h"
+
+namespace grove::cuda {
+namespace {
+
+class CudaBackend : public runtime::Backend {
+ public:
+  // Every call of the session, its kernels' included, goes through a
+  // counting wrapper: the device object is shared by every session on it.
+  explicit CudaBackend(std::shared_ptr<Device> device)
+      : counting_(std::make_shared<CountingDevice>(std::move(device))), device_(counting_) {}
+  ~CudaBackend() override {
+    exec_.reset();
+    if (own_stream_) device_->DestroyStream(stream_);
+  }
+
+  absl::Status Init(const SessionOptions& options) {
+    if (options.cuda_stream != nullptr) {
+      stream_ = options.cuda_stream;
+    } else {
+      absl::StatusOr<Stream> s = device_->CreateStream();
+      if (!s.ok()) return s.status();
+      stream_ = *s;
+      own_stream_ = true;
+    }
+    exec_ = std::make_unique<ExecContext>(*device_, stream_);
+    exec_->set_gemm_math(static_cast<GemmDesc::Math>(options.cuda_gemm_math));
+    return absl::OkStatus();
+  }
+
+  ir::Backend kind() const override { return ir::Backend::kCuda; }
+  std::string Describe() const override { return device_->Describe(); }
+
+  bool Takes(const ir::Node& node, absl::Span<const DType> dtypes) const override {
+    if (node.def->kernels[static_cast<int>(ir::Backend::kCuda)] == nullptr) return false;
+    for (DType dtype : dtypes) {
+      if (dtype == DType::kUnknown) continue;
+      if (!((node.def->boxed_on_every_backend && ir::IsBoxed(dtype)) || CudaKernelsCoverDType(dtype))) return false;
+    }
+    return node.def->backend_takes == nullptr || node.def->backend_takes(ir::Backend::kCuda, node);
+  }
+  void RefinePlan(runtime::PlanGraph& plan) const override { FuseElementwiseChains(plan); }
+
+  bool host_memory() const override { return false; }
+  absl::StatusOr<void*> Allocate(uint64_t bytes) override { return device_->Allocate(bytes); }
+  void Free(void* ptr) override { device_->Free(ptr); }
+  bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
+  absl::Status CopyAsync(void* dst, const void* src, uint64_t bytes) override {
+    return device_->CopyAsync(dst, src, bytes, stream_);
+  }
+  absl::Status Synchronize() override { return device_->Synchronize(stream_); }
+  const void* device_key() const override { return counting_->device().get(); }
+  // On the shared device itself (not counted: the upload is the model's,
+  // made once for every session on the device).
+  absl::StatusOr<std::shared_ptr<const uint8_t>> Upload(const uint8_t* bytes, uint64_t size) override {
+    const std::shared_ptr<Device>& shared = counting_->device();
+    absl::StatusOr<void*> p = shared->Allocate(size);
+    if (!p.ok()) return p.status();
+    absl::Status s = shared->CopyAsync(*p, bytes, size, nullptr);
+    if (s.ok()) s = shared->Synchronize(nullptr);
+    if (!s.ok()) {
+      shared->Free(*p);
+      return s;
+    }
+    return std::shared_ptr<const uint8_t>(static_cast<const uint8_t*>(*p),
+                                          [shared](const uint8_t* q) { shared->Free(const_cast<uint8_t*>(q)); });
+  }
+
+  void* kernel_context() override { return exec_.get(); }
+  void SetStepHostInputs(absl::Span<const TensorView* const> host_inputs) override {
+    exec_->SetHostInputs(host_inputs);
+  }
+  runtime::BackendCounters counters() const override {
+    const DeviceCounts c = counting_->counts();
+    return runtime::BackendCounters{c.allocations, c.synchronizations, c.device_to_host_copies};
+  }
+
+ private:
+  std::shared_ptr<CountingDevice> counting_;
+  std::shared_ptr<Device> device_;  // counting_
+  Stream stream_ = nullptr;
+  bool own_stream_ = false;
+  std::unique_ptr<ExecContext> exec_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<runtime::Backend>> CreateCudaBackend(std::shared_ptr<Device> device,
+                                                                    const SessionOptions& options) {
+  if (device == nullptr) return absl::InvalidArgumentError("CreateCudaBackend: device is null");
+  auto backend = std::make_unique<CudaBackend>(std::move(device));
+  if (absl::Status s = backend->Init(options); !s.ok()) return s;
+  return backend;
+}
+
+}  // namespace grove::cuda

@@ -1,0 +1,91 @@
+// The seam between the runtime and a backend: what the executor needs from
+// the CPU or CUDA backend. The runtime (binding, plan cache, executor) is
+// written against this interface only and includes no file of
+// lib/backends/cuda/ or jit/; each backend implements it in its own room
+// (lib/backends/cpu/cpu_backend.cc, lib/backends/cuda/cuda_backend.cc), and
+// the composition root lib/backends/backends.cc picks one (CreateBackend).
+//
+// A backend owns one session's device state: its memory, its stream, the
+// kernel context its kernels reach through KernelContext::Host, and the
+// counters of what the session did on the device. Together with
+// plan_step.h this header is the backend interface; it depends on ir only.
+#ifndef GROVE_LIB_RUNTIME_BACKEND_H_
+#define GROVE_LIB_RUNTIME_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "grove/grove.h"
+#include "lib/ir/op_registry.h"
+#include "lib/runtime/plan_step.h"
+
+namespace grove::runtime {
+
+// What a session did on its device, counted by the backend (all 0 on the CPU).
+struct BackendCounters {
+  int64_t allocations = 0;
+  int64_t synchronizations = 0;
+  int64_t device_to_host_reads = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual ir::Backend kind() const = 0;
+  // "cpu", or the device's name and arch.
+  virtual std::string Describe() const = 0;
+
+  // --- planning ------------------------------------------------------------
+  // Whether this backend's kernel for `node` (registered in the op registry)
+  // takes it with these input and output dtypes (kUnknown: not known yet);
+  // when not, the step runs its CPU kernel with copies.
+  virtual bool Takes(const ir::Node& node, absl::Span<const DType> dtypes) const = 0;
+  // Plan passes that belong to this backend (CUDA: elementwise chains fused
+  // into one kernel). Runs after kernels are chosen, before lifetimes and
+  // memory are planned.
+  virtual void RefinePlan(PlanGraph& plan) const {}
+
+  // --- memory ----------------------------------------------------------------
+  // True when kernels read host memory (the CPU): views are used in place and
+  // nothing is copied, uploaded or waited for.
+  virtual bool host_memory() const = 0;
+  // Backend memory (device memory on CUDA), 64-byte aligned at least.
+  virtual absl::StatusOr<void*> Allocate(uint64_t bytes) = 0;
+  virtual void Free(void* ptr) = 0;
+  // True for memory kernels of this backend can read in place.
+  virtual bool IsDevicePointer(const void* ptr) const = 0;
+  // Copies between host and backend memory in either direction, in order on
+  // the session's stream; Synchronize waits for all of them.
+  virtual absl::Status CopyAsync(void* dst, const void* src, uint64_t bytes) = 0;
+  virtual absl::Status Synchronize() = 0;
+  // The model's bytes (weights point into them) in backend memory, shared by
+  // every session on the same device: `key` names that device, `Upload`
+  // makes the copy (freed with the returned pointer's last owner).
+  virtual const void* device_key() const = 0;
+  virtual absl::StatusOr<std::shared_ptr<const uint8_t>> Upload(const uint8_t* bytes, uint64_t size) = 0;
+
+  // --- running ---------------------------------------------------------------
+  // What kernels reach through KernelContext::Host::backend_context()
+  // (cuda::ExecContext on CUDA), nullptr on the CPU.
+  virtual void* kernel_context() = 0;
+  // Host copies of the next step's inputs whose values the plan knows
+  // (weights, folded values), nullptr elsewhere: CUDA kernels read them
+  // instead of the device (cuda::ExecContext::host_input).
+  virtual void SetStepHostInputs(absl::Span<const TensorView* const> host_inputs) {}
+
+  virtual BackendCounters counters() const { return {}; }
+};
+
+// The backend `options` ask for: the CPU, or a CUDA device (Device::kAuto
+// takes CUDA when a device exists). Defined by the composition root
+// (lib/backends/backends.cc), which links both backends.
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const SessionOptions& options);
+
+}  // namespace grove::runtime
+
+#endif  // GROVE_LIB_RUNTIME_BACKEND_H_

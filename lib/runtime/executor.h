@@ -1,0 +1,99 @@
+// The executor: plans from the cache (made on a miss), run step by step on
+// one backend. Steps of a segment run back to back; a step that needs the
+// host (control flow, a CPU fallback, shapes or values read back) runs
+// between segments. Control-flow kernels call back into RunSubgraph, which
+// goes through the same cache for the body.
+//
+//   setup:  arena pointers are bound when an instance is made; a run binds
+//           only its input and capture pointers (staged to the device when
+//           the caller's memory is the host's).
+//   invoke: a step prepared with its plan only fills pointers and runs;
+//           steps whose shapes depend on data infer, allocate and prepare
+//           when they run.
+#ifndef GROVE_LIB_RUNTIME_EXECUTOR_H_
+#define GROVE_LIB_RUNTIME_EXECUTOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "grove/grove.h"
+#include "lib/ir/string_arena.h"
+#include "lib/runtime/backend.h"
+#include "lib/runtime/buffer.h"
+#include "lib/runtime/model_impl.h"
+#include "lib/runtime/plan_cache.h"
+
+namespace grove::runtime {
+
+class Executor {
+ public:
+  Executor(const internal::ModelImpl& model, const SessionOptions& options, Backend& backend, SessionStats& stats);
+  ~Executor();
+  // Uploads the model's weights to the backend (once per device).
+  absl::Status Init();
+
+  // A top-level run (Run, RunInto, Reshape) starts now: arms its deadline,
+  // resets its body count and, for runs, its strings.
+  void StartRun(bool runs_kernels);
+  absl::Status CheckCancelledBeforeStart() const;
+
+  absl::StatusOr<PlanInstance*> GetPlan(int subgraph, absl::Span<const TensorView> inputs,
+                                        absl::Span<const TensorView> captures);
+  absl::Status Execute(PlanInstance& inst, absl::Span<const TensorView> inputs,
+                       absl::Span<const TensorView> captures);
+  // The host bytes of value `v` (a view of backend memory): the host view of
+  // a weight or folded value, or a copy read back (waits for the backend).
+  absl::StatusOr<const TensorView*> HostCopy(PlanInstance& inst, int v, const TensorView& device_view);
+
+  ir::StringArena& strings() { return strings_; }
+  Backend& backend() { return backend_; }
+
+ private:
+  friend class StepHost;
+  friend class FallbackHost;
+
+  absl::Status SetUpDeviceInstance(PlanInstance& inst);
+  absl::Status BindValue(PlanInstance& inst, int v, const TensorView& given);
+  absl::Status RunStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
+                       absl::Span<TensorView* const> out_ptrs);
+  absl::Status RunFallbackStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
+                               absl::Span<TensorView* const> out_ptrs);
+  // A step whose output shapes are known only when it runs: its shape
+  // function on these inputs, then each output allocated through `host`.
+  absl::Status InferAndAllocate(const PlanStep& step, std::vector<ir::ShapeContext::Input> ins,
+                                ir::KernelContext::Host& host);
+  // CANCELLED or DEADLINE_EXCEEDED when the run must stop before `next`
+  // (the step or body about to run); called only when interruptible_.
+  absl::Status CheckInterrupt(const ir::Node& next) const;
+
+  const internal::ModelImpl& model_;
+  const ir::Graph& graph_;
+  const SessionOptions& options_;
+  Backend& backend_;
+  SessionStats& stats_;
+  PlanCache plans_;
+  std::vector<int64_t> key_;
+  uint64_t run_serial_ = 0;  // top-level runs started
+  const uint8_t* device_weights_ = nullptr;
+  // Workspace of steps prepared when they run (backend memory).
+  Buffer step_workspace_;
+  // The bytes of strings kernels make; reset when a run starts, so a run's
+  // string outputs stay valid until the next, as its other outputs do.
+  ir::StringArena strings_;
+  // The current run's stop conditions: its deadline and the cancellation
+  // token. `interruptible_` is false when the session has neither, so the
+  // per-step check is one branch.
+  bool interruptible_ = false;
+  bool has_deadline_ = false;
+  // Subgraph runs of the current run, against SessionOptions::max_body_runs.
+  int64_t body_runs_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+}  // namespace grove::runtime
+
+#endif  // GROVE_LIB_RUNTIME_EXECUTOR_H_

@@ -1,0 +1,68 @@
+// The plan cache: one PlanInstance (an ExecutionPlan with its arena and
+// bound views) per subgraph and input signature, with least-recently-used
+// eviction that never drops a plan in use.
+#ifndef GROVE_LIB_RUNTIME_PLAN_CACHE_H_
+#define GROVE_LIB_RUNTIME_PLAN_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "grove/grove.h"
+#include "lib/runtime/backend.h"
+#include "lib/runtime/buffer.h"
+#include "lib/runtime/execution_plan.h"
+
+namespace grove::runtime {
+
+// A plan made ready to run on one backend.
+struct PlanInstance {
+  explicit PlanInstance(Backend* backend) : arena(backend), folded(backend) {}
+  std::unique_ptr<ExecutionPlan> plan;
+  Buffer arena;                     // values, then workspaces, at planned offsets
+  Buffer folded;                    // backends with their own memory: folded values, uploaded
+  std::vector<TensorView> views;    // one per plan value (backend memory)
+  std::vector<TensorView*> ptrs;    // per step: its inputs, then its outputs
+  std::vector<size_t> step_ptrs;    // start of each step's pointers in `ptrs`
+  std::vector<std::unique_ptr<Buffer>> dynamic;  // per value, dynamic ones only
+  std::vector<std::unique_ptr<Value>> boxed;     // per value, sequences and optionals only
+  // Backends with their own memory, per value: host views of weights and
+  // folded values; staging for host inputs; host copies for steps that fall
+  // back to the CPU and for outputs.
+  std::vector<TensorView> host_views;
+  std::vector<const TensorView*> host_ptrs;  // per step input, parallel to `ptrs`
+  std::vector<std::unique_ptr<Buffer>> staging;
+  std::vector<std::unique_ptr<Buffer>> host_copies;
+  std::vector<TensorView> copy_views;  // views of host_copies
+  uint64_t last_used = 0;
+  uint64_t last_run = 0;  // the top-level run that used it last
+  int active = 0;         // executions in progress (a Loop body's caller)
+};
+
+class PlanCache {
+ public:
+  // The key of a subgraph's input and capture signature: dtypes and dims (a
+  // sequence or optional by the shape its tensors share).
+  static void Key(int subgraph, absl::Span<const TensorView> inputs, absl::Span<const TensorView> captures,
+                  std::vector<int64_t>* key);
+
+  // The instance for `key`, marked used by run `run`, or nullptr.
+  PlanInstance* Find(const std::vector<int64_t>& key, uint64_t run);
+  // Adds an instance; past `max_plans` (0: no limit) evicts one other that
+  // is not active: the least recently used of an earlier run, else the most
+  // recently used one (so a loop whose carried shapes cycle past the limit
+  // loses one plan per run, not all of them). Returns whether it evicted.
+  bool Insert(const std::vector<int64_t>& key, std::unique_ptr<PlanInstance> instance, uint64_t run,
+              int max_plans);
+  void Clear() { plans_.clear(); }
+
+ private:
+  absl::flat_hash_map<std::vector<int64_t>, std::unique_ptr<PlanInstance>> plans_;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace grove::runtime
+
+#endif  // GROVE_LIB_RUNTIME_PLAN_CACHE_H_
