@@ -1,5 +1,6 @@
 #include "test/cuda_op_test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,8 +54,19 @@ class CudaTestHost : public ir::KernelContext::Host {
     return absl::UnimplementedError("RunOpCuda cannot run subgraphs; use a model");
   }
   void* backend_context() override { return &exec_; }
+  // Device memory, grown (never shrunk) across the calls of one run.
+  absl::StatusOr<void*> Workspace(uint64_t bytes) override {
+    if (bytes <= workspace_bytes_ && workspace_ != nullptr) return workspace_;
+    absl::StatusOr<void*> p = buffers_.Allocate(static_cast<size_t>(std::max<uint64_t>(bytes, 64)));
+    if (!p.ok()) return p.status();
+    workspace_ = *p;
+    workspace_bytes_ = bytes;
+    return workspace_;
+  }
 
  private:
+  void* workspace_ = nullptr;
+  uint64_t workspace_bytes_ = 0;
   DeviceBuffers& buffers_;
   cuda::ExecContext& exec_;
   std::vector<TensorView>& views_;
@@ -98,14 +110,27 @@ class GpuEnvironment : public ::testing::Environment {
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::string& type,
-                                              std::vector<const Tensor*> inputs,
-                                              std::vector<std::pair<std::string, AttrValue>> attrs,
-                                              int num_outputs, CudaRunOptions options) {
+namespace {
+
+cuda::DeviceCounts CountsOf(const cuda::DeviceStats& s) {
+  return {s.launches,         s.gemms,
+          s.allocations,      s.frees,
+          s.synchronizations, s.device_to_host_copies,
+          s.device_to_host_bytes, s.host_to_device_copies,
+          s.host_to_device_bytes};
+}
+
+// RunOpCuda, and with `counts` the invoke counted instead of the outputs
+// copied back.
+absl::StatusOr<std::vector<Tensor>> RunOpCudaImpl(cuda::Device& device, const std::string& type,
+                                                  std::vector<const Tensor*> inputs,
+                                                  std::vector<std::pair<std::string, AttrValue>> attrs,
+                                                  int num_outputs, CudaRunOptions options, InvokeCounts* counts) {
   const ir::OpDef* def = runtime::GlobalOpRegistry().Find(type);
   if (def == nullptr) return absl::NotFoundError(absl::StrCat("no op ", type));
-  ir::KernelFn fn = def->kernels[static_cast<int>(ir::Backend::kCuda)];
-  if (fn == nullptr) return absl::UnimplementedError(absl::StrCat(type, " has no CUDA kernel"));
+  if (def->kernels[static_cast<int>(ir::Backend::kCuda)] == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(type, " has no CUDA kernel"));
+  }
   ir::Graph graph;
   ir::Node node;
   node.type = type;
@@ -155,10 +180,38 @@ absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::s
   }
   CudaTestHost host(buffers, exec, out_storage, out_views);
   ir::KernelContext kctx(node, in_views, out_views, &host);
-  absl::Status run = fn(kctx);
+  absl::Status run;
+  if (counts == nullptr) {
+    // Prepare, then invoke (the workspace from host.Workspace), as a plan does.
+    run = ir::RunKernel(ir::Backend::kCuda, kctx);
+  } else {
+    // The same in steps, counting the invoke alone (the inputs' uploads done).
+    run = device.Synchronize(*stream);
+    const ir::PrepareFn prepare = def->prepares[static_cast<int>(ir::Backend::kCuda)];
+    absl::StatusOr<ir::PreparedKernel> prepared =
+        prepare != nullptr ? prepare(kctx) : absl::StatusOr<ir::PreparedKernel>(ir::PreparedKernel{});
+    if (run.ok() && !prepared.ok()) run = prepared.status();
+    void* workspace = nullptr;
+    if (run.ok() && prepared->workspace_bytes > 0) {
+      absl::StatusOr<void*> w = host.Workspace(prepared->workspace_bytes);
+      if (w.ok()) workspace = *w;
+      if (!w.ok()) run = w.status();
+    }
+    if (run.ok()) {
+      counts->prepared = prepare != nullptr;
+      counts->needs_host = prepared->needs_host;
+      counts->workspace_bytes = prepared->workspace_bytes;
+      kctx.SetPrepared(&*prepared, workspace);
+      const cuda::DeviceCounts before = CountsOf(device.stats());
+      run = def->kernels[static_cast<int>(ir::Backend::kCuda)](kctx);
+      counts->counts = CountsOf(device.stats()) - before;
+      kctx.SetPrepared(nullptr, nullptr);
+    }
+  }
   if (absl::Status s = device.Synchronize(*stream); run.ok() && !s.ok()) run = s;
   device.DestroyStream(*stream);
   if (!run.ok()) return run;
+  if (counts != nullptr) return std::vector<Tensor>{};
 
   std::vector<Tensor> outs;
   for (int i = 0; i < num_outputs; ++i) {
@@ -174,6 +227,26 @@ absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::s
   }
   if (absl::Status s = device.Synchronize(nullptr); !s.ok()) return s;
   return outs;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::string& type,
+                                              std::vector<const Tensor*> inputs,
+                                              std::vector<std::pair<std::string, AttrValue>> attrs,
+                                              int num_outputs, CudaRunOptions options) {
+  return RunOpCudaImpl(device, type, std::move(inputs), std::move(attrs), num_outputs, options, nullptr);
+}
+
+absl::StatusOr<InvokeCounts> CountCudaInvoke(cuda::Device& device, const std::string& type,
+                                             std::vector<const Tensor*> inputs,
+                                             std::vector<std::pair<std::string, AttrValue>> attrs, int num_outputs,
+                                             CudaRunOptions options) {
+  InvokeCounts counts;
+  absl::StatusOr<std::vector<Tensor>> run =
+      RunOpCudaImpl(device, type, std::move(inputs), std::move(attrs), num_outputs, options, &counts);
+  if (!run.ok()) return run.status();
+  return counts;
 }
 
 std::string CompareTensors(const Tensor& want, const Tensor& got, double tol) {

@@ -40,6 +40,24 @@ absl::StatusOr<std::vector<Tensor>> RunOpCuda(cuda::Device& device, const std::s
                                               std::vector<std::pair<std::string, AttrValue>> attrs = {},
                                               int num_outputs = 1, CudaRunOptions options = {});
 
+// What one invoke of an op's CUDA kernel did on the device, apart from its
+// prepare and the test's own buffers: the device's counts across the invoke
+// alone (allocations, synchronisations, device-to-host reads...), and what
+// the prepare declared.
+struct InvokeCounts {
+  cuda::DeviceCounts counts;
+  bool needs_host = false;
+  uint64_t workspace_bytes = 0;
+  bool prepared = false;  // the kernel has a prepare
+};
+
+// Like RunOpCuda, counting the invoke (see InvokeCounts); the outputs are
+// not copied back.
+absl::StatusOr<InvokeCounts> CountCudaInvoke(cuda::Device& device, const std::string& type,
+                                             std::vector<const Tensor*> inputs,
+                                             std::vector<std::pair<std::string, AttrValue>> attrs = {},
+                                             int num_outputs = 1, CudaRunOptions options = {});
+
 // Runs the op on the CPU and on `device`; expects the same dtypes, shapes and
 // values (floats within `tol` absolute + relative, everything else exactly).
 // Also checks the CUDA run fails exactly when the CPU run fails.

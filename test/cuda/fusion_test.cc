@@ -73,7 +73,7 @@ absl::StatusOr<Tensor> RunNodeCuda(cuda::Device& dev, const ir::Node& node, cons
     cuda::ExecContext exec(dev, nullptr);
     NoHost host(exec);
     ir::KernelContext kctx(node, in_views, out_views, &host);
-    run = node.def->kernels[static_cast<int>(ir::Backend::kCuda)](kctx);
+    run = ir::RunKernel(ir::Backend::kCuda, kctx);
     if (absl::Status s = dev.Synchronize(nullptr); run.ok()) run = s;
   }
   absl::StatusOr<Tensor> result = Tensor::Create(out.dtype, out.shape);

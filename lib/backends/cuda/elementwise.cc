@@ -3,6 +3,7 @@
 // code in the params) or of cast.cuh's `cast` (module per dtype pair). The
 // checks mirror the CPU kernels (lib/backends/cpu/elementwise.cc, math.cc),
 // so a node fails on this backend exactly when it fails on the CPU.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -74,28 +75,58 @@ grove_k::EwParams BaseParams(int op) {
   return p;
 }
 
-// Lays the inputs out against output 0, fills p and launches `ew` in the
-// module of `dtype` (nothing for an empty output).
-absl::Status LaunchEw(const KernelContext& ctx, DType dtype, grove_k::EwParams& p,
-                      const std::vector<const TensorView*>& ins) {
+// One launch of `ew`: its params without pointers, and which inputs are its
+// operands (inputs [first, first + count)).
+struct EwLaunch {
+  grove_k::EwParams p;
+  LaunchDims dims;
+  int first = 0, count = 0;
+};
+
+// What an elementwise op's prepare makes. No launch: an empty output.
+struct EwPrepared {
+  jit::ModuleSpec module;
+  std::vector<EwLaunch> launches;
+  bool uses_acc = false;  // the variadic accumulator lives in the workspace
+  // Read when the step runs (the plan does not know the values on the host):
+  // Clip's bounds (inputs 1 and 2), integer Div's divisor check (input 1).
+  bool clip_bounds_at_run = false;
+  bool divisor_check_at_run = false;
+};
+
+// Lays inputs [first, first + count) out against output 0 and adds the
+// launch of `p` (nothing for an empty output).
+absl::Status AddLaunch(const KernelContext& ctx, EwPrepared& e, const grove_k::EwParams& p, int first, int count) {
   const TensorView& out = ctx.output(0);
   std::vector<const std::vector<int64_t>*> shapes;
-  for (const TensorView* v : ins) shapes.push_back(&v->shape);
+  for (int k = first; k < first + count; ++k) shapes.push_back(&ctx.input(k).shape);
   absl::StatusOr<EwLayout> layout = PlanEwLayout(out.shape, shapes);
   if (!layout.ok()) return ctx.Error(layout.status().message());
   if (layout->num_elements == 0) return absl::OkStatus();
-  p.out = out.data;
-  p.n = layout->num_elements;
-  p.shape = layout->shape;
-  p.num_inputs = static_cast<int>(ins.size());
-  p.simple = layout->simple ? 1 : 0;
-  for (size_t k = 0; k < ins.size(); ++k) {
-    p.in[k] = ins[k]->data;
-    p.strides[k] = layout->strides[k];
-    p.mode[k] = layout->mode[k];
+  EwLaunch l;
+  l.p = p;
+  l.p.n = layout->num_elements;
+  l.p.shape = layout->shape;
+  l.p.num_inputs = count;
+  l.p.simple = layout->simple ? 1 : 0;
+  for (int k = 0; k < count; ++k) {
+    l.p.strides[k] = layout->strides[k];
+    l.p.mode[k] = layout->mode[k];
   }
-  ExecContext& ec = Exec(ctx);
-  return ec.Launch(jit::ModuleSpec{"elementwise", {dtype}}, "ew", EwGrid(ec.device(), p.n), p);
+  l.dims = EwGrid(Exec(ctx).device(), l.p.n);
+  l.first = first;
+  l.count = count;
+  e.launches.push_back(l);
+  return absl::OkStatus();
+}
+
+// A prepare of one launch over inputs [0, count) in the module of `dtype`.
+absl::StatusOr<ir::PreparedKernel> PrepareOne(const KernelContext& ctx, DType dtype, const grove_k::EwParams& p,
+                                              int count) {
+  EwPrepared e;
+  e.module = jit::ModuleSpec{"elementwise", {dtype}};
+  if (absl::Status s = AddLaunch(ctx, e, p, 0, count); !s.ok()) return s;
+  return MakePrepared(std::move(e));
 }
 
 // ---------------------------------------------------------------------------
@@ -103,25 +134,26 @@ absl::Status LaunchEw(const KernelContext& ctx, DType dtype, grove_k::EwParams& 
 // ---------------------------------------------------------------------------
 
 template <int kOp, uint32_t kTypes>
-absl::Status UnaryKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareUnary(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, x.dtype, kTypes); !s.ok()) return s;
   grove_k::EwParams p = BaseParams(kOp);
   p.op = EwUnaryAttributes(kOp, ctx.attrs(), &p.fa, &p.fb);
-  return LaunchEw(ctx, x.dtype, p, {&x});
+  return PrepareOne(ctx, x.dtype, p, 1);
 }
 
-absl::Status NotKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareNot(const KernelContext& ctx) {
   if (absl::Status s = backends::CheckNotInputs(ctx); !s.ok()) return s;
-  const TensorView& x = ctx.input(0);
-  grove_k::EwParams p = BaseParams(grove_k::kEwNot);
-  return LaunchEw(ctx, x.dtype, p, {&x});
+  return PrepareOne(ctx, ctx.input(0).dtype, BaseParams(grove_k::kEwNot), 1);
 }
 
 // One bound of Clip: input i when given (opset 11+), else the float
-// attribute (opset 6), else none; as the CPU's ReadClipBound.
-absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view name, grove_k::EwParams& p) {
+// attribute (opset 6), else none; as the CPU's ReadClipBound. With
+// `read_values` false (a prepare, the input's values not known on the
+// host), a bound input is only checked.
+absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view name, grove_k::EwParams& p,
+                           bool read_values = true) {
   const DType dtype = ctx.input(0).dtype;
   bool has = false;
   double f = 0;
@@ -148,6 +180,7 @@ absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view na
       return ctx.Error(absl::StrCat("input ", i, " (", name, ") must hold one element (a scalar); got shape ",
                                     backends::ShapeStr(b.shape)));
     }
+    if (!read_values) return absl::OkStatus();
     absl::StatusOr<std::vector<uint8_t>> bytes = Exec(ctx).ReadBytes(ctx, i);
     if (!bytes.ok()) return bytes.status();
     has = true;
@@ -182,14 +215,21 @@ absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view na
   return absl::OkStatus();
 }
 
-absl::Status ClipKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareClip(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, x.dtype, kNumeric); !s.ok()) return s;
+  ExecContext& ec = Exec(ctx);
+  // Bounds the plan knows go into the params; others are read when run.
+  const bool known = ec.ValuesOnHost(ctx, 1) && ec.ValuesOnHost(ctx, 2);
   grove_k::EwParams p = BaseParams(grove_k::kEwClip);
-  if (absl::Status s = ReadClipBound(ctx, 1, "min", p); !s.ok()) return s;
-  if (absl::Status s = ReadClipBound(ctx, 2, "max", p); !s.ok()) return s;
-  return LaunchEw(ctx, x.dtype, p, {&x});
+  if (absl::Status s = ReadClipBound(ctx, 1, "min", p, known); !s.ok()) return s;
+  if (absl::Status s = ReadClipBound(ctx, 2, "max", p, known); !s.ok()) return s;
+  absl::StatusOr<ir::PreparedKernel> k = PrepareOne(ctx, x.dtype, p, 1);
+  if (!k.ok() || known) return k;
+  EwPrepared e = *static_cast<const EwPrepared*>(k->params.get());
+  e.clip_bounds_at_run = true;
+  return MakePrepared(std::move(e));
 }
 
 // ---------------------------------------------------------------------------
@@ -213,93 +253,117 @@ absl::Status CheckNoZeroDivisor(const KernelContext& ctx) {
 }
 
 template <int kOp>
-absl::Status ArithmeticKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareArithmetic(const KernelContext& ctx) {
   const DType dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, dtype, kNumeric); !s.ok()) return s;
+  bool check_at_run = false;
   if (kOp == grove_k::kEwDiv && IsIntegral(dtype) && ctx.output(0).num_elements() > 0) {
     // Check the broadcast first: a bad shape is the error the CPU reports.
     std::vector<const std::vector<int64_t>*> shapes{&ctx.input(0).shape, &ctx.input(1).shape};
     absl::StatusOr<EwLayout> layout = PlanEwLayout(ctx.output(0).shape, shapes);
     if (!layout.ok()) return ctx.Error(layout.status().message());
-    if (absl::Status s = CheckNoZeroDivisor(ctx); !s.ok()) return s;
+    // A divisor the plan knows is checked now; one computed on the device
+    // is read back when the step runs (the step needs the host).
+    if (Exec(ctx).ValuesOnHost(ctx, 1)) {
+      if (absl::Status s = CheckNoZeroDivisor(ctx); !s.ok()) return s;
+    } else {
+      check_at_run = true;
+    }
   }
-  grove_k::EwParams p = BaseParams(kOp);
-  return LaunchEw(ctx, dtype, p, {&ctx.input(0), &ctx.input(1)});
+  absl::StatusOr<ir::PreparedKernel> k = PrepareOne(ctx, dtype, BaseParams(kOp), 2);
+  if (!k.ok() || !check_at_run) return k;
+  EwPrepared e = *static_cast<const EwPrepared*>(k->params.get());
+  e.divisor_check_at_run = true;
+  return MakePrepared(std::move(e), 0, /*needs_host=*/true);
 }
 
 template <int kOp, uint32_t kTypes>
-absl::Status CompareKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareCompare(const KernelContext& ctx) {
   const DType dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, dtype, kTypes); !s.ok()) return s;
-  grove_k::EwParams p = BaseParams(kOp);
-  return LaunchEw(ctx, dtype, p, {&ctx.input(0), &ctx.input(1)});
+  return PrepareOne(ctx, dtype, BaseParams(kOp), 2);
 }
 
 template <int kOp>
-absl::Status LogicalKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareLogical(const KernelContext& ctx) {
   if (absl::Status s = backends::CheckLogicalInputs(ctx); !s.ok()) return s;
-  grove_k::EwParams p = BaseParams(kOp);
-  return LaunchEw(ctx, DType::kBool, p, {&ctx.input(0), &ctx.input(1)});
+  return PrepareOne(ctx, DType::kBool, BaseParams(kOp), 2);
 }
 
-absl::Status PowKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PreparePow(const KernelContext& ctx) {
   const DType base = ctx.input(0).dtype, exponent = ctx.input(1).dtype;
   if (absl::Status s = CheckOutputDType(ctx, base); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, base, kPowBase); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, exponent, kNumeric); !s.ok()) return s;
   grove_k::EwParams p = BaseParams(grove_k::kEwPow);
   p.exp_dtype = static_cast<int>(exponent);
-  return LaunchEw(ctx, base, p, {&ctx.input(0), &ctx.input(1)});
+  return PrepareOne(ctx, base, p, 2);
 }
 
-absl::Status WhereKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareWhere(const KernelContext& ctx) {
   if (absl::Status s = backends::CheckWhereInputs(ctx); !s.ok()) return s;
   const DType dtype = ctx.input(1).dtype;
   if (absl::Status s = CheckDType(ctx, dtype, kAny); !s.ok()) return s;
-  grove_k::EwParams p = BaseParams(grove_k::kEwWhere);
-  return LaunchEw(ctx, dtype, p, {&ctx.input(0), &ctx.input(1), &ctx.input(2)});
+  return PrepareOne(ctx, dtype, BaseParams(grove_k::kEwWhere), 3);
 }
 
 // ---------------------------------------------------------------------------
 // Variadic Min Max Sum Mean: one launch folds up to kEwMaxOperands inputs;
-// more go through an accumulator of the compute type in scratch memory, so
+// more go through an accumulator of the compute type in the workspace, so
 // f16/bf16 round once at the end as on the CPU.
 // ---------------------------------------------------------------------------
 
 template <int kOp, uint32_t kTypes>
-absl::Status VariadicKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareVariadic(const KernelContext& ctx) {
   const int n = ctx.num_inputs();
   if (absl::Status s = backends::CheckVariadicInputs(ctx); !s.ok()) return s;
   const DType dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckDType(ctx, dtype, kTypes); !s.ok()) return s;
+  EwPrepared e;
+  e.module = jit::ModuleSpec{"elementwise", {dtype}};
   const int64_t count = ctx.output(0).num_elements();
-  if (count == 0) return absl::OkStatus();
+  if (count == 0) return MakePrepared(std::move(e));
 
   constexpr int kChunk = grove_k::kEwMaxOperands;
-  void* acc = nullptr;
-  if (n > kChunk) {
-    absl::StatusOr<void*> scratch = Exec(ctx).Scratch(static_cast<size_t>(count) * AccSize(dtype));
-    if (!scratch.ok()) return scratch.status();
-    acc = *scratch;
-  }
+  e.uses_acc = n > kChunk;
+  const uint64_t acc_bytes = e.uses_acc ? static_cast<uint64_t>(count) * AccSize(dtype) : 0;
   for (int first = 0; first < n;) {
     // The first launch reads kChunk inputs; later ones the accumulator and
     // kChunk of them.
     const int take = std::min(kChunk, n - first);
     grove_k::EwParams p = BaseParams(n == 1 ? grove_k::kEwCopy : kOp);
     if (n == 1 && kOp == grove_k::kEwMean) p.op = grove_k::kEwMean;  // x / 1, as the CPU
-    p.acc = acc;
     p.acc_in = first > 0 ? 1 : 0;
     p.acc_out = first + take < n ? 1 : 0;
     if (kOp == grove_k::kEwMean && !p.acc_out) p.mean_count = n;
-    std::vector<const TensorView*> ins;
-    for (int k = first; k < first + take; ++k) ins.push_back(&ctx.input(k));
-    if (absl::Status s = LaunchEw(ctx, dtype, p, ins); !s.ok()) return s;
+    if (absl::Status s = AddLaunch(ctx, e, p, first, take); !s.ok()) return s;
     first += take;
+  }
+  return MakePrepared(std::move(e), acc_bytes);
+}
+
+// The invoke of every op above: pointers in, then the prepared launches.
+absl::Status EwKernel(KernelContext& ctx) {
+  const EwPrepared* e = PreparedParams<EwPrepared>(ctx);
+  if (e == nullptr) return NotPrepared(ctx);
+  if (e->divisor_check_at_run) {
+    if (absl::Status s = CheckNoZeroDivisor(ctx); !s.ok()) return s;
+  }
+  ExecContext& ec = Exec(ctx);
+  for (const EwLaunch& l : e->launches) {
+    grove_k::EwParams p = l.p;
+    if (e->clip_bounds_at_run) {
+      if (absl::Status s = ReadClipBound(ctx, 1, "min", p); !s.ok()) return s;
+      if (absl::Status s = ReadClipBound(ctx, 2, "max", p); !s.ok()) return s;
+    }
+    p.out = ctx.output(0).data;
+    for (int k = 0; k < l.count; ++k) p.in[k] = ctx.input(l.first + k).data;
+    if (e->uses_acc) p.acc = ctx.workspace();
+    if (absl::Status s = ec.Launch(e->module, "ew", l.dims, p); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -308,31 +372,55 @@ absl::Status VariadicKernel(KernelContext& ctx) {
 // Cast, CastLike.
 // ---------------------------------------------------------------------------
 
-absl::Status CastElements(const KernelContext& ctx, const TensorView& in, TensorView& out) {
-  const int64_t n = in.num_elements();
-  if (n == 0) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
+struct CastPrepared {
+  int64_t n = 0;      // 0: nothing to do
+  bool copy = false;  // same dtype: a device copy of `bytes` (none in place)
+  uint64_t bytes = 0;
+  jit::ModuleSpec module;
+  LaunchDims dims;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareCastElements(const KernelContext& ctx, const TensorView& in,
+                                                       const TensorView& out) {
+  CastPrepared c;
+  c.n = in.num_elements();
+  if (c.n == 0) return MakePrepared(std::move(c));
   if (in.dtype == out.dtype) {
-    if (in.data == out.data) return absl::OkStatus();
-    return ec.device().CopyAsync(out.data, in.data, in.byte_size(), ec.stream());
+    c.copy = true;
+    c.bytes = in.byte_size();
+    return MakePrepared(std::move(c));
   }
   if (absl::Status s = CheckDType(ctx, in.dtype, kAny); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, out.dtype, kAny); !s.ok()) return s;
-  grove_k::CastParams p{in.data, out.data, n};
-  return ec.Launch(jit::ModuleSpec{"cast", {in.dtype, out.dtype}}, "cast", EwGrid(ec.device(), n), p);
+  c.module = jit::ModuleSpec{"cast", {in.dtype, out.dtype}};
+  c.dims = EwGrid(Exec(ctx).device(), c.n);
+  return MakePrepared(std::move(c));
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareCast(const KernelContext& ctx) {
+  if (absl::Status s = backends::CheckCastOutput(ctx); !s.ok()) return s;
+  return PrepareCastElements(ctx, ctx.input(0), ctx.output(0));
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareCastLike(const KernelContext& ctx) {
+  const TensorView& in = ctx.input(0);
+  if (absl::Status s = CheckOutputLike(ctx, ctx.input(1).dtype, in.shape); !s.ok()) return s;
+  return PrepareCastElements(ctx, in, ctx.output(0));
 }
 
 absl::Status CastKernel(KernelContext& ctx) {
+  const CastPrepared* c = PreparedParams<CastPrepared>(ctx);
+  if (c == nullptr) return NotPrepared(ctx);
+  if (c->n == 0) return absl::OkStatus();
   const TensorView& in = ctx.input(0);
   TensorView& out = ctx.output(0);
-  if (absl::Status s = backends::CheckCastOutput(ctx); !s.ok()) return s;
-  return CastElements(ctx, in, out);
-}
-
-absl::Status CastLikeKernel(KernelContext& ctx) {
-  const TensorView& in = ctx.input(0);
-  if (absl::Status s = CheckOutputLike(ctx, ctx.input(1).dtype, in.shape); !s.ok()) return s;
-  return CastElements(ctx, in, ctx.output(0));
+  ExecContext& ec = Exec(ctx);
+  if (c->copy) {
+    if (in.data == out.data) return absl::OkStatus();
+    return ec.device().CopyAsync(out.data, in.data, c->bytes, ec.stream());
+  }
+  grove_k::CastParams p{in.data, out.data, c->n};
+  return ec.Launch(c->module, "cast", c->dims, p);
 }
 
 }  // namespace
@@ -341,64 +429,70 @@ absl::Status RegisterCudaElementwiseKernels(ir::OpRegistry& registry) {
   using namespace grove_k;  // NOLINT: the op codes
   const struct {
     const char* type;
-    ir::KernelFn fn;
+    ir::PrepareFn prepare;
+    ir::KernelFn invoke = &EwKernel;
+    uint64_t host_inputs = 0;
   } kernels[] = {
-      {"Neg", &UnaryKernel<kEwNeg, kSigned>},
-      {"Abs", &UnaryKernel<kEwAbs, kNumeric>},
-      {"Exp", &UnaryKernel<kEwExp, kFloat>},
-      {"Log", &UnaryKernel<kEwLog, kFloat>},
-      {"Sqrt", &UnaryKernel<kEwSqrt, kFloat>},
-      {"Reciprocal", &UnaryKernel<kEwReciprocal, kFloat>},
-      {"Erf", &UnaryKernel<kEwErf, kNumeric>},
-      {"Tanh", &UnaryKernel<kEwTanh, kFloat>},
-      {"Sigmoid", &UnaryKernel<kEwSigmoid, kFloat>},
-      {"Relu", &UnaryKernel<kEwRelu, kFloat>},
-      {"LeakyRelu", &UnaryKernel<kEwLeakyRelu, kFloat>},
-      {"Elu", &UnaryKernel<kEwElu, kFloat>},
-      {"Gelu", &UnaryKernel<kEwGelu, kFloat>},
-      {"HardSigmoid", &UnaryKernel<kEwHardSigmoid, kFloat>},
-      {"HardSwish", &UnaryKernel<kEwHardSwish, kFloat>},
-      {"Softplus", &UnaryKernel<kEwSoftplus, kFloat>},
-      {"Sin", &UnaryKernel<kEwSin, kFloat>},
-      {"Cos", &UnaryKernel<kEwCos, kFloat>},
-      {"Tan", &UnaryKernel<kEwTan, kFloat>},
-      {"Asin", &UnaryKernel<kEwAsin, kFloat>},
-      {"Acos", &UnaryKernel<kEwAcos, kFloat>},
-      {"Atan", &UnaryKernel<kEwAtan, kFloat>},
-      {"Sinh", &UnaryKernel<kEwSinh, kFloat>},
-      {"Cosh", &UnaryKernel<kEwCosh, kFloat>},
-      {"Asinh", &UnaryKernel<kEwAsinh, kFloat>},
-      {"Acosh", &UnaryKernel<kEwAcosh, kFloat>},
-      {"Atanh", &UnaryKernel<kEwAtanh, kFloat>},
-      {"Softsign", &UnaryKernel<kEwSoftsign, kFloat>},
-      {"Selu", &UnaryKernel<kEwSelu, kFloat>},
-      {"Celu", &UnaryKernel<kEwCelu, kFloat>},
-      {"ThresholdedRelu", &UnaryKernel<kEwThresholdedRelu, kFloat>},
-      {"Clip", &ClipKernel},
-      {"Not", &NotKernel},
-      {"Add", &ArithmeticKernel<kEwAdd>},
-      {"Sub", &ArithmeticKernel<kEwSub>},
-      {"Mul", &ArithmeticKernel<kEwMul>},
-      {"Div", &ArithmeticKernel<kEwDiv>},
-      {"Pow", &PowKernel},
-      {"Min", &VariadicKernel<kEwMin, kNumeric>},
-      {"Max", &VariadicKernel<kEwMax, kNumeric>},
-      {"Sum", &VariadicKernel<kEwSum, kFloat>},
-      {"Mean", &VariadicKernel<kEwMean, kFloat>},
-      {"Equal", &CompareKernel<kEwEqual, kAny>},
-      {"Greater", &CompareKernel<kEwGreater, kAny>},
-      {"Less", &CompareKernel<kEwLess, kAny>},
-      {"GreaterOrEqual", &CompareKernel<kEwGreaterOrEqual, kNumeric>},
-      {"LessOrEqual", &CompareKernel<kEwLessOrEqual, kNumeric>},
-      {"And", &LogicalKernel<kEwAnd>},
-      {"Or", &LogicalKernel<kEwOr>},
-      {"Xor", &LogicalKernel<kEwXor>},
-      {"Where", &WhereKernel},
-      {"Cast", &CastKernel},
-      {"CastLike", &CastLikeKernel},
+      {"Neg", &PrepareUnary<kEwNeg, kSigned>},
+      {"Abs", &PrepareUnary<kEwAbs, kNumeric>},
+      {"Exp", &PrepareUnary<kEwExp, kFloat>},
+      {"Log", &PrepareUnary<kEwLog, kFloat>},
+      {"Sqrt", &PrepareUnary<kEwSqrt, kFloat>},
+      {"Reciprocal", &PrepareUnary<kEwReciprocal, kFloat>},
+      {"Erf", &PrepareUnary<kEwErf, kNumeric>},
+      {"Tanh", &PrepareUnary<kEwTanh, kFloat>},
+      {"Sigmoid", &PrepareUnary<kEwSigmoid, kFloat>},
+      {"Relu", &PrepareUnary<kEwRelu, kFloat>},
+      {"LeakyRelu", &PrepareUnary<kEwLeakyRelu, kFloat>},
+      {"Elu", &PrepareUnary<kEwElu, kFloat>},
+      {"Gelu", &PrepareUnary<kEwGelu, kFloat>},
+      {"HardSigmoid", &PrepareUnary<kEwHardSigmoid, kFloat>},
+      {"HardSwish", &PrepareUnary<kEwHardSwish, kFloat>},
+      {"Softplus", &PrepareUnary<kEwSoftplus, kFloat>},
+      {"Sin", &PrepareUnary<kEwSin, kFloat>},
+      {"Cos", &PrepareUnary<kEwCos, kFloat>},
+      {"Tan", &PrepareUnary<kEwTan, kFloat>},
+      {"Asin", &PrepareUnary<kEwAsin, kFloat>},
+      {"Acos", &PrepareUnary<kEwAcos, kFloat>},
+      {"Atan", &PrepareUnary<kEwAtan, kFloat>},
+      {"Sinh", &PrepareUnary<kEwSinh, kFloat>},
+      {"Cosh", &PrepareUnary<kEwCosh, kFloat>},
+      {"Asinh", &PrepareUnary<kEwAsinh, kFloat>},
+      {"Acosh", &PrepareUnary<kEwAcosh, kFloat>},
+      {"Atanh", &PrepareUnary<kEwAtanh, kFloat>},
+      {"Softsign", &PrepareUnary<kEwSoftsign, kFloat>},
+      {"Selu", &PrepareUnary<kEwSelu, kFloat>},
+      {"Celu", &PrepareUnary<kEwCelu, kFloat>},
+      {"ThresholdedRelu", &PrepareUnary<kEwThresholdedRelu, kFloat>},
+      {"Clip", &PrepareClip, &EwKernel, 0b110},  // min, max
+      {"Not", &PrepareNot},
+      {"Add", &PrepareArithmetic<kEwAdd>},
+      {"Sub", &PrepareArithmetic<kEwSub>},
+      {"Mul", &PrepareArithmetic<kEwMul>},
+      {"Div", &PrepareArithmetic<kEwDiv>},
+      {"Pow", &PreparePow},
+      {"Min", &PrepareVariadic<kEwMin, kNumeric>},
+      {"Max", &PrepareVariadic<kEwMax, kNumeric>},
+      {"Sum", &PrepareVariadic<kEwSum, kFloat>},
+      {"Mean", &PrepareVariadic<kEwMean, kFloat>},
+      {"Equal", &PrepareCompare<kEwEqual, kAny>},
+      {"Greater", &PrepareCompare<kEwGreater, kAny>},
+      {"Less", &PrepareCompare<kEwLess, kAny>},
+      {"GreaterOrEqual", &PrepareCompare<kEwGreaterOrEqual, kNumeric>},
+      {"LessOrEqual", &PrepareCompare<kEwLessOrEqual, kNumeric>},
+      {"And", &PrepareLogical<kEwAnd>},
+      {"Or", &PrepareLogical<kEwOr>},
+      {"Xor", &PrepareLogical<kEwXor>},
+      {"Where", &PrepareWhere},
+      {"Cast", &PrepareCast, &CastKernel},
+      {"CastLike", &PrepareCastLike, &CastKernel},
   };
   for (const auto& k : kernels) {
-    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCuda, k.fn); !s.ok()) return s;
+    if (absl::Status s =
+            registry.SetKernel(k.type, ir::Backend::kCuda, ir::KernelDef{k.invoke, k.prepare, k.host_inputs});
+        !s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }

@@ -7,12 +7,19 @@
 
 namespace grove::cuda {
 
-ExecContext::~ExecContext() {
-  if (scratch_ != nullptr) device_.Free(scratch_);
-}
-
 ExecContext& Exec(const ir::KernelContext& ctx) {
   return *static_cast<ExecContext*>(ctx.host()->backend_context());
+}
+
+absl::Status NotPrepared(const ir::KernelContext& ctx) {
+  return absl::InternalError(
+      ctx.Error("the CUDA kernel was invoked without its prepare (call ir::RunKernel)").message());
+}
+
+bool ExecContext::ValuesOnHost(const ir::KernelContext& ctx, int i) const {
+  if (!ctx.has_input(i) || ctx.input(i).byte_size() == 0) return true;
+  const TensorView* host = host_input(i);
+  return host != nullptr && host->data != nullptr;
 }
 
 absl::StatusOr<std::vector<uint8_t>> ExecContext::ReadBytes(const ir::KernelContext& ctx, int i) {
@@ -49,23 +56,6 @@ absl::StatusOr<std::vector<int64_t>> ExecContext::ReadInts(const ir::KernelConte
     }
   }
   return out;
-}
-
-absl::StatusOr<void*> ExecContext::Scratch(size_t bytes) {
-  if (bytes <= scratch_bytes_ && scratch_ != nullptr) return scratch_;
-  // The previous scratch may still be read by queued work: wait for it.
-  if (scratch_ != nullptr) {
-    if (absl::Status s = device_.Synchronize(stream_); !s.ok()) return s;
-    device_.Free(scratch_);
-    scratch_ = nullptr;
-    scratch_bytes_ = 0;
-  }
-  const size_t cap = std::max<size_t>(bytes, 256);
-  absl::StatusOr<void*> p = device_.Allocate(cap);
-  if (!p.ok()) return p.status();
-  scratch_ = *p;
-  scratch_bytes_ = cap;
-  return scratch_;
 }
 
 LaunchDims Grid1D(int64_t n, int threads_per_block, int64_t max_blocks) {

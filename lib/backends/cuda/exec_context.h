@@ -1,18 +1,37 @@
 // What a CUDA op kernel sees besides its KernelContext: the device, the
-// session's stream, host copies of inputs whose values the plan knows
-// (weights, folded shape arithmetic), and scratch device memory.
+// session's stream and host copies of inputs whose values the plan knows
+// (weights, folded shape arithmetic).
 //
-//   absl::Status MyKernel(ir::KernelContext& ctx) {
-//     cuda::ExecContext& ec = cuda::Exec(ctx);
-//     MyParams p = ...;  // from ctx.input(i) / ctx.output(i) (device views)
-//     return ec.Launch({"my_file", {DType::kF32}}, "my_kernel", cuda::Grid1D(n), p);
+// A kernel is prepared once per plan and invoked every run (see
+// ir::PreparedKernel): its prepare parses attributes, checks shapes and
+// builds the launch parameters without pointers; its invoke fills the
+// pointers and launches. An invoke is capture-safe: it allocates nothing,
+// never synchronises and reads nothing back, unless its prepare said
+// needs_host or it reads an input declared in KernelDef::host_inputs whose
+// values the plan does not know. Temporaries live in ctx.workspace() (the
+// PreparedKernel's workspace_bytes, planned by the executor).
+//
+//   struct MyPrepared { MyParams p; LaunchDims dims; };
+//   absl::StatusOr<ir::PreparedKernel> PrepareMy(const ir::KernelContext& ctx) {
+//     MyPrepared m{...};  // from ctx.input(i).shape, ctx.attrs()
+//     return cuda::MakePrepared(std::move(m));
+//   }
+//   absl::Status InvokeMy(ir::KernelContext& ctx) {
+//     const auto* m = cuda::PreparedParams<MyPrepared>(ctx);
+//     if (m == nullptr) return cuda::NotPrepared(ctx);
+//     MyParams p = m->p;
+//     p.x = ctx.input(0).data;  // device views
+//     return cuda::Exec(ctx).Launch({"my_file", {DType::kF32}}, "my_kernel", m->dims, p);
 //   }
 #ifndef GROVE_LIB_BACKENDS_CUDA_EXEC_CONTEXT_H_
 #define GROVE_LIB_BACKENDS_CUDA_EXEC_CONTEXT_H_
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "lib/backends/cuda/device.h"
@@ -34,15 +53,17 @@ class ExecContext {
     return i < static_cast<int>(host_inputs_.size()) ? host_inputs_[i] : nullptr;
   }
 
+  // True when reading input i's values needs no device read: the input is
+  // omitted or empty, or the plan knows its values (host_input(i)). A prepare
+  // reads such inputs with ReadInts/ReadBytes; the others wait for the run.
+  bool ValuesOnHost(const ir::KernelContext& ctx, int i) const;
+
   // The values of integer input `i` (i32/i64, e.g. Slice's starts): from the
-  // host copy when there is one, else copied from the device (synchronises).
+  // host copy when there is one, else copied from the device (synchronises:
+  // the kernel declares input i in KernelDef::host_inputs).
   absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int i);
   // Any input's bytes on the host (synchronises when not known on the host).
   absl::StatusOr<std::vector<uint8_t>> ReadBytes(const ir::KernelContext& ctx, int i);
-
-  // Device memory that lives until the next Scratch call (one step's
-  // temporaries); grows, never shrinks.
-  absl::StatusOr<void*> Scratch(size_t bytes);
 
   // Runs a GEMM on this step's stream with the session's math mode.
   absl::Status Gemm(GemmDesc gemm) {
@@ -58,20 +79,106 @@ class ExecContext {
     return device_.Launch(module, kernel, dims, &params, sizeof(Params), stream_);
   }
 
-  ~ExecContext();
+  // What a kernel keeps across runs, one per node: grow-only device buffers
+  // (a Loop's carried values and scan outputs), so that a steady-state run
+  // allocates nothing. Freed with this context, i.e. with the session.
+  class KernelState {
+   public:
+    virtual ~KernelState() = default;
+  };
+  // The state of `node`, a T made as T(device()) on first use (T derives
+  // from KernelState). A kernel whose node may run nested in itself must
+  // not hold it across RunSubgraph; If and Loop never nest in themselves.
+  template <typename T>
+  T& State(const ir::Node& node) {
+    StateEntry& e = states_[&node];
+    if (e.tag != Tag<T>() || e.state == nullptr) {
+      e.state = std::make_unique<T>(device_);
+      e.tag = Tag<T>();
+    }
+    return *static_cast<T*>(e.state.get());
+  }
 
  private:
   Device& device_;
   Stream stream_;
+  template <typename T>
+  static const void* Tag() {
+    static const char tag = 0;
+    return &tag;
+  }
+  struct StateEntry {
+    const void* tag = nullptr;
+    std::unique_ptr<KernelState> state;
+  };
+
   absl::Span<const TensorView* const> host_inputs_;
   GemmDesc::Math gemm_math_ = GemmDesc::Math::kF32;
-  void* scratch_ = nullptr;
-  size_t scratch_bytes_ = 0;
+  absl::flat_hash_map<const ir::Node*, StateEntry> states_;
 };
 
 // The ExecContext of a kernel running on the CUDA backend (from
 // KernelContext::Host::backend_context()); the backend guarantees it.
 ExecContext& Exec(const ir::KernelContext& ctx);
+
+// What a prepare returns: `params` kept for the invoke, which reads them
+// back with PreparedParams<T>(ctx).
+template <typename T>
+ir::PreparedKernel MakePrepared(T params, uint64_t workspace_bytes = 0, bool needs_host = false) {
+  ir::PreparedKernel k;
+  k.params = std::make_shared<const T>(std::move(params));
+  k.workspace_bytes = workspace_bytes;
+  k.needs_host = needs_host;
+  return k;
+}
+
+// The parameters this step's prepare made (T is the type it stored), or
+// nullptr when the kernel was invoked without them (a caller that bypassed
+// ir::RunKernel / the executor): the invoke then returns NotPrepared(ctx).
+template <typename T>
+const T* PreparedParams(const ir::KernelContext& ctx) {
+  const ir::PreparedKernel* k = ctx.prepared();
+  return k == nullptr || k->params == nullptr ? nullptr : static_cast<const T*>(k->params.get());
+}
+absl::Status NotPrepared(const ir::KernelContext& ctx);
+
+// A kernel whose launch parameters depend on the values of some inputs
+// (kHostInputs: the bits of KernelDef::host_inputs, e.g. Expand's shape):
+// kPlan reads them with ExecContext::ReadInts/ReadBytes, checks and builds P;
+// kRun fills pointers and launches. The prepare plans when the plan knows
+// every such input on the host (weights, folded values), so the invoke reads
+// nothing; otherwise the invoke plans first, reading the values back (the
+// executor ends a segment at such a step).
+template <typename P, absl::StatusOr<P> (*kPlan)(const ir::KernelContext&),
+          absl::Status (*kRun)(ir::KernelContext&, const P&), uint64_t kHostInputs>
+struct HostValuesKernel {
+  struct Prepared {
+    bool at_run = false;
+    P params{};
+  };
+  static absl::StatusOr<ir::PreparedKernel> Prepare(const ir::KernelContext& ctx) {
+    const ExecContext& ec = Exec(ctx);
+    Prepared p;
+    for (int i = 0; i < ctx.num_inputs() && i < 64; ++i) {
+      if ((kHostInputs >> i) & 1u) p.at_run |= !ec.ValuesOnHost(ctx, i);
+    }
+    if (!p.at_run) {
+      absl::StatusOr<P> made = kPlan(ctx);
+      if (!made.ok()) return made.status();
+      p.params = *std::move(made);
+    }
+    return MakePrepared(std::move(p));
+  }
+  static absl::Status Invoke(ir::KernelContext& ctx) {
+    const Prepared* p = PreparedParams<Prepared>(ctx);
+    if (p == nullptr) return NotPrepared(ctx);
+    if (!p->at_run) return kRun(ctx, p->params);
+    absl::StatusOr<P> made = kPlan(ctx);
+    if (!made.ok()) return made.status();
+    return kRun(ctx, *made);
+  }
+  static ir::KernelDef Def() { return ir::KernelDef{&Invoke, &Prepare, kHostInputs}; }
+};
 
 }  // namespace grove::cuda
 

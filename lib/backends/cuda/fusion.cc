@@ -169,7 +169,16 @@ absl::Status InferFused(ir::ShapeContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status FusedKernel(ir::KernelContext& ctx) {
+// What the fused kernel's prepare makes: the launch parameters without
+// pointers (empty: nothing to launch).
+struct FusedPrepared {
+  grove_k::EwChainParams p;
+  LaunchDims dims;
+  jit::ModuleSpec module;
+  bool empty = false;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareFused(const ir::KernelContext& ctx) {
   absl::StatusOr<Program> prog = ReadProgram(ctx.attrs(), ctx.num_inputs());
   if (!prog.ok()) return ctx.Error(prog.status().message());
   const TensorView& out = ctx.output(0);
@@ -198,23 +207,36 @@ absl::Status FusedKernel(ir::KernelContext& ctx) {
   }
   absl::StatusOr<EwLayout> layout = PlanEwLayout(out.shape, shapes);
   if (!layout.ok()) return ctx.Error(layout.status().message());
-  if (layout->num_elements == 0) return absl::OkStatus();
-  grove_k::EwChainParams p;
-  std::memset(&p, 0, sizeof(p));
-  p.out = out.data;
+  FusedPrepared f;
+  std::memset(&f.p, 0, sizeof(f.p));
+  if (layout->num_elements == 0) {
+    f.empty = true;
+    return MakePrepared(std::move(f));
+  }
+  grove_k::EwChainParams& p = f.p;
   p.n = layout->num_elements;
   p.shape = layout->shape;
   p.num_inputs = ctx.num_inputs();
   p.simple = layout->simple ? 1 : 0;
   for (int k = 0; k < ctx.num_inputs(); ++k) {
-    p.in[k] = ctx.input(k).data;
     p.strides[k] = layout->strides[k];
     p.mode[k] = layout->mode[k];
   }
   p.num_links = static_cast<int>(prog->links.size());
   for (size_t l = 0; l < prog->links.size(); ++l) p.links[l] = prog->links[l];
-  ExecContext& ec = Exec(ctx);
-  return ec.Launch(jit::ModuleSpec{"elementwise", {dtype}}, "ew_chain", EwGrid(ec.device(), p.n), p);
+  f.dims = EwGrid(Exec(ctx).device(), p.n);
+  f.module = jit::ModuleSpec{"elementwise", {dtype}};
+  return MakePrepared(std::move(f));
+}
+
+absl::Status FusedKernel(ir::KernelContext& ctx) {
+  const FusedPrepared* f = PreparedParams<FusedPrepared>(ctx);
+  if (f == nullptr) return NotPrepared(ctx);
+  if (f->empty) return absl::OkStatus();
+  grove_k::EwChainParams p = f->p;
+  p.out = ctx.output(0).data;
+  for (int k = 0; k < p.num_inputs; ++k) p.in[k] = ctx.input(k).data;
+  return Exec(ctx).Launch(f->module, "ew_chain", f->dims, p);
 }
 
 }  // namespace
@@ -231,6 +253,7 @@ const ir::OpDef& FusedElementwiseOpDef() {
                 {"ew_fb", ir::AttrKind::kFloats, true}};
     d->infer = &InferFused;
     d->kernels[static_cast<int>(ir::Backend::kCuda)] = &FusedKernel;
+    d->prepares[static_cast<int>(ir::Backend::kCuda)] = &PrepareFused;
     d->foldable = false;
     return d;
   }();

@@ -6,9 +6,13 @@
 // (lib/ir/ops/layout_params.h), and the planned outputs are checked against
 // them before anything is written, as on the CPU.
 //
-// Indices (GatherElements, ScatterND) are checked on the host when the plan
-// knows them, else on the device with a flag read back after the launch (see
-// shape_ops.cc). ScatterND with repeated index tuples writes one of the
+// Each prepare parses the attributes, reads the parameter inputs the plan
+// knows on the host (shape, repeats, pads, k, depth...) and builds the
+// launch; the invoke fills pointers and launches. Parameter inputs computed
+// on the device are read back when the step runs (HostValuesKernel; declared
+// in host_inputs). Indices (GatherElements, ScatterND) are checked at prepare
+// when the plan knows them, else on the device with a flag read back after
+// the launch (the prepare says needs_host; see shape_ops.cc). ScatterND with repeated index tuples writes one of the
 // updates (CUDA gives no order); the CPU writes the last.
 #include <algorithm>
 #include <cstdint>
@@ -44,6 +48,11 @@ auto ReadIntReader(ExecContext& ec, const ir::KernelContext& ctx) {
   return [&ec, &ctx](int i, absl::string_view) { return ec.ReadInts(ctx, i); };
 }
 
+absl::Status ScatterNDIndexError(const ir::KernelContext& ctx, int64_t given, int64_t d) {
+  return ctx.Error(absl::StrCat("index ", given, " is out of range for dim ", d, " of the data ",
+                                DimsString(ctx.input(0).shape)));
+}
+
 absl::Status RequireIntIndices(const ir::KernelContext& ctx, int i) {
   const DType t = ctx.input(i).dtype;
   if (t == DType::kI64 || t == DType::kI32) return absl::OkStatus();
@@ -52,7 +61,14 @@ absl::Status RequireIntIndices(const ir::KernelContext& ctx, int i) {
 
 // ---------------------------------------------------------------------------
 
-absl::Status SplitKernel(ir::KernelContext& ctx) {
+// Split: a row copy per output; `split` (input 1) read on the host.
+struct SplitPlan {
+  size_t es = 0;
+  int64_t outer = 0, in_row = 0;
+  std::vector<int64_t> rows, offsets;  // per output, in elements
+};
+
+absl::StatusOr<SplitPlan> PlanSplit(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   const int rank = static_cast<int>(x.shape.size());
@@ -67,24 +83,47 @@ absl::Status SplitKernel(ir::KernelContext& ctx) {
   const int n = ctx.num_outputs();
   absl::StatusOr<std::vector<int64_t>> sizes = backends::SplitOutputSizes(ctx, *axis, has_split ? &split : nullptr);
   if (!sizes.ok()) return sizes.status();
-  const size_t es = DTypeSize(x.dtype);
-  const int64_t outer = Product(x.shape, 0, *axis);
+  SplitPlan plan;
+  plan.es = DTypeSize(x.dtype);
+  plan.outer = Product(x.shape, 0, *axis);
   const int64_t inner = Product(x.shape, *axis + 1, rank);
-  const int64_t in_row = x.shape[*axis] * inner;
+  plan.in_row = x.shape[*axis] * inner;
   int64_t offset = 0;  // elements into an input row
   for (int i = 0; i < n; ++i) {
     const int64_t row = (*sizes)[i] * inner;
-    if (ctx.has_output(i)) {
-      absl::Status s = CopyRows(ec, es, outer, row, ByteOffset(x.data, offset * static_cast<int64_t>(es)), in_row,
-                                ctx.output(i).data, row);
-      if (!s.ok()) return NodeStatus(ctx, s);
-    }
+    plan.rows.push_back(row);
+    plan.offsets.push_back(offset);
     offset += row;
+  }
+  return plan;
+}
+
+absl::Status RunSplit(ir::KernelContext& ctx, const SplitPlan& plan) {
+  ExecContext& ec = Exec(ctx);
+  const void* x = ctx.input(0).data;
+  const int64_t es = static_cast<int64_t>(plan.es);
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    if (!ctx.has_output(static_cast<int>(i))) continue;
+    const int64_t row = plan.rows[i];
+    absl::Status s = CopyRows(ec, plan.es, plan.outer, row, ByteOffset(x, plan.offsets[i] * es), plan.in_row,
+                              ctx.output(static_cast<int>(i)).data, row);
+    if (!s.ok()) return NodeStatus(ctx, s);
   }
   return absl::OkStatus();
 }
 
-absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
+// GatherElements and ScatterND: indices the plan knows are checked at
+// prepare; others on the device, with the flag read back after the launch
+// (the prepare says needs_host).
+struct GatherElementsPrepared {
+  bool empty = false;
+  bool check_on_device = false;
+  int axis = 0;
+  grove_k::GatherElementsParams p{};  // without pointers
+  jit::ModuleSpec module;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareGatherElements(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
@@ -93,26 +132,28 @@ absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
   if (!axis.ok()) return axis.status();
   if (absl::Status s = RequireIntIndices(ctx, 1); !s.ok()) return s;
   const int64_t dim = data.shape[*axis];
-  auto out_of_range = [&](int64_t given) { return backends::GatherElementsIndexError(ctx, given, *axis); };
+  GatherElementsPrepared gp;
+  gp.axis = *axis;
   const bool check_on_host = HostValues(ec, ctx, 1) != nullptr;
   if (check_on_host) {
     absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
     if (!indices.ok()) return indices.status();
     for (int64_t i : *indices) {
-      if (i < -dim || i >= dim) return out_of_range(i);
+      if (i < -dim || i >= dim) return backends::GatherElementsIndexError(ctx, i, *axis);
     }
   }
-  if (idx.num_elements() == 0) return absl::OkStatus();
+  if (idx.num_elements() == 0) {
+    gp.empty = true;
+    return MakePrepared(std::move(gp));
+  }
   if (rank > grove_k::kMaxRank) {
     return ctx.Error(absl::StrCat("the CUDA kernel takes at most rank ", grove_k::kMaxRank, "; the data has ", rank));
   }
   absl::StatusOr<jit::ModuleSpec> module = WidthModule("gather", DTypeSize(data.dtype));
   if (!module.ok()) return NodeStatus(ctx, module.status());
+  gp.module = *std::move(module);
   const std::vector<int64_t> strides = ir::Strides(data.shape);
-  grove_k::GatherElementsParams p{};
-  p.data = data.data;
-  p.indices = idx.data;
-  p.dst = ctx.output(0).data;
+  grove_k::GatherElementsParams& p = gp.p;
   p.n = idx.num_elements();
   p.idx_shape.rank = rank;
   for (int d = 0; d < rank; ++d) {
@@ -122,25 +163,47 @@ absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
   p.axis = *axis;
   p.dim = dim;
   p.indices_i64 = idx.dtype == DType::kI64 ? 1 : 0;
-  if (!check_on_host) {
-    absl::StatusOr<void*> flag = ArmIndexCheck(ec);
+  gp.check_on_device = !check_on_host;
+  return MakePrepared(std::move(gp), gp.check_on_device ? kIndexCheckBytes : 0, gp.check_on_device);
+}
+
+absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
+  const GatherElementsPrepared* gp = PreparedParams<GatherElementsPrepared>(ctx);
+  if (gp == nullptr) return NotPrepared(ctx);
+  if (gp->empty) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  grove_k::GatherElementsParams p = gp->p;
+  p.data = ctx.input(0).data;
+  p.indices = ctx.input(1).data;
+  p.dst = ctx.output(0).data;
+  if (gp->check_on_device) {
+    absl::StatusOr<void*> flag = ArmIndexCheck(ec, ctx.workspace());
     if (!flag.ok()) return flag.status();
     p.error = *flag;
   }
-  if (absl::Status s = ec.Launch(*module, "gather_elements", Grid1D(p.n), p); !s.ok()) return s;
+  if (absl::Status s = ec.Launch(gp->module, "gather_elements", Grid1D(p.n), p); !s.ok()) return s;
   if (p.error != nullptr) {
     absl::StatusOr<std::optional<int64_t>> bad = ReadIndexCheck(ec, p.error);
     if (!bad.ok()) return bad.status();
-    if (bad->has_value()) return out_of_range(**bad);
+    if (bad->has_value()) return backends::GatherElementsIndexError(ctx, **bad, gp->axis);
   }
   return absl::OkStatus();
 }
 
-absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
+struct ScatterNDPrepared {
+  uint64_t data_bytes = 0;
+  bool launch = false;  // false: the copy of the data alone
+  bool check_on_device = false;
+  bool check_at_run = false;  // no launch, the indices read back to be checked
+  int64_t es = 0, slice = 0, count = 0, k = 0;
+  std::vector<int64_t> dims, strides;  // the data's dims (the first k used) and strides
+  bool indices_i64 = false;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareScatterND(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
-  const TensorView& upd = ctx.input(2);
   absl::StatusOr<backends::ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
   if (!reduction.ok()) return reduction.status();
   if (*reduction != backends::ScatterReduction::kNone) {
@@ -152,35 +215,72 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   if (!depth.ok()) return depth.status();
   const int64_t k = *depth;
   if (absl::Status s = RequireIntIndices(ctx, 1); !s.ok()) return s;
-  auto out_of_range = [&](int64_t given, int64_t d) {
-    return ctx.Error(absl::StrCat("index ", given, " is out of range for dim ", d, " of the data ",
-                                  DimsString(data.shape)));
-  };
   const int64_t count = idx.num_elements() / k;
   const int64_t slice = Product(data.shape, static_cast<size_t>(k), data.shape.size());
   // Known indices (or ones no launch would read) are checked here.
-  const bool check_on_host = HostValues(ec, ctx, 1) != nullptr || slice == 0 || count == 0;
-  if (check_on_host) {
+  const bool known = ec.ValuesOnHost(ctx, 1);
+  const bool nothing = slice == 0 || count == 0;
+  ScatterNDPrepared sp;
+  if (known) {
     absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
     if (!indices.ok()) return indices.status();
     for (int64_t j = 0; j < count; ++j) {
       for (int64_t d = 0; d < k; ++d) {
         const int64_t v = (*indices)[j * k + d];
-        if (v < -data.shape[d] || v >= data.shape[d]) return out_of_range(v, d);
+        if (v < -data.shape[d] || v >= data.shape[d]) return ScatterNDIndexError(ctx, v, d);
       }
     }
   }
-  TensorView& y = ctx.output(0);
-  if (y.data != data.data && data.byte_size() > 0) {
-    if (absl::Status s = ec.device().CopyAsync(y.data, data.data, data.byte_size(), ec.stream()); !s.ok()) return s;
+  sp.data_bytes = data.byte_size();
+  sp.count = count;
+  sp.k = k;
+  if (nothing) {
+    // Nothing is scattered; indices the plan does not know are still read
+    // back and checked when run, as the CPU checks them.
+    sp.check_at_run = !known;
+    if (sp.check_at_run) sp.dims = data.shape;
+    return MakePrepared(std::move(sp), 0, sp.check_at_run);
   }
-  if (slice == 0 || count == 0) return absl::OkStatus();
   if (k > grove_k::kMaxRank) {
     return ctx.Error(absl::StrCat("the CUDA kernel takes index tuples of at most ", grove_k::kMaxRank,
                                   " coordinates; these have ", k));
   }
+  sp.launch = true;
+  sp.es = static_cast<int64_t>(DTypeSize(data.dtype));
+  sp.slice = slice;
+  const std::vector<int64_t> strides = ir::Strides(data.shape);
+  for (int64_t d = 0; d < k; ++d) {
+    sp.dims.push_back(data.shape[d]);
+    sp.strides.push_back(strides[d]);
+  }
+  sp.indices_i64 = idx.dtype == DType::kI64;
+  sp.check_on_device = !known;
+  return MakePrepared(std::move(sp), sp.check_on_device ? kIndexCheckBytes : 0, sp.check_on_device);
+}
+
+absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
+  const ScatterNDPrepared* sp = PreparedParams<ScatterNDPrepared>(ctx);
+  if (sp == nullptr) return NotPrepared(ctx);
+  ExecContext& ec = Exec(ctx);
+  const TensorView& data = ctx.input(0);
+  if (sp->check_at_run) {  // nothing to scatter; unknown indices checked on the host
+    absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
+    if (!indices.ok()) return indices.status();
+    for (int64_t j = 0; j < sp->count; ++j) {
+      for (int64_t d = 0; d < sp->k; ++d) {
+        const int64_t v = (*indices)[j * sp->k + d];
+        if (v < -sp->dims[d] || v >= sp->dims[d]) return ScatterNDIndexError(ctx, v, d);
+      }
+    }
+  }
+  TensorView& y = ctx.output(0);
+  if (y.data != data.data && sp->data_bytes > 0) {
+    if (absl::Status s = ec.device().CopyAsync(y.data, data.data, sp->data_bytes, ec.stream()); !s.ok()) return s;
+  }
+  if (!sp->launch) return absl::OkStatus();
+  const TensorView& upd = ctx.input(2);
   // Slices move as the widest unit that divides them.
-  const int64_t es = static_cast<int64_t>(DTypeSize(data.dtype));
+  const int64_t es = sp->es, slice = sp->slice;
   int64_t w = 8;
   while (w > es && ((slice * es) % w != 0 || reinterpret_cast<uintptr_t>(y.data) % w != 0 ||
                     reinterpret_cast<uintptr_t>(upd.data) % w != 0)) {
@@ -189,25 +289,24 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   if (w < es) w = es;
   absl::StatusOr<jit::ModuleSpec> module = WidthModule("gather", static_cast<size_t>(w));
   if (!module.ok()) return NodeStatus(ctx, module.status());
-  const std::vector<int64_t> strides = ir::Strides(data.shape);
   grove_k::ScatterNDParams p{};
   p.dst = y.data;
-  p.indices = idx.data;
+  p.indices = ctx.input(1).data;
   p.updates = upd.data;
-  p.count = count;
+  p.count = sp->count;
   p.slice = slice * es / w;
-  p.dims.rank = static_cast<int>(k);
-  for (int64_t d = 0; d < k; ++d) {
-    p.dims.d[d] = data.shape[d];
-    p.strides.s[d] = strides[d] * es / w;
+  p.dims.rank = static_cast<int>(sp->k);
+  for (int64_t d = 0; d < sp->k; ++d) {
+    p.dims.d[d] = sp->dims[d];
+    p.strides.s[d] = sp->strides[d] * es / w;
   }
-  p.indices_i64 = idx.dtype == DType::kI64 ? 1 : 0;
-  if (!check_on_host) {
-    absl::StatusOr<void*> flag = ArmIndexCheck(ec);
+  p.indices_i64 = sp->indices_i64 ? 1 : 0;
+  if (sp->check_on_device) {
+    absl::StatusOr<void*> flag = ArmIndexCheck(ec, ctx.workspace());
     if (!flag.ok()) return flag.status();
     p.error = *flag;
   }
-  if (absl::Status s = ec.Launch(*module, "scatter_nd", Grid1D(count * p.slice), p); !s.ok()) return s;
+  if (absl::Status s = ec.Launch(*module, "scatter_nd", Grid1D(p.count * p.slice), p); !s.ok()) return s;
   if (p.error != nullptr) {
     absl::StatusOr<std::optional<int64_t>> bad = ReadIndexCheck(ec, p.error);
     if (!bad.ok()) return bad.status();
@@ -218,37 +317,56 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status ExpandKernel(ir::KernelContext& ctx) {
+// Expand and Tile: a strided copy; the shape / repeats (input 1) read on the
+// host.
+absl::StatusOr<StridedCopyPlan> PlanExpand(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   absl::StatusOr<std::vector<int64_t>> shape = ec.ReadInts(ctx, 1);
   if (!shape.ok()) return shape.status();
   absl::StatusOr<backends::ExpandView> view = backends::ExpandParams(ctx, *shape);
   if (!view.ok()) return view.status();
-  if (ir::NumElements(view->shape) == 0) return absl::OkStatus();
-  return NodeStatus(ctx,
-                    StridedCopy(ec, DTypeSize(x.dtype), view->shape, x.data, view->strides, ctx.output(0).data));
+  if (ir::NumElements(view->shape) == 0) return StridedCopyPlan{};
+  absl::StatusOr<StridedCopyPlan> plan = PlanStridedCopy(DTypeSize(x.dtype), view->shape, view->strides);
+  if (!plan.ok()) return NodeStatus(ctx, plan.status());
+  return plan;
 }
 
-absl::Status TileKernel(ir::KernelContext& ctx) {
+absl::Status RunCopyPlan(ir::KernelContext& ctx, const StridedCopyPlan& plan) {
+  return NodeStatus(ctx, RunStridedCopy(Exec(ctx), plan, ctx.input(0).data, ctx.output(0).data));
+}
+
+absl::StatusOr<StridedCopyPlan> PlanTile(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   absl::StatusOr<std::vector<int64_t>> repeats = ec.ReadInts(ctx, 1);
   if (!repeats.ok()) return repeats.status();
   absl::StatusOr<std::vector<int64_t>> out_shape = backends::TileOutputShape(ctx, *repeats);
   if (!out_shape.ok()) return out_shape.status();
-  if (ir::NumElements(*out_shape) == 0) return absl::OkStatus();
+  if (ir::NumElements(*out_shape) == 0) return StridedCopyPlan{};
   const size_t rank = x.shape.size();
   std::vector<int64_t> wrap(rank, 0);
   for (size_t d = 0; d < rank; ++d) {
     // Output index rep * dim + i reads input index i.
     if ((*repeats)[d] > 1) wrap[d] = x.shape[d];
   }
-  return NodeStatus(ctx, StridedCopy(ec, DTypeSize(x.dtype), *out_shape, x.data, ir::Strides(x.shape),
-                                     ctx.output(0).data, wrap));
+  absl::StatusOr<StridedCopyPlan> plan = PlanStridedCopy(DTypeSize(x.dtype), *out_shape, ir::Strides(x.shape), wrap);
+  if (!plan.ok()) return NodeStatus(ctx, plan.status());
+  return plan;
 }
 
-absl::Status PadKernel(ir::KernelContext& ctx) {
+// Pad: pads (input 1) and axes (input 3) read on the host; the constant
+// value (input 2) is read on the device.
+struct PadPlan {
+  int64_t total = 0;  // 0: nothing to do
+  size_t es = 0;
+  bool copy_scalar = false;  // rank 0: one element copied
+  bool value_input = false;
+  grove_k::PadParams p{};  // without pointers
+  jit::ModuleSpec module;
+};
+
+absl::StatusOr<PadPlan> PlanPad(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   const std::string mode = ctx.attrs().GetString("mode", "constant");
@@ -269,30 +387,32 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   const std::vector<int64_t>& out_shape = plan->out_shape;
   const ir::PadAmounts* amounts = &plan->amounts;
-  const size_t es = DTypeSize(x.dtype);
-  grove_k::PadParams p{};
+  PadPlan pp;
+  pp.es = DTypeSize(x.dtype);
+  grove_k::PadParams& p = pp.p;
   if (absl::Status s = backends::CheckPadValue(ctx); !s.ok()) return s;
   if (ctx.has_input(2)) {
-    p.value = ctx.input(2).data;  // read on the device
+    pp.value_input = true;  // read on the device
   } else if (ctx.attrs().Has("value")) {
     const double v = ctx.attrs().GetFloat("value", 0.0);
     absl::StatusOr<Tensor> t = Tensor::CastOf(TensorView(DType::kF64, {}, &v), x.dtype);
     if (!t.ok()) return ctx.Error(t.status().message());
-    std::memcpy(&p.value_bits, t->data(), es);
+    std::memcpy(&p.value_bits, t->data(), pp.es);
   }
-  TensorView& y = ctx.output(0);
-  const int64_t total = ir::NumElements(out_shape);
-  if (total == 0) return absl::OkStatus();
-  if (rank == 0) return ec.device().CopyAsync(y.data, x.data, es, ec.stream());
+  pp.total = ir::NumElements(out_shape);
+  if (pp.total == 0) return pp;
+  if (rank == 0) {
+    pp.copy_scalar = true;
+    return pp;
+  }
   if (rank > grove_k::kMaxRank) {
     return ctx.Error(absl::StrCat("the CUDA kernel pads at most rank ", grove_k::kMaxRank, "; the data has ", rank));
   }
-  absl::StatusOr<jit::ModuleSpec> module = WidthModule("copy", es);
+  absl::StatusOr<jit::ModuleSpec> module = WidthModule("copy", pp.es);
   if (!module.ok()) return NodeStatus(ctx, module.status());
+  pp.module = *std::move(module);
   const std::vector<int64_t> strides = ir::Strides(x.shape);
-  p.src = x.data;
-  p.dst = y.data;
-  p.n = total;
+  p.n = pp.total;
   p.out_shape.rank = static_cast<int>(rank);
   p.in_shape.rank = static_cast<int>(rank);
   for (int64_t d = 0; d < rank; ++d) {
@@ -302,13 +422,36 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
     p.begin.s[d] = amounts->begin[d];
   }
   p.mode = mode_id;
-  return ec.Launch(*module, "pad", Grid1D(total), p);
+  return pp;
+}
+
+absl::Status RunPad(ir::KernelContext& ctx, const PadPlan& pp) {
+  if (pp.total == 0) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  const TensorView& x = ctx.input(0);
+  TensorView& y = ctx.output(0);
+  if (pp.copy_scalar) return ec.device().CopyAsync(y.data, x.data, pp.es, ec.stream());
+  grove_k::PadParams p = pp.p;
+  if (pp.value_input) p.value = ctx.input(2).data;
+  p.src = x.data;
+  p.dst = y.data;
+  return ec.Launch(pp.module, "pad", Grid1D(pp.total), p);
+}
+
+// Size: the element count, known at prepare.
+struct SizePrepared {
+  int64_t n = 0;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareSize(const ir::KernelContext& ctx) {
+  if (absl::Status s = CheckPlannedOutput(ctx, 0, DType::kI64, {}); !s.ok()) return s;
+  return MakePrepared(SizePrepared{ctx.input(0).num_elements()});
 }
 
 absl::Status SizeKernel(ir::KernelContext& ctx) {
-  if (absl::Status s = CheckPlannedOutput(ctx, 0, DType::kI64, {}); !s.ok()) return s;
-  const int64_t n = ctx.input(0).num_elements();
-  return NodeStatus(ctx, WriteValues(Exec(ctx), ctx.output(0).data, {n}));
+  const SizePrepared* sp = PreparedParams<SizePrepared>(ctx);
+  if (sp == nullptr) return NotPrepared(ctx);
+  return NodeStatus(ctx, WriteValues(Exec(ctx), ctx.output(0).data, {sp->n}));
 }
 
 // A one-element input's value on the host, as a view over `storage`.
@@ -321,7 +464,13 @@ absl::StatusOr<TensorView> ScalarOnHost(ExecContext& ec, const ir::KernelContext
   return TensorView(v.dtype, v.shape, static_cast<const void*>(storage->data()));
 }
 
-absl::Status RangeKernel(ir::KernelContext& ctx) {
+// Range: start, limit and delta (inputs 0-2) read on the host.
+struct RangePlan {
+  grove_k::RangeParams p{};  // without dst; n 0: nothing to do
+  DType dtype = DType::kF32;
+};
+
+absl::StatusOr<RangePlan> PlanRange(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& start = ctx.input(0);
   if (absl::Status s = backends::CheckRangeInputs(ctx); !s.ok()) return s;
@@ -339,9 +488,10 @@ absl::Status RangeKernel(ir::KernelContext& ctx) {
   absl::StatusOr<int64_t> count = ir::RangeCount(host[0], host[1], host[2]);
   if (!count.ok()) return ctx.Error(count.status().message());
   if (absl::Status s = CheckPlannedOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
-  if (*count == 0) return absl::OkStatus();
-  grove_k::RangeParams p{};
-  p.dst = ctx.output(0).data;
+  RangePlan plan;
+  plan.dtype = start.dtype;
+  if (*count == 0) return plan;
+  grove_k::RangeParams& p = plan.p;
   p.n = *count;
   std::vector<int64_t> ints;
   if (ir::ReadIntegers(host[0], &ints)) {
@@ -353,10 +503,25 @@ absl::Status RangeKernel(ir::KernelContext& ctx) {
     p.start_f = ir::ReadNumber(host[0], 0);
     p.delta_f = ir::ReadNumber(host[2], 0);
   }
-  return ec.Launch({"fill_range", {start.dtype}}, "range", Grid1D(p.n), p);
+  return plan;
 }
 
-absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
+absl::Status RunRange(ir::KernelContext& ctx, const RangePlan& plan) {
+  if (plan.p.n == 0) return absl::OkStatus();
+  grove_k::RangeParams p = plan.p;
+  p.dst = ctx.output(0).data;
+  return Exec(ctx).Launch({"fill_range", {plan.dtype}}, "range", Grid1D(p.n), p);
+}
+
+// ConstantOfShape: the shape (input 0) read on the host; the value (input 1)
+// read on the device, or a memset when the plan knows it is zero.
+struct ConstantOfShapePlan {
+  int64_t n = 0;  // 0: nothing to do
+  bool memset = false;
+  jit::ModuleSpec module;
+};
+
+absl::StatusOr<ConstantOfShapePlan> PlanConstantOfShape(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   absl::StatusOr<std::vector<int64_t>> shape = ec.ReadInts(ctx, 0);
   if (!shape.ok()) return shape.status();
@@ -364,27 +529,41 @@ absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
   absl::StatusOr<DType> value_dtype = backends::ConstantOfShapeDType(ctx);
   if (!value_dtype.ok()) return value_dtype.status();
   const DType dtype = *value_dtype;
-  const void* value = nullptr;  // device
+  ConstantOfShapePlan plan;
+  plan.memset = true;  // no value: zeros
   if (ctx.has_input(1)) {
-    value = ctx.input(1).data;
+    plan.memset = false;
     // A zero known on the host is a memset.
     if (const TensorView* h = HostValues(ec, ctx, 1); h != nullptr) {
       const auto* b = static_cast<const uint8_t*>(h->data);
-      if (std::all_of(b, b + DTypeSize(dtype), [](uint8_t c) { return c == 0; })) value = nullptr;
+      if (std::all_of(b, b + DTypeSize(dtype), [](uint8_t c) { return c == 0; })) plan.memset = true;
     }
   }
   if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
-  const int64_t n = ir::NumElements(*shape);
-  if (n == 0) return absl::OkStatus();
-  TensorView& y = ctx.output(0);
-  if (value == nullptr) return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
+  plan.n = ir::NumElements(*shape);
+  if (plan.n == 0 || plan.memset) return plan;
   absl::StatusOr<jit::ModuleSpec> module = WidthModule("fill", DTypeSize(dtype));
   if (!module.ok()) return NodeStatus(ctx, module.status());
-  const grove_k::FillParams p{y.data, n, value, 0};
-  return ec.Launch(*module, "fill", Grid1D(n), p);
+  plan.module = *std::move(module);
+  return plan;
 }
 
-absl::Status TriluKernel(ir::KernelContext& ctx) {
+absl::Status RunConstantOfShape(ir::KernelContext& ctx, const ConstantOfShapePlan& plan) {
+  if (plan.n == 0) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  TensorView& y = ctx.output(0);
+  if (plan.memset) return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
+  const grove_k::FillParams p{y.data, plan.n, ctx.input(1).data, 0};
+  return ec.Launch(plan.module, "fill", Grid1D(plan.n), p);
+}
+
+// Trilu: k (input 1) read on the host.
+struct TriluPlan {
+  grove_k::TriluParams p{};  // without pointers; n 0: nothing to do
+  jit::ModuleSpec module;
+};
+
+absl::StatusOr<TriluPlan> PlanTrilu(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   const size_t rank = x.shape.size();
@@ -393,18 +572,34 @@ absl::Status TriluKernel(ir::KernelContext& ctx) {
   const int64_t k = *k_given;
   const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
   if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  TriluPlan plan;
   const int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
   const int64_t n = x.num_elements();
-  if (n == 0) return absl::OkStatus();
+  if (n == 0) return plan;
   absl::StatusOr<jit::ModuleSpec> module = WidthModule("fill", DTypeSize(x.dtype));
   if (!module.ok()) return NodeStatus(ctx, module.status());
+  plan.module = *std::move(module);
   // Beyond +-(rows + cols) every k keeps all or nothing.
-  const grove_k::TriluParams p{x.data, ctx.output(0).data, n, rows, cols,
-                               std::clamp<int64_t>(k, -(rows + cols), rows + cols), upper ? 1 : 0};
-  return ec.Launch(*module, "trilu", Grid1D(n), p);
+  plan.p = grove_k::TriluParams{nullptr, nullptr, n, rows, cols,
+                                std::clamp<int64_t>(k, -(rows + cols), rows + cols), upper ? 1 : 0};
+  return plan;
 }
 
-absl::Status OneHotKernel(ir::KernelContext& ctx) {
+absl::Status RunTrilu(ir::KernelContext& ctx, const TriluPlan& plan) {
+  if (plan.p.n == 0) return absl::OkStatus();
+  grove_k::TriluParams p = plan.p;
+  p.src = ctx.input(0).data;
+  p.dst = ctx.output(0).data;
+  return Exec(ctx).Launch(plan.module, "trilu", Grid1D(p.n), p);
+}
+
+// OneHot: depth (input 1) read on the host.
+struct OneHotPlan {
+  grove_k::OneHotParams p{};  // without pointers; n 0: nothing to do
+  jit::ModuleSpec module;
+};
+
+absl::StatusOr<OneHotPlan> PlanOneHot(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& indices = ctx.input(0);
   const TensorView& values = ctx.input(2);
@@ -420,34 +615,57 @@ absl::Status OneHotKernel(ir::KernelContext& ctx) {
   if (indices.dtype == DType::kBool || indices.dtype == DType::kUnknown) {
     return ctx.Error(absl::StrCat("indices (input 0) has dtype ", DTypeName(indices.dtype), "; expected a number"));
   }
+  OneHotPlan oh;
   const int64_t n = ir::NumElements(out_shape);
-  if (n == 0) return absl::OkStatus();
+  if (n == 0) return oh;
   absl::StatusOr<jit::ModuleSpec> width = WidthModule("gather_onehot", DTypeSize(values.dtype));
   if (!width.ok()) return NodeStatus(ctx, width.status());
-  const jit::ModuleSpec module{"gather_onehot", {indices.dtype, width->types[0]}};
-  const grove_k::OneHotParams p{indices.data, values.data, ctx.output(0).data, n, *depth,
-                                Product(indices.shape, static_cast<size_t>(axis), indices.shape.size())};
-  return ec.Launch(module, "onehot", Grid1D(n), p);
+  oh.module = jit::ModuleSpec{"gather_onehot", {indices.dtype, width->types[0]}};
+  oh.p = grove_k::OneHotParams{nullptr, nullptr, nullptr, n, *depth,
+                               Product(indices.shape, static_cast<size_t>(axis), indices.shape.size())};
+  return oh;
+}
+
+absl::Status RunOneHot(ir::KernelContext& ctx, const OneHotPlan& plan) {
+  if (plan.p.n == 0) return absl::OkStatus();
+  grove_k::OneHotParams p = plan.p;
+  p.indices = ctx.input(0).data;
+  p.values = ctx.input(2).data;
+  p.dst = ctx.output(0).data;
+  return Exec(ctx).Launch(plan.module, "onehot", Grid1D(p.n), p);
 }
 
 }  // namespace
 
 absl::Status RegisterCudaLayoutKernels(ir::OpRegistry& registry) {
+  // Inputs whose values are read on the host (KernelDef::host_inputs).
+  constexpr uint64_t kInput0 = 1u << 0, kInput1 = 1u << 1, kInput2 = 1u << 2, kInput3 = 1u << 3;
+  const ir::KernelDef same_bytes{&SameBytesKernel, &PrepareSameBytes};
   const absl::Status results[] = {
-      registry.SetKernel("Flatten", ir::Backend::kCuda, &SameBytesKernel),
-      registry.SetKernel("Squeeze", ir::Backend::kCuda, &SameBytesKernel),
-      registry.SetKernel("Unsqueeze", ir::Backend::kCuda, &SameBytesKernel),
-      registry.SetKernel("Split", ir::Backend::kCuda, &SplitKernel),
-      registry.SetKernel("GatherElements", ir::Backend::kCuda, &GatherElementsKernel),
-      registry.SetKernel("ScatterND", ir::Backend::kCuda, &ScatterNDKernel),
-      registry.SetKernel("Expand", ir::Backend::kCuda, &ExpandKernel),
-      registry.SetKernel("Tile", ir::Backend::kCuda, &TileKernel),
-      registry.SetKernel("Pad", ir::Backend::kCuda, &PadKernel),
-      registry.SetKernel("Size", ir::Backend::kCuda, &SizeKernel),
-      registry.SetKernel("Range", ir::Backend::kCuda, &RangeKernel),
-      registry.SetKernel("ConstantOfShape", ir::Backend::kCuda, &ConstantOfShapeKernel),
-      registry.SetKernel("Trilu", ir::Backend::kCuda, &TriluKernel),
-      registry.SetKernel("OneHot", ir::Backend::kCuda, &OneHotKernel),
+      registry.SetKernel("Flatten", ir::Backend::kCuda, same_bytes),
+      registry.SetKernel("Squeeze", ir::Backend::kCuda, same_bytes),
+      registry.SetKernel("Unsqueeze", ir::Backend::kCuda, same_bytes),
+      registry.SetKernel("Split", ir::Backend::kCuda,
+                         HostValuesKernel<SplitPlan, &PlanSplit, &RunSplit, kInput1>::Def()),
+      registry.SetKernel("GatherElements", ir::Backend::kCuda,
+                         ir::KernelDef{&GatherElementsKernel, &PrepareGatherElements}),
+      registry.SetKernel("ScatterND", ir::Backend::kCuda, ir::KernelDef{&ScatterNDKernel, &PrepareScatterND}),
+      registry.SetKernel("Expand", ir::Backend::kCuda,
+                         HostValuesKernel<StridedCopyPlan, &PlanExpand, &RunCopyPlan, kInput1>::Def()),
+      registry.SetKernel("Tile", ir::Backend::kCuda,
+                         HostValuesKernel<StridedCopyPlan, &PlanTile, &RunCopyPlan, kInput1>::Def()),
+      registry.SetKernel("Pad", ir::Backend::kCuda,
+                         HostValuesKernel<PadPlan, &PlanPad, &RunPad, kInput1 | kInput3>::Def()),
+      registry.SetKernel("Size", ir::Backend::kCuda, ir::KernelDef{&SizeKernel, &PrepareSize}),
+      registry.SetKernel("Range", ir::Backend::kCuda,
+                         HostValuesKernel<RangePlan, &PlanRange, &RunRange, kInput0 | kInput1 | kInput2>::Def()),
+      registry.SetKernel(
+          "ConstantOfShape", ir::Backend::kCuda,
+          HostValuesKernel<ConstantOfShapePlan, &PlanConstantOfShape, &RunConstantOfShape, kInput0>::Def()),
+      registry.SetKernel("Trilu", ir::Backend::kCuda,
+                         HostValuesKernel<TriluPlan, &PlanTrilu, &RunTrilu, kInput1>::Def()),
+      registry.SetKernel("OneHot", ir::Backend::kCuda,
+                         HostValuesKernel<OneHotPlan, &PlanOneHot, &RunOneHot, kInput1>::Def()),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) return s;

@@ -4,7 +4,8 @@
 // shared); Gemm's C is either the GEMM's bias epilogue (a row vector with
 // beta 1) or broadcast into Y first and read back with beta. f32, f16 and
 // bf16 only: other dtypes report Unimplemented, so the executor keeps those
-// nodes on the CPU.
+// nodes on the CPU. The prepares resolve shapes and build the GemmDescs
+// without pointers; the invokes fill them in and run.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -49,19 +50,32 @@ absl::Status BroadcastMatrix(ExecContext& ec, DType dtype, const void* src, int6
   return ec.Launch({"conv", {dtype}}, "scaled_copy", GridFor(p.n), p);
 }
 
-absl::Status MatMulKernel(ir::KernelContext& ctx) {
+// MatMul: the batched GEMM (pointers offset per outer batch index), prepared.
+struct MatMulPrepared {
+  enum class Path { kNothing, kZero, kGemm } path = Path::kNothing;
+  GemmDesc g;  // without pointers
+  size_t elem = 0;
+  int inner_begin = 0;  // dims [0, inner_begin) loop on the host
+  std::vector<int64_t> dims, ta, tb, ty;
+  int64_t outer = 1;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
   const TensorView& a = ctx.input(0);
-  const TensorView& b = ctx.input(1);
-  TensorView& y = ctx.output(0);
+  const TensorView& y = ctx.output(0);
   absl::StatusOr<backends::MatMulShape> shape = backends::ResolveMatMul(ctx);
   if (!shape.ok()) return shape.status();
   const std::vector<int64_t>&batch = shape->batch, &da = shape->a_batch, &db = shape->b_batch;
   const int nb = static_cast<int>(batch.size());
   const int64_t m = shape->m, n = shape->n, k = shape->k;
   if (!GemmDType(a.dtype)) return NoCudaDType(ctx, "MatMul", a.dtype);
-  if (y.num_elements() == 0) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
-  if (k == 0) return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
+  MatMulPrepared mp;
+  if (y.num_elements() == 0) return MakePrepared(std::move(mp));
+  if (k == 0) {
+    mp.path = MatMulPrepared::Path::kZero;
+    return MakePrepared(std::move(mp));
+  }
+  mp.path = MatMulPrepared::Path::kGemm;
 
   // Element strides of each batch dim in A, B and Y (0 where broadcast).
   const int64_t mat_a = m * k, mat_b = k * n, mat_y = m * n;
@@ -78,7 +92,7 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
   // Dims of length 1 take no part; then the innermost run of dims whose
   // strides chain (stride[d] == stride[d+1] * len[d+1] for A, B and Y alike)
   // is one batched GEMM with one stride per operand.
-  std::vector<int64_t> dims, ta, tb, ty;
+  std::vector<int64_t>&dims = mp.dims, &ta = mp.ta, &tb = mp.tb, &ty = mp.ty;
   for (int d = 0; d < nb; ++d) {
     if (batch[d] == 1) continue;
     dims.push_back(batch[d]);
@@ -99,7 +113,7 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
       inner_begin = d;
     }
   }
-  GemmDesc g;
+  GemmDesc& g = mp.g;
   g.dtype = a.dtype;
   g.m = m;
   g.n = n;
@@ -117,67 +131,140 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
     g.batch = 1;
     g.stride_a = g.stride_c = 0;
   }
-  const int64_t outer = nd == 0 ? 1 : y.num_elements() / (mat_y * inner);
-  const size_t elem = DTypeSize(a.dtype);
-  std::vector<int64_t> idx(static_cast<size_t>(inner_begin), 0);
-  for (int64_t o = 0; o < outer; ++o) {
+  mp.outer = nd == 0 ? 1 : y.num_elements() / (mat_y * inner);
+  mp.elem = DTypeSize(a.dtype);
+  mp.inner_begin = inner_begin;
+  return MakePrepared(std::move(mp));
+}
+
+absl::Status MatMulKernel(ir::KernelContext& ctx) {
+  const MatMulPrepared* mp = PreparedParams<MatMulPrepared>(ctx);
+  if (mp == nullptr) return NotPrepared(ctx);
+  if (mp->path == MatMulPrepared::Path::kNothing) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  TensorView& y = ctx.output(0);
+  if (mp->path == MatMulPrepared::Path::kZero) return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
+  const char* a = static_cast<const char*>(ctx.input(0).data);
+  const char* b = static_cast<const char*>(ctx.input(1).data);
+  char* c = static_cast<char*>(y.data);
+  GemmDesc g = mp->g;
+  const int inner_begin = mp->inner_begin;
+  const size_t elem = mp->elem;
+  if (inner_begin == 0) {  // one batched GEMM
+    g.a = a;
+    g.b = b;
+    g.c = c;
+    return ec.Gemm(g);
+  }
+  const std::vector<int64_t>&dims = mp->dims, &ta = mp->ta, &tb = mp->tb, &ty = mp->ty;
+  int64_t idx[grove_k::kMaxRank + 8] = {};
+  std::vector<int64_t> idx_heap;
+  int64_t* index = idx;
+  if (inner_begin > static_cast<int>(sizeof(idx) / sizeof(idx[0]))) {
+    idx_heap.assign(static_cast<size_t>(inner_begin), 0);
+    index = idx_heap.data();
+  }
+  for (int64_t o = 0; o < mp->outer; ++o) {
     int64_t oa = 0, ob = 0, oy = 0;
     for (int d = 0; d < inner_begin; ++d) {
-      oa += idx[d] * ta[d];
-      ob += idx[d] * tb[d];
-      oy += idx[d] * ty[d];
+      oa += index[d] * ta[d];
+      ob += index[d] * tb[d];
+      oy += index[d] * ty[d];
     }
-    g.a = static_cast<const char*>(a.data) + oa * elem;
-    g.b = static_cast<const char*>(b.data) + ob * elem;
-    g.c = static_cast<char*>(y.data) + oy * elem;
+    g.a = a + oa * elem;
+    g.b = b + ob * elem;
+    g.c = c + oy * elem;
     if (absl::Status s = ec.Gemm(g); !s.ok()) return s;
     for (int d = inner_begin - 1; d >= 0; --d) {
-      if (++idx[d] < dims[d]) break;
-      idx[d] = 0;
+      if (++index[d] < dims[d]) break;
+      index[d] = 0;
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status GemmKernel(ir::KernelContext& ctx) {
+// Gemm: one GEMM, after C broadcast into Y or as the bias epilogue.
+struct GemmPrepared {
+  enum class Path { kNothing, kZero, kScaledC, kGemm } path = Path::kNothing;
+  GemmDesc g;  // without pointers
+  DType dtype = DType::kF32;
+  int64_t cm = 0, cn = 0, m = 0, n = 0;
+  float beta = 0.0f;
+  bool c_bias = false;       // C is the GEMM's bias epilogue
+  bool c_broadcast = false;  // C broadcast into Y first (beta in the GEMM)
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
   const TensorView& a = ctx.input(0);
   const TensorView& b = ctx.input(1);
-  const TensorView* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  TensorView& y = ctx.output(0);
+  const bool has_c = ctx.has_input(2);
   absl::StatusOr<backends::GemmShape> shape = backends::ResolveGemm(ctx);
   if (!shape.ok()) return shape.status();
-  const bool trans_a = shape->trans_a, trans_b = shape->trans_b;
   const float alpha = static_cast<float>(shape->alpha);
   const float beta = static_cast<float>(shape->beta);
   const int64_t m = shape->m, n = shape->n, k = shape->k, cm = shape->cm, cn = shape->cn;
   if (!GemmDType(a.dtype)) return NoCudaDType(ctx, "Gemm", a.dtype);
-  if (m == 0 || n == 0) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
-  const bool use_c = c != nullptr && beta != 0.0f;
+  GemmPrepared gp;
+  gp.dtype = a.dtype;
+  gp.cm = cm;
+  gp.cn = cn;
+  gp.m = m;
+  gp.n = n;
+  gp.beta = beta;
+  if (m == 0 || n == 0) return MakePrepared(std::move(gp));
+  const bool use_c = has_c && beta != 0.0f;
   if (k == 0) {  // Y = beta * C, without a GEMM over an empty inner dim
-    if (!use_c) return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
-    return BroadcastMatrix(ec, a.dtype, c->data, cm, cn, m, n, beta, y.data);
+    gp.path = use_c ? GemmPrepared::Path::kScaledC : GemmPrepared::Path::kZero;
+    return MakePrepared(std::move(gp));
   }
-  GemmDesc g;
+  gp.path = GemmPrepared::Path::kGemm;
+  GemmDesc& g = gp.g;
   g.dtype = a.dtype;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
+  g.trans_a = shape->trans_a;
+  g.trans_b = shape->trans_b;
   g.m = m;
   g.n = n;
   g.k = k;
-  g.a = a.data;
   g.lda = a.shape[1];
-  g.b = b.data;
   g.ldb = b.shape[1];
-  g.c = y.data;
   g.ldc = n;
   g.alpha = alpha;
   if (use_c) {
     if (cm == 1 && cn == n && beta == 1.0f) {
-      g.bias = c->data;  // a row vector added to every row: the GEMM's epilogue
+      gp.c_bias = true;  // a row vector added to every row: the GEMM's epilogue
     } else {
-      if (absl::Status s = BroadcastMatrix(ec, a.dtype, c->data, cm, cn, m, n, 1.0f, y.data); !s.ok()) return s;
+      gp.c_broadcast = true;
       g.beta = beta;
+    }
+  }
+  return MakePrepared(std::move(gp));
+}
+
+absl::Status GemmKernel(ir::KernelContext& ctx) {
+  const GemmPrepared* gp = PreparedParams<GemmPrepared>(ctx);
+  if (gp == nullptr) return NotPrepared(ctx);
+  ExecContext& ec = Exec(ctx);
+  TensorView& y = ctx.output(0);
+  switch (gp->path) {
+    case GemmPrepared::Path::kNothing:
+      return absl::OkStatus();
+    case GemmPrepared::Path::kZero:
+      return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
+    case GemmPrepared::Path::kScaledC:
+      return BroadcastMatrix(ec, gp->dtype, ctx.input(2).data, gp->cm, gp->cn, gp->m, gp->n, gp->beta, y.data);
+    case GemmPrepared::Path::kGemm:
+      break;
+  }
+  GemmDesc g = gp->g;
+  g.a = ctx.input(0).data;
+  g.b = ctx.input(1).data;
+  g.c = y.data;
+  if (gp->c_bias) g.bias = ctx.input(2).data;
+  if (gp->c_broadcast) {
+    if (absl::Status s = BroadcastMatrix(ec, gp->dtype, ctx.input(2).data, gp->cm, gp->cn, gp->m, gp->n, 1.0f,
+                                         y.data);
+        !s.ok()) {
+      return s;
     }
   }
   return ec.Gemm(g);
@@ -186,8 +273,11 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterCudaLinalgKernels(ir::OpRegistry& registry) {
-  if (absl::Status s = registry.SetKernel("MatMul", ir::Backend::kCuda, &MatMulKernel); !s.ok()) return s;
-  return registry.SetKernel("Gemm", ir::Backend::kCuda, &GemmKernel);
+  if (absl::Status s = registry.SetKernel("MatMul", ir::Backend::kCuda, ir::KernelDef{&MatMulKernel, &PrepareMatMul});
+      !s.ok()) {
+    return s;
+  }
+  return registry.SetKernel("Gemm", ir::Backend::kCuda, ir::KernelDef{&GemmKernel, &PrepareGemm});
 }
 
 }  // namespace grove::cuda

@@ -1,14 +1,14 @@
 // CUDA kernels of Conv, ConvTranspose and pooling. Conv is im2col into
-// scratch memory plus strided batched Device::Gemm calls over (image, group)
+// the step's workspace plus strided batched Device::Gemm calls over (image, group)
 // pairs, batched over whichever is longer (a pointwise Conv reads X
 // directly; a depthwise Conv, one input channel per group, is a direct
 // kernel instead);
 // ConvTranspose is the same GEMMs plus col2im written as a gather. A bias is broadcast into Y first
-// and the GEMM adds onto it (beta 1). Scratch is bounded: images are taken
-// in chunks that fit kMaxScratchBytes. Pooling kernels are direct, one
+// and the GEMM adds onto it (beta 1). The workspace is bounded: images are
+// taken in chunks that fit kMaxWorkspaceBytes. Pooling kernels are direct, one
 // thread per output element. Window geometry comes from conv_geometry.h as
 // in the shape functions and the CPU kernels, and every dim is checked
-// again here. Conv and ConvTranspose run f32, f16 and bf16 (f64 reports
+// again when the step is prepared (the invoke only launches). Conv and ConvTranspose run f32, f16 and bf16 (f64 reports
 // Unimplemented so the executor keeps it on the CPU); pooling runs every
 // dtype the CPU kernels accept.
 #include <algorithm>
@@ -36,8 +36,8 @@ using ir::WindowGeometry;
 using backends::IsPointwise;
 using backends::Window;
 
-// im2col / col2im scratch per chunk of images (at least one image's worth).
-constexpr int64_t kMaxScratchBytes = int64_t{256} << 20;
+// The im2col / col2im workspace: a chunk of images (at least one image's worth).
+constexpr int64_t kMaxWorkspaceBytes = int64_t{256} << 20;
 // Larger matrices are refused rather than attempted.
 constexpr int64_t kMaxMatrixElements = int64_t{1} << 31;
 
@@ -85,26 +85,38 @@ absl::Status FillChannelBias(ExecContext& ec, DType dtype, const void* bias, int
   return ec.Launch({"conv", {dtype}}, "scaled_copy", GridFor(p.n), p);
 }
 
-// Images per chunk when one image needs `per_image` scratch bytes.
+// Images per chunk when one image needs `per_image` workspace bytes.
 int64_t ChunkImages(int64_t images, int64_t per_image) {
   if (per_image <= 0) return images;
-  return std::max<int64_t>(1, std::min<int64_t>(images, kMaxScratchBytes / per_image));
+  return std::max<int64_t>(1, std::min<int64_t>(images, kMaxWorkspaceBytes / per_image));
 }
 
 // ---------------------------------------------------------------------------
 // Conv
 // ---------------------------------------------------------------------------
 
-absl::Status ConvKernel(KernelContext& ctx) {
+// What Conv's and ConvTranspose's prepares make (the workspace holds one
+// chunk of the im2col / col2im matrix).
+struct ConvPrepared {
+  enum class Path { kNothing, kDepthwise, kGemm } path = Path::kNothing;
+  backends::ConvShape conv;
+  DType dtype = DType::kF32;
+  jit::ModuleSpec module;
+  bool has_bias = false;
+  bool pointwise = false;  // Conv reads X directly, no im2col
+  int64_t cg = 0, mg = 0, rows = 0, col_image = 0, chunk = 0;
+  grove_k::DepthwiseConvParams depthwise{};  // without pointers
+  grove_k::ConvWindow cw{};
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareConv(const KernelContext& ctx) {
   absl::StatusOr<backends::ConvShape> conv = backends::ResolveConv(ctx);
   if (!conv.ok()) return conv.status();
   const TensorView& x = ctx.input(0);
-  const TensorView& wt = ctx.input(1);
-  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   const int spatial = conv->spatial;
   const WindowGeometry* g = &conv->g;
   const Window* w = &conv->w;
-  const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
+  const int64_t group = conv->group, n = conv->n, m = conv->m;
   if (!GemmDType(x.dtype)) {
     return Unimplemented(ctx, absl::StrCat("Conv has no CUDA kernel for dtype ", DTypeName(x.dtype),
                                            " (f32, f16 and bf16 only)"));
@@ -113,32 +125,63 @@ absl::Status ConvKernel(KernelContext& ctx) {
     return Unimplemented(ctx, absl::StrCat("Conv with ", spatial, " spatial dims; the CUDA kernel takes up to ",
                                            grove_k::kMaxRank));
   }
-  const int64_t cg = c / group, mg = m / group;
+  ConvPrepared cp;
+  cp.cg = conv->c / group;
+  cp.mg = m / group;
   const int64_t kernel_size = BoundedProduct(g->kernel);
-  const int64_t rows = kernel_size < 0 ? -1 : BoundedProduct({cg, kernel_size});
-  const int64_t col_image = rows < 0 ? -1 : BoundedProduct({group, rows, w->out_size});
-  if (rows < 0 || col_image < 0) {
-    return ctx.Error(absl::StrCat("the im2col matrix of ", cg, " channels x ", kernel_size, " taps x ",
+  cp.rows = kernel_size < 0 ? -1 : BoundedProduct({cp.cg, kernel_size});
+  cp.col_image = cp.rows < 0 ? -1 : BoundedProduct({group, cp.rows, w->out_size});
+  if (cp.rows < 0 || cp.col_image < 0) {
+    return ctx.Error(absl::StrCat("the im2col matrix of ", cp.cg, " channels x ", kernel_size, " taps x ",
                                   w->out_size, " output positions is too large"));
   }
+  cp.dtype = x.dtype;
+  cp.module = jit::ModuleSpec{"conv", {x.dtype}};
+  cp.has_bias = ctx.has_input(2);
+  cp.cw = ToConvWindow(*w);
+  uint64_t workspace = 0;
+  if (ctx.output(0).num_elements() == 0) {
+    cp.path = ConvPrepared::Path::kNothing;
+  } else if (cp.cg == 1 && group > 1) {  // depthwise: direct, without im2col or GEMMs
+    cp.path = ConvPrepared::Path::kDepthwise;
+    cp.depthwise.images = n;
+    cp.depthwise.channels = m;
+    cp.depthwise.multiplier = cp.mg;
+    cp.depthwise.win = cp.cw;
+  } else {
+    cp.path = ConvPrepared::Path::kGemm;
+    cp.pointwise = IsPointwise(*w);
+    const int64_t elem = static_cast<int64_t>(DTypeSize(x.dtype));
+    cp.chunk = cp.pointwise ? n : ChunkImages(n, cp.col_image * elem);
+    if (!cp.pointwise && cp.rows > 0) workspace = static_cast<uint64_t>(cp.chunk * cp.col_image * elem);
+  }
+  cp.conv = *std::move(conv);
+  return MakePrepared(std::move(cp), workspace);
+}
+
+absl::Status ConvKernel(KernelContext& ctx) {
+  const ConvPrepared* cp = PreparedParams<ConvPrepared>(ctx);
+  if (cp == nullptr) return NotPrepared(ctx);
+  if (cp->path == ConvPrepared::Path::kNothing) return absl::OkStatus();
+  const TensorView& x = ctx.input(0);
+  const TensorView& wt = ctx.input(1);
+  const TensorView* b = cp->has_bias ? &ctx.input(2) : nullptr;
   TensorView& y = ctx.output(0);
-  if (y.num_elements() == 0) return absl::OkStatus();
   ExecContext& ec = Exec(ctx);
-  const DType dt = x.dtype;
-  const size_t elem = DTypeSize(dt);
-  const int64_t out_size = w->out_size;
-  if (cg == 1 && group > 1) {  // depthwise: direct, without im2col or GEMMs
-    grove_k::DepthwiseConvParams p{};
+  if (cp->path == ConvPrepared::Path::kDepthwise) {
+    grove_k::DepthwiseConvParams p = cp->depthwise;
     p.x = x.data;
     p.w = wt.data;
     p.bias = b != nullptr ? b->data : nullptr;
     p.y = y.data;
-    p.images = n;
-    p.channels = m;
-    p.multiplier = mg;
-    p.win = ToConvWindow(*w);
-    return ec.Launch({"conv", {dt}}, "conv_depthwise", GridFor(y.num_elements()), p);
+    return ec.Launch(cp->module, "conv_depthwise", GridFor(y.num_elements()), p);
   }
+  const Window* w = &cp->conv.w;
+  const int64_t group = cp->conv.group, n = cp->conv.n, c = cp->conv.c, m = cp->conv.m;
+  const int64_t mg = cp->mg, rows = cp->rows, col_image = cp->col_image, chunk = cp->chunk;
+  const DType dt = cp->dtype;
+  const size_t elem = DTypeSize(dt);
+  const int64_t out_size = w->out_size;
   if (b != nullptr) {
     if (absl::Status s = FillChannelBias(ec, dt, b->data, n, m, out_size, y.data); !s.ok()) return s;
   } else if (rows == 0) {
@@ -146,15 +189,8 @@ absl::Status ConvKernel(KernelContext& ctx) {
   }
   if (rows == 0) return absl::OkStatus();  // Y is the bias alone
 
-  const bool pointwise = IsPointwise(*w);
-  const int64_t chunk = pointwise ? n : ChunkImages(n, col_image * static_cast<int64_t>(elem));
-  void* col = nullptr;
-  if (!pointwise) {
-    absl::StatusOr<void*> scratch = ec.Scratch(static_cast<size_t>(chunk * col_image) * elem);
-    if (!scratch.ok()) return scratch.status();
-    col = *scratch;
-  }
-  const grove_k::ConvWindow cw = ToConvWindow(*w);
+  const bool pointwise = cp->pointwise;
+  void* col = pointwise ? nullptr : ctx.workspace();
   for (int64_t img0 = 0; img0 < n; img0 += chunk) {
     const int64_t images = std::min(chunk, n - img0);
     const char* xs = static_cast<const char*>(x.data) + img0 * c * w->in_size * elem;
@@ -166,8 +202,8 @@ absl::Status ConvKernel(KernelContext& ctx) {
       p.col = col;
       p.images = images;
       p.channels = c;
-      p.w = cw;
-      if (absl::Status s = ec.Launch({"conv", {dt}}, "im2col", GridFor(images * col_image), p); !s.ok()) return s;
+      p.w = cp->cw;
+      if (absl::Status s = ec.Launch(cp->module, "im2col", GridFor(images * col_image), p); !s.ok()) return s;
       bsrc = static_cast<const char*>(col);
       b_image = col_image;
     }
@@ -204,16 +240,16 @@ absl::Status ConvKernel(KernelContext& ctx) {
 // ConvTranspose
 // ---------------------------------------------------------------------------
 
-absl::Status ConvTransposeKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareConvTranspose(const KernelContext& ctx) {
   absl::StatusOr<backends::ConvShape> conv = backends::ResolveConvTranspose(ctx);
   if (!conv.ok()) return conv.status();
   const TensorView& x = ctx.input(0);
-  const TensorView& wt = ctx.input(1);
-  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   const int spatial = conv->spatial;
   const Window& w = conv->w;
   const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
-  const int64_t cg = c / group, mg = m / group;
+  ConvPrepared cp;
+  cp.cg = c / group;
+  cp.mg = m / group;
   const int64_t kernel_size = w.kernel_size;
   if (!GemmDType(x.dtype)) {
     return Unimplemented(ctx, absl::StrCat("ConvTranspose has no CUDA kernel for dtype ", DTypeName(x.dtype),
@@ -223,30 +259,55 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
     return Unimplemented(ctx, absl::StrCat("ConvTranspose with ", spatial,
                                            " spatial dims; the CUDA kernel takes up to ", grove_k::kMaxRank));
   }
-  const int64_t rows = BoundedProduct({mg, kernel_size});
-  const int64_t col_image = rows < 0 ? -1 : BoundedProduct({group, rows, w.in_size});
-  if (rows < 0 || col_image < 0) {
-    return ctx.Error(absl::StrCat("the col2im matrix of ", mg, " channels x ", kernel_size, " taps x ", w.in_size,
-                                  " input positions is too large"));
+  cp.rows = BoundedProduct({cp.mg, kernel_size});
+  cp.col_image = cp.rows < 0 ? -1 : BoundedProduct({group, cp.rows, w.in_size});
+  if (cp.rows < 0 || cp.col_image < 0) {
+    return ctx.Error(absl::StrCat("the col2im matrix of ", cp.mg, " channels x ", kernel_size, " taps x ",
+                                  w.in_size, " input positions is too large"));
   }
+  cp.dtype = x.dtype;
+  cp.module = jit::ModuleSpec{"conv", {x.dtype}};
+  cp.has_bias = ctx.has_input(2);
+  cp.cw = ToConvWindow(w);
+  uint64_t workspace = 0;
+  if (ctx.output(0).num_elements() == 0) {
+    cp.path = ConvPrepared::Path::kNothing;
+  } else {
+    cp.path = ConvPrepared::Path::kGemm;
+    if (cp.cg != 0 && w.in_size != 0) {
+      const int64_t elem = static_cast<int64_t>(DTypeSize(x.dtype));
+      cp.chunk = ChunkImages(n, cp.col_image * elem);
+      workspace = static_cast<uint64_t>(cp.chunk * cp.col_image * elem);
+    }
+  }
+  cp.conv = *std::move(conv);
+  return MakePrepared(std::move(cp), workspace);
+}
+
+absl::Status ConvTransposeKernel(KernelContext& ctx) {
+  const ConvPrepared* cp = PreparedParams<ConvPrepared>(ctx);
+  if (cp == nullptr) return NotPrepared(ctx);
+  if (cp->path == ConvPrepared::Path::kNothing) return absl::OkStatus();
+  const TensorView& x = ctx.input(0);
+  const TensorView& wt = ctx.input(1);
+  const TensorView* b = cp->has_bias ? &ctx.input(2) : nullptr;
+  const Window& w = cp->conv.w;
+  const int64_t group = cp->conv.group, n = cp->conv.n, c = cp->conv.c, m = cp->conv.m;
+  const int64_t cg = cp->cg, rows = cp->rows, col_image = cp->col_image, chunk = cp->chunk;
   TensorView& y = ctx.output(0);
-  if (y.num_elements() == 0) return absl::OkStatus();
   ExecContext& ec = Exec(ctx);
-  const DType dt = x.dtype;
+  const DType dt = cp->dtype;
   const size_t elem = DTypeSize(dt);
   if (cg == 0 || w.in_size == 0) {  // nothing lands on the output: Y is the bias
     if (b == nullptr) return ec.device().MemsetAsync(y.data, 0, y.byte_size(), ec.stream());
     return FillChannelBias(ec, dt, b->data, n, m, w.out_size, y.data);
   }
-  const int64_t chunk = ChunkImages(n, col_image * static_cast<int64_t>(elem));
-  absl::StatusOr<void*> scratch = ec.Scratch(static_cast<size_t>(chunk * col_image) * elem);
-  if (!scratch.ok()) return scratch.status();
-  char* col = static_cast<char*>(*scratch);
-  grove_k::Col2ImParams cp{};
-  cp.col = col;
-  cp.bias = b != nullptr ? b->data : nullptr;
-  cp.channels = m;
-  cp.w = ToConvWindow(w);
+  char* col = static_cast<char*>(ctx.workspace());
+  grove_k::Col2ImParams col2im{};
+  col2im.col = col;
+  col2im.bias = b != nullptr ? b->data : nullptr;
+  col2im.channels = m;
+  col2im.w = cp->cw;
   for (int64_t img0 = 0; img0 < n; img0 += chunk) {
     const int64_t images = std::min(chunk, n - img0);
     // col[img][g][mg * K][I] = W_g^T X_g with W_g stored as [cg, mg * K], for
@@ -274,9 +335,9 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
       gd.c = col + (img * col_image + gi * rows * w.in_size) * elem;
       if (absl::Status s = ec.Gemm(gd); !s.ok()) return s;
     }
-    cp.images = images;
-    cp.y = static_cast<char*>(y.data) + img0 * m * w.out_size * elem;
-    if (absl::Status s = ec.Launch({"conv", {dt}}, "col2im", GridFor(images * m * w.out_size), cp); !s.ok()) {
+    col2im.images = images;
+    col2im.y = static_cast<char*>(y.data) + img0 * m * w.out_size * elem;
+    if (absl::Status s = ec.Launch(cp->module, "col2im", GridFor(images * m * w.out_size), col2im); !s.ok()) {
       return s;
     }
   }
@@ -294,13 +355,26 @@ bool PoolDType(PoolKind kind, DType t) {
   return kind == PoolKind::kMax && (t == DType::kI8 || t == DType::kU8);
 }
 
-absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
+// What the pooling prepares make: the params without pointers (total 0:
+// nothing to launch).
+struct PoolPrepared {
+  grove_k::PoolParams p{};
+  grove_k::GlobalPoolParams global{};
+  int64_t total = 0;
+  jit::ModuleSpec module;
+  const char* entry = "";
+  LaunchDims dims;
+  bool indices = false;
+};
+
+template <PoolKind kKind>
+absl::StatusOr<ir::PreparedKernel> PreparePool(const KernelContext& ctx) {
+  constexpr PoolKind kind = kKind;
   absl::StatusOr<backends::PoolShape> pool = backends::ResolvePool(ctx, kind == PoolKind::kMax);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
   const int spatial = static_cast<int>(x.shape.size()) - 2;
   const Window* w = &pool->w;
-  TensorView* indices = kind == PoolKind::kMax && ctx.has_output(1) ? &ctx.output(1) : nullptr;
   if (!PoolDType(kind, x.dtype)) {
     return ctx.Error(absl::StrCat(kind == PoolKind::kMax ? "MaxPool" : "AveragePool", " has no kernel for dtype ",
                                   DTypeName(x.dtype)));
@@ -309,10 +383,9 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
     return Unimplemented(ctx, absl::StrCat("pooling over ", spatial, " spatial dims; the CUDA kernel takes up to ",
                                            grove_k::kMaxRank));
   }
-  grove_k::PoolParams p{};
-  p.x = x.data;
-  p.y = ctx.output(0).data;
-  p.indices = indices != nullptr ? indices->data : nullptr;
+  PoolPrepared pp;
+  grove_k::PoolParams& p = pp.p;
+  pp.indices = kind == PoolKind::kMax && ctx.has_output(1);
   p.spatial = spatial;
   for (int d = 0; d < spatial; ++d) {
     p.in[d] = w->in[d];
@@ -328,45 +401,68 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
   p.planes = x.shape[0] * x.shape[1];
   p.count_include_pad = ctx.attrs().GetInt("count_include_pad", 0) == 1;
   p.column_major = ctx.attrs().GetInt("storage_order", 0) == 1;
-  const int64_t total = p.planes * p.out_size;
-  if (total == 0) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
-  return ec.Launch({"pool", {x.dtype}}, kind == PoolKind::kMax ? "max_pool" : "average_pool", GridFor(total), p);
+  pp.total = p.planes * p.out_size;
+  pp.module = jit::ModuleSpec{"pool", {x.dtype}};
+  pp.entry = kind == PoolKind::kMax ? "max_pool" : "average_pool";
+  pp.dims = GridFor(pp.total);
+  return MakePrepared(std::move(pp));
 }
 
-absl::Status MaxPoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
-absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
+absl::Status PoolKernel(KernelContext& ctx) {
+  const PoolPrepared* pp = PreparedParams<PoolPrepared>(ctx);
+  if (pp == nullptr) return NotPrepared(ctx);
+  if (pp->total == 0) return absl::OkStatus();
+  grove_k::PoolParams p = pp->p;
+  p.x = ctx.input(0).data;
+  p.y = ctx.output(0).data;
+  p.indices = pp->indices ? ctx.output(1).data : nullptr;
+  return Exec(ctx).Launch(pp->module, pp->entry, pp->dims, p);
+}
 
 template <PoolKind kKind>
-absl::Status GlobalPoolKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
   absl::StatusOr<backends::GlobalPoolShape> pool = backends::ResolveGlobalPool(ctx);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
-  const int64_t size = pool->size;
   if (!PoolDType(PoolKind::kAverage, x.dtype)) {
     return ctx.Error(absl::StrCat(kKind == PoolKind::kMax ? "GlobalMaxPool" : "GlobalAveragePool",
                                   " has no kernel for dtype ", DTypeName(x.dtype)));
   }
-  grove_k::GlobalPoolParams p{x.data, ctx.output(0).data, x.shape[0] * x.shape[1], size};
-  if (p.planes == 0) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
-  return ec.Launch({"pool", {x.dtype}}, kKind == PoolKind::kMax ? "global_max_pool" : "global_average_pool",
-                   GridFor(p.planes), p);
+  PoolPrepared pp;
+  pp.global = grove_k::GlobalPoolParams{nullptr, nullptr, x.shape[0] * x.shape[1], pool->size};
+  pp.total = pp.global.planes;
+  pp.module = jit::ModuleSpec{"pool", {x.dtype}};
+  pp.entry = kKind == PoolKind::kMax ? "global_max_pool" : "global_average_pool";
+  pp.dims = GridFor(pp.global.planes);
+  return MakePrepared(std::move(pp));
+}
+
+absl::Status GlobalPoolKernel(KernelContext& ctx) {
+  const PoolPrepared* pp = PreparedParams<PoolPrepared>(ctx);
+  if (pp == nullptr) return NotPrepared(ctx);
+  if (pp->total == 0) return absl::OkStatus();
+  grove_k::GlobalPoolParams p = pp->global;
+  p.x = ctx.input(0).data;
+  p.y = ctx.output(0).data;
+  return Exec(ctx).Launch(pp->module, pp->entry, pp->dims, p);
 }
 
 }  // namespace
 
 absl::Status RegisterCudaNnKernels(ir::OpRegistry& registry) {
-  const std::pair<const char*, ir::KernelFn> kernels[] = {
-      {"Conv", &ConvKernel},
-      {"ConvTranspose", &ConvTransposeKernel},
-      {"MaxPool", &MaxPoolKernel},
-      {"AveragePool", &AveragePoolKernel},
-      {"GlobalAveragePool", &GlobalPoolKernel<PoolKind::kAverage>},
-      {"GlobalMaxPool", &GlobalPoolKernel<PoolKind::kMax>},
+  const struct {
+    const char* type;
+    ir::KernelDef kernel;
+  } kernels[] = {
+      {"Conv", {&ConvKernel, &PrepareConv}},
+      {"ConvTranspose", {&ConvTransposeKernel, &PrepareConvTranspose}},
+      {"MaxPool", {&PoolKernel, &PreparePool<PoolKind::kMax>}},
+      {"AveragePool", {&PoolKernel, &PreparePool<PoolKind::kAverage>}},
+      {"GlobalAveragePool", {&GlobalPoolKernel, &PrepareGlobalPool<PoolKind::kAverage>}},
+      {"GlobalMaxPool", {&GlobalPoolKernel, &PrepareGlobalPool<PoolKind::kMax>}},
   };
-  for (const auto& [type, fn] : kernels) {
-    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, fn); !s.ok()) return s;
+  for (const auto& k : kernels) {
+    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCuda, k.kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

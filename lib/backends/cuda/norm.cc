@@ -3,7 +3,8 @@
 // inference mode (jit/kernels/norm.cuh). Rows along the normalized axis get
 // a warp each when short and a block each when long; Softmax along an axis
 // that is not the innermost runs a thread per column instead, so that
-// neighbouring threads read neighbouring elements. Dtypes, attributes and
+// neighbouring threads read neighbouring elements. Each prepare checks and
+// builds the launch; the invoke fills pointers. Dtypes, attributes and
 // errors follow the CPU kernels (lib/backends/cpu/softmax.h, nn.cc).
 #include <algorithm>
 #include <cstdint>
@@ -56,10 +57,18 @@ int ParamType(DType d) {
 // Softmax, LogSoftmax
 // ---------------------------------------------------------------------------
 
+// A norm group launch without pointers (empty: nothing to launch).
+template <typename Params>
+struct NormLaunch {
+  Params p{};
+  bool empty = false;
+  jit::ModuleSpec module;
+  LaunchDims dims;
+};
+
 template <bool kLog>
-absl::Status SoftmaxKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareSoftmax(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  const TensorView& y = ctx.output(0);
   const int rank = static_cast<int>(x.shape.size());
   absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
   if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
@@ -71,25 +80,36 @@ absl::Status SoftmaxKernel(KernelContext& ctx) {
                                   " supports f32, f64"));
   }
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  grove_k::SoftmaxParams p{};
+  NormLaunch<grove_k::SoftmaxParams> l;
+  grove_k::SoftmaxParams& p = l.p;
   p.outer = 1;
   p.inner = 1;
   for (int d = 0; d < *axis; ++d) p.outer *= x.shape[d];
   for (int d = *axis + 1; d < rank; ++d) p.inner *= x.shape[d];
   p.n = x.shape[*axis];
-  if (x.num_elements() == 0) return absl::OkStatus();
-  p.x = x.data;
-  p.y = y.data;
+  l.empty = x.num_elements() == 0;
   p.log = kLog ? 1 : 0;
   p.mode = p.inner == 1 ? RowMode(p.n) : 0;
-  return Exec(ctx).Launch({"softmax", {x.dtype}}, "softmax", RowGeometry(p.outer * p.inner, p.mode), p);
+  l.module = jit::ModuleSpec{"softmax", {x.dtype}};
+  l.dims = RowGeometry(p.outer * p.inner, p.mode);
+  return MakePrepared(std::move(l));
+}
+
+absl::Status SoftmaxKernel(KernelContext& ctx) {
+  const auto* l = PreparedParams<NormLaunch<grove_k::SoftmaxParams>>(ctx);
+  if (l == nullptr) return NotPrepared(ctx);
+  if (l->empty) return absl::OkStatus();
+  grove_k::SoftmaxParams p = l->p;
+  p.x = ctx.input(0).data;
+  p.y = ctx.output(0).data;
+  return Exec(ctx).Launch(l->module, "softmax", l->dims, p);
 }
 
 // ---------------------------------------------------------------------------
 // Normalizations
 // ---------------------------------------------------------------------------
 
-absl::Status BatchNormalizationKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareBatchNormalization(const KernelContext& ctx) {
   if (ctx.attrs().GetInt("training_mode", 0) != 0) {
     return ctx.Error("attribute 'training_mode' is not 0; the CUDA kernel normalizes with the given statistics only "
                      "(plans run training mode on the CPU)");
@@ -104,24 +124,35 @@ absl::Status BatchNormalizationKernel(KernelContext& ctx) {
     if (absl::Status s = CheckFloat(ctx, i, kNames[i]); !s.ok()) return s;
   }
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  grove_k::BatchNormParams p{};
+  NormLaunch<grove_k::BatchNormParams> l;
+  grove_k::BatchNormParams& p = l.p;
   p.total = x.num_elements();
-  if (p.total == 0) return absl::OkStatus();
+  l.empty = p.total == 0;
   p.channels = channels;
   p.inner = 1;
   for (size_t d = 2; d < x.shape.size(); ++d) p.inner *= x.shape[d];
-  p.x = x.data;
-  p.y = ctx.output(0).data;
   p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
-  p.scale = ctx.input(1).data;
-  p.bias = ctx.input(2).data;
-  p.mean = ctx.input(3).data;
-  p.var = ctx.input(4).data;
   p.scale_type = ParamType(ctx.input(1).dtype);
   p.bias_type = ParamType(ctx.input(2).dtype);
   p.mean_type = ParamType(ctx.input(3).dtype);
   p.var_type = ParamType(ctx.input(4).dtype);
-  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_batch", Grid1D(p.total, kRowThreads, kRowMaxBlocks), p);
+  l.module = jit::ModuleSpec{"norm", {x.dtype}};
+  l.dims = Grid1D(p.total, kRowThreads, kRowMaxBlocks);
+  return MakePrepared(std::move(l));
+}
+
+absl::Status BatchNormalizationKernel(KernelContext& ctx) {
+  const auto* l = PreparedParams<NormLaunch<grove_k::BatchNormParams>>(ctx);
+  if (l == nullptr) return NotPrepared(ctx);
+  if (l->empty) return absl::OkStatus();
+  grove_k::BatchNormParams p = l->p;
+  p.x = ctx.input(0).data;
+  p.y = ctx.output(0).data;
+  p.scale = ctx.input(1).data;
+  p.bias = ctx.input(2).data;
+  p.mean = ctx.input(3).data;
+  p.var = ctx.input(4).data;
+  return Exec(ctx).Launch(l->module, "norm_batch", l->dims, p);
 }
 
 void InitAffine(grove_k::NormRowsParams* p) {
@@ -133,7 +164,7 @@ void InitAffine(grove_k::NormRowsParams* p) {
   }
 }
 
-absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareInstanceNormalization(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckRank(ctx, 0, "input", 3); !s.ok()) return s;
   if (absl::Status s = CheckFloat(ctx, 0, "input"); !s.ok()) return s;
@@ -144,25 +175,39 @@ absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
     if (absl::Status s = CheckFloat(ctx, i, name); !s.ok()) return s;
   }
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  grove_k::NormRowsParams p{};
+  NormLaunch<grove_k::NormRowsParams> l;
+  grove_k::NormRowsParams& p = l.p;
   InitAffine(&p);
   p.rows = x.shape[0] * channels;
   p.n = 1;
   for (size_t d = 2; d < x.shape.size(); ++d) p.n *= x.shape[d];
-  if (x.num_elements() == 0) return absl::OkStatus();
-  p.x = x.data;
-  p.y = ctx.output(0).data;
+  l.empty = x.num_elements() == 0;
   p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
-  p.scale = ctx.input(1).data;
-  p.bias = ctx.input(2).data;
   p.scale_type = ParamType(ctx.input(1).dtype);
   p.bias_type = ParamType(ctx.input(2).dtype);
   p.channels = channels;
   p.mode = RowMode(p.n);
-  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", RowGeometry(p.rows, p.mode), p);
+  l.module = jit::ModuleSpec{"norm", {x.dtype}};
+  l.dims = RowGeometry(p.rows, p.mode);
+  return MakePrepared(std::move(l));
 }
 
-absl::Status LayerNormalizationKernel(KernelContext& ctx) {
+// InstanceNormalization and LayerNormalization: norm_rows.
+absl::Status NormRowsKernel(KernelContext& ctx) {
+  const auto* l = PreparedParams<NormLaunch<grove_k::NormRowsParams>>(ctx);
+  if (l == nullptr) return NotPrepared(ctx);
+  if (l->empty) return absl::OkStatus();
+  grove_k::NormRowsParams p = l->p;
+  p.x = ctx.input(0).data;
+  p.y = ctx.output(0).data;
+  p.scale = ctx.input(1).data;
+  if (ctx.has_input(2)) p.bias = ctx.input(2).data;
+  if (ctx.has_output(1)) p.mean_out = ctx.output(1).data;
+  if (ctx.has_output(2)) p.inv_std_out = ctx.output(2).data;
+  return Exec(ctx).Launch(l->module, "norm_rows", l->dims, p);
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareLayerNormalization(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<int> axis = backends::LayerNormAxis(ctx);
   if (!axis.ok()) return axis.status();
@@ -180,7 +225,8 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   }
   if (absl::Status s = backends::CheckLayerNormOutputs(ctx, *axis); !s.ok()) return s;
 
-  grove_k::NormRowsParams p{};
+  NormLaunch<grove_k::NormRowsParams> l;
+  grove_k::NormRowsParams& p = l.p;
   InitAffine(&p);
   // Normalized dims merged where both Scale and B stay contiguous across
   // them; dims of size 1 drop out.
@@ -214,35 +260,29 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   p.n = 1;
   for (int d = 0; d < *axis; ++d) p.rows *= x.shape[d];
   for (int64_t d : normalized) p.n *= d;
-  if (p.rows == 0) return absl::OkStatus();
-  p.x = x.data;
-  p.y = ctx.output(0).data;
+  l.empty = p.rows == 0;
   p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
-  p.scale = ctx.input(1).data;
   p.scale_type = ParamType(ctx.input(1).dtype);
-  if (ctx.has_input(2)) {
-    p.bias = ctx.input(2).data;
-    p.bias_type = ParamType(ctx.input(2).dtype);
-  }
+  if (ctx.has_input(2)) p.bias_type = ParamType(ctx.input(2).dtype);
   p.channels = 0;
-  if (ctx.has_output(1)) p.mean_out = ctx.output(1).data;
-  if (ctx.has_output(2)) p.inv_std_out = ctx.output(2).data;
   p.mode = RowMode(p.n);
-  return Exec(ctx).Launch({"norm", {x.dtype}}, "norm_rows", RowGeometry(p.rows, p.mode), p);
+  l.module = jit::ModuleSpec{"norm", {x.dtype}};
+  l.dims = RowGeometry(p.rows, p.mode);
+  return MakePrepared(std::move(l));
 }
 
 }  // namespace
 
 absl::Status RegisterCudaNormKernels(ir::OpRegistry& registry) {
-  const std::pair<const char*, ir::KernelFn> kernels[] = {
-      {"Softmax", &SoftmaxKernel<false>},
-      {"LogSoftmax", &SoftmaxKernel<true>},
-      {"BatchNormalization", &BatchNormalizationKernel},
-      {"LayerNormalization", &LayerNormalizationKernel},
-      {"InstanceNormalization", &InstanceNormalizationKernel},
+  const std::pair<const char*, ir::KernelDef> kernels[] = {
+      {"Softmax", {&SoftmaxKernel, &PrepareSoftmax<false>}},
+      {"LogSoftmax", {&SoftmaxKernel, &PrepareSoftmax<true>}},
+      {"BatchNormalization", {&BatchNormalizationKernel, &PrepareBatchNormalization}},
+      {"LayerNormalization", {&NormRowsKernel, &PrepareLayerNormalization}},
+      {"InstanceNormalization", {&NormRowsKernel, &PrepareInstanceNormalization}},
   };
-  for (const auto& [type, fn] : kernels) {
-    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, fn); !s.ok()) return s;
+  for (const auto& [type, kernel] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -60,6 +60,18 @@ grove_k::RnnAct ToAct(const ir::Activation& a) {
   return {static_cast<int>(a.kind), static_cast<float>(a.alpha), static_cast<float>(a.beta)};
 }
 
+// The workspace: xw [rows, gh], hr [batch, gh], state_h, state_c, reset_h
+// [batch, h] each (64-float aligned), in floats.
+struct WorkspaceLayout {
+  int64_t n_xw = 0, n_hr = 0, n_state = 0;
+  int64_t floats() const { return n_xw + n_hr + 3 * n_state; }
+};
+WorkspaceLayout LayoutOf(RecurrentKind kind, const RecurrentDims& dims) {
+  auto round = [](int64_t n) { return (n + 63) / 64 * 64; };
+  const int64_t gh = ir::GateCount(kind) * dims.hidden;
+  return {round(dims.seq * dims.batch * gh), round(dims.batch * gh), round(dims.batch * dims.hidden)};
+}
+
 absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims) {
   ExecContext& ec = Exec(ctx);
   Device& dev = ec.device();
@@ -69,13 +81,9 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   const int64_t gh = ir::GateCount(kind) * h;
   const int64_t rows = seq * batch;
 
-  // One scratch block: xw [rows, gh], hr [batch, gh], state_h, state_c,
-  // reset_h [batch, h] each (64-float aligned).
-  auto round = [](int64_t n) { return (n + 63) / 64 * 64; };
-  const int64_t n_xw = round(rows * gh), n_hr = round(batch * gh), n_state = round(batch * h);
-  absl::StatusOr<void*> scratch = ec.Scratch(static_cast<size_t>(n_xw + n_hr + 3 * n_state) * sizeof(float));
-  if (!scratch.ok()) return scratch.status();
-  float* xw = static_cast<float*>(*scratch);
+  const WorkspaceLayout layout = LayoutOf(kind, dims);
+  const int64_t n_xw = layout.n_xw, n_hr = layout.n_hr, n_state = layout.n_state;
+  float* xw = static_cast<float*>(ctx.workspace());
   float* hr = xw + n_xw;
   float* state_h = hr + n_hr;
   float* state_c = state_h + n_state;
@@ -201,24 +209,38 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   return absl::OkStatus();
 }
 
+// What the prepare makes: the attributes and dims; `lengths_at_run` when
+// sequence_lens must be read back to be checked (the plan does not know it).
+struct RecurrentPrepared {
+  backends::RecurrentCall call;
+  bool nothing = false;  // batch 0: every output is empty
+  bool lengths_at_run = false;
+};
+
 template <RecurrentKind kKind>
-absl::Status RecurrentKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   absl::StatusOr<backends::RecurrentCall> call = backends::ReadRecurrentCall(ctx, kKind);
   if (!call.ok()) return call.status();
-  const RecurrentAttrs* a = &call->attrs;
   const RecurrentDims& dims = call->dims;
   const TensorView& x = ctx.input(0);
   const int64_t gates = ir::GateCount(kKind);
   const int64_t h = dims.hidden;
+  RecurrentPrepared rp;
   if (ctx.has_input(4)) {
     const TensorView& sl = ctx.input(4);
     if (absl::Status s = backends::CheckSequenceLensShape(ctx, dims); !s.ok()) return s;
     if (sl.dtype != DType::kI32 && sl.dtype != DType::kI64) return backends::SequenceLensDTypeError(ctx);
-    // The lengths are checked on the host (a copy when they live only on
-    // the device); the gate kernel reads the device tensor itself.
-    absl::StatusOr<std::vector<int64_t>> lengths = Exec(ctx).ReadInts(ctx, 4);
-    if (!lengths.ok()) return lengths.status();
-    if (absl::Status s = backends::CheckSequenceLengths(ctx, dims, *lengths); !s.ok()) return s;
+    // The lengths are checked on the host: now when the plan knows them,
+    // else when run (a copy from the device); the gate kernel reads the
+    // device tensor itself.
+    ExecContext& ec = Exec(ctx);
+    if (ec.ValuesOnHost(ctx, 4)) {
+      absl::StatusOr<std::vector<int64_t>> lengths = ec.ReadInts(ctx, 4);
+      if (!lengths.ok()) return lengths.status();
+      if (absl::Status s = backends::CheckSequenceLengths(ctx, dims, *lengths); !s.ok()) return s;
+    } else {
+      rp.lengths_at_run = true;
+    }
   }
   if (absl::Status s = backends::CheckRecurrentOutputs(ctx, dims); !s.ok()) return s;
   const int64_t rows = dims.seq * dims.batch;
@@ -234,22 +256,42 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
   if (x.dtype != DType::kF32) {
     return ctx.Error(absl::StrCat("no kernel for dtype ", DTypeName(x.dtype), " (f32 and f64 only)"));
   }
-  if (dims.batch == 0) return absl::OkStatus();  // every output is empty
-  return RunRecurrent(ctx, *a, dims);
+  rp.nothing = dims.batch == 0;
+  const uint64_t workspace =
+      rp.nothing ? 0 : static_cast<uint64_t>(LayoutOf(kKind, dims).floats()) * sizeof(float);
+  rp.call = *std::move(call);
+  return MakePrepared(std::move(rp), workspace);
+}
+
+absl::Status RecurrentKernel(KernelContext& ctx) {
+  const RecurrentPrepared* rp = PreparedParams<RecurrentPrepared>(ctx);
+  if (rp == nullptr) return NotPrepared(ctx);
+  if (rp->lengths_at_run) {
+    absl::StatusOr<std::vector<int64_t>> lengths = Exec(ctx).ReadInts(ctx, 4);
+    if (!lengths.ok()) return lengths.status();
+    if (absl::Status s = backends::CheckSequenceLengths(ctx, rp->call.dims, *lengths); !s.ok()) return s;
+  }
+  if (rp->nothing) return absl::OkStatus();
+  return RunRecurrent(ctx, rp->call.attrs, rp->call.dims);
 }
 
 }  // namespace
 
 absl::Status RegisterCudaRecurrentKernels(ir::OpRegistry& registry) {
-  if (absl::Status s = registry.SetKernel("RNN", ir::Backend::kCuda, &RecurrentKernel<RecurrentKind::kRnn>);
-      !s.ok()) {
-    return s;
+  // sequence_lens (input 4) is read back when the plan does not know it.
+  constexpr uint64_t kSequenceLens = uint64_t{1} << 4;
+  const struct {
+    const char* type;
+    ir::KernelDef kernel;
+  } kernels[] = {
+      {"RNN", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kRnn>, kSequenceLens}},
+      {"GRU", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kGru>, kSequenceLens}},
+      {"LSTM", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kLstm>, kSequenceLens}},
+  };
+  for (const auto& k : kernels) {
+    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCuda, k.kernel); !s.ok()) return s;
   }
-  if (absl::Status s = registry.SetKernel("GRU", ir::Backend::kCuda, &RecurrentKernel<RecurrentKind::kGru>);
-      !s.ok()) {
-    return s;
-  }
-  return registry.SetKernel("LSTM", ir::Backend::kCuda, &RecurrentKernel<RecurrentKind::kLstm>);
+  return absl::OkStatus();
 }
 
 }  // namespace grove::cuda

@@ -6,8 +6,11 @@
 //     output element for short rows, a block for long ones;
 //   - the innermost dim kept: a thread per output element, so neighbouring
 //     threads read neighbouring elements.
-// Dtypes, attributes and errors follow the CPU kernels
-// (lib/backends/cpu/reduction.cc, reduce_search.cc). TopK has no CUDA kernel
+// Each prepare parses the attributes and builds the launch (the axes and
+// CumSum's axis, read on the host, from the plan's copies when it knows
+// them); the invoke fills pointers and launches. Dtypes, attributes and
+// errors follow the CPU kernels (lib/backends/cpu/reduction.cc,
+// reduce_search.cc). TopK has no CUDA kernel
 // (it runs on the CPU).
 #include <algorithm>
 #include <cstdint>
@@ -111,8 +114,28 @@ absl::Status FillDims(const KernelContext& ctx, const std::vector<DimGroup>& gro
   return absl::OkStatus();
 }
 
+// A reduction's launch without pointers (n 0: nothing to launch).
+template <typename Params>
+struct ReduceLaunch {
+  Params p{};
+  int64_t n = 0;
+  jit::ModuleSpec module;
+  const char* entry = "";
+  LaunchDims dims;
+};
+
+template <typename Params>
+absl::Status RunReduce(KernelContext& ctx, const ReduceLaunch<Params>& l) {
+  if (l.n == 0) return absl::OkStatus();
+  Params p = l.p;
+  p.x = ctx.input(0).data;
+  p.y = ctx.output(0).data;
+  return Exec(ctx).Launch(l.module, l.entry, l.dims, p);
+}
+
+// Reduce*: the axes (input 1, opset 18; else the attribute) read on the host.
 template <Reduce kOp>
-absl::Status ReduceKernel(KernelContext& ctx) {
+absl::StatusOr<ReduceLaunch<grove_k::ReduceParams>> PlanReduce(const KernelContext& ctx) {
   const ReduceInfo info = InfoOf(kOp);
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
@@ -145,8 +168,9 @@ absl::Status ReduceKernel(KernelContext& ctx) {
     }
   }
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
+  ReduceLaunch<grove_k::ReduceParams> l;
   const int64_t n_out = y.num_elements();
-  if (n_out == 0) return absl::OkStatus();
+  if (n_out == 0) return l;
 
   // Merge dims (x is contiguous); dims of size 1 drop out.
   std::vector<DimGroup> groups;
@@ -164,40 +188,51 @@ absl::Status ReduceKernel(KernelContext& ctx) {
   }
   std::reverse(groups.begin(), groups.end());
 
-  grove_k::ReduceParams p{};
-  p.x = x.data;
-  p.y = y.data;
+  grove_k::ReduceParams& p = l.p;
   p.n_out = n_out;
   p.count = count;
   if (absl::Status s = FillDims(ctx, groups, false, &p.kept, &p.kept_strides); !s.ok()) return s;
   if (absl::Status s = FillDims(ctx, groups, true, &p.red, &p.red_strides); !s.ok()) return s;
   const bool rows = !groups.empty() && groups.back().reduced;
   p.mode = rows ? RowMode(count) : 0;
-  return ec.Launch({"reduce", {x.dtype}}, info.entry, RowGeometry(n_out, p.mode), p);
+  l.n = n_out;
+  l.module = jit::ModuleSpec{"reduce", {x.dtype}};
+  l.entry = info.entry;
+  l.dims = RowGeometry(n_out, p.mode);
+  return l;
 }
 
 template <bool kMax>
-absl::Status ArgReduceKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareArgReduce(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckDType(ctx, 0, "data", kNumericTypes); !s.ok()) return s;
   absl::StatusOr<backends::ArgReduceShape> shape = backends::ResolveArgReduce(ctx);
   if (!shape.ok()) return shape.status();
   if (absl::Status s = CheckOutput(ctx, 0, DType::kI64, shape->out_shape); !s.ok()) return s;
-  grove_k::ArgReduceParams p{};
+  ReduceLaunch<grove_k::ArgReduceParams> l;
+  grove_k::ArgReduceParams& p = l.p;
   p.outer = shape->split.outer;
   p.n = shape->split.n;
   p.inner = shape->split.inner;
   const int64_t n_out = p.outer * p.inner;
-  if (n_out == 0) return absl::OkStatus();
-  p.x = x.data;
-  p.y = ctx.output(0).data;
+  if (n_out == 0) return MakePrepared(std::move(l));
   p.select_last = ctx.attrs().GetInt("select_last_index", 0) != 0;
   p.mode = p.inner == 1 ? RowMode(p.n) : 0;
-  return Exec(ctx).Launch({"reduce", {x.dtype}}, kMax ? "reduce_argmax" : "reduce_argmin", RowGeometry(n_out, p.mode),
-                          p);
+  l.n = n_out;
+  l.module = jit::ModuleSpec{"reduce", {x.dtype}};
+  l.entry = kMax ? "reduce_argmax" : "reduce_argmin";
+  l.dims = RowGeometry(n_out, p.mode);
+  return MakePrepared(std::move(l));
 }
 
-absl::Status CumSumKernel(KernelContext& ctx) {
+absl::Status ArgReduceKernel(KernelContext& ctx) {
+  const auto* l = PreparedParams<ReduceLaunch<grove_k::ArgReduceParams>>(ctx);
+  if (l == nullptr) return NotPrepared(ctx);
+  return RunReduce(ctx, *l);
+}
+
+// CumSum: the axis (input 1) read on the host.
+absl::StatusOr<ReduceLaunch<grove_k::CumSumParams>> PlanCumSum(const KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   const TensorView& at = ctx.input(1);
@@ -213,39 +248,52 @@ absl::Status CumSumKernel(KernelContext& ctx) {
   absl::StatusOr<int> axis = ir::NormalizeAxis((*axis_value)[0], rank);
   if (!axis.ok()) return ctx.Error(absl::StrCat("input 1 (axis): ", axis.status().message()));
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  grove_k::CumSumParams p{};
+  ReduceLaunch<grove_k::CumSumParams> l;
+  grove_k::CumSumParams& p = l.p;
   const ir::AxisSplit split = ir::SplitAt(x.shape, *axis);
   p.outer = split.outer;
   p.n = split.n;
   p.inner = split.inner;
-  if (x.num_elements() == 0) return absl::OkStatus();
-  p.x = x.data;
-  p.y = ctx.output(0).data;
+  if (x.num_elements() == 0) return l;
   p.exclusive = ctx.attrs().GetInt("exclusive", 0) != 0;
   p.reverse = ctx.attrs().GetInt("reverse", 0) != 0;
-  return ec.Launch({"reduce", {x.dtype}}, "reduce_cumsum", RowGeometry(p.outer * p.inner, 0), p);
+  l.n = x.num_elements();
+  l.module = jit::ModuleSpec{"reduce", {x.dtype}};
+  l.entry = "reduce_cumsum";
+  l.dims = RowGeometry(p.outer * p.inner, 0);
+  return l;
+}
+
+constexpr uint64_t kInput1 = uint64_t{1} << 1;
+
+template <Reduce kOp>
+ir::KernelDef ReduceDef() {
+  return HostValuesKernel<ReduceLaunch<grove_k::ReduceParams>, &PlanReduce<kOp>,
+                          &RunReduce<grove_k::ReduceParams>, kInput1>::Def();
 }
 
 }  // namespace
 
 absl::Status RegisterCudaReductionKernels(ir::OpRegistry& registry) {
-  const std::pair<const char*, ir::KernelFn> kernels[] = {
-      {"ReduceSum", &ReduceKernel<Reduce::kSum>},
-      {"ReduceMean", &ReduceKernel<Reduce::kMean>},
-      {"ReduceMax", &ReduceKernel<Reduce::kMax>},
-      {"ReduceMin", &ReduceKernel<Reduce::kMin>},
-      {"ReduceProd", &ReduceKernel<Reduce::kProd>},
-      {"ReduceL1", &ReduceKernel<Reduce::kL1>},
-      {"ReduceL2", &ReduceKernel<Reduce::kL2>},
-      {"ReduceSumSquare", &ReduceKernel<Reduce::kSumSquare>},
-      {"ReduceLogSum", &ReduceKernel<Reduce::kLogSum>},
-      {"ReduceLogSumExp", &ReduceKernel<Reduce::kLogSumExp>},
-      {"ArgMax", &ArgReduceKernel<true>},
-      {"ArgMin", &ArgReduceKernel<false>},
-      {"CumSum", &CumSumKernel},
+  const std::pair<const char*, ir::KernelDef> kernels[] = {
+      {"ReduceSum", ReduceDef<Reduce::kSum>()},
+      {"ReduceMean", ReduceDef<Reduce::kMean>()},
+      {"ReduceMax", ReduceDef<Reduce::kMax>()},
+      {"ReduceMin", ReduceDef<Reduce::kMin>()},
+      {"ReduceProd", ReduceDef<Reduce::kProd>()},
+      {"ReduceL1", ReduceDef<Reduce::kL1>()},
+      {"ReduceL2", ReduceDef<Reduce::kL2>()},
+      {"ReduceSumSquare", ReduceDef<Reduce::kSumSquare>()},
+      {"ReduceLogSum", ReduceDef<Reduce::kLogSum>()},
+      {"ReduceLogSumExp", ReduceDef<Reduce::kLogSumExp>()},
+      {"ArgMax", {&ArgReduceKernel, &PrepareArgReduce<true>}},
+      {"ArgMin", {&ArgReduceKernel, &PrepareArgReduce<false>}},
+      // The axis (input 1) is read on the host.
+      {"CumSum", HostValuesKernel<ReduceLaunch<grove_k::CumSumParams>, &PlanCumSum,
+                                  &RunReduce<grove_k::CumSumParams>, kInput1>::Def()},
   };
-  for (const auto& [type, fn] : kernels) {
-    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, fn); !s.ok()) return s;
+  for (const auto& [type, kernel] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCuda, kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -1,15 +1,17 @@
 // CUDA kernels of the shape group (lib/backends/cpu/shape_ops.cc): Reshape
 // and Identity (device copies), Transpose and Slice (strided copies), Concat
-// (a row copy per input), Gather and Shape. Each re-derives its output shape
-// from the concrete inputs and checks it against the planned one, as the CPU
-// kernels do; integer parameter inputs (Slice's starts...) are read with
-// ExecContext::ReadInts, from host copies when the plan has them.
+// (a row copy per input), Gather and Shape. Each prepare re-derives the output
+// shape from the concrete inputs and checks it against the planned one, as
+// the CPU kernels do, and plans the copy; the invoke only copies. Integer
+// parameter inputs (Slice's starts...) are read at prepare from the host
+// copies the plan has; values computed on the device are read back with
+// ExecContext::ReadInts when the step runs (declared in host_inputs).
 //
 // Gather's indices: when the plan knows them on the host they are checked
-// there; otherwise the kernel checks them on the device and reports an
-// out-of-range index through a flag in scratch memory that is read back after
-// the launch (one synchronisation), so a bad index is an error, as on the
-// CPU, and never an out-of-bounds read.
+// at prepare; otherwise the kernel checks them on the device and reports an
+// out-of-range index through a flag in the step's workspace that is read back
+// after the launch (one synchronisation: the prepare says needs_host), so a
+// bad index is an error, as on the CPU, and never an out-of-bounds read.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -32,65 +34,138 @@ using ir::DimsString;
 
 // Reshape, Identity (and Flatten, Squeeze, Unsqueeze in layout.cc): the
 // bytes do not change; the planner gives the output its own buffer.
-absl::Status DeviceCopyKernel(ir::KernelContext& ctx) {
+struct CopyPrepared {
+  uint64_t bytes = 0;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareDeviceCopy(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  TensorView& y = ctx.output(0);
+  const TensorView& y = ctx.output(0);
   if (x.num_elements() != y.num_elements() || x.dtype != y.dtype) {
     return ctx.Error(absl::StrCat("the input ", DTypeName(x.dtype), " ", DimsString(x.shape), " (", x.num_elements(),
                                   " elements) does not fit the planned output ", DTypeName(y.dtype), " ",
                                   DimsString(y.shape), " (", y.num_elements(), " elements) at run time"));
   }
-  if (y.data == x.data || x.byte_size() == 0) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
-  return ec.device().CopyAsync(y.data, x.data, x.byte_size(), ec.stream());
+  return MakePrepared(CopyPrepared{x.byte_size()});
 }
 
-absl::Status IdentityKernel(ir::KernelContext& ctx) {
+absl::Status DeviceCopyKernel(ir::KernelContext& ctx) {
+  const CopyPrepared* c = PreparedParams<CopyPrepared>(ctx);
+  if (c == nullptr) return NotPrepared(ctx);
+  const void* x = ctx.input(0).data;
+  void* y = ctx.output(0).data;
+  if (y == x || c->bytes == 0) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  return ec.device().CopyAsync(y, x, c->bytes, ec.stream());
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareIdentity(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const TensorView& y = ctx.output(0);
   if (x.dtype != y.dtype || x.shape != y.shape) {
     return ctx.Error(absl::StrCat("the input ", DTypeName(x.dtype), " ", DimsString(x.shape),
                                   " does not match the planned output ", DTypeName(y.dtype), " ", DimsString(y.shape)));
   }
-  return DeviceCopyKernel(ctx);
+  return PrepareDeviceCopy(ctx);
 }
 
-absl::Status TransposeKernel(ir::KernelContext& ctx) {
+// A strided copy of input 0 (at `offset` elements) into output 0.
+struct StridedPrepared {
+  StridedCopyPlan plan;
+  int64_t offset_bytes = 0;
+};
+
+absl::Status RunStrided(ir::KernelContext& ctx, const StridedPrepared& sp) {
+  return RunStridedCopy(Exec(ctx), sp.plan, ByteOffset(ctx.input(0).data, sp.offset_bytes), ctx.output(0).data);
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareTranspose(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<backends::ExpandView> view = backends::TransposeParams(ctx);
   if (!view.ok()) return view.status();
-  const std::vector<int64_t>& shape = view->shape;
-  const std::vector<int64_t>& strides = view->strides;
-  if (x.num_elements() == 0) return absl::OkStatus();
-  absl::Status s = StridedCopy(Exec(ctx), DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
+  StridedPrepared sp;
+  if (x.num_elements() > 0) {
+    absl::StatusOr<StridedCopyPlan> plan = PlanStridedCopy(DTypeSize(x.dtype), view->shape, view->strides);
+    if (!plan.ok()) return ctx.Error(plan.status().message());
+    sp.plan = *std::move(plan);
+  }
+  return MakePrepared(std::move(sp));
+}
+
+absl::Status StridedKernel(ir::KernelContext& ctx) {
+  const StridedPrepared* sp = PreparedParams<StridedPrepared>(ctx);
+  if (sp == nullptr) return NotPrepared(ctx);
+  absl::Status s = RunStrided(ctx, *sp);
   return s.ok() ? s : ctx.Error(s.message());
 }
 
-absl::Status ConcatKernel(ir::KernelContext& ctx) {
+// Concat: a row copy per input.
+struct ConcatPrepared {
+  size_t es = 0;
+  int64_t outer = 0, out_row = 0;
+  std::vector<int64_t> rows, offsets;  // per input, in elements
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareConcat(const ir::KernelContext& ctx) {
   const int n = ctx.num_inputs();
-  TensorView& y = ctx.output(0);
+  const TensorView& y = ctx.output(0);
   absl::StatusOr<backends::ConcatPlan> plan = backends::ConcatParams(ctx);
   if (!plan.ok()) return plan.status();
-  const int* axis = &plan->axis;
-  const int64_t outer = plan->outer, inner = plan->inner;
-  if (y.num_elements() == 0) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
-  const size_t es = DTypeSize(y.dtype);
-  const int64_t out_row = y.shape[*axis] * inner;
+  ConcatPrepared cp;
+  if (y.num_elements() == 0) return MakePrepared(std::move(cp));
+  const int axis = plan->axis;
+  const int64_t inner = plan->inner;
+  cp.es = DTypeSize(y.dtype);
+  cp.outer = plan->outer;
+  cp.out_row = y.shape[axis] * inner;
   int64_t offset = 0;  // elements into an output row
   for (int i = 0; i < n; ++i) {
-    const TensorView& x = ctx.input(i);
-    const int64_t row = x.shape[*axis] * inner;
-    if (absl::Status s = CopyRows(ec, es, outer, row, x.data, row, ByteOffset(y.data, offset * es), out_row);
+    const int64_t row = ctx.input(i).shape[axis] * inner;
+    cp.rows.push_back(row);
+    cp.offsets.push_back(offset);
+    offset += row;
+  }
+  return MakePrepared(std::move(cp));
+}
+
+absl::Status ConcatKernel(ir::KernelContext& ctx) {
+  const ConcatPrepared* cp = PreparedParams<ConcatPrepared>(ctx);
+  if (cp == nullptr) return NotPrepared(ctx);
+  ExecContext& ec = Exec(ctx);
+  void* y = ctx.output(0).data;
+  const int64_t es = static_cast<int64_t>(cp->es);
+  for (size_t i = 0; i < cp->rows.size(); ++i) {
+    const int64_t row = cp->rows[i];
+    if (absl::Status s = CopyRows(ec, cp->es, cp->outer, row, ctx.input(static_cast<int>(i)).data, row,
+                                  ByteOffset(y, cp->offsets[i] * es), cp->out_row);
         !s.ok()) {
       return ctx.Error(s.message());
     }
-    offset += row;
   }
   return absl::OkStatus();
 }
 
-absl::Status GatherKernel(ir::KernelContext& ctx) {
+// Gather: indices the plan knows are checked at prepare; others on the
+// device, the flag read back after the launch (the step needs the host).
+struct GatherPrepared {
+  bool empty = false;  // output empty: nothing to launch
+  bool check_on_device = false;
+  bool check_at_run = false;  // an empty output, indices read back only to be checked
+  int axis = 0;
+  int64_t es = 0, dim = 0, outer = 1, inner = 1, num_indices = 0;
+  bool indices_i64 = false;
+};
+
+absl::Status CheckGatherIndices(const ir::KernelContext& ctx, int axis, int64_t dim) {
+  absl::StatusOr<std::vector<int64_t>> indices = Exec(ctx).ReadInts(ctx, 1);
+  if (!indices.ok()) return indices.status();
+  for (int64_t i : *indices) {
+    if (i < -dim || i >= dim) return backends::GatherIndexError(ctx, i, axis);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareGather(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
@@ -101,27 +176,41 @@ absl::Status GatherKernel(ir::KernelContext& ctx) {
     return ctx.Error(absl::StrCat("Gather indices (input 1) has dtype ", DTypeName(idx.dtype),
                                   "; expected i32 or i64"));
   }
-  const int64_t dim = data.shape[*axis];
-  auto out_of_range = [&](int64_t given) { return backends::GatherIndexError(ctx, given, *axis); };
+  GatherPrepared gp;
+  gp.axis = *axis;
+  gp.dim = data.shape[*axis];
   const std::vector<int64_t> expected = backends::GatherOutputShape(ctx, *axis);
-  TensorView& y = ctx.output(0);
-  // Indices known on the host (or an output with nothing to launch for) are
-  // checked here; the rest on the device.
-  const bool check_on_host = HostValues(ec, ctx, 1) != nullptr || ir::NumElements(expected) == 0;
-  if (check_on_host) {
-    absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
-    if (!indices.ok()) return indices.status();
-    for (int64_t i : *indices) {
-      if (i < -dim || i >= dim) return out_of_range(i);
-    }
+  // Indices known on the host are checked here; the rest on the device, or
+  // (an output with nothing to launch for) read back when run.
+  const bool known = ec.ValuesOnHost(ctx, 1);
+  if (known) {
+    if (absl::Status s = CheckGatherIndices(ctx, gp.axis, gp.dim); !s.ok()) return s;
   }
   if (absl::Status s = backends::CheckPlanned(ctx, "Gather", expected); !s.ok()) return s;
-  if (y.num_elements() == 0) return absl::OkStatus();
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < *axis; ++d) outer *= data.shape[d];
-  for (int d = *axis + 1; d < rank; ++d) inner *= data.shape[d];
+  if (ctx.output(0).num_elements() == 0) {
+    gp.empty = true;
+    gp.check_at_run = !known && ir::NumElements(expected) == 0;
+    return MakePrepared(std::move(gp), 0, gp.check_at_run);
+  }
+  for (int d = 0; d < *axis; ++d) gp.outer *= data.shape[d];
+  for (int d = *axis + 1; d < rank; ++d) gp.inner *= data.shape[d];
+  gp.es = static_cast<int64_t>(DTypeSize(data.dtype));
+  gp.num_indices = idx.num_elements();
+  gp.indices_i64 = idx.dtype == DType::kI64;
+  gp.check_on_device = !known;
+  return MakePrepared(std::move(gp), gp.check_on_device ? kIndexCheckBytes : 0, gp.check_on_device);
+}
+
+absl::Status GatherKernel(ir::KernelContext& ctx) {
+  const GatherPrepared* gp = PreparedParams<GatherPrepared>(ctx);
+  if (gp == nullptr) return NotPrepared(ctx);
+  if (gp->check_at_run) return CheckGatherIndices(ctx, gp->axis, gp->dim);
+  if (gp->empty) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  const TensorView& data = ctx.input(0);
+  TensorView& y = ctx.output(0);
   // Rows of inner elements move as the widest unit that divides them.
-  const int64_t es = static_cast<int64_t>(DTypeSize(data.dtype));
+  const int64_t es = gp->es, inner = gp->inner;
   int64_t w = 8;
   while (w > es && ((inner * es) % w != 0 || reinterpret_cast<uintptr_t>(data.data) % w != 0 ||
                     reinterpret_cast<uintptr_t>(y.data) % w != 0)) {
@@ -132,15 +221,15 @@ absl::Status GatherKernel(ir::KernelContext& ctx) {
   if (!module.ok()) return ctx.Error(module.status().message());
   grove_k::GatherParams p{};
   p.data = data.data;
-  p.indices = idx.data;
+  p.indices = ctx.input(1).data;
   p.dst = y.data;
-  p.dim = dim;
-  p.num_indices = idx.num_elements();
+  p.dim = gp->dim;
+  p.num_indices = gp->num_indices;
   p.inner = inner * es / w;
-  p.n = outer * p.num_indices * p.inner;
-  p.indices_i64 = idx.dtype == DType::kI64 ? 1 : 0;
-  if (!check_on_host) {
-    absl::StatusOr<void*> flag = ArmIndexCheck(ec);
+  p.n = gp->outer * p.num_indices * p.inner;
+  p.indices_i64 = gp->indices_i64 ? 1 : 0;
+  if (gp->check_on_device) {
+    absl::StatusOr<void*> flag = ArmIndexCheck(ec, ctx.workspace());
     if (!flag.ok()) return flag.status();
     p.error = *flag;
   }
@@ -148,51 +237,69 @@ absl::Status GatherKernel(ir::KernelContext& ctx) {
   if (p.error != nullptr) {
     absl::StatusOr<std::optional<int64_t>> bad = ReadIndexCheck(ec, p.error);
     if (!bad.ok()) return bad.status();
-    if (bad->has_value()) return out_of_range(**bad);
+    if (bad->has_value()) return backends::GatherIndexError(ctx, **bad, gp->axis);
   }
   return absl::OkStatus();
 }
 
-absl::Status SliceKernel(ir::KernelContext& ctx) {
+// Slice: starts, ends, axes and steps (inputs 1-4) parsed at prepare when
+// the plan knows them, else read back when run (HostValuesKernel).
+absl::StatusOr<StridedPrepared> PlanSlice(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
   const TensorView& x = ctx.input(0);
   absl::StatusOr<backends::SliceView> view =
       backends::SliceParams(ctx, [&](int i, absl::string_view) { return ec.ReadInts(ctx, i); });
   if (!view.ok()) return view.status();
-  const std::vector<int64_t>& shape = view->shape;
-  const std::vector<int64_t>& strides = view->strides;
-  const int64_t offset = view->offset;
-  if (ir::NumElements(shape) == 0) return absl::OkStatus();
+  StridedPrepared sp;
+  if (ir::NumElements(view->shape) == 0) return sp;
   const size_t es = DTypeSize(x.dtype);
-  absl::Status s = StridedCopy(ec, es, shape, ByteOffset(x.data, offset * static_cast<int64_t>(es)), strides,
-                               ctx.output(0).data);
+  sp.offset_bytes = view->offset * static_cast<int64_t>(es);
+  absl::StatusOr<StridedCopyPlan> plan = PlanStridedCopy(es, view->shape, view->strides);
+  if (!plan.ok()) return ctx.Error(plan.status().message());
+  sp.plan = *std::move(plan);
+  return sp;
+}
+
+absl::Status RunSlice(ir::KernelContext& ctx, const StridedPrepared& sp) {
+  absl::Status s = RunStrided(ctx, sp);
   return s.ok() ? s : ctx.Error(s.message());
 }
 
-absl::Status ShapeKernel(ir::KernelContext& ctx) {
+using SliceKernel = HostValuesKernel<StridedPrepared, &PlanSlice, &RunSlice, 0b11110>;
+
+struct ShapePrepared {
+  std::vector<int64_t> values;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareShape(const ir::KernelContext& ctx) {
   const std::vector<int64_t>& dims = ctx.input(0).shape;
   absl::StatusOr<std::pair<int64_t, int64_t>> range = backends::ShapeRange(ctx);
   if (!range.ok()) return range.status();
   const auto [start, end] = *range;
-  absl::Status s = WriteValues(Exec(ctx), ctx.output(0).data,
-                               absl::MakeConstSpan(dims).subspan(static_cast<size_t>(start),
-                                                                 static_cast<size_t>(end - start)));
+  return MakePrepared(ShapePrepared{std::vector<int64_t>(dims.begin() + start, dims.begin() + end)});
+}
+
+absl::Status ShapeKernel(ir::KernelContext& ctx) {
+  const ShapePrepared* sp = PreparedParams<ShapePrepared>(ctx);
+  if (sp == nullptr) return NotPrepared(ctx);
+  absl::Status s = WriteValues(Exec(ctx), ctx.output(0).data, sp->values);
   return s.ok() ? s : ctx.Error(s.message());
 }
 
 }  // namespace
 
+absl::StatusOr<ir::PreparedKernel> PrepareSameBytes(const ir::KernelContext& ctx) { return PrepareDeviceCopy(ctx); }
 absl::Status SameBytesKernel(ir::KernelContext& ctx) { return DeviceCopyKernel(ctx); }
 
 absl::Status RegisterCudaShapeKernels(ir::OpRegistry& registry) {
   const absl::Status results[] = {
-      registry.SetKernel("Reshape", ir::Backend::kCuda, &DeviceCopyKernel),
-      registry.SetKernel("Identity", ir::Backend::kCuda, &IdentityKernel),
-      registry.SetKernel("Transpose", ir::Backend::kCuda, &TransposeKernel),
-      registry.SetKernel("Concat", ir::Backend::kCuda, &ConcatKernel),
-      registry.SetKernel("Gather", ir::Backend::kCuda, &GatherKernel),
-      registry.SetKernel("Slice", ir::Backend::kCuda, &SliceKernel),
-      registry.SetKernel("Shape", ir::Backend::kCuda, &ShapeKernel),
+      registry.SetKernel("Reshape", ir::Backend::kCuda, ir::KernelDef{&DeviceCopyKernel, &PrepareDeviceCopy}),
+      registry.SetKernel("Identity", ir::Backend::kCuda, ir::KernelDef{&DeviceCopyKernel, &PrepareIdentity}),
+      registry.SetKernel("Transpose", ir::Backend::kCuda, ir::KernelDef{&StridedKernel, &PrepareTranspose}),
+      registry.SetKernel("Concat", ir::Backend::kCuda, ir::KernelDef{&ConcatKernel, &PrepareConcat}),
+      registry.SetKernel("Gather", ir::Backend::kCuda, ir::KernelDef{&GatherKernel, &PrepareGather}),
+      registry.SetKernel("Slice", ir::Backend::kCuda, SliceKernel::Def()),
+      registry.SetKernel("Shape", ir::Backend::kCuda, ir::KernelDef{&ShapeKernel, &PrepareShape}),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) return s;

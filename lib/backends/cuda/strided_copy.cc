@@ -21,11 +21,10 @@ absl::StatusOr<jit::ModuleSpec> WidthModule(absl::string_view file, size_t elem_
   return jit::ModuleSpec{std::string(file), {t}};
 }
 
-absl::StatusOr<void*> ArmIndexCheck(ExecContext& ec) {
-  absl::StatusOr<void*> flag = ec.Scratch(2 * sizeof(uint64_t));
-  if (!flag.ok()) return flag.status();
-  if (absl::Status s = ec.device().MemsetAsync(*flag, 0, 2 * sizeof(uint64_t), ec.stream()); !s.ok()) return s;
-  return *flag;
+absl::StatusOr<void*> ArmIndexCheck(ExecContext& ec, void* workspace) {
+  if (workspace == nullptr) return absl::InternalError("an index check without its workspace");
+  if (absl::Status s = ec.device().MemsetAsync(workspace, 0, kIndexCheckBytes, ec.stream()); !s.ok()) return s;
+  return workspace;
 }
 
 absl::StatusOr<std::optional<int64_t>> ReadIndexCheck(ExecContext& ec, void* flag) {
@@ -64,11 +63,14 @@ absl::Status CopyRows(ExecContext& ec, size_t elem_size, int64_t rows, int64_t c
   return ec.Launch(*module, "copy_rows", Grid1D(rows * p.cols), p);
 }
 
-absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int64_t> shape, const void* src,
-                         absl::Span<const int64_t> src_strides, void* dst, absl::Span<const int64_t> wrap) {
+absl::StatusOr<StridedCopyPlan> PlanStridedCopy(size_t elem_size, absl::Span<const int64_t> shape,
+                                                absl::Span<const int64_t> src_strides,
+                                                absl::Span<const int64_t> wrap) {
+  StridedCopyPlan plan;
+  plan.elem_size = elem_size;
   std::vector<int64_t> dims, strides, wraps;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) return absl::OkStatus();
+    if (shape[i] == 0) return plan;  // nothing to copy
     if (shape[i] == 1) continue;
     int64_t w = i < wrap.size() && wrap[i] > 0 && wrap[i] < shape[i] ? wrap[i] : 0;
     int64_t stride = src_strides[i];
@@ -84,11 +86,23 @@ absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int
   }
   const int rank = static_cast<int>(dims.size());
   const int64_t es = static_cast<int64_t>(elem_size);
-  if (rank == 0) return ec.device().CopyAsync(dst, src, elem_size, ec.stream());
+  if (rank == 0) {
+    plan.kind = StridedCopyPlan::kBytes;
+    plan.bytes = elem_size;
+    return plan;
+  }
   if (wraps.back() == 0 && strides.back() == 1) {
-    if (rank == 1) return ec.device().CopyAsync(dst, src, static_cast<size_t>(dims[0] * es), ec.stream());
+    if (rank == 1) {
+      plan.kind = StridedCopyPlan::kBytes;
+      plan.bytes = static_cast<size_t>(dims[0] * es);
+      return plan;
+    }
     if (rank == 2 && wraps[0] == 0) {
-      return CopyRows(ec, elem_size, dims[0], dims[1], src, strides[0], dst, dims[1]);
+      plan.kind = StridedCopyPlan::kRows;
+      plan.rows = dims[0];
+      plan.cols = dims[1];
+      plan.src_ld = strides[0];
+      return plan;
     }
   }
   if (rank > grove_k::kMaxRank) {
@@ -97,9 +111,10 @@ absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int
   }
   absl::StatusOr<jit::ModuleSpec> module = WidthModule("copy", elem_size);
   if (!module.ok()) return module.status();
-  grove_k::StridedCopyParams p{};
-  p.src = src;
-  p.dst = dst;
+  plan.kind = StridedCopyPlan::kKernel;
+  plan.module = *std::move(module);
+  grove_k::StridedCopyParams& p = plan.params;
+  p = grove_k::StridedCopyParams{};
   p.n = 1;
   p.shape.rank = rank;
   for (int k = 0; k < rank; ++k) {
@@ -108,7 +123,33 @@ absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int
     p.wrap.s[k] = wraps[k];
     p.n *= dims[k];
   }
-  return ec.Launch(*module, "strided_copy", Grid1D(p.n), p);
+  plan.dims = Grid1D(p.n);
+  return plan;
+}
+
+absl::Status RunStridedCopy(ExecContext& ec, const StridedCopyPlan& plan, const void* src, void* dst) {
+  switch (plan.kind) {
+    case StridedCopyPlan::kNothing:
+      return absl::OkStatus();
+    case StridedCopyPlan::kBytes:
+      return ec.device().CopyAsync(dst, src, plan.bytes, ec.stream());
+    case StridedCopyPlan::kRows:
+      return CopyRows(ec, plan.elem_size, plan.rows, plan.cols, src, plan.src_ld, dst, plan.cols);
+    case StridedCopyPlan::kKernel: {
+      grove_k::StridedCopyParams p = plan.params;
+      p.src = src;
+      p.dst = dst;
+      return ec.Launch(plan.module, "strided_copy", plan.dims, p);
+    }
+  }
+  return absl::InternalError("a strided copy of no kind");
+}
+
+absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int64_t> shape, const void* src,
+                         absl::Span<const int64_t> src_strides, void* dst, absl::Span<const int64_t> wrap) {
+  absl::StatusOr<StridedCopyPlan> plan = PlanStridedCopy(elem_size, shape, src_strides, wrap);
+  if (!plan.ok()) return plan.status();
+  return RunStridedCopy(ec, *plan, src, dst);
 }
 
 absl::Status WriteValues(ExecContext& ec, void* dst, absl::Span<const int64_t> values) {

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "jit/kernels/copy_params.h"
 #include "jit/module.h"
 #include "lib/backends/cuda/exec_context.h"
 
@@ -34,17 +35,38 @@ absl::StatusOr<jit::ModuleSpec> WidthModule(absl::string_view file, size_t elem_
 absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int64_t> shape, const void* src,
                          absl::Span<const int64_t> src_strides, void* dst, absl::Span<const int64_t> wrap = {});
 
+// StridedCopy in two halves: PlanStridedCopy (in a prepare: dims merged, the
+// kind of copy, the launch parameters without pointers) and RunStridedCopy
+// (in the invoke: pointers in, one copy or launch).
+struct StridedCopyPlan {
+  enum Kind { kNothing, kBytes, kRows, kKernel } kind = kNothing;
+  size_t elem_size = 0;
+  size_t bytes = 0;                         // kBytes
+  int64_t rows = 0, cols = 0, src_ld = 0;   // kRows (dst_ld = cols)
+  grove_k::StridedCopyParams params{};      // kKernel
+  jit::ModuleSpec module;
+  LaunchDims dims;
+};
+absl::StatusOr<StridedCopyPlan> PlanStridedCopy(size_t elem_size, absl::Span<const int64_t> shape,
+                                                absl::Span<const int64_t> src_strides,
+                                                absl::Span<const int64_t> wrap = {});
+absl::Status RunStridedCopy(ExecContext& ec, const StridedCopyPlan& plan, const void* src, void* dst);
+
 // rows x cols elements: dst[r * dst_ld + c] = src[r * src_ld + c], with the
 // widest element width that the sizes and the pointers' alignment allow.
 absl::Status CopyRows(ExecContext& ec, size_t elem_size, int64_t rows, int64_t cols, const void* src,
                       int64_t src_ld, void* dst, int64_t dst_ld);
 
 // Device-side index checks (jit/kernels/gather_params.h): ArmIndexCheck
-// returns two zeroed u64 of scratch memory to pass as a kernel's `error`;
+// zeroes two u64 at the start of the step's workspace (kIndexCheckBytes,
+// declared by the prepare) and returns them to pass as a kernel's `error`;
 // after the launch ReadIndexCheck synchronises and returns the out-of-range
 // index a thread reported, or nullopt. Used when the indices are not known on
-// the host; known ones are checked there without a synchronisation.
-absl::StatusOr<void*> ArmIndexCheck(ExecContext& ec);
+// the host (the prepare then says needs_host: the result is data-dependent and
+// read back, so the step ends a segment); known ones are checked at prepare
+// without a synchronisation.
+inline constexpr uint64_t kIndexCheckBytes = 2 * sizeof(uint64_t);
+absl::StatusOr<void*> ArmIndexCheck(ExecContext& ec, void* workspace);
 absl::StatusOr<std::optional<int64_t>> ReadIndexCheck(ExecContext& ec, void* flag);
 
 // The host copy of input i when the plan knows its values, else nullptr.
@@ -56,6 +78,7 @@ absl::Status WriteValues(ExecContext& ec, void* dst, absl::Span<const int64_t> v
 
 // The kernel of ops that copy their input's bytes unchanged into the planned
 // output (Reshape, Flatten, Squeeze, Unsqueeze): one device copy.
+absl::StatusOr<ir::PreparedKernel> PrepareSameBytes(const ir::KernelContext& ctx);
 absl::Status SameBytesKernel(ir::KernelContext& ctx);
 
 // Byte offset helpers for device pointers (never dereferenced on the host).
