@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,17 +18,24 @@ namespace grove::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "Usage: grove inspect MODEL.grove [--shape NAME=D0xD1... ...] [--json]\n"
+    "Usage: grove inspect MODEL.grove [--shape NAME=D0xD1... ...] [--device cpu|cuda] [--arch sm_XY] [--json]\n"
     "\n"
     "Prints the model's inputs and outputs (symbolic dims by name), symbols and\n"
     "their ranges, operator counts, weight bytes and subgraphs. With a --shape\n"
     "for every input that has symbolic dims, also prints the memory plan for\n"
     "those shapes: arena bytes, the lower bound (most bytes live at one step),\n"
-    "the tensors live at the peak and the output shapes.\n"
+    "the tensors live at the peak and the output shapes. With --device, also\n"
+    "prints how the model runs on that backend, per control-flow path (the main\n"
+    "graph, each If branch and Loop body): its steps and which backend runs\n"
+    "each, its straight-line segments, and each step that needs the host and\n"
+    "so ends a segment (control flow, a CPU fallback, shapes or values read\n"
+    "back), with the reason. --device cuda needs no GPU.\n"
     "\n"
     "Flags:\n"
     "  --shape NAME=3x16  an input's shape; NAME= is a scalar (repeatable)\n"
-    "  --json             print one JSON object instead of text\n";
+    "  --device D         cpu or cuda: print the segments of each path\n"
+    "  --arch sm_XY       the CUDA arch planned for with --device cuda (default sm_90)\n"
+    "  --json             print one JSON object instead of text (segments under \"segments\")\n";
 
 constexpr size_t kPeakTensorsShown = 8;
 
@@ -35,7 +43,70 @@ struct Plan {
   std::vector<std::vector<int64_t>> input_shapes;
   std::vector<std::vector<int64_t>> output_shapes;
   MemoryReport report;
+  std::optional<ExecutionInfo> execution;  // with --device
 };
+
+std::string StepName(const std::string& op, const std::string& node) {
+  return node.empty() ? TerminalSafe(op) : absl::StrCat(TerminalSafe(op), " '", TerminalSafe(node), "'");
+}
+
+std::string ExecutionText(const ExecutionInfo& info) {
+  std::string out = absl::StrCat("execution on ", TerminalSafe(info.device), ":\n");
+  for (const PathInfo& path : info.paths) {
+    absl::StrAppend(&out, "  path ", TerminalSafe(path.path), ": ");
+    if (!path.note.empty()) {
+      absl::StrAppend(&out, TerminalSafe(path.note), "\n");
+      continue;
+    }
+    absl::StrAppend(&out, path.steps.size(), " steps, ", path.segments.size(),
+                    path.segments.size() == 1 ? " segment, " : " segments, ", path.host_steps.size(),
+                    path.host_steps.size() == 1 ? " step needs the host\n" : " steps need the host\n");
+    size_t h = 0;
+    for (size_t k = 0; k <= path.segments.size(); ++k) {
+      const int until = k < path.segments.size() ? path.segments[k].first_step : static_cast<int>(path.steps.size());
+      for (; h < path.host_steps.size() && path.host_steps[h].step < until; ++h) {
+        const HostStepInfo& hs = path.host_steps[h];
+        absl::StrAppend(&out, "    step ", hs.step, " ", StepName(hs.op, hs.node), " (",
+                        path.steps[hs.step].backend, "): needs the host: ", TerminalSafe(hs.reason), "\n");
+      }
+      if (k == path.segments.size()) break;
+      const SegmentInfo& seg = path.segments[k];
+      std::vector<std::string> steps;
+      for (const StepInfo& st : seg.steps) steps.push_back(absl::StrCat(StepName(st.op, st.node), " (", st.backend, ")"));
+      absl::StrAppend(&out, "    segment ", k, ": steps ", seg.first_step, "..", seg.end_step - 1, ": ",
+                      steps.empty() ? std::string("(all empty)") : absl::StrJoin(steps, ", "), "\n");
+    }
+  }
+  return out;
+}
+
+std::string JsonString(absl::string_view s);
+
+std::string ExecutionJson(const ExecutionInfo& info) {
+  auto step_json = [](const StepInfo& st) {
+    return absl::StrCat("{\"op\":", JsonString(st.op), ",\"node\":", JsonString(st.node),
+                        ",\"backend\":", JsonString(st.backend), "}");
+  };
+  std::vector<std::string> paths;
+  for (const PathInfo& path : info.paths) {
+    std::vector<std::string> steps, segments, host;
+    for (const StepInfo& st : path.steps) steps.push_back(step_json(st));
+    for (const SegmentInfo& seg : path.segments) {
+      std::vector<std::string> ss;
+      for (const StepInfo& st : seg.steps) ss.push_back(step_json(st));
+      segments.push_back(absl::StrCat("{\"first_step\":", seg.first_step, ",\"end_step\":", seg.end_step,
+                                      ",\"steps\":[", absl::StrJoin(ss, ","), "]}"));
+    }
+    for (const HostStepInfo& hs : path.host_steps) {
+      host.push_back(absl::StrCat("{\"step\":", hs.step, ",\"op\":", JsonString(hs.op), ",\"node\":",
+                                  JsonString(hs.node), ",\"reason\":", JsonString(hs.reason), "}"));
+    }
+    paths.push_back(absl::StrCat("{\"path\":", JsonString(path.path), ",\"note\":", JsonString(path.note),
+                                 ",\"steps\":[", absl::StrJoin(steps, ","), "],\"segments\":[",
+                                 absl::StrJoin(segments, ","), "],\"host_steps\":[", absl::StrJoin(host, ","), "]}"));
+  }
+  return absl::StrCat("{\"device\":", JsonString(info.device), ",\"paths\":[", absl::StrJoin(paths, ","), "]}");
+}
 
 double Ratio(const MemoryReport& r) {
   return r.lower_bound_bytes == 0 ? 1.0
@@ -150,7 +221,9 @@ std::string Json(const std::string& path, const Model& model, const Plan* plan) 
   for (size_t i = 0; i < plan->output_shapes.size() && i < model.outputs().size(); ++i) {
     absl::StrAppend(&out, i ? "," : "", JsonString(model.outputs()[i].name), ":", JsonDims(plan->output_shapes[i]));
   }
-  absl::StrAppend(&out, "}}");
+  absl::StrAppend(&out, "}");
+  if (plan->execution.has_value()) absl::StrAppend(&out, ",\"segments\":", ExecutionJson(*plan->execution));
+  absl::StrAppend(&out, "}");
   return out;
 }
 
@@ -211,13 +284,15 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
                         ? "  (-1: depends on the data)\n"
                         : "\n");
   }
+  if (plan->execution.has_value()) absl::StrAppend(&out, ExecutionText(*plan->execution));
   return out;
 }
 
 }  // namespace
 
 int InspectMain(absl::Span<const std::string> argv) {
-  static constexpr FlagSpec kFlags[] = {{"shape", kRepeatedValue}, {"json", kSwitch}};
+  static constexpr FlagSpec kFlags[] = {
+      {"shape", kRepeatedValue}, {"device", kValue}, {"arch", kValue}, {"json", kSwitch}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -225,6 +300,15 @@ int InspectMain(absl::Span<const std::string> argv) {
                           ? "inspect: missing MODEL.grove"
                           : absl::StrCat("inspect: unexpected argument '", args.positional[1], "'"));
   }
+  std::optional<Device> device;
+  if (args.Has("device")) {
+    absl::StatusOr<Device> d = ParseDevice(args.Values("device")[0]);
+    if (!d.ok() || *d == Device::kAuto) {
+      return UsageError(absl::StrCat("inspect: --device must be cpu or cuda, not '", args.Values("device")[0], "'"));
+    }
+    device = *d;
+  }
+  if (args.Has("arch") && device != Device::kCuda) return UsageError("inspect: --arch goes with --device cuda");
   const std::string& path = args.positional[0];
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(path);
   if (!model.ok()) return Fail(absl::StrCat("cannot load model ", path, ": ", model.status().message()));
@@ -255,6 +339,17 @@ int InspectMain(absl::Span<const std::string> argv) {
     absl::StatusOr<MemoryReport> report = (*session)->Reshape(plan->input_shapes, &plan->output_shapes);
     if (!report.ok()) return Fail(absl::StrCat("cannot plan these shapes: ", report.status().message()));
     plan->report = *std::move(report);
+    if (device.has_value()) {
+      ExecutionInfoOptions eo;
+      eo.device = *device;
+      if (args.Has("arch")) eo.arch = args.Values("arch")[0];
+      eo.input_shapes = plan->input_shapes;
+      absl::StatusOr<ExecutionInfo> info = DescribeExecution(**model, eo);
+      if (!info.ok()) return Fail(absl::StrCat("cannot plan these shapes: ", info.status().message()));
+      plan->execution = *std::move(info);
+    }
+  } else if (device.has_value()) {
+    return Fail("--device shows the plans of given shapes: give --shape NAME=D0xD1... for each input with symbolic dims");
   }
 
   const std::string out = args.Has("json") ? Json(path, **model, plan.get()) + "\n" : Text(path, **model, plan.get());

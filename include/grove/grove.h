@@ -449,6 +449,61 @@ struct KernelCompileReport {
 absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const KernelCompileOptions& options);
 
 // ---------------------------------------------------------------------------
+// How a model runs: its plans' steps and straight-line segments (grove inspect).
+// ---------------------------------------------------------------------------
+
+struct StepInfo {
+  std::string op;       // "MatMul"; "FusedElementwise" for a fused chain (CUDA)
+  std::string node;     // the node's name ("" when it has none)
+  std::string backend;  // whose kernel runs it: "cpu" or "cuda"
+};
+
+// A step that needs the host, so a segment ends at it: control flow (the
+// host picks the path), a step that runs its CPU kernel with copies, output
+// shapes known only when run, or a value read back from the device.
+struct HostStepInfo {
+  int step = 0;  // its index in the path's steps
+  std::string op;
+  std::string node;
+  std::string reason;
+};
+
+// A run of steps that need no host: on CUDA, one graph to capture.
+struct SegmentInfo {
+  int first_step = 0;  // steps [first_step, end_step) of the path
+  int end_step = 0;
+  std::vector<StepInfo> steps;
+};
+
+// One control-flow path: the main graph, or a body of If, Loop or Scan
+// (planned for the shapes of its first run where the plan knows them).
+struct PathInfo {
+  std::string path;  // "main", "main / Loop 'decode' / body"
+  std::vector<StepInfo> steps;
+  std::vector<SegmentInfo> segments;
+  std::vector<HostStepInfo> host_steps;
+  std::string note;  // why a path has no plan here (its inputs' shapes are known only when run)
+};
+
+struct ExecutionInfo {
+  std::string device;  // "cpu", or the CUDA device planned for
+  std::vector<PathInfo> paths;
+};
+
+struct ExecutionInfoOptions {
+  // kCpu or kCuda. kCuda plans for the CUDA backend on a device that only
+  // records (no GPU or driver needed): which kernels take each step, where
+  // the host is needed, as a run on that arch would.
+  Device device = Device::kCpu;
+  std::string arch = "sm_90";
+  std::vector<std::vector<int64_t>> input_shapes;  // one per model input
+};
+
+// Plans the model for these input shapes without running it and describes
+// every control-flow path's steps and segments.
+absl::StatusOr<ExecutionInfo> DescribeExecution(const Model& model, const ExecutionInfoOptions& options);
+
+// ---------------------------------------------------------------------------
 // Building models in code.
 // ---------------------------------------------------------------------------
 

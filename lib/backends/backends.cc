@@ -14,6 +14,8 @@
 #include "lib/backends/cuda/recording_device.h"
 #include "lib/ir/ops/ops.h"
 #include "lib/runtime/backend.h"
+#include "lib/runtime/model_impl.h"
+#include "lib/runtime/plan_report.h"
 #include "lib/runtime/registry.h"
 #include "lib/runtime/session_internal.h"
 
@@ -112,6 +114,30 @@ absl::StatusOr<std::unique_ptr<Session>> CreateSessionOnDevice(std::shared_ptr<c
 }
 
 }  // namespace internal
+
+absl::StatusOr<ExecutionInfo> DescribeExecution(const Model& model, const ExecutionInfoOptions& options) {
+  std::unique_ptr<runtime::Backend> backend;
+  std::string device = "cpu";
+  switch (options.device) {
+    case Device::kCpu: backend = cpu::CreateCpuBackend(); break;
+    case Device::kCuda: {
+      absl::StatusOr<int> arch = jit::ParseArch(options.arch);
+      if (!arch.ok()) return arch.status();
+      // Plans only: a device that records is all planning needs.
+      absl::StatusOr<std::unique_ptr<runtime::Backend>> b =
+          cuda::CreateCudaBackend(cuda::NewRecordingDevice(*arch), SessionOptions());
+      if (!b.ok()) return b.status();
+      backend = *std::move(b);
+      device = absl::StrCat("cuda sm_", *arch, " (planned without a GPU)");
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("DescribeExecution: device must be cpu or cuda");
+  }
+  absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), *backend, options.input_shapes);
+  if (info.ok()) info->device = device;
+  return info;
+}
 
 // grove::CompileKernels: which kernel modules a model needs (a dry run on the
 // recording device) compiled into the disk cache for one arch, no GPU needed.

@@ -384,7 +384,10 @@ void ExecutionPlan::CutSegments(ir::Backend backend) {
     if (step.host_fallback) {
       step.host_reason = "runs its CPU kernel (no kernel of this backend takes it)";
     } else if (step.kernel_allocates) {
-      step.host_reason = "control flow: the host picks the path";
+      bool has_body = false;
+      for (const ir::AttrSpec& a : step.node->def->attrs) has_body |= a.kind == ir::AttrKind::kSubgraph;
+      step.host_reason = has_body ? "control flow: the host picks the path"
+                                  : "its output shapes depend on the data (the kernel allocates them)";
     } else if (step.infer_at_run) {
       step.host_reason = "its output shapes are known only when it runs";
     } else if (step.prepared_at_plan && step.prepared.needs_host) {

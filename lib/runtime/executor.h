@@ -46,8 +46,11 @@ class Executor {
   absl::Status Execute(PlanInstance& inst, absl::Span<const TensorView> inputs,
                        absl::Span<const TensorView> captures);
   // The host bytes of value `v` (a view of backend memory): the host view of
-  // a weight or folded value, or a copy read back (waits for the backend).
-  absl::StatusOr<const TensorView*> HostCopy(PlanInstance& inst, int v, const TensorView& device_view);
+  // a weight or folded value, or a copy read back. `wait` false: the copy is
+  // only queued; the caller synchronizes before reading it (a run's outputs,
+  // copied together).
+  absl::StatusOr<const TensorView*> HostCopy(PlanInstance& inst, int v, const TensorView& device_view,
+                                             bool wait = true);
 
   ir::StringArena& strings() { return strings_; }
   Backend& backend() { return backend_; }

@@ -86,7 +86,7 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
     if (aliased != nullptr && (*aliased)[outs.size()]) {
       outs.push_back(into[outs.size()]);
     } else if (!backend.host_memory() && !options_.outputs_on_device && !device_views) {
-      absl::StatusOr<const TensorView*> h = executor_.HostCopy(**inst, v, (*inst)->views[v]);
+      absl::StatusOr<const TensorView*> h = executor_.HostCopy(**inst, v, (*inst)->views[v], /*wait=*/false);
       if (!h.ok()) return h.status();
       outs.push_back(**h);
     } else {

@@ -74,6 +74,36 @@ if expect_ok "$G" inspect "$MODELS/loop.grove" --json --shape trip_count= --shap
   json_check 'd["input_shapes"] == {"trip_count": [], "x": [5], "limit": []}'
 fi
 
+# --- execution: segments per control-flow path (--device; no GPU needed) ------
+# No data-dependent step: one segment, nothing needs the host.
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cuda; then
+  expect_stdout '^execution on cuda sm_90 \(planned without a GPU\):$'
+  expect_stdout '^  path main: [0-9]+ steps, 1 segment, 0 steps need the host$'
+  expect_stdout '^    segment 0: steps 0\.\.[0-9]+: .*MatMul.*\(cuda\)'
+fi
+# An If: the host picks the branch, so the main graph's segment ends there;
+# each branch is a path of its own.
+if expect_ok "$G" inspect "$MODELS/early_exit.grove" --shape x=4x8 --device cuda --arch sm_80; then
+  expect_stdout '^execution on cuda sm_80 \(planned without a GPU\):$'
+  expect_stdout '^    step [0-9]+ If .*needs the host: control flow: the host picks the path$'
+  expect_stdout "^  path main / If '.*' / then_branch: "
+  expect_stdout "^  path main / If '.*' / else_branch: "
+fi
+if expect_ok "$G" inspect "$MODELS/loop.grove" --json --device cuda --shape trip_count= --shape x=5 --shape limit=; then
+  json_check 'd["segments"]["paths"][0]["path"] == "main"'
+  json_check 'any(h["op"] == "Loop" and "control flow" in h["reason"] for h in d["segments"]["paths"][0]["host_steps"])'
+  json_check 'any(p["path"].endswith("/ body") for p in d["segments"]["paths"])'
+  json_check 'all(s["end_step"] > s["first_step"] for p in d["segments"]["paths"] for s in p["segments"])'
+fi
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cpu --json; then
+  json_check 'd["segments"]["device"] == "cpu" and len(d["segments"]["paths"][0]["segments"]) == 1'
+  json_check 'all(s["backend"] == "cpu" for s in d["segments"]["paths"][0]["steps"])'
+fi
+expect_fail 2 "--device must be cpu or cuda" "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device tpu
+expect_fail 2 "--arch goes with --device cuda" "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --arch sm_80
+expect_fail 1 "give --shape" "$G" inspect "$MODELS/mlp.grove" --device cuda
+expect_fail 1 "arch" "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cuda --arch sm_9000x
+
 # --- errors ------------------------------------------------------------------
 expect_fail 1 "cannot load model" "$G" inspect "$TEST_TMP/no_such.grove"
 expect_fail 1 "--shape names 'z', which is not a model input \(its inputs: 'x'\)" \
