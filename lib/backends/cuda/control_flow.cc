@@ -1,7 +1,10 @@
 // CUDA kernels of If and Loop: the host picks the branch or decides to go on
 // (one small read-back of the condition per decision), bodies run through
 // the session on the device, and carried values, scan outputs and results
-// stay in device memory.
+// stay in device memory. These steps end segments (they wait for the host),
+// but a steady-state run allocates nothing: a Loop's buffers (carried values,
+// their staging copies, scan outputs) are its node's state in the
+// ExecContext, kept and grown across runs, freed with the session.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -17,8 +20,7 @@ namespace {
 
 using backends::kNoTripCount;
 
-// Device memory owned for the length of one kernel call; grows keeping its
-// first `keep` bytes.
+// Device memory that grows (keeping its first `keep` bytes), never shrinks.
 class DeviceVector {
  public:
   explicit DeviceVector(Device& device) : device_(device) {}
@@ -48,6 +50,25 @@ class DeviceVector {
   Device& device_;
   void* data_ = nullptr;
   size_t capacity_ = 0;
+};
+
+// A Loop node's buffers, kept across calls and runs (ExecContext::State):
+// per carried value its buffer and a staging buffer (a body that swaps its
+// carried values), per scan output its accumulated slices.
+class LoopState : public ExecContext::KernelState {
+ public:
+  explicit LoopState(Device& device) : device_(device) {}
+  DeviceVector& carried(int i) { return At(carried_, i); }
+  DeviceVector& staged(int i) { return At(staged_, i); }
+  DeviceVector& scan(int j) { return At(scans_, j); }
+
+ private:
+  DeviceVector& At(std::vector<std::unique_ptr<DeviceVector>>& v, int i) {
+    while (static_cast<int>(v.size()) <= i) v.push_back(std::make_unique<DeviceVector>(device_));
+    return *v[i];
+  }
+  Device& device_;
+  std::vector<std::unique_ptr<DeviceVector>> carried_, staged_, scans_;
 };
 
 absl::StatusOr<bool> ReadFlag(ExecContext& ec, const ir::KernelContext& ctx, const TensorView& v,
@@ -105,24 +126,26 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
   const int k = ctx.num_outputs() - n;
   const int body = ctx.attrs().GetSubgraph("body");
 
-  // Carried values between iterations live here (the body's outputs sit in
-  // its arena, which its next call overwrites).
-  std::vector<std::unique_ptr<DeviceVector>> carried_mem;
+  // Carried values between iterations live in the node's buffers (the
+  // body's outputs sit in its arena, which its next call overwrites). A
+  // nested Loop runs to its end inside one call of this body, so the
+  // buffers are this call's until it returns.
+  LoopState& state = ec.State<LoopState>(ctx.node());
   std::vector<TensorView> carried(n);
   backends::CarriedBoxes boxes(n);  // sequences and optionals: host values
   for (int i = 0; i < n; ++i) {
     const TensorView& in = ctx.input(2 + i);
-    carried_mem.push_back(std::make_unique<DeviceVector>(dev));
     boxes.Enter(i, in, carried[i]);
     if (ir::IsBoxed(in.dtype)) continue;
-    if (absl::Status s = carried_mem[i]->Reserve(in.byte_size(), 0, ec.stream()); !s.ok()) return s;
-    if (absl::Status s = dev.CopyAsync(carried_mem[i]->data(), in.data, in.byte_size(), ec.stream()); !s.ok()) return s;
-    carried[i] = TensorView(in.dtype, in.shape, static_cast<void*>(carried_mem[i]->data()));
+    DeviceVector& mem = state.carried(i);
+    if (absl::Status s = mem.Reserve(in.byte_size(), 0, ec.stream()); !s.ok()) return s;
+    if (absl::Status s = dev.CopyAsync(mem.data(), in.data, in.byte_size(), ec.stream()); !s.ok()) return s;
+    carried[i] = TensorView(in.dtype, in.shape, static_cast<void*>(mem.data()));
   }
-  std::vector<std::unique_ptr<DeviceVector>> scans;
   std::vector<size_t> scan_bytes(k, 0);
   std::vector<TensorView> scan_shape(k);
-  for (int j = 0; j < k; ++j) scans.push_back(std::make_unique<DeviceVector>(dev));
+  std::vector<bool> staged(n, false);
+  std::vector<TensorView> staged_views(n);
 
   int64_t iter = 0;
   backends::LoopBodyScalars scalars;  // outlives each trip's outputs
@@ -138,26 +161,24 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     boxes.Commit();
     // A body may return its carried inputs in another order (a swap): an
     // output that is another carried value is copied before any is written.
-    std::vector<std::unique_ptr<DeviceVector>> staged(n);
-    std::vector<TensorView> staged_views(n);
+    // The staging buffers are kept: the next trip's copies into them queue
+    // after this trip's reads on the stream.
     for (int i = 0; i < n; ++i) {
       const TensorView& o = (*outs)[1 + i];
-      if (!backends::ReadsOtherCarried(o, i, carried)) continue;
-      staged[i] = std::make_unique<DeviceVector>(dev);
-      if (absl::Status s = staged[i]->Reserve(o.byte_size(), 0, ec.stream()); !s.ok()) return s;
-      if (absl::Status s = dev.CopyAsync(staged[i]->data(), o.data, o.byte_size(), ec.stream()); !s.ok()) return s;
-      staged_views[i] = TensorView(o.dtype, o.shape, static_cast<void*>(staged[i]->data()));
+      staged[i] = backends::ReadsOtherCarried(o, i, carried);
+      if (!staged[i]) continue;
+      DeviceVector& mem = state.staged(i);
+      if (absl::Status s = mem.Reserve(o.byte_size(), 0, ec.stream()); !s.ok()) return s;
+      if (absl::Status s = dev.CopyAsync(mem.data(), o.data, o.byte_size(), ec.stream()); !s.ok()) return s;
+      staged_views[i] = TensorView(o.dtype, o.shape, static_cast<void*>(mem.data()));
     }
     for (int i = 0; i < n; ++i) {
-      const TensorView& o = staged[i] != nullptr ? staged_views[i] : (*outs)[1 + i];
+      const TensorView& o = staged[i] ? staged_views[i] : (*outs)[1 + i];
       if (ir::IsBoxed(o.dtype)) continue;
-      if (absl::Status s = carried_mem[i]->Reserve(o.byte_size(), 0, ec.stream()); !s.ok()) return s;
-      carried[i] = TensorView(o.dtype, o.shape, static_cast<void*>(carried_mem[i]->data()));
+      DeviceVector& mem = state.carried(i);
+      if (absl::Status s = mem.Reserve(o.byte_size(), 0, ec.stream()); !s.ok()) return s;
+      carried[i] = TensorView(o.dtype, o.shape, static_cast<void*>(mem.data()));
       if (absl::Status s = dev.CopyAsync(carried[i].data, o.data, o.byte_size(), ec.stream()); !s.ok()) return s;
-    }
-    // The staging buffers go when this trip ends: finish reading them.
-    if (std::any_of(staged.begin(), staged.end(), [](const auto& p) { return p != nullptr; })) {
-      if (absl::Status s = dev.Synchronize(ec.stream()); !s.ok()) return s;
     }
     for (int j = 0; j < k; ++j) {
       const TensorView& o = (*outs)[1 + n + j];
@@ -166,11 +187,11 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
       uint64_t held = 0;
       for (size_t b : scan_bytes) held += b;
       if (absl::Status s = backends::CheckScanBytes(ctx, iter, held, o.byte_size()); !s.ok()) return s;
-      if (absl::Status s = scans[j]->Reserve(scan_bytes[j] + o.byte_size(), scan_bytes[j], ec.stream()); !s.ok()) {
+      DeviceVector& mem = state.scan(j);
+      if (absl::Status s = mem.Reserve(scan_bytes[j] + o.byte_size(), scan_bytes[j], ec.stream()); !s.ok()) {
         return s;
       }
-      if (absl::Status s = dev.CopyAsync(scans[j]->data() + scan_bytes[j], o.data, o.byte_size(), ec.stream());
-          !s.ok()) {
+      if (absl::Status s = dev.CopyAsync(mem.data() + scan_bytes[j], o.data, o.byte_size(), ec.stream()); !s.ok()) {
         return s;
       }
       scan_bytes[j] += o.byte_size();
@@ -186,17 +207,26 @@ absl::Status LoopKernel(ir::KernelContext& ctx) {
     shape.insert(shape.end(), scan_shape[j].shape.begin(), scan_shape[j].shape.end());
     absl::StatusOr<TensorView*> out = ctx.AllocateOutput(n + j, scan_shape[j].dtype, std::move(shape));
     if (!out.ok()) return out.status();
-    if (absl::Status s = dev.CopyAsync((*out)->data, scans[j]->data(), scan_bytes[j], ec.stream()); !s.ok()) return s;
+    if (scan_bytes[j] == 0) continue;
+    if (absl::Status s = dev.CopyAsync((*out)->data, state.scan(j).data(), scan_bytes[j], ec.stream()); !s.ok()) {
+      return s;
+    }
   }
-  // The carried and scan buffers are freed on return: finish reading them.
+  // The body's outputs may include host scalars of this call (its iteration
+  // number and condition passed through): finish the copies before they go.
   return dev.Synchronize(ec.stream());
 }
 
 }  // namespace
 
 absl::Status RegisterCudaControlFlowKernels(ir::OpRegistry& registry) {
-  if (absl::Status s = registry.SetKernel("If", ir::Backend::kCuda, &IfKernel); !s.ok()) return s;
-  return registry.SetKernel("Loop", ir::Backend::kCuda, &LoopKernel);
+  // If reads its condition (input 0) on the host; Loop its trip count and
+  // condition (inputs 0 and 1). Both end segments anyway.
+  if (absl::Status s = registry.SetKernel("If", ir::Backend::kCuda, ir::KernelDef{&IfKernel, nullptr, 0b1});
+      !s.ok()) {
+    return s;
+  }
+  return registry.SetKernel("Loop", ir::Backend::kCuda, ir::KernelDef{&LoopKernel, nullptr, 0b11});
 }
 
 }  // namespace grove::cuda
