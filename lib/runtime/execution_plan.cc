@@ -169,6 +169,8 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     } else if (!takes) {
       return absl::UnimplementedError(absl::StrCat(node.Describe(), ": no kernel for this backend"));
     }
+    step.kernel = node.def->kernels[static_cast<int>(step.backend)];
+    step.prepare = node.def->prepares[static_cast<int>(step.backend)];
 
     const bool fold = !boxed && !makes_strings && node.def->foldable && !node.def->kernel_allocates_outputs && outputs_concrete &&
                       !inputs_dynamic && (values_known || !node.def->reads_input_values) &&
@@ -329,7 +331,7 @@ absl::Status ExecutionPlan::PrepareSteps(Backend& backend) {
   std::deque<TensorView> host_copies;
   for (PlanStep& step : steps_) {
     if (step.host_fallback || step.infer_at_run || step.kernel_allocates || step.outputs_empty) continue;
-    const ir::PrepareFn prepare = step.node->def->prepares[static_cast<int>(step.backend)];
+    const ir::PrepareFn prepare = step.prepare;
     if (prepare == nullptr) continue;
     // Views of the planned dtypes and shapes; data only where the host has
     // it (weights, folded values), and on the CPU only.

@@ -86,7 +86,7 @@ absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const T
     for (int v : step.inputs) inst->ptrs.push_back(v < 0 ? nullptr : &inst->views[v]);
     for (int v : step.outputs) inst->ptrs.push_back(v < 0 ? nullptr : &inst->views[v]);
   }
-  if (!backend_.host_memory()) {
+  if (!host_memory_) {
     if (absl::Status s = SetUpDeviceInstance(*inst); !s.ok()) return s;
   }
   ++stats_.plans_created;
@@ -100,7 +100,7 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
   ++inst.active;
   absl::Cleanup done = [&inst] { --inst.active; };
   const ExecutionPlan& p = *inst.plan;
-  if (!backend_.host_memory()) {
+  if (!host_memory_) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (absl::Status s = BindValue(inst, p.input_values()[i], inputs[i]); !s.ok()) return s;
     }
@@ -128,7 +128,7 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
     absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
     absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
     StepHost host(*this, inst, static_cast<int>(s));
-    if (!backend_.host_memory() && step.host_fallback) {
+    if (!host_memory_ && step.host_fallback) {
       if (absl::Status st = RunFallbackStep(inst, static_cast<int>(s), in_ptrs, out_ptrs); !st.ok()) return st;
       ++stats_.kernels_run;
       ++stats_.cpu_fallback_steps;
@@ -142,7 +142,7 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         if (in_ptrs[i] == nullptr) continue;
         const TensorView* value = in_ptrs[i];
-        if (!backend_.host_memory() && !ir::IsBoxed(in_ptrs[i]->dtype)) {
+        if (!host_memory_ && !ir::IsBoxed(in_ptrs[i]->dtype)) {
           value = nullptr;
           if (in_ptrs[i]->byte_size() <= kHostReadLimitBytes) {
             absl::StatusOr<const TensorView*> h = HostCopy(inst, step.inputs[i], *in_ptrs[i]);
@@ -159,31 +159,25 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
       }
     }
 
-    if (!backend_.host_memory()) {
+    if (!host_memory_) {
       backend_.SetStepHostInputs(absl::MakeConstSpan(inst.host_ptrs.data() + inst.step_ptrs[s], step.inputs.size()));
     }
     ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
     if (step.prepared_at_plan) {
-      // Inside a segment on a device: no wait and no read may happen here.
-      const bool watch = step.segment >= 0 && !backend_.host_memory();
-      BackendCounters before;
-      if (watch) before = backend_.counters();
       ctx.SetPrepared(&step.prepared,
                       step.prepared.workspace_bytes > 0 ? inst.arena.data() + step.workspace_offset : nullptr);
-      if (absl::Status st = step.node->def->kernels[static_cast<int>(step.backend)](ctx); !st.ok()) return st;
-      if (watch) {
-        const BackendCounters after = backend_.counters();
-        stats_.host_waits_inside_segments += (after.synchronizations - before.synchronizations) +
-                                             (after.device_to_host_reads - before.device_to_host_reads);
-      }
-    } else if (step.segment >= 0 && !backend_.host_memory()) {
-      const BackendCounters before = backend_.counters();
-      if (absl::Status st = ir::RunKernel(step.backend, ctx); !st.ok()) return st;
+    }
+    // Inside a segment on a device: no wait and no read may happen here.
+    const bool watch = step.segment >= 0 && !host_memory_;
+    BackendCounters before;
+    if (watch) before = backend_.counters();
+    absl::Status st = step.prepared_at_plan || step.prepare == nullptr ? step.kernel(ctx)
+                                                                       : ir::RunKernel(step.backend, ctx);
+    if (!st.ok()) return st;
+    if (watch) {
       const BackendCounters after = backend_.counters();
       stats_.host_waits_inside_segments += (after.synchronizations - before.synchronizations) +
                                            (after.device_to_host_reads - before.device_to_host_reads);
-    } else if (absl::Status st = ir::RunKernel(step.backend, ctx); !st.ok()) {
-      return st;
     }
     ++stats_.kernels_run;
 
@@ -209,8 +203,8 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
 
 Executor::Executor(const internal::ModelImpl& model, const SessionOptions& options, Backend& backend,
                    SessionStats& stats)
-    : model_(model), graph_(model.graph()), options_(options), backend_(backend), stats_(stats),
-      step_workspace_(&backend) {}
+    : model_(model), graph_(model.graph()), options_(options), backend_(backend), host_memory_(backend.host_memory()),
+      stats_(stats), step_workspace_(&backend) {}
 
 Executor::~Executor() = default;
 

@@ -77,6 +77,7 @@ class Executor {
   const ir::Graph& graph_;
   const SessionOptions& options_;
   Backend& backend_;
+  const bool host_memory_;  // backend_.host_memory(), asked once
   SessionStats& stats_;
   PlanCache plans_;
   std::vector<int64_t> key_;

@@ -39,8 +39,11 @@ struct PlanValue {
 
 struct PlanStep {
   const ir::Node* node = nullptr;
-  // Whose kernel runs: the plan's backend, or the CPU for a fallback step.
+  // Whose kernel runs: the plan's backend, or the CPU for a fallback step;
+  // that backend's kernel of the node and its prepare (nullptr: none).
   ir::Backend backend = ir::Backend::kCpu;
+  ir::KernelFn kernel = nullptr;
+  ir::PrepareFn prepare = nullptr;
   std::vector<int> inputs;   // value ids; -1 = omitted
   std::vector<int> outputs;  // value ids; -1 = omitted
   bool infer_at_run = false;      // shapes known only when run

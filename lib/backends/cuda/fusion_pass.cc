@@ -80,6 +80,8 @@ void FuseElementwiseChains(runtime::PlanGraph& plan) {
       PlanStep step;
       step.node = node;
       step.backend = ir::Backend::kCuda;
+      step.kernel = node->def->kernels[static_cast<int>(ir::Backend::kCuda)];
+      step.prepare = node->def->prepares[static_cast<int>(ir::Backend::kCuda)];
       for (int t : external) step.inputs.push_back(value_of(t));
       step.outputs.push_back(steps[chain.back()].outputs[0]);
       for (size_t i = 0; i + 1 < chain.size(); ++i) {
