@@ -18,17 +18,12 @@ constexpr uint64_t kFoldLimitBytes = 4096;
 // Folding runs kernels that never allocate or call subgraphs.
 class NoHost : public ir::KernelContext::Host {
  public:
-  explicit NoHost(void* backend_context = nullptr) : backend_context_(backend_context) {}
-  void* backend_context() override { return backend_context_; }
   absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
     return absl::InternalError("folded op asked to allocate");
   }
   absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
     return absl::InternalError("folded op asked to run a subgraph");
   }
-
- private:
-  void* backend_context_;
 };
 
 }  // namespace
@@ -321,99 +316,6 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     plan->steps_[workspace_step[w]].workspace_offset = plan->memory_.offsets[num_values + w];
   }
   return plan;
-}
-
-absl::Status ExecutionPlan::PrepareSteps(Backend& backend) {
-  NoHost host(backend.kernel_context());
-  std::vector<TensorView> views;
-  std::vector<TensorView*> in_ptrs, out_ptrs;
-  std::vector<const TensorView*> host_inputs;
-  std::deque<TensorView> host_copies;
-  for (PlanStep& step : steps_) {
-    if (step.host_fallback || step.infer_at_run || step.kernel_allocates || step.outputs_empty) continue;
-    const ir::PrepareFn prepare = step.prepare;
-    if (prepare == nullptr) continue;
-    // Views of the planned dtypes and shapes; data only where the host has
-    // it (weights, folded values), and on the CPU only.
-    views.assign(step.inputs.size() + step.outputs.size(), TensorView());
-    in_ptrs.assign(step.inputs.size(), nullptr);
-    out_ptrs.assign(step.outputs.size(), nullptr);
-    host_inputs.assign(step.inputs.size(), nullptr);
-    auto view_of = [&](int v, size_t slot) {
-      const PlanValue& pv = values_[v];
-      views[slot] = TensorView(pv.dtype, pv.shape, static_cast<const void*>(nullptr));
-      if (pv.kind == Storage::kWeight || pv.kind == Storage::kFolded) {
-        if (backend.host_memory()) views[slot].data = const_cast<void*>(pv.data);
-        return true;
-      }
-      return false;
-    };
-    for (size_t i = 0; i < step.inputs.size(); ++i) {
-      if (step.inputs[i] < 0) continue;
-      if (view_of(step.inputs[i], i)) {
-        host_inputs[i] = &views[i];
-        if (!backend.host_memory()) {
-          // The host copy for ExecContext::host_input; the view itself stays data-less.
-          const PlanValue& pv = values_[step.inputs[i]];
-          host_copies.push_back(TensorView(pv.dtype, pv.shape, pv.data));
-          host_inputs[i] = &host_copies.back();
-        }
-      }
-      in_ptrs[i] = &views[i];
-    }
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (step.outputs[i] < 0) continue;
-      view_of(step.outputs[i], step.inputs.size() + i);
-      out_ptrs[i] = &views[step.inputs.size() + i];
-    }
-    backend.SetStepHostInputs(host_inputs);
-    ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
-    absl::StatusOr<ir::PreparedKernel> prepared = prepare(ctx);
-    backend.SetStepHostInputs({});
-    if (!prepared.ok()) return prepared.status();
-    step.prepared = *std::move(prepared);
-    step.prepared_at_plan = true;
-  }
-  return absl::OkStatus();
-}
-
-void ExecutionPlan::CutSegments(ir::Backend backend) {
-  segments_.clear();
-  int first = -1;
-  for (size_t s = 0; s < steps_.size(); ++s) {
-    PlanStep& step = steps_[s];
-    step.host_reason.clear();
-    if (step.host_fallback) {
-      step.host_reason = "runs its CPU kernel (no kernel of this backend takes it)";
-    } else if (step.kernel_allocates) {
-      bool has_body = false;
-      for (const ir::AttrSpec& a : step.node->def->attrs) has_body |= a.kind == ir::AttrKind::kSubgraph;
-      step.host_reason = has_body ? "control flow: the host picks the path"
-                                  : "its output shapes depend on the data (the kernel allocates them)";
-    } else if (step.infer_at_run) {
-      step.host_reason = "its output shapes are known only when it runs";
-    } else if (step.prepared_at_plan && step.prepared.needs_host) {
-      step.host_reason = "its kernel reads device data back";
-    } else if (backend != ir::Backend::kCpu) {
-      const uint64_t reads = step.node->def->host_inputs[static_cast<int>(step.backend)];
-      for (size_t i = 0; i < step.inputs.size() && i < 64; ++i) {
-        if (!(reads >> i & 1) || step.inputs[i] < 0) continue;
-        const Storage kind = values_[step.inputs[i]].kind;
-        if (kind == Storage::kWeight || kind == Storage::kFolded) continue;
-        step.host_reason = absl::StrCat("reads input ", i, " on the host (a value computed when run)");
-        break;
-      }
-    }
-    if (!step.host_reason.empty()) {
-      step.segment = -1;
-      if (first >= 0) segments_.push_back(PlanSegment{first, static_cast<int>(s)});
-      first = -1;
-      continue;
-    }
-    if (first < 0) first = static_cast<int>(s);
-    step.segment = static_cast<int>(segments_.size());
-  }
-  if (first >= 0) segments_.push_back(PlanSegment{first, static_cast<int>(steps_.size())});
 }
 
 void ExecutionPlan::RecomputeLifetimes() {
