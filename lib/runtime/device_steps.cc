@@ -25,12 +25,9 @@ class FallbackHost : public ir::KernelContext::Host {
 
   absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) override {
     const PlanStep& step = inst_.plan->steps()[step_];
-    if (i < 0 || i >= static_cast<int>(step.outputs.size()) || step.outputs[i] < 0) {
-      return absl::InternalError(absl::StrCat(step.node->Describe(), ": allocates output ", i, " it does not have"));
-    }
-    const int v = step.outputs[i];
-    const PlanValue& pv = inst_.plan->values()[v];
-    if (dtype == DType::kUnknown) dtype = pv.dtype;
+    absl::StatusOr<int> value = PlannedOutput(inst_, step_, i, &dtype);
+    if (!value.ok()) return value.status();
+    const int v = *value;
     if (ir::IsBoxed(dtype)) {
       // Sequences and optionals live on the host on every backend.
       absl::StatusOr<TensorView*> view = device_host_.AllocateOutput(i, dtype, {});

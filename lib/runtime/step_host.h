@@ -42,6 +42,18 @@ inline bool DTypeFits(DType got, DType planned) {
   return ir::IsBoxed(got) && planned == ir::BoxedDType(ir::KindOf(got), DType::kUnknown);
 }
 
+// Output i of step `s` of `inst` as planned: its value id, and `dtype`
+// kUnknown made the planned dtype (a Loop's scan output after zero trips).
+inline absl::StatusOr<int> PlannedOutput(const PlanInstance& inst, int s, int i, DType* dtype) {
+  const PlanStep& step = inst.plan->steps()[s];
+  if (i < 0 || i >= static_cast<int>(step.outputs.size()) || step.outputs[i] < 0) {
+    return absl::InternalError(absl::StrCat(step.node->Describe(), ": allocates output ", i, " it does not have"));
+  }
+  const int v = step.outputs[i];
+  if (*dtype == DType::kUnknown) *dtype = inst.plan->values()[v].dtype;
+  return v;
+}
+
 // What a kernel calls back into while step `step` of `inst` runs.
 class StepHost : public ir::KernelContext::Host {
  public:
@@ -49,12 +61,10 @@ class StepHost : public ir::KernelContext::Host {
 
   absl::StatusOr<TensorView*> AllocateOutput(int i, DType dtype, std::vector<int64_t> shape) override {
     const PlanStep& step = inst_.plan->steps()[step_];
-    if (i < 0 || i >= static_cast<int>(step.outputs.size()) || step.outputs[i] < 0) {
-      return absl::InternalError(absl::StrCat(step.node->Describe(), ": allocates output ", i, " it does not have"));
-    }
-    const int v = step.outputs[i];
+    absl::StatusOr<int> value = PlannedOutput(inst_, step_, i, &dtype);
+    if (!value.ok()) return value.status();
+    const int v = *value;
     const PlanValue& pv = inst_.plan->values()[v];
-    if (dtype == DType::kUnknown) dtype = pv.dtype;
     if (!DTypeFits(dtype, pv.dtype)) {
       return absl::InvalidArgumentError(absl::StrCat(step.node->Describe(), ": output ", i, " is ", DTypeName(dtype),
                                                      " but the plan expects ", DTypeName(pv.dtype)));
