@@ -11,6 +11,13 @@
 #include "lib/runtime/step_host.h"
 
 namespace grove::runtime {
+namespace {
+
+// On CUDA, inputs of a step whose shapes are inferred when run are read back
+// for its shape function when at most this big (shape tensors are tiny).
+constexpr uint64_t kHostReadLimitBytes = 1 << 16;
+
+}  // namespace
 
 absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const TensorView> inputs,
                                                 absl::Span<const TensorView> captures) {

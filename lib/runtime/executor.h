@@ -53,7 +53,6 @@ class Executor {
                                              bool wait = true);
 
   ir::StringArena& strings() { return strings_; }
-  Backend& backend() { return backend_; }
 
  private:
   friend class StepHost;

@@ -14,10 +14,6 @@
 
 namespace grove::runtime {
 
-// On CUDA, inputs of a step whose shapes are inferred when run are read back
-// for its shape function when at most this big (shape tensors are tiny).
-inline constexpr uint64_t kHostReadLimitBytes = 1 << 16;
-
 // What a shape function sees of a value when it runs: a sequence or optional
 // by the shape its tensors share.
 inline ir::ShapeContext::Input InputOfView(const TensorView& view, const TensorView* value) {
