@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/ir/op_registry.h"
 
@@ -121,25 +122,11 @@ class ExecContext {
 // KernelContext::Host::backend_context()); the backend guarantees it.
 ExecContext& Exec(const ir::KernelContext& ctx);
 
-// What a prepare returns: `params` kept for the invoke, which reads them
-// back with PreparedParams<T>(ctx).
-template <typename T>
-ir::PreparedKernel MakePrepared(T params, uint64_t workspace_bytes = 0, bool needs_host = false) {
-  ir::PreparedKernel k;
-  k.params = std::make_shared<const T>(std::move(params));
-  k.workspace_bytes = workspace_bytes;
-  k.needs_host = needs_host;
-  return k;
-}
-
-// The parameters this step's prepare made (T is the type it stored), or
-// nullptr when the kernel was invoked without them (a caller that bypassed
-// ir::RunKernel / the executor): the invoke then returns NotPrepared(ctx).
-template <typename T>
-const T* PreparedParams(const ir::KernelContext& ctx) {
-  const ir::PreparedKernel* k = ctx.prepared();
-  return k == nullptr || k->params == nullptr ? nullptr : static_cast<const T*>(k->params.get());
-}
+// MakePrepared and PreparedParams<T> are the backends' shared helpers
+// (lib/backends/common/prepared.h); NotPrepared(ctx) is
+// backends::NotPrepared(ctx, "CUDA").
+using backends::MakePrepared;
+using backends::PreparedParams;
 absl::Status NotPrepared(const ir::KernelContext& ctx);
 
 // A kernel whose launch parameters depend on the values of some inputs
