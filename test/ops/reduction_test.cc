@@ -1,6 +1,7 @@
-// ReduceSum, ReduceMean and Softmax against naive references written here:
-// every axis subset (positive and negative), keepdims 0/1, axes as attribute
-// and as input, empty axes, zero-size dims, rank 0, symbolic shapes, errors.
+// ReduceSum and ReduceMean against naive references written here: every axis
+// subset (positive and negative), keepdims 0/1, axes as attribute and as
+// input, empty axes, zero-size dims, rank 0, symbolic shapes, errors.
+// Softmax is the norm group's (norm_test.cc).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -250,91 +251,6 @@ TEST(ReduceTest, Errors) {
   expect_error(RunOp("ReduceSum", {&th}), "has dtype f16");
 }
 
-// --- Softmax ----------------------------------------------------------------
-
-std::vector<double> SoftmaxRef(const Shape& shape, const std::vector<double>& x, int axis) {
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  const int64_t n = shape[axis];
-  std::vector<double> y(x.size());
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      double m = -INFINITY, sum = 0;
-      for (int64_t j = 0; j < n; ++j) m = std::max(m, x[(o * n + j) * inner + i]);
-      for (int64_t j = 0; j < n; ++j) sum += std::exp(x[(o * n + j) * inner + i] - m);
-      for (int64_t j = 0; j < n; ++j) y[(o * n + j) * inner + i] = std::exp(x[(o * n + j) * inner + i] - m) / sum;
-    }
-  }
-  return y;
-}
-
-template <typename T>
-void ExpectSoftmax(DType dtype, const Shape& shape, int64_t axis, T offset = 0) {
-  SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " [", absl::StrJoin(shape, ","), "] axis ", axis));
-  std::vector<T> x = Pattern<T>(Count(shape));
-  for (T& v : x) v += offset;
-  Tensor t = MakeTensor<T>(dtype, shape, x);
-  auto out = RunOp("Softmax", {&t}, {{"axis", axis}});
-  ASSERT_TRUE(out.ok()) << out.status();
-  ASSERT_EQ((*out)[0].shape(), shape);
-  const int rank = static_cast<int>(shape.size());
-  const std::vector<double> want =
-      SoftmaxRef(shape, std::vector<double>(x.begin(), x.end()), static_cast<int>(axis < 0 ? axis + rank : axis));
-  const std::vector<T> got = Values<T>((*out)[0]);
-  const double tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-12;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(got[i])) << "at " << i;
-    EXPECT_NEAR(got[i], want[i], tolerance) << "at " << i;
-  }
-}
-
-TEST(SoftmaxTest, EveryAxis) {
-  for (int64_t axis : {-3, -2, -1, 0, 1, 2}) {
-    ExpectSoftmax<float>(DType::kF32, {2, 3, 4}, axis);
-    ExpectSoftmax<double>(DType::kF64, {2, 3, 4}, axis);
-  }
-  ExpectSoftmax<float>(DType::kF32, {7}, 0);
-  ExpectSoftmax<float>(DType::kF32, {1, 9}, -1);
-  ExpectSoftmax<double>(DType::kF64, {3, 1}, -1);
-  ExpectSoftmax<float>(DType::kF32, {4, 33, 2, 5}, 1);
-}
-
-TEST(SoftmaxTest, DefaultAxisIsLast) {
-  Tensor t = MakeTensor<float>(DType::kF32, {2, 2}, {0, 0, 1, 1});
-  auto out = RunOp("Softmax", {&t});
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{0.5, 0.5, 0.5, 0.5}));
-}
-
-TEST(SoftmaxTest, LargeInputsStayFinite) {
-  ExpectSoftmax<float>(DType::kF32, {3, 5}, -1, 1000.0f);
-  ExpectSoftmax<float>(DType::kF32, {3, 5}, 0, -1000.0f);
-  ExpectSoftmax<double>(DType::kF64, {2, 4}, 1, 1e5);
-}
-
-TEST(SoftmaxTest, ZeroSizeDims) {
-  for (const auto& [shape, axis] :
-       std::vector<std::pair<Shape, int64_t>>{{{0, 3}, 1}, {{2, 0}, -1}, {{2, 0, 3}, 0}}) {
-    Tensor t = MakeTensor<float>(DType::kF32, shape, {});
-    auto out = RunOp("Softmax", {&t}, {{"axis", axis}});
-    ASSERT_TRUE(out.ok()) << out.status();
-    EXPECT_EQ((*out)[0].shape(), shape);
-  }
-}
-
-TEST(SoftmaxTest, Errors) {
-  Tensor t = MakeTensor<float>(DType::kF32, {2, 3, 4}, {});
-  auto axis3 = RunOp("Softmax", {&t}, {{"axis", int64_t{3}}});
-  ASSERT_FALSE(axis3.ok());
-  EXPECT_THAT(axis3.status().message(), HasSubstr("attribute 'axis': axis 3 is out of range for rank 3"));
-  EXPECT_FALSE(RunOp("Softmax", {&t}, {{"axis", int64_t{-4}}}).ok());
-  Tensor s = MakeTensor<float>(DType::kF32, {}, {1});
-  EXPECT_THAT(RunOp("Softmax", {&s}).status().message(), HasSubstr("rank >= 1"));
-  Tensor ti = MakeTensor<int32_t>(DType::kI32, {2}, {1, 2});
-  EXPECT_THAT(RunOp("Softmax", {&ti}).status().message(), HasSubstr("input 0 (input) has dtype i32"));
-}
-
 // --- registry and symbolic shapes -------------------------------------------
 
 TEST(ReductionRegistryTest, EveryOpHasACpuKernelAndItsAttributes) {
@@ -346,8 +262,6 @@ TEST(ReductionRegistryTest, EveryOpHasACpuKernelAndItsAttributes) {
       EXPECT_NE(def->FindAttr(attr), nullptr) << attr;
     EXPECT_EQ(def->max_inputs, 2);
   }
-  ASSERT_TRUE(registry.Supports("Softmax", ir::Backend::kCpu));
-  EXPECT_NE(registry.Find("Softmax")->FindAttr("axis"), nullptr);
 }
 
 struct SymbolicResult {
@@ -383,10 +297,6 @@ TEST(ReductionShapeTest, SymbolicShapes) {
                                    {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}});
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.outputs[0].shape, (ir::SymShape{batch, 8}));
-  r = InferSymbolic("Softmax", {{DType::kF64, {batch, seq}}});
-  ASSERT_TRUE(r.status.ok()) << r.status;
-  EXPECT_EQ(r.outputs[0].shape, (ir::SymShape{batch, seq}));
-  EXPECT_EQ(r.outputs[0].dtype, DType::kF64);
 }
 
 TEST(ReductionShapeTest, AxesInputUnknownAtPlanTime) {

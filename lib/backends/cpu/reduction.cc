@@ -1,7 +1,7 @@
-// CPU reference kernels of ReduceSum, ReduceMean and Softmax (softmax.h). Reductions
-// merge neighbouring dims that are all kept or all reduced, then stream the
-// input once in memory order into an accumulator per output element (double
-// for floats, wrapping 64-bit for integers).
+// CPU reference kernels of ReduceSum and ReduceMean (Softmax is the norm
+// group's, norm.cc). Reductions merge neighbouring dims that are all kept or
+// all reduced, then stream the input once in memory order into an accumulator
+// per output element (double for floats, wrapping 64-bit for integers).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,7 +13,6 @@
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/reduce_plan.h"
-#include "lib/backends/cpu/softmax.h"
 #include "lib/ir/element_types.h"
 
 namespace grove::cpu {
@@ -94,8 +93,7 @@ absl::Status ReduceKernel(KernelContext& ctx) {
 
 absl::Status RegisterReductionKernels(ir::OpRegistry& registry) {
   if (absl::Status s = registry.SetKernel("ReduceSum", ir::Backend::kCpu, &ReduceKernel<false>); !s.ok()) return s;
-  if (absl::Status s = registry.SetKernel("ReduceMean", ir::Backend::kCpu, &ReduceKernel<true>); !s.ok()) return s;
-  return registry.SetKernel("Softmax", ir::Backend::kCpu, &SoftmaxFamilyKernel<false>);
+  return registry.SetKernel("ReduceMean", ir::Backend::kCpu, &ReduceKernel<true>);
 }
 
 }  // namespace grove::cpu

@@ -7,6 +7,7 @@
 namespace grove::ir {
 
 absl::Status RegisterAllOps(OpRegistry& registry) {
+  // RegisterNnOps registers the norm group too (see ops.h).
   absl::Status (*const groups[])(OpRegistry&) = {
       &RegisterElementwiseOps, &RegisterReductionOps,    &RegisterLinalgOps,   &RegisterShapeOps,
       &RegisterControlFlowOps, &RegisterMathOps,         &RegisterNnOps,       &RegisterReduceSearchOps,

@@ -12,7 +12,7 @@ namespace grove::ir {
 
 // Add Sub Mul Div Relu Sigmoid Tanh Greater Less Equal Where Cast Identity.
 absl::Status RegisterElementwiseOps(OpRegistry& registry);
-// ReduceMean ReduceSum Softmax.
+// ReduceMean ReduceSum.
 absl::Status RegisterReductionOps(OpRegistry& registry);
 // MatMul Gemm.
 absl::Status RegisterLinalgOps(OpRegistry& registry);
@@ -24,10 +24,13 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry);
 // HardSwish Softplus Clip Min Max Sum Mean GreaterOrEqual LessOrEqual Not And
 // Or Xor CastLike.
 absl::Status RegisterMathOps(OpRegistry& registry);
-// Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool
-// BatchNormalization LayerNormalization InstanceNormalization LogSoftmax
-// Hardmax LRN MeanVarianceNormalization.
+// Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool LRN,
+// then the norm group (RegisterNormOps) until the composition root
+// (lib/backends/backends.cc) lists that group itself.
 absl::Status RegisterNnOps(OpRegistry& registry);
+// BatchNormalization InstanceNormalization LayerNormalization
+// MeanVarianceNormalization Softmax LogSoftmax Hardmax.
+absl::Status RegisterNormOps(OpRegistry& registry);
 // ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp
 // ReduceSumSquare ArgMax ArgMin TopK CumSum NonZero.
 absl::Status RegisterReduceSearchOps(OpRegistry& registry);
