@@ -66,7 +66,9 @@ int main(int argc, char** argv) {
   grove_model_t* model = NULL;
   grove_session_t* session = NULL;
   grove_session_options_t options;
-  grove_session_stats_t stats;
+  /* Versioned structs carry their size, so this program keeps working with
+   * a newer library (see "Versioned structs" in grove_c.h). */
+  grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   int bad = 0;
 
   if (argc != 2) {
@@ -78,7 +80,8 @@ int main(int argc, char** argv) {
   /* A model is immutable and may be shared by sessions on many threads. */
   if (failed(grove_model_load_file(argv[1], &model), argv[1])) return 1;
 
-  /* Start from the defaults so fields added in later versions get theirs. */
+  /* Start from the defaults: this sets options.struct_size, so a newer
+   * library gives the fields this program does not know their defaults. */
   grove_session_options_initialize(&options);
   options.device = GROVE_DEVICE_CPU;
   if (failed(grove_session_create(model, &options, &session), "session")) {

@@ -59,8 +59,39 @@
  *   into the session, which stays valid until the next grove_session_run on
  *   that session (successful or not) or its release.
  *
- * The ABI is versioned with the library (grove_version()); enum values and
- * struct layouts only grow, at the end.
+ * - Versioned structs: a struct that the caller fills or allocates and hands
+ *   to the library (grove_session_options_t, grove_session_stats_t) starts
+ *   with `size_t struct_size`, the sizeof of the struct as the caller's
+ *   header declares it, set by its initializer
+ *   (grove_session_options_initialize(), GROVE_SESSION_STATS_INIT). Fields
+ *   are only ever added
+ *   at the end, so the size tells the library which version of the layout
+ *   the caller was built with, and each struct's comment lists the fields
+ *   of each version. The library:
+ *     - reads only the fields within the caller's struct_size; a field of a
+ *       later version than the caller's takes its default;
+ *     - writes only the fields within the caller's struct_size (stats);
+ *     - refuses with GROVE_STATUS_INVALID_ARGUMENT naming the struct a
+ *       struct_size of 0, one below the struct's first version, one between
+ *       two versions' sizes, or one above GROVE_MAX_STRUCT_SIZE (garbage);
+ *     - serves a newer caller (struct_size above the sizes it knows): it
+ *       reads and writes the fields it knows. Of an input struct (options)
+ *       the bytes it does not know must be zero, else the call fails with
+ *       INVALID_ARGUMENT ("a field it does not have was set"): a caller that
+ *       sets an option this library lacks learns so instead of having it
+ *       ignored. The library's initializer sets those bytes to 0, so a newer
+ *       caller that leaves its new fields as initialized is served. Of an
+ *       output struct (stats) the fields it does not know are left as the
+ *       caller set them (GROVE_SESSION_STATS_INIT sets them to 0).
+ *   A caller that sets struct_size itself (an FFI) sets it to the sizeof of
+ *   the struct it declares; GROVE_*_SIZE_V<n> are the sizes of each version.
+ *   Structs without struct_size are frozen: their layout never changes and
+ *   what they lack comes as new functions or new structs (each says why).
+ *
+ * The ABI is versioned with the library (grove_version()); enum values only
+ * grow and struct layouts only grow, at the end, as above. Layout version 1
+ * of the versioned structs is the first with struct_size: a program built
+ * against an earlier grove_c.h (no struct_size) must be rebuilt.
  */
 #ifndef GROVE_GROVE_C_H_
 #define GROVE_GROVE_C_H_
@@ -86,6 +117,9 @@ extern "C" {
 
 /* The most dims a grove_tensor_t carries. */
 #define GROVE_MAX_RANK 8
+
+/* The largest struct_size the library accepts (see "Versioned structs"). */
+#define GROVE_MAX_STRUCT_SIZE 4096
 
 /* "MAJOR.MINOR.PATCH" of the linked library (may differ from the macros above
  * when the header and the shared library come from different builds). */
@@ -156,7 +190,8 @@ enum grove_dtype_e {
  * (not NUL-terminated; data may be NULL when size is 0). The tensor's data is
  * an array of these. The bytes belong to whoever owns the tensor: the caller
  * for inputs (valid for the call); for outputs, the session, until its next
- * run. A zero-filled element is the empty string. */
+ * run. A zero-filled element is the empty string. Frozen (no struct_size):
+ * it is grove::StringRef's layout, and string tensors are arrays of it. */
 typedef struct grove_string_t {
   const char* data;
   size_t size;
@@ -170,7 +205,12 @@ GROVE_API const char* grove_dtype_name(grove_dtype_t dtype);
 /* A dense, row-major tensor that the struct does not own. `byte_size` is the
  * capacity of `data` in bytes; it must be at least the tensor's size
  * (product of dims times grove_dtype_size). `data` may be NULL only when the
- * tensor has no elements. Dims past `rank` are ignored. */
+ * tensor has no elements. Dims past `rank` are ignored.
+ *
+ * Frozen (no struct_size): callers pass arrays of it, which the library
+ * indexes by its own sizeof, so its size can never change. A tensor
+ * described otherwise (strides, a device, DLPack) will be a new struct taken
+ * by new functions. */
 typedef struct grove_tensor_t {
   grove_dtype_t dtype;
   int32_t rank;
@@ -198,7 +238,12 @@ GROVE_API void grove_model_release(grove_model_t* model);
 /* A declared input or output. A symbolic dim (a dim that changes between
  * runs, such as the batch) has dims[i] == -1 and dim_symbols[i] naming the
  * symbol, or "?" for an output dim that depends on the data; a constant dim
- * has its value and dim_symbols[i] == NULL. Strings are owned by the model. */
+ * has its value and dim_symbols[i] == NULL. Strings are owned by the model.
+ *
+ * grove_tensor_info_t and grove_symbol_info_t are frozen (no struct_size):
+ * each answers one fixed question; what else a model says about an input
+ * comes as a new query (as grove_model_input_kind() came), so an older
+ * caller's struct is never written past its end. */
 typedef struct grove_tensor_info_t {
   const char* name;
   grove_dtype_t dtype;
@@ -288,9 +333,13 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_cancel_token_is_cancelled(
                                                                                 int32_t* out_cancelled);
 GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
 
-/* Fill with grove_session_options_initialize() and then change fields, so
- * that fields added later get their defaults. */
+/* How a session runs. Fill with grove_session_options_initialize() (which
+ * sets struct_size and every default) and then change fields.
+ *
+ * Versions (see "Versioned structs" at the top):
+ *   1 (GROVE_SESSION_OPTIONS_SIZE_V1): device ... max_body_runs. */
 typedef struct grove_session_options_t {
+  size_t struct_size;        /* sizeof(grove_session_options_t) as the caller declares it */
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
   int32_t max_cached_plans;  /* plans kept per session, LRU; 0 = no limit; default 64 */
   /* CUDA only (see grove::SessionOptions): */
@@ -311,8 +360,23 @@ typedef struct grove_session_options_t {
   int64_t max_body_runs;
 } grove_session_options_t;
 
-/* Writes the defaults. Does nothing when `out_options` is NULL. */
-GROVE_API void grove_session_options_initialize(grove_session_options_t* out_options);
+/* The size of each version of grove_session_options_t. */
+#define GROVE_SESSION_OPTIONS_SIZE_V1 \
+  (offsetof(grove_session_options_t, max_body_runs) + sizeof(int64_t))
+
+/* Sets out_options->struct_size to `struct_size` and writes the defaults of
+ * the fields within it; bytes past the fields this library knows (a newer
+ * caller's) are set to 0. Does nothing when `out_options` is NULL or
+ * `struct_size` is not a size grove_session_create() accepts. FFI callers
+ * call this with the sizeof of their struct; C and C++ callers call
+ * grove_session_options_initialize(). */
+GROVE_API void grove_session_options_initialize_sized(grove_session_options_t* out_options, size_t struct_size);
+
+/* Writes the defaults and this header's struct_size. Does nothing when
+ * `out_options` is NULL. (Inline, so the size is the caller's.) */
+static inline void grove_session_options_initialize(grove_session_options_t* out_options) {
+  grove_session_options_initialize_sized(out_options, sizeof(grove_session_options_t));
+}
 
 /* Runs a model; one thread at a time. */
 typedef struct grove_session_t grove_session_t;
@@ -350,7 +414,8 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run(grove_session_
  * optional tensor has n_tensors == 1; a sequence (or a present optional
  * sequence) has one tensor per item; an absent optional has has_value == 0
  * and n_tensors == 0. `dtype` is the tensors' dtype (it also types an empty
- * sequence). The struct owns nothing. */
+ * sequence). The struct owns nothing. Frozen (no struct_size), as
+ * grove_tensor_t: callers pass arrays of it. */
 typedef struct grove_value_t {
   grove_value_kind_t kind;
   grove_dtype_t dtype;
@@ -370,8 +435,18 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_values(grove_s
                                                                          const grove_value_t* inputs, size_t n_inputs,
                                                                          grove_value_t* outputs, size_t n_outputs);
 
-/* Counters since the session was created. */
+/* Counters since the session was created (grove::SessionStats). Start from
+ * GROVE_SESSION_STATS_INIT, or set struct_size to its sizeof and the rest to
+ * anything: grove_session_stats() writes every field it knows within
+ * struct_size and leaves the others (a newer caller's) as they were.
+ *
+ * Versions (see "Versioned structs" at the top):
+ *   1 (GROVE_SESSION_STATS_SIZE_V1): runs ... host_waits_inside_segments.
+ *   2 (GROVE_SESSION_STATS_SIZE_V2): cpu_fallback_steps,
+ *     bytes_host_to_device, bytes_device_to_host. */
 typedef struct grove_session_stats_t {
+  size_t struct_size;  /* sizeof(grove_session_stats_t) as the caller declares it */
+  /* Version 1: */
   int64_t runs;
   int64_t plans_created;    /* plan-cache misses, all subgraphs */
   int64_t plan_cache_hits;  /* all subgraphs (a Loop body hits once per trip) */
@@ -386,8 +461,23 @@ typedef struct grove_session_stats_t {
   /* Synchronizations and device-to-host reads made by a step that does not
    * end a segment: 0 when every segment could be captured as a CUDA graph. */
   int64_t host_waits_inside_segments;
+  /* Version 2. CUDA (0 on the CPU): */
+  int64_t cpu_fallback_steps;    /* steps of ops with no CUDA kernel, run on the CPU with copies */
+  int64_t bytes_host_to_device;  /* inputs, fallbacks */
+  int64_t bytes_device_to_host;  /* outputs, fallbacks, control-flow conditions */
 } grove_session_stats_t;
 
+/* The size of each version of grove_session_stats_t. */
+#define GROVE_SESSION_STATS_SIZE_V1 \
+  (offsetof(grove_session_stats_t, host_waits_inside_segments) + sizeof(int64_t))
+#define GROVE_SESSION_STATS_SIZE_V2 \
+  (offsetof(grove_session_stats_t, bytes_device_to_host) + sizeof(int64_t))
+
+/* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; */
+#define GROVE_SESSION_STATS_INIT {sizeof(grove_session_stats_t)}
+
+/* Writes the counters within out_stats->struct_size (see
+ * grove_session_stats_t); struct_size itself is left as it was. */
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_stats(const grove_session_t* session,
                                                                     grove_session_stats_t* out_stats);
 

@@ -7,6 +7,7 @@
 // reads a cleared tag, not freed memory, and is refused with a status.
 #include "grove/grove_c.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -51,6 +52,10 @@ static_assert(sizeof(grove_string_t) == sizeof(grove::StringRef) &&
 static_assert(GROVE_DEVICE_CPU == static_cast<int32_t>(grove::Device::kCpu));
 static_assert(GROVE_DEVICE_CUDA == static_cast<int32_t>(grove::Device::kCuda));
 static_assert(GROVE_DEVICE_AUTO == static_cast<int32_t>(grove::Device::kAuto));
+static_assert(GROVE_GEMM_MATH_F32 == static_cast<int32_t>(grove::GemmMath::kF32));
+static_assert(GROVE_GEMM_MATH_TF32 == static_cast<int32_t>(grove::GemmMath::kTF32));
+static_assert(GROVE_GEMM_MATH_BF16 == static_cast<int32_t>(grove::GemmMath::kBF16));
+static_assert(GROVE_GEMM_MATH_F16 == static_cast<int32_t>(grove::GemmMath::kF16));
 static_assert(GROVE_STATUS_OK == static_cast<int>(absl::StatusCode::kOk));
 static_assert(GROVE_STATUS_CANCELLED == static_cast<int>(absl::StatusCode::kCancelled));
 static_assert(GROVE_STATUS_UNKNOWN == static_cast<int>(absl::StatusCode::kUnknown));
@@ -68,6 +73,23 @@ static_assert(GROVE_STATUS_INTERNAL == static_cast<int>(absl::StatusCode::kInter
 static_assert(GROVE_STATUS_UNAVAILABLE == static_cast<int>(absl::StatusCode::kUnavailable));
 static_assert(GROVE_STATUS_DATA_LOSS == static_cast<int>(absl::StatusCode::kDataLoss));
 static_assert(GROVE_STATUS_UNAUTHENTICATED == static_cast<int>(absl::StatusCode::kUnauthenticated));
+
+// The frozen structs (grove_c.h: no struct_size) never change size; on LP64
+// these are their sizes since the first release.
+static_assert(sizeof(void*) != 8 || sizeof(grove_tensor_t) == 88);
+static_assert(sizeof(void*) != 8 || sizeof(grove_tensor_info_t) == 144);
+static_assert(sizeof(void*) != 8 || sizeof(grove_symbol_info_t) == 24);
+static_assert(sizeof(void*) != 8 || sizeof(grove_value_t) == 32);
+static_assert(sizeof(void*) != 8 || sizeof(grove_string_t) == 16);
+// The versioned structs: struct_size first, and the newest version is the
+// whole struct (no trailing padding a version size would miss).
+static_assert(offsetof(grove_session_options_t, struct_size) == 0);
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V1 == sizeof(grove_session_options_t));
+static_assert(offsetof(grove_session_stats_t, struct_size) == 0);
+static_assert(GROVE_SESSION_STATS_SIZE_V1 < GROVE_SESSION_STATS_SIZE_V2);
+static_assert(GROVE_SESSION_STATS_SIZE_V2 == sizeof(grove_session_stats_t));
+static_assert(sizeof(grove_session_options_t) <= GROVE_MAX_STRUCT_SIZE &&
+              sizeof(grove_session_stats_t) <= GROVE_MAX_STRUCT_SIZE);
 
 namespace {
 
@@ -338,6 +360,61 @@ grove_status_t* Count(const char* function, size_t* out_count, size_t count) {
   return nullptr;
 }
 
+// A versioned struct (grove_c.h, "Versioned structs"): its name, what sets
+// its struct_size, and the size of each layout version this library knows,
+// oldest first (the last is its sizeof here).
+struct StructVersions {
+  const char* type;
+  const char* initializer;
+  absl::Span<const size_t> sizes;
+};
+constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1};
+constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2};
+constexpr StructVersions kOptionsVersions{"grove_session_options_t", "grove_session_options_initialize()",
+                                          kOptionsSizes};
+constexpr StructVersions kStatsVersions{"grove_session_stats_t", "GROVE_SESSION_STATS_INIT", kStatsSizes};
+
+// A known version's size, or a newer caller's (larger) one up to the bound.
+bool StructSizeAccepted(size_t struct_size, const StructVersions& versions) {
+  if (struct_size > versions.sizes.back()) return struct_size <= GROVE_MAX_STRUCT_SIZE;
+  return std::find(versions.sizes.begin(), versions.sizes.end(), struct_size) != versions.sizes.end();
+}
+
+grove_status_t* CheckStructSize(const char* function, const char* argument, size_t struct_size,
+                                const StructVersions& versions) {
+  if (StructSizeAccepted(struct_size, versions)) return nullptr;
+  std::string why;
+  if (struct_size == 0) {
+    why = "is 0 (not set)";
+  } else if (struct_size < versions.sizes.front()) {
+    why = absl::StrCat("is ", struct_size, ", below the first version's ", versions.sizes.front(), " bytes");
+  } else if (struct_size > GROVE_MAX_STRUCT_SIZE) {
+    why = absl::StrCat("is ", struct_size, ", above GROVE_MAX_STRUCT_SIZE (", GROVE_MAX_STRUCT_SIZE, "): not set?");
+  } else {
+    why = absl::StrCat("is ", struct_size, ", between the sizes of two versions");
+  }
+  return InvalidArgument(function, absl::StrCat(argument, "->struct_size ", why, "; ", versions.type,
+                                                " versions are ", absl::StrJoin(versions.sizes, ", "),
+                                                " bytes (or larger, for a newer caller); set it with ",
+                                                versions.initializer));
+}
+
+// Fails when a newer caller's struct (struct_size above `known`) has a
+// nonzero byte past the fields this library knows: it set a field that this
+// library would otherwise ignore.
+grove_status_t* CheckUnknownFieldsZero(const char* function, const char* argument, const void* caller,
+                                       size_t struct_size, size_t known, const char* type) {
+  const auto* bytes = static_cast<const unsigned char*>(caller);
+  for (size_t i = known; i < struct_size; ++i) {
+    if (bytes[i] == 0) continue;
+    return InvalidArgument(function, absl::StrCat(argument, "->struct_size is ", struct_size, " (a newer ", type,
+                                                  ") and byte ", i, " is not 0, but this library (grove ",
+                                                  grove::Version(), ") knows only the first ", known,
+                                                  " bytes: a field it does not have was set"));
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -570,19 +647,37 @@ grove_status_t* grove_model_output_index(const grove_model_t* model, const char*
   return Guard(kFn, [&] { return IndexOf(kFn, model, name, out_index, /*outputs=*/true); });
 }
 
-void grove_session_options_initialize(grove_session_options_t* out_options) {
-  if (out_options == nullptr) return;
+namespace {
+
+// This library's options at grove::SessionOptions' defaults.
+grove_session_options_t DefaultOptions() {
   const grove::SessionOptions defaults;
-  out_options->device = static_cast<grove_device_t>(defaults.device);
-  out_options->max_cached_plans = defaults.max_cached_plans;
-  out_options->cuda_device = defaults.cuda_device;
-  out_options->cuda_stream = defaults.cuda_stream;
-  out_options->strict_device = defaults.strict_device ? 1 : 0;
-  out_options->outputs_on_device = defaults.outputs_on_device ? 1 : 0;
-  out_options->gemm_math = static_cast<grove_gemm_math_t>(defaults.cuda_gemm_math);
-  out_options->run_deadline_ms = defaults.run_deadline_ms;
-  out_options->cancel_token = nullptr;
-  out_options->max_body_runs = defaults.max_body_runs;
+  grove_session_options_t o{};
+  o.struct_size = sizeof(o);
+  o.device = static_cast<grove_device_t>(defaults.device);
+  o.max_cached_plans = defaults.max_cached_plans;
+  o.cuda_device = defaults.cuda_device;
+  o.cuda_stream = defaults.cuda_stream;
+  o.strict_device = defaults.strict_device ? 1 : 0;
+  o.outputs_on_device = defaults.outputs_on_device ? 1 : 0;
+  o.gemm_math = static_cast<grove_gemm_math_t>(defaults.cuda_gemm_math);
+  o.run_deadline_ms = defaults.run_deadline_ms;
+  o.cancel_token = nullptr;
+  o.max_body_runs = defaults.max_body_runs;
+  return o;
+}
+
+}  // namespace
+
+void grove_session_options_initialize_sized(grove_session_options_t* out_options, size_t struct_size) {
+  if (out_options == nullptr || !StructSizeAccepted(struct_size, kOptionsVersions)) return;
+  grove_session_options_t defaults = DefaultOptions();
+  defaults.struct_size = struct_size;
+  // Versions are whole fields, so a prefix of the struct is a version.
+  std::memcpy(out_options, &defaults, std::min(struct_size, sizeof(defaults)));
+  if (struct_size > sizeof(defaults)) {
+    std::memset(reinterpret_cast<unsigned char*>(out_options) + sizeof(defaults), 0, struct_size - sizeof(defaults));
+  }
 }
 
 grove_status_t* grove_session_create(const grove_model_t* model, const grove_session_options_t* options,
@@ -592,7 +687,16 @@ grove_status_t* grove_session_create(const grove_model_t* model, const grove_ses
     if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     if (out_session == nullptr) return NullArgument(kFn, "out_session");
     grove::SessionOptions cc_options;
+    grove_session_options_t known;  // the caller's fields within its struct_size, defaults for the rest
     if (options != nullptr) {
+      if (grove_status_t* bad = CheckStructSize(kFn, "options", options->struct_size, kOptionsVersions)) return bad;
+      if (grove_status_t* bad = CheckUnknownFieldsZero(kFn, "options", options, options->struct_size,
+                                                       sizeof(known), kOptionsVersions.type)) {
+        return bad;
+      }
+      known = DefaultOptions();
+      std::memcpy(&known, options, std::min(options->struct_size, sizeof(known)));
+      options = &known;
       if (options->device < GROVE_DEVICE_CPU || options->device > GROVE_DEVICE_AUTO) {
         return InvalidArgument(kFn, absl::StrCat("options->device is ", options->device,
                                                  " (GROVE_DEVICE_CPU, _CUDA or _AUTO expected)"));
@@ -812,17 +916,25 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
   return Guard(kFn, [&]() -> grove_status_t* {
     if (grove_status_t* bad = CheckSession(kFn, session)) return bad;
     if (out_stats == nullptr) return NullArgument(kFn, "out_stats");
+    const size_t struct_size = out_stats->struct_size;
+    if (grove_status_t* bad = CheckStructSize(kFn, "out_stats", struct_size, kStatsVersions)) return bad;
     const grove::SessionStats s = session->session->stats();
-    *out_stats = grove_session_stats_t{s.runs,
-                                       s.plans_created,
-                                       s.plan_cache_hits,
-                                       s.plans_evicted,
-                                       s.kernels_run,
-                                       s.device_allocations,
-                                       s.device_synchronizations,
-                                       s.device_to_host_reads,
-                                       s.segments_run,
-                                       s.host_waits_inside_segments};
+    const grove_session_stats_t all{struct_size,
+                                    s.runs,
+                                    s.plans_created,
+                                    s.plan_cache_hits,
+                                    s.plans_evicted,
+                                    s.kernels_run,
+                                    s.device_allocations,
+                                    s.device_synchronizations,
+                                    s.device_to_host_reads,
+                                    s.segments_run,
+                                    s.host_waits_inside_segments,
+                                    s.cpu_fallback_steps,
+                                    s.bytes_host_to_device,
+                                    s.bytes_device_to_host};
+    // Versions are whole fields: the caller's prefix is its version's fields.
+    std::memcpy(out_stats, &all, std::min(struct_size, sizeof(all)));
     return nullptr;
   });
 }

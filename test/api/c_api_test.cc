@@ -202,6 +202,7 @@ TEST(CApiBasics, OptionsDefaults) {
   EXPECT_EQ(options.run_deadline_ms, 0);
   EXPECT_EQ(options.cancel_token, nullptr);
   EXPECT_EQ(options.max_body_runs, grove::SessionOptions().max_body_runs);
+  EXPECT_EQ(options.struct_size, sizeof(options));
   grove_session_options_initialize(nullptr);
 }
 
@@ -490,8 +491,9 @@ TEST_F(CApiTest, Stats) {
   std::vector<float> x = Input(2);
   grove_tensor_t in = F32Tensor({2, 4}, x.data());
   grove_tensor_t out[2] = {};
-  grove_session_stats_t stats;
+  grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   ASSERT_TRUE(Ok(grove_session_stats(session_, &stats)));
+  EXPECT_EQ(stats.struct_size, sizeof(stats)) << "struct_size is left as the caller set it";
   EXPECT_EQ(stats.runs, 0);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Ok(grove_session_run(session_, &in, 1, out, 2)));
   ASSERT_TRUE(Ok(grove_session_stats(session_, &stats)));
@@ -518,6 +520,7 @@ TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(Ok(grove_session_run(session, &in, 1, out, 2)));
   grove_session_stats_t stats;
   std::memset(&stats, 0x5a, sizeof(stats));
+  stats.struct_size = sizeof(stats);
   ASSERT_TRUE(Ok(grove_session_stats(session, &stats)));
   constexpr int64_t kGarbage = 0x5a5a5a5a5a5a5a5a;
   EXPECT_EQ(stats.runs, 2);
@@ -527,8 +530,11 @@ TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
   EXPECT_EQ(stats.host_waits_inside_segments, 0);
   EXPECT_GE(stats.segments_run, 0);
   EXPECT_NE(stats.segments_run, kGarbage) << "segments_run was not written";
+  EXPECT_EQ(stats.cpu_fallback_steps, 0);
+  EXPECT_EQ(stats.bytes_host_to_device, 0);
+  EXPECT_EQ(stats.bytes_device_to_host, 0);
   grove_session_release(session);
-  static_assert(sizeof(grove_session_stats_t) == 10 * sizeof(int64_t), "a field without a test");
+  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 13 * sizeof(int64_t), "a field without a test");
 }
 
 TEST_F(CApiTest, SessionKeepsTheModelAlive) {
@@ -686,7 +692,7 @@ TEST_F(CApiTest, ReleasedHandlesAreRefused) {
   grove_tensor_t outs[2] = {};
   EXPECT_TRUE(Fails(grove_session_run(session, &in, 1, outs, 2), GROVE_STATUS_INVALID_ARGUMENT,
                     "session is not a live grove_session_t (it was released)"));
-  grove_session_stats_t stats;
+  grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   EXPECT_TRUE(Fails(grove_session_stats(session, &stats), GROVE_STATUS_INVALID_ARGUMENT, "released"));
 
   grove_model_t* model = nullptr;

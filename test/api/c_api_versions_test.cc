@@ -1,0 +1,327 @@
+// Versioned structs of the C ABI (grove_c.h, "Versioned structs"): callers
+// built against an older layout (their own copy of version 1 of the options
+// and stats structs, with a canary after it) and against a newer one (fields
+// this library does not know), and every bad struct_size.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "grove/grove.h"
+#include "grove/grove_c.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+::testing::AssertionResult Ok(grove_status_t* status) {
+  const grove_status_code_t code = grove_status_code(status);
+  const std::string message = grove_status_message(status);
+  grove_status_release(status);
+  if (code == GROVE_STATUS_OK) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << grove_status_code_name(code) << ": " << message;
+}
+
+// The message of a call that must fail with INVALID_ARGUMENT.
+std::string InvalidArgument(grove_status_t* status) {
+  EXPECT_EQ(grove_status_code(status), GROVE_STATUS_INVALID_ARGUMENT) << grove_status_message(status);
+  std::string message = grove_status_message(status);
+  grove_status_release(status);
+  return message;
+}
+
+// Version 1 of the layouts, as a program built against that header declares
+// them.
+struct OptionsV1 {
+  size_t struct_size;
+  grove_device_t device;
+  int32_t max_cached_plans;
+  int32_t cuda_device;
+  void* cuda_stream;
+  int32_t strict_device;
+  int32_t outputs_on_device;
+  grove_gemm_math_t gemm_math;
+  int64_t run_deadline_ms;
+  grove_cancel_token_t* cancel_token;
+  int64_t max_body_runs;
+};
+struct StatsV1 {
+  size_t struct_size;
+  int64_t runs;
+  int64_t plans_created;
+  int64_t plan_cache_hits;
+  int64_t plans_evicted;
+  int64_t kernels_run;
+  int64_t device_allocations;
+  int64_t device_synchronizations;
+  int64_t device_to_host_reads;
+  int64_t segments_run;
+  int64_t host_waits_inside_segments;
+};
+static_assert(sizeof(OptionsV1) == GROVE_SESSION_OPTIONS_SIZE_V1);
+static_assert(sizeof(StatsV1) == GROVE_SESSION_STATS_SIZE_V1);
+
+// A newer program's structs: today's fields and two this library lacks.
+struct OptionsNext {
+  grove_session_options_t known;
+  int64_t future_option;
+  int64_t another_future_option;
+};
+struct StatsNext {
+  grove_session_stats_t known;
+  int64_t future_counter;
+  int64_t another_future_counter;
+};
+
+// A struct with a canary after it, to see writes past its end.
+template <typename T>
+struct Guarded {
+  T value;
+  uint64_t canary[4];
+};
+constexpr uint64_t kCanary = 0xc0ffee00c0ffee00;
+constexpr int64_t kFill = 0x5a5a5a5a5a5a5a5a;
+
+template <typename T>
+void Fill(Guarded<T>& g) {
+  std::memset(&g.value, 0x5a, sizeof(g.value));
+  for (uint64_t& c : g.canary) c = kCanary;
+}
+template <typename T>
+bool CanaryIntact(const Guarded<T>& g) {
+  for (uint64_t c : g.canary) {
+    if (c != kCanary) return false;
+  }
+  return true;
+}
+
+// x[batch, 4] f32 -> y = Relu(x W) [batch, 2]; batch in 1..8.
+std::vector<uint8_t> BuildModel() {
+  grove::ModelBuilder b;
+  b.AddSymbol("batch", 1, 8);
+  b.AddInput("x", grove::DType::kF32, {"batch", 4});
+  b.AddWeight("w", grove::DType::kF32, {4, 2}, std::vector<float>{1, -1, 2, 0, -1, 1, 0.5f, 2});
+  b.AddOp("MatMul", {"x", "w"}, {"xw"});
+  b.AddOp("Relu", {"xw"}, {"y"});
+  b.AddOutput("y");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>();
+}
+
+class CApiVersionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::vector<uint8_t> bytes = BuildModel();
+    ASSERT_FALSE(bytes.empty());
+    ASSERT_TRUE(Ok(grove_model_load_buffer(bytes.data(), bytes.size(), &model_)));
+  }
+  void TearDown() override { grove_model_release(model_); }
+
+  // Runs `session` `n` times on a batch of 2.
+  void RunTimes(grove_session_t* session, int n) {
+    std::vector<float> x(8, 0.5f);
+    grove_tensor_t in{};
+    in.dtype = GROVE_DTYPE_F32;
+    in.rank = 2;
+    in.dims[0] = 2;
+    in.dims[1] = 4;
+    in.data = x.data();
+    in.byte_size = x.size() * sizeof(float);
+    for (int i = 0; i < n; ++i) {
+      grove_tensor_t out{};
+      ASSERT_TRUE(Ok(grove_session_run(session, &in, 1, &out, 1)));
+    }
+  }
+
+  grove_model_t* model_ = nullptr;
+};
+
+TEST(CApiVersions, SizesOfEachVersion) {
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V1, sizeof(grove_session_options_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V1, sizeof(size_t) + 10 * sizeof(int64_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V2, sizeof(grove_session_stats_t));
+  const grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
+  EXPECT_EQ(stats.struct_size, sizeof(grove_session_stats_t));
+  EXPECT_EQ(stats.runs, 0);
+  EXPECT_EQ(stats.bytes_device_to_host, 0);
+}
+
+// A version-1 caller: initialize writes nothing past its struct, a session
+// made from it has the defaults, and stats fill its ten counters only.
+TEST_F(CApiVersionsTest, OlderCallerGetsDefaultsAndNothingWrittenPastItsStructs) {
+  Guarded<OptionsV1> options;
+  Fill(options);
+  grove_session_options_initialize_sized(reinterpret_cast<grove_session_options_t*>(&options.value),
+                                         sizeof(OptionsV1));
+  EXPECT_TRUE(CanaryIntact(options)) << "initialize wrote past a version-1 struct";
+  EXPECT_EQ(options.value.struct_size, sizeof(OptionsV1));
+  EXPECT_EQ(options.value.device, GROVE_DEVICE_AUTO);
+  EXPECT_EQ(options.value.max_cached_plans, grove::SessionOptions().max_cached_plans);
+  EXPECT_EQ(options.value.max_body_runs, grove::SessionOptions().max_body_runs);
+  EXPECT_EQ(options.value.cancel_token, nullptr);
+  options.value.device = GROVE_DEVICE_CPU;
+  options.value.max_cached_plans = 1;
+
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, reinterpret_cast<const grove_session_options_t*>(&options.value),
+                                      &session)));
+  grove_device_t device = -1;
+  EXPECT_TRUE(Ok(grove_session_device(session, &device)));
+  EXPECT_EQ(device, GROVE_DEVICE_CPU);
+  RunTimes(session, 3);
+
+  Guarded<StatsV1> stats;
+  Fill(stats);
+  stats.value.struct_size = sizeof(StatsV1);
+  ASSERT_TRUE(Ok(grove_session_stats(session, reinterpret_cast<grove_session_stats_t*>(&stats.value))));
+  EXPECT_TRUE(CanaryIntact(stats)) << "grove_session_stats wrote past a version-1 struct";
+  EXPECT_EQ(stats.value.struct_size, sizeof(StatsV1));
+  EXPECT_EQ(stats.value.runs, 3);
+  EXPECT_EQ(stats.value.plans_created, 1);
+  EXPECT_EQ(stats.value.plan_cache_hits, 2);
+  EXPECT_GT(stats.value.kernels_run, 0);
+  EXPECT_EQ(stats.value.device_allocations, 0);
+  EXPECT_EQ(stats.value.host_waits_inside_segments, 0);
+  EXPECT_NE(stats.value.segments_run, kFill);
+
+  // The same session read with today's struct agrees on the shared fields.
+  grove_session_stats_t now = GROVE_SESSION_STATS_INIT;
+  ASSERT_TRUE(Ok(grove_session_stats(session, &now)));
+  EXPECT_EQ(now.runs, stats.value.runs);
+  EXPECT_EQ(now.kernels_run, stats.value.kernels_run);
+  EXPECT_EQ(now.segments_run, stats.value.segments_run);
+  EXPECT_EQ(now.cpu_fallback_steps, 0);
+  grove_session_release(session);
+}
+
+// A caller newer than this library: its known fields are honoured, the
+// initializer zeroes the ones this library lacks, a session is made while
+// they stay 0 and refused (naming the byte) once one is set; stats leave the
+// unknown counters as the caller set them.
+TEST_F(CApiVersionsTest, NewerCallerKnownFieldsHonouredUnknownOptionsMustBeZero) {
+  Guarded<OptionsNext> options;
+  Fill(options);
+  grove_session_options_initialize_sized(&options.value.known, sizeof(OptionsNext));
+  EXPECT_TRUE(CanaryIntact(options));
+  EXPECT_EQ(options.value.known.struct_size, sizeof(OptionsNext));
+  EXPECT_EQ(options.value.known.max_body_runs, grove::SessionOptions().max_body_runs);
+  EXPECT_EQ(options.value.future_option, 0) << "initialize leaves fields it does not know at 0";
+  EXPECT_EQ(options.value.another_future_option, 0);
+  options.value.known.device = GROVE_DEVICE_CPU;
+
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, &options.value.known, &session)));
+  grove_device_t device = -1;
+  EXPECT_TRUE(Ok(grove_session_device(session, &device)));
+  EXPECT_EQ(device, GROVE_DEVICE_CPU);
+  RunTimes(session, 2);
+
+  Guarded<StatsNext> stats;
+  Fill(stats);
+  stats.value.known.struct_size = sizeof(StatsNext);
+  stats.value.future_counter = -7;
+  stats.value.another_future_counter = -8;
+  ASSERT_TRUE(Ok(grove_session_stats(session, &stats.value.known)));
+  EXPECT_TRUE(CanaryIntact(stats));
+  EXPECT_EQ(stats.value.known.struct_size, sizeof(StatsNext));
+  EXPECT_EQ(stats.value.known.runs, 2);
+  EXPECT_EQ(stats.value.known.bytes_device_to_host, 0);
+  EXPECT_EQ(stats.value.future_counter, -7) << "a counter this library does not know was written";
+  EXPECT_EQ(stats.value.another_future_counter, -8);
+  grove_session_release(session);
+
+  // An option this library does not have, set: refused, naming the byte.
+  options.value.another_future_option = 1;
+  session = nullptr;
+  const std::string message = InvalidArgument(grove_session_create(model_, &options.value.known, &session));
+  EXPECT_THAT(message, HasSubstr("grove_session_create: options->struct_size is " +
+                                 std::to_string(sizeof(OptionsNext)) + " (a newer grove_session_options_t) and byte " +
+                                 std::to_string(offsetof(OptionsNext, another_future_option))));
+  EXPECT_THAT(message, HasSubstr("knows only the first " + std::to_string(sizeof(grove_session_options_t)) +
+                                 " bytes: a field it does not have was set"));
+  EXPECT_EQ(session, nullptr);
+}
+
+TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  grove_session_t* session = nullptr;
+
+  options.struct_size = 0;
+  std::string message = InvalidArgument(grove_session_create(model_, &options, &session));
+  EXPECT_THAT(message, HasSubstr("grove_session_create: options->struct_size is 0 (not set)"));
+  EXPECT_THAT(message, HasSubstr("grove_session_options_t versions are " +
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1) + " bytes"));
+  EXPECT_THAT(message, HasSubstr("set it with grove_session_options_initialize()"));
+
+  options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 - 8;
+  message = InvalidArgument(grove_session_create(model_, &options, &session));
+  EXPECT_THAT(message, HasSubstr("options->struct_size is " + std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1 - 8) +
+                                 ", below the first version's"));
+
+  options.struct_size = sizeof(size_t);
+  EXPECT_THAT(InvalidArgument(grove_session_create(model_, &options, &session)), HasSubstr("below the first version's"));
+
+  // Garbage (an uninitialized struct) is refused before any byte past the
+  // struct is read.
+  std::memset(&options, 0x5a, sizeof(options));
+  message = InvalidArgument(grove_session_create(model_, &options, &session));
+  EXPECT_THAT(message, HasSubstr("above GROVE_MAX_STRUCT_SIZE (4096)"));
+  EXPECT_THAT(message, HasSubstr("grove_session_options_t"));
+  EXPECT_EQ(session, nullptr);
+
+  // NULL options are the defaults; NULL out_session an error.
+  ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session)));
+  grove_session_release(session);
+  grove_session_options_initialize(&options);
+  EXPECT_THAT(InvalidArgument(grove_session_create(model_, &options, nullptr)), HasSubstr("out_session is NULL"));
+}
+
+TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session)));
+  const size_t bad_sizes[] = {0, 1, sizeof(size_t), GROVE_SESSION_STATS_SIZE_V1 - 8, GROVE_SESSION_STATS_SIZE_V1 + 8,
+                              GROVE_SESSION_STATS_SIZE_V2 - 1, GROVE_MAX_STRUCT_SIZE + 1, ~size_t{0}};
+  for (size_t size : bad_sizes) {
+    SCOPED_TRACE(size);
+    Guarded<grove_session_stats_t> stats;
+    Fill(stats);
+    stats.value.struct_size = size;
+    const std::string message = InvalidArgument(grove_session_stats(session, &stats.value));
+    EXPECT_THAT(message, HasSubstr("grove_session_stats: out_stats->struct_size is " + std::to_string(size)));
+    EXPECT_THAT(message, HasSubstr("grove_session_stats_t versions are " +
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V1) + ", " +
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V2) + " bytes"));
+    EXPECT_THAT(message, HasSubstr("GROVE_SESSION_STATS_INIT"));
+    EXPECT_EQ(stats.value.struct_size, size);
+    EXPECT_EQ(stats.value.runs, kFill) << "a refused call wrote the stats";
+    EXPECT_TRUE(CanaryIntact(stats));
+  }
+  grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
+  stats.struct_size = GROVE_SESSION_STATS_SIZE_V1 + 8;
+  EXPECT_THAT(InvalidArgument(grove_session_stats(session, &stats)), HasSubstr("between the sizes of two versions"));
+  EXPECT_THAT(InvalidArgument(grove_session_stats(session, nullptr)), HasSubstr("out_stats is NULL"));
+  EXPECT_THAT(InvalidArgument(grove_session_stats(nullptr, &stats)), HasSubstr("session is NULL"));
+  grove_session_release(session);
+}
+
+// The initializer writes nothing for a NULL struct or a size the library
+// would refuse (it cannot report an error: its callers pass sizeof).
+TEST(CApiVersions, InitializeIgnoresNullAndBadSizes) {
+  grove_session_options_initialize_sized(nullptr, sizeof(grove_session_options_t));
+  grove_session_options_initialize(nullptr);
+  for (size_t size : {size_t{0}, sizeof(size_t), GROVE_SESSION_OPTIONS_SIZE_V1 - 1, size_t{GROVE_MAX_STRUCT_SIZE + 1}}) {
+    SCOPED_TRACE(size);
+    Guarded<grove_session_options_t> options;
+    Fill(options);
+    grove_session_options_initialize_sized(&options.value, size);
+    EXPECT_EQ(options.value.max_body_runs, kFill);
+    EXPECT_TRUE(CanaryIntact(options));
+  }
+}
+
+}  // namespace
