@@ -20,9 +20,12 @@ static int failed(grove_status_t* status, const char* what) {
   return 1;
 }
 
-/* Runs one batch and checks the softmax rows; 0 on success. */
-static int run_batch(grove_session_t* session, int batch) {
+/* Runs one batch and checks the softmax rows; 0 on success. With
+ * `into_own_buffer` the result is written into this function's array by
+ * grove_session_run_into; otherwise the session lends its own memory. */
+static int run_batch(grove_session_t* session, int batch, int into_own_buffer) {
   float x[kMaxBatch * kFeatures];
+  float y[kMaxBatch * kClasses];
   grove_tensor_t input = {0};
   grove_tensor_t output = {0};
   int r, c, bad = 0;
@@ -37,10 +40,21 @@ static int run_batch(grove_session_t* session, int batch) {
   input.data = x;
   input.byte_size = sizeof(float) * (size_t)(batch * kFeatures);
 
-  /* output.data == NULL: the session fills `output` with a pointer into its
-   * own memory, valid until the next run on this session. To write into our
-   * own buffer instead, set data, byte_size, dtype, rank and dims first. */
-  if (failed(grove_session_run(session, &input, 1, &output, 1), "run")) return 1;
+  if (into_own_buffer) {
+    /* Our buffer: its dtype, rank and dims must be the result's, byte_size
+     * must hold it. On a CUDA session it may also be device memory. */
+    output.dtype = GROVE_DTYPE_F32;
+    output.rank = 2;
+    output.dims[0] = batch;
+    output.dims[1] = kClasses;
+    output.data = y;
+    output.byte_size = sizeof(y);
+    if (failed(grove_session_run_into(session, &input, 1, &output, 1), "run_into")) return 1;
+  } else {
+    /* output.data == NULL: the session fills `output` with a pointer into
+     * its own memory, valid until the next run on this session. */
+    if (failed(grove_session_run(session, &input, 1, &output, 1), "run")) return 1;
+  }
   if (output.dtype != GROVE_DTYPE_F32 || output.rank != 2 || output.dims[0] != batch ||
       output.dims[1] != kClasses) {
     fprintf(stderr, "unexpected output at batch %d\n", batch);
@@ -92,13 +106,14 @@ int main(int argc, char** argv) {
   grove_model_release(model);
 
   /* One session serves every batch size the model's "batch" symbol allows. */
-  bad |= run_batch(session, 1);
-  bad |= run_batch(session, 3);
+  bad |= run_batch(session, 1, /*into_own_buffer=*/0);
+  bad |= run_batch(session, 3, /*into_own_buffer=*/1);
 
   if (failed(grove_session_stats(session, &stats), "stats")) {
     bad = 1;
   } else {
-    printf("runs %lld, plans created %lld\n", (long long)stats.runs, (long long)stats.plans_created);
+    printf("runs %lld, plans created %lld, CPU fallback steps %lld\n", (long long)stats.runs,
+           (long long)stats.plans_created, (long long)stats.cpu_fallback_steps);
   }
   grove_session_release(session);
 

@@ -57,7 +57,9 @@
  *   tensor of at most GROVE_MAX_RANK dims. Inputs are only read. For outputs,
  *   see grove_session_run: a caller may pass its own buffer or take a pointer
  *   into the session, which stays valid until the next grove_session_run on
- *   that session (successful or not) or its release.
+ *   that session (successful or not) or its release;
+ *   grove_session_run_into writes every output into the caller's buffers
+ *   (host or device memory).
  *
  * - Versioned structs: a struct that the caller fills or allocates and hands
  *   to the library (grove_session_options_t, grove_session_stats_t) starts
@@ -404,11 +406,33 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_device(const grove
  *   - data != NULL: a caller-provided buffer. dtype, rank and dims must equal
  *     the result's and byte_size must be large enough, else the call fails
  *     with INVALID_ARGUMENT naming the output. The result is written there.
+ * When every output has a buffer this is grove_session_run_into(). When
+ * some do and some do not, the results are copied into the given buffers
+ * with a host copy: on a CUDA session those buffers must be host memory,
+ * and a session with outputs_on_device refuses the mix
+ * (GROVE_STATUS_FAILED_PRECONDITION).
  * On error no output struct is modified (the contents of caller-provided
  * buffers are then unspecified). */
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run(grove_session_t* session,
                                                                   const grove_tensor_t* inputs, size_t n_inputs,
                                                                   grove_tensor_t* outputs, size_t n_outputs);
+
+/* Runs the model once, writing each output into the caller's buffer
+ * (grove::Session::RunInto). `inputs` as for grove_session_run. `outputs`
+ * holds one tensor per model output, in model order, and is only read: its
+ * dtype, rank and dims must equal the result's (INVALID_ARGUMENT naming the
+ * output otherwise; an output whose shape depends on the data needs
+ * grove_session_run), byte_size must hold them and data must be non-NULL
+ * unless the output has no elements. On a CUDA session inputs and outputs
+ * may be host or device memory (device pointers of the session's device);
+ * the kernels write device buffers directly where they can, so an output
+ * buffer must not overlap an input. Returns when the results are in place
+ * (the stream is synchronized). On error the buffers' contents are
+ * unspecified. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_into(grove_session_t* session,
+                                                                       const grove_tensor_t* inputs, size_t n_inputs,
+                                                                       const grove_tensor_t* outputs,
+                                                                       size_t n_outputs);
 
 /* A value of any kind for grove_session_run_values. A tensor or a present
  * optional tensor has n_tensors == 1; a sequence (or a present optional

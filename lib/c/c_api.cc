@@ -27,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "grove/grove.h"
+#include "lib/c/c_api_internal.h"
 
 // The C enums and the C++ ones are one ABI; a mismatch must not compile.
 static_assert(GROVE_VERSION_MAJOR == grove::kVersionMajor && GROVE_VERSION_MINOR == grove::kVersionMinor &&
@@ -155,6 +156,8 @@ struct grove_model_t {
 struct grove_session_t {
   uint64_t tag = kSessionTag;
   std::unique_ptr<grove::Session> session;
+  // SessionOptions::outputs_on_device: Run's results are device pointers.
+  bool outputs_on_device = false;
   // Set while a run is inside this handle: a second thread's run is refused
   // (the handle's own output arrays below are not shared between threads).
   std::atomic<bool> busy{false};
@@ -736,12 +739,22 @@ grove_status_t* grove_session_create(const grove_model_t* model, const grove_ses
     }
     absl::StatusOr<std::unique_ptr<grove::Session>> session = grove::Session::Create(model->model, cc_options);
     if (!session.ok()) return FromAbsl(session.status(), kFn);
-    auto handle = std::make_unique<grove_session_t>();
-    handle->session = *std::move(session);
-    *out_session = handle.release();
+    *out_session = grove::c_internal::WrapSession(*std::move(session), cc_options);
     return nullptr;
   });
 }
+
+}  // extern "C"
+
+grove_session_t* grove::c_internal::WrapSession(std::unique_ptr<Session> session, const SessionOptions& options) {
+  if (session == nullptr) return nullptr;
+  auto handle = std::make_unique<grove_session_t>();
+  handle->session = std::move(session);
+  handle->outputs_on_device = options.outputs_on_device;
+  return handle.release();
+}
+
+extern "C" {
 
 void grove_session_release(grove_session_t* session) {
   if (session == nullptr || session->tag != kSessionTag) return;  // NULL, or released already
@@ -783,6 +796,19 @@ grove_status_t* CheckRunArguments(const char* function, const grove_session_t* s
   return nullptr;
 }
 
+// Checks every input and views it, in model order.
+grove_status_t* InputViews(const char* function, const grove_session_t* session, const grove_tensor_t* inputs,
+                           size_t n_inputs, std::vector<grove::TensorView>* views) {
+  const std::vector<grove::TensorInfo>& infos = session->session->model().inputs();
+  views->reserve(n_inputs);
+  for (size_t i = 0; i < n_inputs; ++i) {
+    absl::StatusOr<grove::TensorView> view = ViewOf(inputs[i], Describe("input", i, infos));
+    if (!view.ok()) return FromAbsl(view.status(), function);
+    views->push_back(*std::move(view));
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t* inputs, size_t n_inputs,
@@ -793,17 +819,11 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
     SessionEntry entry(session);
     if (!entry.entered()) return SessionBusy(kFn);
     const grove::Model& model = session->session->model();
-    const std::vector<grove::TensorInfo>& input_infos = model.inputs();
     const std::vector<grove::TensorInfo>& output_infos = model.outputs();
 
     // Validate everything before running, so a bad call changes nothing.
     std::vector<grove::TensorView> input_views;
-    input_views.reserve(n_inputs);
-    for (size_t i = 0; i < n_inputs; ++i) {
-      absl::StatusOr<grove::TensorView> view = ViewOf(inputs[i], Describe("input", i, input_infos));
-      if (!view.ok()) return FromAbsl(view.status(), kFn);
-      input_views.push_back(*std::move(view));
-    }
+    if (grove_status_t* bad = InputViews(kFn, session, inputs, n_inputs, &input_views)) return bad;
     std::vector<grove::TensorView> provided(n_outputs);
     bool all_provided = true;
     for (size_t i = 0; i < n_outputs; ++i) {
@@ -818,6 +838,15 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
 
     if (all_provided) {
       return FromAbsl(session->session->RunInto(input_views, provided), kFn);
+    }
+    // Session-owned results are copied into the caller's buffers below with
+    // a host copy, which device pointers (outputs_on_device) cannot take.
+    const bool some_provided = std::any_of(provided.begin(), provided.end(),
+                                           [](const grove::TensorView& v) { return v.data != nullptr; });
+    if (some_provided && session->outputs_on_device && session->session->device() == grove::Device::kCuda) {
+      return MakeStatus(GROVE_STATUS_FAILED_PRECONDITION, kFn,
+                        "with outputs_on_device, give every output a buffer (or use grove_session_run_into) or "
+                        "none; a mix would copy device results with a host copy");
     }
 
     absl::StatusOr<std::vector<grove::TensorView>> results = session->session->Run(input_views);
@@ -858,6 +887,28 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
       out.byte_size = r.byte_size();
     }
     return nullptr;
+  });
+}
+
+grove_status_t* grove_session_run_into(grove_session_t* session, const grove_tensor_t* inputs, size_t n_inputs,
+                                       const grove_tensor_t* outputs, size_t n_outputs) {
+  static constexpr char kFn[] = "grove_session_run_into";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
+    SessionEntry entry(session);
+    if (!entry.entered()) return SessionBusy(kFn);
+    const std::vector<grove::TensorInfo>& output_infos = session->session->model().outputs();
+    // Validate everything before running, so a bad call changes nothing.
+    std::vector<grove::TensorView> input_views;
+    if (grove_status_t* bad = InputViews(kFn, session, inputs, n_inputs, &input_views)) return bad;
+    std::vector<grove::TensorView> output_views;
+    output_views.reserve(n_outputs);
+    for (size_t i = 0; i < n_outputs; ++i) {
+      absl::StatusOr<grove::TensorView> view = ViewOf(outputs[i], Describe("output", i, output_infos));
+      if (!view.ok()) return FromAbsl(view.status(), kFn);
+      output_views.push_back(*std::move(view));
+    }
+    return FromAbsl(session->session->RunInto(input_views, output_views), kFn);
   });
 }
 
