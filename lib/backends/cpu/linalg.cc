@@ -19,8 +19,10 @@
 #include "absl/strings/str_join.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/matmul_shapes.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 
 namespace grove::cpu {
@@ -34,11 +36,18 @@ using ir::HalfToFloat;
 
 namespace {
 
+using backends::MakePrepared;
+using backends::PreparedParams;
 using backends::ShapeStr;
+using ir::PreparedKernel;
 
-std::vector<float> Widen(const TensorView& t) {
+absl::Status NotPrepared(const ir::KernelContext& ctx) { return backends::NotPrepared(ctx, "CPU"); }
+
+bool IsHalfFloat(DType dtype) { return dtype == DType::kF16 || dtype == DType::kBF16; }
+
+// f16/bf16 -> f32 into `out` (t.num_elements() floats of the workspace).
+float* Widen(const TensorView& t, float* out) {
   const int64_t n = t.num_elements();
-  std::vector<float> out(static_cast<size_t>(n));
   const uint16_t* p = t.as<const uint16_t>();
   if (t.dtype == DType::kF16) {
     for (int64_t i = 0; i < n; ++i) out[i] = HalfToFloat(Half{p[i]});
@@ -48,13 +57,19 @@ std::vector<float> Widen(const TensorView& t) {
   return out;
 }
 
-void Narrow(const std::vector<float>& v, TensorView& t) {
+void Narrow(const float* v, TensorView& t) {
   uint16_t* p = t.as<uint16_t>();
+  const int64_t n = t.num_elements();
   if (t.dtype == DType::kF16) {
-    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToHalf(v[i]).bits;
+    for (int64_t i = 0; i < n; ++i) p[i] = FloatToHalf(v[i]).bits;
   } else {
-    for (size_t i = 0; i < v.size(); ++i) p[i] = FloatToBFloat16(v[i]).bits;
+    for (int64_t i = 0; i < n; ++i) p[i] = FloatToBFloat16(v[i]).bits;
   }
+}
+
+// The f32 copies of f16/bf16 operands and result, in the workspace.
+void AddWidened(const TensorView* t, WorkspaceLayout* layout) {
+  if (t != nullptr) layout->Add<float>(t->num_elements());
 }
 
 // double -> integer without the undefined behaviour of an out-of-range cast.
@@ -127,21 +142,40 @@ void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y) {
   }
 }
 
-absl::Status MatMulKernel(ir::KernelContext& ctx) {
+// MatMulPlan, or nothing to compute (an empty output).
+struct MatMulParams {
+  bool empty = false;
+  MatMulPlan plan;
+};
+
+absl::StatusOr<PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
   const TensorView& a = ctx.input(0);
-  const TensorView& b = ctx.input(1);
-  TensorView& y = ctx.output(0);
+  const TensorView& y = ctx.output(0);
   absl::StatusOr<backends::MatMulShape> shape = backends::ResolveMatMul(ctx);
   if (!shape.ok()) return shape.status();
   const std::vector<int64_t>&batch = shape->batch, &da = shape->a_batch, &db = shape->b_batch;
   const int nb = static_cast<int>(batch.size());
-  MatMulPlan p;
+  MatMulParams params;
+  MatMulPlan& p = params.plan;
   p.m = shape->m;
   p.n = shape->n;
   p.k = shape->k;
-  if (y.num_elements() == 0) return absl::OkStatus();
+  if (y.num_elements() == 0) {
+    params.empty = true;
+    return MakePrepared(std::move(params));
+  }
   if (!FitsBlasInt(p.m) || !FitsBlasInt(p.n) || !FitsBlasInt(p.k)) {
     return ctx.Error(absl::StrCat("MatMul dims M=", p.m, " N=", p.n, " K=", p.k, " exceed the BLAS int range"));
+  }
+  switch (a.dtype) {
+    case DType::kF32:
+    case DType::kF64:
+    case DType::kI32:
+    case DType::kI64:
+    case DType::kF16:
+    case DType::kBF16: break;
+    default:
+      return ctx.Error(absl::StrCat("MatMul has no CPU kernel for dtype ", DTypeName(a.dtype)));
   }
   // Broadcast batch walk: an odometer over the output batch index.
   const int64_t count = ir::NumElements(batch);
@@ -164,6 +198,23 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
       idx[d] = 0;
     }
   }
+  WorkspaceLayout layout;  // A, B and Y widened to f32
+  if (IsHalfFloat(a.dtype)) {
+    AddWidened(&a, &layout);
+    AddWidened(&ctx.input(1), &layout);
+    AddWidened(&y, &layout);
+  }
+  return MakePrepared(std::move(params), layout.bytes());
+}
+
+absl::Status MatMulKernel(ir::KernelContext& ctx) {
+  const MatMulParams* params = PreparedParams<MatMulParams>(ctx);
+  if (params == nullptr) return NotPrepared(ctx);
+  if (params->empty) return absl::OkStatus();
+  const MatMulPlan& p = params->plan;
+  const TensorView& a = ctx.input(0);
+  const TensorView& b = ctx.input(1);
+  TensorView& y = ctx.output(0);
   switch (a.dtype) {
     case DType::kF32: RunMatMul(p, a.as<const float>(), b.as<const float>(), y.as<float>()); break;
     case DType::kF64: RunMatMul(p, a.as<const double>(), b.as<const double>(), y.as<double>()); break;
@@ -171,9 +222,11 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
     case DType::kI64: RunMatMul(p, a.as<const int64_t>(), b.as<const int64_t>(), y.as<int64_t>()); break;
     case DType::kF16:
     case DType::kBF16: {
-      const std::vector<float> wa = Widen(a), wb = Widen(b);
-      std::vector<float> wy(static_cast<size_t>(y.num_elements()));
-      RunMatMul(p, wa.data(), wb.data(), wy.data());
+      WorkspaceCursor ws(ctx.workspace());
+      const float* wa = Widen(a, ws.Take<float>(a.num_elements()));
+      const float* wb = Widen(b, ws.Take<float>(b.num_elements()));
+      float* wy = ws.Take<float>(y.num_elements());
+      RunMatMul(p, wa, wb, wy);
       Narrow(wy, y);
       break;
     }
@@ -202,20 +255,58 @@ void RunGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, do
   Gemm(ta, tb, m, n, k, alpha, a, b, c != nullptr ? beta : 0.0, y);
 }
 
+// Gemm after every check; `empty`: nothing to compute (M or N is 0).
+struct GemmParams {
+  bool empty = false;
+  backends::GemmShape shape;
+};
+
+absl::StatusOr<PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
+  const TensorView& a = ctx.input(0);
+  absl::StatusOr<backends::GemmShape> shape = backends::ResolveGemm(ctx);
+  if (!shape.ok()) return shape.status();
+  GemmParams params;
+  const int64_t m = shape->m, n = shape->n, k = shape->k;
+  params.shape = *std::move(shape);
+  if (m == 0 || n == 0) {
+    params.empty = true;
+    return MakePrepared(std::move(params));
+  }
+  if (!FitsBlasInt(m) || !FitsBlasInt(n) || !FitsBlasInt(k)) {
+    return ctx.Error(absl::StrCat("Gemm dims M=", m, " N=", n, " K=", k, " exceed the BLAS int range"));
+  }
+  switch (a.dtype) {
+    case DType::kF32:
+    case DType::kF64:
+    case DType::kI32:
+    case DType::kI64:
+    case DType::kF16:
+    case DType::kBF16: break;
+    default:
+      return ctx.Error(absl::StrCat("Gemm has no CPU kernel for dtype ", DTypeName(a.dtype)));
+  }
+  WorkspaceLayout layout;  // A, B, C and Y widened to f32
+  if (IsHalfFloat(a.dtype)) {
+    AddWidened(&a, &layout);
+    AddWidened(&ctx.input(1), &layout);
+    AddWidened(ctx.has_input(2) ? &ctx.input(2) : nullptr, &layout);
+    layout.Add<float>(m * n);
+  }
+  return MakePrepared(std::move(params), layout.bytes());
+}
+
 absl::Status GemmKernel(ir::KernelContext& ctx) {
+  const GemmParams* params = PreparedParams<GemmParams>(ctx);
+  if (params == nullptr) return NotPrepared(ctx);
+  if (params->empty) return absl::OkStatus();
   const TensorView& a = ctx.input(0);
   const TensorView& b = ctx.input(1);
   const TensorView* c = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   TensorView& y = ctx.output(0);
-  absl::StatusOr<backends::GemmShape> shape = backends::ResolveGemm(ctx);
-  if (!shape.ok()) return shape.status();
-  const bool ta = shape->trans_a, tb = shape->trans_b;
-  const double alpha = shape->alpha, beta = shape->beta;
-  const int64_t m = shape->m, n = shape->n, k = shape->k, cm = shape->cm, cn = shape->cn;
-  if (m == 0 || n == 0) return absl::OkStatus();
-  if (!FitsBlasInt(m) || !FitsBlasInt(n) || !FitsBlasInt(k)) {
-    return ctx.Error(absl::StrCat("Gemm dims M=", m, " N=", n, " K=", k, " exceed the BLAS int range"));
-  }
+  const backends::GemmShape& shape = params->shape;
+  const bool ta = shape.trans_a, tb = shape.trans_b;
+  const double alpha = shape.alpha, beta = shape.beta;
+  const int64_t m = shape.m, n = shape.n, k = shape.k, cm = shape.cm, cn = shape.cn;
   switch (a.dtype) {
     case DType::kF32:
       RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const float>(), b.as<const float>(),
@@ -235,11 +326,12 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
       break;
     case DType::kF16:
     case DType::kBF16: {
-      const std::vector<float> wa = Widen(a), wb = Widen(b);
-      std::vector<float> wc;
-      if (c != nullptr) wc = Widen(*c);
-      std::vector<float> wy(static_cast<size_t>(m * n));
-      RunGemm(ta, tb, m, n, k, alpha, beta, wa.data(), wb.data(), c ? wc.data() : nullptr, cm, cn, wy.data());
+      WorkspaceCursor ws(ctx.workspace());
+      const float* wa = Widen(a, ws.Take<float>(a.num_elements()));
+      const float* wb = Widen(b, ws.Take<float>(b.num_elements()));
+      const float* wc = c != nullptr ? Widen(*c, ws.Take<float>(c->num_elements())) : nullptr;
+      float* wy = ws.Take<float>(m * n);
+      RunGemm(ta, tb, m, n, k, alpha, beta, wa, wb, wc, cm, cn, wy);
       Narrow(wy, y);
       break;
     }
@@ -252,8 +344,11 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterLinalgKernels(ir::OpRegistry& registry) {
-  if (absl::Status s = registry.SetKernel("MatMul", ir::Backend::kCpu, &MatMulKernel); !s.ok()) return s;
-  return registry.SetKernel("Gemm", ir::Backend::kCpu, &GemmKernel);
+  if (absl::Status s = registry.SetKernel("MatMul", ir::Backend::kCpu, ir::KernelDef{&MatMulKernel, &PrepareMatMul});
+      !s.ok()) {
+    return s;
+  }
+  return registry.SetKernel("Gemm", ir::Backend::kCpu, ir::KernelDef{&GemmKernel, &PrepareGemm});
 }
 
 }  // namespace grove::cpu

@@ -15,9 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/common/window.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/conv_geometry.h"
 
@@ -34,11 +36,21 @@ using ir::VisitDType;
 namespace {
 
 using ir::KernelContext;
-using backends::CheckChannelVector;
+using ir::PreparedKernel;
 using backends::CheckOutput;
 using backends::CheckRank;
 using backends::IsPointwise;
+using backends::MakePrepared;
+using backends::PreparedParams;
 using backends::Window;
+
+absl::Status NotPrepared(const KernelContext& ctx) { return backends::NotPrepared(ctx, "CPU"); }
+
+// The error VisitDType gives for a dtype outside Ts..., at prepare.
+template <typename... Ts>
+absl::Status CheckDType(const KernelContext& ctx, DType dtype) {
+  return VisitDType<Ts...>(ctx, dtype, [](auto) { return absl::OkStatus(); });
+}
 
 // Scratch buffers (im2col) above this many elements are refused instead of
 // attempted: 2^31 floats is 8 GiB.
@@ -86,7 +98,8 @@ void ForEachTapPosition(const Window& w, absl::Span<const int64_t> tap, absl::Sp
 }
 
 // Advances a multi-index over `dims`; false after the last one.
-bool NextIndex(std::vector<int64_t>& index, absl::Span<const int64_t> dims) {
+template <typename Index>
+bool NextIndex(Index& index, absl::Span<const int64_t> dims) {
   for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
     if (++index[d] < dims[d]) return true;
     index[d] = 0;
@@ -101,8 +114,7 @@ bool NextIndex(std::vector<int64_t>& index, absl::Span<const int64_t> dims) {
 // col[(c * K + tap) * O + o] = x[c] at the input position that output
 // position o reads through kernel tap `tap` (0 in the padding).
 template <typename T>
-void Im2Col(const T* x, int64_t channels, const Window& w, T* col) {
-  std::vector<int64_t> tap(static_cast<size_t>(w.spatial), 0);
+void Im2Col(const T* x, int64_t channels, const Window& w, T* col, absl::Span<int64_t> tap) {
   for (int64_t c = 0; c < channels; ++c, x += w.in_size) {
     std::fill(tap.begin(), tap.end(), 0);
     do {
@@ -112,26 +124,60 @@ void Im2Col(const T* x, int64_t channels, const Window& w, T* col) {
   }
 }
 
-absl::Status ConvKernel(KernelContext& ctx) {
+// Conv and ConvTranspose after every check: the shapes, the GEMM dims per
+// (image, group) and the im2col (col2im) matrix, which lives in the workspace.
+struct ConvParams {
+  backends::ConvShape conv;
+  int64_t cg = 0, mg = 0;  // channels per group in X and Y
+  int64_t rows = 0;        // the GEMM's K (Conv) or M (ConvTranspose)
+  int64_t col_size = 0;    // elements of the im2col / col2im matrix
+  bool pointwise = false;  // Conv reads X as it is: no im2col
+};
+
+absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   absl::StatusOr<backends::ConvShape> conv = backends::ResolveConv(ctx);
   if (!conv.ok()) return conv.status();
+  ConvParams p;
+  const Window* w = &conv->w;
+  p.cg = conv->c / conv->group;
+  p.mg = conv->m / conv->group;
+  p.rows = BoundedProduct({p.cg, w->kernel_size});
+  p.col_size = BoundedProduct({p.cg, w->kernel_size, w->out_size});
+  if (p.rows < 0 || p.col_size < 0 || !FitsBlasInt(p.mg) || !FitsBlasInt(w->out_size) || !FitsBlasInt(p.rows)) {
+    return ctx.Error(absl::StrCat("the im2col matrix of ", p.cg, " channels x ", w->kernel_size, " taps x ",
+                                  w->out_size, " output positions is too large"));
+  }
+  const DType dtype = ctx.input(0).dtype;
+  if (absl::Status s = CheckDType<float, double>(ctx, dtype); !s.ok()) return s;
+  p.pointwise = IsPointwise(*w);
+  p.conv = *std::move(conv);
+  WorkspaceLayout layout;  // the im2col matrix and its tap index
+  if (!p.pointwise) {
+    layout.AddBytes(static_cast<uint64_t>(p.col_size) * DTypeSize(dtype));
+    layout.Add<int64_t>(p.conv.w.spatial);
+  }
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+absl::Status ConvKernel(KernelContext& ctx) {
+  const ConvParams* p = PreparedParams<ConvParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
   const TensorView& x = ctx.input(0);
   const TensorView& wt = ctx.input(1);
   const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const Window* w = &conv->w;
-  const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
-
-  const int64_t cg = c / group, mg = m / group;
-  const int64_t rows = BoundedProduct({cg, w->kernel_size});
-  const int64_t col_size = BoundedProduct({cg, w->kernel_size, w->out_size});
-  if (rows < 0 || col_size < 0 || !FitsBlasInt(mg) || !FitsBlasInt(w->out_size) || !FitsBlasInt(rows)) {
-    return ctx.Error(absl::StrCat("the im2col matrix of ", cg, " channels x ", w->kernel_size, " taps x ",
-                                  w->out_size, " output positions is too large"));
-  }
-  const bool pointwise = IsPointwise(*w);
+  const Window* w = &p->conv.w;
+  const int64_t group = p->conv.group, n = p->conv.n, c = p->conv.c, m = p->conv.m;
+  const int64_t cg = p->cg, mg = p->mg, rows = p->rows;
+  const bool pointwise = p->pointwise;
   return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    std::vector<T> col(pointwise ? 0 : static_cast<size_t>(col_size));
+    T* col = nullptr;
+    absl::Span<int64_t> tap;
+    if (!pointwise) {
+      WorkspaceCursor ws(ctx.workspace());
+      col = ws.Take<T>(p->col_size);
+      tap = absl::Span<int64_t>(ws.Take<int64_t>(w->spatial), static_cast<size_t>(w->spatial));
+    }
     const T* xp = x.as<const T>();
     const T* wp = wt.as<const T>();
     T* yp = ctx.output(0).as<T>();
@@ -140,8 +186,8 @@ absl::Status ConvKernel(KernelContext& ctx) {
         const T* xg = xp + (img * c + gi * cg) * w->in_size;
         const T* a = xg;
         if (!pointwise) {
-          Im2Col(xg, cg, *w, col.data());
-          a = col.data();
+          Im2Col(xg, cg, *w, col, tap);
+          a = col;
         }
         T* yg = yp + (img * m + gi * mg) * w->out_size;
         Gemm(false, false, mg, w->out_size, rows, 1.0, wp + gi * mg * rows, a, 0.0, yg);
@@ -162,27 +208,43 @@ absl::Status ConvKernel(KernelContext& ctx) {
 // ConvTranspose
 // ---------------------------------------------------------------------------
 
-absl::Status ConvTransposeKernel(KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PrepareConvTranspose(const KernelContext& ctx) {
   absl::StatusOr<backends::ConvShape> conv = backends::ResolveConvTranspose(ctx);
   if (!conv.ok()) return conv.status();
+  ConvParams p;
+  const Window& w = conv->w;
+  p.cg = conv->c / conv->group;
+  p.mg = conv->m / conv->group;
+  p.rows = BoundedProduct({p.mg, w.kernel_size});
+  p.col_size = BoundedProduct({p.mg, w.kernel_size, w.in_size});
+  if (p.rows < 0 || p.col_size < 0 || !FitsBlasInt(p.rows) || !FitsBlasInt(w.in_size) || !FitsBlasInt(p.cg)) {
+    return ctx.Error(absl::StrCat("the col2im matrix of ", p.mg, " channels x ", w.kernel_size, " taps x ",
+                                  w.in_size, " input positions is too large"));
+  }
+  const DType dtype = ctx.input(0).dtype;
+  if (absl::Status s = CheckDType<float, double>(ctx, dtype); !s.ok()) return s;
+  p.conv = *std::move(conv);
+  WorkspaceLayout layout;  // the col2im matrix, then the tap index
+  layout.AddBytes(static_cast<uint64_t>(p.col_size) * DTypeSize(dtype));
+  layout.Add<int64_t>(p.conv.spatial);
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+absl::Status ConvTransposeKernel(KernelContext& ctx) {
+  const ConvParams* p = PreparedParams<ConvParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
   const TensorView& x = ctx.input(0);
   const TensorView& wt = ctx.input(1);
   const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const int spatial = conv->spatial;
-  const Window& w = conv->w;
-  const int64_t group = conv->group, n = conv->n, c = conv->c, m = conv->m;
-  const int64_t cg = c / group, mg = m / group;
-
-  const int64_t rows = BoundedProduct({mg, w.kernel_size});
-  const int64_t col_size = BoundedProduct({mg, w.kernel_size, w.in_size});
-  if (rows < 0 || col_size < 0 || !FitsBlasInt(rows) || !FitsBlasInt(w.in_size) || !FitsBlasInt(cg)) {
-    return ctx.Error(absl::StrCat("the col2im matrix of ", mg, " channels x ", w.kernel_size, " taps x ",
-                                  w.in_size, " input positions is too large"));
-  }
+  const int spatial = p->conv.spatial;
+  const Window& w = p->conv.w;
+  const int64_t group = p->conv.group, n = p->conv.n, c = p->conv.c, m = p->conv.m;
+  const int64_t cg = p->cg, mg = p->mg, rows = p->rows;
   return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    std::vector<T> col(static_cast<size_t>(col_size));
-    std::vector<int64_t> tap(static_cast<size_t>(spatial));
+    WorkspaceCursor ws(ctx.workspace());
+    T* col = ws.Take<T>(p->col_size);
+    const absl::Span<int64_t> tap(ws.Take<int64_t>(spatial), static_cast<size_t>(spatial));
     const T* xp = x.as<const T>();
     const T* wp = wt.as<const T>();
     T* yp = ctx.output(0).as<T>();
@@ -190,9 +252,9 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
       for (int64_t gi = 0; gi < group; ++gi) {
         // col[mg * K, I] = W_g^T * X_g, with W_g stored as [cg, mg * K].
         Gemm(true, false, rows, w.in_size, cg, 1.0, wp + gi * cg * rows, xp + (img * c + gi * cg) * w.in_size, 0.0,
-             col.data());
+             col);
         T* yg = yp + (img * m + gi * mg) * w.out_size;
-        const T* src = col.data();
+        const T* src = col;
         for (int64_t k = 0; k < mg; ++k) {
           T* plane = yg + k * w.out_size;
           const T bias = b != nullptr ? b->as<const T>()[gi * mg + k] : T(0);
@@ -290,17 +352,45 @@ void ForEachWindowElement(const Window& w, const std::vector<const std::vector<i
   }
 }
 
-absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
-  absl::StatusOr<backends::PoolShape> pool = backends::ResolvePool(ctx, kind == PoolKind::kMax);
+// MaxPool and AveragePool after every check: the window and the input
+// positions each output position's window covers.
+struct PoolParams {
+  backends::PoolShape pool;
+  PoolTaps taps;
+  int64_t planes = 0;  // N * C
+  bool column_major = false;  // MaxPool's storage_order
+  bool count_pad = false;     // AveragePool's count_include_pad
+};
+
+template <PoolKind kKind>
+absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
+  absl::StatusOr<backends::PoolShape> pool = backends::ResolvePool(ctx, kKind == PoolKind::kMax);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
+  absl::Status dtype_ok = kKind == PoolKind::kMax
+                              ? CheckDType<float, double, Half, BFloat16, int8_t, uint8_t>(ctx, x.dtype)
+                              : CheckDType<float, double, Half, BFloat16>(ctx, x.dtype);
+  if (!dtype_ok.ok()) return dtype_ok;
+  PoolParams p;
+  p.column_major = ctx.attrs().GetInt("storage_order", 0) == 1;
+  p.count_pad = ctx.attrs().GetInt("count_include_pad", 0) == 1;
+  p.taps = MakePoolTaps(pool->w);
+  p.planes = x.shape[0] * x.shape[1];
+  p.pool = *std::move(pool);
+  return MakePrepared(std::move(p));
+}
+
+absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
+  const PoolParams* pp = PreparedParams<PoolParams>(ctx);
+  if (pp == nullptr) return NotPrepared(ctx);
+  const TensorView& x = ctx.input(0);
   const int spatial = static_cast<int>(x.shape.size()) - 2;
-  const Window* w = &pool->w;
+  const Window* w = &pp->pool.w;
   TensorView* indices = kind == PoolKind::kMax && ctx.has_output(1) ? &ctx.output(1) : nullptr;
-  const bool column_major = ctx.attrs().GetInt("storage_order", 0) == 1;
-  const bool count_pad = ctx.attrs().GetInt("count_include_pad", 0) == 1;
-  const PoolTaps taps = MakePoolTaps(*w);
-  const int64_t planes = x.shape[0] * x.shape[1];
+  const bool column_major = pp->column_major;
+  const bool count_pad = pp->count_pad;
+  const PoolTaps& taps = pp->taps;
+  const int64_t planes = pp->planes;
 
   auto run = [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
@@ -361,13 +451,26 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
 absl::Status MaxPoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
 absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
 
-template <PoolKind kKind>
-absl::Status GlobalPoolKernel(KernelContext& ctx) {
+// GlobalMaxPool and GlobalAveragePool: `planes` planes of `size` elements.
+struct GlobalPoolParams {
+  int64_t planes = 0, size = 1;
+};
+
+absl::StatusOr<PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
   absl::StatusOr<backends::GlobalPoolShape> pool = backends::ResolveGlobalPool(ctx);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
-  const int64_t size = pool->size;
-  const int64_t planes = x.shape[0] * x.shape[1];
+  if (absl::Status s = CheckDType<float, double, Half, BFloat16>(ctx, x.dtype); !s.ok()) return s;
+  return MakePrepared(GlobalPoolParams{x.shape[0] * x.shape[1], pool->size});
+}
+
+template <PoolKind kKind>
+absl::Status GlobalPoolKernel(KernelContext& ctx) {
+  const GlobalPoolParams* gp = PreparedParams<GlobalPoolParams>(ctx);
+  if (gp == nullptr) return NotPrepared(ctx);
+  const TensorView& x = ctx.input(0);
+  const int64_t size = gp->size;
+  const int64_t planes = gp->planes;
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using C = ComputeT<T>;
@@ -437,17 +540,17 @@ absl::Status LrnKernel(KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
-  const std::pair<const char*, ir::KernelFn> kernels[] = {
-      {"Conv", &ConvKernel},
-      {"ConvTranspose", &ConvTransposeKernel},
-      {"MaxPool", &MaxPoolKernel},
-      {"AveragePool", &AveragePoolKernel},
-      {"GlobalAveragePool", &GlobalPoolKernel<PoolKind::kAverage>},
-      {"GlobalMaxPool", &GlobalPoolKernel<PoolKind::kMax>},
-      {"LRN", &LrnKernel},
+  const std::pair<const char*, ir::KernelDef> kernels[] = {
+      {"Conv", {&ConvKernel, &PrepareConv}},
+      {"ConvTranspose", {&ConvTransposeKernel, &PrepareConvTranspose}},
+      {"MaxPool", {&MaxPoolKernel, &PreparePool<PoolKind::kMax>}},
+      {"AveragePool", {&AveragePoolKernel, &PreparePool<PoolKind::kAverage>}},
+      {"GlobalAveragePool", {&GlobalPoolKernel<PoolKind::kAverage>, &PrepareGlobalPool}},
+      {"GlobalMaxPool", {&GlobalPoolKernel<PoolKind::kMax>, &PrepareGlobalPool}},
+      {"LRN", {&LrnKernel}},
   };
-  for (const auto& [type, fn] : kernels) {
-    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, fn); !s.ok()) return s;
+  for (const auto& [type, kernel] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
   }
   // The norm group, until the composition root (lib/backends/backends.cc)
   // registers it itself (ir::RegisterNnOps registers its definitions).

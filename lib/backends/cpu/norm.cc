@@ -3,18 +3,27 @@
 // MeanVarianceNormalization, Softmax, LogSoftmax and Hardmax. The
 // normalizations accumulate in double; their checks that the CUDA kernels
 // make alike live in lib/backends/common/norm_checks.h.
+//
+// Each kernel is prepared once per plan (ir::PreparedKernel): the prepare
+// checks attributes, shapes and dtypes and builds the kernel's parameters
+// and the size of its scratch (per-row statistics, the affine parameters read
+// into doubles); the invoke only computes, its scratch in ctx.workspace()
+// (workspace_layout.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/norm_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/reduce_axes.h"
 
@@ -30,9 +39,19 @@ using ir::VisitDType;
 namespace {
 
 using ir::KernelContext;
+using ir::PreparedKernel;
 using backends::CheckChannelVector;
 using backends::CheckOutput;
 using backends::CheckRank;
+using backends::MakePrepared;
+using backends::PreparedParams;
+
+absl::Status NotPrepared(const KernelContext& ctx) { return backends::NotPrepared(ctx, "CPU"); }
+
+// The error VisitDType gives for a dtype outside the float types, at prepare.
+absl::Status CheckFloatDType(const KernelContext& ctx, DType dtype) {
+  return VisitDType<float, double, Half, BFloat16>(ctx, dtype, [](auto) { return absl::OkStatus(); });
+}
 
 // Advances a multi-index over `dims`; false after the last one.
 bool NextIndex(std::vector<int64_t>& index, absl::Span<const int64_t> dims) {
@@ -47,25 +66,23 @@ bool NextIndex(std::vector<int64_t>& index, absl::Span<const int64_t> dims) {
 // BatchNormalization, InstanceNormalization, LayerNormalization
 // ---------------------------------------------------------------------------
 
-// A float tensor of any supported dtype, read into doubles.
-absl::StatusOr<std::vector<double>> ReadDoubles(const KernelContext& ctx, const TensorView& t) {
-  std::vector<double> out(static_cast<size_t>(t.num_elements()));
-  absl::Status s = VisitDType<float, double, Half, BFloat16>(ctx, t.dtype, [&](auto tag) -> absl::Status {
+// A float tensor of any supported dtype (checked at prepare), read into doubles.
+absl::Status ReadDoubles(const KernelContext& ctx, const TensorView& t, double* out) {
+  return VisitDType<float, double, Half, BFloat16>(ctx, t.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     const T* p = t.as<const T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(ToCompute(p[i]));
+    const int64_t n = t.num_elements();
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<double>(ToCompute(p[i]));
     return absl::OkStatus();
   });
-  if (!s.ok()) return s;
-  return out;
 }
 
 // y = affine(r, j, (x - mean[r]) * inv_std[r]) for element j of row r, the
 // affine step being per channel (BatchNormalization, InstanceNormalization)
 // or per element of the row (LayerNormalization).
 template <typename T, typename Affine>
-void NormalizeRows(const T* x, T* y, int64_t rows, int64_t n, const std::vector<double>& mean,
-                   const std::vector<double>& inv_std, Affine&& affine) {
+void NormalizeRows(const T* x, T* y, int64_t rows, int64_t n, const double* mean, const double* inv_std,
+                   Affine&& affine) {
   for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
     for (int64_t j = 0; j < n; ++j) {
       const double v = (static_cast<double>(ToCompute(x[j])) - mean[r]) * inv_std[r];
@@ -77,10 +94,7 @@ void NormalizeRows(const T* x, T* y, int64_t rows, int64_t n, const std::vector<
 // Mean and 1/sqrt(var + epsilon) of each of `rows` rows of n elements (two
 // passes, as the ONNX reference computes them).
 template <typename T>
-void RowMoments(const T* x, int64_t rows, int64_t n, double epsilon, std::vector<double>* mean,
-                std::vector<double>* inv_std) {
-  mean->assign(static_cast<size_t>(rows), 0.0);
-  inv_std->assign(static_cast<size_t>(rows), 0.0);
+void RowMoments(const T* x, int64_t rows, int64_t n, double epsilon, double* mean, double* inv_std) {
   for (int64_t r = 0; r < rows; ++r, x += n) {
     double sum = 0;
     for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(ToCompute(x[j]));
@@ -90,63 +104,107 @@ void RowMoments(const T* x, int64_t rows, int64_t n, double epsilon, std::vector
       const double d = static_cast<double>(ToCompute(x[j])) - m;
       sq += d * d;
     }
-    (*mean)[r] = m;
-    (*inv_std)[r] = 1.0 / std::sqrt((n > 0 ? sq / static_cast<double>(n) : 0.0) + epsilon);
+    mean[r] = m;
+    inv_std[r] = 1.0 / std::sqrt((n > 0 ? sq / static_cast<double>(n) : 0.0) + epsilon);
   }
 }
 
-absl::Status BatchNormalizationKernel(KernelContext& ctx) {
-  const bool training = ctx.attrs().GetInt("training_mode", 0) != 0;
+// BatchNormalization and InstanceNormalization: X is [N, C, inner...].
+struct ChannelNormParams {
+  int64_t channels = 0;
+  int64_t inner = 1;
+  int64_t rows = 0;  // N * C
+  double epsilon = 1e-5;
+  double momentum = 0.9;   // BatchNormalization
+  bool training = false;   // BatchNormalization
+};
+
+// Scratch: scale, B, input_mean, input_var as doubles, per-row mean and
+// inv_std, the batch's mean and variance per channel.
+void AddBatchNormScratch(const ChannelNormParams& p, WorkspaceLayout* layout) {
+  for (int i = 1; i < 5; ++i) layout->Add<double>(p.channels);
+  layout->Add<double>(p.rows);
+  layout->Add<double>(p.rows);
+  layout->Add<double>(p.channels);
+  layout->Add<double>(p.channels);
+}
+
+absl::StatusOr<PreparedKernel> PrepareBatchNormalization(const KernelContext& ctx) {
+  ChannelNormParams p;
+  p.training = ctx.attrs().GetInt("training_mode", 0) != 0;
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;
-  const int64_t channels = x.shape[1];
+  p.channels = x.shape[1];
   static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
-  std::vector<double> p[5];
   for (int i = 1; i < 5; ++i) {
-    if (absl::Status s = CheckChannelVector(ctx, i, kNames[i], channels); !s.ok()) return s;
-    absl::StatusOr<std::vector<double>> v = ReadDoubles(ctx, ctx.input(i));
-    if (!v.ok()) return v.status();
-    p[i] = *std::move(v);
+    if (absl::Status s = CheckChannelVector(ctx, i, kNames[i], p.channels); !s.ok()) return s;
+    if (absl::Status s = CheckFloatDType(ctx, ctx.input(i).dtype); !s.ok()) return s;
   }
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  const double epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
-  int64_t inner = 1;
-  for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
-  const int64_t rows = x.shape[0] * channels;
-  std::vector<double> mean(static_cast<size_t>(rows)), inv_std(static_cast<size_t>(rows));
+  if (absl::Status s = CheckFloatDType(ctx, x.dtype); !s.ok()) return s;
+  for (int i = 1; i < 3 && p.training; ++i) {
+    if (!ctx.has_output(i)) continue;
+    if (absl::Status s = CheckOutput(ctx, i, ctx.input(2 + i).dtype, {p.channels}); !s.ok()) return s;
+  }
+  p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  p.momentum = ctx.attrs().GetFloat("momentum", 0.9);
+  for (size_t d = 2; d < x.shape.size(); ++d) p.inner *= x.shape[d];
+  p.rows = x.shape[0] * p.channels;
+  WorkspaceLayout layout;
+  AddBatchNormScratch(p, &layout);
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+absl::Status BatchNormalizationKernel(KernelContext& ctx) {
+  const ChannelNormParams* pp = PreparedParams<ChannelNormParams>(ctx);
+  if (pp == nullptr) return NotPrepared(ctx);
+  const ChannelNormParams& prm = *pp;
+  const bool training = prm.training;
+  const int64_t channels = prm.channels, inner = prm.inner, rows = prm.rows;
+  const TensorView& x = ctx.input(0);
+  WorkspaceCursor ws(ctx.workspace());
+  double* p[5] = {nullptr};
+  for (int i = 1; i < 5; ++i) {
+    p[i] = ws.Take<double>(channels);
+    if (absl::Status s = ReadDoubles(ctx, ctx.input(i), p[i]); !s.ok()) return s;
+  }
+  double* mean = ws.Take<double>(rows);
+  double* inv_std = ws.Take<double>(rows);
+  double* batch_mean = ws.Take<double>(channels);
+  double* batch_var = ws.Take<double>(channels);
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     const T* xs = x.as<const T>();
     // Training mode: each channel's mean and (biased) variance over the batch
     // and the spatial dims, as ONNX's reference computes them.
-    std::vector<double> batch_mean(channels, 0.0), batch_var(channels, 0.0);
+    std::fill(batch_mean, batch_mean + channels, 0.0);
+    std::fill(batch_var, batch_var + channels, 0.0);
     if (training) {
       const double count = static_cast<double>(x.shape[0] * inner);
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t j = 0; j < inner; ++j) batch_mean[r % channels] += static_cast<double>(ToCompute(xs[r * inner + j]));
       }
-      for (double& m : batch_mean) m = count > 0 ? m / count : 0.0;
+      for (int64_t c = 0; c < channels; ++c) batch_mean[c] = count > 0 ? batch_mean[c] / count : 0.0;
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t j = 0; j < inner; ++j) {
           const double d = static_cast<double>(ToCompute(xs[r * inner + j])) - batch_mean[r % channels];
           batch_var[r % channels] += d * d;
         }
       }
-      for (double& v : batch_var) v = count > 0 ? v / count : 0.0;
+      for (int64_t c = 0; c < channels; ++c) batch_var[c] = count > 0 ? batch_var[c] / count : 0.0;
     }
     for (int64_t r = 0; r < rows; ++r) {
       mean[r] = training ? batch_mean[r % channels] : p[3][r % channels];
-      inv_std[r] = 1.0 / std::sqrt((training ? batch_var[r % channels] : p[4][r % channels]) + epsilon);
+      inv_std[r] = 1.0 / std::sqrt((training ? batch_var[r % channels] : p[4][r % channels]) + prm.epsilon);
     }
     NormalizeRows(xs, ctx.output(0).as<T>(), rows, inner, mean, inv_std,
                   [&](int64_t r, int64_t, double v) { return v * p[1][r % channels] + p[2][r % channels]; });
     // running = input * momentum + batch * (1 - momentum).
-    const double momentum = ctx.attrs().GetFloat("momentum", 0.9);
+    const double momentum = prm.momentum;
     for (int i = 1; i < 3 && training; ++i) {
       if (!ctx.has_output(i)) continue;
       const TensorView& out = ctx.output(i);
-      if (absl::Status s = CheckOutput(ctx, i, ctx.input(2 + i).dtype, {channels}); !s.ok()) return s;
-      const std::vector<double>& batch = i == 1 ? batch_mean : batch_var;
+      const double* batch = i == 1 ? batch_mean : batch_var;
       absl::Status st = VisitDType<float, double, Half, BFloat16>(ctx, out.dtype, [&](auto otag) -> absl::Status {
         using O = typename decltype(otag)::type;
         for (int64_t c = 0; c < channels; ++c) {
@@ -160,80 +218,138 @@ absl::Status BatchNormalizationKernel(KernelContext& ctx) {
   });
 }
 
-absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PrepareInstanceNormalization(const KernelContext& ctx) {
+  ChannelNormParams p;
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckRank(ctx, 0, "input", 3); !s.ok()) return s;
-  const int64_t channels = x.shape[1];
-  std::vector<double> scale, bias;
+  p.channels = x.shape[1];
   for (int i = 1; i < 3; ++i) {
-    if (absl::Status s = CheckChannelVector(ctx, i, i == 1 ? "scale" : "B", channels); !s.ok()) return s;
-    absl::StatusOr<std::vector<double>> v = ReadDoubles(ctx, ctx.input(i));
-    if (!v.ok()) return v.status();
-    (i == 1 ? scale : bias) = *std::move(v);
+    if (absl::Status s = CheckChannelVector(ctx, i, i == 1 ? "scale" : "B", p.channels); !s.ok()) return s;
+    if (absl::Status s = CheckFloatDType(ctx, ctx.input(i).dtype); !s.ok()) return s;
   }
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  const double epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
-  int64_t inner = 1;
-  for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
-  const int64_t rows = x.shape[0] * channels;
+  if (absl::Status s = CheckFloatDType(ctx, x.dtype); !s.ok()) return s;
+  p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  for (size_t d = 2; d < x.shape.size(); ++d) p.inner *= x.shape[d];
+  p.rows = x.shape[0] * p.channels;
+  WorkspaceLayout layout;  // scale, B, mean, inv_std
+  layout.Add<double>(p.channels);
+  layout.Add<double>(p.channels);
+  layout.Add<double>(p.rows);
+  layout.Add<double>(p.rows);
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
+  const ChannelNormParams* p = PreparedParams<ChannelNormParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
+  const TensorView& x = ctx.input(0);
+  const int64_t channels = p->channels;
+  WorkspaceCursor ws(ctx.workspace());
+  double* scale = ws.Take<double>(channels);
+  double* bias = ws.Take<double>(channels);
+  double* mean = ws.Take<double>(p->rows);
+  double* inv_std = ws.Take<double>(p->rows);
+  if (absl::Status s = ReadDoubles(ctx, ctx.input(1), scale); !s.ok()) return s;
+  if (absl::Status s = ReadDoubles(ctx, ctx.input(2), bias); !s.ok()) return s;
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    std::vector<double> mean, inv_std;
-    RowMoments(x.as<const T>(), rows, inner, epsilon, &mean, &inv_std);
-    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), rows, inner, mean, inv_std,
+    RowMoments(x.as<const T>(), p->rows, p->inner, p->epsilon, mean, inv_std);
+    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), p->rows, p->inner, mean, inv_std,
                   [&](int64_t r, int64_t, double v) { return v * scale[r % channels] + bias[r % channels]; });
     return absl::OkStatus();
   });
 }
 
-// Scale or B of LayerNormalization broadcast onto the normalized dims, one
-// value per element of a row.
-absl::StatusOr<std::vector<double>> ExpandToRow(const KernelContext& ctx, int i, absl::string_view name,
-                                                absl::Span<const int64_t> normalized) {
-  const TensorView& t = ctx.input(i);
-  const size_t rank = normalized.size();
+struct LayerNormParams {
+  int64_t rows = 1;
+  int64_t n = 1;  // elements per row (the normalized dims)
+  double epsilon = 1e-5;
+  bool has_bias = false;
+  // For element j of a row: the element of Scale (B) it reads, Scale and B
+  // broadcast onto the normalized dims.
+  std::vector<int64_t> scale_src, bias_src;
+};
+
+// Where each element of a row reads input i (Scale or B) once broadcast onto
+// the normalized dims, after checking that it broadcasts.
+absl::StatusOr<std::vector<int64_t>> RowSources(const KernelContext& ctx, int i, absl::string_view name,
+                                                absl::Span<const int64_t> normalized, int64_t n) {
   absl::StatusOr<std::vector<int64_t>> strides = backends::NormalizedStrides(ctx, i, name, normalized);
   if (!strides.ok()) return strides.status();
+  if (absl::Status s = CheckFloatDType(ctx, ctx.input(i).dtype); !s.ok()) return s;
   const std::vector<int64_t>& stride = *strides;
-  absl::StatusOr<std::vector<double>> v = ReadDoubles(ctx, t);
-  if (!v.ok()) return v.status();
-  int64_t n = 1;
-  for (int64_t d : normalized) n *= d;
-  std::vector<double> row(static_cast<size_t>(n));
+  const size_t rank = normalized.size();
+  std::vector<int64_t> src(static_cast<size_t>(n));
   std::vector<int64_t> index(rank, 0);
   for (int64_t j = 0; j < n; ++j) {
-    int64_t src = 0;
-    for (size_t d = 0; d < rank; ++d) src += index[d] * stride[d];
-    row[j] = (*v)[src];
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d) at += index[d] * stride[d];
+    src[j] = at;
     NextIndex(index, normalized);
   }
-  return row;
+  return src;
 }
 
-absl::Status LayerNormalizationKernel(KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PrepareLayerNormalization(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<int> axis = backends::LayerNormAxis(ctx);
   if (!axis.ok()) return axis.status();
   const absl::Span<const int64_t> normalized = absl::Span<const int64_t>(x.shape).subspan(*axis);
-  absl::StatusOr<std::vector<double>> scale = ExpandToRow(ctx, 1, "Scale", normalized);
+  LayerNormParams p;
+  for (int d = 0; d < *axis; ++d) p.rows *= x.shape[d];
+  for (int64_t d : normalized) p.n *= d;
+  absl::StatusOr<std::vector<int64_t>> scale = RowSources(ctx, 1, "Scale", normalized, p.n);
   if (!scale.ok()) return scale.status();
-  std::vector<double> bias;
+  p.scale_src = *std::move(scale);
   if (ctx.has_input(2)) {
-    absl::StatusOr<std::vector<double>> b = ExpandToRow(ctx, 2, "B", normalized);
+    absl::StatusOr<std::vector<int64_t>> b = RowSources(ctx, 2, "B", normalized, p.n);
     if (!b.ok()) return b.status();
-    bias = *std::move(b);
+    p.bias_src = *std::move(b);
+    p.has_bias = true;
   }
   if (absl::Status s = backends::CheckLayerNormOutputs(ctx, *axis); !s.ok()) return s;
-  int64_t rows = 1, n = 1;
-  for (int d = 0; d < *axis; ++d) rows *= x.shape[d];
-  for (int64_t d : normalized) n *= d;
-  const double epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  if (absl::Status s = CheckFloatDType(ctx, x.dtype); !s.ok()) return s;
+  p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+  WorkspaceLayout layout;  // the Scale row, the B row, mean, inv_std
+  layout.Add<double>(p.n);
+  layout.Add<double>(p.has_bias ? p.n : 0);
+  layout.Add<double>(p.rows);
+  layout.Add<double>(p.rows);
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+// row[j] = input i's element src[j], as a double.
+absl::Status GatherRow(const KernelContext& ctx, int i, const std::vector<int64_t>& src, double* row) {
+  const TensorView& t = ctx.input(i);
+  return VisitDType<float, double, Half, BFloat16>(ctx, t.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* v = t.as<const T>();
+    for (size_t j = 0; j < src.size(); ++j) row[j] = static_cast<double>(ToCompute(v[src[j]]));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status LayerNormalizationKernel(KernelContext& ctx) {
+  const LayerNormParams* p = PreparedParams<LayerNormParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
+  const TensorView& x = ctx.input(0);
+  const int64_t rows = p->rows, n = p->n;
+  WorkspaceCursor ws(ctx.workspace());
+  double* scale = ws.Take<double>(n);
+  double* bias = ws.Take<double>(p->has_bias ? n : 0);
+  double* mean = ws.Take<double>(rows);
+  double* inv_std = ws.Take<double>(rows);
+  if (absl::Status s = GatherRow(ctx, 1, p->scale_src, scale); !s.ok()) return s;
+  if (p->has_bias) {
+    if (absl::Status s = GatherRow(ctx, 2, p->bias_src, bias); !s.ok()) return s;
+  }
+  const bool has_bias = p->has_bias;
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    std::vector<double> mean, inv_std;
-    RowMoments(x.as<const T>(), rows, n, epsilon, &mean, &inv_std);
+    RowMoments(x.as<const T>(), rows, n, p->epsilon, mean, inv_std);
     NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), rows, n, mean, inv_std,
-                  [&](int64_t, int64_t j, double v) { return v * (*scale)[j] + (bias.empty() ? 0.0 : bias[j]); });
+                  [&](int64_t, int64_t j, double v) { return v * scale[j] + (has_bias ? bias[j] : 0.0); });
     if (ctx.has_output(1)) {
       float* out = ctx.output(1).as<float>();
       for (int64_t r = 0; r < rows; ++r) out[r] = static_cast<float>(mean[r]);
@@ -252,41 +368,40 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
 
 // Softmax and LogSoftmax over one axis (ONNX opset 13). The input is seen as
 // [outer, n, inner]; with inner > 1 the running max and sum are kept per
-// column so the input is still read in memory order.
+// column (`max` and `sum`, inner elements each, from the workspace) so the
+// input is still read in memory order.
 // y = softmax(x), or log(softmax(x)) = (x - max) - log(sum(exp(x - max)))
 // with kLog, which stays finite where exp underflows.
 template <bool kLog, typename T>
-void SoftmaxAlongAxis(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
+void SoftmaxAlongAxis(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, T* max, double* sum) {
   if (n == 0 || inner == 0) return;
   if (inner == 1) {
     for (int64_t o = 0; o < outer; ++o, x += n, y += n) {
       T m = x[0];
       for (int64_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
-      double sum = 0;
+      double total = 0;
       for (int64_t j = 0; j < n; ++j) {
         y[j] = std::exp(x[j] - m);
-        sum += y[j];
+        total += y[j];
       }
       if constexpr (kLog) {
         // (x - max) first: exact for nearby values, where x - (max + log sum) would round the sum to x's ulp.
-        const T log_sum = static_cast<T>(std::log(sum));
+        const T log_sum = static_cast<T>(std::log(total));
         for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - m) - log_sum;
       } else {
-        const T scale = static_cast<T>(1.0 / sum);
+        const T scale = static_cast<T>(1.0 / total);
         for (int64_t j = 0; j < n; ++j) y[j] *= scale;
       }
     }
     return;
   }
-  std::vector<T> max(static_cast<size_t>(inner));
-  std::vector<double> sum(static_cast<size_t>(inner));
   for (int64_t o = 0; o < outer; ++o, x += n * inner, y += n * inner) {
-    std::memcpy(max.data(), x, static_cast<size_t>(inner) * sizeof(T));
+    std::memcpy(max, x, static_cast<size_t>(inner) * sizeof(T));
     for (int64_t j = 1; j < n; ++j) {
       const T* row = x + j * inner;
       for (int64_t i = 0; i < inner; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
     }
-    std::fill(sum.begin(), sum.end(), 0.0);
+    std::fill(sum, sum + inner, 0.0);
     for (int64_t j = 0; j < n; ++j) {
       const T* row = x + j * inner;
       T* out = y + j * inner;
@@ -312,11 +427,15 @@ void SoftmaxAlongAxis(const T* x, T* y, int64_t outer, int64_t n, int64_t inner)
   }
 }
 
-// The CPU kernel of Softmax (kLog = false) and LogSoftmax (kLog = true).
-template <bool kLog>
-absl::Status SoftmaxFamilyKernel(ir::KernelContext& ctx) {
+// Softmax, LogSoftmax and Hardmax: the input as [outer, n, inner] around the axis.
+struct AxisParams {
+  int64_t outer = 1, n = 0, inner = 1;
+};
+
+// The prepare of Softmax (kLog = false) and LogSoftmax (kLog = true).
+absl::StatusOr<PreparedKernel> PrepareSoftmaxFamily(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  TensorView& y = ctx.output(0);
+  const TensorView& y = ctx.output(0);
   const int rank = static_cast<int>(x.shape.size());
   absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
   if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
@@ -327,28 +446,60 @@ absl::Status SoftmaxFamilyKernel(ir::KernelContext& ctx) {
                                   absl::StrJoin(y.shape, ", "), "] but the kernel writes ", DTypeName(x.dtype),
                                   " [", absl::StrJoin(x.shape, ", "), "]"));
   }
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < *axis; ++d) outer *= x.shape[d];
-  for (int d = *axis + 1; d < rank; ++d) inner *= x.shape[d];
-  const int64_t n = x.shape[*axis];
+  if (absl::Status s = VisitDType<float, double>(ctx, x.dtype, [](auto) { return absl::OkStatus(); }); !s.ok()) {
+    return s;
+  }
+  AxisParams p;
+  for (int d = 0; d < *axis; ++d) p.outer *= x.shape[d];
+  for (int d = *axis + 1; d < rank; ++d) p.inner *= x.shape[d];
+  p.n = x.shape[*axis];
+  WorkspaceLayout layout;  // the running max (T) and sum (double) per column
+  if (p.inner > 1) {
+    layout.AddBytes(static_cast<uint64_t>(p.inner) * DTypeSize(x.dtype));
+    layout.Add<double>(p.inner);
+  }
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+template <bool kLog>
+absl::Status SoftmaxFamilyKernel(KernelContext& ctx) {
+  const AxisParams* p = PreparedParams<AxisParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
+  const TensorView& x = ctx.input(0);
+  TensorView& y = ctx.output(0);
   return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    SoftmaxAlongAxis<kLog>(x.as<const T>(), y.as<T>(), outer, n, inner);
+    T* max = nullptr;
+    double* sum = nullptr;
+    if (p->inner > 1) {
+      WorkspaceCursor ws(ctx.workspace());
+      max = ws.Take<T>(p->inner);
+      sum = ws.Take<double>(p->inner);
+    }
+    SoftmaxAlongAxis<kLog>(x.as<const T>(), y.as<T>(), p->outer, p->n, p->inner, max, sum);
     return absl::OkStatus();
   });
 }
 
-
-// 1 at the first maximum along the axis, 0 elsewhere. A NaN counts as the
-// maximum (the first one wins), as numpy's argmax has it.
-absl::Status HardmaxKernel(KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PrepareHardmax(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const int rank = static_cast<int>(x.shape.size());
   if (rank == 0) return ctx.Error("input 0 (input) is a scalar; Hardmax needs rank >= 1");
   absl::StatusOr<int> axis = ir::NormalizeAxis(ctx.attrs().GetInt("axis", -1), rank);
   if (!axis.ok()) return ctx.Error(absl::StrCat("attribute 'axis': ", axis.status().message()));
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  if (absl::Status s = CheckFloatDType(ctx, x.dtype); !s.ok()) return s;
   const ir::AxisSplit split = ir::SplitAt(x.shape, *axis);
+  return MakePrepared(AxisParams{split.outer, split.n, split.inner});
+}
+
+// 1 at the first maximum along the axis, 0 elsewhere. A NaN counts as the
+// maximum (the first one wins), as numpy's argmax has it.
+absl::Status HardmaxKernel(KernelContext& ctx) {
+  const AxisParams* p = PreparedParams<AxisParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
+  const AxisParams split = *p;
+  const TensorView& x = ctx.input(0);
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using C = ComputeT<T>;
@@ -380,53 +531,77 @@ absl::Status HardmaxKernel(KernelContext& ctx) {
 // MeanVarianceNormalization
 // ---------------------------------------------------------------------------
 
-// y = (x - mean) / (sqrt(variance) + 1e-9), the statistics taken over the
-// dims in `axes` (default [0, 2, 3]); the epsilon is the one of the ONNX
-// function body.
-absl::Status MeanVarianceNormalizationKernel(KernelContext& ctx) {
+struct MvnParams {
+  int64_t total = 0;   // elements of X
+  int64_t groups = 1;  // the kept coordinates' combinations
+  double per_group = 0;
+  std::vector<int64_t> group_of;  // element -> its group
+};
+
+absl::StatusOr<PreparedKernel> PrepareMeanVarianceNormalization(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const int rank = static_cast<int>(x.shape.size());
   absl::StatusOr<std::vector<bool>> reduced = ir::ReducedDims(ctx.attrs().GetInts("axes", {0, 2, 3}), rank, false);
   if (!reduced.ok()) return ctx.Error(absl::StrCat("attribute 'axes': ", reduced.status().message()));
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  const int64_t total = x.num_elements();
+  MvnParams p;
+  p.total = x.num_elements();
   // Element e belongs to the group of its kept coordinates; group_stride[d]
   // is what a step along dim d adds to the group index (0 for reduced dims).
   std::vector<int64_t> group_stride(static_cast<size_t>(rank), 0);
-  int64_t groups = 1;
   for (int d = rank - 1; d >= 0; --d) {
     if ((*reduced)[d]) continue;
-    group_stride[d] = groups;
-    groups *= x.shape[d];
+    group_stride[d] = p.groups;
+    p.groups *= x.shape[d];
   }
-  if (total == 0) return absl::OkStatus();
-  std::vector<int64_t> group_of(static_cast<size_t>(total));
-  {
-    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
-    int64_t g = 0;
-    for (int64_t e = 0; e < total; ++e) {
-      group_of[e] = g;
-      for (int d = rank - 1; d >= 0; --d) {
-        g += group_stride[d];
-        if (++index[d] < x.shape[d]) break;
-        g -= group_stride[d] * x.shape[d];
-        index[d] = 0;
-      }
+  if (p.total == 0) return MakePrepared(std::move(p));
+  if (absl::Status s = CheckFloatDType(ctx, x.dtype); !s.ok()) return s;
+  p.group_of.resize(static_cast<size_t>(p.total));
+  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  int64_t g = 0;
+  for (int64_t e = 0; e < p.total; ++e) {
+    p.group_of[e] = g;
+    for (int d = rank - 1; d >= 0; --d) {
+      g += group_stride[d];
+      if (++index[d] < x.shape[d]) break;
+      g -= group_stride[d] * x.shape[d];
+      index[d] = 0;
     }
   }
-  const double per_group = static_cast<double>(total / groups);
+  p.per_group = static_cast<double>(p.total / p.groups);
+  WorkspaceLayout layout;  // mean and variance per group
+  layout.Add<double>(p.groups);
+  layout.Add<double>(p.groups);
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+// y = (x - mean) / (sqrt(variance) + 1e-9), the statistics taken over the
+// dims in `axes` (default [0, 2, 3]); the epsilon is the one of the ONNX
+// function body.
+absl::Status MeanVarianceNormalizationKernel(KernelContext& ctx) {
+  const MvnParams* p = PreparedParams<MvnParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
+  if (p->total == 0) return absl::OkStatus();
+  const TensorView& x = ctx.input(0);
+  const int64_t total = p->total, groups = p->groups;
+  const int64_t* group_of = p->group_of.data();
+  const double per_group = p->per_group;
+  WorkspaceCursor ws(ctx.workspace());
+  double* mean = ws.Take<double>(groups);
+  double* var = ws.Take<double>(groups);
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     const T* xp = x.as<const T>();
     T* yp = ctx.output(0).as<T>();
-    std::vector<double> mean(static_cast<size_t>(groups), 0.0), var(static_cast<size_t>(groups), 0.0);
+    std::fill(mean, mean + groups, 0.0);
+    std::fill(var, var + groups, 0.0);
     for (int64_t e = 0; e < total; ++e) mean[group_of[e]] += static_cast<double>(ToCompute(xp[e]));
-    for (double& m : mean) m /= per_group;
+    for (int64_t k = 0; k < groups; ++k) mean[k] /= per_group;
     for (int64_t e = 0; e < total; ++e) {
       const double d = static_cast<double>(ToCompute(xp[e])) - mean[group_of[e]];
       var[group_of[e]] += d * d;
     }
-    for (double& v : var) v = std::sqrt(v / per_group) + 1e-9;  // now the divisor
+    for (int64_t k = 0; k < groups; ++k) var[k] = std::sqrt(var[k] / per_group) + 1e-9;  // now the divisor
     for (int64_t e = 0; e < total; ++e) {
       const double y = (static_cast<double>(ToCompute(xp[e])) - mean[group_of[e]]) / var[group_of[e]];
       yp[e] = FromCompute<T>(static_cast<ComputeT<T>>(y));
@@ -438,17 +613,17 @@ absl::Status MeanVarianceNormalizationKernel(KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterNormKernels(ir::OpRegistry& registry) {
-  const std::pair<const char*, ir::KernelFn> kernels[] = {
-      {"BatchNormalization", &BatchNormalizationKernel},
-      {"InstanceNormalization", &InstanceNormalizationKernel},
-      {"LayerNormalization", &LayerNormalizationKernel},
-      {"MeanVarianceNormalization", &MeanVarianceNormalizationKernel},
-      {"Softmax", &SoftmaxFamilyKernel<false>},
-      {"LogSoftmax", &SoftmaxFamilyKernel<true>},
-      {"Hardmax", &HardmaxKernel},
+  const std::pair<const char*, ir::KernelDef> kernels[] = {
+      {"BatchNormalization", {&BatchNormalizationKernel, &PrepareBatchNormalization}},
+      {"InstanceNormalization", {&InstanceNormalizationKernel, &PrepareInstanceNormalization}},
+      {"LayerNormalization", {&LayerNormalizationKernel, &PrepareLayerNormalization}},
+      {"MeanVarianceNormalization", {&MeanVarianceNormalizationKernel, &PrepareMeanVarianceNormalization}},
+      {"Softmax", {&SoftmaxFamilyKernel<false>, &PrepareSoftmaxFamily}},
+      {"LogSoftmax", {&SoftmaxFamilyKernel<true>, &PrepareSoftmaxFamily}},
+      {"Hardmax", {&HardmaxKernel, &PrepareHardmax}},
   };
-  for (const auto& [type, fn] : kernels) {
-    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, fn); !s.ok()) return s;
+  for (const auto& [type, kernel] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

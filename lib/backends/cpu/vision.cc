@@ -16,7 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/layout_params.h"
 #include "lib/ir/ops/vision_params.h"
@@ -410,50 +412,60 @@ absl::Status GridSampleKernel(KernelContext& ctx) {
 // RoiAlign
 // ---------------------------------------------------------------------------
 
-absl::Status RoiAlignKernel(KernelContext& ctx) {
+// RoiAlign after the checks of its attributes (shared with the shape
+// function: ir::ReadRoiAlignAttrs), dtypes and shapes. The values of rois
+// and batch_indices are checked when it runs.
+struct RoiAlignParams {
+  ir::RoiAlignAttrs attrs;
+  int64_t num_rois = 0, batches = 0, channels = 0, height = 0, width = 0;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareRoiAlign(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const TensorView& rois = ctx.input(1);
   const TensorView& batch_indices = ctx.input(2);
   if (absl::Status s = CheckFloatInput(ctx, 0, "X"); !s.ok()) return s;
   if (absl::Status s = CheckFloatInput(ctx, 1, "rois"); !s.ok()) return s;
   if (absl::Status s = CheckIndexInput(ctx, 2, "batch_indices"); !s.ok()) return s;
-  const std::string mode = ctx.attrs().GetString("mode", "avg");
-  if (mode != "avg" && mode != "max") {
-    return ctx.Error(absl::StrCat("attribute 'mode' is '", mode, "'; expected 'avg' or 'max'"));
-  }
-  const std::string ctm = ctx.attrs().GetString("coordinate_transformation_mode", "half_pixel");
-  if (ctm != "half_pixel" && ctm != "output_half_pixel") {
-    return ctx.Error(absl::StrCat("attribute 'coordinate_transformation_mode' is '", ctm,
-                                  "'; expected 'half_pixel' or 'output_half_pixel'"));
-  }
-  const bool half_pixel = ctm == "half_pixel";
-  const bool average = mode == "avg";
-  const int64_t oh = ctx.attrs().GetInt("output_height", 1);
-  const int64_t ow = ctx.attrs().GetInt("output_width", 1);
-  const int64_t sampling = ctx.attrs().GetInt("sampling_ratio", 0);
-  const double scale = ctx.attrs().GetFloat("spatial_scale", 1.0);
-  if (oh < 1 || oh > ir::kMaxVisionLength) {
-    return ctx.Error(absl::StrCat("attribute 'output_height' is ", oh, "; expected >= 1"));
-  }
-  if (ow < 1 || ow > ir::kMaxVisionLength) {
-    return ctx.Error(absl::StrCat("attribute 'output_width' is ", ow, "; expected >= 1"));
-  }
-  if (sampling < 0 || sampling > ir::kMaxVisionLength) {
-    return ctx.Error(absl::StrCat("attribute 'sampling_ratio' is ", sampling, "; expected >= 0"));
-  }
+  absl::StatusOr<ir::RoiAlignAttrs> attrs = ir::ReadRoiAlignAttrs(ctx.attrs());
+  if (!attrs.ok()) return ctx.Error(attrs.status().message());
   if (x.shape.size() != 4) {
     return ctx.Error(absl::StrCat("input 0 (X) has shape ", ShapeStr(x.shape), "; expected [N, C, H, W]"));
   }
   if (rois.shape.size() != 2 || rois.shape[1] != 4) {
     return ctx.Error(absl::StrCat("input 1 (rois) has shape ", ShapeStr(rois.shape), "; expected [num_rois, 4]"));
   }
-  const int64_t num_rois = rois.shape[0];
-  if (batch_indices.shape != std::vector<int64_t>{num_rois}) {
+  RoiAlignParams p;
+  p.attrs = *attrs;
+  p.num_rois = rois.shape[0];
+  if (batch_indices.shape != std::vector<int64_t>{p.num_rois}) {
     return ctx.Error(absl::StrCat("input 2 (batch_indices) has shape ", ShapeStr(batch_indices.shape), "; expected [",
-                                  num_rois, "] (one per roi)"));
+                                  p.num_rois, "] (one per roi)"));
   }
-  const int64_t batches = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, {num_rois, channels, oh, ow}); !s.ok()) return s;
+  p.batches = x.shape[0];
+  p.channels = x.shape[1];
+  p.height = x.shape[2];
+  p.width = x.shape[3];
+  const int64_t oh = p.attrs.output_height, ow = p.attrs.output_width;
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, {p.num_rois, p.channels, oh, ow}); !s.ok()) return s;
+  WorkspaceLayout layout;  // one accumulator per channel
+  layout.Add<double>(p.channels);
+  return backends::MakePrepared(std::move(p), layout.bytes());
+}
+
+absl::Status RoiAlignKernel(KernelContext& ctx) {
+  const RoiAlignParams* p = backends::PreparedParams<RoiAlignParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const TensorView& x = ctx.input(0);
+  const TensorView& rois = ctx.input(1);
+  const TensorView& batch_indices = ctx.input(2);
+  const bool half_pixel = p->attrs.half_pixel;
+  const bool average = p->attrs.average;
+  const int64_t oh = p->attrs.output_height, ow = p->attrs.output_width;
+  const int64_t sampling = p->attrs.sampling_ratio;
+  const double scale = p->attrs.spatial_scale;
+  const int64_t num_rois = p->num_rois;
+  const int64_t batches = p->batches, channels = p->channels, height = p->height, width = p->width;
   TensorView& y = ctx.output(0);
   for (int64_t r = 0; r < num_rois; ++r) {
     const int64_t b = ReadIndex(batch_indices, r);
@@ -464,7 +476,7 @@ absl::Status RoiAlignKernel(KernelContext& ctx) {
   }
   const double offset = half_pixel ? 0.5 : 0.0;
   const int64_t plane = height * width;
-  std::vector<double> acc(static_cast<size_t>(channels));
+  double* acc = WorkspaceCursor(ctx.workspace()).Take<double>(channels);
   for (int64_t r = 0; r < num_rois; ++r) {
     const int64_t b = ReadIndex(batch_indices, r);
     double coords[4];
@@ -492,7 +504,7 @@ absl::Status RoiAlignKernel(KernelContext& ctx) {
     const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
     for (int64_t ph = 0; ph < oh; ++ph) {
       for (int64_t pw = 0; pw < ow; ++pw) {
-        std::fill(acc.begin(), acc.end(), 0.0);
+        std::fill(acc, acc + channels, 0.0);
         bool first = true;
         for (int64_t iy = 0; iy < grid_h; ++iy) {
           double yy = start_h + static_cast<double>(ph) * bin_h +
@@ -884,18 +896,18 @@ absl::Status MelWeightMatrixKernel(KernelContext& ctx) {
 absl::Status RegisterVisionKernels(ir::OpRegistry& registry) {
   const struct {
     const char* type;
-    ir::KernelFn fn;
+    ir::KernelDef kernel;
   } kernels[] = {
-      {"NonMaxSuppression", &NonMaxSuppressionKernel},
-      {"GridSample", &GridSampleKernel},
-      {"RoiAlign", &RoiAlignKernel},
-      {"MaxUnpool", &MaxUnpoolKernel},
-      {"DFT", &DftKernel},
-      {"STFT", &StftKernel},
-      {"MelWeightMatrix", &MelWeightMatrixKernel},
+      {"NonMaxSuppression", {&NonMaxSuppressionKernel}},
+      {"GridSample", {&GridSampleKernel}},
+      {"RoiAlign", {&RoiAlignKernel, &PrepareRoiAlign}},
+      {"MaxUnpool", {&MaxUnpoolKernel}},
+      {"DFT", {&DftKernel}},
+      {"STFT", {&StftKernel}},
+      {"MelWeightMatrix", {&MelWeightMatrixKernel}},
   };
   for (const auto& k : kernels) {
-    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
+    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -2,10 +2,10 @@
 // (inference and training mode), InstanceNormalization, LayerNormalization,
 // MeanVarianceNormalization, Softmax, LogSoftmax and Hardmax. The same group
 // name holds their kernels (lib/backends/cpu/norm.cc, lib/backends/cuda/norm.cc,
-// jit/kernels/norm.cuh), the checks both backends share
-// (lib/backends/common/norm_checks.h) and their tests (test/ops/norm_test.cc).
-// Dims that must agree but are symbolic here are checked by the kernels'
-// prepares once concrete.
+// jit/kernels/norm.cuh; CUDA's Softmax in jit/kernels/softmax.cuh), the
+// checks both backends share (lib/backends/common/norm_checks.h) and their
+// tests (test/ops/norm_test.cc). Dims that must agree but are symbolic here
+// are checked by the kernels' prepares once concrete.
 #include <string>
 #include <utility>
 #include <vector>

@@ -127,27 +127,9 @@ absl::Status InferRoiAlign(ShapeContext& ctx) {
   if (absl::Status s = CheckInputDType(ctx, 0, "X", kFloatDTypes); !s.ok()) return s;
   if (absl::Status s = CheckInputDType(ctx, 1, "rois", {ctx.input_dtype(0)}); !s.ok()) return s;
   if (absl::Status s = CheckInputDType(ctx, 2, "batch_indices", kIntDTypes); !s.ok()) return s;
-  const std::string mode = ctx.attrs().GetString("mode", "avg");
-  if (mode != "avg" && mode != "max") {
-    return ctx.Error(absl::StrCat("attribute 'mode' is '", mode, "'; expected 'avg' or 'max'"));
-  }
-  const std::string ctm = ctx.attrs().GetString("coordinate_transformation_mode", "half_pixel");
-  if (ctm != "half_pixel" && ctm != "output_half_pixel") {
-    return ctx.Error(absl::StrCat("attribute 'coordinate_transformation_mode' is '", ctm,
-                                  "'; expected 'half_pixel' or 'output_half_pixel'"));
-  }
-  const int64_t oh = ctx.attrs().GetInt("output_height", 1);
-  const int64_t ow = ctx.attrs().GetInt("output_width", 1);
-  if (oh < 1 || oh > kMaxVisionLength) {
-    return ctx.Error(absl::StrCat("attribute 'output_height' is ", oh, "; expected >= 1"));
-  }
-  if (ow < 1 || ow > kMaxVisionLength) {
-    return ctx.Error(absl::StrCat("attribute 'output_width' is ", ow, "; expected >= 1"));
-  }
-  const int64_t sampling = ctx.attrs().GetInt("sampling_ratio", 0);
-  if (sampling < 0 || sampling > kMaxVisionLength) {
-    return ctx.Error(absl::StrCat("attribute 'sampling_ratio' is ", sampling, "; expected >= 0"));
-  }
+  absl::StatusOr<RoiAlignAttrs> attrs = ReadRoiAlignAttrs(ctx.attrs());
+  if (!attrs.ok()) return ctx.Error(attrs.status().message());
+  const int64_t oh = attrs->output_height, ow = attrs->output_width;
   const SymShape& x = ctx.input_shape(0);
   const SymShape& rois = ctx.input_shape(1);
   const SymShape& idx = ctx.input_shape(2);

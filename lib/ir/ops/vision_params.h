@@ -1,7 +1,7 @@
-// Size arithmetic of the vision and signal ops that the shape functions
-// (lib/ir/ops/vision.cc) and the CPU kernels (lib/backends/cpu/vision.cc)
-// both do: MaxUnpool's unpooled lengths, DFT's transform and output lengths,
-// STFT's frame count. Each checks what it reads and returns an error message
+// Size arithmetic and attribute checks of the vision and signal ops that the
+// shape functions (lib/ir/ops/vision.cc) and the CPU kernels
+// (lib/backends/cpu/vision.cc) both do: RoiAlign's attributes, MaxUnpool's
+// unpooled lengths, DFT's transform and output lengths, STFT's frame count. Each checks what it reads and returns an error message
 // (without the op's name, which the caller adds) instead of a size that
 // would overflow or be negative.
 #ifndef GROVE_LIB_IR_OPS_VISION_PARAMS_H_
@@ -27,6 +27,48 @@ inline constexpr int64_t kMaxVisionLength = int64_t{1} << 31;
 // A DFT's length: its twiddle table and work buffers hold this many
 // complex values, so a length read from a model is bounded.
 inline constexpr int64_t kMaxDftLength = int64_t{1} << 24;
+
+// RoiAlign's attributes (opset 16), checked: mode 'avg' or 'max',
+// coordinate_transformation_mode 'half_pixel' or 'output_half_pixel',
+// output_height and output_width >= 1, sampling_ratio >= 0 (0: adaptive).
+struct RoiAlignAttrs {
+  bool average = true;     // mode 'avg'
+  bool half_pixel = true;  // coordinate_transformation_mode 'half_pixel'
+  int64_t output_height = 1, output_width = 1;
+  int64_t sampling_ratio = 0;
+  double spatial_scale = 1.0;
+};
+
+inline absl::StatusOr<RoiAlignAttrs> ReadRoiAlignAttrs(const Attributes& attrs) {
+  RoiAlignAttrs a;
+  const std::string mode = attrs.GetString("mode", "avg");
+  if (mode != "avg" && mode != "max") {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'mode' is '", mode, "'; expected 'avg' or 'max'"));
+  }
+  const std::string ctm = attrs.GetString("coordinate_transformation_mode", "half_pixel");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel") {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'coordinate_transformation_mode' is '", ctm,
+                                                   "'; expected 'half_pixel' or 'output_half_pixel'"));
+  }
+  a.average = mode == "avg";
+  a.half_pixel = ctm == "half_pixel";
+  a.output_height = attrs.GetInt("output_height", 1);
+  a.output_width = attrs.GetInt("output_width", 1);
+  a.sampling_ratio = attrs.GetInt("sampling_ratio", 0);
+  a.spatial_scale = attrs.GetFloat("spatial_scale", 1.0);
+  if (a.output_height < 1 || a.output_height > kMaxVisionLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'output_height' is ", a.output_height, "; expected >= 1"));
+  }
+  if (a.output_width < 1 || a.output_width > kMaxVisionLength) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'output_width' is ", a.output_width, "; expected >= 1"));
+  }
+  if (a.sampling_ratio < 0 || a.sampling_ratio > kMaxVisionLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'sampling_ratio' is ", a.sampling_ratio, "; expected >= 0"));
+  }
+  return a;
+}
 
 // MaxUnpool's window attributes over `spatial` dims: kernel_shape (required,
 // each >= 1), strides (default 1s, each >= 1), pads (default 0s, each >= 0,

@@ -1,0 +1,514 @@
+// The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
+// Gemm, MatMul; RoiAlign): each is registered with a prepare; a bad attribute
+// or shape is reported by the prepare, before any invoke; one prepare serves
+// several invokes on new input values with the results of a fresh run
+// (RunOp, which the op tests check against naive references) and, for
+// Softmax and Gemm, of a naive reference written here; the invoke's scratch
+// is the workspace the prepare declared (filled with garbage first), and the
+// invoke allocates no heap memory of that size itself.
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "lib/ir/element_types.h"
+#include "lib/ir/op_registry.h"
+#include "lib/runtime/registry.h"
+#include "test/op_test_util.h"
+
+// The largest heap allocation made through operator new while a test watches
+// (this thread only): the invokes must take their scratch from the workspace.
+namespace {
+thread_local bool g_watch_allocations = false;
+thread_local size_t g_largest_allocation = 0;
+}  // namespace
+
+void* operator new(size_t size) {
+  if (g_watch_allocations && size > g_largest_allocation) g_largest_allocation = size;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace grove::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using Shape = std::vector<int64_t>;
+using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+
+// Deterministic values in [-1, 1], different per seed.
+std::vector<float> Pattern(int64_t n, int seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(((i * 37 + seed * 11 + 5) % 41) - 20) / 20.0f;
+  return v;
+}
+
+Tensor F32(const Shape& shape, int seed) { return MakeTensor<float>(DType::kF32, shape, Pattern(Count(shape), seed)); }
+
+// Positive values (variances).
+Tensor PositiveF32(const Shape& shape, int seed) {
+  std::vector<float> v = Pattern(Count(shape), seed);
+  for (float& x : v) x = std::fabs(x) + 0.25f;
+  return MakeTensor<float>(DType::kF32, shape, v);
+}
+
+Tensor ToHalf(const Tensor& t, DType dtype) {
+  Tensor out = Tensor::Create(dtype, t.shape()).value();
+  const float* in = t.as<float>();
+  uint16_t* o = static_cast<uint16_t*>(out.data());
+  for (int64_t i = 0; i < t.view().num_elements(); ++i) {
+    o[i] = dtype == DType::kF16 ? ir::FloatToHalf(in[i]).bits : ir::FloatToBFloat16(in[i]).bits;
+  }
+  return out;
+}
+
+// One op with its attributes and a generator of input values per seed (the
+// shapes stay those of seed 0).
+struct Case {
+  std::string name;
+  std::string type;
+  Attrs attrs;
+  std::function<std::vector<Tensor>(int seed)> inputs;
+  int num_outputs = 1;
+  bool uses_workspace = false;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+std::vector<Case> Cases() {
+  std::vector<Case> c;
+  auto one = [](Shape s) { return [s](int seed) { return std::vector<Tensor>{F32(s, seed)}; }; };
+  c.push_back({"SoftmaxInnerAxis", "Softmax", {{"axis", int64_t{1}}}, one({2, 3, 4}), 1, true});
+  c.push_back({"SoftmaxLastAxis", "Softmax", {}, one({3, 5}), 1, false});
+  c.push_back({"LogSoftmaxAxis0", "LogSoftmax", {{"axis", int64_t{0}}}, one({4, 3}), 1, true});
+  c.push_back({"Hardmax", "Hardmax", {{"axis", int64_t{1}}}, one({2, 5, 3}), 1, false});
+  c.push_back({"BatchNormalization", "BatchNormalization", {{"epsilon", 1e-3}},
+               [](int seed) {
+                 std::vector<Tensor> v;
+                 v.push_back(F32({2, 3, 4, 5}, seed));
+                 v.push_back(F32({3}, seed + 1));
+                 v.push_back(F32({3}, seed + 2));
+                 v.push_back(F32({3}, seed + 3));
+                 v.push_back(PositiveF32({3}, seed + 4));
+                 return v;
+               },
+               1, true});
+  c.push_back({"BatchNormalizationTraining", "BatchNormalization",
+               {{"training_mode", int64_t{1}}, {"momentum", 0.8}},
+               [](int seed) {
+                 std::vector<Tensor> v;
+                 v.push_back(F32({2, 3, 2, 2}, seed));
+                 v.push_back(F32({3}, seed + 1));
+                 v.push_back(F32({3}, seed + 2));
+                 v.push_back(F32({3}, seed + 3));
+                 v.push_back(PositiveF32({3}, seed + 4));
+                 return v;
+               },
+               3, true});
+  c.push_back({"InstanceNormalization", "InstanceNormalization", {{"epsilon", 1e-4}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 3, 4, 5}, seed), F32({3}, seed + 1), F32({3}, seed + 2)};
+               },
+               1, true});
+  c.push_back({"LayerNormalization", "LayerNormalization", {{"axis", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 3, 4}, seed), F32({4}, seed + 1), F32({3, 1}, seed + 2)};
+               },
+               3, true});
+  c.push_back({"MeanVarianceNormalization", "MeanVarianceNormalization", {}, one({2, 3, 4, 5}), 1, true});
+  c.push_back({"Conv", "Conv",
+               {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({1, 2, 5, 5}, seed), F32({4, 2, 3, 3}, seed + 1), F32({4}, seed + 2)};
+               },
+               1, true});
+  c.push_back({"ConvPointwise", "Conv", {{"group", int64_t{2}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 4, 3, 3}, seed), F32({6, 2, 1, 1}, seed + 1)};
+               },
+               1, false});
+  c.push_back({"ConvTranspose", "ConvTranspose", {{"strides", std::vector<int64_t>{2, 2}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({1, 2, 3, 3}, seed), F32({2, 3, 3, 3}, seed + 1), F32({3}, seed + 2)};
+               },
+               1, true});
+  c.push_back({"MaxPool", "MaxPool",
+               {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{0, 0, 1, 1}}},
+               one({1, 2, 5, 5}), 2, false});
+  c.push_back({"AveragePool", "AveragePool",
+               {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                {"count_include_pad", int64_t{1}}},
+               one({2, 2, 4, 4}), 1, false});
+  c.push_back({"GlobalAveragePool", "GlobalAveragePool", {}, one({2, 3, 4, 4}), 1, false});
+  c.push_back({"GlobalMaxPool", "GlobalMaxPool", {}, one({2, 3, 4, 4}), 1, false});
+  c.push_back({"Gemm", "Gemm", {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({3, 4}, seed), F32({5, 4}, seed + 1), F32({5}, seed + 2)};
+               },
+               1, false});
+  c.push_back({"GemmF16", "Gemm", {{"transA", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{ToHalf(F32({4, 3}, seed), DType::kF16),
+                                            ToHalf(F32({4, 5}, seed + 1), DType::kF16),
+                                            ToHalf(F32({3, 1}, seed + 2), DType::kF16)};
+               },
+               1, true});
+  c.push_back({"MatMul", "MatMul", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed), F32({4, 5}, seed + 1)}; }, 1, false});
+  c.push_back({"MatMulBF16", "MatMul", {},
+               [](int seed) {
+                 return std::vector<Tensor>{ToHalf(F32({2, 1, 3, 4}, seed), DType::kBF16),
+                                            ToHalf(F32({3, 4, 2}, seed + 1), DType::kBF16)};
+               },
+               1, true});
+  c.push_back({"RoiAlign", "RoiAlign",
+               {{"output_height", int64_t{2}}, {"output_width", int64_t{3}}, {"spatial_scale", 0.5}},
+               [](int seed) {
+                 std::vector<float> rois = {0, 0, 6, 6, 1, 2, 9, 7, 2.5f, 0.5f, 4, 11};
+                 for (float& r : rois) r += 0.25f * static_cast<float>(seed % 3);
+                 return std::vector<Tensor>{F32({2, 3, 6, 6}, seed), MakeTensor<float>(DType::kF32, {3, 4}, rois),
+                                            MakeTensor<int64_t>(DType::kI64, {3}, {1, 0, seed % 2})};
+               },
+               1, true});
+  return c;
+}
+
+const ir::OpDef& Def(const std::string& type) {
+  const ir::OpDef* def = runtime::GlobalOpRegistry().Find(type);
+  EXPECT_NE(def, nullptr) << type;
+  return *def;
+}
+
+// A step as a plan holds it: the node, views whose pointers change per run,
+// outputs allocated once, the prepared kernel and its workspace.
+class PreparedStep {
+ public:
+  // Outputs get the dtypes and shapes of `like` (a RunOp's results).
+  PreparedStep(const std::string& type, const Attrs& attrs, const std::vector<Tensor>& inputs,
+               const std::vector<Tensor>& like)
+      : def_(Def(type)) {
+    node_.type = type;
+    node_.def = &def_;
+    for (auto& [name, value] : attrs) node_.attrs.Set(name, value);
+    for (size_t i = 0; i < inputs.size(); ++i) node_.inputs.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < like.size(); ++i) node_.outputs.push_back(static_cast<int>(inputs.size() + i));
+    in_views_.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) in_views_[i] = inputs[i].view();
+    for (const Tensor& t : like) outs_.push_back(Tensor::Create(t.dtype(), t.shape()).value());
+    out_views_.resize(outs_.size());
+    for (size_t i = 0; i < outs_.size(); ++i) out_views_[i] = outs_[i].view();
+    for (TensorView& v : in_views_) in_ptrs_.push_back(&v);
+    for (TensorView& v : out_views_) out_ptrs_.push_back(&v);
+    ctx_ = std::make_unique<ir::KernelContext>(node_, in_ptrs_, out_ptrs_, nullptr);
+  }
+  ~PreparedStep() { std::free(workspace_); }
+
+  absl::StatusOr<ir::PreparedKernel> Prepare() {
+    const ir::PrepareFn prepare = def_.prepares[static_cast<int>(ir::Backend::kCpu)];
+    if (prepare == nullptr) return absl::InternalError("no prepare");
+    return prepare(*ctx_);
+  }
+
+  // Keeps `prepared` and a workspace of its size, filled with garbage.
+  void Keep(ir::PreparedKernel prepared) {
+    prepared_ = std::move(prepared);
+    if (prepared_.workspace_bytes > 0) {
+      const size_t bytes = (prepared_.workspace_bytes + 63) / 64 * 64;
+      workspace_ = std::aligned_alloc(64, bytes);
+      workspace_bytes_ = bytes;
+    }
+    ctx_->SetPrepared(&prepared_, workspace_);
+  }
+
+  // Points the inputs at `inputs` (same shapes) and invokes; `largest` gets
+  // the largest heap allocation the invoke made.
+  absl::Status Invoke(const std::vector<Tensor>& inputs, size_t* largest) {
+    for (size_t i = 0; i < inputs.size(); ++i) in_views_[i].data = const_cast<void*>(inputs[i].data());
+    if (workspace_ != nullptr) std::memset(workspace_, 0xA5, workspace_bytes_);
+    const ir::KernelFn invoke = def_.kernels[static_cast<int>(ir::Backend::kCpu)];
+    g_largest_allocation = 0;
+    g_watch_allocations = true;
+    absl::Status s = invoke(*ctx_);
+    g_watch_allocations = false;
+    *largest = g_largest_allocation;
+    return s;
+  }
+
+  absl::Status InvokeUnprepared() {
+    ir::KernelContext bare(node_, in_ptrs_, out_ptrs_, nullptr);
+    return def_.kernels[static_cast<int>(ir::Backend::kCpu)](bare);
+  }
+
+  const std::vector<Tensor>& outputs() const { return outs_; }
+  const ir::PreparedKernel& prepared() const { return prepared_; }
+
+ private:
+  const ir::OpDef& def_;
+  ir::Node node_;
+  std::vector<TensorView> in_views_, out_views_;
+  std::vector<TensorView*> in_ptrs_, out_ptrs_;
+  std::vector<Tensor> outs_;
+  std::unique_ptr<ir::KernelContext> ctx_;
+  ir::PreparedKernel prepared_;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+};
+
+std::vector<const Tensor*> Ptrs(const std::vector<Tensor>& v) {
+  std::vector<const Tensor*> p;
+  for (const Tensor& t : v) p.push_back(&t);
+  return p;
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.data(), b.data(), a.view().byte_size()) == 0;
+}
+
+class PreparedCpuKernelTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PreparedCpuKernelTest, RegisteredWithAPrepare) {
+  const ir::OpDef& def = Def(GetParam().type);
+  EXPECT_NE(def.kernels[static_cast<int>(ir::Backend::kCpu)], nullptr);
+  EXPECT_NE(def.prepares[static_cast<int>(ir::Backend::kCpu)], nullptr);
+}
+
+TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRuns) {
+  const Case& c = GetParam();
+  const std::vector<Tensor> first = c.inputs(0);
+  absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs, c.num_outputs);
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step(c.type, c.attrs, first, *like);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_FALSE(prepared->needs_host);
+  EXPECT_EQ(prepared->workspace_bytes > 0, c.uses_workspace) << prepared->workspace_bytes;
+  step.Keep(*std::move(prepared));
+  for (int seed = 0; seed < 4; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    const std::vector<Tensor> inputs = c.inputs(seed);
+    size_t largest = 0;
+    absl::Status s = step.Invoke(inputs, &largest);
+    ASSERT_TRUE(s.ok()) << s;
+    if (step.prepared().workspace_bytes > 0) {
+      // Its scratch is the workspace: nothing of that size comes from the heap.
+      EXPECT_LT(largest, step.prepared().workspace_bytes);
+    }
+    absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(inputs), c.attrs, c.num_outputs);
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    for (size_t i = 0; i < fresh->size(); ++i) EXPECT_TRUE(SameBytes(step.outputs()[i], (*fresh)[i])) << "output " << i;
+  }
+}
+
+TEST_P(PreparedCpuKernelTest, InvokeWithoutPrepareIsAnInternalError) {
+  const Case& c = GetParam();
+  const std::vector<Tensor> first = c.inputs(0);
+  absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs, c.num_outputs);
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step(c.type, c.attrs, first, *like);
+  absl::Status s = step.InvokeUnprepared();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_THAT(s.message(), HasSubstr("the CPU kernel was invoked without its prepare"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernelTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------
+// Naive references, through one prepare and several invokes
+// ---------------------------------------------------------------------------
+
+TEST(PreparedCpuKernelReferenceTest, SoftmaxAlongAMiddleAxis) {
+  const Shape shape = {2, 3, 4};
+  const Attrs attrs = {{"axis", int64_t{1}}};
+  const Tensor first = F32(shape, 0);
+  absl::StatusOr<std::vector<Tensor>> like = RunOp("Softmax", {&first}, attrs);
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step("Softmax", attrs, {first}, *like);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  step.Keep(*std::move(prepared));
+  for (int seed = 1; seed < 4; ++seed) {
+    std::vector<Tensor> in;
+    in.push_back(F32(shape, seed));
+    size_t largest = 0;
+    ASSERT_TRUE(step.Invoke(in, &largest).ok());
+    const float* x = in[0].as<float>();
+    const float* y = step.outputs()[0].as<float>();
+    for (int64_t o = 0; o < 2; ++o) {
+      for (int64_t i = 0; i < 4; ++i) {
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < 3; ++j) m = std::max<double>(m, x[(o * 3 + j) * 4 + i]);
+        for (int64_t j = 0; j < 3; ++j) sum += std::exp(x[(o * 3 + j) * 4 + i] - m);
+        for (int64_t j = 0; j < 3; ++j) {
+          EXPECT_NEAR(y[(o * 3 + j) * 4 + i], std::exp(x[(o * 3 + j) * 4 + i] - m) / sum, 1e-6);
+        }
+      }
+    }
+  }
+}
+
+TEST(PreparedCpuKernelReferenceTest, GemmWithTransposedBAndBroadcastC) {
+  const Attrs attrs = {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}};
+  const std::vector<Tensor> first = {F32({3, 4}, 0), F32({5, 4}, 1), F32({5}, 2)};
+  absl::StatusOr<std::vector<Tensor>> like = RunOp("Gemm", Ptrs(first), attrs);
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step("Gemm", attrs, first, *like);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  step.Keep(*std::move(prepared));
+  for (int seed = 3; seed < 6; ++seed) {
+    const std::vector<Tensor> in = {F32({3, 4}, seed), F32({5, 4}, seed + 1), F32({5}, seed + 2)};
+    size_t largest = 0;
+    ASSERT_TRUE(step.Invoke(in, &largest).ok());
+    const float *a = in[0].as<float>(), *b = in[1].as<float>(), *c = in[2].as<float>();
+    const float* y = step.outputs()[0].as<float>();
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 5; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < 4; ++k) acc += static_cast<double>(a[i * 4 + k]) * b[j * 4 + k];
+        EXPECT_NEAR(y[i * 5 + j], 0.5 * acc + 2.0 * c[j], 1e-5);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Bad attributes and shapes: the prepare says so (the invoke never runs)
+// ---------------------------------------------------------------------------
+
+struct BadCase {
+  std::string name;
+  std::string type;
+  Attrs attrs;
+  std::vector<Tensor> inputs;
+  std::vector<std::pair<DType, Shape>> outputs;
+  std::string error;
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<BadCase> BadCases() {
+  std::vector<BadCase> c;
+  const Shape x4 = {1, 2, 5, 5};
+  c.push_back({"SoftmaxAxis", "Softmax", {{"axis", int64_t{3}}}, {F32({2, 3, 4}, 0)}, {{DType::kF32, {2, 3, 4}}},
+               "attribute 'axis': axis 3 is out of range for rank 3"});
+  c.push_back({"SoftmaxOutput", "Softmax", {}, {F32({2, 3}, 0)}, {{DType::kF32, {3, 2}}},
+               "output 0 was allocated as f32 [3, 2]"});
+  c.push_back({"LogSoftmaxScalar", "LogSoftmax", {{"axis", int64_t{0}}}, {F32({}, 0)}, {{DType::kF32, {}}},
+               "input 0 (input) is a scalar; LogSoftmax needs rank >= 1"});
+  c.push_back({"SoftmaxDType", "Softmax", {}, {MakeTensor<int32_t>(DType::kI32, {2}, {1, 2})}, {{DType::kI32, {2}}},
+               "the kernel does not support dtype i32"});
+  c.push_back({"HardmaxAxis", "Hardmax", {{"axis", int64_t{-4}}}, {F32({2, 3, 4}, 0)}, {{DType::kF32, {2, 3, 4}}},
+               "attribute 'axis'"});
+  c.push_back({"BatchNormScale", "BatchNormalization", {},
+               {F32({2, 3, 4}, 0), F32({2}, 1), F32({3}, 2), F32({3}, 3), F32({3}, 4)},
+               {{DType::kF32, {2, 3, 4}}}, "input 1 (scale) has shape [2]; expected [3]"});
+  c.push_back({"BatchNormRank", "BatchNormalization", {},
+               {F32({3}, 0), F32({3}, 1), F32({3}, 2), F32({3}, 3), F32({3}, 4)}, {{DType::kF32, {3}}},
+               "input 0 (X) has shape [3]; expected rank >= 2"});
+  c.push_back({"BatchNormDType", "BatchNormalization", {},
+               {F32({2, 3}, 0), MakeTensor<int64_t>(DType::kI64, {3}, {1, 2, 3}), F32({3}, 2), F32({3}, 3),
+                F32({3}, 4)},
+               {{DType::kF32, {2, 3}}}, "the kernel does not support dtype i64"});
+  c.push_back({"BatchNormRunningOutput", "BatchNormalization", {{"training_mode", int64_t{1}}},
+               {F32({2, 3}, 0), F32({3}, 1), F32({3}, 2), F32({3}, 3), F32({3}, 4)},
+               {{DType::kF32, {2, 3}}, {DType::kF32, {4}}}, "output 1 was allocated as f32 [4]"});
+  c.push_back({"InstanceNormRank", "InstanceNormalization", {}, {F32({2, 3}, 0), F32({3}, 1), F32({3}, 2)},
+               {{DType::kF32, {2, 3}}}, "input 0 (input) has shape [2, 3]; expected rank >= 3"});
+  c.push_back({"InstanceNormBias", "InstanceNormalization", {}, {F32({2, 3, 4}, 0), F32({3}, 1), F32({4}, 2)},
+               {{DType::kF32, {2, 3, 4}}}, "input 2 (B) has shape [4]; expected [3]"});
+  c.push_back({"LayerNormAxis", "LayerNormalization", {{"axis", int64_t{5}}}, {F32({2, 3}, 0), F32({3}, 1)},
+               {{DType::kF32, {2, 3}}}, "attribute 'axis' is 5; out of range for input 0 (X) [2, 3]"});
+  c.push_back({"LayerNormScale", "LayerNormalization", {}, {F32({2, 3}, 0), F32({2}, 1)}, {{DType::kF32, {2, 3}}},
+               "input 1 (Scale) has shape [2], which does not broadcast to the normalized dims [3]"});
+  c.push_back({"LayerNormStatOutput", "LayerNormalization", {}, {F32({2, 3}, 0), F32({3}, 1)},
+               {{DType::kF32, {2, 3}}, {DType::kF32, {2}}}, "output 1 was allocated as f32 [2]"});
+  c.push_back({"MvnAxes", "MeanVarianceNormalization", {{"axes", std::vector<int64_t>{7}}}, {F32({2, 3}, 0)},
+               {{DType::kF32, {2, 3}}}, "attribute 'axes'"});
+  c.push_back({"ConvChannels", "Conv", {}, {F32(x4, 0), F32({4, 3, 3, 3}, 1)}, {{DType::kF32, {1, 4, 3, 3}}},
+               "input 1 (W)"});
+  c.push_back({"ConvStrides", "Conv", {{"strides", std::vector<int64_t>{1}}}, {F32(x4, 0), F32({4, 2, 3, 3}, 1)},
+               {{DType::kF32, {1, 4, 3, 3}}}, "attribute 'strides'"});
+  c.push_back({"ConvOutput", "Conv", {}, {F32(x4, 0), F32({4, 2, 3, 3}, 1)}, {{DType::kF32, {1, 4, 5, 5}}},
+               "output 0 was allocated as f32 [1, 4, 5, 5]"});
+  c.push_back({"ConvTransposeChannels", "ConvTranspose", {}, {F32(x4, 0), F32({3, 2, 3, 3}, 1)},
+               {{DType::kF32, {1, 2, 7, 7}}}, "input 1 (W)"});
+  c.push_back({"MaxPoolKernelShape", "MaxPool", {{"kernel_shape", std::vector<int64_t>{2}}}, {F32(x4, 0)},
+               {{DType::kF32, {1, 2, 4, 4}}}, "attribute 'kernel_shape'"});
+  c.push_back({"AveragePoolOutput", "AveragePool", {{"kernel_shape", std::vector<int64_t>{2, 2}}}, {F32(x4, 0)},
+               {{DType::kF32, {1, 2, 5, 5}}}, "output 0 was allocated as f32 [1, 2, 5, 5]"});
+  c.push_back({"GlobalPoolRank", "GlobalAveragePool", {}, {F32({2, 3}, 0)}, {{DType::kF32, {2, 3}}},
+               "input 0 (X) has shape [2, 3]"});
+  c.push_back({"GemmInner", "Gemm", {}, {F32({3, 4}, 0), F32({5, 6}, 1)}, {{DType::kF32, {3, 6}}}, "Gemm"});
+  c.push_back({"GemmDType", "Gemm", {},
+               {MakeTensor<uint8_t>(DType::kU8, {1, 1}, {1}), MakeTensor<uint8_t>(DType::kU8, {1, 1}, {1})},
+               {{DType::kU8, {1, 1}}}, "u8"});
+  c.push_back({"MatMulInner", "MatMul", {}, {F32({3, 4}, 0), F32({5, 6}, 1)}, {{DType::kF32, {3, 6}}}, "MatMul"});
+  c.push_back({"RoiAlignMode", "RoiAlign", {{"mode", std::string("min")}},
+               {F32({1, 2, 4, 4}, 0), F32({1, 4}, 1), MakeTensor<int64_t>(DType::kI64, {1}, {0})},
+               {{DType::kF32, {1, 2, 1, 1}}}, "attribute 'mode' is 'min'; expected 'avg' or 'max'"});
+  c.push_back({"RoiAlignRois", "RoiAlign", {},
+               {F32({1, 2, 4, 4}, 0), F32({1, 5}, 1), MakeTensor<int64_t>(DType::kI64, {1}, {0})},
+               {{DType::kF32, {1, 2, 1, 1}}}, "input 1 (rois) has shape [1, 5]; expected [num_rois, 4]"});
+  c.push_back({"RoiAlignSampling", "RoiAlign", {{"sampling_ratio", int64_t{-1}}},
+               {F32({1, 2, 4, 4}, 0), F32({1, 4}, 1), MakeTensor<int64_t>(DType::kI64, {1}, {0})},
+               {{DType::kF32, {1, 2, 1, 1}}}, "attribute 'sampling_ratio' is -1; expected >= 0"});
+  return c;
+}
+
+class PreparedCpuKernelErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(PreparedCpuKernelErrorTest, ThePrepareReportsIt) {
+  const BadCase& c = GetParam();
+  std::vector<Tensor> like;
+  for (const auto& [dtype, shape] : c.outputs) like.push_back(Tensor::Create(dtype, shape).value());
+  PreparedStep step(c.type, c.attrs, c.inputs, like);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_EQ(prepared.status().code(), absl::StatusCode::kInvalidArgument) << prepared.status();
+  EXPECT_THAT(prepared.status().message(), HasSubstr(c.error));
+  EXPECT_THAT(prepared.status().message(), HasSubstr(c.type));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernelErrorTest, ::testing::ValuesIn(BadCases()),
+                         [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+// RoiAlign's attribute checks live once (ir::ReadRoiAlignAttrs): the shape
+// function and the prepare say the same.
+TEST(PreparedCpuKernelErrorTest, RoiAlignAttributesCheckedOnceForShapesAndPrepare) {
+  const Tensor x = F32({1, 2, 4, 4}, 0), rois = F32({1, 4}, 1);
+  const Tensor idx = MakeTensor<int64_t>(DType::kI64, {1}, {0});
+  for (const Attrs& attrs : std::vector<Attrs>{{{"mode", std::string("min")}},
+                                               {{"coordinate_transformation_mode", std::string("asymmetric")}},
+                                               {{"output_height", int64_t{0}}},
+                                               {{"output_width", int64_t{-2}}},
+                                               {{"sampling_ratio", int64_t{-1}}}}) {
+    absl::StatusOr<std::vector<Tensor>> shaped = RunOp("RoiAlign", {&x, &rois, &idx}, attrs);
+    ASSERT_FALSE(shaped.ok());
+    std::vector<Tensor> like;
+    like.push_back(Tensor::Create(DType::kF32, {1, 2, 1, 1}).value());
+    PreparedStep step("RoiAlign", attrs, {x, rois, idx}, like);
+    absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+    ASSERT_FALSE(prepared.ok());
+    const std::string shape_msg(shaped.status().message()), prepare_msg(prepared.status().message());
+    const std::string what = shape_msg.substr(shape_msg.find("attribute"));
+    EXPECT_EQ(prepare_msg.substr(prepare_msg.find("attribute")), what);
+  }
+}
+
+}  // namespace
+}  // namespace grove::testing
