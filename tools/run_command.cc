@@ -47,6 +47,9 @@ constexpr char kUsage[] =
     "  --gemm-math f32|tf32|bf16|f16\n"
     "                         CUDA: how f32 matrix products multiply (default f32;\n"
     "                         the others round inputs and accumulate in f32)\n"
+    "  --graphs auto|on|off   CUDA: capture each straight-line segment as a CUDA\n"
+    "                         graph on its first run and replay it after (default\n"
+    "                         auto: where the device can; on: fail where it cannot)\n"
     "  --deadline-ms N        each run must end within N milliseconds, else it\n"
     "                         stops with DEADLINE_EXCEEDED (checked between steps\n"
     "                         and loop iterations; default: no deadline)\n";
@@ -229,7 +232,7 @@ double Milliseconds(std::chrono::steady_clock::duration d) {
 int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
       {"input", kRepeatedValue}, {"output-dir", kValue}, {"device", kValue}, {"repeat", kValue},
-      {"strict-device", kSwitch}, {"gemm-math", kValue}, {"deadline-ms", kValue}};
+      {"strict-device", kSwitch}, {"gemm-math", kValue}, {"deadline-ms", kValue}, {"graphs", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -249,6 +252,11 @@ int RunMain(absl::Span<const std::string> argv) {
     absl::StatusOr<GemmMath> math = ParseGemmMath(args.Values("gemm-math")[0]);
     if (!math.ok()) return UsageError(math.status().message());
     options.cuda_gemm_math = *math;
+  }
+  if (args.Has("graphs")) {
+    absl::StatusOr<GraphMode> graphs = ParseGraphMode(args.Values("graphs")[0]);
+    if (!graphs.ok()) return UsageError(graphs.status().message());
+    options.cuda_graphs = *graphs;
   }
   if (args.Has("deadline-ms") &&
       (!absl::SimpleAtoi(args.Values("deadline-ms")[0], &options.run_deadline_ms) || options.run_deadline_ms < 1)) {
@@ -412,6 +420,11 @@ int RunMain(absl::Span<const std::string> argv) {
     std::printf("cuda: %s, cpu fallback steps %lld, bytes host->device %lld, device->host %lld\n",
                 (*session)->device_description().c_str(), static_cast<long long>(stats.cpu_fallback_steps),
                 static_cast<long long>(stats.bytes_host_to_device), static_cast<long long>(stats.bytes_device_to_host));
+    std::printf("graphs: captured %lld, replays %lld, held %lld (%lld nodes), launches outside graphs %lld%s%s\n",
+                static_cast<long long>(stats.graphs_captured), static_cast<long long>(stats.graph_replays),
+                static_cast<long long>(stats.graphs_held), static_cast<long long>(stats.graph_nodes),
+                static_cast<long long>(stats.launches_outside_graphs),
+                stats.graph_fallback_reason.empty() ? "" : "; step by step: ", stats.graph_fallback_reason.c_str());
   }
 
   if (args.Has("output-dir")) {

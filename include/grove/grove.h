@@ -264,6 +264,12 @@ enum class GemmMath : int32_t { kF32 = 0, kTF32 = 1, kBF16 = 2, kF16 = 3 };
 // Parses "f32", "tf32", "bf16" or "f16".
 absl::StatusOr<GemmMath> ParseGemmMath(absl::string_view name);
 
+// Whether a CUDA session replays its segments as CUDA graphs
+// (SessionOptions::cuda_graphs).
+enum class GraphMode : int32_t { kAuto = 0, kOn = 1, kOff = 2 };
+// Parses "auto", "on" or "off".
+absl::StatusOr<GraphMode> ParseGraphMode(absl::string_view name);
+
 // Stops runs from another thread, as ONNX Runtime's RunOptions::SetTerminate
 // does. Thread-safe: Cancel() may be called from any thread while a session
 // that watches the token (SessionOptions::cancellation) is running; the run
@@ -326,6 +332,21 @@ struct SessionOptions {
   // block end to end within 2e-2 (bf16) and 4e-3 (f16, tf32) of the f32 run.
   // Elementwise ops, reductions and every stored tensor stay f32.
   GemmMath cuda_gemm_math = GemmMath::kF32;
+  // CUDA graphs. A plan's straight-line segments (the steps between those
+  // that need the host: see `grove inspect --device cuda`) are each captured
+  // as a CUDA graph on their first run and replayed as one graph launch on
+  // every later run of the same plan. A segment whose buffers moved (device
+  // inputs given at new addresses) is captured again; after a few such
+  // recaptures, or when a capture fails, it is launched step by step, with
+  // the reason in SessionStats::graph_fallback_reason. kAuto and kOn: graphs
+  // where the device captures them (a GPU, the emulated device; kOn makes a
+  // device that cannot an error at Session::Create); kOff: every step
+  // launched one by one.
+  GraphMode cuda_graphs = GraphMode::kAuto;
+  // Most graphs kept per session; past it the least recently replayed one is
+  // dropped (and captured again if its segment runs again). 0: no limit.
+  // Graphs also go with their plan when the plan cache drops it.
+  int max_cached_graphs = 512;
 };
 
 // One tensor held at the peak of a memory plan.
@@ -365,6 +386,23 @@ struct SessionStats {
   // Synchronizations and device-to-host reads made by a step that does not
   // end a segment: 0 when every segment could be captured as a CUDA graph.
   int64_t host_waits_inside_segments = 0;
+  // CUDA graphs (SessionOptions::cuda_graphs; all 0 on the CPU):
+  int64_t graphs_captured = 0;         // segment captures, recaptures included
+  int64_t graph_replays = 0;           // segment runs that were one launch of a graph captured before
+  int64_t segments_run_eagerly = 0;    // segment runs launched step by step (no graph: see graph_fallback_reason)
+  int64_t graph_capture_failures = 0;  // captures that failed; the segment then ran step by step
+  int64_t graphs_evicted = 0;          // dropped past max_cached_graphs
+  int64_t graphs_held = 0;             // graphs the session holds now
+  int64_t graph_nodes = 0;             // kernel, GEMM and copy nodes in them
+  int64_t graph_bytes = 0;             // their recorded parameters (DeviceGraph::bytes; the driver's share unseen)
+  int64_t graph_launches = 0;          // graph launches made (captures and replays)
+  // Kernel launches and GEMMs made one by one (not in a graph): 0 in a
+  // steady-state run of a model whose segments all replay.
+  int64_t launches_outside_graphs = 0;
+  // Why the last segment that runs step by step for good is not a graph
+  // ("" when none): "graphs are off", a step prepared when it runs, a capture
+  // that failed, buffers that keep moving.
+  std::string graph_fallback_reason;
 };
 
 // Runs a model. Not thread-safe: use one Session per thread. A call that

@@ -30,6 +30,17 @@ struct BackendCounters {
   int64_t allocations = 0;
   int64_t synchronizations = 0;
   int64_t device_to_host_reads = 0;
+  int64_t launches = 0;        // kernel launches and GEMMs made one by one (not captured)
+  int64_t graph_launches = 0;  // LaunchGraph calls
+};
+
+// A segment's device work, captured once (Backend::EndCapture) and replayed
+// as a whole (Backend::LaunchGraph): a CUDA graph.
+class BackendGraph {
+ public:
+  virtual ~BackendGraph() = default;
+  virtual int64_t nodes() const = 0;
+  virtual int64_t bytes() const = 0;  // what its record holds, as far as known
 };
 
 class Backend {
@@ -77,6 +88,22 @@ class Backend {
   // (weights, folded values), nullptr elsewhere: CUDA kernels read them
   // instead of the device (cuda::ExecContext::host_input).
   virtual void SetStepHostInputs(absl::Span<const TensorView* const> host_inputs) {}
+
+  // --- graphs ----------------------------------------------------------------
+  // Whether BeginCapture can work (CUDA on a GPU or the emulated device).
+  virtual bool captures_graphs() const { return false; }
+  // Between BeginCapture and EndCapture the kernels' work on the session's
+  // stream is recorded, not run; a kernel that waits for the device or reads
+  // it back fails, and so does EndCapture, which ends the capture either way.
+  // LaunchGraph queues a replay of what was captured: the same kernels with
+  // the same parameters and pointers, on the memory's contents of then.
+  virtual absl::Status BeginCapture() { return absl::UnimplementedError("this backend does not capture graphs"); }
+  virtual absl::StatusOr<std::unique_ptr<BackendGraph>> EndCapture() {
+    return absl::FailedPreconditionError("no capture in progress");
+  }
+  virtual absl::Status LaunchGraph(const BackendGraph& graph) {
+    return absl::UnimplementedError("this backend does not launch graphs");
+  }
 
   virtual BackendCounters counters() const { return {}; }
 };

@@ -16,6 +16,10 @@ namespace {
 // On CUDA, inputs of a step whose shapes are inferred when run are read back
 // for its shape function when at most this big (shape tensors are tiny).
 constexpr uint64_t kHostReadLimitBytes = 1 << 16;
+// A segment that keeps meeting new buffer addresses with all its graph
+// variants taken replaces one this many times, then runs step by step (its
+// graphs would be rebuilt on every run).
+constexpr int kMaxReplacedGraphs = 8;
 
 }  // namespace
 
@@ -125,93 +129,210 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
     const PlanStep& step = steps[s];
     if (step.segment != segment) {
       segment = step.segment;
-      if (segment >= 0) ++stats_.segments_run;
+      if (segment >= 0) {
+        ++stats_.segments_run;
+        if (graphs_enabled_) {
+          if (interruptible_) {
+            if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
+          }
+          absl::StatusOr<bool> as_graph = RunSegmentGraph(inst, segment);
+          if (!as_graph.ok()) return as_graph.status();
+          if (*as_graph) {
+            s = static_cast<size_t>(p.segments()[segment].end) - 1;
+            continue;
+          }
+        }
+        ++stats_.segments_run_eagerly;
+      }
     }
     if (step.outputs_empty) continue;
     if (interruptible_) {
       if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
     }
-    TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
-    absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
-    absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
-    StepHost host(*this, inst, static_cast<int>(s));
     if (!host_memory_ && step.host_fallback) {
+      TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
+      absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
+      absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
       if (absl::Status st = RunFallbackStep(inst, static_cast<int>(s), in_ptrs, out_ptrs); !st.ok()) return st;
       ++stats_.kernels_run;
       ++stats_.cpu_fallback_steps;
       continue;
     }
+    if (absl::Status st = RunStep(inst, s); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
 
-    if (step.infer_at_run) {
-      // Shapes follow from the actual inputs (and their values, all known now;
-      // on CUDA small ones are read back for the shape function).
-      std::vector<ir::ShapeContext::Input> ins(step.inputs.size());
-      for (size_t i = 0; i < step.inputs.size(); ++i) {
-        if (in_ptrs[i] == nullptr) continue;
-        const TensorView* value = in_ptrs[i];
-        if (!host_memory_ && !ir::IsBoxed(in_ptrs[i]->dtype)) {
-          value = nullptr;
-          if (in_ptrs[i]->byte_size() <= kHostReadLimitBytes) {
-            absl::StatusOr<const TensorView*> h = HostCopy(inst, step.inputs[i], *in_ptrs[i]);
-            if (!h.ok()) return h.status();
-            value = *h;
-          }
+absl::Status Executor::RunStep(PlanInstance& inst, size_t s) {
+  const ExecutionPlan& p = *inst.plan;
+  const PlanStep& step = p.steps()[s];
+  TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
+  absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
+  absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
+  StepHost host(*this, inst, static_cast<int>(s));
+  if (step.infer_at_run) {
+    // Shapes follow from the actual inputs (and their values, all known now;
+    // on CUDA small ones are read back for the shape function).
+    std::vector<ir::ShapeContext::Input> ins(step.inputs.size());
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (in_ptrs[i] == nullptr) continue;
+      const TensorView* value = in_ptrs[i];
+      if (!host_memory_ && !ir::IsBoxed(in_ptrs[i]->dtype)) {
+        value = nullptr;
+        if (in_ptrs[i]->byte_size() <= kHostReadLimitBytes) {
+          absl::StatusOr<const TensorView*> h = HostCopy(inst, step.inputs[i], *in_ptrs[i]);
+          if (!h.ok()) return h.status();
+          value = *h;
         }
-        ins[i] = InputOfView(*in_ptrs[i], value);
       }
-      if (absl::Status st = InferAndAllocate(step, std::move(ins), host); !st.ok()) return st;
-    } else if (step.kernel_allocates) {
-      for (int v : step.outputs) {
-        if (v >= 0) inst.views[v] = TensorView();
+      ins[i] = InputOfView(*in_ptrs[i], value);
+    }
+    if (absl::Status st = InferAndAllocate(step, std::move(ins), host); !st.ok()) return st;
+  } else if (step.kernel_allocates) {
+    for (int v : step.outputs) {
+      if (v >= 0) inst.views[v] = TensorView();
+    }
+  }
+
+  if (!host_memory_) {
+    backend_.SetStepHostInputs(absl::MakeConstSpan(inst.host_ptrs.data() + inst.step_ptrs[s], step.inputs.size()));
+  }
+  ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
+  if (step.prepared_at_plan) {
+    ctx.SetPrepared(&step.prepared,
+                    step.prepared.workspace_bytes > 0 ? inst.arena.data() + step.workspace_offset : nullptr);
+  }
+  // Inside a segment on a device: no wait and no read may happen here.
+  const bool watch = step.segment >= 0 && !host_memory_;
+  BackendCounters before;
+  if (watch) before = backend_.counters();
+  absl::Status st = step.prepared_at_plan || step.prepare == nullptr ? step.kernel(ctx)
+                                                                     : ir::RunKernel(step.backend, ctx);
+  if (!st.ok()) return st;
+  if (watch) {
+    const BackendCounters after = backend_.counters();
+    stats_.host_waits_inside_segments += (after.synchronizations - before.synchronizations) +
+                                         (after.device_to_host_reads - before.device_to_host_reads);
+  }
+  ++stats_.kernels_run;
+
+  if (step.kernel_allocates || step.infer_at_run) {
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      const int v = step.outputs[i];
+      if (v < 0) continue;
+      const PlanValue& pv = p.values()[v];
+      if (inst.views[v].dtype == DType::kUnknown) {
+        return absl::InternalError(absl::StrCat(step.node->Describe(), ": output ", i, " was not produced"));
       }
-    }
-
-    if (!host_memory_) {
-      backend_.SetStepHostInputs(absl::MakeConstSpan(inst.host_ptrs.data() + inst.step_ptrs[s], step.inputs.size()));
-    }
-    ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
-    if (step.prepared_at_plan) {
-      ctx.SetPrepared(&step.prepared,
-                      step.prepared.workspace_bytes > 0 ? inst.arena.data() + step.workspace_offset : nullptr);
-    }
-    // Inside a segment on a device: no wait and no read may happen here.
-    const bool watch = step.segment >= 0 && !host_memory_;
-    BackendCounters before;
-    if (watch) before = backend_.counters();
-    absl::Status st = step.prepared_at_plan || step.prepare == nullptr ? step.kernel(ctx)
-                                                                       : ir::RunKernel(step.backend, ctx);
-    if (!st.ok()) return st;
-    if (watch) {
-      const BackendCounters after = backend_.counters();
-      stats_.host_waits_inside_segments += (after.synchronizations - before.synchronizations) +
-                                           (after.device_to_host_reads - before.device_to_host_reads);
-    }
-    ++stats_.kernels_run;
-
-    if (step.kernel_allocates || step.infer_at_run) {
-      for (size_t i = 0; i < step.outputs.size(); ++i) {
-        const int v = step.outputs[i];
-        if (v < 0) continue;
-        const PlanValue& pv = p.values()[v];
-        if (inst.views[v].dtype == DType::kUnknown) {
-          return absl::InternalError(absl::StrCat(step.node->Describe(), ": output ", i, " was not produced"));
-        }
-        if (pv.shape_known && inst.views[v].shape != pv.shape) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              step.node->Describe(), ": output ", i, " has shape ",
-              ir::ShapeToString(ir::FromConcrete(inst.views[v].shape)), " but the plan expects ",
-              ir::ShapeToString(ir::FromConcrete(pv.shape))));
-        }
+      if (pv.shape_known && inst.views[v].shape != pv.shape) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            step.node->Describe(), ": output ", i, " has shape ",
+            ir::ShapeToString(ir::FromConcrete(inst.views[v].shape)), " but the plan expects ",
+            ir::ShapeToString(ir::FromConcrete(pv.shape))));
       }
     }
   }
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
+  const ExecutionPlan& p = *inst.plan;
+  const PlanSegment& range = p.segments()[seg];
+  if (inst.graphs.size() != p.segments().size()) inst.graphs.resize(p.segments().size());
+  SegmentGraph& g = inst.graphs[seg];
+  if (!g.no_graph.empty()) return false;
+  // The segment runs step by step from now on, for `why`.
+  auto no_graph = [&](absl::string_view why) {
+    for (SegmentGraph::Variant& v : g.variants) v.held.reset();
+    g.no_graph = std::string(why);
+    stats_.graph_fallback_reason =
+        absl::StrCat("segment ", seg, " of subgraph '", graph_.subgraphs[p.subgraph()].name, "': ", why);
+    return false;
+  };
+
+  // A graph replays the pointers its kernels were given when captured: the
+  // fingerprint of every buffer the segment's steps touch tells whether
+  // those still hold (a caller's device input at a new address does not).
+  uint64_t fingerprint = 0xcbf29ce484222325u;
+  int64_t steps_run = 0;
+  for (int s = range.first; s < range.end; ++s) {
+    const PlanStep& step = p.steps()[s];
+    if (step.outputs_empty) continue;
+    ++steps_run;
+    if (!step.prepared_at_plan && step.prepare != nullptr) {
+      return no_graph(absl::StrCat(step.node->Describe(), " is prepared when it runs (its input shapes are known ",
+                                   "only then)"));
+    }
+    TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
+    for (size_t i = 0; i < step.inputs.size() + step.outputs.size(); ++i) {
+      const uintptr_t data = ptrs[i] == nullptr ? 0 : reinterpret_cast<uintptr_t>(ptrs[i]->data);
+      fingerprint = (fingerprint ^ data) * 0x100000001b3u;
+    }
+  }
+  SegmentGraph::Variant* slot = nullptr;  // where a capture goes: a free one, else the least recently used
+  for (SegmentGraph::Variant& v : g.variants) {
+    if (v.held != nullptr && v.fingerprint == fingerprint) {
+      v.last_used = ++graph_tick_;
+      graphs_.Touch(*v.held);
+      if (absl::Status st = backend_.LaunchGraph(v.held->graph()); !st.ok()) return st;
+      ++stats_.graph_replays;
+      stats_.kernels_run += steps_run;
+      return true;
+    }
+    if (slot == nullptr || (slot->held != nullptr && (v.held == nullptr || v.last_used < slot->last_used))) slot = &v;
+  }
+  if (slot->held != nullptr) {
+    slot->held.reset();
+    if (++g.replaced > kMaxReplacedGraphs) {
+      return no_graph(absl::StrCat("its buffers met more than ", SegmentGraph::kVariants + kMaxReplacedGraphs,
+                                   " sets of addresses (device inputs or outputs given at new addresses each run)"));
+    }
+  }
+
+  // Capture: the steps' kernels are recorded, not run; then the graph runs.
+  graphs_.MakeRoom(options_.max_cached_graphs);
+  if (absl::Status st = backend_.BeginCapture(); !st.ok()) {
+    ++stats_.graph_capture_failures;
+    if (absl::IsUnimplemented(st)) {
+      graphs_enabled_ = false;
+      stats_.graph_fallback_reason = std::string(st.message());
+      return false;
+    }
+    return no_graph(absl::StrCat("its capture could not start: ", st.message()));
+  }
+  absl::Status run;
+  for (int s = range.first; s < range.end && run.ok(); ++s) {
+    if (!p.steps()[s].outputs_empty) run = RunStep(inst, static_cast<size_t>(s));
+  }
+  absl::StatusOr<std::unique_ptr<BackendGraph>> graph = backend_.EndCapture();
+  if (!run.ok() || !graph.ok()) {
+    // Nothing ran: the steps now run one by one, where an error that was
+    // not the capture's comes back.
+    ++stats_.graph_capture_failures;
+    stats_.kernels_run -= steps_run;
+    return no_graph(absl::StrCat("its capture failed: ", (!run.ok() ? run : graph.status()).message()));
+  }
+  graphs_.Hold(*std::move(graph), &slot->held);
+  slot->fingerprint = fingerprint;
+  slot->last_used = ++graph_tick_;
+  ++stats_.graphs_captured;
+  if (absl::Status st = backend_.LaunchGraph(slot->held->graph()); !st.ok()) return st;
+  return true;
+}
+
 Executor::Executor(const internal::ModelImpl& model, const SessionOptions& options, Backend& backend,
                    SessionStats& stats)
     : model_(model), graph_(model.graph()), options_(options), backend_(backend), host_memory_(backend.host_memory()),
-      stats_(stats), step_workspace_(&backend) {}
+      stats_(stats), graphs_(stats), step_workspace_(&backend) {
+  if (host_memory_) return;
+  if (options.cuda_graphs == GraphMode::kOff) {
+    stats_.graph_fallback_reason = "graphs are off (SessionOptions::cuda_graphs)";
+  } else if (!backend.captures_graphs()) {
+    stats_.graph_fallback_reason = absl::StrCat(backend.Describe(), " does not capture graphs");
+  } else {
+    graphs_enabled_ = true;
+  }
+}
 
 Executor::~Executor() = default;
 

@@ -24,6 +24,7 @@
 #include "lib/ir/string_arena.h"
 #include "lib/runtime/backend.h"
 #include "lib/runtime/buffer.h"
+#include "lib/runtime/graph_cache.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/plan_cache.h"
 
@@ -60,8 +61,14 @@ class Executor {
 
   absl::Status SetUpDeviceInstance(PlanInstance& inst);
   absl::Status BindValue(PlanInstance& inst, int v, const TensorView& given);
-  absl::Status RunStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
-                       absl::Span<TensorView* const> out_ptrs);
+  // Step s of a plan (not a CPU fallback): inputs read back for its shape
+  // function when it infers at run time, its kernel, its outputs checked.
+  absl::Status RunStep(PlanInstance& inst, size_t s);
+  // CUDA graphs: runs segment `seg` as one graph launch (capturing it first
+  // when it has no graph for these buffers yet) and returns true, or returns
+  // false when the segment must run step by step (graphs off, a step that
+  // cannot be captured, a capture that failed: the reason is kept).
+  absl::StatusOr<bool> RunSegmentGraph(PlanInstance& inst, int seg);
   absl::Status RunFallbackStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
                                absl::Span<TensorView* const> out_ptrs);
   // A step whose output shapes are known only when it runs: its shape
@@ -78,6 +85,12 @@ class Executor {
   Backend& backend_;
   const bool host_memory_;  // backend_.host_memory(), asked once
   SessionStats& stats_;
+  // Declared before the plans, whose segments hold the graphs.
+  GraphCache graphs_;
+  // Graphs are tried (SessionOptions::cuda_graphs and a backend that
+  // captures them); cleared when the backend turns out unable to.
+  bool graphs_enabled_ = false;
+  uint64_t graph_tick_ = 0;  // orders a segment's graph variants by last use
   PlanCache plans_;
   std::vector<int64_t> key_;
   uint64_t run_serial_ = 0;  // top-level runs started

@@ -14,6 +14,7 @@
 #include "lib/runtime/backend.h"
 #include "lib/runtime/buffer.h"
 #include "lib/runtime/execution_plan.h"
+#include "lib/runtime/graph_cache.h"
 
 namespace grove::runtime {
 
@@ -36,6 +37,8 @@ struct PlanInstance {
   std::vector<std::unique_ptr<Buffer>> staging;
   std::vector<std::unique_ptr<Buffer>> host_copies;
   std::vector<TensorView> copy_views;  // views of host_copies
+  // Per segment of the plan (CUDA graphs): its graph, made on its first run.
+  std::vector<SegmentGraph> graphs;
   uint64_t last_used = 0;
   uint64_t last_run = 0;  // the top-level run that used it last
   int active = 0;         // executions in progress (a Loop body's caller)

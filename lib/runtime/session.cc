@@ -112,11 +112,24 @@ absl::StatusOr<GemmMath> ParseGemmMath(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown GEMM math '", name, "' (f32, tf32, bf16 or f16)"));
 }
 
+absl::StatusOr<GraphMode> ParseGraphMode(absl::string_view name) {
+  if (name == "auto") return GraphMode::kAuto;
+  if (name == "on") return GraphMode::kOn;
+  if (name == "off") return GraphMode::kOff;
+  return absl::InvalidArgumentError(absl::StrCat("unknown graph mode '", name, "' (auto, on or off)"));
+}
+
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model,
                                                          const SessionOptions& options) {
   if (model == nullptr) return absl::InvalidArgumentError("Session::Create: model is null");
   if (static_cast<int>(options.cuda_gemm_math) < 0 || static_cast<int>(options.cuda_gemm_math) > 3) {
     return absl::InvalidArgumentError("Session::Create: cuda_gemm_math is not a GemmMath");
+  }
+  if (static_cast<int>(options.cuda_graphs) < 0 || static_cast<int>(options.cuda_graphs) > 2) {
+    return absl::InvalidArgumentError("Session::Create: cuda_graphs is not a GraphMode");
+  }
+  if (options.max_cached_graphs < 0) {
+    return absl::InvalidArgumentError("Session::Create: max_cached_graphs must be >= 0");
   }
   if (options.max_cached_plans < 0) {
     return absl::InvalidArgumentError("Session::Create: max_cached_plans must be >= 0");
@@ -147,6 +160,10 @@ absl::StatusOr<std::unique_ptr<Session>> CreateSessionWithBackend(std::shared_pt
                                                                    std::unique_ptr<runtime::Backend> backend) {
   if (model == nullptr) return absl::InvalidArgumentError("Session::Create: model is null");
   if (backend == nullptr) return absl::InvalidArgumentError("Session::Create: backend is null");
+  if (options.cuda_graphs == GraphMode::kOn && backend->kind() == ir::Backend::kCuda && !backend->captures_graphs()) {
+    return absl::FailedPreconditionError(absl::StrCat("Session::Create: cuda_graphs is on but ", backend->Describe(),
+                                                      " does not capture graphs"));
+  }
   auto impl = std::make_unique<SessionImpl>(std::move(model), options, std::move(backend));
   if (absl::Status s = impl->executor_.Init(); !s.ok()) return s;
   return SessionAccess::Make(std::move(impl));
@@ -163,6 +180,8 @@ SessionStats Session::stats() const {
   stats.device_allocations = device.allocations;
   stats.device_synchronizations = device.synchronizations;
   stats.device_to_host_reads = device.device_to_host_reads;
+  stats.graph_launches = device.graph_launches;
+  stats.launches_outside_graphs = device.launches;
   return stats;
 }
 

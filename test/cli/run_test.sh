@@ -73,8 +73,12 @@ if [ "$RC" -ne 0 ]; then
 else
   expect_stdout '^session: device cuda, '
   expect_stdout '^cuda: .*cpu fallback steps 0'
+  expect_stdout '^graphs: captured 1, replays 0, held 1 '
 fi
 expect_fail 2 "unknown GEMM math 'fp8'" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --gemm-math fp8
+expect_fail 2 "unknown graph mode 'maybe'" "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --graphs maybe
+# --graphs is a CUDA option: on the CPU it changes nothing.
+expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cpu --graphs off
 
 # --- errors of the operation: exit 1 ---------------------------------------
 expect_fail 1 "cannot load model .*no_such\.grove" "$G" run "$TEST_TMP/no_such.grove" --input "x=$INPUTS/mlp_x.npy"

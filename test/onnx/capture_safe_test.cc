@@ -1,9 +1,16 @@
-// The exported models on the emulated CUDA device, run twice with the same
-// inputs: the second run (a plan-cache hit) must make no device allocation
+// The exported models on the emulated CUDA device, run three times with the
+// same inputs: the last run (a plan-cache hit) must make no device allocation
 // and no synchronization or device-to-host read inside a straight-line
 // segment (what a CUDA graph capture needs), and its outputs must still
 // match the references. The segments it runs are those DescribeExecution
 // (grove inspect --device cuda) lists for the same shapes.
+//
+// CUDA graphs: the first run captures every segment (the second too where
+// a Loop's buffers grew meanwhile), the third captures nothing and replays
+// them all (a model with no host step launches nothing outside its graph),
+// and a run on new input values gives, bit for bit, what a session with
+// graphs off gives.
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "lib/backends/backends.h"
 #include "lib/backends/cuda/emulated_device.h"
+#include "lib/ir/value_type.h"
 #include "test/onnx/exported_models.h"
 
 namespace grove {
@@ -48,7 +56,16 @@ TEST_P(CaptureSafeTest, SteadyStateRunWaitsOnlyBetweenSegments) {
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
 
-  ASSERT_TRUE(s.Run(inputs).ok());  // plans, arenas, first uploads
+  ASSERT_TRUE(s.Run(inputs).ok());  // plans, arenas, first uploads, graphs captured
+  // A Loop's carried buffers grow to their largest size during the first
+  // run, so its bodies' segments meet their final addresses only in the
+  // second, and are captured once more then.
+  const SessionStats first = s.stats();
+  ASSERT_TRUE(s.Run(inputs).ok());
+  const SessionStats second = s.stats();
+  std::printf("%s: graphs captured by the first run %lld, by the second %lld\n", m.name.c_str(),
+              static_cast<long long>(first.graphs_captured),
+              static_cast<long long>(second.graphs_captured - first.graphs_captured));
   const SessionStats before = s.stats();
   absl::StatusOr<std::vector<TensorView>> outputs = s.Run(inputs);
   ASSERT_TRUE(outputs.ok()) << outputs.status();
@@ -64,6 +81,50 @@ TEST_P(CaptureSafeTest, SteadyStateRunWaitsOnlyBetweenSegments) {
       << "a step inside a segment synchronized or read device memory back";
   const int64_t segments = after.segments_run - before.segments_run;
   EXPECT_GT(segments, 0);
+  EXPECT_EQ(after.graphs_captured, before.graphs_captured) << "the third run captured a graph";
+  EXPECT_EQ(after.graph_capture_failures, 0) << after.graph_fallback_reason;
+  // Every segment replays, or runs step by step for a reason (a body plan
+  // per trip length meets a new arena each trip: one arena per session is
+  // the fix, with shape buckets).
+  const int64_t eager = after.segments_run_eagerly - before.segments_run_eagerly;
+  EXPECT_EQ(after.graph_replays - before.graph_replays + eager, segments);
+  if (eager > 0) {
+    EXPECT_NE(after.graph_fallback_reason, "");
+    std::printf("%s: %lld of %lld segments step by step: %s\n", m.name.c_str(), static_cast<long long>(eager),
+                static_cast<long long>(segments), after.graph_fallback_reason.c_str());
+  }
+
+  // New values, same shapes: the graphs read them.
+  std::vector<Tensor> changed;
+  std::vector<TensorView> changed_views;
+  for (const Tensor& t : c.inputs) {
+    Tensor u = Tensor::CopyOf(t.view()).value();
+    if (u.dtype() == DType::kF32) {
+      for (int64_t i = 0; i < u.view().num_elements(); ++i) u.as<float>()[i] = u.as<float>()[i] * 0.75f + 0.125f;
+    }
+    changed_views.push_back(u.view());
+    changed.push_back(std::move(u));
+  }
+  SessionOptions eager_options;
+  eager_options.cuda_graphs = GraphMode::kOff;
+  absl::StatusOr<std::unique_ptr<Session>> eager =
+      internal::CreateSessionOnDevice(*model, eager_options, cuda::NewEmulatedDevice());
+  ASSERT_TRUE(eager.ok()) << eager.status();
+  absl::StatusOr<std::vector<TensorView>> want = (*eager)->Run(changed_views);
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<Tensor> want_copies;
+  for (const TensorView& v : *want) want_copies.push_back(Tensor::CopyOf(v).value());
+  absl::StatusOr<std::vector<TensorView>> got = s.Run(changed_views);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), want_copies.size());
+  for (size_t k = 0; k < got->size(); ++k) {
+    const TensorView& g = (*got)[k];
+    const TensorView w = want_copies[k].view();
+    ASSERT_EQ(g.shape, w.shape) << "output " << k;
+    ASSERT_EQ(g.dtype, w.dtype) << "output " << k;
+    if (ir::IsBoxed(g.dtype)) continue;
+    EXPECT_EQ(std::memcmp(g.data, w.data, g.byte_size()), 0) << "output " << k << " differs from graphs off";
+  }
 
   ExecutionInfoOptions describe;
   describe.device = Device::kCuda;
@@ -84,6 +145,8 @@ TEST_P(CaptureSafeTest, SteadyStateRunWaitsOnlyBetweenSegments) {
     EXPECT_EQ(after.device_synchronizations - before.device_synchronizations, 1);
     EXPECT_EQ(after.device_to_host_reads - before.device_to_host_reads,
               static_cast<int64_t>(c.outputs.size()));
+    EXPECT_EQ(after.launches_outside_graphs - before.launches_outside_graphs, 0);
+    EXPECT_EQ(after.graph_launches - before.graph_launches, 1);
   }
   std::printf("%s: %zu paths; main: %zu steps, %zu segments, %zu host steps; steady run: %lld segments, "
               "%lld syncs, %lld reads\n",

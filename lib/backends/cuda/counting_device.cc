@@ -34,20 +34,37 @@ void CountingDevice::Free(void* ptr) {
 }
 
 absl::Status CountingDevice::CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) {
-  if (bytes > 0) counters_.CountCopy(device_->IsDevicePointer(dst), device_->IsDevicePointer(src), bytes);
+  if (bytes > 0 && !capturing_.load(std::memory_order_relaxed)) counters_.CountCopy(device_->IsDevicePointer(dst), device_->IsDevicePointer(src), bytes);
   return device_->CopyAsync(dst, src, bytes, stream);
 }
 
 absl::Status CountingDevice::Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                                     const void* params, size_t params_bytes, Stream stream) {
   absl::Status status = device_->Launch(module, kernel, dims, params, params_bytes, stream);
-  if (status.ok()) counters_.CountLaunch();
+  if (status.ok() && !capturing_.load(std::memory_order_relaxed)) counters_.CountLaunch();
   return status;
 }
 
 absl::Status CountingDevice::Gemm(const GemmDesc& gemm, Stream stream) {
   absl::Status status = device_->Gemm(gemm, stream);
-  if (status.ok()) counters_.CountGemm();
+  if (status.ok() && !capturing_.load(std::memory_order_relaxed)) counters_.CountGemm();
+  return status;
+}
+
+absl::Status CountingDevice::BeginCapture(Stream stream) {
+  absl::Status status = device_->BeginCapture(stream);
+  if (status.ok()) capturing_.store(true, std::memory_order_relaxed);
+  return status;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceGraph>> CountingDevice::EndCapture(Stream stream) {
+  capturing_.store(false, std::memory_order_relaxed);
+  return device_->EndCapture(stream);
+}
+
+absl::Status CountingDevice::LaunchGraph(const DeviceGraph& graph, Stream stream) {
+  absl::Status status = device_->LaunchGraph(graph, stream);
+  if (status.ok()) counters_.CountGraphLaunch();
   return status;
 }
 

@@ -11,6 +11,7 @@
 #ifndef GROVE_LIB_BACKENDS_CUDA_COUNTING_DEVICE_H_
 #define GROVE_LIB_BACKENDS_CUDA_COUNTING_DEVICE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,13 @@ class CountingDevice final : public Device {
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                       const void* params, size_t params_bytes, Stream stream) override;
   absl::Status Gemm(const GemmDesc& gemm, Stream stream) override;
+  // Forwarded; while this wrapper captures, the launches and GEMMs it
+  // forwards are recorded, not run, and not counted; a replay counts as one
+  // graph launch.
+  bool captures_graphs() const override { return device_->captures_graphs(); }
+  absl::Status BeginCapture(Stream stream) override;
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) override;
+  absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override;
   absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
   void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }
   absl::Status Synchronize(Stream stream) override;
@@ -64,6 +72,7 @@ class CountingDevice final : public Device {
  private:
   const std::shared_ptr<Device> device_;
   DeviceCounters counters_;
+  std::atomic<bool> capturing_{false};
   mutable std::mutex mu_;
   absl::flat_hash_map<void*, size_t> sizes_;  // live allocations made through this wrapper
   int64_t bytes_allocated_ = 0, peak_bytes_allocated_ = 0;

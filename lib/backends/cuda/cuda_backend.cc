@@ -11,6 +11,13 @@ namespace {
 
 class CudaBackend : public runtime::Backend {
  public:
+  struct Graph final : runtime::BackendGraph {
+    explicit Graph(std::unique_ptr<DeviceGraph> g) : graph(std::move(g)) {}
+    int64_t nodes() const override { return graph->num_nodes(); }
+    int64_t bytes() const override { return graph->bytes(); }
+    std::unique_ptr<DeviceGraph> graph;
+  };
+
   // Every call of the session, its kernels' included, goes through a
   // counting wrapper: the device object is shared by every session on it.
   explicit CudaBackend(std::shared_ptr<Device> device)
@@ -76,9 +83,21 @@ class CudaBackend : public runtime::Backend {
   void SetStepHostInputs(absl::Span<const TensorView* const> host_inputs) override {
     exec_->SetHostInputs(host_inputs);
   }
+  bool captures_graphs() const override { return device_->captures_graphs(); }
+  absl::Status BeginCapture() override { return device_->BeginCapture(stream_); }
+  absl::StatusOr<std::unique_ptr<runtime::BackendGraph>> EndCapture() override {
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> graph = device_->EndCapture(stream_);
+    if (!graph.ok()) return graph.status();
+    return std::unique_ptr<runtime::BackendGraph>(new Graph(*std::move(graph)));
+  }
+  absl::Status LaunchGraph(const runtime::BackendGraph& graph) override {
+    return device_->LaunchGraph(*static_cast<const Graph&>(graph).graph, stream_);
+  }
+
   runtime::BackendCounters counters() const override {
     const DeviceCounts c = counting_->counts();
-    return runtime::BackendCounters{c.allocations, c.synchronizations, c.device_to_host_copies};
+    return runtime::BackendCounters{c.allocations, c.synchronizations, c.device_to_host_copies,
+                                    c.launches + c.gemms, c.graph_launches};
   }
 
  private:

@@ -97,6 +97,30 @@ struct GemmPlan {
 
 constexpr size_t kGemmWorkspaceBytes = 32u << 20;
 
+// An executable CUDA graph and the graph it was made from, destroyed on the
+// device that made them.
+class CudaGraph final : public DeviceGraph {
+ public:
+  CudaGraph(int ordinal, cudaGraph_t graph, cudaGraphExec_t exec, int64_t nodes)
+      : ordinal_(ordinal), graph_(graph), exec_(exec), nodes_(nodes) {}
+  ~CudaGraph() override {
+    cudaSetDevice(ordinal_);
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  cudaGraphExec_t exec() const { return exec_; }
+  int64_t num_nodes() const override { return nodes_; }
+  // The driver keeps the nodes and their parameters; an estimate of what
+  // that costs per node (a kernel node's parameters and launch record).
+  int64_t bytes() const override { return nodes_ * 256; }
+
+ private:
+  const int ordinal_;
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+  const int64_t nodes_;
+};
+
 class CudaDevice final : public Device {
  public:
   static absl::StatusOr<std::unique_ptr<CudaDevice>> Open(int ordinal) {
@@ -188,6 +212,50 @@ class CudaDevice final : public Device {
   }
 
   absl::Status Gemm(const GemmDesc& g, Stream stream) override;
+
+  // Graphs: stream capture, then an executable graph instantiated once.
+  // Relaxed mode: a segment's first run is its capture, so a module loaded
+  // or a cuBLASLt workspace allocated on first use happens inside it (not
+  // recorded: host-side work); other threads' streams are not affected.
+  bool captures_graphs() const override { return true; }
+  absl::Status BeginCapture(Stream stream) override {
+    if (stream == nullptr) {
+      return absl::FailedPreconditionError("cannot capture a graph on the legacy default stream");
+    }
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    GROVE_CUDA_RETURN(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed),
+                      "cudaStreamBeginCapture");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    cudaGraph_t graph = nullptr;
+    cudaError_t err = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+    if (err != cudaSuccess || graph == nullptr) {
+      (void)cudaGetLastError();
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      return absl::FailedPreconditionError(absl::StrCat("cudaStreamEndCapture: ", cudaGetErrorName(err), " (",
+                                                        cudaGetErrorString(err), ")"));
+    }
+    size_t nodes = 0;
+    (void)cudaGraphGetNodes(graph, nullptr, &nodes);
+    cudaGraphExec_t exec = nullptr;
+    err = cudaGraphInstantiate(&exec, graph, 0);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      cudaGraphDestroy(graph);
+      return absl::InternalError(absl::StrCat("cudaGraphInstantiate: ", cudaGetErrorName(err), " (",
+                                              cudaGetErrorString(err), ")"));
+    }
+    return std::unique_ptr<DeviceGraph>(new CudaGraph(ordinal_, graph, exec, static_cast<int64_t>(nodes)));
+  }
+  absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    GROVE_CUDA_RETURN(cudaGraphLaunch(static_cast<const CudaGraph&>(graph).exec(), static_cast<cudaStream_t>(stream)),
+                      "cudaGraphLaunch");
+    counters_.CountGraphLaunch();
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<Stream> CreateStream() override {
     GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "grove/grove.h"
 #include "jit/module.h"
@@ -78,6 +79,9 @@ struct DeviceCounts {
   int64_t device_to_host_bytes = 0;
   int64_t host_to_device_copies = 0;
   int64_t host_to_device_bytes = 0;
+  // LaunchGraph calls. The work a replay runs is not in launches and gemms:
+  // those count what was launched one by one, outside graphs.
+  int64_t graph_launches = 0;
 
   friend DeviceCounts operator-(const DeviceCounts& a, const DeviceCounts& b) {
     return {a.launches - b.launches,
@@ -88,7 +92,8 @@ struct DeviceCounts {
             a.device_to_host_copies - b.device_to_host_copies,
             a.device_to_host_bytes - b.device_to_host_bytes,
             a.host_to_device_copies - b.host_to_device_copies,
-            a.host_to_device_bytes - b.host_to_device_bytes};
+            a.host_to_device_bytes - b.host_to_device_bytes,
+            a.graph_launches - b.graph_launches};
   }
   friend bool operator==(const DeviceCounts&, const DeviceCounts&) = default;
 };
@@ -108,6 +113,7 @@ struct DeviceStats {
   int64_t device_to_host_bytes = 0;
   int64_t host_to_device_copies = 0;
   int64_t host_to_device_bytes = 0;
+  int64_t graph_launches = 0;
 };
 
 // The counts of DeviceCounts as relaxed atomics: what every Device
@@ -120,6 +126,7 @@ class DeviceCounters {
   void CountAllocation() { Add(allocations_, 1); }
   void CountFree() { Add(frees_, 1); }
   void CountSynchronization() { Add(synchronizations_, 1); }
+  void CountGraphLaunch() { Add(graph_launches_, 1); }
   // A copy of `bytes` to device memory or not (dst_on_device) from device
   // memory or not (src_on_device); counted only between host and device.
   void CountCopy(bool dst_on_device, bool src_on_device, size_t bytes) {
@@ -138,7 +145,7 @@ class DeviceCounters {
             Get(allocations_),      Get(frees_),
             Get(synchronizations_), Get(device_to_host_copies_),
             Get(device_to_host_bytes_), Get(host_to_device_copies_),
-            Get(host_to_device_bytes_)};
+            Get(host_to_device_bytes_), Get(graph_launches_)};
   }
   // Writes the counts into their fields of *stats (the others stay).
   void Fill(DeviceStats* stats) const {
@@ -152,6 +159,7 @@ class DeviceCounters {
     stats->device_to_host_bytes = c.device_to_host_bytes;
     stats->host_to_device_copies = c.host_to_device_copies;
     stats->host_to_device_bytes = c.host_to_device_bytes;
+    stats->graph_launches = c.graph_launches;
   }
 
  private:
@@ -161,6 +169,22 @@ class DeviceCounters {
   std::atomic<int64_t> launches_{0}, gemms_{0}, allocations_{0}, frees_{0}, synchronizations_{0};
   std::atomic<int64_t> device_to_host_copies_{0}, device_to_host_bytes_{0};
   std::atomic<int64_t> host_to_device_copies_{0}, host_to_device_bytes_{0};
+  std::atomic<int64_t> graph_launches_{0};
+};
+
+// Device work captured once and replayed as a whole (a CUDA graph): made by
+// Device::EndCapture, replayed by Device::LaunchGraph on the device that
+// made it, destroyed with this object.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  // Kernel launches, GEMMs, copies and memsets captured.
+  virtual int64_t num_nodes() const = 0;
+  // Host memory the graph's record holds, as far as it is known (the
+  // emulated device: its calls' parameter bytes; a GPU: the kernel
+  // parameters seen while capturing). The driver's own share on a GPU is
+  // not visible and not counted.
+  virtual int64_t bytes() const = 0;
 };
 
 class Device {
@@ -189,6 +213,27 @@ class Device {
   virtual absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                               const void* params, size_t params_bytes, Stream stream) = 0;
   virtual absl::Status Gemm(const GemmDesc& gemm, Stream stream) = 0;
+
+  // --- CUDA graphs ---------------------------------------------------------
+  // BeginCapture starts recording the work this thread queues on `stream`:
+  // until EndCapture, Launch, Gemm, CopyAsync and MemsetAsync on it are
+  // recorded, not run. A call that waits for the device or reads it back
+  // (Synchronize, a copy into host memory) fails and spoils the capture, as
+  // CUDA's thread-local capture mode does. EndCapture ends the capture either
+  // way and returns the graph, or why the capture failed. LaunchGraph queues
+  // a replay of all of it on `stream`: the parameters recorded (pointers
+  // included), on the memory's contents when the replay runs. Devices that
+  // cannot capture return UNIMPLEMENTED from BeginCapture.
+  virtual bool captures_graphs() const { return false; }
+  virtual absl::Status BeginCapture(Stream stream) {
+    return absl::UnimplementedError(absl::StrCat(Describe(), " does not capture graphs"));
+  }
+  virtual absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) {
+    return absl::FailedPreconditionError("no capture in progress");
+  }
+  virtual absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) {
+    return absl::UnimplementedError(absl::StrCat(Describe(), " does not launch graphs"));
+  }
 
   virtual absl::StatusOr<Stream> CreateStream() = 0;
   virtual void DestroyStream(Stream stream) = 0;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "jit/emulation_launch.h"
@@ -55,7 +56,7 @@ class EmulatedDevice final : public HostMemoryDevice<> {
   int arch() const override { return 90; }
 
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
-                      const void* params, size_t, Stream) override {
+                      const void* params, size_t params_bytes, Stream) override {
     if (!jit::InManifest(module)) {
       return absl::NotFoundError(absl::StrCat("kernel module ", module.file, jit::Suffix(module),
                                               " is not in jit/kernels/kernels.cmake"));
@@ -63,6 +64,14 @@ class EmulatedDevice final : public HostMemoryDevice<> {
     const std::string name = jit::EntryName(kernel, module);
     emu::EntryFn fn = emu::FindEntry(name);
     if (fn == nullptr) return absl::NotFoundError(absl::StrCat("no kernel entry point ", name));
+    if (HostGraph* g = capturing()) {
+      // The parameter bytes as they are now: a replay must not see what the
+      // caller writes into its struct later (as a CUDA graph's node).
+      std::vector<uint8_t> bytes(static_cast<const uint8_t*>(params), static_cast<const uint8_t*>(params) + params_bytes);
+      g->Add([fn, dims, bytes = std::move(bytes)] { return emu::Launch(fn, dims.grid, dims.block, bytes.data()); },
+             params_bytes);
+      return absl::OkStatus();
+    }
     counters_.CountLaunch();
     return emu::Launch(fn, dims.grid, dims.block, params);
   }
@@ -70,6 +79,23 @@ class EmulatedDevice final : public HostMemoryDevice<> {
     if (g.dtype != DType::kF32 && g.dtype != DType::kF16 && g.dtype != DType::kBF16) {
       return absl::InvalidArgumentError(absl::StrCat("GEMM on ", DTypeName(g.dtype)));
     }
+    if (HostGraph* graph = capturing()) {
+      graph->Add([g] { return RunGemm(g); }, sizeof(GemmDesc));
+      return absl::OkStatus();
+    }
+    counters_.CountGemm();
+    return RunGemm(g);
+  }
+  DeviceStats stats() const override {
+    DeviceStats s;
+    counters_.Fill(&s);
+    s.bytes_allocated = memory_.bytes_allocated();
+    s.peak_bytes_allocated = memory_.peak_bytes_allocated();
+    return s;
+  }
+
+ private:
+  static absl::Status RunGemm(const GemmDesc& g) {
     for (int64_t b = 0; b < g.batch; ++b) {
       const int64_t oa = b * g.stride_a, ob = b * g.stride_b, oc = b * g.stride_c;
       for (int64_t i = 0; i < g.m; ++i) {
@@ -89,15 +115,7 @@ class EmulatedDevice final : public HostMemoryDevice<> {
         }
       }
     }
-    counters_.CountGemm();
     return absl::OkStatus();
-  }
-  DeviceStats stats() const override {
-    DeviceStats s;
-    counters_.Fill(&s);
-    s.bytes_allocated = memory_.bytes_allocated();
-    s.peak_bytes_allocated = memory_.peak_bytes_allocated();
-    return s;
   }
 };
 

@@ -3,7 +3,8 @@
 // `grove compile`): the block bookkeeping behind Allocate, Free and
 // IsDevicePointer, and HostMemoryDevice, the Device methods such a device
 // shares (copies and memsets run at once on the host, one synchronous
-// stream) and its call counters (DeviceCounters).
+// stream) and its call counters (DeviceCounters), and graphs: a capture
+// records each call as a closure that a replay runs again (HostGraph).
 #ifndef GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
 #define GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
 
@@ -11,10 +12,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -85,6 +89,28 @@ class HostMemory {
   int64_t bytes_allocated_ = 0, peak_bytes_allocated_ = 0;
 };
 
+// A graph of a device without a GPU: the calls captured, in order, each as
+// a closure that runs it again with the parameters it was given then.
+class HostGraph final : public DeviceGraph {
+ public:
+  void Add(std::function<absl::Status()> node, size_t bytes) {
+    nodes_.push_back(std::move(node));
+    bytes_ += static_cast<int64_t>(bytes);
+  }
+  absl::Status Run() const {
+    for (const auto& node : nodes_) {
+      if (absl::Status s = node(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  int64_t num_nodes() const override { return static_cast<int64_t>(nodes_.size()); }
+  int64_t bytes() const override { return bytes_; }
+
+ private:
+  std::vector<std::function<absl::Status()>> nodes_;
+  int64_t bytes_ = 0;
+};
+
 // The memory and stream methods of a Device (or of an interface derived
 // from it) whose memory is HostMemory.
 template <typename Base = Device>
@@ -105,24 +131,92 @@ class HostMemoryDevice : public Base {
   // "Device" memory is this device's blocks; any other pointer is host memory.
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream) override {
     if (bytes == 0) return absl::OkStatus();
+    if (HostGraph* g = capturing()) {
+      if (!memory_.Contains(dst)) return Spoil("a copy into host memory (the host would read it before it is made)");
+      g->Add([dst, src, bytes] {
+        std::memmove(dst, src, bytes);
+        return absl::OkStatus();
+      }, 0);
+      return absl::OkStatus();
+    }
     counters_.CountCopy(memory_.Contains(dst), memory_.Contains(src), bytes);
     std::memmove(dst, src, bytes);
     return absl::OkStatus();
   }
   absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream) override {
-    if (bytes > 0) std::memset(dst, value, bytes);
+    if (bytes == 0) return absl::OkStatus();
+    if (HostGraph* g = capturing()) {
+      g->Add([dst, value, bytes] {
+        std::memset(dst, value, bytes);
+        return absl::OkStatus();
+      }, 0);
+      return absl::OkStatus();
+    }
+    std::memset(dst, value, bytes);
     return absl::OkStatus();
   }
   absl::StatusOr<Stream> CreateStream() override { return static_cast<Stream>(nullptr); }
   void DestroyStream(Stream) override {}
   absl::Status Synchronize(Stream) override {
+    if (capturing() != nullptr) return Spoil("Synchronize");
     counters_.CountSynchronization();
     return absl::OkStatus();
   }
 
+  // Graphs: one capture at a time per thread (the session's), whatever the
+  // stream (a host device has one).
+  bool captures_graphs() const override { return true; }
+  absl::Status BeginCapture(Stream) override {
+    Capture& c = ThreadCapture();
+    if (c.device != nullptr) return absl::FailedPreconditionError("a graph capture is already in progress on this thread");
+    c.device = this;
+    c.graph = std::make_unique<HostGraph>();
+    c.error = absl::OkStatus();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream) override {
+    Capture& c = ThreadCapture();
+    if (c.device != this) return absl::FailedPreconditionError("no graph capture in progress on this thread");
+    c.device = nullptr;
+    std::unique_ptr<HostGraph> graph = std::move(c.graph);
+    if (!c.error.ok()) return std::exchange(c.error, absl::OkStatus());
+    return std::unique_ptr<DeviceGraph>(std::move(graph));
+  }
+  absl::Status LaunchGraph(const DeviceGraph& graph, Stream) override {
+    if (capturing() != nullptr) return Spoil("LaunchGraph");
+    counters_.CountGraphLaunch();
+    return static_cast<const HostGraph&>(graph).Run();
+  }
+
  protected:
+  // The graph this thread is capturing on this device, or nullptr.
+  HostGraph* capturing() const {
+    const Capture& c = ThreadCapture();
+    return c.device == this ? c.graph.get() : nullptr;
+  }
+  // A call the capture cannot take: the capture fails (EndCapture says why)
+  // and so does the call.
+  absl::Status Spoil(absl::string_view call) {
+    absl::Status error = absl::FailedPreconditionError(
+        absl::StrCat(call, " while capturing a graph: a graph cannot wait for the device or read it back"));
+    Capture& c = ThreadCapture();
+    if (c.error.ok()) c.error = error;
+    return error;
+  }
+
   HostMemory memory_;
   DeviceCounters counters_;  // the derived device counts launches and GEMMs here too
+
+ private:
+  struct Capture {
+    const void* device = nullptr;  // the device capturing on this thread, if any
+    std::unique_ptr<HostGraph> graph;
+    absl::Status error;  // the first call that spoiled it
+  };
+  static Capture& ThreadCapture() {
+    thread_local Capture capture;
+    return capture;
+  }
 };
 
 }  // namespace grove::cuda

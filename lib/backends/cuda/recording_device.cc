@@ -26,6 +26,12 @@ class RecordingDeviceImpl final : public HostMemoryDevice<RecordingDevice> {
     counters_.CountGemm();
     return absl::OkStatus();
   }
+  // It runs nothing, so there is nothing to replay: every segment is
+  // launched one by one, and every module it uses is recorded.
+  bool captures_graphs() const override { return false; }
+  absl::Status BeginCapture(Stream) override {
+    return absl::UnimplementedError("the recording device does not capture graphs");
+  }
   DeviceStats stats() const override {
     DeviceStats s;
     counters_.Fill(&s);

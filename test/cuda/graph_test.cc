@@ -1,0 +1,373 @@
+// CUDA graphs (SessionOptions::cuda_graphs): each plan segment captured on
+// its first run and replayed after, on the emulated device in CI (its
+// captures record each launch with its parameter bytes and replay them, so
+// a kernel whose parameters go stale gives a wrong answer here) and on the
+// GPU under `ctest -L gpu`. Results are compared with the CPU backend and
+// with the same CUDA session with graphs off.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "examples/models/demo_models.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "jit/kernels/selftest_params.h"
+#include "lib/backends/backends.h"
+#include "lib/backends/cuda/emulated_device.h"
+#include "lib/backends/cuda/recording_device.h"
+#include "test/cuda_op_test_util.h"
+#include "test/model_test_util.h"
+
+namespace grove {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::CompareTensors;
+using testing::TestDevice;
+
+Tensor F32(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor t = Tensor::Create(DType::kF32, shape).value();
+  const std::vector<float> v = testing::RandomF32(t.view().num_elements(), seed);
+  std::copy(v.begin(), v.end(), t.as<float>());
+  return t;
+}
+
+std::vector<Tensor> RunOrDie(Session& s, const std::vector<Tensor>& inputs) {
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  absl::StatusOr<std::vector<TensorView>> out = s.Run(views);
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> copies;
+  if (!out.ok()) return copies;
+  for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
+  return copies;
+}
+
+std::unique_ptr<Session> CudaSession(std::shared_ptr<const Model> model, SessionOptions options = {},
+                                     std::shared_ptr<cuda::Device> device = nullptr) {
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      internal::CreateSessionOnDevice(std::move(model), options, device != nullptr ? device : TestDevice());
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+std::unique_ptr<Session> CpuSession(std::shared_ptr<const Model> model) {
+  SessionOptions options;
+  options.device = Device::kCpu;
+  return Session::Create(std::move(model), options).value();
+}
+
+void ExpectEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got, double tolerance,
+                 const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(CompareTensors(want[i], got[i], tolerance), "") << what << " output " << i;
+  }
+}
+
+// The MLP is one segment: the first run captures it, every later run of the
+// same shape replays it with no launch outside the graph, and sees the new
+// input values (the graph reads the input's slot, not a copy of it).
+TEST(CudaGraphTest, OneSegmentIsCapturedOnceAndReplayedWithNewValues) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  ASSERT_NE(cuda, nullptr);
+
+  ExpectEqual(RunOrDie(*cpu, {F32({5, 16}, 1)}), RunOrDie(*cuda, {F32({5, 16}, 1)}), 1e-5, "first run");
+  SessionStats s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, 1);
+  EXPECT_EQ(s.graph_replays, 0);
+  EXPECT_EQ(s.graph_launches, 1);
+  EXPECT_EQ(s.graphs_held, 1);
+  EXPECT_GT(s.graph_nodes, 0);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+  EXPECT_EQ(s.graph_fallback_reason, "");
+
+  for (uint32_t seed = 2; seed < 6; ++seed) {
+    ExpectEqual(RunOrDie(*cpu, {F32({5, 16}, seed)}), RunOrDie(*cuda, {F32({5, 16}, seed)}), 1e-5,
+                absl::StrCat("replay with seed ", seed));
+  }
+  s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, 1);
+  EXPECT_EQ(s.graph_replays, 4);
+  EXPECT_EQ(s.graph_launches, 5);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+  EXPECT_EQ(s.kernels_run, 5 * (s.kernels_run / 5)) << "a replay counts its steps as run";
+
+  // A new shape is a new plan, and its segment a new graph; the old one
+  // still replays.
+  ExpectEqual(RunOrDie(*cpu, {F32({9, 16}, 7)}), RunOrDie(*cuda, {F32({9, 16}, 7)}), 1e-5, "batch 9");
+  ExpectEqual(RunOrDie(*cpu, {F32({5, 16}, 8)}), RunOrDie(*cuda, {F32({5, 16}, 8)}), 1e-5, "batch 5 again");
+  s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, 2);
+  EXPECT_EQ(s.graph_replays, 5);
+  EXPECT_EQ(s.graphs_held, 2);
+}
+
+// Graphs off: the same results, every kernel launched one by one.
+TEST(CudaGraphTest, GraphsOffLaunchesEveryKernel) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildTransformerBlock());
+  SessionOptions off;
+  off.cuda_graphs = GraphMode::kOff;
+  std::unique_ptr<Session> eager = CudaSession(model, off);
+  std::unique_ptr<Session> graphs = CudaSession(model);
+  ASSERT_NE(eager, nullptr);
+  ASSERT_NE(graphs, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<Tensor> in = {F32({2, 7, 32}, 10 + round)};
+    // Bit for bit: a replay runs the same kernels on the same parameters.
+    ExpectEqual(RunOrDie(*eager, in), RunOrDie(*graphs, in), 0.0, absl::StrCat("round ", round));
+  }
+  const SessionStats e = eager->stats(), g = graphs->stats();
+  EXPECT_EQ(e.graphs_captured, 0);
+  EXPECT_EQ(e.graph_launches, 0);
+  EXPECT_GT(e.launches_outside_graphs, 0);
+  EXPECT_EQ(e.graph_fallback_reason, "graphs are off (SessionOptions::cuda_graphs)");
+  EXPECT_EQ(e.segments_run_eagerly, e.segments_run);
+  EXPECT_EQ(g.segments_run_eagerly, 0);
+  EXPECT_GT(g.graphs_captured, 0);
+  EXPECT_GT(g.graph_replays, 0);
+  EXPECT_EQ(e.kernels_run, g.kernels_run);
+  EXPECT_EQ(e.segments_run, g.segments_run);
+}
+
+// Early exit: the If's condition is read on the host, which picks the
+// branch; each branch body's segments are captured on first use, and both
+// paths replay afterwards.
+TEST(CudaGraphTest, BothBranchesOfAnIfReplay) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildEarlyExit());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  ASSERT_NE(cuda, nullptr);
+  auto input = [](float sign, uint32_t seed) {
+    Tensor t = F32({3, 8}, seed);
+    for (int64_t i = 0; i < 24; ++i) t.as<float>()[i] = sign * (std::abs(t.as<float>()[i]) + 0.1f);
+    return t;
+  };
+  for (int round = 0; round < 3; ++round) {
+    for (float sign : {1.0f, -1.0f}) {
+      const std::vector<Tensor> in = {input(sign, 20 + round)};
+      ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("round ", round, " sign ", sign));
+    }
+  }
+  const SessionStats s = cuda->stats();
+  const int64_t captured = s.graphs_captured;
+  EXPECT_GT(captured, 0);
+  EXPECT_GT(s.graph_replays, captured);
+  // Another pass over both paths captures nothing new.
+  for (float sign : {1.0f, -1.0f}) RunOrDie(*cuda, {input(sign, 99)});
+  EXPECT_EQ(cuda->stats().graphs_captured, captured);
+}
+
+// A Loop's body runs once per trip: its segment's graph replays per trip.
+TEST(CudaGraphTest, LoopBodyReplaysPerTrip) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildStepHistory(demo::History::kScan));
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  ASSERT_NE(cuda, nullptr);
+  for (int64_t steps : {3, 5, 3}) {
+    Tensor n = Tensor::Create(DType::kI64, {}).value();
+    n.as<int64_t>()[0] = steps;
+    const std::vector<Tensor> in = {std::move(n), F32({2, 64}, static_cast<uint32_t>(steps))};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-4, absl::StrCat(steps, " steps"));
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_GT(s.graphs_captured, 0);
+  EXPECT_GE(s.graph_replays, 3 + 5 + 3 - s.graphs_captured);
+}
+
+// Device inputs used in place: a graph replays the addresses it captured,
+// so an input at a new address makes the segment be captured again (up to 4
+// graphs per segment, one per set of addresses: inputs that alternate
+// between two buffers replay), and one that moves every run ends up
+// launched step by step, with the reason.
+TEST(CudaGraphTest, DeviceInputsAtNewAddressesAreCapturedAgainThenRunStepByStep) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, {}, dev);
+  ASSERT_NE(cuda, nullptr);
+  std::vector<void*> buffers;
+  for (uint32_t run = 0; run < 20; ++run) {
+    const Tensor host = F32({4, 16}, 30 + run);
+    // Runs 0..5 alternate between two buffers; each later run has its own.
+    void* d = nullptr;
+    if (run >= 2 && run < 6) {
+      d = buffers[run % 2];
+    } else {
+      d = dev->Allocate(host.view().byte_size()).value();
+      buffers.push_back(d);  // all live: a new address each time
+    }
+    ASSERT_TRUE(dev->CopyAsync(d, host.view().data, host.view().byte_size(), nullptr).ok());
+    ASSERT_TRUE(dev->Synchronize(nullptr).ok());
+    absl::StatusOr<std::vector<TensorView>> got = cuda->Run({TensorView(DType::kF32, {4, 16}, d)});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectEqual(RunOrDie(*cpu, {host}), {Tensor::CopyOf((*got)[0]).value()}, 1e-5, absl::StrCat("run ", run));
+  }
+  for (void* d : buffers) dev->Free(d);
+  const SessionStats s = cuda->stats();
+  // Runs 0 and 1 capture, 2..5 replay; 6 and 7 fill the two free variants,
+  // 8..15 replace one each, and 16 gives up.
+  EXPECT_EQ(s.graph_replays, 4);
+  EXPECT_EQ(s.graphs_captured, 2 + 2 + 8);
+  EXPECT_EQ(s.graphs_held, 0);
+  EXPECT_THAT(s.graph_fallback_reason, HasSubstr("its buffers met more than 12 sets of addresses"));
+  EXPECT_GT(s.launches_outside_graphs, 0);
+}
+
+// Past max_cached_graphs the least recently replayed graph goes, and is
+// captured again when its segment runs again.
+TEST(CudaGraphTest, GraphCacheIsBounded) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  SessionOptions options;
+  options.max_cached_graphs = 2;
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, options);
+  ASSERT_NE(cuda, nullptr);
+  for (int64_t batch : {1, 2, 3, 1, 2, 3}) {
+    const std::vector<Tensor> in = {F32({batch, 16}, static_cast<uint32_t>(batch))};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("batch ", batch));
+    EXPECT_LE(cuda->stats().graphs_held, 2);
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, 6);  // LRU over a cycle of three: every run misses
+  EXPECT_EQ(s.graphs_evicted, 4);
+  EXPECT_EQ(s.graphs_held, 2);
+  // The plans stay: only their graphs went.
+  EXPECT_EQ(s.plans_created, 3);
+}
+
+// A device whose captures fail: the segment runs step by step, the run
+// succeeds, and the reason is kept.
+class FailingCaptureDevice final : public cuda::Device {
+ public:
+  explicit FailingCaptureDevice(std::shared_ptr<cuda::Device> d) : d_(std::move(d)) {}
+  std::string Describe() const override { return d_->Describe(); }
+  bool emulated() const override { return d_->emulated(); }
+  int arch() const override { return d_->arch(); }
+  absl::StatusOr<void*> Allocate(size_t bytes) override { return d_->Allocate(bytes); }
+  void Free(void* ptr) override { d_->Free(ptr); }
+  bool IsDevicePointer(const void* ptr) const override { return d_->IsDevicePointer(ptr); }
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, cuda::Stream s) override {
+    return d_->CopyAsync(dst, src, bytes, s);
+  }
+  absl::Status MemsetAsync(void* dst, int value, size_t bytes, cuda::Stream s) override {
+    return d_->MemsetAsync(dst, value, bytes, s);
+  }
+  absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const cuda::LaunchDims& dims,
+                      const void* params, size_t params_bytes, cuda::Stream s) override {
+    return d_->Launch(module, kernel, dims, params, params_bytes, s);
+  }
+  absl::Status Gemm(const cuda::GemmDesc& gemm, cuda::Stream s) override { return d_->Gemm(gemm, s); }
+  bool captures_graphs() const override { return true; }
+  absl::Status BeginCapture(cuda::Stream s) override { return d_->BeginCapture(s); }
+  absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> EndCapture(cuda::Stream s) override {
+    absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> g = d_->EndCapture(s);
+    if (!g.ok()) return g;
+    return absl::InternalError("instantiation failed (test)");
+  }
+  absl::Status LaunchGraph(const cuda::DeviceGraph& g, cuda::Stream s) override { return d_->LaunchGraph(g, s); }
+  absl::StatusOr<cuda::Stream> CreateStream() override { return d_->CreateStream(); }
+  void DestroyStream(cuda::Stream s) override { d_->DestroyStream(s); }
+  absl::Status Synchronize(cuda::Stream s) override { return d_->Synchronize(s); }
+  cuda::DeviceStats stats() const override { return d_->stats(); }
+
+ private:
+  std::shared_ptr<cuda::Device> d_;
+};
+
+TEST(CudaGraphTest, AFailedCaptureFallsBackToStepByStep) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda =
+      CudaSession(model, {}, std::make_shared<FailingCaptureDevice>(cuda::NewEmulatedDevice()));
+  ASSERT_NE(cuda, nullptr);
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const std::vector<Tensor> in = {F32({3, 16}, seed)};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("seed ", seed));
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.graph_capture_failures, 1);  // once per segment, not per run
+  EXPECT_EQ(s.graphs_captured, 0);
+  EXPECT_EQ(s.graph_launches, 0);
+  EXPECT_GT(s.launches_outside_graphs, 0);
+  EXPECT_THAT(s.graph_fallback_reason, HasSubstr("its capture failed: instantiation failed (test)"));
+}
+
+TEST(CudaGraphTest, GraphsOnNeedsADeviceThatCaptures) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  SessionOptions on;
+  on.cuda_graphs = GraphMode::kOn;
+  absl::StatusOr<std::unique_ptr<Session>> s =
+      internal::CreateSessionOnDevice(model, on, cuda::NewRecordingDevice(90));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("does not capture graphs"));
+  // kAuto on the same device: no graphs, and why.
+  s = internal::CreateSessionOnDevice(model, {}, cuda::NewRecordingDevice(90));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(RunOrDie(**s, {F32({2, 16}, 1)}).size() == 1);
+  EXPECT_EQ((*s)->stats().graphs_captured, 0);
+  EXPECT_THAT((*s)->stats().graph_fallback_reason, HasSubstr("does not capture graphs"));
+
+  SessionOptions bad;
+  bad.cuda_graphs = static_cast<GraphMode>(7);
+  EXPECT_FALSE(Session::Create(model, bad).ok());
+  bad = {};
+  bad.max_cached_graphs = -1;
+  EXPECT_FALSE(Session::Create(model, bad).ok());
+  EXPECT_EQ(ParseGraphMode("off").value(), GraphMode::kOff);
+  EXPECT_FALSE(ParseGraphMode("sometimes").ok());
+}
+
+// The emulated device's captures: calls recorded, not run; their parameter
+// bytes copied when recorded; waits and reads back refused.
+TEST(EmulatedGraphTest, CaptureRecordsAndReplayRuns) {
+  std::shared_ptr<cuda::Device> dev = cuda::NewEmulatedDevice();
+  float* in = static_cast<float*>(dev->Allocate(32 * 4).value());
+  float* sums = static_cast<float*>(dev->Allocate(4).value());
+  float* total = static_cast<float*>(dev->Allocate(4).value());
+  void* lanes = dev->Allocate(32 * 16).value();
+  for (int i = 0; i < 32; ++i) in[i] = 1.0f;
+
+  ASSERT_TRUE(dev->BeginCapture(nullptr).ok());
+  EXPECT_FALSE(dev->BeginCapture(nullptr).ok()) << "one capture at a time per thread";
+  ASSERT_TRUE(dev->MemsetAsync(total, 0, 4, nullptr).ok());
+  grove_k::SelftestParams p{in, sums, total, lanes, 32};
+  ASSERT_TRUE(dev->Launch({"selftest", {DType::kF32}}, "selftest", cuda::Grid1D(32, 32), &p, sizeof(p), nullptr).ok());
+  p.n = 0;  // the graph keeps the bytes it was given
+  *total = 123.0f;
+  EXPECT_EQ(*total, 123.0f) << "a captured memset does not run";
+  absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> graph = dev->EndCapture(nullptr);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ((*graph)->num_nodes(), 2);
+  EXPECT_EQ((*graph)->bytes(), static_cast<int64_t>(sizeof(p)));
+  EXPECT_EQ(dev->stats().launches, 0);
+
+  ASSERT_TRUE(dev->LaunchGraph(**graph, nullptr).ok());
+  const float first = *total;
+  EXPECT_NE(first, 123.0f);
+  for (int i = 0; i < 32; ++i) in[i] = 2.0f;  // a replay reads memory as it is then
+  ASSERT_TRUE(dev->LaunchGraph(**graph, nullptr).ok());
+  EXPECT_EQ(*total, 2 * first);
+  EXPECT_EQ(dev->stats().graph_launches, 2);
+  EXPECT_EQ(dev->stats().launches, 0);
+
+  // A wait or a read back spoils a capture; EndCapture says which.
+  ASSERT_TRUE(dev->BeginCapture(nullptr).ok());
+  EXPECT_FALSE(dev->Synchronize(nullptr).ok());
+  EXPECT_THAT(std::string(dev->EndCapture(nullptr).status().message()), HasSubstr("Synchronize while capturing"));
+  float host = 0;
+  ASSERT_TRUE(dev->BeginCapture(nullptr).ok());
+  EXPECT_FALSE(dev->CopyAsync(&host, total, 4, nullptr).ok());
+  EXPECT_THAT(std::string(dev->EndCapture(nullptr).status().message()), HasSubstr("a copy into host memory"));
+  EXPECT_FALSE(dev->EndCapture(nullptr).ok()) << "no capture in progress";
+  for (void* ptr : {static_cast<void*>(in), static_cast<void*>(sums), static_cast<void*>(total), lanes}) {
+    dev->Free(ptr);
+  }
+}
+
+}  // namespace
+}  // namespace grove
