@@ -43,6 +43,8 @@ check_no_libcuda() {
 }
 
 export OPENBLAS_NUM_THREADS=1
+# Lets a test do less where a run costs ~10x (test/cli/malformed_models_test.sh).
+export GROVE_TEST_SANITIZED="$kind"
 export GROVE_CACHE_DIR="${GROVE_CACHE_DIR:-off}"
 case "$kind" in
   asan)
