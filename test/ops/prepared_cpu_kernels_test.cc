@@ -5,7 +5,7 @@
 // (RunOp, which the op tests check against naive references) and, for
 // Softmax and Gemm, of a naive reference written here; the invoke's scratch
 // is the workspace the prepare declared (filled with garbage first), and the
-// invoke allocates no heap memory of that size itself.
+// invoke allocates no heap memory at all (operator new is counted here).
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -26,15 +26,19 @@
 #include "lib/runtime/registry.h"
 #include "test/op_test_util.h"
 
-// The largest heap allocation made through operator new while a test watches
-// (this thread only): the invokes must take their scratch from the workspace.
+// Heap allocations made through operator new while a test watches (this
+// thread only): the invokes must take their scratch from the workspace.
 namespace {
 thread_local bool g_watch_allocations = false;
+thread_local size_t g_allocations = 0;
 thread_local size_t g_largest_allocation = 0;
 }  // namespace
 
 void* operator new(size_t size) {
-  if (g_watch_allocations && size > g_largest_allocation) g_largest_allocation = size;
+  if (g_watch_allocations) {
+    ++g_allocations;
+    if (size > g_largest_allocation) g_largest_allocation = size;
+  }
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
@@ -134,6 +138,12 @@ std::vector<Case> Cases() {
                  return std::vector<Tensor>{F32({1, 2, 5, 5}, seed), F32({4, 2, 3, 3}, seed + 1), F32({4}, seed + 2)};
                },
                1, true});
+  c.push_back({"Conv3D", "Conv",
+               {{"dilations", std::vector<int64_t>{1, 2, 1}}, {"pads", std::vector<int64_t>{0, 1, 1, 1, 1, 0}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 2, 3, 5, 4}, seed), F32({3, 2, 2, 2, 3}, seed + 1)};
+               },
+               1, true});
   c.push_back({"ConvPointwise", "Conv", {{"group", int64_t{2}}},
                [](int seed) {
                  return std::vector<Tensor>{F32({2, 4, 3, 3}, seed), F32({6, 2, 1, 1}, seed + 1)};
@@ -146,12 +156,21 @@ std::vector<Case> Cases() {
                1, true});
   c.push_back({"MaxPool", "MaxPool",
                {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{0, 0, 1, 1}}},
-               one({1, 2, 5, 5}), 2, false});
+               one({1, 2, 5, 5}), 2, true});
+  c.push_back({"MaxPoolColumnMajor", "MaxPool",
+               {{"kernel_shape", std::vector<int64_t>{2, 3}},
+                {"strides", std::vector<int64_t>{1, 2}},
+                {"storage_order", int64_t{1}}},
+               one({2, 2, 4, 5}), 2, true});
+  c.push_back({"MaxPool3D", "MaxPool",
+               {{"kernel_shape", std::vector<int64_t>{2, 2, 2}}, {"ceil_mode", int64_t{1}},
+                {"strides", std::vector<int64_t>{2, 2, 2}}},
+               one({1, 2, 3, 3, 3}), 1, true});
   c.push_back({"AveragePool", "AveragePool",
                {{"kernel_shape", std::vector<int64_t>{3, 3}},
                 {"pads", std::vector<int64_t>{1, 1, 1, 1}},
                 {"count_include_pad", int64_t{1}}},
-               one({2, 2, 4, 4}), 1, false});
+               one({2, 2, 4, 4}), 1, true});
   c.push_back({"GlobalAveragePool", "GlobalAveragePool", {}, one({2, 3, 4, 4}), 1, false});
   c.push_back({"GlobalMaxPool", "GlobalMaxPool", {}, one({2, 3, 4, 4}), 1, false});
   c.push_back({"Gemm", "Gemm", {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}},
@@ -233,17 +252,20 @@ class PreparedStep {
     ctx_->SetPrepared(&prepared_, workspace_);
   }
 
-  // Points the inputs at `inputs` (same shapes) and invokes; `largest` gets
-  // the largest heap allocation the invoke made.
-  absl::Status Invoke(const std::vector<Tensor>& inputs, size_t* largest) {
+  // Points the inputs at `inputs` (same shapes) and invokes; `allocations`
+  // and `largest` get the number and the largest of the heap allocations the
+  // invoke made.
+  absl::Status Invoke(const std::vector<Tensor>& inputs, size_t* largest, size_t* allocations = nullptr) {
     for (size_t i = 0; i < inputs.size(); ++i) in_views_[i].data = const_cast<void*>(inputs[i].data());
     if (workspace_ != nullptr) std::memset(workspace_, 0xA5, workspace_bytes_);
     const ir::KernelFn invoke = def_.kernels[static_cast<int>(ir::Backend::kCpu)];
     g_largest_allocation = 0;
+    g_allocations = 0;
     g_watch_allocations = true;
     absl::Status s = invoke(*ctx_);
     g_watch_allocations = false;
     *largest = g_largest_allocation;
+    if (allocations != nullptr) *allocations = g_allocations;
     return s;
   }
 
@@ -300,13 +322,12 @@ TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRuns) {
   for (int seed = 0; seed < 4; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     const std::vector<Tensor> inputs = c.inputs(seed);
-    size_t largest = 0;
-    absl::Status s = step.Invoke(inputs, &largest);
+    size_t largest = 0, allocations = 0;
+    absl::Status s = step.Invoke(inputs, &largest, &allocations);
     ASSERT_TRUE(s.ok()) << s;
-    if (step.prepared().workspace_bytes > 0) {
-      // Its scratch is the workspace: nothing of that size comes from the heap.
-      EXPECT_LT(largest, step.prepared().workspace_bytes);
-    }
+    // Its scratch is the workspace: nothing comes from the heap.
+    EXPECT_EQ(allocations, 0u) << "the largest was " << largest << " bytes";
+    if (step.prepared().workspace_bytes > 0) EXPECT_LT(largest, step.prepared().workspace_bytes);
     absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(inputs), c.attrs, c.num_outputs);
     ASSERT_TRUE(fresh.ok()) << fresh.status();
     for (size_t i = 0; i < fresh->size(); ++i) EXPECT_TRUE(SameBytes(step.outputs()[i], (*fresh)[i])) << "output " << i;

@@ -63,15 +63,16 @@ int64_t BoundedProduct(absl::Span<const int64_t> dims) { return backends::Bounde
 // position p of `pos` (flattened, in order) with t the flattened index in
 // `target` of coordinate p * stride - pad + tap * dilation per dim, or -1
 // when that falls outside `target`. Conv maps output positions to input
-// (im2col); ConvTranspose maps input positions to output (col2im).
+// (im2col); ConvTranspose maps input positions to output (col2im). `p`
+// (w.spatial entries, from the workspace) holds the position's index.
 template <typename Fn>
 void ForEachTapPosition(const Window& w, absl::Span<const int64_t> tap, absl::Span<const int64_t> pos,
-                        absl::Span<const int64_t> target, Fn&& fn) {
+                        absl::Span<const int64_t> target, absl::Span<int64_t> p, Fn&& fn) {
   const int last = w.spatial - 1;
   int64_t rows = 1;
   for (int d = 0; d < last; ++d) rows *= pos[d];
   if (rows == 0 || pos[last] == 0) return;
-  std::vector<int64_t> p(static_cast<size_t>(last), 0);
+  std::fill(p.begin(), p.end(), 0);
   const int64_t base_last = tap[last] * w.dilations[last] - w.pad_begin[last];
   int64_t flat = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -114,11 +115,11 @@ bool NextIndex(Index& index, absl::Span<const int64_t> dims) {
 // col[(c * K + tap) * O + o] = x[c] at the input position that output
 // position o reads through kernel tap `tap` (0 in the padding).
 template <typename T>
-void Im2Col(const T* x, int64_t channels, const Window& w, T* col, absl::Span<int64_t> tap) {
+void Im2Col(const T* x, int64_t channels, const Window& w, T* col, absl::Span<int64_t> tap, absl::Span<int64_t> p) {
   for (int64_t c = 0; c < channels; ++c, x += w.in_size) {
     std::fill(tap.begin(), tap.end(), 0);
     do {
-      ForEachTapPosition(w, tap, w.out, w.in, [&](int64_t o, int64_t i) { col[o] = i >= 0 ? x[i] : T(0); });
+      ForEachTapPosition(w, tap, w.out, w.in, p, [&](int64_t o, int64_t i) { col[o] = i >= 0 ? x[i] : T(0); });
       col += w.out_size;
     } while (NextIndex(tap, w.kernel));
   }
@@ -151,9 +152,10 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   if (absl::Status s = CheckDType<float, double>(ctx, dtype); !s.ok()) return s;
   p.pointwise = IsPointwise(*w);
   p.conv = *std::move(conv);
-  WorkspaceLayout layout;  // the im2col matrix and its tap index
+  WorkspaceLayout layout;  // the im2col matrix, the tap's and the position's index
   if (!p.pointwise) {
     layout.AddBytes(static_cast<uint64_t>(p.col_size) * DTypeSize(dtype));
+    layout.Add<int64_t>(p.conv.w.spatial);
     layout.Add<int64_t>(p.conv.w.spatial);
   }
   return MakePrepared(std::move(p), layout.bytes());
@@ -172,11 +174,12 @@ absl::Status ConvKernel(KernelContext& ctx) {
   return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     T* col = nullptr;
-    absl::Span<int64_t> tap;
+    absl::Span<int64_t> tap, position;
     if (!pointwise) {
       WorkspaceCursor ws(ctx.workspace());
       col = ws.Take<T>(p->col_size);
       tap = absl::Span<int64_t>(ws.Take<int64_t>(w->spatial), static_cast<size_t>(w->spatial));
+      position = absl::Span<int64_t>(ws.Take<int64_t>(w->spatial), static_cast<size_t>(w->spatial));
     }
     const T* xp = x.as<const T>();
     const T* wp = wt.as<const T>();
@@ -186,7 +189,7 @@ absl::Status ConvKernel(KernelContext& ctx) {
         const T* xg = xp + (img * c + gi * cg) * w->in_size;
         const T* a = xg;
         if (!pointwise) {
-          Im2Col(xg, cg, *w, col, tap);
+          Im2Col(xg, cg, *w, col, tap, position);
           a = col;
         }
         T* yg = yp + (img * m + gi * mg) * w->out_size;
@@ -224,8 +227,9 @@ absl::StatusOr<PreparedKernel> PrepareConvTranspose(const KernelContext& ctx) {
   const DType dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckDType<float, double>(ctx, dtype); !s.ok()) return s;
   p.conv = *std::move(conv);
-  WorkspaceLayout layout;  // the col2im matrix, then the tap index
+  WorkspaceLayout layout;  // the col2im matrix, the tap's and the position's index
   layout.AddBytes(static_cast<uint64_t>(p.col_size) * DTypeSize(dtype));
+  layout.Add<int64_t>(p.conv.spatial);
   layout.Add<int64_t>(p.conv.spatial);
   return MakePrepared(std::move(p), layout.bytes());
 }
@@ -245,6 +249,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
     WorkspaceCursor ws(ctx.workspace());
     T* col = ws.Take<T>(p->col_size);
     const absl::Span<int64_t> tap(ws.Take<int64_t>(spatial), static_cast<size_t>(spatial));
+    const absl::Span<int64_t> position(ws.Take<int64_t>(spatial), static_cast<size_t>(spatial));
     const T* xp = x.as<const T>();
     const T* wp = wt.as<const T>();
     T* yp = ctx.output(0).as<T>();
@@ -261,7 +266,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
           std::fill(plane, plane + w.out_size, bias);
           std::fill(tap.begin(), tap.end(), 0);
           do {
-            ForEachTapPosition(w, tap, w.in, w.out, [&](int64_t i, int64_t o) {
+            ForEachTapPosition(w, tap, w.in, w.out, position, [&](int64_t i, int64_t o) {
               if (o >= 0) plane[o] += src[i];
             });
             src += w.in_size;
@@ -313,36 +318,63 @@ PoolTaps MakePoolTaps(const Window& w) {
 
 enum class PoolKind { kMax, kAverage };
 
-// Runs fn(out_flat, window) for each output position of one plane, where
-// window[d] lists the input positions covered along dim d.
+// The indices a pooled plane is walked with, w.spatial entries each, from
+// the workspace: the output position `o`, the window's lists of input
+// positions, the tap `k` within them, its input coordinates and MaxPool's
+// best coordinates so far.
+using WindowLists = absl::Span<const std::vector<int64_t>*>;
+struct PoolIndices {
+  absl::Span<int64_t> o, k, coord, best_coord;
+  WindowLists window;
+};
+
+void AddPoolIndices(int spatial, WorkspaceLayout* layout) {
+  for (int i = 0; i < 4; ++i) layout->Add<int64_t>(spatial);
+  layout->Add<const std::vector<int64_t>*>(spatial);
+}
+
+PoolIndices TakePoolIndices(void* workspace, int spatial) {
+  WorkspaceCursor ws(workspace);
+  const size_t n = static_cast<size_t>(spatial);
+  PoolIndices idx;
+  idx.o = absl::Span<int64_t>(ws.Take<int64_t>(spatial), n);
+  idx.k = absl::Span<int64_t>(ws.Take<int64_t>(spatial), n);
+  idx.coord = absl::Span<int64_t>(ws.Take<int64_t>(spatial), n);
+  idx.best_coord = absl::Span<int64_t>(ws.Take<int64_t>(spatial), n);
+  idx.window = WindowLists(ws.Take<const std::vector<int64_t>*>(spatial), n);
+  return idx;
+}
+
+// Runs fn(out_flat, out_coords, window) for each output position of one
+// plane, where window[d] lists the input positions covered along dim d.
 template <typename Fn>
-void ForEachPoolWindow(const Window& w, const PoolTaps& taps, Fn&& fn) {
+void ForEachPoolWindow(const Window& w, const PoolTaps& taps, const PoolIndices& idx, Fn&& fn) {
   if (w.out_size == 0) return;
-  std::vector<int64_t> o(static_cast<size_t>(w.spatial), 0);
-  std::vector<const std::vector<int64_t>*> window(static_cast<size_t>(w.spatial));
+  absl::Span<int64_t> o = idx.o;
+  std::fill(o.begin(), o.end(), 0);
   int64_t flat = 0;
   do {
-    for (int d = 0; d < w.spatial; ++d) window[d] = &taps.inside[d][o[d]];
-    fn(flat++, o, window);
+    for (int d = 0; d < w.spatial; ++d) idx.window[d] = &taps.inside[d][o[d]];
+    fn(flat++, absl::Span<const int64_t>(o), idx.window);
   } while (NextIndex(o, w.out));
 }
 
 // Calls visit(input_flat, spatial_coords) for every input element of the window.
 template <typename Visit>
-void ForEachWindowElement(const Window& w, const std::vector<const std::vector<int64_t>*>& window, Visit&& visit) {
+void ForEachWindowElement(const Window& w, WindowLists window, const PoolIndices& idx, Visit&& visit) {
   const int sp = w.spatial;
   for (int d = 0; d < sp; ++d) {
     if (window[d]->empty()) return;
   }
-  std::vector<int64_t> k(static_cast<size_t>(sp), 0);
-  std::vector<int64_t> coord(static_cast<size_t>(sp));
+  absl::Span<int64_t> k = idx.k, coord = idx.coord;
+  std::fill(k.begin(), k.end(), 0);
   while (true) {
     int64_t flat = 0;
     for (int d = 0; d < sp; ++d) {
       coord[d] = (*window[d])[k[d]];
       flat = flat * w.in[d] + coord[d];
     }
-    visit(flat, coord);
+    visit(flat, absl::Span<const int64_t>(coord));
     int d = sp - 1;
     for (; d >= 0; --d) {
       if (++k[d] < static_cast<int64_t>(window[d]->size())) break;
@@ -377,7 +409,9 @@ absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
   p.taps = MakePoolTaps(pool->w);
   p.planes = x.shape[0] * x.shape[1];
   p.pool = *std::move(pool);
-  return MakePrepared(std::move(p));
+  WorkspaceLayout layout;  // the indices of the walk (PoolIndices)
+  AddPoolIndices(p.pool.w.spatial, &layout);
+  return MakePrepared(std::move(p), layout.bytes());
 }
 
 absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
@@ -391,6 +425,7 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
   const bool count_pad = pp->count_pad;
   const PoolTaps& taps = pp->taps;
   const int64_t planes = pp->planes;
+  const PoolIndices idx = TakePoolIndices(ctx.workspace(), w->spatial);
 
   auto run = [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
@@ -402,19 +437,19 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
       const T* xs = xp + plane * w->in_size;
       T* ys = yp + plane * w->out_size;
       int64_t* is = ip != nullptr ? ip + plane * w->out_size : nullptr;
-      ForEachPoolWindow(*w, taps, [&](int64_t o, const std::vector<int64_t>& pos, const auto& window) {
+      ForEachPoolWindow(*w, taps, idx, [&](int64_t o, absl::Span<const int64_t> pos, WindowLists window) {
         if (kind == PoolKind::kMax) {
           // A window wholly in the padding has no element; it gives the
           // lowest value, as onnxruntime does.
           C best = std::numeric_limits<C>::lowest();
           int64_t best_index = -1;
-          std::vector<int64_t> best_coord;
-          ForEachWindowElement(*w, window, [&](int64_t i, const std::vector<int64_t>& coord) {
+          const absl::Span<int64_t> best_coord = idx.best_coord;
+          ForEachWindowElement(*w, window, idx, [&](int64_t i, absl::Span<const int64_t> coord) {
             const C v = ToCompute(xs[i]);
             if (best_index < 0 || v > best) {
               best = v;
               best_index = i;
-              if (column_major) best_coord = coord;
+              if (column_major) std::copy(coord.begin(), coord.end(), best_coord.begin());
             }
           });
           ys[o] = FromCompute<T>(best);
@@ -429,7 +464,7 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
         } else {
           double sum = 0;
           double count = 0;  // a product of padded window lengths may pass int64
-          ForEachWindowElement(*w, window, [&](int64_t i, const std::vector<int64_t>&) {
+          ForEachWindowElement(*w, window, idx, [&](int64_t i, absl::Span<const int64_t>) {
             sum += static_cast<double>(ToCompute(xs[i]));
             ++count;
           });
