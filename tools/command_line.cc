@@ -2,13 +2,16 @@
 #include "command_line.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "json_writer.h"
 
 namespace grove::cli {
 
@@ -223,6 +226,218 @@ int InputShapesFromFlags(const ParsedArgs& args, const Model& model, std::vector
                              absl::StrJoin(names, ", "), ")"));
   }
   return -1;
+}
+
+int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options) {
+  if (args.Has("device")) {
+    absl::StatusOr<Device> device = ParseDevice(args.Values("device")[0]);
+    if (!device.ok()) return UsageError(device.status().message());
+    options->device = *device;
+  }
+  options->strict_device = args.Has("strict-device");
+  if (args.Has("gemm-math")) {
+    absl::StatusOr<GemmMath> math = ParseGemmMath(args.Values("gemm-math")[0]);
+    if (!math.ok()) return UsageError(math.status().message());
+    options->cuda_gemm_math = *math;
+  }
+  if (args.Has("graphs")) {
+    absl::StatusOr<GraphMode> graphs = ParseGraphMode(args.Values("graphs")[0]);
+    if (!graphs.ok()) return UsageError(graphs.status().message());
+    options->cuda_graphs = *graphs;
+  }
+  return -1;
+}
+
+int LoadModelAndSession(const std::string& model_path, const SessionOptions& options,
+                        std::shared_ptr<const Model>* out_model, std::unique_ptr<Session>* out_session) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(model_path);
+  if (!model.ok()) return Fail(absl::StrCat("cannot load model ", model_path, ": ", model.status().message()));
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, options);
+  if (options.device == Device::kCuda && (!session.ok() || (*session)->device() != Device::kCuda)) {
+    return Fail(absl::StrCat("CUDA backend not available",
+                             session.ok() ? "" : absl::StrCat(": ", session.status().message())));
+  }
+  if (!session.ok()) return Fail(absl::StrCat("cannot create a session: ", session.status().message()));
+  *out_model = *std::move(model);
+  *out_session = *std::move(session);
+  return -1;
+}
+
+std::string NpyFileName(const std::string& name) {
+  constexpr size_t kMaxFileNameBytes = 200;  // of NAME_MAX's 255, with room for ".npy"
+  std::string file = name.substr(0, kMaxFileNameBytes);
+  for (char& c : file) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.';
+    if (!ok) c = '_';
+  }
+  if (file.empty() || file[0] == '.') file.insert(0, "_");
+  return file + ".npy";
+}
+
+absl::Status CheckInputHeader(const NpyHeader& h, const TensorInfo& info, const std::vector<SymbolInfo>& symbols,
+                              BoundSymbols* bound) {
+  const std::string holds = absl::StrCat("holds ", DTypeName(h.dtype), ShapeString(h.shape));
+  const std::string wants = absl::StrCat("but the model expects ", DeclaredType(info));
+  const bool widened_bf16 = info.kind == ValueKind::kTensor && info.dtype == DType::kBF16 && h.dtype == DType::kF32;
+  if (h.dtype != info.dtype && !widened_bf16) {
+    return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants));
+  }
+  if (info.kind != ValueKind::kTensor) return absl::OkStatus();  // a sequence's items have no one shape
+  if (h.shape.size() != info.shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(holds, " (rank ", h.shape.size(), ") ", wants, " (rank ",
+                                                   info.shape.size(), ")"));
+  }
+  for (size_t k = 0; k < h.shape.size(); ++k) {
+    const DimInfo& want = info.shape[k];
+    const int64_t got = h.shape[k];
+    if (!want.is_symbolic()) {
+      if (got != want.value) {
+        return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " is ", got, ", wants ",
+                                                       want.value));
+      }
+      continue;
+    }
+    const std::string symbol = TerminalSafe(want.symbol);
+    for (const SymbolInfo& sym : symbols) {
+      if (sym.name == want.symbol && (got < sym.min || got > sym.max)) {
+        return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " (", symbol, ") is ", got,
+                                                       ", outside ", symbol, "'s range ", sym.min, "..", sym.max));
+      }
+    }
+    auto [it, inserted] = bound->emplace(want.symbol, std::make_pair(got, info.name));
+    if (!inserted && it->second.first != got) {
+      return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " (", symbol, ") is ", got,
+                                                     " but input '", it->second.second, "' gives ", symbol, " = ",
+                                                     it->second.first));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> ReadInputNpy(const std::string& file, const TensorInfo& info, const Model& model,
+                                    BoundSymbols* bound) {
+  // The header is checked against the model before any data is read: a
+  // 16 GiB file of the wrong shape is refused at once.
+  absl::Status mismatch;
+  absl::StatusOr<Tensor> tensor = ReadNpy(file, [&](const NpyHeader& h) {
+    return mismatch = CheckInputHeader(h, info, model.symbols(), bound);
+  });
+  if (!mismatch.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", info.name, "': ", file, " ", mismatch.message()));
+  }
+  if (!tensor.ok()) return absl::InvalidArgumentError(absl::StrCat("input '", info.name, "': ", tensor.status().message()));
+  if (info.dtype == DType::kBF16 && tensor->dtype() == DType::kF32) {
+    tensor = Tensor::CastOf(tensor->view(), DType::kBF16);  // NumPy has no bf16: accept f32 and round.
+    if (!tensor.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", info.name, "': ", tensor.status().message()));
+    }
+  }
+  return tensor;
+}
+
+absl::StatusOr<std::vector<Tensor>> ReadCaseDir(const std::string& dir, const Model& model) {
+  auto error = [&dir](absl::string_view message) {
+    return absl::InvalidArgumentError(absl::StrCat("case ", dir, ": ", message));
+  };
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return error("not a directory");
+  // Every .npy file in the directory must be some input's.
+  std::map<std::string, bool> npy_files;  // file name -> taken by an input
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) npy_files[name] = false;
+  }
+  if (ec) return error(absl::StrCat("cannot list it: ", ec.message()));
+  const std::vector<TensorInfo>& infos = model.inputs();
+  std::vector<std::string> missing;
+  std::map<std::string, std::string> file_owner;  // file name -> input
+  for (const TensorInfo& info : infos) {
+    const std::string file = NpyFileName(info.name);
+    if (info.kind != ValueKind::kTensor) {
+      return error(absl::StrCat("input '", info.name, "' is a ", DeclaredType(info),
+                                "; a case directory holds tensors only (give a sequence with --input NAME=A.npy,B.npy)"));
+    }
+    if (auto [it, inserted] = file_owner.emplace(file, info.name); !inserted) {
+      return error(absl::StrCat("inputs '", it->second, "' and '", info.name, "' both read ", file));
+    }
+    auto it = npy_files.find(file);
+    if (it == npy_files.end()) {
+      missing.push_back(absl::StrCat(file, " (input '", info.name, "' ", DeclaredType(info), ")"));
+    } else {
+      it->second = true;
+    }
+  }
+  if (!missing.empty()) return error(absl::StrCat("missing ", absl::StrJoin(missing, ", ")));
+  for (const auto& [file, taken] : npy_files) {
+    if (taken) continue;
+    std::vector<std::string> names;
+    for (const TensorInfo& info : infos) names.push_back(absl::StrCat("'", info.name, "'"));
+    return error(absl::StrCat(file, " is no model input (its inputs: ", absl::StrJoin(names, ", "), ")"));
+  }
+  std::vector<Tensor> tensors;
+  BoundSymbols bound;
+  for (const TensorInfo& info : infos) {
+    absl::StatusOr<Tensor> t = ReadInputNpy(absl::StrCat(dir, "/", NpyFileName(info.name)), info, model, &bound);
+    if (!t.ok()) return error(t.status().message());
+    tensors.push_back(*std::move(t));
+  }
+  return tensors;
+}
+
+SessionStats StatsSince(const SessionStats& before, const SessionStats& after) {
+  SessionStats d = after;
+  d.runs -= before.runs;
+  d.plans_created -= before.plans_created;
+  d.plan_cache_hits -= before.plan_cache_hits;
+  d.plans_evicted -= before.plans_evicted;
+  d.kernels_run -= before.kernels_run;
+  d.cpu_fallback_steps -= before.cpu_fallback_steps;
+  d.bytes_host_to_device -= before.bytes_host_to_device;
+  d.bytes_device_to_host -= before.bytes_device_to_host;
+  d.device_allocations -= before.device_allocations;
+  d.device_synchronizations -= before.device_synchronizations;
+  d.device_to_host_reads -= before.device_to_host_reads;
+  d.segments_run -= before.segments_run;
+  d.host_waits_inside_segments -= before.host_waits_inside_segments;
+  d.graphs_captured -= before.graphs_captured;
+  d.graph_replays -= before.graph_replays;
+  d.segments_run_eagerly -= before.segments_run_eagerly;
+  d.graph_capture_failures -= before.graph_capture_failures;
+  d.graphs_evicted -= before.graphs_evicted;
+  d.graph_launches -= before.graph_launches;
+  d.launches_outside_graphs -= before.launches_outside_graphs;
+  return d;
+}
+
+void WriteCounters(const SessionStats& s, JsonWriter* w) {
+  w->Key("graphs_captured");
+  w->Int(s.graphs_captured);
+  w->Key("graph_replays");
+  w->Int(s.graph_replays);
+  w->Key("launches_outside_graphs");
+  w->Int(s.launches_outside_graphs);
+  // The stats count device-to-host copies and the bytes each way (host to
+  // device copies are not counted one by one).
+  w->Key("copies");
+  w->BeginObject();
+  w->Key("device_to_host_reads");
+  w->Int(s.device_to_host_reads);
+  w->Key("bytes_host_to_device");
+  w->Int(s.bytes_host_to_device);
+  w->Key("bytes_device_to_host");
+  w->Int(s.bytes_device_to_host);
+  w->EndObject();
+  w->Key("syncs");
+  w->Int(s.device_synchronizations);
+  w->Key("plans_created");
+  w->Int(s.plans_created);
+  w->Key("kernels_run");
+  w->Int(s.kernels_run);
+  w->Key("segments_run");
+  w->Int(s.segments_run);
+  w->Key("cpu_fallback_steps");
+  w->Int(s.cpu_fallback_steps);
 }
 
 }  // namespace grove::cli

@@ -9,13 +9,17 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "grove/grove.h"
+#include "grove/npy.h"
 
 namespace grove::cli {
 
@@ -29,6 +33,9 @@ int RunMain(absl::Span<const std::string> args);
 int InspectMain(absl::Span<const std::string> args);
 int ImportMain(absl::Span<const std::string> args);
 int CompileMain(absl::Span<const std::string> args);
+int BenchMain(absl::Span<const std::string> args);
+
+class JsonWriter;
 
 enum FlagKind { kSwitch, kValue, kRepeatedValue };
 struct FlagSpec {
@@ -85,6 +92,57 @@ int InputShapesFromFlags(const ParsedArgs& args, const Model& model, std::vector
 
 // "768 bytes", "2.6 KiB (2704 bytes)".
 std::string HumanBytes(uint64_t bytes);
+
+// --- What `run` and `bench` share -------------------------------------------
+
+// SessionOptions from --device, --strict-device, --gemm-math and --graphs
+// (those given). Returns -1, or the exit code of a bad value.
+int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options);
+
+// Loads `model_path` and makes a session; a CUDA session that could not be
+// had is an error naming the reason. Returns -1, or the exit code after
+// printing the error.
+int LoadModelAndSession(const std::string& model_path, const SessionOptions& options,
+                        std::shared_ptr<const Model>* out_model, std::unique_ptr<Session>* out_session);
+
+// The file a model input or output NAME is read from or written to: only
+// [A-Za-z0-9_.-] is kept (anything else becomes '_'), a leading '.' gets a
+// '_' before it, long names are cut; then ".npy". It never leaves its
+// directory whatever the model calls its values.
+std::string NpyFileName(const std::string& name);
+
+// Symbol name -> (value, the input that bound it), filled as input files are
+// checked so two inputs that disagree on a symbol are refused.
+using BoundSymbols = std::map<std::string, std::pair<int64_t, std::string>>;
+
+// Reads a tensor input from `file`, checking its header against `info`
+// (dtype, rank, fixed dims, symbol ranges and `bound`) before any data is
+// read; an f32 file for a bf16 input is rounded. Errors name the input and
+// the file.
+absl::StatusOr<Tensor> ReadInputNpy(const std::string& file, const TensorInfo& info, const Model& model,
+                                    BoundSymbols* bound);
+// Checks a header as ReadInputNpy does (a sequence's items: the dtype).
+absl::Status CheckInputHeader(const NpyHeader& h, const TensorInfo& info, const std::vector<SymbolInfo>& symbols,
+                              BoundSymbols* bound);
+
+// The inputs of a case directory: NpyFileName(NAME) for each model input,
+// in model order. A missing file, a .npy file that is no model input, a
+// sequence or optional input (not supported in a directory), an unreadable
+// file or one of the wrong dtype or shape is an error naming the directory
+// and the file.
+absl::StatusOr<std::vector<Tensor>> ReadCaseDir(const std::string& dir, const Model& model);
+
+// The counters of what happened between two reads of a session's stats
+// (runs, plans, kernels, copies, syncs, graphs); the gauges (graphs_held,
+// graph_nodes, graph_bytes) and graph_fallback_reason are `after`'s.
+SessionStats StatsSince(const SessionStats& before, const SessionStats& after);
+
+// The counters `run --json` and `bench --json` print, as keys of the object
+// `w` is in: graphs_captured, graph_replays, launches_outside_graphs,
+// copies {device_to_host_reads, bytes_host_to_device, bytes_device_to_host},
+// syncs (device_synchronizations), plans_created, kernels_run, segments_run,
+// cpu_fallback_steps.
+void WriteCounters(const SessionStats& s, JsonWriter* w);
 
 }  // namespace grove::cli
 

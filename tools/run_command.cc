@@ -22,26 +22,39 @@
 #include "grove/grove.h"
 #include "grove/npy.h"
 #include "command_line.h"
+#include "json_writer.h"
 
 namespace grove::cli {
 namespace {
 
 constexpr char kUsage[] =
     "Usage: grove run MODEL.grove --input NAME=FILE.npy ... [flags]\n"
+    "       grove run MODEL.grove --case DIR [--case DIR ...] [flags]\n"
     "\n"
     "Runs MODEL once per --repeat on the given inputs (one --input per model\n"
     "input) and prints each output's dtype, shape, range and first values.\n"
+    "With --case, runs each case directory's inputs in turn in one session.\n"
     "\n"
     "Flags:\n"
     "  --input NAME=FILE.npy  an input, by model input name (repeatable); a sequence\n"
     "                         input takes a comma-separated list, one file per item\n"
+    "  --case DIR             a set of inputs: DIR/NAME.npy for each model input\n"
+    "                         (tensor inputs only; no other .npy files); repeatable,\n"
+    "                         run in order; not with --input\n"
     "  --output-dir DIR       write each output to DIR/NAME.npy, a sequence's items\n"
-    "                         to DIR/NAME_0.npy, ... (DIR is created); bf16 outputs\n"
+    "                         to DIR/NAME_0.npy, ... (DIR is created); with --case,\n"
+    "                         to DIR/BASENAME/NAME.npy (BASENAME: the case directory's\n"
+    "                         name, which must differ between cases); bf16 outputs\n"
     "                         are widened to f32, NumPy has no bf16; strings are\n"
     "                         written as unicode arrays ('<U{n}')\n"
+    "  --json                 print one JSON object instead: \"runs\" (per run: case,\n"
+    "                         time_ms, graphs_captured, graph_replays,\n"
+    "                         launches_outside_graphs, copies, syncs, plans_created,\n"
+    "                         ..., outputs) and \"totals\" (the same over the session,\n"
+    "                         arena_bytes, graph_bytes)\n"
     "  --device cpu|cuda|auto where to run (default auto: CUDA if present, else CPU)\n"
-    "  --repeat N             run N times: the first run's time (plans, kernel loading)\n"
-    "                         and the mean of the others (default 1)\n"
+    "  --repeat N             run N times (each case): the first run's time (plans,\n"
+    "                         kernel loading) and the mean of the others (default 1)\n"
     "  --strict-device        fail instead of running ops without a CUDA kernel\n"
     "                         on the CPU\n"
     "  --gemm-math f32|tf32|bf16|f16\n"
@@ -142,31 +155,14 @@ std::string Summarize(const std::string& name, const TensorView& t) {
   return line;
 }
 
-// Output names become file names: only [A-Za-z0-9_.-] is kept (anything
-// else, path separators and control characters included, becomes '_'), a
-// leading '.' (".", "..", hidden files) gets a '_' before it, and a name
-// longer than kMaxFileNameBytes is cut, so the file stays inside the
-// directory whatever the model calls its outputs.
-std::string FileNameFor(const std::string& output_name) {
-  constexpr size_t kMaxFileNameBytes = 200;  // of NAME_MAX's 255, with room for ".npy"
-  std::string name = output_name.substr(0, kMaxFileNameBytes);
-  for (char& c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                    c == '-' || c == '.';
-    if (!ok) c = '_';
-  }
-  if (name.empty() || name[0] == '.') name.insert(0, "_");
-  return name + ".npy";
-}
-
-// The file name of each output (FileNameFor), or an error naming the first
+// The file name of each output (NpyFileName), or an error naming the first
 // two outputs that map to one file, so nothing is written when any would be
 // overwritten.
 absl::StatusOr<std::vector<std::string>> OutputFileNames(const std::vector<std::string>& names) {
   std::vector<std::string> files;
   std::map<std::string, size_t> first;  // file name -> index in names
   for (size_t i = 0; i < names.size(); ++i) {
-    files.push_back(FileNameFor(names[i]));
+    files.push_back(NpyFileName(names[i]));
     auto [it, inserted] = first.emplace(files.back(), i);
     if (!inserted) {
       return absl::InvalidArgumentError(absl::StrCat("outputs '", names[it->second], "' and '", names[i],
@@ -177,62 +173,154 @@ absl::StatusOr<std::vector<std::string>> OutputFileNames(const std::vector<std::
   return files;
 }
 
-// Refuses an input file whose header does not fit the model's input, before
-// its data is read or allocated: the dtype (f32 for a bf16 input: NumPy has
-// no bf16), and for a tensor input the rank, each fixed dim, and each
-// symbolic dim within its symbol's range and equal to what an earlier input
-// bound it to (`bound`, symbol name -> value and the input that bound it).
-absl::Status CheckInputHeader(const NpyHeader& h, const TensorInfo& info, const std::vector<SymbolInfo>& symbols,
-                              std::map<std::string, std::pair<int64_t, std::string>>* bound) {
-  const std::string holds = absl::StrCat("holds ", DTypeName(h.dtype), ShapeString(h.shape));
-  const std::string wants = absl::StrCat("but the model expects ", DeclaredType(info));
-  const bool widened_bf16 = info.kind == ValueKind::kTensor && info.dtype == DType::kBF16 && h.dtype == DType::kF32;
-  if (h.dtype != info.dtype && !widened_bf16) {
-    return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants));
-  }
-  if (info.kind != ValueKind::kTensor) return absl::OkStatus();  // a sequence's items have no one shape
-  if (h.shape.size() != info.shape.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(holds, " (rank ", h.shape.size(), ") ", wants, " (rank ",
-                                                   info.shape.size(), ")"));
-  }
-  for (size_t k = 0; k < h.shape.size(); ++k) {
-    const DimInfo& want = info.shape[k];
-    const int64_t got = h.shape[k];
-    if (!want.is_symbolic()) {
-      if (got != want.value) {
-        return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " is ", got, ", wants ",
-                                                       want.value));
-      }
+double Milliseconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// A run's outputs: one named tensor per output, or per item of a sequence
+// output ("tokens_0", "tokens_1", ...); `notes` gets a line for each
+// sequence (its DebugString) and each absent optional.
+std::vector<std::pair<std::string, TensorView>> CollectOutputs(const Model& model, bool values_api,
+                                                               const std::vector<TensorView>& result_views,
+                                                               const std::vector<Value>& result_values,
+                                                               std::vector<std::string>* notes) {
+  const std::vector<TensorInfo>& output_infos = model.outputs();
+  std::vector<std::pair<std::string, TensorView>> outputs;
+  const size_t num_outputs = values_api ? result_values.size() : result_views.size();
+  for (size_t i = 0; i < num_outputs; ++i) {
+    const std::string name = i < output_infos.size() ? output_infos[i].name : absl::StrCat("output", i);
+    if (!values_api) {
+      outputs.emplace_back(name, result_views[i]);
       continue;
     }
-    const std::string symbol = TerminalSafe(want.symbol);
-    for (const SymbolInfo& sym : symbols) {
-      if (sym.name == want.symbol && (got < sym.min || got > sym.max)) {
-        return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " (", symbol, ") is ", got,
-                                                       ", outside ", symbol, "'s range ", sym.min, "..", sym.max));
-      }
+    const Value& v = result_values[i];
+    if (!v.has_value()) {
+      notes->push_back(absl::StrCat(TerminalSafe(name), ": ", v.DebugString()));
+    } else if (v.is_sequence()) {
+      notes->push_back(absl::StrCat(TerminalSafe(name), ": ", v.DebugString()));
+      for (size_t k = 0; k < v.items().size(); ++k) outputs.emplace_back(absl::StrCat(name, "_", k), v.items()[k].view());
+    } else {
+      outputs.emplace_back(name, v.tensor().view());
     }
-    auto [it, inserted] = bound->emplace(want.symbol, std::make_pair(got, info.name));
-    if (!inserted && it->second.first != got) {
-      return absl::InvalidArgumentError(absl::StrCat(holds, " ", wants, ": dim ", k, " (", symbol, ") is ", got,
-                                                     " but input '", it->second.second, "' gives ", symbol, " = ",
-                                                     it->second.first));
+  }
+  return outputs;
+}
+
+// Writes each output to DIR/NAME.npy (DIR is created); refuses two outputs
+// that map to one file before anything is written.
+absl::Status WriteOutputs(const std::string& dir, const std::vector<std::pair<std::string, TensorView>>& outputs) {
+  std::vector<std::string> names;
+  for (const auto& [name, view] : outputs) names.push_back(name);
+  absl::StatusOr<std::vector<std::string>> files = OutputFileNames(names);
+  if (!files.ok()) return files.status();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot create --output-dir ", dir, ": ", ec.message()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorView& view = outputs[i].second;
+    const std::string path = absl::StrCat(dir, "/", (*files)[i]);
+    absl::Status s;
+    if (view.dtype == DType::kBF16) {
+      absl::StatusOr<Tensor> wide = Tensor::CastOf(view, DType::kF32);
+      s = wide.ok() ? WriteNpy(path, wide->view()) : wide.status();
+    } else {
+      s = WriteNpy(path, view);
     }
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
+// A case directory's base name: "a/b/" and "a/b" give "b", "." the current
+// directory's name.
+std::string CaseBaseName(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  if (ec) p = dir;
+  p = p.lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
 
-double Milliseconds(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double, std::milli>(d).count();
+// One set of inputs: a case directory's, or the --input files'.
+struct InputSet {
+  std::string case_dir;  // "" for --input
+  std::vector<Tensor> tensors;
+  std::vector<Value> values;
+};
+
+// The --input files, read and checked against the model; -1 or an exit code.
+int ReadInputFlags(const std::vector<std::pair<std::string, std::string>>& input_files, const Model& model,
+                   const Session& session, InputSet* set) {
+  const std::vector<TensorInfo>& input_infos = model.inputs();
+  set->values.assign(input_infos.size(), Value());
+  set->tensors.assign(input_infos.size(), Tensor());
+  std::vector<bool> given(input_infos.size(), false);
+  BoundSymbols bound_symbols;
+  for (const auto& [name, file] : input_files) {
+    absl::StatusOr<int> index = session.InputIndex(name);
+    if (!index.ok()) {
+      std::vector<std::string> names;
+      for (const TensorInfo& info : input_infos) names.push_back(absl::StrCat("'", info.name, "'"));
+      return Fail(absl::StrCat("the model has no input '", name, "' (its inputs: ", absl::StrJoin(names, ", "), ")"));
+    }
+    if (given[*index]) return Fail(absl::StrCat("input '", name, "' given more than once"));
+    given[*index] = true;
+    const TensorInfo& info = input_infos[*index];
+    if (info.kind != ValueKind::kTensor) {
+      if (info.kind != ValueKind::kSequence) {
+        return Fail(absl::StrCat("input '", name, "' is an ", ValueKindName(info.kind),
+                                 "; grove run takes tensors and sequences (use Session::RunValues)"));
+      }
+      // A sequence input is a comma-separated list of .npy files, one per item.
+      std::vector<Tensor> items;
+      for (absl::string_view item : absl::StrSplit(file, ',', absl::SkipEmpty())) {
+        absl::Status mismatch;
+        absl::StatusOr<Tensor> t = ReadNpy(std::string(item), [&](const NpyHeader& h) {
+          return mismatch = CheckInputHeader(h, info, model.symbols(), &bound_symbols);
+        });
+        if (!mismatch.ok()) return Fail(absl::StrCat("input '", name, "': ", item, " ", mismatch.message()));
+        if (!t.ok()) return Fail(absl::StrCat("input '", name, "': ", t.status().message()));
+        items.push_back(*std::move(t));
+      }
+      set->values[*index] = Value::Sequence(info.dtype, std::move(items));
+      continue;
+    }
+    absl::StatusOr<Tensor> tensor = ReadInputNpy(file, info, model, &bound_symbols);
+    if (!tensor.ok()) return Fail(tensor.status());
+    set->tensors[*index] = *std::move(tensor);
+    set->values[*index] = Value(set->tensors[*index]);
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < input_infos.size(); ++i) {
+    if (!given[i]) missing.push_back(absl::StrCat("'", input_infos[i].name, "' ", DeclaredType(input_infos[i])));
+  }
+  if (!missing.empty()) return Fail(absl::StrCat("missing --input for ", absl::StrJoin(missing, ", ")));
+  return -1;
+}
+
+void WriteOutputsJson(const std::vector<std::pair<std::string, TensorView>>& outputs, JsonWriter* w) {
+  w->BeginArray();
+  for (const auto& [name, view] : outputs) {
+    w->BeginObject();
+    w->Key("name");
+    w->String(name);
+    w->Key("dtype");
+    w->String(DTypeName(view.dtype));
+    w->Key("shape");
+    w->IntArray(view.shape);
+    w->EndObject();
+  }
+  w->EndArray();
 }
 
 }  // namespace
 
 int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
-      {"input", kRepeatedValue}, {"output-dir", kValue}, {"device", kValue}, {"repeat", kValue},
-      {"strict-device", kSwitch}, {"gemm-math", kValue}, {"deadline-ms", kValue}, {"graphs", kValue}};
+      {"input", kRepeatedValue}, {"case", kRepeatedValue},  {"output-dir", kValue},  {"device", kValue},
+      {"repeat", kValue},        {"strict-device", kSwitch}, {"gemm-math", kValue},  {"deadline-ms", kValue},
+      {"graphs", kValue},        {"json", kSwitch}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -240,24 +328,12 @@ int RunMain(absl::Span<const std::string> argv) {
                                               : absl::StrCat("run: unexpected argument '", args.positional[1], "'"));
   }
   const std::string& model_path = args.positional[0];
+  if (args.Has("case") && args.Has("input")) {
+    return UsageError("run: --case and --input do not go together (a case directory holds every input)");
+  }
 
   SessionOptions options;
-  if (args.Has("device")) {
-    absl::StatusOr<Device> device = ParseDevice(args.Values("device")[0]);
-    if (!device.ok()) return UsageError(device.status().message());
-    options.device = *device;
-  }
-  options.strict_device = args.Has("strict-device");
-  if (args.Has("gemm-math")) {
-    absl::StatusOr<GemmMath> math = ParseGemmMath(args.Values("gemm-math")[0]);
-    if (!math.ok()) return UsageError(math.status().message());
-    options.cuda_gemm_math = *math;
-  }
-  if (args.Has("graphs")) {
-    absl::StatusOr<GraphMode> graphs = ParseGraphMode(args.Values("graphs")[0]);
-    if (!graphs.ok()) return UsageError(graphs.status().message());
-    options.cuda_graphs = *graphs;
-  }
+  if (int rc = SessionOptionsFromFlags(args, &options); rc >= 0) return rc;
   if (args.Has("deadline-ms") &&
       (!absl::SimpleAtoi(args.Values("deadline-ms")[0], &options.run_deadline_ms) || options.run_deadline_ms < 1)) {
     return UsageError(
@@ -275,20 +351,33 @@ int RunMain(absl::Span<const std::string> argv) {
     }
     input_files.emplace_back(name, file);
   }
-
-  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(model_path);
-  if (!model.ok()) return Fail(absl::StrCat("cannot load model ", model_path, ": ", model.status().message()));
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, options);
-  if (options.device == Device::kCuda && (!session.ok() || (*session)->device() != Device::kCuda)) {
-    return Fail(absl::StrCat("CUDA backend not available",
-                             session.ok() ? "" : absl::StrCat(": ", session.status().message())));
+  const std::vector<std::string>& case_dirs = args.Values("case");
+  for (const std::string& dir : case_dirs) {
+    if (dir.empty()) return UsageError("--case wants a directory, not ''");
   }
-  if (!session.ok()) return Fail(absl::StrCat("cannot create a session: ", session.status().message()));
+  const bool json = args.Has("json");
+  const std::string output_dir = args.Has("output-dir") ? args.Values("output-dir")[0] : std::string();
+  if (args.Has("output-dir")) {
+    // Each case writes OUTDIR/BASENAME/: two cases with one base name would
+    // overwrite each other.
+    std::map<std::string, std::string> seen;  // base name -> case dir
+    for (const std::string& dir : case_dirs) {
+      auto [it, inserted] = seen.emplace(CaseBaseName(dir), dir);
+      if (!inserted) {
+        return UsageError(absl::StrCat("--case ", it->second, " and --case ", dir, " have the same base name '",
+                                       it->first, "' and would write the same --output-dir subdirectory"));
+      }
+    }
+  }
+
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Session> session;
+  if (int rc = LoadModelAndSession(model_path, options, &model, &session); rc >= 0) return rc;
 
   if (args.Has("output-dir")) {
     // Two outputs that would share a file are refused before the run.
     std::vector<std::string> names;
-    for (const TensorInfo& info : (*model)->outputs()) {
+    for (const TensorInfo& info : model->outputs()) {
       if (info.kind == ValueKind::kTensor) names.push_back(info.name);
     }
     if (absl::StatusOr<std::vector<std::string>> files = OutputFileNames(names); !files.ok()) {
@@ -296,160 +385,171 @@ int RunMain(absl::Span<const std::string> argv) {
     }
   }
 
-  const std::vector<TensorInfo>& input_infos = (*model)->inputs();
-  // Sequences and optionals go through RunValues; a sequence input is a
-  // comma-separated list of .npy files (one per item).
+  // Sequences and optionals go through RunValues.
   bool values_api = false;
-  for (const TensorInfo& info : input_infos) values_api |= info.kind != ValueKind::kTensor;
-  for (const TensorInfo& info : (*model)->outputs()) values_api |= info.kind != ValueKind::kTensor;
-  std::vector<Value> value_inputs(input_infos.size());
-  std::vector<Tensor> inputs(input_infos.size());
-  std::vector<bool> given(input_infos.size(), false);
-  std::map<std::string, std::pair<int64_t, std::string>> bound_symbols;  // symbol -> value, input
-  for (const auto& [name, file] : input_files) {
-    absl::StatusOr<int> index = (*session)->InputIndex(name);
-    if (!index.ok()) {
-      std::vector<std::string> names;
-      for (const TensorInfo& info : input_infos) names.push_back(absl::StrCat("'", info.name, "'"));
-      return Fail(absl::StrCat("the model has no input '", name, "' (its inputs: ", absl::StrJoin(names, ", "), ")"));
-    }
-    if (given[*index]) return Fail(absl::StrCat("input '", name, "' given more than once"));
-    given[*index] = true;
-    const TensorInfo& info = input_infos[*index];
-    if (info.kind != ValueKind::kTensor) {
-      if (info.kind != ValueKind::kSequence) {
-        return Fail(absl::StrCat("input '", name, "' is an ", ValueKindName(info.kind),
-                                 "; grove run takes tensors and sequences (use Session::RunValues)"));
-      }
-      std::vector<Tensor> items;
-      for (absl::string_view item : absl::StrSplit(file, ',', absl::SkipEmpty())) {
-        absl::Status mismatch;
-        absl::StatusOr<Tensor> t = ReadNpy(std::string(item), [&](const NpyHeader& h) {
-          return mismatch = CheckInputHeader(h, info, (*model)->symbols(), &bound_symbols);
-        });
-        if (!mismatch.ok()) return Fail(absl::StrCat("input '", name, "': ", item, " ", mismatch.message()));
-        if (!t.ok()) return Fail(absl::StrCat("input '", name, "': ", t.status().message()));
-        items.push_back(*std::move(t));
-      }
-      value_inputs[*index] = Value::Sequence(info.dtype, std::move(items));
-      continue;
-    }
-    // The header is checked against the model before any data is read: a
-    // 16 GiB file of the wrong shape is refused at once.
-    absl::Status mismatch;
-    absl::StatusOr<Tensor> tensor = ReadNpy(file, [&](const NpyHeader& h) {
-      return mismatch = CheckInputHeader(h, info, (*model)->symbols(), &bound_symbols);
-    });
-    if (!mismatch.ok()) return Fail(absl::StrCat("input '", name, "': ", file, " ", mismatch.message()));
-    if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
-    if (info.dtype == DType::kBF16 && tensor->dtype() == DType::kF32) {
-      tensor = Tensor::CastOf(tensor->view(), DType::kBF16);  // NumPy has no bf16: accept f32 and round.
-      if (!tensor.ok()) return Fail(absl::StrCat("input '", name, "': ", tensor.status().message()));
-    }
-    inputs[*index] = *std::move(tensor);
-    value_inputs[*index] = Value(inputs[*index]);
-  }
-  std::vector<std::string> missing;
-  for (size_t i = 0; i < input_infos.size(); ++i) {
-    if (!given[i]) missing.push_back(absl::StrCat("'", input_infos[i].name, "' ", DeclaredType(input_infos[i])));
-  }
-  if (!missing.empty()) {
-    return Fail(absl::StrCat("missing --input for ", absl::StrJoin(missing, ", ")));
-  }
-
-  std::vector<TensorView> views;
-  for (const Tensor& t : inputs) views.push_back(t.view());
-  std::vector<TensorView> result_views;
-  std::vector<Value> result_values;
-  double first_ms = 0, total_ms = 0;
-  for (int r = 0; r < repeat; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    absl::Status status;
-    if (values_api) {
-      absl::StatusOr<std::vector<Value>> result = (*session)->RunValues(value_inputs);
-      status = result.status();
-      if (result.ok()) result_values = *std::move(result);
-    } else {
-      absl::StatusOr<std::vector<TensorView>> result = (*session)->Run(views);
-      status = result.status();
-      if (result.ok()) result_views = *std::move(result);
-    }
-    const double ms = Milliseconds(std::chrono::steady_clock::now() - start);
-    if (!status.ok()) return Fail(absl::StrCat("run failed: ", status.message()));
-    if (r == 0) {
-      first_ms = ms;  // plan creation and kernel loading happen here
-    } else {
-      total_ms += ms;
-    }
-  }
-
-  // One named tensor per output, or per item of a sequence output
-  // ("tokens_0", "tokens_1", ...); an absent optional prints as such.
-  const std::vector<TensorInfo>& output_infos = (*model)->outputs();
-  std::vector<std::pair<std::string, TensorView>> outputs;
-  const size_t num_outputs = values_api ? result_values.size() : result_views.size();
-  for (size_t i = 0; i < num_outputs; ++i) {
-    const std::string name = i < output_infos.size() ? output_infos[i].name : absl::StrCat("output", i);
-    if (!values_api) {
-      outputs.emplace_back(name, result_views[i]);
-      continue;
-    }
-    const Value& v = result_values[i];
-    if (!v.has_value()) {
-      std::printf("%s: %s\n", TerminalSafe(name).c_str(), v.DebugString().c_str());
-    } else if (v.is_sequence()) {
-      std::printf("%s: %s\n", TerminalSafe(name).c_str(), v.DebugString().c_str());
-      for (size_t k = 0; k < v.items().size(); ++k) outputs.emplace_back(absl::StrCat(name, "_", k), v.items()[k].view());
-    } else {
-      outputs.emplace_back(name, v.tensor().view());
-    }
-  }
-  for (const auto& [name, view] : outputs) std::printf("%s\n", Summarize(name, view).c_str());
-  const SessionStats stats = (*session)->stats();
-  if (repeat == 1) {
-    std::printf("time: first run %.3f ms\n", first_ms);
+  for (const TensorInfo& info : model->inputs()) values_api |= info.kind != ValueKind::kTensor;
+  for (const TensorInfo& info : model->outputs()) values_api |= info.kind != ValueKind::kTensor;
+  // Every input set is read and checked before anything runs.
+  std::vector<InputSet> sets;
+  if (case_dirs.empty()) {
+    sets.emplace_back();
+    if (int rc = ReadInputFlags(input_files, *model, *session, &sets.back()); rc >= 0) return rc;
   } else {
-    std::printf("time: first run %.3f ms, then mean %.3f ms over %d run%s\n", first_ms, total_ms / (repeat - 1),
-                repeat - 1, repeat == 2 ? "" : "s");
+    for (const std::string& dir : case_dirs) {
+      absl::StatusOr<std::vector<Tensor>> tensors = ReadCaseDir(dir, *model);
+      if (!tensors.ok()) return Fail(tensors.status());
+      InputSet set;
+      set.case_dir = dir;
+      set.tensors = *std::move(tensors);
+      for (const Tensor& t : set.tensors) set.values.emplace_back(t);
+      sets.push_back(std::move(set));
+    }
+  }
+
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("model");
+  w.String(model_path);
+  w.Key("device");
+  w.String(session->device() == Device::kCuda ? "cuda" : "cpu");
+  w.Key("device_description");
+  w.String(session->device_description());
+  w.Key("runs");
+  w.BeginArray();
+  const SessionStats initial = session->stats();
+  double all_ms = 0;
+  std::vector<std::vector<std::vector<int64_t>>> signatures;  // distinct input shapes, for the arena bytes
+  for (const InputSet& set : sets) {
+    std::vector<TensorView> views;
+    std::vector<std::vector<int64_t>> signature;
+    for (const Tensor& t : set.tensors) {
+      views.push_back(t.view());
+      signature.push_back(t.shape());
+    }
+    if (std::find(signatures.begin(), signatures.end(), signature) == signatures.end()) signatures.push_back(signature);
+    std::vector<TensorView> result_views;
+    std::vector<Value> result_values;
+    double first_ms = 0, total_ms = 0;
+    for (int r = 0; r < repeat; ++r) {
+      const SessionStats before = session->stats();
+      const auto start = std::chrono::steady_clock::now();
+      absl::Status status;
+      if (values_api) {
+        absl::StatusOr<std::vector<Value>> result = session->RunValues(set.values);
+        status = result.status();
+        if (result.ok()) result_values = *std::move(result);
+      } else {
+        absl::StatusOr<std::vector<TensorView>> result = session->Run(views);
+        status = result.status();
+        if (result.ok()) result_views = *std::move(result);
+      }
+      const double ms = Milliseconds(std::chrono::steady_clock::now() - start);
+      if (!status.ok()) {
+        return Fail(absl::StrCat(set.case_dir.empty() ? "" : absl::StrCat("case ", set.case_dir, ": "),
+                                 "run failed: ", status.message()));
+      }
+      all_ms += ms;
+      if (r == 0) {
+        first_ms = ms;  // plan creation and kernel loading happen here
+      } else {
+        total_ms += ms;
+      }
+      if (json) {
+        std::vector<std::string> notes;
+        w.BeginObject();
+        w.Key("case");
+        if (set.case_dir.empty()) {
+          w.Null();
+        } else {
+          w.String(set.case_dir);
+        }
+        w.Key("time_ms");
+        w.Double(ms);
+        WriteCounters(StatsSince(before, session->stats()), &w);
+        w.Key("outputs");
+        WriteOutputsJson(CollectOutputs(*model, values_api, result_views, result_values, &notes), &w);
+        w.EndObject();
+      }
+    }
+
+    std::vector<std::string> notes;
+    const std::vector<std::pair<std::string, TensorView>> outputs =
+        CollectOutputs(*model, values_api, result_views, result_values, &notes);
+    if (!json) {
+      const char* indent = set.case_dir.empty() ? "" : "  ";
+      if (!set.case_dir.empty()) std::printf("case %s:\n", TerminalSafe(set.case_dir).c_str());
+      for (const std::string& note : notes) std::printf("%s%s\n", indent, note.c_str());
+      for (const auto& [name, view] : outputs) std::printf("%s%s\n", indent, Summarize(name, view).c_str());
+      if (repeat == 1) {
+        std::printf("%stime: first run %.3f ms\n", indent, first_ms);
+      } else {
+        std::printf("%stime: first run %.3f ms, then mean %.3f ms over %d run%s\n", indent, first_ms,
+                    total_ms / (repeat - 1), repeat - 1, repeat == 2 ? "" : "s");
+      }
+    }
+    if (args.Has("output-dir")) {
+      const std::string dir = set.case_dir.empty() ? output_dir : absl::StrCat(output_dir, "/", CaseBaseName(set.case_dir));
+      if (absl::Status s = WriteOutputs(dir, outputs); !s.ok()) {
+        return Fail(set.case_dir.empty() ? std::string(s.message())
+                                         : absl::StrCat("case ", set.case_dir, ": ", s.message()));
+      }
+    }
+  }
+  const SessionStats stats = session->stats();
+
+  if (json) {
+    w.EndArray();
+    w.Key("totals");
+    w.BeginObject();
+    w.Key("runs");
+    w.Int(stats.runs - initial.runs);
+    w.Key("time_ms");
+    w.Double(all_ms);
+    WriteCounters(StatsSince(initial, stats), &w);
+    // Each plan has its own arena: the sum over the distinct input
+    // signatures run (Reshape finds their cached plans; models with
+    // sequence or optional inputs have no Reshape, so null).
+    w.Key("arena_bytes");
+    uint64_t arena_bytes = 0;
+    bool arena_known = true;
+    for (const auto& signature : signatures) {
+      absl::StatusOr<MemoryReport> report = values_api ? absl::UnimplementedError("") : session->Reshape(signature);
+      if (!report.ok()) {
+        arena_known = false;
+        break;
+      }
+      arena_bytes += report->arena_bytes;
+    }
+    if (arena_known) {
+      w.Uint(arena_bytes);
+    } else {
+      w.Null();
+    }
+    w.Key("graph_bytes");
+    w.Int(stats.graph_bytes);
+    w.Key("graphs_held");
+    w.Int(stats.graphs_held);
+    w.Key("graph_fallback_reason");
+    w.String(stats.graph_fallback_reason);
+    w.EndObject();
+    w.EndObject();
+    const std::string text = w.TakeText() + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitOk;
   }
   std::printf("session: device %s, runs %lld, plans created %lld, plan cache hits %lld, kernels run %lld\n",
-              (*session)->device() == Device::kCuda ? "cuda" : "cpu", static_cast<long long>(stats.runs),
+              session->device() == Device::kCuda ? "cuda" : "cpu", static_cast<long long>(stats.runs),
               static_cast<long long>(stats.plans_created), static_cast<long long>(stats.plan_cache_hits),
               static_cast<long long>(stats.kernels_run));
-  if ((*session)->device() == Device::kCuda) {
+  if (session->device() == Device::kCuda) {
     std::printf("cuda: %s, cpu fallback steps %lld, bytes host->device %lld, device->host %lld\n",
-                (*session)->device_description().c_str(), static_cast<long long>(stats.cpu_fallback_steps),
+                session->device_description().c_str(), static_cast<long long>(stats.cpu_fallback_steps),
                 static_cast<long long>(stats.bytes_host_to_device), static_cast<long long>(stats.bytes_device_to_host));
     std::printf("graphs: captured %lld, replays %lld, held %lld (%lld nodes), launches outside graphs %lld%s%s\n",
                 static_cast<long long>(stats.graphs_captured), static_cast<long long>(stats.graph_replays),
                 static_cast<long long>(stats.graphs_held), static_cast<long long>(stats.graph_nodes),
                 static_cast<long long>(stats.launches_outside_graphs),
                 stats.graph_fallback_reason.empty() ? "" : "; step by step: ", stats.graph_fallback_reason.c_str());
-  }
-
-  if (args.Has("output-dir")) {
-    const std::string dir = args.Values("output-dir")[0];
-    // Checked again, now with the items of sequence outputs, before the
-    // directory is made or anything written.
-    std::vector<std::string> names;
-    for (const auto& [name, view] : outputs) names.push_back(name);
-    absl::StatusOr<std::vector<std::string>> files = OutputFileNames(names);
-    if (!files.ok()) return Fail(files.status());
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Fail(absl::StrCat("cannot create --output-dir ", dir, ": ", ec.message()));
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const TensorView& view = outputs[i].second;
-      const std::string path = absl::StrCat(dir, "/", (*files)[i]);
-      absl::Status s;
-      if (view.dtype == DType::kBF16) {
-        absl::StatusOr<Tensor> wide = Tensor::CastOf(view, DType::kF32);
-        s = wide.ok() ? WriteNpy(path, wide->view()) : wide.status();
-      } else {
-        s = WriteNpy(path, view);
-      }
-      if (!s.ok()) return Fail(s);
-    }
   }
   return kExitOk;
 }

@@ -80,6 +80,83 @@ expect_fail 2 "unknown graph mode 'maybe'" "$G" run "$MODELS/mlp.grove" --input 
 # --graphs is a CUDA option: on the CPU it changes nothing.
 expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cpu --graphs off
 
+# --- several cases in one session (--case) and --json ------------------------
+mkdir -p "$TEST_TMP/cases/a" "$TEST_TMP/cases/b" "$TEST_TMP/other/a"
+cp "$INPUTS/mlp_x.npy" "$TEST_TMP/cases/a/x.npy"
+write_npy "$TEST_TMP/cases/b/x.npy" '<f4' '(3, 16)' "$(f32_data 48)"
+cp "$INPUTS/mlp_x.npy" "$TEST_TMP/other/a/x.npy"
+if expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b/" \
+    --output-dir "$TEST_TMP/case_out"; then
+  expect_stdout '^case .*/cases/a:$'
+  expect_stdout '^  y: f32\[2,4\] '
+  expect_stdout '^  y: f32\[3,4\] '
+  expect_stdout '^session: device cpu, runs 2, plans created 2'
+  grep -q "'shape': (2, 4), }" "$TEST_TMP/case_out/a/y.npy" || fail "--case a wrote no case_out/a/y.npy of shape (2, 4)"
+  grep -q "'shape': (3, 4), }" "$TEST_TMP/case_out/b/y.npy" || fail "--case b wrote no case_out/b/y.npy of shape (3, 4)"
+fi
+
+# json_check CODE: runs python3 on the last stdout parsed as JSON (as `d`).
+json_check() {
+  if ! python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $1" "$OUT"; then
+    fail "JSON check failed: $1"
+    sed 's/^/  stdout: /' "$OUT" | head -5 >&2
+  fi
+}
+if expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" --case "$TEST_TMP/cases/a" \
+    --repeat 2 --json --device cpu; then
+  json_check '
+r = d["runs"]; t = d["totals"]
+assert d["device"] == "cpu" and len(r) == 6, d
+assert [x["case"].rstrip("/").split("/")[-1] for x in r] == ["a", "a", "b", "b", "a", "a"], r
+keys = ["graphs_captured", "graph_replays", "launches_outside_graphs", "syncs"]
+for x in r:
+    assert x["time_ms"] >= 0 and all(x[k] == 0 for k in keys), x
+    assert x["copies"] == {"device_to_host_reads": 0, "bytes_host_to_device": 0, "bytes_device_to_host": 0}, x
+assert [x["plans_created"] for x in r] == [1, 0, 1, 0, 0, 0], r
+assert r[0]["outputs"] == [{"name": "y", "dtype": "f32", "shape": [2, 4]}], r[0]
+assert r[2]["outputs"][0]["shape"] == [3, 4], r[2]
+assert t["runs"] == 6 and t["plans_created"] == 2 and t["graph_bytes"] == 0 and t["arena_bytes"] > 0, t
+assert all(t[k] == 0 for k in keys), t'
+fi
+# Without --case, one entry per --repeat with a null case; nothing else on stdout.
+if expect_ok "$G" run "$MODELS/loop.grove" --input "trip_count=$INPUTS/loop_trip_count.npy" \
+    --input "x=$INPUTS/loop_x.npy" --input "limit=$INPUTS/loop_limit.npy" --json --repeat 2; then
+  json_check '
+assert [x["case"] for x in d["runs"]] == [None, None], d
+assert d["totals"]["runs"] == 2 and d["totals"]["plans_created"] >= 1, d
+assert [o["name"] for o in d["runs"][1]["outputs"]] == ["final", "sums"], d'
+fi
+
+# Bad cases are refused, naming the case and the file, before anything runs.
+mkdir -p "$TEST_TMP/cases/empty" "$TEST_TMP/cases/extra" "$TEST_TMP/cases/bad_dtype" "$TEST_TMP/cases/bad_shape" \
+  "$TEST_TMP/cases/garbage"
+cp "$INPUTS/mlp_x.npy" "$TEST_TMP/cases/extra/x.npy"
+cp "$INPUTS/mlp_x.npy" "$TEST_TMP/cases/extra/z.npy"
+write_npy "$TEST_TMP/cases/bad_dtype/x.npy" '<i8' '(2, 16)' "$(f32_data 64)"
+write_npy "$TEST_TMP/cases/bad_shape/x.npy" '<f4' '(2, 15)' "$(f32_data 30)"
+printf 'this is not an npy file' >"$TEST_TMP/cases/garbage/x.npy"
+expect_fail 1 "case .*/cases/empty: missing x\.npy \(input 'x' f32\[batch,16\]\)" \
+  "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/empty"
+[ -s "$OUT" ] && fail "a bad second case still ran the first"
+expect_fail 1 "case .*/cases/extra: z\.npy is no model input \(its inputs: 'x'\)" \
+  "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/extra"
+expect_fail 1 "case .*/cases/bad_dtype: input 'x': .*bad_dtype/x\.npy holds i64\[2,16\] but the model expects f32\[batch,16\]" \
+  "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/bad_dtype"
+expect_fail 1 "case .*/cases/bad_shape: input 'x': .*x\.npy holds f32\[2,15\] .*dim 1 is 15, wants 16" \
+  "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/bad_shape"
+expect_fail 1 "case .*/cases/garbage: input 'x': .*garbage/x\.npy: not a \.npy file" \
+  "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/garbage"
+expect_fail 1 "case .*/no_such_case: not a directory" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/no_such_case"
+expect_fail 2 "--case and --input do not go together" \
+  "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --input "x=$INPUTS/mlp_x.npy"
+expect_fail 2 "--case .*/cases/a and --case .*/other/a have the same base name 'a'" \
+  "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/other/a" --output-dir "$TEST_TMP/dup_out"
+[ -e "$TEST_TMP/dup_out" ] && fail "same base names still wrote $TEST_TMP/dup_out"
+expect_fail 2 "--case wants a directory, not ''" "$G" run "$MODELS/mlp.grove" --case ""
+expect_fail 2 "--case needs a value" "$G" run "$MODELS/mlp.grove" --case
+expect_fail 2 "--json takes no value" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --json=yes
+expect_fail 2 "--json given more than once" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --json --json
+
 # --- errors of the operation: exit 1 ---------------------------------------
 expect_fail 1 "cannot load model .*no_such\.grove" "$G" run "$TEST_TMP/no_such.grove" --input "x=$INPUTS/mlp_x.npy"
 expect_fail 1 "missing --input for 'x' f32\[batch,16\]" "$G" run "$MODELS/mlp.grove"
