@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"run", RunMain, "run a model on .npy inputs and summarise (or save) its outputs"},
     {"inspect", InspectMain, "show a model's signature, content and memory plan"},
     {"compile", CompileMain, "compile a model's CUDA kernels into the kernel cache (no GPU needed)"},
+    {"bench", BenchMain, "measure a model's latency per input shape (min, median, p90) and its counters"},
 };
 
 void PrintUsage(FILE* to) {
