@@ -62,11 +62,13 @@
  *   (host or device memory).
  *
  * - Versioned structs: a struct that the caller fills or allocates and hands
- *   to the library (grove_session_options_t, grove_session_stats_t) starts
+ *   to the library (grove_session_options_t, grove_session_stats_t,
+ *   grove_kernel_compile_options_t, grove_kernel_report_summary_t) starts
  *   with `size_t struct_size`, the sizeof of the struct as the caller's
  *   header declares it, set by its initializer
- *   (grove_session_options_initialize(), GROVE_SESSION_STATS_INIT). Fields
- *   are only ever added
+ *   (grove_session_options_initialize(), GROVE_SESSION_STATS_INIT,
+ *   grove_kernel_compile_options_initialize(),
+ *   GROVE_KERNEL_REPORT_SUMMARY_INIT). Fields are only ever added
  *   at the end, so the size tells the library which version of the layout
  *   the caller was built with, and each struct's comment lists the fields
  *   of each version. The library:
@@ -318,6 +320,15 @@ enum grove_gemm_math_e {
   GROVE_GEMM_MATH_F16 = 3,  /* inputs rounded to f16, f32 accumulate */
 };
 
+/* Whether a CUDA session replays its segments as CUDA graphs (see
+ * grove::GraphMode and grove::SessionOptions::cuda_graphs). */
+typedef int32_t grove_graph_mode_t;
+enum grove_graph_mode_e {
+  GROVE_GRAPH_MODE_AUTO = 0, /* graphs where the device captures them (default) */
+  GROVE_GRAPH_MODE_ON = 1,   /* the same, and a device that cannot is an error at create */
+  GROVE_GRAPH_MODE_OFF = 2,  /* every step launched one by one */
+};
+
 /* Stops runs from another thread (ONNX Runtime's RunOptions::SetTerminate):
  * give it to sessions in grove_session_options_t.cancel_token, then
  * grove_cancel_token_cancel() from any thread makes their runs in progress
@@ -339,7 +350,8 @@ GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
  * sets struct_size and every default) and then change fields.
  *
  * Versions (see "Versioned structs" at the top):
- *   1 (GROVE_SESSION_OPTIONS_SIZE_V1): device ... max_body_runs. */
+ *   1 (GROVE_SESSION_OPTIONS_SIZE_V1): device ... max_body_runs.
+ *   2 (GROVE_SESSION_OPTIONS_SIZE_V2): cuda_graphs, max_cached_graphs. */
 typedef struct grove_session_options_t {
   size_t struct_size;        /* sizeof(grove_session_options_t) as the caller declares it */
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
@@ -360,11 +372,20 @@ typedef struct grove_session_options_t {
    * included) in one run, else GROVE_STATUS_RESOURCE_EXHAUSTED; 0: no limit
    * but the per-Loop one. Default 10,000,000. */
   int64_t max_body_runs;
+  /* Version 2. CUDA graphs (see grove::SessionOptions::cuda_graphs): each
+   * straight-line segment of a plan is captured on its first run and
+   * replayed as one graph launch after. Default GROVE_GRAPH_MODE_AUTO. */
+  grove_graph_mode_t cuda_graphs;
+  /* Most graphs kept per session (least recently replayed dropped first);
+   * 0: no limit. Default 512. */
+  int32_t max_cached_graphs;
 } grove_session_options_t;
 
 /* The size of each version of grove_session_options_t. */
 #define GROVE_SESSION_OPTIONS_SIZE_V1 \
   (offsetof(grove_session_options_t, max_body_runs) + sizeof(int64_t))
+#define GROVE_SESSION_OPTIONS_SIZE_V2 \
+  (offsetof(grove_session_options_t, max_cached_graphs) + sizeof(int32_t))
 
 /* Sets out_options->struct_size to `struct_size` and writes the defaults of
  * the fields within it; bytes past the fields this library knows (a newer
@@ -467,7 +488,9 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_values(grove_s
  * Versions (see "Versioned structs" at the top):
  *   1 (GROVE_SESSION_STATS_SIZE_V1): runs ... host_waits_inside_segments.
  *   2 (GROVE_SESSION_STATS_SIZE_V2): cpu_fallback_steps,
- *     bytes_host_to_device, bytes_device_to_host. */
+ *     bytes_host_to_device, bytes_device_to_host.
+ *   3 (GROVE_SESSION_STATS_SIZE_V3): graphs_captured ...
+ *     graph_fallback_reason. */
 typedef struct grove_session_stats_t {
   size_t struct_size;  /* sizeof(grove_session_stats_t) as the caller declares it */
   /* Version 1: */
@@ -489,6 +512,22 @@ typedef struct grove_session_stats_t {
   int64_t cpu_fallback_steps;    /* steps of ops with no CUDA kernel, run on the CPU with copies */
   int64_t bytes_host_to_device;  /* inputs, fallbacks */
   int64_t bytes_device_to_host;  /* outputs, fallbacks, control-flow conditions */
+  /* Version 3. CUDA graphs (grove_session_options_t.cuda_graphs); 0 on the
+   * CPU but segments_run_eagerly, which there counts every segment run: */
+  int64_t graphs_captured;          /* segment captures, recaptures included */
+  int64_t graph_replays;            /* segment runs that were one launch of a graph captured before */
+  int64_t segments_run_eagerly;     /* segment runs launched step by step (see graph_fallback_reason) */
+  int64_t graph_capture_failures;   /* captures that failed; the segment then ran step by step */
+  int64_t graphs_evicted;           /* dropped past max_cached_graphs */
+  int64_t graphs_held;              /* graphs the session holds now */
+  int64_t graph_nodes;              /* kernel, GEMM and copy nodes in them */
+  int64_t graph_bytes;              /* their recorded parameters (the driver's share unseen) */
+  int64_t graph_launches;           /* graph launches made (captures and replays) */
+  int64_t launches_outside_graphs;  /* kernel launches and GEMMs made one by one */
+  /* Why the last segment that runs step by step for good is not a graph;
+   * "" when none. Owned by the session: valid until its next
+   * grove_session_stats call, or its release. */
+  const char* graph_fallback_reason;
 } grove_session_stats_t;
 
 /* The size of each version of grove_session_stats_t. */
@@ -496,6 +535,8 @@ typedef struct grove_session_stats_t {
   (offsetof(grove_session_stats_t, host_waits_inside_segments) + sizeof(int64_t))
 #define GROVE_SESSION_STATS_SIZE_V2 \
   (offsetof(grove_session_stats_t, bytes_device_to_host) + sizeof(int64_t))
+#define GROVE_SESSION_STATS_SIZE_V3 \
+  (offsetof(grove_session_stats_t, graph_fallback_reason) + sizeof(const char*))
 
 /* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; */
 #define GROVE_SESSION_STATS_INIT {sizeof(grove_session_stats_t)}
@@ -504,6 +545,98 @@ typedef struct grove_session_stats_t {
  * grove_session_stats_t); struct_size itself is left as it was. */
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_stats(const grove_session_t* session,
                                                                     grove_session_stats_t* out_stats);
+
+/* ------------------------------------------------------------------------ */
+/* Ahead-of-time CUDA kernels                                                */
+/* ------------------------------------------------------------------------ */
+
+/* A shape: `rank` dims. Frozen (no struct_size), as grove_tensor_t: callers
+ * pass arrays of it. */
+typedef struct grove_shape_t {
+  int32_t rank;
+  int64_t dims[GROVE_MAX_RANK];
+} grove_shape_t;
+
+/* What grove_compile_kernels compiles (grove::KernelCompileOptions). Fill
+ * with grove_kernel_compile_options_initialize(), then change fields.
+ *
+ * Versions (see "Versioned structs" at the top):
+ *   1 (GROVE_KERNEL_COMPILE_OPTIONS_SIZE_V1): arch ... all_kernels. */
+typedef struct grove_kernel_compile_options_t {
+  size_t struct_size;  /* sizeof(grove_kernel_compile_options_t) as the caller declares it */
+  /* "sm_90" (default), "sm_80", "90", "9.0"; NULL: the default. */
+  const char* arch;
+  /* One shape per model input, in model order: the model runs once on a
+   * device that records the kernels it launches (zero-valued inputs).
+   * Unused with all_kernels. Default none. */
+  const grove_shape_t* input_shapes;
+  size_t n_input_shapes;
+  /* The cache folder; NULL or "" (default): $GROVE_CACHE_DIR, else
+   * $XDG_CACHE_HOME/grove/kernels or ~/.cache/grove/kernels. */
+  const char* cache_dir;
+  /* Nonzero: every kernel module grove has, not only the model's. Default 0. */
+  int32_t all_kernels;
+  int32_t reserved; /* 0 */
+} grove_kernel_compile_options_t;
+
+#define GROVE_KERNEL_COMPILE_OPTIONS_SIZE_V1 \
+  (offsetof(grove_kernel_compile_options_t, reserved) + sizeof(int32_t))
+
+/* As grove_session_options_initialize_sized, for these options. */
+GROVE_API void grove_kernel_compile_options_initialize_sized(grove_kernel_compile_options_t* out_options,
+                                                             size_t struct_size);
+/* Writes the defaults and this header's struct_size; NULL: does nothing. */
+static inline void grove_kernel_compile_options_initialize(grove_kernel_compile_options_t* out_options) {
+  grove_kernel_compile_options_initialize_sized(out_options, sizeof(grove_kernel_compile_options_t));
+}
+
+/* What a grove_compile_kernels call did: an immutable handle whose strings
+ * live as long as it. */
+typedef struct grove_kernel_report_t grove_kernel_report_t;
+
+/* Compiles into the kernel disk cache, with NVRTC and no GPU, every CUDA
+ * kernel `model` needs at `options->input_shapes` (or every kernel, with
+ * all_kernels) for `options->arch`, so a first run on a GPU of that arch
+ * compiles nothing (grove::CompileKernels; the CLI's `grove compile`).
+ * `options` may be NULL for the defaults (then a model with inputs fails:
+ * it needs their shapes). `out_report` may be NULL when only the status
+ * matters. A second identical call compiles nothing. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_compile_kernels(const grove_model_t* model,
+                                                                      const grove_kernel_compile_options_t* options,
+                                                                      grove_kernel_report_t** out_report);
+GROVE_API void grove_kernel_report_release(grove_kernel_report_t* report);
+
+/* The numbers and notes of a report. Strings are owned by the report.
+ *
+ * Versions (see "Versioned structs" at the top):
+ *   1 (GROVE_KERNEL_REPORT_SUMMARY_SIZE_V1): cache_dir ... compile_ms. */
+typedef struct grove_kernel_report_summary_t {
+  size_t struct_size;  /* sizeof(grove_kernel_report_summary_t) as the caller declares it */
+  const char* cache_dir;  /* the cache folder filled */
+  /* Why the set may be incomplete (the dry run stopped early, or took one
+   * branch of data-dependent control flow); "" when nothing to say. */
+  const char* note;
+  int32_t arch;         /* 90 for sm_90 */
+  int32_t n_modules;    /* kernel modules needed; see grove_kernel_report_module */
+  int32_t compiled;     /* compiled by NVRTC now */
+  int32_t cached;       /* found in the cache */
+  int32_t corrupt;      /* found truncated or corrupt (then recompiled) */
+  int32_t stale;        /* found for another NVRTC or key (then recompiled) */
+  double compile_ms;    /* NVRTC time */
+} grove_kernel_report_summary_t;
+
+#define GROVE_KERNEL_REPORT_SUMMARY_SIZE_V1 \
+  (offsetof(grove_kernel_report_summary_t, compile_ms) + sizeof(double))
+/* grove_kernel_report_summary_t summary = GROVE_KERNEL_REPORT_SUMMARY_INIT; */
+#define GROVE_KERNEL_REPORT_SUMMARY_INIT {sizeof(grove_kernel_report_summary_t)}
+
+/* Writes the fields within out_summary->struct_size. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_kernel_report_summary(
+    const grove_kernel_report_t* report, grove_kernel_report_summary_t* out_summary);
+/* The name of module `index` ("elementwise__f32", ...), owned by the report;
+ * OUT_OF_RANGE past n_modules. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_kernel_report_module(const grove_kernel_report_t* report,
+                                                                           size_t index, const char** out_name);
 
 #ifdef __cplusplus
 }  /* extern "C" */

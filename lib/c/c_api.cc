@@ -57,6 +57,9 @@ static_assert(GROVE_GEMM_MATH_F32 == static_cast<int32_t>(grove::GemmMath::kF32)
 static_assert(GROVE_GEMM_MATH_TF32 == static_cast<int32_t>(grove::GemmMath::kTF32));
 static_assert(GROVE_GEMM_MATH_BF16 == static_cast<int32_t>(grove::GemmMath::kBF16));
 static_assert(GROVE_GEMM_MATH_F16 == static_cast<int32_t>(grove::GemmMath::kF16));
+static_assert(GROVE_GRAPH_MODE_AUTO == static_cast<int32_t>(grove::GraphMode::kAuto));
+static_assert(GROVE_GRAPH_MODE_ON == static_cast<int32_t>(grove::GraphMode::kOn));
+static_assert(GROVE_GRAPH_MODE_OFF == static_cast<int32_t>(grove::GraphMode::kOff));
 static_assert(GROVE_STATUS_OK == static_cast<int>(absl::StatusCode::kOk));
 static_assert(GROVE_STATUS_CANCELLED == static_cast<int>(absl::StatusCode::kCancelled));
 static_assert(GROVE_STATUS_UNKNOWN == static_cast<int>(absl::StatusCode::kUnknown));
@@ -85,10 +88,17 @@ static_assert(sizeof(void*) != 8 || sizeof(grove_string_t) == 16);
 // The versioned structs: struct_size first, and the newest version is the
 // whole struct (no trailing padding a version size would miss).
 static_assert(offsetof(grove_session_options_t, struct_size) == 0);
-static_assert(GROVE_SESSION_OPTIONS_SIZE_V1 == sizeof(grove_session_options_t));
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V1 < GROVE_SESSION_OPTIONS_SIZE_V2);
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V2 == sizeof(grove_session_options_t));
 static_assert(offsetof(grove_session_stats_t, struct_size) == 0);
 static_assert(GROVE_SESSION_STATS_SIZE_V1 < GROVE_SESSION_STATS_SIZE_V2);
-static_assert(GROVE_SESSION_STATS_SIZE_V2 == sizeof(grove_session_stats_t));
+static_assert(GROVE_SESSION_STATS_SIZE_V2 < GROVE_SESSION_STATS_SIZE_V3);
+static_assert(GROVE_SESSION_STATS_SIZE_V3 == sizeof(grove_session_stats_t));
+static_assert(offsetof(grove_kernel_compile_options_t, struct_size) == 0);
+static_assert(GROVE_KERNEL_COMPILE_OPTIONS_SIZE_V1 == sizeof(grove_kernel_compile_options_t));
+static_assert(offsetof(grove_kernel_report_summary_t, struct_size) == 0);
+static_assert(GROVE_KERNEL_REPORT_SUMMARY_SIZE_V1 == sizeof(grove_kernel_report_summary_t));
+static_assert(sizeof(void*) != 8 || sizeof(grove_shape_t) == 72);
 static_assert(sizeof(grove_session_options_t) <= GROVE_MAX_STRUCT_SIZE &&
               sizeof(grove_session_stats_t) <= GROVE_MAX_STRUCT_SIZE);
 
@@ -100,6 +110,7 @@ constexpr uint64_t kStatusTag = 0x67726f7665535453;   // "groveSTS"
 constexpr uint64_t kModelTag = 0x67726f76654d444c;    // "groveMDL"
 constexpr uint64_t kSessionTag = 0x67726f7665535353;  // "groveSSS"
 constexpr uint64_t kTokenTag = 0x67726f766543544b;    // "groveCTK"
+constexpr uint64_t kReportTag = 0x67726f76654b5250;   // "groveKRP"
 constexpr uint64_t kReleasedTag = 0x67726f7665444541;  // "groveDEA"
 
 // Released handles, their contents destroyed and their tag cleared, kept
@@ -158,6 +169,8 @@ struct grove_session_t {
   std::unique_ptr<grove::Session> session;
   // SessionOptions::outputs_on_device: Run's results are device pointers.
   bool outputs_on_device = false;
+  // grove_session_stats_t.graph_fallback_reason, kept until the next stats call.
+  mutable std::string graph_fallback_reason;
   // Set while a run is inside this handle: a second thread's run is refused
   // (the handle's own output arrays below are not shared between threads).
   std::atomic<bool> busy{false};
@@ -170,6 +183,11 @@ struct grove_session_t {
 struct grove_cancel_token_t {
   uint64_t tag = kTokenTag;
   std::shared_ptr<grove::CancellationToken> token;
+};
+
+struct grove_kernel_report_t {
+  uint64_t tag = kReportTag;
+  grove::KernelCompileReport report;
 };
 
 namespace {
@@ -371,11 +389,18 @@ struct StructVersions {
   const char* initializer;
   absl::Span<const size_t> sizes;
 };
-constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1};
-constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2};
+constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION_OPTIONS_SIZE_V2};
+constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2,
+                                  GROVE_SESSION_STATS_SIZE_V3};
 constexpr StructVersions kOptionsVersions{"grove_session_options_t", "grove_session_options_initialize()",
                                           kOptionsSizes};
 constexpr StructVersions kStatsVersions{"grove_session_stats_t", "GROVE_SESSION_STATS_INIT", kStatsSizes};
+constexpr size_t kCompileOptionsSizes[] = {GROVE_KERNEL_COMPILE_OPTIONS_SIZE_V1};
+constexpr StructVersions kCompileOptionsVersions{"grove_kernel_compile_options_t",
+                                                 "grove_kernel_compile_options_initialize()", kCompileOptionsSizes};
+constexpr size_t kSummarySizes[] = {GROVE_KERNEL_REPORT_SUMMARY_SIZE_V1};
+constexpr StructVersions kSummaryVersions{"grove_kernel_report_summary_t", "GROVE_KERNEL_REPORT_SUMMARY_INIT",
+                                          kSummarySizes};
 
 // A known version's size, or a newer caller's (larger) one up to the bound.
 bool StructSizeAccepted(size_t struct_size, const StructVersions& versions) {
@@ -667,6 +692,8 @@ grove_session_options_t DefaultOptions() {
   o.run_deadline_ms = defaults.run_deadline_ms;
   o.cancel_token = nullptr;
   o.max_body_runs = defaults.max_body_runs;
+  o.cuda_graphs = static_cast<grove_graph_mode_t>(defaults.cuda_graphs);
+  o.max_cached_graphs = defaults.max_cached_graphs;
   return o;
 }
 
@@ -683,6 +710,71 @@ void grove_session_options_initialize_sized(grove_session_options_t* out_options
   }
 }
 
+}  // extern "C"
+
+grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const grove_session_options_t* options,
+                                                    SessionOptions* out) {
+  *out = SessionOptions();
+  if (options == nullptr) return nullptr;
+  if (grove_status_t* bad = CheckStructSize(function, "options", options->struct_size, kOptionsVersions)) return bad;
+  if (grove_status_t* bad = CheckUnknownFieldsZero(function, "options", options, options->struct_size,
+                                                   sizeof(grove_session_options_t), kOptionsVersions.type)) {
+    return bad;
+  }
+  // The caller's fields within its struct_size (versions are whole fields),
+  // the defaults for the rest.
+  grove_session_options_t o = DefaultOptions();
+  std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
+  if (o.device < GROVE_DEVICE_CPU || o.device > GROVE_DEVICE_AUTO) {
+    return InvalidArgument(function, absl::StrCat("options->device is ", o.device,
+                                                  " (GROVE_DEVICE_CPU, _CUDA or _AUTO expected)"));
+  }
+  if (o.max_cached_plans < 0) {
+    return InvalidArgument(function, absl::StrCat("options->max_cached_plans is negative (", o.max_cached_plans, ")"));
+  }
+  if (o.cuda_device < 0) {
+    return InvalidArgument(function, absl::StrCat("options->cuda_device is negative (", o.cuda_device, ")"));
+  }
+  if (o.gemm_math < GROVE_GEMM_MATH_F32 || o.gemm_math > GROVE_GEMM_MATH_F16) {
+    return InvalidArgument(function, absl::StrCat("options->gemm_math is ", o.gemm_math,
+                                                  " (GROVE_GEMM_MATH_F32, _TF32, _BF16 or _F16 expected)"));
+  }
+  if (o.run_deadline_ms < 0) {
+    return InvalidArgument(function, absl::StrCat("options->run_deadline_ms is negative (", o.run_deadline_ms,
+                                                  "); 0 means no deadline"));
+  }
+  if (o.max_body_runs < 0) {
+    return InvalidArgument(function, absl::StrCat("options->max_body_runs is negative (", o.max_body_runs,
+                                                  "); 0 means no limit"));
+  }
+  if (o.cuda_graphs < GROVE_GRAPH_MODE_AUTO || o.cuda_graphs > GROVE_GRAPH_MODE_OFF) {
+    return InvalidArgument(function, absl::StrCat("options->cuda_graphs is ", o.cuda_graphs,
+                                                  " (GROVE_GRAPH_MODE_AUTO, _ON or _OFF expected)"));
+  }
+  if (o.max_cached_graphs < 0) {
+    return InvalidArgument(function, absl::StrCat("options->max_cached_graphs is negative (", o.max_cached_graphs,
+                                                  "); 0 means no limit"));
+  }
+  if (o.cancel_token != nullptr) {
+    if (grove_status_t* bad = CheckToken(function, o.cancel_token)) return bad;
+    out->cancellation = o.cancel_token->token;
+  }
+  out->device = static_cast<grove::Device>(o.device);
+  out->max_cached_plans = o.max_cached_plans;
+  out->cuda_device = o.cuda_device;
+  out->cuda_stream = o.cuda_stream;
+  out->strict_device = o.strict_device != 0;
+  out->outputs_on_device = o.outputs_on_device != 0;
+  out->cuda_gemm_math = static_cast<grove::GemmMath>(o.gemm_math);
+  out->run_deadline_ms = o.run_deadline_ms;
+  out->max_body_runs = o.max_body_runs;
+  out->cuda_graphs = static_cast<grove::GraphMode>(o.cuda_graphs);
+  out->max_cached_graphs = o.max_cached_graphs;
+  return nullptr;
+}
+
+extern "C" {
+
 grove_status_t* grove_session_create(const grove_model_t* model, const grove_session_options_t* options,
                                      grove_session_t** out_session) {
   static constexpr char kFn[] = "grove_session_create";
@@ -690,53 +782,7 @@ grove_status_t* grove_session_create(const grove_model_t* model, const grove_ses
     if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     if (out_session == nullptr) return NullArgument(kFn, "out_session");
     grove::SessionOptions cc_options;
-    grove_session_options_t known;  // the caller's fields within its struct_size, defaults for the rest
-    if (options != nullptr) {
-      if (grove_status_t* bad = CheckStructSize(kFn, "options", options->struct_size, kOptionsVersions)) return bad;
-      if (grove_status_t* bad = CheckUnknownFieldsZero(kFn, "options", options, options->struct_size,
-                                                       sizeof(known), kOptionsVersions.type)) {
-        return bad;
-      }
-      known = DefaultOptions();
-      std::memcpy(&known, options, std::min(options->struct_size, sizeof(known)));
-      options = &known;
-      if (options->device < GROVE_DEVICE_CPU || options->device > GROVE_DEVICE_AUTO) {
-        return InvalidArgument(kFn, absl::StrCat("options->device is ", options->device,
-                                                 " (GROVE_DEVICE_CPU, _CUDA or _AUTO expected)"));
-      }
-      if (options->max_cached_plans < 0) {
-        return InvalidArgument(kFn, absl::StrCat("options->max_cached_plans is negative (",
-                                                 options->max_cached_plans, ")"));
-      }
-      if (options->cuda_device < 0) {
-        return InvalidArgument(kFn, absl::StrCat("options->cuda_device is negative (", options->cuda_device, ")"));
-      }
-      if (options->gemm_math < GROVE_GEMM_MATH_F32 || options->gemm_math > GROVE_GEMM_MATH_F16) {
-        return InvalidArgument(kFn, absl::StrCat("options->gemm_math is ", options->gemm_math,
-                                                 " (GROVE_GEMM_MATH_F32, _TF32, _BF16 or _F16 expected)"));
-      }
-      cc_options.device = static_cast<grove::Device>(options->device);
-      cc_options.max_cached_plans = options->max_cached_plans;
-      cc_options.cuda_device = options->cuda_device;
-      cc_options.cuda_stream = options->cuda_stream;
-      cc_options.strict_device = options->strict_device != 0;
-      cc_options.outputs_on_device = options->outputs_on_device != 0;
-      cc_options.cuda_gemm_math = static_cast<grove::GemmMath>(options->gemm_math);
-      if (options->run_deadline_ms < 0) {
-        return InvalidArgument(kFn, absl::StrCat("options->run_deadline_ms is negative (", options->run_deadline_ms,
-                                                 "); 0 means no deadline"));
-      }
-      cc_options.run_deadline_ms = options->run_deadline_ms;
-      if (options->max_body_runs < 0) {
-        return InvalidArgument(kFn, absl::StrCat("options->max_body_runs is negative (", options->max_body_runs,
-                                                 "); 0 means no limit"));
-      }
-      cc_options.max_body_runs = options->max_body_runs;
-      if (options->cancel_token != nullptr) {
-        if (grove_status_t* bad = CheckToken(kFn, options->cancel_token)) return bad;
-        cc_options.cancellation = options->cancel_token->token;
-      }
-    }
+    if (grove_status_t* bad = grove::c_internal::ToSessionOptions(kFn, options, &cc_options)) return bad;
     absl::StatusOr<std::unique_ptr<grove::Session>> session = grove::Session::Create(model->model, cc_options);
     if (!session.ok()) return FromAbsl(session.status(), kFn);
     *out_session = grove::c_internal::WrapSession(*std::move(session), cc_options);
@@ -970,7 +1016,7 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
     const size_t struct_size = out_stats->struct_size;
     if (grove_status_t* bad = CheckStructSize(kFn, "out_stats", struct_size, kStatsVersions)) return bad;
     const grove::SessionStats s = session->session->stats();
-    const grove_session_stats_t all{struct_size,
+    grove_session_stats_t all{struct_size,
                                     s.runs,
                                     s.plans_created,
                                     s.plan_cache_hits,
@@ -983,7 +1029,22 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
                                     s.host_waits_inside_segments,
                                     s.cpu_fallback_steps,
                                     s.bytes_host_to_device,
-                                    s.bytes_device_to_host};
+                                    s.bytes_device_to_host,
+                                    s.graphs_captured,
+                                    s.graph_replays,
+                                    s.segments_run_eagerly,
+                                    s.graph_capture_failures,
+                                    s.graphs_evicted,
+                                    s.graphs_held,
+                                    s.graph_nodes,
+                                    s.graph_bytes,
+                                    s.graph_launches,
+                                    s.launches_outside_graphs,
+                                    nullptr};
+    if (struct_size >= GROVE_SESSION_STATS_SIZE_V3) {
+      session->graph_fallback_reason = s.graph_fallback_reason;
+      all.graph_fallback_reason = session->graph_fallback_reason.c_str();
+    }
     // Versions are whole fields: the caller's prefix is its version's fields.
     std::memcpy(out_stats, &all, std::min(struct_size, sizeof(all)));
     return nullptr;
@@ -1028,6 +1089,115 @@ void grove_cancel_token_release(grove_cancel_token_t* token) {
   token->tag = kReleasedTag;
   token->token.reset();  // sessions given it keep their own reference
   Quarantine::Get().Add(token, &FreeShell<grove_cancel_token_t>);
+}
+
+void grove_kernel_compile_options_initialize_sized(grove_kernel_compile_options_t* out_options,
+                                                   size_t struct_size) {
+  if (out_options == nullptr || !StructSizeAccepted(struct_size, kCompileOptionsVersions)) return;
+  grove_kernel_compile_options_t defaults{};
+  defaults.struct_size = struct_size;
+  std::memcpy(out_options, &defaults, std::min(struct_size, sizeof(defaults)));
+  if (struct_size > sizeof(defaults)) {
+    std::memset(reinterpret_cast<unsigned char*>(out_options) + sizeof(defaults), 0, struct_size - sizeof(defaults));
+  }
+}
+
+grove_status_t* grove_compile_kernels(const grove_model_t* model, const grove_kernel_compile_options_t* options,
+                                      grove_kernel_report_t** out_report) {
+  static constexpr char kFn[] = "grove_compile_kernels";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
+    grove::KernelCompileOptions cc_options;
+    if (options != nullptr) {
+      if (grove_status_t* bad = CheckStructSize(kFn, "options", options->struct_size, kCompileOptionsVersions)) {
+        return bad;
+      }
+      if (grove_status_t* bad = CheckUnknownFieldsZero(kFn, "options", options, options->struct_size,
+                                                       sizeof(grove_kernel_compile_options_t),
+                                                       kCompileOptionsVersions.type)) {
+        return bad;
+      }
+      grove_kernel_compile_options_t known{};
+      std::memcpy(&known, options, std::min(options->struct_size, sizeof(known)));
+      if (known.reserved != 0) return InvalidArgument(kFn, "options->reserved is not 0");
+      if (known.input_shapes == nullptr && known.n_input_shapes > 0) {
+        return NullArgument(kFn, "options->input_shapes");
+      }
+      if (known.arch != nullptr) cc_options.arch = known.arch;
+      if (known.cache_dir != nullptr) cc_options.cache_dir = known.cache_dir;
+      cc_options.all_kernels = known.all_kernels != 0;
+      const std::vector<grove::TensorInfo>& inputs = model->model->inputs();
+      // Checked before any shape is read: a wrong count may be garbage.
+      if (!cc_options.all_kernels && known.n_input_shapes != inputs.size()) {
+        return InvalidArgument(kFn, absl::StrCat("options->n_input_shapes is ", known.n_input_shapes,
+                                                 " but the model has ", inputs.size(),
+                                                 " inputs (one shape per input, or all_kernels)"));
+      }
+      for (size_t i = 0; !cc_options.all_kernels && i < known.n_input_shapes; ++i) {
+        const grove_shape_t& shape = known.input_shapes[i];
+        if (shape.rank < 0 || shape.rank > GROVE_MAX_RANK) {
+          return InvalidArgument(kFn, absl::StrCat("options->input_shapes[", i, "] (", Describe("input", i, inputs),
+                                                   "): rank ", shape.rank, " is outside 0..", GROVE_MAX_RANK));
+        }
+        cc_options.input_shapes.emplace_back(shape.dims, shape.dims + shape.rank);
+      }
+    }
+    absl::StatusOr<grove::KernelCompileReport> report = grove::CompileKernels(*model->model, cc_options);
+    if (!report.ok()) return FromAbsl(report.status(), kFn);
+    if (out_report != nullptr) {
+      auto handle = std::make_unique<grove_kernel_report_t>();
+      handle->report = *std::move(report);
+      *out_report = handle.release();
+    }
+    return nullptr;
+  });
+}
+
+void grove_kernel_report_release(grove_kernel_report_t* report) {
+  if (report == nullptr || report->tag != kReportTag) return;  // NULL, or released already
+  report->tag = kReleasedTag;
+  report->report = grove::KernelCompileReport();
+  Quarantine::Get().Add(report, &FreeShell<grove_kernel_report_t>);
+}
+
+grove_status_t* grove_kernel_report_summary(const grove_kernel_report_t* report,
+                                            grove_kernel_report_summary_t* out_summary) {
+  static constexpr char kFn[] = "grove_kernel_report_summary";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (grove_status_t* bad = CheckHandle(kFn, report, kReportTag, "report", "grove_kernel_report_t")) return bad;
+    if (out_summary == nullptr) return NullArgument(kFn, "out_summary");
+    const size_t struct_size = out_summary->struct_size;
+    if (grove_status_t* bad = CheckStructSize(kFn, "out_summary", struct_size, kSummaryVersions)) return bad;
+    const grove::KernelCompileReport& r = report->report;
+    const grove_kernel_report_summary_t all{struct_size,
+                                            r.cache_dir.c_str(),
+                                            r.note.c_str(),
+                                            r.arch,
+                                            static_cast<int32_t>(r.modules.size()),
+                                            r.compiled,
+                                            r.cached,
+                                            r.corrupt,
+                                            r.stale,
+                                            r.compile_ms};
+    std::memcpy(out_summary, &all, std::min(struct_size, sizeof(all)));
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_kernel_report_module(const grove_kernel_report_t* report, size_t index, const char** out_name) {
+  static constexpr char kFn[] = "grove_kernel_report_module";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (grove_status_t* bad = CheckHandle(kFn, report, kReportTag, "report", "grove_kernel_report_t")) return bad;
+    if (out_name == nullptr) return NullArgument(kFn, "out_name");
+    const std::vector<std::string>& modules = report->report.modules;
+    if (index >= modules.size()) {
+      return FromAbsl(absl::OutOfRangeError(absl::StrCat("module index ", index, " is past the report's ",
+                                                         modules.size(), " modules")),
+                      kFn);
+    }
+    *out_name = modules[index].c_str();
+    return nullptr;
+  });
 }
 
 }  // extern "C"

@@ -247,6 +247,9 @@ TEST(CApiRunIntoCuda, DeviceAndHostBuffersOnTheEmulatedDevice) {
   EXPECT_GT(first.device_synchronizations, 0);
   EXPECT_GT(first.segments_run, 0);
   EXPECT_GT(first.kernels_run, 0);
+  // Every segment run is a graph capture or replay, or runs eagerly.
+  EXPECT_GT(first.graphs_captured + first.segments_run_eagerly, 0);
+  ASSERT_NE(first.graph_fallback_reason, nullptr);
 
   // Device input, device outputs: nothing crosses to the host.
   const grove_tensor_t din = F32(batch, 4, dx);

@@ -202,6 +202,8 @@ TEST(CApiBasics, OptionsDefaults) {
   EXPECT_EQ(options.run_deadline_ms, 0);
   EXPECT_EQ(options.cancel_token, nullptr);
   EXPECT_EQ(options.max_body_runs, grove::SessionOptions().max_body_runs);
+  EXPECT_EQ(options.cuda_graphs, GROVE_GRAPH_MODE_AUTO);
+  EXPECT_EQ(options.max_cached_graphs, grove::SessionOptions().max_cached_graphs);
   EXPECT_EQ(options.struct_size, sizeof(options));
   grove_session_options_initialize(nullptr);
 }
@@ -338,6 +340,12 @@ TEST_F(CApiTest, SessionCreateArguments) {
   grove_session_options_initialize(&options);
   options.cuda_device = -2;
   EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->cuda_device is negative"));
+  grove_session_options_initialize(&options);
+  options.cuda_graphs = 3;
+  EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->cuda_graphs is 3 (GROVE_GRAPH_MODE_AUTO, _ON or _OFF expected)"));
+  grove_session_options_initialize(&options);
+  options.max_cached_graphs = -1;
+  EXPECT_TRUE(Fails(grove_session_create(model_, &options, &session), GROVE_STATUS_INVALID_ARGUMENT, "options->max_cached_graphs is negative (-1)"));
   EXPECT_EQ(session, nullptr);
   if (grove::cuda::ProbeCuda().device_count == 0) {
     // No GPU or driver here: asking for CUDA is an error that says why.
@@ -533,8 +541,21 @@ TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
   EXPECT_EQ(stats.cpu_fallback_steps, 0);
   EXPECT_EQ(stats.bytes_host_to_device, 0);
   EXPECT_EQ(stats.bytes_device_to_host, 0);
+  EXPECT_EQ(stats.graphs_captured, 0);
+  EXPECT_EQ(stats.graph_replays, 0);
+  EXPECT_EQ(stats.segments_run_eagerly, stats.segments_run) << "on the CPU every segment runs step by step";
+  EXPECT_EQ(stats.graph_capture_failures, 0);
+  EXPECT_EQ(stats.graphs_evicted, 0);
+  EXPECT_EQ(stats.graphs_held, 0);
+  EXPECT_EQ(stats.graph_nodes, 0);
+  EXPECT_EQ(stats.graph_bytes, 0);
+  EXPECT_EQ(stats.graph_launches, 0);
+  EXPECT_EQ(stats.launches_outside_graphs, 0);
+  ASSERT_NE(stats.graph_fallback_reason, nullptr);
+  EXPECT_STREQ(stats.graph_fallback_reason, "");
   grove_session_release(session);
-  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 13 * sizeof(int64_t), "a field without a test");
+  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 23 * sizeof(int64_t) + sizeof(const char*),
+                "a field without a test");
 }
 
 TEST_F(CApiTest, SessionKeepsTheModelAlive) {

@@ -12,6 +12,7 @@
 #include "grove/grove.h"
 #include "grove/grove_c.h"
 #include "gtest/gtest.h"
+#include "lib/c/c_api_internal.h"
 
 namespace {
 
@@ -61,8 +62,15 @@ struct StatsV1 {
   int64_t segments_run;
   int64_t host_waits_inside_segments;
 };
+struct StatsV2 {
+  StatsV1 v1;
+  int64_t cpu_fallback_steps;
+  int64_t bytes_host_to_device;
+  int64_t bytes_device_to_host;
+};
 static_assert(sizeof(OptionsV1) == GROVE_SESSION_OPTIONS_SIZE_V1);
 static_assert(sizeof(StatsV1) == GROVE_SESSION_STATS_SIZE_V1);
+static_assert(sizeof(StatsV2) == GROVE_SESSION_STATS_SIZE_V2);
 
 // A newer program's structs: today's fields and two this library lacks.
 struct OptionsNext {
@@ -141,9 +149,11 @@ class CApiVersionsTest : public ::testing::Test {
 };
 
 TEST(CApiVersions, SizesOfEachVersion) {
-  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V1, sizeof(grove_session_options_t));
+  if (sizeof(void*) == 8) EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V1, 72u);  // two 4-byte holes
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V2, sizeof(grove_session_options_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V1, sizeof(size_t) + 10 * sizeof(int64_t));
-  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V2, sizeof(grove_session_stats_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V2, sizeof(size_t) + 13 * sizeof(int64_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V3, sizeof(grove_session_stats_t));
   const grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   EXPECT_EQ(stats.struct_size, sizeof(grove_session_stats_t));
   EXPECT_EQ(stats.runs, 0);
@@ -165,6 +175,17 @@ TEST_F(CApiVersionsTest, OlderCallerGetsDefaultsAndNothingWrittenPastItsStructs)
   EXPECT_EQ(options.value.cancel_token, nullptr);
   options.value.device = GROVE_DEVICE_CPU;
   options.value.max_cached_plans = 1;
+  options.value.max_body_runs = 77;
+
+  // Its fields are honoured, the later versions' take their defaults.
+  grove::SessionOptions made;
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions(
+      "test", reinterpret_cast<const grove_session_options_t*>(&options.value), &made)));
+  EXPECT_EQ(made.device, grove::Device::kCpu);
+  EXPECT_EQ(made.max_cached_plans, 1);
+  EXPECT_EQ(made.max_body_runs, 77);
+  EXPECT_EQ(made.cuda_graphs, grove::SessionOptions().cuda_graphs);
+  EXPECT_EQ(made.max_cached_graphs, grove::SessionOptions().max_cached_graphs);
 
   grove_session_t* session = nullptr;
   ASSERT_TRUE(Ok(grove_session_create(model_, reinterpret_cast<const grove_session_options_t*>(&options.value),
@@ -195,6 +216,16 @@ TEST_F(CApiVersionsTest, OlderCallerGetsDefaultsAndNothingWrittenPastItsStructs)
   EXPECT_EQ(now.kernels_run, stats.value.kernels_run);
   EXPECT_EQ(now.segments_run, stats.value.segments_run);
   EXPECT_EQ(now.cpu_fallback_steps, 0);
+
+  // A version-2 caller: no graph counters written, no reason pointer.
+  Guarded<StatsV2> v2;
+  Fill(v2);
+  v2.value.v1.struct_size = sizeof(StatsV2);
+  ASSERT_TRUE(Ok(grove_session_stats(session, reinterpret_cast<grove_session_stats_t*>(&v2.value))));
+  EXPECT_TRUE(CanaryIntact(v2)) << "grove_session_stats wrote past a version-2 struct";
+  EXPECT_EQ(v2.value.v1.runs, 3);
+  EXPECT_EQ(v2.value.cpu_fallback_steps, 0);
+  EXPECT_EQ(v2.value.bytes_device_to_host, 0);
   grove_session_release(session);
 }
 
@@ -212,6 +243,11 @@ TEST_F(CApiVersionsTest, NewerCallerKnownFieldsHonouredUnknownOptionsMustBeZero)
   EXPECT_EQ(options.value.future_option, 0) << "initialize leaves fields it does not know at 0";
   EXPECT_EQ(options.value.another_future_option, 0);
   options.value.known.device = GROVE_DEVICE_CPU;
+  options.value.known.max_cached_graphs = 3;
+  grove::SessionOptions made;
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options.value.known, &made)));
+  EXPECT_EQ(made.device, grove::Device::kCpu);
+  EXPECT_EQ(made.max_cached_graphs, 3);
 
   grove_session_t* session = nullptr;
   ASSERT_TRUE(Ok(grove_session_create(model_, &options.value.known, &session)));
@@ -255,7 +291,8 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
   std::string message = InvalidArgument(grove_session_create(model_, &options, &session));
   EXPECT_THAT(message, HasSubstr("grove_session_create: options->struct_size is 0 (not set)"));
   EXPECT_THAT(message, HasSubstr("grove_session_options_t versions are " +
-                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1) + " bytes"));
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1) + ", " +
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V2) + " bytes"));
   EXPECT_THAT(message, HasSubstr("set it with grove_session_options_initialize()"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 - 8;
@@ -265,6 +302,10 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
 
   options.struct_size = sizeof(size_t);
   EXPECT_THAT(InvalidArgument(grove_session_create(model_, &options, &session)), HasSubstr("below the first version's"));
+
+  options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 + 4;
+  EXPECT_THAT(InvalidArgument(grove_session_create(model_, &options, &session)),
+              HasSubstr("between the sizes of two versions"));
 
   // Garbage (an uninitialized struct) is refused before any byte past the
   // struct is read.
@@ -285,7 +326,8 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
   grove_session_t* session = nullptr;
   ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session)));
   const size_t bad_sizes[] = {0, 1, sizeof(size_t), GROVE_SESSION_STATS_SIZE_V1 - 8, GROVE_SESSION_STATS_SIZE_V1 + 8,
-                              GROVE_SESSION_STATS_SIZE_V2 - 1, GROVE_MAX_STRUCT_SIZE + 1, ~size_t{0}};
+                              GROVE_SESSION_STATS_SIZE_V2 - 1, GROVE_SESSION_STATS_SIZE_V3 - 8,
+                              GROVE_MAX_STRUCT_SIZE + 1, ~size_t{0}};
   for (size_t size : bad_sizes) {
     SCOPED_TRACE(size);
     Guarded<grove_session_stats_t> stats;
@@ -295,7 +337,8 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
     EXPECT_THAT(message, HasSubstr("grove_session_stats: out_stats->struct_size is " + std::to_string(size)));
     EXPECT_THAT(message, HasSubstr("grove_session_stats_t versions are " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V1) + ", " +
-                                   std::to_string(GROVE_SESSION_STATS_SIZE_V2) + " bytes"));
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V2) + ", " +
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V3) + " bytes"));
     EXPECT_THAT(message, HasSubstr("GROVE_SESSION_STATS_INIT"));
     EXPECT_EQ(stats.value.struct_size, size);
     EXPECT_EQ(stats.value.runs, kFill) << "a refused call wrote the stats";
