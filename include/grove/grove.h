@@ -444,6 +444,17 @@ class Session {
   absl::StatusOr<MemoryReport> Reshape(absl::Span<const std::vector<int64_t>> input_shapes,
                                        std::vector<std::vector<int64_t>>* out_output_shapes = nullptr);
 
+  // A buffer for input `name` at `shape`, in the session's own memory
+  // (device memory on CUDA): write the input there, then pass the returned
+  // view (or any view of its pointer) to Run as that input. It is used in
+  // place, so the run copies nothing in, and a CUDA graph that captured it
+  // replays as is (a caller's own device buffer at a new address each run
+  // would be captured again). It stays valid until the session goes or
+  // InputBuffer asks for more bytes for the same input (it then grows, at a
+  // new address, its contents lost); a smaller shape reuses it. Tensor
+  // inputs only; the shape must fit the input's declaration.
+  absl::StatusOr<TensorView> InputBuffer(absl::string_view name, absl::Span<const int64_t> shape);
+
   // Index of the model input called `name`, or NotFound.
   absl::StatusOr<int> InputIndex(absl::string_view name) const;
 

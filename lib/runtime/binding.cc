@@ -20,55 +20,68 @@ absl::Status InputCountError(const ir::Graph& g, size_t given) {
                                                  absl::StrJoin(names, ", "), "), given ", given));
 }
 
+absl::Status ValidateMainInput(const ir::Graph& g, size_t i, const TensorView& in, bool need_data) {
+  const ir::TensorDecl& d = g.tensors[g.subgraphs[0].inputs[i]];
+  const std::string who = absl::StrCat("input '", d.name, "' (", DescribeDeclared(d, g), ")");
+  if (in.dtype != d.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": given dtype ", DTypeName(in.dtype)));
+  }
+  if (ir::IsBoxed(d.dtype)) {
+    if (need_data && in.data == nullptr) return absl::InvalidArgumentError(absl::StrCat(who, ": value is null"));
+    return absl::OkStatus();  // RunValues checked its tensors
+  }
+  if (in.shape.size() != d.shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": given rank ", in.shape.size(), ", wants rank ",
+                                                   d.shape.size()));
+  }
+  for (size_t k = 0; k < d.shape.size(); ++k) {
+    const int64_t got = in.shape[k];
+    const ir::SymDim& want = d.shape[k];
+    if (got < 0) return absl::InvalidArgumentError(absl::StrCat(who, ": dim ", k, " is negative (", got, ")"));
+    if (want.is_const()) {
+      if (got != want.value()) {
+        return absl::InvalidArgumentError(absl::StrCat(who, ": dim ", k, " is ", got, ", wants ", want.value()));
+      }
+      continue;
+    }
+    const int s = want.symbol_index();
+    if (s < 0) return absl::InternalError(absl::StrCat(who, ": dim ", k, " is not a symbol"));
+    const ir::Symbol& sym = g.symbols[s];
+    if (got < sym.min || got > sym.max) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": dim ", k, " (", sym.name, ") is ", got, ", outside ",
+                                                     sym.name, "'s range ", sym.min, "..", sym.max));
+    }
+  }
+  absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(in.dtype, in.shape, who);
+  if (!bytes.ok()) return bytes.status();
+  if (need_data && *bytes > 0 && in.data == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": data is null"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateMainInputs(const ir::Graph& g, absl::Span<const TensorView> inputs, bool need_data) {
   const ir::Subgraph& main = g.subgraphs[0];
   if (inputs.size() != main.inputs.size()) return InputCountError(g, inputs.size());
+  // Each input alone, then the symbols two inputs share must agree.
   std::vector<int64_t> bound(g.symbols.size(), -1);
   std::vector<int> bound_by(g.symbols.size(), -1);
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (absl::Status s = ValidateMainInput(g, i, inputs[i], need_data); !s.ok()) return s;
     const ir::TensorDecl& d = g.tensors[main.inputs[i]];
-    const TensorView& in = inputs[i];
-    const std::string who = absl::StrCat("input '", d.name, "' (", DescribeDeclared(d, g), ")");
-    if (in.dtype != d.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(who, ": given dtype ", DTypeName(in.dtype)));
-    }
-    if (ir::IsBoxed(d.dtype)) {
-      if (need_data && in.data == nullptr) return absl::InvalidArgumentError(absl::StrCat(who, ": value is null"));
-      continue;  // RunValues checked its tensors
-    }
-    if (in.shape.size() != d.shape.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(who, ": given rank ", in.shape.size(), ", wants rank ",
-                                                     d.shape.size()));
-    }
+    if (ir::IsBoxed(d.dtype)) continue;
     for (size_t k = 0; k < d.shape.size(); ++k) {
-      const int64_t got = in.shape[k];
-      const ir::SymDim& want = d.shape[k];
-      if (got < 0) return absl::InvalidArgumentError(absl::StrCat(who, ": dim ", k, " is negative (", got, ")"));
-      if (want.is_const()) {
-        if (got != want.value()) {
-          return absl::InvalidArgumentError(absl::StrCat(who, ": dim ", k, " is ", got, ", wants ", want.value()));
-        }
-        continue;
-      }
-      const int s = want.symbol_index();
-      if (s < 0) return absl::InternalError(absl::StrCat(who, ": dim ", k, " is not a symbol"));
-      const ir::Symbol& sym = g.symbols[s];
-      if (got < sym.min || got > sym.max) {
-        return absl::InvalidArgumentError(absl::StrCat(who, ": dim ", k, " (", sym.name, ") is ", got,
-                                                       ", outside ", sym.name, "'s range ", sym.min, "..", sym.max));
-      }
+      if (d.shape[k].is_const()) continue;
+      const int s = d.shape[k].symbol_index();
+      const int64_t got = inputs[i].shape[k];
       if (bound[s] >= 0 && bound[s] != got) {
+        const ir::Symbol& sym = g.symbols[s];
         return absl::InvalidArgumentError(absl::StrCat(
-            who, ": dim ", k, " (", sym.name, ") is ", got, " but input '",
-            g.tensors[main.inputs[bound_by[s]]].name, "' gives ", sym.name, " = ", bound[s]));
+            "input '", d.name, "' (", DescribeDeclared(d, g), "): dim ", k, " (", sym.name, ") is ", got,
+            " but input '", g.tensors[main.inputs[bound_by[s]]].name, "' gives ", sym.name, " = ", bound[s]));
       }
       bound[s] = got;
       bound_by[s] = static_cast<int>(i);
-    }
-    absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(in.dtype, in.shape, who);
-    if (!bytes.ok()) return bytes.status();
-    if (need_data && *bytes > 0 && in.data == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(who, ": data is null"));
     }
   }
   return absl::OkStatus();

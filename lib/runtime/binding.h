@@ -26,6 +26,8 @@ absl::Status InputCountError(const ir::Graph& g, size_t given);
 // Checks the main subgraph's inputs; `need_data`: non-empty tensors must
 // have data (false for Reshape, which plans without running).
 absl::Status ValidateMainInputs(const ir::Graph& g, absl::Span<const TensorView> inputs, bool need_data);
+// Main input i alone: its dtype, rank, fixed dims, symbol ranges and size.
+absl::Status ValidateMainInput(const ir::Graph& g, size_t i, const TensorView& in, bool need_data);
 
 // Run, RunInto and Reshape speak tensors only: FAILED_PRECONDITION naming
 // the first input or output that is a sequence or optional.

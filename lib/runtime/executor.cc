@@ -285,7 +285,8 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     slot->held.reset();
     if (++g.replaced > kMaxReplacedGraphs) {
       return no_graph(absl::StrCat("its buffers met more than ", SegmentGraph::kVariants + kMaxReplacedGraphs,
-                                   " sets of addresses (device inputs or outputs given at new addresses each run)"));
+                                   " sets of addresses (a caller's device buffers at new addresses each run, or a body called ",
+                                   "with outer values from plans with different arenas)"));
     }
   }
 

@@ -41,6 +41,8 @@ class SessionImpl {
   std::unique_ptr<runtime::Backend> backend_;
   runtime::Executor executor_;
   runtime::StringInputs string_inputs_;
+  // Per main input, the buffer InputBuffer hands out (backend memory).
+  std::vector<std::unique_ptr<runtime::Buffer>> input_buffers_;
   // Set while a public call (Run, RunValues, RunInto, Reshape) is inside the
   // session: a second thread entering meanwhile is refused (see EntryGuard).
   std::atomic<bool> busy_{false};
@@ -317,6 +319,29 @@ absl::StatusOr<MemoryReport> Session::Reshape(absl::Span<const std::vector<int64
     for (int v : plan.output_values()) out_output_shapes->push_back(plan.values()[v].shape);
   }
   return plan.Report(g);
+}
+
+absl::StatusOr<TensorView> Session::InputBuffer(absl::string_view name, absl::Span<const int64_t> shape) {
+  EntryGuard guard(impl_->busy_);
+  if (absl::Status s = guard.status(); !s.ok()) return s;
+  absl::StatusOr<int> i = InputIndex(name);
+  if (!i.ok()) return i.status();
+  const ir::Graph& g = impl_->graph_;
+  const ir::TensorDecl& d = g.tensors[g.subgraphs[0].inputs[*i]];
+  if (ir::IsBoxed(d.dtype) || d.dtype == DType::kString) {
+    return absl::InvalidArgumentError(absl::StrCat("InputBuffer: input '", d.name, "' is a ", DTypeName(d.dtype),
+                                                   "; only numeric tensor inputs have a buffer"));
+  }
+  TensorView view(d.dtype, std::vector<int64_t>(shape.begin(), shape.end()), static_cast<void*>(nullptr));
+  if (absl::Status s = runtime::ValidateMainInput(g, static_cast<size_t>(*i), view, /*need_data=*/false); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("InputBuffer: ", s.message()));
+  }
+  auto& buffers = impl_->input_buffers_;
+  if (buffers.empty()) buffers.resize(g.subgraphs[0].inputs.size());
+  if (buffers[*i] == nullptr) buffers[*i] = std::make_unique<runtime::Buffer>(impl_->backend_.get());
+  if (absl::Status s = buffers[*i]->Reserve(view.byte_size()); !s.ok()) return s;
+  view.data = buffers[*i]->data();
+  return view;
 }
 
 absl::StatusOr<int> Session::InputIndex(absl::string_view name) const {

@@ -218,6 +218,57 @@ TEST(CudaGraphTest, DeviceInputsAtNewAddressesAreCapturedAgainThenRunStepByStep)
   EXPECT_GT(s.launches_outside_graphs, 0);
 }
 
+// Session::InputBuffer: the caller writes the input into the session's own
+// device buffer, so a run copies nothing in, and its address never moves
+// while the shapes fit: graphs replay.
+TEST(CudaGraphTest, InputBuffersAreUsedInPlaceAndReplay) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, {}, dev);
+  ASSERT_NE(cuda, nullptr);
+  uint32_t seed = 40;
+  for (int64_t batch : {5, 3, 3, 5, 3}) {
+    absl::StatusOr<TensorView> slot = cuda->InputBuffer("x", std::vector<int64_t>{batch, 16});
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    EXPECT_TRUE(dev->IsDevicePointer(slot->data));
+    EXPECT_EQ(slot->shape, (std::vector<int64_t>{batch, 16}));
+    const Tensor host = F32({batch, 16}, ++seed);
+    ASSERT_TRUE(dev->CopyAsync(slot->data, host.view().data, host.view().byte_size(), nullptr).ok());
+    ASSERT_TRUE(dev->Synchronize(nullptr).ok());
+    const SessionStats before = cuda->stats();
+    absl::StatusOr<std::vector<TensorView>> got = cuda->Run({*slot});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(cuda->stats().bytes_host_to_device, before.bytes_host_to_device) << "the input was copied";
+    ExpectEqual(RunOrDie(*cpu, {host}), {Tensor::CopyOf((*got)[0]).value()}, 1e-5, absl::StrCat("batch ", batch));
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, 2);  // one per shape: the buffer stayed where it was
+  EXPECT_EQ(s.graph_replays, 3);
+
+  // Errors name the input and what is wrong.
+  auto error = [&](absl::string_view name, std::vector<int64_t> shape) {
+    absl::StatusOr<TensorView> b = cuda->InputBuffer(name, shape);
+    EXPECT_FALSE(b.ok());
+    return std::string(b.status().message());
+  };
+  EXPECT_THAT(error("nope", {1, 16}), HasSubstr("no input 'nope'"));
+  EXPECT_THAT(error("x", {16}), HasSubstr("given rank 1, wants rank 2"));
+  EXPECT_THAT(error("x", {2, 15}), HasSubstr("dim 1 is 15, wants 16"));
+  EXPECT_THAT(error("x", {0, 16}), HasSubstr("outside batch's range 1..1024"));
+  EXPECT_THAT(error("x", {-1, 16}), HasSubstr("negative"));
+
+  // On the CPU the buffer is host memory, used in place the same way.
+  absl::StatusOr<TensorView> host_slot = cpu->InputBuffer("x", std::vector<int64_t>{2, 16});
+  ASSERT_TRUE(host_slot.ok()) << host_slot.status();
+  const Tensor x = F32({2, 16}, 77);
+  std::memcpy(host_slot->data, x.view().data, x.view().byte_size());
+  const std::vector<Tensor> want = RunOrDie(*cpu, {x});
+  absl::StatusOr<std::vector<TensorView>> got = cpu->Run({*host_slot});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectEqual(want, {Tensor::CopyOf((*got)[0]).value()}, 0.0, "cpu input buffer");
+}
+
 // Past max_cached_graphs the least recently replayed graph goes, and is
 // captured again when its segment runs again.
 TEST(CudaGraphTest, GraphCacheIsBounded) {

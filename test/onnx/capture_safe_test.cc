@@ -86,11 +86,11 @@ TEST_P(CaptureSafeTest, SteadyStateRunWaitsOnlyBetweenSegments) {
   // Every segment replays, or runs step by step for a reason (a body plan
   // per trip length meets a new arena each trip: one arena per session is
   // the fix, with shape buckets).
-  const int64_t eager = after.segments_run_eagerly - before.segments_run_eagerly;
-  EXPECT_EQ(after.graph_replays - before.graph_replays + eager, segments);
-  if (eager > 0) {
+  const int64_t step_by_step = after.segments_run_eagerly - before.segments_run_eagerly;
+  EXPECT_EQ(after.graph_replays - before.graph_replays + step_by_step, segments);
+  if (step_by_step > 0) {
     EXPECT_NE(after.graph_fallback_reason, "");
-    std::printf("%s: %lld of %lld segments step by step: %s\n", m.name.c_str(), static_cast<long long>(eager),
+    std::printf("%s: %lld of %lld segments step by step: %s\n", m.name.c_str(), static_cast<long long>(step_by_step),
                 static_cast<long long>(segments), after.graph_fallback_reason.c_str());
   }
 
