@@ -66,9 +66,10 @@
  *   grove_kernel_compile_options_t, grove_kernel_report_summary_t) starts
  *   with `size_t struct_size`, the sizeof of the struct as the caller's
  *   header declares it, set by its initializer
- *   (grove_session_options_initialize(), GROVE_SESSION_STATS_INIT,
- *   grove_kernel_compile_options_initialize(),
- *   GROVE_KERNEL_REPORT_SUMMARY_INIT). Fields are only ever added
+ *   (grove_session_options_initialize(), GROVE_SESSION_STATS_INIT or
+ *   grove_session_stats_initialize(), grove_kernel_compile_options_initialize(),
+ *   GROVE_KERNEL_REPORT_SUMMARY_INIT or its _initialize()). Fields are only
+ *   ever added
  *   at the end, so the size tells the library which version of the layout
  *   the caller was built with, and each struct's comment lists the fields
  *   of each version. The library:
@@ -102,6 +103,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -538,8 +540,16 @@ typedef struct grove_session_stats_t {
 #define GROVE_SESSION_STATS_SIZE_V3 \
   (offsetof(grove_session_stats_t, graph_fallback_reason) + sizeof(const char*))
 
-/* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; */
-#define GROVE_SESSION_STATS_INIT {sizeof(grove_session_stats_t)}
+/* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; in C, or
+ * grove_session_stats_initialize(&stats) (any C++: g++ -Wextra warns about
+ * the fields the macro leaves to zero-initialization). */
+#define GROVE_SESSION_STATS_INIT {.struct_size = sizeof(grove_session_stats_t)}
+/* Zeroes `out_stats` and sets this header's struct_size (inline). */
+static inline void grove_session_stats_initialize(grove_session_stats_t* out_stats) {
+  if (out_stats == NULL) return;
+  memset(out_stats, 0, sizeof(*out_stats));
+  out_stats->struct_size = sizeof(*out_stats);
+}
 
 /* Writes the counters within out_stats->struct_size (see
  * grove_session_stats_t); struct_size itself is left as it was. */
@@ -627,8 +637,14 @@ typedef struct grove_kernel_report_summary_t {
 
 #define GROVE_KERNEL_REPORT_SUMMARY_SIZE_V1 \
   (offsetof(grove_kernel_report_summary_t, compile_ms) + sizeof(double))
-/* grove_kernel_report_summary_t summary = GROVE_KERNEL_REPORT_SUMMARY_INIT; */
-#define GROVE_KERNEL_REPORT_SUMMARY_INIT {sizeof(grove_kernel_report_summary_t)}
+/* grove_kernel_report_summary_t summary = GROVE_KERNEL_REPORT_SUMMARY_INIT;
+ * or grove_kernel_report_summary_initialize(&summary), as for the stats. */
+#define GROVE_KERNEL_REPORT_SUMMARY_INIT {.struct_size = sizeof(grove_kernel_report_summary_t)}
+static inline void grove_kernel_report_summary_initialize(grove_kernel_report_summary_t* out_summary) {
+  if (out_summary == NULL) return;
+  memset(out_summary, 0, sizeof(*out_summary));
+  out_summary->struct_size = sizeof(*out_summary);
+}
 
 /* Writes the fields within out_summary->struct_size. */
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_kernel_report_summary(

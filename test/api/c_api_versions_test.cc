@@ -158,6 +158,18 @@ TEST(CApiVersions, SizesOfEachVersion) {
   EXPECT_EQ(stats.struct_size, sizeof(grove_session_stats_t));
   EXPECT_EQ(stats.runs, 0);
   EXPECT_EQ(stats.bytes_device_to_host, 0);
+  grove_session_stats_t filled;
+  std::memset(&filled, 0x5a, sizeof(filled));
+  grove_session_stats_initialize(&filled);
+  EXPECT_EQ(filled.struct_size, sizeof(filled));
+  EXPECT_EQ(filled.runs, 0);
+  EXPECT_EQ(filled.graph_fallback_reason, nullptr);
+  grove_session_stats_initialize(nullptr);
+  grove_kernel_report_summary_t summary;
+  std::memset(&summary, 0x5a, sizeof(summary));
+  grove_kernel_report_summary_initialize(&summary);
+  EXPECT_EQ(summary.struct_size, sizeof(summary));
+  EXPECT_EQ(summary.compiled, 0);
 }
 
 // A version-1 caller: initialize writes nothing past its struct, a session
