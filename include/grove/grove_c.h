@@ -457,6 +457,17 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_into(grove_ses
                                                                        const grove_tensor_t* outputs,
                                                                        size_t n_outputs);
 
+/* The session's own buffer for input `name` at `dims[0..rank)`
+ * (grove::Session::InputBuffer): device memory on a CUDA session. Write the
+ * input there and pass *out_tensor to a run as that input: it is used in
+ * place (nothing copied in; a CUDA graph replays as captured). Valid until
+ * the session is released or a larger shape is asked for the same input
+ * (it then moves, its contents lost). Tensor inputs only. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_input_buffer(grove_session_t* session,
+                                                                           const char* name, int32_t rank,
+                                                                           const int64_t* dims,
+                                                                           grove_tensor_t* out_tensor);
+
 /* A value of any kind for grove_session_run_values. A tensor or a present
  * optional tensor has n_tensors == 1; a sequence (or a present optional
  * sequence) has one tensor per item; an absent optional has has_value == 0

@@ -958,6 +958,27 @@ grove_status_t* grove_session_run_into(grove_session_t* session, const grove_ten
   });
 }
 
+grove_status_t* grove_session_input_buffer(grove_session_t* session, const char* name, int32_t rank,
+                                           const int64_t* dims, grove_tensor_t* out_tensor) {
+  static constexpr char kFn[] = "grove_session_input_buffer";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (grove_status_t* bad = CheckSession(kFn, session)) return bad;
+    if (name == nullptr) return NullArgument(kFn, "name");
+    if (dims == nullptr && rank > 0) return NullArgument(kFn, "dims");
+    if (out_tensor == nullptr) return NullArgument(kFn, "out_tensor");
+    if (rank < 0 || rank > GROVE_MAX_RANK) {
+      return InvalidArgument(kFn, absl::StrCat("rank ", rank, " is outside 0..", GROVE_MAX_RANK));
+    }
+    SessionEntry entry(session);
+    if (!entry.entered()) return SessionBusy(kFn);
+    absl::StatusOr<grove::TensorView> view =
+        session->session->InputBuffer(name, absl::MakeConstSpan(dims, static_cast<size_t>(rank)));
+    if (!view.ok()) return FromAbsl(view.status(), kFn);
+    *out_tensor = TensorOf(*view);
+    return nullptr;
+  });
+}
+
 grove_status_t* grove_session_run_values(grove_session_t* session, const grove_value_t* inputs, size_t n_inputs,
                                          grove_value_t* outputs, size_t n_outputs) {
   static constexpr char kFn[] = "grove_session_run_values";

@@ -346,3 +346,38 @@ TEST(CApiRunIntoCuda, StatsCountCpuFallbacks) {
 }
 
 }  // namespace
+
+namespace {
+
+// grove_session_input_buffer: the session's own input buffer, written by the
+// caller and passed to a run in place; bad arguments are errors.
+TEST_F(CApiRunIntoTest, InputBufferIsUsedInPlace) {
+  const int64_t dims[2] = {3, 4};
+  grove_tensor_t in{};
+  ASSERT_TRUE(Ok(grove_session_input_buffer(session_, "x", 2, dims, &in)));
+  EXPECT_EQ(in.dtype, GROVE_DTYPE_F32);
+  ASSERT_EQ(in.rank, 2);
+  EXPECT_EQ(in.dims[0], 3);
+  EXPECT_EQ(in.dims[1], 4);
+  ASSERT_NE(in.data, nullptr);
+  EXPECT_EQ(in.byte_size, 3 * 4 * sizeof(float));
+  std::vector<float> x = Input(3);
+  std::memcpy(in.data, x.data(), in.byte_size);
+  std::vector<float> y(6, -9), h(6, -9);
+  const grove_tensor_t out[2] = {F32(3, 2, y.data()), F32(3, 2, h.data())};
+  ASSERT_TRUE(Ok(grove_session_run_into(session_, &in, 1, out, 2)));
+  EXPECT_THAT(h, Pointwise(FloatNear(1e-5f), ExpectedH(x, 3)));
+
+  grove_tensor_t t{};
+  EXPECT_THAT(Failure(grove_session_input_buffer(nullptr, "x", 2, dims, &t)), HasSubstr("session is NULL"));
+  EXPECT_THAT(Failure(grove_session_input_buffer(session_, nullptr, 2, dims, &t)), HasSubstr("name is NULL"));
+  EXPECT_THAT(Failure(grove_session_input_buffer(session_, "x", 2, nullptr, &t)), HasSubstr("dims is NULL"));
+  EXPECT_THAT(Failure(grove_session_input_buffer(session_, "x", 2, dims, nullptr)), HasSubstr("out_tensor is NULL"));
+  EXPECT_THAT(Failure(grove_session_input_buffer(session_, "x", 9, dims, &t)), HasSubstr("rank 9 is outside 0..8"));
+  grove_status_t* unknown = grove_session_input_buffer(session_, "nope", 2, dims, &t);
+  EXPECT_NE(grove_status_code(unknown), GROVE_STATUS_OK);
+  grove_status_release(unknown);
+  EXPECT_EQ(t.data, nullptr) << "a failed call wrote out_tensor";
+}
+
+}  // namespace
