@@ -33,6 +33,7 @@ ir::OpRegistry* BuildRegistry() {
       cpu::RegisterShapeKernels(*r),       cpu::RegisterControlFlowKernels(*r),
       ir::RegisterMathOps(*r),             cpu::RegisterMathKernels(*r),
       ir::RegisterNnOps(*r),               cpu::RegisterNnKernels(*r),
+      ir::RegisterNormOps(*r),             cpu::RegisterNormKernels(*r),
       ir::RegisterReduceSearchOps(*r),     cpu::RegisterReduceSearchKernels(*r),
       ir::RegisterLayoutOps(*r),           cpu::RegisterLayoutKernels(*r),
       ir::RegisterRecurrentOps(*r),        cpu::RegisterRecurrentKernels(*r),

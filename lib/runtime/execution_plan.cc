@@ -343,9 +343,22 @@ MemoryReport ExecutionPlan::Report(const ir::Graph& graph) const {
   r.lower_bound_bytes = memory_.lower_bound_bytes;
   r.peak_step = memory_.peak_step;
   r.num_steps = static_cast<int>(steps_.size());
+  // The arena's buffers are the values', then the steps' workspaces in step
+  // order (see Build).
+  std::vector<const PlanStep*> workspaces;
+  for (const PlanStep& step : steps_) {
+    if (step.prepared_at_plan && step.prepared.workspace_bytes > 0) workspaces.push_back(&step);
+  }
   for (int b : memory_.peak_buffers) {
-    const PlanValue& v = values_[arena_value_of_buffer_[b]];
-    r.peak_tensors.push_back(PeakTensor{graph.tensors[v.tensor].name, v.bytes});
+    const size_t i = static_cast<size_t>(b);
+    if (i < arena_value_of_buffer_.size()) {
+      const PlanValue& v = values_[arena_value_of_buffer_[i]];
+      r.peak_tensors.push_back(PeakTensor{graph.tensors[v.tensor].name, v.bytes});
+    } else if (i - arena_value_of_buffer_.size() < workspaces.size()) {
+      const PlanStep& step = *workspaces[i - arena_value_of_buffer_.size()];
+      r.peak_tensors.push_back(
+          PeakTensor{absl::StrCat("workspace of ", step.node->Describe()), step.prepared.workspace_bytes});
+    }
   }
   for (const PlanValue& v : values_) {
     if (v.kind == Storage::kArena) ++r.num_arena_tensors;

@@ -14,8 +14,6 @@ absl::Status RegisterLinalgKernels(ir::OpRegistry& registry);
 absl::Status RegisterShapeKernels(ir::OpRegistry& registry);
 absl::Status RegisterControlFlowKernels(ir::OpRegistry& registry);
 absl::Status RegisterMathKernels(ir::OpRegistry& registry);
-// The nn group, then the norm group (RegisterNormKernels) until the
-// composition root (lib/backends/backends.cc) lists that group itself.
 absl::Status RegisterNnKernels(ir::OpRegistry& registry);
 absl::Status RegisterNormKernels(ir::OpRegistry& registry);
 absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry);

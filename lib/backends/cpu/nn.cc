@@ -587,9 +587,7 @@ absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
   for (const auto& [type, kernel] : kernels) {
     if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
   }
-  // The norm group, until the composition root (lib/backends/backends.cc)
-  // registers it itself (ir::RegisterNnOps registers its definitions).
-  return RegisterNormKernels(registry);
+  return absl::OkStatus();
 }
 
 }  // namespace grove::cpu

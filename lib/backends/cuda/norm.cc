@@ -5,7 +5,7 @@
 // that is not the innermost runs a thread per column instead, so that
 // neighbouring threads read neighbouring elements. Each prepare checks and
 // builds the launch; the invoke fills pointers. Dtypes, attributes and
-// errors follow the CPU kernels (lib/backends/cpu/softmax.h, nn.cc).
+// errors follow the CPU kernels (lib/backends/cpu/norm.cc).
 #include <algorithm>
 #include <cstdint>
 #include <string>

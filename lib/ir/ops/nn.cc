@@ -187,9 +187,7 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
   for (OpDef& def : defs) {
     if (absl::Status s = registry.Register(std::move(def)); !s.ok()) return s;
   }
-  // The norm group, until the composition root (lib/backends/backends.cc)
-  // registers it itself; RegisterAllOps lists RegisterNnOps only for the same reason.
-  return RegisterNormOps(registry);
+  return absl::OkStatus();
 }
 
 }  // namespace grove::ir

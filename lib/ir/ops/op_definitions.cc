@@ -7,10 +7,10 @@
 namespace grove::ir {
 
 absl::Status RegisterAllOps(OpRegistry& registry) {
-  // RegisterNnOps registers the norm group too (see ops.h).
   absl::Status (*const groups[])(OpRegistry&) = {
       &RegisterElementwiseOps, &RegisterReductionOps,    &RegisterLinalgOps,   &RegisterShapeOps,
-      &RegisterControlFlowOps, &RegisterMathOps,         &RegisterNnOps,       &RegisterReduceSearchOps,
+      &RegisterControlFlowOps, &RegisterMathOps,         &RegisterNnOps,       &RegisterNormOps,
+      &RegisterReduceSearchOps,
       &RegisterLayoutOps,      &RegisterRecurrentOps,    &RegisterIndexingOps, &RegisterLossOps,
       &RegisterVisionOps,      &RegisterQuantizationOps, &RegisterTextOps,     &RegisterSequenceOps,
   };

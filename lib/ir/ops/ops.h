@@ -24,9 +24,7 @@ absl::Status RegisterControlFlowOps(OpRegistry& registry);
 // HardSwish Softplus Clip Min Max Sum Mean GreaterOrEqual LessOrEqual Not And
 // Or Xor CastLike.
 absl::Status RegisterMathOps(OpRegistry& registry);
-// Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool LRN,
-// then the norm group (RegisterNormOps) until the composition root
-// (lib/backends/backends.cc) lists that group itself.
+// Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool LRN.
 absl::Status RegisterNnOps(OpRegistry& registry);
 // BatchNormalization InstanceNormalization LayerNormalization
 // MeanVarianceNormalization Softmax LogSoftmax Hardmax.
