@@ -32,9 +32,9 @@ namespace grove {
 
 // Library version, also returned by grove_version() in the C ABI.
 inline constexpr int kVersionMajor = 0;
-inline constexpr int kVersionMinor = 1;
+inline constexpr int kVersionMinor = 2;
 inline constexpr int kVersionPatch = 0;
-// "0.1.0".
+// "0.2.0".
 absl::string_view Version();
 // The newest model format version this library reads and writes.
 inline constexpr uint32_t kFormatVersion = 1;

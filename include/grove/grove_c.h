@@ -118,7 +118,7 @@ extern "C" {
 #endif
 
 #define GROVE_VERSION_MAJOR 0
-#define GROVE_VERSION_MINOR 1
+#define GROVE_VERSION_MINOR 2
 #define GROVE_VERSION_PATCH 0
 
 /* The most dims a grove_tensor_t carries. */

@@ -10,7 +10,7 @@
 
 namespace grove {
 
-absl::string_view Version() { return "0.1.0"; }
+absl::string_view Version() { return "0.2.0"; }
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
