@@ -301,6 +301,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     }
     return no_graph(absl::StrCat("its capture could not start: ", st.message()));
   }
+  const int64_t kernels_before = stats_.kernels_run;
   absl::Status run;
   for (int s = range.first; s < range.end && run.ok(); ++s) {
     if (!p.steps()[s].outputs_empty) run = RunStep(inst, static_cast<size_t>(s));
@@ -310,7 +311,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     // Nothing ran: the steps now run one by one, where an error that was
     // not the capture's comes back.
     ++stats_.graph_capture_failures;
-    stats_.kernels_run -= steps_run;
+    stats_.kernels_run = kernels_before;
     return no_graph(absl::StrCat("its capture failed: ", (!run.ok() ? run : graph.status()).message()));
   }
   graphs_.Hold(*std::move(graph), &slot->held);
