@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "grove/grove.h"
 #include "command_line.h"
+#include "json_writer.h"
 
 namespace grove::cli {
 namespace {
@@ -111,54 +112,6 @@ std::string ExecutionJson(const ExecutionInfo& info) {
 double Ratio(const MemoryReport& r) {
   return r.lower_bound_bytes == 0 ? 1.0
                                   : static_cast<double>(r.arena_bytes) / static_cast<double>(r.lower_bound_bytes);
-}
-
-// Appends `s` as a JSON string. Invalid UTF-8 (names come from an untrusted
-// file) becomes U+FFFD so the output always parses; what TerminalSafe escapes
-// is escaped here too.
-void AppendJsonString(std::string* out, absl::string_view s) {
-  out->push_back('"');
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else if (c < 0x20 || c == 0x7f) {
-      absl::StrAppend(out, absl::StrFormat("\\u%04x", c));
-      ++i;
-    } else if (c < 0x80) {
-      out->push_back(static_cast<char>(c));
-      ++i;
-    } else {
-      const size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-      bool valid = len > 0 && c <= 0xf4 && i + len <= s.size();
-      for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-      if (valid && len >= 3) {
-        const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-        // Overlong forms, UTF-16 surrogates and code points past U+10FFFF.
-        if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) || (c == 0xf0 && c1 < 0x90) ||
-            (c == 0xf4 && c1 >= 0x90)) {
-          valid = false;
-        }
-      }
-      if (valid && TerminalSafe(s.substr(i, len)).size() != len) {
-        // A C1 control or a formatting character: valid JSON either way, but
-        // escaped so that printing the JSON cannot drive a terminal.
-        char32_t cp = c & (0x7f >> len);
-        for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-        absl::StrAppend(out, absl::StrFormat("\\u%04x", static_cast<unsigned>(cp)));
-        i += len;
-      } else if (valid) {
-        out->append(s.data() + i, len);
-        i += len;
-      } else {
-        out->append("\\ufffd");
-        ++i;
-      }
-    }
-  }
-  out->push_back('"');
 }
 
 std::string JsonString(absl::string_view s) {
