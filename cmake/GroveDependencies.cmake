@@ -17,8 +17,8 @@ if(NOT TARGET grove_openblas)
   endif()
 endif()
 
-# The CUDA toolkit: the runtime, NVRTC and cuBLASLt are linked (never
-# libcuda); no GPU or driver is needed to build, link or load.
+# The CUDA toolkit: the runtime and NVRTC are linked, cuBLASLt is loaded on
+# first use (never libcuda); no GPU or driver is needed to build, link or load.
 if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
   set(CUDAToolkit_ROOT /usr/local/cuda)
 endif()
@@ -43,4 +43,4 @@ endif()
 set(GROVE_PUBLIC_DEPS absl::status absl::statusor absl::span absl::strings)
 set(GROVE_PRIVATE_DEPS absl::flat_hash_map absl::flat_hash_set absl::strings absl::str_format
     absl::synchronization absl::hash absl::inlined_vector absl::cleanup
-    flatbuffers::flatbuffers grove_openblas Threads::Threads CUDA::cudart_static grove_nvrtc CUDA::cublasLt)
+    flatbuffers::flatbuffers grove_openblas Threads::Threads CUDA::cudart_static grove_nvrtc ${CMAKE_DL_LIBS})

@@ -4,7 +4,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GROVE_BUILD_DIR:-$root/build}"
 jobs="${GROVE_JOBS:-$(nproc)}"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${GROVE_CMAKE_ARGS:-} >/dev/null
+# -g1: line tables and function names (backtraces, perf, callgrind by line),
+# without the types and locals of -g, which cost a third more compile time
+# and four times the object size. GROVE_CMAKE_ARGS can ask for more.
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  ${GROVE_CMAKE_ARGS:-} >/dev/null
 if [ $# -gt 0 ]; then
   cmake --build "$build" -j "$jobs" --target "$@"
 else

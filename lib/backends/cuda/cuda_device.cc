@@ -2,9 +2,9 @@
 // driver itself, so a machine without one still loads grove), kernels from
 // the JIT kernel cache loaded with the runtime's library API
 // (cudaLibraryLoadData / cudaLibraryGetKernel, never libcuda directly), and
-// GEMMs through cuBLASLt.
+// GEMMs through cuBLASLt (loaded when the first device opens:
+// cublaslt_api.h).
 #include <cuda_runtime_api.h>
-#include <cublasLt.h>
 
 #include <map>
 #include <memory>
@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "jit/kernel_cache.h"
+#include "lib/backends/cuda/cublaslt_api.h"
 #include "lib/backends/cuda/device.h"
 
 namespace grove::cuda {
@@ -84,15 +85,17 @@ struct GemmKey {
 // One matmul's cuBLASLt descriptors and the algorithm its heuristic chose,
 // made once per GEMM shape and reused.
 struct GemmPlan {
+  explicit GemmPlan(const CublasLtApi& lt) : lt(lt) {}
+  ~GemmPlan() {
+    if (a) lt.MatrixLayoutDestroy(a);
+    if (b) lt.MatrixLayoutDestroy(b);
+    if (c) lt.MatrixLayoutDestroy(c);
+    if (op) lt.MatmulDescDestroy(op);
+  }
+  const CublasLtApi& lt;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  ~GemmPlan() {
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
 };
 
 constexpr size_t kGemmWorkspaceBytes = 32u << 20;
@@ -131,7 +134,10 @@ class CudaDevice final : public Device {
     d->arch_ = prop.major * 10 + prop.minor;
     d->name_ = absl::StrFormat("%s (sm_%d, %.0f GiB)", prop.name, d->arch_,
                                static_cast<double>(prop.totalGlobalMem) / (1ull << 30));
-    GROVE_LT_RETURN(cublasLtCreate(&d->lt_), "cublasLtCreate");
+    absl::StatusOr<const CublasLtApi*> lt = LoadCublasLt();
+    if (!lt.ok()) return lt.status();
+    d->lt_api_ = *lt;
+    GROVE_LT_RETURN(d->lt_api_->Create(&d->lt_), "cublasLtCreate");
     return d;
   }
 
@@ -350,6 +356,7 @@ class CudaDevice final : public Device {
   const int ordinal_;
   int arch_ = 0;
   std::string name_;
+  const CublasLtApi* lt_api_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   mutable std::mutex mu_;
   absl::flat_hash_map<void*, size_t> sizes_;
@@ -384,7 +391,8 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
     case DType::kBF16: type = CUDA_R_16BF; break;
     default: return absl::UnimplementedError(absl::StrCat("GEMM on ", DTypeName(g.dtype), " (f32, f16, bf16 only)"));
   }
-  auto plan = std::make_unique<GemmPlan>();
+  const CublasLtApi& lt = *lt_api_;
+  auto plan = std::make_unique<GemmPlan>(lt);
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's
   // "A" is our B and its "B" is our A; its m, n are our n, m.
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
@@ -396,11 +404,11 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
       case GemmDesc::Math::kF16: compute = CUBLAS_COMPUTE_32F_FAST_16F; break;
     }
   }
-  GROVE_LT_RETURN(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  GROVE_LT_RETURN(lt.MatmulDescCreate(&plan->op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "TRANSA");
-  GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "TRANSB");
+  GROVE_LT_RETURN(lt.MatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "TRANSA");
+  GROVE_LT_RETURN(lt.MatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "TRANSB");
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
   if (g.epilogue == GemmDesc::Epilogue::kGelu) {
     // cuBLASLt's GELU is the tanh approximation; ONNX's Gelu default is erf.
@@ -408,21 +416,21 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   }
   if (g.bias != nullptr) {
     epi = g.epilogue == GemmDesc::Epilogue::kRelu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)),
+    GROVE_LT_RETURN(lt.MatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)),
                     "BIAS_DATA_TYPE");
   } else if (g.epilogue == GemmDesc::Epilogue::kRelu) {
     epi = CUBLASLT_EPILOGUE_RELU;
   }
-  GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "EPILOGUE");
+  GROVE_LT_RETURN(lt.MatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "EPILOGUE");
 
   auto layout = [&](cublasLtMatrixLayout_t* l, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
-    cublasStatus_t st = cublasLtMatrixLayoutCreate(l, type, rows, cols, ld);
+    cublasStatus_t st = lt.MatrixLayoutCreate(l, type, rows, cols, ld);
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     if (g.batch > 1) {
       const int32_t count = static_cast<int32_t>(g.batch);
-      st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
+      st = lt.MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
       if (st != CUBLAS_STATUS_SUCCESS) return st;
-      st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+      st = lt.MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
     }
     return st;
   };
@@ -431,20 +439,20 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   GROVE_LT_RETURN(layout(&plan->c, g.n, g.m, g.ldc, g.stride_c), "layout C");
 
   cublasLtMatmulPreference_t pref = nullptr;
-  GROVE_LT_RETURN(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  GROVE_LT_RETURN(lt.MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = kGemmWorkspaceBytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
   // cuBLASLt's "A" is our B and its "B" our A (see above).
   const uint32_t align_lt_a = key.align_b, align_lt_b = key.align_a, align_c = key.align_c;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_lt_a, sizeof(uint32_t));
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_lt_b, sizeof(uint32_t));
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(uint32_t));
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(uint32_t));
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_lt_a, sizeof(uint32_t));
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_lt_b, sizeof(uint32_t));
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(uint32_t));
+  lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(uint32_t));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1,
+  cublasStatus_t st = lt.MatmulAlgoGetHeuristic(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1,
                                                      &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  lt.MatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
     return absl::UnimplementedError(absl::StrCat("cuBLASLt has no algorithm for a ", DTypeName(g.dtype), " GEMM ",
                                                  g.m, "x", g.n, "x", g.k, " (batch ", g.batch, ")"));
@@ -466,12 +474,13 @@ absl::Status CudaDevice::Gemm(const GemmDesc& g, Stream stream) {
   if (!plan.ok()) return plan.status();
   absl::StatusOr<void*> ws = Workspace(stream);
   if (!ws.ok()) return ws.status();
+  const CublasLtApi& lt = *lt_api_;
   if (g.bias != nullptr) {
-    GROVE_LT_RETURN(cublasLtMatmulDescSetAttribute((*plan)->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
+    GROVE_LT_RETURN(lt.MatmulDescSetAttribute((*plan)->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
                                                    sizeof(g.bias)),
                     "BIAS_POINTER");
   }
-  GROVE_LT_RETURN(cublasLtMatmul(lt_, (*plan)->op, &g.alpha, g.b, (*plan)->a, g.a, (*plan)->b, &g.beta, g.c,
+  GROVE_LT_RETURN(lt.Matmul(lt_, (*plan)->op, &g.alpha, g.b, (*plan)->a, g.a, (*plan)->b, &g.beta, g.c,
                                  (*plan)->c, g.c, (*plan)->c, &(*plan)->algo, *ws, kGemmWorkspaceBytes,
                                  static_cast<cudaStream_t>(stream)),
                   "cublasLtMatmul");
