@@ -665,6 +665,62 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_kernel_report_summary(
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_kernel_report_module(const grove_kernel_report_t* report,
                                                                            size_t index, const char** out_name);
 
+/* ------------------------------------------------------------------------ */
+/* DLPack                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* DLPack's managed tensor (dlpack/dlpack.h, DLPack 0.6 or later: Debian's
+ * libdlpack-dev), declared only, so that this header needs no DLPack
+ * install; a caller that passes one includes dlpack/dlpack.h itself. The
+ * versioned form of DLPack 1.0 (DLManagedTensorVersioned) is not taken:
+ * Debian's DLPack 0.6 does not have it.
+ *
+ * What grove takes as a DLPack tensor for an input of a session (anything
+ * else is GROVE_STATUS_INVALID_ARGUMENT naming the input and what was wrong):
+ *   - device: kDLCPU or kDLCUDAHost (host memory) on any session; kDLCUDA on
+ *     a CUDA session whose CUDA device (options.cuda_device) is device_id;
+ *   - dtype: lanes 1, and kDLFloat 16/32/64, kDLBfloat 16, kDLInt and
+ *     kDLUInt 8/16/32/64, or kDLBool (code 6, DLPack 0.8) 8 bits; DLPack has
+ *     no strings;
+ *   - layout: compact row-major (strides NULL, or every dim of extent above
+ *     1 has the row-major stride); the data is read in place, never copied,
+ *     so a strided view is refused: give a contiguous copy;
+ *   - data + byte_offset aligned to the element size; ndim 0..GROVE_MAX_RANK,
+ *     no negative dim, shape non-NULL when ndim > 0, data non-NULL unless
+ *     the tensor has no elements. */
+struct DLManagedTensor;
+
+/* Checks `tensor` as an input of `session` (see above) and describes it in
+ * *out_tensor, pointing at its data, for grove_session_run or _run_into:
+ * so DLPack tensors and grove_tensor_t inputs mix in one run. Borrows: the
+ * caller keeps `tensor` and calls its deleter once the run that used the
+ * view has returned. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_dlpack_view(const grove_session_t* session,
+                                                                  const struct DLManagedTensor* tensor,
+                                                                  grove_tensor_t* out_tensor);
+
+/* Runs the model once with DLPack inputs and outputs.
+ *
+ * `inputs` holds one tensor per model input, in model order, used in place.
+ * The call consumes them: before it returns, whatever it returns (a NULL or
+ * released session, a bad count, a refused tensor, a failed run included),
+ * it calls the deleter of every non-NULL inputs[i] exactly once (a tensor
+ * given for several inputs once), so the caller never calls them itself.
+ *
+ * On success out_outputs[i] is a new DLManagedTensor per model output, in
+ * model order: host memory (kDLCPU, device_id 0), compact row-major with
+ * strides given, holding a copy of the result that the tensor owns: it
+ * outlives the session, and the caller calls out_outputs[i]->deleter(
+ * out_outputs[i]) once when done, which frees it. On error out_outputs is
+ * not written. A string output is refused (DLPack has no strings: use
+ * grove_session_run), as is a CUDA session with outputs_on_device
+ * (GROVE_STATUS_FAILED_PRECONDITION: use grove_session_run_into). */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_dlpack(grove_session_t* session,
+                                                                         struct DLManagedTensor* const* inputs,
+                                                                         size_t n_inputs,
+                                                                         struct DLManagedTensor** out_outputs,
+                                                                         size_t n_outputs);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

@@ -102,13 +102,22 @@ static_assert(sizeof(void*) != 8 || sizeof(grove_shape_t) == 72);
 static_assert(sizeof(grove_session_options_t) <= GROVE_MAX_STRUCT_SIZE &&
               sizeof(grove_session_stats_t) <= GROVE_MAX_STRUCT_SIZE);
 
+using grove::c_internal::CheckSession;
+using grove::c_internal::FromAbsl;
+using grove::c_internal::Guard;
+using grove::c_internal::InvalidArgument;
+using grove::c_internal::kSessionTag;
+using grove::c_internal::MakeStatus;
+using grove::c_internal::NullArgument;
+using grove::c_internal::SessionBusy;
+using grove::c_internal::SessionEntry;
+
 namespace {
 
 // Each handle's first member: its kind while it lives, kReleasedTag after
 // release. The values are arbitrary and unlikely in other memory.
 constexpr uint64_t kStatusTag = 0x67726f7665535453;   // "groveSTS"
 constexpr uint64_t kModelTag = 0x67726f76654d444c;    // "groveMDL"
-constexpr uint64_t kSessionTag = 0x67726f7665535353;  // "groveSSS"
 constexpr uint64_t kTokenTag = 0x67726f766543544b;    // "groveCTK"
 constexpr uint64_t kReportTag = 0x67726f76654b5250;   // "groveKRP"
 constexpr uint64_t kReleasedTag = 0x67726f7665444541;  // "groveDEA"
@@ -164,22 +173,6 @@ struct grove_model_t {
   std::shared_ptr<const grove::Model> model;
 };
 
-struct grove_session_t {
-  uint64_t tag = kSessionTag;
-  std::unique_ptr<grove::Session> session;
-  // SessionOptions::outputs_on_device: Run's results are device pointers.
-  bool outputs_on_device = false;
-  // grove_session_stats_t.graph_fallback_reason, kept until the next stats call.
-  mutable std::string graph_fallback_reason;
-  // Set while a run is inside this handle: a second thread's run is refused
-  // (the handle's own output arrays below are not shared between threads).
-  std::atomic<bool> busy{false};
-  // grove_session_run_values: the last outputs and the tensor arrays that
-  // describe them to the caller.
-  std::vector<grove::Value> values;
-  std::vector<std::vector<grove_tensor_t>> value_tensors;
-};
-
 struct grove_cancel_token_t {
   uint64_t tag = kTokenTag;
   std::shared_ptr<grove::CancellationToken> token;
@@ -195,8 +188,10 @@ namespace {
 // Handed out when a status cannot be allocated; release ignores it.
 grove_status_t kOutOfMemoryStatus{kStatusTag, GROVE_STATUS_RESOURCE_EXHAUSTED, "grove: out of memory"};
 
-grove_status_t* MakeStatus(grove_status_code_t code, absl::string_view function,
-                           absl::string_view message) noexcept {
+}  // namespace
+
+grove_status_t* grove::c_internal::MakeStatus(grove_status_code_t code, absl::string_view function,
+                                              absl::string_view message) noexcept {
   try {
     return new grove_status_t{kStatusTag, code, absl::StrCat(function, ": ", message)};
   } catch (...) {
@@ -204,7 +199,7 @@ grove_status_t* MakeStatus(grove_status_code_t code, absl::string_view function,
   }
 }
 
-grove_status_t* FromAbsl(const absl::Status& status, absl::string_view function) noexcept {
+grove_status_t* grove::c_internal::FromAbsl(const absl::Status& status, absl::string_view function) noexcept {
   if (status.ok()) return nullptr;
   const int code = static_cast<int>(status.code());
   return MakeStatus(code > GROVE_STATUS_OK && code <= GROVE_STATUS_UNAUTHENTICATED
@@ -213,17 +208,19 @@ grove_status_t* FromAbsl(const absl::Status& status, absl::string_view function)
                     function, status.message());
 }
 
-grove_status_t* InvalidArgument(absl::string_view function, absl::string_view message) noexcept {
+grove_status_t* grove::c_internal::InvalidArgument(absl::string_view function, absl::string_view message) noexcept {
   return MakeStatus(GROVE_STATUS_INVALID_ARGUMENT, function, message);
 }
 
-grove_status_t* NullArgument(absl::string_view function, absl::string_view argument) noexcept {
+grove_status_t* grove::c_internal::NullArgument(absl::string_view function, absl::string_view argument) noexcept {
   try {
     return InvalidArgument(function, absl::StrCat(argument, " is NULL"));
   } catch (...) {
     return &kOutOfMemoryStatus;
   }
 }
+
+namespace {
 
 // NULL, or a handle whose tag is not `tag` (released, or another kind of
 // handle), as an INVALID_ARGUMENT status; nullptr when `handle` is live.
@@ -243,48 +240,26 @@ grove_status_t* CheckHandle(absl::string_view function, const Handle* handle, ui
 grove_status_t* CheckModel(absl::string_view function, const grove_model_t* model) noexcept {
   return CheckHandle(function, model, kModelTag, "model", "grove_model_t");
 }
-grove_status_t* CheckSession(absl::string_view function, const grove_session_t* session) noexcept {
+}  // namespace
+
+grove_status_t* grove::c_internal::CheckSession(absl::string_view function, const grove_session_t* session) noexcept {
   return CheckHandle(function, session, kSessionTag, "session", "grove_session_t");
 }
+
+namespace {
+
 grove_status_t* CheckToken(absl::string_view function, const grove_cancel_token_t* token) noexcept {
   return CheckHandle(function, token, kTokenTag, "token", "grove_cancel_token_t");
 }
 
-// Marks a session handle busy for one run (see grove::Session's guard).
-class SessionEntry {
- public:
-  explicit SessionEntry(grove_session_t* session)
-      : session_(session), entered_(!session->busy.exchange(true, std::memory_order_acquire)) {}
-  ~SessionEntry() {
-    if (entered_) session_->busy.store(false, std::memory_order_release);
-  }
-  SessionEntry(const SessionEntry&) = delete;
-  SessionEntry& operator=(const SessionEntry&) = delete;
-  bool entered() const { return entered_; }
+}  // namespace
 
- private:
-  grove_session_t* session_;
-  const bool entered_;
-};
-
-grove_status_t* SessionBusy(absl::string_view function) noexcept {
+grove_status_t* grove::c_internal::SessionBusy(absl::string_view function) noexcept {
   return MakeStatus(GROVE_STATUS_FAILED_PRECONDITION, function,
                     "session is already running on another thread; a session is used by one thread at a time");
 }
 
-// Runs `body`, turning any escaping exception into a status.
-template <typename Body>
-grove_status_t* Guard(const char* function, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return MakeStatus(GROVE_STATUS_RESOURCE_EXHAUSTED, function, "out of memory");
-  } catch (const std::exception& e) {
-    return MakeStatus(GROVE_STATUS_INTERNAL, function, absl::NullSafeStringView(e.what()));
-  } catch (...) {
-    return MakeStatus(GROVE_STATUS_INTERNAL, function, "unexpected exception");
-  }
-}
+namespace {
 
 std::string ShapeString(absl::Span<const int64_t> dims) { return absl::StrCat("[", absl::StrJoin(dims, ","), "]"); }
 
@@ -797,6 +772,7 @@ grove_session_t* grove::c_internal::WrapSession(std::unique_ptr<Session> session
   auto handle = std::make_unique<grove_session_t>();
   handle->session = std::move(session);
   handle->outputs_on_device = options.outputs_on_device;
+  handle->cuda_device = options.cuda_device;
   return handle.release();
 }
 
