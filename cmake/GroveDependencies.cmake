@@ -17,6 +17,23 @@ if(NOT TARGET grove_openblas)
   endif()
 endif()
 
+# oneDNN (Debian's libdnnl-dev) for the CPU backend's heavy ops. Found by hand:
+# its dnnl-config.cmake requires the OpenCL headers for a GPU runtime grove does
+# not use. Debian builds it on OpenMP (libgomp), whose thread count grove sets
+# per call (lib/backends/cpu/onednn.h), so libgomp is linked too.
+if(NOT TARGET grove_dnnl)
+  find_path(GROVE_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+  find_library(GROVE_DNNL_LIBRARY NAMES dnnl)
+  find_library(GROVE_GOMP_LIBRARY NAMES gomp libgomp.so.1)
+  if(NOT GROVE_DNNL_INCLUDE_DIR OR NOT GROVE_DNNL_LIBRARY OR NOT GROVE_GOMP_LIBRARY)
+    message(FATAL_ERROR "oneDNN not found: install libdnnl-dev (scripts/install_deps.sh does)")
+  endif()
+  add_library(grove_dnnl INTERFACE IMPORTED)
+  set_target_properties(grove_dnnl PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${GROVE_DNNL_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES "${GROVE_DNNL_LIBRARY};${GROVE_GOMP_LIBRARY}")
+endif()
+
 # The CUDA toolkit: the runtime and NVRTC are linked, cuBLASLt is loaded on
 # first use (never libcuda); no GPU or driver is needed to build, link or load.
 if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
@@ -44,3 +61,4 @@ set(GROVE_PUBLIC_DEPS absl::status absl::statusor absl::span absl::strings)
 set(GROVE_PRIVATE_DEPS absl::flat_hash_map absl::flat_hash_set absl::strings absl::str_format
     absl::synchronization absl::hash absl::inlined_vector absl::cleanup
     flatbuffers::flatbuffers grove_openblas Threads::Threads CUDA::cudart_static grove_nvrtc ${CMAKE_DL_LIBS})
+list(APPEND GROVE_PRIVATE_DEPS grove_dnnl)

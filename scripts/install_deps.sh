@@ -2,7 +2,7 @@
 # Installs the Debian packages grove builds with, only those missing.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libabsl-dev libflatbuffers-dev flatbuffers-compiler
-          libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+          libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata libdlpack-dev
           clang libclang-rt-14-dev binutils)  # the sanitizer and fuzz builds (clang's runtimes, readelf)
 missing=()

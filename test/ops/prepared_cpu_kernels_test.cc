@@ -5,7 +5,9 @@
 // (RunOp, which the op tests check against naive references) and, for
 // Softmax and Gemm, of a naive reference written here; the invoke's scratch
 // is the workspace the prepare declared (filled with garbage first), and the
-// invoke allocates no heap memory at all (operator new is counted here).
+// invoke allocates no heap memory at all (operator new is counted here), but
+// for oneDNN's small per-call argument map on the steps oneDNN computes (each
+// case runs with oneDNN on, and again with the reference kernels).
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "lib/backends/cpu/onednn.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
@@ -324,16 +327,25 @@ TEST_P(PreparedCpuKernelTest, RegisteredWithAPrepare) {
   EXPECT_NE(def.prepares[static_cast<int>(ir::Backend::kCpu)], nullptr);
 }
 
-TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRuns) {
-  const Case& c = GetParam();
+// One prepare, several invokes on new values, each equal to a fresh run byte
+// for byte, with the scratch from the workspace. The reference kernels take
+// nothing from the heap. A step oneDNN computes (lib/backends/cpu/onednn.h)
+// takes its blocked copies and scratchpad from the workspace too, but
+// oneDNN's execute builds a small argument map per call (a std::unordered_map
+// inside libdnnl: about a dozen allocations of at most a few hundred bytes),
+// which grove cannot avoid; those are bounded here instead of forbidden.
+void CheckOnePrepareManyInvokes(const Case& c) {
   const std::vector<Tensor> first = c.inputs(0);
   absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs, c.num_outputs);
   ASSERT_TRUE(like.ok()) << like.status();
   PreparedStep step(c.type, c.attrs, first, *like);
+  const int64_t onednn_before = cpu::OneDnnStepsMade();
   absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
   ASSERT_TRUE(prepared.ok()) << prepared.status();
+  const bool onednn = cpu::OneDnnStepsMade() > onednn_before;
   EXPECT_FALSE(prepared->needs_host);
-  EXPECT_EQ(prepared->workspace_bytes > 0, c.uses_workspace) << prepared->workspace_bytes;
+  // (oneDNN's layouts, and so its workspace, depend on the CPU.)
+  if (!onednn) EXPECT_EQ(prepared->workspace_bytes > 0, c.uses_workspace) << prepared->workspace_bytes;
   step.Keep(*std::move(prepared));
   for (int seed = 0; seed < 4; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
@@ -341,13 +353,26 @@ TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRuns) {
     size_t largest = 0, allocations = 0;
     absl::Status s = step.Invoke(inputs, &largest, &allocations);
     ASSERT_TRUE(s.ok()) << s;
-    // Its scratch is the workspace: nothing comes from the heap.
-    EXPECT_EQ(allocations, 0u) << "the largest was " << largest << " bytes";
+    // Its scratch is the workspace: nothing comes from the heap (but
+    // oneDNN's argument map).
+    if (onednn) {
+      EXPECT_LE(allocations, 32u);
+      EXPECT_LE(largest, 512u);
+    } else {
+      EXPECT_EQ(allocations, 0u) << "the largest was " << largest << " bytes";
+    }
     if (step.prepared().workspace_bytes > 0) EXPECT_LT(largest, step.prepared().workspace_bytes);
     absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(inputs), c.attrs, c.num_outputs);
     ASSERT_TRUE(fresh.ok()) << fresh.status();
     for (size_t i = 0; i < fresh->size(); ++i) EXPECT_TRUE(SameBytes(step.outputs()[i], (*fresh)[i])) << "output " << i;
   }
+}
+
+TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRuns) { CheckOnePrepareManyInvokes(GetParam()); }
+
+TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRunsWithTheReferenceKernels) {
+  cpu::ScopedOneDnn reference(false);
+  CheckOnePrepareManyInvokes(GetParam());
 }
 
 TEST_P(PreparedCpuKernelTest, InvokeWithoutPrepareIsAnInternalError) {

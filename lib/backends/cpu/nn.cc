@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "lib/backends/common/window.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/conv_geometry.h"
@@ -126,13 +128,15 @@ void Im2Col(const T* x, int64_t channels, const Window& w, T* col, absl::Span<in
 }
 
 // Conv and ConvTranspose after every check: the shapes, the GEMM dims per
-// (image, group) and the im2col (col2im) matrix, which lives in the workspace.
+// (image, group) and the im2col (col2im) matrix, which lives in the workspace;
+// or, for an f32 Conv that oneDNN takes, its primitive (onednn.h).
 struct ConvParams {
   backends::ConvShape conv;
   int64_t cg = 0, mg = 0;  // channels per group in X and Y
   int64_t rows = 0;        // the GEMM's K (Conv) or M (ConvTranspose)
   int64_t col_size = 0;    // elements of the im2col / col2im matrix
   bool pointwise = false;  // Conv reads X as it is: no im2col
+  std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes the step
 };
 
 absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
@@ -153,6 +157,12 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   p.pointwise = IsPointwise(*w);
   p.conv = *std::move(conv);
   WorkspaceLayout layout;  // the im2col matrix, the tap's and the position's index
+  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnConv(ctx, p.conv, &layout);
+  if (!onednn.ok()) return onednn.status();
+  if (*onednn != nullptr) {
+    p.onednn = *std::move(onednn);
+    return MakePrepared(std::move(p), layout.bytes());
+  }
   if (!p.pointwise) {
     layout.AddBytes(static_cast<uint64_t>(p.col_size) * DTypeSize(dtype));
     layout.Add<int64_t>(p.conv.w.spatial);
@@ -164,6 +174,7 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
 absl::Status ConvKernel(KernelContext& ctx) {
   const ConvParams* p = PreparedParams<ConvParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
+  if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);
   const TensorView& x = ctx.input(0);
   const TensorView& wt = ctx.input(1);
   const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;

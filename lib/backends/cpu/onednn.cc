@@ -1,0 +1,292 @@
+// oneDNN steps: primitives and reorders made by a prepare (C++ API, whose
+// errors are exceptions, caught here), run by the invoke through the C API on
+// preallocated argument arrays.
+#include "lib/backends/cpu/onednn.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+// The OpenMP runtime oneDNN was built on (libgomp on Debian). Declared here
+// rather than from <omp.h>, which clang finds only with libomp installed.
+extern "C" int omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int num_threads);
+#endif
+
+namespace grove::cpu {
+namespace {
+
+using dnnl::memory;
+
+bool EnabledByEnvironment() {
+  const char* v = std::getenv("GROVE_CPU_ONEDNN");
+  if (v == nullptr) return true;
+  const absl::string_view s(v);
+  return !(s == "0" || s == "off" || s == "OFF" || s == "false" || s == "FALSE");
+}
+
+std::atomic<int64_t> g_steps_made{0};
+
+std::atomic<bool>& EnabledFlag() {
+  static std::atomic<bool> enabled{EnabledByEnvironment()};
+  return enabled;
+}
+
+// The CPU engine, made on first use; engines are thread-safe.
+const dnnl::engine& CpuEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN on one thread for the scope: its OpenMP runtime would otherwise
+// start a thread per core inside every call of every session. The count is
+// the calling thread's (OpenMP keeps it per thread), restored after, so an
+// application's own OpenMP use is left as it was.
+class OneThreadScope {
+ public:
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  OneThreadScope() : before_(omp_get_max_threads()) {
+    if (before_ != 1) omp_set_num_threads(1);
+  }
+  ~OneThreadScope() {
+    if (before_ != 1) omp_set_num_threads(before_);
+  }
+
+ private:
+  int before_;
+#endif
+};
+
+memory::desc PlainDesc(const memory::dims& dims) {
+  memory::dims strides(dims.size(), 1);
+  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * dims[d + 1];
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::desc AnyDesc(const memory::dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+}
+
+absl::Status DnnlError(absl::string_view what, dnnl_status_t status) {
+  return absl::InternalError(absl::StrCat("oneDNN ", what, " failed (dnnl_status_t ", static_cast<int>(status), ")"));
+}
+
+}  // namespace
+
+// One argument of the primitive: a step input or output in grove's plain
+// layout, reordered into (out of) oneDNN's layout in the workspace when the
+// primitive wants another, or taken from `packed` when it is the weight the
+// prepare reordered and the invoke sees the same bytes.
+struct OneDnnOperand {
+  int arg = 0;          // DNNL_ARG_*
+  bool output = false;  // ctx.output(index), else ctx.input(index)
+  int index = 0;
+  memory user;          // the plain layout; handle bound per run
+  bool reordered = false;
+  memory inner;         // oneDNN's layout at `offset` in the workspace
+  uint64_t offset = 0;
+  dnnl::reorder reorder;  // user -> inner (inputs), inner -> user (outputs)
+  const void* packed_from = nullptr;
+  memory packed;
+};
+
+class OneDnnStep {
+ public:
+  dnnl::stream stream;
+  dnnl::primitive primitive;
+  std::string impl;
+  std::vector<OneDnnOperand> operands;
+  bool has_scratchpad = false;
+  memory scratchpad;
+  uint64_t scratchpad_offset = 0;
+  std::vector<dnnl_exec_arg_t> args;  // filled per run, never resized
+};
+
+bool OneDnnEnabled() { return EnabledFlag().load(std::memory_order_relaxed); }
+void SetOneDnnEnabled(bool enabled) { EnabledFlag().store(enabled, std::memory_order_relaxed); }
+
+namespace {
+
+// The workspace offset of a new array of `bytes` in `layout`.
+uint64_t Reserve(WorkspaceLayout* layout, uint64_t bytes) {
+  const uint64_t offset = AlignWorkspace(layout->bytes());
+  layout->AddBytes(bytes);
+  return offset;
+}
+
+// Adds the operand for `arg` of the primitive; `want` is the layout the
+// primitive chose. A weight whose bytes the prepare sees is reordered now,
+// once. Returns false when a reorder would need a scratchpad of its own (then
+// the caller gives the step up).
+bool AddOperand(const ir::KernelContext& ctx, OneDnnStep& step, int arg, bool output, int index,
+                const memory::dims& dims, const memory::desc& want, bool pack, WorkspaceLayout* layout) {
+  const dnnl::engine& engine = CpuEngine();
+  OneDnnOperand op;
+  op.arg = arg;
+  op.output = output;
+  op.index = index;
+  const memory::desc plain = PlainDesc(dims);
+  op.user = memory(plain, engine, DNNL_MEMORY_NONE);
+  if (want != plain) {
+    op.reordered = true;
+    op.inner = memory(want, engine, DNNL_MEMORY_NONE);
+    op.offset = Reserve(layout, want.get_size());
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::reorder::primitive_desc pd = output ? dnnl::reorder::primitive_desc(engine, want, engine, plain, attr)
+                                                    : dnnl::reorder::primitive_desc(engine, plain, engine, want, attr);
+    if (pd.scratchpad_desc().get_size() != 0) return false;
+    op.reorder = dnnl::reorder(pd);
+    const void* bytes = output ? nullptr : ctx.input(index).data;
+    if (pack && bytes != nullptr) {
+      op.packed = memory(want, engine);
+      memory source(plain, engine, const_cast<void*>(bytes));
+      op.reorder.execute(step.stream, source, op.packed);
+      step.stream.wait();
+      op.packed_from = bytes;
+    }
+  }
+  step.operands.push_back(std::move(op));
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
+                                                              const backends::ConvShape& conv,
+                                                              WorkspaceLayout* layout) {
+  if (!OneDnnEnabled()) return nullptr;
+  const TensorView& x = ctx.input(0);
+  const bool has_bias = ctx.has_input(2);
+  if (x.dtype != DType::kF32 || ctx.input(1).dtype != DType::kF32 ||
+      (has_bias && ctx.input(2).dtype != DType::kF32)) {
+    return nullptr;
+  }
+  const backends::Window& w = conv.w;
+  if (conv.spatial < 1 || conv.spatial > 3) return nullptr;
+  // Empty tensors stay with the reference kernel, which writes Y = B when C
+  // is 0 and nothing when Y is empty.
+  if (conv.n == 0 || conv.c == 0 || conv.m == 0 || w.in_size == 0 || w.out_size <= 0) return nullptr;
+  const int64_t group = conv.group, cg = conv.c / group, mg = conv.m / group;
+  memory::dims src = {conv.n, conv.c}, dst = {conv.n, conv.m}, weights;
+  if (group > 1) {
+    weights = {group, mg, cg};
+  } else {
+    weights = {conv.m, conv.c};
+  }
+  memory::dims strides, dilates, pad_l, pad_r;
+  for (int d = 0; d < w.spatial; ++d) {
+    src.push_back(w.in[d]);
+    dst.push_back(w.out[d]);
+    weights.push_back(w.kernel[d]);
+    strides.push_back(w.strides[d]);
+    dilates.push_back(w.dilations[d] - 1);  // oneDNN counts the taps skipped
+    pad_l.push_back(w.pad_begin[d]);
+    pad_r.push_back(w.pad_end[d]);
+  }
+  const memory::dims bias = {conv.m};
+  OneThreadScope threads;
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    const auto kind = dnnl::prop_kind::forward_inference;
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const dnnl::convolution_forward::desc desc =
+        has_bias ? dnnl::convolution_forward::desc(kind, alg, AnyDesc(src), AnyDesc(weights), PlainDesc(bias),
+                                                   AnyDesc(dst), strides, dilates, pad_l, pad_r)
+                 : dnnl::convolution_forward::desc(kind, alg, AnyDesc(src), AnyDesc(weights), AnyDesc(dst), strides,
+                                                   dilates, pad_l, pad_r);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine, /*allow_empty=*/true);
+    if (!pd) return nullptr;
+    auto step = std::make_shared<OneDnnStep>();
+    step->impl = pd.impl_info_str();
+    // oneDNN's reference convolution is a loop nest slower than im2col + GEMM.
+    if (absl::string_view(step->impl).substr(0, 4) == "ref:") return nullptr;
+    step->stream = dnnl::stream(engine);
+    step->primitive = dnnl::convolution_forward(pd);
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, src, pd.src_desc(), false, layout) ||
+        !AddOperand(ctx, *step, DNNL_ARG_WEIGHTS, false, 1, weights, pd.weights_desc(), true, layout) ||
+        (has_bias && !AddOperand(ctx, *step, DNNL_ARG_BIAS, false, 2, bias, pd.bias_desc(), false, layout)) ||
+        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, dst, pd.dst_desc(), false, layout)) {
+      return nullptr;
+    }
+    const memory::desc scratch = pd.scratchpad_desc();
+    if (scratch.get_size() > 0) {
+      step->has_scratchpad = true;
+      step->scratchpad = memory(scratch, engine, DNNL_MEMORY_NONE);
+      step->scratchpad_offset = Reserve(layout, scratch.get_size());
+    }
+    step->args.resize(step->operands.size() + (step->has_scratchpad ? 1 : 0));
+    g_steps_made.fetch_add(1, std::memory_order_relaxed);
+    return step;
+  } catch (const dnnl::error& e) {
+    // Whatever oneDNN cannot make, the reference kernel computes.
+    return nullptr;
+  }
+}
+
+absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
+  OneThreadScope threads;
+  uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
+  dnnl_stream_t stream = step.stream.get();
+  auto bind = [&](const memory& m, void* data) { return dnnl_memory_set_data_handle_v2(m.get(), data, stream); };
+  auto reorder = [&](const OneDnnOperand& op, const memory& from, const memory& to) {
+    const dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}};
+    return dnnl_primitive_execute(op.reorder.get(), stream, 2, args);
+  };
+  for (size_t i = 0; i < step.operands.size(); ++i) {
+    OneDnnOperand& op = step.operands[i];
+    void* data = op.output ? ctx.output(op.index).data : ctx.input(op.index).data;
+    dnnl_memory_t arg = op.user.get();
+    if (op.packed_from != nullptr && data == op.packed_from) {
+      arg = op.packed.get();
+    } else {
+      if (dnnl_status_t s = bind(op.user, data); s != dnnl_success) return DnnlError("binding an argument", s);
+      if (op.reordered) {
+        if (workspace == nullptr) return ctx.Error("the oneDNN step has no workspace");
+        if (dnnl_status_t s = bind(op.inner, workspace + op.offset); s != dnnl_success) {
+          return DnnlError("binding a workspace array", s);
+        }
+        if (!op.output) {
+          if (dnnl_status_t s = reorder(op, op.user, op.inner); s != dnnl_success) return DnnlError("a reorder", s);
+        }
+        arg = op.inner.get();
+      }
+    }
+    step.args[i] = {op.arg, arg};
+  }
+  if (step.has_scratchpad) {
+    if (workspace == nullptr) return ctx.Error("the oneDNN step has no workspace");
+    if (dnnl_status_t s = bind(step.scratchpad, workspace + step.scratchpad_offset); s != dnnl_success) {
+      return DnnlError("binding the scratchpad", s);
+    }
+    step.args.back() = {DNNL_ARG_SCRATCHPAD, step.scratchpad.get()};
+  }
+  if (dnnl_status_t s = dnnl_primitive_execute(step.primitive.get(), stream, static_cast<int>(step.args.size()),
+                                               step.args.data());
+      s != dnnl_success) {
+    return DnnlError(absl::StrCat("executing ", step.impl), s);
+  }
+  for (const OneDnnOperand& op : step.operands) {
+    if (!op.output || !op.reordered) continue;
+    if (dnnl_status_t s = reorder(op, op.inner, op.user); s != dnnl_success) return DnnlError("a reorder", s);
+  }
+  if (dnnl_status_t s = dnnl_stream_wait(stream); s != dnnl_success) return DnnlError("waiting", s);
+  return absl::OkStatus();
+}
+
+int64_t OneDnnStepsMade() { return g_steps_made.load(std::memory_order_relaxed); }
+
+std::string OneDnnStepImpl(const OneDnnStep& step) { return step.impl; }
+
+}  // namespace grove::cpu

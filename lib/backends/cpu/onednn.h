@@ -1,0 +1,85 @@
+// oneDNN (Debian's libdnnl, the library PyTorch and OpenVINO run on the CPU)
+// for the CPU kernels where it beats the reference loops: f32 Conv today. A
+// kernel's prepare asks for a OneDnnStep; it gets one, or nullptr when oneDNN
+// does not take the step (a dtype, an empty dim, more than 3 spatial dims, no
+// implementation better than oneDNN's own reference), and then keeps its
+// reference kernel. The step holds what the prepare made once per plan: the
+// primitive, the reorders between grove's plain row-major layouts and the
+// blocked ones oneDNN prefers, and the weights reordered into that layout
+// when the prepare could read them (a model weight). Its invoke only binds
+// pointers and runs; the blocked copies and oneDNN's scratchpad live in the
+// step's workspace, so no buffer is allocated per run (oneDNN's execute does
+// make its small argument map).
+//
+//   WorkspaceLayout layout;                                    // prepare
+//   absl::StatusOr<std::shared_ptr<OneDnnStep>> step = PrepareOneDnnConv(ctx, conv, &layout);
+//   ...
+//   if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);  // invoke
+//
+// Threads: oneDNN runs on one thread per call (Debian builds it on OpenMP;
+// the calling thread's OpenMP thread count is set to 1 around each call and
+// restored), so sessions on several threads never oversubscribe the cores.
+// Intra-op threads are a later option of the session.
+//
+// The switch: GROVE_CPU_ONEDNN=0 in the environment (read once) makes every
+// CPU step keep its reference kernel; SetOneDnnEnabled does the same for the
+// steps prepared after it (tests and benchmarks compare both paths in one
+// process).
+#ifndef GROVE_LIB_BACKENDS_CPU_ONEDNN_H_
+#define GROVE_LIB_BACKENDS_CPU_ONEDNN_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/backends/common/window.h"
+#include "lib/backends/cpu/workspace_layout.h"
+#include "lib/ir/op_registry.h"
+
+namespace grove::cpu {
+
+// Whether kernels prepared from now on may use oneDNN: true unless
+// GROVE_CPU_ONEDNN is "0" (or "off", "false"), or SetOneDnnEnabled(false).
+bool OneDnnEnabled();
+void SetOneDnnEnabled(bool enabled);
+
+// Sets OneDnnEnabled for a scope (tests, benchmarks), then restores it.
+class ScopedOneDnn {
+ public:
+  explicit ScopedOneDnn(bool enabled) : before_(OneDnnEnabled()) { SetOneDnnEnabled(enabled); }
+  ~ScopedOneDnn() { SetOneDnnEnabled(before_); }
+  ScopedOneDnn(const ScopedOneDnn&) = delete;
+  ScopedOneDnn& operator=(const ScopedOneDnn&) = delete;
+
+ private:
+  bool before_;
+};
+
+// A oneDNN primitive bound to a step's inputs, outputs and workspace. Made by
+// a prepare, invoked by the step's session: one thread at a time (the invoke
+// rebinds the step's own memory handles).
+class OneDnnStep;
+
+// Conv (ConvShape from backends::ResolveConv) through oneDNN, or nullptr when
+// oneDNN does not take it. Adds the step's scratch to `layout`, after what
+// the layout already holds.
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
+                                                              const backends::ConvShape& conv,
+                                                              WorkspaceLayout* layout);
+
+// Runs the step on ctx's pointers and ctx.workspace().
+absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);
+
+// How many oneDNN steps prepares have made in this process: tests check
+// which path a kernel took with it.
+int64_t OneDnnStepsMade();
+
+// The implementation oneDNN chose ("jit:avx2", "brg:avx512_core", ...), for
+// tests and benchmarks.
+std::string OneDnnStepImpl(const OneDnnStep& step);
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_ONEDNN_H_
