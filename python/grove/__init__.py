@@ -1,0 +1,453 @@
+"""grove: load a model, make sessions, run them from Python.
+
+A thin layer over grove's C ABI (grove_c.h) through ctypes and the shared
+library libgrove.so: no compiled extension.
+
+    import grove, numpy as np
+    model = grove.Model.load("mlp.grove")
+    session = grove.Session(model, device="cpu")
+    out = session.run({"x": np.ones((3, 16), np.float32)})   # {"y": ndarray}
+
+Inputs are NumPy arrays (anything np.asarray takes) or any object with
+``__dlpack__`` (PyTorch, CuPy, JAX tensors), which grove reads in place
+through its DLPack C functions; outputs are NumPy arrays the caller owns.
+Errors from grove are raised as ``grove.Error`` carrying grove's message and
+status code. The GIL is released while grove runs (ctypes.CDLL calls), so
+threads with their own sessions run in parallel. A Model may be shared by
+threads; a Session is used by one thread at a time.
+"""
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _capi
+from ._capi import lib as _lib
+
+__all__ = ["CancelToken", "Error", "Model", "Session", "Symbol", "TensorSpec", "library_path", "version"]
+
+library_path = str(_capi.library_path)
+
+
+class Error(Exception):
+    """An error from grove: ``code`` (an int, as absl::StatusCode), ``code_name``
+    ("INVALID_ARGUMENT", ...) and ``message`` (grove's text, naming the
+    function, tensor and dim at fault)."""
+
+    def __init__(self, code: int, message: str):
+        self.code = code
+        self.code_name = _capi.STATUS_CODE_NAMES.get(code, "UNKNOWN")
+        self.message = message
+        super().__init__(f"{self.code_name}: {message}")
+
+
+def _check(status) -> None:
+    if not status:
+        return
+    code = _lib.grove_status_code(status)
+    message = _lib.grove_status_message(status).decode("utf-8", "replace")
+    _lib.grove_status_release(status)
+    raise Error(code, message)
+
+
+def _invalid(message: str) -> Error:
+    return Error(_capi.STATUS_INVALID_ARGUMENT, message)
+
+
+def version() -> str:
+    """The linked library's "MAJOR.MINOR.PATCH"."""
+    return _lib.grove_version().decode()
+
+
+# --- dtypes -------------------------------------------------------------------
+
+def _bfloat16():
+    try:
+        import ml_dtypes  # optional: NumPy has no bfloat16
+        return np.dtype(ml_dtypes.bfloat16)
+    except ImportError:
+        return None
+
+
+_NUMPY_OF_GROVE = {
+    _capi.DTYPE_F32: np.dtype(np.float32), _capi.DTYPE_F64: np.dtype(np.float64),
+    _capi.DTYPE_F16: np.dtype(np.float16), _capi.DTYPE_I64: np.dtype(np.int64),
+    _capi.DTYPE_I32: np.dtype(np.int32), _capi.DTYPE_I8: np.dtype(np.int8), _capi.DTYPE_U8: np.dtype(np.uint8),
+    _capi.DTYPE_BOOL: np.dtype(np.bool_), _capi.DTYPE_I16: np.dtype(np.int16),
+    _capi.DTYPE_U16: np.dtype(np.uint16), _capi.DTYPE_U32: np.dtype(np.uint32),
+    _capi.DTYPE_U64: np.dtype(np.uint64),
+}
+_GROVE_OF_NUMPY = {dt.newbyteorder("="): code for code, dt in _NUMPY_OF_GROVE.items()}
+
+
+def _dtype_name(code: int) -> str:
+    return _lib.grove_dtype_name(code).decode()
+
+
+def _numpy_dtype(code: int):
+    """The NumPy dtype of a grove dtype: str for text; bf16 is ml_dtypes.bfloat16
+    when ml_dtypes is installed, else uint16 holding the raw bits."""
+    if code == _capi.DTYPE_STRING:
+        return np.dtype(str)
+    if code == _capi.DTYPE_BF16:
+        return _bfloat16() or np.dtype(np.uint16)
+    return _NUMPY_OF_GROVE.get(code)
+
+
+# --- model --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A declared input or output. ``shape`` holds ints for fixed dims and
+    symbol names (str) for dims that change between runs ("?" for an output
+    dim that depends on the data). ``dtype`` is grove's name ("f32", "i64",
+    "string", ...); ``kind`` is "tensor", "sequence", "optional_tensor" or
+    "optional_sequence"."""
+    name: str
+    dtype: str
+    shape: Tuple[Union[int, str], ...]
+    kind: str
+
+    @property
+    def numpy_dtype(self):
+        code = next((c for c in range(1, 15) if _dtype_name(c) == self.dtype), 0)
+        return _numpy_dtype(code)
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A symbolic dim and the inclusive range of values the model accepts."""
+    name: str
+    min: int
+    max: int
+
+
+class Model:
+    """A loaded model: immutable, shareable by threads and sessions. Load it
+    with Model.load(path) or Model.from_bytes(data)."""
+
+    def __init__(self, handle):
+        if not isinstance(handle, ctypes.POINTER(_capi.ModelHandle)):
+            raise TypeError("use grove.Model.load(path) or grove.Model.from_bytes(data)")
+        self._handle = handle
+        self.inputs: List[TensorSpec] = self._specs("input")
+        self.outputs: List[TensorSpec] = self._specs("output")
+        self.symbols: List[Symbol] = self._symbols()
+
+    @classmethod
+    def load(cls, path) -> "Model":
+        """Maps the file read-only (weights used in place)."""
+        handle = ctypes.POINTER(_capi.ModelHandle)()
+        _check(_lib.grove_model_load_file(str(path).encode(), ctypes.byref(handle)))
+        return cls(handle)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Model":
+        """Copies `data` (a .grove file's bytes)."""
+        data = bytes(data)
+        handle = ctypes.POINTER(_capi.ModelHandle)()
+        _check(_lib.grove_model_load_buffer(data, len(data), ctypes.byref(handle)))
+        return cls(handle)
+
+    def _count(self, what: str) -> int:
+        n = ctypes.c_size_t()
+        _check(getattr(_lib, f"grove_model_{what}_count")(self._handle, ctypes.byref(n)))
+        return n.value
+
+    def _specs(self, what: str) -> List[TensorSpec]:
+        specs = []
+        for i in range(self._count(what)):
+            info = _capi.TensorInfo()
+            _check(getattr(_lib, f"grove_model_{what}_info")(self._handle, i, ctypes.byref(info)))
+            kind = ctypes.c_int32()
+            _check(getattr(_lib, f"grove_model_{what}_kind")(self._handle, i, ctypes.byref(kind)))
+            shape = tuple(info.dim_symbols[d].decode() if info.dim_symbols[d] is not None else int(info.dims[d])
+                          for d in range(info.rank))
+            specs.append(TensorSpec(info.name.decode(), _dtype_name(info.dtype), shape,
+                                    _capi.VALUE_KINDS.get(kind.value, str(kind.value))))
+        return specs
+
+    def _symbols(self) -> List[Symbol]:
+        symbols = []
+        for i in range(self._count("symbol")):
+            info = _capi.SymbolInfo()
+            _check(_lib.grove_model_symbol_info(self._handle, i, ctypes.byref(info)))
+            symbols.append(Symbol(info.name.decode(), int(info.min), int(info.max)))
+        return symbols
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            _lib.grove_model_release(handle)
+            self._handle = None
+
+    def __repr__(self):
+        return f"grove.Model(inputs={[s.name for s in self.inputs]}, outputs={[s.name for s in self.outputs]})"
+
+
+class CancelToken:
+    """Stops runs from another thread: pass it to Session(cancel_token=...),
+    then cancel() makes the runs in progress raise grove.Error (CANCELLED) at
+    the next step; it stays set (later runs are cancelled at once) until
+    reset(). Thread-safe."""
+
+    def __init__(self):
+        self._handle = ctypes.POINTER(_capi.TokenHandle)()
+        _check(_lib.grove_cancel_token_create(ctypes.byref(self._handle)))
+
+    def cancel(self) -> None:
+        _check(_lib.grove_cancel_token_cancel(self._handle))
+
+    def reset(self) -> None:
+        _check(_lib.grove_cancel_token_reset(self._handle))
+
+    @property
+    def cancelled(self) -> bool:
+        flag = ctypes.c_int32()
+        _check(_lib.grove_cancel_token_is_cancelled(self._handle, ctypes.byref(flag)))
+        return bool(flag.value)
+
+    def __del__(self):
+        handle = getattr(self, "_handle", None)
+        if handle:
+            _lib.grove_cancel_token_release(handle)  # sessions keep their own reference
+            self._handle = None
+
+
+# --- inputs -------------------------------------------------------------------
+
+class _Inputs:
+    """The grove_tensor_t array of one run and what keeps its memory alive:
+    NumPy arrays, string bytes, and the DLPack tensors to release after the
+    run (each deleter called exactly once, also when the run fails)."""
+
+    def __init__(self, n: int):
+        self.tensors = (_capi.Tensor * n)()
+        self.keep: List[Any] = []
+        self.dlpack: List[Any] = []
+
+    def release(self) -> None:
+        dlpack, self.dlpack = self.dlpack, []
+        for managed in dlpack:
+            deleter = managed.contents.deleter
+            if deleter:
+                deleter(managed)
+
+
+def _shape_of(t: "_capi.Tensor") -> Tuple[int, ...]:
+    return tuple(int(t.dims[d]) for d in range(t.rank))
+
+
+def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep: List[Any]) -> None:
+    if array.ndim > _capi.GROVE_MAX_RANK:
+        raise _invalid(f"input '{spec.name}': rank {array.ndim} is above grove's {_capi.GROVE_MAX_RANK}")
+    if array.dtype.kind in "USO":
+        # Text: an array of grove_string_t over UTF-8 bytes kept alive here.
+        if array.dtype.kind == "O" and not all(isinstance(v, (str, bytes)) for v in array.flat):
+            raise _invalid(f"input '{spec.name}': an object array must hold str or bytes only")
+        encoded = [v if isinstance(v, bytes) else str(v).encode("utf-8") for v in array.flat]
+        refs = (_capi.StringRef * max(len(encoded), 1))()
+        for i, b in enumerate(encoded):
+            refs[i].data = ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p).value if b else None
+            refs[i].size = len(b)
+        keep.extend([encoded, refs])
+        code, data, nbytes = _capi.DTYPE_STRING, ctypes.addressof(refs), ctypes.sizeof(_capi.StringRef) * len(encoded)
+    else:
+        dtype = array.dtype
+        if dtype.byteorder not in "=|":
+            array = array.astype(dtype.newbyteorder("="))
+        bf16 = _bfloat16()
+        if bf16 is not None and array.dtype == bf16:
+            code = _capi.DTYPE_BF16
+        else:
+            code = _GROVE_OF_NUMPY.get(array.dtype.newbyteorder("="))
+        if code is None:
+            raise _invalid(f"input '{spec.name}': NumPy dtype {array.dtype} has no grove dtype")
+        if not array.flags.c_contiguous:
+            array = array.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+        keep.append(array)
+        data, nbytes = (array.ctypes.data if array.size else None), array.nbytes
+    slot.dtype = code
+    slot.rank = array.ndim
+    for d, n in enumerate(array.shape):
+        slot.dims[d] = n
+    slot.data = data
+    slot.byte_size = nbytes
+
+
+def _fill_dlpack(slot: "_capi.Tensor", obj: Any, spec: TensorSpec, session: "Session", inputs: _Inputs) -> None:
+    try:
+        capsule = obj.__dlpack__()
+    except Exception as e:  # the producer refused (a read-only or strided NumPy array, ...)
+        raise _invalid(f"input '{spec.name}': {type(obj).__name__}.__dlpack__() failed: {e}") from e
+    if not _capi.capsule_is_valid(capsule, b"dltensor"):
+        raise _invalid(f"input '{spec.name}': __dlpack__() did not return an unconsumed 'dltensor' capsule")
+    managed = ctypes.cast(_capi.capsule_get_pointer(capsule, b"dltensor"), ctypes.POINTER(_capi.DLManagedTensor))
+    # The tensor is ours now (the protocol's rename); its deleter is called
+    # once, by _Inputs.release after the run, whatever happens.
+    _capi.capsule_set_name(capsule, b"used_dltensor")
+    inputs.dlpack.append(managed)
+    status = _lib.grove_dlpack_view(session._handle, managed, ctypes.byref(slot))
+    if status:
+        try:
+            _check(status)
+        except Error as e:
+            raise Error(e.code, f"input '{spec.name}': {e.message}") from None
+
+
+def _is_dlpack(obj: Any) -> bool:
+    return not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__")
+
+
+# --- outputs ------------------------------------------------------------------
+
+def _to_numpy(t: "_capi.Tensor") -> np.ndarray:
+    shape = _shape_of(t)
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if t.dtype == _capi.DTYPE_STRING:
+        refs = (_capi.StringRef * count).from_address(t.data) if count else []
+        words = [ctypes.string_at(r.data, r.size).decode("utf-8", "replace") if r.size else "" for r in refs]
+        return np.array(words, dtype=str).reshape(shape)
+    dtype = _numpy_dtype(t.dtype)
+    if dtype is None:
+        raise Error(_capi.STATUS_UNIMPLEMENTED, f"output dtype {_dtype_name(t.dtype)} has no NumPy dtype")
+    if count == 0:
+        return np.empty(shape, dtype)
+    raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(t.data)
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+# --- session ------------------------------------------------------------------
+
+class Session:
+    """Runs a model on one device; used by one thread at a time (one Session
+    per thread). Options (None: grove's default):
+
+      device            "cpu", "cuda" or "auto" (CUDA when a GPU exists)
+      max_cached_plans  plans kept, LRU (0: no limit)
+      cuda_device       CUDA ordinal
+      strict_device     ops without a CUDA kernel are an error
+      gemm_math         "f32", "tf32", "bf16", "f16" (f32 matrix products on CUDA)
+      run_deadline_ms   each run must end within this (0: none)
+      cancel_token      a grove.CancelToken its runs watch
+      max_body_runs     most If/Loop/Scan body runs in one run (0: no limit)
+      cuda_graphs       "auto", "on", "off"
+      max_cached_graphs most CUDA graphs kept (0: no limit)
+    """
+
+    def __init__(self, model: Model, device: str = "auto", *, max_cached_plans: Optional[int] = None,
+                 cuda_device: Optional[int] = None, strict_device: Optional[bool] = None,
+                 gemm_math: Optional[str] = None, run_deadline_ms: Optional[int] = None,
+                 cancel_token: Optional[CancelToken] = None, max_body_runs: Optional[int] = None,
+                 cuda_graphs: Optional[str] = None, max_cached_graphs: Optional[int] = None):
+        self._handle = None
+        if not isinstance(model, Model):
+            raise TypeError(f"model must be a grove.Model, not {type(model).__name__}")
+        options = _capi.SessionOptions()
+        _lib.grove_session_options_initialize_sized(ctypes.byref(options), ctypes.sizeof(options))
+        if options.struct_size != ctypes.sizeof(options):
+            raise Error(_capi.STATUS_FAILED_PRECONDITION, f"libgrove.so ({library_path}, grove {version()}) does not take this package's "
+                           f"grove_session_options_t ({ctypes.sizeof(options)} bytes)")
+        options.device = _choice("device", device, _capi.DEVICES)
+        if gemm_math is not None:
+            options.gemm_math = _choice("gemm_math", gemm_math, _capi.GEMM_MATH)
+        if cuda_graphs is not None:
+            options.cuda_graphs = _choice("cuda_graphs", cuda_graphs, _capi.GRAPH_MODES)
+        for name, value in (("max_cached_plans", max_cached_plans), ("cuda_device", cuda_device),
+                            ("run_deadline_ms", run_deadline_ms), ("max_body_runs", max_body_runs),
+                            ("max_cached_graphs", max_cached_graphs)):
+            if value is not None:
+                setattr(options, name, int(value))  # range errors come from grove
+        if strict_device is not None:
+            options.strict_device = 1 if strict_device else 0
+        if cancel_token is not None:
+            if not isinstance(cancel_token, CancelToken):
+                raise TypeError("cancel_token must be a grove.CancelToken")
+            options.cancel_token = cancel_token._handle
+        handle = ctypes.POINTER(_capi.SessionHandle)()
+        _check(_lib.grove_session_create(model._handle, ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        self.model = model
+        kind = ctypes.c_int32()
+        _check(_lib.grove_session_device(handle, ctypes.byref(kind)))
+        self.device = {v: k for k, v in _capi.DEVICES.items()}[kind.value]
+
+    def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> Dict[str, np.ndarray]:
+        """Runs once. `inputs` maps each model input's name to an array (or is a
+        list in model order); returns {output name: NumPy array}. Arrays are
+        read in place where they are C-contiguous in native byte order
+        (copied to that otherwise); objects with __dlpack__ are read in place
+        and must be compact row-major."""
+        self._check_open()
+        specs = self.model.inputs
+        if isinstance(inputs, Mapping):
+            unknown = [k for k in inputs if k not in {s.name for s in specs}]
+            if unknown:
+                raise _invalid(f"no model input is called {unknown[0]!r} (the inputs: "
+                               f"{', '.join(s.name for s in specs)})")
+            missing = [s.name for s in specs if s.name not in inputs]
+            if missing:
+                raise _invalid(f"input {missing[0]!r} is missing (the inputs: {', '.join(s.name for s in specs)})")
+            values = [inputs[s.name] for s in specs]
+        else:
+            values = list(inputs)
+            if len(values) != len(specs):
+                raise _invalid(f"{len(values)} inputs given but the model has {len(specs)}")
+        for spec in specs:
+            if spec.kind != "tensor":
+                raise Error(_capi.STATUS_UNIMPLEMENTED, f"input '{spec.name}' is a {spec.kind}; the Python package runs tensor inputs only")
+        prepared = _Inputs(len(specs))
+        try:
+            for i, (spec, value) in enumerate(zip(specs, values)):
+                if _is_dlpack(value):
+                    _fill_dlpack(prepared.tensors[i], value, spec, self, prepared)
+                elif isinstance(value, np.ndarray):
+                    _fill_numpy(prepared.tensors[i], value, spec, prepared.keep)
+                else:
+                    # A list or Python scalar takes the input's dtype (an
+                    # ndarray's dtype is the caller's choice, checked by grove).
+                    _fill_numpy(prepared.tensors[i], np.asarray(value, dtype=spec.numpy_dtype), spec, prepared.keep)
+            outputs = (_capi.Tensor * len(self.model.outputs))()
+            _check(_lib.grove_session_run(self._handle, prepared.tensors, len(specs), outputs, len(outputs)))
+        finally:
+            prepared.release()
+        # The session's buffers stay valid until its next run: copy them out now.
+        return {spec.name: _to_numpy(t) for spec, t in zip(self.model.outputs, outputs)}
+
+    def stats(self) -> Dict[str, Any]:
+        """The session's counters since it was made (grove_session_stats_t)."""
+        self._check_open()
+        stats = _capi.SessionStats()
+        stats.struct_size = ctypes.sizeof(stats)
+        _check(_lib.grove_session_stats(self._handle, ctypes.byref(stats)))
+        out: Dict[str, Any] = {name: int(getattr(stats, name)) for name in _capi.STATS_COUNTERS}
+        reason = stats.graph_fallback_reason
+        out["graph_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
+        return out
+
+    def close(self) -> None:
+        """Releases the session now (also done when it is collected)."""
+        handle, self._handle = self._handle, None
+        if handle:
+            _lib.grove_session_release(handle)
+
+    def _check_open(self) -> None:
+        if not self._handle:
+            raise Error(_capi.STATUS_FAILED_PRECONDITION, "the session is closed")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+def _choice(what: str, value: str, table: Dict[str, int]) -> int:
+    if value not in table:
+        raise ValueError(f"{what} must be one of {', '.join(repr(k) for k in table)}, not {value!r}")
+    return table[value]

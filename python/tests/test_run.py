@@ -1,0 +1,103 @@
+"""Session.run on the demo models and the exported PyTorch models: the same
+outputs as `grove run`, and as PyTorch's references; sessions, options and
+stats."""
+import numpy as np
+import pytest
+
+import grove
+from conftest import grove_run
+
+
+def demo_cases(demo_dir):
+    def load(name):
+        return np.load(demo_dir / name)
+    return [
+        ("mlp", {"x": load("mlp_x.npy")}),
+        ("transformer", {"x": load("transformer_x_1x8.npy")}),
+        ("transformer", {"x": load("transformer_x_2x16.npy")}),
+        ("early_exit", {"x": load("early_exit_pos.npy")}),
+        ("early_exit", {"x": load("early_exit_neg.npy")}),
+        ("loop", {"trip_count": load("loop_trip_count.npy"), "x": load("loop_x.npy"),
+                  "limit": load("loop_limit.npy")}),
+        ("loop", {"trip_count": load("loop_trip_count.npy"), "x": load("loop_x.npy"),
+                  "limit": load("loop_limit_small.npy")}),
+    ]
+
+
+def test_demo_models_equal_grove_run(grove_bin, demo_dir, tmp_path):
+    sessions = {}
+    for i, (name, inputs) in enumerate(demo_cases(demo_dir)):
+        path = demo_dir / f"{name}.grove"
+        if name not in sessions:
+            sessions[name] = grove.Session(grove.Model.load(path), device="cpu")
+        session = sessions[name]
+        got = session.run(inputs)
+        want = grove_run(grove_bin, path, inputs, [s.name for s in session.model.outputs], tmp_path / str(i))
+        assert list(got) == list(want)
+        for out in want:
+            assert got[out].dtype == want[out].dtype and got[out].shape == want[out].shape, (name, out)
+            np.testing.assert_allclose(got[out], want[out], rtol=1e-6, atol=1e-7, err_msg=f"{name} {out}")
+    # Both If branches were taken (different output widths), so the test saw both paths.
+    ee = [sessions["early_exit"].run(inputs)["y"].shape for name, inputs in demo_cases(demo_dir) if name == "early_exit"]
+    assert ee[0] != ee[1]
+
+
+def test_exported_models_equal_pytorch_and_grove_run(grove_bin, exported_models, tmp_path):
+    checked = 0
+    for name, (path, cases) in exported_models.items():
+        session = grove.Session(grove.Model.load(path), device="cpu")
+        specs_in, specs_out = session.model.inputs, session.model.outputs
+        for case, input_files, output_files in cases:
+            inputs = {spec.name: np.load(f) for spec, f in zip(specs_in, input_files)}
+            got = session.run(inputs)
+            for spec, f in zip(specs_out, output_files):
+                ref = np.load(f)
+                assert got[spec.name].shape == ref.shape, (name, case, spec.name)
+                if ref.dtype.kind == "f":
+                    assert np.all(np.abs(got[spec.name] - ref) <= 1e-4 * (1 + np.abs(ref))), (name, case, spec.name)
+                else:
+                    np.testing.assert_array_equal(got[spec.name], ref, err_msg=f"{name} {case} {spec.name}")
+            if case.endswith("_again") or case == cases[0][0]:
+                want = grove_run(grove_bin, path, inputs, [s.name for s in specs_out], tmp_path / name / case)
+                for out in want:
+                    np.testing.assert_allclose(got[out], want[out], rtol=1e-6, atol=1e-7, err_msg=f"{name} {case}")
+            checked += 1
+    assert len(exported_models) >= 7 and checked >= 25
+
+
+def test_inputs_as_a_list_and_outputs_independent_of_later_runs(demo_dir):
+    model = grove.Model.load(demo_dir / "mlp.grove")
+    session = grove.Session(model, device="cpu")
+    x = np.load(demo_dir / "mlp_x.npy")
+    first = session.run([x])["y"]
+    kept = first.copy()
+    session.run({"x": np.zeros((5, 16), np.float32)})
+    np.testing.assert_array_equal(first, kept)
+    # Non-contiguous, big-endian and list inputs are converted; same answers.
+    wide = np.zeros((x.shape[0], 32), np.float32)
+    wide[:, ::2] = x
+    np.testing.assert_array_equal(session.run({"x": wide[:, ::2]})["y"], kept)
+    np.testing.assert_array_equal(session.run({"x": x.astype(">f4")})["y"], kept)
+    np.testing.assert_array_equal(session.run({"x": x.tolist()})["y"], kept)
+
+
+def test_stats_count_runs_and_plans(demo_dir):
+    session = grove.Session(grove.Model.load(demo_dir / "mlp.grove"), device="cpu")
+    assert session.device == "cpu"
+    assert session.stats()["runs"] == 0
+    for batch in (1, 2, 2, 1):
+        session.run({"x": np.ones((batch, 16), np.float32)})
+    stats = session.stats()
+    assert stats["runs"] == 4 and stats["plans_created"] == 2 and stats["plan_cache_hits"] == 2
+    assert stats["kernels_run"] > 0 and stats["device_allocations"] == 0
+    assert isinstance(stats["graph_fallback_reason"], str)
+
+
+def test_options_reach_grove(demo_dir):
+    model = grove.Model.load(demo_dir / "mlp.grove")
+    session = grove.Session(model, device="cpu", max_cached_plans=1)
+    for batch in (1, 2, 1):
+        session.run({"x": np.ones((batch, 16), np.float32)})
+    assert session.stats()["plans_evicted"] == 2
+    with grove.Session(model, device="auto") as auto:
+        assert auto.device in ("cpu", "cuda")
