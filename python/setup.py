@@ -7,6 +7,7 @@ else <repo>/build/libgrove.so. Build the library first:
 """
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from setuptools import setup
@@ -34,6 +35,11 @@ class BuildPyWithLibrary(build_py):
         target = Path(self.build_lib) / "grove" / "libgrove.so"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(find_library(), target)
+        # The build's debug info (RelWithDebInfo: ~80 MB of it) is no use in a
+        # package; the symbols stay.
+        strip = shutil.which("strip")
+        if strip:
+            subprocess.run([strip, "--strip-debug", str(target)], check=True)
 
 
 class BinaryDistribution(Distribution):

@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(cmake make g++ pkg-config libabsl-dev libflatbuffers-dev flatbuffers-compiler
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata libdlpack-dev
+          python3 python3-venv  # ctest python.package (its venv pip-installs numpy and pytest)
           clang libclang-rt-14-dev binutils)  # the sanitizer and fuzz builds (clang's runtimes, readelf)
 missing=()
 for p in "${packages[@]}"; do
