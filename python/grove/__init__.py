@@ -379,7 +379,9 @@ class Session:
         list in model order); returns {output name: NumPy array}. Arrays are
         read in place where they are C-contiguous in native byte order
         (copied to that otherwise); objects with __dlpack__ are read in place
-        and must be compact row-major."""
+        and must be compact row-major. A CUDA tensor (on a CUDA session) must be
+        ready: grove's stream does not wait on the producer's, so finish its
+        work first (torch.cuda.synchronize(), or the producer's equivalent)."""
         self._check_open()
         specs = self.model.inputs
         if isinstance(inputs, Mapping):
