@@ -8,6 +8,8 @@
 //    -> 64 -> 64 channels) on 64x64 images, then GlobalAveragePool: the
 //    small-CNN shape of issue 14, batch B.
 //  - BM_CnnConv/L: the CNN's Conv L alone (batch 1), the op oneDNN replaces.
+//  - BM_Mlp/T: a GEMM-heavy block, T tokens of width 256: MatMul 256x1024,
+//    Relu, MatMul 1024x256, then Gemm (transB, bias) 256x256.
 //
 //   build/bench/cpu_kernels_bench --benchmark_min_time=2
 #include <algorithm>
@@ -115,6 +117,33 @@ void BM_CnnConv(benchmark::State& state) {
   CompareSessions(state, model, {in});
 }
 BENCHMARK(BM_CnnConv)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+
+std::shared_ptr<const Model> Mlp() {
+  static std::shared_ptr<const Model> model = [] {
+    ModelBuilder b;
+    b.AddSymbol("tokens", 1, 4096);
+    b.AddInput("x", DType::kF32, {"tokens", 256});
+    b.AddWeight("w1", DType::kF32, {256, 1024}, RandomValues(256 * 1024, 31));
+    b.AddWeight("w2", DType::kF32, {1024, 256}, RandomValues(1024 * 256, 32));
+    b.AddWeight("w3", DType::kF32, {256, 256}, RandomValues(256 * 256, 33));
+    b.AddWeight("b3", DType::kF32, {256}, RandomValues(256, 34));
+    b.AddOp("MatMul", {"x", "w1"}, {"h"});
+    b.AddOp("Relu", {"h"}, {"r"});
+    b.AddOp("MatMul", {"r", "w2"}, {"o"});
+    b.AddOp("Gemm", {"o", "w3", "b3"}, {"y"}, {{"transB", int64_t{1}}});
+    b.AddOutput("y");
+    return *Model::LoadFromBuffer(*b.Finish());
+  }();
+  return model;
+}
+
+void BM_Mlp(benchmark::State& state) {
+  const int64_t tokens = state.range(0);
+  const std::vector<float> x = RandomValues(tokens * 256, 3);
+  const TensorView in(DType::kF32, {tokens, 256}, x.data());
+  CompareSessions(state, Mlp(), {in});
+}
+BENCHMARK(BM_Mlp)->Arg(1)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace grove

@@ -4,7 +4,9 @@
 // dilations, explicit and auto pads and bias, at random shapes; the prepared
 // step's weights packed once and its fallback when the invoke sees other
 // weights; what oneDNN does not take (f64, empty tensors, the switch off); a
-// session end to end; and the caller's OpenMP thread count left alone.
+// session end to end; and the caller's OpenMP thread count left alone. MatMul
+// over ranks and broadcast batches, Gemm over transposes, C forms, alpha and
+// beta.
 //
 // Tolerance: both paths sum the same K = C/group * taps products (plus the
 // bias) in different orders. Any order of a float sum of K terms is within
@@ -394,6 +396,110 @@ TEST(OneDnnConvTest, SessionRunsMatchWithTheSwitchOnAndOff) {
     // differ by the first Conv's rounding; |y| stays below ~10.
     for (int64_t i = 0; i < got.view().num_elements(); ++i) {
       ASSERT_NEAR(got.as<float>()[i], want.as<float>()[i], 1e-4) << "batch " << batch << " element " << i;
+    }
+  }
+}
+
+// MatMul over A and B ranks 1 to 4 with broadcast batch dims, against the
+// reference kernel (OpenBLAS) within the bound of the file comment.
+TEST(OneDnnMatMulTest, RanksAndBroadcastBatchesMatchTheReferenceKernel) {
+  std::mt19937 rng(17);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int taken = 0, cases = 0;
+  for (int ra = 1; ra <= 4; ++ra) {
+    for (int rb = 1; rb <= 4; ++rb) {
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        const int64_t m = pick(1, 9), k = pick(1, 40), n = pick(1, 9);
+        const int batch_rank = std::max(ra, rb) - 2;
+        Shape batch;
+        for (int d = 0; d < batch_rank; ++d) batch.push_back(pick(1, 3));
+        auto batch_of = [&](int rank) {
+          Shape s(batch.end() - std::max(rank - 2, 0), batch.end());
+          for (int64_t& d : s) {
+            if (pick(0, 2) == 0) d = 1;  // broadcast
+          }
+          return s;
+        };
+        Shape a_shape = batch_of(ra), b_shape = batch_of(rb);
+        if (ra == 1) a_shape = {k};
+        else a_shape.insert(a_shape.end(), {m, k});
+        if (rb == 1) b_shape = {k};
+        else b_shape.insert(b_shape.end(), {k, n});
+        const Tensor a = Random(a_shape, rng), b = Random(b_shape, rng);
+        const std::string what = absl::StrCat("A [", absl::StrJoin(a_shape, ","), "] B [", absl::StrJoin(b_shape, ","), "]");
+        absl::StatusOr<std::vector<Tensor>> fast, ref, abs_sum;
+        int64_t made = 0;
+        {
+          cpu::ScopedOneDnn on(true);
+          const int64_t before = cpu::OneDnnStepsMade();
+          fast = RunOp("MatMul", {&a, &b});
+          made = cpu::OneDnnStepsMade() - before;
+        }
+        {
+          cpu::ScopedOneDnn off(false);
+          ref = RunOp("MatMul", {&a, &b});
+          const Tensor aa = Abs(a), ab = Abs(b);
+          abs_sum = RunOp("MatMul", {&aa, &ab});
+        }
+        ASSERT_TRUE(fast.ok()) << what << ": " << fast.status();
+        ASSERT_TRUE(ref.ok()) << what << ": " << ref.status();
+        ASSERT_TRUE(abs_sum.ok()) << abs_sum.status();
+        taken += made == 1;
+        ++cases;
+        ExpectWithinSumBound((*fast)[0], (*ref)[0], (*abs_sum)[0], k, what);
+      }
+    }
+  }
+  // Every case is one oneDNN takes (its matmul broadcasts batch dims).
+  EXPECT_EQ(taken, cases);
+}
+
+// Gemm over transA x transB x C's broadcast forms x alpha x beta.
+TEST(OneDnnMatMulTest, GemmAttributesAndCMatchTheReferenceKernel) {
+  std::mt19937 rng(19);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int64_t trans_a : {0, 1}) {
+    for (int64_t trans_b : {0, 1}) {
+      for (int c_form = 0; c_form < 5; ++c_form) {  // none, scalar, [N], [M, 1], [M, N]
+        for (double alpha : {1.0, 0.5}) {
+          for (double beta : {1.0, 2.0, 0.0}) {
+            const int64_t m = pick(1, 12), k = pick(1, 50), n = pick(1, 12);
+            const Tensor a = Random(trans_a ? Shape{k, m} : Shape{m, k}, rng);
+            const Tensor b = Random(trans_b ? Shape{n, k} : Shape{k, n}, rng);
+            const Shape c_shapes[] = {{}, {}, {n}, {m, 1}, {m, n}};
+            const Tensor c = Random(c_shapes[c_form], rng);
+            const Attrs attrs = {{"transA", trans_a}, {"transB", trans_b}, {"alpha", alpha}, {"beta", beta}};
+            const Attrs abs_attrs = {{"transA", trans_a}, {"transB", trans_b}, {"alpha", std::fabs(alpha)},
+                                     {"beta", std::fabs(beta)}};
+            std::vector<const Tensor*> in = {&a, &b};
+            if (c_form > 0) in.push_back(&c);
+            const std::string what = absl::StrCat("transA ", trans_a, " transB ", trans_b, " C form ", c_form,
+                                                  " alpha ", alpha, " beta ", beta, " M ", m, " K ", k, " N ", n);
+            absl::StatusOr<std::vector<Tensor>> fast, ref, abs_sum;
+            int64_t made = 0;
+            {
+              cpu::ScopedOneDnn on(true);
+              const int64_t before = cpu::OneDnnStepsMade();
+              fast = RunOp("Gemm", in, attrs);
+              made = cpu::OneDnnStepsMade() - before;
+            }
+            const Tensor aa = Abs(a), ab = Abs(b), ac = Abs(c);
+            {
+              cpu::ScopedOneDnn off(false);
+              ref = RunOp("Gemm", in, attrs);
+              std::vector<const Tensor*> abs_in = {&aa, &ab};
+              if (c_form > 0) abs_in.push_back(&ac);
+              abs_sum = RunOp("Gemm", abs_in, abs_attrs);
+            }
+            ASSERT_TRUE(fast.ok()) << what << ": " << fast.status();
+            ASSERT_TRUE(ref.ok()) << what << ": " << ref.status();
+            ASSERT_TRUE(abs_sum.ok()) << abs_sum.status();
+            EXPECT_EQ(made, 1) << what;
+            // alpha * sum (K terms) + beta * c: three more roundings.
+            ExpectWithinSumBound((*fast)[0], (*ref)[0], (*abs_sum)[0], k + 3, what);
+          }
+        }
+      }
     }
   }
 }

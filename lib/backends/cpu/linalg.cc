@@ -1,4 +1,5 @@
-// CPU kernels of the linalg group. f32/f64 go through OpenBLAS; f16/bf16 are
+// CPU kernels of the linalg group. f32 MatMul and Gemm run as oneDNN's matmul
+// where it takes them (onednn.h); f32/f64 go through OpenBLAS; f16/bf16 are
 // widened to f32 around the same call (the reference backend favours one
 // exact path over a slow half-precision loop); integers use plain loops with
 // wrapping arithmetic, so an overflow in a model is defined behaviour here.
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 
@@ -142,10 +145,11 @@ void RunMatMul(const MatMulPlan& p, const T* a, const T* b, T* y) {
   }
 }
 
-// MatMulPlan, or nothing to compute (an empty output).
+// MatMulPlan, or nothing to compute (an empty output), or oneDNN's matmul.
 struct MatMulParams {
   bool empty = false;
   MatMulPlan plan;
+  std::shared_ptr<OneDnnStep> onednn;
 };
 
 absl::StatusOr<PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
@@ -199,6 +203,19 @@ absl::StatusOr<PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
     }
   }
   WorkspaceLayout layout;  // A, B and Y widened to f32
+  OneDnnMatMulShape onednn_shape;
+  onednn_shape.a = da;
+  onednn_shape.a.insert(onednn_shape.a.end(), {p.m, p.k});
+  onednn_shape.b = db;
+  onednn_shape.b.insert(onednn_shape.b.end(), {p.k, p.n});
+  onednn_shape.y = batch;
+  onednn_shape.y.insert(onednn_shape.y.end(), {p.m, p.n});
+  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnMatMul(ctx, onednn_shape, &layout);
+  if (!onednn.ok()) return onednn.status();
+  if (*onednn != nullptr) {
+    params.onednn = *std::move(onednn);
+    return MakePrepared(std::move(params), layout.bytes());
+  }
   if (IsHalfFloat(a.dtype)) {
     AddWidened(&a, &layout);
     AddWidened(&ctx.input(1), &layout);
@@ -211,6 +228,7 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
   const MatMulParams* params = PreparedParams<MatMulParams>(ctx);
   if (params == nullptr) return NotPrepared(ctx);
   if (params->empty) return absl::OkStatus();
+  if (params->onednn != nullptr) return RunOneDnnStep(*params->onednn, ctx);
   const MatMulPlan& p = params->plan;
   const TensorView& a = ctx.input(0);
   const TensorView& b = ctx.input(1);
@@ -255,10 +273,13 @@ void RunGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, do
   Gemm(ta, tb, m, n, k, alpha, a, b, c != nullptr ? beta : 0.0, y);
 }
 
-// Gemm after every check; `empty`: nothing to compute (M or N is 0).
+// Gemm after every check; `empty`: nothing to compute (M or N is 0);
+// `onednn`: oneDNN's matmul computes it, after the invoke writes the
+// broadcast C into Y when beta is not 0 (its sum post-op adds beta * Y).
 struct GemmParams {
   bool empty = false;
   backends::GemmShape shape;
+  std::shared_ptr<OneDnnStep> onednn;
 };
 
 absl::StatusOr<PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
@@ -286,6 +307,24 @@ absl::StatusOr<PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
       return ctx.Error(absl::StrCat("Gemm has no CPU kernel for dtype ", DTypeName(a.dtype)));
   }
   WorkspaceLayout layout;  // A, B, C and Y widened to f32
+  const bool has_c = ctx.has_input(2);
+  if (!has_c || ctx.input(2).dtype == DType::kF32) {
+    OneDnnMatMulShape onednn_shape;
+    onednn_shape.a = {m, k};
+    onednn_shape.b = {k, n};
+    onednn_shape.y = {m, n};
+    onednn_shape.trans_a = params.shape.trans_a;
+    onednn_shape.trans_b = params.shape.trans_b;
+    onednn_shape.alpha = static_cast<float>(params.shape.alpha);
+    onednn_shape.accumulate = has_c && params.shape.beta != 0;
+    onednn_shape.beta = static_cast<float>(params.shape.beta);
+    absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnMatMul(ctx, onednn_shape, &layout);
+    if (!onednn.ok()) return onednn.status();
+    if (*onednn != nullptr) {
+      params.onednn = *std::move(onednn);
+      return MakePrepared(std::move(params), layout.bytes());
+    }
+  }
   if (IsHalfFloat(a.dtype)) {
     AddWidened(&a, &layout);
     AddWidened(&ctx.input(1), &layout);
@@ -307,6 +346,10 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
   const bool ta = shape.trans_a, tb = shape.trans_b;
   const double alpha = shape.alpha, beta = shape.beta;
   const int64_t m = shape.m, n = shape.n, k = shape.k, cm = shape.cm, cn = shape.cn;
+  if (params->onednn != nullptr) {
+    if (c != nullptr && beta != 0) BroadcastC(c->as<const float>(), cm, cn, m, n, y.as<float>());
+    return RunOneDnnStep(*params->onednn, ctx);
+  }
   switch (a.dtype) {
     case DType::kF32:
       RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const float>(), b.as<const float>(),

@@ -128,13 +128,12 @@ uint64_t Reserve(WorkspaceLayout* layout, uint64_t bytes) {
 // once. Returns false when a reorder would need a scratchpad of its own (then
 // the caller gives the step up).
 bool AddOperand(const ir::KernelContext& ctx, OneDnnStep& step, int arg, bool output, int index,
-                const memory::dims& dims, const memory::desc& want, bool pack, WorkspaceLayout* layout) {
+                const memory::desc& plain, const memory::desc& want, bool pack, WorkspaceLayout* layout) {
   const dnnl::engine& engine = CpuEngine();
   OneDnnOperand op;
   op.arg = arg;
   op.output = output;
   op.index = index;
-  const memory::desc plain = PlainDesc(dims);
   op.user = memory(plain, engine, DNNL_MEMORY_NONE);
   if (want != plain) {
     op.reordered = true;
@@ -159,7 +158,87 @@ bool AddOperand(const ir::KernelContext& ctx, OneDnnStep& step, int arg, bool ou
   return true;
 }
 
+// The scratchpad (in the workspace) and the argument array, once every
+// operand is added.
+void Finish(OneDnnStep& step, const memory::desc& scratch, WorkspaceLayout* layout) {
+  if (scratch.get_size() > 0) {
+    step.has_scratchpad = true;
+    step.scratchpad = memory(scratch, CpuEngine(), DNNL_MEMORY_NONE);
+    step.scratchpad_offset = Reserve(layout, scratch.get_size());
+  }
+  step.args.resize(step.operands.size() + (step.has_scratchpad ? 1 : 0));
+  g_steps_made.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A row-major [..., rows, cols] matrix stored transposed ([..., cols, rows])
+// when `transposed`.
+memory::desc MatrixDesc(const memory::dims& dims, bool transposed) {
+  memory::desc plain = PlainDesc(dims);
+  if (!transposed) return plain;
+  const int r = static_cast<int>(dims.size());
+  memory::dims strides(dims.size(), 1);
+  const int64_t rows = dims[r - 2], cols = dims[r - 1];
+  strides[r - 2] = 1;
+  strides[r - 1] = rows;
+  int64_t step = rows * cols;
+  for (int d = r - 3; d >= 0; --d) {
+    strides[d] = step;
+    step *= dims[d];
+  }
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::KernelContext& ctx,
+                                                                const OneDnnMatMulShape& shape,
+                                                                WorkspaceLayout* layout) {
+  if (!OneDnnEnabled()) return nullptr;
+  if (ctx.input(0).dtype != DType::kF32 || ctx.input(1).dtype != DType::kF32) return nullptr;
+  const size_t rank = shape.y.size();
+  if (rank < 2 || rank > 12 || shape.a.size() != rank || shape.b.size() != rank) return nullptr;
+  for (const memory::dims* dims : {&shape.a, &shape.b, &shape.y}) {
+    for (int64_t d : *dims) {
+      if (d <= 0) return nullptr;  // empty products and k == 0: the reference kernel
+    }
+  }
+  OneThreadScope threads;
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    const memory::desc a = MatrixDesc(shape.a, shape.trans_a);
+    const memory::desc b = MatrixDesc(shape.b, shape.trans_b);
+    const memory::desc y = PlainDesc(shape.y);
+    // Weights the prepare sees (a model's) may be packed into oneDNN's layout.
+    const bool constant_b = ctx.input(1).data != nullptr;
+    const dnnl::matmul::desc desc(a, constant_b ? AnyDesc(shape.b) : b, y);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (shape.alpha != 1.0f) attr.set_output_scales(0, {shape.alpha});
+    if (shape.accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(shape.beta);
+      attr.set_post_ops(ops);
+    }
+    const dnnl::matmul::primitive_desc pd(desc, attr, engine, /*allow_empty=*/true);
+    if (!pd) return nullptr;
+    auto step = std::make_shared<OneDnnStep>();
+    step->impl = pd.impl_info_str();
+    if (absl::string_view(step->impl).substr(0, 4) == "ref:") return nullptr;
+    // Y must be oneDNN's dst as it is: the sum post-op reads what it holds.
+    if (pd.dst_desc() != y || pd.src_desc() != a) return nullptr;
+    step->stream = dnnl::stream(engine);
+    step->primitive = dnnl::matmul(pd);
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, a, pd.src_desc(), false, layout) ||
+        !AddOperand(ctx, *step, DNNL_ARG_WEIGHTS, false, 1, b, pd.weights_desc(), true, layout) ||
+        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, y, pd.dst_desc(), false, layout)) {
+      return nullptr;
+    }
+    Finish(*step, pd.scratchpad_desc(), layout);
+    return step;
+  } catch (const dnnl::error& e) {
+    return nullptr;
+  }
+}
 
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
@@ -214,20 +293,15 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     if (absl::string_view(step->impl).substr(0, 4) == "ref:") return nullptr;
     step->stream = dnnl::stream(engine);
     step->primitive = dnnl::convolution_forward(pd);
-    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, src, pd.src_desc(), false, layout) ||
-        !AddOperand(ctx, *step, DNNL_ARG_WEIGHTS, false, 1, weights, pd.weights_desc(), true, layout) ||
-        (has_bias && !AddOperand(ctx, *step, DNNL_ARG_BIAS, false, 2, bias, pd.bias_desc(), false, layout)) ||
-        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, dst, pd.dst_desc(), false, layout)) {
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, PlainDesc(src), pd.src_desc(), false, layout) ||
+        !AddOperand(ctx, *step, DNNL_ARG_WEIGHTS, false, 1, PlainDesc(weights), pd.weights_desc(), true,
+                    layout) ||
+        (has_bias &&
+         !AddOperand(ctx, *step, DNNL_ARG_BIAS, false, 2, PlainDesc(bias), pd.bias_desc(), false, layout)) ||
+        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, PlainDesc(dst), pd.dst_desc(), false, layout)) {
       return nullptr;
     }
-    const memory::desc scratch = pd.scratchpad_desc();
-    if (scratch.get_size() > 0) {
-      step->has_scratchpad = true;
-      step->scratchpad = memory(scratch, engine, DNNL_MEMORY_NONE);
-      step->scratchpad_offset = Reserve(layout, scratch.get_size());
-    }
-    step->args.resize(step->operands.size() + (step->has_scratchpad ? 1 : 0));
-    g_steps_made.fetch_add(1, std::memory_order_relaxed);
+    Finish(*step, pd.scratchpad_desc(), layout);
     return step;
   } catch (const dnnl::error& e) {
     // Whatever oneDNN cannot make, the reference kernel computes.

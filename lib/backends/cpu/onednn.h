@@ -1,5 +1,6 @@
 // oneDNN (Debian's libdnnl, the library PyTorch and OpenVINO run on the CPU)
-// for the CPU kernels where it beats the reference loops: f32 Conv today. A
+// for the CPU kernels where it beats the reference loops: f32 Conv, MatMul and
+// Gemm. A
 // kernel's prepare asks for a OneDnnStep; it gets one, or nullptr when oneDNN
 // does not take the step (a dtype, an empty dim, more than 3 spatial dims, no
 // implementation better than oneDNN's own reference), and then keeps its
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -68,6 +70,22 @@ class OneDnnStep;
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
                                                               WorkspaceLayout* layout);
+
+// A MatMul or Gemm as oneDNN's matmul: Y[..., M, N] = alpha * A[..., M, K] *
+// B[..., K, N] (+ beta * Y as it was, when `accumulate`: the caller writes the
+// broadcast C into Y first). Dims of equal rank, batch dims broadcast where
+// 1; A (B) stored transposed when trans_a (trans_b), rank 2 only. Inputs 0
+// and 1 of ctx are A and B, output 0 is Y.
+struct OneDnnMatMulShape {
+  std::vector<int64_t> a, b, y;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f;
+  bool accumulate = false;
+  float beta = 0.0f;
+};
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::KernelContext& ctx,
+                                                                const OneDnnMatMulShape& shape,
+                                                                WorkspaceLayout* layout);
 
 // Runs the step on ctx's pointers and ctx.workspace().
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);
