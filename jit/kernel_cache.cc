@@ -165,21 +165,23 @@ namespace {
 struct MemoryKey {
   std::string file;
   std::vector<DType> types;
+  bool indirect = false;
   int arch = 0;
 };
 struct MemoryKeyView {
   absl::string_view file;
   absl::Span<const DType> types;
+  bool indirect = false;
   int arch = 0;
 };
-MemoryKeyView View(const MemoryKey& k) { return {k.file, k.types, k.arch}; }
+MemoryKeyView View(const MemoryKey& k) { return {k.file, k.types, k.indirect, k.arch}; }
 MemoryKeyView View(const MemoryKeyView& k) { return k; }
 struct MemoryKeyHash {
   using is_transparent = void;
   template <typename K>
   size_t operator()(const K& k) const {
     const MemoryKeyView v = View(k);
-    return absl::HashOf(v.file, v.types, v.arch);
+    return absl::HashOf(v.file, v.types, v.indirect, v.arch);
   }
 };
 struct MemoryKeyEq {
@@ -187,7 +189,7 @@ struct MemoryKeyEq {
   template <typename A, typename B>
   bool operator()(const A& a, const B& b) const {
     const MemoryKeyView x = View(a), y = View(b);
-    return x.arch == y.arch && x.file == y.file && x.types == y.types;
+    return x.arch == y.arch && x.indirect == y.indirect && x.file == y.file && x.types == y.types;
   }
 };
 
@@ -259,8 +261,8 @@ absl::StatusOr<std::string> KernelCache::KeyMaterial(const ModuleSpec& module, i
   std::vector<std::string> types;
   for (DType t : module.types) types.emplace_back(DTypeName(t));
   return absl::StrFormat(
-      "grove kernel module\nfile=%s\ntypes=%s\narch=sm_%d\nnvrtc=%d\nheaders=%016x\nsource=%016x\noptions=%s\n",
-      module.file, absl::StrJoin(types, ","), arch, NvrtcVersion(), KernelHeadersFingerprint(),
+      "grove kernel module\nfile=%s\ntypes=%s\nindirect=%d\narch=sm_%d\nnvrtc=%d\nheaders=%016x\nsource=%016x\noptions=%s\n",
+      module.file, absl::StrJoin(types, ","), module.indirect ? 1 : 0, arch, NvrtcVersion(), KernelHeadersFingerprint(),
       Fingerprint64(*source), absl::StrJoin(NvrtcOptions(arch), " "));
 }
 
@@ -337,7 +339,7 @@ absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::Load(cons
 absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::GetOrLoad(
     const KernelCache& cache, const ModuleSpec& module, int arch, bool rebuild,
     CacheSource* source_out) {
-  const MemoryKeyView key{module.file, module.types, arch};
+  const MemoryKeyView key{module.file, module.types, module.indirect, arch};
   if (!rebuild) {  // the hot path: a finished entry (finished entries are good ones)
     absl::ReaderMutexLock lock(&mu);
     auto it = entries.find(key);
@@ -367,7 +369,7 @@ absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::GetOrLoad
       }
     } else {
       entry = std::make_shared<Entry>();
-      entries.emplace(MemoryKey{module.file, module.types, arch}, entry);
+      entries.emplace(MemoryKey{module.file, module.types, module.indirect, arch}, entry);
       mine = true;
     }
   }

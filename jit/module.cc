@@ -54,6 +54,7 @@ absl::StatusOr<std::string> ModuleSource(const ModuleSpec& module) {
     absl::StrAppend(&src, "#define GROVE_T", i, " ", *ctype, "\n");
   }
   absl::StrAppend(&src, "#define GROVE_SUFFIX ", Suffix(module), "\n");
+  if (module.indirect) absl::StrAppend(&src, "#define GROVE_INDIRECT_PARAMS 1\n");
   absl::StrAppend(&src, "#include \"jit/kernels/", module.file, ".cuh\"\n");
   return src;
 }
@@ -78,7 +79,7 @@ absl::Span<const ModuleSpec> KernelManifest() { return absl::MakeConstSpan(kKern
 
 bool InManifest(const ModuleSpec& module) {
   for (const ModuleSpec& m : KernelManifest()) {
-    if (m == module) return true;
+    if (m.file == module.file && m.types == module.types) return true;  // either form of its entries
   }
   return false;
 }

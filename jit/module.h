@@ -18,11 +18,17 @@ namespace grove::jit {
 struct ModuleSpec {
   std::string file;          // "elementwise" for jit/kernels/elementwise.cuh
   std::vector<DType> types;  // GROVE_T0, GROVE_T1
+  // The module's entry points take a device pointer to their parameter
+  // struct instead of the struct (GROVE_INDIRECT_PARAMS, see prelude.cuh):
+  // a CUDA graph whose parameters live in device memory the host refills.
+  bool indirect = false;
 
-  bool operator==(const ModuleSpec& o) const { return file == o.file && types == o.types; }
+  bool operator==(const ModuleSpec& o) const {
+    return file == o.file && types == o.types && indirect == o.indirect;
+  }
   template <typename H>
   friend H AbslHashValue(H h, const ModuleSpec& m) {
-    return H::combine(std::move(h), m.file, m.types);
+    return H::combine(std::move(h), m.file, m.types, m.indirect);
   }
 };
 

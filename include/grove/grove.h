@@ -389,6 +389,9 @@ struct SessionStats {
   // CUDA graphs (SessionOptions::cuda_graphs; all 0 on the CPU):
   int64_t graphs_captured = 0;         // segment captures, recaptures included
   int64_t graph_replays = 0;           // segment runs that were one launch of a graph captured before
+  // Replays whose buffers had moved: the graph's kernel parameters were
+  // rewritten (one pass of host code, no launch) instead of a new capture.
+  int64_t graph_refreshes = 0;
   int64_t segments_run_eagerly = 0;    // segment runs launched step by step (no graph: see graph_fallback_reason)
   int64_t graph_capture_failures = 0;  // captures that failed; the segment then ran step by step
   int64_t graphs_evicted = 0;          // dropped past max_cached_graphs

@@ -10,7 +10,9 @@
 // two-type files), GROVE_SUFFIX (e.g. __f32 or __f32_f16) and then includes
 // the file. Each file keeps its templates inside an include guard and its
 // entry points (GROVE_ENTRY) outside it, so the emulation can include a file
-// once per type list. Every entry takes one parameter struct by value.
+// once per type list. Every entry takes one parameter struct by value, or,
+// in a module compiled with GROVE_INDIRECT_PARAMS (ModuleSpec::indirect), a
+// device pointer to it; the emulated device reads such a pointer itself.
 #ifndef GROVE_JIT_KERNELS_PRELUDE_CUH_
 #define GROVE_JIT_KERNELS_PRELUDE_CUH_
 
@@ -20,8 +22,20 @@
 #define GROVE_DEVICE __device__ __forceinline__
 #define GROVE_CAT2(a, b) a##b
 #define GROVE_CAT(a, b) GROVE_CAT2(a, b)
+#if defined(GROVE_INDIRECT_PARAMS)
+// The entry takes a device pointer to its parameters (a CUDA graph's
+// parameter block, refilled by the host between replays); the body reads
+// them through a reference, so it is the same text either way.
+#define GROVE_ENTRY(name, Params)                                                                          \
+  GROVE_DEVICE void GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(const Params& p);                     \
+  extern "C" __global__ void __launch_bounds__(1024) GROVE_CAT(name, GROVE_SUFFIX)(const Params* __restrict__ pp) { \
+    GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(*pp);                                                  \
+  }                                                                                                        \
+  GROVE_DEVICE void GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(const Params& p)
+#else
 #define GROVE_ENTRY(name, Params) \
   extern "C" __global__ void __launch_bounds__(1024) GROVE_CAT(name, GROVE_SUFFIX)(const Params p)
+#endif
 #else
 #include "jit/emulation.h"
 #define GROVE_DEVICE inline

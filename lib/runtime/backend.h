@@ -104,6 +104,14 @@ class Backend {
   virtual absl::Status LaunchGraph(const BackendGraph& graph) {
     return absl::UnimplementedError("this backend does not launch graphs");
   }
+  // A refresh of `graph` for buffers that moved: between BeginRefresh and
+  // EndRefresh the kernels' calls run nothing and are checked against what
+  // the graph captured, their new parameters (pointers included) replacing
+  // its own. EndRefresh: OK when the graph now replays this work, else why
+  // not (the graph is unchanged). Only graphs Refreshable says so.
+  virtual bool Refreshable(const BackendGraph& graph) const { return false; }
+  virtual void BeginRefresh(BackendGraph& graph) {}
+  virtual absl::Status EndRefresh() { return absl::UnimplementedError("this backend does not refresh graphs"); }
 
   virtual BackendCounters counters() const { return {}; }
 };

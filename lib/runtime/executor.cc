@@ -282,6 +282,20 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     if (slot == nullptr || (slot->held != nullptr && (v.held == nullptr || v.last_used < slot->last_used))) slot = &v;
   }
   if (slot->held != nullptr) {
+    // Every variant taken: the least recently used one takes these buffers
+    // by a refresh of its kernels' parameters if it can, else by a capture.
+    absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, *slot);
+    if (!refreshed.ok()) return refreshed.status();
+    if (*refreshed) {
+      slot->fingerprint = fingerprint;
+      slot->last_used = ++graph_tick_;
+      graphs_.Touch(*slot->held);
+      if (absl::Status st = backend_.LaunchGraph(slot->held->graph()); !st.ok()) return st;
+      ++stats_.graph_replays;
+      ++stats_.graph_refreshes;
+      stats_.kernels_run += steps_run;
+      return true;
+    }
     slot->held.reset();
     if (++g.replaced > kMaxReplacedGraphs) {
       return no_graph(absl::StrCat("its buffers met more than ", SegmentGraph::kVariants + kMaxReplacedGraphs,
@@ -320,6 +334,26 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
   ++stats_.graphs_captured;
   if (absl::Status st = backend_.LaunchGraph(slot->held->graph()); !st.ok()) return st;
   return true;
+}
+
+absl::StatusOr<bool> Executor::RefreshSegmentGraph(PlanInstance& inst, int seg, SegmentGraph::Variant& variant) {
+  SegmentGraph& g = inst.graphs[seg];
+  BackendGraph& graph = variant.held->graph();
+  if (!g.no_refresh.empty() || !backend_.Refreshable(graph)) return false;
+  const PlanSegment& range = inst.plan->segments()[seg];
+  const int64_t kernels_before = stats_.kernels_run;
+  backend_.BeginRefresh(graph);
+  absl::Status run;
+  for (int s = range.first; s < range.end && run.ok(); ++s) {
+    if (!inst.plan->steps()[s].outputs_empty) run = RunStep(inst, static_cast<size_t>(s));
+  }
+  absl::Status refreshed = backend_.EndRefresh();
+  stats_.kernels_run = kernels_before;  // nothing ran
+  if (refreshed.ok() && run.ok()) return true;
+  // Its graphs bake something that moved (a GEMM's operands, a copy): the
+  // segment captures per set of addresses from now on.
+  g.no_refresh = std::string((!refreshed.ok() ? refreshed : run).message());
+  return false;
 }
 
 Executor::Executor(const internal::ModelImpl& model, const SessionOptions& options, Backend& backend,

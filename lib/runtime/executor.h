@@ -69,6 +69,10 @@ class Executor {
   // false when the segment must run step by step (graphs off, a step that
   // cannot be captured, a capture that failed: the reason is kept).
   absl::StatusOr<bool> RunSegmentGraph(PlanInstance& inst, int seg);
+  // Rewrites the kernel parameters of `variant`'s graph for the segment's
+  // buffers now (Backend::BeginRefresh); false when its graph cannot take
+  // them, remembered in SegmentGraph::no_refresh.
+  absl::StatusOr<bool> RefreshSegmentGraph(PlanInstance& inst, int seg, SegmentGraph::Variant& variant);
   absl::Status RunFallbackStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
                                absl::Span<TensorView* const> out_ptrs);
   // A step whose output shapes are known only when it runs: its shape

@@ -27,6 +27,7 @@ class HeldGraph {
   HeldGraph(const HeldGraph&) = delete;
   HeldGraph& operator=(const HeldGraph&) = delete;
   const BackendGraph& graph() const { return *graph_; }
+  BackendGraph& graph() { return *graph_; }
 
  private:
   friend class GraphCache;
@@ -41,7 +42,10 @@ class HeldGraph {
 // A plan segment's graphs (one SegmentGraph per segment of a PlanInstance).
 // A graph replays the addresses it captured, so a segment keeps one graph
 // per set of buffer addresses it meets, up to kVariants: a body inside a
-// Loop whose carried values alternate between two buffers replays two.
+// Loop whose carried values alternate between two buffers replays two. Past
+// that, the least recently used graph is refreshed for the new addresses
+// (its kernels' parameters rewritten, Backend::BeginRefresh) where the
+// backend can, else replaced by a new capture.
 struct SegmentGraph {
   static constexpr int kVariants = 4;
   struct Variant {
@@ -52,6 +56,7 @@ struct SegmentGraph {
   std::array<Variant, kVariants> variants;  // fixed: HeldGraph keeps a pointer into it
   int replaced = 0;                         // variants dropped for a new set of addresses
   std::string no_graph;                     // set: runs step by step for good, and why
+  std::string no_refresh;                   // set: its graphs cannot be refreshed (Backend::BeginRefresh), why
 };
 
 class GraphCache {

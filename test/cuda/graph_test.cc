@@ -17,6 +17,7 @@
 #include "lib/backends/backends.h"
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/backends/cuda/recording_device.h"
+#include "lib/runtime/graph_cache.h"
 #include "test/cuda_op_test_util.h"
 #include "test/model_test_util.h"
 
@@ -214,8 +215,65 @@ TEST(CudaGraphTest, DeviceInputsAtNewAddressesAreCapturedAgainThenRunStepByStep)
   EXPECT_EQ(s.graph_replays, 4);
   EXPECT_EQ(s.graphs_captured, 2 + 2 + 8);
   EXPECT_EQ(s.graphs_held, 0);
+  // Its graphs bake the first layer's GEMM, which reads the input: no refresh.
+  EXPECT_EQ(s.graph_refreshes, 0);
   EXPECT_THAT(s.graph_fallback_reason, HasSubstr("its buffers met more than 12 sets of addresses"));
   EXPECT_GT(s.launches_outside_graphs, 0);
+}
+
+// A model of elementwise kernels only (no GEMM or copy, which a graph
+// bakes): its graphs read their kernels' parameters from device memory, so
+// a segment whose input moved past the four graphs it keeps has one of them
+// refreshed (the kernels' pointers rewritten) instead of a new capture, for
+// as many addresses as the caller brings. Every result is checked: a stale
+// parameter would read the old buffer.
+TEST(CudaGraphTest, MovedBuffersRefreshAGraphInsteadOfCapturingAgain) {
+  ModelBuilder b;
+  b.AddSymbol("batch", 1, 64);
+  b.AddInput("x", DType::kF32, {"batch", 32});
+  std::vector<float> bias(32), half = {0.5f};
+  for (int i = 0; i < 32; ++i) bias[i] = 0.01f * static_cast<float>(i) - 0.1f;
+  b.AddWeight("bias", DType::kF32, {32}, bias);
+  b.AddWeight("half", DType::kF32, {}, half);
+  b.AddOp("Relu", {"x"}, {"r"});
+  b.AddOp("Add", {"r", "bias"}, {"a"});
+  b.AddOp("Sigmoid", {"a"}, {"s"});
+  b.AddOp("Mul", {"s", "half"}, {"y"});
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, {}, dev);
+  ASSERT_NE(cuda, nullptr);
+  std::vector<void*> buffers;
+  constexpr int kRuns = 24;
+  for (uint32_t run = 0; run < kRuns; ++run) {
+    const Tensor host = F32({3, 32}, 60 + run);
+    void* d = dev->Allocate(host.view().byte_size()).value();
+    buffers.push_back(d);  // all live: a new address each run
+    ASSERT_TRUE(dev->CopyAsync(d, host.view().data, host.view().byte_size(), nullptr).ok());
+    ASSERT_TRUE(dev->Synchronize(nullptr).ok());
+    absl::StatusOr<std::vector<TensorView>> got = cuda->Run({TensorView(DType::kF32, {3, 32}, d)});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectEqual(RunOrDie(*cpu, {host}), {Tensor::CopyOf((*got)[0]).value()}, 1e-6, absl::StrCat("run ", run));
+  }
+  // Each earlier buffer again, now refreshed into one of the graphs.
+  for (uint32_t run = 0; run < 6; ++run) {
+    const Tensor host = F32({3, 32}, 90 + run);
+    ASSERT_TRUE(dev->CopyAsync(buffers[run], host.view().data, host.view().byte_size(), nullptr).ok());
+    ASSERT_TRUE(dev->Synchronize(nullptr).ok());
+    absl::StatusOr<std::vector<TensorView>> got = cuda->Run({TensorView(DType::kF32, {3, 32}, buffers[run])});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectEqual(RunOrDie(*cpu, {host}), {Tensor::CopyOf((*got)[0]).value()}, 1e-6, absl::StrCat("again ", run));
+  }
+  for (void* d : buffers) dev->Free(d);
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, runtime::SegmentGraph::kVariants);
+  EXPECT_EQ(s.graph_refreshes, kRuns + 6 - runtime::SegmentGraph::kVariants);
+  EXPECT_EQ(s.graph_replays, s.graph_refreshes);
+  EXPECT_EQ(s.segments_run_eagerly, 0);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+  EXPECT_EQ(s.graph_fallback_reason, "");
 }
 
 // Session::InputBuffer: the caller writes the input into the session's own

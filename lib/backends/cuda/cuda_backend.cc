@@ -4,6 +4,7 @@
 #include "lib/backends/cuda/counting_device.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/param_device.h"
 #include "lib/ir/value_type.h"
 
 namespace grove::cuda {
@@ -19,9 +20,12 @@ class CudaBackend : public runtime::Backend {
   };
 
   // Every call of the session, its kernels' included, goes through a
-  // counting wrapper: the device object is shared by every session on it.
+  // counting wrapper (the device object is shared by every session on it),
+  // under the wrapper that gives graphs refreshable parameters.
   explicit CudaBackend(std::shared_ptr<Device> device)
-      : counting_(std::make_shared<CountingDevice>(std::move(device))), device_(counting_) {}
+      : counting_(std::make_shared<CountingDevice>(std::move(device))),
+        params_(std::make_shared<ParamDevice>(counting_)),
+        device_(params_) {}
   ~CudaBackend() override {
     exec_.reset();
     if (own_stream_) device_->DestroyStream(stream_);
@@ -93,6 +97,13 @@ class CudaBackend : public runtime::Backend {
   absl::Status LaunchGraph(const runtime::BackendGraph& graph) override {
     return device_->LaunchGraph(*static_cast<const Graph&>(graph).graph, stream_);
   }
+  bool Refreshable(const runtime::BackendGraph& graph) const override {
+    return ParamDevice::Refreshable(*static_cast<const Graph&>(graph).graph);
+  }
+  void BeginRefresh(runtime::BackendGraph& graph) override {
+    params_->BeginRefresh(*static_cast<Graph&>(graph).graph);
+  }
+  absl::Status EndRefresh() override { return params_->EndRefresh(); }
 
   runtime::BackendCounters counters() const override {
     const DeviceCounts c = counting_->counts();
@@ -102,7 +113,8 @@ class CudaBackend : public runtime::Backend {
 
  private:
   std::shared_ptr<CountingDevice> counting_;
-  std::shared_ptr<Device> device_;  // counting_
+  std::shared_ptr<ParamDevice> params_;  // over counting_
+  std::shared_ptr<Device> device_;       // params_
   Stream stream_ = nullptr;
   bool own_stream_ = false;
   std::unique_ptr<ExecContext> exec_;

@@ -64,16 +64,37 @@ class EmulatedDevice final : public HostMemoryDevice<> {
     const std::string name = jit::EntryName(kernel, module);
     emu::EntryFn fn = emu::FindEntry(name);
     if (fn == nullptr) return absl::NotFoundError(absl::StrCat("no kernel entry point ", name));
+    const bool indirect = module.indirect;
+    if (indirect) {
+      // The one parameter is a device pointer to the struct, read when the
+      // kernel runs (a replay sees what the host copied there since).
+      if (params_bytes != sizeof(void*)) {
+        return absl::InvalidArgumentError(absl::StrCat(name, ": an indirect launch takes one device pointer, given ",
+                                                       params_bytes, " bytes"));
+      }
+      const void* block;
+      std::memcpy(&block, params, sizeof(block));
+      if (!memory_.Contains(block)) {
+        return absl::InvalidArgumentError(absl::StrCat(name, ": indirect parameters not in device memory"));
+      }
+    }
+    // The struct the entry reads: the bytes given, or where they point.
+    auto target = [indirect](const uint8_t* bytes) {
+      const void* p = bytes;
+      if (indirect) std::memcpy(&p, bytes, sizeof(p));
+      return p;
+    };
     if (HostGraph* g = capturing()) {
       // The parameter bytes as they are now: a replay must not see what the
       // caller writes into its struct later (as a CUDA graph's node).
       std::vector<uint8_t> bytes(static_cast<const uint8_t*>(params), static_cast<const uint8_t*>(params) + params_bytes);
-      g->Add([fn, dims, bytes = std::move(bytes)] { return emu::Launch(fn, dims.grid, dims.block, bytes.data()); },
-             params_bytes);
+      g->Add([fn, dims, target, bytes = std::move(bytes)] {
+        return emu::Launch(fn, dims.grid, dims.block, target(bytes.data()));
+      }, params_bytes);
       return absl::OkStatus();
     }
     counters_.CountLaunch();
-    return emu::Launch(fn, dims.grid, dims.block, params);
+    return emu::Launch(fn, dims.grid, dims.block, target(static_cast<const uint8_t*>(params)));
   }
   absl::Status Gemm(const GemmDesc& g, Stream) override {
     if (g.dtype != DType::kF32 && g.dtype != DType::kF16 && g.dtype != DType::kBF16) {

@@ -1,0 +1,256 @@
+#include "lib/backends/cuda/param_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace grove::cuda {
+
+// What one capture queued, in order, and its kernels' parameters: device
+// chunks the kernels read, with their host copies.
+class ParamDevice::Block {
+ public:
+  enum class Kind { kLaunch, kGemm, kCopy, kMemset };
+  struct Call {
+    Kind kind = Kind::kLaunch;
+    jit::ModuleSpec module;  // kLaunch: the direct form
+    std::string kernel;
+    LaunchDims dims;
+    size_t chunk = 0, offset = 0, size = 0;  // kLaunch: where its parameters are
+    GemmDesc gemm;                           // kGemm
+    void* dst = nullptr;                     // kCopy, kMemset
+    const void* src = nullptr;               // kCopy
+    size_t bytes = 0;                        // kCopy, kMemset
+    int value = 0;                           // kMemset
+  };
+  struct Chunk {
+    void* device = nullptr;
+    std::vector<uint8_t> host;  // capacity bytes; the first `used` are parameters
+    size_t used = 0;
+  };
+  static constexpr size_t kChunkBytes = 64 << 10;
+  static constexpr size_t kAlign = 16;
+
+  explicit Block(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  ~Block() {
+    for (Chunk& c : chunks) device_->Free(c.device);
+  }
+
+  // Room for `bytes` of parameters: a chunk and an offset in it.
+  absl::Status Place(size_t bytes, size_t* chunk, size_t* offset) {
+    if (chunks.empty() || chunks.back().used + bytes > chunks.back().host.size()) {
+      const size_t capacity = std::max(kChunkBytes, bytes);
+      absl::StatusOr<void*> p = device_->Allocate(capacity);
+      if (!p.ok()) return p.status();
+      chunks.push_back(Chunk{*p, std::vector<uint8_t>(capacity), 0});
+    }
+    Chunk& c = chunks.back();
+    *chunk = chunks.size() - 1;
+    *offset = c.used;
+    c.used = (c.used + bytes + kAlign - 1) / kAlign * kAlign;
+    return absl::OkStatus();
+  }
+  int64_t bytes() const {
+    int64_t n = 0;
+    for (const Chunk& c : chunks) n += static_cast<int64_t>(c.host.size());
+    return n;
+  }
+
+  std::vector<Chunk> chunks;
+  std::vector<Call> calls;
+  bool dirty = true;  // the host copies differ from the device chunks
+
+ private:
+  const std::shared_ptr<Device> device_;  // frees the chunks, so it outlives them
+};
+
+namespace {
+
+class ParamGraph final : public DeviceGraph {
+ public:
+  ParamGraph(std::unique_ptr<DeviceGraph> inner, std::unique_ptr<ParamDevice::Block> block)
+      : inner(std::move(inner)), block(std::move(block)) {}
+  int64_t num_nodes() const override { return inner->num_nodes(); }
+  // The parameters held twice (device and host) on top of the graph's record.
+  int64_t bytes() const override { return inner->bytes() + 2 * block->bytes(); }
+
+  std::unique_ptr<DeviceGraph> inner;
+  std::unique_ptr<ParamDevice::Block> block;
+};
+
+bool SameGemm(const GemmDesc& x, const GemmDesc& y) {
+  auto fields = [](const GemmDesc& g) {
+    return std::tie(g.math, g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, g.a, g.lda, g.stride_a, g.b, g.ldb,
+                    g.stride_b, g.c, g.ldc, g.stride_c, g.batch, g.alpha, g.beta, g.bias, g.epilogue);
+  };
+  return fields(x) == fields(y);
+}
+
+}  // namespace
+
+ParamDevice::ParamDevice(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+ParamDevice::~ParamDevice() = default;
+
+bool ParamDevice::Refreshable(const DeviceGraph& graph) { return dynamic_cast<const ParamGraph*>(&graph) != nullptr; }
+
+void ParamDevice::BeginRefresh(DeviceGraph& graph) {
+  refreshing_ = static_cast<ParamGraph&>(graph).block.get();
+  fresh_.clear();
+  for (const Block::Chunk& c : refreshing_->chunks) fresh_.push_back(c.host);
+  next_ = 0;
+  mismatch_.clear();
+  mode_ = Mode::kRefresh;
+}
+
+absl::Status ParamDevice::EndRefresh() {
+  mode_ = Mode::kForward;
+  Block& block = *refreshing_;
+  refreshing_ = nullptr;
+  if (mismatch_.empty() && next_ != block.calls.size()) {
+    mismatch_ = absl::StrCat("it queued ", next_, " of the ", block.calls.size(), " calls its graph captured");
+  }
+  if (!mismatch_.empty()) return absl::FailedPreconditionError(mismatch_);
+  for (size_t i = 0; i < block.chunks.size(); ++i) block.chunks[i].host.swap(fresh_[i]);
+  block.dirty = true;
+  return absl::OkStatus();
+}
+
+absl::Status ParamDevice::Mismatch(std::string why) {
+  if (mismatch_.empty()) mismatch_ = absl::StrCat("call ", next_, " of the capture: ", why);
+  return absl::FailedPreconditionError(mismatch_);
+}
+
+absl::Status ParamDevice::Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
+                                 const void* params, size_t params_bytes, Stream stream) {
+  switch (mode_) {
+    case Mode::kForward:
+      return device_->Launch(module, kernel, dims, params, params_bytes, stream);
+    case Mode::kCapture: {
+      Block& block = *capturing_;
+      Block::Call call{Block::Kind::kLaunch, module, std::string(kernel), dims};
+      call.size = params_bytes;
+      if (absl::Status s = block.Place(params_bytes, &call.chunk, &call.offset); !s.ok()) return s;
+      Block::Chunk& chunk = block.chunks[call.chunk];
+      std::memcpy(chunk.host.data() + call.offset, params, params_bytes);
+      const void* device_params = static_cast<const uint8_t*>(chunk.device) + call.offset;
+      block.calls.push_back(std::move(call));
+      jit::ModuleSpec indirect = module;
+      indirect.indirect = true;
+      return device_->Launch(indirect, kernel, dims, &device_params, sizeof(device_params), stream);
+    }
+    case Mode::kRefresh: {
+      if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
+      const Block::Call& c = refreshing_->calls[next_];
+      if (c.kind != Block::Kind::kLaunch || c.kernel != kernel || !(c.module == module)) {
+        return Mismatch(absl::StrCat("launch of ", jit::EntryName(kernel, module), " where the capture had ",
+                                     c.kind == Block::Kind::kLaunch ? jit::EntryName(c.kernel, c.module)
+                                                                    : std::string("a GEMM, copy or memset")));
+      }
+      if (c.dims.grid != dims.grid || c.dims.block != dims.block || c.size != params_bytes) {
+        return Mismatch(absl::StrCat(jit::EntryName(kernel, module), " with another grid, block or parameter size"));
+      }
+      std::memcpy(fresh_[c.chunk].data() + c.offset, params, params_bytes);
+      ++next_;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError("ParamDevice: bad mode");
+}
+
+absl::Status ParamDevice::Gemm(const GemmDesc& gemm, Stream stream) {
+  if (mode_ == Mode::kRefresh) {
+    if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
+    const Block::Call& c = refreshing_->calls[next_];
+    if (c.kind != Block::Kind::kGemm || !SameGemm(c.gemm, gemm)) {
+      return Mismatch("a GEMM with other operands or sizes (a graph bakes its GEMMs)");
+    }
+    ++next_;
+    return absl::OkStatus();
+  }
+  if (mode_ == Mode::kCapture) {
+    Block::Call call{Block::Kind::kGemm};
+    call.gemm = gemm;
+    capturing_->calls.push_back(std::move(call));
+  }
+  return device_->Gemm(gemm, stream);
+}
+
+absl::Status ParamDevice::CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) {
+  if (mode_ == Mode::kRefresh) {
+    if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
+    const Block::Call& c = refreshing_->calls[next_];
+    if (c.kind != Block::Kind::kCopy || c.dst != dst || c.src != src || c.bytes != bytes) {
+      return Mismatch("a copy between other buffers (a graph bakes its copies)");
+    }
+    ++next_;
+    return absl::OkStatus();
+  }
+  if (mode_ == Mode::kCapture) {
+    Block::Call call{Block::Kind::kCopy};
+    call.dst = dst;
+    call.src = src;
+    call.bytes = bytes;
+    capturing_->calls.push_back(std::move(call));
+  }
+  return device_->CopyAsync(dst, src, bytes, stream);
+}
+
+absl::Status ParamDevice::MemsetAsync(void* dst, int value, size_t bytes, Stream stream) {
+  if (mode_ == Mode::kRefresh) {
+    if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
+    const Block::Call& c = refreshing_->calls[next_];
+    if (c.kind != Block::Kind::kMemset || c.dst != dst || c.value != value || c.bytes != bytes) {
+      return Mismatch("a memset of another buffer (a graph bakes its memsets)");
+    }
+    ++next_;
+    return absl::OkStatus();
+  }
+  if (mode_ == Mode::kCapture) {
+    Block::Call call{Block::Kind::kMemset};
+    call.dst = dst;
+    call.value = value;
+    call.bytes = bytes;
+    capturing_->calls.push_back(std::move(call));
+  }
+  return device_->MemsetAsync(dst, value, bytes, stream);
+}
+
+absl::Status ParamDevice::Synchronize(Stream stream) {
+  if (mode_ == Mode::kRefresh) return Mismatch("a wait for the device");
+  return device_->Synchronize(stream);
+}
+
+absl::Status ParamDevice::BeginCapture(Stream stream) {
+  if (absl::Status s = device_->BeginCapture(stream); !s.ok()) return s;
+  mode_ = Mode::kCapture;
+  capturing_ = std::make_unique<Block>(device_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<DeviceGraph>> ParamDevice::EndCapture(Stream stream) {
+  mode_ = Mode::kForward;
+  std::unique_ptr<Block> block = std::move(capturing_);
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> graph = device_->EndCapture(stream);
+  if (!graph.ok()) return graph.status();
+  return std::unique_ptr<DeviceGraph>(new ParamGraph(*std::move(graph), std::move(block)));
+}
+
+absl::Status ParamDevice::LaunchGraph(const DeviceGraph& graph, Stream stream) {
+  const auto* pg = dynamic_cast<const ParamGraph*>(&graph);
+  if (pg == nullptr) return device_->LaunchGraph(graph, stream);
+  Block& block = *pg->block;
+  if (block.dirty) {
+    // One copy per chunk (64 KiB of parameters each), stream-ordered before
+    // the replay; from pageable memory, so the host may refill it at once.
+    for (const Block::Chunk& c : block.chunks) {
+      if (absl::Status s = device_->CopyAsync(c.device, c.host.data(), c.used, stream); !s.ok()) return s;
+    }
+    block.dirty = false;
+  }
+  return device_->LaunchGraph(*pg->inner, stream);
+}
+
+}  // namespace grove::cuda

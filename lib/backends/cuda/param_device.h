@@ -1,0 +1,82 @@
+// A Device that forwards to another and gives the CUDA graphs it captures
+// refreshable kernel parameters.
+//
+// A graph replays its kernels with the parameters they were captured with:
+// pointers and shapes baked into each node. Here a capture launches each
+// kernel from its module's indirect form (ModuleSpec::indirect): the kernel
+// reads its parameter struct from a device block this wrapper owns, whose
+// host copy is sent with one CopyAsync before a replay that changed it.
+// A refresh runs the segment's host code again with this wrapper refusing
+// to launch anything: each launch must match the captured one (the same
+// kernel, module, grid and block, parameter size), and its new parameters
+// replace the old ones in the block; GEMMs, copies and memsets, which the
+// graph bakes, must be exactly the captured ones. So a segment whose buffers
+// moved (a caller's device buffers, a Loop body fed from another arena)
+// replays its graph after a refresh instead of a new capture.
+#ifndef GROVE_LIB_BACKENDS_CUDA_PARAM_DEVICE_H_
+#define GROVE_LIB_BACKENDS_CUDA_PARAM_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/backends/cuda/device.h"
+
+namespace grove::cuda {
+
+class ParamDevice final : public Device {
+ public:
+  // `device` must not be null.
+  explicit ParamDevice(std::shared_ptr<Device> device);
+  ~ParamDevice() override;
+
+  // Refresh of `graph` (one this wrapper captured): until EndRefresh, calls
+  // are checked against the capture and run nothing. EndRefresh returns OK
+  // when the same work was queued in full (the block then holds the new
+  // parameters, sent before the next LaunchGraph), else why not (the graph
+  // keeps its old parameters).
+  void BeginRefresh(DeviceGraph& graph);
+  absl::Status EndRefresh();
+  // Whether `graph` has its parameters in a block (it was captured here).
+  static bool Refreshable(const DeviceGraph& graph);
+
+  std::string Describe() const override { return device_->Describe(); }
+  bool emulated() const override { return device_->emulated(); }
+  int arch() const override { return device_->arch(); }
+  absl::StatusOr<void*> Allocate(size_t bytes) override { return device_->Allocate(bytes); }
+  void Free(void* ptr) override { device_->Free(ptr); }
+  bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override;
+  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) override;
+  absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
+                      const void* params, size_t params_bytes, Stream stream) override;
+  absl::Status Gemm(const GemmDesc& gemm, Stream stream) override;
+  bool captures_graphs() const override { return device_->captures_graphs(); }
+  absl::Status BeginCapture(Stream stream) override;
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) override;
+  absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override;
+  absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
+  void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }
+  absl::Status Synchronize(Stream stream) override;
+  DeviceStats stats() const override { return device_->stats(); }
+
+  class Block;  // a graph's parameters and what it captured (param_device.cc)
+
+ private:
+  enum class Mode { kForward, kCapture, kRefresh };
+  // The refresh found different work: refuses the call (and remembers why).
+  absl::Status Mismatch(std::string why);
+
+  const std::shared_ptr<Device> device_;
+  Mode mode_ = Mode::kForward;
+  std::unique_ptr<Block> capturing_;  // kCapture: the block being filled
+  Block* refreshing_ = nullptr;       // kRefresh: the captured block
+  size_t next_ = 0;                   // kRefresh: the next captured call to match
+  std::vector<std::vector<uint8_t>> fresh_;  // kRefresh: the new parameter bytes, by chunk
+  std::string mismatch_;
+};
+
+}  // namespace grove::cuda
+
+#endif  // GROVE_LIB_BACKENDS_CUDA_PARAM_DEVICE_H_
