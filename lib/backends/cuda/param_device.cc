@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -9,23 +10,27 @@
 
 namespace grove::cuda {
 
+// One call a capture queued.
+struct ParamDevice::Call {
+  enum class Kind { kLaunch, kGemm, kCopy, kMemset };
+  Kind kind = Kind::kLaunch;
+  jit::ModuleSpec module;  // kLaunch: the direct form
+  std::string kernel;
+  LaunchDims dims;
+  size_t chunk = 0, offset = 0, size = 0;  // kLaunch: where its parameters are
+  GemmDesc gemm;                           // kGemm
+  void* dst = nullptr;                     // kCopy, kMemset
+  const void* src = nullptr;               // kCopy
+  size_t bytes = 0;                        // kCopy, kMemset
+  int value = 0;                           // kMemset
+};
+
 // What one capture queued, in order, and its kernels' parameters: device
 // chunks the kernels read, with their host copies.
 class ParamDevice::Block {
  public:
-  enum class Kind { kLaunch, kGemm, kCopy, kMemset };
-  struct Call {
-    Kind kind = Kind::kLaunch;
-    jit::ModuleSpec module;  // kLaunch: the direct form
-    std::string kernel;
-    LaunchDims dims;
-    size_t chunk = 0, offset = 0, size = 0;  // kLaunch: where its parameters are
-    GemmDesc gemm;                           // kGemm
-    void* dst = nullptr;                     // kCopy, kMemset
-    const void* src = nullptr;               // kCopy
-    size_t bytes = 0;                        // kCopy, kMemset
-    int value = 0;                           // kMemset
-  };
+  using Call = ParamDevice::Call;
+  using Kind = Call::Kind;
   struct Chunk {
     void* device = nullptr;
     std::vector<uint8_t> host;  // capacity bytes; the first `used` are parameters
@@ -161,61 +166,42 @@ absl::Status ParamDevice::Launch(const jit::ModuleSpec& module, absl::string_vie
 }
 
 absl::Status ParamDevice::Gemm(const GemmDesc& gemm, Stream stream) {
-  if (mode_ == Mode::kRefresh) {
-    if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
-    const Block::Call& c = refreshing_->calls[next_];
-    if (c.kind != Block::Kind::kGemm || !SameGemm(c.gemm, gemm)) {
-      return Mismatch("a GEMM with other operands or sizes (a graph bakes its GEMMs)");
-    }
-    ++next_;
-    return absl::OkStatus();
-  }
-  if (mode_ == Mode::kCapture) {
-    Block::Call call{Block::Kind::kGemm};
-    call.gemm = gemm;
-    capturing_->calls.push_back(std::move(call));
-  }
+  Block::Call call{Block::Kind::kGemm};
+  call.gemm = gemm;
+  if (std::optional<absl::Status> s = Baked(call, "a GEMM with other operands or sizes"); s.has_value()) return *s;
   return device_->Gemm(gemm, stream);
 }
 
 absl::Status ParamDevice::CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) {
-  if (mode_ == Mode::kRefresh) {
-    if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
-    const Block::Call& c = refreshing_->calls[next_];
-    if (c.kind != Block::Kind::kCopy || c.dst != dst || c.src != src || c.bytes != bytes) {
-      return Mismatch("a copy between other buffers (a graph bakes its copies)");
-    }
-    ++next_;
-    return absl::OkStatus();
-  }
-  if (mode_ == Mode::kCapture) {
-    Block::Call call{Block::Kind::kCopy};
-    call.dst = dst;
-    call.src = src;
-    call.bytes = bytes;
-    capturing_->calls.push_back(std::move(call));
-  }
+  Block::Call call{Block::Kind::kCopy};
+  call.dst = dst;
+  call.src = src;
+  call.bytes = bytes;
+  if (std::optional<absl::Status> s = Baked(call, "a copy between other buffers"); s.has_value()) return *s;
   return device_->CopyAsync(dst, src, bytes, stream);
 }
 
 absl::Status ParamDevice::MemsetAsync(void* dst, int value, size_t bytes, Stream stream) {
-  if (mode_ == Mode::kRefresh) {
-    if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
-    const Block::Call& c = refreshing_->calls[next_];
-    if (c.kind != Block::Kind::kMemset || c.dst != dst || c.value != value || c.bytes != bytes) {
-      return Mismatch("a memset of another buffer (a graph bakes its memsets)");
-    }
-    ++next_;
-    return absl::OkStatus();
-  }
-  if (mode_ == Mode::kCapture) {
-    Block::Call call{Block::Kind::kMemset};
-    call.dst = dst;
-    call.value = value;
-    call.bytes = bytes;
-    capturing_->calls.push_back(std::move(call));
-  }
+  Block::Call call{Block::Kind::kMemset};
+  call.dst = dst;
+  call.value = value;
+  call.bytes = bytes;
+  if (std::optional<absl::Status> s = Baked(call, "a memset of another buffer"); s.has_value()) return *s;
   return device_->MemsetAsync(dst, value, bytes, stream);
+}
+
+std::optional<absl::Status> ParamDevice::Baked(Block::Call call, absl::string_view differs) {
+  if (mode_ == Mode::kCapture) capturing_->calls.push_back(std::move(call));
+  if (mode_ != Mode::kRefresh) return std::nullopt;  // forwarded
+  if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
+  const Block::Call& c = refreshing_->calls[next_];
+  const bool same = c.kind == call.kind && (c.kind == Block::Kind::kGemm
+                                                ? SameGemm(c.gemm, call.gemm)
+                                                : c.dst == call.dst && c.src == call.src && c.bytes == call.bytes &&
+                                                      c.value == call.value);
+  if (!same) return Mismatch(absl::StrCat(differs, " (a graph bakes its GEMMs, copies and memsets)"));
+  ++next_;
+  return absl::OkStatus();
 }
 
 absl::Status ParamDevice::Synchronize(Stream stream) {

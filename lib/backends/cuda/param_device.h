@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ class ParamDevice final : public Device {
   enum class Mode { kForward, kCapture, kRefresh };
   // The refresh found different work: refuses the call (and remembers why).
   absl::Status Mismatch(std::string why);
+  // A GEMM, copy or memset (work a graph bakes): recorded when capturing;
+  // when refreshing, checked against the next captured call (the status:
+  // OK to run nothing, or the mismatch); nullopt when it is to be forwarded.
+  struct Call;
+  std::optional<absl::Status> Baked(Call call, absl::string_view differs);
 
   const std::shared_ptr<Device> device_;
   Mode mode_ = Mode::kForward;
