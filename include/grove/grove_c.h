@@ -503,7 +503,8 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_values(grove_s
  *   2 (GROVE_SESSION_STATS_SIZE_V2): cpu_fallback_steps,
  *     bytes_host_to_device, bytes_device_to_host.
  *   3 (GROVE_SESSION_STATS_SIZE_V3): graphs_captured ...
- *     graph_fallback_reason. */
+ *     graph_fallback_reason.
+ *   4 (GROVE_SESSION_STATS_SIZE_V4): graph_refreshes. */
 typedef struct grove_session_stats_t {
   size_t struct_size;  /* sizeof(grove_session_stats_t) as the caller declares it */
   /* Version 1: */
@@ -541,6 +542,9 @@ typedef struct grove_session_stats_t {
    * "" when none. Owned by the session: valid until its next
    * grove_session_stats call, or its release. */
   const char* graph_fallback_reason;
+  /* Version 4: replays whose buffers had moved, made after rewriting the
+   * graph's kernel parameters instead of a new capture. */
+  int64_t graph_refreshes;
 } grove_session_stats_t;
 
 /* The size of each version of grove_session_stats_t. */
@@ -550,6 +554,8 @@ typedef struct grove_session_stats_t {
   (offsetof(grove_session_stats_t, bytes_device_to_host) + sizeof(int64_t))
 #define GROVE_SESSION_STATS_SIZE_V3 \
   (offsetof(grove_session_stats_t, graph_fallback_reason) + sizeof(const char*))
+#define GROVE_SESSION_STATS_SIZE_V4 \
+  (offsetof(grove_session_stats_t, graph_refreshes) + sizeof(int64_t))
 
 /* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; in C, or
  * grove_session_stats_initialize(&stats) (any C++: g++ -Wextra warns about

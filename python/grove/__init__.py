@@ -427,6 +427,7 @@ class Session:
         out: Dict[str, Any] = {name: int(getattr(stats, name)) for name in _capi.STATS_COUNTERS}
         reason = stats.graph_fallback_reason
         out["graph_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
+        out["graph_refreshes"] = int(stats.graph_refreshes)
         return out
 
     def close(self) -> None:

@@ -110,9 +110,9 @@ STATS_COUNTERS = [
 
 
 class SessionStats(ctypes.Structure):
-    """grove_session_stats_t, layout version 3."""
+    """grove_session_stats_t, layout version 4."""
     _fields_ = ([("struct_size", ctypes.c_size_t)] + [(name, ctypes.c_int64) for name in STATS_COUNTERS] +
-                [("graph_fallback_reason", ctypes.c_char_p)])
+                [("graph_fallback_reason", ctypes.c_char_p), ("graph_refreshes", ctypes.c_int64)])
 
 
 class DLDevice(ctypes.Structure):

@@ -90,7 +90,7 @@ def test_stats_count_runs_and_plans(demo_dir):
     stats = session.stats()
     assert stats["runs"] == 4 and stats["plans_created"] == 2 and stats["plan_cache_hits"] == 2
     assert stats["kernels_run"] > 0 and stats["device_allocations"] == 0
-    assert isinstance(stats["graph_fallback_reason"], str)
+    assert isinstance(stats["graph_fallback_reason"], str) and stats["graph_refreshes"] == 0
 
 
 def test_options_reach_grove(demo_dir):

@@ -553,8 +553,9 @@ TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
   EXPECT_EQ(stats.launches_outside_graphs, 0);
   ASSERT_NE(stats.graph_fallback_reason, nullptr);
   EXPECT_STREQ(stats.graph_fallback_reason, "");
+  EXPECT_EQ(stats.graph_refreshes, 0);
   grove_session_release(session);
-  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 23 * sizeof(int64_t) + sizeof(const char*),
+  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 24 * sizeof(int64_t) + sizeof(const char*),
                 "a field without a test");
 }
 

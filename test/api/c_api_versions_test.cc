@@ -153,7 +153,8 @@ TEST(CApiVersions, SizesOfEachVersion) {
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V2, sizeof(grove_session_options_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V1, sizeof(size_t) + 10 * sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V2, sizeof(size_t) + 13 * sizeof(int64_t));
-  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V3, sizeof(grove_session_stats_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V3, sizeof(size_t) + 23 * sizeof(int64_t) + sizeof(const char*));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V4, sizeof(grove_session_stats_t));
   const grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   EXPECT_EQ(stats.struct_size, sizeof(grove_session_stats_t));
   EXPECT_EQ(stats.runs, 0);
@@ -350,7 +351,8 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
     EXPECT_THAT(message, HasSubstr("grove_session_stats_t versions are " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V1) + ", " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V2) + ", " +
-                                   std::to_string(GROVE_SESSION_STATS_SIZE_V3) + " bytes"));
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V3) + ", " +
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V4) + " bytes"));
     EXPECT_THAT(message, HasSubstr("GROVE_SESSION_STATS_INIT"));
     EXPECT_EQ(stats.value.struct_size, size);
     EXPECT_EQ(stats.value.runs, kFill) << "a refused call wrote the stats";
