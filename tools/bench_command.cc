@@ -47,7 +47,7 @@ constexpr char kUsage[] =
     "                          --shape or --sweep)\n"
     "  --iterations N          timed runs per shape (default 10)\n"
     "  --warmup N              untimed runs before them (default 1)\n"
-    "  --device cpu|cuda|auto  where to run (default auto)\n"
+    "  --device cpu|cuda|auto|emulated-cuda  where to run (default auto; see grove run)\n"
     "  --graphs auto|on|off    CUDA graphs (see grove run --help)\n"
     "  --gemm-math f32|tf32|bf16|f16, --strict-device: as for grove run\n"
     "  --json                  print one JSON object: \"shapes\" (per shape: inputs,\n"
@@ -202,12 +202,13 @@ int BenchMain(absl::Span<const std::string> argv) {
     if (int rc = ParseSweep(args.Values("sweep")[0], &*sweep); rc >= 0) return rc;
   }
   SessionOptions options;
-  if (int rc = SessionOptionsFromFlags(args, &options); rc >= 0) return rc;
+  bool emulated_cuda = false;
+  if (int rc = SessionOptionsFromFlags(args, &options, &emulated_cuda); rc >= 0) return rc;
   const bool json = args.Has("json");
 
   std::shared_ptr<const Model> model;
   std::unique_ptr<Session> session;
-  if (int rc = LoadModelAndSession(model_path, options, &model, &session); rc >= 0) return rc;
+  if (int rc = LoadModelAndSession(model_path, options, emulated_cuda, &model, &session); rc >= 0) return rc;
   const std::vector<TensorInfo>& infos = model->inputs();
   for (const TensorInfo& info : infos) {
     if (info.kind != ValueKind::kTensor) {

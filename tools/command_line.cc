@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "lib/backends/emulated_cuda.h"
 #include "json_writer.h"
 
 namespace grove::cli {
@@ -228,10 +229,16 @@ int InputShapesFromFlags(const ParsedArgs& args, const Model& model, std::vector
   return -1;
 }
 
-int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options) {
-  if (args.Has("device")) {
+int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, bool* emulated_cuda) {
+  *emulated_cuda = false;
+  if (args.Has("device") && args.Values("device")[0] == "emulated-cuda") {
+    *emulated_cuda = true;
+    options->device = Device::kCuda;
+  } else if (args.Has("device")) {
     absl::StatusOr<Device> device = ParseDevice(args.Values("device")[0]);
-    if (!device.ok()) return UsageError(device.status().message());
+    if (!device.ok()) {
+      return UsageError(absl::StrCat("unknown device '", args.Values("device")[0], "' (cpu, cuda, auto or emulated-cuda)"));
+    }
     options->device = *device;
   }
   options->strict_device = args.Has("strict-device");
@@ -248,11 +255,12 @@ int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options) {
   return -1;
 }
 
-int LoadModelAndSession(const std::string& model_path, const SessionOptions& options,
+int LoadModelAndSession(const std::string& model_path, const SessionOptions& options, bool emulated_cuda,
                         std::shared_ptr<const Model>* out_model, std::unique_ptr<Session>* out_session) {
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(model_path);
   if (!model.ok()) return Fail(absl::StrCat("cannot load model ", model_path, ": ", model.status().message()));
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, options);
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      emulated_cuda ? internal::CreateEmulatedCudaSession(*model, options) : Session::Create(*model, options);
   if (options.device == Device::kCuda && (!session.ok() || (*session)->device() != Device::kCuda)) {
     return Fail(absl::StrCat("CUDA backend not available",
                              session.ok() ? "" : absl::StrCat(": ", session.status().message())));

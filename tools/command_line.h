@@ -96,13 +96,14 @@ std::string HumanBytes(uint64_t bytes);
 // --- What `run` and `bench` share -------------------------------------------
 
 // SessionOptions from --device, --strict-device, --gemm-math and --graphs
-// (those given). Returns -1, or the exit code of a bad value.
-int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options);
+// (those given); --device emulated-cuda sets *emulated_cuda (and kCuda).
+// Returns -1, or the exit code of a bad value.
+int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, bool* emulated_cuda);
 
-// Loads `model_path` and makes a session; a CUDA session that could not be
-// had is an error naming the reason. Returns -1, or the exit code after
-// printing the error.
-int LoadModelAndSession(const std::string& model_path, const SessionOptions& options,
+// Loads `model_path` and makes a session (on the emulated CUDA device when
+// `emulated_cuda`); a CUDA session that could not be had is an error naming
+// the reason. Returns -1, or the exit code after printing the error.
+int LoadModelAndSession(const std::string& model_path, const SessionOptions& options, bool emulated_cuda,
                         std::shared_ptr<const Model>* out_model, std::unique_ptr<Session>* out_session);
 
 // The file a model input or output NAME is read from or written to: only

@@ -52,7 +52,10 @@ constexpr char kUsage[] =
     "                         launches_outside_graphs, copies, syncs, plans_created,\n"
     "                         ..., outputs) and \"totals\" (the same over the session,\n"
     "                         arena_bytes, graph_bytes)\n"
-    "  --device cpu|cuda|auto where to run (default auto: CUDA if present, else CPU)\n"
+    "  --device cpu|cuda|auto|emulated-cuda\n"
+    "                         where to run (default auto: CUDA if present, else\n"
+    "                         CPU); emulated-cuda: the CUDA path, graphs included,\n"
+    "                         with its kernels run as host C++ (slow; no GPU needed)\n"
     "  --repeat N             run N times (each case): the first run's time (plans,\n"
     "                         kernel loading) and the mean of the others (default 1)\n"
     "  --strict-device        fail instead of running ops without a CUDA kernel\n"
@@ -333,7 +336,8 @@ int RunMain(absl::Span<const std::string> argv) {
   }
 
   SessionOptions options;
-  if (int rc = SessionOptionsFromFlags(args, &options); rc >= 0) return rc;
+  bool emulated_cuda = false;
+  if (int rc = SessionOptionsFromFlags(args, &options, &emulated_cuda); rc >= 0) return rc;
   if (args.Has("deadline-ms") &&
       (!absl::SimpleAtoi(args.Values("deadline-ms")[0], &options.run_deadline_ms) || options.run_deadline_ms < 1)) {
     return UsageError(
@@ -372,7 +376,7 @@ int RunMain(absl::Span<const std::string> argv) {
 
   std::shared_ptr<const Model> model;
   std::unique_ptr<Session> session;
-  if (int rc = LoadModelAndSession(model_path, options, &model, &session); rc >= 0) return rc;
+  if (int rc = LoadModelAndSession(model_path, options, emulated_cuda, &model, &session); rc >= 0) return rc;
 
   if (args.Has("output-dir")) {
     // Two outputs that would share a file are refused before the run.

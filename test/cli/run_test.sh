@@ -118,6 +118,40 @@ assert r[2]["outputs"][0]["shape"] == [3, 4], r[2]
 assert t["runs"] == 6 and t["plans_created"] == 2 and t["graph_bytes"] == 0 and t["arena_bytes"] > 0, t
 assert all(t[k] == 0 for k in keys), t'
 fi
+# --device emulated-cuda: the CUDA path on the host emulation, graphs
+# included. Cases twice over: the first pass captures one graph per shape,
+# the second replays them with no kernel launched outside a graph, and the
+# outputs equal the CPU's.
+if expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" \
+    --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" --json --device emulated-cuda; then
+  json_check '
+r = d["runs"]; t = d["totals"]
+assert d["device"] == "cuda" and "emulated" in d["device_description"], d
+assert [x["graphs_captured"] for x in r] == [1, 1, 0, 0], r
+assert [x["graph_replays"] for x in r] == [0, 0, 1, 1], r
+assert all(x["launches_outside_graphs"] == 0 for x in r), r
+assert t["graphs_captured"] == 2 and t["graph_bytes"] > 0, t'
+fi
+if expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" \
+      --device emulated-cuda --output-dir "$TEST_TMP/emu_out" &&
+   expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" \
+      --device cpu --output-dir "$TEST_TMP/cpu_out"; then
+  for c in a b; do
+    python3 - "$TEST_TMP/emu_out/$c/y.npy" "$TEST_TMP/cpu_out/$c/y.npy" <<'PY' || fail "emulated-cuda case $c differs from the CPU"
+import struct, sys
+def floats(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    body = b[10 + n:]
+    return struct.unpack("<%df" % (len(body) // 4), body)
+x, y = floats(sys.argv[1]), floats(sys.argv[2])
+assert len(x) == len(y) and len(x) > 0
+assert all(abs(p - q) <= 1e-5 * (1 + abs(q)) for p, q in zip(x, y)), (x, y)
+PY
+  done
+fi
+expect_fail 2 "unknown device 'emulated' \(cpu, cuda, auto or emulated-cuda\)" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device emulated
 # Without --case, one entry per --repeat with a null case; nothing else on stdout.
 if expect_ok "$G" run "$MODELS/loop.grove" --input "trip_count=$INPUTS/loop_trip_count.npy" \
     --input "x=$INPUTS/loop_x.npy" --input "limit=$INPUTS/loop_limit.npy" --json --repeat 2; then

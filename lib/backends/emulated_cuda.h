@@ -1,0 +1,26 @@
+// A session on the emulated CUDA device: the CUDA backend with its kernels
+// run as host C++ (jit/emulation.h), its graphs captured and replayed, for
+// checking a model's CUDA path (segments, graphs, numerics) where there is
+// no GPU. Slow: a kernel's threads run one block at a time on the host.
+// `grove run/bench --device emulated-cuda` uses it.
+//
+// Defined in grove_cuda_emulation, not in the library: a program that calls
+// it links that archive (the CLI and the tests do).
+#ifndef GROVE_LIB_BACKENDS_EMULATED_CUDA_H_
+#define GROVE_LIB_BACKENDS_EMULATED_CUDA_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "grove/grove.h"
+
+namespace grove::internal {
+
+// A session of `model` on a new emulated CUDA device; options.device is
+// ignored, every other option applies as on a GPU.
+absl::StatusOr<std::unique_ptr<Session>> CreateEmulatedCudaSession(std::shared_ptr<const Model> model,
+                                                                    const SessionOptions& options);
+
+}  // namespace grove::internal
+
+#endif  // GROVE_LIB_BACKENDS_EMULATED_CUDA_H_
