@@ -40,21 +40,20 @@ if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
   set(CUDAToolkit_ROOT /usr/local/cuda)
 endif()
 find_dependency(CUDAToolkit)
-# CMake's CUDA::nvrtc lists CUDA::cuda_driver (the libcuda.so stub) as a
-# dependency. A linker with --as-needed drops it, but not every link has that
-# flag: Debian's gcc omits it whenever -fsanitize is given, and clang never
-# adds it, and then every binary needs libcuda.so.1 and does not start on a
-# machine without the driver. grove_nvrtc is NVRTC alone. (The check:
-# test/no_libcuda_test.sh, ctest build.no_libcuda.)
+# NVRTC's headers (grove_nvrtc): the library is loaded on first use
+# (jit/shared_library.h), never linked, so no binary needs libnvrtc (or,
+# through CMake's CUDA::nvrtc, the libcuda stub); GROVE_NVRTC_BUILD_PATH is
+# where this build found it, tried after the loader's search path. (The
+# check: test/no_libcuda_test.sh, ctest build.no_libcuda.)
 if(NOT TARGET grove_nvrtc)
-  get_target_property(_grove_nvrtc_location CUDA::nvrtc IMPORTED_LOCATION)
-  if(NOT _grove_nvrtc_location)
-    get_target_property(_grove_nvrtc_location CUDA::nvrtc LOCATION)
+  get_target_property(GROVE_NVRTC_BUILD_PATH CUDA::nvrtc IMPORTED_LOCATION)
+  if(NOT GROVE_NVRTC_BUILD_PATH)
+    get_target_property(GROVE_NVRTC_BUILD_PATH CUDA::nvrtc LOCATION)
   endif()
   add_library(grove_nvrtc INTERFACE IMPORTED)
   set_target_properties(grove_nvrtc PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${CUDAToolkit_INCLUDE_DIRS}"
-    INTERFACE_LINK_LIBRARIES "${_grove_nvrtc_location}")
+    INTERFACE_LINK_LIBRARIES "${CMAKE_DL_LIBS}")
 endif()
 
 set(GROVE_PUBLIC_DEPS absl::status absl::statusor absl::span absl::strings)

@@ -1,5 +1,7 @@
 // NVRTC: compiling a kernel module's source to a cubin, and what NVRTC can
-// target. Declared in jit/kernel_cache.h.
+// target. Declared in jit/kernel_cache.h. NVRTC is loaded on first use
+// (jit/shared_library.h).
+#include <cuda_runtime_api.h>  // CUDART_VERSION: the toolkit whose NVRTC to load
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -15,34 +17,90 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "jit/kernel_cache.h"
+#include "jit/shared_library.h"
+
+namespace grove::jit {
+namespace {
+
+// The NVRTC entry points grove calls, with NVRTC's own signatures.
+struct NvrtcApi {
+  decltype(&nvrtcVersion) Version;
+  decltype(&nvrtcGetErrorString) GetErrorString;
+  decltype(&nvrtcGetNumSupportedArchs) GetNumSupportedArchs;
+  decltype(&nvrtcGetSupportedArchs) GetSupportedArchs;
+  decltype(&nvrtcCreateProgram) CreateProgram;
+  decltype(&nvrtcDestroyProgram) DestroyProgram;
+  decltype(&nvrtcCompileProgram) CompileProgram;
+  decltype(&nvrtcGetProgramLogSize) GetProgramLogSize;
+  decltype(&nvrtcGetProgramLog) GetProgramLog;
+  decltype(&nvrtcGetCUBINSize) GetCUBINSize;
+  decltype(&nvrtcGetCUBIN) GetCUBIN;
+};
+
+absl::StatusOr<const NvrtcApi*> LoadNvrtc() {
+  const std::string soname = absl::StrCat("libnvrtc.so.", CUDART_VERSION / 1000);
+#ifdef GROVE_NVRTC_BUILD_PATH
+  const char* build_path = GROVE_NVRTC_BUILD_PATH;
+#else
+  const char* build_path = nullptr;
+#endif
+  absl::StatusOr<void*> lib = OpenSharedLibrary("NVRTC", "GROVE_NVRTC_LIBRARY", soname.c_str(), build_path);
+  if (!lib.ok()) return lib.status();
+  auto* api = new NvrtcApi;  // lives as long as the process, like the library
+  std::string error;
+  auto resolve = [&](const char* symbol, auto* fn) { return Resolve(*lib, "NVRTC", symbol, fn, &error); };
+  const bool ok = resolve("nvrtcVersion", &api->Version) && resolve("nvrtcGetErrorString", &api->GetErrorString) &&
+                  resolve("nvrtcGetNumSupportedArchs", &api->GetNumSupportedArchs) &&
+                  resolve("nvrtcGetSupportedArchs", &api->GetSupportedArchs) &&
+                  resolve("nvrtcCreateProgram", &api->CreateProgram) &&
+                  resolve("nvrtcDestroyProgram", &api->DestroyProgram) &&
+                  resolve("nvrtcCompileProgram", &api->CompileProgram) &&
+                  resolve("nvrtcGetProgramLogSize", &api->GetProgramLogSize) &&
+                  resolve("nvrtcGetProgramLog", &api->GetProgramLog) && resolve("nvrtcGetCUBINSize", &api->GetCUBINSize) &&
+                  resolve("nvrtcGetCUBIN", &api->GetCUBIN);
+  if (!ok) {
+    delete api;
+    return absl::FailedPreconditionError(absl::StrCat("cannot use NVRTC: ", error));
+  }
+  return api;
+}
+
+// NVRTC, loaded once per process (the error is remembered).
+absl::StatusOr<const NvrtcApi*> Nvrtc() {
+  static const auto* loaded = new absl::StatusOr<const NvrtcApi*>(LoadNvrtc());
+  return *loaded;
+}
+
+}  // namespace
 
 // Every NVRTC call goes through this: a failure becomes a status naming the
 // call, the file and the line.
-#define GROVE_NVRTC_RETURN_IF_ERROR(call)                                                          \
-  do {                                                                                             \
-    const nvrtcResult grove_nvrtc_result = (call);                                                 \
-    if (grove_nvrtc_result != NVRTC_SUCCESS) {                                                     \
-      return absl::InternalError(absl::StrCat(#call, " failed: ", nvrtcGetErrorString(grove_nvrtc_result), \
-                                              " (", __FILE__, ":", __LINE__, ")"));                \
-    }                                                                                              \
+#define GROVE_NVRTC_RETURN_IF_ERROR(call)                                                            \
+  do {                                                                                               \
+    const nvrtcResult grove_nvrtc_result = (call);                                                   \
+    if (grove_nvrtc_result != NVRTC_SUCCESS) {                                                       \
+      return absl::InternalError(absl::StrCat(#call, " failed: ", nvrtc.GetErrorString(grove_nvrtc_result), \
+                                              " (", __FILE__, ":", __LINE__, ")"));                  \
+    }                                                                                                \
   } while (0)
-
-namespace grove::jit {
 
 int NvrtcVersion() {
   static const int version = [] {
+    absl::StatusOr<const NvrtcApi*> nvrtc = Nvrtc();
     int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+    if (!nvrtc.ok() || (*nvrtc)->Version(&major, &minor) != NVRTC_SUCCESS) return 0;
     return major * 1000 + minor * 10;
   }();
   return version;
 }
 
 std::vector<int> NvrtcSupportedArchs() {
+  absl::StatusOr<const NvrtcApi*> nvrtc = Nvrtc();
+  if (!nvrtc.ok()) return {};
   int n = 0;
-  if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return {};
+  if ((*nvrtc)->GetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return {};
   std::vector<int> archs(n);
-  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
+  if ((*nvrtc)->GetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
   std::sort(archs.begin(), archs.end());
   return archs;
 }
@@ -79,6 +137,9 @@ std::vector<std::string> NvrtcOptions(int arch) {
 
 absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int arch) {
   if (arch <= 0) return absl::InvalidArgumentError(absl::StrCat("bad CUDA arch ", arch));
+  absl::StatusOr<const NvrtcApi*> loaded = Nvrtc();
+  if (!loaded.ok()) return loaded.status();
+  const NvrtcApi& nvrtc = **loaded;
   const auto start = std::chrono::steady_clock::now();
   std::vector<const char*> header_texts, header_names;
   for (const EmbeddedFile& f : KernelHeaders()) {
@@ -87,29 +148,29 @@ absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int 
   }
   const std::string src(source);
   nvrtcProgram prog = nullptr;
-  GROVE_NVRTC_RETURN_IF_ERROR(nvrtcCreateProgram(&prog, src.c_str(), "grove_module.cu",
+  GROVE_NVRTC_RETURN_IF_ERROR(nvrtc.CreateProgram(&prog, src.c_str(), "grove_module.cu",
                                                  static_cast<int>(header_texts.size()),
                                                  header_texts.data(), header_names.data()));
-  absl::Cleanup destroy = [&prog] { nvrtcDestroyProgram(&prog); };
+  absl::Cleanup destroy = [&prog, &nvrtc] { nvrtc.DestroyProgram(&prog); };
 
   const std::vector<std::string> options = NvrtcOptions(arch);
   std::vector<const char*> option_ptrs;
   for (const std::string& o : options) option_ptrs.push_back(o.c_str());
   const nvrtcResult compiled =
-      nvrtcCompileProgram(prog, static_cast<int>(option_ptrs.size()), option_ptrs.data());
+      nvrtc.CompileProgram(prog, static_cast<int>(option_ptrs.size()), option_ptrs.data());
 
   CompileResult result;
   size_t log_size = 0;
-  GROVE_NVRTC_RETURN_IF_ERROR(nvrtcGetProgramLogSize(prog, &log_size));
+  GROVE_NVRTC_RETURN_IF_ERROR(nvrtc.GetProgramLogSize(prog, &log_size));
   if (log_size > 1) {
     result.log.resize(log_size);
-    GROVE_NVRTC_RETURN_IF_ERROR(nvrtcGetProgramLog(prog, result.log.data()));
+    GROVE_NVRTC_RETURN_IF_ERROR(nvrtc.GetProgramLog(prog, result.log.data()));
     result.log.resize(log_size - 1);  // the terminating NUL
   }
   if (compiled != NVRTC_SUCCESS) {
     const std::string what = absl::StrCat("NVRTC (", NvrtcVersion() / 1000, ".", NvrtcVersion() % 1000 / 10,
                                           ") could not compile for sm_", arch, " (",
-                                          absl::StrJoin(options, " "), "): ", nvrtcGetErrorString(compiled),
+                                          absl::StrJoin(options, " "), "): ", nvrtc.GetErrorString(compiled),
                                           "\n", result.log);
     if (compiled == NVRTC_ERROR_COMPILATION || compiled == NVRTC_ERROR_INVALID_OPTION) {
       return absl::InvalidArgumentError(what);
@@ -117,10 +178,10 @@ absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int 
     return absl::InternalError(what);
   }
   size_t cubin_size = 0;
-  GROVE_NVRTC_RETURN_IF_ERROR(nvrtcGetCUBINSize(prog, &cubin_size));
+  GROVE_NVRTC_RETURN_IF_ERROR(nvrtc.GetCUBINSize(prog, &cubin_size));
   if (cubin_size == 0) return absl::InternalError("NVRTC produced an empty cubin");
   result.cubin.resize(cubin_size);
-  GROVE_NVRTC_RETURN_IF_ERROR(nvrtcGetCUBIN(prog, result.cubin.data()));
+  GROVE_NVRTC_RETURN_IF_ERROR(nvrtc.GetCUBIN(prog, result.cubin.data()));
   result.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;

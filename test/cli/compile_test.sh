@@ -2,6 +2,7 @@
 # second run compiles nothing, damaged entries are found and rebuilt.
 source "$(dirname "$0")/common.bash"
 make_models
+make_inputs
 G=$GROVE_BIN
 CACHE=$TEST_TMP/cache
 rm -rf "$CACHE"
@@ -43,4 +44,12 @@ expect_fail 1 "missing --shape for 'x'" "$G" compile "$MODELS/mlp.grove" --arch 
 expect_fail 1 "compile failed: .*arch" "$G" compile "$MODELS/mlp.grove" --arch sm_1 --shape x=8x16 --cache-dir "$CACHE"
 expect_fail 1 "compile failed: .*" "$G" compile "$MODELS/mlp.grove" --arch banana --shape x=8x16 --cache-dir "$CACHE"
 expect_fail 1 "cannot load model" "$G" compile "$TEST_TMP/none.grove" --arch sm_90
+
+# NVRTC is loaded on first use: without it `compile` fails naming it, and
+# what needs no CUDA library still runs.
+expect_fail 1 "cannot load NVRTC \($TEST_TMP/no_nvrtc.so \(GROVE_NVRTC_LIBRARY\)\)" \
+  env GROVE_NVRTC_LIBRARY="$TEST_TMP/no_nvrtc.so" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 \
+  --cache-dir "$TEST_TMP/empty_cache"
+expect_ok env GROVE_NVRTC_LIBRARY="$TEST_TMP/no_nvrtc.so" GROVE_CUBLASLT_LIBRARY="$TEST_TMP/no_cublaslt.so" \
+  "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cpu
 finish

@@ -1,11 +1,6 @@
-// cuBLASLt, loaded with dlopen on first use instead of linked.
-//
-// Linking libcublasLt costs every process that loads grove ~160 ms of
-// start-up (half a million relocations in a ~500 MB library), also the ones
-// that never touch a GPU: a CPU-only server, every `grove inspect`, every
-// test process. Loading it when the first CUDA device opens moves that cost
-// to the sessions that use it, and a machine without cuBLAS still loads grove
-// (the CUDA device then reports why it cannot open).
+// cuBLASLt, loaded with dlopen when the first CUDA device opens instead of
+// linked (jit/shared_library.h says why); a machine without cuBLAS still
+// loads grove, and its CUDA device reports what is missing.
 #ifndef GROVE_LIB_BACKENDS_CUDA_CUBLASLT_API_H_
 #define GROVE_LIB_BACKENDS_CUDA_CUBLASLT_API_H_
 
@@ -32,9 +27,10 @@ struct CublasLtApi {
 };
 
 // Loads libcublasLt.so.<major of the headers grove was built with> once per
-// process (through the loader's search path, then the path the build found
-// it at) and resolves the entry points. The error says which library or
-// symbol is missing; it is remembered, so later calls fail the same way.
+// process ($GROVE_CUBLASLT_LIBRARY if set, else through the loader's search
+// path, then the path the build found it at) and resolves the entry points.
+// The error says which library or symbol is missing; it is remembered, so
+// later calls fail the same way.
 absl::StatusOr<const CublasLtApi*> LoadCublasLt();
 
 }  // namespace grove::cuda
