@@ -410,6 +410,7 @@ SessionStats StatsSince(const SessionStats& before, const SessionStats& after) {
   d.host_waits_inside_segments -= before.host_waits_inside_segments;
   d.graphs_captured -= before.graphs_captured;
   d.graph_replays -= before.graph_replays;
+  d.graph_refreshes -= before.graph_refreshes;
   d.segments_run_eagerly -= before.segments_run_eagerly;
   d.graph_capture_failures -= before.graph_capture_failures;
   d.graphs_evicted -= before.graphs_evicted;
@@ -423,6 +424,8 @@ void WriteCounters(const SessionStats& s, JsonWriter* w) {
   w->Int(s.graphs_captured);
   w->Key("graph_replays");
   w->Int(s.graph_replays);
+  w->Key("graph_refreshes");
+  w->Int(s.graph_refreshes);
   w->Key("launches_outside_graphs");
   w->Int(s.launches_outside_graphs);
   // The stats count device-to-host copies and the bytes each way (host to

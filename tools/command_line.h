@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<Tensor>> ReadCaseDir(const std::string& dir, const Mo
 SessionStats StatsSince(const SessionStats& before, const SessionStats& after);
 
 // The counters `run --json` and `bench --json` print, as keys of the object
-// `w` is in: graphs_captured, graph_replays, launches_outside_graphs,
+// `w` is in: graphs_captured, graph_replays, graph_refreshes, launches_outside_graphs,
 // copies {device_to_host_reads, bytes_host_to_device, bytes_device_to_host},
 // syncs (device_synchronizations), plans_created, kernels_run, segments_run,
 // cpu_fallback_steps.
