@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -27,6 +28,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "grove/grove.h"
+#include <cstring>
+
 #include "grove/grove_c.h"
 #include "lib/c/c_api_internal.h"
 
@@ -129,7 +132,11 @@ DLDataType DataTypeOf(grove::DType dtype) {
 // in messages ("input 0 ('x')").
 absl::StatusOr<grove_tensor_t> ViewOfDlpack(const DLTensor& t, grove::Device device, int cuda_device,
                                             const std::string& what) {
-  const int32_t type = static_cast<int32_t>(t.device.device_type);
+  // The raw value: a caller's device_type may be none of DLDeviceType's
+  // enumerators (loading it as the enum would be undefined behaviour).
+  static_assert(sizeof(t.device.device_type) == sizeof(int32_t));
+  int32_t type;
+  std::memcpy(&type, &t.device.device_type, sizeof(type));
   if (type == kDLCUDA) {
     if (device != grove::Device::kCuda) {
       return absl::InvalidArgumentError(absl::StrCat(
