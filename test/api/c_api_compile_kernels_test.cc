@@ -14,25 +14,14 @@
 #include "grove/grove.h"
 #include "grove/grove_c.h"
 #include "gtest/gtest.h"
+#include "test/api/c_api_test_util.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-::testing::AssertionResult Ok(grove_status_t* status) {
-  const grove_status_code_t code = grove_status_code(status);
-  const std::string message = grove_status_message(status);
-  grove_status_release(status);
-  if (code == GROVE_STATUS_OK) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << grove_status_code_name(code) << ": " << message;
-}
-
-std::string Failure(grove_status_t* status, grove_status_code_t code = GROVE_STATUS_INVALID_ARGUMENT) {
-  EXPECT_EQ(grove_status_code(status), code) << grove_status_message(status);
-  std::string message = grove_status_message(status);
-  grove_status_release(status);
-  return message;
-}
+using grove::c_test::Ok;
+using grove::c_test::Failure;
 
 // A fresh folder per process (ctest runs tests in parallel processes).
 std::string FreshDir(const std::string& name) {

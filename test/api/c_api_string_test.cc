@@ -13,6 +13,7 @@
 #include "grove/grove_c.h"
 #include "gtest/gtest.h"
 #include "test/string_test_models.h"
+#include "test/api/c_api_test_util.h"
 
 namespace {
 
@@ -20,13 +21,7 @@ using grove::testing::Strs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-::testing::AssertionResult Ok(grove_status_t* status) {
-  const grove_status_code_t code = grove_status_code(status);
-  const std::string message = grove_status_message(status);
-  grove_status_release(status);
-  if (code == GROVE_STATUS_OK) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << grove_status_code_name(code) << ": " << message;
-}
+using grove::c_test::Ok;
 
 // The message of a failed call (and the call's status released).
 std::string Failure(grove_status_t* status) {

@@ -13,26 +13,14 @@
 #include "grove/grove_c.h"
 #include "gtest/gtest.h"
 #include "lib/c/c_api_internal.h"
+#include "test/api/c_api_test_util.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-::testing::AssertionResult Ok(grove_status_t* status) {
-  const grove_status_code_t code = grove_status_code(status);
-  const std::string message = grove_status_message(status);
-  grove_status_release(status);
-  if (code == GROVE_STATUS_OK) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << grove_status_code_name(code) << ": " << message;
-}
-
-// The message of a call that must fail with INVALID_ARGUMENT.
-std::string InvalidArgument(grove_status_t* status) {
-  EXPECT_EQ(grove_status_code(status), GROVE_STATUS_INVALID_ARGUMENT) << grove_status_message(status);
-  std::string message = grove_status_message(status);
-  grove_status_release(status);
-  return message;
-}
+using grove::c_test::Ok;
+using grove::c_test::Failure;  // INVALID_ARGUMENT by default
 
 // Version 1 of the layouts, as a program built against that header declares
 // them.
@@ -286,7 +274,7 @@ TEST_F(CApiVersionsTest, NewerCallerKnownFieldsHonouredUnknownOptionsMustBeZero)
   // An option this library does not have, set: refused, naming the byte.
   options.value.another_future_option = 1;
   session = nullptr;
-  const std::string message = InvalidArgument(grove_session_create(model_, &options.value.known, &session));
+  const std::string message = Failure(grove_session_create(model_, &options.value.known, &session));
   EXPECT_THAT(message, HasSubstr("grove_session_create: options->struct_size is " +
                                  std::to_string(sizeof(OptionsNext)) + " (a newer grove_session_options_t) and byte " +
                                  std::to_string(offsetof(OptionsNext, another_future_option))));
@@ -301,7 +289,7 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
   grove_session_t* session = nullptr;
 
   options.struct_size = 0;
-  std::string message = InvalidArgument(grove_session_create(model_, &options, &session));
+  std::string message = Failure(grove_session_create(model_, &options, &session));
   EXPECT_THAT(message, HasSubstr("grove_session_create: options->struct_size is 0 (not set)"));
   EXPECT_THAT(message, HasSubstr("grove_session_options_t versions are " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1) + ", " +
@@ -309,21 +297,21 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
   EXPECT_THAT(message, HasSubstr("set it with grove_session_options_initialize()"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 - 8;
-  message = InvalidArgument(grove_session_create(model_, &options, &session));
+  message = Failure(grove_session_create(model_, &options, &session));
   EXPECT_THAT(message, HasSubstr("options->struct_size is " + std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1 - 8) +
                                  ", below the first version's"));
 
   options.struct_size = sizeof(size_t);
-  EXPECT_THAT(InvalidArgument(grove_session_create(model_, &options, &session)), HasSubstr("below the first version's"));
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)), HasSubstr("below the first version's"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 + 4;
-  EXPECT_THAT(InvalidArgument(grove_session_create(model_, &options, &session)),
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
               HasSubstr("between the sizes of two versions"));
 
   // Garbage (an uninitialized struct) is refused before any byte past the
   // struct is read.
   std::memset(&options, 0x5a, sizeof(options));
-  message = InvalidArgument(grove_session_create(model_, &options, &session));
+  message = Failure(grove_session_create(model_, &options, &session));
   EXPECT_THAT(message, HasSubstr("above GROVE_MAX_STRUCT_SIZE (4096)"));
   EXPECT_THAT(message, HasSubstr("grove_session_options_t"));
   EXPECT_EQ(session, nullptr);
@@ -332,7 +320,7 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
   ASSERT_TRUE(Ok(grove_session_create(model_, nullptr, &session)));
   grove_session_release(session);
   grove_session_options_initialize(&options);
-  EXPECT_THAT(InvalidArgument(grove_session_create(model_, &options, nullptr)), HasSubstr("out_session is NULL"));
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, nullptr)), HasSubstr("out_session is NULL"));
 }
 
 TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
@@ -346,7 +334,7 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
     Guarded<grove_session_stats_t> stats;
     Fill(stats);
     stats.value.struct_size = size;
-    const std::string message = InvalidArgument(grove_session_stats(session, &stats.value));
+    const std::string message = Failure(grove_session_stats(session, &stats.value));
     EXPECT_THAT(message, HasSubstr("grove_session_stats: out_stats->struct_size is " + std::to_string(size)));
     EXPECT_THAT(message, HasSubstr("grove_session_stats_t versions are " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V1) + ", " +
@@ -360,9 +348,9 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
   }
   grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   stats.struct_size = GROVE_SESSION_STATS_SIZE_V1 + 8;
-  EXPECT_THAT(InvalidArgument(grove_session_stats(session, &stats)), HasSubstr("between the sizes of two versions"));
-  EXPECT_THAT(InvalidArgument(grove_session_stats(session, nullptr)), HasSubstr("out_stats is NULL"));
-  EXPECT_THAT(InvalidArgument(grove_session_stats(nullptr, &stats)), HasSubstr("session is NULL"));
+  EXPECT_THAT(Failure(grove_session_stats(session, &stats)), HasSubstr("between the sizes of two versions"));
+  EXPECT_THAT(Failure(grove_session_stats(session, nullptr)), HasSubstr("out_stats is NULL"));
+  EXPECT_THAT(Failure(grove_session_stats(nullptr, &stats)), HasSubstr("session is NULL"));
   grove_session_release(session);
 }
 

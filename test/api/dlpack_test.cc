@@ -20,6 +20,7 @@
 #include "lib/backends/backends.h"
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/c/c_api_internal.h"
+#include "test/api/c_api_test_util.h"
 
 namespace {
 
@@ -28,20 +29,8 @@ using ::testing::FloatNear;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
 
-::testing::AssertionResult Ok(grove_status_t* status) {
-  const grove_status_code_t code = grove_status_code(status);
-  const std::string message = grove_status_message(status);
-  grove_status_release(status);
-  if (code == GROVE_STATUS_OK) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << grove_status_code_name(code) << ": " << message;
-}
-
-std::string Failure(grove_status_t* status, grove_status_code_t code = GROVE_STATUS_INVALID_ARGUMENT) {
-  EXPECT_EQ(grove_status_code(status), code) << grove_status_message(status);
-  std::string message = grove_status_message(status);
-  grove_status_release(status);
-  return message;
-}
+using grove::c_test::Ok;
+using grove::c_test::Failure;
 
 constexpr float kW[4 * 2] = {1, -1, 2, 0, -1, 1, 0.5f, 2};
 
