@@ -351,41 +351,15 @@ TEST(CudaGraphTest, GraphCacheIsBounded) {
 
 // A device whose captures fail: the segment runs step by step, the run
 // succeeds, and the reason is kept.
-class FailingCaptureDevice final : public cuda::Device {
+class FailingCaptureDevice final : public cuda::ForwardingDevice {
  public:
-  explicit FailingCaptureDevice(std::shared_ptr<cuda::Device> d) : d_(std::move(d)) {}
-  std::string Describe() const override { return d_->Describe(); }
-  bool emulated() const override { return d_->emulated(); }
-  int arch() const override { return d_->arch(); }
-  absl::StatusOr<void*> Allocate(size_t bytes) override { return d_->Allocate(bytes); }
-  void Free(void* ptr) override { d_->Free(ptr); }
-  bool IsDevicePointer(const void* ptr) const override { return d_->IsDevicePointer(ptr); }
-  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, cuda::Stream s) override {
-    return d_->CopyAsync(dst, src, bytes, s);
-  }
-  absl::Status MemsetAsync(void* dst, int value, size_t bytes, cuda::Stream s) override {
-    return d_->MemsetAsync(dst, value, bytes, s);
-  }
-  absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const cuda::LaunchDims& dims,
-                      const void* params, size_t params_bytes, cuda::Stream s) override {
-    return d_->Launch(module, kernel, dims, params, params_bytes, s);
-  }
-  absl::Status Gemm(const cuda::GemmDesc& gemm, cuda::Stream s) override { return d_->Gemm(gemm, s); }
+  explicit FailingCaptureDevice(std::shared_ptr<cuda::Device> d) : ForwardingDevice(std::move(d)) {}
   bool captures_graphs() const override { return true; }
-  absl::Status BeginCapture(cuda::Stream s) override { return d_->BeginCapture(s); }
   absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> EndCapture(cuda::Stream s) override {
-    absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> g = d_->EndCapture(s);
+    absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> g = device_->EndCapture(s);
     if (!g.ok()) return g;
     return absl::InternalError("instantiation failed (test)");
   }
-  absl::Status LaunchGraph(const cuda::DeviceGraph& g, cuda::Stream s) override { return d_->LaunchGraph(g, s); }
-  absl::StatusOr<cuda::Stream> CreateStream() override { return d_->CreateStream(); }
-  void DestroyStream(cuda::Stream s) override { d_->DestroyStream(s); }
-  absl::Status Synchronize(cuda::Stream s) override { return d_->Synchronize(s); }
-  cuda::DeviceStats stats() const override { return d_->stats(); }
-
- private:
-  std::shared_ptr<cuda::Device> d_;
 };
 
 TEST(CudaGraphTest, AFailedCaptureFallsBackToStepByStep) {

@@ -5,7 +5,7 @@
 
 namespace grove::cuda {
 
-CountingDevice::CountingDevice(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+CountingDevice::CountingDevice(std::shared_ptr<Device> device) : ForwardingDevice(std::move(device)) {}
 
 absl::StatusOr<void*> CountingDevice::Allocate(size_t bytes) {
   counters_.CountAllocation();

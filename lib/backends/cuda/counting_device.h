@@ -23,43 +23,28 @@
 
 namespace grove::cuda {
 
-class CountingDevice final : public Device {
+class CountingDevice final : public ForwardingDevice {
  public:
   // `device` must not be null.
   explicit CountingDevice(std::shared_ptr<Device> device);
-
-  // The wrapped device.
-  const std::shared_ptr<Device>& device() const { return device_; }
 
   // The calls made through this wrapper since it was made; subtract the
   // counts read before a run from those after it for that run's.
   DeviceCounts counts() const { return counters_.Read(); }
 
-  // Forwarded.
-  std::string Describe() const override { return device_->Describe(); }
-  bool emulated() const override { return device_->emulated(); }
-  int arch() const override { return device_->arch(); }
-  bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
-
-  // Forwarded and counted (as DeviceCounts says).
+  // Forwarded and counted (as DeviceCounts says); the rest is forwarded.
   absl::StatusOr<void*> Allocate(size_t bytes) override;
   void Free(void* ptr) override;
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override;
-  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) override {
-    return device_->MemsetAsync(dst, value, bytes, stream);
-  }
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                       const void* params, size_t params_bytes, Stream stream) override;
   absl::Status Gemm(const GemmDesc& gemm, Stream stream) override;
   // Forwarded; while this wrapper captures, the launches and GEMMs it
   // forwards are recorded, not run, and not counted; a replay counts as one
   // graph launch.
-  bool captures_graphs() const override { return device_->captures_graphs(); }
   absl::Status BeginCapture(Stream stream) override;
   absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) override;
   absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override;
-  absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
-  void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }
   absl::Status Synchronize(Stream stream) override;
 
   // This wrapper's own counts: the call counts of counts(), and
@@ -70,7 +55,6 @@ class CountingDevice final : public Device {
   DeviceStats stats() const override;
 
  private:
-  const std::shared_ptr<Device> device_;
   DeviceCounters counters_;
   std::atomic<bool> capturing_{false};
   mutable std::mutex mu_;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -242,6 +243,50 @@ class Device {
   // Memory, module and call counts since the device was made (see
   // DeviceCounts for what each call count counts).
   virtual DeviceStats stats() const = 0;
+};
+
+// A Device that forwards every call to another: the base of the wrappers
+// (CountingDevice, ParamDevice, test devices), which override what they
+// change.
+class ForwardingDevice : public Device {
+ public:
+  // `device` must not be null.
+  explicit ForwardingDevice(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  // The wrapped device.
+  const std::shared_ptr<Device>& device() const { return device_; }
+
+  std::string Describe() const override { return device_->Describe(); }
+  bool emulated() const override { return device_->emulated(); }
+  int arch() const override { return device_->arch(); }
+  absl::StatusOr<void*> Allocate(size_t bytes) override { return device_->Allocate(bytes); }
+  void Free(void* ptr) override { device_->Free(ptr); }
+  bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
+  absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override {
+    return device_->CopyAsync(dst, src, bytes, stream);
+  }
+  absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) override {
+    return device_->MemsetAsync(dst, value, bytes, stream);
+  }
+  absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
+                      const void* params, size_t params_bytes, Stream stream) override {
+    return device_->Launch(module, kernel, dims, params, params_bytes, stream);
+  }
+  absl::Status Gemm(const GemmDesc& gemm, Stream stream) override { return device_->Gemm(gemm, stream); }
+  bool captures_graphs() const override { return device_->captures_graphs(); }
+  absl::Status BeginCapture(Stream stream) override { return device_->BeginCapture(stream); }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) override {
+    return device_->EndCapture(stream);
+  }
+  absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override {
+    return device_->LaunchGraph(graph, stream);
+  }
+  absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
+  void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }
+  absl::Status Synchronize(Stream stream) override { return device_->Synchronize(stream); }
+  DeviceStats stats() const override { return device_->stats(); }
+
+ protected:
+  const std::shared_ptr<Device> device_;
 };
 
 // Whether a CUDA device can be used here, and why not. Never fails: a

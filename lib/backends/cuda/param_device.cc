@@ -96,7 +96,7 @@ bool SameGemm(const GemmDesc& x, const GemmDesc& y) {
 
 }  // namespace
 
-ParamDevice::ParamDevice(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+ParamDevice::ParamDevice(std::shared_ptr<Device> device) : ForwardingDevice(std::move(device)) {}
 ParamDevice::~ParamDevice() = default;
 
 bool ParamDevice::Refreshable(const DeviceGraph& graph) { return dynamic_cast<const ParamGraph*>(&graph) != nullptr; }

@@ -26,7 +26,7 @@
 
 namespace grove::cuda {
 
-class ParamDevice final : public Device {
+class ParamDevice final : public ForwardingDevice {
  public:
   // `device` must not be null.
   explicit ParamDevice(std::shared_ptr<Device> device);
@@ -42,25 +42,16 @@ class ParamDevice final : public Device {
   // Whether `graph` has its parameters in a block (it was captured here).
   static bool Refreshable(const DeviceGraph& graph);
 
-  std::string Describe() const override { return device_->Describe(); }
-  bool emulated() const override { return device_->emulated(); }
-  int arch() const override { return device_->arch(); }
-  absl::StatusOr<void*> Allocate(size_t bytes) override { return device_->Allocate(bytes); }
-  void Free(void* ptr) override { device_->Free(ptr); }
-  bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
+  // Checked or recorded as the mode says; the rest is forwarded.
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override;
   absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) override;
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                       const void* params, size_t params_bytes, Stream stream) override;
   absl::Status Gemm(const GemmDesc& gemm, Stream stream) override;
-  bool captures_graphs() const override { return device_->captures_graphs(); }
   absl::Status BeginCapture(Stream stream) override;
   absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) override;
   absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override;
-  absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
-  void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }
   absl::Status Synchronize(Stream stream) override;
-  DeviceStats stats() const override { return device_->stats(); }
 
   class Block;  // a graph's parameters and what it captured (param_device.cc)
 
@@ -74,7 +65,6 @@ class ParamDevice final : public Device {
   struct Call;
   std::optional<absl::Status> Baked(Call call, absl::string_view differs);
 
-  const std::shared_ptr<Device> device_;
   Mode mode_ = Mode::kForward;
   std::unique_ptr<Block> capturing_;  // kCapture: the block being filled
   Block* refreshing_ = nullptr;       // kRefresh: the captured block
