@@ -8,6 +8,11 @@
 //    -> 64 -> 64 channels) on 64x64 images, then GlobalAveragePool: the
 //    small-CNN shape of issue 14, batch B.
 //  - BM_CnnConv/L: the CNN's Conv L alone (batch 1), the op oneDNN replaces.
+//  - BM_CnnConvRelu/L: the CNN's Conv L + Relu (batch 1): one fused oneDNN
+//    step (Relu as a post-op) against the two reference steps.
+//  - BM_CnnMaxPool/L: the CNN's MaxPool L alone (batch 1).
+//  - BM_GemmGelu/T: Gemm (transB, bias) 256x1024 + Gelu, T tokens: one fused
+//    step against the reference Gemm and Gelu.
 //  - BM_Mlp/T: a GEMM-heavy block, T tokens of width 256: MatMul 256x1024,
 //    Relu, MatMul 1024x256, then Gemm (transB, bias) 256x256.
 //
@@ -118,6 +123,40 @@ void BM_CnnConv(benchmark::State& state) {
 }
 BENCHMARK(BM_CnnConv)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 
+void BM_CnnConvRelu(benchmark::State& state) {
+  const int layer = static_cast<int>(state.range(0));
+  const int64_t channels[] = {3, 16, 32, 64, 64};
+  const int64_t c = channels[layer], m = channels[layer + 1], size = 64 >> layer;
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {1, c, size, size});
+  b.AddWeight("w", DType::kF32, {m, c, 3, 3}, RandomValues(m * c * 9, 10 + layer));
+  b.AddWeight("b", DType::kF32, {m}, RandomValues(m, 20 + layer));
+  b.AddOp("Conv", {"x", "w", "b"}, {"h"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  b.AddOp("Relu", {"h"}, {"y"});
+  b.AddOutput("y");
+  const std::shared_ptr<const Model> model = *Model::LoadFromBuffer(*b.Finish());
+  const std::vector<float> x = RandomValues(c * size * size, 2);
+  const TensorView in(DType::kF32, {1, c, size, size}, x.data());
+  CompareSessions(state, model, {in});
+}
+BENCHMARK(BM_CnnConvRelu)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+
+void BM_CnnMaxPool(benchmark::State& state) {
+  const int layer = static_cast<int>(state.range(0));
+  const int64_t channels[] = {16, 32, 64, 64};
+  const int64_t c = channels[layer], size = 64 >> layer;
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {1, c, size, size});
+  b.AddOp("MaxPool", {"x"}, {"y"},
+          {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  b.AddOutput("y");
+  const std::shared_ptr<const Model> model = *Model::LoadFromBuffer(*b.Finish());
+  const std::vector<float> x = RandomValues(c * size * size, 3);
+  const TensorView in(DType::kF32, {1, c, size, size}, x.data());
+  CompareSessions(state, model, {in});
+}
+BENCHMARK(BM_CnnMaxPool)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+
 std::shared_ptr<const Model> Mlp() {
   static std::shared_ptr<const Model> model = [] {
     ModelBuilder b;
@@ -144,6 +183,25 @@ void BM_Mlp(benchmark::State& state) {
   CompareSessions(state, Mlp(), {in});
 }
 BENCHMARK(BM_Mlp)->Arg(1)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
+
+void BM_GemmGelu(benchmark::State& state) {
+  static std::shared_ptr<const Model> model = [] {
+    ModelBuilder b;
+    b.AddSymbol("tokens", 1, 4096);
+    b.AddInput("x", DType::kF32, {"tokens", 256});
+    b.AddWeight("w", DType::kF32, {1024, 256}, RandomValues(1024 * 256, 41));
+    b.AddWeight("b", DType::kF32, {1024}, RandomValues(1024, 42));
+    b.AddOp("Gemm", {"x", "w", "b"}, {"h"}, {{"transB", int64_t{1}}});
+    b.AddOp("Gelu", {"h"}, {"y"});
+    b.AddOutput("y");
+    return *Model::LoadFromBuffer(*b.Finish());
+  }();
+  const int64_t tokens = state.range(0);
+  const std::vector<float> x = RandomValues(tokens * 256, 4);
+  const TensorView in(DType::kF32, {tokens, 256}, x.data());
+  CompareSessions(state, model, {in});
+}
+BENCHMARK(BM_GemmGelu)->Arg(1)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace grove

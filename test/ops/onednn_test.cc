@@ -388,7 +388,7 @@ TEST(OneDnnConvTest, SessionRunsMatchWithTheSwitchOnAndOff) {
     }
     ASSERT_TRUE(y_fast.ok()) << y_fast.status();
     ASSERT_TRUE(y_ref.ok()) << y_ref.status();
-    EXPECT_LE(made, 2);  // a new plan makes both Conv steps; a cache hit none
+    EXPECT_LE(made, 3);  // a new plan makes both Conv steps (the first with Relu) and MaxPool; a hit none
     const Tensor got = Tensor::CopyOf((*y_fast)[0]).value();
     const Tensor want = Tensor::CopyOf((*y_ref)[0]).value();
     ASSERT_EQ(got.shape(), (Shape{batch, 16, 8, 8}));

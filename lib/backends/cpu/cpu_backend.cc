@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/cpu/activation_fusion.h"
 
 namespace grove::cpu {
 namespace {
@@ -16,6 +17,8 @@ class CpuBackend : public runtime::Backend {
   bool Takes(const ir::Node& node, absl::Span<const DType>) const override {
     return node.def->kernels[static_cast<int>(ir::Backend::kCpu)] != nullptr;
   }
+  // Conv / MatMul / Gemm + activation as one oneDNN step (activation_fusion.h).
+  void RefinePlan(runtime::PlanGraph& plan) const override { FuseActivations(plan); }
   bool host_memory() const override { return true; }
   absl::StatusOr<void*> Allocate(uint64_t bytes) override {
     const uint64_t cap = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;

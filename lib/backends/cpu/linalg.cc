@@ -1,5 +1,6 @@
 // CPU kernels of the linalg group. f32 MatMul and Gemm run as oneDNN's matmul
-// where it takes them (onednn.h); f32/f64 go through OpenBLAS; f16/bf16 are
+// where it takes them (onednn.h), with a fused activation (post_op.h);
+// f32/f64 go through OpenBLAS; f16/bf16 are
 // widened to f32 around the same call (the reference backend favours one
 // exact path over a slow half-precision loop); integers use plain loops with
 // wrapping arithmetic, so an overflow in a model is defined behaviour here.
@@ -25,6 +26,7 @@
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 
@@ -150,7 +152,19 @@ struct MatMulParams {
   bool empty = false;
   MatMulPlan plan;
   std::shared_ptr<OneDnnStep> onednn;
+  PostOp post_op;  // a fused activation (f32 only)
 };
+
+// The fused activation of a MatMul or Gemm step (none unless the CPU plan
+// pass fused one), refused on other dtypes than f32.
+absl::StatusOr<PostOp> ReadLinalgPostOp(const ir::KernelContext& ctx) {
+  absl::StatusOr<PostOp> op = ReadPostOp(ctx.attrs());
+  if (!op.ok()) return op.status();
+  if (op->kind != PostOpKind::kNone && ctx.input(0).dtype != DType::kF32) {
+    return ctx.Error(absl::StrCat("a fused activation needs f32; A is ", DTypeName(ctx.input(0).dtype)));
+  }
+  return op;
+}
 
 absl::StatusOr<PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
   const TensorView& a = ctx.input(0);
@@ -202,8 +216,12 @@ absl::StatusOr<PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
       idx[d] = 0;
     }
   }
+  absl::StatusOr<PostOp> post_op = ReadLinalgPostOp(ctx);
+  if (!post_op.ok()) return post_op.status();
+  params.post_op = *post_op;
   WorkspaceLayout layout;  // A, B and Y widened to f32
   OneDnnMatMulShape onednn_shape;
+  onednn_shape.post_op = params.post_op;
   onednn_shape.a = da;
   onednn_shape.a.insert(onednn_shape.a.end(), {p.m, p.k});
   onednn_shape.b = db;
@@ -234,7 +252,10 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
   const TensorView& b = ctx.input(1);
   TensorView& y = ctx.output(0);
   switch (a.dtype) {
-    case DType::kF32: RunMatMul(p, a.as<const float>(), b.as<const float>(), y.as<float>()); break;
+    case DType::kF32:
+      RunMatMul(p, a.as<const float>(), b.as<const float>(), y.as<float>());
+      ApplyPostOp(params->post_op, y.as<float>(), y.num_elements());
+      break;
     case DType::kF64: RunMatMul(p, a.as<const double>(), b.as<const double>(), y.as<double>()); break;
     case DType::kI32: RunMatMul(p, a.as<const int32_t>(), b.as<const int32_t>(), y.as<int32_t>()); break;
     case DType::kI64: RunMatMul(p, a.as<const int64_t>(), b.as<const int64_t>(), y.as<int64_t>()); break;
@@ -280,6 +301,7 @@ struct GemmParams {
   bool empty = false;
   backends::GemmShape shape;
   std::shared_ptr<OneDnnStep> onednn;
+  PostOp post_op;  // a fused activation (f32 only)
 };
 
 absl::StatusOr<PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
@@ -306,10 +328,14 @@ absl::StatusOr<PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
     default:
       return ctx.Error(absl::StrCat("Gemm has no CPU kernel for dtype ", DTypeName(a.dtype)));
   }
+  absl::StatusOr<PostOp> post_op = ReadLinalgPostOp(ctx);
+  if (!post_op.ok()) return post_op.status();
+  params.post_op = *post_op;
   WorkspaceLayout layout;  // A, B, C and Y widened to f32
   const bool has_c = ctx.has_input(2);
   if (!has_c || ctx.input(2).dtype == DType::kF32) {
     OneDnnMatMulShape onednn_shape;
+    onednn_shape.post_op = params.post_op;
     onednn_shape.a = {m, k};
     onednn_shape.b = {k, n};
     onednn_shape.y = {m, n};
@@ -354,6 +380,7 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
     case DType::kF32:
       RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const float>(), b.as<const float>(),
               c ? c->as<const float>() : nullptr, cm, cn, y.as<float>());
+      ApplyPostOp(params->post_op, y.as<float>(), m * n);
       break;
     case DType::kF64:
       RunGemm(ta, tb, m, n, k, alpha, beta, a.as<const double>(), b.as<const double>(),

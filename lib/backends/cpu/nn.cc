@@ -2,6 +2,8 @@
 // (image, group); ConvTranspose is one GEMM per (image, group) plus col2im;
 // both handle any number of spatial dims. Pooling walks each window through
 // per-dim lists of the input positions it covers. LRN accumulates in double.
+// f32 Conv (with a fused activation, post_op.h) and pooling run as oneDNN
+// primitives where oneDNN takes them (onednn.h).
 // Window geometry comes from conv_geometry.h, as in the shape functions, and
 // every dim the shape function may have seen symbolically is checked again
 // here. The normalizations are the norm group (norm.cc).
@@ -11,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +24,7 @@
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/conv_geometry.h"
@@ -137,6 +141,7 @@ struct ConvParams {
   int64_t col_size = 0;    // elements of the im2col / col2im matrix
   bool pointwise = false;  // Conv reads X as it is: no im2col
   std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes the step
+  PostOp post_op;                      // a fused activation (f32 Conv only)
 };
 
 absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
@@ -156,8 +161,14 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   if (absl::Status s = CheckDType<float, double>(ctx, dtype); !s.ok()) return s;
   p.pointwise = IsPointwise(*w);
   p.conv = *std::move(conv);
+  absl::StatusOr<PostOp> post_op = ReadPostOp(ctx.attrs());
+  if (!post_op.ok()) return post_op.status();
+  p.post_op = *post_op;
+  if (p.post_op.kind != PostOpKind::kNone && dtype != DType::kF32) {
+    return ctx.Error(absl::StrCat("a fused activation needs f32; X is ", DTypeName(dtype)));
+  }
   WorkspaceLayout layout;  // the im2col matrix, the tap's and the position's index
-  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnConv(ctx, p.conv, &layout);
+  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnConv(ctx, p.conv, &layout, p.post_op);
   if (!onednn.ok()) return onednn.status();
   if (*onednn != nullptr) {
     p.onednn = *std::move(onednn);
@@ -214,6 +225,7 @@ absl::Status ConvKernel(KernelContext& ctx) {
         }
       }
     }
+    if constexpr (std::is_same_v<T, float>) ApplyPostOp(p->post_op, yp, n * m * w->out_size);
     return absl::OkStatus();
   });
 }
@@ -403,6 +415,7 @@ struct PoolParams {
   int64_t planes = 0;  // N * C
   bool column_major = false;  // MaxPool's storage_order
   bool count_pad = false;     // AveragePool's count_include_pad
+  std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes the step
 };
 
 template <PoolKind kKind>
@@ -417,10 +430,19 @@ absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
   PoolParams p;
   p.column_major = ctx.attrs().GetInt("storage_order", 0) == 1;
   p.count_pad = ctx.attrs().GetInt("count_include_pad", 0) == 1;
-  p.taps = MakePoolTaps(pool->w);
   p.planes = x.shape[0] * x.shape[1];
   p.pool = *std::move(pool);
   WorkspaceLayout layout;  // the indices of the walk (PoolIndices)
+  if (!(kKind == PoolKind::kMax && ctx.has_output(1))) {  // MaxPool's Indices: the reference kernel
+    absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
+        PrepareOneDnnPool(ctx, p.pool.w, kKind == PoolKind::kMax, p.count_pad, &layout);
+    if (!onednn.ok()) return onednn.status();
+    if (*onednn != nullptr) {
+      p.onednn = *std::move(onednn);
+      return MakePrepared(std::move(p), layout.bytes());
+    }
+  }
+  p.taps = MakePoolTaps(p.pool.w);
   AddPoolIndices(p.pool.w.spatial, &layout);
   return MakePrepared(std::move(p), layout.bytes());
 }
@@ -428,6 +450,7 @@ absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
 absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
   const PoolParams* pp = PreparedParams<PoolParams>(ctx);
   if (pp == nullptr) return NotPrepared(ctx);
+  if (pp->onednn != nullptr) return RunOneDnnStep(*pp->onednn, ctx);
   const TensorView& x = ctx.input(0);
   const int spatial = static_cast<int>(x.shape.size()) - 2;
   const Window* w = &pp->pool.w;
@@ -497,23 +520,43 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
 absl::Status MaxPoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
 absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
 
-// GlobalMaxPool and GlobalAveragePool: `planes` planes of `size` elements.
+// GlobalMaxPool and GlobalAveragePool: `planes` planes of `size` elements;
+// or oneDNN's pooling over a window of the whole plane.
 struct GlobalPoolParams {
   int64_t planes = 0, size = 1;
+  std::shared_ptr<OneDnnStep> onednn;
 };
 
+template <PoolKind kKind>
 absl::StatusOr<PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
   absl::StatusOr<backends::GlobalPoolShape> pool = backends::ResolveGlobalPool(ctx);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckDType<float, double, Half, BFloat16>(ctx, x.dtype); !s.ok()) return s;
-  return MakePrepared(GlobalPoolParams{x.shape[0] * x.shape[1], pool->size});
+  GlobalPoolParams p{x.shape[0] * x.shape[1], pool->size, nullptr};
+  Window w;
+  w.spatial = static_cast<int>(x.shape.size()) - 2;
+  w.in.assign(x.shape.begin() + 2, x.shape.end());
+  w.kernel = w.in;
+  w.out.assign(w.spatial, 1);
+  w.strides.assign(w.spatial, 1);
+  w.dilations.assign(w.spatial, 1);
+  w.pad_begin.assign(w.spatial, 0);
+  w.pad_end.assign(w.spatial, 0);
+  w.in_size = w.kernel_size = pool->size;
+  WorkspaceLayout layout;
+  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
+      PrepareOneDnnPool(ctx, w, kKind == PoolKind::kMax, /*include_padding=*/false, &layout);
+  if (!onednn.ok()) return onednn.status();
+  p.onednn = *std::move(onednn);
+  return MakePrepared(std::move(p), layout.bytes());
 }
 
 template <PoolKind kKind>
 absl::Status GlobalPoolKernel(KernelContext& ctx) {
   const GlobalPoolParams* gp = PreparedParams<GlobalPoolParams>(ctx);
   if (gp == nullptr) return NotPrepared(ctx);
+  if (gp->onednn != nullptr) return RunOneDnnStep(*gp->onednn, ctx);
   const TensorView& x = ctx.input(0);
   const int64_t size = gp->size;
   const int64_t planes = gp->planes;
@@ -591,8 +634,8 @@ absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
       {"ConvTranspose", {&ConvTransposeKernel, &PrepareConvTranspose}},
       {"MaxPool", {&MaxPoolKernel, &PreparePool<PoolKind::kMax>}},
       {"AveragePool", {&AveragePoolKernel, &PreparePool<PoolKind::kAverage>}},
-      {"GlobalAveragePool", {&GlobalPoolKernel<PoolKind::kAverage>, &PrepareGlobalPool}},
-      {"GlobalMaxPool", {&GlobalPoolKernel<PoolKind::kMax>, &PrepareGlobalPool}},
+      {"GlobalAveragePool", {&GlobalPoolKernel<PoolKind::kAverage>, &PrepareGlobalPool<PoolKind::kAverage>}},
+      {"GlobalMaxPool", {&GlobalPoolKernel<PoolKind::kMax>, &PrepareGlobalPool<PoolKind::kMax>}},
       {"LRN", {&LrnKernel}},
   };
   for (const auto& [type, kernel] : kernels) {

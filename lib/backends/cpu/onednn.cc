@@ -6,9 +6,11 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -109,6 +111,10 @@ class OneDnnStep {
   memory scratchpad;
   uint64_t scratchpad_offset = 0;
   std::vector<dnnl_exec_arg_t> args;  // filled per run, never resized
+  // A fused activation the primitive did not take: applied to output 0
+  // (plain f32, `post_op_elements` of them) after it.
+  PostOp post_op_after;
+  int64_t post_op_elements = 0;
 };
 
 bool OneDnnEnabled() { return EnabledFlag().load(std::memory_order_relaxed); }
@@ -170,6 +176,93 @@ void Finish(OneDnnStep& step, const memory::desc& scratch, WorkspaceLayout* layo
   g_steps_made.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The oneDNN eltwise algorithm of a fused activation and its alpha, beta
+// (dnnl_eltwise_desc_t's meaning); false for kNone.
+bool EltwiseOf(const PostOp& op, dnnl::algorithm* alg, float* alpha, float* beta) {
+  *alpha = 0.0f;
+  *beta = 0.0f;
+  switch (op.kind) {
+    case PostOpKind::kNone:
+      return false;
+    case PostOpKind::kRelu:
+      *alg = dnnl::algorithm::eltwise_relu;
+      return true;
+    case PostOpKind::kLeakyRelu:
+      *alg = dnnl::algorithm::eltwise_relu;
+      *alpha = op.alpha;
+      return true;
+    case PostOpKind::kClip:
+      *alg = dnnl::algorithm::eltwise_clip_v2;
+      *alpha = op.alpha;
+      *beta = op.beta;
+      return true;
+    case PostOpKind::kSigmoid:
+      *alg = dnnl::algorithm::eltwise_logistic;
+      return true;
+    case PostOpKind::kTanh:
+      *alg = dnnl::algorithm::eltwise_tanh;
+      return true;
+    case PostOpKind::kGelu:
+      *alg = dnnl::algorithm::eltwise_gelu_erf;
+      return true;
+    case PostOpKind::kGeluTanh:
+      *alg = dnnl::algorithm::eltwise_gelu_tanh;
+      return true;
+    case PostOpKind::kElu:
+      *alg = dnnl::algorithm::eltwise_elu;
+      *alpha = op.alpha;
+      return true;
+    case PostOpKind::kHardSwish:
+      *alg = dnnl::algorithm::eltwise_hardswish;
+      return true;
+    case PostOpKind::kSoftplus:
+      *alg = dnnl::algorithm::eltwise_soft_relu;
+      return true;
+  }
+  return false;
+}
+
+// The attributes of a primitive: the user scratchpad, alpha as output
+// scales, a sum post-op (beta) and the fused activation when `with_post_op`.
+dnnl::primitive_attr MakeAttr(float alpha, std::optional<float> sum, const PostOp* post_op) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  dnnl::post_ops ops;
+  if (sum.has_value()) ops.append_sum(*sum);
+  dnnl::algorithm alg;
+  float a, b;
+  if (post_op != nullptr && EltwiseOf(*post_op, &alg, &a, &b)) ops.append_eltwise(1.0f, alg, a, b);
+  if (ops.len() > 0) attr.set_post_ops(ops);
+  return attr;
+}
+
+bool IsReferenceImpl(absl::string_view impl) { return impl.substr(0, 4) == "ref:"; }
+
+// Makes the primitive descriptor of `desc` with the fused activation as a
+// post-op, or, when no implementation better than oneDNN's reference takes
+// the post-op, without it (then the invoke applies it after: `*after`).
+// nullopt when neither form has one.
+template <typename PrimitiveDesc, typename Desc>
+std::optional<PrimitiveDesc> MakeWithPostOp(const Desc& desc, float alpha, std::optional<float> sum,
+                                            const PostOp& post_op, bool* after) {
+  *after = false;
+  const dnnl::engine& engine = CpuEngine();
+  const bool has_post_op = post_op.kind != PostOpKind::kNone;
+  if (has_post_op) {
+    try {
+      PrimitiveDesc pd(desc, MakeAttr(alpha, sum, &post_op), engine, /*allow_empty=*/true);
+      if (pd && !IsReferenceImpl(pd.impl_info_str())) return pd;
+    } catch (const dnnl::error&) {
+      // Retried without the post-op below.
+    }
+  }
+  PrimitiveDesc pd(desc, MakeAttr(alpha, sum, nullptr), engine, /*allow_empty=*/true);
+  if (!pd || IsReferenceImpl(pd.impl_info_str())) return std::nullopt;
+  *after = has_post_op;
+  return pd;
+}
+
 // A row-major [..., rows, cols] matrix stored transposed ([..., cols, rows])
 // when `transposed`.
 memory::desc MatrixDesc(const memory::dims& dims, bool transposed) {
@@ -211,21 +304,20 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
     // Weights the prepare sees (a model's) may be packed into oneDNN's layout.
     const bool constant_b = ctx.input(1).data != nullptr;
     const dnnl::matmul::desc desc(a, constant_b ? AnyDesc(shape.b) : b, y);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (shape.alpha != 1.0f) attr.set_output_scales(0, {shape.alpha});
-    if (shape.accumulate) {
-      dnnl::post_ops ops;
-      ops.append_sum(shape.beta);
-      attr.set_post_ops(ops);
-    }
-    const dnnl::matmul::primitive_desc pd(desc, attr, engine, /*allow_empty=*/true);
-    if (!pd) return nullptr;
+    bool after = false;
+    const std::optional<dnnl::matmul::primitive_desc> made = MakeWithPostOp<dnnl::matmul::primitive_desc>(
+        desc, shape.alpha, shape.accumulate ? std::optional<float>(shape.beta) : std::nullopt, shape.post_op,
+        &after);
+    if (!made.has_value()) return nullptr;
+    const dnnl::matmul::primitive_desc& pd = *made;
     auto step = std::make_shared<OneDnnStep>();
     step->impl = pd.impl_info_str();
-    if (absl::string_view(step->impl).substr(0, 4) == "ref:") return nullptr;
     // Y must be oneDNN's dst as it is: the sum post-op reads what it holds.
     if (pd.dst_desc() != y || pd.src_desc() != a) return nullptr;
+    if (after) {
+      step->post_op_after = shape.post_op;
+      step->post_op_elements = static_cast<int64_t>(pd.dst_desc().get_size() / sizeof(float));
+    }
     step->stream = dnnl::stream(engine);
     step->primitive = dnnl::matmul(pd);
     if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, a, pd.src_desc(), false, layout) ||
@@ -242,7 +334,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
 
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
-                                                              WorkspaceLayout* layout) {
+                                                              WorkspaceLayout* layout, const PostOp& post_op) {
   if (!OneDnnEnabled()) return nullptr;
   const TensorView& x = ctx.input(0);
   const bool has_bias = ctx.has_input(2);
@@ -283,14 +375,19 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
                                                    AnyDesc(dst), strides, dilates, pad_l, pad_r)
                  : dnnl::convolution_forward::desc(kind, alg, AnyDesc(src), AnyDesc(weights), AnyDesc(dst), strides,
                                                    dilates, pad_l, pad_r);
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine, /*allow_empty=*/true);
-    if (!pd) return nullptr;
+    // oneDNN's reference convolution is a loop nest slower than im2col + GEMM:
+    // MakeWithPostOp refuses it.
+    bool after = false;
+    const std::optional<dnnl::convolution_forward::primitive_desc> made =
+        MakeWithPostOp<dnnl::convolution_forward::primitive_desc>(desc, 1.0f, std::nullopt, post_op, &after);
+    if (!made.has_value()) return nullptr;
+    const dnnl::convolution_forward::primitive_desc& pd = *made;
     auto step = std::make_shared<OneDnnStep>();
     step->impl = pd.impl_info_str();
-    // oneDNN's reference convolution is a loop nest slower than im2col + GEMM.
-    if (absl::string_view(step->impl).substr(0, 4) == "ref:") return nullptr;
+    if (after) {
+      step->post_op_after = post_op;
+      step->post_op_elements = conv.n * conv.m * w.out_size;
+    }
     step->stream = dnnl::stream(engine);
     step->primitive = dnnl::convolution_forward(pd);
     if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, PlainDesc(src), pd.src_desc(), false, layout) ||
@@ -305,6 +402,82 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     return step;
   } catch (const dnnl::error& e) {
     // Whatever oneDNN cannot make, the reference kernel computes.
+    return nullptr;
+  }
+}
+
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelContext& ctx,
+                                                              const backends::Window& w, bool max,
+                                                              bool include_padding, WorkspaceLayout* layout) {
+  if (!OneDnnEnabled()) return nullptr;
+  const TensorView& x = ctx.input(0);
+  if (x.dtype != DType::kF32 || x.shape.size() < 3 || w.spatial < 1 || w.spatial > 3) return nullptr;
+  const int64_t n = x.shape[0], c = x.shape[1];
+  if (n == 0 || c == 0 || w.in_size == 0 || w.out_size <= 0 || w.kernel_size <= 0) return nullptr;
+  memory::dims src = {n, c}, dst = {n, c}, kernel, strides, dilation, pad_l, pad_r;
+  for (int d = 0; d < w.spatial; ++d) {
+    const int64_t in = w.in[d], k = w.kernel[d], s = w.strides[d], dil = w.dilations[d];
+    const int64_t begin = w.pad_begin[d], out = w.out[d];
+    // Every window holds an input element: the first tap at or past 0 of
+    // each window must fall before the input's end.
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t start = o * s - begin;
+      const int64_t first = start >= 0 ? 0 : (-start + dil - 1) / dil;
+      if (first >= k || start + first * dil >= in) return nullptr;
+    }
+    // The end padding oneDNN needs for `out` windows (ceil_mode may pass
+    // pad_end); with count_include_pad it must be pad_end itself.
+    const int64_t needed = (out - 1) * s + (k - 1) * dil + 1 - in - begin;
+    if (include_padding && needed > w.pad_end[d]) return nullptr;
+    src.push_back(in);
+    dst.push_back(out);
+    kernel.push_back(k);
+    strides.push_back(s);
+    dilation.push_back(dil - 1);
+    pad_l.push_back(begin);
+    pad_r.push_back(std::max(needed, w.pad_end[d]));
+  }
+  const auto alg = max ? dnnl::algorithm::pooling_max
+                       : (include_padding ? dnnl::algorithm::pooling_avg_include_padding
+                                          : dnnl::algorithm::pooling_avg_exclude_padding);
+  OneThreadScope threads;
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    const memory::desc src_desc = PlainDesc(src), dst_desc = PlainDesc(dst);
+    // oneDNN's JIT pooling reads channel-blocked (16c with AVX-512, 8c with
+    // AVX2) or channels-last layouts; on grove's NC... layout it has only a
+    // scalar loop. The first layout a JIT implementation takes is used, with
+    // reorders into and out of it in the workspace.
+    using tag = memory::format_tag;
+    const std::vector<tag> layouts = w.spatial == 1   ? std::vector<tag>{tag::nCw16c, tag::nCw8c, tag::nwc}
+                                     : w.spatial == 2 ? std::vector<tag>{tag::nChw16c, tag::nChw8c, tag::nhwc}
+                                                      : std::vector<tag>{tag::nCdhw16c, tag::nCdhw8c, tag::ndhwc};
+    std::optional<dnnl::pooling_v2_forward::primitive_desc> made;
+    for (tag layout : layouts) {
+      const memory::desc inner_src(src, memory::data_type::f32, layout);
+      const memory::desc inner_dst(dst, memory::data_type::f32, layout);
+      const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, inner_src, inner_dst,
+                                                strides, kernel, dilation, pad_l, pad_r);
+      dnnl::pooling_v2_forward::primitive_desc pd(desc, MakeAttr(1.0f, std::nullopt, nullptr), engine,
+                                                  /*allow_empty=*/true);
+      if (pd && absl::string_view(pd.impl_info_str()).substr(0, 3) == "jit") {
+        made = std::move(pd);
+        break;
+      }
+    }
+    if (!made.has_value()) return nullptr;
+    const dnnl::pooling_v2_forward::primitive_desc& pd = *made;
+    auto step = std::make_shared<OneDnnStep>();
+    step->impl = pd.impl_info_str();
+    step->stream = dnnl::stream(engine);
+    step->primitive = dnnl::pooling_v2_forward(pd);
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, src_desc, pd.src_desc(), false, layout) ||
+        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, dst_desc, pd.dst_desc(), false, layout)) {
+      return nullptr;
+    }
+    Finish(*step, pd.scratchpad_desc(), layout);
+    return step;
+  } catch (const dnnl::error& e) {
     return nullptr;
   }
 }
@@ -356,6 +529,9 @@ absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
     if (dnnl_status_t s = reorder(op, op.inner, op.user); s != dnnl_success) return DnnlError("a reorder", s);
   }
   if (dnnl_status_t s = dnnl_stream_wait(stream); s != dnnl_success) return DnnlError("waiting", s);
+  if (step.post_op_after.kind != PostOpKind::kNone) {
+    ApplyPostOp(step.post_op_after, static_cast<float*>(ctx.output(0).data), step.post_op_elements);
+  }
   return absl::OkStatus();
 }
 

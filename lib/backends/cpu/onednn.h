@@ -1,16 +1,17 @@
 // oneDNN (Debian's libdnnl, the library PyTorch and OpenVINO run on the CPU)
 // for the CPU kernels where it beats the reference loops: f32 Conv, MatMul and
-// Gemm. A
-// kernel's prepare asks for a OneDnnStep; it gets one, or nullptr when oneDNN
-// does not take the step (a dtype, an empty dim, more than 3 spatial dims, no
-// implementation better than oneDNN's own reference), and then keeps its
-// reference kernel. The step holds what the prepare made once per plan: the
-// primitive, the reorders between grove's plain row-major layouts and the
-// blocked ones oneDNN prefers, and the weights reordered into that layout
-// when the prepare could read them (a model weight). Its invoke only binds
-// pointers and runs; the blocked copies and oneDNN's scratchpad live in the
-// step's workspace, so no buffer is allocated per run (oneDNN's execute does
-// make its small argument map).
+// Gemm (with a fused activation, post_op.h), MaxPool, AveragePool and the
+// global pools. A kernel's prepare asks for a OneDnnStep; it gets one, or
+// nullptr when oneDNN does not take the step (a dtype, an empty dim, more
+// than 3 spatial dims, no implementation better than oneDNN's own
+// reference), and then keeps its reference kernel. The step holds what the
+// prepare made once per plan: the primitive, the reorders between grove's
+// plain row-major layouts and the blocked ones oneDNN prefers (or, for
+// pooling, the only ones its JIT code reads), and the weights reordered into
+// that layout when the prepare could read them (a model weight). Its invoke
+// only binds pointers and runs; the blocked copies and oneDNN's scratchpad
+// live in the step's workspace, so no buffer is allocated per run (oneDNN's
+// execute does make its small argument map).
 //
 //   WorkspaceLayout layout;                                    // prepare
 //   absl::StatusOr<std::shared_ptr<OneDnnStep>> step = PrepareOneDnnConv(ctx, conv, &layout);
@@ -37,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/backends/common/window.h"
+#include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/op_registry.h"
 
@@ -66,10 +68,13 @@ class OneDnnStep;
 
 // Conv (ConvShape from backends::ResolveConv) through oneDNN, or nullptr when
 // oneDNN does not take it. Adds the step's scratch to `layout`, after what
-// the layout already holds.
+// the layout already holds. `post_op` (a fused activation) is an eltwise
+// post-op of the primitive, or, where the primitive does not take it,
+// applied to Y by the invoke after the primitive (ApplyPostOp).
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
-                                                              WorkspaceLayout* layout);
+                                                              WorkspaceLayout* layout,
+                                                              const PostOp& post_op = {});
 
 // A MatMul or Gemm as oneDNN's matmul: Y[..., M, N] = alpha * A[..., M, K] *
 // B[..., K, N] (+ beta * Y as it was, when `accumulate`: the caller writes the
@@ -82,10 +87,24 @@ struct OneDnnMatMulShape {
   float alpha = 1.0f;
   bool accumulate = false;
   float beta = 0.0f;
+  PostOp post_op;  // after the sum, as for Conv
 };
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::KernelContext& ctx,
                                                                 const OneDnnMatMulShape& shape,
                                                                 WorkspaceLayout* layout);
+
+// MaxPool (`max`) or AveragePool over window `w` of input 0 ([N, C,
+// w.in...], f32) into output 0 (MaxPool's Indices stay with the reference
+// kernel), or nullptr when oneDNN does not take it: a window wholly in the
+// padding (oneDNN has no element to give), AveragePool with
+// count_include_pad (`include_padding`) whose ceil_mode windows pass the end
+// padding (oneDNN divides by the whole kernel, ONNX by the taps inside the
+// input and its pads). A window past pad_end (ceil_mode) is otherwise given
+// to oneDNN as a larger end padding, which max and average without padding
+// ignore. The global pools are the window of the whole input.
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelContext& ctx,
+                                                              const backends::Window& w, bool max,
+                                                              bool include_padding, WorkspaceLayout* layout);
 
 // Runs the step on ctx's pointers and ctx.workspace().
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);

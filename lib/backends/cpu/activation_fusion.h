@@ -1,0 +1,25 @@
+// The CPU plan pass that fuses an elementwise activation into the Conv,
+// MatMul or Gemm step before it (Conv+Relu, Gemm+Gelu): oneDNN applies it as
+// a post-op inside the primitive, while the output is still in cache.
+#ifndef GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_
+#define GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_
+
+#include "lib/runtime/plan_step.h"
+
+namespace grove::cpu {
+
+// Replaces each f32 Conv, MatMul or Gemm step whose output is read only by
+// one activation step (post_op.h: Relu, LeakyRelu, Clip with constant
+// bounds, Sigmoid, Tanh, Gelu, Elu, HardSwish, Softplus) and is not an output
+// of the subgraph nor captured by a body, with one step: a copy of its node
+// named "fused(conv+relu)", typed "Conv+Relu", writing the activation's
+// output, the activation in its attributes (kPostOpAttr). The intermediate
+// becomes Storage::kFusedAway. Only when oneDNN is on (OneDnnEnabled): the
+// reference kernels gain nothing from it, and plans made with oneDNN off stay
+// step for step. Steps whose shapes are known only when run, fallbacks and
+// steps of other backends are left alone.
+void FuseActivations(runtime::PlanGraph& plan);
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_

@@ -1,0 +1,142 @@
+// Fused activations: which ONNX nodes map to which post-op, the fused node's
+// attributes, and the reference computation (the formulas of the
+// activations' own kernels in elementwise.cc and math.cc, in float).
+#include "lib/backends/cpu/post_op.h"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace grove::cpu {
+namespace {
+
+constexpr std::pair<PostOpKind, absl::string_view> kNames[] = {
+    {PostOpKind::kRelu, "relu"},         {PostOpKind::kLeakyRelu, "leaky_relu"}, {PostOpKind::kClip, "clip"},
+    {PostOpKind::kSigmoid, "sigmoid"},   {PostOpKind::kTanh, "tanh"},            {PostOpKind::kGelu, "gelu"},
+    {PostOpKind::kGeluTanh, "gelu_tanh"}, {PostOpKind::kElu, "elu"},             {PostOpKind::kHardSwish, "hard_swish"},
+    {PostOpKind::kSoftplus, "softplus"},
+};
+
+template <typename Fn>
+void ForEach(float* y, int64_t n, Fn&& fn) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fn(y[i]);
+}
+
+}  // namespace
+
+std::optional<PostOp> PostOpOf(const ir::Node& activation, std::optional<float> clip_min,
+                               std::optional<float> clip_max) {
+  const std::string& type = activation.type;
+  const ir::Attributes& attrs = activation.attrs;
+  PostOp op;
+  if (type == "Relu") {
+    op.kind = PostOpKind::kRelu;
+  } else if (type == "LeakyRelu") {
+    op.kind = PostOpKind::kLeakyRelu;
+    op.alpha = static_cast<float>(attrs.GetFloat("alpha", 0.01));
+  } else if (type == "Clip") {
+    op.kind = PostOpKind::kClip;
+    // Opset 6 has its bounds as attributes, later opsets as inputs.
+    const float lo = attrs.Has("min") ? static_cast<float>(attrs.GetFloat("min", 0)) : clip_min.value_or(-INFINITY);
+    const float hi = attrs.Has("max") ? static_cast<float>(attrs.GetFloat("max", 0)) : clip_max.value_or(INFINITY);
+    op.alpha = lo;
+    op.beta = hi;
+  } else if (type == "Sigmoid") {
+    op.kind = PostOpKind::kSigmoid;
+  } else if (type == "Tanh") {
+    op.kind = PostOpKind::kTanh;
+  } else if (type == "Gelu") {
+    const std::string approximate = attrs.GetString("approximate", "none");
+    if (approximate == "none") {
+      op.kind = PostOpKind::kGelu;
+    } else if (approximate == "tanh") {
+      op.kind = PostOpKind::kGeluTanh;
+    } else {
+      return std::nullopt;
+    }
+  } else if (type == "Elu") {
+    op.kind = PostOpKind::kElu;
+    op.alpha = static_cast<float>(attrs.GetFloat("alpha", 1.0));
+  } else if (type == "HardSwish") {
+    op.kind = PostOpKind::kHardSwish;
+  } else if (type == "Softplus") {
+    op.kind = PostOpKind::kSoftplus;
+  } else {
+    return std::nullopt;
+  }
+  return op;
+}
+
+std::string PostOpName(PostOpKind kind) {
+  for (const auto& [k, name] : kNames) {
+    if (k == kind) return std::string(name);
+  }
+  return "";
+}
+
+void SetPostOpAttributes(const PostOp& op, ir::Attributes* attrs) {
+  attrs->Set(std::string(kPostOpAttr), PostOpName(op.kind));
+  attrs->Set(std::string(kPostOpAlphaAttr), static_cast<double>(op.alpha));
+  attrs->Set(std::string(kPostOpBetaAttr), static_cast<double>(op.beta));
+}
+
+absl::StatusOr<PostOp> ReadPostOp(const ir::Attributes& attrs) {
+  PostOp op;
+  if (!attrs.Has(kPostOpAttr)) return op;
+  const std::string name = attrs.GetString(kPostOpAttr, "");
+  for (const auto& [k, n] : kNames) {
+    if (n == name) op.kind = k;
+  }
+  if (op.kind == PostOpKind::kNone) {
+    return absl::InternalError(absl::StrCat("unknown fused activation '", name, "'"));
+  }
+  op.alpha = static_cast<float>(attrs.GetFloat(kPostOpAlphaAttr, 0));
+  op.beta = static_cast<float>(attrs.GetFloat(kPostOpBetaAttr, 0));
+  return op;
+}
+
+void ApplyPostOp(const PostOp& op, float* y, int64_t n) {
+  const float alpha = op.alpha, beta = op.beta;
+  switch (op.kind) {
+    case PostOpKind::kNone:
+      return;
+    case PostOpKind::kRelu:
+      return ForEach(y, n, [](float x) { return x < 0.0f ? 0.0f : x; });
+    case PostOpKind::kLeakyRelu:
+      return ForEach(y, n, [alpha](float x) { return x < 0.0f ? alpha * x : x; });
+    case PostOpKind::kClip:
+      return ForEach(y, n, [alpha, beta](float x) {
+        if (x < alpha) x = alpha;
+        if (x > beta) x = beta;
+        return x;
+      });
+    case PostOpKind::kSigmoid:
+      return ForEach(y, n, [](float x) {
+        if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+        const float e = std::exp(x);
+        return e / (1.0f + e);
+      });
+    case PostOpKind::kTanh:
+      return ForEach(y, n, [](float x) { return std::tanh(x); });
+    case PostOpKind::kGelu:
+      return ForEach(y, n, [](float x) { return 0.5f * x * std::erfc(x * -0.7071067811865476f); });
+    case PostOpKind::kGeluTanh:
+      return ForEach(y, n, [](float x) {
+        const float z = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        return x / (1.0f + std::exp(-2.0f * z));
+      });
+    case PostOpKind::kElu:
+      return ForEach(y, n, [alpha](float x) { return x < 0.0f ? alpha * std::expm1(x) : x; });
+    case PostOpKind::kHardSwish:
+      return ForEach(y, n, [](float x) {
+        const float h = x / 6.0f + 0.5f;
+        return x * (h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h));
+      });
+    case PostOpKind::kSoftplus:
+      return ForEach(y, n, [](float x) { return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); });
+  }
+}
+
+}  // namespace grove::cpu

@@ -1,0 +1,73 @@
+// An elementwise activation fused into the CPU step before it: Conv+Relu,
+// MatMul+Gelu, Gemm+Clip (the plan pass of activation_fusion.h makes the
+// fused step). The fused node is the Conv, MatMul or Gemm node with the
+// activation's output as its own and the activation in its attributes
+// (kPostOpAttr...; the model loader refuses these names on a model's nodes,
+// so only the pass sets them). Its prepare reads them with ReadPostOp: a
+// oneDNN primitive applies the activation as an eltwise post-op; the
+// reference kernels call ApplyPostOp on the output they wrote.
+//
+//   absl::StatusOr<PostOp> post = ReadPostOp(ctx.attrs());   // prepare
+//   ...
+//   ApplyPostOp(p->post_op, y, n);                           // reference invoke
+#ifndef GROVE_LIB_BACKENDS_CPU_POST_OP_H_
+#define GROVE_LIB_BACKENDS_CPU_POST_OP_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "lib/ir/graph.h"
+
+namespace grove::cpu {
+
+enum class PostOpKind {
+  kNone,
+  kRelu,
+  kLeakyRelu,  // alpha: the slope below 0
+  kClip,       // alpha, beta: the bounds (-inf, +inf when absent)
+  kSigmoid,
+  kTanh,
+  kGelu,      // the exact (erf) form
+  kGeluTanh,  // approximate = "tanh"
+  kElu,       // alpha
+  kHardSwish,
+  kSoftplus,
+};
+
+struct PostOp {
+  PostOpKind kind = PostOpKind::kNone;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+// The fused node's attributes: the kind's name ("relu", "gelu_tanh", ...)
+// and its parameters.
+inline constexpr absl::string_view kPostOpAttr = "grove_post_op";
+inline constexpr absl::string_view kPostOpAlphaAttr = "grove_post_alpha";
+inline constexpr absl::string_view kPostOpBetaAttr = "grove_post_beta";
+
+// The post-op that computes `activation` (an ONNX node: Relu, LeakyRelu,
+// Clip, Sigmoid, Tanh, Gelu, Elu, HardSwish, Softplus), or nullopt when it is
+// none of them or has a form this does not take. Clip's bounds are
+// `clip_min` / `clip_max` (its inputs 1 and 2, read by the caller from
+// constant values; nullopt: absent) or its opset-6 attributes.
+std::optional<PostOp> PostOpOf(const ir::Node& activation, std::optional<float> clip_min,
+                               std::optional<float> clip_max);
+
+// Writes `op` into a fused node's attributes; ReadPostOp reads it back
+// (kNone when the node has none, an error naming an unknown kind).
+void SetPostOpAttributes(const PostOp& op, ir::Attributes* attrs);
+absl::StatusOr<PostOp> ReadPostOp(const ir::Attributes& attrs);
+
+// y[i] = op(y[i]) for n floats, computed as the activation's own CPU kernel
+// computes it (float arithmetic, libm).
+void ApplyPostOp(const PostOp& op, float* y, int64_t n);
+
+// The kind's attribute name ("relu"); "" for kNone.
+std::string PostOpName(PostOpKind kind);
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_POST_OP_H_

@@ -1,0 +1,279 @@
+// The CPU plan pass that fuses an activation into the Conv, MatMul or Gemm
+// step before it (lib/backends/cpu/activation_fusion.h): which steps it
+// fuses and which it leaves (an intermediate read twice or that is an
+// output, oneDNN off), what DescribeExecution (grove inspect) shows, and the
+// fused step's results for every activation it takes on each base op:
+//  - against the same model unfused (the base's output also an output of the
+//    model, so the pass leaves it; oneDNN computes the base in both): Relu,
+//    LeakyRelu and Clip equal, the others within kActivationTolerance;
+//  - against the reference kernels (oneDNN off), within the sum bound of the
+//    base op (onednn_test.cc) plus that tolerance;
+//  - where oneDNN does not take the base (a Conv with 4 spatial dims), the
+//    reference kernel followed by ApplyPostOp equals the unfused steps.
+//
+// kActivationTolerance: oneDNN's eltwise post-ops compute tanh, logistic,
+// gelu, elu, soft_relu and hardswish with their own vectorised polynomials;
+// measured against libm on these inputs (|y| < ~8), they are within a few
+// float ulps of 1: 2e-6 absolute plus 2e-6 relative covers them with room.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "grove/grove.h"
+#include "lib/backends/cpu/onednn.h"
+#include "test/op_test_util.h"
+
+namespace grove {
+namespace {
+
+using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+using Shape = std::vector<int64_t>;
+
+constexpr double kActivationTolerance = 2e-6;
+
+std::vector<float> RandomValues(int64_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct Activation {
+  std::string type;
+  Attrs attrs;
+  bool clip_inputs = false;  // Clip with min and max as constant inputs
+  bool exact = false;        // fused and unfused are equal
+};
+
+std::vector<Activation> Activations() {
+  return {
+      {"Relu", {}, false, true},
+      {"LeakyRelu", {{"alpha", 0.1}}, false, true},
+      {"Clip", {}, true, true},
+      {"Sigmoid", {}},
+      {"Tanh", {}},
+      {"Gelu", {}},
+      {"Gelu", {{"approximate", std::string("tanh")}}},
+      {"Elu", {{"alpha", 0.7}}},
+      {"HardSwish", {}},
+      {"Softplus", {}},
+  };
+}
+
+enum class Base { kConv, kMatMul, kGemm };
+const char* BaseName(Base b) { return b == Base::kConv ? "Conv" : b == Base::kMatMul ? "MatMul" : "Gemm"; }
+
+// x -> base -> activation -> y; with `expose`, the base's output "h" is an
+// output of the model too (the pass then leaves both steps).
+std::shared_ptr<const Model> BaseThenActivation(Base base, const Activation& act, bool expose, Shape* x_shape) {
+  ModelBuilder b;
+  std::string base_type = BaseName(base);
+  switch (base) {
+    case Base::kConv:
+      *x_shape = {2, 8, 12, 12};
+      b.AddInput("x", DType::kF32, {2, 8, 12, 12});
+      b.AddWeight("w", DType::kF32, {16, 8, 3, 3}, RandomValues(16 * 8 * 9, 1, 0.3f));
+      b.AddWeight("bias", DType::kF32, {16}, RandomValues(16, 2));
+      b.AddOp("Conv", {"x", "w", "bias"}, {"h"}, {{"pads", Shape{1, 1, 1, 1}}});
+      break;
+    case Base::kMatMul:
+      *x_shape = {3, 5, 32};
+      b.AddInput("x", DType::kF32, {3, 5, 32});
+      b.AddWeight("w", DType::kF32, {32, 24}, RandomValues(32 * 24, 3, 0.5f));
+      b.AddOp("MatMul", {"x", "w"}, {"h"});
+      break;
+    case Base::kGemm:
+      *x_shape = {7, 40};
+      b.AddInput("x", DType::kF32, {7, 40});
+      b.AddWeight("w", DType::kF32, {24, 40}, RandomValues(24 * 40, 4, 0.5f));
+      b.AddWeight("c", DType::kF32, {24}, RandomValues(24, 5));
+      b.AddOp("Gemm", {"x", "w", "c"}, {"h"}, {{"transB", int64_t{1}}, {"alpha", 0.75}, {"beta", 0.5}});
+      break;
+  }
+  std::vector<std::string> act_inputs = {"h"};
+  if (act.clip_inputs) {
+    b.AddWeight("lo", DType::kF32, {}, std::vector<float>{-0.5f});
+    b.AddWeight("hi", DType::kF32, {}, std::vector<float>{0.75f});
+    act_inputs.push_back("lo");
+    act_inputs.push_back("hi");
+  }
+  b.AddOp(act.type, act_inputs, {"y"}, act.attrs);
+  b.AddOutput("y");
+  if (expose) b.AddOutput("h");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(*bytes);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *model;
+}
+
+// The ops of the main path's steps as planned with oneDNN on or off.
+std::vector<std::string> PlannedOps(const Model& model, const std::vector<Shape>& shapes, bool onednn,
+                                    std::vector<std::string>* nodes = nullptr) {
+  cpu::ScopedOneDnn scope(onednn);
+  ExecutionInfoOptions options;
+  options.device = Device::kCpu;
+  options.input_shapes = shapes;
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(model, options);
+  EXPECT_TRUE(info.ok()) << info.status();
+  std::vector<std::string> ops;
+  if (!info.ok() || info->paths.empty()) return ops;
+  for (const StepInfo& s : info->paths[0].steps) {
+    ops.push_back(s.op);
+    if (nodes != nullptr) nodes->push_back(s.node);
+  }
+  return ops;
+}
+
+// Output 0 of one run of a session planned with oneDNN on or off.
+Tensor RunOnce(const std::shared_ptr<const Model>& model, const Tensor& x, bool onednn, int64_t* made = nullptr) {
+  cpu::ScopedOneDnn scope(onednn);
+  SessionOptions options;
+  options.device = Device::kCpu;
+  std::unique_ptr<Session> session = Session::Create(model, options).value();
+  const int64_t before = cpu::OneDnnStepsMade();
+  absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view()});
+  if (made != nullptr) *made = cpu::OneDnnStepsMade() - before;
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return Tensor();
+  return Tensor::CopyOf((*out)[0]).value();
+}
+
+void ExpectNear(const Tensor& got, const Tensor& want, double abs_tol, double rel_tol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const float* g = got.as<float>();
+  const float* w = want.as<float>();
+  int reported = 0;
+  for (int64_t i = 0; i < got.view().num_elements(); ++i) {
+    const double bound = abs_tol + rel_tol * std::fabs(w[i]);
+    if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= bound) && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", expected " << w[i] << " (bound " << bound
+                    << ")";
+    }
+  }
+}
+
+TEST(ActivationFusionTest, InspectShowsTheFusedSteps) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {1, 3, 16, 16});
+  b.AddWeight("w1", DType::kF32, {8, 3, 3, 3}, RandomValues(8 * 27, 6));
+  b.AddWeight("b1", DType::kF32, {8}, RandomValues(8, 7));
+  b.AddWeight("w2", DType::kF32, {8 * 8 * 8, 10}, RandomValues(8 * 8 * 8 * 10, 8));
+  b.AddWeight("b2", DType::kF32, {10}, RandomValues(10, 9));
+  b.AddOp("Conv", {"x", "w1", "b1"}, {"c1"}, {{"pads", Shape{1, 1, 1, 1}}}, "conv1");
+  b.AddOp("Relu", {"c1"}, {"r1"}, {}, "relu1");
+  b.AddOp("MaxPool", {"r1"}, {"p1"}, {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}}, "pool1");
+  b.AddOp("Flatten", {"p1"}, {"f"}, {}, "flatten");
+  b.AddOp("Gemm", {"f", "w2", "b2"}, {"g"}, {}, "fc");
+  b.AddOp("Sigmoid", {"g"}, {"y"}, {}, "prob");
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+  std::vector<std::string> nodes;
+  EXPECT_EQ(PlannedOps(*model, {{1, 3, 16, 16}}, true, &nodes),
+            (std::vector<std::string>{"Conv+Relu", "MaxPool", "Flatten", "Gemm+Sigmoid"}));
+  EXPECT_EQ(nodes, (std::vector<std::string>{"fused(conv1+relu1)", "pool1", "flatten", "fused(fc+prob)"}));
+  EXPECT_EQ(PlannedOps(*model, {{1, 3, 16, 16}}, false),
+            (std::vector<std::string>{"Conv", "Relu", "MaxPool", "Flatten", "Gemm", "Sigmoid"}));
+}
+
+TEST(ActivationFusionTest, AnIntermediateReadElsewhereIsNotFused) {
+  Shape x_shape;
+  const Activation relu{"Relu", {}, false, true};
+  // An output of the model.
+  std::shared_ptr<const Model> exposed = BaseThenActivation(Base::kConv, relu, /*expose=*/true, &x_shape);
+  EXPECT_EQ(PlannedOps(*exposed, {x_shape}, true), (std::vector<std::string>{"Conv", "Relu"}));
+  std::shared_ptr<const Model> fused = BaseThenActivation(Base::kConv, relu, /*expose=*/false, &x_shape);
+  EXPECT_EQ(PlannedOps(*fused, {x_shape}, true), (std::vector<std::string>{"Conv+Relu"}));
+  // Read by a second step; and an activation that is not the only reader of
+  // a MatMul's output feeding an Add.
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {4, 16});
+  b.AddWeight("w", DType::kF32, {16, 16}, RandomValues(256, 10));
+  b.AddOp("MatMul", {"x", "w"}, {"h"});
+  b.AddOp("Relu", {"h"}, {"r"});
+  b.AddOp("Add", {"h", "r"}, {"y"});
+  b.AddOutput("y");
+  std::shared_ptr<const Model> twice = Model::LoadFromBuffer(*b.Finish()).value();
+  EXPECT_EQ(PlannedOps(*twice, {{4, 16}}, true), (std::vector<std::string>{"MatMul", "Relu", "Add"}));
+  // Clip whose bound is computed, not a constant.
+  ModelBuilder c;
+  c.AddInput("x", DType::kF32, {4, 16});
+  c.AddInput("lo", DType::kF32, {});
+  c.AddWeight("w", DType::kF32, {16, 16}, RandomValues(256, 11));
+  c.AddOp("MatMul", {"x", "w"}, {"h"});
+  c.AddOp("Clip", {"h", "lo", ""}, {"y"});
+  c.AddOutput("y");
+  std::shared_ptr<const Model> computed_bound = Model::LoadFromBuffer(*c.Finish()).value();
+  EXPECT_EQ(PlannedOps(*computed_bound, {{4, 16}, {}}, true), (std::vector<std::string>{"MatMul", "Clip"}));
+}
+
+TEST(ActivationFusionTest, FusedStepsMatchUnfusedAndReferenceSteps) {
+  int cases = 0;
+  for (Base base : {Base::kConv, Base::kMatMul, Base::kGemm}) {
+    for (const Activation& act : Activations()) {
+      const std::string what = absl::StrCat(BaseName(base), "+", act.type, act.attrs.empty() ? "" : " (attrs)");
+      Shape x_shape;
+      std::shared_ptr<const Model> fused = BaseThenActivation(base, act, false, &x_shape);
+      std::shared_ptr<const Model> unfused = BaseThenActivation(base, act, true, &x_shape);
+      ASSERT_EQ(PlannedOps(*fused, {x_shape}, true),
+                (std::vector<std::string>{absl::StrCat(BaseName(base), "+", act.type)}))
+          << what;
+      const Tensor x = testing::MakeTensor<float>(DType::kF32, x_shape, RandomValues(testing::Count(x_shape), 12, 2));
+      int64_t made = 0;
+      const Tensor y_fused = RunOnce(fused, x, true, &made);
+      EXPECT_EQ(made, 1) << what;
+      const Tensor y_unfused = RunOnce(unfused, x, true);
+      const Tensor y_ref = RunOnce(unfused, x, false);
+      if (act.exact) {
+        ExpectNear(y_fused, y_unfused, 0, 0, what + " fused vs unfused");
+      } else {
+        ExpectNear(y_fused, y_unfused, kActivationTolerance, kActivationTolerance, what + " fused vs unfused");
+      }
+      // The base's sums in another order (|y| < ~8, K <= 72): 1e-5 covers
+      // 2 gamma_K sum|x w| with room.
+      ExpectNear(y_fused, y_ref, 1e-5, 1e-5, what + " fused vs reference");
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 30);
+}
+
+// A Conv with 4 spatial dims: oneDNN does not take it, the fused step runs
+// the im2col kernel and then the activation (ApplyPostOp), which computes
+// what the activation's own kernel does.
+TEST(ActivationFusionTest, ReferenceKernelAppliesTheFusedActivation) {
+  for (const Activation& act : Activations()) {
+    ModelBuilder b;
+    b.AddInput("x", DType::kF32, {1, 2, 4, 3, 4, 3});
+    b.AddWeight("w", DType::kF32, {3, 2, 2, 2, 2, 2}, RandomValues(3 * 2 * 16, 13, 0.5f));
+    b.AddOp("Conv", {"x", "w"}, {"h"});
+    std::vector<std::string> act_inputs = {"h"};
+    if (act.clip_inputs) {
+      b.AddWeight("lo", DType::kF32, {}, std::vector<float>{-0.25f});
+      b.AddWeight("hi", DType::kF32, {}, std::vector<float>{0.5f});
+      act_inputs.push_back("lo");
+      act_inputs.push_back("hi");
+    }
+    b.AddOp(act.type, act_inputs, {"y"}, act.attrs);
+    b.AddOutput("y");
+    std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+    const Shape x_shape = {1, 2, 4, 3, 4, 3};
+    ASSERT_EQ(PlannedOps(*model, {x_shape}, true), (std::vector<std::string>{"Conv+" + act.type})) << act.type;
+    const Tensor x = testing::MakeTensor<float>(DType::kF32, x_shape, RandomValues(testing::Count(x_shape), 14, 2));
+    int64_t made = -1;
+    const Tensor y_fused = RunOnce(model, x, true, &made);
+    EXPECT_EQ(made, 0) << act.type;
+    const Tensor y_ref = RunOnce(model, x, false);
+    ExpectNear(y_fused, y_ref, 0, 2e-7, act.type);
+  }
+}
+
+}  // namespace
+}  // namespace grove
