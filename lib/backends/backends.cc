@@ -49,6 +49,8 @@ ir::OpRegistry* BuildRegistry() {
       cuda::RegisterCudaRecurrentKernels(*r),
       cuda::RegisterCudaReductionKernels(*r), cuda::RegisterCudaNormKernels(*r),
       cuda::RegisterCudaElementwiseKernels(*r),
+      ir::RegisterAttentionOps(*r),        cpu::RegisterAttentionKernels(*r),
+      cuda::RegisterCudaAttentionKernels(*r),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) {

@@ -25,6 +25,7 @@ absl::Status RegisterVisionKernels(ir::OpRegistry& registry);
 absl::Status RegisterQuantizationKernels(ir::OpRegistry& registry);
 absl::Status RegisterTextKernels(ir::OpRegistry& registry);
 absl::Status RegisterSequenceKernels(ir::OpRegistry& registry);
+absl::Status RegisterAttentionKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cpu
 

@@ -32,6 +32,7 @@ absl::Status RegisterCudaRecurrentKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaReductionKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaNormKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaElementwiseKernels(ir::OpRegistry& registry);
+absl::Status RegisterCudaAttentionKernels(ir::OpRegistry& registry);
 
 }  // namespace grove::cuda
 

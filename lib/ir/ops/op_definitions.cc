@@ -13,6 +13,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
       &RegisterReduceSearchOps,
       &RegisterLayoutOps,      &RegisterRecurrentOps,    &RegisterIndexingOps, &RegisterLossOps,
       &RegisterVisionOps,      &RegisterQuantizationOps, &RegisterTextOps,     &RegisterSequenceOps,
+      &RegisterAttentionOps,
   };
   for (auto* group : groups) {
     if (absl::Status s = group(registry); !s.ok()) return s;

@@ -53,6 +53,8 @@ absl::Status RegisterTextOps(OpRegistry& registry);
 // SequenceLength ConcatFromSequence SplitToSequence SequenceMap Optional
 // OptionalHasElement OptionalGetElement.
 absl::Status RegisterSequenceOps(OpRegistry& registry);
+// FusedAttention (grove's own; made by a plan pass, lib/ir/ops/attention_attrs.h).
+absl::Status RegisterAttentionOps(OpRegistry& registry);
 
 // Every group above, in this order; the first error stops it.
 absl::Status RegisterAllOps(OpRegistry& registry);

@@ -1,0 +1,37 @@
+// Parameters of jit/kernels/attention.cuh (FusedAttention; the layout is
+// lib/backends/common/attention_checks.h's AttentionLayout).
+#ifndef GROVE_JIT_KERNELS_ATTENTION_PARAMS_H_
+#define GROVE_JIT_KERNELS_ATTENTION_PARAMS_H_
+
+#include "jit/kernels/types.h"
+
+namespace grove_k {
+
+// Scale ops (ir::AttentionScaleOp) and mask kinds (ir::AttentionMaskKind).
+enum AttnScaleOp { kAttnScaleNone = 0, kAttnScaleMul = 1, kAttnScaleDiv = 2 };
+enum AttnMask { kAttnMaskNone = 0, kAttnMaskAdd = 1, kAttnMaskWhere = 2 };
+
+// Output columns a lane keeps in registers per pass; a longer V row takes
+// more passes over the keys.
+constexpr int kAttnColsPerLane = 4;
+
+// A warp per query row (grid-stride over b0 * b1 * sq rows), keys in tiles of
+// 32 (a lane each) with an online softmax; sq and sk are read here at run
+// time, so one module serves every sequence length.
+struct AttentionParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* mask;  // T (kAttnMaskAdd) or bool (kAttnMaskWhere) elements
+  void* out;
+  i64 b0, b1, sq, sk, d, dv;
+  i64 q_b0, q_b1, k_b0, k_b1, k_js, k_ds, v_b0, v_b1;
+  i64 m_b0, m_b1, m_i, m_j;
+  float q_scale, k_scale, scale, mask_fill;
+  int q_scale_op, k_scale_op, scale_op;
+  int mask_kind, fill_if_true;
+};
+
+}  // namespace grove_k
+
+#endif  // GROVE_JIT_KERNELS_ATTENTION_PARAMS_H_

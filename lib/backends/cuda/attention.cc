@@ -1,0 +1,92 @@
+// The CUDA kernel of FusedAttention (jit/kernels/attention.cuh): the prepare
+// checks shapes and attributes (lib/backends/common/attention_checks.h) and
+// builds the launch without pointers; the invoke fills the pointers and
+// launches once. No workspace, no synchronisation, nothing read back: the
+// step is capture-safe, and sq/sk live in the parameters, so a graph's
+// refresh serves another sequence length with the same kernel.
+#include <algorithm>
+#include <cstring>
+
+#include "jit/kernels/attention_params.h"
+#include "lib/backends/common/attention_checks.h"
+#include "lib/backends/cuda/cuda_kernels.h"
+#include "lib/backends/cuda/exec_context.h"
+
+namespace grove::cuda {
+namespace {
+
+struct AttentionLaunch {
+  grove_k::AttentionParams p;
+  LaunchDims dims;
+  jit::ModuleSpec module;
+  bool empty = false;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx) {
+  absl::StatusOr<backends::AttentionLayout> l = backends::PlanAttention(ctx);
+  if (!l.ok()) return l.status();
+  AttentionLaunch a;
+  std::memset(&a.p, 0, sizeof(a.p));
+  a.empty = l->empty();
+  grove_k::AttentionParams& p = a.p;
+  p.b0 = l->b0;
+  p.b1 = l->b1;
+  p.sq = l->sq;
+  p.sk = l->sk;
+  p.d = l->d;
+  p.dv = l->dv;
+  p.q_b0 = l->q_b0;
+  p.q_b1 = l->q_b1;
+  p.k_b0 = l->k_b0;
+  p.k_b1 = l->k_b1;
+  p.k_js = l->k_js;
+  p.k_ds = l->k_ds;
+  p.v_b0 = l->v_b0;
+  p.v_b1 = l->v_b1;
+  p.m_b0 = l->m_b0;
+  p.m_b1 = l->m_b1;
+  p.m_i = l->m_i;
+  p.m_j = l->m_j;
+  const ir::AttentionAttrs& at = l->attrs;
+  p.q_scale = static_cast<float>(at.q_scale.value);
+  p.k_scale = static_cast<float>(at.k_scale.value);
+  p.scale = static_cast<float>(at.scale.value);
+  p.mask_fill = static_cast<float>(at.mask_fill);
+  p.q_scale_op = static_cast<int>(at.q_scale.op);
+  p.k_scale_op = static_cast<int>(at.k_scale.op);
+  p.scale_op = static_cast<int>(at.scale.op);
+  p.mask_kind = static_cast<int>(at.mask);
+  p.fill_if_true = at.fill_if_true ? 1 : 0;
+  // A warp per query row: 4 warps a block on a GPU; on the emulated device,
+  // whose threads are host threads, one warp a block and at most 2 blocks.
+  const int64_t rows = a.empty ? 0 : l->b0 * l->b1 * l->sq;
+  if (Exec(ctx).device().emulated()) {
+    a.dims = Grid1D(rows * 32, 32, 2);
+  } else {
+    a.dims = Grid1D(rows * 32, 128);
+  }
+  a.module = jit::ModuleSpec{"attention", {l->dtype}};
+  return MakePrepared(std::move(a));
+}
+
+absl::Status AttentionKernel(ir::KernelContext& ctx) {
+  const auto* a = PreparedParams<AttentionLaunch>(ctx);
+  if (a == nullptr) return NotPrepared(ctx);
+  if (a->empty) return absl::OkStatus();
+  grove_k::AttentionParams p = a->p;
+  p.q = ctx.input(0).data;
+  p.k = ctx.input(1).data;
+  p.v = ctx.input(2).data;
+  p.mask = ctx.has_input(3) ? ctx.input(3).data : nullptr;
+  p.out = ctx.output(0).data;
+  return Exec(ctx).Launch(a->module, "attention", a->dims, p);
+}
+
+}  // namespace
+
+absl::Status RegisterCudaAttentionKernels(ir::OpRegistry& registry) {
+  return registry.SetKernel(ir::kFusedAttentionOp, ir::Backend::kCuda,
+                            ir::KernelDef{&AttentionKernel, &PrepareAttention});
+}
+
+}  // namespace grove::cuda

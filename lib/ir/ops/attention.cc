@@ -1,0 +1,147 @@
+// Op definition of FusedAttention (lib/ir/ops/attention_attrs.h): a grove
+// op that no ONNX file names; the plan pass makes it, and a .grove file that
+// holds one is checked like any other op.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/ir/ops/attention_attrs.h"
+#include "lib/ir/ops/ops.h"
+
+namespace grove::ir {
+namespace {
+
+constexpr char kQScale[] = "q_scale", kQScaleOp[] = "q_scale_op";
+constexpr char kKScale[] = "k_scale", kKScaleOp[] = "k_scale_op";
+constexpr char kScale[] = "scale", kScaleOp[] = "scale_op";
+constexpr char kKTransposed[] = "k_transposed";
+constexpr char kMask[] = "mask", kMaskFill[] = "mask_fill", kFillIfTrue[] = "fill_if_true";
+
+absl::StatusOr<AttentionScale> ReadScale(const Attributes& attrs, const char* op_name, const char* value_name) {
+  const int64_t op = attrs.GetInt(op_name, 0);
+  if (op < 0 || op > static_cast<int64_t>(AttentionScaleOp::kDiv)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute '", op_name, "' is ", op, "; expected 0 (none), 1 (multiply) or 2 (divide)"));
+  }
+  return AttentionScale{static_cast<AttentionScaleOp>(op), attrs.GetFloat(value_name, 1.0)};
+}
+
+bool ConstMismatch(const SymDim& a, const SymDim& b) {
+  return a.is_const() && b.is_const() && a.value() != b.value();
+}
+
+bool IsAttentionDType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+absl::Status InferFusedAttention(ShapeContext& ctx) {
+  absl::StatusOr<AttentionAttrs> a = ReadAttentionAttrs(ctx.attrs());
+  if (!a.ok()) return ctx.Error(a.status().message());
+  static constexpr const char* kNames[] = {"Q", "K", "V", "mask"};
+  for (int i = 0; i < 3; ++i) {
+    if (!ctx.has_input(i)) return ctx.Error(absl::StrCat("input ", i, " (", kNames[i], ") is missing"));
+    if (!IsAttentionDType(ctx.input_dtype(i)) || ctx.input_dtype(i) != ctx.input_dtype(0)) {
+      return ctx.Error(absl::StrCat("input ", i, " (", kNames[i], ") has dtype ", DTypeName(ctx.input_dtype(i)),
+                                    "; Q, K and V must share one of f32, f16, bf16"));
+    }
+  }
+  const bool has_mask = ctx.has_input(3);
+  if (has_mask != (a->mask != AttentionMaskKind::kNone)) {
+    return ctx.Error(has_mask ? "input 3 (mask) is given but attribute 'mask' is 0"
+                              : "attribute 'mask' asks for input 3 (mask), which is missing");
+  }
+  const int rank = ctx.input_rank(0);
+  if (rank != 3 && rank != 4) {
+    return ctx.Error(absl::StrCat("input 0 (Q) has rank ", rank, "; expected 3 or 4"));
+  }
+  for (int i = 1; i < 3; ++i) {
+    if (ctx.input_rank(i) != rank) {
+      return ctx.Error(absl::StrCat("input ", i, " (", kNames[i], ") has rank ", ctx.input_rank(i),
+                                    "; expected Q's rank ", rank));
+    }
+  }
+  const SymShape& q = ctx.input_shape(0);
+  const SymShape& k = ctx.input_shape(1);
+  const SymShape& v = ctx.input_shape(2);
+  const SymDim& kd = a->k_transposed ? k[rank - 2] : k[rank - 1];
+  const SymDim& ks = a->k_transposed ? k[rank - 1] : k[rank - 2];
+  if (ConstMismatch(q[rank - 1], kd)) return ctx.Error("Q and K have different head dims");
+  if (ConstMismatch(ks, v[rank - 2])) return ctx.Error("K and V have different sequence lengths");
+  absl::StatusOr<SymShape> batch = BroadcastShapes({SymShape(q.begin(), q.end() - 2), SymShape(k.begin(), k.end() - 2),
+                                                    SymShape(v.begin(), v.end() - 2)});
+  if (!batch.ok()) return ctx.Error(absl::StrCat("batch dims do not broadcast: ", batch.status().message()));
+  if (has_mask) {
+    const DType want = a->mask == AttentionMaskKind::kAdd ? ctx.input_dtype(0) : DType::kBool;
+    if (ctx.input_dtype(3) != want) {
+      return ctx.Error(absl::StrCat("input 3 (mask) has dtype ", DTypeName(ctx.input_dtype(3)), "; expected ",
+                                    DTypeName(want)));
+    }
+    if (ctx.input_rank(3) > rank) {
+      return ctx.Error(absl::StrCat("input 3 (mask) has rank ", ctx.input_rank(3), "; at most ", rank));
+    }
+  }
+  SymShape out = *std::move(batch);
+  out.push_back(q[rank - 2]);
+  out.push_back(v[rank - 1]);
+  ctx.SetOutput(0, ctx.input_dtype(0), std::move(out));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<AttentionAttrs> ReadAttentionAttrs(const Attributes& attrs) {
+  AttentionAttrs a;
+  const int64_t kt = attrs.GetInt(kKTransposed, 0);
+  if (kt != 0 && kt != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'k_transposed' is ", kt, "; expected 0 or 1"));
+  }
+  a.k_transposed = kt == 1;
+  absl::StatusOr<AttentionScale> s = ReadScale(attrs, kQScaleOp, kQScale);
+  if (!s.ok()) return s.status();
+  a.q_scale = *s;
+  if (s = ReadScale(attrs, kKScaleOp, kKScale); !s.ok()) return s.status();
+  a.k_scale = *s;
+  if (s = ReadScale(attrs, kScaleOp, kScale); !s.ok()) return s.status();
+  a.scale = *s;
+  const int64_t mask = attrs.GetInt(kMask, 0);
+  if (mask < 0 || mask > static_cast<int64_t>(AttentionMaskKind::kWhere)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'mask' is ", mask, "; expected 0 (none), 1 (added) or 2 (Where condition)"));
+  }
+  a.mask = static_cast<AttentionMaskKind>(mask);
+  a.mask_fill = attrs.GetFloat(kMaskFill, 0.0);
+  const int64_t fit = attrs.GetInt(kFillIfTrue, 1);
+  if (fit != 0 && fit != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'fill_if_true' is ", fit, "; expected 0 or 1"));
+  }
+  a.fill_if_true = fit == 1;
+  return a;
+}
+
+void WriteAttentionAttrs(const AttentionAttrs& a, Attributes* attrs) {
+  attrs->Set(kKTransposed, int64_t{a.k_transposed ? 1 : 0});
+  attrs->Set(kQScaleOp, static_cast<int64_t>(a.q_scale.op));
+  attrs->Set(kQScale, a.q_scale.value);
+  attrs->Set(kKScaleOp, static_cast<int64_t>(a.k_scale.op));
+  attrs->Set(kKScale, a.k_scale.value);
+  attrs->Set(kScaleOp, static_cast<int64_t>(a.scale.op));
+  attrs->Set(kScale, a.scale.value);
+  attrs->Set(kMask, static_cast<int64_t>(a.mask));
+  attrs->Set(kMaskFill, a.mask_fill);
+  attrs->Set(kFillIfTrue, int64_t{a.fill_if_true ? 1 : 0});
+}
+
+absl::Status RegisterAttentionOps(OpRegistry& registry) {
+  OpDef def;
+  def.type = kFusedAttentionOp;
+  def.min_inputs = 3;
+  def.max_inputs = 4;
+  def.attrs = {{kKTransposed, AttrKind::kInt}, {kQScaleOp, AttrKind::kInt}, {kQScale, AttrKind::kFloat},
+               {kKScaleOp, AttrKind::kInt},    {kKScale, AttrKind::kFloat},   {kScaleOp, AttrKind::kInt},
+               {kScale, AttrKind::kFloat},     {kMask, AttrKind::kInt},       {kMaskFill, AttrKind::kFloat},
+               {kFillIfTrue, AttrKind::kInt}};
+  def.infer = &InferFusedAttention;
+  // Made by a plan pass from steps that are not folded either.
+  def.foldable = false;
+  return registry.Register(std::move(def));
+}
+
+}  // namespace grove::ir

@@ -1,0 +1,56 @@
+// FusedAttention: scaled dot-product attention as one op, made by the plan
+// pass lib/runtime/attention_fusion.cc from the chain PyTorch exports
+//   MatMul(Q', K') -> [Mul|Div scale] -> [Add mask | Where(cond, fill)] -> Softmax(-1) -> MatMul(., V)
+// where Q' is Q or Q (Mul|Div) a scalar and K' is Kᵀ, possibly (Mul|Div) a
+// scalar. Its attributes say how each piece was written, so the kernels
+// compute what the chain computed, rounding included:
+//
+//   inputs   Q [B.., sq, d], K [B.., sk, d] (or Kᵀ [B.., d, sk] with
+//            k_transposed = 1), V [B.., sk, dv], mask (optional): broadcast
+//            to the scores [B.., sq, sk]; rank 3 or 4, batch dims broadcast.
+//   output   [B.., sq, dv]
+//
+//   ReadAttentionAttrs(node.attrs) checks them once for the shape function
+//   and both backends' prepares; WriteAttentionAttrs is the pass's half.
+#ifndef GROVE_LIB_IR_OPS_ATTENTION_ATTRS_H_
+#define GROVE_LIB_IR_OPS_ATTENTION_ATTRS_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "lib/ir/graph.h"
+
+namespace grove::ir {
+
+inline constexpr char kFusedAttentionOp[] = "FusedAttention";
+
+// How a scalar scale was applied: x * s or x / s (kNone: not at all).
+enum class AttentionScaleOp : int64_t { kNone = 0, kMul = 1, kDiv = 2 };
+// The mask input: none, added to the scores (a float mask of the scores'
+// dtype), or a bool condition of Where that puts `mask_fill` in the scores
+// where the condition is `fill_if_true` (Where(c, fill, s): true;
+// Where(c, s, fill): false).
+enum class AttentionMaskKind : int64_t { kNone = 0, kAdd = 1, kWhere = 2 };
+
+struct AttentionScale {
+  AttentionScaleOp op = AttentionScaleOp::kNone;
+  double value = 1.0;
+};
+
+struct AttentionAttrs {
+  bool k_transposed = false;
+  AttentionScale q_scale;  // on Q's elements before the product
+  AttentionScale k_scale;  // on K's elements before the product
+  AttentionScale scale;    // on the scores
+  AttentionMaskKind mask = AttentionMaskKind::kNone;
+  double mask_fill = 0;
+  bool fill_if_true = true;
+};
+
+// InvalidArgument naming the attribute when one is out of range.
+absl::StatusOr<AttentionAttrs> ReadAttentionAttrs(const Attributes& attrs);
+void WriteAttentionAttrs(const AttentionAttrs& a, Attributes* attrs);
+
+}  // namespace grove::ir
+
+#endif  // GROVE_LIB_IR_OPS_ATTENTION_ATTRS_H_

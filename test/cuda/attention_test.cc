@@ -1,0 +1,98 @@
+// FusedAttention's CUDA kernel (jit/kernels/attention.cuh) on the test
+// device (emulated without a GPU): the edge cases against the unfused chain
+// on the CPU and against the CPU's fused kernel, f16/bf16 against the f32
+// chain of the same rounded inputs, and an invoke that only launches.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test/attention_test_util.h"
+#include "test/cuda_op_test_util.h"
+
+namespace grove::testing {
+namespace {
+
+class CudaAttentionTest : public ::testing::TestWithParam<AttentionCase> {
+ protected:
+  void SetUp() override { dev_ = TestDevice(); }
+  std::shared_ptr<cuda::Device> dev_;
+};
+
+TEST_P(CudaAttentionTest, MatchesTheUnfusedChain) {
+  const AttentionCase& c = GetParam();
+  const AttentionInputs in = MakeAttentionInputs(c);
+  absl::StatusOr<Tensor> want = UnfusedAttention(c, in);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (bool host : {true, false}) {
+    SCOPED_TRACE(host ? "host values" : "device values");
+    absl::StatusOr<std::vector<Tensor>> got =
+        RunOpCuda(*dev_, "FusedAttention", AttentionOperands(in), AttentionAttrsOf(c), 1, {.host_values = host});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(CompareAttention(*want, (*got)[0], 1e-5), "");
+  }
+}
+
+TEST_P(CudaAttentionTest, HalvesMatchTheF32ChainOfTheirValues) {
+  const AttentionCase& c = GetParam();
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(t));
+    AttentionInputs in = MakeAttentionInputs(c);
+    AttentionInputs low{Tensor::CastOf(in.q.view(), t).value(), Tensor::CastOf(in.k.view(), t).value(),
+                        Tensor::CastOf(in.v.view(), t).value(), std::nullopt};
+    // The reference sees the rounded values (and an f32 additive mask of them).
+    AttentionInputs rounded{Tensor::CastOf(low.q.view(), DType::kF32).value(),
+                            Tensor::CastOf(low.k.view(), DType::kF32).value(),
+                            Tensor::CastOf(low.v.view(), DType::kF32).value(), std::nullopt};
+    if (in.mask.has_value()) {
+      if (c.mask == 1) {
+        low.mask = Tensor::CastOf(in.mask->view(), t).value();
+        rounded.mask = Tensor::CastOf(low.mask->view(), DType::kF32).value();
+      } else {
+        low.mask = Tensor::CastOf(in.mask->view(), DType::kBool).value();
+        rounded.mask = Tensor::CastOf(in.mask->view(), DType::kBool).value();
+      }
+    }
+    absl::StatusOr<Tensor> want = UnfusedAttention(c, rounded);
+    ASSERT_TRUE(want.ok()) << want.status();
+    absl::StatusOr<std::vector<Tensor>> got =
+        RunOpCuda(*dev_, "FusedAttention", AttentionOperands(low), AttentionAttrsOf(c));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].dtype(), t);
+    // One rounding of the output to 8 (bf16) or 11 (f16) bits.
+    EXPECT_EQ(CompareAttention(*want, (*got)[0], t == DType::kBF16 ? 1e-2 : 2e-3), "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EdgeShapes, CudaAttentionTest, ::testing::ValuesIn(AttentionEdgeCases()),
+                         [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
+
+TEST(CudaAttentionKernelTest, SameAsTheCpuKernelAndRefusesTheSame) {
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  const AttentionCase c = AttentionEdgeCases()[3];  // additive mask
+  const AttentionInputs in = MakeAttentionInputs(c);
+  ExpectCudaMatchesCpu(*dev, "FusedAttention", AttentionOperands(in), AttentionAttrsOf(c), 1, 1e-5);
+  const Tensor k_bad = AttnData({2, 2, 11, 7}, 2);
+  ExpectCudaMatchesCpu(*dev, "FusedAttention", {&in.q, &k_bad, &in.v, &*in.mask}, AttentionAttrsOf(c), 1, 1e-5);
+}
+
+TEST(CudaAttentionKernelTest, InvokeOnlyLaunches) {
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  for (const AttentionCase& c : {AttentionEdgeCases()[0], AttentionEdgeCases()[6]}) {
+    SCOPED_TRACE(c.name);
+    const AttentionInputs in = MakeAttentionInputs(c);
+    absl::StatusOr<InvokeCounts> counts = CountCudaInvoke(*dev, "FusedAttention", AttentionOperands(in),
+                                                          AttentionAttrsOf(c), 1, {.host_values = false});
+    ASSERT_TRUE(counts.ok()) << counts.status();
+    EXPECT_TRUE(counts->prepared);
+    EXPECT_FALSE(counts->needs_host);
+    EXPECT_EQ(counts->workspace_bytes, 0u);
+    EXPECT_EQ(counts->counts.allocations, 0);
+    EXPECT_EQ(counts->counts.synchronizations, 0);
+    EXPECT_EQ(counts->counts.device_to_host_copies, 0);
+    EXPECT_EQ(counts->counts.host_to_device_copies, 0);
+    EXPECT_EQ(counts->counts.launches, 1);
+  }
+}
+
+}  // namespace
+}  // namespace grove::testing
