@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/ir/value_type.h"
+#include "lib/runtime/attention_fusion.h"
 #include "lib/runtime/backend.h"
 #include "lib/runtime/shape_inference.h"
 
@@ -256,6 +257,9 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
   if (backend_impl != nullptr) {
     PlanGraph graph_view{plan->values_, plan->steps_, plan->output_values_,
                          [p = plan.get()](int tensor) { return p->ValueOf(tensor); }, plan->fused_nodes_};
+    // Attention first: the backend's passes (CUDA's elementwise chains)
+    // would otherwise take its scale.
+    FuseAttention(graph_view, backend, backend_impl);
     backend_impl->RefinePlan(graph_view);
     plan->num_fused_steps_ = graph_view.fused_steps;
     plan->num_fused_ops_ = graph_view.fused_ops;

@@ -1,0 +1,372 @@
+#include "lib/runtime/attention_fusion.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/ir/ops/attention_attrs.h"
+#include "lib/runtime/backend.h"
+#include "lib/runtime/registry.h"
+
+namespace grove::runtime {
+namespace {
+
+std::atomic<bool>& FusionSwitch() {
+  static std::atomic<bool> enabled{[] {
+    const char* env = std::getenv("GROVE_FUSE_ATTENTION");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }()};
+  return enabled;
+}
+
+// The plan as the pass reads it: who makes and who reads each value.
+class ChainFinder {
+ public:
+  ChainFinder(PlanGraph& plan, ir::Backend backend) : plan_(plan), backend_(backend) {
+    const size_t n = plan.values.size();
+    uses_.assign(n, 0);
+    consumer_.assign(n, -1);
+    producer_.assign(n, -1);
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      const PlanStep& step = plan.steps[s];
+      for (int v : step.outputs) {
+        if (v >= 0) producer_[v] = static_cast<int>(s);
+      }
+      for (int v : step.inputs) {
+        if (v < 0) continue;
+        ++uses_[v];
+        consumer_[v] = static_cast<int>(s);
+      }
+      for (int t : step.node->implicit_inputs) {
+        const int v = plan.value_of(t);
+        if (v >= 0) uses_[v] += 2;
+      }
+    }
+    for (int v : plan.output_values) uses_[v] += 2;
+    absorbed_.assign(plan.steps.size(), false);
+  }
+
+  // A step that may be a link: runs on the plan's backend, planned shapes,
+  // not taken by an earlier chain.
+  bool Linkable(int s) const {
+    if (s < 0 || absorbed_[s]) return false;
+    const PlanStep& st = plan_.steps[s];
+    return !st.host_fallback && !st.infer_at_run && !st.kernel_allocates && st.backend == backend_ &&
+           st.outputs.size() == 1 && st.outputs[0] >= 0;
+  }
+  // The step that makes `v` when it may be absorbed: read once, by the
+  // chain, an arena value of known shape made by a linkable step of `type`.
+  int AbsorbableProducer(int v, const char* type) const {
+    if (v < 0 || uses_[v] != 1) return -1;
+    const int p = producer_[v];
+    if (!Linkable(p) || plan_.steps[p].node->type != type) return -1;
+    const PlanValue& pv = plan_.values[v];
+    if (pv.kind != Storage::kArena || !pv.shape_known) return -1;
+    return p;
+  }
+  int consumer(int v) const { return uses_[v] == 1 ? consumer_[v] : -1; }
+  void Absorb(int s) { absorbed_[s] = true; }
+  const PlanValue& value(int v) const { return plan_.values[v]; }
+  const PlanStep& step(int s) const { return plan_.steps[s]; }
+
+  // A plan-time f32 constant of one element (a weight or a folded value).
+  std::optional<double> ScalarConstant(int v) const {
+    if (v < 0) return std::nullopt;
+    const PlanValue& pv = plan_.values[v];
+    if ((pv.kind != Storage::kWeight && pv.kind != Storage::kFolded) || pv.data == nullptr) return std::nullopt;
+    if (pv.dtype != DType::kF32 || ir::NumElements(pv.shape) != 1) return std::nullopt;
+    float f;
+    std::memcpy(&f, pv.data, sizeof(f));
+    return f;
+  }
+
+  // `s` is Mul(x, c), Mul(c, x) or Div(x, c) with a scalar constant c whose
+  // rank does not widen x: the scale, and x in *x.
+  std::optional<ir::AttentionScale> ScaleOf(int s, int* x) const {
+    const PlanStep& st = plan_.steps[s];
+    if (st.inputs.size() != 2) return std::nullopt;
+    const std::string& type = st.node->type;
+    const int out = st.outputs[0];
+    for (int side = 0; side < 2; ++side) {
+      if (type == "Div" && side == 1) break;
+      const int data = st.inputs[side], c = st.inputs[1 - side];
+      if (data < 0 || data == c) continue;
+      std::optional<double> value = ScalarConstant(c);
+      if (!value.has_value() || plan_.values[c].shape.size() > plan_.values[data].shape.size()) continue;
+      if (plan_.values[data].shape != plan_.values[out].shape || plan_.values[data].dtype != DType::kF32) continue;
+      *x = data;
+      return ir::AttentionScale{type == "Div" ? ir::AttentionScaleOp::kDiv : ir::AttentionScaleOp::kMul, *value};
+    }
+    return std::nullopt;
+  }
+  // The producer of `v` if it is a Mul or Div by a scalar constant.
+  int ScaleProducer(int v) const {
+    int p = AbsorbableProducer(v, "Mul");
+    if (p < 0) p = AbsorbableProducer(v, "Div");
+    return p;
+  }
+
+ private:
+  PlanGraph& plan_;
+  ir::Backend backend_;
+  std::vector<int> uses_, consumer_, producer_;
+  std::vector<bool> absorbed_;
+};
+
+// Whether `shape` broadcasts to `target` without widening it.
+bool BroadcastsTo(const std::vector<int64_t>& shape, const std::vector<int64_t>& target) {
+  if (shape.size() > target.size()) return false;
+  const size_t lead = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1 && shape[i] != target[lead + i]) return false;
+  }
+  return true;
+}
+
+// One chain found: its steps (in plan order at the end), the fused node's
+// inputs (value ids) and attributes.
+struct Chain {
+  std::vector<int> steps;
+  std::vector<int> intermediates;  // values computed inside the fused kernel
+  int q = -1, k = -1, v = -1, mask = -1, out = -1;
+  ir::AttentionAttrs attrs;
+};
+
+std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
+  if (!f.Linkable(softmax)) return std::nullopt;
+  const PlanStep& sm = f.step(softmax);
+  if (sm.node->type != "Softmax" || sm.inputs.size() != 1 || sm.inputs[0] < 0) return std::nullopt;
+  Chain c;
+  const int probs = sm.outputs[0];
+  const PlanValue& scores_v = f.value(sm.inputs[0]);
+  const int rank = static_cast<int>(scores_v.shape.size());
+  if (scores_v.dtype != DType::kF32 || !scores_v.shape_known || (rank != 3 && rank != 4)) return std::nullopt;
+  absl::StatusOr<int> axis = ir::NormalizeAxis(sm.node->attrs.GetInt("axis", -1), rank);
+  if (!axis.ok() || *axis != rank - 1) return std::nullopt;
+  if (f.value(probs).kind != Storage::kArena) return std::nullopt;
+  const std::vector<int64_t> scores_shape = scores_v.shape;
+
+  // Forward: MatMul(probs, V).
+  const int m2 = f.consumer(probs);
+  if (!f.Linkable(m2) || f.step(m2).node->type != "MatMul") return std::nullopt;
+  const PlanStep& pv = f.step(m2);
+  if (pv.inputs.size() != 2 || pv.inputs[0] != probs || pv.inputs[1] == probs || pv.inputs[1] < 0) return std::nullopt;
+  c.v = pv.inputs[1];
+  c.out = pv.outputs[0];
+  c.steps = {softmax, m2};
+  c.intermediates = {probs};
+
+  // Backward from the scores: the mask, then the scale, then MatMul(Q', K').
+  int cur = sm.inputs[0];
+  if (int p = f.AbsorbableProducer(cur, "Add"); p >= 0) {
+    const PlanStep& add = f.step(p);
+    if (add.inputs.size() == 2 && add.inputs[0] != add.inputs[1]) {
+      const int x = add.inputs[0], m = add.inputs[1];
+      for (int side = 0; side < 2; ++side) {
+        const int data = side == 0 ? x : m, mask = side == 0 ? m : x;
+        if (data < 0 || mask < 0 || f.value(data).shape != scores_shape) continue;
+        // The scores' side leads on to the product (or its scale).
+        if (f.ScaleProducer(data) < 0 && f.AbsorbableProducer(data, "MatMul") < 0) continue;
+        if (f.value(mask).dtype != DType::kF32 || !f.value(mask).shape_known ||
+            !BroadcastsTo(f.value(mask).shape, scores_shape)) {
+          continue;
+        }
+        c.mask = mask;
+        c.attrs.mask = ir::AttentionMaskKind::kAdd;
+        c.steps.push_back(p);
+        c.intermediates.push_back(cur);
+        cur = data;
+        break;
+      }
+    }
+  } else if (int w = f.AbsorbableProducer(cur, "Where"); w >= 0) {
+    const PlanStep& where = f.step(w);
+    if (where.inputs.size() == 3 && where.inputs[1] != where.inputs[2] && where.inputs[0] >= 0) {
+      const int cond = where.inputs[0];
+      for (int side = 1; side <= 2; ++side) {
+        const int data = where.inputs[side], fill = where.inputs[3 - side];
+        std::optional<double> value = f.ScalarConstant(fill);
+        if (data < 0 || !value.has_value() || f.value(data).shape != scores_shape) continue;
+        if (f.value(fill).shape.size() > scores_shape.size()) continue;
+        const PlanValue& cv = f.value(cond);
+        if (cv.dtype != DType::kBool || !cv.shape_known || !BroadcastsTo(cv.shape, scores_shape)) continue;
+        c.mask = cond;
+        c.attrs.mask = ir::AttentionMaskKind::kWhere;
+        c.attrs.mask_fill = *value;
+        c.attrs.fill_if_true = side == 2;  // Where(cond, fill, scores)
+        c.steps.push_back(w);
+        c.intermediates.push_back(cur);
+        cur = data;
+        break;
+      }
+    }
+  }
+  if (int p = f.ScaleProducer(cur); p >= 0) {
+    int x = -1;
+    if (std::optional<ir::AttentionScale> s = f.ScaleOf(p, &x); s.has_value()) {
+      c.attrs.scale = *s;
+      c.steps.push_back(p);
+      c.intermediates.push_back(cur);
+      cur = x;
+    }
+  }
+  const int m1 = f.AbsorbableProducer(cur, "MatMul");
+  if (m1 < 0) return std::nullopt;
+  const PlanStep& qk = f.step(m1);
+  if (qk.inputs.size() != 2 || qk.inputs[0] < 0 || qk.inputs[1] < 0 || qk.inputs[0] == qk.inputs[1]) {
+    return std::nullopt;
+  }
+  c.steps.push_back(m1);
+  c.intermediates.push_back(cur);
+  int q = qk.inputs[0], k = qk.inputs[1];
+  if (int p = f.ScaleProducer(q); p >= 0) {
+    int x = -1;
+    if (std::optional<ir::AttentionScale> s = f.ScaleOf(p, &x); s.has_value()) {
+      c.attrs.q_scale = *s;
+      c.steps.push_back(p);
+      c.intermediates.push_back(q);
+      q = x;
+    }
+  }
+  // K': a scale and a Transpose of the last two axes, in either order.
+  bool transposed_away = false;
+  for (int round = 0; round < 2; ++round) {
+    if (c.attrs.k_scale.op == ir::AttentionScaleOp::kNone) {
+      if (int p = f.ScaleProducer(k); p >= 0) {
+        int x = -1;
+        if (std::optional<ir::AttentionScale> s = f.ScaleOf(p, &x); s.has_value()) {
+          c.attrs.k_scale = *s;
+          c.steps.push_back(p);
+          c.intermediates.push_back(k);
+          k = x;
+          continue;
+        }
+      }
+    }
+    if (!transposed_away) {
+      if (int p = f.AbsorbableProducer(k, "Transpose"); p >= 0) {
+        const PlanStep& t = f.step(p);
+        std::vector<int64_t> perm = t.node->attrs.GetInts("perm");
+        std::vector<int64_t> swap_last(rank);
+        for (int i = 0; i < rank; ++i) swap_last[i] = i;
+        std::swap(swap_last[rank - 1], swap_last[rank - 2]);
+        if (t.inputs.size() == 1 && t.inputs[0] >= 0 && perm == swap_last) {
+          transposed_away = true;
+          c.steps.push_back(p);
+          c.intermediates.push_back(k);
+          k = t.inputs[0];
+          continue;
+        }
+      }
+    }
+    break;
+  }
+  c.attrs.k_transposed = !transposed_away;
+  c.q = q;
+  c.k = k;
+
+  // Shapes: Q [B.., sq, d], K [B.., sk, d] (Kᵀ [B.., d, sk]), V [B.., sk, dv].
+  for (int id : {c.q, c.k, c.v, c.out}) {
+    const PlanValue& val = f.value(id);
+    if (val.dtype != DType::kF32 || !val.shape_known || static_cast<int>(val.shape.size()) != rank) {
+      return std::nullopt;
+    }
+  }
+  const std::vector<int64_t>& qs = f.value(c.q).shape;
+  const std::vector<int64_t>& ks = f.value(c.k).shape;
+  const std::vector<int64_t>& vs = f.value(c.v).shape;
+  const int64_t sk = c.attrs.k_transposed ? ks[rank - 1] : ks[rank - 2];
+  const int64_t kd = c.attrs.k_transposed ? ks[rank - 2] : ks[rank - 1];
+  if (kd != qs[rank - 1] || sk != vs[rank - 2] || scores_shape[rank - 2] != qs[rank - 2] ||
+      scores_shape[rank - 1] != sk) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> out_shape(scores_shape.begin(), scores_shape.end() - 2);
+  for (const std::vector<int64_t>* s : {&qs, &ks, &vs}) {
+    if (!BroadcastsTo(std::vector<int64_t>(s->begin(), s->end() - 2), out_shape)) return std::nullopt;
+  }
+  out_shape.push_back(qs[rank - 2]);
+  out_shape.push_back(vs[rank - 1]);
+  if (f.value(c.out).shape != out_shape) return std::nullopt;
+  std::sort(c.steps.begin(), c.steps.end());
+  return c;
+}
+
+}  // namespace
+
+bool AttentionFusionEnabled() { return FusionSwitch().load(std::memory_order_relaxed); }
+void SetAttentionFusionEnabled(bool enabled) { FusionSwitch().store(enabled, std::memory_order_relaxed); }
+
+int FuseAttention(PlanGraph& plan, ir::Backend backend, const Backend* backend_impl) {
+  if (!AttentionFusionEnabled()) return 0;
+  const ir::OpDef* def = GlobalOpRegistry().Find(ir::kFusedAttentionOp);
+  if (def == nullptr || def->kernels[static_cast<int>(backend)] == nullptr) return 0;
+  ChainFinder finder(plan, backend);
+  std::vector<std::optional<PlanStep>> replacement(plan.steps.size());
+  std::vector<bool> removed(plan.steps.size(), false);
+  int fused = 0;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    std::optional<Chain> chain = MatchAt(finder, static_cast<int>(s));
+    if (!chain.has_value()) continue;
+    auto node = std::make_unique<ir::Node>();
+    node->type = ir::kFusedAttentionOp;
+    node->def = def;
+    std::vector<std::string> names;
+    for (int st : chain->steps) {
+      const ir::Node& n = *plan.steps[st].node;
+      names.push_back(n.name.empty() ? n.type : n.name);
+    }
+    node->name = absl::StrCat("attention(", absl::StrJoin(names, "+"), ")");
+    std::vector<int> inputs = {chain->q, chain->k, chain->v};
+    if (chain->mask >= 0) inputs.push_back(chain->mask);
+    std::vector<DType> dtypes;
+    for (int v : inputs) {
+      node->inputs.push_back(plan.values[v].tensor);
+      dtypes.push_back(plan.values[v].dtype);
+    }
+    node->outputs = {plan.values[chain->out].tensor};
+    dtypes.push_back(plan.values[chain->out].dtype);
+    ir::WriteAttentionAttrs(chain->attrs, &node->attrs);
+    const ir::Node& last = *plan.steps[chain->steps.back()].node;
+    node->subgraph = last.subgraph;
+    node->index = last.index;
+    if (backend_impl != nullptr && backend != ir::Backend::kCpu && !backend_impl->Takes(*node, dtypes)) continue;
+
+    PlanStep step;
+    step.node = node.get();
+    step.backend = backend;
+    step.kernel = def->kernels[static_cast<int>(backend)];
+    step.prepare = def->prepares[static_cast<int>(backend)];
+    step.inputs = inputs;
+    step.outputs = {chain->out};
+    plan.owned_nodes.push_back(std::move(node));
+    for (int st : chain->steps) {
+      finder.Absorb(st);
+      removed[st] = true;
+    }
+    for (int v : chain->intermediates) plan.values[v].kind = Storage::kFusedAway;
+    replacement[chain->steps.back()] = std::move(step);
+    ++fused;
+    ++plan.fused_steps;
+    plan.fused_ops += static_cast<int>(chain->steps.size());
+  }
+  if (fused == 0) return 0;
+  std::vector<PlanStep> kept;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (replacement[s].has_value()) {
+      kept.push_back(std::move(*replacement[s]));
+    } else if (!removed[s]) {
+      kept.push_back(std::move(plan.steps[s]));
+    }
+  }
+  plan.steps = std::move(kept);
+  return fused;
+}
+
+}  // namespace grove::runtime

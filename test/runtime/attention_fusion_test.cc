@@ -1,0 +1,158 @@
+// The attention plan pass (lib/runtime/attention_fusion.h): which chains
+// become one FusedAttention step on the CPU and CUDA plans (DescribeExecution
+// plans for CUDA on a recording device, no GPU needed), which stay as they
+// are, and that a fused plan computes what the unfused one does.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/runtime/attention_fusion.h"
+#include "test/attention_test_util.h"
+
+namespace grove::testing {
+namespace {
+
+// Plans made inside its scope fuse attention or not.
+class ScopedAttentionFusion {
+ public:
+  explicit ScopedAttentionFusion(bool on) : was_(runtime::AttentionFusionEnabled()) {
+    runtime::SetAttentionFusionEnabled(on);
+  }
+  ~ScopedAttentionFusion() { runtime::SetAttentionFusionEnabled(was_); }
+
+ private:
+  bool was_;
+};
+
+struct StepCounts {
+  int fused = 0, softmax = 0, matmul = 0, total = 0;
+  std::string fused_name;
+};
+
+StepCounts Steps(const Model& model, const std::vector<Tensor>& inputs, Device device) {
+  ExecutionInfoOptions o;
+  o.device = device;
+  for (const Tensor& t : inputs) o.input_shapes.push_back(t.shape());
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(model, o);
+  EXPECT_TRUE(info.ok()) << info.status();
+  StepCounts c;
+  if (!info.ok()) return c;
+  for (const StepInfo& s : info->paths[0].steps) {
+    ++c.total;
+    if (s.op == "FusedAttention") {
+      ++c.fused;
+      c.fused_name = s.node;
+    }
+    c.softmax += s.op == "Softmax";
+    c.matmul += s.op == "MatMul";
+  }
+  return c;
+}
+
+std::vector<Tensor> RunModel(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs) {
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(model, SessionOptions{});
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return {};
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(views);
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> copies;
+  if (out.ok()) {
+    for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
+  }
+  return copies;
+}
+
+// Fused and unfused plans give the same outputs at these sequence lengths.
+void ExpectSameOutputs(const AttentionChainSpec& spec, std::vector<int64_t> seqs) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = BuildAttentionChain(spec);
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (int64_t s : seqs) {
+    SCOPED_TRACE(absl::StrCat("seq ", s));
+    const std::vector<Tensor> in = AttentionChainInputs(spec, s);
+    std::vector<Tensor> fused, unfused;
+    {
+      ScopedAttentionFusion on(true);
+      fused = RunModel(*model, in);
+    }
+    {
+      ScopedAttentionFusion off(false);
+      unfused = RunModel(*model, in);
+    }
+    ASSERT_EQ(fused.size(), unfused.size());
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_EQ(CompareAttention(unfused[i], fused[i], 1e-5), "") << i;
+  }
+}
+
+class FusesTest : public ::testing::TestWithParam<std::pair<std::string, AttentionChainSpec>> {};
+
+TEST_P(FusesTest, OneStepOnBothBackendsAndTheSameOutputs) {
+  const AttentionChainSpec& spec = GetParam().second;
+  absl::StatusOr<std::shared_ptr<const Model>> model = BuildAttentionChain(spec);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<Tensor> in = AttentionChainInputs(spec, 5);
+  for (Device device : {Device::kCpu, Device::kCuda}) {
+    SCOPED_TRACE(device == Device::kCpu ? "cpu" : "cuda");
+    const StepCounts fused = Steps(**model, in, device);
+    EXPECT_EQ(fused.fused, 1);
+    EXPECT_EQ(fused.softmax, 0);
+    EXPECT_EQ(fused.matmul, 0);
+    EXPECT_NE(fused.fused_name.find("softmax"), std::string::npos) << fused.fused_name;
+    ScopedAttentionFusion off(false);
+    const StepCounts unfused = Steps(**model, in, device);
+    EXPECT_EQ(unfused.fused, 0);
+    EXPECT_EQ(unfused.softmax, 1);
+    EXPECT_EQ(unfused.matmul, 2);
+    EXPECT_LT(fused.total, unfused.total);
+  }
+  ExpectSameOutputs(spec, {1, 5, 33});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Chains, FusesTest,
+    ::testing::Values(
+        std::make_pair("gpt_div_causal_trilu_where", AttentionChainSpec{.mask = 2}),
+        std::make_pair("kt_given_mul_left_additive", AttentionChainSpec{.transpose_k = false, .scale = 1, .mask = 1}),
+        std::make_pair("encoder_prescaled_rank3", AttentionChainSpec{.rank = 3, .transpose_k = false, .scale = 0,
+                                                                     .prescale_qk = true}),
+        std::make_pair("no_scale_no_mask", AttentionChainSpec{.scale = 0}),
+        std::make_pair("rank3_transpose_div_additive", AttentionChainSpec{.rank = 3, .mask = 1})),
+    [](const auto& info) { return info.param.first; });
+
+TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) {
+  const std::pair<std::string, AttentionChainSpec> cases[] = {
+      {"scores are an output", AttentionChainSpec{.mask = 1, .leak_scores = true}},
+      {"probabilities are an output", AttentionChainSpec{.leak_probs = true}},
+      {"softmax over another axis", AttentionChainSpec{.softmax_axis = 2}},
+      {"V broadcast from rank 2", AttentionChainSpec{.v_rank2 = true}},
+  };
+  for (const auto& [name, spec] : cases) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::shared_ptr<const Model>> model = BuildAttentionChain(spec);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const std::vector<Tensor> in = AttentionChainInputs(spec, 6);
+    for (Device device : {Device::kCpu, Device::kCuda}) {
+      const StepCounts c = Steps(**model, in, device);
+      EXPECT_EQ(c.fused, 0);
+      EXPECT_EQ(c.softmax, 1);
+    }
+    ExpectSameOutputs(spec, {6});
+  }
+}
+
+TEST(AttentionFusionTest, TheSwitchTurnsItOff) {
+  const AttentionChainSpec spec{.mask = 2};
+  absl::StatusOr<std::shared_ptr<const Model>> model = BuildAttentionChain(spec);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<Tensor> in = AttentionChainInputs(spec, 4);
+  ScopedAttentionFusion off(false);
+  EXPECT_FALSE(runtime::AttentionFusionEnabled());
+  EXPECT_EQ(Steps(**model, in, Device::kCpu).fused, 0);
+  runtime::SetAttentionFusionEnabled(true);
+  EXPECT_EQ(Steps(**model, in, Device::kCpu).fused, 1);
+}
+
+}  // namespace
+}  // namespace grove::testing
