@@ -30,7 +30,9 @@ constexpr char kUsage[] =
     "graph, each If branch and Loop body): its steps and which backend runs\n"
     "each, its straight-line segments, and each step that needs the host and\n"
     "so ends a segment (control flow, a CPU fallback, shapes or values read\n"
-    "back), with the reason. --device cuda needs no GPU.\n"
+    "back), with the reason, and each attention chain fused into one step\n"
+    "(\"fused attention: ...\"; GROVE_FUSE_ATTENTION=0 keeps them apart).\n"
+    "--device cuda needs no GPU.\n"
     "\n"
     "Flags:\n"
     "  --shape NAME=3x16  an input's shape; NAME= is a scalar (repeatable)\n"
@@ -47,6 +49,14 @@ struct Plan {
   std::optional<ExecutionInfo> execution;  // with --device
 };
 
+// The op of a step the attention plan pass made (lib/runtime/attention_fusion.h).
+constexpr char kFusedAttention[] = "FusedAttention";
+
+int FusedAttentionSteps(const PathInfo& path) {
+  return static_cast<int>(std::count_if(path.steps.begin(), path.steps.end(),
+                                        [](const StepInfo& st) { return st.op == kFusedAttention; }));
+}
+
 std::string StepName(const std::string& op, const std::string& node) {
   return node.empty() ? TerminalSafe(op) : absl::StrCat(TerminalSafe(op), " '", TerminalSafe(node), "'");
 }
@@ -62,6 +72,9 @@ std::string ExecutionText(const ExecutionInfo& info) {
     absl::StrAppend(&out, path.steps.size(), " steps, ", path.segments.size(),
                     path.segments.size() == 1 ? " segment, " : " segments, ", path.host_steps.size(),
                     path.host_steps.size() == 1 ? " step needs the host\n" : " steps need the host\n");
+    for (const StepInfo& st : path.steps) {
+      if (st.op == kFusedAttention) absl::StrAppend(&out, "    fused attention: ", TerminalSafe(st.node), "\n");
+    }
     size_t h = 0;
     for (size_t k = 0; k <= path.segments.size(); ++k) {
       const int until = k < path.segments.size() ? path.segments[k].first_step : static_cast<int>(path.steps.size());
@@ -103,7 +116,7 @@ std::string ExecutionJson(const ExecutionInfo& info) {
                                   JsonString(hs.node), ",\"reason\":", JsonString(hs.reason), "}"));
     }
     paths.push_back(absl::StrCat("{\"path\":", JsonString(path.path), ",\"note\":", JsonString(path.note),
-                                 ",\"steps\":[", absl::StrJoin(steps, ","), "],\"segments\":[",
+                                 ",\"num_fused_attention\":", FusedAttentionSteps(path), ",\"steps\":[", absl::StrJoin(steps, ","), "],\"segments\":[",
                                  absl::StrJoin(segments, ","), "],\"host_steps\":[", absl::StrJoin(host, ","), "]}"));
   }
   return absl::StrCat("{\"device\":", JsonString(info.device), ",\"paths\":[", absl::StrJoin(paths, ","), "]}");

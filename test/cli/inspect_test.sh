@@ -99,6 +99,22 @@ if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cpu --json
   json_check 'd["segments"]["device"] == "cpu" and len(d["segments"]["paths"][0]["segments"]) == 1'
   json_check 'all(s["backend"] == "cpu" for s in d["segments"]["paths"][0]["steps"])'
 fi
+# The demo transformer's attention (MatMul, Mul by a scale, Softmax, MatMul)
+# is one FusedAttention step on both backends; GROVE_FUSE_ATTENTION=0 keeps
+# the four steps.
+if expect_ok "$G" inspect "$MODELS/transformer.grove" --shape x=2x7x32 --device cpu; then
+  expect_stdout "^    fused attention: attention\(.*Softmax.*\)$"
+  expect_stdout "FusedAttention 'attention\(.*\)' \(cpu\)"
+fi
+if expect_ok "$G" inspect "$MODELS/transformer.grove" --shape x=2x7x32 --device cuda --json; then
+  json_check 'd["segments"]["paths"][0]["num_fused_attention"] == 1'
+  json_check 'not any(s["op"] == "Softmax" for s in d["segments"]["paths"][0]["steps"])'
+  json_check 'any(s["op"] == "FusedAttention" and s["backend"] == "cuda" for s in d["segments"]["paths"][0]["steps"])'
+fi
+if expect_ok env GROVE_FUSE_ATTENTION=0 "$G" inspect "$MODELS/transformer.grove" --shape x=2x7x32 --device cpu --json; then
+  json_check 'd["segments"]["paths"][0]["num_fused_attention"] == 0'
+  json_check 'any(s["op"] == "Softmax" for s in d["segments"]["paths"][0]["steps"])'
+fi
 expect_fail 2 "--device must be cpu or cuda" "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device tpu
 expect_fail 2 "--arch goes with --device cuda" "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --arch sm_80
 expect_fail 1 "give --shape" "$G" inspect "$MODELS/mlp.grove" --device cuda
