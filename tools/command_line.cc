@@ -252,6 +252,15 @@ int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, boo
     if (!graphs.ok()) return UsageError(graphs.status().message());
     options->cuda_graphs = *graphs;
   }
+  if (args.Has("threads")) {
+    const std::string& v = args.Values("threads")[0];
+    int threads = -1;
+    if (!absl::SimpleAtoi(v, &threads) || threads < 0 || threads > kMaxIntraOpThreads) {
+      return UsageError(absl::StrCat("--threads wants 1 to ", kMaxIntraOpThreads, ", or 0 for one per core, not '", v,
+                                     "'"));
+    }
+    options->intra_op_threads = threads;
+  }
   return -1;
 }
 

@@ -56,6 +56,8 @@ constexpr char kUsage[] =
     "                         where to run (default auto: CUDA if present, else\n"
     "                         CPU); emulated-cuda: the CUDA path, graphs included,\n"
     "                         with its kernels run as host C++ (slow; no GPU needed)\n"
+    "  --threads N            CPU: split each large kernel's work over N threads,\n"
+    "                         this one included (default 1; 0: one per core)\n"
     "  --repeat N             run N times (each case): the first run's time (plans,\n"
     "                         kernel loading) and the mean of the others (default 1)\n"
     "  --strict-device        fail instead of running ops without a CUDA kernel\n"
@@ -323,7 +325,7 @@ int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
       {"input", kRepeatedValue}, {"case", kRepeatedValue},  {"output-dir", kValue},  {"device", kValue},
       {"repeat", kValue},        {"strict-device", kSwitch}, {"gemm-math", kValue},  {"deadline-ms", kValue},
-      {"graphs", kValue},        {"json", kSwitch}};
+      {"graphs", kValue},        {"json", kSwitch},          {"threads", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {

@@ -290,6 +290,9 @@ class CancellationToken {
   std::atomic<bool> cancelled_{false};
 };
 
+// The most threads SessionOptions::intra_op_threads takes.
+inline constexpr int kMaxIntraOpThreads = 256;
+
 struct SessionOptions {
   Device device = Device::kAuto;
   // Each run (Run, RunInto, RunValues) must end within this many
@@ -310,6 +313,21 @@ struct SessionOptions {
   // past this the least recently used one of an earlier run is dropped (or,
   // when all served the current run, the most recently used). 0: no limit.
   int max_cached_plans = 64;
+  // Threads a CPU session splits one large kernel's work over, the calling
+  // thread included: elementwise ops, reductions, Softmax and the norms (by
+  // rows), transposes, copies and Concat, and oneDNN's steps (Conv, MatMul,
+  // Gemm). The session starts intra_op_threads - 1 worker threads of its
+  // own, which no other session uses, so sessions whose counts add up to the
+  // cores do not oversubscribe them (two sessions of 2 on 4 cores). Small
+  // tensors stay on the calling thread. The reference kernels' results do
+  // not depend on the count (work is split by elements and rows, never
+  // inside one sum); oneDNN's agree within its usual bounds. 1 (the
+  // default): the calling thread only; 0: one thread per core this process
+  // may run on (its CPU affinity); at most kMaxIntraOpThreads. A CUDA
+  // session's CPU steps run on the calling thread. OpenBLAS (f64 and
+  // half-precision GEMMs, the recurrent ops) keeps its own process-wide
+  // threads: OPENBLAS_NUM_THREADS.
+  int intra_op_threads = 1;
 
   // --- CUDA only ---
   int cuda_device = 0;          // device ordinal

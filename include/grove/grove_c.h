@@ -353,7 +353,8 @@ GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
  *
  * Versions (see "Versioned structs" at the top):
  *   1 (GROVE_SESSION_OPTIONS_SIZE_V1): device ... max_body_runs.
- *   2 (GROVE_SESSION_OPTIONS_SIZE_V2): cuda_graphs, max_cached_graphs. */
+ *   2 (GROVE_SESSION_OPTIONS_SIZE_V2): cuda_graphs, max_cached_graphs.
+ *   3 (GROVE_SESSION_OPTIONS_SIZE_V3): intra_op_threads. */
 typedef struct grove_session_options_t {
   size_t struct_size;        /* sizeof(grove_session_options_t) as the caller declares it */
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
@@ -381,6 +382,12 @@ typedef struct grove_session_options_t {
   /* Most graphs kept per session (least recently replayed dropped first);
    * 0: no limit. Default 512. */
   int32_t max_cached_graphs;
+  /* Version 3. Threads a CPU session splits one large kernel's work over,
+   * the calling thread included; the session starts intra_op_threads - 1
+   * workers of its own (see grove::SessionOptions::intra_op_threads).
+   * 1 (default): the calling thread only; 0: one per core the process may
+   * run on; at most 256. */
+  int64_t intra_op_threads;
 } grove_session_options_t;
 
 /* The size of each version of grove_session_options_t. */
@@ -388,6 +395,8 @@ typedef struct grove_session_options_t {
   (offsetof(grove_session_options_t, max_body_runs) + sizeof(int64_t))
 #define GROVE_SESSION_OPTIONS_SIZE_V2 \
   (offsetof(grove_session_options_t, max_cached_graphs) + sizeof(int32_t))
+#define GROVE_SESSION_OPTIONS_SIZE_V3 \
+  (offsetof(grove_session_options_t, intra_op_threads) + sizeof(int64_t))
 
 /* Sets out_options->struct_size to `struct_size` and writes the defaults of
  * the fields within it; bytes past the fields this library knows (a newer

@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const SessionOptions& opt
     default:
       return absl::InvalidArgumentError(absl::StrCat("unknown device ", static_cast<int>(options.device)));
   }
-  if (cuda_device == nullptr) return cpu::CreateCpuBackend();
+  if (cuda_device == nullptr) return cpu::CreateCpuBackend(options.intra_op_threads);
   return cuda::CreateCudaBackend(std::move(cuda_device), options);
 }
 
@@ -107,7 +107,9 @@ absl::StatusOr<std::unique_ptr<Session>> CreateSessionOnDevice(std::shared_ptr<c
   if (model == nullptr) return absl::InvalidArgumentError("Session::Create: model is null");
   std::unique_ptr<runtime::Backend> backend;
   if (device == nullptr) {
-    backend = cpu::CreateCpuBackend();
+    absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cpu::CreateCpuBackend(options.intra_op_threads);
+    if (!b.ok()) return b.status();
+    backend = *std::move(b);
   } else {
     absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cuda::CreateCudaBackend(std::move(device), options);
     if (!b.ok()) return b.status();
@@ -122,7 +124,12 @@ absl::StatusOr<ExecutionInfo> DescribeExecution(const Model& model, const Execut
   std::unique_ptr<runtime::Backend> backend;
   std::string device = "cpu";
   switch (options.device) {
-    case Device::kCpu: backend = cpu::CreateCpuBackend(); break;
+    case Device::kCpu: {
+      absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cpu::CreateCpuBackend();
+      if (!b.ok()) return b.status();
+      backend = *std::move(b);
+      break;
+    }
     case Device::kCuda: {
       absl::StatusOr<int> arch = jit::ParseArch(options.arch);
       if (!arch.ok()) return arch.status();

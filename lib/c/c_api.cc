@@ -89,7 +89,8 @@ static_assert(sizeof(void*) != 8 || sizeof(grove_string_t) == 16);
 // whole struct (no trailing padding a version size would miss).
 static_assert(offsetof(grove_session_options_t, struct_size) == 0);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V1 < GROVE_SESSION_OPTIONS_SIZE_V2);
-static_assert(GROVE_SESSION_OPTIONS_SIZE_V2 == sizeof(grove_session_options_t));
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V2 < GROVE_SESSION_OPTIONS_SIZE_V3);
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V3 == sizeof(grove_session_options_t));
 static_assert(offsetof(grove_session_stats_t, struct_size) == 0);
 static_assert(GROVE_SESSION_STATS_SIZE_V1 < GROVE_SESSION_STATS_SIZE_V2);
 static_assert(GROVE_SESSION_STATS_SIZE_V2 < GROVE_SESSION_STATS_SIZE_V3);
@@ -365,7 +366,8 @@ struct StructVersions {
   const char* initializer;
   absl::Span<const size_t> sizes;
 };
-constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION_OPTIONS_SIZE_V2};
+constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION_OPTIONS_SIZE_V2,
+                                    GROVE_SESSION_OPTIONS_SIZE_V3};
 constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2,
                                   GROVE_SESSION_STATS_SIZE_V3, GROVE_SESSION_STATS_SIZE_V4};
 constexpr StructVersions kOptionsVersions{"grove_session_options_t", "grove_session_options_initialize()",
@@ -670,6 +672,7 @@ grove_session_options_t DefaultOptions() {
   o.max_body_runs = defaults.max_body_runs;
   o.cuda_graphs = static_cast<grove_graph_mode_t>(defaults.cuda_graphs);
   o.max_cached_graphs = defaults.max_cached_graphs;
+  o.intra_op_threads = defaults.intra_op_threads;
   return o;
 }
 
@@ -731,6 +734,11 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
     return InvalidArgument(function, absl::StrCat("options->max_cached_graphs is negative (", o.max_cached_graphs,
                                                   "); 0 means no limit"));
   }
+  if (o.intra_op_threads < 0 || o.intra_op_threads > grove::kMaxIntraOpThreads) {
+    return InvalidArgument(function, absl::StrCat("options->intra_op_threads is ", o.intra_op_threads,
+                                                  " (1 to ", grove::kMaxIntraOpThreads,
+                                                  ", or 0 for one per core, expected)"));
+  }
   if (o.cancel_token != nullptr) {
     if (grove_status_t* bad = CheckToken(function, o.cancel_token)) return bad;
     out->cancellation = o.cancel_token->token;
@@ -746,6 +754,7 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
   out->max_body_runs = o.max_body_runs;
   out->cuda_graphs = static_cast<grove::GraphMode>(o.cuda_graphs);
   out->max_cached_graphs = o.max_cached_graphs;
+  out->intra_op_threads = static_cast<int>(o.intra_op_threads);
   return nullptr;
 }
 

@@ -25,6 +25,7 @@
 namespace grove::ir {
 
 class StringArena;
+class IntraOpThreads;  // lib/ir/intra_op_threads.h
 
 enum class Backend : int { kCpu = 0, kCuda = 1 };
 inline constexpr int kNumBackends = 2;
@@ -135,6 +136,11 @@ class KernelContext {
     // The backend's state for this step (cuda::ExecContext on the CUDA
     // backend), nullptr on the CPU backend.
     virtual void* backend_context() { return nullptr; }
+    // The threads a CPU kernel may split its work over: the session's
+    // intra-op pool (SessionOptions::intra_op_threads). nullptr: the calling
+    // thread only (RunKernel's hosts, plan-time folding, prepares, a CUDA
+    // session's CPU steps).
+    virtual IntraOpThreads* intra_op_threads() { return nullptr; }
     // Where the bytes of strings the kernel makes live (lib/ir/string_arena.h);
     // nullptr where no strings may be made (plan-time folding).
     virtual StringArena* strings() { return nullptr; }

@@ -84,6 +84,10 @@ class Backend {
   // What kernels reach through KernelContext::Host::backend_context()
   // (cuda::ExecContext on CUDA), nullptr on the CPU.
   virtual void* kernel_context() = 0;
+  // The threads this backend's kernels split work over
+  // (KernelContext::Host::intra_op_threads): the CPU backend's own pool of
+  // SessionOptions::intra_op_threads; nullptr: the calling thread only.
+  virtual ir::IntraOpThreads* intra_op_threads() { return nullptr; }
   // Host copies of the next step's inputs whose values the plan knows
   // (weights, folded values), nullptr elsewhere: CUDA kernels read them
   // instead of the device (cuda::ExecContext::host_input).

@@ -11,12 +11,15 @@
 namespace grove::runtime {
 namespace {
 
-// What a prepare sees of its host: the backend's state, nothing to allocate
-// or run.
+// What a prepare sees of its host: the backend's state and threads (oneDNN
+// makes a primitive for the count its invoke will run on), nothing to
+// allocate or run.
 class PrepareHost : public ir::KernelContext::Host {
  public:
-  explicit PrepareHost(void* backend_context) : backend_context_(backend_context) {}
+  PrepareHost(void* backend_context, ir::IntraOpThreads* threads)
+      : backend_context_(backend_context), threads_(threads) {}
   void* backend_context() override { return backend_context_; }
+  ir::IntraOpThreads* intra_op_threads() override { return threads_; }
   absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
     return absl::InternalError("a kernel's prepare asked to allocate an output");
   }
@@ -26,12 +29,13 @@ class PrepareHost : public ir::KernelContext::Host {
 
  private:
   void* backend_context_;
+  ir::IntraOpThreads* threads_;
 };
 
 }  // namespace
 
 absl::Status ExecutionPlan::PrepareSteps(Backend& backend) {
-  PrepareHost host(backend.kernel_context());
+  PrepareHost host(backend.kernel_context(), backend.intra_op_threads());
   std::vector<TensorView> views;
   std::vector<TensorView*> in_ptrs, out_ptrs;
   std::vector<const TensorView*> host_inputs;

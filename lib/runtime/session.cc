@@ -144,6 +144,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
     return absl::InvalidArgumentError(
         absl::StrCat("Session::Create: run_deadline_ms must be >= 0 (0: no deadline), is ", options.run_deadline_ms));
   }
+  if (options.intra_op_threads < 0 || options.intra_op_threads > kMaxIntraOpThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("Session::Create: intra_op_threads must be 1 to ", kMaxIntraOpThreads,
+                                                   " (0: one per core), is ", options.intra_op_threads));
+  }
   absl::StatusOr<std::unique_ptr<runtime::Backend>> backend = runtime::CreateBackend(options);
   if (!backend.ok()) return backend.status();
   return internal::CreateSessionWithBackend(std::move(model), options, *std::move(backend));

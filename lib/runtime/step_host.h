@@ -80,6 +80,7 @@ class StepHost : public ir::KernelContext::Host {
   }
 
   void* backend_context() override { return session_.backend_.kernel_context(); }
+  ir::IntraOpThreads* intra_op_threads() override { return session_.backend_.intra_op_threads(); }
   ir::StringArena* strings() override { return &session_.strings_; }
   absl::StatusOr<void*> Workspace(uint64_t bytes) override {
     if (absl::Status s = session_.step_workspace_.Reserve(bytes); !s.ok()) return s;

@@ -82,7 +82,7 @@ class SymbolInfo(ctypes.Structure):
 
 
 class SessionOptions(ctypes.Structure):
-    """grove_session_options_t, layout version 2."""
+    """grove_session_options_t, layout version 3."""
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("device", ctypes.c_int32),
@@ -97,6 +97,7 @@ class SessionOptions(ctypes.Structure):
         ("max_body_runs", ctypes.c_int64),
         ("cuda_graphs", ctypes.c_int32),
         ("max_cached_graphs", ctypes.c_int32),
+        ("intra_op_threads", ctypes.c_int64),
     ]
 
 

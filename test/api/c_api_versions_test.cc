@@ -37,6 +37,11 @@ struct OptionsV1 {
   grove_cancel_token_t* cancel_token;
   int64_t max_body_runs;
 };
+struct OptionsV2 {
+  OptionsV1 v1;
+  grove_graph_mode_t cuda_graphs;
+  int32_t max_cached_graphs;
+};
 struct StatsV1 {
   size_t struct_size;
   int64_t runs;
@@ -57,6 +62,7 @@ struct StatsV2 {
   int64_t bytes_device_to_host;
 };
 static_assert(sizeof(OptionsV1) == GROVE_SESSION_OPTIONS_SIZE_V1);
+static_assert(sizeof(OptionsV2) == GROVE_SESSION_OPTIONS_SIZE_V2);
 static_assert(sizeof(StatsV1) == GROVE_SESSION_STATS_SIZE_V1);
 static_assert(sizeof(StatsV2) == GROVE_SESSION_STATS_SIZE_V2);
 
@@ -138,7 +144,15 @@ class CApiVersionsTest : public ::testing::Test {
 
 TEST(CApiVersions, SizesOfEachVersion) {
   if (sizeof(void*) == 8) EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V1, 72u);  // two 4-byte holes
-  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V2, sizeof(grove_session_options_t));
+  if (sizeof(void*) == 8) {
+    EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V2, 80u);
+  }
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V2 + sizeof(int64_t));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V3, sizeof(grove_session_options_t));
+  grove_session_options_t options;
+  std::memset(&options, 0x5a, sizeof(options));
+  grove_session_options_initialize(&options);
+  EXPECT_EQ(options.intra_op_threads, grove::SessionOptions().intra_op_threads);
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V1, sizeof(size_t) + 10 * sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V2, sizeof(size_t) + 13 * sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V3, sizeof(size_t) + 23 * sizeof(int64_t) + sizeof(const char*));
@@ -187,6 +201,7 @@ TEST_F(CApiVersionsTest, OlderCallerGetsDefaultsAndNothingWrittenPastItsStructs)
   EXPECT_EQ(made.max_body_runs, 77);
   EXPECT_EQ(made.cuda_graphs, grove::SessionOptions().cuda_graphs);
   EXPECT_EQ(made.max_cached_graphs, grove::SessionOptions().max_cached_graphs);
+  EXPECT_EQ(made.intra_op_threads, grove::SessionOptions().intra_op_threads);
 
   grove_session_t* session = nullptr;
   ASSERT_TRUE(Ok(grove_session_create(model_, reinterpret_cast<const grove_session_options_t*>(&options.value),
@@ -245,10 +260,12 @@ TEST_F(CApiVersionsTest, NewerCallerKnownFieldsHonouredUnknownOptionsMustBeZero)
   EXPECT_EQ(options.value.another_future_option, 0);
   options.value.known.device = GROVE_DEVICE_CPU;
   options.value.known.max_cached_graphs = 3;
+  options.value.known.intra_op_threads = 2;
   grove::SessionOptions made;
   ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options.value.known, &made)));
   EXPECT_EQ(made.device, grove::Device::kCpu);
   EXPECT_EQ(made.max_cached_graphs, 3);
+  EXPECT_EQ(made.intra_op_threads, 2);
 
   grove_session_t* session = nullptr;
   ASSERT_TRUE(Ok(grove_session_create(model_, &options.value.known, &session)));
@@ -293,7 +310,8 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
   EXPECT_THAT(message, HasSubstr("grove_session_create: options->struct_size is 0 (not set)"));
   EXPECT_THAT(message, HasSubstr("grove_session_options_t versions are " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1) + ", " +
-                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V2) + " bytes"));
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V2) + ", " +
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V3) + " bytes"));
   EXPECT_THAT(message, HasSubstr("set it with grove_session_options_initialize()"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 - 8;
@@ -305,6 +323,9 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
   EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)), HasSubstr("below the first version's"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 + 4;
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
+              HasSubstr("between the sizes of two versions"));
+  options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V2 + 4;
   EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
               HasSubstr("between the sizes of two versions"));
 
@@ -352,6 +373,53 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
   EXPECT_THAT(Failure(grove_session_stats(session, nullptr)), HasSubstr("out_stats is NULL"));
   EXPECT_THAT(Failure(grove_session_stats(nullptr, &stats)), HasSubstr("session is NULL"));
   grove_session_release(session);
+}
+
+// A version-2 caller (before intra_op_threads): initialize writes nothing
+// past its struct and its sessions get the default thread count; today's
+// callers set it, and a bad one is refused naming the field.
+TEST_F(CApiVersionsTest, IntraOpThreadsVersion3) {
+  Guarded<OptionsV2> v2;
+  Fill(v2);
+  grove_session_options_initialize_sized(reinterpret_cast<grove_session_options_t*>(&v2.value), sizeof(OptionsV2));
+  EXPECT_TRUE(CanaryIntact(v2)) << "initialize wrote past a version-2 struct";
+  EXPECT_EQ(v2.value.max_cached_graphs, grove::SessionOptions().max_cached_graphs);
+  v2.value.v1.device = GROVE_DEVICE_CPU;
+  v2.value.max_cached_graphs = 5;
+  grove::SessionOptions made;
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions(
+      "test", reinterpret_cast<const grove_session_options_t*>(&v2.value), &made)));
+  EXPECT_EQ(made.max_cached_graphs, 5);
+  EXPECT_EQ(made.intra_op_threads, 1);
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, reinterpret_cast<const grove_session_options_t*>(&v2.value),
+                                      &session)));
+  RunTimes(session, 2);
+  grove_session_release(session);
+
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  EXPECT_EQ(options.intra_op_threads, 1);
+  options.device = GROVE_DEVICE_CPU;
+  for (int64_t threads : {int64_t{0}, int64_t{1}, int64_t{3}}) {
+    SCOPED_TRACE(threads);
+    options.intra_op_threads = threads;
+    ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options, &made)));
+    EXPECT_EQ(made.intra_op_threads, threads);
+    session = nullptr;
+    ASSERT_TRUE(Ok(grove_session_create(model_, &options, &session)));
+    RunTimes(session, 2);
+    grove_session_release(session);
+  }
+  for (int64_t bad : {int64_t{-1}, int64_t{257}, int64_t{1} << 40}) {
+    SCOPED_TRACE(bad);
+    options.intra_op_threads = bad;
+    session = nullptr;
+    const std::string message = Failure(grove_session_create(model_, &options, &session));
+    EXPECT_THAT(message, HasSubstr("grove_session_create: options->intra_op_threads is " + std::to_string(bad) +
+                                   " (1 to 256, or 0 for one per core, expected)"));
+    EXPECT_EQ(session, nullptr);
+  }
 }
 
 // The initializer writes nothing for a NULL struct or a size the library

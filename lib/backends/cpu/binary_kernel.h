@@ -20,6 +20,7 @@
 #include "grove/grove.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/cpu/broadcast_plan.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/ir/op_registry.h"
 
 namespace grove::cpu {
@@ -60,15 +61,17 @@ inline void BinaryRow(Out* o, const A* a, int64_t sa, const B* b, int64_t sb, in
 }
 
 // out = fn(input 0, input 1) over the broadcast, inputs of element types A
-// and B, output of Out.
+// and B, output of Out; large outputs split over the session's threads.
 template <typename A, typename B, typename Out, typename Fn>
 void RunBinary(const ir::KernelContext& ctx, const BroadcastPlan<2>& plan, Fn fn) {
   const A* a = ctx.input(0).as<const A>();
   const B* b = ctx.input(1).as<const B>();
   Out* out = ctx.output(0).as<Out>();
   const int64_t sa = plan.row_steps()[0], sb = plan.row_steps()[1];  // not a structured binding: the lambda captures them (clang 14 cannot)
-  plan.ForEachRow([&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
-    BinaryRow(out + o, a + in[0], sa, b + in[1], sb, len, fn);
+  ParallelFor(ctx, plan.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    plan.ForEachRowIn(begin, end, [&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
+      BinaryRow(out + o, a + in[0], sa, b + in[1], sb, len, fn);
+    });
   });
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,40 @@ class BroadcastPlan {
   int64_t num_elements() const { return num_elements_; }
   // How far each input moves per element inside a row: 0 (broadcast) or 1.
   const std::array<int64_t, N>& row_steps() const { return steps_; }
+
+  // Calls row(out_offset, in_offsets, len) for the output elements
+  // [begin, end) in order: the rows that cross them, cut at begin and end.
+  // Disjoint ranges together give what ForEachRow gives (cpu::ParallelFor).
+  template <typename RowFn>
+  void ForEachRowIn(int64_t begin, int64_t end, RowFn&& row) const {
+    end = std::min(end, num_elements_);
+    if (begin >= end) return;
+    const int outer = static_cast<int>(dims_.size()) - 1;
+    const int64_t len = dims_.back();
+    absl::InlinedVector<int64_t, 8> index(outer, 0);
+    std::array<int64_t, N> in{};
+    int64_t rest = begin / len;
+    for (int d = outer - 1; d >= 0; --d) {
+      index[d] = rest % dims_[d];
+      rest /= dims_[d];
+      for (int k = 0; k < N; ++k) in[k] += index[d] * strides_[k][d];
+    }
+    int64_t col = begin % len;
+    for (int64_t out = begin; out < end;) {
+      const int64_t n = std::min(len - col, end - out);
+      std::array<int64_t, N> at = in;
+      for (int k = 0; k < N; ++k) at[k] += col * steps_[k];
+      row(out, at, n);
+      out += n;
+      col = 0;
+      for (int d = outer - 1; d >= 0; --d) {
+        for (int k = 0; k < N; ++k) in[k] += strides_[k][d];
+        if (++index[d] < dims_[d]) break;
+        for (int k = 0; k < N; ++k) in[k] -= strides_[k][d] * dims_[d];
+        index[d] = 0;
+      }
+    }
+  }
 
   // Calls row(out_offset, in_offsets, len) for every row, in output order.
   template <typename RowFn>

@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/cpu/activation_fusion.h"
+#include "lib/backends/cpu/thread_pool.h"
 
 namespace grove::cpu {
 namespace {
 
 class CpuBackend : public runtime::Backend {
  public:
+  explicit CpuBackend(std::unique_ptr<ThreadPool> pool) : pool_(std::move(pool)) {}
   ir::Backend kind() const override { return ir::Backend::kCpu; }
   std::string Describe() const override { return "cpu"; }
   bool Takes(const ir::Node& node, absl::Span<const DType>) const override {
@@ -39,10 +42,26 @@ class CpuBackend : public runtime::Backend {
     return std::shared_ptr<const uint8_t>(bytes, [](const uint8_t*) {});
   }
   void* kernel_context() override { return nullptr; }
+  ir::IntraOpThreads* intra_op_threads() override { return pool_.get(); }
+
+ private:
+  std::unique_ptr<ThreadPool> pool_;  // nullptr: one thread
 };
 
 }  // namespace
 
-std::unique_ptr<runtime::Backend> CreateCpuBackend() { return std::make_unique<CpuBackend>(); }
+absl::StatusOr<std::unique_ptr<runtime::Backend>> CreateCpuBackend(int intra_op_threads) {
+  if (intra_op_threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("intra_op_threads must be >= 0, is ", intra_op_threads));
+  }
+  const int threads = intra_op_threads == 0 ? AvailableCpus() : intra_op_threads;
+  std::unique_ptr<ThreadPool> pool;
+  if (threads > 1) {
+    absl::StatusOr<std::unique_ptr<ThreadPool>> made = ThreadPool::Create(threads);
+    if (!made.ok()) return made.status();
+    pool = *std::move(made);
+  }
+  return std::make_unique<CpuBackend>(std::move(pool));
+}
 
 }  // namespace grove::cpu

@@ -5,11 +5,15 @@
 
 #include <memory>
 
+#include "absl/status/statusor.h"
 #include "lib/runtime/backend.h"
 
 namespace grove::cpu {
 
-std::unique_ptr<runtime::Backend> CreateCpuBackend();
+// A CPU backend whose kernels split their work over `intra_op_threads`
+// threads (SessionOptions::intra_op_threads: 0 is one per available CPU),
+// the calling thread and a pool of its own (lib/backends/cpu/thread_pool.h).
+absl::StatusOr<std::unique_ptr<runtime::Backend>> CreateCpuBackend(int intra_op_threads = 1);
 
 }  // namespace grove::cpu
 

@@ -12,6 +12,7 @@
 #include "lib/backends/common/elementwise_checks.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cast.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/string_cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/ir/element_types.h"
@@ -185,6 +186,7 @@ absl::Status EqualKernel(KernelContext& ctx) {
 
 // NaN passes through rather than becoming 0.
 struct ReluOp {
+  static constexpr bool kCheap = true;
   template <typename C>
   static C Apply(C x) {
     return x < C(0) ? C(0) : x;
@@ -215,8 +217,9 @@ absl::Status FloatUnaryKernel(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* in = x.as<const T>();
     T* out = ctx.output(0).as<T>();
-    const int64_t n = x.num_elements();
-    for (int64_t i = 0; i < n; ++i) out[i] = FromCompute<T>(Op::Apply(ToCompute(in[i])));
+    ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = FromCompute<T>(Op::Apply(ToCompute(in[i])));
+    });
     return absl::OkStatus();
   });
 }
@@ -230,12 +233,14 @@ void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
   T* out = ctx.output(0).as<T>();
   const std::array<int64_t, 3> steps = plan.row_steps();  // no structured binding: clang 14 cannot capture one
   const int64_t sc = steps[0], sx = steps[1], sy = steps[2];
-  plan.ForEachRow([&](int64_t o, const std::array<int64_t, 3>& in, int64_t len) {
-    const uint8_t* cr = c + in[0];
-    const T* xr = x + in[1];
-    const T* yr = y + in[2];
-    T* orow = out + o;
-    for (int64_t i = 0; i < len; ++i) orow[i] = cr[i * sc] != 0 ? xr[i * sx] : yr[i * sy];
+  ParallelFor(ctx, plan.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    plan.ForEachRowIn(begin, end, [&](int64_t o, const std::array<int64_t, 3>& in, int64_t len) {
+      const uint8_t* cr = c + in[0];
+      const T* xr = x + in[1];
+      const T* yr = y + in[2];
+      T* orow = out + o;
+      for (int64_t i = 0; i < len; ++i) orow[i] = cr[i * sc] != 0 ? xr[i * sx] : yr[i * sy];
+    });
   });
 }
 
@@ -281,7 +286,7 @@ absl::Status IdentityKernel(KernelContext& ctx) {
   }
   if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
   if (in.num_elements() > 0 && in.data != ctx.output(0).data) {
-    std::memcpy(ctx.output(0).data, in.data, in.byte_size());
+    CopyBytes(ctx, ctx.output(0).data, in.data, in.byte_size());
   }
   return absl::OkStatus();
 }
@@ -291,7 +296,7 @@ absl::Status IdentityKernel(KernelContext& ctx) {
 absl::Status CastElements(const ir::KernelContext& ctx, const TensorView& in, TensorView& out) {
   const int64_t n = in.num_elements();
   if (in.dtype == out.dtype) {
-    if (n > 0 && in.data != out.data) std::memcpy(out.data, in.data, in.byte_size());
+    if (n > 0 && in.data != out.data) CopyBytes(ctx, out.data, in.data, in.byte_size());
     return absl::OkStatus();
   }
   if (out.dtype == DType::kString) return CastToStrings(ctx, in, out);
@@ -302,7 +307,9 @@ absl::Status CastElements(const ir::KernelContext& ctx, const TensorView& in, Te
       using Dst = typename decltype(dst_tag)::type;
       const Src* src = in.as<const Src>();
       Dst* dst = out.as<Dst>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = ConvertElement<Dst>(src[i]);
+      ParallelFor(ctx, n, kCheapGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dst[i] = ConvertElement<Dst>(src[i]);
+      });
       return absl::OkStatus();
     });
   });

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/resize_kernel.h"
 #include "lib/backends/cpu/strided_copy.h"
@@ -219,7 +220,7 @@ absl::Status ExpandKernel(ir::KernelContext& ctx) {
   absl::StatusOr<backends::ExpandView> view = backends::ExpandParams(ctx, *shape);
   if (!view.ok()) return view.status();
   if (ir::NumElements(view->shape) == 0) return absl::OkStatus();
-  StridedCopy(DTypeSize(x.dtype), view->shape, x.data, view->strides, ctx.output(0).data);
+  StridedCopy(IntraOpThreadsOf(ctx), DTypeSize(x.dtype), view->shape, x.data, view->strides, ctx.output(0).data);
   return absl::OkStatus();
 }
 
@@ -238,7 +239,7 @@ absl::Status TileKernel(ir::KernelContext& ctx) {
     shape.insert(shape.end(), {(*repeats)[d], x.shape[d]});
     strides.insert(strides.end(), {0, in_strides[d]});
   }
-  StridedCopy(DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
+  StridedCopy(IntraOpThreadsOf(ctx), DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
   return absl::OkStatus();
 }
 

@@ -19,6 +19,7 @@
 #include "lib/backends/cpu/broadcast_plan.h"
 #include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/ir/element_types.h"
 
 namespace grove::cpu {
@@ -100,6 +101,7 @@ struct ErfOp {
   }
 };
 struct FloorOp {
+  static constexpr bool kCheap = true;
   explicit FloorOp(const ir::Attributes&) {}
   template <typename C>
   C operator()(C x) const {
@@ -107,6 +109,7 @@ struct FloorOp {
   }
 };
 struct CeilOp {
+  static constexpr bool kCheap = true;
   explicit CeilOp(const ir::Attributes&) {}
   template <typename C>
   C operator()(C x) const {
@@ -116,6 +119,7 @@ struct CeilOp {
 // ONNX Round: halves go to the even neighbour (nearbyint in the default
 // rounding mode), as numpy.round.
 struct RoundOp {
+  static constexpr bool kCheap = true;
   explicit RoundOp(const ir::Attributes&) {}
   template <typename C>
   C operator()(C x) const {
@@ -123,6 +127,7 @@ struct RoundOp {
   }
 };
 struct NegOp {
+  static constexpr bool kCheap = true;
   explicit NegOp(const ir::Attributes&) {}
   template <typename C>
   C operator()(C x) const {
@@ -130,6 +135,7 @@ struct NegOp {
   }
 };
 struct AbsOp {
+  static constexpr bool kCheap = true;
   explicit AbsOp(const ir::Attributes&) {}
   template <typename C>
   C operator()(C x) const {
@@ -151,6 +157,7 @@ struct SoftplusOp {
   }
 };
 struct LeakyReluOp {
+  static constexpr bool kCheap = true;
   explicit LeakyReluOp(const ir::Attributes& attrs) : alpha(attrs.GetFloat("alpha", 0.01)) {}
   template <typename C>
   C operator()(C x) const {
@@ -168,6 +175,7 @@ struct EluOp {
   double alpha;
 };
 struct HardSigmoidOp {
+  static constexpr bool kCheap = true;
   explicit HardSigmoidOp(const ir::Attributes& attrs)
       : alpha(attrs.GetFloat("alpha", 0.2)), beta(attrs.GetFloat("beta", 0.5)) {}
   template <typename C>
@@ -178,6 +186,7 @@ struct HardSigmoidOp {
   double alpha, beta;
 };
 struct HardSwishOp {
+  static constexpr bool kCheap = true;
   explicit HardSwishOp(const ir::Attributes&) {}
   template <typename C>
   C operator()(C x) const {
@@ -211,8 +220,9 @@ absl::Status UnaryKernel(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* in = x.as<const T>();
     T* out = ctx.output(0).as<T>();
-    const int64_t n = x.num_elements();
-    for (int64_t i = 0; i < n; ++i) out[i] = FromCompute<T>(op(ToCompute(in[i])));
+    ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = FromCompute<T>(op(ToCompute(in[i])));
+    });
     return absl::OkStatus();
   });
 }
@@ -222,8 +232,9 @@ absl::Status NotKernel(KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const uint8_t* in = x.as<const uint8_t>();
   uint8_t* out = ctx.output(0).as<uint8_t>();
-  const int64_t n = x.num_elements();
-  for (int64_t i = 0; i < n; ++i) out[i] = in[i] == 0 ? 1 : 0;
+  ParallelFor(ctx, x.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = in[i] == 0 ? 1 : 0;
+  });
   return absl::OkStatus();
 }
 
@@ -393,13 +404,14 @@ absl::Status ClipKernel(KernelContext& ctx) {
       hi = std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
     const T* in = x.as<const T>();
     T* out = ctx.output(0).as<T>();
-    const int64_t n = x.num_elements();
-    for (int64_t i = 0; i < n; ++i) {
-      C v = ToCompute(in[i]);
-      if (v < lo) v = lo;
-      if (v > hi) v = hi;
-      out[i] = FromCompute<T>(v);
-    }
+    ParallelFor(ctx, x.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        C v = ToCompute(in[i]);
+        if (v < lo) v = lo;
+        if (v > hi) v = hi;
+        out[i] = FromCompute<T>(v);
+      }
+    });
     return absl::OkStatus();
   });
 }
@@ -449,24 +461,26 @@ struct MeanOp {
 
 // Input k folded into acc; the first input (first = true) initialises it.
 template <typename Op, typename T>
-void FoldInput(const BroadcastPlan<2>& plan, const T* x, ComputeT<T>* acc, bool first) {
+void FoldInput(const KernelContext& ctx, const BroadcastPlan<2>& plan, const T* x, ComputeT<T>* acc, bool first) {
   const int64_t step = plan.row_steps()[1];
-  plan.ForEachRow([&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
-    ComputeT<T>* a = acc + o;
-    const T* xr = x + in[1];
-    if (first) {
-      if (step == 1) {
-        for (int64_t i = 0; i < len; ++i) a[i] = ToCompute(xr[i]);
+  ParallelFor(ctx, plan.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    plan.ForEachRowIn(begin, end, [&](int64_t o, const std::array<int64_t, 2>& in, int64_t len) {
+      ComputeT<T>* a = acc + o;
+      const T* xr = x + in[1];
+      if (first) {
+        if (step == 1) {
+          for (int64_t i = 0; i < len; ++i) a[i] = ToCompute(xr[i]);
+        } else {
+          const ComputeT<T> v = ToCompute(*xr);
+          for (int64_t i = 0; i < len; ++i) a[i] = v;
+        }
+      } else if (step == 1) {
+        for (int64_t i = 0; i < len; ++i) a[i] = Op::Apply(a[i], ToCompute(xr[i]));
       } else {
         const ComputeT<T> v = ToCompute(*xr);
-        for (int64_t i = 0; i < len; ++i) a[i] = v;
+        for (int64_t i = 0; i < len; ++i) a[i] = Op::Apply(a[i], v);
       }
-    } else if (step == 1) {
-      for (int64_t i = 0; i < len; ++i) a[i] = Op::Apply(a[i], ToCompute(xr[i]));
-    } else {
-      const ComputeT<T> v = ToCompute(*xr);
-      for (int64_t i = 0; i < len; ++i) a[i] = Op::Apply(a[i], v);
-    }
+    });
   });
 }
 
@@ -493,7 +507,7 @@ absl::Status VariadicKernel(KernelContext& ctx) {
     for (int k = 0; k < n; ++k) {
       absl::StatusOr<BroadcastPlan<2>> plan = BroadcastPlan<2>::Make(y.shape, {&y.shape, &ctx.input(k).shape});
       if (!plan.ok()) return ctx.Error(plan.status().message());
-      FoldInput<Op>(*plan, ctx.input(k).as<const T>(), acc, k == 0);
+      FoldInput<Op>(ctx, *plan, ctx.input(k).as<const T>(), acc, k == 0);
     }
     if constexpr (Op::kMean) {
       for (int64_t i = 0; i < count; ++i) acc[i] /= static_cast<C>(n);
@@ -580,6 +594,7 @@ struct CeluOp {
   double alpha;
 };
 struct ThresholdedReluOp {
+  static constexpr bool kCheap = true;
   explicit ThresholdedReluOp(const ir::Attributes& attrs) : alpha(attrs.GetFloat("alpha", 1.0)) {}
   template <typename C>
   C operator()(C x) const {
@@ -590,6 +605,7 @@ struct ThresholdedReluOp {
 // Computes in double, then converts like Cast (integers truncate and
 // saturate), as ONNX's reference casts the float result back.
 struct ShrinkOp {
+  static constexpr bool kCheap = true;
   explicit ShrinkOp(const ir::Attributes& attrs)
       : bias(attrs.GetFloat("bias", 0.0)), lambd(attrs.GetFloat("lambd", 0.5)) {}
   template <typename C>
@@ -602,6 +618,7 @@ struct ShrinkOp {
 };
 // -1, 0 or 1; NaN stays NaN.
 struct SignOp {
+  static constexpr bool kCheap = true;
   explicit SignOp(const ir::Attributes&) {}
   template <typename C>
   C operator()(C x) const {
@@ -617,6 +634,7 @@ struct SignOp {
 };
 
 struct IsNaNOp {
+  static constexpr bool kCheap = true;
   explicit IsNaNOp(const ir::Attributes&) {}
   template <typename C>
   bool operator()(C x) const {
@@ -624,6 +642,7 @@ struct IsNaNOp {
   }
 };
 struct IsInfOp {
+  static constexpr bool kCheap = true;
   explicit IsInfOp(const ir::Attributes& attrs)
       : negative(attrs.GetInt("detect_negative", 1) != 0), positive(attrs.GetInt("detect_positive", 1) != 0) {}
   template <typename C>
@@ -643,8 +662,9 @@ absl::Status FloatPredicateKernel(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     const T* in = x.as<const T>();
     uint8_t* out = ctx.output(0).as<uint8_t>();
-    const int64_t n = x.num_elements();
-    for (int64_t i = 0; i < n; ++i) out[i] = op(ToCompute(in[i])) ? 1 : 0;
+    ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = op(ToCompute(in[i])) ? 1 : 0;
+    });
     return absl::OkStatus();
   });
 }

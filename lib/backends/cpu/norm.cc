@@ -23,6 +23,7 @@
 #include "lib/backends/common/norm_checks.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/reduce_axes.h"
@@ -254,9 +255,17 @@ absl::Status InstanceNormalizationKernel(KernelContext& ctx) {
   if (absl::Status s = ReadDoubles(ctx, ctx.input(2), bias); !s.ok()) return s;
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    RowMoments(x.as<const T>(), p->rows, p->inner, p->epsilon, mean, inv_std);
-    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), p->rows, p->inner, mean, inv_std,
-                  [&](int64_t r, int64_t, double v) { return v * scale[r % channels] + bias[r % channels]; });
+    const T* in = x.as<const T>();
+    T* out = ctx.output(0).as<T>();
+    const int64_t n = p->inner;
+    ParallelFor(ctx, p->rows, RowGrain(n, kCheapGrain), [&](int64_t begin, int64_t end) {
+      RowMoments(in + begin * n, end - begin, n, p->epsilon, mean + begin, inv_std + begin);
+      NormalizeRows(in + begin * n, out + begin * n, end - begin, n, mean + begin, inv_std + begin,
+                    [&](int64_t r, int64_t, double v) {
+                      const int64_t c = (begin + r) % channels;
+                      return v * scale[c] + bias[c];
+                    });
+    });
     return absl::OkStatus();
   });
 }
@@ -347,9 +356,14 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
   const bool has_bias = p->has_bias;
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    RowMoments(x.as<const T>(), rows, n, p->epsilon, mean, inv_std);
-    NormalizeRows(x.as<const T>(), ctx.output(0).as<T>(), rows, n, mean, inv_std,
-                  [&](int64_t, int64_t j, double v) { return v * scale[j] + (has_bias ? bias[j] : 0.0); });
+    const T* in = x.as<const T>();
+    T* out = ctx.output(0).as<T>();
+    // Whole rows per thread: each row's sums are the same at any thread count.
+    ParallelFor(ctx, rows, RowGrain(n, kCheapGrain), [&](int64_t begin, int64_t end) {
+      RowMoments(in + begin * n, end - begin, n, p->epsilon, mean + begin, inv_std + begin);
+      NormalizeRows(in + begin * n, out + begin * n, end - begin, n, mean + begin, inv_std + begin,
+                    [&](int64_t, int64_t j, double v) { return v * scale[j] + (has_bias ? bias[j] : 0.0); });
+    });
     if (ctx.has_output(1)) {
       float* out = ctx.output(1).as<float>();
       for (int64_t r = 0; r < rows; ++r) out[r] = static_cast<float>(mean[r]);
@@ -367,64 +381,84 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
 // ---------------------------------------------------------------------------
 
 // Softmax and LogSoftmax over one axis (ONNX opset 13). The input is seen as
-// [outer, n, inner]; with inner > 1 the running max and sum are kept per
-// column (`max` and `sum`, inner elements each, from the workspace) so the
-// input is still read in memory order.
+// [outer, n, inner]. With inner == 1 each of the `outer` rows is contiguous
+// (SoftmaxRows); otherwise (SoftmaxColumns) the columns [c0, c1) of every
+// outer slice keep their running max and sum in `max` and `sum` (inner
+// elements each, from the workspace, indexed by column), so the input is
+// still read in memory order and disjoint column ranges may run at once.
 // y = softmax(x), or log(softmax(x)) = (x - max) - log(sum(exp(x - max)))
 // with kLog, which stays finite where exp underflows.
 template <bool kLog, typename T>
-void SoftmaxAlongAxis(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, T* max, double* sum) {
-  if (n == 0 || inner == 0) return;
-  if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o, x += n, y += n) {
-      T m = x[0];
-      for (int64_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
-      double total = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        y[j] = std::exp(x[j] - m);
-        total += y[j];
-      }
-      if constexpr (kLog) {
-        // (x - max) first: exact for nearby values, where x - (max + log sum) would round the sum to x's ulp.
-        const T log_sum = static_cast<T>(std::log(total));
-        for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - m) - log_sum;
-      } else {
-        const T scale = static_cast<T>(1.0 / total);
-        for (int64_t j = 0; j < n; ++j) y[j] *= scale;
-      }
+void SoftmaxRows(const T* x, T* y, int64_t rows, int64_t n) {
+  for (int64_t o = 0; o < rows; ++o, x += n, y += n) {
+    T m = x[0];
+    for (int64_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
+    double total = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      y[j] = std::exp(x[j] - m);
+      total += y[j];
     }
-    return;
+    if constexpr (kLog) {
+      // (x - max) first: exact for nearby values, where x - (max + log sum) would round the sum to x's ulp.
+      const T log_sum = static_cast<T>(std::log(total));
+      for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - m) - log_sum;
+    } else {
+      const T scale = static_cast<T>(1.0 / total);
+      for (int64_t j = 0; j < n; ++j) y[j] *= scale;
+    }
   }
+}
+
+template <bool kLog, typename T>
+void SoftmaxColumns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int64_t c0, int64_t c1, T* max,
+                    double* sum) {
   for (int64_t o = 0; o < outer; ++o, x += n * inner, y += n * inner) {
-    std::memcpy(max, x, static_cast<size_t>(inner) * sizeof(T));
+    std::memcpy(max + c0, x + c0, static_cast<size_t>(c1 - c0) * sizeof(T));
     for (int64_t j = 1; j < n; ++j) {
       const T* row = x + j * inner;
-      for (int64_t i = 0; i < inner; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
+      for (int64_t i = c0; i < c1; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
     }
-    std::fill(sum, sum + inner, 0.0);
+    std::fill(sum + c0, sum + c1, 0.0);
     for (int64_t j = 0; j < n; ++j) {
       const T* row = x + j * inner;
       T* out = y + j * inner;
-      for (int64_t i = 0; i < inner; ++i) {
+      for (int64_t i = c0; i < c1; ++i) {
         out[i] = std::exp(row[i] - max[i]);
         sum[i] += out[i];
       }
     }
     if constexpr (kLog) {
-      for (int64_t i = 0; i < inner; ++i) sum[i] = std::log(sum[i]);
+      for (int64_t i = c0; i < c1; ++i) sum[i] = std::log(sum[i]);
       for (int64_t j = 0; j < n; ++j) {
         const T* row = x + j * inner;
         T* out = y + j * inner;
-        for (int64_t i = 0; i < inner; ++i) out[i] = (row[i] - max[i]) - static_cast<T>(sum[i]);
+        for (int64_t i = c0; i < c1; ++i) out[i] = (row[i] - max[i]) - static_cast<T>(sum[i]);
       }
     } else {
-      for (int64_t i = 0; i < inner; ++i) max[i] = static_cast<T>(1.0 / sum[i]);  // reused as the scale
+      for (int64_t i = c0; i < c1; ++i) max[i] = static_cast<T>(1.0 / sum[i]);  // reused as the scale
       for (int64_t j = 0; j < n; ++j) {
         T* out = y + j * inner;
-        for (int64_t i = 0; i < inner; ++i) out[i] *= max[i];
+        for (int64_t i = c0; i < c1; ++i) out[i] *= max[i];
       }
     }
   }
+}
+
+// Softmax over [outer, n, inner], split over the session's threads by whole
+// rows (inner == 1) or whole columns, so every sum is taken in one order.
+template <bool kLog, typename T>
+void SoftmaxAlongAxis(const KernelContext& ctx, const T* x, T* y, int64_t outer, int64_t n, int64_t inner, T* max,
+                      double* sum) {
+  if (n == 0 || inner == 0 || outer == 0) return;
+  if (inner == 1) {
+    ParallelFor(ctx, outer, RowGrain(n, kCostlyGrain), [&](int64_t begin, int64_t end) {
+      SoftmaxRows<kLog>(x + begin * n, y + begin * n, end - begin, n);
+    });
+    return;
+  }
+  ParallelFor(ctx, inner, RowGrain(outer * n, kCostlyGrain), [&](int64_t c0, int64_t c1) {
+    SoftmaxColumns<kLog>(x, y, outer, n, inner, c0, c1, max, sum);
+  });
 }
 
 // Softmax, LogSoftmax and Hardmax: the input as [outer, n, inner] around the axis.
@@ -476,7 +510,7 @@ absl::Status SoftmaxFamilyKernel(KernelContext& ctx) {
       max = ws.Take<T>(p->inner);
       sum = ws.Take<double>(p->inner);
     }
-    SoftmaxAlongAxis<kLog>(x.as<const T>(), y.as<T>(), p->outer, p->n, p->inner, max, sum);
+    SoftmaxAlongAxis<kLog>(ctx, x.as<const T>(), y.as<T>(), p->outer, p->n, p->inner, max, sum);
     return absl::OkStatus();
   });
 }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "lib/backends/cpu/parallel_for.h"
 
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
 // The OpenMP runtime oneDNN was built on (libgomp on Debian). Declared here
@@ -49,24 +50,51 @@ const dnnl::engine& CpuEngine() {
   return engine;
 }
 
-// oneDNN on one thread for the scope: its OpenMP runtime would otherwise
-// start a thread per core inside every call of every session. The count is
-// the calling thread's (OpenMP keeps it per thread), restored after, so an
-// application's own OpenMP use is left as it was.
-class OneThreadScope {
+// oneDNN on `threads` threads for the scope: its OpenMP runtime would
+// otherwise start a thread per core inside every call of every session. The
+// count is the calling thread's (OpenMP keeps it per thread, and gives each
+// calling thread its own team), restored after, so an application's own
+// OpenMP use is left as it was.
+class OmpThreadScope {
  public:
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-  OneThreadScope() : before_(omp_get_max_threads()) {
-    if (before_ != 1) omp_set_num_threads(1);
+  explicit OmpThreadScope(int threads) : before_(omp_get_max_threads()), threads_(threads) {
+    if (before_ != threads_) omp_set_num_threads(threads_);
   }
-  ~OneThreadScope() {
-    if (before_ != 1) omp_set_num_threads(before_);
+  ~OmpThreadScope() {
+    if (before_ != threads_) omp_set_num_threads(before_);
   }
 
  private:
   int before_;
+  int threads_;
+#else
+  explicit OmpThreadScope(int) {}
 #endif
 };
+
+// One thread (the prepares that do not yet follow the session's count).
+class OneThreadScope : public OmpThreadScope {
+ public:
+  OneThreadScope() : OmpThreadScope(1) {}
+};
+
+// The session's intra-op threads (SessionOptions::intra_op_threads): oneDNN
+// runs its OpenMP team of that many on the calling thread.
+int SessionThreads(const ir::KernelContext& ctx) {
+  ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
+  return threads == nullptr ? 1 : threads->num_threads();
+}
+
+// The OpenMP count a primitive is made under: oneDNN sizes a primitive's
+// scratchpad and splits its work by it, so a step never runs on more.
+int CurrentOmpThreads() {
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 memory::desc PlainDesc(const memory::dims& dims) {
   memory::dims strides(dims.size(), 1);
@@ -111,6 +139,7 @@ class OneDnnStep {
   memory scratchpad;
   uint64_t scratchpad_offset = 0;
   std::vector<dnnl_exec_arg_t> args;  // filled per run, never resized
+  int threads = 1;                     // the OpenMP count it was made under (CurrentOmpThreads)
   // A fused activation the primitive did not take: applied to output 0
   // (plain f32, `post_op_elements` of them) after it.
   PostOp post_op_after;
@@ -173,6 +202,7 @@ void Finish(OneDnnStep& step, const memory::desc& scratch, WorkspaceLayout* layo
     step.scratchpad_offset = Reserve(layout, scratch.get_size());
   }
   step.args.resize(step.operands.size() + (step.has_scratchpad ? 1 : 0));
+  step.threads = CurrentOmpThreads();
   g_steps_made.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -295,7 +325,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
       if (d <= 0) return nullptr;  // empty products and k == 0: the reference kernel
     }
   }
-  OneThreadScope threads;
+  OmpThreadScope threads(SessionThreads(ctx));
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc a = MatrixDesc(shape.a, shape.trans_a);
@@ -365,7 +395,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     pad_r.push_back(w.pad_end[d]);
   }
   const memory::dims bias = {conv.m};
-  OneThreadScope threads;
+  OmpThreadScope threads(SessionThreads(ctx));
   try {
     const dnnl::engine& engine = CpuEngine();
     const auto kind = dnnl::prop_kind::forward_inference;
@@ -483,7 +513,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
 }
 
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
-  OneThreadScope threads;
+  OmpThreadScope threads(std::min(SessionThreads(ctx), step.threads));
   uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
   dnnl_stream_t stream = step.stream.get();
   auto bind = [&](const memory& m, void* data) { return dnnl_memory_set_data_handle_v2(m.get(), data, stream); };

@@ -18,10 +18,12 @@
 //   ...
 //   if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);  // invoke
 //
-// Threads: oneDNN runs on one thread per call (Debian builds it on OpenMP;
-// the calling thread's OpenMP thread count is set to 1 around each call and
-// restored), so sessions on several threads never oversubscribe the cores.
-// Intra-op threads are a later option of the session.
+// Threads: oneDNN runs on the session's intra-op threads
+// (SessionOptions::intra_op_threads, 1 by default). Debian builds it on
+// OpenMP: the calling thread's OpenMP count is set to the session's around
+// each prepare and run and restored, and a step never runs on more threads
+// than it was made under (its scratchpad is sized by them). OpenMP gives each
+// calling thread a team of its own, so sessions do not share threads.
 //
 // The switch: GROVE_CPU_ONEDNN=0 in the environment (read once) makes every
 // CPU step keep its reference kernel; SetOneDnnEnabled does the same for the

@@ -211,10 +211,13 @@ struct LogSumReduce {
   }
 };
 
-// Folds every input element into acc[o] of the output element it feeds.
+// Folds every input element into acc[o] of the output element it feeds,
+// split over the session's threads by output elements (each folds its
+// inputs in the same order at any thread count).
 template <typename Op, typename T, typename A>
-void FoldReduce(const T* x, absl::Span<const int64_t> shape, const std::vector<bool>& reduced, A* acc) {
-  ForEachReduceRow(shape, reduced, [&](int64_t in, int64_t out, int64_t len, bool folds) {
+void FoldReduce(const KernelContext& ctx, const T* x, absl::Span<const int64_t> shape,
+                const std::vector<bool>& reduced, A* acc) {
+  ForEachReduceRowParallel(IntraOpThreadsOf(ctx), shape, reduced, kCheapGrain, [&](int64_t in, int64_t out, int64_t len, bool folds) {
     const T* row = x + in;
     if (folds) {
       A a = acc[out];
@@ -238,7 +241,7 @@ absl::Status ReduceKernel(KernelContext& ctx) {
     using A = typename Op::template Acc<T>;
     const int64_t n_out = y.num_elements();
     std::vector<A> acc(static_cast<size_t>(n_out), Op::template Init<T>());
-    FoldReduce<Op>(x.as<const T>(), x.shape, plan->reduced, acc.data());
+    FoldReduce<Op>(ctx, x.as<const T>(), x.shape, plan->reduced, acc.data());
     T* out = y.as<T>();
     for (int64_t i = 0; i < n_out; ++i) out[i] = Op::template Finish<T>(acc[i]);
     return absl::OkStatus();
@@ -257,7 +260,7 @@ absl::Status ReduceLogSumExpKernel(KernelContext& ctx) {
     const int64_t n_out = y.num_elements();
     const T* in = x.as<const T>();
     std::vector<ComputeT<T>> max(static_cast<size_t>(n_out), MaxReduce::Init<T>());
-    FoldReduce<MaxReduce>(in, x.shape, plan->reduced, max.data());
+    FoldReduce<MaxReduce>(ctx, in, x.shape, plan->reduced, max.data());
     // An infinite or NaN max is the result itself (exp(inf - inf) is NaN).
     std::vector<double> shift(max.begin(), max.end());
     for (double& m : shift) m = std::isfinite(m) ? m : 0.0;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/reduce_plan.h"
 #include "lib/ir/element_types.h"
 
@@ -44,10 +45,12 @@ Accumulator<T> SumRun(const T* x, int64_t n) {
 
 // Adds x into acc, where acc[o] gathers every input element whose kept
 // coordinates map to output element o.
+// Split over the session's threads by output elements, each element's
+// inputs added in the same order at any thread count.
 template <typename T>
-void AccumulateReduce(const T* x, absl::Span<const int64_t> shape, const std::vector<bool>& reduced,
-                      Accumulator<T>* acc) {
-  ForEachReduceRow(shape, reduced, [&](int64_t in, int64_t out, int64_t len, bool folds) {
+void AccumulateReduce(const KernelContext& ctx, const T* x, absl::Span<const int64_t> shape,
+                      const std::vector<bool>& reduced, Accumulator<T>* acc) {
+  ForEachReduceRowParallel(IntraOpThreadsOf(ctx), shape, reduced, kCheapGrain, [&](int64_t in, int64_t out, int64_t len, bool folds) {
     if (folds) {
       acc[out] += SumRun(x + in, len);
     } else {
@@ -70,7 +73,7 @@ absl::Status ReduceKernel(KernelContext& ctx) {
     const int64_t n_out = y.num_elements();
     std::vector<A> acc(static_cast<size_t>(n_out), A{0});
     if (n_out == 0) return absl::OkStatus();
-    AccumulateReduce(x.as<const T>(), x.shape, plan->reduced, acc.data());
+    AccumulateReduce(ctx, x.as<const T>(), x.shape, plan->reduced, acc.data());
     T* out = y.as<T>();
     for (int64_t i = 0; i < n_out; ++i) {
       if constexpr (kMean) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/strided_copy.h"
 #include "lib/backends/common/layout_params.h"
 #include "lib/ir/ops/layout_params.h"
@@ -53,7 +54,7 @@ absl::Status TransposeKernel(ir::KernelContext& ctx) {
   const std::vector<int64_t>& shape = view->shape;
   const std::vector<int64_t>& strides = view->strides;
   if (x.num_elements() == 0) return absl::OkStatus();
-  StridedCopy(DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
+  StridedCopy(IntraOpThreadsOf(ctx), DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
   return absl::OkStatus();
 }
 
@@ -67,14 +68,29 @@ absl::Status ConcatKernel(ir::KernelContext& ctx) {
   if (y.num_elements() == 0) return absl::OkStatus();
   const size_t es = DTypeSize(y.dtype);
   auto* out = static_cast<uint8_t*>(y.data);
-  for (int64_t o = 0; o < outer; ++o) {
+  if (outer == 1) {  // one block per input, each split over the threads when large
     for (int i = 0; i < n; ++i) {
       const TensorView& x = ctx.input(i);
       const size_t bytes = static_cast<size_t>(x.shape[*axis] * inner) * es;
-      if (bytes > 0) std::memcpy(out, static_cast<const uint8_t*>(x.data) + o * bytes, bytes);
+      if (bytes > 0) CopyBytes(ctx, out, x.data, bytes);
       out += bytes;
     }
+    return absl::OkStatus();
   }
+  // Output row o is every input's row o, in order: rows split over the threads.
+  const size_t row_bytes = static_cast<size_t>(y.num_elements() / outer) * es;
+  ParallelFor(ctx, outer, RowGrain(static_cast<int64_t>(row_bytes), 4 * kCheapGrain),
+              [&](int64_t begin, int64_t end) {
+                uint8_t* o_row = out + static_cast<size_t>(begin) * row_bytes;
+                for (int64_t o = begin; o < end; ++o) {
+                  for (int i = 0; i < n; ++i) {
+                    const TensorView& x = ctx.input(i);
+                    const size_t bytes = static_cast<size_t>(x.shape[*axis] * inner) * es;
+                    if (bytes > 0) std::memcpy(o_row, static_cast<const uint8_t*>(x.data) + o * bytes, bytes);
+                    o_row += bytes;
+                  }
+                }
+              });
   return absl::OkStatus();
 }
 
@@ -122,8 +138,8 @@ absl::Status SliceKernel(ir::KernelContext& ctx) {
   const int64_t offset = view->offset;
   if (ir::NumElements(shape) == 0) return absl::OkStatus();
   const size_t es = DTypeSize(x.dtype);
-  StridedCopy(es, shape, static_cast<const uint8_t*>(x.data) + offset * static_cast<int64_t>(es), strides,
-              ctx.output(0).data);
+  StridedCopy(IntraOpThreadsOf(ctx), es, shape, static_cast<const uint8_t*>(x.data) + offset * static_cast<int64_t>(es),
+              strides, ctx.output(0).data);
   return absl::OkStatus();
 }
 

@@ -2,8 +2,12 @@
 // runs merged) so that the common cases end in one memcpy per row.
 #include "lib/backends/cpu/strided_copy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "lib/backends/cpu/parallel_for.h"
 
 namespace grove::cpu {
 namespace {
@@ -15,58 +19,98 @@ void CopyRow(const uint8_t* src, int64_t n, int64_t stride, uint8_t* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(d + i, s + i * stride, sizeof(T));
 }
 
+// The copy's dims after dropping size-1 dims and merging contiguous runs;
+// CopyRange writes the output elements [begin, end).
+class StridedCopier {
+ public:
+  StridedCopier(size_t elem_size, absl::Span<const int64_t> shape, const void* src,
+                absl::Span<const int64_t> src_strides, void* dst)
+      : es_(static_cast<int64_t>(elem_size)), in_(static_cast<const uint8_t*>(src)), out_(static_cast<uint8_t*>(dst)) {
+    total_ = 1;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      total_ *= shape[i];
+      if (shape[i] == 0) return;
+      if (shape[i] == 1) continue;
+      if (!dims_.empty() && strides_.back() == src_strides[i] * shape[i]) {
+        dims_.back() *= shape[i];
+        strides_.back() = src_strides[i];
+        continue;
+      }
+      dims_.push_back(shape[i]);
+      strides_.push_back(src_strides[i]);
+    }
+    if (dims_.empty()) {  // one element
+      dims_.push_back(1);
+      strides_.push_back(0);
+    }
+  }
+
+  int64_t total() const { return total_; }
+
+  void CopyRange(int64_t begin, int64_t end) const {
+    if (begin >= end) return;
+    const int rank = static_cast<int>(dims_.size());
+    const int64_t row = dims_[rank - 1];
+    const int64_t row_stride = strides_[rank - 1];
+    absl::InlinedVector<int64_t, 8> idx(rank - 1, 0);
+    int64_t offset = 0;  // in elements, into src: the start of the current row
+    int64_t rest = begin / row;
+    for (int d = rank - 2; d >= 0; --d) {
+      idx[d] = rest % dims_[d];
+      rest /= dims_[d];
+      offset += idx[d] * strides_[d];
+    }
+    int64_t col = begin % row;
+    uint8_t* out = out_ + begin * es_;
+    for (int64_t at = begin; at < end;) {
+      const int64_t n = std::min(row - col, end - at);
+      const uint8_t* s = in_ + (offset + col * row_stride) * es_;
+      if (row_stride == 1) {
+        std::memcpy(out, s, static_cast<size_t>(n * es_));
+      } else {
+        switch (es_) {
+          case 1: CopyRow<uint8_t>(s, n, row_stride, out); break;
+          case 2: CopyRow<uint16_t>(s, n, row_stride, out); break;
+          case 4: CopyRow<uint32_t>(s, n, row_stride, out); break;
+          case 8: CopyRow<uint64_t>(s, n, row_stride, out); break;
+          default:
+            for (int64_t i = 0; i < n; ++i) {
+              std::memcpy(out + i * es_, s + i * row_stride * es_, static_cast<size_t>(es_));
+            }
+        }
+      }
+      out += n * es_;
+      at += n;
+      col = 0;
+      for (int d = rank - 2; d >= 0; --d) {
+        offset += strides_[d];
+        if (++idx[d] < dims_[d]) break;
+        offset -= strides_[d] * dims_[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  int64_t es_;
+  const uint8_t* in_;
+  uint8_t* out_;
+  int64_t total_ = 0;
+  absl::InlinedVector<int64_t, 8> dims_, strides_;
+};
+
 }  // namespace
 
 void StridedCopy(size_t elem_size, absl::Span<const int64_t> shape, const void* src,
                  absl::Span<const int64_t> src_strides, void* dst) {
-  std::vector<int64_t> dims, strides;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) return;
-    if (shape[i] == 1) continue;
-    if (!dims.empty() && strides.back() == src_strides[i] * shape[i]) {
-      dims.back() *= shape[i];
-      strides.back() = src_strides[i];
-      continue;
-    }
-    dims.push_back(shape[i]);
-    strides.push_back(src_strides[i]);
-  }
-  const auto* in = static_cast<const uint8_t*>(src);
-  auto* out = static_cast<uint8_t*>(dst);
-  const int64_t es = static_cast<int64_t>(elem_size);
-  if (dims.empty()) {
-    std::memcpy(out, in, elem_size);
-    return;
-  }
-  const int rank = static_cast<int>(dims.size());
-  const int64_t row = dims[rank - 1];
-  const int64_t row_stride = strides[rank - 1];
-  std::vector<int64_t> idx(rank - 1, 0);
-  int64_t offset = 0;  // in elements, into src
-  for (;;) {
-    const uint8_t* s = in + offset * es;
-    if (row_stride == 1) {
-      std::memcpy(out, s, static_cast<size_t>(row * es));
-    } else {
-      switch (elem_size) {
-        case 1: CopyRow<uint8_t>(s, row, row_stride, out); break;
-        case 2: CopyRow<uint16_t>(s, row, row_stride, out); break;
-        case 4: CopyRow<uint32_t>(s, row, row_stride, out); break;
-        case 8: CopyRow<uint64_t>(s, row, row_stride, out); break;
-        default:
-          for (int64_t i = 0; i < row; ++i) std::memcpy(out + i * es, s + i * row_stride * es, elem_size);
-      }
-    }
-    out += row * es;
-    int d = rank - 2;
-    for (; d >= 0; --d) {
-      offset += strides[d];
-      if (++idx[d] < dims[d]) break;
-      offset -= strides[d] * dims[d];
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
+  const StridedCopier copier(elem_size, shape, src, src_strides, dst);
+  copier.CopyRange(0, copier.total());
+}
+
+void StridedCopy(ir::IntraOpThreads* threads, size_t elem_size, absl::Span<const int64_t> shape, const void* src,
+                 absl::Span<const int64_t> src_strides, void* dst) {
+  const StridedCopier copier(elem_size, shape, src, src_strides, dst);
+  ParallelFor(threads, copier.total(), kCheapGrain, [&](int64_t begin, int64_t end) { copier.CopyRange(begin, end); });
 }
 
 AxisSplit SplitAtAxis(absl::Span<const int64_t> shape, int axis) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "absl/types/span.h"
+#include "lib/ir/intra_op_threads.h"
 
 namespace grove::cpu {
 
@@ -18,6 +19,10 @@ namespace grove::cpu {
 // negative; `src` points at the element of index 0. Elements are opaque
 // bytes of `elem_size`, so one copy serves every dtype.
 void StridedCopy(size_t elem_size, absl::Span<const int64_t> shape, const void* src,
+                 absl::Span<const int64_t> src_strides, void* dst);
+// The same copy split over `threads` (a session's intra-op threads, nullptr:
+// the calling thread) when it is large.
+void StridedCopy(ir::IntraOpThreads* threads, size_t elem_size, absl::Span<const int64_t> shape, const void* src,
                  absl::Span<const int64_t> src_strides, void* dst);
 
 // A shape seen as [outer, dim, inner] around `axis`.

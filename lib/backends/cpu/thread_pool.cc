@@ -1,0 +1,151 @@
+#include "lib/backends/cpu/thread_pool.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace grove::cpu {
+namespace {
+
+// How long a worker spins for the next job before it sleeps: long enough to
+// catch the next kernel of a run, short enough that an idle session is idle.
+constexpr std::chrono::microseconds kSpin{50};
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// True on the pool's workers and on a caller inside Run: a nested Run (a
+// task that splits its own work) runs inline.
+thread_local bool t_in_pool = false;
+
+}  // namespace
+
+struct ThreadPool::Job {
+  absl::FunctionRef<void(int64_t)> task;
+  int64_t tasks;
+  std::atomic<int64_t> next{0};
+};
+
+absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(int threads) {
+  if (threads < 1) return absl::InvalidArgumentError(absl::StrCat("a thread pool of ", threads, " threads"));
+  std::unique_ptr<ThreadPool> pool(new ThreadPool());
+  pool->workers_.reserve(threads - 1);
+  for (int i = 1; i < threads; ++i) {
+    try {
+      pool->workers_.emplace_back([p = pool.get()] { p->WorkerLoop(); });
+    } catch (const std::system_error& e) {
+      // The destructor stops and joins the workers already started.
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot start intra-op thread ", i, " of ", threads, ": ", e.what()));
+    }
+  }
+  return pool;
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::Drain(Job& job) {
+  for (int64_t i = job.next.fetch_add(1, std::memory_order_relaxed); i < job.tasks;
+       i = job.next.fetch_add(1, std::memory_order_relaxed)) {
+    job.task(i);
+  }
+}
+
+void ThreadPool::Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) {
+  if (tasks <= 0) return;
+  if (tasks == 1 || workers_.empty() || t_in_pool || running_.exchange(true, std::memory_order_acquire)) {
+    for (int64_t i = 0; i < tasks; ++i) task(i);
+    return;
+  }
+  Job job{task, tasks};
+  bool notify;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &job;
+    generation_.fetch_add(1, std::memory_order_release);
+    notify = sleeping_ > 0;
+  }
+  if (notify) wake_.notify_all();
+  t_in_pool = true;
+  Drain(job);
+  t_in_pool = false;
+  {
+    // Closed to late workers; then wait for those inside to finish their task.
+    std::unique_lock<std::mutex> lock(mu_);
+    job_ = nullptr;
+    left_.wait(lock, [&] { return workers_in_job_ == 0; });
+  }
+  running_.store(false, std::memory_order_release);
+}
+
+void ThreadPool::WorkerLoop() {
+  t_in_pool = true;
+  // The generation the pool was made with, not the one seen on starting: a
+  // job posted before this thread got going is still one to join.
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin a little for the next job, then sleep.
+    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    int polls = 0;
+    while (generation_.load(std::memory_order_acquire) == seen) {
+      CpuRelax();
+      if (++polls % 64 == 0 && std::chrono::steady_clock::now() >= spin_until) break;
+    }
+    Job* job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (generation_.load(std::memory_order_relaxed) == seen && !stop_) {
+        ++sleeping_;
+        wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
+        --sleeping_;
+      }
+      if (stop_) return;
+      seen = generation_.load(std::memory_order_relaxed);
+      job = job_;
+      if (job == nullptr) continue;
+      ++workers_in_job_;
+    }
+    Drain(*job);
+    bool last;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last = --workers_in_job_ == 0;
+    }
+    if (last) left_.notify_one();
+  }
+}
+
+int AvailableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
+}  // namespace grove::cpu

@@ -1,0 +1,70 @@
+// A CPU session's intra-op threads (SessionOptions::intra_op_threads): a
+// fork-join pool of N - 1 workers that the calling thread joins, owned by
+// one session's CPU backend and used by nothing else, so sessions never run
+// on each other's threads and N threads per session is all a session takes.
+//
+//   absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(2);
+//   (*pool)->Run(4, [&](int64_t i) { Work(i); });  // returns when all 4 ran
+//
+// Why not a library: Debian's candidates (TBB, Eigen's pool, OpenMP) share
+// one process-wide set of threads between callers, and a session's work must
+// stay on its own N threads. Workers wait on a condition variable after a
+// short spin (kernels come one after another within a run), so an idle
+// session costs no CPU.
+#ifndef GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
+#define GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "lib/ir/intra_op_threads.h"
+
+namespace grove::cpu {
+
+class ThreadPool final : public ir::IntraOpThreads {
+ public:
+  // A pool of `threads` (>= 1) threads, the caller's included: threads - 1
+  // workers start here. Fails when the system refuses a thread.
+  static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(int threads);
+  ~ThreadPool() override;
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const override { return static_cast<int>(workers_.size()) + 1; }
+  // One Run at a time (a session runs on one thread at a time); a Run from
+  // inside a task, or while another Run is in progress, runs inline.
+  void Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) override;
+
+ private:
+  struct Job;
+  ThreadPool() = default;
+  void WorkerLoop();
+  static void Drain(Job& job);
+
+  std::mutex mu_;
+  std::condition_variable wake_;  // workers: a new job or stop
+  std::condition_variable left_;  // the caller: the last worker left the job
+  // Bumped (under mu_) for each job; workers spin on it before sleeping.
+  std::atomic<uint64_t> generation_{0};
+  Job* job_ = nullptr;        // joinable job, under mu_
+  int workers_in_job_ = 0;    // under mu_
+  int sleeping_ = 0;          // under mu_
+  bool stop_ = false;         // under mu_
+  std::atomic<bool> running_{false};
+  std::vector<std::thread> workers_;
+};
+
+// The CPUs this process may run on (its affinity mask), at least 1: what
+// SessionOptions::intra_op_threads = 0 takes.
+int AvailableCpus();
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
