@@ -49,6 +49,7 @@ constexpr char kUsage[] =
     "  --warmup N              untimed runs before them (default 1)\n"
     "  --device cpu|cuda|auto|emulated-cuda  where to run (default auto; see grove run)\n"
     "  --graphs auto|on|off    CUDA graphs (see grove run --help)\n"
+    "  --bucket SYMBOL=RULE    CUDA graphs: shape buckets (see grove run --help)\n"
     "  --threads N             CPU: intra-op threads (default 1; 0: one per core)\n"
     "  --gemm-math f32|tf32|bf16|f16, --strict-device: as for grove run\n"
     "  --json                  print one JSON object: \"shapes\" (per shape: inputs,\n"
@@ -182,6 +183,7 @@ int BenchMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
       {"shape", kRepeatedValue}, {"sweep", kValue},         {"case", kValue},      {"iterations", kValue},
       {"warmup", kValue},        {"device", kValue},        {"graphs", kValue},    {"gemm-math", kValue},
+      {"bucket", kRepeatedValue},
       {"strict-device", kSwitch}, {"json", kSwitch},         {"threads", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;

@@ -252,6 +252,13 @@ int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, boo
     if (!graphs.ok()) return UsageError(graphs.status().message());
     options->cuda_graphs = *graphs;
   }
+  for (const std::string& b : args.Values("bucket")) {
+    const size_t eq = b.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return UsageError(absl::StrCat("--bucket wants SYMBOL=RULE (e.g. seq=pow2), not '", b, "'"));
+    }
+    options->shape_buckets.emplace_back(b.substr(0, eq), b.substr(eq + 1));
+  }
   if (args.Has("threads")) {
     const std::string& v = args.Values("threads")[0];
     int threads = -1;
@@ -270,6 +277,9 @@ int LoadModelAndSession(const std::string& model_path, const SessionOptions& opt
   if (!model.ok()) return Fail(absl::StrCat("cannot load model ", model_path, ": ", model.status().message()));
   absl::StatusOr<std::unique_ptr<Session>> session =
       emulated_cuda ? internal::CreateEmulatedCudaSession(*model, options) : Session::Create(*model, options);
+  if (!session.ok() && absl::IsInvalidArgument(session.status())) {
+    return Fail(absl::StrCat("cannot create a session: ", session.status().message()));  // a bad option
+  }
   if (options.device == Device::kCuda && (!session.ok() || (*session)->device() != Device::kCuda)) {
     return Fail(absl::StrCat("CUDA backend not available",
                              session.ok() ? "" : absl::StrCat(": ", session.status().message())));
@@ -425,6 +435,10 @@ SessionStats StatsSince(const SessionStats& before, const SessionStats& after) {
   d.graphs_evicted -= before.graphs_evicted;
   d.graph_launches -= before.graph_launches;
   d.launches_outside_graphs -= before.launches_outside_graphs;
+  d.buckets_made -= before.buckets_made;
+  d.bucketed_runs -= before.bucketed_runs;
+  d.bucket_input_bytes -= before.bucket_input_bytes;
+  d.bucket_padding_bytes -= before.bucket_padding_bytes;
   return d;
 }
 
@@ -458,6 +472,13 @@ void WriteCounters(const SessionStats& s, JsonWriter* w) {
   w->Int(s.segments_run);
   w->Key("cpu_fallback_steps");
   w->Int(s.cpu_fallback_steps);
+  // Shape buckets: those made, and the padding of the inputs' slots.
+  w->Key("buckets_made");
+  w->Int(s.buckets_made);
+  w->Key("bucket_input_bytes");
+  w->Int(s.bucket_input_bytes);
+  w->Key("bucket_padding_bytes");
+  w->Int(s.bucket_padding_bytes);
 }
 
 }  // namespace grove::cli

@@ -68,6 +68,11 @@ constexpr char kUsage[] =
     "  --graphs auto|on|off   CUDA: capture each straight-line segment as a CUDA\n"
     "                         graph on its first run and replay it after (default\n"
     "                         auto: where the device can; on: fail where it cannot)\n"
+    "  --bucket SYMBOL=RULE   CUDA graphs: how SYMBOL's values group into shape\n"
+    "                         buckets, whose shapes share one arena and one graph\n"
+    "                         per segment: auto (powers of two up to 256, then\n"
+    "                         multiples of 256; the default), pow2, step:N, a list\n"
+    "                         of bounds A,B,C, or exact; SYMBOL * for all others\n"
     "  --deadline-ms N        each run must end within N milliseconds, else it\n"
     "                         stops with DEADLINE_EXCEEDED (checked between steps\n"
     "                         and loop iterations; default: no deadline)\n";
@@ -325,7 +330,7 @@ int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
       {"input", kRepeatedValue}, {"case", kRepeatedValue},  {"output-dir", kValue},  {"device", kValue},
       {"repeat", kValue},        {"strict-device", kSwitch}, {"gemm-math", kValue},  {"deadline-ms", kValue},
-      {"graphs", kValue},        {"json", kSwitch},          {"threads", kValue}};
+      {"graphs", kValue},        {"bucket", kRepeatedValue}, {"json", kSwitch},          {"threads", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {

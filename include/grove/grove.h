@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
@@ -365,6 +366,25 @@ struct SessionOptions {
   // dropped (and captured again if its segment runs again). 0: no limit.
   // Graphs also go with their plan when the plan cache drops it.
   int max_cached_graphs = 512;
+  // Shape buckets (CUDA graphs). The main graph's inputs are grouped by the
+  // bucket each symbol's value falls in: the exact shapes of one bucket share
+  // one arena (laid out for the bucket's bound, the largest shape it holds)
+  // and one graph per segment, captured once at the bound and replayed for
+  // each shape of the bucket after its kernels' parameters are refreshed
+  // (kernels read the actual sizes; GEMMs whose only varying dim is M run at
+  // the bound's M, into rows the arena holds for the bound). Inputs are copied
+  // into the bucket's input slots. Per symbol, by name ("*": every symbol not
+  // named), one of:
+  //   "auto"     powers of two up to 256, then multiples of 256 (the default)
+  //   "pow2"     powers of two
+  //   "step:N"   multiples of N
+  //   "A,B,C"    the listed bounds, ascending; values above the last are exact
+  //   "exact"    no bucket: each shape is its own (plans, arenas and graphs
+  //              per exact shape)
+  // Bounds are clamped to the symbol's declared maximum. A shape whose plan
+  // cannot take its bucket's layout (a step list or value that differs from
+  // the bound's) runs with its own arena: SessionStats::bucket_fallback_reason.
+  std::vector<std::pair<std::string, std::string>> shape_buckets;
 };
 
 // One tensor held at the peak of a memory plan.
@@ -424,6 +444,17 @@ struct SessionStats {
   // ("" when none): "graphs are off", a step prepared when it runs, a capture
   // that failed, buffers that keep moving.
   std::string graph_fallback_reason;
+  // Shape buckets (SessionOptions::shape_buckets; CUDA graphs only):
+  int64_t buckets_made = 0;         // buckets whose shapes share an arena and graphs
+  int64_t bucketed_runs = 0;        // runs whose plan used its bucket's arena and graphs
+  // Over bucketed runs: the main inputs' bytes at their bucket's bound, and
+  // the part of them past the actual shapes (the padding waste is
+  // bucket_padding_bytes / bucket_input_bytes).
+  int64_t bucket_input_bytes = 0;
+  int64_t bucket_padding_bytes = 0;
+  // Why the last shape that could not use its bucket ran with its own plan
+  // arena and graphs ("" when none).
+  std::string bucket_fallback_reason;
 };
 
 // Runs a model. Not thread-safe: use one Session per thread. A call that

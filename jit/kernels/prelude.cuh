@@ -202,6 +202,11 @@ GROVE_DEVICE i64 offset_of(i64 i, const Dims& shape, const Strides& strides) {
   return off;
 }
 
+// Every entry loops over its work grid-stride (global_thread(), then
+// += grid_threads(); or blockIdx.x, then += gridDim.x), so its result does
+// not depend on the grid it is launched with: a CUDA graph captured for a
+// shape bucket's bound replays its grid for every shape of the bucket, with
+// the actual sizes in the refreshed parameters (cuda::ParamDevice).
 GROVE_DEVICE i64 global_thread() { return static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; }
 GROVE_DEVICE i64 grid_threads() { return static_cast<i64>(blockDim.x) * gridDim.x; }
 

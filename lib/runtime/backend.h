@@ -113,8 +113,14 @@ class Backend {
   // the graph captured, their new parameters (pointers included) replacing
   // its own. EndRefresh: OK when the graph now replays this work, else why
   // not (the graph is unchanged). Only graphs Refreshable says so.
+  // `bucket`: the graph was captured for a larger shape of the same bucket
+  // (SessionOptions::shape_buckets) whose buffers are these, each large
+  // enough for that shape: a kernel may keep its captured grid (kernels loop
+  // over their work grid-stride), and a GEMM, copy or memset may keep
+  // captured sizes at least the new ones (rows past the actual ones are the
+  // bound's, never read as results).
   virtual bool Refreshable(const BackendGraph& graph) const { return false; }
-  virtual void BeginRefresh(BackendGraph& graph) {}
+  virtual void BeginRefresh(BackendGraph& graph, bool bucket) {}
   virtual absl::Status EndRefresh() { return absl::UnimplementedError("this backend does not refresh graphs"); }
 
   virtual BackendCounters counters() const { return {}; }

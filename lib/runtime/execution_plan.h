@@ -67,6 +67,15 @@ class ExecutionPlan {
   // The straight-line runs of steps that need no host, in order.
   const std::vector<PlanSegment>& segments() const { return segments_; }
 
+  // Shape buckets: takes the arena layout of `bound`, the plan of the same
+  // subgraph at the bucket's bound (a larger shape), so both run in one
+  // arena and one graph per segment serves both (plan_layout.cc). Needs the
+  // same steps (nodes, segments, prepared workspaces no larger) and the same
+  // values (tensor, storage, dtype), each arena value and workspace at most
+  // the bound's bytes. Else FAILED_PRECONDITION saying what differs, and the
+  // plan is unchanged.
+  absl::Status AdoptLayout(const ExecutionPlan& bound);
+
  private:
   ExecutionPlan() = default;
   int subgraph_ = 0;

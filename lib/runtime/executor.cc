@@ -23,14 +23,8 @@ constexpr int kMaxReplacedGraphs = 8;
 
 }  // namespace
 
-absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const TensorView> inputs,
-                                                absl::Span<const TensorView> captures) {
-  PlanCache::Key(subgraph, inputs, captures, &key_);
-  if (PlanInstance* hit = plans_.Find(key_, run_serial_); hit != nullptr) {
-    ++stats_.plan_cache_hits;
-    return hit;
-  }
-
+absl::StatusOr<std::unique_ptr<ExecutionPlan>> Executor::BuildPlan(int subgraph, absl::Span<const TensorView> inputs,
+                                                                   absl::Span<const TensorView> captures) {
   const ir::Subgraph& sg = graph_.subgraphs[subgraph];
   if (inputs.size() != sg.inputs.size()) {
     return absl::InvalidArgumentError(absl::StrCat("subgraph '", sg.name, "' takes ", sg.inputs.size(),
@@ -65,11 +59,22 @@ absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const T
                                                         absl::StrJoin(ops, "; ")));
     }
   }
+  return plan;
+}
 
+absl::StatusOr<std::unique_ptr<PlanInstance>> Executor::NewInstance(std::unique_ptr<ExecutionPlan> plan,
+                                                                    BucketFamily* family) {
   auto inst = std::make_unique<PlanInstance>(&backend_);
-  inst->plan = std::move(*plan);
+  inst->plan = std::move(plan);
+  inst->serial = ++instance_serial_;
   const ExecutionPlan& p = *inst->plan;
-  if (absl::Status s = inst->arena.Reserve(p.arena_bytes()); !s.ok()) return s;
+  if (family != nullptr) {
+    inst->family = family;
+    inst->arena_base = family->bound->arena_base;
+  } else {
+    if (absl::Status s = inst->arena.Reserve(p.arena_bytes()); !s.ok()) return s;
+    inst->arena_base = inst->arena.data();
+  }
   inst->views.resize(p.values().size());
   inst->dynamic.resize(p.values().size());
   inst->boxed.resize(p.values().size());
@@ -79,7 +84,7 @@ absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const T
     view.dtype = pv.dtype;
     view.shape = pv.shape;
     switch (pv.kind) {
-      case Storage::kArena: view.data = inst->arena.data() + pv.offset; break;
+      case Storage::kArena: view.data = inst->arena_base + pv.offset; break;
       case Storage::kWeight:
       case Storage::kFolded: view.data = const_cast<void*>(pv.data); break;
       case Storage::kDynamic: inst->dynamic[v] = std::make_unique<Buffer>(&backend_); break;
@@ -101,8 +106,83 @@ absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const T
     if (absl::Status s = SetUpDeviceInstance(*inst); !s.ok()) return s;
   }
   ++stats_.plans_created;
-  PlanInstance* result = inst.get();
-  if (plans_.Insert(key_, std::move(inst), run_serial_, options_.max_cached_plans)) ++stats_.plans_evicted;
+  return inst;
+}
+
+absl::StatusOr<BucketFamily*> Executor::Bucket(absl::Span<const TensorView> inputs) {
+  std::vector<std::vector<int64_t>> shapes;
+  std::string why;
+  if (!buckets_->BoundShapes(graph_, inputs, &shapes, &why)) {
+    stats_.bucket_fallback_reason = why;
+    return nullptr;
+  }
+  std::vector<TensorView> bound;
+  for (size_t i = 0; i < inputs.size(); ++i) bound.emplace_back(inputs[i].dtype, shapes[i], static_cast<void*>(nullptr));
+  std::vector<int64_t> key;
+  PlanCache::Key(0, bound, {}, &key);
+  if (BucketFamily* f = plans_.FindFamily(key); f != nullptr) {
+    if (f->bound == nullptr) stats_.bucket_fallback_reason = f->why_not;
+    return f->bound == nullptr ? nullptr : f;
+  }
+  auto family = std::make_unique<BucketFamily>();
+  family->key = std::move(key);
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = BuildPlan(0, bound, {});
+  if (!plan.ok()) {
+    // Remembered, so the bound is planned once: its shapes run exact plans.
+    std::vector<std::string> dims;
+    for (const std::vector<int64_t>& s : shapes) dims.push_back(ir::ShapeToString(ir::FromConcrete(s)));
+    family->why_not = absl::StrCat("the bucket bound (inputs ", absl::StrJoin(dims, ", "),
+                                   ") does not plan: ", plan.status().message());
+    stats_.bucket_fallback_reason = family->why_not;
+    plans_.AddFamily(std::move(family));
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<PlanInstance>> inst = NewInstance(*std::move(plan), nullptr);
+  if (!inst.ok()) return inst.status();
+  BucketFamily& f = plans_.AddFamily(std::move(family));
+  f.bound = *std::move(inst);
+  f.bound->family = &f;
+  const ExecutionPlan& p = *f.bound->plan;
+  for (size_t i = 0; i < bound.size(); ++i) {
+    f.input_bytes.push_back(bound[i].byte_size());
+    f.input_slots.push_back(std::make_unique<Buffer>(&backend_));
+    if (absl::Status s = f.input_slots.back()->Reserve(bound[i].byte_size()); !s.ok()) return s;
+    f.bound->views[p.input_values()[i]].data = f.input_slots.back()->data();
+  }
+  f.graphs.resize(p.segments().size());
+  ++stats_.buckets_made;
+  return &f;
+}
+
+absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const TensorView> inputs,
+                                                absl::Span<const TensorView> captures) {
+  PlanCache::Key(subgraph, inputs, captures, &key_);
+  if (PlanInstance* hit = plans_.Find(key_, run_serial_); hit != nullptr) {
+    ++stats_.plan_cache_hits;
+    return hit;
+  }
+  BucketFamily* family = nullptr;
+  if (subgraph == 0 && buckets_.has_value()) {
+    absl::StatusOr<BucketFamily*> f = Bucket(inputs);
+    if (!f.ok()) return f.status();
+    family = *f;
+    if (family != nullptr && family->key == key_) {  // the bound's own shape
+      ++stats_.plan_cache_hits;
+      return family->bound.get();
+    }
+  }
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = BuildPlan(subgraph, inputs, captures);
+  if (!plan.ok()) return plan.status();
+  if (family != nullptr) {
+    if (absl::Status s = (*plan)->AdoptLayout(*family->bound->plan); !s.ok()) {
+      stats_.bucket_fallback_reason = std::string(s.message());
+      family = nullptr;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<PlanInstance>> inst = NewInstance(*std::move(plan), family);
+  if (!inst.ok()) return inst.status();
+  PlanInstance* result = inst->get();
+  if (plans_.Insert(key_, *std::move(inst), run_serial_, options_.max_cached_plans)) ++stats_.plans_evicted;
   return result;
 }
 
@@ -111,7 +191,22 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
   ++inst.active;
   absl::Cleanup done = [&inst] { --inst.active; };
   const ExecutionPlan& p = *inst.plan;
-  if (!host_memory_) {
+  if (inst.family != nullptr) {
+    // Into the bucket's input slots, where its graphs read them.
+    BucketFamily& f = *inst.family;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const uint64_t bytes = inputs[i].byte_size();
+      void* slot = f.input_slots[i]->data();
+      if (bytes > 0) {
+        if (absl::Status s = backend_.CopyAsync(slot, inputs[i].data, bytes); !s.ok()) return s;
+        if (!backend_.IsDevicePointer(inputs[i].data)) stats_.bytes_host_to_device += static_cast<int64_t>(bytes);
+      }
+      inst.views[p.input_values()[i]].data = slot;
+      stats_.bucket_input_bytes += static_cast<int64_t>(f.input_bytes[i]);
+      stats_.bucket_padding_bytes += static_cast<int64_t>(f.input_bytes[i] - std::min(f.input_bytes[i], bytes));
+    }
+    ++stats_.bucketed_runs;
+  } else if (!host_memory_) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (absl::Status s = BindValue(inst, p.input_values()[i], inputs[i]); !s.ok()) return s;
     }
@@ -200,7 +295,7 @@ absl::Status Executor::RunStep(PlanInstance& inst, size_t s) {
   ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
   if (step.prepared_at_plan) {
     ctx.SetPrepared(&step.prepared,
-                    step.prepared.workspace_bytes > 0 ? inst.arena.data() + step.workspace_offset : nullptr);
+                    step.prepared.workspace_bytes > 0 ? inst.arena_base + step.workspace_offset : nullptr);
   }
   // Inside a segment on a device: no wait and no read may happen here.
   const bool watch = step.segment >= 0 && !host_memory_;
@@ -238,8 +333,9 @@ absl::Status Executor::RunStep(PlanInstance& inst, size_t s) {
 absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
   const ExecutionPlan& p = *inst.plan;
   const PlanSegment& range = p.segments()[seg];
-  if (inst.graphs.size() != p.segments().size()) inst.graphs.resize(p.segments().size());
-  SegmentGraph& g = inst.graphs[seg];
+  BucketFamily* const family = inst.family;
+  if (family == nullptr && inst.graphs.size() != p.segments().size()) inst.graphs.resize(p.segments().size());
+  SegmentGraph& g = family != nullptr ? family->graphs[seg] : inst.graphs[seg];
   if (!g.no_graph.empty()) return false;
   // The segment runs step by step from now on, for `why`.
   auto no_graph = [&](absl::string_view why) {
@@ -253,6 +349,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
   // A graph replays the pointers its kernels were given when captured: the
   // fingerprint of every buffer the segment's steps touch tells whether
   // those still hold (a caller's device input at a new address does not).
+  // A bucket's graphs also hold one plan's parameters at a time.
   uint64_t fingerprint = 0xcbf29ce484222325u;
   int64_t steps_run = 0;
   for (int s = range.first; s < range.end; ++s) {
@@ -269,80 +366,111 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
       fingerprint = (fingerprint ^ data) * 0x100000001b3u;
     }
   }
+  // Launches `v`'s graph: just captured, replayed, or replayed after a refresh.
+  enum class Launch { kCaptured, kReplay, kRefreshed };
+  auto launch = [&](SegmentGraph::Variant& v, Launch how) -> absl::StatusOr<bool> {
+    v.fingerprint = fingerprint;
+    v.params_of = inst.serial;
+    v.last_used = ++graph_tick_;
+    graphs_.Touch(*v.held);
+    if (absl::Status st = backend_.LaunchGraph(v.held->graph()); !st.ok()) return st;
+    if (how != Launch::kCaptured) ++stats_.graph_replays;
+    if (how == Launch::kRefreshed) ++stats_.graph_refreshes;
+    stats_.kernels_run += steps_run;
+    return true;
+  };
   SegmentGraph::Variant* slot = nullptr;  // where a capture goes: a free one, else the least recently used
+  SegmentGraph::Variant* newest = nullptr;
   for (SegmentGraph::Variant& v : g.variants) {
-    if (v.held != nullptr && v.fingerprint == fingerprint) {
-      v.last_used = ++graph_tick_;
-      graphs_.Touch(*v.held);
-      if (absl::Status st = backend_.LaunchGraph(v.held->graph()); !st.ok()) return st;
-      ++stats_.graph_replays;
-      stats_.kernels_run += steps_run;
-      return true;
+    if (v.held != nullptr && v.fingerprint == fingerprint && (family == nullptr || v.params_of == inst.serial)) {
+      return launch(v, Launch::kReplay);
     }
+    if (v.held != nullptr && (newest == nullptr || v.last_used > newest->last_used)) newest = &v;
     if (slot == nullptr || (slot->held != nullptr && (v.held == nullptr || v.last_used < slot->last_used))) slot = &v;
+  }
+  if (family != nullptr && newest != nullptr && g.no_refresh.empty()) {
+    // Another shape of the bucket (or these buffers) had the graph last: its
+    // parameters become this plan's.
+    absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, g, *newest, /*bucket=*/true);
+    if (!refreshed.ok()) return refreshed.status();
+    if (*refreshed) return launch(*newest, Launch::kRefreshed);
   }
   if (slot->held != nullptr) {
     // Every variant taken: the least recently used one takes these buffers
     // by a refresh of its kernels' parameters if it can, else by a capture.
-    absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, *slot);
+    absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, g, *slot, family != nullptr);
     if (!refreshed.ok()) return refreshed.status();
-    if (*refreshed) {
-      slot->fingerprint = fingerprint;
-      slot->last_used = ++graph_tick_;
-      graphs_.Touch(*slot->held);
-      if (absl::Status st = backend_.LaunchGraph(slot->held->graph()); !st.ok()) return st;
-      ++stats_.graph_replays;
-      ++stats_.graph_refreshes;
-      stats_.kernels_run += steps_run;
-      return true;
-    }
+    if (*refreshed) return launch(*slot, Launch::kRefreshed);
     slot->held.reset();
     if (++g.replaced > kMaxReplacedGraphs) {
       return no_graph(absl::StrCat("its buffers met more than ", SegmentGraph::kVariants + kMaxReplacedGraphs,
-                                   " sets of addresses (a caller's device buffers at new addresses each run, or a body called ",
-                                   "with outer values from plans with different arenas)"));
+                                   " sets of addresses (a caller's device buffers at new addresses each run, a body ",
+                                   "called with outer values from plans with different arenas, or the shapes of a ",
+                                   "bucket whose graph cannot be refreshed from one to another)"));
     }
   }
 
   // Capture: the steps' kernels are recorded, not run; then the graph runs.
+  // A bucket's graph is captured from the plan at its bound (the largest
+  // grids, GEMMs and copies of the bucket), then refreshed for this plan.
   graphs_.MakeRoom(options_.max_cached_graphs);
-  if (absl::Status st = backend_.BeginCapture(); !st.ok()) {
-    ++stats_.graph_capture_failures;
-    if (absl::IsUnimplemented(st)) {
+  const bool from_bound = family != nullptr && family->bound.get() != &inst && g.no_refresh.empty();
+  absl::StatusOr<std::unique_ptr<BackendGraph>> graph = CaptureSegment(from_bound ? *family->bound : inst, seg);
+  if (!graph.ok()) {
+    if (absl::IsUnimplemented(graph.status())) {
       graphs_enabled_ = false;
-      stats_.graph_fallback_reason = std::string(st.message());
+      stats_.graph_fallback_reason = std::string(graph.status().message());
       return false;
     }
-    return no_graph(absl::StrCat("its capture could not start: ", st.message()));
+    return no_graph(graph.status().message());
+  }
+  graphs_.Hold(*std::move(graph), &slot->held);
+  ++stats_.graphs_captured;
+  if (from_bound) {
+    absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, g, *slot, /*bucket=*/true);
+    if (!refreshed.ok()) return refreshed.status();
+    if (*refreshed) return launch(*slot, Launch::kCaptured);
+    // Pinned to exact shapes (g.no_refresh says why): this plan's own capture.
+    slot->held.reset();
+    graph = CaptureSegment(inst, seg);
+    if (!graph.ok()) return no_graph(graph.status().message());
+    graphs_.Hold(*std::move(graph), &slot->held);
+    ++stats_.graphs_captured;
+  }
+  return launch(*slot, Launch::kCaptured);
+}
+
+absl::StatusOr<std::unique_ptr<BackendGraph>> Executor::CaptureSegment(PlanInstance& src, int seg) {
+  const PlanSegment& range = src.plan->segments()[seg];
+  if (absl::Status st = backend_.BeginCapture(); !st.ok()) {
+    ++stats_.graph_capture_failures;
+    if (absl::IsUnimplemented(st)) return st;
+    return absl::FailedPreconditionError(absl::StrCat("its capture could not start: ", st.message()));
   }
   const int64_t kernels_before = stats_.kernels_run;
   absl::Status run;
   for (int s = range.first; s < range.end && run.ok(); ++s) {
-    if (!p.steps()[s].outputs_empty) run = RunStep(inst, static_cast<size_t>(s));
+    if (!src.plan->steps()[s].outputs_empty) run = RunStep(src, static_cast<size_t>(s));
   }
   absl::StatusOr<std::unique_ptr<BackendGraph>> graph = backend_.EndCapture();
+  stats_.kernels_run = kernels_before;  // recorded, not run
   if (!run.ok() || !graph.ok()) {
     // Nothing ran: the steps now run one by one, where an error that was
     // not the capture's comes back.
     ++stats_.graph_capture_failures;
-    stats_.kernels_run = kernels_before;
-    return no_graph(absl::StrCat("its capture failed: ", (!run.ok() ? run : graph.status()).message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("its capture failed: ", (!run.ok() ? run : graph.status()).message()));
   }
-  graphs_.Hold(*std::move(graph), &slot->held);
-  slot->fingerprint = fingerprint;
-  slot->last_used = ++graph_tick_;
-  ++stats_.graphs_captured;
-  if (absl::Status st = backend_.LaunchGraph(slot->held->graph()); !st.ok()) return st;
-  return true;
+  return graph;
 }
 
-absl::StatusOr<bool> Executor::RefreshSegmentGraph(PlanInstance& inst, int seg, SegmentGraph::Variant& variant) {
-  SegmentGraph& g = inst.graphs[seg];
+absl::StatusOr<bool> Executor::RefreshSegmentGraph(PlanInstance& inst, int seg, SegmentGraph& g,
+                                                   SegmentGraph::Variant& variant, bool bucket) {
   BackendGraph& graph = variant.held->graph();
   if (!g.no_refresh.empty() || !backend_.Refreshable(graph)) return false;
   const PlanSegment& range = inst.plan->segments()[seg];
   const int64_t kernels_before = stats_.kernels_run;
-  backend_.BeginRefresh(graph);
+  backend_.BeginRefresh(graph, bucket);
   absl::Status run;
   for (int s = range.first; s < range.end && run.ok(); ++s) {
     if (!inst.plan->steps()[s].outputs_empty) run = RunStep(inst, static_cast<size_t>(s));
@@ -350,9 +478,15 @@ absl::StatusOr<bool> Executor::RefreshSegmentGraph(PlanInstance& inst, int seg, 
   absl::Status refreshed = backend_.EndRefresh();
   stats_.kernels_run = kernels_before;  // nothing ran
   if (refreshed.ok() && run.ok()) return true;
-  // Its graphs bake something that moved (a GEMM's operands, a copy): the
-  // segment captures per set of addresses from now on.
+  // Its graphs bake something that moved (a GEMM's operands, a copy) or,
+  // in a bucket, something that differs between its shapes: the segment
+  // captures per set of addresses (per exact shape) from now on.
   g.no_refresh = std::string((!refreshed.ok() ? refreshed : run).message());
+  if (bucket) {
+    stats_.bucket_fallback_reason =
+        absl::StrCat("segment ", seg, " of subgraph '", graph_.subgraphs[inst.plan->subgraph()].name,
+                     "' is pinned to exact shapes: ", g.no_refresh);
+  }
   return false;
 }
 
@@ -376,6 +510,11 @@ absl::Status Executor::Init() {
   absl::StatusOr<const uint8_t*> weights = model_.DeviceBytes(backend_);
   if (!weights.ok()) return weights.status();
   device_weights_ = *weights;
+  absl::StatusOr<BucketPolicy> buckets = BucketPolicy::Make(graph_, options_.shape_buckets);
+  if (!buckets.ok()) return buckets.status();
+  // Buckets serve graphs: on a backend that captures them, with some symbol
+  // bucketed.
+  if (graphs_enabled_ && !buckets->all_exact() && !graph_.symbols.empty()) buckets_ = *std::move(buckets);
   return absl::OkStatus();
 }
 

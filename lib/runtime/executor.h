@@ -15,6 +15,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,6 +25,7 @@
 #include "grove/grove.h"
 #include "lib/ir/string_arena.h"
 #include "lib/runtime/backend.h"
+#include "lib/runtime/buckets.h"
 #include "lib/runtime/buffer.h"
 #include "lib/runtime/graph_cache.h"
 #include "lib/runtime/model_impl.h"
@@ -59,6 +62,18 @@ class Executor {
   friend class StepHost;
   friend class FallbackHost;
 
+  // A plan for these signatures (checked as GetPlan does), unprepared for
+  // the instance.
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> BuildPlan(int subgraph, absl::Span<const TensorView> inputs,
+                                                           absl::Span<const TensorView> captures);
+  // `plan` made ready to run: its arena (its own, or `family`'s bound's when
+  // it has adopted that layout), views and pointers, uploads.
+  absl::StatusOr<std::unique_ptr<PlanInstance>> NewInstance(std::unique_ptr<ExecutionPlan> plan,
+                                                            BucketFamily* family);
+  // Shape buckets: the bucket of these main inputs, made on first use
+  // (its bound's plan and input slots); null when they are not bucketed (the
+  // reason is in SessionStats::bucket_fallback_reason).
+  absl::StatusOr<BucketFamily*> Bucket(absl::Span<const TensorView> inputs);
   absl::Status SetUpDeviceInstance(PlanInstance& inst);
   absl::Status BindValue(PlanInstance& inst, int v, const TensorView& given);
   // Step s of a plan (not a CPU fallback): inputs read back for its shape
@@ -72,7 +87,12 @@ class Executor {
   // Rewrites the kernel parameters of `variant`'s graph for the segment's
   // buffers now (Backend::BeginRefresh); false when its graph cannot take
   // them, remembered in SegmentGraph::no_refresh.
-  absl::StatusOr<bool> RefreshSegmentGraph(PlanInstance& inst, int seg, SegmentGraph::Variant& variant);
+  // `bucket`: the graph was captured for another plan of inst's bucket
+  // (Backend::BeginRefresh).
+  absl::StatusOr<bool> RefreshSegmentGraph(PlanInstance& inst, int seg, SegmentGraph& g,
+                                           SegmentGraph::Variant& variant, bool bucket);
+  // Records segment `seg` of `src` as a graph (its kernels are not run).
+  absl::StatusOr<std::unique_ptr<BackendGraph>> CaptureSegment(PlanInstance& src, int seg);
   absl::Status RunFallbackStep(PlanInstance& inst, int s, absl::Span<TensorView* const> in_ptrs,
                                absl::Span<TensorView* const> out_ptrs);
   // A step whose output shapes are known only when it runs: its shape
@@ -97,6 +117,10 @@ class Executor {
   uint64_t graph_tick_ = 0;  // orders a segment's graph variants by last use
   PlanCache plans_;
   std::vector<int64_t> key_;
+  // Shape buckets: the policy, when the main graph's plans are bucketed (a
+  // backend that captures graphs, some symbol not "exact").
+  std::optional<BucketPolicy> buckets_;
+  uint64_t instance_serial_ = 0;
   uint64_t run_serial_ = 0;  // top-level runs started
   const uint8_t* device_weights_ = nullptr;
   // Workspace of steps prepared when they run (backend memory).

@@ -39,7 +39,8 @@ class HeldGraph {
   std::list<HeldGraph*>::iterator lru_;
 };
 
-// A plan segment's graphs (one SegmentGraph per segment of a PlanInstance).
+// A plan segment's graphs (one SegmentGraph per segment of a PlanInstance,
+// or of a shape bucket, whose exact plans share them: BucketFamily).
 // A graph replays the addresses it captured, so a segment keeps one graph
 // per set of buffer addresses it meets, up to kVariants: a body inside a
 // Loop whose carried values alternate between two buffers replays two. Past
@@ -52,6 +53,7 @@ struct SegmentGraph {
     std::unique_ptr<HeldGraph> held;  // null: none (yet, or evicted)
     uint64_t fingerprint = 0;         // of the buffer addresses it captured
     uint64_t last_used = 0;
+    uint64_t params_of = 0;           // the PlanInstance::serial whose parameters it holds
   };
   std::array<Variant, kVariants> variants;  // fixed: HeldGraph keeps a pointer into it
   int replaced = 0;                         // variants dropped for a new set of addresses

@@ -33,6 +33,17 @@ PlanInstance* PlanCache::Find(const std::vector<int64_t>& key, uint64_t run) {
   return it->second.get();
 }
 
+BucketFamily* PlanCache::FindFamily(const std::vector<int64_t>& key) {
+  auto it = families_.find(key);
+  return it == families_.end() ? nullptr : it->second.get();
+}
+
+BucketFamily& PlanCache::AddFamily(std::unique_ptr<BucketFamily> family) {
+  BucketFamily& f = *family;
+  families_.insert_or_assign(f.key, std::move(family));
+  return f;
+}
+
 bool PlanCache::Insert(const std::vector<int64_t>& key, std::unique_ptr<PlanInstance> instance, uint64_t run,
                        int max_plans) {
   instance->last_used = ++tick_;

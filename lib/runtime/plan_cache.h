@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,10 +20,17 @@
 namespace grove::runtime {
 
 // A plan made ready to run on one backend.
+struct BucketFamily;
+
 struct PlanInstance {
   explicit PlanInstance(Backend* backend) : arena(backend), folded(backend) {}
   std::unique_ptr<ExecutionPlan> plan;
+  uint64_t serial = 0;              // unique in its session
   Buffer arena;                     // values, then workspaces, at planned offsets
+  // Where the arena values and workspaces are: `arena`, or the arena of the
+  // bucket the plan belongs to (`family`; the plan then has its layout).
+  uint8_t* arena_base = nullptr;
+  BucketFamily* family = nullptr;
   Buffer folded;                    // backends with their own memory: folded values, uploaded
   std::vector<TensorView> views;    // one per plan value (backend memory)
   std::vector<TensorView*> ptrs;    // per step: its inputs, then its outputs
@@ -37,11 +45,26 @@ struct PlanInstance {
   std::vector<std::unique_ptr<Buffer>> staging;
   std::vector<std::unique_ptr<Buffer>> host_copies;
   std::vector<TensorView> copy_views;  // views of host_copies
-  // Per segment of the plan (CUDA graphs): its graph, made on its first run.
+  // Per segment of the plan (CUDA graphs): its graph, made on its first run
+  // (the bucket's, when the plan has a family).
   std::vector<SegmentGraph> graphs;
   uint64_t last_used = 0;
   uint64_t last_run = 0;  // the top-level run that used it last
   int active = 0;         // executions in progress (a Loop body's caller)
+};
+
+// Shape buckets (SessionOptions::shape_buckets): what the exact plans of one
+// bucket of the main subgraph share. The plan at the bucket's bound lends
+// its arena layout (ExecutionPlan::AdoptLayout) and arena; each main input is
+// copied into a slot of the bound's size; each segment has one SegmentGraph,
+// captured from the bound's plan and refreshed for the exact plan that runs.
+struct BucketFamily {
+  std::vector<int64_t> key;             // the bound's PlanCache::Key
+  std::unique_ptr<PlanInstance> bound;  // null: the bound does not plan (why_not)
+  std::string why_not;
+  std::vector<std::unique_ptr<Buffer>> input_slots;  // per main input
+  std::vector<uint64_t> input_bytes;                 // per main input, at the bound
+  std::vector<SegmentGraph> graphs;                  // per segment; never resized
 };
 
 class PlanCache {
@@ -59,9 +82,19 @@ class PlanCache {
   // loses one plan per run, not all of them). Returns whether it evicted.
   bool Insert(const std::vector<int64_t>& key, std::unique_ptr<PlanInstance> instance, uint64_t run,
               int max_plans);
-  void Clear() { plans_.clear(); }
+  void Clear() {
+    plans_.clear();
+    families_.clear();
+  }
+
+  // Shape buckets, by the bound's key: kept as long as the session (a few per
+  // symbol: bounds grow geometrically or by steps).
+  BucketFamily* FindFamily(const std::vector<int64_t>& key);
+  BucketFamily& AddFamily(std::unique_ptr<BucketFamily> family);
 
  private:
+  // Declared before the plans, which point at them: destroyed after.
+  absl::flat_hash_map<std::vector<int64_t>, std::unique_ptr<BucketFamily>> families_;
   absl::flat_hash_map<std::vector<int64_t>, std::unique_ptr<PlanInstance>> plans_;
   uint64_t tick_ = 0;
 };

@@ -132,6 +132,22 @@ assert [x["graph_replays"] for x in r] == [0, 0, 1, 1], r
 assert all(x["launches_outside_graphs"] == 0 and x["graph_refreshes"] == 0 for x in r), r
 assert t["graphs_captured"] == 2 and t["graph_bytes"] > 0, t'
 fi
+# --bucket: batches 2 (a) and 3 (b) in one bucket of bound 4 share one graph,
+# captured once and refreshed per shape; the padding of the input's slot is
+# counted. A rule that is not SYMBOL=RULE, or names no symbol, is refused.
+if expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" \
+    --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" --json --device emulated-cuda --bucket batch=4,64; then
+  json_check '
+r = d["runs"]; t = d["totals"]
+assert [x["graphs_captured"] for x in r] == [1, 0, 0, 0], r
+assert [x["graph_refreshes"] for x in r] == [0, 1, 1, 1], r
+assert all(x["launches_outside_graphs"] == 0 for x in r), r
+assert t["buckets_made"] == 1 and t["bucket_input_bytes"] == 4 * 4 * 16 * 4, t
+assert t["bucket_padding_bytes"] == (2 + 1 + 2 + 1) * 16 * 4, t'
+fi
+expect_fail 2 "--bucket wants SYMBOL=RULE" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --bucket batch
+expect_fail 1 "no symbol 'seq'" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --device emulated-cuda \
+  --bucket seq=pow2
 if expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" \
       --device emulated-cuda --output-dir "$TEST_TMP/emu_out" &&
    expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" \

@@ -68,13 +68,21 @@ void ExpectEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got
   }
 }
 
+// Shape buckets off: a plan, an arena and graphs per exact shape (the
+// mechanics under the buckets, tested on their own).
+SessionOptions ExactShapes() {
+  SessionOptions options;
+  options.shape_buckets = {{"*", "exact"}};
+  return options;
+}
+
 // The MLP is one segment: the first run captures it, every later run of the
 // same shape replays it with no launch outside the graph, and sees the new
 // input values (the graph reads the input's slot, not a copy of it).
 TEST(CudaGraphTest, OneSegmentIsCapturedOnceAndReplayedWithNewValues) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
   std::unique_ptr<Session> cpu = CpuSession(model);
-  std::unique_ptr<Session> cuda = CudaSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, ExactShapes());
   ASSERT_NE(cuda, nullptr);
 
   ExpectEqual(RunOrDie(*cpu, {F32({5, 16}, 1)}), RunOrDie(*cuda, {F32({5, 16}, 1)}), 1e-5, "first run");
@@ -189,7 +197,7 @@ TEST(CudaGraphTest, DeviceInputsAtNewAddressesAreCapturedAgainThenRunStepByStep)
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
   std::shared_ptr<cuda::Device> dev = TestDevice();
   std::unique_ptr<Session> cpu = CpuSession(model);
-  std::unique_ptr<Session> cuda = CudaSession(model, {}, dev);
+  std::unique_ptr<Session> cuda = CudaSession(model, ExactShapes(), dev);
   ASSERT_NE(cuda, nullptr);
   std::vector<void*> buffers;
   for (uint32_t run = 0; run < 20; ++run) {
@@ -243,7 +251,7 @@ TEST(CudaGraphTest, MovedBuffersRefreshAGraphInsteadOfCapturingAgain) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
   std::shared_ptr<cuda::Device> dev = TestDevice();
   std::unique_ptr<Session> cpu = CpuSession(model);
-  std::unique_ptr<Session> cuda = CudaSession(model, {}, dev);
+  std::unique_ptr<Session> cuda = CudaSession(model, ExactShapes(), dev);
   ASSERT_NE(cuda, nullptr);
   std::vector<void*> buffers;
   constexpr int kRuns = 24;
@@ -283,7 +291,7 @@ TEST(CudaGraphTest, InputBuffersAreUsedInPlaceAndReplay) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
   std::shared_ptr<cuda::Device> dev = TestDevice();
   std::unique_ptr<Session> cpu = CpuSession(model);
-  std::unique_ptr<Session> cuda = CudaSession(model, {}, dev);
+  std::unique_ptr<Session> cuda = CudaSession(model, ExactShapes(), dev);
   ASSERT_NE(cuda, nullptr);
   uint32_t seed = 40;
   for (int64_t batch : {5, 3, 3, 5, 3}) {
@@ -331,7 +339,7 @@ TEST(CudaGraphTest, InputBuffersAreUsedInPlaceAndReplay) {
 // captured again when its segment runs again.
 TEST(CudaGraphTest, GraphCacheIsBounded) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
-  SessionOptions options;
+  SessionOptions options = ExactShapes();
   options.max_cached_graphs = 2;
   std::unique_ptr<Session> cpu = CpuSession(model);
   std::unique_ptr<Session> cuda = CudaSession(model, options);
@@ -407,6 +415,158 @@ TEST(CudaGraphTest, GraphsOnNeedsADeviceThatCaptures) {
 
 // The emulated device's captures: calls recorded, not run; their parameter
 // bytes copied when recorded; waits and reads back refused.
+// Shape buckets (the default, "auto"): batches 5..8 share the bucket of
+// bound 8. Its one segment is captured once, from the plan at batch 8, and
+// each batch replays it after its kernels' parameters are refreshed; the
+// GEMMs, whose only varying dim is M, run at M = 8 into the rows the
+// bucket's arena holds. Every result is compared with the CPU's: a kernel
+// that kept the bound's sizes, or a GEMM row past the actual ones read back,
+// would show here.
+TEST(CudaGraphTest, OneGraphServesEveryShapeOfABucket) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  ASSERT_NE(cuda, nullptr);
+  uint32_t seed = 100;
+  for (int64_t batch : {5, 6, 7, 8, 6}) {
+    const std::vector<Tensor> in = {F32({batch, 16}, ++seed)};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("batch ", batch));
+  }
+  SessionStats s = cuda->stats();
+  EXPECT_EQ(s.buckets_made, 1);
+  EXPECT_EQ(s.graphs_captured, 1);
+  EXPECT_EQ(s.graph_refreshes, 4);  // each change of shape
+  EXPECT_EQ(s.segments_run_eagerly, 0);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+  EXPECT_EQ(s.plans_created, 4);  // the bound's (8), then 5, 6, 7
+  EXPECT_EQ(s.bucketed_runs, 5);
+  EXPECT_EQ(s.bucket_input_bytes, 5 * 8 * 16 * 4);
+  EXPECT_EQ(s.bucket_padding_bytes, (3 + 2 + 1 + 0 + 2) * 16 * 4);
+  EXPECT_EQ(s.bucket_fallback_reason, "");
+  EXPECT_EQ(s.graph_fallback_reason, "");
+
+  // Again, in another order, and the same shape twice: nothing captured.
+  for (int64_t batch : {8, 5, 5, 7, 6}) {
+    const std::vector<Tensor> in = {F32({batch, 16}, ++seed)};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("again, batch ", batch));
+  }
+  s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, 1);
+  EXPECT_EQ(s.graph_replays, 9);
+  EXPECT_EQ(s.graph_refreshes, 4 + 4);  // 5 twice: refreshed once
+  EXPECT_EQ(s.plans_created, 4);
+
+  // Batch 9 is the next bucket (bound 16): its own graph.
+  const std::vector<Tensor> in = {F32({9, 16}, ++seed)};
+  ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, "batch 9");
+  s = cuda->stats();
+  EXPECT_EQ(s.buckets_made, 2);
+  EXPECT_EQ(s.graphs_captured, 2);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+}
+
+// Per-symbol bucket rules: a list of bounds, "exact", a step. A bound
+// clamps to the symbol's declared maximum.
+TEST(CudaGraphTest, BucketRulesPerSymbol) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  struct Case {
+    std::string spec;
+    std::vector<int64_t> batches;
+    int64_t captures;
+  };
+  for (const Case& c : std::vector<Case>{{"2,4,1000", {1, 2, 3, 4, 900}, 3},
+                                         {"exact", {1, 2, 3}, 3},
+                                         {"step:10", {1, 9, 10, 11}, 2},
+                                         {"pow2", {600, 1000, 1024}, 1}}) {
+    SessionOptions options;
+    options.shape_buckets = {{"batch", c.spec}};
+    std::unique_ptr<Session> cuda = CudaSession(model, options);
+    ASSERT_NE(cuda, nullptr);
+    for (int64_t batch : c.batches) {
+      const std::vector<Tensor> in = {F32({batch, 16}, static_cast<uint32_t>(batch))};
+      ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat(c.spec, ": batch ", batch));
+    }
+    EXPECT_EQ(cuda->stats().graphs_captured, c.captures) << c.spec;
+    EXPECT_EQ(cuda->stats().launches_outside_graphs, 0) << c.spec;
+  }
+}
+
+TEST(CudaGraphTest, BadBucketRulesAreRefusedAtCreate) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  auto error = [&](std::vector<std::pair<std::string, std::string>> specs) {
+    SessionOptions options;
+    options.shape_buckets = std::move(specs);
+    absl::StatusOr<std::unique_ptr<Session>> s = internal::CreateSessionOnDevice(model, options, TestDevice());
+    EXPECT_FALSE(s.ok());
+    return s.ok() ? std::string() : std::string(s.status().message());
+  };
+  EXPECT_THAT(error({{"seq", "pow2"}}), HasSubstr("no symbol 'seq' (its symbols: batch"));
+  EXPECT_THAT(error({{"batch", "pow3"}}), HasSubstr("none of auto, pow2, step:N, exact"));
+  EXPECT_THAT(error({{"batch", "step:0"}}), HasSubstr("not a positive integer"));
+  EXPECT_THAT(error({{"batch", "8,4"}}), HasSubstr("ascending"));
+  EXPECT_THAT(error({{"batch", "exact"}, {"batch", "pow2"}}), HasSubstr("given twice"));
+  // The CPU checks them too (one meaning of the options everywhere).
+  SessionOptions options;
+  options.device = Device::kCpu;
+  options.shape_buckets = {{"nope", "exact"}};
+  EXPECT_FALSE(Session::Create(model, options).ok());
+}
+
+// The transformer block over sequences 5..7 (bound 8): one graph for the
+// bucket, refreshed per shape, each result the CPU's.
+TEST(CudaGraphTest, TheTransformerBlockReplaysOneGraphPerBucket) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildTransformerBlock());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  ASSERT_NE(cuda, nullptr);
+  uint32_t seed = 200;
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t seq : {5, 6, 7}) {
+      const std::vector<Tensor> in = {F32({2, seq, 32}, ++seed)};
+      ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-4, absl::StrCat("seq ", seq));
+    }
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.buckets_made, 1);
+  EXPECT_EQ(s.graphs_captured, 1);
+  EXPECT_EQ(s.bucket_fallback_reason, "");
+  EXPECT_EQ(s.segments_run_eagerly, 0);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+}
+
+// A GEMM whose N varies with the shape (x times its transpose) cannot run at
+// the bucket's bound: its segment is pinned to exact shapes, one graph per
+// shape, the reason kept, every result right.
+TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
+  ModelBuilder b;
+  b.AddSymbol("n", 1, 64);
+  b.AddInput("x", DType::kF32, {"n", 16});
+  b.AddOp("Transpose", {"x"}, {"xt"}, {{"perm", std::vector<int64_t>{1, 0}}});
+  b.AddOp("MatMul", {"x", "xt"}, {"g"});
+  b.AddOp("Relu", {"g"}, {"y"});
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  ASSERT_NE(cuda, nullptr);
+  uint32_t seed = 300;
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t n : {5, 6, 7}) {
+      const std::vector<Tensor> in = {F32({n, 16}, ++seed)};
+      ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-4, absl::StrCat("n ", n));
+    }
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.buckets_made, 1);
+  EXPECT_THAT(s.bucket_fallback_reason, HasSubstr("pinned to exact shapes"));
+  EXPECT_THAT(s.bucket_fallback_reason, HasSubstr("GEMM"));
+  EXPECT_EQ(s.graphs_captured, 1 + 3);  // the bound's, then one per shape
+  EXPECT_EQ(s.graph_replays, 3);
+  EXPECT_EQ(s.segments_run_eagerly, 0);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+}
+
 TEST(EmulatedGraphTest, CaptureRecordsAndReplayRuns) {
   std::shared_ptr<cuda::Device> dev = cuda::NewEmulatedDevice();
   float* in = static_cast<float*>(dev->Allocate(32 * 4).value());

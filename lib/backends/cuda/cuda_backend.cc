@@ -100,8 +100,8 @@ class CudaBackend : public runtime::Backend {
   bool Refreshable(const runtime::BackendGraph& graph) const override {
     return ParamDevice::Refreshable(*static_cast<const Graph&>(graph).graph);
   }
-  void BeginRefresh(runtime::BackendGraph& graph) override {
-    params_->BeginRefresh(*static_cast<Graph&>(graph).graph);
+  void BeginRefresh(runtime::BackendGraph& graph, bool bucket) override {
+    params_->BeginRefresh(*static_cast<Graph&>(graph).graph, bucket);
   }
   absl::Status EndRefresh() override { return params_->EndRefresh(); }
 

@@ -86,12 +86,23 @@ class ParamGraph final : public DeviceGraph {
   std::unique_ptr<ParamDevice::Block> block;
 };
 
-bool SameGemm(const GemmDesc& x, const GemmDesc& y) {
+// Whether `now` is the `captured` GEMM, or (bucket) the same one on fewer
+// rows of row-major A and C or fewer batches: the captured one computes
+// those rows and batches as `now` would, and more past them.
+bool SameGemm(const GemmDesc& captured, const GemmDesc& now, bool bucket) {
   auto fields = [](const GemmDesc& g) {
-    return std::tie(g.math, g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, g.a, g.lda, g.stride_a, g.b, g.ldb,
-                    g.stride_b, g.c, g.ldc, g.stride_c, g.batch, g.alpha, g.beta, g.bias, g.epilogue);
+    return std::tie(g.math, g.dtype, g.trans_a, g.trans_b, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.c, g.ldc, g.alpha,
+                    g.beta, g.bias, g.epilogue);
   };
-  return fields(x) == fields(y);
+  if (fields(captured) != fields(now)) return false;
+  auto strides = [](const GemmDesc& g) { return std::tie(g.stride_a, g.stride_b, g.stride_c); };
+  if (!bucket || captured.trans_a) {
+    return captured.m == now.m && captured.batch == now.batch && strides(captured) == strides(now);
+  }
+  if (now.m > captured.m || now.batch > captured.batch) return false;
+  // One matrix: its batch strides are never used. Several: M is fixed.
+  if (captured.batch == 1) return true;
+  return captured.m == now.m && strides(captured) == strides(now);
 }
 
 }  // namespace
@@ -101,7 +112,8 @@ ParamDevice::~ParamDevice() = default;
 
 bool ParamDevice::Refreshable(const DeviceGraph& graph) { return dynamic_cast<const ParamGraph*>(&graph) != nullptr; }
 
-void ParamDevice::BeginRefresh(DeviceGraph& graph) {
+void ParamDevice::BeginRefresh(DeviceGraph& graph, bool bucket) {
+  bucket_ = bucket;
   refreshing_ = static_cast<ParamGraph&>(graph).block.get();
   fresh_.clear();
   for (const Block::Chunk& c : refreshing_->chunks) fresh_.push_back(c.host);
@@ -154,7 +166,7 @@ absl::Status ParamDevice::Launch(const jit::ModuleSpec& module, absl::string_vie
                                      c.kind == Block::Kind::kLaunch ? jit::EntryName(c.kernel, c.module)
                                                                     : std::string("a GEMM, copy or memset")));
       }
-      if (c.dims.grid != dims.grid || c.dims.block != dims.block || c.size != params_bytes) {
+      if ((!bucket_ && c.dims.grid != dims.grid) || c.dims.block != dims.block || c.size != params_bytes) {
         return Mismatch(absl::StrCat(jit::EntryName(kernel, module), " with another grid, block or parameter size"));
       }
       std::memcpy(fresh_[c.chunk].data() + c.offset, params, params_bytes);
@@ -196,10 +208,20 @@ std::optional<absl::Status> ParamDevice::Baked(Block::Call call, absl::string_vi
   if (next_ >= refreshing_->calls.size()) return Mismatch("more work than the capture queued");
   const Block::Call& c = refreshing_->calls[next_];
   const bool same = c.kind == call.kind && (c.kind == Block::Kind::kGemm
-                                                ? SameGemm(c.gemm, call.gemm)
-                                                : c.dst == call.dst && c.src == call.src && c.bytes == call.bytes &&
-                                                      c.value == call.value);
-  if (!same) return Mismatch(absl::StrCat(differs, " (a graph bakes its GEMMs, copies and memsets)"));
+                                                ? SameGemm(c.gemm, call.gemm, bucket_)
+                                                : c.dst == call.dst && c.src == call.src && c.value == call.value &&
+                                                      (bucket_ ? call.bytes <= c.bytes : call.bytes == c.bytes));
+  if (!same) {
+    std::string detail;
+    if (c.kind == Block::Kind::kGemm && call.kind == Block::Kind::kGemm) {
+      auto dims = [](const GemmDesc& g) {
+        return absl::StrCat(g.batch, "x[", g.m, "x", g.k, "]*[", g.k, "x", g.n, "]", g.trans_a ? " A transposed" : "",
+                            g.trans_b ? " B transposed" : "");
+      };
+      detail = absl::StrCat(": ", dims(call.gemm), " where the capture had ", dims(c.gemm));
+    }
+    return Mismatch(absl::StrCat(differs, detail, " (a graph bakes its GEMMs, copies and memsets)"));
+  }
   ++next_;
   return absl::OkStatus();
 }

@@ -36,8 +36,13 @@ class ParamDevice final : public ForwardingDevice {
   // are checked against the capture and run nothing. EndRefresh returns OK
   // when the same work was queued in full (the block then holds the new
   // parameters, sent before the next LaunchGraph), else why not (the graph
-  // keeps its old parameters).
-  void BeginRefresh(DeviceGraph& graph);
+  // keeps its old parameters). `bucket`: the graph was captured for a larger
+  // shape over the same buffers (runtime::Backend::BeginRefresh): a launch
+  // may come with another grid (the captured one stays: grove's kernels loop
+  // grid-stride over their work, jit/kernels/prelude.cuh); a GEMM may have
+  // fewer rows M (row-major C, no transposed A) or fewer batches, a copy or
+  // memset fewer bytes, all else equal (the captured, larger one stays).
+  void BeginRefresh(DeviceGraph& graph, bool bucket = false);
   absl::Status EndRefresh();
   // Whether `graph` has its parameters in a block (it was captured here).
   static bool Refreshable(const DeviceGraph& graph);
@@ -66,6 +71,7 @@ class ParamDevice final : public ForwardingDevice {
   std::optional<absl::Status> Baked(Call call, absl::string_view differs);
 
   Mode mode_ = Mode::kForward;
+  bool bucket_ = false;               // kRefresh: captured for a larger shape
   std::unique_ptr<Block> capturing_;  // kCapture: the block being filled
   Block* refreshing_ = nullptr;       // kRefresh: the captured block
   size_t next_ = 0;                   // kRefresh: the next captured call to match
