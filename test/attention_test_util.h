@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,8 @@ struct AttentionCase {
   bool causal = false;
   bool mask_all_of_row0 = false;  // row 0 of every head fully masked
 };
+
+inline void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
 // Deterministic values in [-1, 1).
 inline Tensor AttnData(const std::vector<int64_t>& shape, uint32_t seed) {

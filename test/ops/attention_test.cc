@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "lib/backends/cpu/attention.h"
 #include "test/attention_test_util.h"
 #include "test/op_test_util.h"
 
@@ -15,14 +16,20 @@ using ::testing::HasSubstr;
 
 class CpuAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
+// Both the AVX2/FMA blocks (where the CPU has them) and the plain loops.
 TEST_P(CpuAttentionTest, MatchesTheUnfusedChain) {
   const AttentionCase& c = GetParam();
   const AttentionInputs in = MakeAttentionInputs(c);
   absl::StatusOr<Tensor> want = UnfusedAttention(c, in);
   ASSERT_TRUE(want.ok()) << want.status();
-  absl::StatusOr<std::vector<Tensor>> got = RunOp("FusedAttention", AttentionOperands(in), AttentionAttrsOf(c));
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(CompareAttention(*want, (*got)[0], 1e-5), "");
+  for (bool simd : {true, false}) {
+    SCOPED_TRACE(simd ? "simd allowed" : "plain loops");
+    cpu::SetAttentionSimdAllowed(simd);
+    absl::StatusOr<std::vector<Tensor>> got = RunOp("FusedAttention", AttentionOperands(in), AttentionAttrsOf(c));
+    cpu::SetAttentionSimdAllowed(true);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(CompareAttention(*want, (*got)[0], 1e-5), "");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EdgeShapes, CpuAttentionTest, ::testing::ValuesIn(AttentionEdgeCases()),

@@ -1,22 +1,31 @@
 // The CPU kernel of FusedAttention (lib/ir/ops/attention_attrs.h), f32.
 // Per (batch, head): K, scaled as the chain scaled it, is packed once as Kᵀ
 // [d, sk] in the workspace; then blocks of kRows query rows get their scores
-// [kRows, sk] (for each head dim c, a row of Kᵀ times q[c], so the inner loop
-// runs along keys and vectorizes), the scale and mask, and the row softmax
+// [kRows, sk] (for each head dim c, a row of Kᵀ times q[c]: AVX2/FMA with
+// kRows x 16 accumulators in registers where the CPU has them, plain loops
+// elsewhere), the scale and mask, and the row softmax
 // exactly as the Softmax kernel computes it (lib/backends/cpu/norm.cc: the
 // max, exp(x - max) in f32, their sum in double, times f32(1 / sum)); the
-// output rows are sum_j p[j] * V[j], accumulated along V's rows.
+// output rows are sum_j p[j] * V[j], accumulated along V's rows (the same
+// register blocking).
 // The scores never leave the workspace: no [sq, sk] tensor is written.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/attention_checks.h"
+#include "lib/backends/cpu/attention.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/workspace_layout.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define GROVE_ATTENTION_AVX2 1
+#endif
 
 namespace grove::cpu {
 namespace {
@@ -28,6 +37,8 @@ using ir::AttentionScaleOp;
 // Query rows that share one pass over Kᵀ and V.
 constexpr int64_t kRows = 4;
 
+std::atomic<bool> simd_allowed{true};
+
 inline float Scaled(float x, AttentionScaleOp op, float s) {
   switch (op) {
     case AttentionScaleOp::kMul: return x * s;
@@ -36,9 +47,202 @@ inline float Scaled(float x, AttentionScaleOp op, float s) {
   }
 }
 
+// scores[r][j] = sum_c q[r][c] * kt[c][j] for r < kRows (q rows past `rows`
+// are zeros), summed along c in order.
+void ScoresBlock(const float* q, int64_t d, const float* kt, int64_t sk, float* scores) {
+  for (int64_t r = 0; r < kRows; ++r) std::fill(scores + r * sk, scores + (r + 1) * sk, 0.0f);
+  for (int64_t c = 0; c < d; ++c) {
+    const float* kc = kt + c * sk;
+    for (int64_t r = 0; r < kRows; ++r) {
+      const float qv = q[r * d + c];
+      float* sr = scores + r * sk;
+      for (int64_t j = 0; j < sk; ++j) sr[j] += qv * kc[j];
+    }
+  }
+}
+
+// out[r][c] = sum_j p[r][j] * v[j][c] for r < rows, summed along j in order.
+void OutputBlock(const float* p, int64_t sk, const float* v, int64_t dv, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(out + r * dv, out + (r + 1) * dv, 0.0f);
+  for (int64_t j = 0; j < sk; ++j) {
+    const float* vj = v + j * dv;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float pr = p[r * sk + j];
+      float* o = out + r * dv;
+      for (int64_t c = 0; c < dv; ++c) o[c] += pr * vj[c];
+    }
+  }
+}
+
+#if defined(GROVE_ATTENTION_AVX2)
+// The same blocks with AVX2 and FMA: kRows x 16 accumulators in named
+// registers (an array indexed in a loop would live on the stack at -O2);
+// each sum still runs along c (scores) or j (output) in order, one fused
+// multiply-add per term.
+#define GROVE_ATTENTION_FMA_ROW(r, src, b0, b1) \
+  do {                                          \
+    const __m256 x = _mm256_broadcast_ss(src);  \
+    a##r##0 = _mm256_fmadd_ps(x, b0, a##r##0);  \
+    a##r##1 = _mm256_fmadd_ps(x, b1, a##r##1);  \
+  } while (0)
+
+__attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t d, const float* kt, int64_t sk,
+                                                         float* scores) {
+  static_assert(kRows == 4);
+  int64_t j0 = 0;
+  for (; j0 + 16 <= sk; j0 += 16) {
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    const float* k = kt + j0;
+    for (int64_t c = 0; c < d; ++c, k += sk) {
+      const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8);
+      GROVE_ATTENTION_FMA_ROW(0, q + c, k0, k1);
+      GROVE_ATTENTION_FMA_ROW(1, q + d + c, k0, k1);
+      GROVE_ATTENTION_FMA_ROW(2, q + 2 * d + c, k0, k1);
+      GROVE_ATTENTION_FMA_ROW(3, q + 3 * d + c, k0, k1);
+    }
+    float* s = scores + j0;
+    _mm256_storeu_ps(s, a00);
+    _mm256_storeu_ps(s + 8, a01);
+    _mm256_storeu_ps(s + sk, a10);
+    _mm256_storeu_ps(s + sk + 8, a11);
+    _mm256_storeu_ps(s + 2 * sk, a20);
+    _mm256_storeu_ps(s + 2 * sk + 8, a21);
+    _mm256_storeu_ps(s + 3 * sk, a30);
+    _mm256_storeu_ps(s + 3 * sk + 8, a31);
+  }
+  for (; j0 < sk; ++j0) {
+    float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (int64_t c = 0; c < d; ++c) {
+      const float k = kt[c * sk + j0];
+      a0 = std::fma(q[c], k, a0);
+      a1 = std::fma(q[d + c], k, a1);
+      a2 = std::fma(q[2 * d + c], k, a2);
+      a3 = std::fma(q[3 * d + c], k, a3);
+    }
+    scores[j0] = a0;
+    scores[sk + j0] = a1;
+    scores[2 * sk + j0] = a2;
+    scores[3 * sk + j0] = a3;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t sk, const float* v, int64_t dv,
+                                                         int64_t rows, float* out) {
+  static_assert(kRows == 4);
+  int64_t c0 = 0;
+  for (; c0 + 16 <= dv; c0 += 16) {
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    const float* vj = v + c0;
+    for (int64_t j = 0; j < sk; ++j, vj += dv) {
+      const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8);
+      GROVE_ATTENTION_FMA_ROW(0, p + j, v0, v1);
+      GROVE_ATTENTION_FMA_ROW(1, p + sk + j, v0, v1);
+      GROVE_ATTENTION_FMA_ROW(2, p + 2 * sk + j, v0, v1);
+      GROVE_ATTENTION_FMA_ROW(3, p + 3 * sk + j, v0, v1);
+    }
+    const __m256 acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    for (int64_t r = 0; r < rows; ++r) {
+      _mm256_storeu_ps(out + r * dv + c0, acc[r][0]);
+      _mm256_storeu_ps(out + r * dv + c0 + 8, acc[r][1]);
+    }
+  }
+  for (; c0 < dv; ++c0) {
+    float a[4] = {0, 0, 0, 0};
+    for (int64_t j = 0; j < sk; ++j) {
+      const float x = v[j * dv + c0];
+      a[0] = std::fma(p[j], x, a[0]);
+      a[1] = std::fma(p[sk + j], x, a[1]);
+      a[2] = std::fma(p[2 * sk + j], x, a[2]);
+      a[3] = std::fma(p[3 * sk + j], x, a[3]);
+    }
+    for (int64_t r = 0; r < rows; ++r) out[r * dv + c0] = a[r];
+  }
+}
+#undef GROVE_ATTENTION_FMA_ROW
+
+// x * s or x / s along a row (the same IEEE operation per element).
+__attribute__((target("avx2,fma"))) void ScaleRowAvx2(float* x, int64_t n, AttentionScaleOp op, float s) {
+  const __m256 sv = _mm256_set1_ps(s);
+  int64_t j = 0;
+  if (op == AttentionScaleOp::kMul) {
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), sv));
+    for (; j < n; ++j) x[j] *= s;
+  } else {
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_div_ps(_mm256_loadu_ps(x + j), sv));
+    for (; j < n; ++j) x[j] /= s;
+  }
+}
+
+// exp(x) for x <= 0 (Cephes' single-precision polynomial, within 2 ulp):
+// -inf and anything below the smallest normal's log give 0, NaN stays NaN.
+__attribute__((target("avx2,fma"))) inline __m256 ExpNonPositiveAvx2(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3365447f);  // log(FLT_MIN)
+  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);  // false for NaN
+  __m256 t = _mm256_max_ps(lo, x);  // NaN stays (the second operand)
+  t = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), t);
+  __m256 fx = _mm256_fmadd_ps(t, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
+  fx = _mm256_floor_ps(fx);
+  t = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), t);
+  t = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), t);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(t, t), _mm256_add_ps(t, _mm256_set1_ps(1.0f)));
+  const __m256i n = _mm256_cvttps_epi32(fx);
+  const __m256 pow2n = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+  return _mm256_andnot_ps(underflow, _mm256_mul_ps(y, pow2n));
+}
+
+// The row softmax in place, as the Softmax kernel computes it (the max, then
+// exp(x - max), their sum, times 1 / sum), eight lanes at a time: the max
+// ignores NaN as `x[j] > m` does, and a NaN or an all -inf row comes out NaN.
+__attribute__((target("avx2,fma"))) void SoftmaxRowAvx2(float* x, int64_t n) {
+  float m = x[0];
+  int64_t j = 1;
+  if (n >= 9) {
+    __m256 mv = _mm256_set1_ps(m);
+    for (; j + 8 <= n; j += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + j), mv);  // NaN lanes keep mv
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, mv);
+    for (float v : lanes) m = v > m ? v : m;
+  }
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  const __m256 mv = _mm256_set1_ps(m);
+  __m256 sum = _mm256_setzero_ps();
+  j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = ExpNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
+    _mm256_storeu_ps(x + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  double total = 0;
+  for (float v : lanes) total += v;
+  for (; j < n; ++j) {
+    x[j] = std::exp(x[j] - m);
+    total += x[j];
+  }
+  const float inv = static_cast<float>(1.0 / total);
+  const __m256 iv = _mm256_set1_ps(inv);
+  j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), iv));
+  for (; j < n; ++j) x[j] *= inv;
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
 struct CpuAttention {
   AttentionLayout l;
   bool pack_k = true;  // false: K is given as Kᵀ, unscaled, and is read in place
+  bool avx2 = false;   // the AVX2/FMA blocks (chosen at prepare, by the CPU)
 };
 
 absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx) {
@@ -50,6 +254,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   CpuAttention a;
   a.l = *l;
   a.pack_k = !(l->attrs.k_transposed && l->attrs.k_scale.op == AttentionScaleOp::kNone);
+#if defined(GROVE_ATTENTION_AVX2)
+  a.avx2 = simd_allowed.load(std::memory_order_relaxed) && HasAvx2();
+#endif
   WorkspaceLayout ws;
   if (a.pack_k) ws.Add<float>(l->d * l->sk);
   ws.Add<float>(kRows * l->sk);  // scores, then probabilities
@@ -103,18 +310,25 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
         for (int64_t r = 0; r < rows; ++r) {
           const float* qr = qh + (i0 + r) * d;
           for (int64_t c = 0; c < d; ++c) qbuf[r * d + c] = Scaled(qr[c], at.q_scale.op, q_s);
-          std::fill(scores + r * sk, scores + (r + 1) * sk, 0.0f);
         }
-        for (int64_t c = 0; c < d; ++c) {
-          const float* kc = kt + c * sk;
-          for (int64_t r = 0; r < rows; ++r) {
-            const float qv = qbuf[r * d + c];
-            float* sr = scores + r * sk;
-            for (int64_t j = 0; j < sk; ++j) sr[j] += qv * kc[j];
-          }
+        // Rows past the last query: zeros in, never stored out.
+        std::fill(qbuf + rows * d, qbuf + kRows * d, 0.0f);
+#if defined(GROVE_ATTENTION_AVX2)
+        if (a->avx2) {
+          ScoresBlockAvx2(qbuf, d, kt, sk, scores);
+        } else {
+          ScoresBlock(qbuf, d, kt, sk, scores);
         }
+#else
+        ScoresBlock(qbuf, d, kt, sk, scores);
+#endif
         for (int64_t r = 0; r < rows; ++r) {
           float* sr = scores + r * sk;
+#if defined(GROVE_ATTENTION_AVX2)
+          if (a->avx2 && at.scale.op != AttentionScaleOp::kNone) {
+            ScaleRowAvx2(sr, sk, at.scale.op, s_s);
+          } else
+#endif
           if (at.scale.op == AttentionScaleOp::kMul) {
             for (int64_t j = 0; j < sk; ++j) sr[j] *= s_s;
           } else if (at.scale.op == AttentionScaleOp::kDiv) {
@@ -128,6 +342,12 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
               if ((mask_b[m_row + j * l.m_j] != 0) == at.fill_if_true) sr[j] = fill;
             }
           }
+#if defined(GROVE_ATTENTION_AVX2)
+          if (a->avx2) {
+            SoftmaxRowAvx2(sr, sk);
+            continue;
+          }
+#endif
           // The Softmax kernel's arithmetic (an all -inf row gives NaN, as there).
           float m = sr[0];
           for (int64_t j = 1; j < sk; ++j) m = sr[j] > m ? sr[j] : m;
@@ -138,16 +358,16 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           }
           const float inv = static_cast<float>(1.0 / total);
           for (int64_t j = 0; j < sk; ++j) sr[j] *= inv;
-          std::fill(oh + (i0 + r) * dv, oh + (i0 + r + 1) * dv, 0.0f);
         }
-        for (int64_t j = 0; j < sk; ++j) {
-          const float* vj = vh + j * dv;
-          for (int64_t r = 0; r < rows; ++r) {
-            const float p = scores[r * sk + j];
-            float* o = oh + (i0 + r) * dv;
-            for (int64_t c = 0; c < dv; ++c) o[c] += p * vj[c];
-          }
+#if defined(GROVE_ATTENTION_AVX2)
+        if (a->avx2) {
+          OutputBlockAvx2(scores, sk, vh, dv, rows, oh + i0 * dv);
+        } else {
+          OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
         }
+#else
+        OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
+#endif
       }
     }
   }
@@ -155,6 +375,8 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
 }
 
 }  // namespace
+
+void SetAttentionSimdAllowed(bool allowed) { simd_allowed.store(allowed, std::memory_order_relaxed); }
 
 absl::Status RegisterAttentionKernels(ir::OpRegistry& registry) {
   return registry.SetKernel(ir::kFusedAttentionOp, ir::Backend::kCpu,

@@ -1,0 +1,14 @@
+// The CPU kernel of FusedAttention (attention.cc) picks its AVX2/FMA blocks
+// when the CPU has them; tests turn them off to check the plain loops too.
+#ifndef GROVE_LIB_BACKENDS_CPU_ATTENTION_H_
+#define GROVE_LIB_BACKENDS_CPU_ATTENTION_H_
+
+namespace grove::cpu {
+
+// Whether steps prepared from now on may use the AVX2/FMA blocks (default
+// true; they still need a CPU that has both).
+void SetAttentionSimdAllowed(bool allowed);
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_ATTENTION_H_
