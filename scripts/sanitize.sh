@@ -61,10 +61,11 @@ case "$kind" in
     export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0:detect_stack_use_after_return=0:strict_string_checks=1:allocator_may_return_null=1}"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     cd "$build"
-    # CaptureSafeTest runs every exported model on the emulated device: minutes
+    # CaptureSafeTest and BucketReplayTest run every exported model on the
+    # emulated device: minutes
     # under ASan for code the runtime and API suites already cover here; the
     # normal build runs it.
-    ctest --output-on-failure -j "$jobs" -L '^(ops|format|runtime|api|onnx|cli|fuzz|build)$' -E 'CaptureSafeTest' "$@"
+    ctest --output-on-failure -j "$jobs" -L '^(ops|format|runtime|api|onnx|cli|fuzz|build)$' -E 'CaptureSafeTest|BucketReplayTest' "$@"
     ;;
   tsan)
     build="${GROVE_TSAN_BUILD_DIR:-$parent/build-tsan}"
