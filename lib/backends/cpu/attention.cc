@@ -2,7 +2,8 @@
 // Per (batch, head): K, scaled as the chain scaled it, is packed once as Kᵀ
 // [d, sk] in the workspace; then blocks of kRows query rows get their scores
 // [kRows, sk] (for each head dim c, a row of Kᵀ times q[c]: AVX2/FMA with
-// kRows x 16 accumulators in registers where the CPU has them, plain loops
+// kRows x 16 accumulators in registers where the CPU has them, over K and V
+// packed once per head as panels of 16 keys / columns; plain loops
 // elsewhere), the scale and mask, and the row softmax
 // exactly as the Softmax kernel computes it (lib/backends/cpu/norm.cc: the
 // max, exp(x - max) in f32, their sum in double, times f32(1 / sum)); the
@@ -86,54 +87,71 @@ void OutputBlock(const float* p, int64_t sk, const float* v, int64_t dv, int64_t
     a##r##1 = _mm256_fmadd_ps(x, b1, a##r##1);  \
   } while (0)
 
-__attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t d, const float* kt, int64_t sk,
-                                                         float* scores) {
+// K packed as panels of 16 keys, [sk/16][d][16] (the last panel padded with
+// zeros), so the loop over c reads memory in order.
+void PackKeyPanels(const float* k, int64_t k_js, int64_t k_ds, AttentionScaleOp op, float scale, int64_t sk,
+                   int64_t d, float* panels) {
+  for (int64_t j0 = 0; j0 < sk; j0 += 16) {
+    float* panel = panels + j0 * d;
+    const int64_t width = std::min<int64_t>(16, sk - j0);
+    for (int64_t c = 0; c < d; ++c) {
+      float* row = panel + c * 16;
+      for (int64_t t = 0; t < width; ++t) row[t] = Scaled(k[(j0 + t) * k_js + c * k_ds], op, scale);
+      for (int64_t t = width; t < 16; ++t) row[t] = 0.0f;
+    }
+  }
+}
+
+// V packed as panels of 16 columns, [dv/16][sk][16] (zeros past dv).
+void PackValuePanels(const float* v, int64_t sk, int64_t dv, float* panels) {
+  for (int64_t c0 = 0; c0 < dv; c0 += 16) {
+    float* panel = panels + c0 * sk;
+    const int64_t width = std::min<int64_t>(16, dv - c0);
+    for (int64_t j = 0; j < sk; ++j) {
+      float* row = panel + j * 16;
+      std::memcpy(row, v + j * dv + c0, static_cast<size_t>(width) * sizeof(float));
+      for (int64_t t = width; t < 16; ++t) row[t] = 0.0f;
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t d, const float* key_panels,
+                                                         int64_t sk, float* scores) {
   static_assert(kRows == 4);
-  int64_t j0 = 0;
-  for (; j0 + 16 <= sk; j0 += 16) {
+  for (int64_t j0 = 0; j0 < sk; j0 += 16) {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-    const float* k = kt + j0;
-    for (int64_t c = 0; c < d; ++c, k += sk) {
+    const float* k = key_panels + j0 * d;
+    for (int64_t c = 0; c < d; ++c, k += 16) {
       const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8);
       GROVE_ATTENTION_FMA_ROW(0, q + c, k0, k1);
       GROVE_ATTENTION_FMA_ROW(1, q + d + c, k0, k1);
       GROVE_ATTENTION_FMA_ROW(2, q + 2 * d + c, k0, k1);
       GROVE_ATTENTION_FMA_ROW(3, q + 3 * d + c, k0, k1);
     }
-    float* s = scores + j0;
-    _mm256_storeu_ps(s, a00);
-    _mm256_storeu_ps(s + 8, a01);
-    _mm256_storeu_ps(s + sk, a10);
-    _mm256_storeu_ps(s + sk + 8, a11);
-    _mm256_storeu_ps(s + 2 * sk, a20);
-    _mm256_storeu_ps(s + 2 * sk + 8, a21);
-    _mm256_storeu_ps(s + 3 * sk, a30);
-    _mm256_storeu_ps(s + 3 * sk + 8, a31);
-  }
-  for (; j0 < sk; ++j0) {
-    float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (int64_t c = 0; c < d; ++c) {
-      const float k = kt[c * sk + j0];
-      a0 = std::fma(q[c], k, a0);
-      a1 = std::fma(q[d + c], k, a1);
-      a2 = std::fma(q[2 * d + c], k, a2);
-      a3 = std::fma(q[3 * d + c], k, a3);
+    const __m256 acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    if (j0 + 16 <= sk) {
+      for (int r = 0; r < 4; ++r) {
+        _mm256_storeu_ps(scores + r * sk + j0, acc[r][0]);
+        _mm256_storeu_ps(scores + r * sk + j0 + 8, acc[r][1]);
+      }
+    } else {
+      alignas(32) float tail[16];
+      for (int r = 0; r < 4; ++r) {
+        _mm256_store_ps(tail, acc[r][0]);
+        _mm256_store_ps(tail + 8, acc[r][1]);
+        std::memcpy(scores + r * sk + j0, tail, static_cast<size_t>(sk - j0) * sizeof(float));
+      }
     }
-    scores[j0] = a0;
-    scores[sk + j0] = a1;
-    scores[2 * sk + j0] = a2;
-    scores[3 * sk + j0] = a3;
   }
 }
 
-__attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t sk, const float* v, int64_t dv,
-                                                         int64_t rows, float* out) {
+__attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t sk, const float* value_panels,
+                                                         int64_t dv, int64_t rows, float* out) {
   static_assert(kRows == 4);
-  int64_t c0 = 0;
-  for (; c0 + 16 <= dv; c0 += 16) {
+  for (int64_t c0 = 0; c0 < dv; c0 += 16) {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-    const float* vj = v + c0;
-    for (int64_t j = 0; j < sk; ++j, vj += dv) {
+    const float* vj = value_panels + c0 * sk;
+    for (int64_t j = 0; j < sk; ++j, vj += 16) {
       const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8);
       GROVE_ATTENTION_FMA_ROW(0, p + j, v0, v1);
       GROVE_ATTENTION_FMA_ROW(1, p + sk + j, v0, v1);
@@ -141,21 +159,18 @@ __attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t
       GROVE_ATTENTION_FMA_ROW(3, p + 3 * sk + j, v0, v1);
     }
     const __m256 acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    const int64_t width = std::min<int64_t>(16, dv - c0);
+    alignas(32) float tail[16];
     for (int64_t r = 0; r < rows; ++r) {
-      _mm256_storeu_ps(out + r * dv + c0, acc[r][0]);
-      _mm256_storeu_ps(out + r * dv + c0 + 8, acc[r][1]);
+      if (width == 16) {
+        _mm256_storeu_ps(out + r * dv + c0, acc[r][0]);
+        _mm256_storeu_ps(out + r * dv + c0 + 8, acc[r][1]);
+      } else {
+        _mm256_store_ps(tail, acc[r][0]);
+        _mm256_store_ps(tail + 8, acc[r][1]);
+        std::memcpy(out + r * dv + c0, tail, static_cast<size_t>(width) * sizeof(float));
+      }
     }
-  }
-  for (; c0 < dv; ++c0) {
-    float a[4] = {0, 0, 0, 0};
-    for (int64_t j = 0; j < sk; ++j) {
-      const float x = v[j * dv + c0];
-      a[0] = std::fma(p[j], x, a[0]);
-      a[1] = std::fma(p[sk + j], x, a[1]);
-      a[2] = std::fma(p[2 * sk + j], x, a[2]);
-      a[3] = std::fma(p[3 * sk + j], x, a[3]);
-    }
-    for (int64_t r = 0; r < rows; ++r) out[r * dv + c0] = a[r];
   }
 }
 #undef GROVE_ATTENTION_FMA_ROW
@@ -258,7 +273,13 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   a.avx2 = simd_allowed.load(std::memory_order_relaxed) && HasAvx2();
 #endif
   WorkspaceLayout ws;
-  if (a.pack_k) ws.Add<float>(l->d * l->sk);
+  const int64_t sk16 = (l->sk + 15) / 16 * 16, dv16 = (l->dv + 15) / 16 * 16;
+  if (a.avx2) {
+    ws.Add<float>(sk16 * l->d);   // key panels
+    ws.Add<float>(dv16 * l->sk);  // value panels
+  } else if (a.pack_k) {
+    ws.Add<float>(l->d * l->sk);  // Kᵀ
+  }
   ws.Add<float>(kRows * l->sk);  // scores, then probabilities
   ws.Add<float>(kRows * l->d);   // scaled query rows
   return backends::MakePrepared(std::move(a), ws.bytes());
@@ -286,7 +307,10 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   const int64_t sq = l.sq, sk = l.sk, d = l.d, dv = l.dv;
 
   WorkspaceCursor ws(ctx.workspace());
-  float* kt_buf = a->pack_k ? ws.Take<float>(d * sk) : nullptr;
+  const int64_t sk16 = (sk + 15) / 16 * 16, dv16 = (dv + 15) / 16 * 16;
+  float* key_panels = a->avx2 ? ws.Take<float>(sk16 * d) : nullptr;
+  float* value_panels = a->avx2 ? ws.Take<float>(dv16 * sk) : nullptr;
+  float* kt_buf = !a->avx2 && a->pack_k ? ws.Take<float>(d * sk) : nullptr;
   float* scores = ws.Take<float>(kRows * sk);
   float* qbuf = ws.Take<float>(kRows * d);
 
@@ -298,6 +322,12 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
       const int64_t m_base = b0 * l.m_b0 + b1 * l.m_b1;
       float* oh = out + (b0 * l.b1 + b1) * sq * dv;
       const float* kt = kh;  // Kᵀ [d, sk]
+#if defined(GROVE_ATTENTION_AVX2)
+      if (a->avx2) {
+        PackKeyPanels(kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, key_panels);
+        PackValuePanels(vh, sk, dv, value_panels);
+      } else
+#endif
       if (a->pack_k) {
         for (int64_t c = 0; c < d; ++c) {
           float* row = kt_buf + c * sk;
@@ -315,7 +345,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
         std::fill(qbuf + rows * d, qbuf + kRows * d, 0.0f);
 #if defined(GROVE_ATTENTION_AVX2)
         if (a->avx2) {
-          ScoresBlockAvx2(qbuf, d, kt, sk, scores);
+          ScoresBlockAvx2(qbuf, d, key_panels, sk, scores);
         } else {
           ScoresBlock(qbuf, d, kt, sk, scores);
         }
@@ -361,7 +391,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
         }
 #if defined(GROVE_ATTENTION_AVX2)
         if (a->avx2) {
-          OutputBlockAvx2(scores, sk, vh, dv, rows, oh + i0 * dv);
+          OutputBlockAvx2(scores, sk, value_panels, dv, rows, oh + i0 * dv);
         } else {
           OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
         }

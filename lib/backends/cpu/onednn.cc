@@ -86,6 +86,20 @@ int SessionThreads(const ir::KernelContext& ctx) {
   return threads == nullptr ? 1 : threads->num_threads();
 }
 
+// oneDNN splits a step over the session's threads only when it is worth an
+// OpenMP fork and join (microseconds; far more when a worker must be woken or
+// the cores are busy): at least this many multiply-adds, some 50 us of one
+// core's work. Smaller steps (a decode token's projections) stay on the
+// calling thread.
+constexpr double kParallelMacs = 1 << 21;
+int StepThreads(const ir::KernelContext& ctx, double macs) { return macs < kParallelMacs ? 1 : SessionThreads(ctx); }
+
+double Product(const std::vector<int64_t>& dims) {
+  double p = 1;
+  for (int64_t d : dims) p *= static_cast<double>(d);
+  return p;
+}
+
 // The OpenMP count a primitive is made under: oneDNN sizes a primitive's
 // scratchpad and splits its work by it, so a step never runs on more.
 int CurrentOmpThreads() {
@@ -325,7 +339,10 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
       if (d <= 0) return nullptr;  // empty products and k == 0: the reference kernel
     }
   }
-  OmpThreadScope threads(SessionThreads(ctx));
+  // Y's elements times K, which is A's last two dims over M.
+  const double k = static_cast<double>(shape.a[rank - 1]) * static_cast<double>(shape.a[rank - 2]) /
+                   static_cast<double>(shape.y[rank - 2]);
+  OmpThreadScope threads(StepThreads(ctx, Product(shape.y) * k));
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc a = MatrixDesc(shape.a, shape.trans_a);
@@ -395,7 +412,9 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     pad_r.push_back(w.pad_end[d]);
   }
   const memory::dims bias = {conv.m};
-  OmpThreadScope threads(SessionThreads(ctx));
+  double taps = 1;  // multiply-adds per output element: C / group times the kernel's taps
+  for (int d = 0; d < w.spatial; ++d) taps *= static_cast<double>(w.kernel[d]);
+  OmpThreadScope threads(StepThreads(ctx, Product(dst) * static_cast<double>(cg) * taps));
   try {
     const dnnl::engine& engine = CpuEngine();
     const auto kind = dnnl::prop_kind::forward_inference;
