@@ -9,6 +9,10 @@
 //  - BM_Mlp_Cuda vs BM_Mlp_Cpu: the demo MLP at batch 256 on both backends.
 //  - BM_Chain200_Graphs vs BM_Chain200_Eager: a 200-op chain replayed as one
 //    CUDA graph vs launched kernel by kernel (SessionOptions::cuda_graphs).
+//  - BM_Attention_Cuda/S/F: attention over Q, K, V [1, 8, S, 64] (MatMul with
+//    Transpose(K), Div, Softmax, MatMul) planned fused (F = 1: one
+//    FusedAttention kernel) or unfused (F = 0: cuBLASLt and the Softmax
+//    kernel), device inputs and outputs.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -18,6 +22,7 @@
 #include "benchmark/benchmark.h"
 #include "grove/grove.h"
 #include "lib/backends/cuda/device.h"
+#include "lib/runtime/attention_fusion.h"
 #include "models/demo_models.h"
 
 namespace grove {
@@ -109,6 +114,49 @@ void MatMulSizes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MatMul_Grove)->Apply(MatMulSizes);
 BENCHMARK(BM_MatMul_Cublas)->Apply(MatMulSizes);
+
+void BM_Attention_Cuda(benchmark::State& state) {
+  std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
+  if (dev == nullptr) return;
+  const int64_t s = state.range(0);
+  const bool fused = state.range(1) != 0;
+  ModelBuilder b;
+  for (const char* name : {"q", "k", "v"}) b.AddInput(name, DType::kF32, {1, 8, s, 64});
+  b.AddWeight("scale", DType::kF32, {}, std::vector<float>{8.0f});
+  b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  b.AddOp("MatMul", {"q", "kt"}, {"scores"});
+  b.AddOp("Div", {"scores", "scale"}, {"scaled"});
+  b.AddOp("Softmax", {"scaled"}, {"probs"}, {{"axis", int64_t{-1}}});
+  b.AddOp("MatMul", {"probs", "v"}, {"y"});
+  b.AddOutput("y");
+  SessionOptions options;
+  options.device = Device::kCuda;
+  options.strict_device = true;
+  auto session = Session::Create(*Model::LoadFromBuffer(*b.Finish()), options);
+  if (!session.ok()) {
+    state.SkipWithError(std::string(session.status().message()).c_str());
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(8 * s * 64 * 4);
+  DeviceTensor q(dev, bytes), k(dev, bytes), v(dev, bytes), y(dev, bytes);
+  const std::vector<int64_t> shape = {1, 8, s, 64};
+  std::vector<TensorView> in = {TensorView(DType::kF32, shape, q.ptr), TensorView(DType::kF32, shape, k.ptr),
+                                TensorView(DType::kF32, shape, v.ptr)};
+  std::vector<TensorView> out = {TensorView(DType::kF32, shape, y.ptr)};
+  runtime::SetAttentionFusionEnabled(fused);  // read when the plan is made, by the first run
+  const absl::Status first = (*session)->RunInto(in, out);
+  runtime::SetAttentionFusionEnabled(true);
+  if (!first.ok()) {
+    state.SkipWithError(std::string(first.message()).c_str());
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize((*session)->RunInto(in, out));
+  state.counters["fused"] = fused ? 1 : 0;
+}
+BENCHMARK(BM_Attention_Cuda)
+    ->ArgsProduct({{256, 512, 1024, 2048}, {1, 0}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_Softmax_Grove(benchmark::State& state) {
   std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
