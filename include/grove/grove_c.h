@@ -354,7 +354,8 @@ GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
  * Versions (see "Versioned structs" at the top):
  *   1 (GROVE_SESSION_OPTIONS_SIZE_V1): device ... max_body_runs.
  *   2 (GROVE_SESSION_OPTIONS_SIZE_V2): cuda_graphs, max_cached_graphs.
- *   3 (GROVE_SESSION_OPTIONS_SIZE_V3): intra_op_threads. */
+ *   3 (GROVE_SESSION_OPTIONS_SIZE_V3): intra_op_threads.
+ *   4 (GROVE_SESSION_OPTIONS_SIZE_V4): shape_buckets. */
 typedef struct grove_session_options_t {
   size_t struct_size;        /* sizeof(grove_session_options_t) as the caller declares it */
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
@@ -388,6 +389,12 @@ typedef struct grove_session_options_t {
    * 1 (default): the calling thread only; 0: one per core the process may
    * run on; at most 256. */
   int64_t intra_op_threads;
+  /* Version 4. CUDA graphs' shape buckets (see
+   * grove::SessionOptions::shape_buckets): "SYMBOL=RULE;SYMBOL=RULE", each
+   * RULE auto, pow2, step:N, a list of bounds A,B,C, or exact; SYMBOL * for
+   * every symbol not named. Read (copied) by grove_session_create. NULL or
+   * "" (default): every symbol auto. */
+  const char* shape_buckets;
 } grove_session_options_t;
 
 /* The size of each version of grove_session_options_t. */
@@ -397,6 +404,8 @@ typedef struct grove_session_options_t {
   (offsetof(grove_session_options_t, max_cached_graphs) + sizeof(int32_t))
 #define GROVE_SESSION_OPTIONS_SIZE_V3 \
   (offsetof(grove_session_options_t, intra_op_threads) + sizeof(int64_t))
+#define GROVE_SESSION_OPTIONS_SIZE_V4 \
+  (offsetof(grove_session_options_t, shape_buckets) + sizeof(const char*))
 
 /* Sets out_options->struct_size to `struct_size` and writes the defaults of
  * the fields within it; bytes past the fields this library knows (a newer
@@ -513,7 +522,8 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_values(grove_s
  *     bytes_host_to_device, bytes_device_to_host.
  *   3 (GROVE_SESSION_STATS_SIZE_V3): graphs_captured ...
  *     graph_fallback_reason.
- *   4 (GROVE_SESSION_STATS_SIZE_V4): graph_refreshes. */
+ *   4 (GROVE_SESSION_STATS_SIZE_V4): graph_refreshes.
+ *   5 (GROVE_SESSION_STATS_SIZE_V5): buckets_made ... bucket_fallback_reason. */
 typedef struct grove_session_stats_t {
   size_t struct_size;  /* sizeof(grove_session_stats_t) as the caller declares it */
   /* Version 1: */
@@ -554,6 +564,17 @@ typedef struct grove_session_stats_t {
   /* Version 4: replays whose buffers had moved, made after rewriting the
    * graph's kernel parameters instead of a new capture. */
   int64_t graph_refreshes;
+  /* Version 5. Shape buckets (grove_session_options_t.shape_buckets; 0 on
+   * the CPU): buckets made, runs that used their bucket's arena and graphs,
+   * and over those runs the inputs' bytes at their bucket's bound and the
+   * part past the actual shapes (the padding waste). */
+  int64_t buckets_made;
+  int64_t bucketed_runs;
+  int64_t bucket_input_bytes;
+  int64_t bucket_padding_bytes;
+  /* Why the last shape that could not use its bucket ran with its own
+   * arena and graphs; "" when none. Owned as graph_fallback_reason is. */
+  const char* bucket_fallback_reason;
 } grove_session_stats_t;
 
 /* The size of each version of grove_session_stats_t. */
@@ -565,6 +586,8 @@ typedef struct grove_session_stats_t {
   (offsetof(grove_session_stats_t, graph_fallback_reason) + sizeof(const char*))
 #define GROVE_SESSION_STATS_SIZE_V4 \
   (offsetof(grove_session_stats_t, graph_refreshes) + sizeof(int64_t))
+#define GROVE_SESSION_STATS_SIZE_V5 \
+  (offsetof(grove_session_stats_t, bucket_fallback_reason) + sizeof(const char*))
 
 /* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; in C, or
  * grove_session_stats_initialize(&stats) (any C++: g++ -Wextra warns about

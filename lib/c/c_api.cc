@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "grove/grove.h"
 #include "lib/c/c_api_internal.h"
@@ -90,12 +91,14 @@ static_assert(sizeof(void*) != 8 || sizeof(grove_string_t) == 16);
 static_assert(offsetof(grove_session_options_t, struct_size) == 0);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V1 < GROVE_SESSION_OPTIONS_SIZE_V2);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V2 < GROVE_SESSION_OPTIONS_SIZE_V3);
-static_assert(GROVE_SESSION_OPTIONS_SIZE_V3 == sizeof(grove_session_options_t));
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V3 < GROVE_SESSION_OPTIONS_SIZE_V4);
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V4 == sizeof(grove_session_options_t));
 static_assert(offsetof(grove_session_stats_t, struct_size) == 0);
 static_assert(GROVE_SESSION_STATS_SIZE_V1 < GROVE_SESSION_STATS_SIZE_V2);
 static_assert(GROVE_SESSION_STATS_SIZE_V2 < GROVE_SESSION_STATS_SIZE_V3);
 static_assert(GROVE_SESSION_STATS_SIZE_V3 < GROVE_SESSION_STATS_SIZE_V4);
-static_assert(GROVE_SESSION_STATS_SIZE_V4 == sizeof(grove_session_stats_t));
+static_assert(GROVE_SESSION_STATS_SIZE_V4 < GROVE_SESSION_STATS_SIZE_V5);
+static_assert(GROVE_SESSION_STATS_SIZE_V5 == sizeof(grove_session_stats_t));
 static_assert(offsetof(grove_kernel_compile_options_t, struct_size) == 0);
 static_assert(GROVE_KERNEL_COMPILE_OPTIONS_SIZE_V1 == sizeof(grove_kernel_compile_options_t));
 static_assert(offsetof(grove_kernel_report_summary_t, struct_size) == 0);
@@ -367,9 +370,10 @@ struct StructVersions {
   absl::Span<const size_t> sizes;
 };
 constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION_OPTIONS_SIZE_V2,
-                                    GROVE_SESSION_OPTIONS_SIZE_V3};
+                                    GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V4};
 constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2,
-                                  GROVE_SESSION_STATS_SIZE_V3, GROVE_SESSION_STATS_SIZE_V4};
+                                  GROVE_SESSION_STATS_SIZE_V3, GROVE_SESSION_STATS_SIZE_V4,
+                                  GROVE_SESSION_STATS_SIZE_V5};
 constexpr StructVersions kOptionsVersions{"grove_session_options_t", "grove_session_options_initialize()",
                                           kOptionsSizes};
 constexpr StructVersions kStatsVersions{"grove_session_stats_t", "GROVE_SESSION_STATS_INIT", kStatsSizes};
@@ -673,6 +677,7 @@ grove_session_options_t DefaultOptions() {
   o.cuda_graphs = static_cast<grove_graph_mode_t>(defaults.cuda_graphs);
   o.max_cached_graphs = defaults.max_cached_graphs;
   o.intra_op_threads = defaults.intra_op_threads;
+  o.shape_buckets = nullptr;
   return o;
 }
 
@@ -755,6 +760,18 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
   out->cuda_graphs = static_cast<grove::GraphMode>(o.cuda_graphs);
   out->max_cached_graphs = o.max_cached_graphs;
   out->intra_op_threads = static_cast<int>(o.intra_op_threads);
+  if (o.shape_buckets != nullptr) {
+    // "SYMBOL=RULE;SYMBOL=RULE": the rules themselves are checked by
+    // Session::Create, with the model's symbols.
+    for (absl::string_view entry : absl::StrSplit(o.shape_buckets, ';', absl::SkipEmpty())) {
+      const size_t eq = entry.find('=');
+      if (eq == absl::string_view::npos || eq == 0) {
+        return InvalidArgument(function, absl::StrCat("options->shape_buckets: '", entry,
+                                                      "' is not SYMBOL=RULE (e.g. \"seq=pow2;batch=exact\")"));
+      }
+      out->shape_buckets.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+  }
   return nullptr;
 }
 
@@ -1048,10 +1065,19 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
                                     s.graph_launches,
                                     s.launches_outside_graphs,
                                     nullptr,
-                                    s.graph_refreshes};
+                                    s.graph_refreshes,
+                                    s.buckets_made,
+                                    s.bucketed_runs,
+                                    s.bucket_input_bytes,
+                                    s.bucket_padding_bytes,
+                                    nullptr};
     if (struct_size >= GROVE_SESSION_STATS_SIZE_V3) {
       session->graph_fallback_reason = s.graph_fallback_reason;
       all.graph_fallback_reason = session->graph_fallback_reason.c_str();
+    }
+    if (struct_size >= GROVE_SESSION_STATS_SIZE_V5) {
+      session->bucket_fallback_reason = s.bucket_fallback_reason;
+      all.bucket_fallback_reason = session->bucket_fallback_reason.c_str();
     }
     // Versions are whole fields: the caller's prefix is its version's fields.
     std::memcpy(out_stats, &all, std::min(struct_size, sizeof(all)));

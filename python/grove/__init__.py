@@ -338,6 +338,10 @@ class Session:
       intra_op_threads  CPU threads one run splits a large kernel over, this
                         thread included (default 1; 0: one per core); the
                         session starts intra_op_threads - 1 threads of its own
+      shape_buckets     CUDA graphs: {symbol: rule} with rules "auto" (the
+                        default), "pow2", "step:N", "A,B,C" (bounds) or
+                        "exact"; "*" names every other symbol. The shapes of
+                        a bucket share one arena and one graph per segment
     """
 
     def __init__(self, model: Model, device: str = "auto", *, max_cached_plans: Optional[int] = None,
@@ -345,7 +349,7 @@ class Session:
                  gemm_math: Optional[str] = None, run_deadline_ms: Optional[int] = None,
                  cancel_token: Optional[CancelToken] = None, max_body_runs: Optional[int] = None,
                  cuda_graphs: Optional[str] = None, max_cached_graphs: Optional[int] = None,
-                 intra_op_threads: Optional[int] = None):
+                 intra_op_threads: Optional[int] = None, shape_buckets: Optional[Mapping[str, str]] = None):
         self._handle = None
         if not isinstance(model, Model):
             raise TypeError(f"model must be a grove.Model, not {type(model).__name__}")
@@ -366,6 +370,16 @@ class Session:
                 setattr(options, name, int(value))  # range errors come from grove
         if strict_device is not None:
             options.strict_device = 1 if strict_device else 0
+        buckets = None
+        if shape_buckets is not None:
+            if not isinstance(shape_buckets, Mapping):
+                raise TypeError("shape_buckets must be a mapping {symbol: rule}")
+            for symbol, rule in shape_buckets.items():
+                if not isinstance(symbol, str) or not isinstance(rule, str) or not symbol or any(
+                        c in symbol + rule for c in "=;"):
+                    raise _invalid(f"shape_buckets: {symbol!r}: {rule!r} is not a symbol name and a rule")
+            buckets = ";".join(f"{s}={r}" for s, r in shape_buckets.items()).encode("utf-8")
+            options.shape_buckets = buckets  # kept alive by `buckets` until the session is made
         if cancel_token is not None:
             if not isinstance(cancel_token, CancelToken):
                 raise TypeError("cancel_token must be a grove.CancelToken")
@@ -432,6 +446,10 @@ class Session:
         reason = stats.graph_fallback_reason
         out["graph_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
         out["graph_refreshes"] = int(stats.graph_refreshes)
+        for name in _capi.BUCKET_COUNTERS:
+            out[name] = int(getattr(stats, name))
+        reason = stats.bucket_fallback_reason
+        out["bucket_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
         return out
 
     def close(self) -> None:

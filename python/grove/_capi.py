@@ -82,7 +82,7 @@ class SymbolInfo(ctypes.Structure):
 
 
 class SessionOptions(ctypes.Structure):
-    """grove_session_options_t, layout version 3."""
+    """grove_session_options_t, layout version 4."""
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("device", ctypes.c_int32),
@@ -98,6 +98,7 @@ class SessionOptions(ctypes.Structure):
         ("cuda_graphs", ctypes.c_int32),
         ("max_cached_graphs", ctypes.c_int32),
         ("intra_op_threads", ctypes.c_int64),
+        ("shape_buckets", ctypes.c_char_p),
     ]
 
 
@@ -110,10 +111,14 @@ STATS_COUNTERS = [
 ]
 
 
+BUCKET_COUNTERS = ["buckets_made", "bucketed_runs", "bucket_input_bytes", "bucket_padding_bytes"]
+
+
 class SessionStats(ctypes.Structure):
-    """grove_session_stats_t, layout version 4."""
+    """grove_session_stats_t, layout version 5."""
     _fields_ = ([("struct_size", ctypes.c_size_t)] + [(name, ctypes.c_int64) for name in STATS_COUNTERS] +
-                [("graph_fallback_reason", ctypes.c_char_p), ("graph_refreshes", ctypes.c_int64)])
+                [("graph_fallback_reason", ctypes.c_char_p), ("graph_refreshes", ctypes.c_int64)] +
+                [(name, ctypes.c_int64) for name in BUCKET_COUNTERS] + [("bucket_fallback_reason", ctypes.c_char_p)])
 
 
 class DLDevice(ctypes.Structure):

@@ -93,6 +93,24 @@ def test_stats_count_runs_and_plans(demo_dir):
     assert isinstance(stats["graph_fallback_reason"], str) and stats["graph_refreshes"] == 0
 
 
+def test_shape_buckets_reach_grove(demo_dir):
+    model = grove.Model.load(demo_dir / "mlp.grove")
+    session = grove.Session(model, device="cpu", shape_buckets={"batch": "2,8,64", "*": "pow2"})
+    session.run({"x": np.ones((3, 16), np.float32)})
+    stats = session.stats()
+    # The CPU has no graphs for a bucket to share: counted as none.
+    assert stats["buckets_made"] == 0 and stats["bucket_padding_bytes"] == 0
+    assert stats["bucket_fallback_reason"] == ""
+    with pytest.raises(grove.Error, match="no symbol 'seq'"):
+        grove.Session(model, device="cpu", shape_buckets={"seq": "pow2"})
+    with pytest.raises(grove.Error, match="none of auto, pow2"):
+        grove.Session(model, device="cpu", shape_buckets={"batch": "pow3"})
+    with pytest.raises(grove.Error, match="not a symbol name and a rule"):
+        grove.Session(model, device="cpu", shape_buckets={"batch=1": "pow2"})
+    with pytest.raises(TypeError):
+        grove.Session(model, device="cpu", shape_buckets=["batch"])
+
+
 def test_options_reach_grove(demo_dir):
     model = grove.Model.load(demo_dir / "mlp.grove")
     session = grove.Session(model, device="cpu", max_cached_plans=1)

@@ -554,8 +554,14 @@ TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
   ASSERT_NE(stats.graph_fallback_reason, nullptr);
   EXPECT_STREQ(stats.graph_fallback_reason, "");
   EXPECT_EQ(stats.graph_refreshes, 0);
+  EXPECT_EQ(stats.buckets_made, 0);
+  EXPECT_EQ(stats.bucketed_runs, 0);
+  EXPECT_EQ(stats.bucket_input_bytes, 0);
+  EXPECT_EQ(stats.bucket_padding_bytes, 0);
+  ASSERT_NE(stats.bucket_fallback_reason, nullptr);
+  EXPECT_STREQ(stats.bucket_fallback_reason, "");
   grove_session_release(session);
-  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 24 * sizeof(int64_t) + sizeof(const char*),
+  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 28 * sizeof(int64_t) + 2 * sizeof(const char*),
                 "a field without a test");
 }
 

@@ -148,7 +148,8 @@ TEST(CApiVersions, SizesOfEachVersion) {
     EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V2, 80u);
   }
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V2 + sizeof(int64_t));
-  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V3, sizeof(grove_session_options_t));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, GROVE_SESSION_OPTIONS_SIZE_V3 + sizeof(const char*));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, sizeof(grove_session_options_t));
   grove_session_options_t options;
   std::memset(&options, 0x5a, sizeof(options));
   grove_session_options_initialize(&options);
@@ -156,7 +157,9 @@ TEST(CApiVersions, SizesOfEachVersion) {
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V1, sizeof(size_t) + 10 * sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V2, sizeof(size_t) + 13 * sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V3, sizeof(size_t) + 23 * sizeof(int64_t) + sizeof(const char*));
-  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V4, sizeof(grove_session_stats_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V4, GROVE_SESSION_STATS_SIZE_V3 + sizeof(int64_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V5, GROVE_SESSION_STATS_SIZE_V4 + 4 * sizeof(int64_t) + sizeof(const char*));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V5, sizeof(grove_session_stats_t));
   const grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   EXPECT_EQ(stats.struct_size, sizeof(grove_session_stats_t));
   EXPECT_EQ(stats.runs, 0);
@@ -311,7 +314,8 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
   EXPECT_THAT(message, HasSubstr("grove_session_options_t versions are " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1) + ", " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V2) + ", " +
-                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V3) + " bytes"));
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V3) + ", " +
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V4) + " bytes"));
   EXPECT_THAT(message, HasSubstr("set it with grove_session_options_initialize()"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 - 8;
@@ -361,7 +365,8 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V1) + ", " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V2) + ", " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V3) + ", " +
-                                   std::to_string(GROVE_SESSION_STATS_SIZE_V4) + " bytes"));
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V4) + ", " +
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V5) + " bytes"));
     EXPECT_THAT(message, HasSubstr("GROVE_SESSION_STATS_INIT"));
     EXPECT_EQ(stats.value.struct_size, size);
     EXPECT_EQ(stats.value.runs, kFill) << "a refused call wrote the stats";
@@ -420,6 +425,51 @@ TEST_F(CApiVersionsTest, IntraOpThreadsVersion3) {
                                    " (1 to 256, or 0 for one per core, expected)"));
     EXPECT_EQ(session, nullptr);
   }
+}
+
+// Version 4 of the options (shape_buckets) and 5 of the stats (the bucket
+// counters): a version-3 caller gets the default buckets; the string's
+// entries reach SessionOptions; one that is not SYMBOL=RULE, or a rule
+// Session::Create refuses, is an error naming it; the stats' reason is a
+// string the session owns.
+TEST_F(CApiVersionsTest, ShapeBucketsVersion4) {
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  EXPECT_EQ(options.shape_buckets, nullptr);
+  grove::SessionOptions made;
+  options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V3;
+  options.shape_buckets = "batch=exact";  // past a version-3 struct: not read
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options, &made)));
+  EXPECT_TRUE(made.shape_buckets.empty());
+
+  options.struct_size = sizeof(options);
+  options.device = GROVE_DEVICE_CPU;
+  options.shape_buckets = "batch=2,8,64;*=pow2;";
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options, &made)));
+  EXPECT_EQ(made.shape_buckets, (std::vector<std::pair<std::string, std::string>>{{"batch", "2,8,64"},
+                                                                                  {"*", "pow2"}}));
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, &options, &session)));
+  RunTimes(session, 1);
+  grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
+  ASSERT_TRUE(Ok(grove_session_stats(session, &stats)));
+  EXPECT_EQ(stats.buckets_made, 0);  // the CPU has no graphs to share
+  EXPECT_EQ(stats.bucket_padding_bytes, 0);
+  ASSERT_NE(stats.bucket_fallback_reason, nullptr);
+  EXPECT_STREQ(stats.bucket_fallback_reason, "");
+  grove_session_release(session);
+
+  options.shape_buckets = "batch";
+  session = nullptr;
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
+              HasSubstr("options->shape_buckets: 'batch' is not SYMBOL=RULE"));
+  options.shape_buckets = "=pow2";
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)), HasSubstr("is not SYMBOL=RULE"));
+  options.shape_buckets = "nope=pow2";
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)), HasSubstr("no symbol 'nope'"));
+  options.shape_buckets = "batch=pow3";
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)), HasSubstr("none of auto, pow2"));
+  EXPECT_EQ(session, nullptr);
 }
 
 // The initializer writes nothing for a NULL struct or a size the library
