@@ -13,6 +13,9 @@
 //  - BM_CnnMaxPool/L: the CNN's MaxPool L alone (batch 1).
 //  - BM_GemmGelu/T: Gemm (transB, bias) 256x1024 + Gelu, T tokens: one fused
 //    step against the reference Gemm and Gelu.
+//  - BM_BatchNorm/C: BatchNormalization (inference) of [8, C, 28, 28].
+//  - BM_Softmax/N: Softmax over the last axis of [12 * 128, N] (attention
+//    scores of 12 heads, 128 queries, N keys).
 //  - BM_Mlp/T: a GEMM-heavy block, T tokens of width 256: MatMul 256x1024,
 //    Relu, MatMul 1024x256, then Gemm (transB, bias) 256x256.
 //
@@ -202,6 +205,39 @@ void BM_GemmGelu(benchmark::State& state) {
   CompareSessions(state, model, {in});
 }
 BENCHMARK(BM_GemmGelu)->Arg(1)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
+
+void BM_BatchNorm(benchmark::State& state) {
+  const int64_t c = state.range(0);
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {8, c, 28, 28});
+  b.AddWeight("scale", DType::kF32, {c}, RandomValues(c, 51));
+  b.AddWeight("b", DType::kF32, {c}, RandomValues(c, 52));
+  b.AddWeight("mean", DType::kF32, {c}, RandomValues(c, 53));
+  std::vector<float> var = RandomValues(c, 54);
+  for (float& v : var) v += 1.0f;
+  b.AddWeight("var", DType::kF32, {c}, var);
+  b.AddOp("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y"});
+  b.AddOutput("y");
+  const std::shared_ptr<const Model> model = *Model::LoadFromBuffer(*b.Finish());
+  const std::vector<float> x = RandomValues(8 * c * 28 * 28, 5);
+  const TensorView in(DType::kF32, {8, c, 28, 28}, x.data());
+  CompareSessions(state, model, {in});
+}
+BENCHMARK(BM_BatchNorm)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond);
+
+void BM_Softmax(benchmark::State& state) {
+  const int64_t n = state.range(0), rows = 12 * 128;
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {rows, n});
+  b.AddOp("Softmax", {"x"}, {"y"});
+  b.AddOutput("y");
+  const std::shared_ptr<const Model> model = *Model::LoadFromBuffer(*b.Finish());
+  std::vector<float> x = RandomValues(rows * n, 6);
+  for (float& v : x) v *= 16.0f;
+  const TensorView in(DType::kF32, {rows, n}, x.data());
+  CompareSessions(state, model, {in});
+}
+BENCHMARK(BM_Softmax)->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace grove

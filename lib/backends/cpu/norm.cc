@@ -8,11 +8,14 @@
 // checks attributes, shapes and dtypes and builds the kernel's parameters
 // and the size of its scratch (per-row statistics, the affine parameters read
 // into doubles); the invoke only computes, its scratch in ctx.workspace()
-// (workspace_layout.h).
+// (workspace_layout.h). f32 BatchNormalization in inference mode and f32
+// Softmax over the last axis run as oneDNN primitives where oneDNN takes them
+// (onednn.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "lib/backends/common/norm_checks.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
@@ -118,6 +122,7 @@ struct ChannelNormParams {
   double epsilon = 1e-5;
   double momentum = 0.9;   // BatchNormalization
   bool training = false;   // BatchNormalization
+  std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes it (f32 inference, onednn.h)
 };
 
 // Scratch: scale, B, input_mean, input_var as doubles, per-row mean and
@@ -152,6 +157,15 @@ absl::StatusOr<PreparedKernel> PrepareBatchNormalization(const KernelContext& ct
   for (size_t d = 2; d < x.shape.size(); ++d) p.inner *= x.shape[d];
   p.rows = x.shape[0] * p.channels;
   WorkspaceLayout layout;
+  if (!p.training) {
+    absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
+        PrepareOneDnnBatchNorm(ctx, static_cast<float>(p.epsilon), &layout);
+    if (!onednn.ok()) return onednn.status();
+    if (*onednn != nullptr) {
+      p.onednn = *std::move(onednn);
+      return MakePrepared(std::move(p), layout.bytes());
+    }
+  }
   AddBatchNormScratch(p, &layout);
   return MakePrepared(std::move(p), layout.bytes());
 }
@@ -159,6 +173,7 @@ absl::StatusOr<PreparedKernel> PrepareBatchNormalization(const KernelContext& ct
 absl::Status BatchNormalizationKernel(KernelContext& ctx) {
   const ChannelNormParams* pp = PreparedParams<ChannelNormParams>(ctx);
   if (pp == nullptr) return NotPrepared(ctx);
+  if (pp->onednn != nullptr) return RunOneDnnStep(*pp->onednn, ctx);
   const ChannelNormParams& prm = *pp;
   const bool training = prm.training;
   const int64_t channels = prm.channels, inner = prm.inner, rows = prm.rows;
@@ -464,9 +479,11 @@ void SoftmaxAlongAxis(const KernelContext& ctx, const T* x, T* y, int64_t outer,
 // Softmax, LogSoftmax and Hardmax: the input as [outer, n, inner] around the axis.
 struct AxisParams {
   int64_t outer = 1, n = 0, inner = 1;
+  std::shared_ptr<OneDnnStep> onednn;  // f32 Softmax over the last axis (onednn.h)
 };
 
 // The prepare of Softmax (kLog = false) and LogSoftmax (kLog = true).
+template <bool kLog>
 absl::StatusOr<PreparedKernel> PrepareSoftmaxFamily(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const TensorView& y = ctx.output(0);
@@ -488,6 +505,14 @@ absl::StatusOr<PreparedKernel> PrepareSoftmaxFamily(const KernelContext& ctx) {
   for (int d = *axis + 1; d < rank; ++d) p.inner *= x.shape[d];
   p.n = x.shape[*axis];
   WorkspaceLayout layout;  // the running max (T) and sum (double) per column
+  if (!kLog && p.inner == 1) {  // LogSoftmax: see PrepareOneDnnSoftmax
+    absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnSoftmax(ctx, p.outer, p.n, &layout);
+    if (!onednn.ok()) return onednn.status();
+    if (*onednn != nullptr) {
+      p.onednn = *std::move(onednn);
+      return MakePrepared(std::move(p), layout.bytes());
+    }
+  }
   if (p.inner > 1) {
     layout.AddBytes(static_cast<uint64_t>(p.inner) * DTypeSize(x.dtype));
     layout.Add<double>(p.inner);
@@ -499,6 +524,7 @@ template <bool kLog>
 absl::Status SoftmaxFamilyKernel(KernelContext& ctx) {
   const AxisParams* p = PreparedParams<AxisParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
+  if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);
   const TensorView& x = ctx.input(0);
   TensorView& y = ctx.output(0);
   return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
@@ -652,8 +678,8 @@ absl::Status RegisterNormKernels(ir::OpRegistry& registry) {
       {"InstanceNormalization", {&InstanceNormalizationKernel, &PrepareInstanceNormalization}},
       {"LayerNormalization", {&LayerNormalizationKernel, &PrepareLayerNormalization}},
       {"MeanVarianceNormalization", {&MeanVarianceNormalizationKernel, &PrepareMeanVarianceNormalization}},
-      {"Softmax", {&SoftmaxFamilyKernel<false>, &PrepareSoftmaxFamily}},
-      {"LogSoftmax", {&SoftmaxFamilyKernel<true>, &PrepareSoftmaxFamily}},
+      {"Softmax", {&SoftmaxFamilyKernel<false>, &PrepareSoftmaxFamily<false>}},
+      {"LogSoftmax", {&SoftmaxFamilyKernel<true>, &PrepareSoftmaxFamily<true>}},
       {"Hardmax", {&HardmaxKernel, &PrepareHardmax}},
   };
   for (const auto& [type, kernel] : kernels) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "lib/backends/cpu/parallel_for.h"
@@ -522,6 +523,95 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
     step->primitive = dnnl::pooling_v2_forward(pd);
     if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, src_desc, pd.src_desc(), false, layout) ||
         !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, dst_desc, pd.dst_desc(), false, layout)) {
+      return nullptr;
+    }
+    Finish(*step, pd.scratchpad_desc(), layout);
+    return step;
+  } catch (const dnnl::error& e) {
+    return nullptr;
+  }
+}
+
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::KernelContext& ctx, float epsilon,
+                                                                   WorkspaceLayout* layout) {
+  if (!OneDnnEnabled()) return nullptr;
+  const TensorView& x = ctx.input(0);
+  if (x.shape.size() < 2 || x.shape.size() > 5) return nullptr;
+  for (int i = 0; i < 5; ++i) {
+    if (!ctx.has_input(i) || ctx.input(i).dtype != DType::kF32) return nullptr;
+  }
+  if (x.num_elements() == 0) return nullptr;
+  memory::dims dims(x.shape.begin(), x.shape.end());
+  // [N, C] and [N, C, W] as [N, C, 1, 1] and [N, C, W, 1], the same bytes:
+  // oneDNN's JIT code has no blocked layout of rank 2 or 3.
+  while (dims.size() < 4) dims.push_back(1);
+  const memory::dims channels = {x.shape[1]};
+  OneThreadScope threads;
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    const memory::desc data = PlainDesc(dims), vector = PlainDesc(channels);
+    const auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+                       dnnl::normalization_flags::use_shift;
+    // As for pooling: oneDNN's JIT batch normalization reads channel-blocked
+    // or channels-last layouts (on NC... it has a plain C++ loop).
+    using tag = memory::format_tag;
+    std::vector<tag> layouts;
+    if (dims.size() == 4) {
+      layouts = {tag::nChw16c, tag::nChw8c, tag::nhwc};
+    } else {
+      layouts = {tag::nCdhw16c, tag::nCdhw8c, tag::ndhwc};
+    }
+    std::optional<dnnl::batch_normalization_forward::primitive_desc> made;
+    for (tag layout : layouts) {
+      const memory::desc inner(dims, memory::data_type::f32, layout);
+      const dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, inner, epsilon, flags);
+      dnnl::batch_normalization_forward::primitive_desc pd(desc, MakeAttr(1.0f, std::nullopt, nullptr), engine,
+                                                           /*allow_empty=*/true);
+      // "bnorm_jit:avx2", "bnorm_jit:avx512_core", ...
+      if (pd && absl::StrContains(pd.impl_info_str(), "jit")) {
+        made = std::move(pd);
+        break;
+      }
+    }
+    if (!made.has_value()) return nullptr;
+    const dnnl::batch_normalization_forward::primitive_desc& pd = *made;
+    auto step = std::make_shared<OneDnnStep>();
+    step->impl = pd.impl_info_str();
+    step->stream = dnnl::stream(engine);
+    step->primitive = dnnl::batch_normalization_forward(pd);
+    const std::pair<int, int> vectors[] = {
+        {DNNL_ARG_SCALE, 1}, {DNNL_ARG_SHIFT, 2}, {DNNL_ARG_MEAN, 3}, {DNNL_ARG_VARIANCE, 4}};
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, data, pd.src_desc(), false, layout)) return nullptr;
+    for (const auto& [arg, index] : vectors) {
+      if (!AddOperand(ctx, *step, arg, false, index, vector, vector, false, layout)) return nullptr;
+    }
+    if (!AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, data, pd.dst_desc(), false, layout)) return nullptr;
+    Finish(*step, pd.scratchpad_desc(), layout);
+    return step;
+  } catch (const dnnl::error& e) {
+    return nullptr;
+  }
+}
+
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::KernelContext& ctx, int64_t rows,
+                                                                 int64_t n, WorkspaceLayout* layout) {
+  if (!OneDnnEnabled()) return nullptr;
+  if (ctx.input(0).dtype != DType::kF32 || rows <= 0 || n <= 0) return nullptr;
+  OneThreadScope threads;
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    const memory::desc data = PlainDesc({rows, n});
+    const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate,
+                                              data, data, /*softmax_axis=*/1);
+    const dnnl::softmax_v2_forward::primitive_desc pd(desc, MakeAttr(1.0f, std::nullopt, nullptr), engine,
+                                                      /*allow_empty=*/true);
+    if (!pd || IsReferenceImpl(pd.impl_info_str())) return nullptr;
+    auto step = std::make_shared<OneDnnStep>();
+    step->impl = pd.impl_info_str();
+    step->stream = dnnl::stream(engine);
+    step->primitive = dnnl::softmax_v2_forward(pd);
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, data, pd.src_desc(), false, layout) ||
+        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, data, pd.dst_desc(), false, layout)) {
       return nullptr;
     }
     Finish(*step, pd.scratchpad_desc(), layout);

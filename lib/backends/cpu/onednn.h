@@ -1,17 +1,18 @@
 // oneDNN (Debian's libdnnl, the library PyTorch and OpenVINO run on the CPU)
 // for the CPU kernels where it beats the reference loops: f32 Conv, MatMul and
-// Gemm (with a fused activation, post_op.h), MaxPool, AveragePool and the
-// global pools. A kernel's prepare asks for a OneDnnStep; it gets one, or
-// nullptr when oneDNN does not take the step (a dtype, an empty dim, more
-// than 3 spatial dims, no implementation better than oneDNN's own
-// reference), and then keeps its reference kernel. The step holds what the
-// prepare made once per plan: the primitive, the reorders between grove's
-// plain row-major layouts and the blocked ones oneDNN prefers (or, for
-// pooling, the only ones its JIT code reads), and the weights reordered into
-// that layout when the prepare could read them (a model weight). Its invoke
-// only binds pointers and runs; the blocked copies and oneDNN's scratchpad
-// live in the step's workspace, so no buffer is allocated per run (oneDNN's
-// execute does make its small argument map).
+// Gemm (with a fused activation, post_op.h), MaxPool, AveragePool, the global
+// pools, BatchNormalization (inference) and Softmax over the last axis. A
+// kernel's prepare asks for a OneDnnStep; it gets one, or nullptr when oneDNN
+// does not take the step (a dtype, an empty dim, more than 3 spatial dims, no
+// implementation better than oneDNN's own reference), and then keeps its
+// reference kernel. The step holds what the prepare made once per plan: the
+// primitive, the reorders between grove's plain row-major layouts and the
+// blocked ones oneDNN prefers (for pooling and batch normalization, the only
+// ones its JIT code reads), and the weights reordered into that layout when
+// the prepare could read them (a model weight). Its invoke only binds
+// pointers and runs; the blocked copies and oneDNN's scratchpad live in the
+// step's workspace, so no buffer is allocated per run (oneDNN's execute does
+// make its small argument map).
 //
 //   WorkspaceLayout layout;                                    // prepare
 //   absl::StatusOr<std::shared_ptr<OneDnnStep>> step = PrepareOneDnnConv(ctx, conv, &layout);
@@ -107,6 +108,20 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelContext& ctx,
                                                               const backends::Window& w, bool max,
                                                               bool include_padding, WorkspaceLayout* layout);
+
+// BatchNormalization in inference mode (training_mode stays with the
+// reference kernel): Y = (X - input_mean) * scale / sqrt(input_var +
+// epsilon) + B over X [N, C, ...] (rank 2-5), every input f32 (inputs 0-4:
+// X, scale, B, input_mean, input_var), or nullptr when oneDNN does not take it.
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::KernelContext& ctx, float epsilon,
+                                                                   WorkspaceLayout* layout);
+
+// Softmax of input 0 seen as `rows` contiguous rows of n f32 elements (the
+// last axis, or the axis with nothing after it), into output 0; nullptr when
+// oneDNN does not take it. LogSoftmax is not offered: oneDNN 2.6's
+// softmax_log computes its log to about 2^-19 (1.4e-6 for log(1)).
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::KernelContext& ctx, int64_t rows,
+                                                                 int64_t n, WorkspaceLayout* layout);
 
 // Runs the step on ctx's pointers and ctx.workspace().
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);
