@@ -270,6 +270,60 @@ TEST(IntraOpThreads, KernelsGiveTheSameBytesAtOneTwoAndThreeThreads) {
   }
 }
 
+// x f32[5, 7, 60, 60] (126,000 elements) through the kernels that split
+// NCHW tensors: InstanceNormalization by (n, c) rows, Softmax over the
+// channels (columns of [5, 7, 3600]), reductions over the middle and the
+// leading dims, Clip, Pow, Not, and a variadic Max with a broadcast input.
+// 35 rows of 3,600: InstanceNorm's ranges start at rows 12 and 24, inside a
+// batch's channels.
+std::shared_ptr<const Model> ChannelMixModel() {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {5, 7, 60, 60});
+  b.AddWeight("scale", DType::kF32, {7}, RandomF32(7, 21));
+  b.AddWeight("bias", DType::kF32, {7}, RandomF32(7, 22));
+  b.AddWeight("lo", DType::kF32, {}, std::vector<float>{-0.5f});
+  b.AddWeight("hi", DType::kF32, {}, std::vector<float>{0.25f});
+  b.AddWeight("two", DType::kF32, {}, std::vector<float>{2.0f});
+  b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
+  b.AddWeight("row", DType::kF32, {60}, RandomF32(60, 23));
+  b.AddWeight("spatial", DType::kI64, {2}, std::vector<int64_t>{2, 3});
+  b.AddWeight("batch", DType::kI64, {1}, std::vector<int64_t>{0});
+  b.AddOp("InstanceNormalization", {"x", "scale", "bias"}, {"instance_norm"}, {{"epsilon", 1e-3}});
+  b.AddOp("Softmax", {"x"}, {"softmax_channels"}, {{"axis", int64_t{1}}});
+  b.AddOp("ReduceLogSumExp", {"x", "spatial"}, {"logsumexp"});
+  b.AddOp("ReduceSum", {"x", "batch"}, {"sum_batch"}, {{"keepdims", int64_t{0}}});
+  b.AddOp("ReduceMin", {"x", "spatial"}, {"min_spatial"});
+  b.AddOp("Clip", {"x", "lo", "hi"}, {"clipped"});
+  b.AddOp("Pow", {"x", "two"}, {"squared"});
+  b.AddOp("Greater", {"x", "zero"}, {"positive"});
+  b.AddOp("Not", {"positive"}, {"not_positive"});
+  b.AddOp("Max", {"x", "clipped", "row"}, {"max3"});
+  for (const char* out : {"instance_norm", "softmax_channels", "logsumexp", "sum_batch", "min_spatial", "clipped",
+                          "squared", "not_positive", "max3"}) {
+    b.AddOutput(out);
+  }
+  return LoadOrDie(b.Finish());
+}
+
+TEST(IntraOpThreads, ChannelKernelsGiveTheSameBytesAtOneTwoAndThreeThreads) {
+  std::shared_ptr<const Model> model = ChannelMixModel();
+  const Tensor x = TensorF32({5, 7, 60, 60}, RandomF32(5 * 7 * 60 * 60, 24));
+  std::unique_ptr<Session> one = SessionWithThreads(model, 1);
+  ASSERT_NE(one, nullptr);
+  const std::vector<std::string> want = RunBytes(*one, x);
+  ASSERT_EQ(want.size(), 9u);
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE(threads);
+    std::unique_ptr<Session> s = SessionWithThreads(model, threads);
+    ASSERT_NE(s, nullptr);
+    const std::vector<std::string> got = RunBytes(*s, x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(got[i] == want[i]) << "output " << model->outputs()[i].name << " differs from 1 thread's";
+    }
+  }
+}
+
 // A Conv big enough to split, through oneDNN (its OpenMP team is the
 // session's count): equal to one thread's within float rounding.
 TEST(IntraOpThreads, ConvAtSeveralThreadsAgreesWithOneThread) {
