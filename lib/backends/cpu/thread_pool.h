@@ -6,11 +6,13 @@
 //   absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(2);
 //   (*pool)->Run(4, [&](int64_t i) { Work(i); });  // returns when all 4 ran
 //
-// Why not a library: Debian's candidates (TBB, Eigen's pool, OpenMP) share
-// one process-wide set of threads between callers, and a session's work must
-// stay on its own N threads. Workers wait on a condition variable after a
-// short spin (kernels come one after another within a run), so an idle
-// session costs no CPU.
+// Why not a library: TBB's workers are one process-wide set that its arenas
+// share, and OpenMP's team belongs to the calling thread, not the session;
+// Eigen's ThreadPool is per instance but a work-stealing task queue, more
+// than a fork-join over ranges needs (and neither TBB nor Eigen is a grove
+// dependency). Workers wait on a condition variable after a short spin
+// (kernels come one after another within a run), so an idle session costs no
+// CPU.
 #ifndef GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
 #define GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
 
