@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -38,6 +39,23 @@ int ProcessThreads() {
   int n = 0;
   while (dirent* e = readdir(dir)) {
     if (e->d_name[0] != '.') ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+// The threads of this process named `name` (/proc/self/task/*/comm).
+int ThreadsNamed(const std::string& name) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    FILE* f = std::fopen((std::string("/proc/self/task/") + e->d_name + "/comm").c_str(), "r");
+    if (f == nullptr) continue;
+    char comm[64] = {};
+    if (std::fgets(comm, sizeof(comm), f) != nullptr && std::string(comm) == name + "\n") ++n;
+    std::fclose(f);
   }
   closedir(dir);
   return n;
@@ -110,8 +128,10 @@ TEST(ThreadPool, StartsExactlyItsWorkersAndStopsThem) {
     absl::StatusOr<std::unique_ptr<cpu::ThreadPool>> pool = cpu::ThreadPool::Create(4);
     ASSERT_TRUE(pool.ok());
     EXPECT_EQ(ProcessThreads(), before + 3);
+    EXPECT_EQ(ThreadsNamed("grove-intra-op"), 3);
   }
   EXPECT_EQ(ProcessThreads(), before);
+  EXPECT_EQ(ThreadsNamed("grove-intra-op"), 0);
   EXPECT_FALSE(cpu::ThreadPool::Create(0).ok());
   EXPECT_GE(cpu::AvailableCpus(), 1);
 }
@@ -372,6 +392,7 @@ TEST(IntraOpThreads, EachSessionOwnsExactlyItsWorkers) {
     EXPECT_EQ(ProcessThreads(), before + 3);
     for (Session* s : {a.get(), b.get(), c.get()}) RunBytes(*s, x);
     EXPECT_EQ(ProcessThreads(), before + 3);
+    EXPECT_EQ(ThreadsNamed("grove-intra-op"), 3);
   }
   EXPECT_EQ(ProcessThreads(), before);
 
