@@ -74,12 +74,6 @@ class OmpThreadScope {
 #endif
 };
 
-// One thread (the prepares that do not yet follow the session's count).
-class OneThreadScope : public OmpThreadScope {
- public:
-  OneThreadScope() : OmpThreadScope(1) {}
-};
-
 // The session's intra-op threads (SessionOptions::intra_op_threads): oneDNN
 // runs its OpenMP team of that many on the calling thread.
 int SessionThreads(const ir::KernelContext& ctx) {
@@ -94,6 +88,10 @@ int SessionThreads(const ir::KernelContext& ctx) {
 // calling thread.
 constexpr double kParallelMacs = 1 << 21;
 int StepThreads(const ir::KernelContext& ctx, double macs) { return macs < kParallelMacs ? 1 : SessionThreads(ctx); }
+
+// A memory-bound or exp-heavy element (pooling, BatchNorm, Softmax) costs
+// about as much as this many multiply-adds, for StepThreads.
+constexpr double kElementMacs = 16;
 
 double Product(const std::vector<int64_t>& dims) {
   double p = 1;
@@ -490,7 +488,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
   const auto alg = max ? dnnl::algorithm::pooling_max
                        : (include_padding ? dnnl::algorithm::pooling_avg_include_padding
                                           : dnnl::algorithm::pooling_avg_exclude_padding);
-  OneThreadScope threads;
+  OmpThreadScope threads(StepThreads(ctx, Product(src) * kElementMacs));
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc src_desc = PlainDesc(src), dst_desc = PlainDesc(dst);
@@ -546,7 +544,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
   // oneDNN's JIT code has no blocked layout of rank 2 or 3.
   while (dims.size() < 4) dims.push_back(1);
   const memory::dims channels = {x.shape[1]};
-  OneThreadScope threads;
+  OmpThreadScope threads(StepThreads(ctx, Product(dims) * kElementMacs));
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc data = PlainDesc(dims), vector = PlainDesc(channels);
@@ -597,7 +595,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
                                                                  int64_t n, WorkspaceLayout* layout) {
   if (!OneDnnEnabled()) return nullptr;
   if (ctx.input(0).dtype != DType::kF32 || rows <= 0 || n <= 0) return nullptr;
-  OneThreadScope threads;
+  OmpThreadScope threads(StepThreads(ctx, static_cast<double>(rows) * static_cast<double>(n) * kElementMacs));
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc data = PlainDesc({rows, n});
