@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "grove/grove.h"
 #include "lib/backends/cpu/onednn.h"
@@ -273,6 +274,133 @@ TEST(ActivationFusionTest, ReferenceKernelAppliesTheFusedActivation) {
     const Tensor y_ref = RunOnce(model, x, false);
     ExpectNear(y_fused, y_ref, 0, 2e-7, act.type);
   }
+}
+
+// x [2, 5, 32] -> MatMul(w [32, 24]) -> Add(bias) [-> activation] -> y; with
+// `expose`, the MatMul's output is an output too (nothing fused).
+std::shared_ptr<const Model> MatMulAdd(const Shape& bias_shape, bool bias_first, const Activation* act, bool expose) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {2, 5, 32});
+  b.AddWeight("w", DType::kF32, {32, 24}, RandomValues(32 * 24, 21, 0.5f));
+  b.AddWeight("bias", DType::kF32, bias_shape, RandomValues(testing::Count(bias_shape), 22));
+  b.AddOp("MatMul", {"x", "w"}, {"h"}, {}, "fc");
+  b.AddOp("Add", bias_first ? std::vector<std::string>{"bias", "h"} : std::vector<std::string>{"h", "bias"}, {"a"}, {},
+          "bias_add");
+  std::string out = "a";
+  if (act != nullptr) {
+    b.AddOp(act->type, {"a"}, {"y"}, act->attrs, "act");
+    out = "y";
+  }
+  b.AddOutput(out);
+  if (expose) b.AddOutput("h");
+  return Model::LoadFromBuffer(*b.Finish()).value();
+}
+
+TEST(ActivationFusionTest, MatMulAddBiasAndActivationAreOneStep) {
+  const Shape x_shape = {2, 5, 32};
+  const Tensor x = testing::MakeTensor<float>(DType::kF32, x_shape, RandomValues(testing::Count(x_shape), 23, 2));
+  const Activation relu{"Relu", {}, false, true};
+  const Activation gelu{"Gelu", {}};
+  struct Case {
+    Shape bias;
+    bool bias_first;
+    const Activation* act;
+    std::vector<std::string> ops;
+    bool exact;
+  };
+  const std::vector<Case> cases = {
+      {{24}, false, nullptr, {"MatMul+Add"}, true},
+      {{24}, true, nullptr, {"MatMul+Add"}, true},
+      {{1, 1, 24}, false, &relu, {"MatMul+Add+Relu"}, true},
+      {{1, 24}, true, &gelu, {"MatMul+Add+Gelu"}, false},
+      // Not a bias over the last dim: every step stays (an Add is no base).
+      {{5, 1}, false, &relu, {"MatMul", "Add", "Relu"}, true},
+      {{2, 5, 24}, false, nullptr, {"MatMul", "Add"}, true},
+  };
+  for (const Case& c : cases) {
+    const std::string what = absl::StrCat("bias [", absl::StrJoin(c.bias, ","), "]", c.bias_first ? " first" : "",
+                                          c.act != nullptr ? " + " + c.act->type : "");
+    std::shared_ptr<const Model> fused = MatMulAdd(c.bias, c.bias_first, c.act, false);
+    std::shared_ptr<const Model> unfused = MatMulAdd(c.bias, c.bias_first, c.act, true);
+    std::vector<std::string> nodes;
+    const std::vector<std::string> ops = PlannedOps(*fused, {x_shape}, true, &nodes);
+    EXPECT_EQ(ops, c.ops) << what;
+    if (ops.size() == 1) {
+      EXPECT_EQ(nodes[0], absl::StrCat("fused(fc+bias_add", c.act != nullptr ? "+act" : "", ")")) << what;
+    }
+    EXPECT_EQ(PlannedOps(*unfused, {x_shape}, true)[0], "MatMul") << what;
+    const Tensor y_fused = RunOnce(fused, x, true);
+    const Tensor y_unfused = RunOnce(unfused, x, true);
+    const Tensor y_ref = RunOnce(unfused, x, false);
+    const double tol = c.exact ? 0 : kActivationTolerance;
+    ExpectNear(y_fused, y_unfused, tol, tol, what + " fused vs unfused");
+    ExpectNear(y_fused, y_ref, 1e-5, 1e-5, what + " fused vs reference");
+  }
+}
+
+// A bias written by a step after the MatMul (here computed from the input
+// after it) cannot be read by the fused step, which runs where the MatMul
+// did: the Add stays.
+TEST(ActivationFusionTest, ABiasComputedAfterTheMatMulIsNotFused) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {4, 16});
+  b.AddInput("c", DType::kF32, {16});
+  b.AddWeight("w", DType::kF32, {16, 16}, RandomValues(256, 24));
+  b.AddOp("MatMul", {"x", "w"}, {"h"});
+  b.AddOp("Neg", {"c"}, {"bias"});
+  b.AddOp("Add", {"h", "bias"}, {"y"});
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+  EXPECT_EQ(PlannedOps(*model, {{4, 16}, {16}}, true), (std::vector<std::string>{"MatMul", "Neg", "Add"}));
+  // A bias that is a model input is there before the MatMul runs.
+  ModelBuilder d;
+  d.AddInput("x", DType::kF32, {4, 16});
+  d.AddInput("bias", DType::kF32, {16});
+  d.AddWeight("w", DType::kF32, {16, 16}, RandomValues(256, 25));
+  d.AddOp("MatMul", {"x", "w"}, {"h"});
+  d.AddOp("Add", {"h", "bias"}, {"y"});
+  d.AddOutput("y");
+  std::shared_ptr<const Model> input_bias = Model::LoadFromBuffer(*d.Finish()).value();
+  EXPECT_EQ(PlannedOps(*input_bias, {{4, 16}, {16}}, true), (std::vector<std::string>{"MatMul+Add"}));
+  const Tensor x = testing::MakeTensor<float>(DType::kF32, {4, 16}, RandomValues(64, 26));
+  const Tensor bias = testing::MakeTensor<float>(DType::kF32, {16}, RandomValues(16, 27));
+  SessionOptions options;
+  options.device = Device::kCpu;
+  std::vector<Tensor> results;
+  for (bool onednn : {true, false}) {
+    cpu::ScopedOneDnn scope(onednn);
+    std::unique_ptr<Session> session = Session::Create(input_bias, options).value();
+    absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view(), bias.view()});
+    ASSERT_TRUE(out.ok()) << out.status();
+    results.push_back(Tensor::CopyOf((*out)[0]).value());
+  }
+  ExpectNear(results[0], results[1], 1e-5, 1e-5, "input bias");
+}
+
+// K = 0: oneDNN does not take the product, the reference kernel writes zeros
+// and adds the bias, then the activation.
+TEST(ActivationFusionTest, ReferenceKernelAddsTheFusedBias) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {3, 0});
+  b.AddInput("w", DType::kF32, {0, 4});
+  b.AddWeight("bias", DType::kF32, {4}, std::vector<float>{-1.0f, 0.5f, 2.0f, -0.25f});
+  b.AddOp("MatMul", {"x", "w"}, {"h"});
+  b.AddOp("Add", {"h", "bias"}, {"a"});
+  b.AddOp("Relu", {"a"}, {"y"});
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+  EXPECT_EQ(PlannedOps(*model, {{3, 0}, {0, 4}}, true), (std::vector<std::string>{"MatMul+Add+Relu"}));
+  cpu::ScopedOneDnn on(true);
+  SessionOptions options;
+  options.device = Device::kCpu;
+  std::unique_ptr<Session> session = Session::Create(model, options).value();
+  const Tensor x = Tensor::Create(DType::kF32, {3, 0}).value(), w = Tensor::Create(DType::kF32, {0, 4}).value();
+  const int64_t before = cpu::OneDnnStepsMade();
+  absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view(), w.view()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(cpu::OneDnnStepsMade() - before, 0);
+  const Tensor y = Tensor::CopyOf((*out)[0]).value();
+  EXPECT_EQ(testing::Values<float>(y), (std::vector<float>{0, 0.5f, 2, 0, 0, 0.5f, 2, 0, 0, 0.5f, 2, 0}));
 }
 
 }  // namespace

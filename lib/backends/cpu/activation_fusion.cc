@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/post_op.h"
 
@@ -76,50 +77,106 @@ void FuseActivations(runtime::PlanGraph& plan) {
     return f;
   };
 
+  // The step that writes each value (-1: inputs, weights, folded values).
+  std::vector<int> producer(num_values, -1);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (int v : steps[s].outputs) {
+      if (v >= 0) producer[v] = static_cast<int>(s);
+    }
+  }
+  // The step reading `v` when it is its only read, after step `s`; else -1.
+  auto sole_consumer = [&](int v, size_t s) {
+    return f32_arena(v) && uses[v] == 1 && consumer[v] > static_cast<int>(s) ? consumer[v] : -1;
+  };
+
   std::vector<bool> removed(steps.size(), false);
   int fused = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     PlanStep& base = steps[s];
     // The base's prepare reads the fused activation.
     if (removed[s] || !Plain(base) || base.prepare == nullptr || !IsFusionBase(*base.node)) continue;
-    const int mid = SoleOutput(base);
-    if (!f32_arena(mid) || uses[mid] != 1 || consumer[mid] <= static_cast<int>(s)) continue;
     bool f32_inputs = true;
     for (int v : base.inputs) f32_inputs &= v < 0 || values[v].dtype == DType::kF32;
     if (!f32_inputs) continue;
-    const int c = consumer[mid];
-    const PlanStep& act = steps[c];
-    if (!Plain(act) || act.inputs.empty() || act.inputs[0] != mid) continue;
-    const int out = SoleOutput(act);
-    if (!f32_arena(out) || values[out].shape != values[mid].shape) continue;
-    // Inputs past the first: Clip's bounds, constants only.
-    std::optional<float> bounds[2];
-    bool constant = true;
-    for (size_t i = 1; i < act.inputs.size(); ++i) {
-      if (act.inputs[i] < 0) continue;
-      std::optional<float> f = i <= 2 ? constant_scalar(act.inputs[i]) : std::nullopt;
-      if (!f.has_value()) constant = false;
-      if (i <= 2) bounds[i - 1] = f;
+    int cur = SoleOutput(base);  // the value the chain has computed so far
+    std::vector<int> absorbed;
+    std::vector<const ir::Node*> links = {base.node};
+    int bias = -1;
+    // MatMul + Add of a bias over the last dim ([N] or [1, ..., 1, N]), which
+    // the fused step reads as its input 2: written before the base runs.
+    if (base.node->type == "MatMul" && base.inputs.size() == 2 && base.inputs[1] >= 0 &&
+        values[base.inputs[1]].shape.size() >= 2) {
+      const int c = sole_consumer(cur, s);
+      if (c >= 0 && Plain(steps[c]) && steps[c].node->type == "Add" && steps[c].inputs.size() == 2) {
+        const PlanStep& add = steps[c];
+        const int other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[1] == cur ? add.inputs[0] : -1;
+        const int out = SoleOutput(add);
+        const std::vector<int64_t>& shape = values[cur].shape;
+        bool fits = other >= 0 && other != cur && values[other].dtype == DType::kF32 && values[other].shape_known &&
+                    values[other].kind != Storage::kFusedAway && producer[other] < static_cast<int>(s) &&
+                    !shape.empty() && !values[other].shape.empty() && values[other].shape.size() <= shape.size() &&
+                    values[other].shape.back() == shape.back() && f32_arena(out) && values[out].shape == shape;
+        for (size_t d = 0; fits && d + 1 < values[other].shape.size(); ++d) fits = values[other].shape[d] == 1;
+        if (fits) {
+          absorbed.push_back(c);
+          links.push_back(add.node);
+          bias = other;
+          cur = out;
+        }
+      }
     }
-    if (!constant) continue;
-    const std::optional<PostOp> post_op = PostOpOf(*act.node, bounds[0], bounds[1]);
-    if (!post_op.has_value()) continue;
-
+    std::optional<PostOp> activation;
+    const int c = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
+    if (c >= 0 && Plain(steps[c]) && !steps[c].inputs.empty() && steps[c].inputs[0] == cur) {
+      const PlanStep& act = steps[c];
+      const int out = SoleOutput(act);
+      // Inputs past the first: Clip's bounds, constants only.
+      std::optional<float> bounds[2];
+      bool constant = true;
+      for (size_t i = 1; i < act.inputs.size(); ++i) {
+        if (act.inputs[i] < 0) continue;
+        std::optional<float> f = i <= 2 ? constant_scalar(act.inputs[i]) : std::nullopt;
+        if (!f.has_value()) constant = false;
+        if (i <= 2) bounds[i - 1] = f;
+      }
+      const std::optional<PostOp> post_op =
+          constant ? PostOpOf(*act.node, bounds[0], bounds[1]) : std::optional<PostOp>();
+      if (post_op.has_value() && f32_arena(out) && values[out].shape == values[cur].shape) {
+        absorbed.push_back(c);
+        links.push_back(act.node);
+        cur = out;
+        activation = post_op;
+      }
+    }
+    if (absorbed.empty()) continue;
+    // The fused node: the base's, writing the chain's last value, the Add's
+    // bias as its input 2 and the activation in its attributes.
     auto node = std::make_unique<ir::Node>(*base.node);
-    const std::string base_name = base.node->name.empty() ? base.node->type : base.node->name;
-    const std::string act_name = act.node->name.empty() ? act.node->type : act.node->name;
-    node->type = absl::StrCat(base.node->type, "+", act.node->type);
-    node->name = absl::StrCat("fused(", base_name, "+", act_name, ")");
-    node->outputs = {act.node->outputs[0]};
-    SetPostOpAttributes(*post_op, &node->attrs);
+    if (activation.has_value()) SetPostOpAttributes(*activation, &node->attrs);
+    std::vector<std::string> types, names;
+    for (const ir::Node* link : links) {
+      types.push_back(link->type);
+      names.push_back(link->name.empty() ? link->type : link->name);
+    }
+    node->type = absl::StrJoin(types, "+");
+    node->name = absl::StrCat("fused(", absl::StrJoin(names, "+"), ")");
+    node->outputs = {steps[absorbed.back()].node->outputs[0]};
+    if (bias >= 0) {
+      const ir::Node& add = *steps[absorbed.front()].node;
+      node->attrs.Set(std::string(kPostOpBiasAttr), int64_t{1});
+      node->inputs.push_back(add.inputs[0] == base.node->outputs[0] ? add.inputs[1] : add.inputs[0]);
+      base.inputs.push_back(bias);
+    }
     plan.owned_nodes.push_back(std::move(node));
     base.node = plan.owned_nodes.back().get();
-    base.outputs = {out};
-    values[mid].kind = Storage::kFusedAway;
-    removed[c] = true;
+    // Every value but the last is computed inside the step, never stored.
+    values[SoleOutput(base)].kind = Storage::kFusedAway;
+    for (size_t i = 0; i + 1 < absorbed.size(); ++i) values[SoleOutput(steps[absorbed[i]])].kind = Storage::kFusedAway;
+    base.outputs = {cur};
+    for (int c2 : absorbed) removed[c2] = true;
     ++fused;
     ++plan.fused_steps;
-    plan.fused_ops += 2;
+    plan.fused_ops += static_cast<int>(absorbed.size()) + 1;
   }
   if (fused == 0) return;
   std::vector<PlanStep> kept;

@@ -1,6 +1,7 @@
-// The CPU plan pass that fuses an elementwise activation into the Conv,
-// MatMul or Gemm step before it (Conv+Relu, Gemm+Gelu): oneDNN applies it as
-// a post-op inside the primitive, while the output is still in cache.
+// The CPU plan pass that fuses an elementwise activation (and a MatMul's bias
+// Add) into the Conv, MatMul or Gemm step before it (Conv+Relu, Gemm+Gelu,
+// MatMul+Add+Gelu): oneDNN applies them as post-ops inside the primitive,
+// while the output is still in cache.
 #ifndef GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_
 #define GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_
 
@@ -13,11 +14,15 @@ namespace grove::cpu {
 // bounds, Sigmoid, Tanh, Gelu, Elu, HardSwish, Softplus) and is not an output
 // of the subgraph nor captured by a body, with one step: a copy of its node
 // named "fused(conv+relu)", typed "Conv+Relu", writing the activation's
-// output, the activation in its attributes (kPostOpAttr). The intermediate
-// becomes Storage::kFusedAway. Only when oneDNN is on (OneDnnEnabled): the
-// reference kernels gain nothing from it, and plans made with oneDNN off stay
-// step for step. Steps whose shapes are known only when run, fallbacks and
-// steps of other backends are left alone.
+// output, the activation in its attributes (kPostOpAttr). A MatMul (B of rank
+// >= 2) read only by an Add of a bias over its last dim ([N] or [1, ..., 1,
+// N], f32, written before the MatMul runs: a weight, an input, an earlier
+// step's) takes that Add too, and then maybe an activation: "MatMul+Add",
+// "MatMul+Add+Gelu", the bias its input 2 (kPostOpBiasAttr). The
+// intermediates become Storage::kFusedAway. Only when oneDNN is on
+// (OneDnnEnabled): the reference kernels gain nothing from it, and plans
+// made with oneDNN off stay step for step. Steps whose shapes are known only
+// when run, fallbacks and steps of other backends are left alone.
 void FuseActivations(runtime::PlanGraph& plan);
 
 }  // namespace grove::cpu

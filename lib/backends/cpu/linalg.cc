@@ -152,7 +152,8 @@ struct MatMulParams {
   bool empty = false;
   MatMulPlan plan;
   std::shared_ptr<OneDnnStep> onednn;
-  PostOp post_op;  // a fused activation (f32 only)
+  PostOp post_op;     // a fused activation (f32 only)
+  bool bias = false;  // a fused Add: input 2 added over Y's last dim, before post_op
 };
 
 // The fused activation of a MatMul or Gemm step (none unless the CPU plan
@@ -219,9 +220,20 @@ absl::StatusOr<PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
   absl::StatusOr<PostOp> post_op = ReadLinalgPostOp(ctx);
   if (!post_op.ok()) return post_op.status();
   params.post_op = *post_op;
+  params.bias = ctx.attrs().GetInt(kPostOpBiasAttr, 0) != 0;
+  if (params.bias) {
+    // Input 2 as the plan pass fused it: f32, [N] or [1, ..., 1, N].
+    const TensorView* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+    bool fits = bias != nullptr && bias->dtype == DType::kF32 && a.dtype == DType::kF32 && !bias->shape.empty() &&
+                !y.shape.empty() &&
+                bias->shape.back() == p.n && bias->shape.size() <= y.shape.size() && y.shape.back() == p.n;
+    for (size_t d = 0; fits && d + 1 < bias->shape.size(); ++d) fits = bias->shape[d] == 1;
+    if (!fits) return ctx.Error("the fused Add's bias (input 2) is not an f32 [1, ..., 1, N] over the output");
+  }
   WorkspaceLayout layout;  // A, B and Y widened to f32
   OneDnnMatMulShape onednn_shape;
   onednn_shape.post_op = params.post_op;
+  onednn_shape.bias = params.bias;
   onednn_shape.a = da;
   onednn_shape.a.insert(onednn_shape.a.end(), {p.m, p.k});
   onednn_shape.b = db;
@@ -254,6 +266,13 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
   switch (a.dtype) {
     case DType::kF32:
       RunMatMul(p, a.as<const float>(), b.as<const float>(), y.as<float>());
+      if (params->bias) {
+        const float* bias = ctx.input(2).as<const float>();
+        float* row = y.as<float>();
+        for (int64_t r = 0, rows = y.num_elements() / p.n; r < rows; ++r, row += p.n) {
+          for (int64_t j = 0; j < p.n; ++j) row[j] += bias[j];
+        }
+      }
       ApplyPostOp(params->post_op, y.as<float>(), y.num_elements());
       break;
     case DType::kF64: RunMatMul(p, a.as<const double>(), b.as<const double>(), y.as<double>()); break;

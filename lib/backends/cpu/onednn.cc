@@ -266,13 +266,16 @@ bool EltwiseOf(const PostOp& op, dnnl::algorithm* alg, float* alpha, float* beta
 }
 
 // The attributes of a primitive: the user scratchpad, alpha as output
-// scales, a sum post-op (beta) and the fused activation when `with_post_op`.
-dnnl::primitive_attr MakeAttr(float alpha, std::optional<float> sum, const PostOp* post_op) {
+// scales, then post-ops: a sum (beta), an added `bias` (binary add of a
+// tensor broadcast to dst) and the fused activation `post_op`, in that order.
+dnnl::primitive_attr MakeAttr(float alpha, std::optional<float> sum, const PostOp* post_op,
+                              const memory::desc* bias = nullptr) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
   dnnl::post_ops ops;
   if (sum.has_value()) ops.append_sum(*sum);
+  if (bias != nullptr) ops.append_binary(dnnl::algorithm::binary_add, *bias);
   dnnl::algorithm alg;
   float a, b;
   if (post_op != nullptr && EltwiseOf(*post_op, &alg, &a, &b)) ops.append_eltwise(1.0f, alg, a, b);
@@ -285,22 +288,23 @@ bool IsReferenceImpl(absl::string_view impl) { return impl.substr(0, 4) == "ref:
 // Makes the primitive descriptor of `desc` with the fused activation as a
 // post-op, or, when no implementation better than oneDNN's reference takes
 // the post-op, without it (then the invoke applies it after: `*after`).
-// nullopt when neither form has one.
+// nullopt when neither form has one. `bias`: see MakeAttr.
 template <typename PrimitiveDesc, typename Desc>
 std::optional<PrimitiveDesc> MakeWithPostOp(const Desc& desc, float alpha, std::optional<float> sum,
-                                            const PostOp& post_op, bool* after) {
+                                            const PostOp& post_op, bool* after,
+                                            const memory::desc* bias = nullptr) {
   *after = false;
   const dnnl::engine& engine = CpuEngine();
   const bool has_post_op = post_op.kind != PostOpKind::kNone;
   if (has_post_op) {
     try {
-      PrimitiveDesc pd(desc, MakeAttr(alpha, sum, &post_op), engine, /*allow_empty=*/true);
+      PrimitiveDesc pd(desc, MakeAttr(alpha, sum, &post_op, bias), engine, /*allow_empty=*/true);
       if (pd && !IsReferenceImpl(pd.impl_info_str())) return pd;
     } catch (const dnnl::error&) {
       // Retried without the post-op below.
     }
   }
-  PrimitiveDesc pd(desc, MakeAttr(alpha, sum, nullptr), engine, /*allow_empty=*/true);
+  PrimitiveDesc pd(desc, MakeAttr(alpha, sum, nullptr, bias), engine, /*allow_empty=*/true);
   if (!pd || IsReferenceImpl(pd.impl_info_str())) return std::nullopt;
   *after = has_post_op;
   return pd;
@@ -350,10 +354,18 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
     // Weights the prepare sees (a model's) may be packed into oneDNN's layout.
     const bool constant_b = ctx.input(1).data != nullptr;
     const dnnl::matmul::desc desc(a, constant_b ? AnyDesc(shape.b) : b, y);
+    // The bias as oneDNN's binary post-op reads it: [1, ..., 1, N].
+    memory::dims bias_dims(rank, 1);
+    bias_dims.back() = shape.y.back();
+    const memory::desc bias = PlainDesc(bias_dims);
+    if (shape.bias && (!ctx.has_input(2) || ctx.input(2).dtype != DType::kF32 ||
+                       ctx.input(2).num_elements() != shape.y.back())) {
+      return nullptr;
+    }
     bool after = false;
     const std::optional<dnnl::matmul::primitive_desc> made = MakeWithPostOp<dnnl::matmul::primitive_desc>(
         desc, shape.alpha, shape.accumulate ? std::optional<float>(shape.beta) : std::nullopt, shape.post_op,
-        &after);
+        &after, shape.bias ? &bias : nullptr);
     if (!made.has_value()) return nullptr;
     const dnnl::matmul::primitive_desc& pd = *made;
     auto step = std::make_shared<OneDnnStep>();
@@ -369,6 +381,11 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
     if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, a, pd.src_desc(), false, layout) ||
         !AddOperand(ctx, *step, DNNL_ARG_WEIGHTS, false, 1, b, pd.weights_desc(), true, layout) ||
         !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, y, pd.dst_desc(), false, layout)) {
+      return nullptr;
+    }
+    const int bias_post_op = shape.accumulate ? 1 : 0;  // its index among the post-ops
+    if (shape.bias && !AddOperand(ctx, *step, DNNL_ARG_ATTR_MULTIPLE_POST_OP(bias_post_op) | DNNL_ARG_SRC_1, false,
+                                  2, bias, bias, false, layout)) {
       return nullptr;
     }
     Finish(*step, pd.scratchpad_desc(), layout);

@@ -91,6 +91,9 @@ struct OneDnnMatMulShape {
   bool accumulate = false;
   float beta = 0.0f;
   PostOp post_op;  // after the sum, as for Conv
+  // Input 2 of ctx is a bias over Y's last dim ([N] or [1, ..., 1, N]),
+  // added after the sum and before post_op (MatMul + Add).
+  bool bias = false;
 };
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::KernelContext& ctx,
                                                                 const OneDnnMatMulShape& shape,

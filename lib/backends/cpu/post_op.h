@@ -47,6 +47,10 @@ struct PostOp {
 inline constexpr absl::string_view kPostOpAttr = "grove_post_op";
 inline constexpr absl::string_view kPostOpAlphaAttr = "grove_post_alpha";
 inline constexpr absl::string_view kPostOpBetaAttr = "grove_post_beta";
+// A MatMul fused with the Add after it (and maybe an activation after
+// that): 1, and the node's input 2 is the bias, [N] or [1, ..., 1, N] over
+// Y's last dim, added before the activation.
+inline constexpr absl::string_view kPostOpBiasAttr = "grove_post_bias";
 
 // The post-op that computes `activation` (an ONNX node: Relu, LeakyRelu,
 // Clip, Sigmoid, Tanh, Gelu, Elu, HardSwish, Softplus), or nullopt when it is
