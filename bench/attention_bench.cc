@@ -7,6 +7,8 @@
 //    MatMul with V (no mask).
 //  - BM_CausalAttention/S: the same with Where(mask, -inf, scores) before
 //    the Softmax, mask a bool [1, 1, S, S] input (true above the diagonal).
+//  - BM_DecodeAttention/S: one query against S keys (a decode step with a
+//    KV cache: Q [1, 8, 1, 64], K and V [1, 8, S, 64]), no mask.
 //
 //   build/bench/attention_bench --benchmark_min_time=1
 #include <algorithm>
@@ -34,10 +36,11 @@ std::vector<float> RandomValues(int64_t n, uint32_t seed) {
   return v;
 }
 
-std::shared_ptr<const Model> AttentionModel(bool causal) {
+std::shared_ptr<const Model> AttentionModel(bool causal, bool decode) {
   ModelBuilder b;
   b.AddSymbol("s", 1, 4096);
-  for (const char* name : {"q", "k", "v"}) b.AddInput(name, DType::kF32, {1, kHeads, "s", kDim});
+  b.AddInput("q", DType::kF32, {1, kHeads, decode ? Dim(1) : Dim("s"), kDim});
+  for (const char* name : {"k", "v"}) b.AddInput(name, DType::kF32, {1, kHeads, "s", kDim});
   b.AddWeight("scale", DType::kF32, {}, std::vector<float>{8.0f});
   b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   b.AddOp("MatMul", {"q", "kt"}, {"scores"});
@@ -60,16 +63,16 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-void CompareFusedUnfused(benchmark::State& state, bool causal) {
-  const int64_t s = state.range(0);
-  const std::shared_ptr<const Model> model = AttentionModel(causal);
+void CompareFusedUnfused(benchmark::State& state, bool causal, bool decode = false) {
+  const int64_t s = state.range(0), sq = decode ? 1 : s;
+  const std::shared_ptr<const Model> model = AttentionModel(causal, decode);
   const int64_t n = kHeads * s * kDim;
-  const std::vector<float> q = RandomValues(n, 1), k = RandomValues(n, 2), v = RandomValues(n, 3);
+  const std::vector<float> q = RandomValues(kHeads * sq * kDim, 1), k = RandomValues(n, 2), v = RandomValues(n, 3);
   std::vector<uint8_t> mask(static_cast<size_t>(s * s));
   for (int64_t i = 0; i < s; ++i) {
     for (int64_t j = 0; j < s; ++j) mask[i * s + j] = j > i ? 1 : 0;
   }
-  std::vector<TensorView> inputs = {TensorView(DType::kF32, {1, kHeads, s, kDim}, q.data()),
+  std::vector<TensorView> inputs = {TensorView(DType::kF32, {1, kHeads, sq, kDim}, q.data()),
                                     TensorView(DType::kF32, {1, kHeads, s, kDim}, k.data()),
                                     TensorView(DType::kF32, {1, kHeads, s, kDim}, v.data())};
   if (causal) inputs.push_back(TensorView(DType::kBool, {1, 1, s, s}, mask.data()));
@@ -105,6 +108,9 @@ BENCHMARK(BM_Attention)->Arg(64)->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::
 
 void BM_CausalAttention(benchmark::State& state) { CompareFusedUnfused(state, true); }
 BENCHMARK(BM_CausalAttention)->Arg(64)->Arg(128)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond);
+
+void BM_DecodeAttention(benchmark::State& state) { CompareFusedUnfused(state, false, true); }
+BENCHMARK(BM_DecodeAttention)->Arg(512)->Arg(2048)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace grove

@@ -3,8 +3,9 @@
 // [d, sk] in the workspace; then blocks of kRows query rows get their scores
 // [kRows, sk] (for each head dim c, a row of Kᵀ times q[c]: AVX2/FMA with
 // kRows x 16 accumulators in registers where the CPU has them, over K and V
-// packed once per head as panels of 16 keys / columns; plain loops
-// elsewhere), the scale and mask, and the row softmax
+// packed once per head as panels of 16 keys / columns, or with fewer query
+// rows than a block (a decode step) row by row on K and V in place; plain
+// loops elsewhere), the scale and mask, and the row softmax
 // exactly as the Softmax kernel computes it (lib/backends/cpu/norm.cc: the
 // max, exp(x - max) in f32, their sum in double, times f32(1 / sum)); the
 // output rows are sum_j p[j] * V[j], accumulated along V's rows (the same
@@ -248,6 +249,57 @@ __attribute__((target("avx2,fma"))) void SoftmaxRowAvx2(float* x, int64_t n) {
   for (; j < n; ++j) x[j] *= inv;
 }
 
+__attribute__((target("avx2,fma"))) inline __m256 ScaledAvx2(__m256 x, AttentionScaleOp op, __m256 s) {
+  return op == AttentionScaleOp::kMul ? _mm256_mul_ps(x, s) : (op == AttentionScaleOp::kDiv ? _mm256_div_ps(x, s) : x);
+}
+
+// One query row's scores, K read in place (no packing: a decode step reads
+// each key once): scores[j] = sum_c q[c] * K'[j][c].
+__attribute__((target("avx2,fma"))) void RowScoresAvx2(const float* q, const float* k, int64_t k_js, int64_t k_ds,
+                                                       AttentionScaleOp op, float scale, int64_t sk, int64_t d,
+                                                       float* scores) {
+  const __m256 sv = _mm256_set1_ps(scale);
+  if (k_ds == 1) {  // K's rows are contiguous: a dot product per key, 8 lanes then their sum
+    for (int64_t j = 0; j < sk; ++j) {
+      const float* kj = k + j * k_js;
+      __m256 acc = _mm256_setzero_ps();
+      int64_t c = 0;
+      for (; c + 8 <= d; c += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), ScaledAvx2(_mm256_loadu_ps(kj + c), op, sv), acc);
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, acc);
+      float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+      for (; c < d; ++c) sum = std::fma(q[c], Scaled(kj[c], op, scale), sum);
+      scores[j] = sum;
+    }
+    return;
+  }
+  // Kᵀ's rows are contiguous (k_js == 1): along the keys, per head dim.
+  std::fill(scores, scores + sk, 0.0f);
+  for (int64_t c = 0; c < d; ++c) {
+    const float* kc = k + c * k_ds;
+    const __m256 qc = _mm256_set1_ps(q[c]);
+    int64_t j = 0;
+    for (; j + 8 <= sk; j += 8) {
+      _mm256_storeu_ps(scores + j,
+                       _mm256_fmadd_ps(qc, ScaledAvx2(_mm256_loadu_ps(kc + j), op, sv), _mm256_loadu_ps(scores + j)));
+    }
+    for (; j < sk; ++j) scores[j] = std::fma(q[c], Scaled(kc[j], op, scale), scores[j]);
+  }
+}
+
+// One output row: sum_j p[j] * V[j], V's rows read in place.
+__attribute__((target("avx2,fma"))) void RowOutputAvx2(const float* p, const float* v, int64_t sk, int64_t dv,
+                                                       float* out) {
+  std::fill(out, out + dv, 0.0f);
+  for (int64_t j = 0; j < sk; ++j) {
+    const float* vj = v + j * dv;
+    const __m256 pj = _mm256_set1_ps(p[j]);
+    int64_t c = 0;
+    for (; c + 8 <= dv; c += 8) _mm256_storeu_ps(out + c, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + c), _mm256_loadu_ps(out + c)));
+    for (; c < dv; ++c) out[c] = std::fma(p[j], vj[c], out[c]);
+  }
+}
+
 bool HasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
@@ -258,6 +310,9 @@ struct CpuAttention {
   AttentionLayout l;
   bool pack_k = true;  // false: K is given as Kᵀ, unscaled, and is read in place
   bool avx2 = false;   // the AVX2/FMA blocks (chosen at prepare, by the CPU)
+  // With AVX2, fewer query rows than a block: each row reads K and V in
+  // place (a decode step), nothing is packed.
+  bool rows_in_place = false;
 };
 
 absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx) {
@@ -271,10 +326,13 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   a.pack_k = !(l->attrs.k_transposed && l->attrs.k_scale.op == AttentionScaleOp::kNone);
 #if defined(GROVE_ATTENTION_AVX2)
   a.avx2 = simd_allowed.load(std::memory_order_relaxed) && HasAvx2();
+  a.rows_in_place = a.avx2 && l->sq < kRows;
 #endif
   WorkspaceLayout ws;
   const int64_t sk16 = (l->sk + 15) / 16 * 16, dv16 = (l->dv + 15) / 16 * 16;
-  if (a.avx2) {
+  if (a.rows_in_place) {
+    // nothing packed
+  } else if (a.avx2) {
     ws.Add<float>(sk16 * l->d);   // key panels
     ws.Add<float>(dv16 * l->sk);  // value panels
   } else if (a.pack_k) {
@@ -308,8 +366,9 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
 
   WorkspaceCursor ws(ctx.workspace());
   const int64_t sk16 = (sk + 15) / 16 * 16, dv16 = (dv + 15) / 16 * 16;
-  float* key_panels = a->avx2 ? ws.Take<float>(sk16 * d) : nullptr;
-  float* value_panels = a->avx2 ? ws.Take<float>(dv16 * sk) : nullptr;
+  const bool panels = a->avx2 && !a->rows_in_place;
+  float* key_panels = panels ? ws.Take<float>(sk16 * d) : nullptr;
+  float* value_panels = panels ? ws.Take<float>(dv16 * sk) : nullptr;
   float* kt_buf = !a->avx2 && a->pack_k ? ws.Take<float>(d * sk) : nullptr;
   float* scores = ws.Take<float>(kRows * sk);
   float* qbuf = ws.Take<float>(kRows * d);
@@ -323,7 +382,9 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
       float* oh = out + (b0 * l.b1 + b1) * sq * dv;
       const float* kt = kh;  // Kᵀ [d, sk]
 #if defined(GROVE_ATTENTION_AVX2)
-      if (a->avx2) {
+      if (a->rows_in_place) {
+        // read in place, row by row
+      } else if (a->avx2) {
         PackKeyPanels(kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, key_panels);
         PackValuePanels(vh, sk, dv, value_panels);
       } else
@@ -344,7 +405,11 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
         // Rows past the last query: zeros in, never stored out.
         std::fill(qbuf + rows * d, qbuf + kRows * d, 0.0f);
 #if defined(GROVE_ATTENTION_AVX2)
-        if (a->avx2) {
+        if (a->rows_in_place) {
+          for (int64_t r = 0; r < rows; ++r) {
+            RowScoresAvx2(qbuf + r * d, kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, scores + r * sk);
+          }
+        } else if (a->avx2) {
           ScoresBlockAvx2(qbuf, d, key_panels, sk, scores);
         } else {
           ScoresBlock(qbuf, d, kt, sk, scores);
@@ -390,7 +455,9 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           for (int64_t j = 0; j < sk; ++j) sr[j] *= inv;
         }
 #if defined(GROVE_ATTENTION_AVX2)
-        if (a->avx2) {
+        if (a->rows_in_place) {
+          for (int64_t r = 0; r < rows; ++r) RowOutputAvx2(scores + r * sk, vh, sk, dv, oh + (i0 + r) * dv);
+        } else if (a->avx2) {
           OutputBlockAvx2(scores, sk, value_panels, dv, rows, oh + i0 * dv);
         } else {
           OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
