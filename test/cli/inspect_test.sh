@@ -99,6 +99,16 @@ if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cpu --json
   json_check 'd["segments"]["device"] == "cpu" and len(d["segments"]["paths"][0]["segments"]) == 1'
   json_check 'all(s["backend"] == "cpu" for s in d["segments"]["paths"][0]["steps"])'
 fi
+# On the CPU each MatMul with its bias Add (and the Relu after the first) is
+# one oneDNN step; GROVE_CPU_ONEDNN=0 keeps the reference kernels, step for step.
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cpu; then
+  expect_stdout "^  path main: 3 steps, 1 segment, 0 steps need the host$"
+  expect_stdout "MatMul\+Add\+Relu 'fused\(fc1\.matmul\+fc1\.bias\+Relu\)' \(cpu\), MatMul\+Add 'fused\(fc2\.matmul\+fc2\.bias\)' \(cpu\), Softmax"
+fi
+if expect_ok env GROVE_CPU_ONEDNN=0 "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cpu; then
+  expect_stdout "^  path main: 6 steps, 1 segment, 0 steps need the host$"
+  expect_stdout "MatMul 'fc1\.matmul' \(cpu\), Add 'fc1\.bias' \(cpu\), Relu \(cpu\)"
+fi
 # The demo transformer's attention (MatMul, Mul by a scale, Softmax, MatMul)
 # is one FusedAttention step on both backends; GROVE_FUSE_ATTENTION=0 keeps
 # the four steps.
