@@ -124,6 +124,7 @@ absl::StatusOr<BucketPolicy> BucketPolicy::Make(const ir::Graph& graph,
     named[s] = true;
     p.rules_[s] = *rule;
   }
+  if (fallback != nullptr) p.other_ = *fallback;
   for (size_t s = 0; s < n; ++s) {
     if (!named[s] && fallback != nullptr) p.rules_[s] = *fallback;
     if (p.rules_[s].kind != BucketRule::Kind::kExact) p.all_exact_ = false;
@@ -143,8 +144,8 @@ bool BucketPolicy::BoundShapes(const ir::Graph& graph, absl::Span<const TensorVi
   bound->clear();
   for (size_t i = 0; i < inputs.size() && i < main.inputs.size(); ++i) {
     const ir::TensorDecl& d = graph.tensors[main.inputs[i]];
-    if (ir::IsBoxed(inputs[i].dtype)) {
-      *why = absl::StrCat("input '", d.name, "' is a sequence or optional");
+    if (ir::IsBoxed(inputs[i].dtype) || inputs[i].dtype == DType::kString) {
+      *why = absl::StrCat("input '", d.name, "' is a ", DTypeName(inputs[i].dtype));
       return false;
     }
     std::vector<int64_t> shape = inputs[i].shape;
@@ -167,6 +168,28 @@ bool BucketPolicy::BoundShapes(const ir::Graph& graph, absl::Span<const TensorVi
       }
     }
     bound->push_back(std::move(shape));
+  }
+  return true;
+}
+
+bool BucketPolicy::BoundBodyShapes(absl::Span<const TensorView> inputs, absl::Span<const TensorView> captures,
+                                   std::vector<std::vector<int64_t>>* bound_inputs,
+                                   std::vector<std::vector<int64_t>>* bound_captures, std::string* why) const {
+  if (other_.kind == BucketRule::Kind::kExact) {
+    *why = "bodies are bucketed by the rule of symbols not named ('*'), which is exact";
+    return false;
+  }
+  for (auto [group, out] : {std::pair{inputs, bound_inputs}, std::pair{captures, bound_captures}}) {
+    out->clear();
+    for (const TensorView& v : group) {
+      if (ir::IsBoxed(v.dtype) || v.dtype == DType::kString) {
+        *why = absl::StrCat("a body takes a ", DTypeName(v.dtype));
+        return false;
+      }
+      std::vector<int64_t> shape = v.shape;
+      for (int64_t& d : shape) d = other_.Bound(d);
+      out->push_back(std::move(shape));
+    }
   }
   return true;
 }

@@ -58,8 +58,19 @@ class BucketPolicy {
   bool BoundShapes(const ir::Graph& graph, absl::Span<const TensorView> inputs,
                    std::vector<std::vector<int64_t>>* bound, std::string* why) const;
 
+  // A body's (If branch, Loop or Scan body) inputs and captures at their
+  // bucket's bound: every dim by the rule of symbols not named ("*", else
+  // auto), since a body's dims are not declared with symbols. False, with
+  // `why`, for a sequence, optional or string value, or when that rule is
+  // exact. A dim bucketed that never varies costs nothing: a bound that
+  // does not plan, or whose plan differs, leaves the shapes exact.
+  bool BoundBodyShapes(absl::Span<const TensorView> inputs, absl::Span<const TensorView> captures,
+                       std::vector<std::vector<int64_t>>* bound_inputs,
+                       std::vector<std::vector<int64_t>>* bound_captures, std::string* why) const;
+
  private:
   std::vector<BucketRule> rules_;  // per symbol
+  BucketRule other_;               // of symbols not named: '*', else auto
   std::vector<int64_t> max_;       // per symbol: its declared maximum
   bool all_exact_ = true;
 };

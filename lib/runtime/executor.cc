@@ -109,29 +109,38 @@ absl::StatusOr<std::unique_ptr<PlanInstance>> Executor::NewInstance(std::unique_
   return inst;
 }
 
-absl::StatusOr<BucketFamily*> Executor::Bucket(absl::Span<const TensorView> inputs) {
-  std::vector<std::vector<int64_t>> shapes;
+absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const TensorView> inputs,
+                                               absl::Span<const TensorView> captures) {
+  std::vector<std::vector<int64_t>> shapes, capture_shapes;
   std::string why;
-  if (!buckets_->BoundShapes(graph_, inputs, &shapes, &why)) {
-    stats_.bucket_fallback_reason = why;
+  const bool bucketed = subgraph == 0
+                            ? buckets_->BoundShapes(graph_, inputs, &shapes, &why)
+                            : buckets_->BoundBodyShapes(inputs, captures, &shapes, &capture_shapes, &why);
+  if (!bucketed) {
+    if (subgraph == 0) stats_.bucket_fallback_reason = why;
     return nullptr;
   }
-  std::vector<TensorView> bound;
+  std::vector<TensorView> bound, bound_captures;
   for (size_t i = 0; i < inputs.size(); ++i) bound.emplace_back(inputs[i].dtype, shapes[i], static_cast<void*>(nullptr));
+  for (size_t i = 0; i < captures.size(); ++i) {
+    bound_captures.emplace_back(captures[i].dtype, capture_shapes[i], static_cast<void*>(nullptr));
+  }
   std::vector<int64_t> key;
-  PlanCache::Key(0, bound, {}, &key);
+  PlanCache::Key(subgraph, bound, bound_captures, &key);
   if (BucketFamily* f = plans_.FindFamily(key); f != nullptr) {
     if (f->bound == nullptr) stats_.bucket_fallback_reason = f->why_not;
     return f->bound == nullptr ? nullptr : f;
   }
   auto family = std::make_unique<BucketFamily>();
   family->key = std::move(key);
-  absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = BuildPlan(0, bound, {});
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = BuildPlan(subgraph, bound, bound_captures);
   if (!plan.ok()) {
     // Remembered, so the bound is planned once: its shapes run exact plans.
     std::vector<std::string> dims;
     for (const std::vector<int64_t>& s : shapes) dims.push_back(ir::ShapeToString(ir::FromConcrete(s)));
-    family->why_not = absl::StrCat("the bucket bound (inputs ", absl::StrJoin(dims, ", "),
+    for (const std::vector<int64_t>& s : capture_shapes) dims.push_back(ir::ShapeToString(ir::FromConcrete(s)));
+    family->why_not = absl::StrCat("the bucket bound of subgraph '", graph_.subgraphs[subgraph].name,
+                                   "' (inputs and captures ", absl::StrJoin(dims, ", "),
                                    ") does not plan: ", plan.status().message());
     stats_.bucket_fallback_reason = family->why_not;
     plans_.AddFamily(std::move(family));
@@ -143,12 +152,19 @@ absl::StatusOr<BucketFamily*> Executor::Bucket(absl::Span<const TensorView> inpu
   f.bound = *std::move(inst);
   f.bound->family = &f;
   const ExecutionPlan& p = *f.bound->plan;
-  for (size_t i = 0; i < bound.size(); ++i) {
-    f.input_bytes.push_back(bound[i].byte_size());
+  uint64_t slot_bytes = 0;
+  for (size_t i = 0; i < bound.size() + bound_captures.size(); ++i) {
+    const bool input = i < bound.size();
+    const TensorView& b = input ? bound[i] : bound_captures[i - bound.size()];
+    f.input_bytes.push_back(b.byte_size());
     f.input_slots.push_back(std::make_unique<Buffer>(&backend_));
-    if (absl::Status s = f.input_slots.back()->Reserve(bound[i].byte_size()); !s.ok()) return s;
-    f.bound->views[p.input_values()[i]].data = f.input_slots.back()->data();
+    if (absl::Status s = f.input_slots.back()->Reserve(b.byte_size()); !s.ok()) return s;
+    const int v = input ? p.input_values()[i] : p.capture_values()[i - bound.size()];
+    f.bound->views[v].data = f.input_slots.back()->data();
+    slot_bytes += (b.byte_size() + 255) / 256 * 256;
   }
+  f.staging = std::make_unique<Buffer>(&backend_);
+  if (absl::Status s = f.staging->Reserve(slot_bytes); !s.ok()) return s;
   f.graphs.resize(p.segments().size());
   ++stats_.buckets_made;
   return &f;
@@ -162,8 +178,8 @@ absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const T
     return hit;
   }
   BucketFamily* family = nullptr;
-  if (subgraph == 0 && buckets_.has_value()) {
-    absl::StatusOr<BucketFamily*> f = Bucket(inputs);
+  if (buckets_.has_value()) {
+    absl::StatusOr<BucketFamily*> f = Bucket(subgraph, inputs, captures);
     if (!f.ok()) return f.status();
     family = *f;
     if (family != nullptr && family->key == key_) {  // the bound's own shape
@@ -192,20 +208,7 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
   absl::Cleanup done = [&inst] { --inst.active; };
   const ExecutionPlan& p = *inst.plan;
   if (inst.family != nullptr) {
-    // Into the bucket's input slots, where its graphs read them.
-    BucketFamily& f = *inst.family;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const uint64_t bytes = inputs[i].byte_size();
-      void* slot = f.input_slots[i]->data();
-      if (bytes > 0) {
-        if (absl::Status s = backend_.CopyAsync(slot, inputs[i].data, bytes); !s.ok()) return s;
-        if (!backend_.IsDevicePointer(inputs[i].data)) stats_.bytes_host_to_device += static_cast<int64_t>(bytes);
-      }
-      inst.views[p.input_values()[i]].data = slot;
-      stats_.bucket_input_bytes += static_cast<int64_t>(f.input_bytes[i]);
-      stats_.bucket_padding_bytes += static_cast<int64_t>(f.input_bytes[i] - std::min(f.input_bytes[i], bytes));
-    }
-    ++stats_.bucketed_runs;
+    if (absl::Status s = BindToSlots(inst, inputs, captures); !s.ok()) return s;
   } else if (!host_memory_) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (absl::Status s = BindValue(inst, p.input_values()[i], inputs[i]); !s.ok()) return s;
@@ -255,6 +258,49 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
     }
     if (absl::Status st = RunStep(inst, s); !st.ok()) return st;
   }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::BindToSlots(PlanInstance& inst, absl::Span<const TensorView> inputs,
+                                   absl::Span<const TensorView> captures) {
+  BucketFamily& f = *inst.family;
+  const ExecutionPlan& p = *inst.plan;
+  const size_t n = inputs.size() + captures.size();
+  auto given = [&](size_t i) -> const TensorView& { return i < inputs.size() ? inputs[i] : captures[i - inputs.size()]; };
+  // A source inside another slot (a body's output that passed an input
+  // through, fed back as another input) would be overwritten by an earlier
+  // copy: such sources go to the staging buffer first.
+  std::vector<const void*> source(n);
+  uint64_t staged = 0;
+  for (size_t i = 0; i < n; ++i) {
+    source[i] = given(i).data;
+    const uint64_t bytes = given(i).byte_size();
+    if (bytes == 0 || source[i] == f.input_slots[i]->data()) continue;
+    const uint8_t* src = static_cast<const uint8_t*>(source[i]);
+    for (size_t k = 0; k < n; ++k) {
+      const uint8_t* slot = f.input_slots[k]->data();
+      if (k == i || src + bytes <= slot || src >= slot + f.input_bytes[k]) continue;
+      void* to = f.staging->data() + staged;
+      if (absl::Status s = backend_.CopyAsync(to, source[i], bytes); !s.ok()) return s;
+      source[i] = to;
+      staged += (bytes + 255) / 256 * 256;
+      break;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t bytes = given(i).byte_size();
+    void* slot = f.input_slots[i]->data();
+    if (bytes > 0 && source[i] != slot) {
+      if (absl::Status s = backend_.CopyAsync(slot, source[i], bytes); !s.ok()) return s;
+      if (!backend_.IsDevicePointer(source[i])) stats_.bytes_host_to_device += static_cast<int64_t>(bytes);
+    }
+    inst.views[i < inputs.size() ? p.input_values()[i] : p.capture_values()[i - inputs.size()]].data = slot;
+    if (p.subgraph() == 0) {
+      stats_.bucket_input_bytes += static_cast<int64_t>(f.input_bytes[i]);
+      stats_.bucket_padding_bytes += static_cast<int64_t>(f.input_bytes[i] - std::min(f.input_bytes[i], bytes));
+    }
+  }
+  if (p.subgraph() == 0) ++stats_.bucketed_runs;
   return absl::OkStatus();
 }
 

@@ -70,10 +70,14 @@ class Executor {
   // it has adopted that layout), views and pointers, uploads.
   absl::StatusOr<std::unique_ptr<PlanInstance>> NewInstance(std::unique_ptr<ExecutionPlan> plan,
                                                             BucketFamily* family);
-  // Shape buckets: the bucket of these main inputs, made on first use
+  // Shape buckets: the bucket of these inputs and captures, made on first use
   // (its bound's plan and input slots); null when they are not bucketed (the
   // reason is in SessionStats::bucket_fallback_reason).
-  absl::StatusOr<BucketFamily*> Bucket(absl::Span<const TensorView> inputs);
+  absl::StatusOr<BucketFamily*> Bucket(int subgraph, absl::Span<const TensorView> inputs,
+                                       absl::Span<const TensorView> captures);
+  // Copies a bucket plan's inputs and captures into its family's slots.
+  absl::Status BindToSlots(PlanInstance& inst, absl::Span<const TensorView> inputs,
+                           absl::Span<const TensorView> captures);
   absl::Status SetUpDeviceInstance(PlanInstance& inst);
   absl::Status BindValue(PlanInstance& inst, int v, const TensorView& given);
   // Step s of a plan (not a CPU fallback): inputs read back for its shape

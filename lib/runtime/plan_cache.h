@@ -54,16 +54,20 @@ struct PlanInstance {
 };
 
 // Shape buckets (SessionOptions::shape_buckets): what the exact plans of one
-// bucket of the main subgraph share. The plan at the bucket's bound lends
-// its arena layout (ExecutionPlan::AdoptLayout) and arena; each main input is
-// copied into a slot of the bound's size; each segment has one SegmentGraph,
+// bucket of a subgraph share. The plan at the bucket's bound lends
+// its arena layout (ExecutionPlan::AdoptLayout) and arena; each input and
+// capture is copied into a slot of the bound's size; each segment has one SegmentGraph,
 // captured from the bound's plan and refreshed for the exact plan that runs.
 struct BucketFamily {
   std::vector<int64_t> key;             // the bound's PlanCache::Key
   std::unique_ptr<PlanInstance> bound;  // null: the bound does not plan (why_not)
   std::string why_not;
-  std::vector<std::unique_ptr<Buffer>> input_slots;  // per main input
-  std::vector<uint64_t> input_bytes;                 // per main input, at the bound
+  // Per input, then per capture: its slot, and its bytes at the bound.
+  std::vector<std::unique_ptr<Buffer>> input_slots;
+  std::vector<uint64_t> input_bytes;
+  // Room for every slot's bytes: a source that lies in another slot (a
+  // Loop body's output fed back as another input) goes through it first.
+  std::unique_ptr<Buffer> staging;
   std::vector<SegmentGraph> graphs;                  // per segment; never resized
 };
 

@@ -535,6 +535,41 @@ TEST(CudaGraphTest, TheTransformerBlockReplaysOneGraphPerBucket) {
   EXPECT_EQ(s.launches_outside_graphs, 0);
 }
 
+// A Loop body is bucketed too (every dim by the '*' rule, auto): over x of
+// 5, 6 and 7 elements (bound 8) the body's graph is captured for the first
+// and refreshed for the others, where exact shapes capture one per length.
+TEST(CudaGraphTest, LoopBodiesShareTheirBucketsGraphs) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildLoop());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> bucketed = CudaSession(model);
+  std::unique_ptr<Session> exact = CudaSession(model, ExactShapes());
+  ASSERT_NE(bucketed, nullptr);
+  ASSERT_NE(exact, nullptr);
+  int64_t first = -1;
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t n : {5, 6, 7}) {
+      Tensor trips = Tensor::Create(DType::kI64, {}).value();
+      trips.as<int64_t>()[0] = 3;
+      Tensor limit = Tensor::Create(DType::kF32, {}).value();
+      limit.as<float>()[0] = 1e6f;
+      std::vector<Tensor> in;
+      in.push_back(std::move(trips));
+      in.push_back(F32({n}, static_cast<uint32_t>(n)));
+      in.push_back(std::move(limit));
+      const std::vector<Tensor> want = RunOrDie(*cpu, in);
+      ExpectEqual(want, RunOrDie(*bucketed, in), 1e-5, absl::StrCat("bucketed, n ", n));
+      ExpectEqual(want, RunOrDie(*exact, in), 1e-5, absl::StrCat("exact, n ", n));
+      if (first < 0) first = bucketed->stats().graphs_captured;
+    }
+  }
+  const SessionStats b = bucketed->stats(), e = exact->stats();
+  EXPECT_GT(first, 0);
+  EXPECT_EQ(b.graphs_captured, first) << b.bucket_fallback_reason;
+  EXPECT_GT(b.graph_refreshes, 0);
+  EXPECT_EQ(e.graphs_captured, 3 * first);
+  EXPECT_EQ(b.segments_run_eagerly, e.segments_run_eagerly);
+}
+
 // A GEMM whose N varies with the shape (x times its transpose) cannot run at
 // the bucket's bound: its segment is pinned to exact shapes, one graph per
 // shape, the reason kept, every result right.
