@@ -215,6 +215,9 @@ struct AttentionChainSpec {
   bool leak_scores = false;     // the scaled scores also a model output
   bool leak_probs = false;      // Softmax's output also a model output
   bool v_rank2 = false;         // V is [s, d] (MatMul broadcasts it): not fused
+  // Cast(to f32) and Identity before the Softmax, Dropout after it, as some
+  // exporters leave them.
+  bool pass_throughs = false;
 };
 
 inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const AttentionChainSpec& c) {
@@ -275,8 +278,18 @@ inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const At
     b.AddOp("Where", {"above", "ninf", cur}, {"masked"}, {}, "causal");
     cur = "masked";
   }
+  if (c.pass_throughs) {
+    b.AddOp("Cast", {cur}, {"cast"}, {{"to", int64_t{1}}}, "cast");
+    b.AddOp("Identity", {"cast"}, {"same"}, {}, "identity");
+    cur = "same";
+  }
   b.AddOp("Softmax", {cur}, {"probs"}, {{"axis", int64_t{c.softmax_axis}}}, "softmax");
-  b.AddOp("MatMul", {"probs", "v"}, {"y"}, {}, "pv");
+  std::string probs = "probs";
+  if (c.pass_throughs) {
+    b.AddOp("Dropout", {"probs"}, {"dropped"}, {}, "dropout");
+    probs = "dropped";
+  }
+  b.AddOp("MatMul", {probs, "v"}, {"y"}, {}, "pv");
   b.AddOutput("y");
   if (c.leak_scores) b.AddOutput(cur);
   if (c.leak_probs) b.AddOutput("probs");

@@ -71,6 +71,28 @@ class ChainFinder {
     return p;
   }
   int consumer(int v) const { return uses_[v] == 1 ? consumer_[v] : -1; }
+  int producer(int v) const { return producer_[v]; }
+
+  // `s` passes its input 0 through unchanged, as exporters leave around a
+  // Softmax: Identity, a Cast to the dtype it already has, a Dropout
+  // (inference) without training_mode and mask. Whichever backend's kernel
+  // it runs (CUDA's Dropout is the CPU's, with copies), it computes nothing.
+  bool PassesThrough(int s) const {
+    if (s < 0 || absorbed_[s]) return false;
+    const PlanStep& st = plan_.steps[s];
+    if (st.infer_at_run || st.kernel_allocates) return false;
+    if (st.outputs.empty() || st.outputs[0] < 0 || st.inputs.empty() || st.inputs[0] < 0) return false;
+    for (size_t i = 1; i < st.outputs.size(); ++i) {
+      if (st.outputs[i] >= 0) return false;
+    }
+    const PlanValue& in = plan_.values[st.inputs[0]];
+    const PlanValue& out = plan_.values[st.outputs[0]];
+    if (in.dtype != out.dtype || in.shape != out.shape || out.kind != Storage::kArena) return false;
+    const std::string& type = st.node->type;
+    if (type == "Identity" || type == "Cast") return st.inputs.size() == 1;
+    if (type == "Dropout") return st.inputs.size() < 3 || st.inputs[2] < 0;
+    return false;
+  }
   void Absorb(int s) { absorbed_[s] = true; }
   const PlanValue& value(int v) const { return plan_.values[v]; }
   const PlanStep& step(int s) const { return plan_.steps[s]; }
@@ -152,18 +174,34 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   if (f.value(probs).kind != Storage::kArena) return std::nullopt;
   const std::vector<int64_t> scores_shape = scores_v.shape;
 
-  // Forward: MatMul(probs, V).
-  const int m2 = f.consumer(probs);
+  // Forward: [pass-throughs] MatMul(probs, V).
+  c.steps = {softmax};
+  c.intermediates = {probs};
+  int p = probs;
+  while (f.PassesThrough(f.consumer(p))) {
+    const int next = f.consumer(p);
+    c.steps.push_back(next);
+    p = f.step(next).outputs[0];
+    c.intermediates.push_back(p);
+  }
+  const int m2 = f.consumer(p);
   if (!f.Linkable(m2) || f.step(m2).node->type != "MatMul") return std::nullopt;
   const PlanStep& pv = f.step(m2);
-  if (pv.inputs.size() != 2 || pv.inputs[0] != probs || pv.inputs[1] == probs || pv.inputs[1] < 0) return std::nullopt;
+  if (pv.inputs.size() != 2 || pv.inputs[0] != p || pv.inputs[1] == p || pv.inputs[1] < 0) return std::nullopt;
   c.v = pv.inputs[1];
   c.out = pv.outputs[0];
-  c.steps = {softmax, m2};
-  c.intermediates = {probs};
+  c.steps.push_back(m2);
 
-  // Backward from the scores: the mask, then the scale, then MatMul(Q', K').
+  // Backward from the scores: [pass-throughs], the mask, then the scale, then
+  // MatMul(Q', K').
   int cur = sm.inputs[0];
+  for (int prev = f.producer(cur);
+       f.consumer(cur) >= 0 && f.value(cur).kind == Storage::kArena && f.PassesThrough(prev);
+       prev = f.producer(cur)) {
+    c.steps.push_back(prev);
+    c.intermediates.push_back(cur);
+    cur = f.step(prev).inputs[0];
+  }
   if (int p = f.AbsorbableProducer(cur, "Add"); p >= 0) {
     const PlanStep& add = f.step(p);
     if (add.inputs.size() == 2 && add.inputs[0] != add.inputs[1]) {

@@ -6,6 +6,9 @@
 //   MatMul(Q', K') -> [Mul|Div by a scalar] -> [Add mask | Where(cond, fill, .)]
 //     -> Softmax(axis -1) -> MatMul(., V)
 //
+// with any pass-throughs exporters leave on either side of the Softmax
+// (Identity, a Cast to the same dtype, an inference Dropout) absorbed too.
+//
 // Q' is Q or Q times/over a scalar; K' is Kᵀ: a Transpose swapping K's last
 // two axes, or any tensor of shape [.., d, sk] (read in place), either one
 // possibly times/over a scalar. Scalars are plan-time constants (weights,

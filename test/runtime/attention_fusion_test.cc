@@ -118,7 +118,8 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("encoder_prescaled_rank3", AttentionChainSpec{.rank = 3, .transpose_k = false, .scale = 0,
                                                                      .prescale_qk = true}),
         std::make_pair("no_scale_no_mask", AttentionChainSpec{.scale = 0}),
-        std::make_pair("rank3_transpose_div_additive", AttentionChainSpec{.rank = 3, .mask = 1})),
+        std::make_pair("rank3_transpose_div_additive", AttentionChainSpec{.rank = 3, .mask = 1}),
+        std::make_pair("cast_identity_dropout_around_softmax", AttentionChainSpec{.mask = 2, .pass_throughs = true})),
     [](const auto& info) { return info.param.first; });
 
 TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) {
@@ -127,6 +128,7 @@ TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) 
       {"probabilities are an output", AttentionChainSpec{.leak_probs = true}},
       {"softmax over another axis", AttentionChainSpec{.softmax_axis = 2}},
       {"V broadcast from rank 2", AttentionChainSpec{.v_rank2 = true}},
+      {"probabilities are an output past a Dropout", AttentionChainSpec{.leak_probs = true, .pass_throughs = true}},
   };
   for (const auto& [name, spec] : cases) {
     SCOPED_TRACE(name);
