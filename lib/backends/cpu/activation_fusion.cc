@@ -180,7 +180,6 @@ void FuseActivations(runtime::PlanGraph& plan) {
   }
   if (fused == 0) return;
   std::vector<PlanStep> kept;
-  kept.reserve(steps.size() - fused);
   for (size_t s = 0; s < steps.size(); ++s) {
     if (!removed[s]) kept.push_back(std::move(steps[s]));
   }
