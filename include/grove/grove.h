@@ -366,6 +366,10 @@ struct SessionOptions {
   // dropped (and captured again if its segment runs again). 0: no limit.
   // Graphs also go with their plan when the plan cache drops it.
   int max_cached_graphs = 512;
+  // Most bytes of graphs kept per session (SessionStats::graph_bytes: their
+  // recorded nodes and parameter blocks); past it the least recently
+  // replayed ones are dropped, the newest always kept. 0: no limit.
+  int64_t max_graph_bytes = 0;
   // Shape buckets (CUDA graphs). The main graph's inputs are grouped by the
   // bucket each symbol's value falls in: the exact shapes of one bucket share
   // one arena (laid out for the bucket's bound, the largest shape it holds)

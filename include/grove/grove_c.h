@@ -355,7 +355,7 @@ GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
  *   1 (GROVE_SESSION_OPTIONS_SIZE_V1): device ... max_body_runs.
  *   2 (GROVE_SESSION_OPTIONS_SIZE_V2): cuda_graphs, max_cached_graphs.
  *   3 (GROVE_SESSION_OPTIONS_SIZE_V3): intra_op_threads.
- *   4 (GROVE_SESSION_OPTIONS_SIZE_V4): shape_buckets. */
+ *   4 (GROVE_SESSION_OPTIONS_SIZE_V4): shape_buckets, max_graph_bytes. */
 typedef struct grove_session_options_t {
   size_t struct_size;        /* sizeof(grove_session_options_t) as the caller declares it */
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
@@ -395,6 +395,9 @@ typedef struct grove_session_options_t {
    * every symbol not named. Read (copied) by grove_session_create. NULL or
    * "" (default): every symbol auto. */
   const char* shape_buckets;
+  /* Most bytes of CUDA graphs kept per session (least recently replayed
+   * dropped first, the newest kept); 0 (default): no limit. */
+  int64_t max_graph_bytes;
 } grove_session_options_t;
 
 /* The size of each version of grove_session_options_t. */
@@ -405,7 +408,7 @@ typedef struct grove_session_options_t {
 #define GROVE_SESSION_OPTIONS_SIZE_V3 \
   (offsetof(grove_session_options_t, intra_op_threads) + sizeof(int64_t))
 #define GROVE_SESSION_OPTIONS_SIZE_V4 \
-  (offsetof(grove_session_options_t, shape_buckets) + sizeof(const char*))
+  (offsetof(grove_session_options_t, max_graph_bytes) + sizeof(int64_t))
 
 /* Sets out_options->struct_size to `struct_size` and writes the defaults of
  * the fields within it; bytes past the fields this library knows (a newer

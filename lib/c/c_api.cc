@@ -678,6 +678,7 @@ grove_session_options_t DefaultOptions() {
   o.max_cached_graphs = defaults.max_cached_graphs;
   o.intra_op_threads = defaults.intra_op_threads;
   o.shape_buckets = nullptr;
+  o.max_graph_bytes = defaults.max_graph_bytes;
   return o;
 }
 
@@ -744,6 +745,10 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
                                                   " (1 to ", grove::kMaxIntraOpThreads,
                                                   ", or 0 for one per core, expected)"));
   }
+  if (o.max_graph_bytes < 0) {
+    return InvalidArgument(function, absl::StrCat("options->max_graph_bytes is negative (", o.max_graph_bytes,
+                                                  "); 0 means no limit"));
+  }
   if (o.cancel_token != nullptr) {
     if (grove_status_t* bad = CheckToken(function, o.cancel_token)) return bad;
     out->cancellation = o.cancel_token->token;
@@ -760,6 +765,7 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
   out->cuda_graphs = static_cast<grove::GraphMode>(o.cuda_graphs);
   out->max_cached_graphs = o.max_cached_graphs;
   out->intra_op_threads = static_cast<int>(o.intra_op_threads);
+  out->max_graph_bytes = o.max_graph_bytes;
   if (o.shape_buckets != nullptr) {
     // "SYMBOL=RULE;SYMBOL=RULE": the rules themselves are checked by
     // Session::Create, with the model's symbols.

@@ -472,6 +472,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
   }
   graphs_.Hold(*std::move(graph), &slot->held);
   ++stats_.graphs_captured;
+  graphs_.TrimBytes(options_.max_graph_bytes);
   if (from_bound) {
     absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, g, *slot, /*bucket=*/true);
     if (!refreshed.ok()) return refreshed.status();
@@ -482,6 +483,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     if (!graph.ok()) return no_graph(graph.status().message());
     graphs_.Hold(*std::move(graph), &slot->held);
     ++stats_.graphs_captured;
+    graphs_.TrimBytes(options_.max_graph_bytes);
   }
   return launch(*slot, Launch::kCaptured);
 }

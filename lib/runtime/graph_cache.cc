@@ -27,4 +27,13 @@ void GraphCache::MakeRoom(int limit) {
   }
 }
 
+void GraphCache::TrimBytes(int64_t byte_limit) {
+  if (byte_limit <= 0) return;
+  while (lru_.size() > 1 && stats_.graph_bytes > byte_limit) {
+    HeldGraph* oldest = lru_.front();
+    oldest->slot_->reset();  // erases it from lru_
+    ++stats_.graphs_evicted;
+  }
+}
+
 }  // namespace grove::runtime

@@ -73,6 +73,9 @@ class GraphCache {
   // Drops least recently used graphs until fewer than `limit` are held
   // (0: no limit), so one more fits.
   void MakeRoom(int limit);
+  // Drops least recently used graphs, never the newest, while their bytes
+  // are above `byte_limit` (0: no limit).
+  void TrimBytes(int64_t byte_limit);
   int64_t size() const { return static_cast<int64_t>(lru_.size()); }
 
  private:

@@ -135,6 +135,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
   if (options.max_cached_graphs < 0) {
     return absl::InvalidArgumentError("Session::Create: max_cached_graphs must be >= 0");
   }
+  if (options.max_graph_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Session::Create: max_graph_bytes must be >= 0 (0: no limit), is ", options.max_graph_bytes));
+  }
   if (options.max_cached_plans < 0) {
     return absl::InvalidArgumentError("Session::Create: max_cached_plans must be >= 0");
   }

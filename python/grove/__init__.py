@@ -335,6 +335,7 @@ class Session:
       max_body_runs     most If/Loop/Scan body runs in one run (0: no limit)
       cuda_graphs       "auto", "on", "off"
       max_cached_graphs most CUDA graphs kept (0: no limit)
+      max_graph_bytes   most bytes of CUDA graphs kept (0: no limit)
       intra_op_threads  CPU threads one run splits a large kernel over, this
                         thread included (default 1; 0: one per core); the
                         session starts intra_op_threads - 1 threads of its own
@@ -349,7 +350,8 @@ class Session:
                  gemm_math: Optional[str] = None, run_deadline_ms: Optional[int] = None,
                  cancel_token: Optional[CancelToken] = None, max_body_runs: Optional[int] = None,
                  cuda_graphs: Optional[str] = None, max_cached_graphs: Optional[int] = None,
-                 intra_op_threads: Optional[int] = None, shape_buckets: Optional[Mapping[str, str]] = None):
+                 intra_op_threads: Optional[int] = None, shape_buckets: Optional[Mapping[str, str]] = None,
+                 max_graph_bytes: Optional[int] = None):
         self._handle = None
         if not isinstance(model, Model):
             raise TypeError(f"model must be a grove.Model, not {type(model).__name__}")
@@ -365,7 +367,8 @@ class Session:
             options.cuda_graphs = _choice("cuda_graphs", cuda_graphs, _capi.GRAPH_MODES)
         for name, value in (("max_cached_plans", max_cached_plans), ("cuda_device", cuda_device),
                             ("run_deadline_ms", run_deadline_ms), ("max_body_runs", max_body_runs),
-                            ("max_cached_graphs", max_cached_graphs), ("intra_op_threads", intra_op_threads)):
+                            ("max_cached_graphs", max_cached_graphs), ("intra_op_threads", intra_op_threads),
+                            ("max_graph_bytes", max_graph_bytes)):
             if value is not None:
                 setattr(options, name, int(value))  # range errors come from grove
         if strict_device is not None:

@@ -99,6 +99,7 @@ class SessionOptions(ctypes.Structure):
         ("max_cached_graphs", ctypes.c_int32),
         ("intra_op_threads", ctypes.c_int64),
         ("shape_buckets", ctypes.c_char_p),
+        ("max_graph_bytes", ctypes.c_int64),
     ]
 
 

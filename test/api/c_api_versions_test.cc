@@ -148,7 +148,7 @@ TEST(CApiVersions, SizesOfEachVersion) {
     EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V2, 80u);
   }
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V2 + sizeof(int64_t));
-  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, GROVE_SESSION_OPTIONS_SIZE_V3 + sizeof(const char*));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, GROVE_SESSION_OPTIONS_SIZE_V3 + sizeof(const char*) + sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, sizeof(grove_session_options_t));
   grove_session_options_t options;
   std::memset(&options, 0x5a, sizeof(options));
@@ -427,7 +427,7 @@ TEST_F(CApiVersionsTest, IntraOpThreadsVersion3) {
   }
 }
 
-// Version 4 of the options (shape_buckets) and 5 of the stats (the bucket
+// Version 4 of the options (shape_buckets, max_graph_bytes) and 5 of the stats (the bucket
 // counters): a version-3 caller gets the default buckets; the string's
 // entries reach SessionOptions; one that is not SYMBOL=RULE, or a rule
 // Session::Create refuses, is an error naming it; the stats' reason is a
@@ -459,8 +459,15 @@ TEST_F(CApiVersionsTest, ShapeBucketsVersion4) {
   EXPECT_STREQ(stats.bucket_fallback_reason, "");
   grove_session_release(session);
 
-  options.shape_buckets = "batch";
+  options.max_graph_bytes = 1 << 20;
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options, &made)));
+  EXPECT_EQ(made.max_graph_bytes, 1 << 20);
+  options.max_graph_bytes = -1;
   session = nullptr;
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
+              HasSubstr("options->max_graph_bytes is negative (-1)"));
+  options.max_graph_bytes = 0;
+  options.shape_buckets = "batch";
   EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
               HasSubstr("options->shape_buckets: 'batch' is not SYMBOL=RULE"));
   options.shape_buckets = "=pow2";

@@ -357,6 +357,46 @@ TEST(CudaGraphTest, GraphCacheIsBounded) {
   EXPECT_EQ(s.plans_created, 3);
 }
 
+// max_graph_bytes: past it the least recently replayed graphs go (never the
+// newest), and the bytes held stay within it once two are held.
+TEST(CudaGraphTest, GraphBytesAreBounded) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> probe = CudaSession(model, ExactShapes());
+  ASSERT_NE(probe, nullptr);
+  RunOrDie(*probe, {F32({1, 16}, 1)});
+  const int64_t one = probe->stats().graph_bytes;
+  ASSERT_GT(one, 0);
+  SessionOptions options = ExactShapes();
+  options.max_graph_bytes = 2 * one + one / 2;  // room for two
+  std::unique_ptr<Session> cuda = CudaSession(model, options);
+  ASSERT_NE(cuda, nullptr);
+  for (int64_t batch : {1, 2, 3, 1, 2, 3}) {
+    const std::vector<Tensor> in = {F32({batch, 16}, static_cast<uint32_t>(batch))};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("batch ", batch));
+    EXPECT_LE(cuda->stats().graph_bytes, options.max_graph_bytes);
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.graphs_held, 2);
+  EXPECT_EQ(s.graphs_captured, 6);  // LRU over a cycle of three: every run misses
+  EXPECT_EQ(s.graphs_evicted, 4);
+
+  // A limit below one graph keeps the newest only.
+  options.max_graph_bytes = 1;
+  std::unique_ptr<Session> tiny = CudaSession(model, options);
+  ASSERT_NE(tiny, nullptr);
+  for (int64_t batch : {1, 2, 1}) {
+    const std::vector<Tensor> in = {F32({batch, 16}, static_cast<uint32_t>(batch))};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*tiny, in), 1e-5, absl::StrCat("tiny, batch ", batch));
+    EXPECT_EQ(tiny->stats().graphs_held, 1);
+  }
+  options.max_graph_bytes = -1;
+  options.device = Device::kCpu;  // checked whatever the device
+  absl::StatusOr<std::unique_ptr<Session>> bad = Session::Create(model, options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("max_graph_bytes must be >= 0"));
+}
+
 // A device whose captures fail: the segment runs step by step, the run
 // succeeds, and the reason is kept.
 class FailingCaptureDevice final : public cuda::ForwardingDevice {
