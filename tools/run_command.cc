@@ -542,6 +542,8 @@ int RunMain(absl::Span<const std::string> argv) {
     w.Int(stats.graphs_held);
     w.Key("graph_fallback_reason");
     w.String(stats.graph_fallback_reason);
+    w.Key("bucket_fallback_reason");
+    w.String(stats.bucket_fallback_reason);
     w.EndObject();
     w.EndObject();
     const std::string text = w.TakeText() + "\n";
@@ -561,6 +563,12 @@ int RunMain(absl::Span<const std::string> argv) {
                 static_cast<long long>(stats.graphs_held), static_cast<long long>(stats.graph_nodes),
                 static_cast<long long>(stats.launches_outside_graphs),
                 stats.graph_fallback_reason.empty() ? "" : "; step by step: ", stats.graph_fallback_reason.c_str());
+    if (stats.buckets_made > 0 || !stats.bucket_fallback_reason.empty()) {
+      std::printf("buckets: %lld made, %lld runs in them, padding %lld of %lld input bytes%s%s\n",
+                  static_cast<long long>(stats.buckets_made), static_cast<long long>(stats.bucketed_runs),
+                  static_cast<long long>(stats.bucket_padding_bytes), static_cast<long long>(stats.bucket_input_bytes),
+                  stats.bucket_fallback_reason.empty() ? "" : "; exact shapes: ", stats.bucket_fallback_reason.c_str());
+    }
   }
   return kExitOk;
 }

@@ -143,7 +143,8 @@ assert [x["graphs_captured"] for x in r] == [1, 0, 0, 0], r
 assert [x["graph_refreshes"] for x in r] == [0, 1, 1, 1], r
 assert all(x["launches_outside_graphs"] == 0 for x in r), r
 assert t["buckets_made"] == 1 and t["bucket_input_bytes"] == 4 * 4 * 16 * 4, t
-assert t["bucket_padding_bytes"] == (2 + 1 + 2 + 1) * 16 * 4, t'
+assert t["bucket_padding_bytes"] == (2 + 1 + 2 + 1) * 16 * 4, t
+assert t["bucket_fallback_reason"] == "", t'
 fi
 expect_fail 2 "--bucket wants SYMBOL=RULE" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --bucket batch
 expect_fail 1 "no symbol 'seq'" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --device emulated-cuda \
