@@ -36,6 +36,11 @@ struct AttentionCase {
   // Causal: the mask is true (masked) where key j > i + (sk - sq); else random.
   bool causal = false;
   bool mask_all_of_row0 = false;  // row 0 of every head fully masked
+  // A second mask applied after the first (input 4): 1 added (random f32,
+  // some -inf), 2 a random Where condition putting mask2_fill where true.
+  int mask2 = 0;
+  std::vector<int64_t> mask2_shape;
+  double mask2_fill = -1e4;
 };
 
 inline void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
@@ -54,10 +59,26 @@ inline Tensor AttnData(const std::vector<int64_t>& shape, uint32_t seed) {
 struct AttentionInputs {
   Tensor q, k, v;
   std::optional<Tensor> mask;
+  std::optional<Tensor> mask2;
 };
 
 inline AttentionInputs MakeAttentionInputs(const AttentionCase& c) {
-  AttentionInputs in{AttnData(c.q, 1), AttnData(c.k, 2), AttnData(c.v, 3), std::nullopt};
+  AttentionInputs in{AttnData(c.q, 1), AttnData(c.k, 2), AttnData(c.v, 3), std::nullopt, std::nullopt};
+  if (c.mask2 != 0) {
+    Tensor m2 = Tensor::Create(c.mask2 == 1 ? DType::kF32 : DType::kBool, c.mask2_shape).value();
+    uint32_t x = 4242;
+    for (int64_t e = 0; e < Count(c.mask2_shape); ++e) {
+      x = x * 1664525u + 1013904223u;
+      const bool hit = ((x >> 11) % 5) == 0;
+      if (c.mask2 == 1) {
+        m2.as<float>()[e] = hit ? -std::numeric_limits<float>::infinity()
+                                : static_cast<float>((x >> 3) & 0xff) / 128.0f - 1.0f;
+      } else {
+        m2.as<uint8_t>()[e] = hit ? 1 : 0;
+      }
+    }
+    in.mask2 = std::move(m2);
+  }
   if (c.mask == 0) return in;
   const std::vector<int64_t>& ms = c.mask_shape;
   const int64_t sq = c.q[c.q.size() - 2];
@@ -87,12 +108,14 @@ inline std::vector<std::pair<std::string, AttrValue>> AttentionAttrsOf(const Att
           {"q_scale", c.q_scale},                     {"k_scale_op", int64_t{c.k_scale_op}},
           {"k_scale", c.k_scale},                     {"scale_op", int64_t{c.scale_op}},
           {"scale", c.scale},                         {"mask", int64_t{c.mask}},
-          {"mask_fill", c.mask_fill},                 {"fill_if_true", int64_t{c.fill_if_true}}};
+          {"mask_fill", c.mask_fill},                 {"fill_if_true", int64_t{c.fill_if_true}},
+          {"mask2", int64_t{c.mask2}},                {"mask2_fill", c.mask2_fill}};
 }
 
 inline std::vector<const Tensor*> AttentionOperands(const AttentionInputs& in) {
   std::vector<const Tensor*> ops = {&in.q, &in.k, &in.v};
   if (in.mask.has_value()) ops.push_back(&*in.mask);
+  if (in.mask2.has_value()) ops.push_back(&*in.mask2);
   return ops;
 }
 
@@ -138,6 +161,13 @@ inline absl::StatusOr<Tensor> UnfusedAttention(const AttentionCase& c, const Att
   } else if (c.mask == 2) {
     const Tensor fill = scalar(c.mask_fill);
     s = c.fill_if_true ? one(RunOp("Where", {&*in.mask, &fill, &*s})) : one(RunOp("Where", {&*in.mask, &*s, &fill}));
+  }
+  if (!s.ok()) return s.status();
+  if (c.mask2 == 1) {
+    s = one(RunOp("Add", {&*in.mask2, &*s}));
+  } else if (c.mask2 == 2) {
+    const Tensor fill = scalar(c.mask2_fill);
+    s = one(RunOp("Where", {&*in.mask2, &fill, &*s}));
   }
   if (!s.ok()) return s.status();
   absl::StatusOr<Tensor> p = one(RunOp("Softmax", {&*s}, {{"axis", int64_t{-1}}}));
@@ -186,6 +216,12 @@ inline std::vector<AttentionCase> AttentionEdgeCases() {
                 .scale_op = 2, .scale = 4.0, .mask = 2, .mask_shape = {40, 40}, .mask_fill = ninf, .causal = true});
   cs.push_back({.name = "all_masked_row_is_nan", .q = {1, 2, 4, 4}, .k = {1, 2, 6, 4}, .v = {1, 2, 6, 4},
                 .mask = 2, .mask_shape = {4, 6}, .mask_fill = ninf, .mask_all_of_row0 = true});
+  // GPT-2's export: a causal Where, then the attention mask added.
+  cs.push_back({.name = "where_then_add", .q = {2, 2, 5, 8}, .k = {2, 2, 7, 8}, .v = {2, 2, 7, 8}, .scale_op = 2,
+                .scale = std::sqrt(8.0), .mask = 2, .mask_shape = {1, 1, 5, 7}, .fill_if_true = false,
+                .mask_fill = -3.4028234663852886e38, .causal = true, .mask2 = 1, .mask2_shape = {2, 1, 1, 7}});
+  cs.push_back({.name = "add_then_where", .q = {3, 4, 6}, .k = {3, 9, 6}, .v = {3, 9, 5}, .mask = 1,
+                .mask_shape = {4, 9}, .mask2 = 2, .mask2_shape = {3, 1, 9}});
   cs.push_back({.name = "all_masked_additive_is_nan", .q = {2, 3, 4}, .k = {2, 5, 4}, .v = {2, 5, 4}, .mask = 1,
                 .mask_shape = {3, 5}, .mask_all_of_row0 = true});
   cs.push_back({.name = "q_and_k_scaled_kt", .q = {2, 2, 4, 8}, .k = {2, 2, 8, 4}, .v = {2, 2, 4, 8},
@@ -210,7 +246,9 @@ struct AttentionChainSpec {
   bool transpose_k = true;  // K as given, through Transpose(perm swapping the last two)
   int scale = 2;            // 0 none, 1 Mul (weight on the left), 2 Div
   bool prescale_qk = false;  // Q and Kᵀ each times a scalar weight (nn.MultiheadAttention's export)
-  int mask = 0;             // 0 none, 1 Add(scores, m), 2 Where(causal from Trilu, -inf, scores)
+  // 0 none, 1 Add(scores, m), 2 Where(causal from Trilu, -inf, scores), 3
+  // both: the Where, then the Add (GPT-2's export).
+  int mask = 0;
   int softmax_axis = -1;
   bool leak_scores = false;     // the scaled scores also a model output
   bool leak_probs = false;      // Softmax's output also a model output
@@ -234,7 +272,7 @@ inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const At
   } else {
     b.AddInput("v", DType::kF32, dims("s", d));
   }
-  if (c.mask == 1) b.AddInput("m", DType::kF32, {1, "s", "s"});
+  if (c.mask == 1 || c.mask == 3) b.AddInput("m", DType::kF32, {1, "s", "s"});
   auto scalar = [&](const std::string& name, float v) { b.AddWeight(name, DType::kF32, {}, std::vector<float>{v}); };
   std::string q = "q", kt = "kt";
   if (c.transpose_k) {
@@ -262,7 +300,7 @@ inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const At
   if (c.mask == 1) {
     b.AddOp("Add", {cur, "m"}, {"masked"}, {}, "mask");
     cur = "masked";
-  } else if (c.mask == 2) {
+  } else if (c.mask >= 2) {
     // ones[s, s] -> Trilu (lower) -> == 0 above the diagonal -> -inf there.
     b.AddWeight("one", DType::kF32, {}, std::vector<float>{1.0f});
     b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
@@ -277,6 +315,10 @@ inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const At
     b.AddOp("Equal", {"tril", "zero"}, {"above"});
     b.AddOp("Where", {"above", "ninf", cur}, {"masked"}, {}, "causal");
     cur = "masked";
+    if (c.mask == 3) {
+      b.AddOp("Add", {cur, "m"}, {"masked2"}, {}, "mask");
+      cur = "masked2";
+    }
   }
   if (c.pass_throughs) {
     b.AddOp("Cast", {cur}, {"cast"}, {{"to", int64_t{1}}}, "cast");
@@ -308,7 +350,7 @@ inline std::vector<Tensor> AttentionChainInputs(const AttentionChainSpec& c, int
   in.push_back(AttnData(dims(s, d), 11));
   in.push_back(AttnData(c.transpose_k ? dims(s, d) : dims(d, s), 12));
   in.push_back(AttnData(c.v_rank2 ? std::vector<int64_t>{s, d} : dims(s, d), 13));
-  if (c.mask == 1) in.push_back(AttnData({1, s, s}, 14));
+  if (c.mask == 1 || c.mask == 3) in.push_back(AttnData({1, s, s}, 14));
   return in;
 }
 

@@ -1,4 +1,4 @@
-// FusedAttention: softmax(scale(Q'·K'ᵀ) (+ mask)) · V for one query row per
+// FusedAttention: softmax(mask2(mask(scale(Q'·K'ᵀ)))) · V for one query row per
 // warp. Keys come in tiles of 32, one per lane: the lane computes its score
 // (Q' and K' scaled element by element as the unfused chain did, then the
 // scale and the mask), the warp takes the tile's max, rescales its running
@@ -41,7 +41,6 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
     const T* q = Q + b0 * p.q_b0 + b1 * p.q_b1 + i * p.d;
     const T* k = K + b0 * p.k_b0 + b1 * p.k_b1;
     const T* v = V + b0 * p.v_b0 + b1 * p.v_b1;
-    const i64 m_row = b0 * p.m_b0 + b1 * p.m_b1 + i * p.m_i;
     T* o = O + row * p.dv;
     for (i64 c0 = 0; c0 < p.dv; c0 += 32 * kAttnColsPerLane) {
       float acc[kAttnColsPerLane];
@@ -57,11 +56,15 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
             dot += scaled(to_f32(q[c]), p.q_scale_op, p.q_scale) * scaled(to_f32(kj[c * p.k_ds]), p.k_scale_op, p.k_scale);
           }
           s = scaled(dot, p.scale_op, p.scale);
-          if (p.mask_kind == kAttnMaskAdd) {
-            s = s + to_f32(static_cast<const T*>(p.mask)[m_row + j * p.m_j]);
-          } else if (p.mask_kind == kAttnMaskWhere) {
-            const bool cond = static_cast<const u8*>(p.mask)[m_row + j * p.m_j] != 0;
-            if (cond == (p.fill_if_true != 0)) s = p.mask_fill;
+          for (int mi = 0; mi < 2; ++mi) {
+            const AttnMaskParams& mk = p.masks[mi];
+            const i64 off = b0 * mk.b0 + b1 * mk.b1 + i * mk.i + j * mk.j;
+            if (mk.kind == kAttnMaskAdd) {
+              s = s + to_f32(static_cast<const T*>(mk.data)[off]);
+            } else if (mk.kind == kAttnMaskWhere) {
+              const bool cond = static_cast<const u8*>(mk.data)[off] != 0;
+              if (cond == (mk.fill_if_true != 0)) s = mk.fill;
+            }
           }
         }
         // The tile's max; NaN scores do not raise it (as Softmax's max) but

@@ -15,6 +15,15 @@ enum AttnMask { kAttnMaskNone = 0, kAttnMaskAdd = 1, kAttnMaskWhere = 2 };
 // more passes over the keys.
 constexpr int kAttnColsPerLane = 4;
 
+// One mask over the scores [b0, b1, sq, sk] (element strides, 0 where it
+// broadcasts).
+struct AttnMaskParams {
+  const void* data;  // T (kAttnMaskAdd) or bool (kAttnMaskWhere) elements
+  i64 b0, b1, i, j;
+  float fill;
+  int kind, fill_if_true;
+};
+
 // A warp per query row (grid-stride over b0 * b1 * sq rows), keys in tiles of
 // 32 (a lane each) with an online softmax; sq and sk are read here at run
 // time, so one module serves every sequence length.
@@ -22,14 +31,12 @@ struct AttentionParams {
   const void* q;
   const void* k;
   const void* v;
-  const void* mask;  // T (kAttnMaskAdd) or bool (kAttnMaskWhere) elements
   void* out;
   i64 b0, b1, sq, sk, d, dv;
   i64 q_b0, q_b1, k_b0, k_b1, k_js, k_ds, v_b0, v_b1;
-  i64 m_b0, m_b1, m_i, m_j;
-  float q_scale, k_scale, scale, mask_fill;
+  float q_scale, k_scale, scale;
   int q_scale_op, k_scale_op, scale_op;
-  int mask_kind, fill_if_true;
+  AttnMaskParams masks[2];  // applied in order
 };
 
 }  // namespace grove_k

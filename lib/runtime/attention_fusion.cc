@@ -156,9 +156,65 @@ bool BroadcastsTo(const std::vector<int64_t>& shape, const std::vector<int64_t>&
 struct Chain {
   std::vector<int> steps;
   std::vector<int> intermediates;  // values computed inside the fused kernel
-  int q = -1, k = -1, v = -1, mask = -1, out = -1;
+  int q = -1, k = -1, v = -1, out = -1;
+  int masks[2] = {-1, -1};  // the fused node's inputs 3 and 4
   ir::AttentionAttrs attrs;
 };
+
+// A mask applied to `scores`: the step that applies it, its input (the
+// fused node's mask input), how, and the scores it was applied to.
+struct MaskFound {
+  int step = -1, input = -1, data = -1;
+  ir::AttentionMask mask;
+};
+
+std::optional<MaskFound> MaskAt(const ChainFinder& f, int scores, const std::vector<int64_t>& scores_shape) {
+  // The scores' side of an Add leads on to the product (its scale, or the
+  // mask applied before).
+  auto leads_on = [&](int data) {
+    return f.ScaleProducer(data) >= 0 || f.AbsorbableProducer(data, "MatMul") >= 0 ||
+           f.AbsorbableProducer(data, "Where") >= 0 || f.AbsorbableProducer(data, "Add") >= 0;
+  };
+  if (int p = f.AbsorbableProducer(scores, "Add"); p >= 0) {
+    const PlanStep& add = f.step(p);
+    if (add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      const int data = add.inputs[side], mask = add.inputs[1 - side];
+      if (data < 0 || mask < 0 || f.value(data).shape != scores_shape || !leads_on(data)) continue;
+      const PlanValue& mv = f.value(mask);
+      if (mv.dtype != DType::kF32 || !mv.shape_known || !BroadcastsTo(mv.shape, scores_shape)) continue;
+      MaskFound m;
+      m.step = p;
+      m.input = mask;
+      m.data = data;
+      m.mask.kind = ir::AttentionMaskKind::kAdd;
+      return m;
+    }
+    return std::nullopt;
+  }
+  const int w = f.AbsorbableProducer(scores, "Where");
+  if (w < 0) return std::nullopt;
+  const PlanStep& where = f.step(w);
+  if (where.inputs.size() != 3 || where.inputs[1] == where.inputs[2] || where.inputs[0] < 0) return std::nullopt;
+  const int cond = where.inputs[0];
+  for (int side = 1; side <= 2; ++side) {
+    const int data = where.inputs[side], fill = where.inputs[3 - side];
+    std::optional<double> value = f.ScalarConstant(fill);
+    if (data < 0 || !value.has_value() || f.value(data).shape != scores_shape) continue;
+    if (f.value(fill).shape.size() > scores_shape.size()) continue;
+    const PlanValue& cv = f.value(cond);
+    if (cv.dtype != DType::kBool || !cv.shape_known || !BroadcastsTo(cv.shape, scores_shape)) continue;
+    MaskFound m;
+    m.step = w;
+    m.input = cond;
+    m.data = data;
+    m.mask.kind = ir::AttentionMaskKind::kWhere;
+    m.mask.fill = *value;
+    m.mask.fill_if_true = side == 2;  // Where(cond, fill, scores)
+    return m;
+  }
+  return std::nullopt;
+}
 
 std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   if (!f.Linkable(softmax)) return std::nullopt;
@@ -202,48 +258,22 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
     c.intermediates.push_back(cur);
     cur = f.step(prev).inputs[0];
   }
-  if (int p = f.AbsorbableProducer(cur, "Add"); p >= 0) {
-    const PlanStep& add = f.step(p);
-    if (add.inputs.size() == 2 && add.inputs[0] != add.inputs[1]) {
-      const int x = add.inputs[0], m = add.inputs[1];
-      for (int side = 0; side < 2; ++side) {
-        const int data = side == 0 ? x : m, mask = side == 0 ? m : x;
-        if (data < 0 || mask < 0 || f.value(data).shape != scores_shape) continue;
-        // The scores' side leads on to the product (or its scale).
-        if (f.ScaleProducer(data) < 0 && f.AbsorbableProducer(data, "MatMul") < 0) continue;
-        if (f.value(mask).dtype != DType::kF32 || !f.value(mask).shape_known ||
-            !BroadcastsTo(f.value(mask).shape, scores_shape)) {
-          continue;
-        }
-        c.mask = mask;
-        c.attrs.mask = ir::AttentionMaskKind::kAdd;
-        c.steps.push_back(p);
-        c.intermediates.push_back(cur);
-        cur = data;
-        break;
-      }
-    }
-  } else if (int w = f.AbsorbableProducer(cur, "Where"); w >= 0) {
-    const PlanStep& where = f.step(w);
-    if (where.inputs.size() == 3 && where.inputs[1] != where.inputs[2] && where.inputs[0] >= 0) {
-      const int cond = where.inputs[0];
-      for (int side = 1; side <= 2; ++side) {
-        const int data = where.inputs[side], fill = where.inputs[3 - side];
-        std::optional<double> value = f.ScalarConstant(fill);
-        if (data < 0 || !value.has_value() || f.value(data).shape != scores_shape) continue;
-        if (f.value(fill).shape.size() > scores_shape.size()) continue;
-        const PlanValue& cv = f.value(cond);
-        if (cv.dtype != DType::kBool || !cv.shape_known || !BroadcastsTo(cv.shape, scores_shape)) continue;
-        c.mask = cond;
-        c.attrs.mask = ir::AttentionMaskKind::kWhere;
-        c.attrs.mask_fill = *value;
-        c.attrs.fill_if_true = side == 2;  // Where(cond, fill, scores)
-        c.steps.push_back(w);
-        c.intermediates.push_back(cur);
-        cur = data;
-        break;
-      }
-    }
+  // Up to two masks, the one nearer the Softmax applied last (GPT-2's
+  // export: a causal Where, then the attention mask added).
+  MaskFound found[2];
+  int num_masks = 0;
+  while (num_masks < 2) {
+    std::optional<MaskFound> m = MaskAt(f, cur, scores_shape);
+    if (!m.has_value()) break;
+    c.steps.push_back(m->step);
+    c.intermediates.push_back(cur);
+    cur = m->data;
+    found[num_masks++] = *m;
+  }
+  for (int m = 0; m < num_masks; ++m) {
+    const MaskFound& mf = found[num_masks - 1 - m];
+    c.masks[m] = mf.input;
+    c.attrs.masks[m] = mf.mask;
   }
   if (int p = f.ScaleProducer(cur); p >= 0) {
     int x = -1;
@@ -362,7 +392,9 @@ int FuseAttention(PlanGraph& plan, ir::Backend backend, const Backend* backend_i
     }
     node->name = absl::StrCat("attention(", absl::StrJoin(names, "+"), ")");
     std::vector<int> inputs = {chain->q, chain->k, chain->v};
-    if (chain->mask >= 0) inputs.push_back(chain->mask);
+    for (int m : chain->masks) {
+      if (m >= 0) inputs.push_back(m);
+    }
     std::vector<DType> dtypes;
     for (int v : inputs) {
       node->inputs.push_back(plan.values[v].tensor);

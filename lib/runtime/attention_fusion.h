@@ -3,8 +3,8 @@
 // (lib/ir/ops/attention_attrs.h) whose kernel never writes the [sq, sk]
 // scores:
 //
-//   MatMul(Q', K') -> [Mul|Div by a scalar] -> [Add mask | Where(cond, fill, .)]
-//     -> Softmax(axis -1) -> MatMul(., V)
+//   MatMul(Q', K') -> [Mul|Div by a scalar] -> up to two masks, each
+//     Add(., mask) or Where(cond, fill, .) -> Softmax(axis -1) -> MatMul(., V)
 //
 // with any pass-throughs exporters leave on either side of the Softmax
 // (Identity, a Cast to the same dtype, an inference Dropout) absorbed too.

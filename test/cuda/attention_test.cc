@@ -2,6 +2,7 @@
 // device (emulated without a GPU): the edge cases against the unfused chain
 // on the CPU and against the CPU's fused kernel, f16/bf16 against the f32
 // chain of the same rounded inputs, and an invoke that only launches.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,20 +39,18 @@ TEST_P(CudaAttentionTest, HalvesMatchTheF32ChainOfTheirValues) {
     SCOPED_TRACE(DTypeName(t));
     AttentionInputs in = MakeAttentionInputs(c);
     AttentionInputs low{Tensor::CastOf(in.q.view(), t).value(), Tensor::CastOf(in.k.view(), t).value(),
-                        Tensor::CastOf(in.v.view(), t).value(), std::nullopt};
-    // The reference sees the rounded values (and an f32 additive mask of them).
+                        Tensor::CastOf(in.v.view(), t).value(), std::nullopt, std::nullopt};
+    // The reference sees the rounded values (and f32 additive masks of them).
     AttentionInputs rounded{Tensor::CastOf(low.q.view(), DType::kF32).value(),
                             Tensor::CastOf(low.k.view(), DType::kF32).value(),
-                            Tensor::CastOf(low.v.view(), DType::kF32).value(), std::nullopt};
-    if (in.mask.has_value()) {
-      if (c.mask == 1) {
-        low.mask = Tensor::CastOf(in.mask->view(), t).value();
-        rounded.mask = Tensor::CastOf(low.mask->view(), DType::kF32).value();
-      } else {
-        low.mask = Tensor::CastOf(in.mask->view(), DType::kBool).value();
-        rounded.mask = Tensor::CastOf(in.mask->view(), DType::kBool).value();
-      }
-    }
+                            Tensor::CastOf(low.v.view(), DType::kF32).value(), std::nullopt, std::nullopt};
+    auto lower = [&](const std::optional<Tensor>& m, bool added, std::optional<Tensor>* l, std::optional<Tensor>* r) {
+      if (!m.has_value()) return;
+      *l = Tensor::CastOf(m->view(), added ? t : DType::kBool).value();
+      *r = Tensor::CastOf((*l)->view(), added ? DType::kF32 : DType::kBool).value();
+    };
+    lower(in.mask, c.mask == 1, &low.mask, &rounded.mask);
+    lower(in.mask2, c.mask2 == 1, &low.mask2, &rounded.mask2);
     absl::StatusOr<Tensor> want = UnfusedAttention(c, rounded);
     ASSERT_TRUE(want.ok()) << want.status();
     absl::StatusOr<std::vector<Tensor>> got =

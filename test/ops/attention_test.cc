@@ -63,6 +63,8 @@ TEST(CpuAttentionTest, Refusals) {
   EXPECT_THAT(error({&q, &k, &v}, {{"scale_op", int64_t{3}}}), HasSubstr("scale_op"));
   EXPECT_THAT(error({&q, &k, &v}, {{"k_transposed", int64_t{2}}}), HasSubstr("k_transposed"));
   EXPECT_THAT(error({&q, &k, &v}, {{"mask", int64_t{-1}}}), HasSubstr("mask"));
+  EXPECT_THAT(error({&q, &k, &v}, {{"mask2", int64_t{1}}}), HasSubstr("mask2"));
+  EXPECT_THAT(error({&q, &k, &v, &f_mask, &f_mask}, {{"mask", int64_t{1}}}), HasSubstr("input 4"));
   const Tensor qh = Tensor::CastOf(q.view(), DType::kF16).value(), kh = Tensor::CastOf(k.view(), DType::kF16).value(),
                vh = Tensor::CastOf(v.view(), DType::kF16).value();
   EXPECT_THAT(error({&qh, &kh, &vh}), HasSubstr("f32"));

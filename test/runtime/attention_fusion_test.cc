@@ -119,7 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
                                                                      .prescale_qk = true}),
         std::make_pair("no_scale_no_mask", AttentionChainSpec{.scale = 0}),
         std::make_pair("rank3_transpose_div_additive", AttentionChainSpec{.rank = 3, .mask = 1}),
-        std::make_pair("cast_identity_dropout_around_softmax", AttentionChainSpec{.mask = 2, .pass_throughs = true})),
+        std::make_pair("cast_identity_dropout_around_softmax", AttentionChainSpec{.mask = 2, .pass_throughs = true}),
+        std::make_pair("gpt2_causal_where_then_added_mask", AttentionChainSpec{.mask = 3})),
     [](const auto& info) { return info.param.first; });
 
 TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) {

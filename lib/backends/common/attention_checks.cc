@@ -1,5 +1,6 @@
 #include "lib/backends/common/attention_checks.h"
 
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -8,7 +9,7 @@
 namespace grove::backends {
 namespace {
 
-constexpr const char* kNames[] = {"Q", "K", "V", "mask"};
+constexpr const char* kNames[] = {"Q", "K", "V", "mask", "mask2"};
 
 // Input i's stride along output batch dim `axis` (of 2, right-aligned), 0
 // where it broadcasts; an error when its dim is neither the output's nor 1.
@@ -44,10 +45,15 @@ absl::StatusOr<AttentionLayout> PlanAttention(const ir::KernelContext& ctx) {
                                     "; Q, K and V must share one of f32, f16, bf16"));
     }
   }
-  const bool has_mask = ctx.has_input(3);
-  if (has_mask != l.has_mask()) {
-    return ctx.Error(has_mask ? "input 3 (mask) is given but attribute 'mask' is 0"
-                              : "attribute 'mask' asks for input 3 (mask), which is missing");
+  for (int m = 0; m < 2; ++m) {
+    const bool given = ctx.has_input(3 + m);
+    if (given != l.has_mask(m)) {
+      const char* attr = m == 0 ? "mask" : "mask2";
+      return ctx.Error(given ? absl::StrCat("input ", 3 + m, " (", kNames[3 + m], ") is given but attribute '", attr,
+                                            "' is 0")
+                             : absl::StrCat("attribute '", attr, "' asks for input ", 3 + m, " (", kNames[3 + m],
+                                            "), which is missing"));
+    }
   }
   const std::vector<int64_t>& q = ctx.input(0).shape;
   const std::vector<int64_t>& k = ctx.input(1).shape;
@@ -105,28 +111,29 @@ absl::StatusOr<AttentionLayout> PlanAttention(const ir::KernelContext& ctx) {
   }
   l.k_js = l.attrs.k_transposed ? 1 : l.d;
   l.k_ds = l.attrs.k_transposed ? l.sk : 1;
-  if (has_mask) {
-    const TensorView& m = ctx.input(3);
-    const DType want = l.attrs.mask == ir::AttentionMaskKind::kAdd ? l.dtype : DType::kBool;
+  for (int mi = 0; mi < 2; ++mi) {
+    if (!l.has_mask(mi)) continue;
+    const int in = 3 + mi;
+    const std::string name = absl::StrCat("input ", in, " (", kNames[in], ")");
+    const TensorView& m = ctx.input(in);
+    const DType want = l.attrs.masks[mi].kind == ir::AttentionMaskKind::kAdd ? l.dtype : DType::kBool;
     if (m.dtype != want) {
-      return ctx.Error(absl::StrCat("input 3 (mask) has dtype ", DTypeName(m.dtype), "; expected ", DTypeName(want)));
+      return ctx.Error(absl::StrCat(name, " has dtype ", DTypeName(m.dtype), "; expected ", DTypeName(want)));
     }
     const int mr = static_cast<int>(m.shape.size());
-    if (mr > 4) return ctx.Error(absl::StrCat("input 3 (mask) ", ShapeStr(m.shape), " has rank above 4"));
+    if (mr > rank) return ctx.Error(absl::StrCat(name, " ", ShapeStr(m.shape), " has rank above ", rank));
     // The mask right-aligned against the scores [b0, b1, sq, sk].
     const int64_t scores[4] = {l.b0, l.b1, l.sq, l.sk};
-    int64_t* const m_strides[4] = {&l.m_b0, &l.m_b1, &l.m_i, &l.m_j};
+    AttentionLayout::MaskStrides& ms = l.masks[mi];
+    int64_t* const m_strides[4] = {&ms.b0, &ms.b1, &ms.i, &ms.j};
     const std::vector<int64_t> strides = ir::Strides(m.shape);
     const int lead = 4 - mr;
-    if (rank == 3 && mr == 4 && m.shape[0] != 1) {
-      return ctx.Error(absl::StrCat("input 3 (mask) ", ShapeStr(m.shape), " has more batch dims than the scores"));
-    }
     for (int a = 0; a < 4; ++a) {
       const int pos = a - lead;
       if (pos < 0) continue;
       const int64_t dim = m.shape[pos];
       if (dim != scores[a] && dim != 1) {
-        return ctx.Error(absl::StrCat("input 3 (mask) ", ShapeStr(m.shape), " does not broadcast to the scores [",
+        return ctx.Error(absl::StrCat(name, " ", ShapeStr(m.shape), " does not broadcast to the scores [",
                                       rank == 4 ? absl::StrCat(l.b0, ", ") : "", l.b1, ", ", l.sq, ", ", l.sk, "]"));
       }
       *m_strides[a] = dim == 1 ? 0 : strides[pos];

@@ -1,7 +1,7 @@
 // FusedAttention's shapes checked once for both backends' prepares, and the
 // layout their kernels walk: batch dims as [b0, b1] (rank 3: b0 = 1), an
 // element stride per operand and batch dim (0 where it broadcasts), K's
-// strides along keys and head dims (K or Kᵀ alike), the mask's strides over
+// strides along keys and head dims (K or Kᵀ alike), each mask's strides over
 // the scores [b0, b1, sq, sk]. The output is [b0, b1, sq, dv], contiguous.
 #ifndef GROVE_LIB_BACKENDS_COMMON_ATTENTION_CHECKS_H_
 #define GROVE_LIB_BACKENDS_COMMON_ATTENTION_CHECKS_H_
@@ -23,8 +23,11 @@ struct AttentionLayout {
   int64_t k_b0 = 0, k_b1 = 0;
   int64_t k_js = 0, k_ds = 0;  // key j, head dim c at k[j * k_js + c * k_ds]
   int64_t v_b0 = 0, v_b1 = 0;  // V's rows are contiguous (dv elements apart)
-  int64_t m_b0 = 0, m_b1 = 0, m_i = 0, m_j = 0;  // the mask's, when there is one
-  bool has_mask() const { return attrs.mask != ir::AttentionMaskKind::kNone; }
+  struct MaskStrides {
+    int64_t b0 = 0, b1 = 0, i = 0, j = 0;
+  };
+  MaskStrides masks[2];  // inputs 3 and 4, where given
+  bool has_mask(int m) const { return attrs.masks[m].kind != ir::AttentionMaskKind::kNone; }
   // Nothing to write: sq, dv or a batch dim is 0.
   bool empty() const { return b0 == 0 || b1 == 0 || sq == 0 || dv == 0; }
 };

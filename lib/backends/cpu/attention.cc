@@ -356,12 +356,26 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   const float* q = ctx.input(0).as<const float>();
   const float* k = ctx.input(1).as<const float>();
   const float* v = ctx.input(2).as<const float>();
-  const float* mask_f = l.attrs.mask == AttentionMaskKind::kAdd ? ctx.input(3).as<const float>() : nullptr;
-  const uint8_t* mask_b =
-      l.attrs.mask == AttentionMaskKind::kWhere ? static_cast<const uint8_t*>(ctx.input(3).data) : nullptr;
+  // Each mask: an added f32 tensor or a Where condition, as given.
+  struct Mask {
+    AttentionMaskKind kind = AttentionMaskKind::kNone;
+    const float* add = nullptr;
+    const uint8_t* cond = nullptr;
+    float fill = 0;
+    bool fill_if_true = true;
+  } masks[2];
+  for (int m = 0; m < 2; ++m) {
+    if (!l.has_mask(m)) continue;
+    masks[m].kind = l.attrs.masks[m].kind;
+    masks[m].add = masks[m].kind == AttentionMaskKind::kAdd ? ctx.input(3 + m).as<const float>() : nullptr;
+    masks[m].cond =
+        masks[m].kind == AttentionMaskKind::kWhere ? static_cast<const uint8_t*>(ctx.input(3 + m).data) : nullptr;
+    masks[m].fill = static_cast<float>(l.attrs.masks[m].fill);
+    masks[m].fill_if_true = l.attrs.masks[m].fill_if_true;
+  }
   const ir::AttentionAttrs& at = l.attrs;
   const float q_s = static_cast<float>(at.q_scale.value), k_s = static_cast<float>(at.k_scale.value);
-  const float s_s = static_cast<float>(at.scale.value), fill = static_cast<float>(at.mask_fill);
+  const float s_s = static_cast<float>(at.scale.value);
   const int64_t sq = l.sq, sk = l.sk, d = l.d, dv = l.dv;
 
   WorkspaceCursor ws(ctx.workspace());
@@ -378,7 +392,6 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
       const float* qh = q + b0 * l.q_b0 + b1 * l.q_b1;
       const float* kh = k + b0 * l.k_b0 + b1 * l.k_b1;
       const float* vh = v + b0 * l.v_b0 + b1 * l.v_b1;
-      const int64_t m_base = b0 * l.m_b0 + b1 * l.m_b1;
       float* oh = out + (b0 * l.b1 + b1) * sq * dv;
       const float* kt = kh;  // Kᵀ [d, sk]
 #if defined(GROVE_ATTENTION_AVX2)
@@ -429,12 +442,16 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           } else if (at.scale.op == AttentionScaleOp::kDiv) {
             for (int64_t j = 0; j < sk; ++j) sr[j] /= s_s;
           }
-          const int64_t m_row = m_base + (i0 + r) * l.m_i;
-          if (mask_f != nullptr) {
-            for (int64_t j = 0; j < sk; ++j) sr[j] += mask_f[m_row + j * l.m_j];
-          } else if (mask_b != nullptr) {
-            for (int64_t j = 0; j < sk; ++j) {
-              if ((mask_b[m_row + j * l.m_j] != 0) == at.fill_if_true) sr[j] = fill;
+          for (int m = 0; m < 2; ++m) {
+            const Mask& mk = masks[m];
+            const AttentionLayout::MaskStrides& ms = l.masks[m];
+            const int64_t row = b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
+            if (mk.add != nullptr) {
+              for (int64_t j = 0; j < sk; ++j) sr[j] += mk.add[row + j * ms.j];
+            } else if (mk.cond != nullptr) {
+              for (int64_t j = 0; j < sk; ++j) {
+                if ((mk.cond[row + j * ms.j] != 0) == mk.fill_if_true) sr[j] = mk.fill;
+              }
             }
           }
 #if defined(GROVE_ATTENTION_AVX2)

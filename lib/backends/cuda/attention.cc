@@ -43,20 +43,23 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   p.k_ds = l->k_ds;
   p.v_b0 = l->v_b0;
   p.v_b1 = l->v_b1;
-  p.m_b0 = l->m_b0;
-  p.m_b1 = l->m_b1;
-  p.m_i = l->m_i;
-  p.m_j = l->m_j;
   const ir::AttentionAttrs& at = l->attrs;
   p.q_scale = static_cast<float>(at.q_scale.value);
   p.k_scale = static_cast<float>(at.k_scale.value);
   p.scale = static_cast<float>(at.scale.value);
-  p.mask_fill = static_cast<float>(at.mask_fill);
   p.q_scale_op = static_cast<int>(at.q_scale.op);
   p.k_scale_op = static_cast<int>(at.k_scale.op);
   p.scale_op = static_cast<int>(at.scale.op);
-  p.mask_kind = static_cast<int>(at.mask);
-  p.fill_if_true = at.fill_if_true ? 1 : 0;
+  for (int m = 0; m < 2; ++m) {
+    grove_k::AttnMaskParams& mk = p.masks[m];
+    mk.b0 = l->masks[m].b0;
+    mk.b1 = l->masks[m].b1;
+    mk.i = l->masks[m].i;
+    mk.j = l->masks[m].j;
+    mk.fill = static_cast<float>(at.masks[m].fill);
+    mk.kind = static_cast<int>(at.masks[m].kind);
+    mk.fill_if_true = at.masks[m].fill_if_true ? 1 : 0;
+  }
   // A warp per query row: 4 warps a block on a GPU; on the emulated device,
   // whose threads are host threads, one warp a block and at most 2 blocks.
   const int64_t rows = a.empty ? 0 : l->b0 * l->b1 * l->sq;
@@ -77,7 +80,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   p.q = ctx.input(0).data;
   p.k = ctx.input(1).data;
   p.v = ctx.input(2).data;
-  p.mask = ctx.has_input(3) ? ctx.input(3).data : nullptr;
+  for (int m = 0; m < 2; ++m) p.masks[m].data = ctx.has_input(3 + m) ? ctx.input(3 + m).data : nullptr;
   p.out = ctx.output(0).data;
   return Exec(ctx).Launch(a->module, "attention", a->dims, p);
 }

@@ -15,7 +15,9 @@ constexpr char kQScale[] = "q_scale", kQScaleOp[] = "q_scale_op";
 constexpr char kKScale[] = "k_scale", kKScaleOp[] = "k_scale_op";
 constexpr char kScale[] = "scale", kScaleOp[] = "scale_op";
 constexpr char kKTransposed[] = "k_transposed";
-constexpr char kMask[] = "mask", kMaskFill[] = "mask_fill", kFillIfTrue[] = "fill_if_true";
+constexpr const char* kMaskKind[2] = {"mask", "mask2"};
+constexpr const char* kMaskFill[2] = {"mask_fill", "mask2_fill"};
+constexpr const char* kFillIfTrue[2] = {"fill_if_true", "mask2_fill_if_true"};
 
 absl::StatusOr<AttentionScale> ReadScale(const Attributes& attrs, const char* op_name, const char* value_name) {
   const int64_t op = attrs.GetInt(op_name, 0);
@@ -35,7 +37,7 @@ bool IsAttentionDType(DType t) { return t == DType::kF32 || t == DType::kF16 || 
 absl::Status InferFusedAttention(ShapeContext& ctx) {
   absl::StatusOr<AttentionAttrs> a = ReadAttentionAttrs(ctx.attrs());
   if (!a.ok()) return ctx.Error(a.status().message());
-  static constexpr const char* kNames[] = {"Q", "K", "V", "mask"};
+  static constexpr const char* kNames[] = {"Q", "K", "V", "mask", "mask2"};
   for (int i = 0; i < 3; ++i) {
     if (!ctx.has_input(i)) return ctx.Error(absl::StrCat("input ", i, " (", kNames[i], ") is missing"));
     if (!IsAttentionDType(ctx.input_dtype(i)) || ctx.input_dtype(i) != ctx.input_dtype(0)) {
@@ -43,10 +45,14 @@ absl::Status InferFusedAttention(ShapeContext& ctx) {
                                     "; Q, K and V must share one of f32, f16, bf16"));
     }
   }
-  const bool has_mask = ctx.has_input(3);
-  if (has_mask != (a->mask != AttentionMaskKind::kNone)) {
-    return ctx.Error(has_mask ? "input 3 (mask) is given but attribute 'mask' is 0"
-                              : "attribute 'mask' asks for input 3 (mask), which is missing");
+  for (int m = 0; m < 2; ++m) {
+    const bool given = ctx.has_input(3 + m), wanted = a->masks[m].kind != AttentionMaskKind::kNone;
+    if (given != wanted) {
+      return ctx.Error(given ? absl::StrCat("input ", 3 + m, " (", kNames[3 + m], ") is given but attribute '",
+                                            kMaskKind[m], "' is 0")
+                             : absl::StrCat("attribute '", kMaskKind[m], "' asks for input ", 3 + m, " (",
+                                            kNames[3 + m], "), which is missing"));
+    }
   }
   const int rank = ctx.input_rank(0);
   if (rank != 3 && rank != 4) {
@@ -68,14 +74,17 @@ absl::Status InferFusedAttention(ShapeContext& ctx) {
   absl::StatusOr<SymShape> batch = BroadcastShapes({SymShape(q.begin(), q.end() - 2), SymShape(k.begin(), k.end() - 2),
                                                     SymShape(v.begin(), v.end() - 2)});
   if (!batch.ok()) return ctx.Error(absl::StrCat("batch dims do not broadcast: ", batch.status().message()));
-  if (has_mask) {
-    const DType want = a->mask == AttentionMaskKind::kAdd ? ctx.input_dtype(0) : DType::kBool;
-    if (ctx.input_dtype(3) != want) {
-      return ctx.Error(absl::StrCat("input 3 (mask) has dtype ", DTypeName(ctx.input_dtype(3)), "; expected ",
-                                    DTypeName(want)));
+  for (int m = 0; m < 2; ++m) {
+    const int i = 3 + m;
+    if (!ctx.has_input(i)) continue;
+    const DType want = a->masks[m].kind == AttentionMaskKind::kAdd ? ctx.input_dtype(0) : DType::kBool;
+    if (ctx.input_dtype(i) != want) {
+      return ctx.Error(absl::StrCat("input ", i, " (", kNames[i], ") has dtype ", DTypeName(ctx.input_dtype(i)),
+                                    "; expected ", DTypeName(want)));
     }
-    if (ctx.input_rank(3) > rank) {
-      return ctx.Error(absl::StrCat("input 3 (mask) has rank ", ctx.input_rank(3), "; at most ", rank));
+    if (ctx.input_rank(i) > rank) {
+      return ctx.Error(absl::StrCat("input ", i, " (", kNames[i], ") has rank ", ctx.input_rank(i), "; at most ",
+                                    rank));
     }
   }
   SymShape out = *std::move(batch);
@@ -101,18 +110,24 @@ absl::StatusOr<AttentionAttrs> ReadAttentionAttrs(const Attributes& attrs) {
   a.k_scale = *s;
   if (s = ReadScale(attrs, kScaleOp, kScale); !s.ok()) return s.status();
   a.scale = *s;
-  const int64_t mask = attrs.GetInt(kMask, 0);
-  if (mask < 0 || mask > static_cast<int64_t>(AttentionMaskKind::kWhere)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute 'mask' is ", mask, "; expected 0 (none), 1 (added) or 2 (Where condition)"));
+  for (int m = 0; m < 2; ++m) {
+    const int64_t kind = attrs.GetInt(kMaskKind[m], 0);
+    if (kind < 0 || kind > static_cast<int64_t>(AttentionMaskKind::kWhere)) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute '", kMaskKind[m], "' is ", kind,
+                                                     "; expected 0 (none), 1 (added) or 2 (Where condition)"));
+    }
+    a.masks[m].kind = static_cast<AttentionMaskKind>(kind);
+    a.masks[m].fill = attrs.GetFloat(kMaskFill[m], 0.0);
+    const int64_t fit = attrs.GetInt(kFillIfTrue[m], 1);
+    if (fit != 0 && fit != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute '", kFillIfTrue[m], "' is ", fit, "; expected 0 or 1"));
+    }
+    a.masks[m].fill_if_true = fit == 1;
   }
-  a.mask = static_cast<AttentionMaskKind>(mask);
-  a.mask_fill = attrs.GetFloat(kMaskFill, 0.0);
-  const int64_t fit = attrs.GetInt(kFillIfTrue, 1);
-  if (fit != 0 && fit != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("attribute 'fill_if_true' is ", fit, "; expected 0 or 1"));
+  if (a.masks[0].kind == AttentionMaskKind::kNone && a.masks[1].kind != AttentionMaskKind::kNone) {
+    return absl::InvalidArgumentError("attribute 'mask2' is set but 'mask' is 0: the first mask is input 3");
   }
-  a.fill_if_true = fit == 1;
   return a;
 }
 
@@ -124,20 +139,26 @@ void WriteAttentionAttrs(const AttentionAttrs& a, Attributes* attrs) {
   attrs->Set(kKScale, a.k_scale.value);
   attrs->Set(kScaleOp, static_cast<int64_t>(a.scale.op));
   attrs->Set(kScale, a.scale.value);
-  attrs->Set(kMask, static_cast<int64_t>(a.mask));
-  attrs->Set(kMaskFill, a.mask_fill);
-  attrs->Set(kFillIfTrue, int64_t{a.fill_if_true ? 1 : 0});
+  for (int m = 0; m < 2; ++m) {
+    attrs->Set(kMaskKind[m], static_cast<int64_t>(a.masks[m].kind));
+    attrs->Set(kMaskFill[m], a.masks[m].fill);
+    attrs->Set(kFillIfTrue[m], int64_t{a.masks[m].fill_if_true ? 1 : 0});
+  }
 }
 
 absl::Status RegisterAttentionOps(OpRegistry& registry) {
   OpDef def;
   def.type = kFusedAttentionOp;
   def.min_inputs = 3;
-  def.max_inputs = 4;
+  def.max_inputs = 5;
   def.attrs = {{kKTransposed, AttrKind::kInt}, {kQScaleOp, AttrKind::kInt}, {kQScale, AttrKind::kFloat},
                {kKScaleOp, AttrKind::kInt},    {kKScale, AttrKind::kFloat},   {kScaleOp, AttrKind::kInt},
-               {kScale, AttrKind::kFloat},     {kMask, AttrKind::kInt},       {kMaskFill, AttrKind::kFloat},
-               {kFillIfTrue, AttrKind::kInt}};
+               {kScale, AttrKind::kFloat}};
+  for (int m = 0; m < 2; ++m) {
+    def.attrs.push_back({kMaskKind[m], AttrKind::kInt});
+    def.attrs.push_back({kMaskFill[m], AttrKind::kFloat});
+    def.attrs.push_back({kFillIfTrue[m], AttrKind::kInt});
+  }
   def.infer = &InferFusedAttention;
   // Made by a plan pass from steps that are not folded either.
   def.foldable = false;

@@ -1,13 +1,15 @@
 // FusedAttention: scaled dot-product attention as one op, made by the plan
 // pass lib/runtime/attention_fusion.cc from the chain PyTorch exports
-//   MatMul(Q', K') -> [Mul|Div scale] -> [Add mask | Where(cond, fill)] -> Softmax(-1) -> MatMul(., V)
-// where Q' is Q or Q (Mul|Div) a scalar and K' is Kᵀ, possibly (Mul|Div) a
-// scalar. Its attributes say how each piece was written, so the kernels
+//   MatMul(Q', K') -> [Mul|Div scale] -> [mask] [mask2] -> Softmax(-1) -> MatMul(., V)
+// where Q' is Q or Q (Mul|Div) a scalar, K' is Kᵀ, possibly (Mul|Div) a
+// scalar, and each mask is Add(., mask) or Where(cond, fill, .) (GPT-2's
+// export has both: a causal Where, then the attention mask added). Its attributes say how each piece was written, so the kernels
 // compute what the chain computed, rounding included:
 //
 //   inputs   Q [B.., sq, d], K [B.., sk, d] (or Kᵀ [B.., d, sk] with
-//            k_transposed = 1), V [B.., sk, dv], mask (optional): broadcast
-//            to the scores [B.., sq, sk]; rank 3 or 4, batch dims broadcast.
+//            k_transposed = 1), V [B.., sk, dv], mask and mask2 (optional,
+//            applied in that order): broadcast to the scores [B.., sq, sk];
+//            rank 3 or 4, batch dims broadcast.
 //   output   [B.., sq, dv]
 //
 //   ReadAttentionAttrs(node.attrs) checks them once for the shape function
@@ -37,14 +39,20 @@ struct AttentionScale {
   double value = 1.0;
 };
 
+struct AttentionMask {
+  AttentionMaskKind kind = AttentionMaskKind::kNone;
+  double fill = 0;  // kWhere
+  bool fill_if_true = true;
+};
+
 struct AttentionAttrs {
   bool k_transposed = false;
   AttentionScale q_scale;  // on Q's elements before the product
   AttentionScale k_scale;  // on K's elements before the product
   AttentionScale scale;    // on the scores
-  AttentionMaskKind mask = AttentionMaskKind::kNone;
-  double mask_fill = 0;
-  bool fill_if_true = true;
+  // Input 3 (attributes mask, mask_fill, fill_if_true), then input 4
+  // (mask2, mask2_fill, mask2_fill_if_true); the second only with the first.
+  AttentionMask masks[2];
 };
 
 // InvalidArgument naming the attribute when one is out of range.
