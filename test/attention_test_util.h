@@ -260,7 +260,7 @@ struct AttentionChainSpec {
 
 inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const AttentionChainSpec& c) {
   ModelBuilder b;
-  b.AddSymbol("s", 1, 128);
+  b.AddSymbol("s", 1, 512);
   const int64_t d = 8;
   auto dims = [&](Dim rows, Dim cols) {
     return c.rank == 4 ? std::vector<Dim>{2, 3, rows, cols} : std::vector<Dim>{6, rows, cols};

@@ -2,6 +2,7 @@
 // become one FusedAttention step on the CPU and CUDA plans (DescribeExecution
 // plans for CUDA on a recording device, no GPU needed), which stay as they
 // are, and that a fused plan computes what the unfused one does.
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -143,6 +144,35 @@ TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) 
     }
     ExpectSameOutputs(spec, {6});
   }
+}
+
+// The CPU kernel splits a head's row blocks over the session's intra-op
+// threads: the same bytes at 1, 2 and 3 threads.
+TEST(AttentionFusionTest, SameBytesAtOneTwoAndThreeThreads) {
+  const AttentionChainSpec spec{.mask = 3};
+  absl::StatusOr<std::shared_ptr<const Model>> model = BuildAttentionChain(spec);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<Tensor> in = AttentionChainInputs(spec, 300);
+  std::vector<TensorView> views;
+  for (const Tensor& t : in) views.push_back(t.view());
+  std::vector<float> first;
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(absl::StrCat(threads, " threads"));
+    SessionOptions options;
+    options.intra_op_threads = threads;
+    absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(views);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const float* y = (*out)[0].as<const float>();
+    std::vector<float> got(y, y + (*out)[0].num_elements());
+    if (threads == 1) {
+      first = got;
+    } else {
+      EXPECT_EQ(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)), 0);
+    }
+  }
+  EXPECT_EQ(Steps(**model, in, Device::kCpu).fused, 1);
 }
 
 TEST(AttentionFusionTest, TheSwitchTurnsItOff) {

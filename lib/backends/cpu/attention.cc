@@ -10,7 +10,9 @@
 // max, exp(x - max) in f32, their sum in double, times f32(1 / sum)); the
 // output rows are sum_j p[j] * V[j], accumulated along V's rows (the same
 // register blocking).
-// The scores never leave the workspace: no [sq, sk] tensor is written.
+// The scores never leave the workspace: no [sq, sk] tensor is written. A
+// head's row blocks are split over the session's intra-op threads (each row
+// is computed the same way on any of them, so the bytes do not change).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -22,6 +24,7 @@
 #include "lib/backends/cpu/attention.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/workspace_layout.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -38,6 +41,12 @@ using ir::AttentionScaleOp;
 
 // Query rows that share one pass over Kᵀ and V.
 constexpr int64_t kRows = 4;
+
+// A head's blocks of query rows are split over at most this many tasks of
+// the session's intra-op threads, each with scratch of its own in the
+// workspace; a task is worth at least kTaskMultiplyAdds.
+constexpr int64_t kSlots = 8;
+constexpr int64_t kTaskMultiplyAdds = int64_t{1} << 18;
 
 std::atomic<bool> simd_allowed{true};
 
@@ -90,8 +99,8 @@ void OutputBlock(const float* p, int64_t sk, const float* v, int64_t dv, int64_t
 
 // K packed as panels of 16 keys, [sk/16][d][16] (the last panel padded with
 // zeros), so the loop over c reads memory in order.
-void PackKeyPanels(const float* k, int64_t k_js, int64_t k_ds, AttentionScaleOp op, float scale, int64_t sk,
-                   int64_t d, float* panels) {
+void PackKeyPanels(const float* k, int64_t k_js, int64_t k_ds, AttentionScaleOp op, float scale, int64_t sk, int64_t d,
+                   float* panels) {
   for (int64_t j0 = 0; j0 < sk; j0 += 16) {
     float* panel = panels + j0 * d;
     const int64_t width = std::min<int64_t>(16, sk - j0);
@@ -116,8 +125,8 @@ void PackValuePanels(const float* v, int64_t sk, int64_t dv, float* panels) {
   }
 }
 
-__attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t d, const float* key_panels,
-                                                         int64_t sk, float* scores) {
+__attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t d, const float* key_panels, int64_t sk,
+                                                         float* scores) {
   static_assert(kRows == 4);
   for (int64_t j0 = 0; j0 < sk; j0 += 16) {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
@@ -264,7 +273,8 @@ __attribute__((target("avx2,fma"))) void RowScoresAvx2(const float* q, const flo
       const float* kj = k + j * k_js;
       __m256 acc = _mm256_setzero_ps();
       int64_t c = 0;
-      for (; c + 8 <= d; c += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), ScaledAvx2(_mm256_loadu_ps(kj + c), op, sv), acc);
+      for (; c + 8 <= d; c += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), ScaledAvx2(_mm256_loadu_ps(kj + c), op, sv), acc);
       alignas(32) float lanes[8];
       _mm256_store_ps(lanes, acc);
       float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
@@ -295,7 +305,8 @@ __attribute__((target("avx2,fma"))) void RowOutputAvx2(const float* p, const flo
     const float* vj = v + j * dv;
     const __m256 pj = _mm256_set1_ps(p[j]);
     int64_t c = 0;
-    for (; c + 8 <= dv; c += 8) _mm256_storeu_ps(out + c, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + c), _mm256_loadu_ps(out + c)));
+    for (; c + 8 <= dv; c += 8)
+      _mm256_storeu_ps(out + c, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + c), _mm256_loadu_ps(out + c)));
     for (; c < dv; ++c) out[c] = std::fma(p[j], vj[c], out[c]);
   }
 }
@@ -338,8 +349,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   } else if (a.pack_k) {
     ws.Add<float>(l->d * l->sk);  // Kᵀ
   }
-  ws.Add<float>(kRows * l->sk);  // scores, then probabilities
-  ws.Add<float>(kRows * l->d);   // scaled query rows
+  for (int64_t slot = 0; slot < kSlots; ++slot) {
+    ws.Add<float>(kRows * l->sk);  // scores, then probabilities
+    ws.Add<float>(kRows * l->d);   // scaled query rows
+  }
   return backends::MakePrepared(std::move(a), ws.bytes());
 }
 
@@ -384,8 +397,20 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   float* key_panels = panels ? ws.Take<float>(sk16 * d) : nullptr;
   float* value_panels = panels ? ws.Take<float>(dv16 * sk) : nullptr;
   float* kt_buf = !a->avx2 && a->pack_k ? ws.Take<float>(d * sk) : nullptr;
-  float* scores = ws.Take<float>(kRows * sk);
-  float* qbuf = ws.Take<float>(kRows * d);
+  float* slot_scores[kSlots];
+  float* slot_q[kSlots];
+  for (int64_t slot = 0; slot < kSlots; ++slot) {
+    slot_scores[slot] = ws.Take<float>(kRows * sk);
+    slot_q[slot] = ws.Take<float>(kRows * d);
+  }
+  ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
+  const int64_t blocks = (sq + kRows - 1) / kRows;
+  int64_t tasks = 1;
+  if (threads != nullptr && threads->num_threads() > 1) {
+    const int64_t work = blocks * kRows * sk * (d + dv);
+    tasks = std::min(
+        {kSlots, threads->num_threads() * kRangesPerThread, blocks, std::max<int64_t>(1, work / kTaskMultiplyAdds)});
+  }
 
   for (int64_t b0 = 0; b0 < l.b0; ++b0) {
     for (int64_t b1 = 0; b1 < l.b1; ++b1) {
@@ -395,93 +420,109 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
       float* oh = out + (b0 * l.b1 + b1) * sq * dv;
       const float* kt = kh;  // Kᵀ [d, sk]
 #if defined(GROVE_ATTENTION_AVX2)
-      if (a->rows_in_place) {
-        // read in place, row by row
-      } else if (a->avx2) {
+      if (panels) {
         PackKeyPanels(kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, key_panels);
         PackValuePanels(vh, sk, dv, value_panels);
-      } else
+      }
 #endif
-      if (a->pack_k) {
+      if (kt_buf != nullptr) {  // the plain loops' Kᵀ
         for (int64_t c = 0; c < d; ++c) {
           float* row = kt_buf + c * sk;
           for (int64_t j = 0; j < sk; ++j) row[j] = Scaled(kh[j * l.k_js + c * l.k_ds], at.k_scale.op, k_s);
         }
         kt = kt_buf;
       }
-      for (int64_t i0 = 0; i0 < sq; i0 += kRows) {
-        const int64_t rows = std::min(kRows, sq - i0);
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* qr = qh + (i0 + r) * d;
-          for (int64_t c = 0; c < d; ++c) qbuf[r * d + c] = Scaled(qr[c], at.q_scale.op, q_s);
-        }
-        // Rows past the last query: zeros in, never stored out.
-        std::fill(qbuf + rows * d, qbuf + kRows * d, 0.0f);
-#if defined(GROVE_ATTENTION_AVX2)
-        if (a->rows_in_place) {
+      // Blocks [first, end) of this head on scratch slot `slot`; each block is
+      // computed the same way whichever task runs it.
+      auto run_blocks = [&](int64_t slot, int64_t first, int64_t end) {
+        float* scores = slot_scores[slot];
+        float* qbuf = slot_q[slot];
+        for (int64_t i0 = first * kRows; i0 < end * kRows && i0 < sq; i0 += kRows) {
+          const int64_t rows = std::min(kRows, sq - i0);
           for (int64_t r = 0; r < rows; ++r) {
-            RowScoresAvx2(qbuf + r * d, kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, scores + r * sk);
+            const float* qr = qh + (i0 + r) * d;
+            for (int64_t c = 0; c < d; ++c) qbuf[r * d + c] = Scaled(qr[c], at.q_scale.op, q_s);
           }
-        } else if (a->avx2) {
-          ScoresBlockAvx2(qbuf, d, key_panels, sk, scores);
-        } else {
-          ScoresBlock(qbuf, d, kt, sk, scores);
-        }
-#else
-        ScoresBlock(qbuf, d, kt, sk, scores);
-#endif
-        for (int64_t r = 0; r < rows; ++r) {
-          float* sr = scores + r * sk;
+          // Rows past the last query: zeros in, never stored out.
+          std::fill(qbuf + rows * d, qbuf + kRows * d, 0.0f);
 #if defined(GROVE_ATTENTION_AVX2)
-          if (a->avx2 && at.scale.op != AttentionScaleOp::kNone) {
-            ScaleRowAvx2(sr, sk, at.scale.op, s_s);
-          } else
-#endif
-          if (at.scale.op == AttentionScaleOp::kMul) {
-            for (int64_t j = 0; j < sk; ++j) sr[j] *= s_s;
-          } else if (at.scale.op == AttentionScaleOp::kDiv) {
-            for (int64_t j = 0; j < sk; ++j) sr[j] /= s_s;
+          if (a->rows_in_place) {
+            for (int64_t r = 0; r < rows; ++r) {
+              RowScoresAvx2(qbuf + r * d, kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, scores + r * sk);
+            }
+          } else if (a->avx2) {
+            ScoresBlockAvx2(qbuf, d, key_panels, sk, scores);
+          } else {
+            ScoresBlock(qbuf, d, kt, sk, scores);
           }
-          for (int m = 0; m < 2; ++m) {
-            const Mask& mk = masks[m];
-            const AttentionLayout::MaskStrides& ms = l.masks[m];
-            const int64_t row = b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
-            if (mk.add != nullptr) {
-              for (int64_t j = 0; j < sk; ++j) sr[j] += mk.add[row + j * ms.j];
-            } else if (mk.cond != nullptr) {
-              for (int64_t j = 0; j < sk; ++j) {
-                if ((mk.cond[row + j * ms.j] != 0) == mk.fill_if_true) sr[j] = mk.fill;
+#else
+          ScoresBlock(qbuf, d, kt, sk, scores);
+#endif
+          for (int64_t r = 0; r < rows; ++r) {
+            float* sr = scores + r * sk;
+            bool scaled = false;
+#if defined(GROVE_ATTENTION_AVX2)
+            if (a->avx2 && at.scale.op != AttentionScaleOp::kNone) {
+              ScaleRowAvx2(sr, sk, at.scale.op, s_s);
+              scaled = true;
+            }
+#endif
+            if (!scaled && at.scale.op == AttentionScaleOp::kMul) {
+              for (int64_t j = 0; j < sk; ++j) sr[j] *= s_s;
+            } else if (!scaled && at.scale.op == AttentionScaleOp::kDiv) {
+              for (int64_t j = 0; j < sk; ++j) sr[j] /= s_s;
+            }
+            for (int m = 0; m < 2; ++m) {
+              const Mask& mk = masks[m];
+              const AttentionLayout::MaskStrides& ms = l.masks[m];
+              const int64_t row = b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
+              if (mk.add != nullptr) {
+                for (int64_t j = 0; j < sk; ++j) sr[j] += mk.add[row + j * ms.j];
+              } else if (mk.cond != nullptr) {
+                for (int64_t j = 0; j < sk; ++j) {
+                  if ((mk.cond[row + j * ms.j] != 0) == mk.fill_if_true) sr[j] = mk.fill;
+                }
               }
             }
-          }
 #if defined(GROVE_ATTENTION_AVX2)
-          if (a->avx2) {
-            SoftmaxRowAvx2(sr, sk);
-            continue;
-          }
+            if (a->avx2) {
+              SoftmaxRowAvx2(sr, sk);
+              continue;
+            }
 #endif
-          // The Softmax kernel's arithmetic (an all -inf row gives NaN, as there).
-          float m = sr[0];
-          for (int64_t j = 1; j < sk; ++j) m = sr[j] > m ? sr[j] : m;
-          double total = 0;
-          for (int64_t j = 0; j < sk; ++j) {
-            sr[j] = std::exp(sr[j] - m);
-            total += sr[j];
+            // The Softmax kernel's arithmetic (an all -inf row gives NaN, as
+            // there).
+            float m = sr[0];
+            for (int64_t j = 1; j < sk; ++j) m = sr[j] > m ? sr[j] : m;
+            double total = 0;
+            for (int64_t j = 0; j < sk; ++j) {
+              sr[j] = std::exp(sr[j] - m);
+              total += sr[j];
+            }
+            const float inv = static_cast<float>(1.0 / total);
+            for (int64_t j = 0; j < sk; ++j) sr[j] *= inv;
           }
-          const float inv = static_cast<float>(1.0 / total);
-          for (int64_t j = 0; j < sk; ++j) sr[j] *= inv;
-        }
 #if defined(GROVE_ATTENTION_AVX2)
-        if (a->rows_in_place) {
-          for (int64_t r = 0; r < rows; ++r) RowOutputAvx2(scores + r * sk, vh, sk, dv, oh + (i0 + r) * dv);
-        } else if (a->avx2) {
-          OutputBlockAvx2(scores, sk, value_panels, dv, rows, oh + i0 * dv);
-        } else {
-          OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
-        }
+          if (a->rows_in_place) {
+            for (int64_t r = 0; r < rows; ++r) RowOutputAvx2(scores + r * sk, vh, sk, dv, oh + (i0 + r) * dv);
+          } else if (a->avx2) {
+            OutputBlockAvx2(scores, sk, value_panels, dv, rows, oh + i0 * dv);
+          } else {
+            OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
+          }
 #else
-        OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
+          OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
 #endif
+        }
+      };
+      if (tasks <= 1) {
+        run_blocks(0, 0, blocks);
+      } else {
+        const int64_t base = blocks / tasks, extra = blocks % tasks;
+        threads->Run(tasks, [&](int64_t t) {
+          const int64_t first = t * base + std::min(t, extra);
+          run_blocks(t, first, first + base + (t < extra ? 1 : 0));
+        });
       }
     }
   }
