@@ -178,8 +178,8 @@ TEST(ActivationFusionTest, InspectShowsTheFusedSteps) {
   std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
   std::vector<std::string> nodes;
   EXPECT_EQ(PlannedOps(*model, {{1, 3, 16, 16}}, true, &nodes),
-            (std::vector<std::string>{"Conv+Relu", "MaxPool", "Flatten", "Gemm+Sigmoid"}));
-  EXPECT_EQ(nodes, (std::vector<std::string>{"fused(conv1+relu1)", "pool1", "flatten", "fused(fc+prob)"}));
+            (std::vector<std::string>{"Conv+Relu+MaxPool", "Flatten", "Gemm+Sigmoid"}));
+  EXPECT_EQ(nodes, (std::vector<std::string>{"fused(conv1+relu1+pool1)", "flatten", "fused(fc+prob)"}));
   EXPECT_EQ(PlannedOps(*model, {{1, 3, 16, 16}}, false),
             (std::vector<std::string>{"Conv", "Relu", "MaxPool", "Flatten", "Gemm", "Sigmoid"}));
 }
@@ -401,6 +401,96 @@ TEST(ActivationFusionTest, ReferenceKernelAddsTheFusedBias) {
   EXPECT_EQ(cpu::OneDnnStepsMade() - before, 0);
   const Tensor y = Tensor::CopyOf((*out)[0]).value();
   EXPECT_EQ(testing::Values<float>(y), (std::vector<float>{0, 0.5f, 2, 0, 0, 0.5f, 2, 0, 0, 0.5f, 2, 0}));
+}
+
+// x -> Conv (3x3, pads 1) [-> activation] -> pool -> y; with `expose`, the
+// Conv's output is an output too (nothing fused).
+std::shared_ptr<const Model> ConvThenPool(const Shape& x_shape, const Shape& w_shape, const Activation* act,
+                                          const std::string& pool, const Attrs& pool_attrs, bool expose) {
+  ModelBuilder b;
+  std::vector<Dim> dims(x_shape.begin(), x_shape.end());
+  b.AddInput("x", DType::kF32, dims);
+  b.AddWeight("w", DType::kF32, w_shape, RandomValues(testing::Count(w_shape), 31, 0.3f));
+  b.AddWeight("bias", DType::kF32, {w_shape[0]}, RandomValues(w_shape[0], 32));
+  const int spatial = static_cast<int>(x_shape.size()) - 2;
+  b.AddOp("Conv", {"x", "w", "bias"}, {"h"}, {{"pads", Shape(2 * spatial, 1)}}, "conv");
+  std::string cur = "h";
+  if (act != nullptr) {
+    b.AddOp(act->type, {"h"}, {"a"}, act->attrs, "act");
+    cur = "a";
+  }
+  b.AddOp(pool, {cur}, {"y"}, pool_attrs, "pool");
+  b.AddOutput("y");
+  if (expose) b.AddOutput("h");
+  return Model::LoadFromBuffer(*b.Finish()).value();
+}
+
+TEST(ActivationFusionTest, ConvActivationAndPoolAreOneStep) {
+  const Activation relu{"Relu", {}, false, true};
+  const Activation sigmoid{"Sigmoid", {}};
+  struct Case {
+    std::string what;
+    Shape x, w;
+    const Activation* act;
+    std::string pool;
+    Attrs attrs;
+    std::string fused_op;
+  };
+  const std::vector<Case> cases = {
+      // oneDNN takes both: the Conv's blocked output goes to the pool as it is.
+      {"max 2x2", {2, 8, 16, 16}, {16, 8, 3, 3}, &relu, "MaxPool",
+       {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}}, "Conv+Relu+MaxPool"},
+      {"average 3x3 count_include_pad", {1, 8, 9, 9}, {8, 8, 3, 3}, nullptr, "AveragePool",
+       {{"kernel_shape", Shape{3, 3}}, {"pads", Shape{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}},
+       "Conv+AveragePool"},
+      {"1-d max, odd length", {1, 4, 15}, {6, 4, 3}, &relu, "MaxPool",
+       {{"kernel_shape", Shape{3}}, {"strides", Shape{2}}}, "Conv+Relu+MaxPool"},
+      // The pool stays with its reference kernel (dilated; a count_include_pad
+      // window past the end padding): the Conv writes grove's layout for it.
+      {"dilated max", {1, 8, 12, 12}, {8, 8, 3, 3}, &relu, "MaxPool",
+       {{"kernel_shape", Shape{2, 2}}, {"dilations", Shape{2, 2}}}, "Conv+Relu+MaxPool"},
+      {"average ceil past the pads", {1, 4, 5, 5}, {4, 4, 3, 3}, &sigmoid, "AveragePool",
+       {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}, {"ceil_mode", int64_t{1}},
+        {"count_include_pad", int64_t{1}}},
+       "Conv+Sigmoid+AveragePool"},
+      // Neither is oneDNN's: 4 spatial dims.
+      {"4-d", {1, 2, 4, 3, 4, 3}, {3, 2, 2, 2, 2, 2}, &sigmoid, "MaxPool",
+       {{"kernel_shape", Shape{2, 2, 2, 2}}}, "Conv+Sigmoid+MaxPool"},
+  };
+  for (const Case& c : cases) {
+    std::shared_ptr<const Model> fused = ConvThenPool(c.x, c.w, c.act, c.pool, c.attrs, false);
+    std::shared_ptr<const Model> unfused = ConvThenPool(c.x, c.w, c.act, c.pool, c.attrs, true);
+    std::vector<std::string> nodes;
+    EXPECT_EQ(PlannedOps(*fused, {c.x}, true, &nodes), (std::vector<std::string>{c.fused_op})) << c.what;
+    EXPECT_EQ(nodes, (std::vector<std::string>{c.act != nullptr ? "fused(conv+act+pool)" : "fused(conv+pool)"}))
+        << c.what;
+    EXPECT_EQ(PlannedOps(*unfused, {c.x}, true)[0], "Conv") << c.what;
+    const Tensor x = testing::MakeTensor<float>(DType::kF32, c.x, RandomValues(testing::Count(c.x), 33, 2));
+    const Tensor y_fused = RunOnce(fused, x, true);
+    const Tensor y_unfused = RunOnce(unfused, x, true);
+    const Tensor y_ref = RunOnce(unfused, x, false);
+    // The same Conv and pool arithmetic on the same values, whatever layout
+    // hands them over; oneDNN's Sigmoid post-op against the Sigmoid kernel
+    // within kActivationTolerance.
+    const double tol = c.act == nullptr || c.act->exact ? 0 : kActivationTolerance;
+    ExpectNear(y_fused, y_unfused, tol, tol, c.what + " fused vs unfused");
+    ExpectNear(y_fused, y_ref, 1e-5, 1e-5, c.what + " fused vs reference");
+  }
+}
+
+// MaxPool's Indices need the reference kernel's walk of grove's layout: such
+// a pool stays a step of its own.
+TEST(ActivationFusionTest, AMaxPoolWithIndicesIsNotFused) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {1, 4, 8, 8});
+  b.AddWeight("w", DType::kF32, {4, 4, 3, 3}, RandomValues(144, 34));
+  b.AddOp("Conv", {"x", "w"}, {"h"}, {{"pads", Shape{1, 1, 1, 1}}});
+  b.AddOp("Relu", {"h"}, {"a"});
+  b.AddOp("MaxPool", {"a"}, {"y", "i"}, {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}});
+  b.AddOutput("y");
+  b.AddOutput("i");
+  std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+  EXPECT_EQ(PlannedOps(*model, {{1, 4, 8, 8}}, true), (std::vector<std::string>{"Conv+Relu", "MaxPool"}));
 }
 
 }  // namespace

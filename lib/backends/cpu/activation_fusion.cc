@@ -148,11 +148,34 @@ void FuseActivations(runtime::PlanGraph& plan) {
         activation = post_op;
       }
     }
+    // Conv (+ activation) + MaxPool (no Indices) or AveragePool: oneDNN hands
+    // the Conv's output to the pool in its own layout.
+    const ir::Node* pool = nullptr;
+    std::vector<int64_t> pool_input;
+    if (base.node->type == "Conv") {
+      const int c2 = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
+      if (c2 >= 0 && Plain(steps[c2]) && steps[c2].prepare != nullptr &&
+          (steps[c2].node->type == "MaxPool" || steps[c2].node->type == "AveragePool") &&
+          steps[c2].inputs.size() == 1 && steps[c2].inputs[0] == cur && f32_arena(SoleOutput(steps[c2]))) {
+        pool = steps[c2].node;
+        pool_input = values[cur].shape;
+        absorbed.push_back(c2);
+        links.push_back(pool);
+        cur = SoleOutput(steps[c2]);
+      }
+    }
     if (absorbed.empty()) continue;
     // The fused node: the base's, writing the chain's last value, the Add's
-    // bias as its input 2 and the activation in its attributes.
+    // bias as its input 2, the activation and the pool in its attributes.
     auto node = std::make_unique<ir::Node>(*base.node);
     if (activation.has_value()) SetPostOpAttributes(*activation, &node->attrs);
+    if (pool != nullptr) {
+      node->attrs.Set(std::string(kFusedPoolAttr), pool->type);
+      node->attrs.Set(std::string(kFusedPoolInputAttr), pool_input);
+      for (const auto& [name, value] : pool->attrs.all()) {
+        node->attrs.Set(absl::StrCat(kFusedPoolAttrPrefix, name), value);
+      }
+    }
     std::vector<std::string> types, names;
     for (const ir::Node* link : links) {
       types.push_back(link->type);

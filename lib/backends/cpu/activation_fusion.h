@@ -1,7 +1,8 @@
 // The CPU plan pass that fuses an elementwise activation (and a MatMul's bias
-// Add) into the Conv, MatMul or Gemm step before it (Conv+Relu, Gemm+Gelu,
-// MatMul+Add+Gelu): oneDNN applies them as post-ops inside the primitive,
-// while the output is still in cache.
+// Add, a Conv's pool) into the Conv, MatMul or Gemm step before it
+// (Conv+Relu+MaxPool, Gemm+Gelu, MatMul+Add+Gelu): oneDNN applies them as
+// post-ops inside the primitive, while the output is still in cache, and
+// hands a Conv's output to its pool in its own layout.
 #ifndef GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_
 #define GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_
 
@@ -18,8 +19,12 @@ namespace grove::cpu {
 // >= 2) read only by an Add of a bias over its last dim ([N] or [1, ..., 1,
 // N], f32, written before the MatMul runs: a weight, an input, an earlier
 // step's) takes that Add too, and then maybe an activation: "MatMul+Add",
-// "MatMul+Add+Gelu", the bias its input 2 (kPostOpBiasAttr). The
-// intermediates become Storage::kFusedAway. Only when oneDNN is on
+// "MatMul+Add+Gelu", the bias its input 2 (kPostOpBiasAttr). A Conv (maybe
+// with its activation) read only by a MaxPool without Indices or an
+// AveragePool takes the pool too: "Conv+Relu+MaxPool", the pool's
+// attributes under kFusedPoolAttrPrefix; when oneDNN computes both, the
+// Conv's output reaches the pool in oneDNN's blocked layout without the two
+// reorders through grove's. The intermediates become Storage::kFusedAway. Only when oneDNN is on
 // (OneDnnEnabled): the reference kernels gain nothing from it, and plans
 // made with oneDNN off stay step for step. Steps whose shapes are known only
 // when run, fallbacks and steps of other backends are left alone.

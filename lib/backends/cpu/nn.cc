@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/common/kernel_checks.h"
@@ -131,6 +132,8 @@ void Im2Col(const T* x, int64_t channels, const Window& w, T* col, absl::Span<in
   }
 }
 
+struct ConvPoolChain;
+
 // Conv and ConvTranspose after every check: the shapes, the GEMM dims per
 // (image, group) and the im2col (col2im) matrix, which lives in the workspace;
 // or, for an f32 Conv that oneDNN takes, its primitive (onednn.h).
@@ -142,9 +145,11 @@ struct ConvParams {
   bool pointwise = false;  // Conv reads X as it is: no im2col
   std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes the step
   PostOp post_op;                      // a fused activation (f32 Conv only)
+  std::shared_ptr<ConvPoolChain> chain;  // non-null: Conv then a pool (PrepareConv)
 };
 
-absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
+// The Conv itself (with its fused activation), writing ctx's output 0.
+absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx) {
   absl::StatusOr<backends::ConvShape> conv = backends::ResolveConv(ctx);
   if (!conv.ok()) return conv.status();
   ConvParams p;
@@ -182,7 +187,7 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   return MakePrepared(std::move(p), layout.bytes());
 }
 
-absl::Status ConvKernel(KernelContext& ctx) {
+absl::Status ConvStageKernel(KernelContext& ctx) {
   const ConvParams* p = PreparedParams<ConvParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
   if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);
@@ -578,6 +583,109 @@ absl::Status GlobalPoolKernel(KernelContext& ctx) {
     }
     return absl::OkStatus();
   });
+}
+
+// ---------------------------------------------------------------------------
+// Conv (+ activation) + MaxPool / AveragePool: one step of the CPU plan pass
+// (activation_fusion.h)
+// ---------------------------------------------------------------------------
+
+// Both stages as they were prepared, on one workspace: the Conv's at 0, its
+// output (`mid`) at mid_offset unless `linked`, the pool's at pool_offset.
+// Linked: both are oneDNN steps and the Conv writes its output in oneDNN's
+// layout straight into the pool's input array (LinkOneDnnSteps), never in
+// grove's. The invoke binds `mid`'s data, one run at a time like the steps'
+// own memory handles.
+struct ConvPoolChain {
+  ir::Node pool_node;  // the pool's type and attributes, for its stage's context
+  bool max = true;
+  PreparedKernel conv, pool;
+  uint64_t mid_offset = 0, pool_offset = 0;
+  bool linked = false;
+  mutable TensorView mid;
+};
+
+// ctx's inputs as a KernelContext takes them (Conv has at most 3).
+int ConvInputs(const KernelContext& ctx, TensorView* (&inputs)[3]) {
+  const int n = std::min(ctx.num_inputs(), 3);
+  for (int i = 0; i < n; ++i) inputs[i] = ctx.has_input(i) ? const_cast<TensorView*>(&ctx.input(i)) : nullptr;
+  return n;
+}
+
+absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
+  if (!ctx.attrs().Has(kFusedPoolAttr)) return PrepareConvStage(ctx);
+  auto chain = std::make_shared<ConvPoolChain>();
+  const std::string pool_type = ctx.attrs().GetString(kFusedPoolAttr, "");
+  if (pool_type != "MaxPool" && pool_type != "AveragePool") {
+    return ctx.Error(absl::StrCat("the fused pool is '", pool_type, "'; expected MaxPool or AveragePool"));
+  }
+  const std::vector<int64_t> mid_shape = ctx.attrs().GetInts(kFusedPoolInputAttr);
+  if (ctx.input(0).dtype != DType::kF32 || mid_shape.size() != ctx.input(0).shape.size()) {
+    return ctx.Error("a Conv fused with a pool needs f32 and the pool's input shape");
+  }
+  chain->max = pool_type == "MaxPool";
+  ir::Node& pool_node = chain->pool_node;
+  pool_node.type = pool_type;
+  pool_node.name = ctx.node().name;
+  pool_node.def = ctx.node().def;
+  pool_node.subgraph = ctx.node().subgraph;
+  pool_node.index = ctx.node().index;
+  for (const auto& [name, value] : ctx.attrs().all()) {
+    if (absl::StartsWith(name, kFusedPoolAttrPrefix)) pool_node.attrs.Set(name.substr(kFusedPoolAttrPrefix.size()), value);
+  }
+  chain->mid = TensorView(DType::kF32, mid_shape, static_cast<void*>(nullptr));
+  TensorView* inputs[3] = {nullptr, nullptr, nullptr};
+  const int num_inputs = ConvInputs(ctx, inputs);
+  TensorView* conv_outputs[1] = {&chain->mid};
+  const KernelContext conv_ctx(ctx.node(), absl::MakeSpan(inputs, num_inputs), conv_outputs, ctx.host());
+  absl::StatusOr<PreparedKernel> conv = PrepareConvStage(conv_ctx);
+  if (!conv.ok()) return conv.status();
+  TensorView out = ctx.output(0);
+  TensorView* pool_inputs[1] = {&chain->mid};
+  TensorView* pool_outputs[1] = {&out};
+  const KernelContext pool_ctx(pool_node, pool_inputs, pool_outputs, ctx.host());
+  absl::StatusOr<PreparedKernel> pool =
+      chain->max ? PreparePool<PoolKind::kMax>(pool_ctx) : PreparePool<PoolKind::kAverage>(pool_ctx);
+  if (!pool.ok()) return pool.status();
+  const auto* conv_params = static_cast<const ConvParams*>(conv->params.get());
+  const auto* pool_params = static_cast<const PoolParams*>(pool->params.get());
+  chain->linked = conv_params->onednn != nullptr && pool_params->onednn != nullptr &&
+                  CanLinkOneDnnSteps(*conv_params->onednn, *pool_params->onednn);
+  WorkspaceLayout layout;
+  layout.AddBytes(conv->workspace_bytes);
+  if (!chain->linked) {
+    chain->mid_offset = AlignWorkspace(layout.bytes());
+    layout.AddBytes(static_cast<uint64_t>(chain->mid.num_elements()) * sizeof(float));
+  }
+  chain->pool_offset = AlignWorkspace(layout.bytes());
+  layout.AddBytes(pool->workspace_bytes);
+  if (chain->linked) LinkOneDnnSteps(*conv_params->onednn, *pool_params->onednn, chain->pool_offset);
+  chain->conv = *std::move(conv);
+  chain->pool = *std::move(pool);
+  ConvParams p;
+  p.chain = std::move(chain);
+  return MakePrepared(std::move(p), layout.bytes());
+}
+
+absl::Status ConvKernel(KernelContext& ctx) {
+  const ConvParams* p = PreparedParams<ConvParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
+  if (p->chain == nullptr) return ConvStageKernel(ctx);
+  const ConvPoolChain& chain = *p->chain;
+  uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
+  if (workspace == nullptr) return ctx.Error("the fused Conv and pool have no workspace");
+  chain.mid.data = chain.linked ? nullptr : workspace + chain.mid_offset;
+  TensorView* inputs[3] = {nullptr, nullptr, nullptr};
+  const int num_inputs = ConvInputs(ctx, inputs);
+  TensorView* conv_outputs[1] = {&chain.mid};
+  KernelContext conv_ctx(ctx.node(), absl::MakeSpan(inputs, num_inputs), conv_outputs, ctx.host());
+  conv_ctx.SetPrepared(&chain.conv, workspace);
+  if (absl::Status s = ConvStageKernel(conv_ctx); !s.ok()) return s;
+  TensorView* pool_inputs[1] = {&chain.mid};
+  TensorView* pool_outputs[1] = {&ctx.output(0)};
+  KernelContext pool_ctx(chain.pool_node, pool_inputs, pool_outputs, ctx.host());
+  pool_ctx.SetPrepared(&chain.pool, workspace + chain.pool_offset);
+  return PoolKernel(pool_ctx, chain.max ? PoolKind::kMax : PoolKind::kAverage);
 }
 
 // ---------------------------------------------------------------------------

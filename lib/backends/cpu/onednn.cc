@@ -140,6 +140,9 @@ struct OneDnnOperand {
   dnnl::reorder reorder;  // user -> inner (inputs), inner -> user (outputs)
   const void* packed_from = nullptr;
   memory packed;
+  // The inner array is written by the step before (an input) or read by the
+  // step after (an output), LinkOneDnnSteps: no user memory, no reorder.
+  bool linked = false;
 };
 
 class OneDnnStep {
@@ -647,6 +650,14 @@ absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
   };
   for (size_t i = 0; i < step.operands.size(); ++i) {
     OneDnnOperand& op = step.operands[i];
+    if (op.linked) {
+      if (workspace == nullptr) return ctx.Error("the oneDNN step has no workspace");
+      if (dnnl_status_t s = bind(op.inner, workspace + op.offset); s != dnnl_success) {
+        return DnnlError("binding a workspace array", s);
+      }
+      step.args[i] = {op.arg, op.inner.get()};
+      continue;
+    }
     void* data = op.output ? ctx.output(op.index).data : ctx.input(op.index).data;
     dnnl_memory_t arg = op.user.get();
     if (op.packed_from != nullptr && data == op.packed_from) {
@@ -679,7 +690,7 @@ absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
     return DnnlError(absl::StrCat("executing ", step.impl), s);
   }
   for (const OneDnnOperand& op : step.operands) {
-    if (!op.output || !op.reordered) continue;
+    if (!op.output || !op.reordered || op.linked) continue;
     if (dnnl_status_t s = reorder(op, op.inner, op.user); s != dnnl_success) return DnnlError("a reorder", s);
   }
   if (dnnl_status_t s = dnnl_stream_wait(stream); s != dnnl_success) return DnnlError("waiting", s);
@@ -687,6 +698,35 @@ absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
     ApplyPostOp(step.post_op_after, static_cast<float*>(ctx.output(0).data), step.post_op_elements);
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// The operand of `arg` on input or output 0, or nullptr (Step: const or not).
+template <typename Step>
+auto FindOperand(Step& step, int arg, bool output) -> decltype(&step.operands[0]) {
+  for (auto& op : step.operands) {
+    if (op.arg == arg && op.output == output && op.index == 0) return &op;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool CanLinkOneDnnSteps(const OneDnnStep& first, const OneDnnStep& second) {
+  if (first.post_op_after.kind != PostOpKind::kNone) return false;
+  const OneDnnOperand* out = FindOperand(first, DNNL_ARG_DST, true);
+  const OneDnnOperand* in = FindOperand(second, DNNL_ARG_SRC, false);
+  return out != nullptr && in != nullptr && out->reordered && in->reordered && !out->linked && !in->linked &&
+         in->packed_from == nullptr && out->inner.get_desc() == in->inner.get_desc();
+}
+
+void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, uint64_t second_workspace) {
+  OneDnnOperand* out = FindOperand(first, DNNL_ARG_DST, true);
+  OneDnnOperand* in = FindOperand(second, DNNL_ARG_SRC, false);
+  out->offset = second_workspace + in->offset;
+  out->linked = true;
+  in->linked = true;
 }
 
 int64_t OneDnnStepsMade() { return g_steps_made.load(std::memory_order_relaxed); }

@@ -126,6 +126,16 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::KernelContext& ctx, int64_t rows,
                                                                  int64_t n, WorkspaceLayout* layout);
 
+// Whether `first`'s output 0 can go to `second`'s input 0 in oneDNN's own
+// layout, never reordered to grove's: both steps reorder that tensor, into
+// and out of the same layout, and `first` applies no activation after its
+// primitive. LinkOneDnnSteps then makes `first` write it into `second`'s
+// array for it, which lies `second_workspace` bytes past `first`'s
+// workspace (the two steps run on one workspace, `second`'s at that
+// offset): neither reads or writes grove's tensor (Conv+Relu+MaxPool).
+bool CanLinkOneDnnSteps(const OneDnnStep& first, const OneDnnStep& second);
+void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, uint64_t second_workspace);
+
 // Runs the step on ctx's pointers and ctx.workspace().
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);
 

@@ -51,6 +51,12 @@ inline constexpr absl::string_view kPostOpBetaAttr = "grove_post_beta";
 // that): 1, and the node's input 2 is the bias, [N] or [1, ..., 1, N] over
 // Y's last dim, added before the activation.
 inline constexpr absl::string_view kPostOpBiasAttr = "grove_post_bias";
+// A Conv (maybe with an activation) fused with the MaxPool or AveragePool
+// after it: the pool's type, each of its attributes under the prefix, and
+// the shape of the pool's input (the Conv's output, never stored).
+inline constexpr absl::string_view kFusedPoolAttr = "grove_pool";
+inline constexpr absl::string_view kFusedPoolAttrPrefix = "grove_pool.";
+inline constexpr absl::string_view kFusedPoolInputAttr = "grove_pool_input";
 
 // The post-op that computes `activation` (an ONNX node: Relu, LeakyRelu,
 // Clip, Sigmoid, Tanh, Gelu, Elu, HardSwish, Softplus), or nullopt when it is
