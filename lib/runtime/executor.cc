@@ -379,7 +379,29 @@ absl::Status Executor::RunStep(PlanInstance& inst, size_t s) {
 absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
   const ExecutionPlan& p = *inst.plan;
   const PlanSegment& range = p.segments()[seg];
-  BucketFamily* const family = inst.family;
+  BucketFamily* family = inst.family;
+  if (family != nullptr && !family->graphs[seg].no_refresh.empty()) {
+    // Pinned: the segment cannot serve its whole bucket, so each exact plan
+    // keeps its own graphs (as many shapes as the plan and graph caches
+    // hold), and the bucket's go: the one holding the bound plan's own
+    // parameters to that plan.
+    PlanInstance& bound = *family->bound;
+    if (bound.graphs.size() != p.segments().size()) bound.graphs.resize(p.segments().size());
+    for (SegmentGraph::Variant& v : family->graphs[seg].variants) {
+      if (v.held != nullptr && v.params_of == bound.serial) {
+        for (SegmentGraph::Variant& to : bound.graphs[seg].variants) {
+          if (to.held != nullptr) continue;
+          graphs_.Move(&v.held, &to.held);
+          to.fingerprint = v.fingerprint;
+          to.params_of = v.params_of;
+          to.last_used = v.last_used;
+          break;
+        }
+      }
+      v.held.reset();
+    }
+    family = nullptr;
+  }
   if (family == nullptr && inst.graphs.size() != p.segments().size()) inst.graphs.resize(p.segments().size());
   SegmentGraph& g = family != nullptr ? family->graphs[seg] : inst.graphs[seg];
   if (!g.no_graph.empty()) return false;
@@ -477,13 +499,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, g, *slot, /*bucket=*/true);
     if (!refreshed.ok()) return refreshed.status();
     if (*refreshed) return launch(*slot, Launch::kCaptured);
-    // Pinned to exact shapes (g.no_refresh says why): this plan's own capture.
-    slot->held.reset();
-    graph = CaptureSegment(inst, seg);
-    if (!graph.ok()) return no_graph(graph.status().message());
-    graphs_.Hold(*std::move(graph), &slot->held);
-    ++stats_.graphs_captured;
-    graphs_.TrimBytes(options_.max_graph_bytes);
+    return RunSegmentGraph(inst, seg);  // pinned now (g.no_refresh says why): this plan's own graph
   }
   return launch(*slot, Launch::kCaptured);
 }
@@ -614,6 +630,7 @@ absl::Status Executor::InferAndAllocate(const PlanStep& step, std::vector<ir::Sh
                                                      i, " from its inputs"));
     }
     absl::StatusOr<TensorView*> view = host.AllocateOutput(static_cast<int>(i), o.dtype, ir::ToConcrete(o.shape));
+    return RunSegmentGraph(inst, seg);  // pinned now: this plan's own graph
     if (!view.ok()) return view.status();
   }
   return absl::OkStatus();

@@ -68,6 +68,12 @@ class GraphCache {
 
   // Stores `graph` in *slot (a SegmentGraph's `held`), newest in use.
   void Hold(std::unique_ptr<BackendGraph> graph, std::unique_ptr<HeldGraph>* slot);
+  // Moves the graph in *from to *to (another segment slot), keeping its
+  // place in the LRU order.
+  void Move(std::unique_ptr<HeldGraph>* from, std::unique_ptr<HeldGraph>* to) {
+    *to = std::move(*from);
+    if (*to != nullptr) (*to)->slot_ = to;
+  }
   // Marks the graph most recently used.
   void Touch(HeldGraph& held) { lru_.splice(lru_.end(), lru_, held.lru_); }
   // Drops least recently used graphs until fewer than `limit` are held

@@ -640,6 +640,19 @@ TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
   EXPECT_EQ(s.graph_replays, 3);
   EXPECT_EQ(s.segments_run_eagerly, 0);
   EXPECT_EQ(s.launches_outside_graphs, 0);
+
+  // A pinned segment keeps a graph per exact plan, past the four variants a
+  // segment of one plan keeps: 17 shapes of the bucket of bound 64, twice.
+  for (int round = 0; round < 2; ++round) {
+    const SessionStats before = cuda->stats();
+    for (int64_t n = 40; n <= 56; ++n) {
+      const std::vector<Tensor> in = {F32({n, 16}, static_cast<uint32_t>(n))};
+      ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-4, absl::StrCat("n ", n));
+    }
+    const SessionStats after = cuda->stats();
+    EXPECT_EQ(after.graphs_captured - before.graphs_captured, round == 0 ? 1 + 17 : 0) << "round " << round;
+    EXPECT_EQ(after.segments_run_eagerly, 0) << after.graph_fallback_reason;
+  }
 }
 
 TEST(EmulatedGraphTest, CaptureRecordsAndReplayRuns) {
