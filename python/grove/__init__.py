@@ -18,6 +18,7 @@ threads; a Session is used by one thread at a time.
 """
 
 import ctypes
+import functools
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -63,7 +64,10 @@ def version() -> str:
 
 # --- dtypes -------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _bfloat16():
+    # Looked up once: a failed import is retried on every call otherwise
+    # (~135 us each, more than a small model's whole run).
     try:
         import ml_dtypes  # optional: NumPy has no bfloat16
         return np.dtype(ml_dtypes.bfloat16)
