@@ -462,6 +462,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, g, *newest, /*bucket=*/true);
     if (!refreshed.ok()) return refreshed.status();
     if (*refreshed) return launch(*newest, Launch::kRefreshed);
+    return RunSegmentGraph(inst, seg);  // pinned now: this plan's own graph
   }
   if (slot->held != nullptr) {
     // Every variant taken: the least recently used one takes these buffers
@@ -630,7 +631,6 @@ absl::Status Executor::InferAndAllocate(const PlanStep& step, std::vector<ir::Sh
                                                      i, " from its inputs"));
     }
     absl::StatusOr<TensorView*> view = host.AllocateOutput(static_cast<int>(i), o.dtype, ir::ToConcrete(o.shape));
-    return RunSegmentGraph(inst, seg);  // pinned now: this plan's own graph
     if (!view.ok()) return view.status();
   }
   return absl::OkStatus();
