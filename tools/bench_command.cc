@@ -52,6 +52,8 @@ constexpr char kUsage[] =
     "  --bucket SYMBOL=RULE    CUDA graphs: shape buckets (see grove run --help)\n"
     "  --threads N             CPU: intra-op threads (default 1; 0: one per core)\n"
     "  --gemm-math f32|tf32|bf16|f16, --strict-device: as for grove run\n"
+    "  --trace FILE.json       write a trace of the last --trace-runs runs (default\n"
+    "                          100; warmup included) for ui.perfetto.dev (see grove run)\n"
     "  --json                  print one JSON object: \"shapes\" (per shape: inputs,\n"
     "                          min_ms, median_ms, p90_ms, the counters) and \"totals\"\n";
 
@@ -184,7 +186,8 @@ int BenchMain(absl::Span<const std::string> argv) {
       {"shape", kRepeatedValue}, {"sweep", kValue},         {"case", kValue},      {"iterations", kValue},
       {"warmup", kValue},        {"device", kValue},        {"graphs", kValue},    {"gemm-math", kValue},
       {"bucket", kRepeatedValue},
-      {"strict-device", kSwitch}, {"json", kSwitch},         {"threads", kValue}};
+      {"strict-device", kSwitch}, {"json", kSwitch},         {"threads", kValue},     {"trace", kValue},
+      {"trace-runs", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -302,6 +305,9 @@ int BenchMain(absl::Span<const std::string> argv) {
   }
   if (progress && tty) std::fputc('\n', stderr);
   const SessionStats stats = session->stats();
+  if (!options.trace_path.empty()) {
+    if (absl::Status s = session->WriteTrace(); !s.ok()) return Fail(absl::StrCat("--trace: ", s.message()));
+  }
   const std::string device = session->device() == Device::kCuda ? "cuda" : "cpu";
 
   if (json) {

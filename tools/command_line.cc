@@ -259,6 +259,16 @@ int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, boo
     }
     options->shape_buckets.emplace_back(b.substr(0, eq), b.substr(eq + 1));
   }
+  if (args.Has("trace")) {
+    options->trace_path = args.Values("trace")[0];
+    if (options->trace_path.empty()) return UsageError("--trace wants a file name (FILE.json), not ''");
+  }
+  if (args.Has("trace-runs")) {
+    const std::string& v = args.Values("trace-runs")[0];
+    if (!absl::SimpleAtoi(v, &options->trace_max_runs) || options->trace_max_runs < 1) {
+      return UsageError(absl::StrCat("--trace-runs wants a positive number of runs, not '", v, "'"));
+    }
+  }
   if (args.Has("threads")) {
     const std::string& v = args.Values("threads")[0];
     int threads = -1;

@@ -60,6 +60,11 @@ constexpr char kUsage[] =
     "                         this one included (default 1; 0: one per core)\n"
     "  --repeat N             run N times (each case): the first run's time (plans,\n"
     "                         kernel loading) and the mean of the others (default 1)\n"
+    "  --trace FILE.json      write a trace of the runs (Chrome trace event JSON:\n"
+    "                         open it in ui.perfetto.dev or chrome://tracing): one\n"
+    "                         event per run, per step run (op, node, shapes,\n"
+    "                         backend), per segment, body call, plan and copy\n"
+    "  --trace-runs N         the trace keeps the last N runs (default 100)\n"
     "  --strict-device        fail instead of running ops without a CUDA kernel\n"
     "                         on the CPU\n"
     "  --gemm-math f32|tf32|bf16|f16\n"
@@ -330,7 +335,8 @@ int RunMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
       {"input", kRepeatedValue}, {"case", kRepeatedValue},  {"output-dir", kValue},  {"device", kValue},
       {"repeat", kValue},        {"strict-device", kSwitch}, {"gemm-math", kValue},  {"deadline-ms", kValue},
-      {"graphs", kValue},        {"bucket", kRepeatedValue}, {"json", kSwitch},          {"threads", kValue}};
+      {"graphs", kValue},        {"bucket", kRepeatedValue}, {"json", kSwitch},          {"threads", kValue},
+      {"trace", kValue},         {"trace-runs", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -507,6 +513,9 @@ int RunMain(absl::Span<const std::string> argv) {
     }
   }
   const SessionStats stats = session->stats();
+  if (!options.trace_path.empty()) {
+    if (absl::Status s = session->WriteTrace(); !s.ok()) return Fail(absl::StrCat("--trace: ", s.message()));
+  }
 
   if (json) {
     w.EndArray();
@@ -550,6 +559,7 @@ int RunMain(absl::Span<const std::string> argv) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;
   }
+  if (!options.trace_path.empty()) std::printf("trace: %s\n", TerminalSafe(options.trace_path).c_str());
   std::printf("session: device %s, runs %lld, plans created %lld, plan cache hits %lld, kernels run %lld\n",
               session->device() == Device::kCuda ? "cuda" : "cpu", static_cast<long long>(stats.runs),
               static_cast<long long>(stats.plans_created), static_cast<long long>(stats.plan_cache_hits),

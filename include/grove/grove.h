@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -291,6 +292,21 @@ class CancellationToken {
   std::atomic<bool> cancelled_{false};
 };
 
+// How much a message of the library (SessionOptions::log_sink) matters.
+// Values match the C ABI's grove_log_level_t.
+enum class LogLevel : int32_t {
+  kDebug = 0,    // what a run did: a plan made for new shapes, a graph captured
+  kInfo = 1,     // a cache dropped something to stay within its limit
+  kWarning = 2,  // slower than it could be: a CPU fallback, a segment without a graph, a bucket pinned
+  kError = 3,    // something failed with no call to return it to (a trace not written at destruction)
+};
+// "debug", "info", "warning", "error".
+absl::string_view LogLevelName(LogLevel level);
+// Receives a session's messages, on the thread that runs the session; the
+// message is valid only during the call. It must not call back into the
+// session.
+using LogSink = std::function<void(LogLevel level, absl::string_view message)>;
+
 // The most threads SessionOptions::intra_op_threads takes.
 inline constexpr int kMaxIntraOpThreads = 256;
 
@@ -389,6 +405,30 @@ struct SessionOptions {
   // cannot take its bucket's layout (a step list or value that differs from
   // the bound's) runs with its own arena: SessionStats::bucket_fallback_reason.
   std::vector<std::pair<std::string, std::string>> shape_buckets;
+
+  // --- Observability ---
+  // Traces runs into this file in the Chrome trace event format (JSON that
+  // Perfetto, ui.perfetto.dev, and chrome://tracing open). Each run is one
+  // complete event ("ph":"X") enclosing its plan creation, input and output
+  // copies, its segments (a CUDA graph launch, or steps one by one), each
+  // If, Loop or Scan body call and one event per step run (op, node,
+  // shapes, backend, segment). A segment replayed as a CUDA graph is one
+  // event listing its steps. Times are host clocks: on CUDA a step's event
+  // is the time to enqueue its kernels, and the run's event ends after the
+  // stream is synchronized. The session keeps the events of its last
+  // trace_max_runs runs and writes them when it is destroyed and on
+  // Session::WriteTrace. Session::Create fails when the file cannot be
+  // written. "" (default): no tracing (the executor pays one branch per
+  // step).
+  std::string trace_path;
+  // Runs the trace keeps (the last ones); at least 1. A run keeps at most
+  // 1,000,000 events; past that it counts the ones it dropped.
+  int trace_max_runs = 100;
+  // Messages of the session at log_level or above (graph fallbacks, CPU
+  // fallbacks, pinned buckets, dropped plans and graphs); null (default):
+  // none. The library writes nothing to stderr itself.
+  LogSink log_sink;
+  LogLevel log_level = LogLevel::kWarning;
 };
 
 // One tensor held at the peak of a memory plan.
@@ -515,6 +555,11 @@ class Session {
   absl::StatusOr<int> InputIndex(absl::string_view name) const;
 
   SessionStats stats() const;
+
+  // Writes the trace of the runs kept so far (SessionOptions::trace_path)
+  // to `path`, or to trace_path when `path` is empty. FAILED_PRECONDITION
+  // when the session does not trace.
+  absl::Status WriteTrace(const std::string& path = "") const;
 
  private:
   friend struct internal::SessionAccess;

@@ -331,6 +331,20 @@ enum grove_graph_mode_e {
   GROVE_GRAPH_MODE_OFF = 2,  /* every step launched one by one */
 };
 
+/* How much a session's message matters (grove::LogLevel). */
+typedef int32_t grove_log_level_t;
+enum grove_log_level_e {
+  GROVE_LOG_DEBUG = 0,    /* what a run did: a plan made for new shapes, a graph captured */
+  GROVE_LOG_INFO = 1,     /* a cache dropped something to stay within its limit */
+  GROVE_LOG_WARNING = 2,  /* slower than it could be: a CPU fallback, a segment without a graph, a bucket pinned */
+  GROVE_LOG_ERROR = 3,    /* a failure with no call to return it to (a trace not written at release) */
+};
+
+/* Receives a session's messages (grove_session_options_t.log_callback), on
+ * the thread that runs the session. `message` is NUL-terminated UTF-8,
+ * valid only during the call. It must not call back into the session. */
+typedef void (*grove_log_callback_t)(void* user_data, grove_log_level_t level, const char* message);
+
 /* Stops runs from another thread (ONNX Runtime's RunOptions::SetTerminate):
  * give it to sessions in grove_session_options_t.cancel_token, then
  * grove_cancel_token_cancel() from any thread makes their runs in progress
@@ -355,7 +369,9 @@ GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
  *   1 (GROVE_SESSION_OPTIONS_SIZE_V1): device ... max_body_runs.
  *   2 (GROVE_SESSION_OPTIONS_SIZE_V2): cuda_graphs, max_cached_graphs.
  *   3 (GROVE_SESSION_OPTIONS_SIZE_V3): intra_op_threads.
- *   4 (GROVE_SESSION_OPTIONS_SIZE_V4): shape_buckets, max_graph_bytes. */
+ *   4 (GROVE_SESSION_OPTIONS_SIZE_V4): shape_buckets, max_graph_bytes.
+ *   5 (GROVE_SESSION_OPTIONS_SIZE_V5): trace_path, log_callback,
+ *     log_user_data, trace_max_runs, log_level. */
 typedef struct grove_session_options_t {
   size_t struct_size;        /* sizeof(grove_session_options_t) as the caller declares it */
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
@@ -398,6 +414,23 @@ typedef struct grove_session_options_t {
   /* Most bytes of CUDA graphs kept per session (least recently replayed
    * dropped first, the newest kept); 0 (default): no limit. */
   int64_t max_graph_bytes;
+  /* Version 5. Traces runs into this file in the Chrome trace event format
+   * (JSON that Perfetto and chrome://tracing open; see
+   * grove::SessionOptions::trace_path): one event per run, per step run,
+   * per segment, body call, plan made, capture and copy. Written when the
+   * session is released and by grove_session_write_trace(). Read (copied)
+   * by grove_session_create, which fails when the file cannot be written.
+   * NULL or "" (default): no tracing. */
+  const char* trace_path;
+  /* The session's messages at log_level or above (grove_log_callback_t),
+   * given `log_user_data`; NULL (default): none. The library prints
+   * nothing to stderr itself. */
+  grove_log_callback_t log_callback;
+  void* log_user_data;
+  /* Runs the trace keeps (the last ones); at least 1. Default 100. */
+  int32_t trace_max_runs;
+  /* Default GROVE_LOG_WARNING. */
+  grove_log_level_t log_level;
 } grove_session_options_t;
 
 /* The size of each version of grove_session_options_t. */
@@ -409,6 +442,8 @@ typedef struct grove_session_options_t {
   (offsetof(grove_session_options_t, intra_op_threads) + sizeof(int64_t))
 #define GROVE_SESSION_OPTIONS_SIZE_V4 \
   (offsetof(grove_session_options_t, max_graph_bytes) + sizeof(int64_t))
+#define GROVE_SESSION_OPTIONS_SIZE_V5 \
+  (offsetof(grove_session_options_t, log_level) + sizeof(grove_log_level_t))
 
 /* Sets out_options->struct_size to `struct_size` and writes the defaults of
  * the fields within it; bytes past the fields this library knows (a newer
@@ -432,6 +467,13 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_create(const grove
                                                                      const grove_session_options_t* options,
                                                                      grove_session_t** out_session);
 GROVE_API void grove_session_release(grove_session_t* session);
+
+/* Writes the trace of the runs the session keeps (see
+ * grove_session_options_t.trace_path) to `path`, or to trace_path when
+ * `path` is NULL or "". FAILED_PRECONDITION when the session does not
+ * trace; INVALID_ARGUMENT naming the file when it cannot be written. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_write_trace(const grove_session_t* session,
+                                                                          const char* path);
 
 /* The device the session runs on (never GROVE_DEVICE_AUTO). */
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_device(const grove_session_t* session,

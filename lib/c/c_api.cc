@@ -61,6 +61,12 @@ static_assert(GROVE_GEMM_MATH_F16 == static_cast<int32_t>(grove::GemmMath::kF16)
 static_assert(GROVE_GRAPH_MODE_AUTO == static_cast<int32_t>(grove::GraphMode::kAuto));
 static_assert(GROVE_GRAPH_MODE_ON == static_cast<int32_t>(grove::GraphMode::kOn));
 static_assert(GROVE_GRAPH_MODE_OFF == static_cast<int32_t>(grove::GraphMode::kOff));
+static_assert(GROVE_LOG_DEBUG == static_cast<int32_t>(grove::LogLevel::kDebug));
+static_assert(GROVE_LOG_INFO == static_cast<int32_t>(grove::LogLevel::kInfo));
+static_assert(GROVE_LOG_WARNING == static_cast<int32_t>(grove::LogLevel::kWarning));
+static_assert(GROVE_LOG_ERROR == static_cast<int32_t>(grove::LogLevel::kError));
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V5 == GROVE_SESSION_OPTIONS_SIZE_V4 + 3 * sizeof(void*) + 2 * sizeof(int32_t),
+              "version 5 of the options adds trace_path, log_callback, log_user_data, trace_max_runs, log_level");
 static_assert(GROVE_STATUS_OK == static_cast<int>(absl::StatusCode::kOk));
 static_assert(GROVE_STATUS_CANCELLED == static_cast<int>(absl::StatusCode::kCancelled));
 static_assert(GROVE_STATUS_UNKNOWN == static_cast<int>(absl::StatusCode::kUnknown));
@@ -92,7 +98,8 @@ static_assert(offsetof(grove_session_options_t, struct_size) == 0);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V1 < GROVE_SESSION_OPTIONS_SIZE_V2);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V2 < GROVE_SESSION_OPTIONS_SIZE_V3);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V3 < GROVE_SESSION_OPTIONS_SIZE_V4);
-static_assert(GROVE_SESSION_OPTIONS_SIZE_V4 == sizeof(grove_session_options_t));
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V4 < GROVE_SESSION_OPTIONS_SIZE_V5);
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V5 == sizeof(grove_session_options_t));
 static_assert(offsetof(grove_session_stats_t, struct_size) == 0);
 static_assert(GROVE_SESSION_STATS_SIZE_V1 < GROVE_SESSION_STATS_SIZE_V2);
 static_assert(GROVE_SESSION_STATS_SIZE_V2 < GROVE_SESSION_STATS_SIZE_V3);
@@ -370,7 +377,8 @@ struct StructVersions {
   absl::Span<const size_t> sizes;
 };
 constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION_OPTIONS_SIZE_V2,
-                                    GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V4};
+                                    GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V4,
+                                    GROVE_SESSION_OPTIONS_SIZE_V5};
 constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2,
                                   GROVE_SESSION_STATS_SIZE_V3, GROVE_SESSION_STATS_SIZE_V4,
                                   GROVE_SESSION_STATS_SIZE_V5};
@@ -679,6 +687,11 @@ grove_session_options_t DefaultOptions() {
   o.intra_op_threads = defaults.intra_op_threads;
   o.shape_buckets = nullptr;
   o.max_graph_bytes = defaults.max_graph_bytes;
+  o.trace_path = nullptr;
+  o.log_callback = nullptr;
+  o.log_user_data = nullptr;
+  o.trace_max_runs = defaults.trace_max_runs;
+  o.log_level = static_cast<grove_log_level_t>(defaults.log_level);
   return o;
 }
 
@@ -749,6 +762,14 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
     return InvalidArgument(function, absl::StrCat("options->max_graph_bytes is negative (", o.max_graph_bytes,
                                                   "); 0 means no limit"));
   }
+  if (o.trace_max_runs < 1) {
+    return InvalidArgument(function, absl::StrCat("options->trace_max_runs is ", o.trace_max_runs,
+                                                  " (at least 1 expected)"));
+  }
+  if (o.log_level < GROVE_LOG_DEBUG || o.log_level > GROVE_LOG_ERROR) {
+    return InvalidArgument(function, absl::StrCat("options->log_level is ", o.log_level,
+                                                  " (GROVE_LOG_DEBUG, _INFO, _WARNING or _ERROR expected)"));
+  }
   if (o.cancel_token != nullptr) {
     if (grove_status_t* bad = CheckToken(function, o.cancel_token)) return bad;
     out->cancellation = o.cancel_token->token;
@@ -766,6 +787,16 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
   out->max_cached_graphs = o.max_cached_graphs;
   out->intra_op_threads = static_cast<int>(o.intra_op_threads);
   out->max_graph_bytes = o.max_graph_bytes;
+  if (o.trace_path != nullptr) out->trace_path = o.trace_path;
+  out->trace_max_runs = o.trace_max_runs;
+  out->log_level = static_cast<grove::LogLevel>(o.log_level);
+  if (o.log_callback != nullptr) {
+    out->log_sink = [callback = o.log_callback, user_data = o.log_user_data](grove::LogLevel level,
+                                                                             absl::string_view message) {
+      const std::string text(message);  // NUL-terminated for C
+      callback(user_data, static_cast<grove_log_level_t>(level), text.c_str());
+    };
+  }
   if (o.shape_buckets != nullptr) {
     // "SYMBOL=RULE;SYMBOL=RULE": the rules themselves are checked by
     // Session::Create, with the model's symbols.
@@ -1034,6 +1065,15 @@ grove_status_t* grove_session_run_values(grove_session_t* session, const grove_v
                                  v.has_value() ? 1 : 0, session->value_tensors[i].size(),
                                  session->value_tensors[i].empty() ? nullptr : session->value_tensors[i].data()};
     }
+    return nullptr;
+  });
+}
+
+grove_status_t* grove_session_write_trace(const grove_session_t* session, const char* path) {
+  static constexpr char kFn[] = "grove_session_write_trace";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (grove_status_t* bad = CheckSession(kFn, session)) return bad;
+    if (absl::Status s = session->session->WriteTrace(path == nullptr ? "" : path); !s.ok()) return FromAbsl(s, kFn);
     return nullptr;
   });
 }

@@ -58,6 +58,16 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> Executor::BuildPlan(int subgraph,
       return absl::FailedPreconditionError(absl::StrCat("strict_device: no CUDA kernel for ",
                                                         absl::StrJoin(ops, "; ")));
     }
+  } else if (backend_.kind() != ir::Backend::kCpu && Logs(options_, LogLevel::kWarning)) {
+    std::vector<std::string> ops;
+    for (const PlanStep& step : (*plan)->steps()) {
+      if (step.host_fallback) ops.push_back(step.node->Describe());
+    }
+    if (!ops.empty()) {
+      Log(options_, LogLevel::kWarning,
+          absl::StrCat("subgraph '", sg.name, "': ", ops.size(), " step(s) with no CUDA kernel run on the CPU with ",
+                       "copies: ", absl::StrJoin(ops, "; ")));
+    }
   }
   return plan;
 }
@@ -143,6 +153,7 @@ absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const Te
                                    "' (inputs and captures ", absl::StrJoin(dims, ", "),
                                    ") does not plan: ", plan.status().message());
     stats_.bucket_fallback_reason = family->why_not;
+    Log(options_, LogLevel::kWarning, family->why_not);
     plans_.AddFamily(std::move(family));
     return nullptr;
   }
@@ -173,32 +184,68 @@ absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const Te
 absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const TensorView> inputs,
                                                 absl::Span<const TensorView> captures) {
   PlanCache::Key(subgraph, inputs, captures, &key_);
+  last_plan_hit_ = true;
   if (PlanInstance* hit = plans_.Find(key_, run_serial_); hit != nullptr) {
     ++stats_.plan_cache_hits;
     return hit;
   }
+  const int64_t plan_start = tracer_ != nullptr ? tracer_->Now() : 0;
+  // A plan made: its trace event and debug message.
+  auto made = [&](const PlanInstance& inst) {
+    if (tracer_ == nullptr && !Logs(options_, LogLevel::kDebug)) return;
+    const ExecutionPlan& plan = *inst.plan;
+    std::vector<std::string> shapes;
+    for (const TensorView& v : inputs) shapes.push_back(ShapeText(v));
+    for (const TensorView& v : captures) shapes.push_back(ShapeText(v));
+    const std::string& name = graph_.subgraphs[subgraph].name;
+    if (tracer_ != nullptr) {
+      tracer_->Add("plan", absl::StrCat("plan '", name, "'"), plan_start,
+                   TraceArgs()
+                       .Str("subgraph", name)
+                       .Strs("inputs", shapes)
+                       .Int("steps", static_cast<int64_t>(plan.steps().size()))
+                       .Int("segments", static_cast<int64_t>(plan.segments().size()))
+                       .Bool("bucketed", inst.family != nullptr));
+    }
+    Log(options_, LogLevel::kDebug,
+        absl::StrCat("plan made for subgraph '", name, "' at ", absl::StrJoin(shapes, ", "), ": ",
+                     plan.steps().size(), " steps, ", plan.segments().size(), " segments"));
+  };
   BucketFamily* family = nullptr;
   if (buckets_.has_value()) {
+    const int64_t plans_before = stats_.plans_created;
     absl::StatusOr<BucketFamily*> f = Bucket(subgraph, inputs, captures);
     if (!f.ok()) return f.status();
     family = *f;
     if (family != nullptr && family->key == key_) {  // the bound's own shape
       ++stats_.plan_cache_hits;
+      // The bucket (its bound's plan) may have been made just now.
+      last_plan_hit_ = stats_.plans_created == plans_before;
+      if (!last_plan_hit_) made(*family->bound);
       return family->bound.get();
     }
   }
+  last_plan_hit_ = false;
   absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = BuildPlan(subgraph, inputs, captures);
   if (!plan.ok()) return plan.status();
   if (family != nullptr) {
     if (absl::Status s = (*plan)->AdoptLayout(*family->bound->plan); !s.ok()) {
       stats_.bucket_fallback_reason = std::string(s.message());
+      Log(options_, LogLevel::kWarning, s.message());
       family = nullptr;
     }
   }
   absl::StatusOr<std::unique_ptr<PlanInstance>> inst = NewInstance(*std::move(plan), family);
   if (!inst.ok()) return inst.status();
   PlanInstance* result = inst->get();
-  if (plans_.Insert(key_, *std::move(inst), run_serial_, options_.max_cached_plans)) ++stats_.plans_evicted;
+  if (plans_.Insert(key_, *std::move(inst), run_serial_, options_.max_cached_plans)) {
+    ++stats_.plans_evicted;
+    if (Logs(options_, LogLevel::kInfo)) {
+      Log(options_, LogLevel::kInfo, absl::StrCat("a plan was dropped to keep at most ", options_.max_cached_plans,
+                                                  " (SessionOptions::max_cached_plans)"));
+    }
+  }
+  made(*result);
   return result;
 }
 
@@ -207,6 +254,8 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
   ++inst.active;
   absl::Cleanup done = [&inst] { --inst.active; };
   const ExecutionPlan& p = *inst.plan;
+  Tracer* const tracer = tracer_;
+  const int64_t bind_start = tracer != nullptr ? tracer->Now() : 0;
   if (inst.family != nullptr) {
     if (absl::Status s = BindToSlots(inst, inputs, captures); !s.ok()) return s;
   } else if (!host_memory_) {
@@ -220,15 +269,27 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
     for (size_t i = 0; i < inputs.size(); ++i) inst.views[p.input_values()[i]].data = inputs[i].data;
     for (size_t i = 0; i < captures.size(); ++i) inst.views[p.capture_values()[i]].data = captures[i].data;
   }
+  if (tracer != nullptr && (inst.family != nullptr || !host_memory_)) {
+    tracer->Add("copy", "bind inputs", bind_start,
+                TraceArgs()
+                    .Str("subgraph", graph_.subgraphs[p.subgraph()].name)
+                    .Bool("bucket_slots", inst.family != nullptr));
+  }
 
   const std::vector<PlanStep>& steps = p.steps();
   int segment = -1;
+  // Tracing: the segment running step by step, and since when.
+  bool eager_traced = false;
+  int64_t segment_start = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     const PlanStep& step = steps[s];
     if (step.segment != segment) {
+      if (eager_traced) TraceSegment(inst, segment, segment_start, /*as_graph=*/false);
+      eager_traced = false;
       segment = step.segment;
       if (segment >= 0) {
         ++stats_.segments_run;
+        if (tracer != nullptr) segment_start = tracer->Now();
         if (graphs_enabled_) {
           if (interruptible_) {
             if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
@@ -236,29 +297,140 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
           absl::StatusOr<bool> as_graph = RunSegmentGraph(inst, segment);
           if (!as_graph.ok()) return as_graph.status();
           if (*as_graph) {
+            if (tracer != nullptr) TraceSegment(inst, segment, segment_start, /*as_graph=*/true);
             s = static_cast<size_t>(p.segments()[segment].end) - 1;
             continue;
           }
         }
         ++stats_.segments_run_eagerly;
+        eager_traced = tracer != nullptr;
       }
     }
     if (step.outputs_empty) continue;
     if (interruptible_) {
       if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
     }
-    if (!host_memory_ && step.host_fallback) {
-      TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
-      absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
-      absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
-      if (absl::Status st = RunFallbackStep(inst, static_cast<int>(s), in_ptrs, out_ptrs); !st.ok()) return st;
-      ++stats_.kernels_run;
-      ++stats_.cpu_fallback_steps;
+    if (tracer != nullptr) [[unlikely]] {
+      // A body's step inside a step of the caller: the caller's body time
+      // is kept aside while this step counts its own.
+      const int64_t outer_body_ns = body_ns_, outer_body_end_ns = body_end_ns_;
+      body_ns_ = 0;
+      const int64_t start = tracer->Now();
+      absl::Status st = RunStepOrFallback(inst, s);
+      const int64_t body_ns = body_ns_, body_end_ns = body_end_ns_;
+      body_ns_ = outer_body_ns;
+      body_end_ns_ = outer_body_end_ns;
+      TraceStep(inst, s, start, body_ns, body_end_ns, st);
+      if (!st.ok()) return st;
       continue;
     }
-    if (absl::Status st = RunStep(inst, s); !st.ok()) return st;
+    if (absl::Status st = RunStepOrFallback(inst, s); !st.ok()) return st;
   }
+  if (eager_traced) TraceSegment(inst, segment, segment_start, /*as_graph=*/false);
   return absl::OkStatus();
+}
+
+absl::Status Executor::RunStepOrFallback(PlanInstance& inst, size_t s) {
+  const PlanStep& step = inst.plan->steps()[s];
+  if (host_memory_ || !step.host_fallback) return RunStep(inst, s);
+  TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
+  absl::Span<TensorView* const> in_ptrs(ptrs, step.inputs.size());
+  absl::Span<TensorView* const> out_ptrs(ptrs + step.inputs.size(), step.outputs.size());
+  if (absl::Status st = RunFallbackStep(inst, static_cast<int>(s), in_ptrs, out_ptrs); !st.ok()) return st;
+  ++stats_.kernels_run;
+  ++stats_.cpu_fallback_steps;
+  return absl::OkStatus();
+}
+
+namespace {
+
+// "MatMul /blocks.0/attn/MatMul"; the op alone for a node without a name.
+std::string StepName(const PlanStep& step) {
+  if (step.node->name.empty()) return step.node->type;
+  return absl::StrCat(step.node->type, " ", step.node->name);
+}
+
+}  // namespace
+
+TraceArgs Executor::StepArgs(const PlanInstance& inst, size_t s, const absl::Status& status) const {
+  const ExecutionPlan& p = *inst.plan;
+  const PlanStep& step = p.steps()[s];
+  TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
+  std::vector<std::string> ins, outs;
+  ins.reserve(step.inputs.size());
+  outs.reserve(step.outputs.size());
+  for (size_t i = 0; i < step.inputs.size(); ++i) ins.push_back(ptrs[i] == nullptr ? "" : ShapeText(*ptrs[i]));
+  if (status.ok()) {
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      const TensorView* out = ptrs[step.inputs.size() + i];
+      outs.push_back(out == nullptr ? "" : ShapeText(*out));
+    }
+  }
+  const bool fallback = !host_memory_ && step.host_fallback;
+  TraceArgs args;
+  args.Int("step", static_cast<int64_t>(s))
+      .Str("op", step.node->type)
+      .Str("node", step.node->name)
+      .Str("subgraph", graph_.subgraphs[p.subgraph()].name)
+      .Str("backend", fallback ? "cpu (fallback)" : step.backend == ir::Backend::kCuda ? "cuda" : "cpu")
+      .Int("segment", step.segment)
+      .Strs("inputs", ins)
+      .Strs("outputs", outs);
+  if (!step.host_reason.empty()) args.Str("host_reason", step.host_reason);
+  if (!status.ok()) args.Str("error", status.ToString());
+  return args;
+}
+
+void Executor::TraceStep(const PlanInstance& inst, size_t s, int64_t start_ns, int64_t body_ns,
+                         int64_t body_end_ns, const absl::Status& status) {
+  const int64_t end_ns = tracer_->Now();
+  const PlanStep& step = inst.plan->steps()[s];
+  TraceArgs args = StepArgs(inst, s, status);
+  if (body_ns <= 0) {
+    tracer_->AddSpan("step", StepName(step), start_ns, end_ns, args);
+    return;
+  }
+  // A step that called bodies (If, Loop, Scan): a "control" event spans it
+  // with its body calls, and its step event is the part after its last
+  // body call, so step events never overlap (their durations add up to at
+  // most the run's) and nest properly in a viewer. `own_us`: all of its
+  // time outside its bodies.
+  const int64_t own_ns = std::max<int64_t>(0, end_ns - start_ns - body_ns);
+  tracer_->AddSpan("control", StepName(step), start_ns, end_ns,
+                   TraceArgs().Int("step", static_cast<int64_t>(s)).Int("body_ns", body_ns).Int("own_ns", own_ns));
+  args.Int("body_ns", body_ns).Int("own_ns", own_ns);
+  tracer_->AddSpan("step", StepName(step), std::clamp(body_end_ns, start_ns, end_ns), end_ns, args);
+}
+
+void Executor::TraceSegment(const PlanInstance& inst, int seg, int64_t start_ns, bool as_graph) {
+  const ExecutionPlan& p = *inst.plan;
+  const PlanSegment& range = p.segments()[seg];
+  TraceArgs args;
+  args.Int("segment", seg)
+      .Str("subgraph", graph_.subgraphs[p.subgraph()].name)
+      .Int("first_step", range.first)
+      .Int("end_step", range.end)
+      .Bool("bucketed", inst.family != nullptr);
+  if (!as_graph) {
+    tracer_->Add("segment", absl::StrCat("segment ", seg, " (eager)"), start_ns, args);
+    return;
+  }
+  // The graph's steps ran on the device as one launch: listed in its
+  // event, and each a step event of no host time at the segment's start
+  // (timed: false), so every step run has its event on every backend.
+  std::vector<std::string> names;
+  for (int s = range.first; s < range.end; ++s) {
+    if (!p.steps()[s].outputs_empty) names.push_back(StepName(p.steps()[s]));
+  }
+  args.Str("graph", last_launch_).Strs("steps", names);
+  const int64_t end_ns = tracer_->Now();
+  tracer_->AddSpan("graph", absl::StrCat("segment ", seg, " (graph ", last_launch_, ")"), start_ns, end_ns, args);
+  for (int s = range.first; s < range.end; ++s) {
+    if (p.steps()[s].outputs_empty) continue;
+    TraceArgs step_args = StepArgs(inst, static_cast<size_t>(s), absl::OkStatus());
+    step_args.Str("graph", last_launch_).Bool("timed", false);
+    tracer_->AddSpan("step", StepName(p.steps()[s]), start_ns, start_ns, step_args);
+  }
 }
 
 absl::Status Executor::BindToSlots(PlanInstance& inst, absl::Span<const TensorView> inputs,
@@ -411,6 +583,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     g.no_graph = std::string(why);
     stats_.graph_fallback_reason =
         absl::StrCat("segment ", seg, " of subgraph '", graph_.subgraphs[p.subgraph()].name, "': ", why);
+    Log(options_, LogLevel::kWarning, absl::StrCat(stats_.graph_fallback_reason, "; it runs step by step"));
     return false;
   };
 
@@ -444,6 +617,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     if (absl::Status st = backend_.LaunchGraph(v.held->graph()); !st.ok()) return st;
     if (how != Launch::kCaptured) ++stats_.graph_replays;
     if (how == Launch::kRefreshed) ++stats_.graph_refreshes;
+    last_launch_ = how == Launch::kCaptured ? "captured" : how == Launch::kReplay ? "replayed" : "refreshed";
     stats_.kernels_run += steps_run;
     return true;
   };
@@ -489,6 +663,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     if (absl::IsUnimplemented(graph.status())) {
       graphs_enabled_ = false;
       stats_.graph_fallback_reason = std::string(graph.status().message());
+      Log(options_, LogLevel::kWarning, absl::StrCat(graph.status().message(), "; segments run step by step"));
       return false;
     }
     return no_graph(graph.status().message());
@@ -507,6 +682,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
 
 absl::StatusOr<std::unique_ptr<BackendGraph>> Executor::CaptureSegment(PlanInstance& src, int seg) {
   const PlanSegment& range = src.plan->segments()[seg];
+  const int64_t start = tracer_ != nullptr ? tracer_->Now() : 0;
   if (absl::Status st = backend_.BeginCapture(); !st.ok()) {
     ++stats_.graph_capture_failures;
     if (absl::IsUnimplemented(st)) return st;
@@ -519,6 +695,20 @@ absl::StatusOr<std::unique_ptr<BackendGraph>> Executor::CaptureSegment(PlanInsta
   }
   absl::StatusOr<std::unique_ptr<BackendGraph>> graph = backend_.EndCapture();
   stats_.kernels_run = kernels_before;  // recorded, not run
+  if (tracer_ != nullptr) {
+    TraceArgs args;
+    args.Int("segment", seg)
+        .Str("subgraph", graph_.subgraphs[src.plan->subgraph()].name)
+        .Bool("at_bucket_bound", src.family != nullptr && src.family->bound.get() == &src)
+        .Bool("ok", run.ok() && graph.ok());
+    if (graph.ok()) args.Int("nodes", (*graph)->nodes());
+    tracer_->Add("capture", absl::StrCat("capture segment ", seg), start, args);
+  }
+  if (run.ok() && graph.ok() && Logs(options_, LogLevel::kDebug)) {
+    Log(options_, LogLevel::kDebug,
+        absl::StrCat("segment ", seg, " of subgraph '", graph_.subgraphs[src.plan->subgraph()].name,
+                     "' captured as a graph of ", (*graph)->nodes(), " nodes"));
+  }
   if (!run.ok() || !graph.ok()) {
     // Nothing ran: the steps now run one by one, where an error that was
     // not the capture's comes back.
@@ -535,6 +725,7 @@ absl::StatusOr<bool> Executor::RefreshSegmentGraph(PlanInstance& inst, int seg, 
   if (!g.no_refresh.empty() || !backend_.Refreshable(graph)) return false;
   const PlanSegment& range = inst.plan->segments()[seg];
   const int64_t kernels_before = stats_.kernels_run;
+  const int64_t start = tracer_ != nullptr ? tracer_->Now() : 0;
   backend_.BeginRefresh(graph, bucket);
   absl::Status run;
   for (int s = range.first; s < range.end && run.ok(); ++s) {
@@ -542,6 +733,14 @@ absl::StatusOr<bool> Executor::RefreshSegmentGraph(PlanInstance& inst, int seg, 
   }
   absl::Status refreshed = backend_.EndRefresh();
   stats_.kernels_run = kernels_before;  // nothing ran
+  if (tracer_ != nullptr) {
+    tracer_->Add("capture", absl::StrCat("refresh segment ", seg), start,
+                 TraceArgs()
+                     .Int("segment", seg)
+                     .Str("subgraph", graph_.subgraphs[inst.plan->subgraph()].name)
+                     .Bool("bucket", bucket)
+                     .Bool("ok", refreshed.ok() && run.ok()));
+  }
   if (refreshed.ok() && run.ok()) return true;
   // Its graphs bake something that moved (a GEMM's operands, a copy) or,
   // in a bucket, something that differs between its shapes: the segment
@@ -551,6 +750,7 @@ absl::StatusOr<bool> Executor::RefreshSegmentGraph(PlanInstance& inst, int seg, 
     stats_.bucket_fallback_reason =
         absl::StrCat("segment ", seg, " of subgraph '", graph_.subgraphs[inst.plan->subgraph()].name,
                      "' is pinned to exact shapes: ", g.no_refresh);
+    Log(options_, LogLevel::kWarning, stats_.bucket_fallback_reason);
   }
   return false;
 }

@@ -30,6 +30,7 @@
 #include "lib/runtime/graph_cache.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/plan_cache.h"
+#include "lib/runtime/trace.h"
 
 namespace grove::runtime {
 
@@ -58,6 +59,13 @@ class Executor {
 
   ir::StringArena& strings() { return strings_; }
 
+  // Traces runs' plans, segments, body calls and steps into `tracer` (null:
+  // none; owned by the session, outliving the executor's runs).
+  void SetTracer(Tracer* tracer) { tracer_ = tracer; }
+  Tracer* tracer() const { return tracer_; }
+  // The last GetPlan found its plan in the cache (else it made one).
+  bool last_plan_hit() const { return last_plan_hit_; }
+
  private:
   friend class StepHost;
   friend class FallbackHost;
@@ -83,6 +91,17 @@ class Executor {
   // Step s of a plan (not a CPU fallback): inputs read back for its shape
   // function when it infers at run time, its kernel, its outputs checked.
   absl::Status RunStep(PlanInstance& inst, size_t s);
+  // Step s as Execute runs it: RunStep, or on a device a CPU fallback with
+  // its copies.
+  absl::Status RunStepOrFallback(PlanInstance& inst, size_t s);
+  // Tracing: step s's event (from `start_ns`; `body_ns` of it spent in the
+  // If, Loop or Scan bodies it called, the last ending at `body_end_ns`),
+  // and a segment's.
+  void TraceStep(const PlanInstance& inst, size_t s, int64_t start_ns, int64_t body_ns, int64_t body_end_ns,
+                 const absl::Status& status);
+  void TraceSegment(const PlanInstance& inst, int seg, int64_t start_ns, bool as_graph);
+  // Step s's event args: op, node, subgraph, backend, segment, shapes.
+  TraceArgs StepArgs(const PlanInstance& inst, size_t s, const absl::Status& status) const;
   // CUDA graphs: runs segment `seg` as one graph launch (capturing it first
   // when it has no graph for these buffers yet) and returns true, or returns
   // false when the segment must run step by step (graphs off, a step that
@@ -140,6 +159,15 @@ class Executor {
   // Subgraph runs of the current run, against SessionOptions::max_body_runs.
   int64_t body_runs_ = 0;
   std::chrono::steady_clock::time_point deadline_;
+  Tracer* tracer_ = nullptr;
+  // Tracing: time the step running now has spent in its body calls so far,
+  // and when the last of them ended.
+  int64_t body_ns_ = 0;
+  int64_t body_end_ns_ = 0;
+  bool last_plan_hit_ = false;
+  // How RunSegmentGraph launched its graph last ("captured", "replayed",
+  // "refreshed"), for the segment's trace event.
+  const char* last_launch_ = "";
 };
 
 }  // namespace grove::runtime

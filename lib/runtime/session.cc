@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "lib/ir/value_type.h"
 #include "lib/runtime/backend.h"
@@ -13,6 +14,7 @@
 #include "lib/runtime/executor.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/session_internal.h"
+#include "lib/runtime/trace.h"
 
 namespace grove {
 namespace internal {
@@ -20,10 +22,21 @@ namespace internal {
 class SessionImpl {
  public:
   SessionImpl(std::shared_ptr<const Model> model, const SessionOptions& options,
-              std::unique_ptr<runtime::Backend> backend)
+              std::unique_ptr<runtime::Backend> backend, std::unique_ptr<runtime::Tracer> tracer)
       : model_(std::move(model)), impl_(model_->impl()), graph_(impl_.graph()), options_(options),
         device_(backend->kind() == ir::Backend::kCuda ? Device::kCuda : Device::kCpu), backend_(std::move(backend)),
-        executor_(impl_, options_, *backend_, stats_) {}
+        tracer_(std::move(tracer)), executor_(impl_, options_, *backend_, stats_) {
+    executor_.SetTracer(tracer_.get());
+  }
+  ~SessionImpl() {
+    // Runs traced since the last WriteTrace go to SessionOptions::trace_path;
+    // a failure has no caller to return to but the log sink.
+    if (tracer_ != nullptr && tracer_->unwritten()) {
+      if (absl::Status s = tracer_->Write(""); !s.ok()) {
+        runtime::Log(options_, LogLevel::kError, absl::StrCat("the trace was not written: ", s.message()));
+      }
+    }
+  }
 
   // `into` (RunInto's buffers, CUDA): outputs that live in the arena are
   // written straight into the caller's device buffers; `aliased` says which.
@@ -39,6 +52,8 @@ class SessionImpl {
   SessionStats stats_;
   // Declared before the executor: its plans (backend memory) go first.
   std::unique_ptr<runtime::Backend> backend_;
+  // SessionOptions::trace_path; null when not tracing. Outlives the executor.
+  std::unique_ptr<runtime::Tracer> tracer_;
   runtime::Executor executor_;
   runtime::StringInputs string_inputs_;
   // Per main input, the buffer InputBuffer hands out (backend memory).
@@ -55,13 +70,35 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
   if (absl::Status s = runtime::ValidateMainInputs(graph_, inputs, true); !s.ok()) return s;
   executor_.StartRun(/*runs_kernels=*/true);
   runtime::Backend& backend = *backend_;
+  // Tracing: the run's event encloses everything below, failed or not.
+  runtime::Tracer* const tracer = tracer_.get();
+  const int64_t run_start = tracer != nullptr ? tracer->Now() : 0;
+  const int64_t run_number = stats_.runs + 1;
+  absl::Status run_status;
+  if (tracer != nullptr) tracer->BeginRun();
+  absl::Cleanup end_run = [&] {
+    if (tracer == nullptr) return;
+    std::vector<std::string> shapes;
+    for (const TensorView& v : inputs) shapes.push_back(runtime::ShapeText(v));
+    runtime::TraceArgs args;
+    args.Int("run", run_number)
+        .Str("device", device_ == Device::kCuda ? "cuda" : "cpu")
+        .Strs("inputs", shapes)
+        .Str("plan", executor_.last_plan_hit() ? "cache hit" : "created");
+    if (!run_status.ok()) args.Str("error", run_status.ToString());
+    tracer->EndRun(absl::StrCat("run ", run_number), run_start, args);
+  };
+  auto fail = [&run_status](absl::Status s) {
+    run_status = s;
+    return s;
+  };
   absl::StatusOr<absl::Span<const TensorView>> bound = string_inputs_.Intern(
       graph_, inputs, executor_.strings(),
       [&backend](const void* p) { return !backend.host_memory() && backend.IsDevicePointer(p); });
-  if (!bound.ok()) return bound.status();
+  if (!bound.ok()) return fail(bound.status());
   inputs = *bound;
   absl::StatusOr<runtime::PlanInstance*> inst = executor_.GetPlan(0, inputs, {});
-  if (!inst.ok()) return inst.status();
+  if (!inst.ok()) return fail(inst.status());
   // Arena outputs go straight to the caller's device buffers (no copy after).
   const std::vector<int>& out_values = (*inst)->plan->output_values();
   std::vector<std::pair<int, void*>> restore;
@@ -82,23 +119,29 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
   }
   absl::Status run = executor_.Execute(**inst, inputs, {});
   for (const auto& [v, data] : restore) (*inst)->views[v].data = data;
-  if (!run.ok()) return run;
+  if (!run.ok()) return fail(run);
   ++stats_.runs;
   std::vector<TensorView> outs;
   outs.reserve((*inst)->plan->output_values().size());
+  const int64_t outputs_start = tracer != nullptr ? tracer->Now() : 0;
   for (int v : (*inst)->plan->output_values()) {
     if (aliased != nullptr && (*aliased)[outs.size()]) {
       outs.push_back(into[outs.size()]);
     } else if (!backend.host_memory() && !options_.outputs_on_device && !device_views) {
       absl::StatusOr<const TensorView*> h = executor_.HostCopy(**inst, v, (*inst)->views[v], /*wait=*/false);
-      if (!h.ok()) return h.status();
+      if (!h.ok()) return fail(h.status());
       outs.push_back(**h);
     } else {
       outs.push_back((*inst)->views[v]);
     }
   }
   if (!backend.host_memory()) {
-    if (absl::Status s = backend.Synchronize(); !s.ok()) return s;
+    if (absl::Status s = backend.Synchronize(); !s.ok()) return fail(s);
+    if (tracer != nullptr) {
+      // The stream's work ends here: the step events before are enqueue times.
+      tracer->Add("copy", "outputs and synchronize", outputs_start,
+                  runtime::TraceArgs().Bool("outputs_on_device", options_.outputs_on_device || device_views));
+    }
   }
   return outs;
 }
@@ -114,6 +157,16 @@ absl::StatusOr<GemmMath> ParseGemmMath(absl::string_view name) {
   if (name == "bf16") return GemmMath::kBF16;
   if (name == "f16") return GemmMath::kF16;
   return absl::InvalidArgumentError(absl::StrCat("unknown GEMM math '", name, "' (f32, tf32, bf16 or f16)"));
+}
+
+absl::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kError: return "error";
+  }
+  return "unknown";
 }
 
 absl::StatusOr<GraphMode> ParseGraphMode(absl::string_view name) {
@@ -150,6 +203,13 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const M
     return absl::InvalidArgumentError(
         absl::StrCat("Session::Create: run_deadline_ms must be >= 0 (0: no deadline), is ", options.run_deadline_ms));
   }
+  if (options.trace_max_runs < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Session::Create: trace_max_runs must be >= 1, is ", options.trace_max_runs));
+  }
+  if (static_cast<int>(options.log_level) < 0 || static_cast<int>(options.log_level) > 3) {
+    return absl::InvalidArgumentError("Session::Create: log_level is not a LogLevel");
+  }
   if (options.intra_op_threads < 0 || options.intra_op_threads > kMaxIntraOpThreads) {
     return absl::InvalidArgumentError(absl::StrCat("Session::Create: intra_op_threads must be 1 to ", kMaxIntraOpThreads,
                                                    " (0: one per core), is ", options.intra_op_threads));
@@ -176,7 +236,16 @@ absl::StatusOr<std::unique_ptr<Session>> CreateSessionWithBackend(std::shared_pt
     return absl::FailedPreconditionError(absl::StrCat("Session::Create: cuda_graphs is on but ", backend->Describe(),
                                                       " does not capture graphs"));
   }
-  auto impl = std::make_unique<SessionImpl>(std::move(model), options, std::move(backend));
+  std::unique_ptr<runtime::Tracer> tracer;
+  if (!options.trace_path.empty()) {
+    static std::atomic<int64_t> sessions{0};
+    absl::StatusOr<std::unique_ptr<runtime::Tracer>> made = runtime::Tracer::Create(
+        options.trace_path, options.trace_max_runs,
+        absl::StrCat("session ", ++sessions, " (", backend->Describe(), ")"));
+    if (!made.ok()) return absl::Status(made.status().code(), absl::StrCat("Session::Create: ", made.status().message()));
+    tracer = *std::move(made);
+  }
+  auto impl = std::make_unique<SessionImpl>(std::move(model), options, std::move(backend), std::move(tracer));
   if (absl::Status s = impl->executor_.Init(); !s.ok()) return s;
   return SessionAccess::Make(std::move(impl));
 }
@@ -352,6 +421,13 @@ absl::StatusOr<TensorView> Session::InputBuffer(absl::string_view name, absl::Sp
   if (absl::Status s = buffers[*i]->Reserve(view.byte_size()); !s.ok()) return s;
   view.data = buffers[*i]->data();
   return view;
+}
+
+absl::Status Session::WriteTrace(const std::string& path) const {
+  if (impl_->tracer_ == nullptr) {
+    return absl::FailedPreconditionError("WriteTrace: the session does not trace (SessionOptions::trace_path is empty)");
+  }
+  return impl_->tracer_->Write(path);
 }
 
 absl::StatusOr<int> Session::InputIndex(absl::string_view name) const {

@@ -111,9 +111,26 @@ class StepHost : public ir::KernelContext::Host {
       if (v < 0) return absl::InternalError(absl::StrCat("capture '", g.tensors[t].name, "' is not in scope"));
       captures.push_back(inst_.views[v]);
     }
+    Tracer* const tracer = session_.tracer_;
+    const int64_t start = tracer != nullptr ? tracer->Now() : 0;
     absl::StatusOr<PlanInstance*> child = session_.GetPlan(subgraph, inputs, captures);
     if (!child.ok()) return child.status();
-    if (absl::Status s = session_.Execute(**child, inputs, captures); !s.ok()) return s;
+    const bool plan_hit = session_.last_plan_hit_;
+    absl::Status ran = session_.Execute(**child, inputs, captures);
+    if (tracer != nullptr) {
+      // One event per body call (an If branch, a Loop or Scan iteration).
+      TraceArgs args;
+      args.Str("subgraph", sg.name)
+          .Str("caller", inst_.plan->steps()[step_].node->Describe())
+          .Str("plan", plan_hit ? "cache hit" : "created")
+          .Int("body_run", session_.body_runs_);
+      if (!ran.ok()) args.Str("error", ran.ToString());
+      const int64_t end = tracer->Now();
+      tracer->AddSpan("subgraph", absl::StrCat("body '", sg.name, "'"), start, end, args);
+      session_.body_ns_ += end - start;  // not the calling step's own time
+      session_.body_end_ns_ = end;
+    }
+    if (!ran.ok()) return ran;
     std::vector<TensorView> outs;
     outs.reserve((*child)->plan->output_values().size());
     for (int v : (*child)->plan->output_values()) outs.push_back((*child)->views[v]);

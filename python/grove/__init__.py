@@ -18,9 +18,10 @@ threads; a Session is used by one thread at a time.
 """
 
 import ctypes
+import os
 import functools
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -343,6 +344,14 @@ class Session:
       intra_op_threads  CPU threads one run splits a large kernel over, this
                         thread included (default 1; 0: one per core); the
                         session starts intra_op_threads - 1 threads of its own
+      trace_path        write a trace of the runs there (Chrome trace event
+                        JSON for ui.perfetto.dev or chrome://tracing) when the
+                        session is closed and on write_trace()
+      trace_max_runs    the trace keeps the last N runs (default 100)
+      log               a callable(level, message) given the session's
+                        messages ("debug", "info", "warning", "error": graph
+                        and CPU fallbacks, pinned buckets, dropped plans)
+      log_level         the least level `log` gets (default "warning")
       shape_buckets     CUDA graphs: {symbol: rule} with rules "auto" (the
                         default), "pow2", "step:N", "A,B,C" (bounds) or
                         "exact"; "*" names every other symbol. The shapes of
@@ -355,8 +364,11 @@ class Session:
                  cancel_token: Optional[CancelToken] = None, max_body_runs: Optional[int] = None,
                  cuda_graphs: Optional[str] = None, max_cached_graphs: Optional[int] = None,
                  intra_op_threads: Optional[int] = None, shape_buckets: Optional[Mapping[str, str]] = None,
-                 max_graph_bytes: Optional[int] = None):
+                 max_graph_bytes: Optional[int] = None, trace_path: Optional[str] = None,
+                 trace_max_runs: Optional[int] = None, log: Optional[Callable[[str, str], None]] = None,
+                 log_level: Optional[str] = None):
         self._handle = None
+        self._log_callback = None
         if not isinstance(model, Model):
             raise TypeError(f"model must be a grove.Model, not {type(model).__name__}")
         options = _capi.SessionOptions()
@@ -372,11 +384,29 @@ class Session:
         for name, value in (("max_cached_plans", max_cached_plans), ("cuda_device", cuda_device),
                             ("run_deadline_ms", run_deadline_ms), ("max_body_runs", max_body_runs),
                             ("max_cached_graphs", max_cached_graphs), ("intra_op_threads", intra_op_threads),
-                            ("max_graph_bytes", max_graph_bytes)):
+                            ("max_graph_bytes", max_graph_bytes), ("trace_max_runs", trace_max_runs)):
             if value is not None:
                 setattr(options, name, int(value))  # range errors come from grove
         if strict_device is not None:
             options.strict_device = 1 if strict_device else 0
+        trace = None
+        if trace_path is not None:
+            trace = os.fsencode(trace_path)
+            options.trace_path = trace  # kept alive by `trace` until the session is made (grove copies it)
+        if log_level is not None:
+            options.log_level = _choice("log_level", log_level, _capi.LOG_LEVELS)
+        if log is not None:
+            if not callable(log):
+                raise TypeError("log must be a callable(level, message)")
+            names = {v: k for k, v in _capi.LOG_LEVELS.items()}
+
+            def deliver(_user_data, level, message):
+                log(names.get(level, str(level)), message.decode("utf-8", "replace"))
+
+            # Held by the session object: grove calls it until the handle is
+            # released (a trace not written at release is reported through it).
+            self._log_callback = _capi.LogCallback(deliver)
+            options.log_callback = ctypes.cast(self._log_callback, ctypes.c_void_p)
         buckets = None
         if shape_buckets is not None:
             if not isinstance(shape_buckets, Mapping):
@@ -459,8 +489,15 @@ class Session:
         out["bucket_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
         return out
 
+    def write_trace(self, path: Optional[str] = None) -> None:
+        """Writes the trace of the runs kept so far to `path`, or to the
+        session's trace_path (a session made without one has no trace)."""
+        self._check_open()
+        _check(_lib.grove_session_write_trace(self._handle, None if path is None else os.fsencode(path)))
+
     def close(self) -> None:
-        """Releases the session now (also done when it is collected)."""
+        """Releases the session now (also done when it is collected); a
+        tracing session writes its trace_path."""
         handle, self._handle = self._handle, None
         if handle:
             _lib.grove_session_release(handle)

@@ -34,6 +34,7 @@ DTYPE_I16, DTYPE_U16, DTYPE_U32, DTYPE_U64, DTYPE_STRING = 10, 11, 12, 13, 14
 DEVICES = {"cpu": 0, "cuda": 1, "auto": 2}
 GEMM_MATH = {"f32": 0, "tf32": 1, "bf16": 2, "f16": 3}
 GRAPH_MODES = {"auto": 0, "on": 1, "off": 2}
+LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3}
 VALUE_KINDS = {0: "tensor", 1: "sequence", 2: "optional_tensor", 3: "optional_sequence"}
 
 
@@ -82,7 +83,7 @@ class SymbolInfo(ctypes.Structure):
 
 
 class SessionOptions(ctypes.Structure):
-    """grove_session_options_t, layout version 4."""
+    """grove_session_options_t, layout version 5."""
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("device", ctypes.c_int32),
@@ -100,7 +101,16 @@ class SessionOptions(ctypes.Structure):
         ("intra_op_threads", ctypes.c_int64),
         ("shape_buckets", ctypes.c_char_p),
         ("max_graph_bytes", ctypes.c_int64),
+        ("trace_path", ctypes.c_char_p),
+        ("log_callback", ctypes.c_void_p),  # a LogCallback, cast
+        ("log_user_data", ctypes.c_void_p),
+        ("trace_max_runs", ctypes.c_int32),
+        ("log_level", ctypes.c_int32),
     ]
+
+
+# grove_log_callback_t: (user_data, level, message).
+LogCallback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p)
 
 
 STATS_COUNTERS = [
@@ -217,6 +227,7 @@ _declare("grove_session_release", None, _P(SessionHandle))
 _declare("grove_session_device", _status, _P(SessionHandle), _P(ctypes.c_int32))
 _declare("grove_session_run", _status, _P(SessionHandle), _P(Tensor), ctypes.c_size_t, _P(Tensor), ctypes.c_size_t)
 _declare("grove_session_stats", _status, _P(SessionHandle), _P(SessionStats))
+_declare("grove_session_write_trace", _status, _P(SessionHandle), ctypes.c_char_p)
 _declare("grove_dlpack_view", _status, _P(SessionHandle), _P(DLManagedTensor), _P(Tensor))
 _declare("grove_session_run_dlpack", _status, _P(SessionHandle), _P(_P(DLManagedTensor)), ctypes.c_size_t,
          _P(_P(DLManagedTensor)), ctypes.c_size_t)

@@ -2,10 +2,18 @@
 // built against an older layout (their own copy of version 1 of the options
 // and stats structs, with a canary after it) and against a newer one (fields
 // this library does not know), and every bad struct_size.
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -149,7 +157,8 @@ TEST(CApiVersions, SizesOfEachVersion) {
   }
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V2 + sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, GROVE_SESSION_OPTIONS_SIZE_V3 + sizeof(const char*) + sizeof(int64_t));
-  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, sizeof(grove_session_options_t));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V5, GROVE_SESSION_OPTIONS_SIZE_V4 + 3 * sizeof(void*) + 2 * sizeof(int32_t));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V5, sizeof(grove_session_options_t));
   grove_session_options_t options;
   std::memset(&options, 0x5a, sizeof(options));
   grove_session_options_initialize(&options);
@@ -315,7 +324,8 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V1) + ", " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V2) + ", " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V3) + ", " +
-                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V4) + " bytes"));
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V4) + ", " +
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V5) + " bytes"));
   EXPECT_THAT(message, HasSubstr("set it with grove_session_options_initialize()"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 - 8;
@@ -477,6 +487,92 @@ TEST_F(CApiVersionsTest, ShapeBucketsVersion4) {
   options.shape_buckets = "batch=pow3";
   EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)), HasSubstr("none of auto, pow2"));
   EXPECT_EQ(session, nullptr);
+}
+
+// Version 5 of the options (trace_path, log_callback, log_user_data,
+// trace_max_runs, log_level): a version-4 caller traces nothing and logs
+// nothing; the fields reach SessionOptions; the callback gets the session's
+// messages with the caller's user_data; a trace is written at release and by
+// grove_session_write_trace; bad values are errors naming the field.
+struct LogRecord {
+  std::vector<std::pair<grove_log_level_t, std::string>> messages;
+};
+void RecordLog(void* user_data, grove_log_level_t level, const char* message) {
+  static_cast<LogRecord*>(user_data)->messages.emplace_back(level, message);
+}
+
+TEST_F(CApiVersionsTest, TraceAndLogVersion5) {
+  grove_session_options_t options;
+  grove_session_options_initialize(&options);
+  EXPECT_EQ(options.trace_path, nullptr);
+  EXPECT_EQ(options.log_callback, nullptr);
+  EXPECT_EQ(options.trace_max_runs, grove::SessionOptions().trace_max_runs);
+  EXPECT_EQ(options.log_level, GROVE_LOG_WARNING);
+  const char* dir = std::getenv("GROVE_TEST_TMP");
+  const std::string base = dir != nullptr ? dir : ::testing::TempDir();
+  std::filesystem::create_directories(base);
+  const std::string path = base + "/c_api_trace_" + std::to_string(getpid()) + ".json";
+  LogRecord log;
+  grove::SessionOptions made;
+  options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V4;
+  options.trace_path = path.c_str();  // past a version-4 struct: not read
+  options.log_callback = &RecordLog;
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options, &made)));
+  EXPECT_EQ(made.trace_path, "");
+  EXPECT_EQ(made.log_sink, nullptr);
+
+  options.struct_size = sizeof(options);
+  options.device = GROVE_DEVICE_CPU;
+  options.log_user_data = &log;
+  options.log_level = GROVE_LOG_DEBUG;
+  options.trace_max_runs = 3;
+  ASSERT_TRUE(Ok(grove::c_internal::ToSessionOptions("test", &options, &made)));
+  EXPECT_EQ(made.trace_path, path);
+  EXPECT_EQ(made.trace_max_runs, 3);
+  EXPECT_EQ(made.log_level, grove::LogLevel::kDebug);
+  ASSERT_NE(made.log_sink, nullptr);
+
+  grove_session_t* session = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, &options, &session)));
+  RunTimes(session, 5);
+  ASSERT_FALSE(log.messages.empty());
+  EXPECT_EQ(log.messages[0].first, GROVE_LOG_DEBUG);
+  EXPECT_THAT(log.messages[0].second, HasSubstr("plan made for subgraph 'main'"));
+  const std::string copy = path + ".copy.json";
+  ASSERT_TRUE(Ok(grove_session_write_trace(session, copy.c_str())));
+  grove_session_release(session);  // writes `path`
+  for (const std::string& file : {path, copy}) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    size_t runs = 0;
+    for (size_t at = text.str().find("\"cat\":\"run\""); at != std::string::npos;
+         at = text.str().find("\"cat\":\"run\"", at + 1)) {
+      ++runs;
+    }
+    EXPECT_EQ(runs, 3u) << file << ": the last trace_max_runs runs";
+    std::remove(file.c_str());
+  }
+
+  session = nullptr;
+  options.trace_max_runs = 0;
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
+              HasSubstr("options->trace_max_runs is 0 (at least 1 expected)"));
+  options.trace_max_runs = 1;
+  options.log_level = 7;
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)), HasSubstr("options->log_level is 7"));
+  options.log_level = GROVE_LOG_ERROR;
+  options.trace_path = "/nonexistent-grove-dir/t.json";
+  EXPECT_THAT(Failure(grove_session_create(model_, &options, &session)),
+              HasSubstr("trace file '/nonexistent-grove-dir/t.json' cannot be written"));
+  EXPECT_EQ(session, nullptr);
+
+  options.trace_path = nullptr;
+  ASSERT_TRUE(Ok(grove_session_create(model_, &options, &session)));
+  EXPECT_THAT(Failure(grove_session_write_trace(session, nullptr), GROVE_STATUS_FAILED_PRECONDITION),
+              HasSubstr("does not trace"));
+  grove_session_release(session);
+  EXPECT_THAT(Failure(grove_session_write_trace(nullptr, nullptr)), HasSubstr("session"));
 }
 
 // The initializer writes nothing for a NULL struct or a size the library
