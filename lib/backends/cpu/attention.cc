@@ -407,9 +407,11 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   const int64_t blocks = (sq + kRows - 1) / kRows;
   int64_t tasks = 1;
   if (threads != nullptr && threads->num_threads() > 1) {
-    const int64_t work = blocks * kRows * sk * (d + dv);
-    tasks = std::min(
-        {kSlots, threads->num_threads() * kRangesPerThread, blocks, std::max<int64_t>(1, work / kTaskMultiplyAdds)});
+    // In double: the product of a model's dims may pass 2^63 (such a run
+    // would never end, but the count must not overflow on the way).
+    const double work = static_cast<double>(blocks) * kRows * static_cast<double>(sk) * static_cast<double>(d + dv);
+    const int64_t by_work = work / kTaskMultiplyAdds >= kSlots ? kSlots : static_cast<int64_t>(work / kTaskMultiplyAdds);
+    tasks = std::min({kSlots, threads->num_threads() * kRangesPerThread, blocks, std::max<int64_t>(1, by_work)});
   }
 
   for (int64_t b0 = 0; b0 < l.b0; ++b0) {
