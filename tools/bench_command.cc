@@ -54,6 +54,7 @@ constexpr char kUsage[] =
     "  --gemm-math f32|tf32|bf16|f16, --strict-device: as for grove run\n"
     "  --trace FILE.json       write a trace of the last --trace-runs runs (default\n"
     "                          100; warmup included) for ui.perfetto.dev (see grove run)\n"
+    "  --log LEVEL             the session's messages to stderr (see grove run)\n"
     "  --json                  print one JSON object: \"shapes\" (per shape: inputs,\n"
     "                          min_ms, median_ms, p90_ms, the counters) and \"totals\"\n";
 
@@ -187,7 +188,7 @@ int BenchMain(absl::Span<const std::string> argv) {
       {"warmup", kValue},        {"device", kValue},        {"graphs", kValue},    {"gemm-math", kValue},
       {"bucket", kRepeatedValue},
       {"strict-device", kSwitch}, {"json", kSwitch},         {"threads", kValue},     {"trace", kValue},
-      {"trace-runs", kValue}};
+      {"trace-runs", kValue},     {"log", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {

@@ -263,6 +263,21 @@ int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, boo
     options->trace_path = args.Values("trace")[0];
     if (options->trace_path.empty()) return UsageError("--trace wants a file name (FILE.json), not ''");
   }
+  if (args.Has("log")) {
+    const std::string& v = args.Values("log")[0];
+    bool known = false;
+    for (LogLevel level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
+      if (v == LogLevelName(level)) {
+        options->log_level = level;
+        known = true;
+      }
+    }
+    if (!known) return UsageError(absl::StrCat("--log wants debug, info, warning or error, not '", v, "'"));
+    options->log_sink = [](LogLevel level, absl::string_view message) {
+      std::fprintf(stderr, "grove: %s: %s\n", std::string(LogLevelName(level)).c_str(),
+                   TerminalSafe(message).c_str());
+    };
+  }
   if (args.Has("trace-runs")) {
     const std::string& v = args.Values("trace-runs")[0];
     if (!absl::SimpleAtoi(v, &options->trace_max_runs) || options->trace_max_runs < 1) {

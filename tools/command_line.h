@@ -96,7 +96,8 @@ std::string HumanBytes(uint64_t bytes);
 // --- What `run` and `bench` share -------------------------------------------
 
 // SessionOptions from --device, --strict-device, --gemm-math, --graphs,
-// --threads, --trace and --trace-runs (those given); --device emulated-cuda sets *emulated_cuda (and kCuda).
+// --threads, --trace, --trace-runs and --log (those given; --log prints the
+// session's messages at that level or above to stderr); --device emulated-cuda sets *emulated_cuda (and kCuda).
 // Returns -1, or the exit code of a bad value.
 int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, bool* emulated_cuda);
 

@@ -65,6 +65,10 @@ constexpr char kUsage[] =
     "                         event per run, per step run (op, node, shapes,\n"
     "                         backend), per segment, body call, plan and copy\n"
     "  --trace-runs N         the trace keeps the last N runs (default 100)\n"
+    "  --log LEVEL            print the session's messages at LEVEL or above to\n"
+    "                         stderr: debug (plans made, graphs captured), info\n"
+    "                         (plans dropped), warning (CPU fallbacks, segments\n"
+    "                         without a graph, pinned buckets), error\n"
     "  --strict-device        fail instead of running ops without a CUDA kernel\n"
     "                         on the CPU\n"
     "  --gemm-math f32|tf32|bf16|f16\n"
@@ -336,7 +340,7 @@ int RunMain(absl::Span<const std::string> argv) {
       {"input", kRepeatedValue}, {"case", kRepeatedValue},  {"output-dir", kValue},  {"device", kValue},
       {"repeat", kValue},        {"strict-device", kSwitch}, {"gemm-math", kValue},  {"deadline-ms", kValue},
       {"graphs", kValue},        {"bucket", kRepeatedValue}, {"json", kSwitch},          {"threads", kValue},
-      {"trace", kValue},         {"trace-runs", kValue}};
+      {"trace", kValue},         {"trace-runs", kValue},     {"log", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {

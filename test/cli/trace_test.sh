@@ -98,6 +98,17 @@ plan = json.load(open('$T/mlp_inspect.json'))['segments']['paths'][0]['steps']
 assert all(sum(e['cat'] == 'step' for e in i) == len(plan) for i in inside), [len(i) for i in inside]"
 fi
 
+# --- --log: the session's messages on stderr at a level or above -------------
+if expect_ok "$G" run "$MODELS/mlp.grove" --input x="$INPUTS/mlp_x.npy" --device cpu --log debug; then
+  grep -Eq "^grove: debug: plan made for subgraph 'main' at f32\[2,16\]: [0-9]+ steps, 1 segments$" "$ERR" ||
+    { fail "no debug line for the plan"; show run --log debug; }
+fi
+if expect_ok "$G" run "$MODELS/mlp.grove" --input x="$INPUTS/mlp_x.npy" --device cpu --log warning; then
+  [ ! -s "$ERR" ] || { fail "messages below warning were printed"; show run --log warning; }
+fi
+expect_fail 2 "--log wants debug, info, warning or error, not 'loud'" \
+  "$G" run "$MODELS/mlp.grove" --input x="$INPUTS/mlp_x.npy" --log loud
+
 # --- errors ------------------------------------------------------------------
 expect_fail 1 "trace file '$TEST_TMP/no-such-dir/t.json' cannot be written" \
   "$G" run "$MODELS/mlp.grove" --input x="$INPUTS/mlp_x.npy" --device cpu --trace "$TEST_TMP/no-such-dir/t.json"
