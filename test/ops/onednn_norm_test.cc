@@ -170,6 +170,27 @@ TEST(OneDnnSoftmaxTest, MaskedScoresMatchTheReferenceKernel) {
   EXPECT_EQ(CompareSoftmax(x, {}, "masked"), 1);
 }
 
+// Rows with an infinity or a NaN (an all -inf masked row, +inf, NaN) give
+// what the reference kernel gives, NaNs included: such an input runs the
+// reference kernel, whose results the CUDA kernels match too.
+TEST(OneDnnSoftmaxTest, NonFiniteRowsGiveTheReferenceResults) {
+  const float inf = INFINITY;
+  const Tensor x = MakeTensor<float>(DType::kF32, {4, 4}, {-inf, -inf, -inf, -inf, -inf, 1, 2, -inf, inf, 1, 2, 3,
+                                                           NAN, 0, 1, 2});
+  const Tensor finite = MakeTensor<float>(DType::kF32, {1, 4}, {0, 1, 2, 3});
+  int64_t made = 0;
+  absl::StatusOr<Tensor> fast = RunPath(true, "Softmax", {&x}, {}, &made);
+  absl::StatusOr<Tensor> ref = RunPath(false, "Softmax", {&x}, {});
+  ASSERT_TRUE(fast.ok() && ref.ok());
+  EXPECT_EQ(made, 1) << "oneDNN still prepares the step; only such runs skip it";
+  for (int64_t i = 0; i < 16; ++i) {
+    const float got = fast->as<float>()[i], want = ref->as<float>()[i];
+    EXPECT_TRUE((std::isnan(got) && std::isnan(want)) || got == want) << "element " << i << ": " << got << " vs " << want;
+  }
+  EXPECT_TRUE(std::isnan(fast->as<float>()[0])) << "an all -inf row is NaN, as ONNX Runtime and PyTorch give";
+  EXPECT_EQ(CompareSoftmax(finite, {}, "finite"), 1);
+}
+
 TEST(OneDnnSoftmaxTest, WhatOneDnnDoesNotTakeKeepsTheReferenceKernel) {
   std::mt19937 rng(35);
   const Tensor x = Uniform({2, 5, 3}, rng, -2, 2);
