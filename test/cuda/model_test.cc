@@ -188,8 +188,10 @@ TEST(CudaModelTest, ScanRunsItsCpuKernelWithADeviceBody) {
 TEST(CudaModelTest, ChainOfTwoHundredOps) {
   Sessions s = MakeSessions(testing::LoadOrDie(demo::BuildChain(200)));
   ExpectSame(s, {F32({3, 64}, 5)}, "chain");
-  // Runs of elementwise ops between the MatMuls are fused into one kernel each.
-  EXPECT_LT(s.cuda->stats().kernels_run, s.cpu->stats().kernels_run);
+  // Runs of elementwise ops between the MatMuls are fused into one kernel
+  // each: fewer kernels than the chain's 200 ops in its one run (the CPU
+  // fuses too now, an activation into the oneDNN MatMul before it).
+  EXPECT_LT(s.cuda->stats().kernels_run, 200);
 }
 
 TEST(CudaModelTest, ElementwiseChainsRunAsOneKernel) {
