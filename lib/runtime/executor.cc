@@ -211,6 +211,13 @@ absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const T
         absl::StrCat("plan made for subgraph '", name, "' at ", absl::StrJoin(shapes, ", "), ": ",
                      plan.steps().size(), " steps, ", plan.segments().size(), " segments"));
   };
+  // The bound's own shape, met again: its plan is its bucket's, under the
+  // same key (a bound is its own bound), so no bucket is worked out per run.
+  if (BucketFamily* f = buckets_.has_value() ? plans_.FindFamily(key_) : nullptr; f != nullptr && f->bound != nullptr) {
+    ++stats_.plan_cache_hits;
+    last_plan_hit_ = true;
+    return f->bound.get();
+  }
   BucketFamily* family = nullptr;
   if (buckets_.has_value()) {
     const int64_t plans_before = stats_.plans_created;
