@@ -367,6 +367,14 @@ struct SessionOptions {
   // block end to end within 2e-2 (bf16) and 4e-3 (f16, tf32) of the f32 run.
   // Elementwise ops, reductions and every stored tensor stay f32.
   GemmMath cuda_gemm_math = GemmMath::kF32;
+  // A kernel dispatch table (schemas/kernels.fbs, written by `grove tune`):
+  // the kernel variant measured fastest per (GPU arch, kernel family, dtypes,
+  // shape bucket), looked up before the tables shipped with grove when a
+  // step is prepared; a step no table covers runs the cost model's pick.
+  // Session::Create fails (INVALID_ARGUMENT naming the file and what is
+  // wrong) when the file cannot be read or is not a valid table. "" (the
+  // default): the shipped tables only. Read by CUDA sessions only.
+  std::string kernel_table;
   // CUDA graphs. A plan's straight-line segments (the steps between those
   // that need the host: see `grove inspect --device cuda`) are each captured
   // as a CUDA graph on their first run and replayed as one graph launch on
@@ -572,6 +580,19 @@ class Session {
 // container build or CI step warms it before deployment).
 // ---------------------------------------------------------------------------
 
+// A kernel variant chosen for a step when it was prepared (CUDA): which
+// configuration runs it and why.
+struct KernelChoiceInfo {
+  std::string config;   // "softmax__f32__threads128_vec4"
+  std::string source;   // "table" (a dispatch table's entry), "cost model" or "generic"
+  std::string problem;  // the step's extents for the family: "n=509,rows=4096"
+  std::string bucket;   // the table's shape bucket of it (each extent rounded up to a power of two)
+  double estimate_us = 0;  // the cost model's estimate for the config
+  double measured_us = 0;  // a table hit: the time `grove tune` measured; else 0
+  std::string op;       // the step's op and node
+  std::string node;
+};
+
 struct KernelCompileOptions {
   std::string arch = "sm_90";  // "sm_80", "90", "9.0"
   // One shape per model input: the model runs once on a device that records
@@ -579,6 +600,7 @@ struct KernelCompileOptions {
   std::vector<std::vector<int64_t>> input_shapes;
   std::string cache_dir;     // "" = $GROVE_CACHE_DIR, else $XDG_CACHE_HOME/grove/kernels
   bool all_kernels = false;  // every kernel module grove has, not only the model's
+  std::string kernel_table;  // as SessionOptions::kernel_table
 };
 
 struct KernelCompileReport {
@@ -593,10 +615,64 @@ struct KernelCompileReport {
   // Why the set may be incomplete (the dry run stopped, or took one branch
   // of data-dependent control flow); empty when nothing to say.
   std::string note;
+  // The kernel variants the dry run's steps chose (empty with all_kernels).
+  std::vector<KernelChoiceInfo> choices;
 };
 
 // Compiles into the disk cache every kernel `model` needs at those shapes.
 absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const KernelCompileOptions& options);
+
+// ---------------------------------------------------------------------------
+// Tuning kernel variants on a GPU (grove tune): a dispatch table for the
+// shapes a model meets.
+// ---------------------------------------------------------------------------
+
+struct KernelTuneOptions {
+  // The shapes to tune for: each one shape per model input (a sweep gives
+  // several). The model runs once per shape set to find its steps' kernel
+  // problems; each (family, dtypes, shape bucket) is tuned once, at the first
+  // problem met in it.
+  std::vector<std::vector<std::vector<int64_t>>> shape_sets;
+  int top_k = 4;     // cost-model-ranked variants timed per bucket, besides the generic one
+  int warmup = 3;    // untimed runs of each variant first
+  int repeats = 15;  // timed runs; the median is kept
+  // List the search space (problems, buckets, candidates and their cost
+  // estimates) without timing anything; needs no GPU (plans for `arch`).
+  bool dry_run = false;
+  std::string arch = "sm_90";  // the dry run's arch
+  int cuda_device = 0;
+  // One line per bucket timed ("[3/12] softmax f32 n=512,rows=64: ..."); null: none.
+  std::function<void(const std::string&)> progress;
+};
+
+struct KernelTuneCandidate {
+  std::string config;       // "softmax__f32__threads128_vec4"
+  double estimate_us = 0;   // the cost model's
+  double measured_us = 0;   // median of repeats (0 in a dry run)
+  bool generic = false;     // the family's generic variant (the baseline)
+};
+
+struct KernelTuneBucket {
+  std::string family;
+  std::string dtypes;   // "f32" or "f16,f32"
+  std::string bucket;   // "n=512,rows=64"
+  std::string problem;  // the problem timed: "n=509,rows=37"
+  std::vector<KernelTuneCandidate> candidates;  // cost-model order, the generic one last unless ranked
+  std::string best;     // the fastest measured (empty in a dry run)
+};
+
+struct KernelTuneReport {
+  std::string device;  // "NVIDIA H200 (sm_90, 139 GiB)"; a dry run: "sm_90 (dry run)"
+  int arch = 0;
+  std::vector<KernelTuneBucket> buckets;
+  int candidates = 0;  // variants in the search space (timed unless a dry run)
+  // The table (schemas/kernels.fbs) with one entry per bucket; empty in a dry run.
+  std::vector<uint8_t> table;
+};
+
+// Tunes on CUDA device options.cuda_device (FAILED_PRECONDITION naming why
+// when there is none), or lists the search space with options.dry_run.
+absl::StatusOr<KernelTuneReport> TuneKernels(const Model& model, const KernelTuneOptions& options);
 
 // ---------------------------------------------------------------------------
 // How a model runs: its plans' steps and straight-line segments (grove inspect).
@@ -606,6 +682,7 @@ struct StepInfo {
   std::string op;       // "MatMul"; "FusedElementwise" for a fused chain (CUDA)
   std::string node;     // the node's name ("" when it has none)
   std::string backend;  // whose kernel runs it: "cpu" or "cuda"
+  std::vector<KernelChoiceInfo> kernels;  // CUDA: the variants its prepare chose
 };
 
 // A step that needs the host, so a segment ends at it: control flow (the
@@ -647,6 +724,7 @@ struct ExecutionInfoOptions {
   Device device = Device::kCpu;
   std::string arch = "sm_90";
   std::vector<std::vector<int64_t>> input_shapes;  // one per model input
+  std::string kernel_table;  // kCuda: as SessionOptions::kernel_table
 };
 
 // Plans the model for these input shapes without running it and describes

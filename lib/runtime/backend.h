@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -124,6 +125,11 @@ class Backend {
   virtual absl::Status EndRefresh() { return absl::UnimplementedError("this backend does not refresh graphs"); }
 
   virtual BackendCounters counters() const { return {}; }
+
+  // The kernel variants the last prepare of `node`'s step chose (CUDA:
+  // table, cost model or generic; see lib/backends/cuda/kernel_choice.h),
+  // for grove inspect and compile. Empty where nothing was chosen.
+  virtual std::vector<KernelChoiceInfo> KernelChoices(const ir::Node& node) const { return {}; }
 };
 
 // The backend `options` ask for: the CPU, or a CUDA device (Device::kAuto

@@ -14,11 +14,14 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,6 +64,11 @@ struct GemmDesc {
   float alpha = 1.0f, beta = 0.0f;
   const void* bias = nullptr;
   Epilogue epilogue = Epilogue::kNone;
+  // Which of cuBLASLt's heuristic answers runs it: -1 (the default) the
+  // first; i >= 0 the i-th, measured fastest by `grove tune` for the GEMM's
+  // shape bucket (a dispatch table's "gemm" entry), the first when the
+  // heuristic gives fewer. Devices without cuBLASLt ignore it.
+  int algorithm = -1;
 };
 
 // Calls made to a device, counted since it was made. The real device is
@@ -197,6 +205,26 @@ class Device {
   virtual bool emulated() const = 0;
   // Compute capability as major * 10 + minor (90 for sm_90).
   virtual int arch() const = 0;
+  // Streaming multiprocessors; 0 when not known (emulated, recording).
+  virtual int sm_count() const { return 0; }
+  // The CUDA driver's version (12040 for 12.4); 0 when there is none.
+  virtual int driver_version() const { return 0; }
+
+  // Times `work` (calls that queue on `stream`): `warmup` untimed runs, then
+  // `repeats` timed ones, each one's microseconds. A GPU brackets each run
+  // with CUDA events; this default uses the host clock around a synchronize.
+  virtual absl::StatusOr<std::vector<double>> TimeRuns(Stream stream, const std::function<absl::Status()>& work,
+                                                       int warmup, int repeats) {
+    std::vector<double> times;
+    for (int i = 0; i < warmup + repeats; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      if (absl::Status s = work(); !s.ok()) return s;
+      if (absl::Status s = Synchronize(stream); !s.ok()) return s;
+      const auto end = std::chrono::steady_clock::now();
+      if (i >= warmup) times.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+    }
+    return times;
+  }
 
   // Device memory; ResourceExhausted when there is none left.
   virtual absl::StatusOr<void*> Allocate(size_t bytes) = 0;
@@ -258,6 +286,12 @@ class ForwardingDevice : public Device {
   std::string Describe() const override { return device_->Describe(); }
   bool emulated() const override { return device_->emulated(); }
   int arch() const override { return device_->arch(); }
+  int sm_count() const override { return device_->sm_count(); }
+  int driver_version() const override { return device_->driver_version(); }
+  absl::StatusOr<std::vector<double>> TimeRuns(Stream stream, const std::function<absl::Status()>& work, int warmup,
+                                               int repeats) override {
+    return device_->TimeRuns(stream, work, warmup, repeats);
+  }
   absl::StatusOr<void*> Allocate(size_t bytes) override { return device_->Allocate(bytes); }
   void Free(void* ptr) override { device_->Free(ptr); }
   bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }

@@ -40,6 +40,8 @@
 
 namespace grove::cuda {
 
+class KernelDispatch;  // lib/backends/cuda/kernel_choice.h
+
 class ExecContext {
  public:
   ExecContext(Device& device, Stream stream) : device_(device), stream_(stream) {}
@@ -73,6 +75,12 @@ class ExecContext {
   }
   void set_gemm_math(GemmDesc::Math math) { gemm_math_ = math; }
   GemmDesc::Math gemm_math() const { return gemm_math_; }
+
+  // The session's kernel dispatcher (tables, cost model, the choices made):
+  // what ChooseVariant (kernel_choice.h) asks; nullptr outside a session
+  // (then the cost model for the device's arch decides).
+  void set_dispatch(KernelDispatch* dispatch) { dispatch_ = dispatch; }
+  KernelDispatch* dispatch() const { return dispatch_; }
 
   template <typename Params>
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
@@ -115,6 +123,7 @@ class ExecContext {
 
   absl::Span<const TensorView* const> host_inputs_;
   GemmDesc::Math gemm_math_ = GemmDesc::Math::kF32;
+  KernelDispatch* dispatch_ = nullptr;
   absl::flat_hash_map<const ir::Node*, StateEntry> states_;
 };
 
