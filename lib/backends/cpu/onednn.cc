@@ -729,6 +729,392 @@ void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, uint64_t second_work
   in->linked = true;
 }
 
+// ---------------------------------------------------------------------------
+// LSTM, GRU and RNN.
+
+namespace {
+
+using ir::RecurrentKind;
+
+// One argument of a recurrent primitive that is rebound per run: a step
+// input or output (at an element offset: a direction's slice, which the
+// memory's strides then walk), or an array in the workspace (an output the
+// node does not have, or a zero initial state beside a given one).
+struct RecurrentArg {
+  enum class Source { kInput, kOutput, kWorkspace };
+  Source source = Source::kInput;
+  int index = 0;
+  int64_t element_offset = 0;
+  uint64_t workspace_offset = 0;
+  uint64_t zero_bytes = 0;  // workspace bytes set to 0 before the run
+  memory mem;
+};
+
+struct RecurrentDirection {
+  dnnl::primitive primitive;
+  std::vector<RecurrentArg> bound;
+  std::vector<memory> packed;          // weights, bias, peepholes in oneDNN's layout, owned
+  std::vector<dnnl_exec_arg_t> args;   // made once: handles are rebound, never replaced
+  bool has_scratchpad = false;
+  memory scratchpad;
+  uint64_t scratchpad_offset = 0;
+};
+
+// The inputs packed by the prepare: W, R, B and (LSTM) P.
+constexpr int kRecurrentWeightInputs[] = {1, 2, 3, 7};
+
+// ONNX's gate block of oneDNN's gate g: oneDNN's LSTM orders them i, f, c, o
+// (ONNX: i, o, f, c); GRU (z/u, r, h/o) and RNN agree.
+int64_t OnnxGate(RecurrentKind kind, int64_t g) {
+  static constexpr int64_t kLstm[4] = {0, 2, 3, 1};
+  return kind == RecurrentKind::kLstm ? kLstm[g] : g;
+}
+
+// One direction's W [gates * h, cols] as oneDNN's ldigo [1, 1, cols, gates, h].
+std::vector<float> PackLdigo(const float* w, RecurrentKind kind, int64_t gates, int64_t h, int64_t cols) {
+  std::vector<float> out(static_cast<size_t>(cols * gates * h));
+  for (int64_t g = 0; g < gates; ++g) {
+    const float* block = w + OnnxGate(kind, g) * h * cols;
+    for (int64_t j = 0; j < h; ++j) {
+      for (int64_t k = 0; k < cols; ++k) out[(k * gates + g) * h + j] = block[j * cols + k];
+    }
+  }
+  return out;
+}
+
+// A [1, 1, rows, cols] slice of a [D, N, H]-like state or [T, D, N, H]-like
+// output, as strides over grove's tensor.
+memory::desc StridedDesc(const memory::dims& dims, const memory::dims& strides) {
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+// oneDNN's eltwise algorithm for a vanilla RNN's activation; false for one it lacks.
+bool RnnActivation(const ir::Activation& act, dnnl::algorithm* alg, float* alpha) {
+  *alpha = 0.0f;
+  switch (act.kind) {
+    case ir::ActivationKind::kTanh:
+      *alg = dnnl::algorithm::eltwise_tanh;
+      return true;
+    case ir::ActivationKind::kSigmoid:
+      *alg = dnnl::algorithm::eltwise_logistic;
+      return true;
+    case ir::ActivationKind::kRelu:
+      *alg = dnnl::algorithm::eltwise_relu;
+      return true;
+    case ir::ActivationKind::kLeakyRelu:
+      *alg = dnnl::algorithm::eltwise_relu;
+      *alpha = static_cast<float>(act.alpha);
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsActivation(const ir::Activation& act, ir::ActivationKind kind) { return act.kind == kind; }
+
+}  // namespace
+
+class OneDnnRecurrentStep {
+ public:
+  dnnl::stream stream;
+  std::string impl;
+  std::vector<RecurrentDirection> directions;
+  const void* packed_from[4] = {};  // kRecurrentWeightInputs' bytes as the prepare read them
+  int threads = 1;
+};
+
+absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> PrepareOneDnnRecurrent(const ir::KernelContext& ctx,
+                                                                            const ir::RecurrentAttrs& a,
+                                                                            const backends::RecurrentDims& dims,
+                                                                            WorkspaceLayout* layout) {
+  if (!OneDnnEnabled()) return nullptr;
+  const RecurrentKind kind = a.kind;
+  const bool lstm = kind == RecurrentKind::kLstm, gru = kind == RecurrentKind::kGru;
+  const int max_input = lstm ? 8 : 6;
+  for (int i = 0; i < max_input; ++i) {
+    if (i != 4 && ctx.has_input(i) && ctx.input(i).dtype != DType::kF32) return nullptr;
+  }
+  if (a.has_clip || a.input_forget) return nullptr;
+  const int64_t T = dims.seq, N = dims.batch, I = dims.input, H = dims.hidden, D = dims.dirs;
+  if (T <= 0 || N <= 0 || I <= 0 || H <= 0) return nullptr;
+  // Every weight is packed here, so the prepare must see its bytes.
+  OneDnnRecurrentStep probe;
+  for (int k = 0; k < 4; ++k) {
+    const int i = kRecurrentWeightInputs[k];
+    if (i == 7 && !lstm) break;
+    if (!ctx.has_input(i)) continue;
+    if (ctx.input(i).data == nullptr) return nullptr;
+    probe.packed_from[k] = ctx.input(i).data;
+  }
+  for (int d = 0; d < D; ++d) {
+    if (lstm) {
+      if (!IsActivation(a.activation(d, 0), ir::ActivationKind::kSigmoid) ||
+          !IsActivation(a.activation(d, 1), ir::ActivationKind::kTanh) ||
+          !IsActivation(a.activation(d, 2), ir::ActivationKind::kTanh)) {
+        return nullptr;
+      }
+    } else if (gru) {
+      if (!IsActivation(a.activation(d, 0), ir::ActivationKind::kSigmoid) ||
+          !IsActivation(a.activation(d, 1), ir::ActivationKind::kTanh)) {
+        return nullptr;
+      }
+    } else {
+      dnnl::algorithm alg = dnnl::algorithm::eltwise_tanh;
+      float alpha = 0.0f;
+      if (!RnnActivation(a.activation(d, 0), &alg, &alpha)) return nullptr;
+    }
+  }
+  const int64_t gates = ir::GateCount(kind);
+  const bool lbr = gru && a.linear_before_reset;
+  const int64_t bias_gates = lbr ? gates + 1 : gates;
+  OmpThreadScope threads(StepThreads(ctx, static_cast<double>(T) * static_cast<double>(N) *
+                                              static_cast<double>(gates * H) * static_cast<double>(I + H)));
+  const float* w_all = ctx.input(1).as<const float>();
+  const float* r_all = ctx.input(2).as<const float>();
+  const float* b_all = ctx.has_input(3) ? ctx.input(3).as<const float>() : nullptr;
+  const float* p_all = lstm && ctx.has_input(7) ? ctx.input(7).as<const float>() : nullptr;
+  const bool has_h0 = ctx.has_input(5), has_c0 = lstm && ctx.has_input(6);
+  const bool has_y = ctx.has_output(0), has_yh = ctx.has_output(1), has_yc = lstm && ctx.has_output(2);
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    auto step = std::make_shared<OneDnnRecurrentStep>();
+    std::copy(std::begin(probe.packed_from), std::end(probe.packed_from), std::begin(step->packed_from));
+    step->stream = dnnl::stream(engine);
+    const memory::dims state_dims = {1, 1, N, H};
+    // A direction's slice of a state tensor: [D, N, H] (layout 0) or [N, D, H].
+    const memory::dims state_strides = dims.layout == 0 ? memory::dims{D * N * H, N * H, H, 1}
+                                                        : memory::dims{N * D * H, N * D * H, D * H, 1};
+    for (int64_t d = 0; d < D; ++d) {
+      const bool reverse = a.reverse || d == 1;
+      const auto direction = reverse ? dnnl::rnn_direction::unidirectional_right2left
+                                     : dnnl::rnn_direction::unidirectional_left2right;
+      const int64_t state_offset = dims.layout == 0 ? d * N * H : d * H;
+      RecurrentDirection dir;
+      std::vector<std::pair<int, RecurrentArg>> bound;  // (DNNL_ARG_*, where)
+      auto tensor_arg = [&](int arg, RecurrentArg::Source source, int index, int64_t offset,
+                            const memory::desc& desc) {
+        RecurrentArg r;
+        r.source = source;
+        r.index = index;
+        r.element_offset = offset;
+        r.mem = memory(desc, engine, DNNL_MEMORY_NONE);
+        bound.emplace_back(arg, std::move(r));
+        return desc;
+      };
+      auto workspace_arg = [&](int arg, const memory::desc& desc, bool zero) {
+        RecurrentArg r;
+        r.source = RecurrentArg::Source::kWorkspace;
+        r.workspace_offset = Reserve(layout, desc.get_size());
+        r.zero_bytes = zero ? desc.get_size() : 0;
+        r.mem = memory(desc, engine, DNNL_MEMORY_NONE);
+        bound.emplace_back(arg, std::move(r));
+        return desc;
+      };
+      // X: [T, N, I] or [N, T, I], the same for both directions.
+      const memory::desc src_layer = tensor_arg(
+          DNNL_ARG_SRC_LAYER, RecurrentArg::Source::kInput, 0, 0,
+          StridedDesc({T, N, I}, dims.layout == 0 ? memory::dims{N * I, I, 1} : memory::dims{I, T * I, 1}));
+      // Initial states: given, zeros beside a given one (LSTM), or none.
+      memory::desc src_iter, src_iter_c;
+      const bool any_state = has_h0 || has_c0;
+      if (has_h0) {
+        src_iter = tensor_arg(DNNL_ARG_SRC_ITER, RecurrentArg::Source::kInput, 5, state_offset,
+                              StridedDesc(state_dims, state_strides));
+      } else if (any_state) {
+        src_iter = workspace_arg(DNNL_ARG_SRC_ITER, PlainDesc(state_dims), true);
+      }
+      if (lstm) {
+        if (has_c0) {
+          src_iter_c = tensor_arg(DNNL_ARG_SRC_ITER_C, RecurrentArg::Source::kInput, 6, state_offset,
+                                  StridedDesc(state_dims, state_strides));
+        } else if (any_state) {
+          src_iter_c = workspace_arg(DNNL_ARG_SRC_ITER_C, PlainDesc(state_dims), true);
+        }
+      }
+      // Y: [T, D, N, H] or [N, T, D, H], this direction's slice; the
+      // workspace when the node has no Y.
+      const memory::desc dst_layer =
+          has_y ? tensor_arg(DNNL_ARG_DST_LAYER, RecurrentArg::Source::kOutput, 0,
+                             dims.layout == 0 ? d * N * H : d * H,
+                             StridedDesc({T, N, H}, dims.layout == 0 ? memory::dims{D * N * H, H, 1}
+                                                                     : memory::dims{D * H, T * D * H, 1}))
+                : workspace_arg(DNNL_ARG_DST_LAYER, PlainDesc({T, N, H}), false);
+      memory::desc dst_iter, dst_iter_c;
+      const bool any_final = has_yh || has_yc;
+      if (has_yh) {
+        dst_iter = tensor_arg(DNNL_ARG_DST_ITER, RecurrentArg::Source::kOutput, 1, state_offset,
+                              StridedDesc(state_dims, state_strides));
+      } else if (lstm && any_final) {
+        dst_iter = workspace_arg(DNNL_ARG_DST_ITER, PlainDesc(state_dims), false);
+      }
+      if (lstm) {
+        if (has_yc) {
+          dst_iter_c = tensor_arg(DNNL_ARG_DST_ITER_C, RecurrentArg::Source::kOutput, 2, state_offset,
+                                  StridedDesc(state_dims, state_strides));
+        } else if (any_final) {
+          dst_iter_c = workspace_arg(DNNL_ARG_DST_ITER_C, PlainDesc(state_dims), false);
+        }
+      }
+      const memory::desc weights_layer(memory::dims{1, 1, I, gates, H}, memory::data_type::f32,
+                                       memory::format_tag::any);
+      const memory::desc weights_iter(memory::dims{1, 1, H, gates, H}, memory::data_type::f32,
+                                      memory::format_tag::any);
+      const memory::desc bias = PlainDesc({1, 1, bias_gates, H});
+      const memory::desc peephole = p_all != nullptr ? PlainDesc({1, 1, 3, H}) : memory::desc();
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      const auto prop = dnnl::prop_kind::forward_inference;
+      dnnl::primitive_desc_base* pd_base = nullptr;
+      std::optional<dnnl::lstm_forward::primitive_desc> lstm_pd;
+      std::optional<dnnl::gru_forward::primitive_desc> gru_pd;
+      std::optional<dnnl::lbr_gru_forward::primitive_desc> lbr_pd;
+      std::optional<dnnl::vanilla_rnn_forward::primitive_desc> rnn_pd;
+      if (lstm) {
+        const dnnl::lstm_forward::desc desc(prop, direction, src_layer, src_iter, src_iter_c, weights_layer,
+                                            weights_iter, peephole, memory::desc(), bias, dst_layer, dst_iter,
+                                            dst_iter_c);
+        lstm_pd.emplace(desc, attr, engine);
+        dir.primitive = dnnl::lstm_forward(*lstm_pd);
+        pd_base = &*lstm_pd;
+      } else if (lbr) {
+        const dnnl::lbr_gru_forward::desc desc(prop, direction, src_layer, src_iter, weights_layer, weights_iter,
+                                               bias, dst_layer, dst_iter);
+        lbr_pd.emplace(desc, attr, engine);
+        dir.primitive = dnnl::lbr_gru_forward(*lbr_pd);
+        pd_base = &*lbr_pd;
+      } else if (gru) {
+        const dnnl::gru_forward::desc desc(prop, direction, src_layer, src_iter, weights_layer, weights_iter, bias,
+                                           dst_layer, dst_iter);
+        gru_pd.emplace(desc, attr, engine);
+        dir.primitive = dnnl::gru_forward(*gru_pd);
+        pd_base = &*gru_pd;
+      } else {
+        dnnl::algorithm alg = dnnl::algorithm::eltwise_tanh;
+        float alpha = 0.0f;
+        RnnActivation(a.activation(static_cast<int>(d), 0), &alg, &alpha);
+        const dnnl::vanilla_rnn_forward::desc desc(prop, alg, direction, src_layer, src_iter, weights_layer,
+                                                   weights_iter, bias, dst_layer, dst_iter,
+                                                   dnnl::rnn_flags::undef, alpha);
+        rnn_pd.emplace(desc, attr, engine);
+        dir.primitive = dnnl::vanilla_rnn_forward(*rnn_pd);
+        pd_base = &*rnn_pd;
+      }
+      if (d == 0) step->impl = pd_base->impl_info_str();
+      // The workspace oneDNN keeps for training is not made in inference.
+      if (pd_base->workspace_desc().get_size() != 0) return nullptr;
+
+      // Weights, bias and peepholes, reordered once into what the primitive chose.
+      auto pack = [&](int arg, const memory::desc& plain, std::vector<float> values) {
+        const memory::desc want = pd_base->query_md(dnnl::query::exec_arg_md, arg);
+        memory packed(want, engine);
+        memory source(plain, engine, values.data());
+        dnnl::reorder(source, packed).execute(step->stream, source, packed);
+        step->stream.wait();
+        dir.packed.push_back(packed);
+        dir.args.push_back({arg, packed.get()});
+      };
+      const memory::desc ldigo_layer(memory::dims{1, 1, I, gates, H}, memory::data_type::f32,
+                                     memory::format_tag::ldigo);
+      const memory::desc ldigo_iter(memory::dims{1, 1, H, gates, H}, memory::data_type::f32,
+                                    memory::format_tag::ldigo);
+      pack(DNNL_ARG_WEIGHTS_LAYER, ldigo_layer, PackLdigo(w_all + d * gates * H * I, kind, gates, H, I));
+      pack(DNNL_ARG_WEIGHTS_ITER, ldigo_iter, PackLdigo(r_all + d * gates * H * H, kind, gates, H, H));
+      std::vector<float> b(static_cast<size_t>(bias_gates * H), 0.0f);
+      if (b_all != nullptr) {
+        const float* wb = b_all + d * 2 * gates * H;
+        const float* rb = wb + gates * H;
+        for (int64_t g = 0; g < gates; ++g) {
+          const int64_t from = OnnxGate(kind, g);
+          for (int64_t j = 0; j < H; ++j) {
+            // lbr GRU: h's Rb stays apart (oneDNN's fourth bias gate), inside the reset product.
+            const float r = lbr && g == 2 ? 0.0f : rb[from * H + j];
+            b[g * H + j] = wb[from * H + j] + r;
+          }
+        }
+        if (lbr) {
+          for (int64_t j = 0; j < H; ++j) b[3 * H + j] = rb[2 * H + j];
+        }
+      }
+      pack(DNNL_ARG_BIAS, bias, std::move(b));
+      if (p_all != nullptr) {
+        // ONNX P: i, o, f; oneDNN: i, f, o.
+        const float* p = p_all + d * 3 * H;
+        std::vector<float> peep(static_cast<size_t>(3 * H));
+        for (int64_t j = 0; j < H; ++j) {
+          peep[j] = p[j];
+          peep[H + j] = p[2 * H + j];
+          peep[2 * H + j] = p[H + j];
+        }
+        pack(DNNL_ARG_WEIGHTS_PEEPHOLE, peephole, std::move(peep));
+      }
+      // Every rebound argument must be in the layout given (oneDNN may not
+      // take a strided one as it is).
+      for (auto& [arg, r] : bound) {
+        if (pd_base->query_md(dnnl::query::exec_arg_md, arg) != r.mem.get_desc()) return nullptr;
+        dir.args.push_back({arg, r.mem.get()});
+        dir.bound.push_back(std::move(r));
+      }
+      const memory::desc scratch = pd_base->scratchpad_desc();
+      if (scratch.get_size() > 0) {
+        dir.has_scratchpad = true;
+        dir.scratchpad = memory(scratch, engine, DNNL_MEMORY_NONE);
+        dir.scratchpad_offset = Reserve(layout, scratch.get_size());
+        dir.args.push_back({DNNL_ARG_SCRATCHPAD, dir.scratchpad.get()});
+      }
+      step->directions.push_back(std::move(dir));
+    }
+    step->threads = CurrentOmpThreads();
+    g_steps_made.fetch_add(1, std::memory_order_relaxed);
+    return step;
+  } catch (const dnnl::error& e) {
+    return nullptr;
+  }
+}
+
+absl::StatusOr<bool> RunOneDnnRecurrent(OneDnnRecurrentStep& step, ir::KernelContext& ctx) {
+  for (int k = 0; k < 4; ++k) {
+    const int i = kRecurrentWeightInputs[k];
+    const void* data = ctx.has_input(i) ? ctx.input(i).data : nullptr;
+    if (data != step.packed_from[k]) return false;
+  }
+  OmpThreadScope threads(std::min(SessionThreads(ctx), step.threads));
+  uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
+  dnnl_stream_t stream = step.stream.get();
+  for (RecurrentDirection& dir : step.directions) {
+    for (RecurrentArg& r : dir.bound) {
+      void* data = nullptr;
+      if (r.source == RecurrentArg::Source::kWorkspace) {
+        if (workspace == nullptr) return ctx.Error("the oneDNN step has no workspace");
+        data = workspace + r.workspace_offset;
+        if (r.zero_bytes > 0) std::memset(data, 0, r.zero_bytes);
+      } else {
+        const TensorView& t = r.source == RecurrentArg::Source::kInput ? ctx.input(r.index) : ctx.output(r.index);
+        data = static_cast<float*>(t.data) + r.element_offset;
+      }
+      if (dnnl_status_t s = dnnl_memory_set_data_handle_v2(r.mem.get(), data, stream); s != dnnl_success) {
+        return DnnlError("binding an argument", s);
+      }
+    }
+    if (dir.has_scratchpad) {
+      if (workspace == nullptr) return ctx.Error("the oneDNN step has no workspace");
+      if (dnnl_status_t s =
+              dnnl_memory_set_data_handle_v2(dir.scratchpad.get(), workspace + dir.scratchpad_offset, stream);
+          s != dnnl_success) {
+        return DnnlError("binding the scratchpad", s);
+      }
+    }
+    if (dnnl_status_t s = dnnl_primitive_execute(dir.primitive.get(), stream, static_cast<int>(dir.args.size()),
+                                                 dir.args.data());
+        s != dnnl_success) {
+      return DnnlError(absl::StrCat("executing ", step.impl), s);
+    }
+  }
+  if (dnnl_status_t s = dnnl_stream_wait(stream); s != dnnl_success) return DnnlError("waiting", s);
+  return true;
+}
+
+std::string OneDnnRecurrentImpl(const OneDnnRecurrentStep& step) { return step.impl; }
+
 int64_t OneDnnStepsMade() { return g_steps_made.load(std::memory_order_relaxed); }
 
 std::string OneDnnStepImpl(const OneDnnStep& step) { return step.impl; }

@@ -1,7 +1,8 @@
 // oneDNN (Debian's libdnnl, the library PyTorch and OpenVINO run on the CPU)
 // for the CPU kernels where it beats the reference loops: f32 Conv, MatMul and
 // Gemm (with a fused activation, post_op.h), MaxPool, AveragePool, the global
-// pools, BatchNormalization (inference) and Softmax over the last axis. A
+// pools, BatchNormalization (inference), Softmax over the last axis, and the
+// LSTM, GRU and RNN layers. A
 // kernel's prepare asks for a OneDnnStep; it gets one, or nullptr when oneDNN
 // does not take the step (a dtype, an empty dim, more than 3 spatial dims, no
 // implementation better than oneDNN's own reference), and then keeps its
@@ -40,10 +41,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "lib/backends/common/recurrent_checks.h"
 #include "lib/backends/common/window.h"
 #include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/op_registry.h"
+#include "lib/ir/ops/recurrent_attrs.h"
 
 namespace grove::cpu {
 
@@ -125,6 +128,25 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
 // softmax_log computes its log to about 2^-19 (1.4e-6 for log(1)).
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::KernelContext& ctx, int64_t rows,
                                                                  int64_t n, WorkspaceLayout* layout);
+
+// LSTM, GRU (either linear_before_reset) and RNN (Tanh, Sigmoid, Relu or
+// LeakyRelu) in f32 through oneDNN's RNN primitives, one per direction, or
+// nullptr when oneDNN does not take the node: other activations, clip,
+// input_forget, an empty dim, another dtype, or weights (W, R, B, P) whose
+// bytes the prepare cannot read (they are reordered into oneDNN's gate order
+// and layout here, once). Y, Y_h and Y_c are written in place in either
+// layout. sequence_lens is the caller's: oneDNN runs every sequence to the
+// end, so a run with a shorter one takes the reference kernel.
+class OneDnnRecurrentStep;
+absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> PrepareOneDnnRecurrent(const ir::KernelContext& ctx,
+                                                                            const ir::RecurrentAttrs& attrs,
+                                                                            const backends::RecurrentDims& dims,
+                                                                            WorkspaceLayout* layout);
+// Runs the step on ctx's pointers and ctx.workspace(); false (nothing
+// written) when a weight is not the one the prepare packed, for the caller's
+// reference kernel.
+absl::StatusOr<bool> RunOneDnnRecurrent(OneDnnRecurrentStep& step, ir::KernelContext& ctx);
+std::string OneDnnRecurrentImpl(const OneDnnRecurrentStep& step);
 
 // Whether `first`'s output 0 can go to `second`'s input 0 in oneDNN's own
 // layout, never reordered to grove's: both steps reorder that tensor, into

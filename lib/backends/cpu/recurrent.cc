@@ -7,14 +7,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/common/recurrent_checks.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/onednn.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/recurrent_attrs.h"
 
@@ -228,17 +231,41 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   return absl::OkStatus();
 }
 
+// What the prepare made: the node's attributes and dims, and the oneDNN
+// step when oneDNN takes the node.
+struct RecurrentParams {
+  backends::RecurrentCall call;
+  std::shared_ptr<OneDnnRecurrentStep> onednn;
+};
+
 template <RecurrentKind kKind>
-absl::Status RecurrentKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   absl::StatusOr<backends::RecurrentCall> call = backends::ReadRecurrentCall(ctx, kKind);
   if (!call.ok()) return call.status();
-  const RecurrentAttrs* a = &call->attrs;
-  const RecurrentDims& dims = call->dims;
+  RecurrentParams p;
+  p.call = *std::move(call);
+  WorkspaceLayout layout;
+  if (ctx.input(0).dtype == DType::kF32) {
+    absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> step =
+        PrepareOneDnnRecurrent(ctx, p.call.attrs, p.call.dims, &layout);
+    if (!step.ok()) return step.status();
+    p.onednn = *std::move(step);
+  }
+  return backends::MakePrepared(std::move(p), layout.bytes());
+}
+
+template <RecurrentKind kKind>
+absl::Status RecurrentKernel(KernelContext& ctx) {
+  const RecurrentParams* p = backends::PreparedParams<RecurrentParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const RecurrentAttrs* a = &p->call.attrs;
+  const RecurrentDims& dims = p->call.dims;
   const TensorView& x = ctx.input(0);
   const int64_t gates = ir::GateCount(kKind);
   const int64_t h = dims.hidden;
 
   std::vector<int64_t> lengths(static_cast<size_t>(dims.batch), dims.seq);
+  bool full_lengths = true;  // every sequence runs to the end
   if (ctx.has_input(4)) {
     const TensorView& sl = ctx.input(4);
     if (absl::Status s = backends::CheckSequenceLensShape(ctx, dims); !s.ok()) return s;
@@ -250,11 +277,18 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
       } else {
         return backends::SequenceLensDTypeError(ctx);
       }
+      full_lengths = full_lengths && lengths[b] == dims.seq;
     }
     if (absl::Status s = backends::CheckSequenceLengths(ctx, dims, lengths); !s.ok()) return s;
   }
 
   if (absl::Status s = backends::CheckRecurrentOutputs(ctx, dims); !s.ok()) return s;
+
+  if (p->onednn != nullptr && full_lengths) {
+    absl::StatusOr<bool> ran = RunOneDnnRecurrent(*p->onednn, ctx);
+    if (!ran.ok()) return ran.status();
+    if (*ran) return absl::OkStatus();
+  }
 
   const int64_t rows = dims.seq * dims.batch;
   const int64_t gh = gates * h;
@@ -272,15 +306,23 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterRecurrentKernels(ir::OpRegistry& registry) {
-  if (absl::Status s = registry.SetKernel("RNN", ir::Backend::kCpu, &RecurrentKernel<RecurrentKind::kRnn>);
+  // sequence_lens is read on the host, where a CPU kernel's inputs are.
+  constexpr uint64_t kHostInputs = 0;
+  if (absl::Status s = registry.SetKernel(
+          "RNN", ir::Backend::kCpu,
+          ir::KernelDef{&RecurrentKernel<RecurrentKind::kRnn>, &PrepareRecurrent<RecurrentKind::kRnn>, kHostInputs});
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = registry.SetKernel("GRU", ir::Backend::kCpu, &RecurrentKernel<RecurrentKind::kGru>);
+  if (absl::Status s = registry.SetKernel(
+          "GRU", ir::Backend::kCpu,
+          ir::KernelDef{&RecurrentKernel<RecurrentKind::kGru>, &PrepareRecurrent<RecurrentKind::kGru>, kHostInputs});
       !s.ok()) {
     return s;
   }
-  return registry.SetKernel("LSTM", ir::Backend::kCpu, &RecurrentKernel<RecurrentKind::kLstm>);
+  return registry.SetKernel(
+      "LSTM", ir::Backend::kCpu,
+      ir::KernelDef{&RecurrentKernel<RecurrentKind::kLstm>, &PrepareRecurrent<RecurrentKind::kLstm>, kHostInputs});
 }
 
 }  // namespace grove::cpu

@@ -1,0 +1,379 @@
+// LSTM, GRU and RNN through oneDNN's RNN primitives (lib/backends/cpu/onednn.h)
+// against the reference kernel, both run in this process (cpu::ScopedOneDnn;
+// the reference kernel is checked against the ONNX equations in
+// recurrent_test.cc): every direction and layout, with and without bias,
+// initial states (h only, c only, both) and peepholes, GRU's two
+// linear_before_reset forms, the RNN activations oneDNN has, seq and batch 1,
+// omitted outputs (also Y omitted in a model, whose weights the prepare
+// packs); then what oneDNN must not take (clip, input_forget, other
+// activations, f64, a model whose W is an input) or not run (sequence_lens
+// shorter than seq), which the reference kernel computes.
+//
+// Tolerance: oneDNN computes in float with its own exp/tanh (a few ulps)
+// and sums the products in another order; over a few steps of gates in
+// (-1, 1) the difference stays far below 1e-5 + 1e-4 |ref| (recurrent_test's
+// bound against the double reference).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "grove/grove.h"
+#include "gtest/gtest.h"
+#include "lib/backends/cpu/onednn.h"
+#include "test/op_test_util.h"
+#include "test/recurrent_test_util.h"
+
+namespace grove {
+namespace {
+
+using testing::MakeTensor;
+using testing::RecurrentSpec;
+using testing::RunOp;
+using Shape = std::vector<int64_t>;
+
+struct Case : RecurrentSpec {
+  std::vector<int32_t> lengths;  // empty: no sequence_lens
+  int num_outputs = 0;           // 0: all (2 for RNN and GRU, 3 for LSTM)
+
+  std::string Describe() const {
+    return absl::StrCat(op, " ", direction, " layout ", layout, " seq ", seq, " batch ", batch, " input ", input,
+                        " hidden ", hidden, " bias ", bias, " h0 ", initial_h, " c0 ", initial_c, " P ", peephole,
+                        " lbr ", linear_before_reset, " acts [", absl::StrJoin(activations, ","), "] lens [",
+                        absl::StrJoin(lengths, ","), "] outputs ", num_outputs);
+  }
+};
+
+std::vector<float> Random(int64_t n, std::mt19937& rng, float scale) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct Tensors {
+  Tensor x, w, r, b, lens, h0, c0, p;
+};
+
+Tensors MakeInputs(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t g = c.gates(), nd = c.dirs(), h = c.hidden;
+  const Shape state = c.layout == 0 ? Shape{nd, c.batch, h} : Shape{c.batch, nd, h};
+  Tensors t;
+  t.x = MakeTensor<float>(DType::kF32, c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input},
+                          Random(c.seq * c.batch * c.input, rng, 1.0f));
+  t.w = MakeTensor<float>(DType::kF32, {nd, g * h, c.input}, Random(nd * g * h * c.input, rng, 0.6f));
+  t.r = MakeTensor<float>(DType::kF32, {nd, g * h, h}, Random(nd * g * h * h, rng, 0.6f));
+  t.b = MakeTensor<float>(DType::kF32, {nd, 2 * g * h}, Random(nd * 2 * g * h, rng, 0.5f));
+  t.lens = MakeTensor<int32_t>(DType::kI32, {c.batch}, c.lengths);
+  t.h0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
+  t.c0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
+  t.p = MakeTensor<float>(DType::kF32, {nd, 3 * h}, Random(nd * 3 * h, rng, 0.5f));
+  return t;
+}
+
+std::vector<const Tensor*> Inputs(const Case& c, const Tensors& t) {
+  std::vector<const Tensor*> v = {&t.x, &t.w, &t.r};
+  v.push_back(c.bias ? &t.b : nullptr);
+  v.push_back(c.lengths.empty() ? nullptr : &t.lens);
+  v.push_back(c.initial_h ? &t.h0 : nullptr);
+  if (c.op == "LSTM") {
+    v.push_back(c.initial_c ? &t.c0 : nullptr);
+    v.push_back(c.peephole ? &t.p : nullptr);
+  }
+  while (v.back() == nullptr) v.pop_back();
+  return v;
+}
+
+// The case through the path `onednn` picks; `made` gets the oneDNN steps its
+// prepare made.
+absl::StatusOr<std::vector<Tensor>> RunCase(bool onednn, const Case& c, const Tensors& t, int64_t* made = nullptr) {
+  cpu::ScopedOneDnn scope(onednn);
+  const int64_t before = cpu::OneDnnStepsMade();
+  const int outputs = c.num_outputs > 0 ? c.num_outputs : (c.op == "LSTM" ? 3 : 2);
+  absl::StatusOr<std::vector<Tensor>> out = RunOp(c.op, Inputs(c, t), testing::RecurrentAttrs(c), outputs);
+  if (made != nullptr) *made = cpu::OneDnnStepsMade() - before;
+  return out;
+}
+
+void ExpectClose(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  const float* g = got.as<float>();
+  const float* w = want.as<float>();
+  int reported = 0;
+  for (int64_t i = 0; i < got.view().num_elements(); ++i) {
+    const double bound = 1e-5 + 1e-4 * std::fabs(w[i]);
+    if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= bound) && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", the reference " << w[i];
+    }
+  }
+}
+
+// oneDNN takes the case (`taken`) or leaves it to the reference kernel, and
+// either way gives the reference kernel's outputs.
+void ExpectPath(const Case& c, bool taken, uint32_t seed = 1) {
+  SCOPED_TRACE(c.Describe());
+  const Tensors t = MakeInputs(c, seed);
+  int64_t made = 0;
+  absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, t, &made);
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, t);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(made, taken ? 1 : 0);
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) ExpectClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
+}
+
+TEST(OneDnnRecurrentTest, EveryDirectionLayoutBiasAndState) {
+  for (const char* op : {"LSTM", "GRU", "RNN"}) {
+    for (const char* direction : {"forward", "reverse", "bidirectional"}) {
+      for (int64_t layout : {0, 1}) {
+        // 0: nothing, 1: bias, 2: bias + h0, 3: h0 + c0 (+ P), 4: c0 only (+ P)
+        for (int extras = 0; extras < 5; ++extras) {
+          if (std::string(op) != "LSTM" && extras == 4) continue;
+          Case c;
+          c.op = op;
+          c.direction = direction;
+          c.layout = layout;
+          c.seq = 5;
+          c.batch = 3;
+          c.input = 4;
+          c.hidden = 6;
+          c.bias = extras == 1 || extras == 2;
+          c.initial_h = extras == 2 || extras == 3;
+          c.initial_c = extras == 3 || extras == 4;
+          c.peephole = extras >= 3;
+          ExpectPath(c, true, static_cast<uint32_t>(extras * 7 + layout));
+        }
+      }
+    }
+  }
+}
+
+TEST(OneDnnRecurrentTest, EdgeShapes) {
+  const std::vector<std::vector<int64_t>> shapes = {// seq, batch, input, hidden
+                                                    {1, 1, 1, 1},
+                                                    {1, 4, 3, 2},
+                                                    {9, 1, 2, 17},
+                                                    {3, 2, 33, 9},
+                                                    {16, 5, 8, 32}};
+  for (const char* op : {"LSTM", "GRU", "RNN"}) {
+    for (const std::vector<int64_t>& s : shapes) {
+      for (const char* direction : {"forward", "bidirectional"}) {
+        Case c;
+        c.op = op;
+        c.seq = s[0];
+        c.batch = s[1];
+        c.input = s[2];
+        c.hidden = s[3];
+        c.direction = direction;
+        c.bias = c.initial_h = c.initial_c = true;
+        c.layout = s[1] % 2;
+        ExpectPath(c, true);
+      }
+    }
+  }
+}
+
+TEST(OneDnnRecurrentTest, GruLinearBeforeReset) {
+  for (int64_t lbr : {0, 1}) {
+    for (const char* direction : {"forward", "reverse", "bidirectional"}) {
+      for (bool bias : {false, true}) {
+        Case c;
+        c.op = "GRU";
+        c.direction = direction;
+        c.linear_before_reset = lbr;
+        c.bias = c.initial_h = bias;
+        c.seq = 4;
+        c.batch = 2;
+        c.hidden = 5;
+        ExpectPath(c, true);
+      }
+    }
+  }
+}
+
+TEST(OneDnnRecurrentTest, RnnActivations) {
+  const std::vector<std::pair<std::vector<std::string>, std::vector<double>>> acts = {
+      {{"Tanh"}, {}}, {{"Relu"}, {}}, {{"Sigmoid"}, {}}, {{"LeakyRelu"}, {0.2}}};
+  for (const auto& [names, alphas] : acts) {
+    Case c;
+    c.op = "RNN";
+    c.activations = names;
+    c.alphas = alphas;
+    c.bias = c.initial_h = true;
+    c.seq = 4;
+    ExpectPath(c, true);
+  }
+  // Each direction its own.
+  Case c;
+  c.op = "RNN";
+  c.direction = "bidirectional";
+  c.activations = {"Relu", "Sigmoid"};
+  c.bias = true;
+  ExpectPath(c, true);
+}
+
+TEST(OneDnnRecurrentTest, OmittedOutputs) {
+  for (const char* op : {"LSTM", "GRU", "RNN"}) {
+    for (int outputs : {1, 2}) {
+      Case c;
+      c.op = op;
+      c.direction = "bidirectional";
+      c.layout = 1;
+      c.bias = c.initial_h = true;
+      c.num_outputs = outputs;
+      ExpectPath(c, true);
+    }
+  }
+}
+
+TEST(OneDnnRecurrentTest, SequenceLensRunsTheReferenceUnlessFull) {
+  for (const char* op : {"LSTM", "GRU", "RNN"}) {
+    Case c;
+    c.op = op;
+    c.seq = 5;
+    c.batch = 4;
+    c.direction = "bidirectional";
+    c.bias = c.initial_h = c.initial_c = true;
+    // Every sequence to the end: oneDNN's result.
+    c.lengths = {5, 5, 5, 5};
+    ExpectPath(c, true);
+    // Shorter ones: the step is made, the run is the reference kernel's (the
+    // same bytes).
+    c.lengths = {5, 2, 0, 3};
+    SCOPED_TRACE(c.Describe());
+    const Tensors t = MakeInputs(c, 3);
+    absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, t);
+    absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, t);
+    ASSERT_TRUE(got.ok() && want.ok());
+    for (size_t i = 0; i < got->size(); ++i) {
+      ASSERT_EQ((*got)[i].view().num_elements(), (*want)[i].view().num_elements());
+      EXPECT_EQ(std::memcmp((*got)[i].as<float>(), (*want)[i].as<float>(),
+                            static_cast<size_t>((*got)[i].view().num_elements()) * sizeof(float)),
+                0)
+          << "output " << i;
+    }
+  }
+}
+
+TEST(OneDnnRecurrentTest, WhatOneDnnDoesNotTake) {
+  Case clip;
+  clip.clip = 0.5;
+  clip.bias = true;
+  ExpectPath(clip, false);
+  Case input_forget;
+  input_forget.input_forget = true;
+  ExpectPath(input_forget, false);
+  Case lstm_acts;
+  lstm_acts.activations = {"HardSigmoid", "Tanh", "Tanh"};
+  ExpectPath(lstm_acts, false);
+  Case gru_acts;
+  gru_acts.op = "GRU";
+  gru_acts.activations = {"Sigmoid", "Relu"};
+  ExpectPath(gru_acts, false);
+  Case rnn_acts;
+  rnn_acts.op = "RNN";
+  rnn_acts.activations = {"ScaledTanh"};
+  rnn_acts.alphas = {0.8};
+  rnn_acts.betas = {1.2};
+  ExpectPath(rnn_acts, false);
+
+  // f64: the reference kernel, no step.
+  Case c;
+  const Tensors t = MakeInputs(c, 4);
+  auto widen = [](const Tensor& f) {
+    const float* p = f.as<float>();
+    return MakeTensor<double>(DType::kF64, f.shape(),
+                              std::vector<double>(p, p + f.view().num_elements()));
+  };
+  const Tensor x = widen(t.x), w = widen(t.w), r = widen(t.r);
+  cpu::ScopedOneDnn scope(true);
+  const int64_t before = cpu::OneDnnStepsMade();
+  absl::StatusOr<std::vector<Tensor>> out = RunOp("LSTM", {&x, &w, &r}, testing::RecurrentAttrs(c), 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(cpu::OneDnnStepsMade(), before);
+}
+
+std::vector<uint8_t> Bytes(const Tensor& t) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(t.view().num_elements()) * sizeof(float));
+  std::memcpy(bytes.data(), t.as<float>(), bytes.size());
+  return bytes;
+}
+
+// A model's LSTM: Y omitted (its array in the workspace), W, R and B weights
+// the prepare packs, several sequence lengths through one session; and the
+// same LSTM with W a model input, which the prepare cannot pack (the
+// reference kernel).
+absl::StatusOr<std::vector<float>> RunModel(bool onednn, bool w_is_input, const Case& c, const Tensors& t,
+                                            int64_t* made) {
+  cpu::ScopedOneDnn scope(onednn);
+  const int64_t before = cpu::OneDnnStepsMade();
+  const int64_t g = c.gates(), h = c.hidden, nd = c.dirs();
+  ModelBuilder builder;
+  builder.AddSymbol("seq", 1, 64);
+  builder.AddInput("x", DType::kF32, {"seq", c.batch, c.input});
+  if (w_is_input) {
+    builder.AddInput("w", DType::kF32, {nd, g * h, c.input});
+  } else {
+    builder.AddWeight("w", DType::kF32, {nd, g * h, c.input}, Bytes(t.w));
+  }
+  builder.AddWeight("r", DType::kF32, {nd, g * h, h}, Bytes(t.r));
+  builder.AddWeight("b", DType::kF32, {nd, 2 * g * h}, Bytes(t.b));
+  builder.AddOp("LSTM", {"x", "w", "r", "b"}, {"", "y_h", "y_c"},
+                {{"hidden_size", h}, {"direction", std::string(c.direction)}});
+  builder.AddOutput("y_h");
+  builder.AddOutput("y_c");
+  absl::StatusOr<std::vector<uint8_t>> bytes = builder.Finish();
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(*bytes);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, {});
+  if (!session.ok()) return session.status();
+  std::vector<float> all;
+  for (int64_t seq : {int64_t{1}, c.seq, int64_t{2}, c.seq}) {
+    std::vector<TensorView> inputs = {TensorView(DType::kF32, {seq, c.batch, c.input}, t.x.as<float>())};
+    if (w_is_input) inputs.push_back(TensorView(DType::kF32, t.w.shape(), const_cast<float*>(t.w.as<float>())));
+    absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(inputs);
+    if (!out.ok()) return out.status();
+    for (const TensorView& v : *out) {
+      const float* p = v.as<const float>();
+      all.insert(all.end(), p, p + v.num_elements());
+    }
+  }
+  *made = cpu::OneDnnStepsMade() - before;
+  return all;
+}
+
+TEST(OneDnnRecurrentTest, ModelWithYOmitted) {
+  Case c;
+  c.seq = 6;
+  c.batch = 3;
+  c.direction = "bidirectional";
+  c.bias = true;
+  const Tensors t = MakeInputs(c, 5);
+  for (bool w_is_input : {false, true}) {
+    SCOPED_TRACE(w_is_input ? "W an input" : "W a weight");
+    int64_t made = 0, made_reference = 0;
+    absl::StatusOr<std::vector<float>> got = RunModel(true, w_is_input, c, t, &made);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<std::vector<float>> want = RunModel(false, w_is_input, c, t, &made_reference);
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_EQ(made, w_is_input ? 0 : 3);  // one plan per sequence length
+    EXPECT_EQ(made_reference, 0);
+    ASSERT_EQ(got->size(), want->size());
+    for (size_t i = 0; i < got->size(); ++i) {
+      EXPECT_NEAR((*got)[i], (*want)[i], 1e-5 + 1e-4 * std::fabs((*want)[i])) << "at " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace grove
