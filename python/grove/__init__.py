@@ -10,7 +10,10 @@ library libgrove.so: no compiled extension.
 
 Inputs are NumPy arrays (anything np.asarray takes) or any object with
 ``__dlpack__`` (PyTorch, CuPy, JAX tensors), which grove reads in place
-through its DLPack C functions; outputs are NumPy arrays the caller owns.
+through its DLPack C functions; outputs are NumPy arrays the caller owns,
+or with run(..., output_format="dlpack") grove.Tensor objects that any
+DLPack consumer (np.from_dlpack, torch.from_dlpack, ...) reads in place,
+host or CUDA device memory (Session(outputs_on_device=True)).
 Errors from grove are raised as ``grove.Error`` carrying grove's message and
 status code. The GIL is released while grove runs (ctypes.CDLL calls), so
 threads with their own sessions run in parallel. A Model may be shared by
@@ -27,8 +30,9 @@ import numpy as np
 
 from . import _capi
 from ._capi import lib as _lib
+from ._dlpack import Tensor
 
-__all__ = ["CancelToken", "Error", "Model", "Session", "Symbol", "TensorSpec", "library_path", "version"]
+__all__ = ["CancelToken", "Error", "Model", "Session", "Symbol", "Tensor", "TensorSpec", "library_path", "version"]
 
 library_path = str(_capi.library_path)
 
@@ -324,6 +328,27 @@ def _to_numpy(t: "_capi.Tensor") -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
+def _to_tensor(t: "_capi.Tensor", on_device: bool, cuda_device: int) -> Tensor:
+    """An owned grove.Tensor of a session output (a copy: the session's own
+    buffer is reused by its next run)."""
+    shape = _shape_of(t)
+    if not on_device:
+        return Tensor(dtype_code=t.dtype, shape=shape, host=_to_numpy(t))
+    from ._dlpack import _DeviceBuffer
+    buffer = _DeviceBuffer(cuda_device, t.byte_size)
+    if t.byte_size:
+        buffer.driver.copy_device_to_device(cuda_device, buffer.ptr, t.data, t.byte_size)
+    return Tensor(dtype_code=t.dtype, shape=shape, device_buffer=buffer, numpy_dtype=_numpy_dtype(t.dtype))
+
+
+def _device_to_numpy(t: "_capi.Tensor", cuda_device: int) -> np.ndarray:
+    from ._dlpack import _CudaDriver
+    out = np.empty(_shape_of(t), _numpy_dtype(t.dtype))
+    if out.nbytes:
+        _CudaDriver.get().copy_device_to_host(cuda_device, out.ctypes.data, t.data, out.nbytes)
+    return out
+
+
 # --- session ------------------------------------------------------------------
 
 class Session:
@@ -333,6 +358,9 @@ class Session:
       device            "cpu", "cuda" or "auto" (CUDA when a GPU exists)
       max_cached_plans  plans kept, LRU (0: no limit)
       cuda_device       CUDA ordinal
+      outputs_on_device CUDA: outputs stay in device memory; run(...,
+                        output_format="dlpack") returns grove.Tensors on the
+                        device (no host copy), "numpy" copies them to the host
       strict_device     ops without a CUDA kernel are an error
       gemm_math         "f32", "tf32", "bf16", "f16" (f32 matrix products on CUDA)
       run_deadline_ms   each run must end within this (0: none)
@@ -366,7 +394,7 @@ class Session:
                  intra_op_threads: Optional[int] = None, shape_buckets: Optional[Mapping[str, str]] = None,
                  max_graph_bytes: Optional[int] = None, trace_path: Optional[str] = None,
                  trace_max_runs: Optional[int] = None, log: Optional[Callable[[str, str], None]] = None,
-                 log_level: Optional[str] = None):
+                 log_level: Optional[str] = None, outputs_on_device: Optional[bool] = None):
         self._handle = None
         self._log_callback = None
         if not isinstance(model, Model):
@@ -389,6 +417,8 @@ class Session:
                 setattr(options, name, int(value))  # range errors come from grove
         if strict_device is not None:
             options.strict_device = 1 if strict_device else 0
+        if outputs_on_device is not None:
+            options.outputs_on_device = 1 if outputs_on_device else 0
         trace = None
         if trace_path is not None:
             trace = os.fsencode(trace_path)
@@ -428,16 +458,31 @@ class Session:
         kind = ctypes.c_int32()
         _check(_lib.grove_session_device(handle, ctypes.byref(kind)))
         self.device = {v: k for k, v in _capi.DEVICES.items()}[kind.value]
+        self.cuda_device = int(options.cuda_device)
+        # grove honours outputs_on_device on a CUDA session only.
+        self._outputs_on_device = self.device == "cuda" and bool(options.outputs_on_device)
 
-    def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> Dict[str, np.ndarray]:
+    def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
+            output_format: str = "numpy") -> Dict[str, Union[np.ndarray, Tensor]]:
         """Runs once. `inputs` maps each model input's name to an array (or is a
-        list in model order); returns {output name: NumPy array}. Arrays are
+        list in model order); returns {output name: NumPy array}, or with
+        output_format="dlpack" {output name: grove.Tensor}: memory of its own
+        (host, or the CUDA device with outputs_on_device) that
+        np.from_dlpack / torch.from_dlpack take without a copy (DLPack has no
+        strings: a text output is an error). Arrays are
         read in place where they are C-contiguous in native byte order
         (copied to that otherwise); objects with __dlpack__ are read in place
         and must be compact row-major. A CUDA tensor (on a CUDA session) must be
         ready: grove's stream does not wait on the producer's, so finish its
         work first (torch.cuda.synchronize(), or the producer's equivalent)."""
         self._check_open()
+        if output_format not in ("numpy", "dlpack"):
+            raise ValueError(f"output_format must be 'numpy' or 'dlpack', not {output_format!r}")
+        if output_format == "dlpack":
+            for spec in self.model.outputs:
+                if spec.dtype == "string":
+                    raise _invalid(f"output '{spec.name}' is a string tensor, which DLPack cannot carry; use "
+                                   "output_format='numpy'")
         specs = self.model.inputs
         if isinstance(inputs, Mapping):
             unknown = [k for k in inputs if k not in {s.name for s in specs}]
@@ -471,7 +516,16 @@ class Session:
         finally:
             prepared.release()
         # The session's buffers stay valid until its next run: copy them out now.
-        return {spec.name: _to_numpy(t) for spec, t in zip(self.model.outputs, outputs)}
+        on_device = self._outputs_on_device
+        if output_format == "dlpack":
+            for spec, t in zip(self.model.outputs, outputs):
+                if t.dtype == _capi.DTYPE_STRING:
+                    raise _invalid(f"output '{spec.name}' is a string tensor, which DLPack cannot carry; use "
+                                   "output_format='numpy'")
+            return {spec.name: _to_tensor(t, on_device, self.cuda_device)
+                    for spec, t in zip(self.model.outputs, outputs)}
+        return {spec.name: (_device_to_numpy(t, self.cuda_device) if on_device and t.dtype != _capi.DTYPE_STRING
+                            else _to_numpy(t)) for spec, t in zip(self.model.outputs, outputs)}
 
     def stats(self) -> Dict[str, Any]:
         """The session's counters since it was made (grove_session_stats_t)."""
