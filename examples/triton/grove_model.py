@@ -19,7 +19,8 @@ model's tensors relate to Triton's [batch, ...] layout:
                     axis 0 (Silero VAD's state is [2, batch, 128]: "state:1")
   scalar_inputs     "NAME,..." grove scalars given per request as shape [1]
                     (Silero's sr): requests that disagree on them are run
-                    separately within one execute()
+                    separately within one execute(). A scalar output is
+                    answered as shape [1]
 
 A grove error (a shape the model refuses, ...) becomes that request's error
 response carrying grove's message; the other requests still get answers.
@@ -101,7 +102,8 @@ class TritonPythonModel:
         inputs = {}
         for name in self.input_names:
             if not self.batched:
-                inputs[name] = members[0][name]
+                # A grove scalar travels as [1] (Triton's dims cannot be empty).
+                inputs[name] = members[0][name].reshape(()) if name in self.scalars else members[0][name]
             elif name in self.scalars:
                 inputs[name] = members[0][name].reshape(-1)[0]
             else:
@@ -118,6 +120,8 @@ class TritonPythonModel:
             value = results[name]
             if self.batched:
                 value = np.moveaxis(value, self.batch_axes.get(name, 0), 0)
+            elif value.ndim == 0:
+                value = value.reshape(1)  # declared as [1]
             outputs[name] = value.astype(dtype, copy=False)
         start = 0
         for i, size in zip(indices, sizes):

@@ -56,6 +56,12 @@ GROVE_BUILD_DIR="$(cd "$GROVE_BUILD_DIR" && pwd)" "$py" -m pip install -q --disa
 
 rm -rf "$TEST_TMP/repo" "$TEST_TMP/grove_run"
 bash "$here/prepare_repository.sh" "$GROVE_BIN" "$TEST_TMP/repo"
+# Exported models with configs written by make_config.py from their
+# declarations (batched, a scalar output, data-dependent shapes).
+for model in cnn early_exit list_decoder; do
+  "$GROVE_BIN" import "$SOURCE_DIR/test/models/$model/model.onnx" -o "$TEST_TMP/$model.grove" >/dev/null
+  "$py" "$here/make_config.py" "$TEST_TMP/$model.grove" "$TEST_TMP/repo" "$model" --instances 1
+done
 
 # Whatever ends this script, no server outlives it: test_triton.py stops the
 # server's process group itself and removes server.pid; this trap covers a

@@ -32,6 +32,8 @@ TMP = Path(os.environ["TEST_TMP"])
 READY_TIMEOUT_S = 120
 
 TRITON_DTYPE = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64"}
+SOURCE = Path(__file__).resolve().parents[3]
+GENERATED = ["cnn", "early_exit", "list_decoder"]  # configs by make_config.py (run_tests.sh)
 
 
 def _free_port() -> int:
@@ -132,7 +134,7 @@ def silero_reference(request):
     return {"output": out["output"], "stateN": np.moveaxis(out["stateN"], 1, 0)}
 
 
-def infer(protocol: str, url: str, model: str, request: dict, client=None):
+def infer(protocol: str, url: str, model: str, request: dict, client=None, outputs=None):
     module = httpclient if protocol == "http" else grpcclient
     client = client or module.InferenceServerClient(url)
     inputs = []
@@ -141,7 +143,7 @@ def infer(protocol: str, url: str, model: str, request: dict, client=None):
         tensor.set_data_from_numpy(array)
         inputs.append(tensor)
     result = client.infer(model, inputs)
-    names = ["y"] if model == "transformer_encoder" else ["output", "stateN"]
+    names = outputs or (["y"] if model == "transformer_encoder" else ["output", "stateN"])
     return {name: result.as_numpy(name) for name in names}
 
 
@@ -285,3 +287,27 @@ def test_grove_error_reaches_the_client(server):
         infer("http", server["http"], "transformer_encoder", {"x": np.zeros((1, 4, 31), np.float32)})
     model, name, request = CASES[0]
     assert infer("http", server["http"], model, request)["y"].shape == request["x"].shape
+
+
+def test_generated_configs_serve_exported_models(server):
+    """Models added with make_config.py (a batched CNN, a model with a scalar
+    output, one whose output shapes depend on the data) answer every case of
+    test/models over HTTP and gRPC as `grove run` does."""
+    import grove
+    for model in GENERATED:
+        folder = SOURCE / "test" / "models" / model
+        grove_model = grove.Model.load(REPO / model / "1" / "model.grove")
+        names = [s.name for s in grove_model.outputs]
+        for line in (folder / "cases.txt").read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            case, inputs, _ = line.split()
+            request = {spec.name: np.load(folder / f) for spec, f in zip(grove_model.inputs, inputs.split(","))}
+            want = grove_run(model, request)
+            for protocol in ("http", "grpc"):
+                got = infer(protocol, server[protocol], model, request, outputs=names)
+                for name in names:
+                    expected = want[name].reshape(1) if want[name].ndim == 0 else want[name]  # a scalar travels as [1]
+                    np.testing.assert_allclose(got[name], expected, rtol=1e-4, atol=1e-5,
+                                               err_msg=f"{protocol} {model} {case} {name}")
