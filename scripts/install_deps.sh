@@ -5,6 +5,7 @@ packages=(cmake make g++ pkg-config libabsl-dev libflatbuffers-dev flatbuffers-c
           libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata libdlpack-dev
           python3 python3-venv  # ctest python.package (its venv pip-installs numpy and pytest)
+          libpython3.11  # ctest examples.triton: the wheel's Python backend stub embeds Debian 12's libpython (2 MB)
           clang libclang-rt-14-dev binutils)  # the sanitizer and fuzz builds (clang's runtimes, readelf)
 missing=()
 for p in "${packages[@]}"; do

@@ -20,9 +20,11 @@ threads with their own sessions run in parallel. A Model may be shared by
 threads; a Session is used by one thread at a time.
 """
 
+import collections.abc as _abc
 import ctypes
-import os
 import functools
+import math
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -31,6 +33,8 @@ import numpy as np
 from . import _capi
 from ._capi import lib as _lib
 from ._dlpack import Tensor
+
+_run = _lib.grove_session_run
 
 __all__ = ["CancelToken", "Error", "Model", "Session", "Symbol", "Tensor", "TensorSpec", "library_path", "version"]
 
@@ -89,6 +93,9 @@ _NUMPY_OF_GROVE = {
     _capi.DTYPE_U64: np.dtype(np.uint64),
 }
 _GROVE_OF_NUMPY = {dt.newbyteorder("="): code for code, dt in _NUMPY_OF_GROVE.items()}
+# Keyed by the dtypes arrays of this machine's byte order carry (np.dtype
+# objects compare and hash by value, so a big-endian dtype misses it).
+_GROVE_OF_NATIVE_NUMPY = {dt: code for code, dt in _NUMPY_OF_GROVE.items() if dt.isnative}
 
 
 def _dtype_name(code: int) -> str:
@@ -232,8 +239,8 @@ class _Inputs:
     NumPy arrays, string bytes, and the DLPack tensors to release after the
     run (each deleter called exactly once, also when the run fails)."""
 
-    def __init__(self, n: int):
-        self.tensors = (_capi.Tensor * n)()
+    def __init__(self, n: int, array_type=None):
+        self.tensors = (array_type or (_capi.Tensor * n))()
         self.keep: List[Any] = []
         self.dlpack: List[Any] = []
 
@@ -250,6 +257,17 @@ def _shape_of(t: "_capi.Tensor") -> Tuple[int, ...]:
 
 
 def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep: List[Any]) -> None:
+    # The common case first (a native-order, C-contiguous array of a dtype
+    # NumPy and grove share): no copy, one table lookup.
+    code = _GROVE_OF_NATIVE_NUMPY.get(array.dtype)
+    if code is not None and array.flags.c_contiguous and array.size and array.ndim <= _capi.GROVE_MAX_RANK:
+        keep.append(array)
+        slot.dtype = code
+        slot.rank = array.ndim
+        slot.dims[:array.ndim] = array.shape
+        slot.data = array.ctypes.data
+        slot.byte_size = array.nbytes
+        return
     if array.ndim > _capi.GROVE_MAX_RANK:
         raise _invalid(f"input '{spec.name}': rank {array.ndim} is above grove's {_capi.GROVE_MAX_RANK}")
     if array.dtype.kind in "USO":
@@ -313,8 +331,21 @@ def _is_dlpack(obj: Any) -> bool:
 # --- outputs ------------------------------------------------------------------
 
 def _to_numpy(t: "_capi.Tensor") -> np.ndarray:
+    code = t.dtype
+    dtype = _NUMPY_OF_GROVE.get(code)
+    if dtype is not None:
+        # The common case, kept short: it runs for every output of every run.
+        shape = tuple(t.dims[:t.rank])
+        nbytes = t.byte_size
+        if nbytes == 0 or math.prod(shape) * dtype.itemsize != nbytes:
+            return _to_numpy_slow(t)
+        return np.frombuffer((ctypes.c_char * nbytes).from_address(t.data), dtype).reshape(shape).copy()
+    return _to_numpy_slow(t)
+
+
+def _to_numpy_slow(t: "_capi.Tensor") -> np.ndarray:
     shape = _shape_of(t)
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)
     if t.dtype == _capi.DTYPE_STRING:
         refs = (_capi.StringRef * count).from_address(t.data) if count else []
         words = [ctypes.string_at(r.data, r.size).decode("utf-8", "replace") if r.size else "" for r in refs]
@@ -461,6 +492,12 @@ class Session:
         self.cuda_device = int(options.cuda_device)
         # grove honours outputs_on_device on a CUDA session only.
         self._outputs_on_device = self.device == "cuda" and bool(options.outputs_on_device)
+        # What every run needs from the model, looked up once.
+        self._input_names = tuple(spec.name for spec in model.inputs)
+        self._output_names = tuple(spec.name for spec in model.outputs)
+        self._not_tensor_input = next((spec for spec in model.inputs if spec.kind != "tensor"), None)
+        self._inputs_type = _capi.Tensor * len(model.inputs)
+        self._outputs_type = _capi.Tensor * len(model.outputs)
 
     def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
             output_format: str = "numpy") -> Dict[str, Union[np.ndarray, Tensor]]:
@@ -475,57 +512,72 @@ class Session:
         and must be compact row-major. A CUDA tensor (on a CUDA session) must be
         ready: grove's stream does not wait on the producer's, so finish its
         work first (torch.cuda.synchronize(), or the producer's equivalent)."""
-        self._check_open()
-        if output_format not in ("numpy", "dlpack"):
-            raise ValueError(f"output_format must be 'numpy' or 'dlpack', not {output_format!r}")
-        if output_format == "dlpack":
+        if not self._handle:
+            self._check_open()
+        if output_format == "numpy":
+            to_numpy = True
+        elif output_format == "dlpack":
+            to_numpy = False
             for spec in self.model.outputs:
                 if spec.dtype == "string":
                     raise _invalid(f"output '{spec.name}' is a string tensor, which DLPack cannot carry; use "
                                    "output_format='numpy'")
+        else:
+            raise ValueError(f"output_format must be 'numpy' or 'dlpack', not {output_format!r}")
         specs = self.model.inputs
-        if isinstance(inputs, Mapping):
-            unknown = [k for k in inputs if k not in {s.name for s in specs}]
-            if unknown:
-                raise _invalid(f"no model input is called {unknown[0]!r} (the inputs: "
-                               f"{', '.join(s.name for s in specs)})")
-            missing = [s.name for s in specs if s.name not in inputs]
-            if missing:
-                raise _invalid(f"input {missing[0]!r} is missing (the inputs: {', '.join(s.name for s in specs)})")
-            values = [inputs[s.name] for s in specs]
+        names = self._input_names
+        if type(inputs) is dict or isinstance(inputs, _abc.Mapping):  # (typing.Mapping's check is slow)
+            values = None
+            if len(inputs) == len(names):
+                try:
+                    values = [inputs[name] for name in names]
+                except KeyError:
+                    pass
+            if values is None:  # the errors, in this order
+                unknown = [k for k in inputs if k not in set(names)]
+                if unknown:
+                    raise _invalid(f"no model input is called {unknown[0]!r} (the inputs: {', '.join(names)})")
+                missing = [name for name in names if name not in inputs]
+                raise _invalid(f"input {missing[0]!r} is missing (the inputs: {', '.join(names)})")
         else:
             values = list(inputs)
             if len(values) != len(specs):
                 raise _invalid(f"{len(values)} inputs given but the model has {len(specs)}")
-        for spec in specs:
-            if spec.kind != "tensor":
-                raise Error(_capi.STATUS_UNIMPLEMENTED, f"input '{spec.name}' is a {spec.kind}; the Python package runs tensor inputs only")
-        prepared = _Inputs(len(specs))
+        if self._not_tensor_input is not None:
+            spec = self._not_tensor_input
+            raise Error(_capi.STATUS_UNIMPLEMENTED, f"input '{spec.name}' is a {spec.kind}; the Python package runs tensor inputs only")
+        prepared = _Inputs(len(specs), self._inputs_type)
         try:
-            for i, (spec, value) in enumerate(zip(specs, values)):
-                if _is_dlpack(value):
-                    _fill_dlpack(prepared.tensors[i], value, spec, self, prepared)
-                elif isinstance(value, np.ndarray):
-                    _fill_numpy(prepared.tensors[i], value, spec, prepared.keep)
+            tensors, keep = prepared.tensors, prepared.keep
+            for i, value in enumerate(values):
+                if isinstance(value, np.ndarray):
+                    _fill_numpy(tensors[i], value, specs[i], keep)
+                elif hasattr(value, "__dlpack__"):
+                    _fill_dlpack(tensors[i], value, specs[i], self, prepared)
                 else:
                     # A list or Python scalar takes the input's dtype (an
                     # ndarray's dtype is the caller's choice, checked by grove).
-                    _fill_numpy(prepared.tensors[i], np.asarray(value, dtype=spec.numpy_dtype), spec, prepared.keep)
-            outputs = (_capi.Tensor * len(self.model.outputs))()
-            _check(_lib.grove_session_run(self._handle, prepared.tensors, len(specs), outputs, len(outputs)))
+                    spec = specs[i]
+                    _fill_numpy(tensors[i], np.asarray(value, dtype=spec.numpy_dtype), spec, keep)
+            outputs = self._outputs_type()
+            status = _run(self._handle, tensors, len(specs), outputs, len(outputs))
+            if status:
+                _check(status)
         finally:
-            prepared.release()
+            if prepared.dlpack:
+                prepared.release()
         # The session's buffers stay valid until its next run: copy them out now.
-        on_device = self._outputs_on_device
-        if output_format == "dlpack":
-            for spec, t in zip(self.model.outputs, outputs):
-                if t.dtype == _capi.DTYPE_STRING:
-                    raise _invalid(f"output '{spec.name}' is a string tensor, which DLPack cannot carry; use "
-                                   "output_format='numpy'")
-            return {spec.name: _to_tensor(t, on_device, self.cuda_device)
-                    for spec, t in zip(self.model.outputs, outputs)}
-        return {spec.name: (_device_to_numpy(t, self.cuda_device) if on_device and t.dtype != _capi.DTYPE_STRING
-                            else _to_numpy(t)) for spec, t in zip(self.model.outputs, outputs)}
+        names = self._output_names
+        if to_numpy:
+            if not self._outputs_on_device:
+                return {name: _to_numpy(t) for name, t in zip(names, outputs)}
+            return {name: (_device_to_numpy(t, self.cuda_device) if t.dtype != _capi.DTYPE_STRING
+                           else _to_numpy(t)) for name, t in zip(names, outputs)}
+        for spec, t in zip(self.model.outputs, outputs):
+            if t.dtype == _capi.DTYPE_STRING:
+                raise _invalid(f"output '{spec.name}' is a string tensor, which DLPack cannot carry; use "
+                               "output_format='numpy'")
+        return {name: _to_tensor(t, self._outputs_on_device, self.cuda_device) for name, t in zip(names, outputs)}
 
     def stats(self) -> Dict[str, Any]:
         """The session's counters since it was made (grove_session_stats_t)."""
