@@ -119,3 +119,25 @@ def test_options_reach_grove(demo_dir):
     assert session.stats()["plans_evicted"] == 2
     with grove.Session(model, device="auto") as auto:
         assert auto.device in ("cpu", "cuda")
+
+
+def test_any_mapping_and_the_order_of_input_errors(demo_dir):
+    # Session.run's fast path (a dict with every name) and its slow path
+    # (another Mapping, a wrong key) give the same answers and errors.
+    import types
+    session = grove.Session(grove.Model.load(demo_dir / "mlp.grove"), device="cpu")
+    x = np.load(demo_dir / "mlp_x.npy")
+    want = session.run({"x": x})["y"]
+    np.testing.assert_array_equal(session.run(types.MappingProxyType({"x": x}))["y"], want)
+    np.testing.assert_array_equal(session.run((x,))["y"], want)
+    # A read-only array is read in place as well.
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    np.testing.assert_array_equal(session.run({"x": frozen})["y"], want)
+    with pytest.raises(grove.Error, match="no model input is called 'z'"):
+        session.run({"z": x})  # unknown before missing
+    with pytest.raises(grove.Error, match="no model input is called 'z'"):
+        session.run(types.MappingProxyType({"x": x, "z": x}))
+    # Outputs are the caller's arrays, writable and owning their memory.
+    y = session.run({"x": x})["y"]
+    assert y.flags.owndata and y.flags.writeable and y.dtype == np.float32
