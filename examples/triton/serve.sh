@@ -31,12 +31,21 @@ stub="$pytriton/tritonserver/python_backend_stubs/$minor/triton_python_backend_s
 [ -f "$stub" ] || { echo "serve.sh: nvidia-pytriton has no Python backend stub for Python $minor" >&2; exit 2; }
 
 # The Python backend looks for its stub beside libtriton_python.so: make a
-# backends folder of our own (the wheel's is shared and has no stub).
-backends=${GROVE_TRITON_BACKENDS:-$(mktemp -d "${TMPDIR:-/tmp}/grove-triton-backends.XXXXXX")}
+# backends folder of our own (the wheel's is shared and has no stub):
+# GROVE_TRITON_BACKENDS, default one per wheel install in the user's cache.
+# Files are replaced by rename, never rewritten in place, so a server
+# already running from the folder keeps its stub.
+key=$(printf '%s' "$pytriton" | cksum | cut -d' ' -f1)
+backends=${GROVE_TRITON_BACKENDS:-${XDG_CACHE_HOME:-$HOME/.cache}/grove/triton-backends/$key}
 mkdir -p "$backends/python"
-find "$pytriton/tritonserver/backends/python" -maxdepth 1 -type f -exec cp {} "$backends/python/" \;
-cp "$stub" "$backends/python/triton_python_backend_stub"
-chmod +x "$backends/python/triton_python_backend_stub"
+install_file() {  # SOURCE TARGET
+  cmp -s "$1" "$2" && return 0
+  cp "$1" "$2.tmp.$$" && chmod +x "$2.tmp.$$" && mv -f "$2.tmp.$$" "$2"
+}
+for f in "$pytriton/tritonserver/backends/python/"*; do
+  [ -f "$f" ] && install_file "$f" "$backends/python/$(basename "$f")"
+done
+install_file "$stub" "$backends/python/triton_python_backend_stub"
 
 # The stub embeds libpython$minor and imports grove and numpy from $py's
 # site-packages.
