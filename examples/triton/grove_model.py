@@ -15,6 +15,10 @@ model's tensors relate to Triton's [batch, ...] layout:
   device            "cpu" (default), "cuda" or "auto"; a KIND_GPU instance
                     runs on CUDA device model_instance_device_id
   intra_op_threads  CPU threads per run (default 1)
+  dlpack_outputs    "on" (default): a request that ran alone gets grove's
+                    outputs through DLPack (grove.Tensor ->
+                    pb_utils.Tensor.from_dlpack, no NumPy copy; on a
+                    KIND_GPU instance they stay on the device); "off": NumPy
   batch_axes        "NAME:AXIS,..." for tensors whose batch dim is not grove's
                     axis 0 (Silero VAD's state is [2, batch, 128]: "state:1")
   scalar_inputs     "NAME,..." grove scalars given per request as shape [1]
@@ -50,6 +54,7 @@ class TritonPythonModel:
         if args.get("model_instance_kind") == "GPU":
             device = "cuda"
             options["cuda_device"] = int(args["model_instance_device_id"])
+            options["outputs_on_device"] = True
         self.session = grove.Session(self.model, device=device, **options)
         self.batched = int(config.get("max_batch_size", 0)) > 0
         self.batch_axes = {}
@@ -63,6 +68,9 @@ class TritonPythonModel:
             raise pb_utils.TritonModelException(
                 f"config.pbtxt inputs {sorted(declared)} are not the grove model's {self.input_names}")
         self.outputs = [(o["name"], pb_utils.triton_string_to_numpy(o["data_type"])) for o in config["output"]]
+        # DLPack has no strings.
+        self.dlpack = params.get("dlpack_outputs", "on") == "on" and all(
+            np.dtype(dtype) != np.dtype(object) for _, dtype in self.outputs)
         known = {spec.name for spec in self.model.outputs}
         for name, _ in self.outputs:
             if name not in known:
@@ -110,14 +118,24 @@ class TritonPythonModel:
                 joined = np.concatenate([m[name] for m in members], axis=0) if len(members) > 1 else members[0][name]
                 inputs[name] = np.moveaxis(joined, 0, self.batch_axes.get(name, 0))
         try:
-            results = self.session.run({n: np.asarray(v) for n, v in inputs.items()})
+            results = self.session.run({n: np.asarray(v) for n, v in inputs.items()},
+                                       output_format="dlpack" if self.dlpack else "numpy")
         except grove.Error as e:
             for i in indices:
                 responses[i] = pb_utils.InferenceResponse(error=pb_utils.TritonError(f"grove: {e}"))
             return
         outputs = {}
+        direct = {}
         for name, dtype in self.outputs:
             value = results[name]
+            if isinstance(value, grove.Tensor):
+                # One request, grove's layout is Triton's, same dtype: hand
+                # grove's memory over as it is.
+                if (len(members) == 1 and value.shape and self.batch_axes.get(name, 0) == 0
+                        and value.numpy_dtype == np.dtype(dtype)):
+                    direct[name] = value
+                    continue
+                value = value.numpy()
             if self.batched:
                 value = np.moveaxis(value, self.batch_axes.get(name, 0), 0)
             elif value.ndim == 0:
@@ -127,6 +145,9 @@ class TritonPythonModel:
         for i, size in zip(indices, sizes):
             tensors = []
             for name, _ in self.outputs:
+                if name in direct:
+                    tensors.append(pb_utils.Tensor.from_dlpack(name, direct[name]))
+                    continue
                 part = outputs[name][start:start + size] if self.batched else outputs[name]
                 tensors.append(pb_utils.Tensor(name, np.ascontiguousarray(part)))
             responses[i] = pb_utils.InferenceResponse(output_tensors=tensors)

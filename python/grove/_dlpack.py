@@ -248,6 +248,11 @@ class Tensor:
         return _capi.lib.grove_dtype_name(self._code).decode()
 
     @property
+    def numpy_dtype(self):
+        """The NumPy dtype numpy() gives (uint16 for bf16 without ml_dtypes)."""
+        return self._numpy_dtype
+
+    @property
     def device(self) -> str:
         return "cpu" if self._device is None else f"cuda:{self._device.ordinal}"
 
