@@ -1,6 +1,7 @@
 """Runs the demo MLP from Python: one session, three batch sizes, NumPy in
 and out, then the same input through DLPack (a PyTorch tensor when PyTorch
-is installed, else NumPy's own __dlpack__), and what the session did.
+is installed, else NumPy's own __dlpack__), the output through DLPack
+(np.from_dlpack of a grove.Tensor), and what the session did.
 
     cmake --build build --target grove grove_make_models
     build/examples/grove_make_models /tmp/demo
@@ -44,6 +45,13 @@ def main(path: str) -> int:
         tensor, via = DlpackOf(x), "NumPy's __dlpack__"
     same = np.array_equal(session.run({"x": tensor})["y"], y)
     print(f"through DLPack ({via}): {'same' if same else 'DIFFERENT'} output")
+    # Outputs through DLPack: grove.Tensor objects any consumer reads in place
+    # (torch.from_dlpack(t) gives a tensor over the same memory).
+    out = session.run({"x": x}, output_format="dlpack")["y"]
+    taken = np.from_dlpack(out)
+    zero_copy = np.shares_memory(taken, out.numpy())
+    same = same and np.array_equal(taken, y) and zero_copy
+    print(f"outputs through DLPack: {out}, {'same, no copy' if zero_copy else 'COPIED'}")
     stats = session.stats()
     print(f"session: runs {stats['runs']}, plans created {stats['plans_created']}, "
           f"plan cache hits {stats['plan_cache_hits']}")

@@ -11,5 +11,6 @@ def test_run_mlp_example(demo_dir):
     assert "inputs:  x f32['batch', 16]" in out
     assert "batch 16: y[16, 4]" in out
     assert "same output" in out
-    assert "session: runs 4, plans created 3, plan cache hits 1" in out
+    assert "outputs through DLPack: grove.Tensor(shape=(16, 4), dtype='f32', device='cpu'), same, no copy" in out
+    assert "session: runs 5, plans created 3, plan cache hits 2" in out
     assert "a wrong shape: grove.Error INVALID_ARGUMENT: grove_session_run: input 'x'" in out

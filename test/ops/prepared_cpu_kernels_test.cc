@@ -1,6 +1,7 @@
 // The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
-// Gemm, MatMul; RoiAlign): each is registered with a prepare; a bad attribute
-// or shape is reported by the prepare, before any invoke; one prepare serves
+// Gemm, MatMul; RoiAlign; the elementwise and math ops): each is registered
+// with a prepare; a bad attribute or shape is reported by the prepare,
+// before any invoke; one prepare serves
 // several invokes on new input values with the results of a fresh run
 // (RunOp, which the op tests check against naive references) and, for
 // Softmax and Gemm, of a naive reference written here; the invoke's scratch
@@ -16,6 +17,7 @@
 #include <new>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -109,6 +111,125 @@ struct Case {
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// Integers of a pattern per seed, none 0 when `nonzero` (divisors).
+template <typename T>
+Tensor Ints(DType dtype, const Shape& shape, int seed, bool nonzero = false) {
+  std::vector<T> v(static_cast<size_t>(Count(shape)));
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t x = static_cast<int64_t>((i * 7 + seed * 5 + 3) % 13) - 6;
+    if (nonzero && x == 0) x = 3;
+    if constexpr (std::is_unsigned_v<T>) x = x < 0 ? -x : x;
+    v[i] = static_cast<T>(x);
+  }
+  return MakeTensor<T>(dtype, shape, v);
+}
+
+Tensor Bools(const Shape& shape, int seed) {
+  std::vector<uint8_t> v(static_cast<size_t>(Count(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = ((i * 5 + seed * 3) % 7) < 3 ? 1 : 0;
+  return MakeTensor<uint8_t>(DType::kBool, shape, v);
+}
+
+// The elementwise group (lib/backends/cpu/elementwise.cc, math.cc): unary,
+// broadcast binary, Where, Clip, Cast, the variadic ops.
+std::vector<Case> ElementwiseCases() {
+  std::vector<Case> c;
+  auto two = [](Shape a, Shape b) {
+    return [a, b](int seed) { return std::vector<Tensor>{F32(a, seed), F32(b, seed + 1)}; };
+  };
+  auto one = [](Shape s) { return [s](int seed) { return std::vector<Tensor>{F32(s, seed)}; }; };
+  auto positive = [](Shape s) { return [s](int seed) { return std::vector<Tensor>{PositiveF32(s, seed)}; }; };
+  c.push_back({"AddBroadcast", "Add", {}, two({2, 3, 4}, {3, 1})});
+  c.push_back({"SubSameShape", "Sub", {}, two({5, 7}, {5, 7})});
+  c.push_back({"MulScalar", "Mul", {}, two({4, 3}, {})});
+  c.push_back({"DivBothBroadcast", "Div", {}, two({2, 1, 4}, {3, 1})});
+  c.push_back({"DivInt32", "Div", {},
+               [](int seed) {
+                 return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {3, 4}, seed),
+                                            Ints<int32_t>(DType::kI32, {4}, seed + 1, true)};
+               }});
+  c.push_back({"AddHalf", "Add", {},
+               [](int seed) {
+                 return std::vector<Tensor>{ToHalf(F32({2, 3}, seed), DType::kF16),
+                                            ToHalf(F32({2, 1}, seed + 1), DType::kF16)};
+               }});
+  c.push_back({"Relu", "Relu", {}, one({3, 5})});
+  c.push_back({"Sigmoid", "Sigmoid", {}, one({2, 6})});
+  c.push_back({"TanhBF16", "Tanh", {},
+               [](int seed) { return std::vector<Tensor>{ToHalf(F32({7}, seed), DType::kBF16)}; }});
+  c.push_back({"Greater", "Greater", {}, two({2, 3}, {3})});
+  c.push_back({"EqualInt64", "Equal", {},
+               [](int seed) {
+                 return std::vector<Tensor>{Ints<int64_t>(DType::kI64, {4, 1}, seed),
+                                            Ints<int64_t>(DType::kI64, {1, 3}, seed + 2)};
+               }});
+  c.push_back({"LessOrEqual", "LessOrEqual", {}, two({3, 2}, {3, 2})});
+  c.push_back({"Where", "Where", {},
+               [](int seed) { return std::vector<Tensor>{Bools({2, 1, 4}, seed), F32({3, 4}, seed), F32({}, seed + 1)}; }});
+  c.push_back({"CastToInt32", "Cast", {{"to", static_cast<int64_t>(DType::kI32)}},
+               [](int seed) {
+                 std::vector<float> v = Pattern(12, seed);
+                 for (float& x : v) x *= 50.0f;
+                 return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {3, 4}, v)};
+               }});
+  c.push_back({"CastToHalf", "Cast", {{"to", static_cast<int64_t>(DType::kF16)}}, one({6})});
+  c.push_back({"CastSameDType", "Cast", {{"to", static_cast<int64_t>(DType::kF32)}}, one({2, 2})});
+  c.push_back({"CastLike", "CastLike", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({5}, seed), MakeTensor<int64_t>(DType::kI64, {1}, {0})};
+               }});
+  c.push_back({"Identity", "Identity", {}, one({2, 3})});
+  c.push_back({"Sqrt", "Sqrt", {}, positive({9})});
+  c.push_back({"Exp", "Exp", {}, one({4, 2})});
+  c.push_back({"LeakyRelu", "LeakyRelu", {{"alpha", 0.3}}, one({10})});
+  c.push_back({"GeluTanh", "Gelu", {{"approximate", std::string("tanh")}}, one({8})});
+  c.push_back({"AbsInt8", "Abs", {},
+               [](int seed) { return std::vector<Tensor>{Ints<int8_t>(DType::kI8, {6}, seed)}; }});
+  c.push_back({"PowSquare", "Pow", {},
+               [](int seed) { return std::vector<Tensor>{F32({3, 3}, seed), MakeTensor<float>(DType::kF32, {}, {2.0f})}; }});
+  c.push_back({"PowBroadcast", "Pow", {},
+               [](int seed) { return std::vector<Tensor>{PositiveF32({2, 3}, seed), F32({3}, seed + 1)}; }});
+  c.push_back({"ClipInputs", "Clip", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({4, 3}, seed),
+                                            MakeTensor<float>(DType::kF32, {}, {-0.5f + 0.1f * static_cast<float>(seed)}),
+                                            MakeTensor<float>(DType::kF32, {}, {0.4f})};
+               }});
+  c.push_back({"ClipUnbounded", "Clip", {}, one({5})});
+  c.push_back({"MaxThree", "Max", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 3}, seed), F32({3}, seed + 1), F32({2, 1}, seed + 2)};
+               }});
+  c.push_back({"MeanHalf", "Mean", {},
+               [](int seed) {
+                 return std::vector<Tensor>{ToHalf(F32({2, 4}, seed), DType::kF16),
+                                            ToHalf(F32({4}, seed + 1), DType::kF16)};
+               },
+               1, true});
+  c.push_back({"Not", "Not", {}, [](int seed) { return std::vector<Tensor>{Bools({3, 3}, seed)}; }});
+  c.push_back({"And", "And", {},
+               [](int seed) { return std::vector<Tensor>{Bools({2, 3}, seed), Bools({3}, seed + 1)}; }});
+  c.push_back({"IsInf", "IsInf", {{"detect_negative", int64_t{0}}},
+               [](int seed) {
+                 std::vector<float> v = Pattern(6, seed);
+                 v[static_cast<size_t>(seed % 6)] = INFINITY;
+                 v[static_cast<size_t>((seed + 3) % 6)] = -INFINITY;
+                 return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {6}, v)};
+               }});
+  c.push_back({"PRelu", "PRelu", {}, two({2, 3, 2}, {3, 1})});
+  c.push_back({"ModFmod", "Mod", {{"fmod", int64_t{1}}}, two({3, 4}, {4})});
+  c.push_back({"ModInt32", "Mod", {},
+               [](int seed) {
+                 return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {5}, seed),
+                                            Ints<int32_t>(DType::kI32, {5}, seed + 1)};
+               }});
+  c.push_back({"BitShiftRight", "BitShift", {{"direction", std::string("RIGHT")}},
+               [](int seed) {
+                 return std::vector<Tensor>{Ints<uint8_t>(DType::kU8, {6}, seed), Ints<uint8_t>(DType::kU8, {}, seed)};
+               }});
+  return c;
+}
 
 std::vector<Case> Cases() {
   std::vector<Case> c;
@@ -221,6 +342,7 @@ std::vector<Case> Cases() {
                                             MakeTensor<int64_t>(DType::kI64, {3}, {1, 0, seed % 2})};
                },
                1, true});
+  for (Case& e : ElementwiseCases()) c.push_back(std::move(e));
   return c;
 }
 
@@ -530,7 +652,47 @@ std::vector<BadCase> BadCases() {
   c.push_back({"RoiAlignSampling", "RoiAlign", {{"sampling_ratio", int64_t{-1}}},
                {F32({1, 2, 4, 4}, 0), F32({1, 4}, 1), MakeTensor<int64_t>(DType::kI64, {1}, {0})},
                {{DType::kF32, {1, 2, 1, 1}}}, "attribute 'sampling_ratio' is -1; expected >= 0"});
+  // The elementwise group.
+  c.push_back({"AddDTypes", "Add", {}, {F32({2}, 0), MakeTensor<int32_t>(DType::kI32, {2}, {1, 2})},
+               {{DType::kF32, {2}}}, "dtype"});
+  c.push_back({"AddBroadcast", "Add", {}, {F32({2, 3}, 0), F32({4}, 1)}, {{DType::kF32, {2, 3}}},
+               "do not broadcast"});
+  c.push_back({"MulPlannedOutput", "Mul", {}, {F32({2, 3}, 0), F32({3}, 1)}, {{DType::kF32, {3, 3}}},
+               "but the output was planned as [3, 3]"});
+  c.push_back({"ReluDType", "Relu", {}, {MakeTensor<int32_t>(DType::kI32, {2}, {1, 2})}, {{DType::kI32, {2}}},
+               "the kernel does not support dtype i32"});
+  c.push_back({"WhereCondition", "Where", {}, {F32({2}, 0), F32({2}, 1), F32({2}, 2)}, {{DType::kF32, {2}}},
+               "Where"});
+  c.push_back({"CastOutput", "Cast", {{"to", static_cast<int64_t>(DType::kI32)}}, {F32({2, 3}, 0)},
+               {{DType::kI32, {3, 2}}}, "Cast"});
+  c.push_back({"ClipMinShape", "Clip", {}, {F32({2, 3}, 0), F32({2}, 1)}, {{DType::kF32, {2, 3}}},
+               "input 1 (min) must hold one element (a scalar); got shape [2]"});
+  c.push_back({"BitShiftDirection", "BitShift", {{"direction", std::string("UP")}},
+               {MakeTensor<uint8_t>(DType::kU8, {1}, {1}), MakeTensor<uint8_t>(DType::kU8, {1}, {1})},
+               {{DType::kU8, {1}}}, "attribute 'direction' is 'UP'; expected 'LEFT' or 'RIGHT'"});
+  c.push_back({"MaxDTypes", "Max", {}, {F32({2}, 0), ToHalf(F32({2}, 1), DType::kF16)}, {{DType::kF32, {2}}},
+               "Max"});
   return c;
+}
+
+// Integer Div by zero is found by the invoke (the divisor's values are read
+// per run), with the message of an unprepared run.
+TEST(PreparedCpuKernelInvokeTest, IntegerDivisionByZeroIsReportedByTheInvoke) {
+  const std::vector<Tensor> first = {Ints<int32_t>(DType::kI32, {2, 2}, 0),
+                                     MakeTensor<int32_t>(DType::kI32, {2}, {1, 2})};
+  absl::StatusOr<std::vector<Tensor>> like = RunOp("Div", Ptrs(first), {});
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step("Div", {}, first, *like);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  step.Keep(*std::move(prepared));
+  const std::vector<Tensor> zero = {Ints<int32_t>(DType::kI32, {2, 2}, 1),
+                                    MakeTensor<int32_t>(DType::kI32, {2}, {4, 0})};
+  size_t largest = 0;
+  const absl::Status s = step.Invoke(zero, &largest);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("integer division by zero: input 1 (B) holds 0 at flat index 1"));
+  EXPECT_EQ(RunOp("Div", Ptrs(zero), {}).status().message(), s.message());
 }
 
 class PreparedCpuKernelErrorTest : public ::testing::TestWithParam<BadCase> {};

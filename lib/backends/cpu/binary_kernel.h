@@ -5,6 +5,9 @@
 //
 //   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
 //   RunBinary<float, float, Bool8>(ctx, *plan, [](float a, float b) { ... });
+//
+// A prepared binary op keeps its plan and the loop of its dtype in
+// BinaryParams (made once by its prepare); InvokeBinary runs it.
 #ifndef GROVE_LIB_BACKENDS_CPU_BINARY_KERNEL_H_
 #define GROVE_LIB_BACKENDS_CPU_BINARY_KERNEL_H_
 
@@ -19,6 +22,7 @@
 #include "absl/types/span.h"
 #include "grove/grove.h"
 #include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/broadcast_plan.h"
 #include "lib/backends/cpu/parallel_for.h"
 #include "lib/ir/op_registry.h"
@@ -73,6 +77,38 @@ void RunBinary(const ir::KernelContext& ctx, const BroadcastPlan<2>& plan, Fn fn
       BinaryRow(out + o, a + in[0], sa, b + in[1], sb, len, fn);
     });
   });
+}
+
+// What a binary op's prepare made: the broadcast plan and the loop of its
+// dtype (a RunBinary instantiation), so the invoke neither checks nor
+// dispatches.
+struct BinaryParams {
+  BroadcastPlan<2> plan;
+  absl::Status (*run)(const ir::KernelContext& ctx, const BinaryParams& p) = nullptr;
+};
+
+// The invoke of every prepared binary op.
+inline absl::Status InvokeBinary(ir::KernelContext& ctx) {
+  const BinaryParams* p = backends::PreparedParams<BinaryParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  return p->run(ctx, *p);
+}
+
+// A prepared op over one input and one output of the same element count
+// (the unary elementwise ops): `op` made from the attributes once and the
+// loop of its dtype.
+template <typename Op>
+struct UnaryParams {
+  Op op;
+  void (*run)(const ir::KernelContext& ctx, const Op& op) = nullptr;
+};
+
+template <typename Op>
+absl::Status InvokeUnary(ir::KernelContext& ctx) {
+  const UnaryParams<Op>* p = backends::PreparedParams<UnaryParams<Op>>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(ctx, p->op);
+  return absl::OkStatus();
 }
 
 }  // namespace grove::cpu

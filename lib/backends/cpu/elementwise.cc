@@ -6,10 +6,12 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/elementwise_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/parallel_for.h"
@@ -111,26 +113,34 @@ absl::Status CheckNoZeroDivisor(const KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+template <typename Op, typename T>
+absl::Status RunArithmetic(const KernelContext& ctx, const BinaryParams& p) {
+  using C = ComputeT<T>;
+  if constexpr (Op::kDivides && std::is_integral_v<T>) {
+    // With a non-empty output every element of B is used at least once.
+    if (p.plan.num_elements() > 0) {
+      if (absl::Status s = CheckNoZeroDivisor<T>(ctx); !s.ok()) return s;
+    }
+  }
+  RunBinary<T, T, T>(ctx, p.plan,
+                     [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
+  return absl::OkStatus();
+}
+
 template <typename Op>
-absl::Status ArithmeticKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareArithmetic(const KernelContext& ctx) {
   const DType dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
-  return Visit(NumericTypes{}, ctx, dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    using C = ComputeT<T>;
-    if constexpr (Op::kDivides && std::is_integral_v<T>) {
-      // With a non-empty output every element of B is used at least once.
-      if (plan->num_elements() > 0) {
-        if (absl::Status s = CheckNoZeroDivisor<T>(ctx); !s.ok()) return s;
-      }
-    }
-    RunBinary<T, T, T>(ctx, *plan,
-                       [](T x, T y) { return FromCompute<T>(Op::template Apply<C>(ToCompute(x), ToCompute(y))); });
+  BinaryParams p{*std::move(plan)};
+  absl::Status s = Visit(NumericTypes{}, ctx, dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunArithmetic<Op, typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
 }
 
 struct GreaterOp {
@@ -152,36 +162,42 @@ struct EqualOp {
   }
 };
 
+template <typename Op, typename T>
+absl::Status RunCompare(const KernelContext& ctx, const BinaryParams& p) {
+  using C = ComputeT<T>;
+  RunBinary<T, T, Bool8>(ctx, p.plan, [](T x, T y) {
+    return Bool8{static_cast<uint8_t>(Op::template Apply<C>(ToCompute(x), ToCompute(y)) ? 1 : 0)};
+  });
+  return absl::OkStatus();
+}
+
+// Equal also takes strings (opset 19): two strings are equal when their bytes
+// are, wherever those bytes live.
+absl::Status RunEqualStrings(const KernelContext& ctx, const BinaryParams& p) {
+  RunBinary<StringRef, StringRef, Bool8>(ctx, p.plan, [](const StringRef& x, const StringRef& y) {
+    return Bool8{static_cast<uint8_t>(x.view() == y.view() ? 1 : 0)};
+  });
+  return absl::OkStatus();
+}
+
 template <typename Op>
-absl::Status CompareKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareCompare(const KernelContext& ctx) {
   const DType dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
-  auto run = [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    using C = ComputeT<T>;
-    RunBinary<T, T, Bool8>(ctx, *plan, [](T x, T y) {
-      return Bool8{static_cast<uint8_t>(Op::template Apply<C>(ToCompute(x), ToCompute(y)) ? 1 : 0)};
+  BinaryParams p{*std::move(plan)};
+  if (std::is_same_v<Op, EqualOp> && dtype == DType::kString) {
+    p.run = &RunEqualStrings;
+  } else {
+    absl::Status s = VisitAnyDType(ctx, dtype, [&](auto tag) -> absl::Status {
+      p.run = &RunCompare<Op, typename decltype(tag)::type>;
+      return absl::OkStatus();
     });
-    return absl::OkStatus();
-  };
-  return VisitAnyDType(ctx, dtype, run);
-}
-
-// Equal also takes strings (opset 19): two strings are equal when their bytes
-// are, wherever those bytes live.
-absl::Status EqualKernel(KernelContext& ctx) {
-  if (ctx.input(0).dtype != DType::kString) return CompareKernel<EqualOp>(ctx);
-  if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
-  if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
-  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
-  if (!plan.ok()) return plan.status();
-  RunBinary<StringRef, StringRef, Bool8>(ctx, *plan, [](const StringRef& x, const StringRef& y) {
-    return Bool8{static_cast<uint8_t>(x.view() == y.view() ? 1 : 0)};
-  });
-  return absl::OkStatus();
+    if (!s.ok()) return s;
+  }
+  return backends::MakePrepared(std::move(p));
 }
 
 // NaN passes through rather than becoming 0.
@@ -209,22 +225,35 @@ struct TanhOp {
   }
 };
 
-template <typename Op>
-absl::Status FloatUnaryKernel(KernelContext& ctx) {
+template <typename Op, typename T>
+void RunFloatUnary(const KernelContext& ctx, const Op&) {
   const TensorView& x = ctx.input(0);
-  if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
-  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    const T* in = x.as<const T>();
-    T* out = ctx.output(0).as<T>();
-    ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = FromCompute<T>(Op::Apply(ToCompute(in[i])));
-    });
-    return absl::OkStatus();
+  const T* in = x.as<const T>();
+  T* out = ctx.output(0).as<T>();
+  ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = FromCompute<T>(Op::Apply(ToCompute(in[i])));
   });
 }
 
+template <typename Op>
+absl::StatusOr<ir::PreparedKernel> PrepareFloatUnary(const KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
+  UnaryParams<Op> p;
+  absl::Status s = VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunFloatUnary<Op, typename decltype(tag)::type>;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
+}
+
 // Where moves elements without looking at them, so it dispatches on size.
+struct WhereParams {
+  BroadcastPlan<3> plan;
+  void (*run)(const KernelContext& ctx, const BroadcastPlan<3>& plan) = nullptr;
+};
+
 template <typename T>
 void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
   const uint8_t* c = ctx.input(0).as<const uint8_t>();
@@ -244,98 +273,143 @@ void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
   });
 }
 
-absl::Status WhereKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareWhere(const KernelContext& ctx) {
   if (absl::Status s = backends::CheckWhereInputs(ctx); !s.ok()) return s;
   const DType dtype = ctx.input(1).dtype;
   absl::StatusOr<BroadcastPlan<3>> plan =
       BroadcastPlan<3>::Make(ctx.output(0).shape, {&ctx.input(0).shape, &ctx.input(1).shape, &ctx.input(2).shape});
   if (!plan.ok()) return ctx.Error(plan.status().message());
+  WhereParams p{*std::move(plan)};
   switch (DTypeSize(dtype)) {
     case 1:
-      RunWhere<uint8_t>(ctx, *plan);
-      return absl::OkStatus();
+      p.run = &RunWhere<uint8_t>;
+      break;
     case 2:
-      RunWhere<uint16_t>(ctx, *plan);
-      return absl::OkStatus();
+      p.run = &RunWhere<uint16_t>;
+      break;
     case 4:
-      RunWhere<uint32_t>(ctx, *plan);
-      return absl::OkStatus();
+      p.run = &RunWhere<uint32_t>;
+      break;
     case 8:
-      RunWhere<uint64_t>(ctx, *plan);
-      return absl::OkStatus();
+      p.run = &RunWhere<uint64_t>;
+      break;
     case sizeof(StringRef):  // strings: their references move
-      RunWhere<StringRef>(ctx, *plan);
-      return absl::OkStatus();
+      p.run = &RunWhere<StringRef>;
+      break;
     default:
       return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
   }
+  return backends::MakePrepared(std::move(p));
+}
+
+absl::Status WhereKernel(KernelContext& ctx) {
+  const WhereParams* p = backends::PreparedParams<WhereParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(ctx, p->plan);
+  return absl::OkStatus();
+}
+
+struct CastParams {
+  CastFn convert = nullptr;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareCast(const KernelContext& ctx) {
+  if (absl::Status s = backends::CheckCastOutput(ctx); !s.ok()) return s;
+  absl::StatusOr<CastFn> convert = SelectCast(ctx, ctx.input(0).dtype, ctx.output(0).dtype);
+  if (!convert.ok()) return convert.status();
+  return backends::MakePrepared(CastParams{*convert});
 }
 
 absl::Status CastKernel(KernelContext& ctx) {
+  const CastParams* p = backends::PreparedParams<CastParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  return p->convert(ctx, ctx.input(0), ctx.output(0));
+}
+
+// Whether the input is a sequence or optional (moved as a value) or a tensor
+// (copied).
+struct IdentityParams {
+  bool boxed = false;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareIdentity(const KernelContext& ctx) {
   const TensorView& in = ctx.input(0);
-  TensorView& out = ctx.output(0);
-  if (absl::Status s = backends::CheckCastOutput(ctx); !s.ok()) return s;
-  return CastElements(ctx, in, out);
+  if (ir::IsBoxed(in.dtype)) return backends::MakePrepared(IdentityParams{true});
+  if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
+  return backends::MakePrepared(IdentityParams{false});
 }
 
 absl::Status IdentityKernel(KernelContext& ctx) {
+  const IdentityParams* p = backends::PreparedParams<IdentityParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
   const TensorView& in = ctx.input(0);
-  if (ir::IsBoxed(in.dtype)) {  // a sequence or optional: the value, its tensors shared
+  if (p->boxed) {  // a sequence or optional: the value, its tensors shared
     ir::MutableBoxedValue(ctx.output(0)) = ir::BoxedValue(in);
     return absl::OkStatus();
   }
-  if (absl::Status s = CheckOutputLike(ctx, in.dtype, in.shape); !s.ok()) return s;
   if (in.num_elements() > 0 && in.data != ctx.output(0).data) {
     CopyBytes(ctx, ctx.output(0).data, in.data, in.byte_size());
   }
   return absl::OkStatus();
 }
 
+absl::Status CopySameDType(const ir::KernelContext& ctx, const TensorView& in, TensorView& out) {
+  if (in.num_elements() > 0 && in.data != out.data) CopyBytes(ctx, out.data, in.data, in.byte_size());
+  return absl::OkStatus();
+}
+
+template <typename Src, typename Dst>
+absl::Status ConvertAll(const ir::KernelContext& ctx, const TensorView& in, TensorView& out) {
+  const Src* src = in.as<const Src>();
+  Dst* dst = out.as<Dst>();
+  ParallelFor(ctx, in.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dst[i] = ConvertElement<Dst>(src[i]);
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::Status CastElements(const ir::KernelContext& ctx, const TensorView& in, TensorView& out) {
-  const int64_t n = in.num_elements();
-  if (in.dtype == out.dtype) {
-    if (n > 0 && in.data != out.data) CopyBytes(ctx, out.data, in.data, in.byte_size());
-    return absl::OkStatus();
-  }
-  if (out.dtype == DType::kString) return CastToStrings(ctx, in, out);
-  if (in.dtype == DType::kString) return CastFromStrings(ctx, in, out);
-  return VisitAnyDType(ctx, in.dtype, [&](auto src_tag) -> absl::Status {
+absl::StatusOr<CastFn> SelectCast(const ir::KernelContext& ctx, DType from, DType to) {
+  if (from == to) return &CopySameDType;
+  if (to == DType::kString) return &CastToStrings;
+  if (from == DType::kString) return &CastFromStrings;
+  CastFn fn = nullptr;
+  absl::Status s = VisitAnyDType(ctx, from, [&](auto src_tag) -> absl::Status {
     using Src = typename decltype(src_tag)::type;
-    return VisitAnyDType(ctx, out.dtype, [&](auto dst_tag) -> absl::Status {
-      using Dst = typename decltype(dst_tag)::type;
-      const Src* src = in.as<const Src>();
-      Dst* dst = out.as<Dst>();
-      ParallelFor(ctx, n, kCheapGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) dst[i] = ConvertElement<Dst>(src[i]);
-      });
+    return VisitAnyDType(ctx, to, [&](auto dst_tag) -> absl::Status {
+      fn = &ConvertAll<Src, typename decltype(dst_tag)::type>;
       return absl::OkStatus();
     });
   });
+  if (!s.ok()) return s;
+  return fn;
+}
+
+absl::Status CastElements(const ir::KernelContext& ctx, const TensorView& in, TensorView& out) {
+  absl::StatusOr<CastFn> convert = SelectCast(ctx, in.dtype, out.dtype);
+  if (!convert.ok()) return convert.status();
+  return (*convert)(ctx, in, out);
 }
 
 absl::Status RegisterElementwiseKernels(ir::OpRegistry& registry) {
-  const struct {
-    const char* type;
-    ir::KernelFn fn;
-  } kernels[] = {
-      {"Add", &ArithmeticKernel<AddOp>},
-      {"Sub", &ArithmeticKernel<SubOp>},
-      {"Mul", &ArithmeticKernel<MulOp>},
-      {"Div", &ArithmeticKernel<DivOp>},
-      {"Relu", &FloatUnaryKernel<ReluOp>},
-      {"Sigmoid", &FloatUnaryKernel<SigmoidOp>},
-      {"Tanh", &FloatUnaryKernel<TanhOp>},
-      {"Greater", &CompareKernel<GreaterOp>},
-      {"Less", &CompareKernel<LessOp>},
-      {"Equal", &EqualKernel},
-      {"Where", &WhereKernel},
-      {"Cast", &CastKernel},
-      {"Identity", &IdentityKernel},
+  const std::pair<const char*, ir::KernelDef> kernels[] = {
+      {"Add", {&InvokeBinary, &PrepareArithmetic<AddOp>}},
+      {"Sub", {&InvokeBinary, &PrepareArithmetic<SubOp>}},
+      {"Mul", {&InvokeBinary, &PrepareArithmetic<MulOp>}},
+      {"Div", {&InvokeBinary, &PrepareArithmetic<DivOp>}},
+      {"Relu", {&InvokeUnary<ReluOp>, &PrepareFloatUnary<ReluOp>}},
+      {"Sigmoid", {&InvokeUnary<SigmoidOp>, &PrepareFloatUnary<SigmoidOp>}},
+      {"Tanh", {&InvokeUnary<TanhOp>, &PrepareFloatUnary<TanhOp>}},
+      {"Greater", {&InvokeBinary, &PrepareCompare<GreaterOp>}},
+      {"Less", {&InvokeBinary, &PrepareCompare<LessOp>}},
+      {"Equal", {&InvokeBinary, &PrepareCompare<EqualOp>}},
+      {"Where", {&WhereKernel, &PrepareWhere}},
+      {"Cast", {&CastKernel, &PrepareCast}},
+      {"Identity", {&IdentityKernel, &PrepareIdentity}},
   };
-  for (const auto& k : kernels) {
-    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
+  for (const auto& [type, kernel] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

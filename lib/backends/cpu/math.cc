@@ -11,15 +11,18 @@
 #include <numbers>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/elementwise_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/broadcast_plan.h"
 #include "lib/backends/cpu/cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/parallel_for.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 
 namespace grove::cpu {
@@ -57,7 +60,8 @@ C WrappingNeg(C x) {
 }
 
 // ---------------------------------------------------------------------------
-// Unary ops. Each is constructed from the node's attributes once per call.
+// Unary ops. Each is constructed from the node's attributes once, by the
+// prepare.
 // ---------------------------------------------------------------------------
 
 struct SqrtOp {
@@ -211,31 +215,46 @@ struct GeluOp {
   bool tanh;
 };
 
-template <typename Op, typename Types>
-absl::Status UnaryKernel(KernelContext& ctx) {
+template <typename Op, typename T>
+void RunUnary(const KernelContext& ctx, const Op& op) {
   const TensorView& x = ctx.input(0);
-  if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
-  const Op op(ctx.attrs());
-  return Visit(Types{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    const T* in = x.as<const T>();
-    T* out = ctx.output(0).as<T>();
-    ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = FromCompute<T>(op(ToCompute(in[i])));
-    });
-    return absl::OkStatus();
+  const T* in = x.as<const T>();
+  T* out = ctx.output(0).as<T>();
+  ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = FromCompute<T>(op(ToCompute(in[i])));
   });
 }
 
-absl::Status NotKernel(KernelContext& ctx) {
-  if (absl::Status s = backends::CheckNotInputs(ctx); !s.ok()) return s;
+// The op made from the attributes and the loop of the input's dtype, once.
+template <typename Op, typename Types>
+absl::StatusOr<ir::PreparedKernel> PrepareUnary(const KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
+  UnaryParams<Op> p{Op(ctx.attrs())};
+  absl::Status s = Visit(Types{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunUnary<Op, typename decltype(tag)::type>;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
+}
+
+struct NotOp {
+  explicit NotOp(const ir::Attributes&) {}
+};
+
+void RunNot(const KernelContext& ctx, const NotOp&) {
   const TensorView& x = ctx.input(0);
   const uint8_t* in = x.as<const uint8_t>();
   uint8_t* out = ctx.output(0).as<uint8_t>();
   ParallelFor(ctx, x.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = in[i] == 0 ? 1 : 0;
   });
-  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareNot(const KernelContext& ctx) {
+  if (absl::Status s = backends::CheckNotInputs(ctx); !s.ok()) return s;
+  return backends::MakePrepared(UnaryParams<NotOp>{NotOp(ctx.attrs()), &RunNot});
 }
 
 // ---------------------------------------------------------------------------
@@ -255,19 +274,27 @@ struct LessOrEqualOp {
   }
 };
 
+template <typename Op, typename T>
+absl::Status RunCompare(const KernelContext& ctx, const BinaryParams& p) {
+  RunBinary<T, T, Bool8>(ctx, p.plan, [](T x, T y) {
+    return Bool8{static_cast<uint8_t>(Op::Apply(ToCompute(x), ToCompute(y)) ? 1 : 0)};
+  });
+  return absl::OkStatus();
+}
+
 template <typename Op>
-absl::Status CompareKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareCompare(const KernelContext& ctx) {
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, DType::kBool); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
-  return Visit(NumericTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    RunBinary<T, T, Bool8>(ctx, *plan, [](T x, T y) {
-      return Bool8{static_cast<uint8_t>(Op::Apply(ToCompute(x), ToCompute(y)) ? 1 : 0)};
-    });
+  BinaryParams p{*std::move(plan)};
+  absl::Status s = Visit(NumericTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunCompare<Op, typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
 }
 
 struct AndOp {
@@ -281,14 +308,19 @@ struct XorOp {
 };
 
 template <typename Op>
-absl::Status LogicalKernel(KernelContext& ctx) {
-  if (absl::Status s = backends::CheckLogicalInputs(ctx); !s.ok()) return s;
-  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
-  if (!plan.ok()) return plan.status();
-  RunBinary<Bool8, Bool8, Bool8>(ctx, *plan, [](Bool8 a, Bool8 b) {
+absl::Status RunLogical(const KernelContext& ctx, const BinaryParams& p) {
+  RunBinary<Bool8, Bool8, Bool8>(ctx, p.plan, [](Bool8 a, Bool8 b) {
     return Bool8{static_cast<uint8_t>(Op::Apply(a.bits != 0, b.bits != 0) ? 1 : 0)};
   });
   return absl::OkStatus();
+}
+
+template <typename Op>
+absl::StatusOr<ir::PreparedKernel> PrepareLogical(const KernelContext& ctx) {
+  if (absl::Status s = backends::CheckLogicalInputs(ctx); !s.ok()) return s;
+  absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
+  if (!plan.ok()) return plan.status();
+  return backends::MakePrepared(BinaryParams{*std::move(plan), &RunLogical<Op>});
 }
 
 // Integer base to an integer exponent, exactly (wrapping). A negative
@@ -333,39 +365,55 @@ bool ExponentIsTwo(const TensorView& y) {
   return y.num_elements() == 1 && static_cast<double>(ToCompute(y.as<const E>()[0])) == 2.0;
 }
 
-absl::Status PowKernel(KernelContext& ctx) {
+// (Whether the exponent is 2 is read per run: it may be an activation.)
+template <typename B, typename E>
+absl::Status RunPow(const KernelContext& ctx, const BinaryParams& p) {
+  if constexpr (std::is_floating_point_v<ComputeT<B>>) {
+    if (ExponentIsTwo<E>(ctx.input(1))) {
+      RunBinary<B, E, B>(ctx, p.plan, [](B b, E) {
+        const ComputeT<B> x = ToCompute(b);
+        return FromCompute<B>(x * x);
+      });
+      return absl::OkStatus();
+    }
+  }
+  RunBinary<B, E, B>(ctx, p.plan, [](B b, E e) { return PowElement(b, e); });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::PreparedKernel> PreparePow(const KernelContext& ctx) {
   const DType base_dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckOutputDType(ctx, base_dtype); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
-  return Visit(PowBaseTypes{}, ctx, base_dtype, [&](auto base_tag) -> absl::Status {
+  BinaryParams p{*std::move(plan)};
+  absl::Status s = Visit(PowBaseTypes{}, ctx, base_dtype, [&](auto base_tag) -> absl::Status {
     using B = typename decltype(base_tag)::type;
     return Visit(NumericTypes{}, ctx, ctx.input(1).dtype, [&](auto exp_tag) -> absl::Status {
-      using E = typename decltype(exp_tag)::type;
-      if constexpr (std::is_floating_point_v<ComputeT<B>>) {
-        if (ExponentIsTwo<E>(ctx.input(1))) {
-          RunBinary<B, E, B>(ctx, *plan, [](B b, E) {
-            const ComputeT<B> x = ToCompute(b);
-            return FromCompute<B>(x * x);
-          });
-          return absl::OkStatus();
-        }
-      }
-      RunBinary<B, E, B>(ctx, *plan, [](B b, E e) { return PowElement(b, e); });
+      p.run = &RunPow<B, typename decltype(exp_tag)::type>;
       return absl::OkStatus();
     });
   });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
 }
 
 // ---------------------------------------------------------------------------
 // Clip.
 // ---------------------------------------------------------------------------
 
-// One bound of Clip: input i when given (opset 11+), else the float
-// attribute (opset 6), else none.
-template <typename T>
-absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view name, bool* has, ComputeT<T>* value) {
-  *has = false;
+// Where each bound of Clip comes from: input 1/2 when given (opset 11+, read
+// per run: it may be an activation), else the float attribute (opset 6),
+// else none.
+enum class ClipBound { kNone, kInput, kAttribute };
+
+struct ClipParams {
+  ClipBound lo = ClipBound::kNone, hi = ClipBound::kNone;
+  double lo_attr = 0, hi_attr = 0;
+  void (*run)(const KernelContext& ctx, const ClipParams& p) = nullptr;
+};
+
+absl::StatusOr<ClipBound> CheckClipBound(const KernelContext& ctx, int i, absl::string_view name, double* attr) {
   if (ctx.has_input(i)) {
     const TensorView& b = ctx.input(i);
     if (b.dtype != ctx.input(0).dtype) {
@@ -376,44 +424,72 @@ absl::Status ReadClipBound(const KernelContext& ctx, int i, absl::string_view na
       return ctx.Error(
           absl::StrCat("input ", i, " (", name, ") must hold one element (a scalar); got shape ", DimsString(b.shape)));
     }
-    *has = true;
-    *value = ToCompute(b.as<const T>()[0]);
-  } else if (ctx.attrs().Has(name)) {
-    *has = true;
-    *value = ToCompute(ConvertElement<T>(ctx.attrs().GetFloat(name, 0.0)));
+    return ClipBound::kInput;
   }
-  return absl::OkStatus();
+  if (ctx.attrs().Has(name)) {
+    *attr = ctx.attrs().GetFloat(name, 0.0);
+    return ClipBound::kAttribute;
+  }
+  return ClipBound::kNone;
+}
+
+template <typename T>
+ComputeT<T> ClipBoundValue(const KernelContext& ctx, int i, ClipBound bound, double attr, ComputeT<T> none) {
+  switch (bound) {
+    case ClipBound::kInput: return ToCompute(ctx.input(i).as<const T>()[0]);
+    case ClipBound::kAttribute: return ToCompute(ConvertElement<T>(attr));
+    case ClipBound::kNone: break;
+  }
+  return none;
 }
 
 // max(x, min) then min(., max): with min > max every element becomes max,
 // as ONNX specifies. NaN fails both tests and passes through.
-absl::Status ClipKernel(KernelContext& ctx) {
+template <typename T>
+void RunClip(const KernelContext& ctx, const ClipParams& p) {
+  using C = ComputeT<T>;
+  const C lo = ClipBoundValue<T>(
+      ctx, 1, p.lo, p.lo_attr,
+      std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest());
+  const C hi = ClipBoundValue<T>(
+      ctx, 2, p.hi, p.hi_attr,
+      std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max());
+  const TensorView& x = ctx.input(0);
+  const T* in = x.as<const T>();
+  T* out = ctx.output(0).as<T>();
+  ParallelFor(ctx, x.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      C v = ToCompute(in[i]);
+      if (v < lo) v = lo;
+      if (v > hi) v = hi;
+      out[i] = FromCompute<T>(v);
+    }
+  });
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareClip(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
-  return Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    using C = ComputeT<T>;
-    bool has_lo = false, has_hi = false;
-    C lo{}, hi{};
-    if (absl::Status s = ReadClipBound<T>(ctx, 1, "min", &has_lo, &lo); !s.ok()) return s;
-    if (absl::Status s = ReadClipBound<T>(ctx, 2, "max", &has_hi, &hi); !s.ok()) return s;
-    if (!has_lo)
-      lo =
-          std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
-    if (!has_hi)
-      hi = std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
-    const T* in = x.as<const T>();
-    T* out = ctx.output(0).as<T>();
-    ParallelFor(ctx, x.num_elements(), kCheapGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        C v = ToCompute(in[i]);
-        if (v < lo) v = lo;
-        if (v > hi) v = hi;
-        out[i] = FromCompute<T>(v);
-      }
-    });
+  ClipParams p;
+  absl::Status s = Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunClip<typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  absl::StatusOr<ClipBound> lo = CheckClipBound(ctx, 1, "min", &p.lo_attr);
+  if (!lo.ok()) return lo.status();
+  absl::StatusOr<ClipBound> hi = CheckClipBound(ctx, 2, "max", &p.hi_attr);
+  if (!hi.ok()) return hi.status();
+  p.lo = *lo;
+  p.hi = *hi;
+  return backends::MakePrepared(std::move(p));
+}
+
+absl::Status ClipKernel(KernelContext& ctx) {
+  const ClipParams* p = backends::PreparedParams<ClipParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(ctx, *p);
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -484,50 +560,87 @@ void FoldInput(const KernelContext& ctx, const BroadcastPlan<2>& plan, const T* 
   });
 }
 
-template <typename Op, typename Types>
-absl::Status VariadicKernel(KernelContext& ctx) {
+// One plan per input against the output; f16/bf16 accumulate in the
+// workspace.
+struct VariadicParams {
+  std::vector<BroadcastPlan<2>> plans;
+  void (*run)(const KernelContext& ctx, const VariadicParams& p) = nullptr;
+};
+
+template <typename Op, typename T>
+void RunVariadic(const KernelContext& ctx, const VariadicParams& p) {
+  using C = ComputeT<T>;
   TensorView& y = ctx.output(0);
   const int n = ctx.num_inputs();
+  const int64_t count = y.num_elements();
+  C* acc;
+  if constexpr (std::is_same_v<T, C>) {
+    acc = y.as<T>();
+  } else {
+    acc = WorkspaceCursor(ctx.workspace()).Take<C>(count);
+  }
+  for (int k = 0; k < n; ++k) FoldInput<Op>(ctx, p.plans[k], ctx.input(k).as<const T>(), acc, k == 0);
+  if constexpr (Op::kMean) {
+    for (int64_t i = 0; i < count; ++i) acc[i] /= static_cast<C>(n);
+  }
+  if constexpr (!std::is_same_v<T, C>) {
+    T* out = y.as<T>();
+    for (int64_t i = 0; i < count; ++i) out[i] = FromCompute<T>(acc[i]);
+  }
+}
+
+template <typename Op, typename Types>
+absl::StatusOr<ir::PreparedKernel> PrepareVariadic(const KernelContext& ctx) {
+  const TensorView& y = ctx.output(0);
   // Each pairwise plan below checks one input against the output; this
   // checks that the output is no larger than all of them together.
   if (absl::Status s = backends::CheckVariadicInputs(ctx); !s.ok()) return s;
-
-  return Visit(Types{}, ctx, y.dtype, [&](auto tag) -> absl::Status {
+  VariadicParams p;
+  WorkspaceLayout layout;
+  absl::Status s = Visit(Types{}, ctx, y.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     using C = ComputeT<T>;
-    const int64_t count = y.num_elements();
-    std::vector<C> scratch;
-    C* acc;
-    if constexpr (std::is_same_v<T, C>) {
-      acc = y.as<T>();
-    } else {
-      scratch.resize(static_cast<size_t>(count));
-      acc = scratch.data();
-    }
-    for (int k = 0; k < n; ++k) {
-      absl::StatusOr<BroadcastPlan<2>> plan = BroadcastPlan<2>::Make(y.shape, {&y.shape, &ctx.input(k).shape});
-      if (!plan.ok()) return ctx.Error(plan.status().message());
-      FoldInput<Op>(ctx, *plan, ctx.input(k).as<const T>(), acc, k == 0);
-    }
-    if constexpr (Op::kMean) {
-      for (int64_t i = 0; i < count; ++i) acc[i] /= static_cast<C>(n);
-    }
-    if constexpr (!std::is_same_v<T, C>) {
-      T* out = y.as<T>();
-      for (int64_t i = 0; i < count; ++i) out[i] = FromCompute<T>(acc[i]);
-    }
+    if constexpr (!std::is_same_v<T, C>) layout.Add<C>(y.num_elements());
+    p.run = &RunVariadic<Op, T>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  for (int k = 0; k < ctx.num_inputs(); ++k) {
+    absl::StatusOr<BroadcastPlan<2>> plan = BroadcastPlan<2>::Make(y.shape, {&y.shape, &ctx.input(k).shape});
+    if (!plan.ok()) return ctx.Error(plan.status().message());
+    p.plans.push_back(*std::move(plan));
+  }
+  return backends::MakePrepared(std::move(p), layout.bytes());
+}
+
+template <typename Op>
+absl::Status VariadicKernel(KernelContext& ctx) {
+  const VariadicParams* p = backends::PreparedParams<VariadicParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(ctx, *p);
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
 // CastLike.
 // ---------------------------------------------------------------------------
 
-absl::Status CastLikeKernel(KernelContext& ctx) {
+struct CastLikeParams {
+  CastFn convert = nullptr;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareCastLike(const KernelContext& ctx) {
   const TensorView& in = ctx.input(0);
   if (absl::Status s = CheckOutputLike(ctx, ctx.input(1).dtype, in.shape); !s.ok()) return s;
-  return CastElements(ctx, in, ctx.output(0));
+  absl::StatusOr<CastFn> convert = SelectCast(ctx, in.dtype, ctx.output(0).dtype);
+  if (!convert.ok()) return convert.status();
+  return backends::MakePrepared(CastLikeParams{*convert});
+}
+
+absl::Status CastLikeKernel(KernelContext& ctx) {
+  const CastLikeParams* p = backends::PreparedParams<CastLikeParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  return p->convert(ctx, ctx.input(0), ctx.output(0));
 }
 
 // ---------------------------------------------------------------------------
@@ -653,44 +766,59 @@ struct IsInfOp {
 };
 
 // Float input, bool output of the same shape.
+template <typename Op, typename T>
+void RunFloatPredicate(const KernelContext& ctx, const Op& op) {
+  const TensorView& x = ctx.input(0);
+  const T* in = x.as<const T>();
+  uint8_t* out = ctx.output(0).as<uint8_t>();
+  ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = op(ToCompute(in[i])) ? 1 : 0;
+  });
+}
+
 template <typename Op>
-absl::Status FloatPredicateKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareFloatPredicate(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckOutputLike(ctx, DType::kBool, x.shape); !s.ok()) return s;
-  const Op op(ctx.attrs());
-  return Visit(FloatTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    const T* in = x.as<const T>();
-    uint8_t* out = ctx.output(0).as<uint8_t>();
-    ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = op(ToCompute(in[i])) ? 1 : 0;
-    });
+  UnaryParams<Op> p{Op(ctx.attrs())};
+  absl::Status s = Visit(FloatTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunFloatPredicate<Op, typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
+}
+
+template <typename T>
+absl::Status RunPRelu(const KernelContext& ctx, const BinaryParams& p) {
+  RunBinary<T, T, T>(ctx, p.plan, [](T a, T b) {
+    const ComputeT<T> v = ToCompute(a);
+    if constexpr (std::is_integral_v<ComputeT<T>>) {
+      using U = std::make_unsigned_t<ComputeT<T>>;  // wraps instead of overflowing
+      return v < 0 ? static_cast<T>(static_cast<U>(v) * static_cast<U>(ToCompute(b))) : a;
+    } else {
+      return v < 0 ? FromCompute<T>(v * ToCompute(b)) : a;
+    }
+  });
+  return absl::OkStatus();
 }
 
 // slope broadcasts to X; the output has X's shape, which the plan checks
 // slope against.
-absl::Status PReluKernel(KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PreparePRelu(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
+  BinaryParams p{*std::move(plan)};
   using PReluTypes = TypeList<float, double, Half, BFloat16, int32_t, int64_t>;
-  return Visit(PReluTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    RunBinary<T, T, T>(ctx, *plan, [](T a, T b) {
-      const ComputeT<T> v = ToCompute(a);
-      if constexpr (std::is_integral_v<ComputeT<T>>) {
-        using U = std::make_unsigned_t<ComputeT<T>>;  // wraps instead of overflowing
-        return v < 0 ? static_cast<T>(static_cast<U>(v) * static_cast<U>(ToCompute(b))) : a;
-      } else {
-        return v < 0 ? FromCompute<T>(v * ToCompute(b)) : a;
-      }
-    });
+  absl::Status s = Visit(PReluTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunPRelu<typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
 }
 
 // fmod = 1: the remainder has the dividend's sign (C fmod, truncating
@@ -720,23 +848,42 @@ C ModElement(C a, C b, bool fmod) {
   }
 }
 
-absl::Status ModKernel(KernelContext& ctx) {
+template <typename T, bool kFmod>
+absl::Status RunMod(const KernelContext& ctx, const BinaryParams& p) {
+  RunBinary<T, T, T>(ctx, p.plan,
+                     [](T a, T b) { return FromCompute<T>(ModElement(ToCompute(a), ToCompute(b), kFmod)); });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareMod(const KernelContext& ctx) {
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, ctx.input(0).dtype); !s.ok()) return s;
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
   const bool fmod = ctx.attrs().GetInt("fmod", 0) != 0;
-  return Visit(NumericTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
+  BinaryParams p{*std::move(plan)};
+  absl::Status s = Visit(NumericTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    RunBinary<T, T, T>(ctx, *plan,
-                       [fmod](T a, T b) { return FromCompute<T>(ModElement(ToCompute(a), ToCompute(b), fmod)); });
+    p.run = fmod ? &RunMod<T, true> : &RunMod<T, false>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
 }
 
 // Shifting by the bit width or more gives 0 (numpy's left_shift and
 // right_shift do the same), where C++ leaves it undefined.
-absl::Status BitShiftKernel(KernelContext& ctx) {
+template <typename T, bool kLeft>
+absl::Status RunBitShift(const KernelContext& ctx, const BinaryParams& p) {
+  constexpr uint64_t kBits = sizeof(T) * 8;
+  RunBinary<T, T, T>(ctx, p.plan, [](T x, T y) -> T {
+    if (static_cast<uint64_t>(y) >= kBits) return 0;
+    return kLeft ? static_cast<T>(static_cast<uint64_t>(x) << y) : static_cast<T>(x >> y);
+  });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareBitShift(const KernelContext& ctx) {
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, ctx.input(0).dtype); !s.ok()) return s;
   const std::string direction = ctx.attrs().GetString("direction", "");
@@ -746,15 +893,14 @@ absl::Status BitShiftKernel(KernelContext& ctx) {
   const bool left = direction == "LEFT";
   absl::StatusOr<BroadcastPlan<2>> plan = MakeBinaryPlan(ctx);
   if (!plan.ok()) return plan.status();
-  return Visit(UnsignedTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
+  BinaryParams p{*std::move(plan)};
+  absl::Status s = Visit(UnsignedTypes{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    constexpr uint64_t kBits = sizeof(T) * 8;
-    RunBinary<T, T, T>(ctx, *plan, [left](T x, T y) -> T {
-      if (static_cast<uint64_t>(y) >= kBits) return 0;
-      return left ? static_cast<T>(static_cast<uint64_t>(x) << y) : static_cast<T>(x >> y);
-    });
+    p.run = left ? &RunBitShift<T, true> : &RunBitShift<T, false>;
     return absl::OkStatus();
   });
+  if (!s.ok()) return s;
+  return backends::MakePrepared(std::move(p));
 }
 
 // One element of a float tensor as double; false when it does not hold one.
@@ -862,68 +1008,65 @@ absl::Status WindowKernel(KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterMathKernels(ir::OpRegistry& registry) {
-  const struct {
-    const char* type;
-    ir::KernelFn fn;
-  } kernels[] = {
-      {"Sqrt", &UnaryKernel<SqrtOp, FloatTypes>},
-      {"Exp", &UnaryKernel<ExpOp, FloatTypes>},
-      {"Log", &UnaryKernel<LogOp, FloatTypes>},
-      {"Reciprocal", &UnaryKernel<ReciprocalOp, FloatTypes>},
-      {"Softplus", &UnaryKernel<SoftplusOp, FloatTypes>},
-      {"HardSwish", &UnaryKernel<HardSwishOp, FloatTypes>},
-      {"Floor", &UnaryKernel<FloorOp, FloatTypes>},
-      {"Ceil", &UnaryKernel<CeilOp, FloatTypes>},
-      {"Round", &UnaryKernel<RoundOp, FloatTypes>},
-      {"Erf", &UnaryKernel<ErfOp, NumericTypes>},
-      {"Neg", &UnaryKernel<NegOp, SignedTypes>},
-      {"Abs", &UnaryKernel<AbsOp, NumericTypes>},
-      {"LeakyRelu", &UnaryKernel<LeakyReluOp, FloatTypes>},
-      {"Elu", &UnaryKernel<EluOp, FloatTypes>},
-      {"HardSigmoid", &UnaryKernel<HardSigmoidOp, FloatTypes>},
-      {"Gelu", &UnaryKernel<GeluOp, FloatTypes>},
-      {"Pow", &PowKernel},
-      {"Clip", &ClipKernel},
-      {"Min", &VariadicKernel<MinOp, NumericTypes>},
-      {"Max", &VariadicKernel<MaxOp, NumericTypes>},
-      {"Sum", &VariadicKernel<SumOp, FloatTypes>},
-      {"Mean", &VariadicKernel<MeanOp, FloatTypes>},
-      {"GreaterOrEqual", &CompareKernel<GreaterOrEqualOp>},
-      {"LessOrEqual", &CompareKernel<LessOrEqualOp>},
-      {"Not", &NotKernel},
-      {"And", &LogicalKernel<AndOp>},
-      {"Or", &LogicalKernel<OrOp>},
-      {"Xor", &LogicalKernel<XorOp>},
-      {"CastLike", &CastLikeKernel},
-      {"Sin", &UnaryKernel<SinOp, FloatTypes>},
-      {"Cos", &UnaryKernel<CosOp, FloatTypes>},
-      {"Tan", &UnaryKernel<TanOp, FloatTypes>},
-      {"Asin", &UnaryKernel<AsinOp, FloatTypes>},
-      {"Acos", &UnaryKernel<AcosOp, FloatTypes>},
-      {"Atan", &UnaryKernel<AtanOp, FloatTypes>},
-      {"Sinh", &UnaryKernel<SinhOp, FloatTypes>},
-      {"Cosh", &UnaryKernel<CoshOp, FloatTypes>},
-      {"Asinh", &UnaryKernel<AsinhOp, FloatTypes>},
-      {"Acosh", &UnaryKernel<AcoshOp, FloatTypes>},
-      {"Atanh", &UnaryKernel<AtanhOp, FloatTypes>},
-      {"Softsign", &UnaryKernel<SoftsignOp, FloatTypes>},
-      {"Selu", &UnaryKernel<SeluOp, FloatTypes>},
-      {"Celu", &UnaryKernel<CeluOp, FloatTypes>},
-      {"ThresholdedRelu", &UnaryKernel<ThresholdedReluOp, FloatTypes>},
-      {"Shrink", &UnaryKernel<ShrinkOp, NumericTypes>},
-      {"Sign", &UnaryKernel<SignOp, NumericTypes>},
-      {"IsNaN", &FloatPredicateKernel<IsNaNOp>},
-      {"IsInf", &FloatPredicateKernel<IsInfOp>},
-      {"PRelu", &PReluKernel},
-      {"Mod", &ModKernel},
-      {"BitShift", &BitShiftKernel},
-      {"Dropout", &DropoutKernel},
-      {"HannWindow", &WindowKernel<HannWindowOp>},
-      {"HammingWindow", &WindowKernel<HammingWindowOp>},
-      {"BlackmanWindow", &WindowKernel<BlackmanWindowOp>},
+  const std::pair<const char*, ir::KernelDef> kernels[] = {
+      {"Sqrt", {&InvokeUnary<SqrtOp>, &PrepareUnary<SqrtOp, FloatTypes>}},
+      {"Exp", {&InvokeUnary<ExpOp>, &PrepareUnary<ExpOp, FloatTypes>}},
+      {"Log", {&InvokeUnary<LogOp>, &PrepareUnary<LogOp, FloatTypes>}},
+      {"Reciprocal", {&InvokeUnary<ReciprocalOp>, &PrepareUnary<ReciprocalOp, FloatTypes>}},
+      {"Softplus", {&InvokeUnary<SoftplusOp>, &PrepareUnary<SoftplusOp, FloatTypes>}},
+      {"HardSwish", {&InvokeUnary<HardSwishOp>, &PrepareUnary<HardSwishOp, FloatTypes>}},
+      {"Floor", {&InvokeUnary<FloorOp>, &PrepareUnary<FloorOp, FloatTypes>}},
+      {"Ceil", {&InvokeUnary<CeilOp>, &PrepareUnary<CeilOp, FloatTypes>}},
+      {"Round", {&InvokeUnary<RoundOp>, &PrepareUnary<RoundOp, FloatTypes>}},
+      {"Erf", {&InvokeUnary<ErfOp>, &PrepareUnary<ErfOp, NumericTypes>}},
+      {"Neg", {&InvokeUnary<NegOp>, &PrepareUnary<NegOp, SignedTypes>}},
+      {"Abs", {&InvokeUnary<AbsOp>, &PrepareUnary<AbsOp, NumericTypes>}},
+      {"LeakyRelu", {&InvokeUnary<LeakyReluOp>, &PrepareUnary<LeakyReluOp, FloatTypes>}},
+      {"Elu", {&InvokeUnary<EluOp>, &PrepareUnary<EluOp, FloatTypes>}},
+      {"HardSigmoid", {&InvokeUnary<HardSigmoidOp>, &PrepareUnary<HardSigmoidOp, FloatTypes>}},
+      {"Gelu", {&InvokeUnary<GeluOp>, &PrepareUnary<GeluOp, FloatTypes>}},
+      {"Pow", {&InvokeBinary, &PreparePow}},
+      {"Clip", {&ClipKernel, &PrepareClip}},
+      {"Min", {&VariadicKernel<MinOp>, &PrepareVariadic<MinOp, NumericTypes>}},
+      {"Max", {&VariadicKernel<MaxOp>, &PrepareVariadic<MaxOp, NumericTypes>}},
+      {"Sum", {&VariadicKernel<SumOp>, &PrepareVariadic<SumOp, FloatTypes>}},
+      {"Mean", {&VariadicKernel<MeanOp>, &PrepareVariadic<MeanOp, FloatTypes>}},
+      {"GreaterOrEqual", {&InvokeBinary, &PrepareCompare<GreaterOrEqualOp>}},
+      {"LessOrEqual", {&InvokeBinary, &PrepareCompare<LessOrEqualOp>}},
+      {"Not", {&InvokeUnary<NotOp>, &PrepareNot}},
+      {"And", {&InvokeBinary, &PrepareLogical<AndOp>}},
+      {"Or", {&InvokeBinary, &PrepareLogical<OrOp>}},
+      {"Xor", {&InvokeBinary, &PrepareLogical<XorOp>}},
+      {"CastLike", {&CastLikeKernel, &PrepareCastLike}},
+      {"Sin", {&InvokeUnary<SinOp>, &PrepareUnary<SinOp, FloatTypes>}},
+      {"Cos", {&InvokeUnary<CosOp>, &PrepareUnary<CosOp, FloatTypes>}},
+      {"Tan", {&InvokeUnary<TanOp>, &PrepareUnary<TanOp, FloatTypes>}},
+      {"Asin", {&InvokeUnary<AsinOp>, &PrepareUnary<AsinOp, FloatTypes>}},
+      {"Acos", {&InvokeUnary<AcosOp>, &PrepareUnary<AcosOp, FloatTypes>}},
+      {"Atan", {&InvokeUnary<AtanOp>, &PrepareUnary<AtanOp, FloatTypes>}},
+      {"Sinh", {&InvokeUnary<SinhOp>, &PrepareUnary<SinhOp, FloatTypes>}},
+      {"Cosh", {&InvokeUnary<CoshOp>, &PrepareUnary<CoshOp, FloatTypes>}},
+      {"Asinh", {&InvokeUnary<AsinhOp>, &PrepareUnary<AsinhOp, FloatTypes>}},
+      {"Acosh", {&InvokeUnary<AcoshOp>, &PrepareUnary<AcoshOp, FloatTypes>}},
+      {"Atanh", {&InvokeUnary<AtanhOp>, &PrepareUnary<AtanhOp, FloatTypes>}},
+      {"Softsign", {&InvokeUnary<SoftsignOp>, &PrepareUnary<SoftsignOp, FloatTypes>}},
+      {"Selu", {&InvokeUnary<SeluOp>, &PrepareUnary<SeluOp, FloatTypes>}},
+      {"Celu", {&InvokeUnary<CeluOp>, &PrepareUnary<CeluOp, FloatTypes>}},
+      {"ThresholdedRelu", {&InvokeUnary<ThresholdedReluOp>, &PrepareUnary<ThresholdedReluOp, FloatTypes>}},
+      {"Shrink", {&InvokeUnary<ShrinkOp>, &PrepareUnary<ShrinkOp, NumericTypes>}},
+      {"Sign", {&InvokeUnary<SignOp>, &PrepareUnary<SignOp, NumericTypes>}},
+      {"IsNaN", {&InvokeUnary<IsNaNOp>, &PrepareFloatPredicate<IsNaNOp>}},
+      {"IsInf", {&InvokeUnary<IsInfOp>, &PrepareFloatPredicate<IsInfOp>}},
+      {"PRelu", {&InvokeBinary, &PreparePRelu}},
+      {"Mod", {&InvokeBinary, &PrepareMod}},
+      {"BitShift", {&InvokeBinary, &PrepareBitShift}},
+      {"Dropout", {&DropoutKernel}},
+      {"HannWindow", {&WindowKernel<HannWindowOp>}},
+      {"HammingWindow", {&WindowKernel<HammingWindowOp>}},
+      {"BlackmanWindow", {&WindowKernel<BlackmanWindowOp>}},
   };
-  for (const auto& k : kernels) {
-    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
+  for (const auto& [type, kernel] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
