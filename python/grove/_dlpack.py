@@ -19,6 +19,7 @@ Tensor's last reference, on the primary context grove's runtime uses).
 
 import ctypes
 import itertools
+import os
 import threading
 from typing import Any, Dict, Optional, Tuple
 
@@ -128,7 +129,10 @@ class _CudaDriver:
 
     def __init__(self):
         last = None
-        for name in ("libcuda.so.1", "libcuda.so"):
+        # GROVE_CUDA_DRIVER: another libcuda (the tests' host-memory double).
+        names = [os.environ["GROVE_CUDA_DRIVER"]] if os.environ.get("GROVE_CUDA_DRIVER") else ["libcuda.so.1",
+                                                                                               "libcuda.so"]
+        for name in names:
             try:
                 self.lib = ctypes.CDLL(name)
                 break

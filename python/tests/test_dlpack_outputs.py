@@ -266,3 +266,104 @@ def test_cuda_device_outputs(demo_dir, exported_models):
             del on_gpu
         del tensors, tensor
         assert collect() == 0
+
+
+# --- the device path against a host-memory CUDA driver ------------------------
+
+@pytest.fixture
+def host_cuda_driver(tmp_path, monkeypatch):
+    """grove's device Tensors over tests/data/host_cuda_driver.c (libcuda's
+    memory calls on host memory): the device path runs without a GPU.
+    Yields a function returning (allocations, frees, pushes, pops, depth)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the host CUDA driver")
+    library = tmp_path / "libhostcuda.so"
+    source = Path(__file__).resolve().parent / "data" / "host_cuda_driver.c"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], check=True)
+    monkeypatch.setenv("GROVE_CUDA_DRIVER", str(library))
+    monkeypatch.setattr(_dlpack._CudaDriver, "_instance", None)
+    driver = _dlpack._CudaDriver.get()
+
+    def counts():
+        out = (ctypes.c_int * 5)()
+        driver.lib.host_cuda_driver_counts(out)
+        return tuple(out)
+
+    yield counts
+    monkeypatch.setattr(_dlpack._CudaDriver, "_instance", None)
+
+
+def _session_output(array):
+    """A grove_tensor_t as a session with outputs_on_device fills it (here
+    over host memory, which the host driver treats as device memory)."""
+    t = _capi.Tensor()
+    t.dtype = _capi.DTYPE_F32
+    t.rank = array.ndim
+    for d, n in enumerate(array.shape):
+        t.dims[d] = n
+    t.data = array.ctypes.data
+    t.byte_size = array.nbytes
+    return t
+
+
+def test_device_tensor_lifecycle_with_host_driver(host_cuda_driver):
+    from grove import _to_tensor, _device_to_numpy
+    source = np.arange(12, dtype=np.float32).reshape(3, 4)
+    tensor = _to_tensor(_session_output(source), True, 0)
+    assert (tensor.device, tensor.__dlpack_device__(), tensor.shape, tensor.dtype) == ("cuda:0", (2, 0), (3, 4), "f32")
+    assert host_cuda_driver()[:2] == (1, 0)
+    source[:] = -1  # the session's buffer is reused by its next run: the Tensor has its own copy
+    np.testing.assert_array_equal(tensor.numpy(), np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_array_equal(_device_to_numpy(_session_output(source), 0), source)
+
+    # A kDLCUDA managed tensor over the Tensor's own allocation.
+    managed = consume(tensor.__dlpack__(max_version=(1, 0)), True)
+    t = managed.contents.dl_tensor
+    assert (t.device.device_type, t.device.device_id, t.data) == (2, 0, tensor._device.ptr)
+    del tensor
+    gc.collect()
+    assert host_cuda_driver()[1] == 0, "freed while a consumer holds it"
+    data = ctypes.cast(t.data, ctypes.POINTER(ctypes.c_float))
+    assert [data[i] for i in range(12)] == list(range(12))
+    managed.contents.deleter(managed)
+    gc.collect()
+    allocations, frees, pushes, pops, depth = host_cuda_driver()
+    assert (allocations, frees) == (1, 1), "the deleter must free the device memory"
+    assert pushes == pops and depth == 0
+
+
+def test_device_tensor_copy_and_host_export_with_host_driver(host_cuda_driver):
+    from grove import _to_tensor
+    source = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    tensor = _to_tensor(_session_output(source), True, 0)
+    # copy=True: a second device allocation; dl_device=(1, 0): a host copy.
+    managed = consume(tensor.__dlpack__(copy=True), False)
+    assert managed.contents.dl_tensor.data != tensor._device.ptr
+    assert managed.contents.dl_tensor.device.device_type == 2
+    assert host_cuda_driver()[0] == 2
+    managed.contents.deleter(managed)
+    gc.collect()
+    assert host_cuda_driver()[1] == 1
+    on_host = np.from_dlpack(tensor, device="cpu")
+    np.testing.assert_array_equal(on_host, source)
+    with pytest.raises(BufferError):
+        tensor.__dlpack__(dl_device=(1, 0), copy=False)
+    with pytest.raises(BufferError):
+        tensor.__dlpack__(dl_device=(2, 1))
+    empty = _to_tensor(_session_output(np.empty((0, 4), np.float32)), True, 0)
+    assert empty.numpy().shape == (0, 4) and host_cuda_driver()[0] == 2  # no allocation for no bytes
+    del tensor, on_host, empty
+    assert collect() == 0
+    allocations, frees, pushes, pops, depth = host_cuda_driver()
+    assert allocations == frees == 2 and pushes == pops and depth == 0
+
+
+def test_device_errors_carry_the_driver_message(host_cuda_driver):
+    from grove import _to_tensor
+    with pytest.raises(grove.Error, match=r"cuDeviceGet\(1\) failed: CUDA error 101 \(invalid device ordinal\)"):
+        _to_tensor(_session_output(np.ones(4, np.float32)), True, 1)
+    assert host_cuda_driver()[4] == 0
