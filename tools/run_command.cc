@@ -530,13 +530,18 @@ int RunMain(absl::Span<const std::string> argv) {
     w.Key("time_ms");
     w.Double(all_ms);
     WriteCounters(StatsSince(initial, stats), &w);
-    // Each plan has its own arena: the sum over the distinct input
-    // signatures run (Reshape finds their cached plans; models with
-    // sequence or optional inputs have no Reshape, so null).
+    // CUDA: the session's stable arena, shared by every plan (the device
+    // memory mapped for it). Elsewhere each plan has its own arena: the sum
+    // over the distinct input signatures run (Reshape finds their cached
+    // plans; models with sequence or optional inputs have no Reshape, so
+    // null).
     w.Key("arena_bytes");
     uint64_t arena_bytes = 0;
     bool arena_known = true;
+    const bool stable_arena = stats.arena_bytes > 0 && stats.arena_own_plans == 0;
+    if (stable_arena) arena_bytes = static_cast<uint64_t>(stats.arena_bytes);
     for (const auto& signature : signatures) {
+      if (stable_arena) break;
       absl::StatusOr<MemoryReport> report = values_api ? absl::UnimplementedError("") : session->Reshape(signature);
       if (!report.ok()) {
         arena_known = false;
@@ -577,6 +582,13 @@ int RunMain(absl::Span<const std::string> argv) {
                 static_cast<long long>(stats.graphs_held), static_cast<long long>(stats.graph_nodes),
                 static_cast<long long>(stats.launches_outside_graphs),
                 stats.graph_fallback_reason.empty() ? "" : "; step by step: ", stats.graph_fallback_reason.c_str());
+    if (stats.arena_bytes > 0 || stats.arena_own_plans > 0) {
+      std::printf("arena: %lld bytes mapped for every plan and graph (stable addresses)%s\n",
+                  static_cast<long long>(stats.arena_bytes),
+                  stats.arena_own_plans > 0
+                      ? absl::StrCat(", ", stats.arena_own_plans, " plan(s) with an arena of their own").c_str()
+                      : "");
+    }
     if (stats.buckets_made > 0 || !stats.bucket_fallback_reason.empty()) {
       std::printf("buckets: %lld made, %lld runs in them, padding %lld of %lld input bytes%s%s\n",
                   static_cast<long long>(stats.buckets_made), static_cast<long long>(stats.bucketed_runs),

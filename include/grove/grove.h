@@ -507,6 +507,16 @@ struct SessionStats {
   // Why the last shape that could not use its bucket ran with its own plan
   // arena and graphs ("" when none).
   std::string bucket_fallback_reason;
+  // The session's stable arena (CUDA): one device address range per nesting
+  // depth of the model's subgraphs (the main graph, If/Loop/Scan bodies,
+  // bodies inside those, ...), reserved once and mapped as the largest plan
+  // of that depth needs, so every plan, bucket and graph of a depth shares
+  // its memory and their addresses never move (graphs captured earlier stay
+  // valid when it grows). arena_bytes: device memory mapped in those ranges
+  // now. arena_own_plans: plans that hold an arena of their own instead (the
+  // device cannot reserve address ranges, or a plan outgrew its range).
+  int64_t arena_bytes = 0;
+  int64_t arena_own_plans = 0;
 };
 
 // Runs a model. Not thread-safe: use one Session per thread. A call that

@@ -568,7 +568,8 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_values(grove_s
  *   3 (GROVE_SESSION_STATS_SIZE_V3): graphs_captured ...
  *     graph_fallback_reason.
  *   4 (GROVE_SESSION_STATS_SIZE_V4): graph_refreshes.
- *   5 (GROVE_SESSION_STATS_SIZE_V5): buckets_made ... bucket_fallback_reason. */
+ *   5 (GROVE_SESSION_STATS_SIZE_V5): buckets_made ... bucket_fallback_reason.
+ *   6 (GROVE_SESSION_STATS_SIZE_V6): arena_bytes, arena_own_plans. */
 typedef struct grove_session_stats_t {
   size_t struct_size;  /* sizeof(grove_session_stats_t) as the caller declares it */
   /* Version 1: */
@@ -620,6 +621,13 @@ typedef struct grove_session_stats_t {
   /* Why the last shape that could not use its bucket ran with its own
    * arena and graphs; "" when none. Owned as graph_fallback_reason is. */
   const char* bucket_fallback_reason;
+  /* Version 6. The session's stable arena (CUDA; 0 on the CPU): device
+   * memory mapped in its address ranges, one per nesting depth of the
+   * model's subgraphs, shared by every plan, bucket and graph of a depth at
+   * addresses that never move; and plans that hold an arena of their own
+   * instead (no ranges on the device, or a plan that outgrew its range). */
+  int64_t arena_bytes;
+  int64_t arena_own_plans;
 } grove_session_stats_t;
 
 /* The size of each version of grove_session_stats_t. */
@@ -633,6 +641,8 @@ typedef struct grove_session_stats_t {
   (offsetof(grove_session_stats_t, graph_refreshes) + sizeof(int64_t))
 #define GROVE_SESSION_STATS_SIZE_V5 \
   (offsetof(grove_session_stats_t, bucket_fallback_reason) + sizeof(const char*))
+#define GROVE_SESSION_STATS_SIZE_V6 \
+  (offsetof(grove_session_stats_t, arena_own_plans) + sizeof(int64_t))
 
 /* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; in C, or
  * grove_session_stats_initialize(&stats) (any C++: g++ -Wextra warns about

@@ -105,7 +105,8 @@ static_assert(GROVE_SESSION_STATS_SIZE_V1 < GROVE_SESSION_STATS_SIZE_V2);
 static_assert(GROVE_SESSION_STATS_SIZE_V2 < GROVE_SESSION_STATS_SIZE_V3);
 static_assert(GROVE_SESSION_STATS_SIZE_V3 < GROVE_SESSION_STATS_SIZE_V4);
 static_assert(GROVE_SESSION_STATS_SIZE_V4 < GROVE_SESSION_STATS_SIZE_V5);
-static_assert(GROVE_SESSION_STATS_SIZE_V5 == sizeof(grove_session_stats_t));
+static_assert(GROVE_SESSION_STATS_SIZE_V5 < GROVE_SESSION_STATS_SIZE_V6);
+static_assert(GROVE_SESSION_STATS_SIZE_V6 == sizeof(grove_session_stats_t));
 static_assert(offsetof(grove_kernel_compile_options_t, struct_size) == 0);
 static_assert(GROVE_KERNEL_COMPILE_OPTIONS_SIZE_V1 == sizeof(grove_kernel_compile_options_t));
 static_assert(offsetof(grove_kernel_report_summary_t, struct_size) == 0);
@@ -381,7 +382,7 @@ constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION
                                     GROVE_SESSION_OPTIONS_SIZE_V5};
 constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2,
                                   GROVE_SESSION_STATS_SIZE_V3, GROVE_SESSION_STATS_SIZE_V4,
-                                  GROVE_SESSION_STATS_SIZE_V5};
+                                  GROVE_SESSION_STATS_SIZE_V5, GROVE_SESSION_STATS_SIZE_V6};
 constexpr StructVersions kOptionsVersions{"grove_session_options_t", "grove_session_options_initialize()",
                                           kOptionsSizes};
 constexpr StructVersions kStatsVersions{"grove_session_stats_t", "GROVE_SESSION_STATS_INIT", kStatsSizes};
@@ -1116,7 +1117,9 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
                                     s.bucketed_runs,
                                     s.bucket_input_bytes,
                                     s.bucket_padding_bytes,
-                                    nullptr};
+                                    nullptr,
+                                    s.arena_bytes,
+                                    s.arena_own_plans};
     if (struct_size >= GROVE_SESSION_STATS_SIZE_V3) {
       session->graph_fallback_reason = s.graph_fallback_reason;
       all.graph_fallback_reason = session->graph_fallback_reason.c_str();

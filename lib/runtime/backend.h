@@ -44,6 +44,20 @@ class BackendGraph {
   virtual int64_t bytes() const = 0;  // what its record holds, as far as known
 };
 
+// Backend addresses reserved once, whose start never moves, with memory
+// mapped from the start as Grow asks (CUDA: cuMemAddressReserve and
+// cuMemMap): the session's stable arena (SessionStats::arena_bytes).
+class BackendRange {
+ public:
+  virtual ~BackendRange() = default;
+  virtual uint8_t* base() const = 0;
+  virtual uint64_t mapped() const = 0;
+  virtual uint64_t reserved() const = 0;
+  // Maps so that [base, base + bytes) is usable; what is mapped stays where
+  // it is, contents included. ResourceExhausted when it cannot.
+  virtual absl::Status Grow(uint64_t bytes) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -71,6 +85,12 @@ class Backend {
   virtual void Free(void* ptr) = 0;
   // True for memory kernels of this backend can read in place.
   virtual bool IsDevicePointer(const void* ptr) const = 0;
+  // A range of backend addresses (see BackendRange) of as many bytes as
+  // the device has; UNIMPLEMENTED where the backend cannot (the CPU: plans
+  // then keep arenas of their own).
+  virtual absl::StatusOr<std::unique_ptr<BackendRange>> ReserveRange() {
+    return absl::UnimplementedError("this backend does not reserve address ranges");
+  }
   // Copies between host and backend memory in either direction, in order on
   // the session's stream; Synchronize waits for all of them.
   virtual absl::Status CopyAsync(void* dst, const void* src, uint64_t bytes) = 0;

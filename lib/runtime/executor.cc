@@ -82,8 +82,14 @@ absl::StatusOr<std::unique_ptr<PlanInstance>> Executor::NewInstance(std::unique_
     inst->family = family;
     inst->arena_base = family->bound->arena_base;
   } else {
-    if (absl::Status s = inst->arena.Reserve(p.arena_bytes()); !s.ok()) return s;
-    inst->arena_base = inst->arena.data();
+    absl::StatusOr<uint8_t*> shared = RangeArena(graph_.subgraphs[p.subgraph()].depth, p.arena_bytes());
+    if (!shared.ok()) return shared.status();
+    if (*shared != nullptr) {
+      inst->arena_base = *shared;
+    } else {
+      if (absl::Status s = inst->arena.Reserve(p.arena_bytes()); !s.ok()) return s;
+      inst->arena_base = inst->arena.data();
+    }
   }
   inst->views.resize(p.values().size());
   inst->dynamic.resize(p.values().size());
@@ -117,6 +123,43 @@ absl::StatusOr<std::unique_ptr<PlanInstance>> Executor::NewInstance(std::unique_
   }
   ++stats_.plans_created;
   return inst;
+}
+
+absl::StatusOr<uint8_t*> Executor::RangeArena(int depth, uint64_t bytes) {
+  if (host_memory_) return nullptr;
+  if (ranges_off_) {
+    ++stats_.arena_own_plans;
+    return nullptr;
+  }
+  if (depth < 0) depth = 0;
+  if (static_cast<size_t>(depth) >= ranges_.size()) ranges_.resize(depth + 1);
+  std::unique_ptr<BackendRange>& range = ranges_[depth];
+  if (range == nullptr) {
+    absl::StatusOr<std::unique_ptr<BackendRange>> made = backend_.ReserveRange();
+    if (!made.ok()) {
+      // Plans keep arenas of their own, as on a backend without ranges.
+      ranges_off_ = true;
+      ++stats_.arena_own_plans;
+      if (!absl::IsUnimplemented(made.status())) {
+        Log(options_, LogLevel::kWarning,
+            absl::StrCat("no stable arena (plans get arenas of their own): ", made.status().message()));
+      }
+      return nullptr;
+    }
+    range = *std::move(made);
+  }
+  if (absl::Status s = range->Grow(bytes); !s.ok()) {
+    // This plan gets an arena of its own; the range and the graphs on it stay.
+    ++stats_.arena_own_plans;
+    Log(options_, LogLevel::kWarning,
+        absl::StrCat("a plan of ", bytes, " arena bytes does not fit the session's stable arena (depth ", depth,
+                     "), so it gets an arena of its own: ", s.message()));
+    return nullptr;
+  }
+  int64_t mapped = 0;
+  for (const std::unique_ptr<BackendRange>& r : ranges_) mapped += r != nullptr ? static_cast<int64_t>(r->mapped()) : 0;
+  stats_.arena_bytes = mapped;
+  return range->base();
 }
 
 absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const TensorView> inputs,

@@ -78,6 +78,12 @@ class Executor {
   // it has adopted that layout), views and pointers, uploads.
   absl::StatusOr<std::unique_ptr<PlanInstance>> NewInstance(std::unique_ptr<ExecutionPlan> plan,
                                                             BucketFamily* family);
+  // The stable arena of subgraphs at nesting `depth` (ir::Subgraph::depth),
+  // grown to `bytes`: plans of one depth never run at the same time (a
+  // body's outputs are copied out before the next body call), so all share
+  // it. nullptr: the plan keeps an arena of its own (the backend reserves no
+  // ranges, or this one is full).
+  absl::StatusOr<uint8_t*> RangeArena(int depth, uint64_t bytes);
   // Shape buckets: the bucket of these inputs and captures, made on first use
   // (its bound's plan and input slots); null when they are not bucketed (the
   // reason is in SessionStats::bucket_fallback_reason).
@@ -132,6 +138,10 @@ class Executor {
   Backend& backend_;
   const bool host_memory_;  // backend_.host_memory(), asked once
   SessionStats& stats_;
+  // The stable arena: one range per subgraph depth (RangeArena), declared
+  // first so that it goes after every plan and graph on it.
+  std::vector<std::unique_ptr<BackendRange>> ranges_;
+  bool ranges_off_ = false;  // the backend reserves none
   // Declared before the plans, whose segments hold the graphs.
   GraphCache graphs_;
   // Graphs are tried (SessionOptions::cuda_graphs and a backend that

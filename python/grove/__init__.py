@@ -593,6 +593,8 @@ class Session:
             out[name] = int(getattr(stats, name))
         reason = stats.bucket_fallback_reason
         out["bucket_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
+        for name in _capi.ARENA_COUNTERS:
+            out[name] = int(getattr(stats, name))
         return out
 
     def write_trace(self, path: Optional[str] = None) -> None:

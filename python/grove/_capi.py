@@ -124,13 +124,15 @@ STATS_COUNTERS = [
 
 
 BUCKET_COUNTERS = ["buckets_made", "bucketed_runs", "bucket_input_bytes", "bucket_padding_bytes"]
+ARENA_COUNTERS = ["arena_bytes", "arena_own_plans"]
 
 
 class SessionStats(ctypes.Structure):
-    """grove_session_stats_t, layout version 5."""
+    """grove_session_stats_t, layout version 6."""
     _fields_ = ([("struct_size", ctypes.c_size_t)] + [(name, ctypes.c_int64) for name in STATS_COUNTERS] +
                 [("graph_fallback_reason", ctypes.c_char_p), ("graph_refreshes", ctypes.c_int64)] +
-                [(name, ctypes.c_int64) for name in BUCKET_COUNTERS] + [("bucket_fallback_reason", ctypes.c_char_p)])
+                [(name, ctypes.c_int64) for name in BUCKET_COUNTERS] + [("bucket_fallback_reason", ctypes.c_char_p)] +
+                [(name, ctypes.c_int64) for name in ARENA_COUNTERS])
 
 
 class DLDevice(ctypes.Structure):

@@ -560,8 +560,10 @@ TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
   EXPECT_EQ(stats.bucket_padding_bytes, 0);
   ASSERT_NE(stats.bucket_fallback_reason, nullptr);
   EXPECT_STREQ(stats.bucket_fallback_reason, "");
+  EXPECT_EQ(stats.arena_bytes, 0) << "the CPU has no stable arena";
+  EXPECT_EQ(stats.arena_own_plans, 0);
   grove_session_release(session);
-  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 28 * sizeof(int64_t) + 2 * sizeof(const char*),
+  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 30 * sizeof(int64_t) + 2 * sizeof(const char*),
                 "a field without a test");
 }
 

@@ -655,6 +655,146 @@ TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
   }
 }
 
+// The stable arena (SessionStats::arena_bytes): every bucket and exact plan
+// of the main graph shares one address range that grows to the largest of
+// them, at an address that never moves, so the graphs captured for small
+// buckets replay unchanged after a larger bucket grew it.
+TEST(StableArenaTest, EveryBucketSharesOneArenaThatGrowsInPlace) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  ASSERT_NE(cuda, nullptr);
+  uint32_t seed = 300;
+  uint64_t largest = 0;
+  for (int64_t batch : {3, 8, 30, 200, 1000, 5}) {
+    const std::vector<Tensor> in = {F32({batch, 16}, ++seed)};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("batch ", batch));
+  }
+  for (int64_t bound : {4, 8, 32, 256, 1024}) {
+    absl::StatusOr<MemoryReport> r = cuda->Reshape({{bound, 16}});
+    ASSERT_TRUE(r.ok()) << r.status();
+    largest = std::max<uint64_t>(largest, r->arena_bytes);
+  }
+  SessionStats s = cuda->stats();
+  EXPECT_EQ(s.buckets_made, 5);  // bounds 4, 8, 32, 256, 1024
+  EXPECT_EQ(s.arena_own_plans, 0);
+  // One arena for all five buckets: the largest, rounded to a page.
+  EXPECT_GE(static_cast<uint64_t>(s.arena_bytes), largest);
+  EXPECT_LE(static_cast<uint64_t>(s.arena_bytes), largest + 4096);
+  const int64_t captured = s.graphs_captured;
+  EXPECT_EQ(captured, 5);
+
+  // The small buckets again, after the arena grew, at new shapes too: their
+  // graphs replay (no capture, no device allocation: the new exact plans
+  // take their bucket's layout on the same arena) and give the right answers.
+  const int64_t allocations = s.device_allocations;
+  for (int64_t batch : {3, 7, 25, 150, 900}) {
+    const std::vector<Tensor> in = {F32({batch, 16}, ++seed)};
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("again, batch ", batch));
+  }
+  s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured, captured);
+  EXPECT_EQ(s.segments_run_eagerly, 0);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+  EXPECT_EQ(s.device_allocations, allocations);
+}
+
+// If and Loop bodies run while their caller's plan is live: each nesting
+// depth has its own range, and the session's arena bytes are the sum of
+// the depths' largest plans.
+TEST(StableArenaTest, BodiesHaveARangePerDepth) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildLoop());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, ExactShapes());
+  ASSERT_NE(cuda, nullptr);
+  for (int64_t n : {5, 40, 9, 300, 5}) {
+    Tensor trips = Tensor::Create(DType::kI64, {}).value();
+    trips.as<int64_t>()[0] = 4;
+    Tensor limit = Tensor::Create(DType::kF32, {}).value();
+    limit.as<float>()[0] = 1e6f;
+    std::vector<Tensor> in;
+    in.push_back(std::move(trips));
+    in.push_back(F32({n}, static_cast<uint32_t>(n)));
+    in.push_back(std::move(limit));
+    ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("n ", n));
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.arena_own_plans, 0);
+  EXPECT_GT(s.arena_bytes, 0);
+  EXPECT_EQ(s.arena_bytes % 4096, 0);
+  EXPECT_LE(s.arena_bytes, 2 * 4096 + 2 * 300 * 4 * 8) << "two depths, each no larger than its largest plan";
+}
+
+// A device that lends smaller ranges, or none: the plans that do not fit
+// keep arenas of their own (counted), and every answer is still right.
+class SmallRangeDevice final : public cuda::ForwardingDevice {
+ public:
+  SmallRangeDevice(std::shared_ptr<cuda::Device> d, uint64_t range_bytes)
+      : ForwardingDevice(std::move(d)), range_bytes_(range_bytes) {}
+  absl::StatusOr<std::unique_ptr<cuda::AddressRange>> ReserveRange(uint64_t) override {
+    if (range_bytes_ == 0) return absl::UnimplementedError("no ranges on this device");
+    return device_->ReserveRange(range_bytes_);
+  }
+
+ private:
+  const uint64_t range_bytes_;
+};
+
+TEST(StableArenaTest, PlansThatDoNotFitTheRangeKeepTheirOwnArena) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  for (uint64_t range_bytes : {uint64_t{0}, uint64_t{8192}}) {
+    std::unique_ptr<Session> cuda =
+        CudaSession(model, {}, std::make_shared<SmallRangeDevice>(TestDevice(), range_bytes));
+    ASSERT_NE(cuda, nullptr);
+    uint32_t seed = 400;
+    for (int64_t batch : {3, 500, 3, 900}) {
+      const std::vector<Tensor> in = {F32({batch, 16}, ++seed)};
+      ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5,
+                  absl::StrCat("range ", range_bytes, ", batch ", batch));
+    }
+    const SessionStats s = cuda->stats();
+    if (range_bytes == 0) {
+      EXPECT_EQ(s.arena_bytes, 0);
+      EXPECT_EQ(s.arena_own_plans, 3);  // the buckets of 4, 512 and 1024
+    } else {
+      EXPECT_GT(s.arena_bytes, 0);
+      EXPECT_LE(s.arena_bytes, 8192);
+      EXPECT_EQ(s.arena_own_plans, 2);  // 512 and 1024 rows do not fit 8 KiB
+    }
+  }
+}
+
+// The host stand-in of a reserved range: its start never moves, growth
+// keeps contents, its mapped part is device memory, and it ends at its size.
+TEST(StableArenaTest, AnEmulatedRangeGrowsInPlace) {
+  std::shared_ptr<cuda::Device> dev = cuda::NewEmulatedDevice();
+  absl::StatusOr<std::unique_ptr<cuda::AddressRange>> r = dev->ReserveRange(1 << 20);
+  ASSERT_TRUE(r.ok()) << r.status();
+  cuda::AddressRange& range = **r;
+  uint8_t* const base = range.base();
+  EXPECT_EQ(range.mapped(), 0u);
+  EXPECT_FALSE(dev->IsDevicePointer(base));
+  ASSERT_TRUE(range.Grow(100).ok());
+  EXPECT_EQ(range.base(), base);
+  EXPECT_GE(range.mapped(), 100u);
+  std::memset(base, 7, 100);
+  EXPECT_TRUE(dev->IsDevicePointer(base + 99));
+  ASSERT_TRUE(range.Grow(300000).ok());
+  EXPECT_EQ(range.base(), base);
+  EXPECT_EQ(base[0], 7);
+  EXPECT_EQ(base[99], 7);
+  base[299999] = 1;
+  EXPECT_TRUE(dev->IsDevicePointer(base + 299999));
+  EXPECT_EQ(dev->stats().bytes_allocated, static_cast<int64_t>(range.mapped()));
+  EXPECT_EQ(range.Grow(2 << 20).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(range.base(), base);
+  EXPECT_EQ(dev->stats().allocations, 3);  // each Grow that asked for more, as Allocate counts
+  r->reset();
+  EXPECT_EQ(dev->stats().bytes_allocated, 0);
+  EXPECT_FALSE(dev->IsDevicePointer(base));
+}
+
 TEST(EmulatedGraphTest, CaptureRecordsAndReplayRuns) {
   std::shared_ptr<cuda::Device> dev = cuda::NewEmulatedDevice();
   float* in = static_cast<float*>(dev->Allocate(32 * 4).value());

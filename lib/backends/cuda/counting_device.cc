@@ -33,6 +33,16 @@ void CountingDevice::Free(void* ptr) {
   device_->Free(ptr);
 }
 
+absl::StatusOr<std::unique_ptr<AddressRange>> CountingDevice::ReserveRange(uint64_t max_bytes) {
+  absl::StatusOr<std::unique_ptr<AddressRange>> r = device_->ReserveRange(max_bytes);
+  if (!r.ok()) return r.status();
+  return std::unique_ptr<AddressRange>(new CountedRange(std::move(*r), &counters_, [this](int64_t delta) {
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_allocated_ += delta;
+    peak_bytes_allocated_ = std::max(peak_bytes_allocated_, bytes_allocated_);
+  }));
+}
+
 absl::Status CountingDevice::CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) {
   if (bytes > 0 && !capturing_.load(std::memory_order_relaxed)) counters_.CountCopy(device_->IsDevicePointer(dst), device_->IsDevicePointer(src), bytes);
   return device_->CopyAsync(dst, src, bytes, stream);

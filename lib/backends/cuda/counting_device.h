@@ -35,6 +35,9 @@ class CountingDevice final : public ForwardingDevice {
   // Forwarded and counted (as DeviceCounts says); the rest is forwarded.
   absl::StatusOr<void*> Allocate(size_t bytes) override;
   void Free(void* ptr) override;
+  // Each Grow of the range that maps more counts as an allocation, its bytes
+  // in this wrapper's bytes_allocated.
+  absl::StatusOr<std::unique_ptr<AddressRange>> ReserveRange(uint64_t max_bytes) override;
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override;
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const LaunchDims& dims,
                       const void* params, size_t params_bytes, Stream stream) override;

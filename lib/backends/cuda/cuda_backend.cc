@@ -62,6 +62,19 @@ class CudaBackend : public runtime::Backend {
   absl::StatusOr<void*> Allocate(uint64_t bytes) override { return device_->Allocate(bytes); }
   void Free(void* ptr) override { device_->Free(ptr); }
   bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
+  absl::StatusOr<std::unique_ptr<runtime::BackendRange>> ReserveRange() override {
+    struct Range final : runtime::BackendRange {
+      explicit Range(std::unique_ptr<AddressRange> r) : range(std::move(r)) {}
+      uint8_t* base() const override { return range->base(); }
+      uint64_t mapped() const override { return range->mapped(); }
+      uint64_t reserved() const override { return range->reserved(); }
+      absl::Status Grow(uint64_t bytes) override { return range->Grow(bytes); }
+      std::unique_ptr<AddressRange> range;
+    };
+    absl::StatusOr<std::unique_ptr<AddressRange>> r = device_->ReserveRange(0);
+    if (!r.ok()) return r.status();
+    return std::unique_ptr<runtime::BackendRange>(new Range(*std::move(r)));
+  }
   absl::Status CopyAsync(void* dst, const void* src, uint64_t bytes) override {
     return device_->CopyAsync(dst, src, bytes, stream_);
   }

@@ -4,12 +4,16 @@
 // (cudaLibraryLoadData / cudaLibraryGetKernel, never libcuda directly), and
 // GEMMs through cuBLASLt (loaded when the first device opens:
 // cublaslt_api.h).
+#include <cuda.h>  // the driver's types only: its calls are looked up through the runtime
 #include <cuda_runtime_api.h>
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
+#include <vector>
+#include <functional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -100,6 +104,114 @@ struct GemmPlan {
 
 constexpr size_t kGemmWorkspaceBytes = 32u << 20;
 
+// The driver's virtual memory management calls (CUDA 10.2+), found through
+// the runtime (cudaGetDriverEntryPointByVersion), so libcuda is never
+// linked; null members where the driver lacks them.
+struct VmmApi {
+  CUresult (*address_reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = nullptr;
+  CUresult (*address_free)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) = nullptr;
+  CUresult (*release)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) = nullptr;
+  CUresult (*unmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
+  CUresult (*granularity)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) = nullptr;
+
+  bool ok() const {
+    return address_reserve && address_free && create && release && map && unmap && set_access && granularity;
+  }
+  static const VmmApi& Get() {
+    static const VmmApi api = [] {
+      VmmApi a;
+      auto find = [](const char* name, auto* fn) {
+        void* p = nullptr;
+        cudaDriverEntryPointQueryResult found{};
+        if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+            found == cudaDriverEntryPointSuccess) {
+          *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(p);
+        } else {
+          (void)cudaGetLastError();
+        }
+      };
+      find("cuMemAddressReserve", &a.address_reserve);
+      find("cuMemAddressFree", &a.address_free);
+      find("cuMemCreate", &a.create);
+      find("cuMemRelease", &a.release);
+      find("cuMemMap", &a.map);
+      find("cuMemUnmap", &a.unmap);
+      find("cuMemSetAccess", &a.set_access);
+      find("cuMemGetAllocationGranularity", &a.granularity);
+      return a;
+    }();
+    return api;
+  }
+};
+
+absl::Status DriverError(CUresult r, absl::string_view what) {
+  const std::string msg = absl::StrCat(what, ": CUDA driver error ", static_cast<int>(r));
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) return absl::ResourceExhaustedError(msg);
+  return absl::InternalError(msg);
+}
+
+// Device memory mapped, a granule at a time, into addresses reserved once.
+class CudaRange final : public AddressRange {
+ public:
+  CudaRange(const VmmApi& api, int ordinal, CUdeviceptr base, uint64_t size, uint64_t granularity,
+            std::function<void(int64_t)> on_bytes)
+      : api_(api), ordinal_(ordinal), granularity_(granularity), on_bytes_(std::move(on_bytes)) {
+    base_ = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(base));
+    reserved_ = size;
+  }
+  ~CudaRange() override {
+    cudaSetDevice(ordinal_);
+    cudaDeviceSynchronize();  // no replay may still use the memory
+    const CUdeviceptr base = reinterpret_cast<uintptr_t>(base_);
+    if (mapped_ > 0) api_.unmap(base, mapped_);
+    for (CUmemGenericAllocationHandle h : handles_) api_.release(h);
+    api_.address_free(base, reserved_);
+    if (on_bytes_ && mapped_ > 0) on_bytes_(-static_cast<int64_t>(mapped_));
+  }
+  absl::Status Grow(uint64_t bytes) override {
+    if (bytes <= mapped_) return absl::OkStatus();
+    const uint64_t add = (bytes - mapped_ + granularity_ - 1) / granularity_ * granularity_;
+    if (mapped_ + add > reserved_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot map ", bytes, " bytes in an address range of ", reserved_));
+    }
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = ordinal_;
+    CUmemGenericAllocationHandle h{};
+    if (CUresult r = api_.create(&h, add, &prop, 0); r != CUDA_SUCCESS) return DriverError(r, "cuMemCreate");
+    const CUdeviceptr at = reinterpret_cast<uintptr_t>(base_) + mapped_;
+    if (CUresult r = api_.map(at, add, 0, h, 0); r != CUDA_SUCCESS) {
+      api_.release(h);
+      return DriverError(r, "cuMemMap");
+    }
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (CUresult r = api_.set_access(at, add, &access, 1); r != CUDA_SUCCESS) {
+      api_.unmap(at, add);
+      api_.release(h);
+      return DriverError(r, "cuMemSetAccess");
+    }
+    handles_.push_back(h);
+    mapped_ += add;
+    if (on_bytes_) on_bytes_(static_cast<int64_t>(add));
+    return absl::OkStatus();
+  }
+
+ private:
+  const VmmApi& api_;
+  const int ordinal_;
+  const uint64_t granularity_;
+  std::function<void(int64_t)> on_bytes_;
+  std::vector<CUmemGenericAllocationHandle> handles_;
+};
+
 // An executable CUDA graph and the graph it was made from, destroyed on the
 // device that made them.
 class CudaGraph final : public DeviceGraph {
@@ -174,6 +286,37 @@ class CudaDevice final : public Device {
     }
     cudaSetDevice(ordinal_);
     cudaFree(ptr);
+  }
+
+  absl::StatusOr<std::unique_ptr<AddressRange>> ReserveRange(uint64_t max_bytes) override {
+    const VmmApi& api = VmmApi::Get();
+    if (!api.ok()) return absl::UnimplementedError(absl::StrCat(name_, ": the driver has no virtual memory calls"));
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = ordinal_;
+    size_t granularity = 0;
+    if (CUresult r = api.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+        r != CUDA_SUCCESS || granularity == 0) {
+      return DriverError(r, "cuMemGetAllocationGranularity");
+    }
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    if (max_bytes == 0) {
+      size_t free_bytes = 0, total_bytes = 0;
+      GROVE_CUDA_RETURN(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+      max_bytes = total_bytes;
+    }
+    const uint64_t size = (std::max<uint64_t>(max_bytes, 1) + granularity - 1) / granularity * granularity;
+    CUdeviceptr base = 0;
+    if (CUresult r = api.address_reserve(&base, size, 0, 0, 0); r != CUDA_SUCCESS) {
+      return DriverError(r, absl::StrCat("cuMemAddressReserve of ", size, " bytes"));
+    }
+    return std::unique_ptr<AddressRange>(new CudaRange(api, ordinal_, base, size, granularity, [this](int64_t delta) {
+      if (delta > 0) counters_.CountAllocation();
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.bytes_allocated += delta;
+      stats_.peak_bytes_allocated = std::max(stats_.peak_bytes_allocated, stats_.bytes_allocated);
+    }));
   }
 
   bool IsDevicePointer(const void* ptr) const override {

@@ -196,6 +196,58 @@ class DeviceGraph {
   virtual int64_t bytes() const = 0;
 };
 
+// A range of device addresses reserved once, whose start never moves, with
+// memory mapped into it from its start as it grows (CUDA's virtual memory
+// management: cuMemAddressReserve, then cuMemCreate + cuMemMap per growth).
+// The session's stable arena: graphs captured on its addresses stay valid
+// when it grows. Unmapped and released with this object.
+class AddressRange {
+ public:
+  virtual ~AddressRange() = default;
+  uint8_t* base() const { return base_; }
+  uint64_t reserved() const { return reserved_; }
+  uint64_t mapped() const { return mapped_; }
+  // Maps memory so that [base, base + bytes) is usable, keeping what is
+  // mapped (and its contents) where it is. ResourceExhausted past
+  // reserved() or when the device has no memory left (nothing changes).
+  virtual absl::Status Grow(uint64_t bytes) = 0;
+
+ protected:
+  uint8_t* base_ = nullptr;
+  uint64_t reserved_ = 0;
+  uint64_t mapped_ = 0;
+};
+
+// An AddressRange that forwards to another and counts each Grow that maps
+// more as one allocation on `counters`; `on_bytes` (optional) hears the
+// bytes mapped (+) and, when the range goes, unmapped (-).
+class CountedRange final : public AddressRange {
+ public:
+  CountedRange(std::unique_ptr<AddressRange> inner, DeviceCounters* counters,
+               std::function<void(int64_t)> on_bytes = nullptr)
+      : inner_(std::move(inner)), counters_(counters), on_bytes_(std::move(on_bytes)) {
+    base_ = inner_->base();
+    reserved_ = inner_->reserved();
+    mapped_ = inner_->mapped();
+  }
+  ~CountedRange() override {
+    if (on_bytes_ && mapped_ > 0) on_bytes_(-static_cast<int64_t>(mapped_));
+  }
+  absl::Status Grow(uint64_t bytes) override {
+    if (bytes <= mapped_) return absl::OkStatus();
+    counters_->CountAllocation();
+    if (absl::Status s = inner_->Grow(bytes); !s.ok()) return s;
+    if (on_bytes_) on_bytes_(static_cast<int64_t>(inner_->mapped() - mapped_));
+    mapped_ = inner_->mapped();
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<AddressRange> inner_;
+  DeviceCounters* counters_;
+  std::function<void(int64_t)> on_bytes_;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -229,6 +281,14 @@ class Device {
   // Device memory; ResourceExhausted when there is none left.
   virtual absl::StatusOr<void*> Allocate(size_t bytes) = 0;
   virtual void Free(void* ptr) = 0;
+  // Reserves `max_bytes` of addresses (rounded up to the device's mapping
+  // granularity; 0: the device's memory size, 16 GiB on a host stand-in)
+  // with nothing mapped yet. Its mapped memory is device memory
+  // (IsDevicePointer) and counts in stats' bytes; each Grow that maps more
+  // is one allocation. UNIMPLEMENTED where the device cannot.
+  virtual absl::StatusOr<std::unique_ptr<AddressRange>> ReserveRange(uint64_t max_bytes) {
+    return absl::UnimplementedError(absl::StrCat(Describe(), " does not reserve address ranges"));
+  }
   // True for memory this device (or CUDA's unified addressing) says is
   // device memory; host pointers, pinned or not, are false.
   virtual bool IsDevicePointer(const void* ptr) const = 0;
@@ -294,6 +354,9 @@ class ForwardingDevice : public Device {
   }
   absl::StatusOr<void*> Allocate(size_t bytes) override { return device_->Allocate(bytes); }
   void Free(void* ptr) override { device_->Free(ptr); }
+  absl::StatusOr<std::unique_ptr<AddressRange>> ReserveRange(uint64_t max_bytes) override {
+    return device_->ReserveRange(max_bytes);
+  }
   bool IsDevicePointer(const void* ptr) const override { return device_->IsDevicePointer(ptr); }
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override {
     return device_->CopyAsync(dst, src, bytes, stream);

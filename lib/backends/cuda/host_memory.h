@@ -20,6 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -64,6 +67,21 @@ class HostMemory {
     blocks_.erase(it);
     std::free(ptr);
   }
+  // A range of addresses (mmap PROT_NONE, nothing behind them) whose Grow
+  // makes its start read-write, a page at a time: the host's stand-in for
+  // CUDA's reserved virtual addresses. Its mapped part is a block here
+  // (Contains, bytes_allocated). The range must not outlive this.
+  absl::StatusOr<std::unique_ptr<AddressRange>> ReserveRange(uint64_t max_bytes) {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    if (max_bytes == 0) max_bytes = uint64_t{16} << 30;
+    const uint64_t size = (max_bytes + page - 1) / page * page;
+    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(options_.error_prefix, "cannot reserve ", max_bytes, " bytes of addresses"));
+    }
+    return std::unique_ptr<AddressRange>(new Range(this, static_cast<uint8_t*>(p), size, page));
+  }
   // Whether ptr points into a live block.
   bool Contains(const void* ptr) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -83,6 +101,44 @@ class HostMemory {
   }
 
  private:
+  class Range final : public AddressRange {
+   public:
+    Range(HostMemory* memory, uint8_t* base, uint64_t size, uint64_t page) : memory_(memory), page_(page) {
+      base_ = base;
+      reserved_ = size;
+    }
+    ~Range() override {
+      if (mapped_ > 0) {
+        std::lock_guard<std::mutex> lock(memory_->mu_);
+        memory_->blocks_.erase(reinterpret_cast<uintptr_t>(base_));
+        memory_->bytes_allocated_ -= static_cast<int64_t>(mapped_);
+      }
+      munmap(base_, reserved_);
+    }
+    absl::Status Grow(uint64_t bytes) override {
+      if (bytes <= mapped_) return absl::OkStatus();
+      const uint64_t want = (bytes + page_ - 1) / page_ * page_;
+      if (want > reserved_) {
+        return absl::ResourceExhaustedError(absl::StrCat(memory_->options_.error_prefix, "cannot map ", bytes,
+                                                         " bytes in an address range of ", reserved_));
+      }
+      if (mprotect(base_ + mapped_, want - mapped_, PROT_READ | PROT_WRITE) != 0) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(memory_->options_.error_prefix, "cannot map ", want - mapped_, " more bytes"));
+      }
+      std::lock_guard<std::mutex> lock(memory_->mu_);
+      memory_->blocks_[reinterpret_cast<uintptr_t>(base_)] = want;
+      memory_->bytes_allocated_ += static_cast<int64_t>(want - mapped_);
+      memory_->peak_bytes_allocated_ = std::max(memory_->peak_bytes_allocated_, memory_->bytes_allocated_);
+      mapped_ = want;
+      return absl::OkStatus();
+    }
+
+   private:
+    HostMemory* const memory_;
+    const uint64_t page_;
+  };
+
   const Options options_;
   mutable std::mutex mu_;
   std::map<uintptr_t, size_t> blocks_;  // start -> size
@@ -126,6 +182,12 @@ class HostMemoryDevice : public Base {
     if (ptr == nullptr) return;
     counters_.CountFree();
     memory_.Free(ptr);
+  }
+  // Each Grow that maps more counts as an allocation of this device.
+  absl::StatusOr<std::unique_ptr<AddressRange>> ReserveRange(uint64_t max_bytes) override {
+    absl::StatusOr<std::unique_ptr<AddressRange>> r = memory_.ReserveRange(max_bytes);
+    if (!r.ok()) return r.status();
+    return std::unique_ptr<AddressRange>(new CountedRange(std::move(*r), &counters_));
   }
   bool IsDevicePointer(const void* ptr) const override { return memory_.Contains(ptr); }
   // "Device" memory is this device's blocks; any other pointer is host memory.
