@@ -1,7 +1,7 @@
 // The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
-// Gemm, MatMul; RoiAlign; the elementwise and math ops): each is registered
-// with a prepare; a bad attribute or shape is reported by the prepare,
-// before any invoke; one prepare serves
+// Gemm, MatMul; RoiAlign; the elementwise and math ops; reductions; the
+// shape and layout ops): each is registered with a prepare; a bad attribute
+// or shape is reported by the prepare, before any invoke; one prepare serves
 // several invokes on new input values with the results of a fresh run
 // (RunOp, which the op tests check against naive references) and, for
 // Softmax and Gemm, of a naive reference written here; the invoke's scratch
@@ -231,6 +231,58 @@ std::vector<Case> ElementwiseCases() {
   return c;
 }
 
+Tensor I64(const Shape& shape, std::vector<int64_t> v) { return MakeTensor<int64_t>(DType::kI64, shape, v); }
+
+// Reductions (lib/backends/cpu/reduction.cc) and the shape group
+// (shape_ops.cc).
+std::vector<Case> ReductionAndShapeCases() {
+  std::vector<Case> c;
+  c.push_back({"ReduceSumMiddleAxis", "ReduceSum", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed), I64({1}, {1})}; }, 1, true});
+  c.push_back({"ReduceMeanOuterAndInner", "ReduceMean", {{"keepdims", int64_t{0}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed), I64({2}, {0, -1})}; }, 1, true});
+  c.push_back({"ReduceSumAllInt32", "ReduceSum", {},
+               [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {3, 5}, seed)}; }, 1, true});
+  c.push_back({"Reshape", "Reshape", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 6}, seed), I64({2}, {3, 4})}; }});
+  c.push_back({"Transpose", "Transpose", {{"perm", std::vector<int64_t>{2, 0, 1}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed)}; }});
+  c.push_back({"ConcatMiddleAxis", "Concat", {{"axis", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 1, 3}, seed), F32({2, 2, 3}, seed + 1), F32({2, 0, 3}, seed + 2)};
+               }});
+  c.push_back({"ConcatAxis0", "Concat", {{"axis", int64_t{0}}},
+               [](int seed) { return std::vector<Tensor>{F32({1, 4}, seed), F32({2, 4}, seed + 1)}; }});
+  c.push_back({"GatherAxis1", "Gather", {{"axis", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 5, 3}, seed), I64({2, 2}, {seed % 5, -1 - seed % 5, 0, 4})};
+               }});
+  c.push_back({"GatherInt32Indices", "Gather", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({4, 2}, seed), MakeTensor<int32_t>(DType::kI32, {3}, {3, seed % 4, -4})};
+               }});
+  c.push_back({"SliceSteps", "Slice", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({4, 6}, seed), I64({2}, {3, 1}), I64({2}, {-10, 6}), I64({2}, {0, 1}),
+                                            I64({2}, {-1, 2})};
+               }});
+  c.push_back({"Shape", "Shape", {{"start", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed)}; }});
+  c.push_back({"Flatten", "Flatten", {{"axis", int64_t{2}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed)}; }});
+  c.push_back({"Unsqueeze", "Unsqueeze", {},
+               [](int seed) { return std::vector<Tensor>{F32({3, 2}, seed), I64({2}, {0, -1})}; }});
+  c.push_back({"Expand", "Expand", {},
+               [](int seed) { return std::vector<Tensor>{F32({3, 1}, seed), I64({3}, {2, 1, 4})}; }});
+  c.push_back({"ExpandScalar", "Expand", {},
+               [](int seed) { return std::vector<Tensor>{F32({}, seed), I64({0}, {})}; }});
+  c.push_back({"Tile", "Tile", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3}, seed), I64({2}, {2, 3})}; }});
+  c.push_back({"TileEmpty", "Tile", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3}, seed), I64({2}, {0, 3})}; }});
+  return c;
+}
+
 std::vector<Case> Cases() {
   std::vector<Case> c;
   auto one = [](Shape s) { return [s](int seed) { return std::vector<Tensor>{F32(s, seed)}; }; };
@@ -343,6 +395,7 @@ std::vector<Case> Cases() {
                },
                1, true});
   for (Case& e : ElementwiseCases()) c.push_back(std::move(e));
+  for (Case& e : ReductionAndShapeCases()) c.push_back(std::move(e));
   return c;
 }
 
@@ -409,6 +462,9 @@ class PreparedStep {
     if (allocations != nullptr) *allocations = g_allocations;
     return s;
   }
+
+  // Input i's values unknown to the prepare (an activation in a plan).
+  void ForgetValue(int i) { in_views_[i].data = nullptr; }
 
   absl::Status InvokeUnprepared() {
     ir::KernelContext bare(node_, in_ptrs_, out_ptrs_, nullptr);
@@ -672,6 +728,20 @@ std::vector<BadCase> BadCases() {
                {{DType::kU8, {1}}}, "attribute 'direction' is 'UP'; expected 'LEFT' or 'RIGHT'"});
   c.push_back({"MaxDTypes", "Max", {}, {F32({2}, 0), ToHalf(F32({2}, 1), DType::kF16)}, {{DType::kF32, {2}}},
                "Max"});
+  // Reductions and the shape group.
+  c.push_back({"ReduceSumOutput", "ReduceSum", {}, {F32({2, 3}, 0), I64({1}, {1})}, {{DType::kF32, {2}}},
+               "output 0 was allocated as f32 [2] but the kernel writes f32 [2, 1]"});
+  c.push_back({"ReduceMeanDType", "ReduceMean", {}, {Ints<int32_t>(DType::kI32, {2, 3}, 0)}, {{DType::kI32, {1, 1}}},
+               "the kernel does not support dtype i32"});
+  c.push_back({"ReshapeCount", "Reshape", {}, {F32({2, 3}, 0), I64({1}, {4})}, {{DType::kF32, {4}}},
+               "Reshape of [2, 3] (6 elements) into [4] (4 elements) at run time"});
+  c.push_back({"TransposeOutput", "Transpose", {}, {F32({2, 3}, 0)}, {{DType::kF32, {2, 3}}}, "Transpose"});
+  c.push_back({"ConcatOutput", "Concat", {{"axis", int64_t{0}}}, {F32({1, 2}, 0), F32({1, 2}, 1)},
+               {{DType::kF32, {3, 2}}}, "Concat"});
+  c.push_back({"GatherIndexDType", "Gather", {}, {F32({3}, 0), F32({1}, 1)}, {{DType::kF32, {1}}},
+               "Gather indices (input 1) has dtype f32; expected i32 or i64"});
+  c.push_back({"SliceOutput", "Slice", {}, {F32({4}, 0), I64({1}, {1}), I64({1}, {3})}, {{DType::kF32, {3}}},
+               "Slice"});
   return c;
 }
 
@@ -693,6 +763,47 @@ TEST(PreparedCpuKernelInvokeTest, IntegerDivisionByZeroIsReportedByTheInvoke) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(s.message(), HasSubstr("integer division by zero: input 1 (B) holds 0 at flat index 1"));
   EXPECT_EQ(RunOp("Div", Ptrs(zero), {}).status().message(), s.message());
+}
+
+// Gather's indices are read and checked per run.
+TEST(PreparedCpuKernelInvokeTest, GatherIndexOutOfRangeIsReportedByTheInvoke) {
+  const std::vector<Tensor> first = {F32({3, 2}, 0), I64({2}, {0, 2})};
+  absl::StatusOr<std::vector<Tensor>> like = RunOp("Gather", Ptrs(first), {});
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step("Gather", {}, first, *like);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  step.Keep(*std::move(prepared));
+  for (int64_t bad : {3, -4}) {
+    const std::vector<Tensor> in = {F32({3, 2}, 1), I64({2}, {1, bad})};
+    size_t largest = 0, allocations = 0;
+    const absl::Status s = step.Invoke(in, &largest, &allocations);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_EQ(RunOp("Gather", Ptrs(in), {}).status().message(), s.message());
+  }
+}
+
+// Slice's starts/ends given as values the plan does not know (activations)
+// are read when it runs: the prepare defers, the invoke gives a fresh run's
+// bytes.
+TEST(PreparedCpuKernelInvokeTest, SliceWithUnknownParametersReadsThemPerRun) {
+  const std::vector<Tensor> first = {F32({5, 4}, 0), I64({1}, {1}), I64({1}, {4})};
+  absl::StatusOr<std::vector<Tensor>> like = RunOp("Slice", Ptrs(first), {});
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step("Slice", {}, first, *like);
+  step.ForgetValue(1);
+  step.ForgetValue(2);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  step.Keep(*std::move(prepared));
+  for (int seed = 0; seed < 3; ++seed) {
+    const std::vector<Tensor> in = {F32({5, 4}, seed), I64({1}, {seed}), I64({1}, {seed + 3})};
+    size_t largest = 0;
+    ASSERT_TRUE(step.Invoke(in, &largest).ok());
+    absl::StatusOr<std::vector<Tensor>> fresh = RunOp("Slice", Ptrs(in), {});
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    EXPECT_TRUE(SameBytes(step.outputs()[0], (*fresh)[0]));
+  }
 }
 
 class PreparedCpuKernelErrorTest : public ::testing::TestWithParam<BadCase> {};

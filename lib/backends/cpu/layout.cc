@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "lib/backends/cpu/resize_kernel.h"
 #include "lib/backends/cpu/strided_copy.h"
 #include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/common/layout_params.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/layout_params.h"
@@ -72,15 +74,33 @@ inline void CopyElement(const uint8_t* in, int64_t src, uint8_t* out, int64_t ds
 
 // ---------------------------------------------------------------------------
 
+// Whether every present input from `first` on has values the prepare can
+// read (a weight, a folded value, or any value in a run outside a plan).
+bool ValuesKnown(const ir::KernelContext& ctx, int first) {
+  for (int i = first; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i) && ctx.input(i).data == nullptr && ctx.input(i).num_elements() > 0) return false;
+  }
+  return true;
+}
+
 // Flatten, Squeeze, Unsqueeze: the bytes do not move.
-absl::Status CopyKernel(ir::KernelContext& ctx) {
+struct CopyParams {};
+
+absl::StatusOr<ir::PreparedKernel> PrepareCopy(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
-  TensorView& y = ctx.output(0);
+  const TensorView& y = ctx.output(0);
   if (x.dtype != y.dtype || x.num_elements() != y.num_elements()) {
     return ctx.Error(absl::StrCat("the input ", DTypeName(x.dtype), " ", DimsString(x.shape),
                                   " does not fit the planned output ", DTypeName(y.dtype), " ",
                                   DimsString(y.shape)));
   }
+  return backends::MakePrepared(CopyParams{});
+}
+
+absl::Status CopyKernel(ir::KernelContext& ctx) {
+  if (backends::PreparedParams<CopyParams>(ctx) == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const TensorView& x = ctx.input(0);
+  TensorView& y = ctx.output(0);
   if (y.data != x.data && x.byte_size() > 0) std::memmove(y.data, x.data, x.byte_size());
   return absl::OkStatus();
 }
@@ -213,33 +233,72 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   });
 }
 
-absl::Status ExpandKernel(ir::KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
+// Expand and Tile: a strided view of the input (stride 0 along what
+// repeats) copied densely. The prepare makes the view when it knows input 1
+// (shape, repeats: a weight or folded value, as exported models have);
+// otherwise the invoke makes it per run (`planned` false).
+struct RepeatParams {
+  bool planned = false;
+  std::vector<int64_t> shape, strides;
+};
+using RepeatViewFn = absl::StatusOr<RepeatParams> (*)(const ir::KernelContext& ctx);
+
+absl::StatusOr<RepeatParams> ExpandRepeatView(const ir::KernelContext& ctx) {
   absl::StatusOr<std::vector<int64_t>> shape = ReadHostInts(ctx, 1, "shape");
   if (!shape.ok()) return shape.status();
   absl::StatusOr<backends::ExpandView> view = backends::ExpandParams(ctx, *shape);
   if (!view.ok()) return view.status();
-  if (ir::NumElements(view->shape) == 0) return absl::OkStatus();
-  StridedCopy(IntraOpThreadsOf(ctx), DTypeSize(x.dtype), view->shape, x.data, view->strides, ctx.output(0).data);
-  return absl::OkStatus();
+  return RepeatParams{true, std::move(view->shape), std::move(view->strides)};
 }
 
-absl::Status TileKernel(ir::KernelContext& ctx) {
+absl::StatusOr<RepeatParams> TileRepeatView(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<std::vector<int64_t>> repeats = ReadHostInts(ctx, 1, "repeats");
   if (!repeats.ok()) return repeats.status();
   absl::StatusOr<std::vector<int64_t>> out_shape = backends::TileOutputShape(ctx, *repeats);
   if (!out_shape.ok()) return out_shape.status();
-  if (ir::NumElements(*out_shape) == 0) return absl::OkStatus();
-  std::vector<int64_t> shape, strides;
+  RepeatParams p;
+  p.planned = true;
+  if (ir::NumElements(*out_shape) == 0) {  // nothing to copy
+    p.shape = {0};
+    p.strides = {0};
+    return p;
+  }
   const std::vector<int64_t> in_strides = ir::Strides(x.shape);
   for (size_t d = 0; d < x.shape.size(); ++d) {
     // Output index rep * dim + i reads input index i: a view of
     // [r0, d0, r1, d1, ...] with stride 0 along each repeat.
-    shape.insert(shape.end(), {(*repeats)[d], x.shape[d]});
-    strides.insert(strides.end(), {0, in_strides[d]});
+    p.shape.insert(p.shape.end(), {(*repeats)[d], x.shape[d]});
+    p.strides.insert(p.strides.end(), {0, in_strides[d]});
   }
-  StridedCopy(IntraOpThreadsOf(ctx), DTypeSize(x.dtype), shape, x.data, strides, ctx.output(0).data);
+  return p;
+}
+
+template <RepeatViewFn kView>
+absl::StatusOr<ir::PreparedKernel> PrepareRepeat(const ir::KernelContext& ctx) {
+  if (!ValuesKnown(ctx, 1)) return backends::MakePrepared(RepeatParams{});
+  absl::StatusOr<RepeatParams> p = kView(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p));
+}
+
+void RunRepeat(const ir::KernelContext& ctx, const RepeatParams& p) {
+  if (ir::NumElements(p.shape) == 0) return;  // (a scalar's empty shape is one element)
+  const TensorView& x = ctx.input(0);
+  StridedCopy(IntraOpThreadsOf(ctx), DTypeSize(x.dtype), p.shape, x.data, p.strides, ctx.output(0).data);
+}
+
+template <RepeatViewFn kView>
+absl::Status RepeatKernel(ir::KernelContext& ctx) {
+  const RepeatParams* p = backends::PreparedParams<RepeatParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    RunRepeat(ctx, *p);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<RepeatParams> run = kView(ctx);
+  if (!run.ok()) return run.status();
+  RunRepeat(ctx, *run);
   return absl::OkStatus();
 }
 
@@ -471,14 +530,16 @@ absl::Status OneHotKernel(ir::KernelContext& ctx) {
 
 absl::Status RegisterLayoutKernels(ir::OpRegistry& registry) {
   const absl::Status results[] = {
-      registry.SetKernel("Flatten", ir::Backend::kCpu, &CopyKernel),
-      registry.SetKernel("Squeeze", ir::Backend::kCpu, &CopyKernel),
-      registry.SetKernel("Unsqueeze", ir::Backend::kCpu, &CopyKernel),
+      registry.SetKernel("Flatten", ir::Backend::kCpu, ir::KernelDef{&CopyKernel, &PrepareCopy}),
+      registry.SetKernel("Squeeze", ir::Backend::kCpu, ir::KernelDef{&CopyKernel, &PrepareCopy}),
+      registry.SetKernel("Unsqueeze", ir::Backend::kCpu, ir::KernelDef{&CopyKernel, &PrepareCopy}),
       registry.SetKernel("Split", ir::Backend::kCpu, &SplitKernel),
       registry.SetKernel("GatherElements", ir::Backend::kCpu, &GatherElementsKernel),
       registry.SetKernel("ScatterND", ir::Backend::kCpu, &ScatterNDKernel),
-      registry.SetKernel("Expand", ir::Backend::kCpu, &ExpandKernel),
-      registry.SetKernel("Tile", ir::Backend::kCpu, &TileKernel),
+      registry.SetKernel("Expand", ir::Backend::kCpu,
+                         ir::KernelDef{&RepeatKernel<&ExpandRepeatView>, &PrepareRepeat<&ExpandRepeatView>}),
+      registry.SetKernel("Tile", ir::Backend::kCpu,
+                         ir::KernelDef{&RepeatKernel<&TileRepeatView>, &PrepareRepeat<&TileRepeatView>}),
       registry.SetKernel("Pad", ir::Backend::kCpu, &PadKernel),
       registry.SetKernel("Size", ir::Backend::kCpu, &SizeKernel),
       registry.SetKernel("Range", ir::Backend::kCpu, &RangeKernel),

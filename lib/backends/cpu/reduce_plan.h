@@ -157,11 +157,23 @@ void ForEachReduceRow(absl::Span<const int64_t> shape, const std::vector<bool>& 
 // outermost and innermost dims both (all of them: a scalar) runs on one
 // thread. Calls for disjoint output elements may run at once.
 template <typename RowFn>
+void ForEachReduceRowParallel(ir::IntraOpThreads* threads, absl::Span<const ReduceGroup> groups, int64_t grain,
+                              RowFn&& row);
+
+template <typename RowFn>
 void ForEachReduceRowParallel(ir::IntraOpThreads* threads, absl::Span<const int64_t> shape,
                               const std::vector<bool>& reduced, int64_t grain, RowFn&& row) {
   bool empty;
   const std::vector<ReduceGroup> groups = MergeReduceGroups(shape, reduced, &empty);
   if (empty) return;
+  ForEachReduceRowParallel(threads, absl::Span<const ReduceGroup>(groups), grain, row);
+}
+
+// The same over groups merged once (MergeReduceGroups of a non-empty input:
+// a prepare keeps them).
+template <typename RowFn>
+void ForEachReduceRowParallel(ir::IntraOpThreads* threads, absl::Span<const ReduceGroup> groups, int64_t grain,
+                              RowFn&& row) {
   if (groups.empty()) {
     row(int64_t{0}, int64_t{0}, int64_t{1}, true);
     return;

@@ -1,7 +1,8 @@
 // CPU reference kernels of ReduceSum and ReduceMean (Softmax is the norm
 // group's, norm.cc). Reductions merge neighbouring dims that are all kept or
 // all reduced, then stream the input once in memory order into an accumulator
-// per output element (double for floats, wrapping 64-bit for integers).
+// per output element (double for floats, wrapping 64-bit for integers), kept
+// in the step's workspace. The prepare merges the dims and picks the loop.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/reduce_plan.h"
@@ -48,9 +50,9 @@ Accumulator<T> SumRun(const T* x, int64_t n) {
 // Split over the session's threads by output elements, each element's
 // inputs added in the same order at any thread count.
 template <typename T>
-void AccumulateReduce(const KernelContext& ctx, const T* x, absl::Span<const int64_t> shape,
-                      const std::vector<bool>& reduced, Accumulator<T>* acc) {
-  ForEachReduceRowParallel(IntraOpThreadsOf(ctx), shape, reduced, kCheapGrain, [&](int64_t in, int64_t out, int64_t len, bool folds) {
+void AccumulateReduce(const KernelContext& ctx, const T* x, absl::Span<const ReduceGroup> groups,
+                      Accumulator<T>* acc) {
+  ForEachReduceRowParallel(IntraOpThreadsOf(ctx), groups, kCheapGrain, [&](int64_t in, int64_t out, int64_t len, bool folds) {
     if (folds) {
       acc[out] += SumRun(x + in, len);
     } else {
@@ -59,44 +61,96 @@ void AccumulateReduce(const KernelContext& ctx, const T* x, absl::Span<const int
   });
 }
 
-template <bool kMean>
-absl::Status ReduceKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
+// What the prepare made: the input's dims merged into groups, the count per
+// output element, and the loop of the dtype. The accumulator is the
+// workspace. Axes given as an input whose values the plan does not know are
+// read per run instead (`planned` false: the invoke plans as an unprepared
+// run did).
+struct ReduceParams {
+  bool planned = false;
+  bool empty = false;
+  std::vector<ReduceGroup> groups;
+  int64_t count = 1;
+  void (*run)(const KernelContext& ctx, const ReduceParams& p, void* acc) = nullptr;
+};
+
+template <bool kMean, typename T>
+void RunReduce(const KernelContext& ctx, const ReduceParams& p, void* acc_bytes) {
+  using A = Accumulator<T>;
   TensorView& y = ctx.output(0);
+  const int64_t n_out = y.num_elements();
+  if (n_out == 0) return;
+  A* acc = static_cast<A*>(acc_bytes);
+  std::fill(acc, acc + n_out, A{0});
+  if (!p.empty) AccumulateReduce(ctx, ctx.input(0).as<const T>(), p.groups, acc);
+  T* out = y.as<T>();
+  for (int64_t i = 0; i < n_out; ++i) {
+    if constexpr (kMean) {
+      // 0/0 is NaN for an empty reduction, as numpy gives.
+      out[i] = static_cast<T>(acc[i] / static_cast<double>(p.count));
+    } else {
+      out[i] = static_cast<T>(acc[i]);
+    }
+  }
+}
+
+template <bool kMean>
+absl::StatusOr<ReduceParams> PlanReduceParams(const KernelContext& ctx, uint64_t* acc_bytes) {
+  const TensorView& x = ctx.input(0);
   absl::StatusOr<ReducePlan> plan = PlanReduce(ctx);
   if (!plan.ok()) return plan.status();
-  const int64_t count = plan->count;
-
-  auto run = [&](auto tag) -> absl::Status {
+  ReduceParams p;
+  p.planned = true;
+  p.count = plan->count;
+  p.groups = MergeReduceGroups(x.shape, plan->reduced, &p.empty);
+  auto select = [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    using A = Accumulator<T>;
-    const int64_t n_out = y.num_elements();
-    std::vector<A> acc(static_cast<size_t>(n_out), A{0});
-    if (n_out == 0) return absl::OkStatus();
-    AccumulateReduce(ctx, x.as<const T>(), x.shape, plan->reduced, acc.data());
-    T* out = y.as<T>();
-    for (int64_t i = 0; i < n_out; ++i) {
-      if constexpr (kMean) {
-        // 0/0 is NaN for an empty reduction, as numpy gives.
-        out[i] = static_cast<T>(acc[i] / static_cast<double>(count));
-      } else {
-        out[i] = static_cast<T>(acc[i]);
-      }
-    }
+    *acc_bytes = static_cast<uint64_t>(ctx.output(0).num_elements()) * sizeof(Accumulator<T>);
+    p.run = &RunReduce<kMean, T>;
     return absl::OkStatus();
   };
-  if constexpr (kMean) {
-    return VisitDType<float, double>(ctx, x.dtype, run);
-  } else {
-    return VisitDType<float, double, int32_t, int64_t>(ctx, x.dtype, run);
+  absl::Status s = kMean ? VisitDType<float, double>(ctx, x.dtype, select)
+                         : VisitDType<float, double, int32_t, int64_t>(ctx, x.dtype, select);
+  if (!s.ok()) return s;
+  return p;
+}
+
+template <bool kMean>
+absl::StatusOr<ir::PreparedKernel> PrepareReduce(const KernelContext& ctx) {
+  if (ctx.has_input(1) && ctx.input(1).data == nullptr && ctx.input(1).num_elements() > 0) {
+    return backends::MakePrepared(ReduceParams{});  // axes known when run
   }
+  uint64_t acc_bytes = 0;
+  absl::StatusOr<ReduceParams> p = PlanReduceParams<kMean>(ctx, &acc_bytes);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p), acc_bytes);
+}
+
+template <bool kMean>
+absl::Status ReduceKernel(KernelContext& ctx) {
+  const ReduceParams* p = backends::PreparedParams<ReduceParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    p->run(ctx, *p, ctx.workspace());
+    return absl::OkStatus();
+  }
+  uint64_t acc_bytes = 0;
+  absl::StatusOr<ReduceParams> run_plan = PlanReduceParams<kMean>(ctx, &acc_bytes);
+  if (!run_plan.ok()) return run_plan.status();
+  std::vector<uint64_t> acc((acc_bytes + 7) / 8);
+  run_plan->run(ctx, *run_plan, acc.data());
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status RegisterReductionKernels(ir::OpRegistry& registry) {
-  if (absl::Status s = registry.SetKernel("ReduceSum", ir::Backend::kCpu, &ReduceKernel<false>); !s.ok()) return s;
-  return registry.SetKernel("ReduceMean", ir::Backend::kCpu, &ReduceKernel<true>);
+  if (absl::Status s = registry.SetKernel("ReduceSum", ir::Backend::kCpu,
+                                         ir::KernelDef{&ReduceKernel<false>, &PrepareReduce<false>});
+      !s.ok()) {
+    return s;
+  }
+  return registry.SetKernel("ReduceMean", ir::Backend::kCpu, ir::KernelDef{&ReduceKernel<true>, &PrepareReduce<true>});
 }
 
 }  // namespace grove::cpu
