@@ -8,6 +8,10 @@
 //!       examples/rust/mlp.rs -o mlp_rust
 //!   ./mlp_rust mlp.grove          (grove_make_models writes mlp.grove)
 //!
+//! or as a Cargo package (Cargo.toml, build.rs: links $GROVE_BUILD_DIR's libgrove.so):
+//!
+//!   GROVE_BUILD_DIR=$PWD/build cargo run --manifest-path examples/rust/Cargo.toml -- mlp.grove
+//!
 //! No crate beyond std: any rustc from 1.56 (Debian 12's 1.63 included).
 //!
 //! The structs are the versioned ones of grove_c.h, declared at the version

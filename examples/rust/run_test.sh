@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# ctest examples.rust: builds examples/rust/mlp.rs with rustc against this
-# build's libgrove.so, runs it on the demo MLP, and checks that it prints the
-# same rows as the C example (examples/mlp_c.c) and reports the two refused
-# calls. Exits 77 (ctest: skipped) when rustc is not installed (rustup, or
+# ctest examples.rust: builds examples/rust/mlp.rs with rustc (and with cargo,
+# when installed) against this build's libgrove.so, runs it on the demo MLP,
+# and checks that it prints the same rows as the C example (examples/mlp_c.c)
+# and reports the two refused calls. Exits 77 (ctest: skipped) when rustc is not installed (rustup, or
 # Debian's `apt-get install rustc`: not in scripts/install_deps.sh, ~270 MB).
 set -euo pipefail
 : "${SOURCE_DIR:?}" "${GROVE_BUILD_DIR:?}" "${EXAMPLE_C:?}" "${MAKE_MODELS:?}" "${TEST_TMP:?}"
@@ -30,6 +30,16 @@ grep -q "refused as expected: grove_model_load_file: .*(NOT_FOUND)" "$TEST_TMP/r
 tail -n1 "$TEST_TMP/rust.out" | grep -qx OK || fail "the example did not end with OK"
 
 # Errors reach the exit status: a file that is not a model.
+# The Cargo package builds the same program (offline: it has no dependencies).
+if command -v cargo >/dev/null; then
+  GROVE_BUILD_DIR="$lib_dir" CARGO_TARGET_DIR="$TEST_TMP/cargo" \
+    cargo build --offline -q --manifest-path "$SOURCE_DIR/examples/rust/Cargo.toml"
+  "$TEST_TMP/cargo/debug/mlp_rust" "$TEST_TMP/mlp.grove" >"$TEST_TMP/cargo.out"
+  diff "$TEST_TMP/rust.out" "$TEST_TMP/cargo.out" || fail "the Cargo build prints otherwise"
+else
+  echo "cargo is not installed: only the rustc build checked"
+fi
+
 echo "not a model" >"$TEST_TMP/bad.grove"
 if "$TEST_TMP/mlp_rust" "$TEST_TMP/bad.grove" >"$TEST_TMP/bad.out" 2>&1; then fail "a bad model file exited 0"; fi
 cat "$TEST_TMP/bad.out"
