@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "lib/ir/plain_host.h"
 #include "lib/ir/string_arena.h"
 #include "lib/ir/value_type.h"
 
@@ -147,19 +148,6 @@ absl::StatusOr<void*> KernelContext::Host::Workspace(uint64_t bytes) {
   return p;
 }
 
-namespace {
-// Gives a workspace (host memory) and nothing else.
-class WorkspaceOnlyHost : public KernelContext::Host {
- public:
-  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
-    return absl::InternalError("no outputs are allocated here");
-  }
-  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
-    return absl::InternalError("no subgraphs run here");
-  }
-};
-}  // namespace
-
 absl::Status RunKernel(Backend backend, KernelContext& ctx) {
   const OpDef& def = *ctx.node().def;
   const KernelFn invoke = def.kernels[static_cast<int>(backend)];
@@ -169,7 +157,7 @@ absl::Status RunKernel(Backend backend, KernelContext& ctx) {
   absl::StatusOr<PreparedKernel> prepared = prepare(ctx);
   if (!prepared.ok()) return prepared.status();
   void* workspace = nullptr;
-  WorkspaceOnlyHost fallback_host;  // host memory, when the caller gave no host
+  PlainHost fallback_host("ir::RunKernel");  // a workspace of host memory, when the caller gave no host
   if (prepared->workspace_bytes > 0) {
     KernelContext::Host* host = ctx.host() != nullptr ? ctx.host() : &fallback_host;
     absl::StatusOr<void*> w = host->Workspace(prepared->workspace_bytes);

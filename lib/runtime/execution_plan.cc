@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "lib/ir/plain_host.h"
 #include "lib/ir/value_type.h"
 #include "lib/runtime/attention_fusion.h"
 #include "lib/runtime/backend.h"
@@ -15,17 +16,6 @@ namespace {
 // Outputs up to this size whose inputs are all known are computed at plan
 // time: shape arithmetic, never real activations.
 constexpr uint64_t kFoldLimitBytes = 4096;
-
-// Folding runs kernels that never allocate or call subgraphs.
-class NoHost : public ir::KernelContext::Host {
- public:
-  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
-    return absl::InternalError("folded op asked to allocate");
-  }
-  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
-    return absl::InternalError("folded op asked to run a subgraph");
-  }
-};
 
 }  // namespace
 
@@ -93,7 +83,7 @@ absl::StatusOr<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Build(const ir::Gr
     return add_value(tensor, std::move(v));
   };
 
-  NoHost no_host;
+  ir::PlainHost no_host("folded op");  // folding never allocates or runs a subgraph
   for (const ir::Node& node : sg.nodes) {
     absl::StatusOr<std::vector<ir::ShapeContext::Input>> node_inputs = inference.NodeInputs(node);
     if (!node_inputs.ok()) return node_inputs.status();

@@ -1,6 +1,7 @@
 #include "lib/runtime/shape_inference.h"
 
 #include "absl/strings/str_cat.h"
+#include "lib/ir/plain_host.h"
 #include "lib/ir/value_type.h"
 
 namespace grove::runtime {
@@ -9,17 +10,6 @@ namespace {
 
 // As in the plan builder: outputs up to this size are shape arithmetic.
 constexpr uint64_t kFoldLimitBytes = 4096;
-
-// Folding runs kernels that never allocate or call subgraphs.
-class NoHost : public ir::KernelContext::Host {
- public:
-  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
-    return absl::InternalError("folded op asked to allocate");
-  }
-  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
-    return absl::InternalError("folded op asked to run a subgraph");
-  }
-};
 
 }  // namespace
 
@@ -117,7 +107,7 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
     folded_views_.push_back(folded_.back().view());
     out_ptrs[i] = &folded_views_.back();
   }
-  NoHost no_host;
+  ir::PlainHost no_host("folded op");  // folding never allocates or runs a subgraph
   ir::KernelContext kctx(node, in_ptrs, out_ptrs, &no_host);
   // Empty outputs have nothing to compute (as PlanStep::outputs_empty).
   if (bytes > 0) {

@@ -3,27 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "grove/grove.h"
 #include "lib/ir/op_registry.h"
-#include "lib/ir/string_arena.h"
+#include "lib/ir/plain_host.h"
 #include "lib/runtime/registry.h"
 
 namespace grove {
-namespace {
-
-class NoHost : public ir::KernelContext::Host {
- public:
-  absl::StatusOr<TensorView*> AllocateOutput(int, DType, std::vector<int64_t>) override {
-    return absl::InternalError("Cast does not allocate");
-  }
-  absl::StatusOr<std::vector<TensorView>> RunSubgraph(int, absl::Span<const TensorView>) override {
-    return absl::InternalError("Cast runs no subgraph");
-  }
-  ir::StringArena* strings() override { return &strings_; }
-
- private:
-  ir::StringArena strings_;
-};
-
-}  // namespace
 
 absl::StatusOr<Tensor> Tensor::CastOf(const TensorView& view, DType dtype) {
   if (DTypeSize(dtype) == 0 || DTypeSize(view.dtype) == 0) {
@@ -47,7 +30,7 @@ absl::StatusOr<Tensor> Tensor::CastOf(const TensorView& view, DType dtype) {
   TensorView result = out->view();
   TensorView* ins[] = {&in};
   TensorView* outs[] = {&result};
-  NoHost host;
+  ir::PlainHost host("Tensor::CastOf", /*strings=*/true);
   ir::KernelContext ctx(node, ins, outs, &host);
   if (absl::Status s = ir::RunKernel(ir::Backend::kCpu, ctx); !s.ok()) return s;
   // Strings the kernel made live in `host`: the result takes its own copy.
