@@ -367,3 +367,16 @@ def test_device_errors_carry_the_driver_message(host_cuda_driver):
     with pytest.raises(grove.Error, match=r"cuDeviceGet\(1\) failed: CUDA error 101 \(invalid device ordinal\)"):
         _to_tensor(_session_output(np.ones(4, np.float32)), True, 1)
     assert host_cuda_driver()[4] == 0
+
+
+def test_output_tensor_feeds_the_next_run(exported_models):
+    """A grove.Tensor is a DLPack producer, so it is also an input: the
+    encoder's output fed back in equals feeding the NumPy output, and the
+    run takes it in place (its deleter ran: nothing left exported)."""
+    path, cases = exported_models["transformer_encoder"]
+    session = grove.Session(grove.Model.load(path), device="cpu")
+    x = np.load(cases[0][1][0])
+    once = session.run({"x": x}, output_format="dlpack")["y"]
+    want = session.run({"x": session.run({"x": x})["y"]})["y"]
+    np.testing.assert_array_equal(session.run({"x": once})["y"], want)
+    assert collect() == 0
