@@ -10,6 +10,7 @@ alone. run_tests.sh makes the venv and the repository and sets:
   TEST_TMP      scratch (server log, grove run files)
 """
 import concurrent.futures
+import contextlib
 import os
 import signal
 import socket
@@ -36,6 +37,17 @@ SOURCE = Path(__file__).resolve().parents[3]
 GENERATED = ["cnn", "early_exit", "list_decoder"]  # configs by make_config.py (run_tests.sh)
 
 
+@contextlib.contextmanager
+def connect(protocol: str, url: str, **kwargs):
+    """A client closed on exit: a connection left open holds the server's
+    shutdown for its whole exit timeout."""
+    client = (httpclient if protocol == "http" else grpcclient).InferenceServerClient(url, **kwargs)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -60,19 +72,19 @@ def server():
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     (TMP / "server.pid").write_text(str(process.pid))
     try:
-        client = httpclient.InferenceServerClient(f"127.0.0.1:{http_port}")
         start = time.monotonic()
         ready = False
-        while time.monotonic() - start < READY_TIMEOUT_S:
-            if process.poll() is not None:
-                break
-            try:
-                if client.is_server_ready():
-                    ready = True
+        with connect("http", f"127.0.0.1:{http_port}") as client:
+            while time.monotonic() - start < READY_TIMEOUT_S:
+                if process.poll() is not None:
                     break
-            except Exception:
-                pass
-            time.sleep(0.2)
+                try:
+                    if client.is_server_ready():
+                        ready = True
+                        break
+                except Exception:
+                    pass
+                time.sleep(0.2)
         if not ready:
             pytest.fail(f"tritonserver not ready after {time.monotonic() - start:.1f} s (exit code "
                         f"{process.poll()}); its log:\n" + log_path.read_text()[-6000:])
@@ -136,7 +148,9 @@ def silero_reference(request):
 
 def infer(protocol: str, url: str, model: str, request: dict, client=None, outputs=None):
     module = httpclient if protocol == "http" else grpcclient
-    client = client or module.InferenceServerClient(url)
+    if client is None:
+        with connect(protocol, url) as own:
+            return infer(protocol, url, model, request, own, outputs)
     inputs = []
     for name, array in request.items():
         tensor = module.InferInput(name, list(array.shape), TRITON_DTYPE[array.dtype])
@@ -178,14 +192,14 @@ def references():
 # --- tests --------------------------------------------------------------------
 
 def test_models_ready_with_batching_and_instances(server):
-    client = httpclient.InferenceServerClient(server["http"])
-    for model in ("silero_vad", "transformer_encoder"):
-        assert client.is_model_ready(model), model
-        config = client.get_model_config(model)
-        assert config["backend"] == "python"
-        assert config["max_batch_size"] == 8
-        assert "dynamic_batching" in config
-        assert config["instance_group"][0]["count"] == 2 and config["instance_group"][0]["kind"] == "KIND_CPU"
+    with connect("http", server["http"]) as client:
+        for model in ("silero_vad", "transformer_encoder"):
+            assert client.is_model_ready(model), model
+            config = client.get_model_config(model)
+            assert config["backend"] == "python"
+            assert config["max_batch_size"] == 8
+            assert "dynamic_batching" in config
+            assert config["instance_group"][0]["count"] == 2 and config["instance_group"][0]["kind"] == "KIND_CPU"
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
@@ -207,16 +221,16 @@ def test_concurrent_clients_http_and_grpc(server, references):
     several times in different orders; all answers equal the references."""
     def worker(seed):
         rng = np.random.default_rng(seed)
-        clients = {"http": httpclient.InferenceServerClient(server["http"]),
-                   "grpc": grpcclient.InferenceServerClient(server["grpc"])}
         done = 0
-        for round_ in range(3):
-            for index in rng.permutation(len(CASES)):
-                model, name, request = CASES[index]
-                protocol = "http" if (index + round_ + seed) % 2 == 0 else "grpc"
-                got = infer(protocol, server[protocol], model, request, clients[protocol])
-                assert_close(got, references[(model, name)], f"thread {seed} {protocol} {model} {name}")
-                done += 1
+        with connect("http", server["http"]) as http, connect("grpc", server["grpc"]) as grpc:
+            clients = {"http": http, "grpc": grpc}
+            for round_ in range(3):
+                for index in rng.permutation(len(CASES)):
+                    model, name, request = CASES[index]
+                    protocol = "http" if (index + round_ + seed) % 2 == 0 else "grpc"
+                    got = infer(protocol, server[protocol], model, request, clients[protocol])
+                    assert_close(got, references[(model, name)], f"thread {seed} {protocol} {model} {name}")
+                    done += 1
         return done
 
     before = _statistics(server)
@@ -235,11 +249,11 @@ def test_concurrent_clients_http_and_grpc(server, references):
 def _statistics(server):
     """{model: (inference_count, execution_count)}: rows inferred and
     model executions (fewer executions than requests: batched)."""
-    client = httpclient.InferenceServerClient(server["http"])
     out = {}
-    for model in ("silero_vad", "transformer_encoder"):
-        stats = client.get_inference_statistics(model)["model_stats"][0]
-        out[model] = (int(stats["inference_count"]), int(stats["execution_count"]))
+    with connect("http", server["http"]) as client:
+        for model in ("silero_vad", "transformer_encoder"):
+            stats = client.get_inference_statistics(model)["model_stats"][0]
+            out[model] = (int(stats["inference_count"]), int(stats["execution_count"]))
     return out
 
 
@@ -249,7 +263,6 @@ def test_dynamic_batching_joins_requests(server, references):
     request still gets its own rows back."""
     model, name, request = next(c for c in CASES if c[1] == "b1_s9")
     want = references[(model, name)]
-    client = grpcclient.InferenceServerClient(server["grpc"])
     tensor = grpcclient.InferInput("x", list(request["x"].shape), "FP32")
     tensor.set_data_from_numpy(request["x"])
     before = _statistics(server)[model]
@@ -260,10 +273,11 @@ def test_dynamic_batching_joins_requests(server, references):
         results.append((result, error))
         done.release()
 
-    for _ in range(16):
-        client.async_infer(model, [tensor], on_result)
-    for _ in range(16):
-        assert done.acquire(timeout=60), "an answer did not come within 60 s"
+    with connect("grpc", server["grpc"]) as client:
+        for _ in range(16):
+            client.async_infer(model, [tensor], on_result)
+        for _ in range(16):
+            assert done.acquire(timeout=60), "an answer did not come within 60 s"
     for result, error in results:
         assert error is None, error
         assert_close({"y": result.as_numpy("y")}, want, "burst")
