@@ -22,6 +22,7 @@ extern "C" int GroveFuzzModelLoader(const uint8_t* data, size_t size);
 extern "C" int GroveFuzzOnnxImport(const uint8_t* data, size_t size);
 extern "C" int GroveFuzzNpyReader(const uint8_t* data, size_t size);
 extern "C" int GroveFuzzOpRun(const uint8_t* data, size_t size);
+extern "C" int GroveFuzzKernelTable(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -32,6 +33,7 @@ Target TargetFor(const std::string& name) {
   if (name == "onnx_import") return GroveFuzzOnnxImport;
   if (name == "npy_reader") return GroveFuzzNpyReader;
   if (name == "op_run") return GroveFuzzOpRun;
+  if (name == "kernel_table") return GroveFuzzKernelTable;
   return nullptr;
 }
 

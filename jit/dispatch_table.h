@@ -113,6 +113,13 @@ class DispatchTable {
   absl::flat_hash_map<std::string, size_t> index_;  // Key -> entries_ index
 };
 
+// The folder of the kernel tables shipped with grove: $GROVE_KERNEL_TABLES
+// when set, else the installed share/grove/tables when it exists, else the
+// source tree's tables/ (a build that is not installed).
+std::string ShippedTablesDir();
+// The *.bin files of `dir`, sorted by name; none when it does not exist.
+std::vector<std::string> TableFiles(const std::string& dir);
+
 }  // namespace grove::jit
 
 #endif  // GROVE_JIT_DISPATCH_TABLE_H_

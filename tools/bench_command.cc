@@ -51,7 +51,8 @@ constexpr char kUsage[] =
     "  --graphs auto|on|off    CUDA graphs (see grove run --help)\n"
     "  --bucket SYMBOL=RULE    CUDA graphs: shape buckets (see grove run --help)\n"
     "  --threads N             CPU: intra-op threads (default 1; 0: one per core)\n"
-    "  --gemm-math f32|tf32|bf16|f16, --strict-device: as for grove run\n"
+    "  --gemm-math f32|tf32|bf16|f16, --strict-device, --kernel-table FILE: as for\n"
+    "                          grove run\n"
     "  --trace FILE.json       write a trace of the last --trace-runs runs (default\n"
     "                          100; warmup included) for ui.perfetto.dev (see grove run)\n"
     "  --log LEVEL             the session's messages to stderr (see grove run)\n"
@@ -59,36 +60,6 @@ constexpr char kUsage[] =
     "                          min_ms, median_ms, p90_ms, the counters) and \"totals\"\n";
 
 constexpr uint64_t kSeed = 0x67726f7665;  // "grove"
-constexpr int64_t kMaxSweepPoints = 10000;
-
-struct Sweep {
-  std::string symbol;
-  std::vector<int64_t> values;
-};
-
-// "seq=8:64:8" -> seq, {8, 16, ..., 64}; -1 or the exit code of a bad value.
-int ParseSweep(const std::string& spec, Sweep* out) {
-  const std::string wants = absl::StrCat("--sweep wants SYMBOL=LO:HI[:STEP] (0 <= LO <= HI, STEP >= 1), not '", spec, "'");
-  std::string range;
-  if (!SplitAssignment(spec, &out->symbol, &range)) return UsageError(wants);
-  std::vector<std::string> parts = absl::StrSplit(range, ':');
-  if (parts.size() < 2 || parts.size() > 3) return UsageError(wants);
-  int64_t lo = 0, hi = 0, step = 1;
-  auto number = [](const std::string& s, int64_t* v) {
-    return !s.empty() && s[0] != '-' && s[0] != '+' && absl::SimpleAtoi(s, v);
-  };
-  if (!number(parts[0], &lo) || !number(parts[1], &hi) || (parts.size() == 3 && !number(parts[2], &step)) ||
-      lo > hi || step < 1) {
-    return UsageError(wants);
-  }
-  if ((hi - lo) / step + 1 > kMaxSweepPoints) {
-    return UsageError(absl::StrCat("--sweep ", spec, " has more than ", kMaxSweepPoints, " values; use a larger STEP"));
-  }
-  out->values.clear();
-  for (int64_t v = lo; v <= hi; v += step) out->values.push_back(v);
-  return -1;
-}
-
 // A positive (or, with allow_zero, non-negative) count flag; -1 or 2.
 int ParseCount(const ParsedArgs& args, const char* name, bool allow_zero, int* out) {
   if (!args.Has(name)) return -1;
@@ -188,7 +159,7 @@ int BenchMain(absl::Span<const std::string> argv) {
       {"warmup", kValue},        {"device", kValue},        {"graphs", kValue},    {"gemm-math", kValue},
       {"bucket", kRepeatedValue},
       {"strict-device", kSwitch}, {"json", kSwitch},         {"threads", kValue},     {"trace", kValue},
-      {"trace-runs", kValue},     {"log", kValue}};
+      {"trace-runs", kValue},     {"log", kValue},           {"kernel-table", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -234,49 +205,7 @@ int BenchMain(absl::Span<const std::string> argv) {
     points.emplace_back();
     for (const Tensor& t : case_inputs) points.back().push_back(t.shape());
   } else {
-    std::vector<std::vector<int64_t>> base;
-    std::vector<std::string> unknown;
-    if (int rc = InputShapesFromFlags(args, *model, &base, &unknown); rc >= 0) return rc;
-    if (sweep.has_value()) {
-      const SymbolInfo* symbol = nullptr;
-      for (const SymbolInfo& s : model->symbols()) {
-        if (s.name == sweep->symbol) symbol = &s;
-      }
-      if (symbol == nullptr) {
-        std::vector<std::string> names;
-        for (const SymbolInfo& s : model->symbols()) names.push_back(absl::StrCat("'", s.name, "'"));
-        return Fail(absl::StrCat("--sweep names '", sweep->symbol, "', which is no symbol of the model (its symbols: ",
-                                 names.empty() ? std::string("none") : absl::StrJoin(names, ", "), ")"));
-      }
-      for (int64_t v : sweep->values) {
-        if (v < symbol->min || v > symbol->max) {
-          return Fail(absl::StrCat("--sweep ", sweep->symbol, " reaches ", v, ", outside ", sweep->symbol, "'s range ",
-                                   symbol->min, "..", symbol->max));
-        }
-      }
-    }
-    bool swept = false;
-    for (const int64_t value : sweep.has_value() ? sweep->values : std::vector<int64_t>{-1}) {
-      std::vector<std::vector<int64_t>> shapes = base;
-      for (size_t i = 0; i < infos.size(); ++i) {
-        if (shapes[i].size() != infos[i].shape.size()) continue;  // a bad --shape: Run names it
-        for (size_t k = 0; k < shapes[i].size(); ++k) {
-          const DimInfo& d = infos[i].shape[k];
-          if (sweep.has_value() && d.is_symbolic() && d.symbol == sweep->symbol) {
-            shapes[i][k] = value;
-            swept = true;
-          } else if (shapes[i][k] < 0) {
-            return Fail(absl::StrCat("input '", infos[i].name, "' dim ", k, " is the symbol '", d.symbol,
-                                     "', which has no value: give --shape ", infos[i].name, "=... or --sweep ",
-                                     d.symbol, "=LO:HI"));
-          }
-        }
-      }
-      points.push_back(std::move(shapes));
-    }
-    if (sweep.has_value() && !swept) {
-      return Fail(absl::StrCat("--sweep ", sweep->symbol, ": no input dim is declared with that symbol"));
-    }
+    if (int rc = ShapePointsFromFlags(args, *model, sweep, &points); rc >= 0) return rc;
   }
 
   std::vector<ShapeResult> results;

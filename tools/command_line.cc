@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <system_error>
 
 #include "absl/strings/numbers.h"
@@ -259,6 +260,10 @@ int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, boo
     }
     options->shape_buckets.emplace_back(b.substr(0, eq), b.substr(eq + 1));
   }
+  if (args.Has("kernel-table")) {
+    options->kernel_table = args.Values("kernel-table")[0];
+    if (options->kernel_table.empty()) return UsageError("--kernel-table wants a file (TABLE.bin), not ''");
+  }
   if (args.Has("trace")) {
     options->trace_path = args.Values("trace")[0];
     if (options->trace_path.empty()) return UsageError("--trace wants a file name (FILE.json), not ''");
@@ -504,6 +509,78 @@ void WriteCounters(const SessionStats& s, JsonWriter* w) {
   w->Int(s.bucket_input_bytes);
   w->Key("bucket_padding_bytes");
   w->Int(s.bucket_padding_bytes);
+}
+
+int ParseSweep(const std::string& spec, Sweep* out) {
+  const std::string wants = absl::StrCat("--sweep wants SYMBOL=LO:HI[:STEP] (0 <= LO <= HI, STEP >= 1), not '", spec, "'");
+  std::string range;
+  if (!SplitAssignment(spec, &out->symbol, &range)) return UsageError(wants);
+  std::vector<std::string> parts = absl::StrSplit(range, ':');
+  if (parts.size() < 2 || parts.size() > 3) return UsageError(wants);
+  int64_t lo = 0, hi = 0, step = 1;
+  auto number = [](const std::string& s, int64_t* v) {
+    return !s.empty() && s[0] != '-' && s[0] != '+' && absl::SimpleAtoi(s, v);
+  };
+  if (!number(parts[0], &lo) || !number(parts[1], &hi) || (parts.size() == 3 && !number(parts[2], &step)) ||
+      lo > hi || step < 1) {
+    return UsageError(wants);
+  }
+  if ((hi - lo) / step + 1 > kMaxSweepPoints) {
+    return UsageError(absl::StrCat("--sweep ", spec, " has more than ", kMaxSweepPoints, " values; use a larger STEP"));
+  }
+  out->values.clear();
+  for (int64_t v = lo; v <= hi; v += step) out->values.push_back(v);
+  return -1;
+}
+
+int ShapePointsFromFlags(const ParsedArgs& args, const Model& model, const std::optional<Sweep>& sweep,
+                         std::vector<std::vector<std::vector<int64_t>>>* out_points) {
+  const std::vector<TensorInfo>& infos = model.inputs();
+  std::vector<std::vector<std::vector<int64_t>>>* points = out_points;
+  std::vector<std::vector<int64_t>> base;
+  std::vector<std::string> unknown;
+  if (int rc = InputShapesFromFlags(args, model, &base, &unknown); rc >= 0) return rc;
+  if (sweep.has_value()) {
+    const SymbolInfo* symbol = nullptr;
+    for (const SymbolInfo& s : model.symbols()) {
+      if (s.name == sweep->symbol) symbol = &s;
+    }
+    if (symbol == nullptr) {
+      std::vector<std::string> names;
+      for (const SymbolInfo& s : model.symbols()) names.push_back(absl::StrCat("'", s.name, "'"));
+      return Fail(absl::StrCat("--sweep names '", sweep->symbol, "', which is no symbol of the model (its symbols: ",
+                               names.empty() ? std::string("none") : absl::StrJoin(names, ", "), ")"));
+    }
+    for (int64_t v : sweep->values) {
+      if (v < symbol->min || v > symbol->max) {
+        return Fail(absl::StrCat("--sweep ", sweep->symbol, " reaches ", v, ", outside ", sweep->symbol, "'s range ",
+                                 symbol->min, "..", symbol->max));
+      }
+    }
+  }
+  bool swept = false;
+  for (const int64_t value : sweep.has_value() ? sweep->values : std::vector<int64_t>{-1}) {
+    std::vector<std::vector<int64_t>> shapes = base;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (shapes[i].size() != infos[i].shape.size()) continue;  // a bad --shape: Run names it
+      for (size_t k = 0; k < shapes[i].size(); ++k) {
+        const DimInfo& d = infos[i].shape[k];
+        if (sweep.has_value() && d.is_symbolic() && d.symbol == sweep->symbol) {
+          shapes[i][k] = value;
+          swept = true;
+        } else if (shapes[i][k] < 0) {
+          return Fail(absl::StrCat("input '", infos[i].name, "' dim ", k, " is the symbol '", d.symbol,
+                                   "', which has no value: give --shape ", infos[i].name, "=... or --sweep ",
+                                   d.symbol, "=LO:HI"));
+        }
+      }
+    }
+    points->push_back(std::move(shapes));
+  }
+  if (sweep.has_value() && !swept) {
+    return Fail(absl::StrCat("--sweep ", sweep->symbol, ": no input dim is declared with that symbol"));
+  }
+  return -1;
 }
 
 }  // namespace grove::cli

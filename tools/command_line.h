@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,7 @@ int InspectMain(absl::Span<const std::string> args);
 int ImportMain(absl::Span<const std::string> args);
 int CompileMain(absl::Span<const std::string> args);
 int BenchMain(absl::Span<const std::string> args);
+int TuneMain(absl::Span<const std::string> args);
 
 class JsonWriter;
 
@@ -90,13 +92,28 @@ bool SplitAssignment(absl::string_view text, std::string* name, std::string* val
 int InputShapesFromFlags(const ParsedArgs& args, const Model& model, std::vector<std::vector<int64_t>>* shapes,
                          std::vector<std::string>* unknown);
 
+// --sweep SYMBOL=LO:HI[:STEP]: one symbol's values (bench, tune).
+inline constexpr int64_t kMaxSweepPoints = 10000;
+struct Sweep {
+  std::string symbol;
+  std::vector<int64_t> values;
+};
+// "seq=8:64:8" -> seq, {8, 16, ..., 64}; -1 or the exit code of a bad value.
+int ParseSweep(const std::string& spec, Sweep* out);
+// The input shapes of each point: --shape and the declared dims, with the
+// swept symbol's value put into every dim declared with it (one point
+// without a sweep). A symbolic dim with no value, a sweep outside the
+// symbol's range or of no symbol is an error. Returns -1, or the exit code.
+int ShapePointsFromFlags(const ParsedArgs& args, const Model& model, const std::optional<Sweep>& sweep,
+                         std::vector<std::vector<std::vector<int64_t>>>* out_points);
+
 // "768 bytes", "2.6 KiB (2704 bytes)".
 std::string HumanBytes(uint64_t bytes);
 
 // --- What `run` and `bench` share -------------------------------------------
 
 // SessionOptions from --device, --strict-device, --gemm-math, --graphs,
-// --threads, --trace, --trace-runs and --log (those given; --log prints the
+// --threads, --trace, --trace-runs, --log and --kernel-table (those given; --log prints the
 // session's messages at that level or above to stderr); --device emulated-cuda sets *emulated_cuda (and kCuda).
 // Returns -1, or the exit code of a bad value.
 int SessionOptionsFromFlags(const ParsedArgs& args, SessionOptions* options, bool* emulated_cuda);

@@ -26,13 +26,15 @@ constexpr char kUsage[] =
     "  --shape NAME=3x16   an input's shape (needed for inputs with symbolic dims)\n"
     "  --cache-dir DIR     the cache folder (default: $GROVE_CACHE_DIR, else\n"
     "                      $XDG_CACHE_HOME/grove/kernels or ~/.cache/grove/kernels)\n"
-    "  --all               every kernel module, not only this model's\n";
+    "  --all               every kernel module, not only this model's\n"
+    "  --kernel-table FILE a kernel dispatch table (grove tune) the variants are\n"
+    "                      chosen from before the cost model, as a session would\n";
 
 }  // namespace
 
 int CompileMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
-      {"arch", kValue}, {"shape", kRepeatedValue}, {"cache-dir", kValue}, {"all", kSwitch}};
+      {"arch", kValue}, {"shape", kRepeatedValue}, {"cache-dir", kValue}, {"all", kSwitch}, {"kernel-table", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -45,6 +47,7 @@ int CompileMain(absl::Span<const std::string> argv) {
   options.arch = args.Values("arch")[0];
   options.all_kernels = args.Has("all");
   if (args.Has("cache-dir")) options.cache_dir = args.Values("cache-dir")[0];
+  if (args.Has("kernel-table")) options.kernel_table = args.Values("kernel-table")[0];
 
   const std::string& path = args.positional[0];
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(path);
@@ -65,6 +68,20 @@ int CompileMain(absl::Span<const std::string> argv) {
   std::printf("compiled %d, found in cache %d, found corrupt %d, stale %d; NVRTC time %.1f ms\n", report->compiled,
               report->cached, report->corrupt, report->stale, report->compile_ms);
   std::printf("cache: %s\n", report->cache_dir.c_str());
+  if (!report->choices.empty()) {
+    int table = 0, model = 0;
+    for (const KernelChoiceInfo& c : report->choices) {
+      table += c.source == "table";
+      model += c.source == "cost model";
+    }
+    std::printf("kernel variants chosen: %zu (table %d, cost model %d, generic %zu)\n", report->choices.size(), table,
+                model, report->choices.size() - table - model);
+    for (const KernelChoiceInfo& c : report->choices) {
+      std::printf("  %s%s%s: %s (%s, %s)\n", TerminalSafe(c.op).c_str(), c.node.empty() ? "" : " ",
+                  c.node.empty() ? "" : absl::StrCat("'", TerminalSafe(c.node), "'").c_str(),
+                  TerminalSafe(c.config).c_str(), c.source.c_str(), TerminalSafe(c.problem).c_str());
+    }
+  }
   if (!report->note.empty()) std::printf("note: %s\n", report->note.c_str());
   return kExitOk;
 }

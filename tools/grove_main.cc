@@ -24,6 +24,7 @@ constexpr Command kCommands[] = {
     {"inspect", InspectMain, "show a model's signature, content and memory plan"},
     {"compile", CompileMain, "compile a model's CUDA kernels into the kernel cache (no GPU needed)"},
     {"bench", BenchMain, "measure a model's latency per input shape (min, median, p90) and its counters"},
+    {"tune", TuneMain, "time kernel variants on a GPU and write a kernel dispatch table"},
 };
 
 void PrintUsage(FILE* to) {

@@ -1,6 +1,7 @@
 // `grove inspect`: a model's signature, symbols, content and, for given input
 // shapes, its memory plan; as text or as one JSON object.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -38,6 +39,9 @@ constexpr char kUsage[] =
     "  --shape NAME=3x16  an input's shape; NAME= is a scalar (repeatable)\n"
     "  --device D         cpu or cuda: print the segments of each path\n"
     "  --arch sm_XY       the CUDA arch planned for with --device cuda (default sm_90)\n"
+    "  --kernel-table FILE  with --device cuda: a kernel dispatch table (grove tune);\n"
+    "                     each CUDA step shows the kernel variant it chose and\n"
+    "                     whether from a table, the cost model or generic\n"
     "  --json             print one JSON object instead of text (segments under \"segments\")\n";
 
 constexpr size_t kPeakTensorsShown = 8;
@@ -75,6 +79,12 @@ std::string ExecutionText(const ExecutionInfo& info) {
     for (const StepInfo& st : path.steps) {
       if (st.op == kFusedAttention) absl::StrAppend(&out, "    fused attention: ", TerminalSafe(st.node), "\n");
     }
+    for (size_t i = 0; i < path.steps.size(); ++i) {
+      for (const KernelChoiceInfo& k : path.steps[i].kernels) {
+        absl::StrAppend(&out, "    step ", i, " ", StepName(path.steps[i].op, path.steps[i].node), ": kernel ",
+                        TerminalSafe(k.config), " (", k.source, ", ", TerminalSafe(k.problem), ")\n");
+      }
+    }
     size_t h = 0;
     for (size_t k = 0; k <= path.segments.size(); ++k) {
       const int until = k < path.segments.size() ? path.segments[k].first_step : static_cast<int>(path.steps.size());
@@ -96,10 +106,20 @@ std::string ExecutionText(const ExecutionInfo& info) {
 
 std::string JsonString(absl::string_view s);
 
+// A finite number as JSON (non-finite ones as 0: JSON has no NaN).
+std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.6g", v) : "0"; }
+
 std::string ExecutionJson(const ExecutionInfo& info) {
   auto step_json = [](const StepInfo& st) {
+    std::vector<std::string> kernels;
+    for (const KernelChoiceInfo& k : st.kernels) {
+      kernels.push_back(absl::StrCat("{\"config\":", JsonString(k.config), ",\"source\":", JsonString(k.source),
+                                     ",\"problem\":", JsonString(k.problem), ",\"bucket\":", JsonString(k.bucket),
+                                     ",\"estimate_us\":", JsonNumber(k.estimate_us),
+                                     ",\"measured_us\":", JsonNumber(k.measured_us), "}"));
+    }
     return absl::StrCat("{\"op\":", JsonString(st.op), ",\"node\":", JsonString(st.node),
-                        ",\"backend\":", JsonString(st.backend), "}");
+                        ",\"backend\":", JsonString(st.backend), ",\"kernels\":[", absl::StrJoin(kernels, ","), "]}");
   };
   std::vector<std::string> paths;
   for (const PathInfo& path : info.paths) {
@@ -258,7 +278,7 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
 
 int InspectMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
-      {"shape", kRepeatedValue}, {"device", kValue}, {"arch", kValue}, {"json", kSwitch}};
+      {"shape", kRepeatedValue}, {"device", kValue}, {"arch", kValue}, {"json", kSwitch}, {"kernel-table", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -275,6 +295,9 @@ int InspectMain(absl::Span<const std::string> argv) {
     device = *d;
   }
   if (args.Has("arch") && device != Device::kCuda) return UsageError("inspect: --arch goes with --device cuda");
+  if (args.Has("kernel-table") && device != Device::kCuda) {
+    return UsageError("inspect: --kernel-table goes with --device cuda");
+  }
   const std::string& path = args.positional[0];
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(path);
   if (!model.ok()) return Fail(absl::StrCat("cannot load model ", path, ": ", model.status().message()));
@@ -309,6 +332,7 @@ int InspectMain(absl::Span<const std::string> argv) {
       ExecutionInfoOptions eo;
       eo.device = *device;
       if (args.Has("arch")) eo.arch = args.Values("arch")[0];
+      if (args.Has("kernel-table")) eo.kernel_table = args.Values("kernel-table")[0];
       eo.input_shapes = plan->input_shapes;
       absl::StatusOr<ExecutionInfo> info = DescribeExecution(**model, eo);
       if (!info.ok()) return Fail(absl::StrCat("cannot plan these shapes: ", info.status().message()));

@@ -74,6 +74,9 @@ constexpr char kUsage[] =
     "  --gemm-math f32|tf32|bf16|f16\n"
     "                         CUDA: how f32 matrix products multiply (default f32;\n"
     "                         the others round inputs and accumulate in f32)\n"
+    "  --kernel-table FILE    CUDA: a kernel dispatch table written by grove tune,\n"
+    "                         looked up before the shipped tables (a bad file\n"
+    "                         is an error)\n"
     "  --graphs auto|on|off   CUDA: capture each straight-line segment as a CUDA\n"
     "                         graph on its first run and replay it after (default\n"
     "                         auto: where the device can; on: fail where it cannot)\n"
@@ -340,7 +343,7 @@ int RunMain(absl::Span<const std::string> argv) {
       {"input", kRepeatedValue}, {"case", kRepeatedValue},  {"output-dir", kValue},  {"device", kValue},
       {"repeat", kValue},        {"strict-device", kSwitch}, {"gemm-math", kValue},  {"deadline-ms", kValue},
       {"graphs", kValue},        {"bucket", kRepeatedValue}, {"json", kSwitch},          {"threads", kValue},
-      {"trace", kValue},         {"trace-runs", kValue},     {"log", kValue}};
+      {"trace", kValue},         {"trace-runs", kValue},     {"log", kValue},        {"kernel-table", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {

@@ -371,7 +371,8 @@ GROVE_API void grove_cancel_token_release(grove_cancel_token_t* token);
  *   3 (GROVE_SESSION_OPTIONS_SIZE_V3): intra_op_threads.
  *   4 (GROVE_SESSION_OPTIONS_SIZE_V4): shape_buckets, max_graph_bytes.
  *   5 (GROVE_SESSION_OPTIONS_SIZE_V5): trace_path, log_callback,
- *     log_user_data, trace_max_runs, log_level. */
+ *     log_user_data, trace_max_runs, log_level.
+ *   6 (GROVE_SESSION_OPTIONS_SIZE_V6): kernel_table. */
 typedef struct grove_session_options_t {
   size_t struct_size;        /* sizeof(grove_session_options_t) as the caller declares it */
   grove_device_t device;     /* default GROVE_DEVICE_AUTO */
@@ -431,6 +432,13 @@ typedef struct grove_session_options_t {
   int32_t trace_max_runs;
   /* Default GROVE_LOG_WARNING. */
   grove_log_level_t log_level;
+  /* Version 6. A kernel dispatch table written by `grove tune` (see
+   * grove::SessionOptions::kernel_table): CUDA steps take the kernel
+   * variant measured fastest for their shape bucket from it, before the
+   * tables shipped with grove. Read by grove_session_create, which fails
+   * (GROVE_STATUS_INVALID_ARGUMENT naming the file) when it cannot be read
+   * or is not a valid table. NULL or "" (default): the shipped tables only. */
+  const char* kernel_table;
 } grove_session_options_t;
 
 /* The size of each version of grove_session_options_t. */
@@ -444,6 +452,8 @@ typedef struct grove_session_options_t {
   (offsetof(grove_session_options_t, max_graph_bytes) + sizeof(int64_t))
 #define GROVE_SESSION_OPTIONS_SIZE_V5 \
   (offsetof(grove_session_options_t, log_level) + sizeof(grove_log_level_t))
+#define GROVE_SESSION_OPTIONS_SIZE_V6 \
+  (offsetof(grove_session_options_t, kernel_table) + sizeof(const char*))
 
 /* Sets out_options->struct_size to `struct_size` and writes the defaults of
  * the fields within it; bytes past the fields this library knows (a newer

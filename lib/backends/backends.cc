@@ -134,8 +134,9 @@ absl::StatusOr<ExecutionInfo> DescribeExecution(const Model& model, const Execut
       absl::StatusOr<int> arch = jit::ParseArch(options.arch);
       if (!arch.ok()) return arch.status();
       // Plans only: a device that records is all planning needs.
-      absl::StatusOr<std::unique_ptr<runtime::Backend>> b =
-          cuda::CreateCudaBackend(cuda::NewRecordingDevice(*arch), SessionOptions());
+      SessionOptions so;
+      so.kernel_table = options.kernel_table;
+      absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cuda::CreateCudaBackend(cuda::NewRecordingDevice(*arch), so);
       if (!b.ok()) return b.status();
       backend = *std::move(b);
       device = absl::StrCat("cuda sm_", *arch, " (planned without a GPU)");
@@ -170,8 +171,23 @@ absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const Ker
     std::shared_ptr<cuda::RecordingDevice> device = cuda::NewRecordingDevice(*arch);
     // A non-owning handle: the session lives only in this call.
     std::shared_ptr<const Model> handle(&model, [](const Model*) {});
-    absl::StatusOr<std::unique_ptr<Session>> session = internal::CreateSessionOnDevice(handle, {}, device);
+    SessionOptions so;
+    so.kernel_table = options.kernel_table;
+    absl::StatusOr<std::unique_ptr<Session>> session = internal::CreateSessionOnDevice(handle, so, device);
     if (!session.ok()) return session.status();
+    // The variants each step chose (the plans' prepares, as the run makes them).
+    {
+      absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cuda::CreateCudaBackend(cuda::NewRecordingDevice(*arch), so);
+      if (!b.ok()) return b.status();
+      absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), **b, options.input_shapes);
+      if (info.ok()) {
+        for (const PathInfo& path : info->paths) {
+          for (const StepInfo& step : path.steps) {
+            report.choices.insert(report.choices.end(), step.kernels.begin(), step.kernels.end());
+          }
+        }
+      }
+    }
     std::vector<Tensor> tensors;
     std::vector<TensorView> views;
     for (size_t i = 0; i < inputs.size(); ++i) {

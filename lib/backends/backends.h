@@ -20,6 +20,12 @@ absl::StatusOr<std::unique_ptr<Session>> CreateSessionOnDevice(std::shared_ptr<c
                                                                 const SessionOptions& options,
                                                                 std::shared_ptr<cuda::Device> device);
 
+// grove::TuneKernels on a given device (lib/backends/kernel_tuner.cc); with
+// options.dry_run, `device` may be null (a recording device of options.arch
+// plans). The emulated device's timings are host times: tests only.
+absl::StatusOr<KernelTuneReport> TuneKernelsOnDevice(const Model& model, const KernelTuneOptions& options,
+                                                     std::shared_ptr<cuda::Device> device);
+
 }  // namespace grove::internal
 
 #endif  // GROVE_LIB_BACKENDS_BACKENDS_H_

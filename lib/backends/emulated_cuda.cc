@@ -10,4 +10,8 @@ absl::StatusOr<std::unique_ptr<Session>> CreateEmulatedCudaSession(std::shared_p
   return CreateSessionOnDevice(std::move(model), options, cuda::NewEmulatedDevice());
 }
 
+absl::StatusOr<KernelTuneReport> TuneKernelsOnEmulatedDevice(const Model& model, const KernelTuneOptions& options) {
+  return TuneKernelsOnDevice(model, options, cuda::NewEmulatedDevice());
+}
+
 }  // namespace grove::internal

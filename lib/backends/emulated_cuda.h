@@ -21,6 +21,11 @@ namespace grove::internal {
 absl::StatusOr<std::unique_ptr<Session>> CreateEmulatedCudaSession(std::shared_ptr<const Model> model,
                                                                     const SessionOptions& options);
 
+// grove::TuneKernels on a new emulated CUDA device (`grove tune --device
+// emulated-cuda`): host times of the kernels as host C++, a table whose
+// provenance says emulated, which sessions on a GPU refuse. For tests.
+absl::StatusOr<KernelTuneReport> TuneKernelsOnEmulatedDevice(const Model& model, const KernelTuneOptions& options);
+
 }  // namespace grove::internal
 
 #endif  // GROVE_LIB_BACKENDS_EMULATED_CUDA_H_

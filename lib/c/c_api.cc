@@ -67,6 +67,8 @@ static_assert(GROVE_LOG_WARNING == static_cast<int32_t>(grove::LogLevel::kWarnin
 static_assert(GROVE_LOG_ERROR == static_cast<int32_t>(grove::LogLevel::kError));
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V5 == GROVE_SESSION_OPTIONS_SIZE_V4 + 3 * sizeof(void*) + 2 * sizeof(int32_t),
               "version 5 of the options adds trace_path, log_callback, log_user_data, trace_max_runs, log_level");
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V6 == GROVE_SESSION_OPTIONS_SIZE_V5 + sizeof(const char*),
+              "version 6 of the options adds kernel_table");
 static_assert(GROVE_STATUS_OK == static_cast<int>(absl::StatusCode::kOk));
 static_assert(GROVE_STATUS_CANCELLED == static_cast<int>(absl::StatusCode::kCancelled));
 static_assert(GROVE_STATUS_UNKNOWN == static_cast<int>(absl::StatusCode::kUnknown));
@@ -99,7 +101,8 @@ static_assert(GROVE_SESSION_OPTIONS_SIZE_V1 < GROVE_SESSION_OPTIONS_SIZE_V2);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V2 < GROVE_SESSION_OPTIONS_SIZE_V3);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V3 < GROVE_SESSION_OPTIONS_SIZE_V4);
 static_assert(GROVE_SESSION_OPTIONS_SIZE_V4 < GROVE_SESSION_OPTIONS_SIZE_V5);
-static_assert(GROVE_SESSION_OPTIONS_SIZE_V5 == sizeof(grove_session_options_t));
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V5 < GROVE_SESSION_OPTIONS_SIZE_V6);
+static_assert(GROVE_SESSION_OPTIONS_SIZE_V6 == sizeof(grove_session_options_t));
 static_assert(offsetof(grove_session_stats_t, struct_size) == 0);
 static_assert(GROVE_SESSION_STATS_SIZE_V1 < GROVE_SESSION_STATS_SIZE_V2);
 static_assert(GROVE_SESSION_STATS_SIZE_V2 < GROVE_SESSION_STATS_SIZE_V3);
@@ -379,7 +382,7 @@ struct StructVersions {
 };
 constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION_OPTIONS_SIZE_V2,
                                     GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V4,
-                                    GROVE_SESSION_OPTIONS_SIZE_V5};
+                                    GROVE_SESSION_OPTIONS_SIZE_V5, GROVE_SESSION_OPTIONS_SIZE_V6};
 constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2,
                                   GROVE_SESSION_STATS_SIZE_V3, GROVE_SESSION_STATS_SIZE_V4,
                                   GROVE_SESSION_STATS_SIZE_V5, GROVE_SESSION_STATS_SIZE_V6};
@@ -693,6 +696,7 @@ grove_session_options_t DefaultOptions() {
   o.log_user_data = nullptr;
   o.trace_max_runs = defaults.trace_max_runs;
   o.log_level = static_cast<grove_log_level_t>(defaults.log_level);
+  o.kernel_table = nullptr;
   return o;
 }
 
@@ -789,6 +793,7 @@ grove_status_t* grove::c_internal::ToSessionOptions(const char* function, const 
   out->intra_op_threads = static_cast<int>(o.intra_op_threads);
   out->max_graph_bytes = o.max_graph_bytes;
   if (o.trace_path != nullptr) out->trace_path = o.trace_path;
+  if (o.kernel_table != nullptr) out->kernel_table = o.kernel_table;
   out->trace_max_runs = o.trace_max_runs;
   out->log_level = static_cast<grove::LogLevel>(o.log_level);
   if (o.log_callback != nullptr) {

@@ -65,8 +65,9 @@ class Describer {
   }
 
  private:
-  static StepInfo Step(const PlanStep& step) {
-    return StepInfo{step.node->type, step.node->name, step.backend == ir::Backend::kCuda ? "cuda" : "cpu"};
+  StepInfo Step(const PlanStep& step) const {
+    return StepInfo{step.node->type, step.node->name, step.backend == ir::Backend::kCuda ? "cuda" : "cpu",
+                    backend_.KernelChoices(*step.node)};
   }
 
   // A body's input and capture signatures as its first run sees them: If's

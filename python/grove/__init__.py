@@ -411,6 +411,9 @@ class Session:
                         messages ("debug", "info", "warning", "error": graph
                         and CPU fallbacks, pinned buckets, dropped plans)
       log_level         the least level `log` gets (default "warning")
+      kernel_table      CUDA: a kernel dispatch table written by `grove tune`
+                        (looked up before the shipped tables; a file that is
+                        not a valid table is an error)
       shape_buckets     CUDA graphs: {symbol: rule} with rules "auto" (the
                         default), "pow2", "step:N", "A,B,C" (bounds) or
                         "exact"; "*" names every other symbol. The shapes of
@@ -425,7 +428,8 @@ class Session:
                  intra_op_threads: Optional[int] = None, shape_buckets: Optional[Mapping[str, str]] = None,
                  max_graph_bytes: Optional[int] = None, trace_path: Optional[str] = None,
                  trace_max_runs: Optional[int] = None, log: Optional[Callable[[str, str], None]] = None,
-                 log_level: Optional[str] = None, outputs_on_device: Optional[bool] = None):
+                 log_level: Optional[str] = None, outputs_on_device: Optional[bool] = None,
+                 kernel_table: Optional[str] = None):
         self._handle = None
         self._log_callback = None
         if not isinstance(model, Model):
@@ -456,6 +460,10 @@ class Session:
             options.trace_path = trace  # kept alive by `trace` until the session is made (grove copies it)
         if log_level is not None:
             options.log_level = _choice("log_level", log_level, _capi.LOG_LEVELS)
+        table = None
+        if kernel_table is not None:
+            table = os.fsencode(kernel_table)
+            options.kernel_table = table  # kept alive by `table` until the session is made (grove reads it then)
         if log is not None:
             if not callable(log):
                 raise TypeError("log must be a callable(level, message)")

@@ -107,6 +107,7 @@ class SessionOptions(ctypes.Structure):
         ("log_user_data", ctypes.c_void_p),
         ("trace_max_runs", ctypes.c_int32),
         ("log_level", ctypes.c_int32),
+        ("kernel_table", ctypes.c_char_p),  # version 6
     ]
 
 

@@ -158,7 +158,8 @@ TEST(CApiVersions, SizesOfEachVersion) {
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V3, GROVE_SESSION_OPTIONS_SIZE_V2 + sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V4, GROVE_SESSION_OPTIONS_SIZE_V3 + sizeof(const char*) + sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V5, GROVE_SESSION_OPTIONS_SIZE_V4 + 3 * sizeof(void*) + 2 * sizeof(int32_t));
-  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V5, sizeof(grove_session_options_t));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V6, GROVE_SESSION_OPTIONS_SIZE_V5 + sizeof(const char*));
+  EXPECT_EQ(GROVE_SESSION_OPTIONS_SIZE_V6, sizeof(grove_session_options_t));
   grove_session_options_t options;
   std::memset(&options, 0x5a, sizeof(options));
   grove_session_options_initialize(&options);
@@ -326,7 +327,8 @@ TEST_F(CApiVersionsTest, BadOptionsStructSizeIsAnErrorNamingTheStruct) {
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V2) + ", " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V3) + ", " +
                                  std::to_string(GROVE_SESSION_OPTIONS_SIZE_V4) + ", " +
-                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V5) + " bytes"));
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V5) + ", " +
+                                 std::to_string(GROVE_SESSION_OPTIONS_SIZE_V6) + " bytes"));
   EXPECT_THAT(message, HasSubstr("set it with grove_session_options_initialize()"));
 
   options.struct_size = GROVE_SESSION_OPTIONS_SIZE_V1 - 8;

@@ -4,6 +4,7 @@
 #include "lib/backends/cuda/counting_device.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/param_device.h"
 #include "lib/ir/value_type.h"
 
@@ -42,6 +43,10 @@ class CudaBackend : public runtime::Backend {
     }
     exec_ = std::make_unique<ExecContext>(*device_, stream_);
     exec_->set_gemm_math(static_cast<GemmDesc::Math>(options.cuda_gemm_math));
+    absl::StatusOr<std::unique_ptr<KernelDispatch>> dispatch = MakeSessionDispatch(*device_, options);
+    if (!dispatch.ok()) return dispatch.status();
+    dispatch_ = *std::move(dispatch);
+    exec_->set_dispatch(dispatch_.get());
     return absl::OkStatus();
   }
 
@@ -118,6 +123,12 @@ class CudaBackend : public runtime::Backend {
   }
   absl::Status EndRefresh() override { return params_->EndRefresh(); }
 
+  std::vector<KernelChoiceInfo> KernelChoices(const ir::Node& node) const override {
+    return dispatch_->Choices(node);
+  }
+  // The session's dispatcher (grove tune forces variants through it).
+  KernelDispatch& dispatch() { return *dispatch_; }
+
   runtime::BackendCounters counters() const override {
     const DeviceCounts c = counting_->counts();
     return runtime::BackendCounters{c.allocations, c.synchronizations, c.device_to_host_copies,
@@ -130,10 +141,16 @@ class CudaBackend : public runtime::Backend {
   std::shared_ptr<Device> device_;       // params_
   Stream stream_ = nullptr;
   bool own_stream_ = false;
+  std::unique_ptr<KernelDispatch> dispatch_;
   std::unique_ptr<ExecContext> exec_;
 };
 
 }  // namespace
+
+KernelDispatch* DispatchOf(runtime::Backend& backend) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  return cuda != nullptr ? &cuda->dispatch() : nullptr;
+}
 
 absl::StatusOr<std::unique_ptr<runtime::Backend>> CreateCudaBackend(std::shared_ptr<Device> device,
                                                                     const SessionOptions& options) {

@@ -18,6 +18,11 @@ namespace grove::cuda {
 absl::StatusOr<std::unique_ptr<runtime::Backend>> CreateCudaBackend(std::shared_ptr<Device> device,
                                                                     const SessionOptions& options);
 
+class KernelDispatch;  // kernel_choice.h
+// The dispatcher of a backend made by CreateCudaBackend (grove tune forces
+// variants through it); nullptr for any other backend.
+KernelDispatch* DispatchOf(runtime::Backend& backend);
+
 // The CUDA plan pass: chains of single-use elementwise steps become one
 // fused step (lib/backends/cuda/fusion.h).
 void FuseElementwiseChains(runtime::PlanGraph& plan);

@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "jit/dispatch_table.h"
 #include "jit/kernel_cache.h"
 #include "lib/backends/cuda/cublaslt_api.h"
 #include "lib/backends/cuda/device.h"
@@ -73,16 +74,17 @@ struct GemmKey {
   // slices (group columns, gate columns) that are less aligned.
   uint32_t align_a, align_b, align_c;
   int math;
+  int algorithm;  // GemmDesc::algorithm
   bool operator==(const GemmKey& o) const {
     return std::tie(dtype, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch, epilogue, bias, beta, align_a, align_b,
-                    align_c, math) == std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb,
-                                               o.sc, o.batch, o.epilogue, o.bias, o.beta, o.align_a, o.align_b,
-                                               o.align_c, o.math);
+                    align_c, math, algorithm) ==
+           std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb, o.sc, o.batch, o.epilogue,
+                    o.bias, o.beta, o.align_a, o.align_b, o.align_c, o.math, o.algorithm);
   }
   template <typename H>
   friend H AbslHashValue(H h, const GemmKey& g) {
     return H::combine(std::move(h), g.dtype, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc,
-                      g.batch, g.epilogue, g.bias, g.beta, g.align_a, g.align_b, g.align_c, g.math);
+                      g.batch, g.epilogue, g.bias, g.beta, g.align_a, g.align_b, g.align_c, g.math, g.algorithm);
   }
 };
 
@@ -244,6 +246,7 @@ class CudaDevice final : public Device {
     cudaDeviceProp prop{};
     GROVE_CUDA_RETURN(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
     d->arch_ = prop.major * 10 + prop.minor;
+    d->sm_count_ = prop.multiProcessorCount;
     d->name_ = absl::StrFormat("%s (sm_%d, %.0f GiB)", prop.name, d->arch_,
                                static_cast<double>(prop.totalGlobalMem) / (1ull << 30));
     absl::StatusOr<const CublasLtApi*> lt = LoadCublasLt();
@@ -256,6 +259,47 @@ class CudaDevice final : public Device {
   std::string Describe() const override { return name_; }
   bool emulated() const override { return false; }
   int arch() const override { return arch_; }
+  int sm_count() const override { return sm_count_; }
+  int driver_version() const override {
+    int v = 0;
+    return cudaDriverGetVersion(&v) == cudaSuccess ? v : 0;
+  }
+  // Each run between two CUDA events on the stream.
+  absl::StatusOr<std::vector<double>> TimeRuns(Stream stream, const std::function<absl::Status()>& work, int warmup,
+                                               int repeats) override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    cudaEvent_t start = nullptr, stop = nullptr;
+    GROVE_CUDA_RETURN(cudaEventCreate(&start), "cudaEventCreate");
+    if (cudaError_t err = cudaEventCreate(&stop); err != cudaSuccess) {
+      cudaEventDestroy(start);
+      GROVE_CUDA_RETURN(err, "cudaEventCreate");
+    }
+    auto destroy = [&] {
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+    };
+    std::vector<double> times;
+    auto s = static_cast<cudaStream_t>(stream);
+    for (int i = 0; i < warmup + repeats; ++i) {
+      cudaError_t err = cudaEventRecord(start, s);
+      absl::Status w = err == cudaSuccess ? work() : absl::OkStatus();
+      if (err == cudaSuccess && w.ok()) err = cudaEventRecord(stop, s);
+      if (err == cudaSuccess && w.ok()) err = cudaEventSynchronize(stop);
+      float ms = 0;
+      if (err == cudaSuccess && w.ok()) err = cudaEventElapsedTime(&ms, start, stop);
+      if (!w.ok()) {
+        destroy();
+        return w;
+      }
+      if (err != cudaSuccess) {
+        destroy();
+        GROVE_CUDA_RETURN(err, "timing with CUDA events");
+      }
+      if (i >= warmup) times.push_back(static_cast<double>(ms) * 1000.0);
+    }
+    destroy();
+    return times;
+  }
 
   absl::StatusOr<void*> Allocate(size_t bytes) override {
     counters_.CountAllocation();
@@ -498,6 +542,7 @@ class CudaDevice final : public Device {
 
   const int ordinal_;
   int arch_ = 0;
+  int sm_count_ = 0;
   std::string name_;
   const CublasLtApi* lt_api_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
@@ -522,7 +567,8 @@ uint32_t Alignment(const void* p) {
 absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   const GemmKey key{g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b,
                     g.stride_c, g.batch, static_cast<int>(g.epilogue), g.bias != nullptr, g.beta != 0.0f,
-                    Alignment(g.a), Alignment(g.b), Alignment(g.c), static_cast<int>(g.math)};
+                    Alignment(g.a), Alignment(g.b), Alignment(g.c), static_cast<int>(g.math),
+                    std::max(g.algorithm, 0)};
   std::lock_guard<std::mutex> lock(gemm_mu_);
   auto it = gemm_plans_.find(key);
   if (it != gemm_plans_.end()) return it->second.get();
@@ -591,11 +637,15 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_lt_b, sizeof(uint32_t));
   lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(uint32_t));
   lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(uint32_t));
-  cublasLtMatmulHeuristicResult_t result{};
+  // The heuristic's answers up to the one asked for (a dispatch table's
+  // "gemm" entry: GemmDesc::algorithm); the first when it gives fewer.
+  cublasLtMatmulHeuristicResult_t results[jit::kMaxGemmAlgorithms] = {};
+  const int wanted = std::clamp(g.algorithm, 0, jit::kMaxGemmAlgorithms - 1) + 1;
   int found = 0;
-  cublasStatus_t st = lt.MatmulAlgoGetHeuristic(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1,
-                                                     &result, &found);
+  cublasStatus_t st = lt.MatmulAlgoGetHeuristic(lt_, plan->op, plan->a, plan->b, plan->c, plan->c, pref, wanted,
+                                                     results, &found);
   lt.MatmulPreferenceDestroy(pref);
+  cublasLtMatmulHeuristicResult_t& result = results[found >= wanted ? wanted - 1 : 0];
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
     return absl::UnimplementedError(absl::StrCat("cuBLASLt has no algorithm for a ", DTypeName(g.dtype), " GEMM ",
                                                  g.m, "x", g.n, "x", g.k, " (batch ", g.batch, ")"));

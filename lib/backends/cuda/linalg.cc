@@ -19,6 +19,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/launch_util.h"
 
 namespace grove::cuda {
@@ -131,6 +132,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
     g.batch = 1;
     g.stride_a = g.stride_c = 0;
   }
+  g.algorithm = ChooseGemmAlgorithm(ctx, g);
   mp.outer = nd == 0 ? 1 : y.num_elements() / (mat_y * inner);
   mp.elem = DTypeSize(a.dtype);
   mp.inner_begin = inner_begin;
@@ -237,6 +239,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
       g.beta = beta;
     }
   }
+  g.algorithm = ChooseGemmAlgorithm(ctx, g);
   return MakePrepared(std::move(gp));
 }
 

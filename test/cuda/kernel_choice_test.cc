@@ -1,0 +1,356 @@
+// The dispatcher (lib/backends/cuda/kernel_choice.h): table hits, misses
+// (cost model), arch mismatch, entries that do not fit the actual problem,
+// unknown families, corrupt tables (refused with a message), cuBLASLt's
+// table entries, and the choices reported by grove inspect's API.
+#include "lib/backends/cuda/kernel_choice.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grove/grove.h"
+#include "gtest/gtest.h"
+#include "lib/backends/cuda/emulated_device.h"
+#include "lib/backends/emulated_cuda.h"
+#include "test/cuda/test_kernel_families.h"
+#include "test/model_test_util.h"
+
+namespace grove::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TmpDir(const std::string& name) {
+  const char* dir = std::getenv("GROVE_TEST_TMP");
+  const std::string d = absl::StrCat(dir != nullptr ? dir : "/tmp", "/kernel_choice_test_", name);
+  std::error_code ec;
+  std::filesystem::remove_all(d, ec);
+  std::filesystem::create_directories(d, ec);
+  return d;
+}
+
+void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+jit::DispatchEntry GemmEntry(int arch, DType t, int64_t m, int64_t n, int64_t k, int algo, double us = 7) {
+  jit::DispatchEntry e;
+  e.arch = arch;
+  e.problem = jit::KernelProblem{"gemm", {t}, {{"batch", 1}, {"k", k}, {"m", m}, {"n", n}}};
+  e.bucket = jit::ShapeBucket(e.problem);
+  e.config = jit::KernelConfig{"gemm", {t}, {{"algo", algo}}};
+  e.measured_us = us;
+  return e;
+}
+
+class KernelDispatchTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<const jit::DispatchTable> Table() {
+    auto t = std::make_shared<jit::DispatchTable>();
+    t->set_provenance(TestProvenance());
+    EXPECT_TRUE(t->Add(RowEntry(90, 512, 64, 128, 4, 3.25), lookup_).ok());
+    EXPECT_TRUE(t->Add(RowEntry(80, 512, 64, 256, 1, 4.5), lookup_).ok());
+    EXPECT_TRUE(t->Add(GemmEntry(90, DType::kF16, 7, 768, 768, 3), lookup_).ok());
+    return t;
+  }
+  cuda::KernelDispatch Dispatch(int arch) { return cuda::KernelDispatch(jit::GpuTraits::FromArch(arch), {Table()}, lookup_); }
+
+  RowTestFamily family_;
+  jit::FamilyLookup lookup_ = Families({&family_});
+};
+
+TEST_F(KernelDispatchTest, TableHit) {
+  cuda::KernelChoice c = Dispatch(90).Choose(RowProblem(300, 40));
+  EXPECT_EQ(c.source, cuda::ChoiceSource::kTable);
+  EXPECT_EQ(c.config.Name(), "rowtest__f32__threads128_vec4");
+  EXPECT_EQ(c.bucket.ToString(), "n=512,rows=64");
+  EXPECT_EQ(c.problem.ToString(), "n=300,rows=40");
+  EXPECT_EQ(c.measured_us, 3.25);
+  EXPECT_NEAR(c.estimate_us, 0.228, 1e-12);  // 1 pass + 128 threads
+  // sm_80's entry for the same bucket.
+  cuda::KernelChoice c80 = Dispatch(80).Choose(RowProblem(300, 40));
+  EXPECT_EQ(c80.source, cuda::ChoiceSource::kTable);
+  EXPECT_EQ(c80.config.Name(), "rowtest__f32__threads256_vec1");
+}
+
+// n = 2000 (bucket 2048, no entry), every vec valid: (256,4) 2 passes
+// .456 < (128,4) 4 passes .528 < (256,2) .656 < (64,4) .864.
+TEST_F(KernelDispatchTest, MissTakesTheCostModelsPick) {
+  cuda::KernelChoice c = Dispatch(90).Choose(RowProblem(2000, 8));
+  EXPECT_EQ(c.source, cuda::ChoiceSource::kCostModel);
+  EXPECT_EQ(c.config.Name(), "rowtest__f32__threads256_vec4");
+  EXPECT_NEAR(c.estimate_us, 0.456, 1e-12);
+  EXPECT_EQ(c.measured_us, 0);
+  // Another dtype is another key.
+  EXPECT_EQ(Dispatch(90).Choose(RowProblem(300, 40, DType::kF16)).source, cuda::ChoiceSource::kCostModel);
+}
+
+TEST_F(KernelDispatchTest, ArchMismatchTakesTheCostModelsPick) {
+  // sm_86 has no entry for the bucket that sm_90 and sm_80 have.
+  cuda::KernelChoice c = Dispatch(86).Choose(RowProblem(300, 40));
+  EXPECT_EQ(c.source, cuda::ChoiceSource::kCostModel);
+  EXPECT_EQ(c.config.Name(), "rowtest__f32__threads128_vec4");  // 1 pass .228 beats (64,4)'s 2 passes .264
+  EXPECT_EQ(c.measured_us, 0);
+}
+
+// n = 302 is in the bucket of the sm_90 entry (threads128_vec4), but 4 does
+// not divide it: the cost model's valid pick, (128,2) 2 passes .328, runs.
+TEST_F(KernelDispatchTest, AnEntryThatDoesNotFitTheActualProblemTakesTheCostModelsPick) {
+  cuda::KernelChoice c = Dispatch(90).Choose(RowProblem(302, 40));
+  EXPECT_EQ(c.source, cuda::ChoiceSource::kCostModel);
+  EXPECT_EQ(c.config.Name(), "rowtest__f32__threads128_vec2");
+  EXPECT_NEAR(c.estimate_us, 0.328, 1e-12);
+}
+
+TEST_F(KernelDispatchTest, UnknownFamilyOrNoValidVariantRunsTheGenericOne) {
+  cuda::KernelChoice c = Dispatch(90).Choose(jit::KernelProblem{"mystery", {DType::kF32}, {{"n", 5}}});
+  EXPECT_EQ(c.source, cuda::ChoiceSource::kGeneric);
+  EXPECT_EQ(c.config.Name(), "mystery__f32");
+  RowTestFamily empty(std::vector<int>{});
+  cuda::KernelDispatch d(jit::GpuTraits::FromArch(90), {}, Families({&empty}));
+  cuda::KernelChoice g = d.Choose(RowProblem(300, 40));
+  EXPECT_EQ(g.source, cuda::ChoiceSource::kGeneric);
+  EXPECT_EQ(g.config.Name(), "rowtest__f32__threads256_vec1");
+}
+
+TEST_F(KernelDispatchTest, ATuningRunForcesAVariantPerBucketWhenItFits) {
+  cuda::KernelDispatch d = Dispatch(90);
+  d.Force(RowProblem(400, 33), RowConfig(64, 4));
+  EXPECT_EQ(d.Choose(RowProblem(300, 40)).source, cuda::ChoiceSource::kTuning);
+  EXPECT_EQ(d.Choose(RowProblem(300, 40)).config.Name(), "rowtest__f32__threads64_vec4");
+  EXPECT_EQ(d.Choose(RowProblem(302, 40)).source, cuda::ChoiceSource::kCostModel);  // vec4 does not fit 302
+  d.ClearForced();
+  EXPECT_EQ(d.Choose(RowProblem(300, 40)).source, cuda::ChoiceSource::kTable);
+}
+
+TEST_F(KernelDispatchTest, GemmEntriesGiveCublasLtsAlgorithm) {
+  cuda::KernelDispatch d = Dispatch(90);
+  cuda::GemmDesc g;
+  g.dtype = DType::kF16;
+  g.m = 5, g.n = 1000, g.k = 700;
+  cuda::KernelChoice hit = d.ChooseGemm(cuda::GemmProblem(g));
+  EXPECT_EQ(hit.source, cuda::ChoiceSource::kTable);
+  EXPECT_EQ(hit.config.Get("algo", -1), 3);
+  EXPECT_EQ(hit.bucket.ToString(), "batch=1,k=1024,m=8,n=1024");
+  g.m = 9;  // bucket m=16: no entry
+  cuda::KernelChoice miss = d.ChooseGemm(cuda::GemmProblem(g));
+  EXPECT_EQ(miss.source, cuda::ChoiceSource::kGeneric);
+  EXPECT_EQ(miss.config.Get("algo", -1), -1);
+  EXPECT_EQ(miss.config.Name(), "gemm__f16");
+}
+
+TEST_F(KernelDispatchTest, RecordsChoicesPerNodeForTheReports) {
+  cuda::KernelDispatch d = Dispatch(90);
+  ir::Node a, b;
+  a.type = "Softmax";
+  a.name = "sm";
+  d.Record(a, d.Choose(RowProblem(300, 40)));
+  d.Record(a, d.Choose(RowProblem(2000, 8)));  // the same family again: the last one stays
+  d.Record(b, d.Choose(RowProblem(302, 40)));
+  std::vector<KernelChoiceInfo> got = d.Choices(a);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].config, "rowtest__f32__threads256_vec4");
+  EXPECT_EQ(got[0].source, "cost model");
+  EXPECT_EQ(got[0].problem, "n=2000,rows=8");
+  EXPECT_EQ(got[0].bucket, "n=2048,rows=8");
+  EXPECT_EQ(got[0].op, "Softmax");
+  EXPECT_EQ(got[0].node, "sm");
+  EXPECT_EQ(d.Choices(b).size(), 1u);
+  EXPECT_TRUE(d.Choices(ir::Node()).empty());
+  // Every problem met, first-met order, no repeats.
+  d.Record(b, d.Choose(RowProblem(300, 40)));
+  std::vector<jit::KernelProblem> problems = d.problems();
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0].ToString(), "n=300,rows=40");
+  EXPECT_EQ(problems[1].ToString(), "n=2000,rows=8");
+  EXPECT_EQ(problems[2].ToString(), "n=302,rows=40");
+}
+
+// --- a session's tables ------------------------------------------------------
+
+// A device that says it is a GPU (emulated underneath) with 100 SMs.
+class FakeGpu : public cuda::ForwardingDevice {
+ public:
+  FakeGpu() : ForwardingDevice(cuda::NewEmulatedDevice()) {}
+  bool emulated() const override { return false; }
+  int sm_count() const override { return 100; }
+};
+
+// A table only of "gemm" entries (a session's lookup is the real families').
+std::vector<uint8_t> GemmTable(bool emulated = false) {
+  jit::DispatchTable t;
+  jit::TableProvenance p = TestProvenance();
+  p.emulated = emulated;
+  t.set_provenance(p);
+  EXPECT_TRUE(t.Add(GemmEntry(90, DType::kF32, 4, 32, 64, 2)).ok());
+  return t.Serialize();
+}
+
+TEST(SessionDispatchTest, DeviceTraitsTakeTheDevicesSmCount) {
+  FakeGpu gpu;
+  EXPECT_EQ(cuda::DeviceTraits(gpu).sms, 100);
+  EXPECT_EQ(cuda::DeviceTraits(gpu).arch, 90);
+  std::shared_ptr<cuda::Device> emu = cuda::NewEmulatedDevice();
+  EXPECT_EQ(cuda::DeviceTraits(*emu).sms, jit::GpuTraits::FromArch(90).sms);
+}
+
+TEST(SessionDispatchTest, AUsersTableIsLoadedOrRefusedWithAMessage) {
+  const std::string dir = TmpDir("user");
+  std::shared_ptr<cuda::Device> emu = cuda::NewEmulatedDevice();
+  SessionOptions o;
+  o.kernel_table = dir + "/good.bin";
+  WriteBytes(o.kernel_table, GemmTable());
+  absl::StatusOr<std::unique_ptr<cuda::KernelDispatch>> d = cuda::MakeSessionDispatch(*emu, o);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_GE((*d)->tables().size(), 1u);
+  cuda::GemmDesc g;
+  g.m = 3, g.n = 32, g.k = 64;
+  EXPECT_EQ((*d)->ChooseGemm(cuda::GemmProblem(g)).config.Get("algo", -1), 2);
+
+  // Truncated: refused, naming the file.
+  std::vector<uint8_t> bytes = GemmTable();
+  bytes.resize(bytes.size() / 2);
+  o.kernel_table = dir + "/truncated.bin";
+  WriteBytes(o.kernel_table, bytes);
+  d = cuda::MakeSessionDispatch(*emu, o);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr(o.kernel_table));
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("not a valid kernel table"));
+
+  o.kernel_table = dir + "/missing.bin";
+  d = cuda::MakeSessionDispatch(*emu, o);
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("cannot be read"));
+
+  // An emulated device's timings are for tests: refused on a GPU.
+  o.kernel_table = dir + "/emulated.bin";
+  WriteBytes(o.kernel_table, GemmTable(true));
+  FakeGpu gpu;
+  d = cuda::MakeSessionDispatch(gpu, o);
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("emulated"));
+  EXPECT_TRUE(cuda::MakeSessionDispatch(*emu, o).ok());
+}
+
+TEST(SessionDispatchTest, ACorruptShippedTableIsSkippedWithAWarningAndTheOthersServe) {
+  const std::string dir = TmpDir("shipped");
+  std::vector<uint8_t> bad = GemmTable();
+  bad[bad.size() / 2] ^= 0xFF;
+  bad.resize(bad.size() - 3);
+  WriteBytes(dir + "/a_corrupt.bin", bad);
+  WriteBytes(dir + "/b_good.bin", GemmTable());
+  WriteBytes(dir + "/notes.txt", {'h', 'i'});
+  ASSERT_EQ(setenv("GROVE_KERNEL_TABLES", dir.c_str(), 1), 0);
+  std::vector<std::string> warnings;
+  SessionOptions o;
+  o.log_sink = [&](LogLevel level, absl::string_view msg) {
+    if (level == LogLevel::kWarning) warnings.emplace_back(msg);
+  };
+  std::shared_ptr<cuda::Device> emu = cuda::NewEmulatedDevice();
+  absl::StatusOr<std::unique_ptr<cuda::KernelDispatch>> d = cuda::MakeSessionDispatch(*emu, o);
+  unsetenv("GROVE_KERNEL_TABLES");
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr(dir + "/a_corrupt.bin"));
+  EXPECT_THAT(warnings[0], HasSubstr("cost model"));
+  ASSERT_EQ((*d)->tables().size(), 1u);
+  cuda::GemmDesc g;
+  g.m = 3, g.n = 32, g.k = 64;
+  EXPECT_EQ((*d)->ChooseGemm(cuda::GemmProblem(g)).source, cuda::ChoiceSource::kTable);
+}
+
+// --- end to end: grove inspect's API and a session ---------------------------
+
+std::shared_ptr<const Model> MatMulModel() {
+  ModelBuilder b;
+  b.AddSymbol("batch", 1, 64);
+  b.AddInput("x", DType::kF32, {"batch", 64});
+  std::vector<float> w(64 * 32);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 17) - 0.05f;
+  b.AddWeight("w", DType::kF32, {64, 32}, w);
+  b.AddOp("MatMul", {"x", "w"}, {"y"}, {}, "proj");
+  b.AddOutput("y");
+  return LoadOrDie(b.Finish());
+}
+
+TEST(KernelChoiceReportTest, InspectShowsEachStepsChoiceAndItsSource) {
+  const std::string dir = TmpDir("inspect");
+  std::shared_ptr<const Model> model = MatMulModel();
+  ExecutionInfoOptions o;
+  o.device = Device::kCuda;
+  o.input_shapes = {{3, 64}};
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
+  ASSERT_TRUE(info.ok()) << info.status();
+  // The MatMul step's cuBLASLt choice (the step may also choose a variant
+  // of another family, e.g. gemv for few rows).
+  auto matmul_kernels = [](const ExecutionInfo& i) {
+    std::vector<KernelChoiceInfo> out;
+    for (const StepInfo& s : i.paths.at(0).steps) {
+      if (s.op != "MatMul") continue;
+      for (const KernelChoiceInfo& k : s.kernels) {
+        if (k.config.rfind("gemm__", 0) == 0) out.push_back(k);
+      }
+    }
+    return out;
+  };
+  std::vector<KernelChoiceInfo> k = matmul_kernels(*info);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0].config, "gemm__f32");
+  EXPECT_EQ(k[0].source, "generic");
+  EXPECT_EQ(k[0].problem, "batch=1,k=64,m=3,n=32");
+  EXPECT_EQ(k[0].bucket, "batch=1,k=64,m=4,n=32");
+  EXPECT_EQ(k[0].node, "proj");
+
+  // With a table for that bucket on sm_90: the table's algorithm; sm_80 has none.
+  o.kernel_table = dir + "/t.bin";
+  WriteBytes(o.kernel_table, GemmTable());
+  info = DescribeExecution(*model, o);
+  ASSERT_TRUE(info.ok()) << info.status();
+  k = matmul_kernels(*info);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0].config, "gemm__f32__algo2");
+  EXPECT_EQ(k[0].source, "table");
+  EXPECT_EQ(k[0].measured_us, 7);
+  o.arch = "sm_80";
+  info = DescribeExecution(*model, o);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(matmul_kernels(*info).at(0).source, "generic");
+
+  o.kernel_table = dir + "/none.bin";
+  EXPECT_FALSE(DescribeExecution(*model, o).ok());
+}
+
+TEST(KernelChoiceReportTest, ASessionRefusesACorruptTableAtCreateAndRunsWithAGoodOne) {
+  const std::string dir = TmpDir("session");
+  std::shared_ptr<const Model> model = MatMulModel();
+  SessionOptions o;
+  o.kernel_table = dir + "/bad.bin";
+  WriteBytes(o.kernel_table, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  absl::StatusOr<std::unique_ptr<Session>> s = internal::CreateEmulatedCudaSession(model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr(o.kernel_table));
+
+  o.kernel_table = dir + "/good.bin";
+  WriteBytes(o.kernel_table, GemmTable());
+  s = internal::CreateEmulatedCudaSession(model, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  Tensor x = TensorF32({3, 64}, RandomF32(3 * 64, 7));
+  absl::StatusOr<std::vector<TensorView>> got = (*s)->Run({x.view()});
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<TensorView>> want = cpu->Run({x.view()});
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(ToVector((*got)[0]).size(), 96u);
+  std::vector<float> a = ToVector((*got)[0]), b = ToVector((*want)[0]);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << i;
+}
+
+}  // namespace
+}  // namespace grove::testing
