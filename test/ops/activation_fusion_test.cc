@@ -495,3 +495,112 @@ TEST(ActivationFusionTest, AMaxPoolWithIndicesIsNotFused) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+// x -> Conv(w, b) -> [BatchNormalization, activation in `order`] [-> pool]
+// -> y, the BatchNormalization's scale, B, mean and var weights (var > 0);
+// with `mean_input`, its mean a model input instead (not constant: not
+// folded); with `expose`, the Conv's output an output too (nothing fused).
+std::shared_ptr<const Model> ConvBatchNorm(const Shape& x, const Shape& w, const std::vector<std::string>& order,
+                                           const std::string& pool, bool mean_input, bool expose) {
+  ModelBuilder b;
+  const int64_t m = w[0];
+  b.AddInput("x", DType::kF32, std::vector<Dim>(x.begin(), x.end()));
+  b.AddWeight("w", DType::kF32, w, RandomValues(testing::Count(w), 41, 0.5f));
+  b.AddWeight("b", DType::kF32, {m}, RandomValues(m, 42, 0.5f));
+  b.AddWeight("scale", DType::kF32, {m}, RandomValues(m, 43, 1.5f));
+  b.AddWeight("shift", DType::kF32, {m}, RandomValues(m, 44, 1.0f));
+  std::vector<float> var = RandomValues(m, 45, 1.0f);
+  for (float& v : var) v = std::fabs(v) + 0.05f;
+  b.AddWeight("var", DType::kF32, {m}, var);
+  if (mean_input) {
+    b.AddInput("mean", DType::kF32, {m});
+  } else {
+    b.AddWeight("mean", DType::kF32, {m}, RandomValues(m, 46, 0.5f));
+  }
+  Shape pads(2 * (x.size() - 2), 1);
+  b.AddOp("Conv", {"x", "w", "b"}, {"h"}, {{"pads", pads}}, "conv");
+  std::string cur = "h";
+  for (const std::string& op : order) {
+    const std::string out = cur + "_" + op;
+    if (op == "BatchNormalization") {
+      b.AddOp(op, {cur, "scale", "shift", "mean", "var"}, {out}, {{"epsilon", 1e-3}}, "bn");
+    } else {
+      b.AddOp(op, {cur}, {out}, {}, "act");
+    }
+    cur = out;
+  }
+  if (!pool.empty()) {
+    const Shape window(x.size() - 2, 2);
+    b.AddOp(pool, {cur}, {"y"}, {{"kernel_shape", window}, {"strides", window}}, "pool");
+  } else {
+    b.AddOp("Identity", {cur}, {"y"});
+  }
+  b.AddOutput("y");
+  if (expose) b.AddOutput("h");
+  return Model::LoadFromBuffer(*b.Finish()).value();
+}
+
+TEST(ActivationFusionTest, ConvBatchNormalizationFoldsIntoTheStep) {
+  struct Case {
+    std::string what;
+    Shape x, w;
+    std::vector<std::string> order;
+    std::string pool;
+    std::string fused_op;
+  };
+  const std::vector<Case> cases = {
+      // The exported CNN's block: oneDNN's Conv with relu, mul, add post-ops
+      // handing its blocked output to the pool.
+      {"relu then bn then max", {2, 8, 16, 16}, {16, 8, 3, 3}, {"Relu", "BatchNormalization"}, "MaxPool",
+       "Conv+Relu+BatchNormalization+MaxPool"},
+      {"bn then relu", {1, 3, 9, 9}, {8, 3, 3, 3}, {"BatchNormalization", "Relu"}, "",
+       "Conv+BatchNormalization+Relu"},
+      {"bn alone, pointwise", {1, 4, 7, 7}, {6, 4, 1, 1}, {"BatchNormalization"}, "", "Conv+BatchNormalization"},
+      {"1-d bn then tanh then average", {2, 4, 15}, {6, 4, 3}, {"BatchNormalization", "Tanh"}, "AveragePool",
+       "Conv+BatchNormalization+Tanh+AveragePool"},
+      // Not oneDNN's (4 spatial dims): the reference Conv applies both.
+      {"4-d bn then sigmoid", {1, 2, 4, 3, 4, 3}, {3, 2, 2, 2, 2, 2}, {"BatchNormalization", "Sigmoid"}, "",
+       "Conv+BatchNormalization+Sigmoid"},
+  };
+  for (const Case& c : cases) {
+    std::shared_ptr<const Model> fused = ConvBatchNorm(c.x, c.w, c.order, c.pool, false, false);
+    const std::vector<std::string> ops = PlannedOps(*fused, {c.x}, true);
+    ASSERT_FALSE(ops.empty()) << c.what;
+    EXPECT_EQ(ops[0], c.fused_op) << c.what;
+    // Exposing the Conv's output leaves every step as it was.
+    std::shared_ptr<const Model> exposed = ConvBatchNorm(c.x, c.w, c.order, c.pool, false, true);
+    EXPECT_EQ(PlannedOps(*exposed, {c.x}, true)[0], "Conv") << c.what;
+    const Tensor x = testing::MakeTensor<float>(DType::kF32, c.x, RandomValues(testing::Count(c.x), 47, 2));
+    const Tensor y_fused = RunOnce(fused, x, true);
+    const Tensor y_exposed = RunOnce(exposed, x, true);
+    const Tensor y_ref = RunOnce(fused, x, false);  // oneDNN off: every step its reference kernel, unfused
+    // The folded x * a + b against BatchNormalization's (x - mean) * a + B:
+    // a few float roundings of values below ~10, plus the activations'
+    // tolerance; the Conv's sum as in onednn_test.cc.
+    ExpectNear(y_fused, y_exposed, 1e-5, 1e-5, c.what + " fused vs unfused");
+    ExpectNear(y_fused, y_ref, 2e-5, 1e-5, c.what + " fused vs reference");
+  }
+}
+
+TEST(ActivationFusionTest, ABatchNormalizationWithAComputedInputIsNotFolded) {
+  const Shape x_shape = {1, 4, 6, 6};
+  std::shared_ptr<const Model> model =
+      ConvBatchNorm(x_shape, {4, 4, 3, 3}, {"Relu", "BatchNormalization"}, "", true, false);
+  cpu::ScopedOneDnn scope(true);
+  SessionOptions options;
+  options.device = Device::kCpu;
+  std::unique_ptr<Session> session = Session::Create(model, options).value();
+  const Tensor x = testing::MakeTensor<float>(DType::kF32, x_shape, RandomValues(testing::Count(x_shape), 48, 2));
+  const Tensor mean = testing::MakeTensor<float>(DType::kF32, {4}, RandomValues(4, 49, 0.5f));
+  absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view(), mean.view()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<std::string> ops = PlannedOps(*model, {x_shape, {4}}, true);
+  EXPECT_EQ(ops[0], "Conv+Relu");
+  EXPECT_EQ(ops[1], "BatchNormalization");
+}
+
+}  // namespace
+}  // namespace grove

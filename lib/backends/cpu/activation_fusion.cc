@@ -1,6 +1,7 @@
 // Conv / MatMul / Gemm + activation fusion on the CPU plan (see the header).
 #include "lib/backends/cpu/activation_fusion.h"
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -125,6 +126,46 @@ void FuseActivations(runtime::PlanGraph& plan) {
         }
       }
     }
+    // Conv + BatchNormalization (inference mode, constant inputs), before or
+    // after the activation: a per-channel multiply and add (post_op.h).
+    ChannelAffine affine;
+    auto absorb_batch_norm = [&](bool before_activation) {
+      if (base.node->type != "Conv" || !affine.empty()) return;
+      const int c = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
+      if (c < 0 || !Plain(steps[c]) || steps[c].node->type != "BatchNormalization") return;
+      const PlanStep& bn = steps[c];
+      const std::vector<int64_t>& shape = values[cur].shape;
+      const int out = SoleOutput(bn);
+      if (bn.inputs.size() != 5 || bn.inputs[0] != cur || shape.size() < 3 || !f32_arena(out) ||
+          values[out].shape != shape || bn.node->attrs.GetInt("training_mode", 0) != 0 ||
+          bn.node->attrs.GetInt("spatial", 1) != 1) {
+        return;
+      }
+      const int64_t channels = shape[1];
+      const float* params[4];
+      for (int i = 0; i < 4; ++i) {
+        const PlanValue& pv = values[bn.inputs[i + 1]];
+        if (bn.inputs[i + 1] < 0 || (pv.kind != Storage::kWeight && pv.kind != Storage::kFolded) ||
+            pv.data == nullptr || pv.dtype != DType::kF32 || pv.shape != std::vector<int64_t>{channels}) {
+          return;
+        }
+        params[i] = static_cast<const float*>(pv.data);
+      }
+      const double epsilon = bn.node->attrs.GetFloat("epsilon", 1e-5);
+      affine.before_post_op = before_activation;
+      affine.scale.resize(static_cast<size_t>(channels));
+      affine.shift.resize(static_cast<size_t>(channels));
+      for (int64_t k = 0; k < channels; ++k) {
+        // As the BatchNormalization kernel: (x - mean) * scale / sqrt(var + epsilon) + B.
+        const double a = static_cast<double>(params[0][k]) / std::sqrt(static_cast<double>(params[3][k]) + epsilon);
+        affine.scale[k] = static_cast<float>(a);
+        affine.shift[k] = static_cast<float>(static_cast<double>(params[1][k]) - static_cast<double>(params[2][k]) * a);
+      }
+      absorbed.push_back(c);
+      links.push_back(bn.node);
+      cur = out;
+    };
+    absorb_batch_norm(/*before_activation=*/true);
     std::optional<PostOp> activation;
     const int c = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
     if (c >= 0 && Plain(steps[c]) && !steps[c].inputs.empty() && steps[c].inputs[0] == cur) {
@@ -148,6 +189,7 @@ void FuseActivations(runtime::PlanGraph& plan) {
         activation = post_op;
       }
     }
+    absorb_batch_norm(/*before_activation=*/false);
     // Conv (+ activation) + MaxPool (no Indices) or AveragePool: oneDNN hands
     // the Conv's output to the pool in its own layout.
     const ir::Node* pool = nullptr;
@@ -169,6 +211,7 @@ void FuseActivations(runtime::PlanGraph& plan) {
     // bias as its input 2, the activation and the pool in its attributes.
     auto node = std::make_unique<ir::Node>(*base.node);
     if (activation.has_value()) SetPostOpAttributes(*activation, &node->attrs);
+    if (!affine.empty()) SetChannelAffineAttributes(affine, &node->attrs);
     if (pool != nullptr) {
       node->attrs.Set(std::string(kFusedPoolAttr), pool->type);
       node->attrs.Set(std::string(kFusedPoolInputAttr), pool_input);

@@ -24,7 +24,11 @@ namespace grove::cpu {
 // AveragePool takes the pool too: "Conv+Relu+MaxPool", the pool's
 // attributes under kFusedPoolAttrPrefix; when oneDNN computes both, the
 // Conv's output reaches the pool in oneDNN's blocked layout without the two
-// reorders through grove's. The intermediates become Storage::kFusedAway. Only when oneDNN is on
+// reorders through grove's. A Conv's BatchNormalization (inference mode,
+// scale, B, mean and var constant [C] f32 values), right after the Conv or
+// after its activation, folds into a per-channel multiply and add
+// (kChannelScaleAttr...; two more oneDNN post-ops): "Conv+Relu+
+// BatchNormalization+MaxPool", one step instead of two and four reorders. The intermediates become Storage::kFusedAway. Only when oneDNN is on
 // (OneDnnEnabled): the reference kernels gain nothing from it, and plans
 // made with oneDNN off stay step for step. Steps whose shapes are known only
 // when run, fallbacks and steps of other backends are left alone.

@@ -145,6 +145,7 @@ struct ConvParams {
   bool pointwise = false;  // Conv reads X as it is: no im2col
   std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes the step
   PostOp post_op;                      // a fused activation (f32 Conv only)
+  ChannelAffine affine;                // a fused BatchNormalization (f32 Conv only)
   std::shared_ptr<ConvPoolChain> chain;  // non-null: Conv then a pool (PrepareConv)
 };
 
@@ -169,11 +170,15 @@ absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx) {
   absl::StatusOr<PostOp> post_op = ReadPostOp(ctx.attrs());
   if (!post_op.ok()) return post_op.status();
   p.post_op = *post_op;
-  if (p.post_op.kind != PostOpKind::kNone && dtype != DType::kF32) {
+  absl::StatusOr<ChannelAffine> affine = ReadChannelAffine(ctx.attrs(), p.conv.m);
+  if (!affine.ok()) return ctx.Error(affine.status().message());
+  p.affine = *std::move(affine);
+  if ((p.post_op.kind != PostOpKind::kNone || !p.affine.empty()) && dtype != DType::kF32) {
     return ctx.Error(absl::StrCat("a fused activation needs f32; X is ", DTypeName(dtype)));
   }
   WorkspaceLayout layout;  // the im2col matrix, the tap's and the position's index
-  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnConv(ctx, p.conv, &layout, p.post_op);
+  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
+      PrepareOneDnnConv(ctx, p.conv, &layout, p.post_op, p.affine);
   if (!onednn.ok()) return onednn.status();
   if (*onednn != nullptr) {
     p.onednn = *std::move(onednn);
@@ -230,7 +235,11 @@ absl::Status ConvStageKernel(KernelContext& ctx) {
         }
       }
     }
-    if constexpr (std::is_same_v<T, float>) ApplyPostOp(p->post_op, yp, n * m * w->out_size);
+    if constexpr (std::is_same_v<T, float>) {
+      if (p->affine.before_post_op) ApplyChannelAffine(p->affine, yp, n, m, w->out_size);
+      ApplyPostOp(p->post_op, yp, n * m * w->out_size);
+      if (!p->affine.before_post_op) ApplyChannelAffine(p->affine, yp, n, m, w->out_size);
+    }
     return absl::OkStatus();
   });
 }

@@ -156,6 +156,10 @@ class OneDnnStep {
   uint64_t scratchpad_offset = 0;
   std::vector<dnnl_exec_arg_t> args;  // filled per run, never resized
   int threads = 1;                     // the OpenMP count it was made under (CurrentOmpThreads)
+  // Arguments the step owns (a fused BatchNormalization's per-channel scale
+  // and shift), bound once: their entries follow the operands' in `args`.
+  std::vector<std::vector<float>> constant_data;
+  std::vector<std::pair<int, memory>> constants;
   // A fused activation the primitive did not take: applied to output 0
   // (plain f32, `post_op_elements` of them) after it.
   PostOp post_op_after;
@@ -217,7 +221,10 @@ void Finish(OneDnnStep& step, const memory::desc& scratch, WorkspaceLayout* layo
     step.scratchpad = memory(scratch, CpuEngine(), DNNL_MEMORY_NONE);
     step.scratchpad_offset = Reserve(layout, scratch.get_size());
   }
-  step.args.resize(step.operands.size() + (step.has_scratchpad ? 1 : 0));
+  step.args.resize(step.operands.size() + step.constants.size() + (step.has_scratchpad ? 1 : 0));
+  for (size_t i = 0; i < step.constants.size(); ++i) {
+    step.args[step.operands.size() + i] = {step.constants[i].first, step.constants[i].second.get()};
+  }
   step.threads = CurrentOmpThreads();
   g_steps_made.fetch_add(1, std::memory_order_relaxed);
 }
@@ -400,7 +407,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
 
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
-                                                              WorkspaceLayout* layout, const PostOp& post_op) {
+                                                              WorkspaceLayout* layout, const PostOp& post_op,
+                                                              const ChannelAffine& affine) {
   if (!OneDnnEnabled()) return nullptr;
   const TensorView& x = ctx.input(0);
   const bool has_bias = ctx.has_input(2);
@@ -446,11 +454,45 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     // oneDNN's reference convolution is a loop nest slower than im2col + GEMM:
     // MakeWithPostOp refuses it.
     bool after = false;
-    const std::optional<dnnl::convolution_forward::primitive_desc> made =
-        MakeWithPostOp<dnnl::convolution_forward::primitive_desc>(desc, 1.0f, std::nullopt, post_op, &after);
+    std::optional<dnnl::convolution_forward::primitive_desc> made;
+    // A fused BatchNormalization: multiply and add of [1, M, 1...] in its
+    // place among the post-ops, all taken by the primitive or no step.
+    memory::dims channel_dims(src.size(), 1);
+    channel_dims[1] = conv.m;
+    const memory::desc channel = PlainDesc(channel_dims);
+    if (!affine.empty()) {
+      if (static_cast<int64_t>(affine.scale.size()) != conv.m || static_cast<int64_t>(affine.shift.size()) != conv.m) {
+        return nullptr;
+      }
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::post_ops ops;
+      dnnl::algorithm alg;
+      float a, b;
+      const bool eltwise = EltwiseOf(post_op, &alg, &a, &b);
+      if (eltwise && !affine.before_post_op) ops.append_eltwise(1.0f, alg, a, b);
+      ops.append_binary(dnnl::algorithm::binary_mul, channel);
+      ops.append_binary(dnnl::algorithm::binary_add, channel);
+      if (eltwise && affine.before_post_op) ops.append_eltwise(1.0f, alg, a, b);
+      attr.set_post_ops(ops);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, engine, /*allow_empty=*/true);
+      if (!pd || IsReferenceImpl(pd.impl_info_str())) return nullptr;
+      made = std::move(pd);
+    } else {
+      made = MakeWithPostOp<dnnl::convolution_forward::primitive_desc>(desc, 1.0f, std::nullopt, post_op, &after);
+    }
     if (!made.has_value()) return nullptr;
     const dnnl::convolution_forward::primitive_desc& pd = *made;
     auto step = std::make_shared<OneDnnStep>();
+    if (!affine.empty()) {
+      // The binary post-ops' indices: after the eltwise one when it comes first.
+      const int first = post_op.kind != PostOpKind::kNone && !affine.before_post_op ? 1 : 0;
+      step->constant_data = {affine.scale, affine.shift};
+      for (int i = 0; i < 2; ++i) {
+        step->constants.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + i) | DNNL_ARG_SRC_1,
+                                     memory(channel, engine, step->constant_data[i].data()));
+      }
+    }
     step->impl = pd.impl_info_str();
     if (after) {
       step->post_op_after = post_op;

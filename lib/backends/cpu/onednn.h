@@ -77,10 +77,15 @@ class OneDnnStep;
 // the layout already holds. `post_op` (a fused activation) is an eltwise
 // post-op of the primitive, or, where the primitive does not take it,
 // applied to Y by the invoke after the primitive (ApplyPostOp).
+// `affine` (a fused BatchNormalization, per output channel) is a pair of
+// binary post-ops (multiply, add) in its place before or after `post_op`;
+// with one, the step is made only when the primitive takes both as
+// post-ops (nullptr otherwise).
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
                                                               WorkspaceLayout* layout,
-                                                              const PostOp& post_op = {});
+                                                              const PostOp& post_op = {},
+                                                              const ChannelAffine& affine = {});
 
 // A MatMul or Gemm as oneDNN's matmul: Y[..., M, N] = alpha * A[..., M, K] *
 // B[..., K, N] (+ beta * Y as it was, when `accumulate`: the caller writes the

@@ -97,6 +97,37 @@ absl::StatusOr<PostOp> ReadPostOp(const ir::Attributes& attrs) {
   return op;
 }
 
+absl::StatusOr<ChannelAffine> ReadChannelAffine(const ir::Attributes& attrs, int64_t channels) {
+  ChannelAffine affine;
+  if (!attrs.Has(kChannelScaleAttr)) return affine;
+  const std::vector<double> scale = attrs.GetFloats(kChannelScaleAttr);
+  const std::vector<double> shift = attrs.GetFloats(kChannelShiftAttr);
+  if (static_cast<int64_t>(scale.size()) != channels || static_cast<int64_t>(shift.size()) != channels) {
+    return absl::InternalError(absl::StrCat("the fused BatchNormalization has ", scale.size(), " scales and ",
+                                            shift.size(), " shifts for ", channels, " channels"));
+  }
+  affine.scale.assign(scale.begin(), scale.end());
+  affine.shift.assign(shift.begin(), shift.end());
+  affine.before_post_op = attrs.GetInt(kChannelAffineFirstAttr, 0) != 0;
+  return affine;
+}
+
+void SetChannelAffineAttributes(const ChannelAffine& affine, ir::Attributes* attrs) {
+  attrs->Set(std::string(kChannelScaleAttr), std::vector<double>(affine.scale.begin(), affine.scale.end()));
+  attrs->Set(std::string(kChannelShiftAttr), std::vector<double>(affine.shift.begin(), affine.shift.end()));
+  attrs->Set(std::string(kChannelAffineFirstAttr), int64_t{affine.before_post_op ? 1 : 0});
+}
+
+void ApplyChannelAffine(const ChannelAffine& affine, float* y, int64_t images, int64_t channels, int64_t inner) {
+  if (affine.empty()) return;
+  for (int64_t n = 0; n < images; ++n) {
+    for (int64_t c = 0; c < channels; ++c, y += inner) {
+      const float a = affine.scale[c], b = affine.shift[c];
+      for (int64_t i = 0; i < inner; ++i) y[i] = y[i] * a + b;
+    }
+  }
+}
+
 void ApplyPostOp(const PostOp& op, float* y, int64_t n) {
   const float alpha = op.alpha, beta = op.beta;
   switch (op.kind) {

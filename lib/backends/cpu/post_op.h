@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -57,6 +58,30 @@ inline constexpr absl::string_view kPostOpBiasAttr = "grove_post_bias";
 inline constexpr absl::string_view kFusedPoolAttr = "grove_pool";
 inline constexpr absl::string_view kFusedPoolAttrPrefix = "grove_pool.";
 inline constexpr absl::string_view kFusedPoolInputAttr = "grove_pool_input";
+
+// A Conv fused with the BatchNormalization (inference mode, constant
+// inputs) after it or after its activation: y = y * scale[c] + shift[c] per
+// output channel c, the pass having folded the BatchNormalization's scale, B,
+// mean, var and epsilon into the two lists (f32 values as doubles);
+// kChannelAffineFirstAttr 1 when it comes before the activation
+// (Conv+BatchNormalization+Relu), 0 after it (Conv+Relu+BatchNormalization).
+inline constexpr absl::string_view kChannelScaleAttr = "grove_channel_scale";
+inline constexpr absl::string_view kChannelShiftAttr = "grove_channel_shift";
+inline constexpr absl::string_view kChannelAffineFirstAttr = "grove_channel_affine_first";
+
+struct ChannelAffine {
+  std::vector<float> scale, shift;  // empty: none
+  bool before_post_op = false;
+  bool empty() const { return scale.empty(); }
+};
+
+// The fused step's channel affine (empty when it has none); an error when
+// the lists are not `channels` long.
+absl::StatusOr<ChannelAffine> ReadChannelAffine(const ir::Attributes& attrs, int64_t channels);
+void SetChannelAffineAttributes(const ChannelAffine& affine, ir::Attributes* attrs);
+
+// y[n, c, i] = y[n, c, i] * scale[c] + shift[c] over y [images, channels, inner].
+void ApplyChannelAffine(const ChannelAffine& affine, float* y, int64_t images, int64_t channels, int64_t inner);
 
 // The post-op that computes `activation` (an ONNX node: Relu, LeakyRelu,
 // Clip, Sigmoid, Tanh, Gelu, Elu, HardSwish, Softplus), or nullopt when it is
