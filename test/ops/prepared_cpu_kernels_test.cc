@@ -280,6 +280,38 @@ std::vector<Case> ReductionAndShapeCases() {
                [](int seed) { return std::vector<Tensor>{F32({2, 3}, seed), I64({2}, {2, 3})}; }});
   c.push_back({"TileEmpty", "Tile", {},
                [](int seed) { return std::vector<Tensor>{F32({2, 3}, seed), I64({2}, {0, 3})}; }});
+  c.push_back({"SplitSizes", "Split", {{"axis", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 5, 3}, seed), I64({2}, {2, 3})}; }, 2});
+  c.push_back({"SplitEven", "Split", {},
+               [](int seed) { return std::vector<Tensor>{F32({6, 2}, seed)}; }, 3});
+  c.push_back({"GatherElements", "GatherElements", {{"axis", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 4, 3}, seed),
+                                            I64({2, 2, 3}, {seed % 4, 1, -1, 0, 3, 2, -4, seed % 3, 1, 2, 0, -2})};
+               }});
+  c.push_back({"ScatterND", "ScatterND", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({4, 3}, seed), I64({2, 1}, {seed % 4, -1}), F32({2, 3}, seed + 1)};
+               },
+               1, true});
+  c.push_back({"ScatterNDAdd", "ScatterND", {{"reduction", std::string("add")}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 3}, seed), I64({3, 2}, {0, 1, 1, seed % 3, 0, 1}),
+                                            F32({3}, seed + 2)};
+               },
+               1, true});
+  c.push_back({"PadConstantInput", "Pad", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 3}, seed), I64({4}, {1, 0, 0, 2}),
+                                            MakeTensor<float>(DType::kF32, {}, {0.25f * static_cast<float>(seed)})};
+               }});
+  c.push_back({"PadReflect", "Pad", {{"mode", std::string("reflect")}},
+               [](int seed) { return std::vector<Tensor>{F32({3, 4}, seed), I64({4}, {2, 1, 1, 3})}; }});
+  c.push_back({"PadEdgeAxes", "Pad", {{"mode", std::string("edge")}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 3, 2}, seed), I64({2}, {1, 2}),
+                                            MakeTensor<float>(DType::kF32, {}, {0.0f}), I64({1}, {1})};
+               }});
   return c;
 }
 
@@ -742,6 +774,12 @@ std::vector<BadCase> BadCases() {
                "Gather indices (input 1) has dtype f32; expected i32 or i64"});
   c.push_back({"SliceOutput", "Slice", {}, {F32({4}, 0), I64({1}, {1}), I64({1}, {3})}, {{DType::kF32, {3}}},
                "Slice"});
+  c.push_back({"GatherElementsIndexDType", "GatherElements", {}, {F32({3}, 0), F32({2}, 1)}, {{DType::kF32, {2}}},
+               "input 1 (indices) has dtype f32; expected i32 or i64"});
+  c.push_back({"ScatterNDIndexDType", "ScatterND", {}, {F32({3}, 0), F32({1, 1}, 1), F32({1}, 2)},
+               {{DType::kF32, {3}}}, "ScatterND"});
+  c.push_back({"PadMode", "Pad", {{"mode", std::string("mirror")}}, {F32({2}, 0), I64({2}, {1, 1})},
+               {{DType::kF32, {4}}}, "attribute mode is 'mirror'"});
   return c;
 }
 
@@ -781,6 +819,24 @@ TEST(PreparedCpuKernelInvokeTest, GatherIndexOutOfRangeIsReportedByTheInvoke) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_EQ(RunOp("Gather", Ptrs(in), {}).status().message(), s.message());
   }
+}
+
+// ScatterND's indices are read and checked per run, before the output is
+// touched.
+TEST(PreparedCpuKernelInvokeTest, ScatterNDIndexOutOfRangeIsReportedByTheInvoke) {
+  const std::vector<Tensor> first = {F32({4, 3}, 0), I64({2, 1}, {0, 1}), F32({2, 3}, 1)};
+  absl::StatusOr<std::vector<Tensor>> like = RunOp("ScatterND", Ptrs(first), {});
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step("ScatterND", {}, first, *like);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  step.Keep(*std::move(prepared));
+  const std::vector<Tensor> in = {F32({4, 3}, 2), I64({2, 1}, {1, 4}), F32({2, 3}, 3)};
+  size_t largest = 0;
+  const absl::Status s = step.Invoke(in, &largest);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("index 4 (entry 1, coordinate 0) is out of range for dim 0 of the data [4, 3]"));
+  EXPECT_EQ(RunOp("ScatterND", Ptrs(in), {}).status().message(), s.message());
 }
 
 // Slice's starts/ends given as values the plan does not know (activations)

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/cpu_kernels.h"
@@ -19,6 +20,7 @@
 #include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/resize_kernel.h"
 #include "lib/backends/cpu/strided_copy.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/common/layout_params.h"
@@ -105,7 +107,17 @@ absl::Status CopyKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status SplitKernel(ir::KernelContext& ctx) {
+// Split: each output's rows of the input, as byte sizes, made once when the
+// plan knows the split (input 1, a weight or folded value, or the attribute
+// or an even split); per run otherwise (`planned` false).
+struct SplitParams {
+  bool planned = false;
+  int64_t outer = 0, dim = 0;
+  size_t inner = 0;  // bytes per position along the axis
+  std::vector<int64_t> sizes;
+};
+
+absl::StatusOr<SplitParams> MakeSplitParams(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const int rank = static_cast<int>(x.shape.size());
   absl::StatusOr<int> axis = backends::SplitAxis(ctx);
@@ -116,121 +128,233 @@ absl::Status SplitKernel(ir::KernelContext& ctx) {
       !s.ok()) {
     return s;
   }
-  const int n = ctx.num_outputs();
   absl::StatusOr<std::vector<int64_t>> sizes = backends::SplitOutputSizes(ctx, *axis, has_split ? &split : nullptr);
   if (!sizes.ok()) return sizes.status();
-  const size_t es = DTypeSize(x.dtype);
-  const int64_t outer = Product(x.shape, 0, *axis);
-  const size_t inner = static_cast<size_t>(Product(x.shape, *axis + 1, rank)) * es;
-  const int64_t dim = x.shape[*axis];
-  const auto* in = static_cast<const uint8_t*>(x.data);
+  SplitParams p;
+  p.planned = true;
+  p.outer = Product(x.shape, 0, *axis);
+  p.inner = static_cast<size_t>(Product(x.shape, *axis + 1, rank)) * DTypeSize(x.dtype);
+  p.dim = x.shape[*axis];
+  p.sizes = *std::move(sizes);
+  return p;
+}
+
+void RunSplit(const ir::KernelContext& ctx, const SplitParams& p) {
+  const auto* in = static_cast<const uint8_t*>(ctx.input(0).data);
+  const size_t inner = p.inner;
   int64_t offset = 0;
-  for (int i = 0; i < n; ++i) {
-    const int64_t part = (*sizes)[i];
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    const int64_t part = p.sizes[i];
     if (ctx.has_output(i) && part > 0 && inner > 0) {
       auto* out = static_cast<uint8_t*>(ctx.output(i).data);
       const size_t row = static_cast<size_t>(part) * inner;
-      for (int64_t o = 0; o < outer; ++o) {
-        std::memcpy(out + o * row, in + (static_cast<size_t>(o * dim + offset)) * inner, row);
+      for (int64_t o = 0; o < p.outer; ++o) {
+        std::memcpy(out + o * row, in + (static_cast<size_t>(o * p.dim + offset)) * inner, row);
       }
     }
     offset += part;
   }
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareSplit(const ir::KernelContext& ctx) {
+  if (!ValuesKnown(ctx, 1)) return backends::MakePrepared(SplitParams{});
+  absl::StatusOr<SplitParams> p = MakeSplitParams(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p));
+}
+
+absl::Status SplitKernel(ir::KernelContext& ctx) {
+  const SplitParams* p = backends::PreparedParams<SplitParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    RunSplit(ctx, *p);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SplitParams> run = MakeSplitParams(ctx);
+  if (!run.ok()) return run.status();
+  RunSplit(ctx, *run);
   return absl::OkStatus();
 }
 
-absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
-  const TensorView& data = ctx.input(0);
+// GatherElements: the axis, the data's strides and the walk over the
+// indices, once; the indices are read (and checked) per run.
+struct GatherElementsParams {
+  int axis = 0;
+  int64_t dim = 0;
+  std::vector<int64_t> strides, idx_shape;
+  size_t es = 0;
+  absl::Status (*run)(const ir::KernelContext& ctx, const GatherElementsParams& p) = nullptr;
+};
+
+template <typename I>
+absl::Status RunGatherElements(const ir::KernelContext& ctx, const GatherElementsParams& p) {
   const TensorView& idx = ctx.input(1);
-  const int rank = static_cast<int>(data.shape.size());
-  absl::StatusOr<int> axis = backends::GatherElementsAxis(ctx);
-  if (!axis.ok()) return axis.status();
-  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
-  if (!indices.ok()) return indices.status();
-  const int64_t dim = data.shape[*axis];
-  for (int64_t& i : *indices) {
-    const int64_t given = i;
-    if (i < 0) i += dim;
-    if (i < 0 || i >= dim) return backends::GatherElementsIndexError(ctx, given, *axis);
+  const I* indices = idx.as<const I>();
+  const int64_t total = idx.num_elements();
+  const int64_t dim = p.dim;
+  for (int64_t k = 0; k < total; ++k) {
+    const int64_t given = indices[k];
+    const int64_t i = given < 0 ? given + dim : given;
+    if (i < 0 || i >= dim) return backends::GatherElementsIndexError(ctx, given, p.axis);
   }
-  if (indices->empty()) return absl::OkStatus();
-  const std::vector<int64_t> strides = ir::Strides(data.shape);
-  const size_t es = DTypeSize(data.dtype);
-  const auto* in = static_cast<const uint8_t*>(data.data);
+  if (total == 0) return absl::OkStatus();
+  const int rank = static_cast<int>(p.idx_shape.size());
+  const std::vector<int64_t>& strides = p.strides;
+  const size_t es = p.es;
+  const auto* in = static_cast<const uint8_t*>(ctx.input(0).data);
   auto* out = static_cast<uint8_t*>(ctx.output(0).data);
   // Walk the indices in order; `base` is the data offset of the current
   // position with the axis coordinate left out.
-  std::vector<int64_t> pos(rank, 0);
+  absl::InlinedVector<int64_t, 8> pos(rank, 0);
   int64_t base = 0;
-  const int64_t row = idx.shape[rank - 1];
-  const int64_t row_step = rank - 1 == *axis ? 0 : strides[rank - 1];
-  const int64_t axis_stride = strides[*axis];
-  const int64_t total = static_cast<int64_t>(indices->size());
+  const int64_t row = p.idx_shape[rank - 1];
+  const int64_t row_step = rank - 1 == p.axis ? 0 : strides[rank - 1];
+  const int64_t axis_stride = strides[p.axis];
   for (int64_t i = 0; i < total; i += row) {
     for (int64_t j = 0; j < row; ++j) {
-      CopyElement(in, base + j * row_step + (*indices)[i + j] * axis_stride, out, i + j, es);
+      const int64_t given = indices[i + j];
+      CopyElement(in, base + j * row_step + (given < 0 ? given + dim : given) * axis_stride, out, i + j, es);
     }
     for (int d = rank - 2; d >= 0; --d) {
-      const int64_t step = d == *axis ? 0 : strides[d];
+      const int64_t step = d == p.axis ? 0 : strides[d];
       base += step;
-      if (++pos[d] < idx.shape[d]) break;
-      base -= step * idx.shape[d];
+      if (++pos[d] < p.idx_shape[d]) break;
+      base -= step * p.idx_shape[d];
       pos[d] = 0;
     }
   }
   return absl::OkStatus();
 }
 
+absl::StatusOr<ir::PreparedKernel> PrepareGatherElements(const ir::KernelContext& ctx) {
+  const TensorView& data = ctx.input(0);
+  absl::StatusOr<int> axis = backends::GatherElementsAxis(ctx);
+  if (!axis.ok()) return axis.status();
+  GatherElementsParams p;
+  const DType index_dtype = ctx.input(1).dtype;
+  if (index_dtype == DType::kI64) {
+    p.run = &RunGatherElements<int64_t>;
+  } else if (index_dtype == DType::kI32) {
+    p.run = &RunGatherElements<int32_t>;
+  } else {
+    return ctx.Error(absl::StrCat("input 1 (indices) has dtype ", DTypeName(index_dtype), "; expected i32 or i64"));
+  }
+  p.axis = *axis;
+  p.dim = data.shape[*axis];
+  p.strides = ir::Strides(data.shape);
+  p.idx_shape = ctx.input(1).shape;
+  p.es = DTypeSize(data.dtype);
+  return backends::MakePrepared(std::move(p));
+}
+
+absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
+  const GatherElementsParams* p = backends::PreparedParams<GatherElementsParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  return p->run(ctx, *p);
+}
+
 using backends::ScatterReduction;
 
-absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
+// ScatterND: the reduction, the index depth k, the data's strides and the
+// update loop of the dtype, once; the indices are read and checked per run
+// (every one before the output is touched), their offsets kept in the
+// workspace.
+struct ScatterNDParams {
+  ScatterReduction reduction = ScatterReduction::kNone;
+  int64_t k = 0, count = 0, slice = 0;
+  size_t es = 0;
+  std::vector<int64_t> dims, strides;
+  absl::Status (*offsets)(const ir::KernelContext& ctx, const ScatterNDParams& p, int64_t* out) = nullptr;
+  void (*reduce)(ScatterReduction r, uint8_t* out, const uint8_t* upd, const int64_t* offsets, int64_t count,
+                 int64_t slice) = nullptr;
+};
+
+template <typename I>
+absl::Status ScatterNDOffsets(const ir::KernelContext& ctx, const ScatterNDParams& p, int64_t* offsets) {
+  const I* indices = ctx.input(1).as<const I>();
+  const int64_t k = p.k;
+  for (int64_t j = 0; j < p.count; ++j) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t v = indices[j * k + d];
+      const int64_t given = v;
+      if (v < 0) v += p.dims[d];
+      if (v < 0 || v >= p.dims[d]) {
+        return ctx.Error(absl::StrCat("index ", given, " (entry ", j, ", coordinate ", d,
+                                      ") is out of range for dim ", d, " of the data ", DimsString(p.dims)));
+      }
+      offset += v * p.strides[d];
+    }
+    offsets[j] = offset;
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+void ScatterNDReduce(ScatterReduction r, uint8_t* out, const uint8_t* upd, const int64_t* offsets, int64_t count,
+                     int64_t slice) {
+  for (int64_t j = 0; j < count; ++j) {
+    ScatterReduce<T>(r, reinterpret_cast<T*>(out) + offsets[j], reinterpret_cast<const T*>(upd) + j * slice, slice);
+  }
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareScatterND(const ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
-  const TensorView& upd = ctx.input(2);
   absl::StatusOr<ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
   if (!reduction.ok()) return reduction.status();
   absl::StatusOr<int64_t> depth = backends::ScatterNDIndexDepth(ctx);
   if (!depth.ok()) return depth.status();
-  const int64_t k = *depth;
-  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
-  if (!indices.ok()) return indices.status();
-  // Every index is checked before the output is touched.
-  const std::vector<int64_t> strides = ir::Strides(data.shape);
-  const int64_t count = static_cast<int64_t>(indices->size()) / k;
-  std::vector<int64_t> offsets(static_cast<size_t>(count), 0);
-  for (int64_t j = 0; j < count; ++j) {
-    for (int64_t d = 0; d < k; ++d) {
-      int64_t v = (*indices)[j * k + d];
-      const int64_t given = v;
-      if (v < 0) v += data.shape[d];
-      if (v < 0 || v >= data.shape[d]) {
-        return ctx.Error(absl::StrCat("index ", given, " (entry ", j, ", coordinate ", d,
-                                      ") is out of range for dim ", d, " of the data ", DimsString(data.shape)));
-      }
-      offsets[j] += v * strides[d];
-    }
+  ScatterNDParams p;
+  const DType index_dtype = ctx.input(1).dtype;
+  if (index_dtype == DType::kI64) {
+    p.offsets = &ScatterNDOffsets<int64_t>;
+  } else if (index_dtype == DType::kI32) {
+    p.offsets = &ScatterNDOffsets<int32_t>;
+  } else {
+    return ctx.Error(absl::StrCat("input 1 (indices) has dtype ", DTypeName(index_dtype), "; expected i32 or i64"));
   }
+  p.reduction = *reduction;
+  p.k = *depth;
+  p.count = ctx.input(1).num_elements() / p.k;
+  p.dims = data.shape;
+  p.strides = ir::Strides(data.shape);
+  p.slice = Product(data.shape, static_cast<size_t>(p.k), data.shape.size());
+  p.es = DTypeSize(data.dtype);
+  if (p.reduction != ScatterReduction::kNone) {
+    absl::Status s = VisitAnyDType(ctx, data.dtype, [&](auto tag) {
+      p.reduce = &ScatterNDReduce<typename decltype(tag)::type>;
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+  }
+  WorkspaceLayout layout;
+  layout.Add<int64_t>(p.count);
+  return backends::MakePrepared(std::move(p), layout.bytes());
+}
+
+absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
+  const ScatterNDParams* p = backends::PreparedParams<ScatterNDParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const TensorView& data = ctx.input(0);
+  int64_t* offsets = WorkspaceCursor(ctx.workspace()).Take<int64_t>(p->count);
+  // Every index is checked before the output is touched.
+  if (absl::Status s = p->offsets(ctx, *p, offsets); !s.ok()) return s;
   TensorView& y = ctx.output(0);
   if (y.data != data.data && data.byte_size() > 0) std::memmove(y.data, data.data, data.byte_size());
-  const int64_t slice = Product(data.shape, static_cast<size_t>(k), data.shape.size());
+  const int64_t slice = p->slice;
   if (slice == 0) return absl::OkStatus();
-  const size_t es = DTypeSize(data.dtype);
+  const size_t es = p->es;
   auto* out = static_cast<uint8_t*>(y.data);
-  const auto* u = static_cast<const uint8_t*>(upd.data);
-  if (*reduction == ScatterReduction::kNone) {
-    for (int64_t j = 0; j < count; ++j) {
+  const auto* u = static_cast<const uint8_t*>(ctx.input(2).data);
+  if (p->reduction == ScatterReduction::kNone) {
+    for (int64_t j = 0; j < p->count; ++j) {
       std::memcpy(out + offsets[j] * static_cast<int64_t>(es), u + j * slice * static_cast<int64_t>(es),
                   static_cast<size_t>(slice) * es);
     }
     return absl::OkStatus();
   }
-  return VisitAnyDType(ctx, data.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    for (int64_t j = 0; j < count; ++j) {
-      ScatterReduce<T>(*reduction, reinterpret_cast<T*>(out) + offsets[j],
-                       reinterpret_cast<const T*>(u) + j * slice, slice);
-    }
-    return absl::OkStatus();
-  });
+  p->reduce(p->reduction, out, u, offsets, p->count, slice);
+  return absl::OkStatus();
 }
 
 // Expand and Tile: a strided view of the input (stride 0 along what
@@ -329,7 +453,20 @@ std::vector<int64_t> PadSourceIndices(int64_t in, int64_t out, int64_t begin, ab
   return src;
 }
 
-absl::Status PadKernel(ir::KernelContext& ctx) {
+// Pad: per output dim the input index each output index reads (or -1 for
+// the constant), the input strides and the constant from the attribute,
+// made once when the plan knows the pads and axes (inputs 1 and 3: weights
+// or folded values), per run otherwise (`planned` false). A constant_value
+// input is read per run.
+struct PadParams {
+  bool planned = false;
+  size_t es = 0;
+  std::vector<int64_t> out_shape, strides;
+  std::vector<std::vector<int64_t>> src;  // per dim
+  alignas(StringRef) uint8_t value[kMaxElementBytes] = {};  // the attribute's, else zero bytes
+};
+
+absl::StatusOr<PadParams> MakePadParams(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const std::string mode = ctx.attrs().GetString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
@@ -338,17 +475,14 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
   absl::StatusOr<backends::PadPlan> plan = backends::PadParams(ctx, ReadIntReader(ctx), mode);
   if (!plan.ok()) return plan.status();
   const int64_t rank = static_cast<int64_t>(x.shape.size());
-  const std::vector<int64_t>& out_shape = plan->out_shape;
-  const ir::PadAmounts* amounts = &plan->amounts;
-  const size_t es = DTypeSize(x.dtype);
+  PadParams p;
+  p.planned = true;
+  p.es = DTypeSize(x.dtype);
   // One element of any dtype; zero bytes are 0, false or the empty string
   // (ONNX's default pad value for strings).
-  alignas(StringRef) uint8_t value[kMaxElementBytes] = {};
-  if (es == 0 || es > sizeof(value)) return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(x.dtype)));
+  if (p.es == 0 || p.es > sizeof(p.value)) return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(x.dtype)));
   if (absl::Status s = backends::CheckPadValue(ctx); !s.ok()) return s;
-  if (ctx.has_input(2)) {
-    std::memcpy(value, ctx.input(2).data, es);
-  } else if (ctx.attrs().Has("value")) {
+  if (!ctx.has_input(2) && ctx.attrs().Has("value")) {
     if (x.dtype == DType::kString) {
       return ctx.Error("attribute value (a number) cannot pad string data; give constant_value as input 2");
     }
@@ -356,31 +490,42 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
     absl::Status s = VisitAnyDType(ctx, x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T t = ConvertElement<T>(v);
-      std::memcpy(value, &t, sizeof(T));
+      std::memcpy(p.value, &t, sizeof(T));
       return absl::OkStatus();
     });
     if (!s.ok()) return s;
   }
-  TensorView& y = ctx.output(0);
-  const int64_t total = ir::NumElements(out_shape);
-  if (total == 0) return absl::OkStatus();
-  auto* out = static_cast<uint8_t*>(y.data);
+  p.out_shape = std::move(plan->out_shape);
+  for (int64_t d = 0; d < rank; ++d) {
+    p.src.push_back(PadSourceIndices(x.shape[d], p.out_shape[d], plan->amounts.begin[d], mode));
+  }
+  p.strides = ir::Strides(x.shape);
+  return p;
+}
+
+void RunPad(const ir::KernelContext& ctx, const PadParams& p) {
+  const TensorView& x = ctx.input(0);
+  const size_t es = p.es;
+  const uint8_t* value = p.value;
+  if (ctx.has_input(2)) value = static_cast<const uint8_t*>(ctx.input(2).data);
+  const int64_t rank = static_cast<int64_t>(p.out_shape.size());
+  const int64_t total = ir::NumElements(p.out_shape);
+  if (total == 0) return;
+  auto* out = static_cast<uint8_t*>(ctx.output(0).data);
   if (rank == 0) {
     std::memcpy(out, x.data, es);
-    return absl::OkStatus();
+    return;
   }
-  std::vector<std::vector<int64_t>> src(rank);
-  for (int64_t d = 0; d < rank; ++d) src[d] = PadSourceIndices(x.shape[d], out_shape[d], amounts->begin[d], mode);
-  const std::vector<int64_t> strides = ir::Strides(x.shape);
+  const std::vector<int64_t>& strides = p.strides;
   const auto* in = static_cast<const uint8_t*>(x.data);
-  const int64_t row = out_shape[rank - 1];
-  const std::vector<int64_t>& last = src[rank - 1];
-  std::vector<int64_t> pos(rank - 1, 0);
+  const int64_t row = p.out_shape[rank - 1];
+  const std::vector<int64_t>& last = p.src[rank - 1];
+  absl::InlinedVector<int64_t, 8> pos(rank - 1, 0);
   for (int64_t start = 0; start < total; start += row) {
     // The source row, or -1 when some outer index lies in the constant pad.
     int64_t base = 0;
     for (int64_t d = 0; d + 1 < rank && base >= 0; ++d) {
-      const int64_t s = src[d][pos[d]];
+      const int64_t s = p.src[d][pos[d]];
       base = s < 0 ? -1 : base + s * strides[d];
     }
     uint8_t* o = out + start * static_cast<int64_t>(es);
@@ -401,10 +546,33 @@ absl::Status PadKernel(ir::KernelContext& ctx) {
       }
     }
     for (int64_t d = rank - 2; d >= 0; --d) {
-      if (++pos[d] < out_shape[d]) break;
+      if (++pos[d] < p.out_shape[d]) break;
       pos[d] = 0;
     }
   }
+}
+
+// (Input 2, the constant, is read per run whether or not the plan knows it.)
+absl::StatusOr<ir::PreparedKernel> PreparePad(const ir::KernelContext& ctx) {
+  auto known = [&ctx](int i) {
+    return !ctx.has_input(i) || ctx.input(i).data != nullptr || ctx.input(i).num_elements() == 0;
+  };
+  if (!known(1) || !known(3)) return backends::MakePrepared(PadParams{});
+  absl::StatusOr<PadParams> p = MakePadParams(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p));
+}
+
+absl::Status PadKernel(ir::KernelContext& ctx) {
+  const PadParams* p = backends::PreparedParams<PadParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    RunPad(ctx, *p);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<PadParams> run = MakePadParams(ctx);
+  if (!run.ok()) return run.status();
+  RunPad(ctx, *run);
   return absl::OkStatus();
 }
 
@@ -533,14 +701,15 @@ absl::Status RegisterLayoutKernels(ir::OpRegistry& registry) {
       registry.SetKernel("Flatten", ir::Backend::kCpu, ir::KernelDef{&CopyKernel, &PrepareCopy}),
       registry.SetKernel("Squeeze", ir::Backend::kCpu, ir::KernelDef{&CopyKernel, &PrepareCopy}),
       registry.SetKernel("Unsqueeze", ir::Backend::kCpu, ir::KernelDef{&CopyKernel, &PrepareCopy}),
-      registry.SetKernel("Split", ir::Backend::kCpu, &SplitKernel),
-      registry.SetKernel("GatherElements", ir::Backend::kCpu, &GatherElementsKernel),
-      registry.SetKernel("ScatterND", ir::Backend::kCpu, &ScatterNDKernel),
+      registry.SetKernel("Split", ir::Backend::kCpu, ir::KernelDef{&SplitKernel, &PrepareSplit}),
+      registry.SetKernel("GatherElements", ir::Backend::kCpu,
+                         ir::KernelDef{&GatherElementsKernel, &PrepareGatherElements}),
+      registry.SetKernel("ScatterND", ir::Backend::kCpu, ir::KernelDef{&ScatterNDKernel, &PrepareScatterND}),
       registry.SetKernel("Expand", ir::Backend::kCpu,
                          ir::KernelDef{&RepeatKernel<&ExpandRepeatView>, &PrepareRepeat<&ExpandRepeatView>}),
       registry.SetKernel("Tile", ir::Backend::kCpu,
                          ir::KernelDef{&RepeatKernel<&TileRepeatView>, &PrepareRepeat<&TileRepeatView>}),
-      registry.SetKernel("Pad", ir::Backend::kCpu, &PadKernel),
+      registry.SetKernel("Pad", ir::Backend::kCpu, ir::KernelDef{&PadKernel, &PreparePad}),
       registry.SetKernel("Size", ir::Backend::kCpu, &SizeKernel),
       registry.SetKernel("Range", ir::Backend::kCpu, &RangeKernel),
       registry.SetKernel("ConstantOfShape", ir::Backend::kCpu, &ConstantOfShapeKernel),
