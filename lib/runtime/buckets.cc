@@ -143,32 +143,45 @@ bool BucketPolicy::BoundShapes(const ir::Graph& graph, absl::Span<const TensorVi
   const ir::Subgraph& main = graph.subgraphs[0];
   bound->clear();
   for (size_t i = 0; i < inputs.size() && i < main.inputs.size(); ++i) {
-    const ir::TensorDecl& d = graph.tensors[main.inputs[i]];
-    if (ir::IsBoxed(inputs[i].dtype) || inputs[i].dtype == DType::kString) {
-      *why = absl::StrCat("input '", d.name, "' is a ", DTypeName(inputs[i].dtype));
-      return false;
-    }
-    std::vector<int64_t> shape = inputs[i].shape;
-    if (d.has_shape && d.shape.size() == shape.size()) {
-      for (size_t k = 0; k < shape.size(); ++k) {
-        const ir::SymDim& dim = d.shape[k];
-        if (dim.is_const()) continue;
-        const int s = dim.symbol_index();
-        if (s < 0) {
-          *why = absl::StrCat("input '", d.name, "' dim ", k, " is ",
-                              dim.ToString([&] {
-                                std::vector<std::string> names;
-                                for (const ir::Symbol& sym : graph.symbols) names.push_back(sym.name);
-                                return names;
-                              }()),
-                              ", not one symbol");
-          return false;
-        }
-        shape[k] = Bound(s, shape[k]);
-      }
-    }
+    std::vector<int64_t> shape;
+    if (!BoundInputShape(graph, i, inputs[i], &shape, why)) return false;
     bound->push_back(std::move(shape));
   }
+  return true;
+}
+
+bool BucketPolicy::BoundInputShape(const ir::Graph& graph, size_t input, const TensorView& view,
+                                   std::vector<int64_t>* bound, std::string* why) const {
+  const ir::Subgraph& main = graph.subgraphs[0];
+  if (input >= main.inputs.size()) {
+    *why = absl::StrCat("no main input ", input);
+    return false;
+  }
+  const ir::TensorDecl& d = graph.tensors[main.inputs[input]];
+  if (ir::IsBoxed(view.dtype) || view.dtype == DType::kString) {
+    *why = absl::StrCat("input '", d.name, "' is a ", DTypeName(view.dtype));
+    return false;
+  }
+  std::vector<int64_t> shape = view.shape;
+  if (d.has_shape && d.shape.size() == shape.size()) {
+    for (size_t k = 0; k < shape.size(); ++k) {
+      const ir::SymDim& dim = d.shape[k];
+      if (dim.is_const()) continue;
+      const int s = dim.symbol_index();
+      if (s < 0) {
+        *why = absl::StrCat("input '", d.name, "' dim ", k, " is ",
+                            dim.ToString([&] {
+                              std::vector<std::string> names;
+                              for (const ir::Symbol& sym : graph.symbols) names.push_back(sym.name);
+                              return names;
+                            }()),
+                            ", not one symbol");
+        return false;
+      }
+      shape[k] = Bound(s, shape[k]);
+    }
+  }
+  *bound = std::move(shape);
   return true;
 }
 

@@ -57,6 +57,10 @@ class BucketPolicy {
   // or a sequence or optional input.
   bool BoundShapes(const ir::Graph& graph, absl::Span<const TensorView> inputs,
                    std::vector<std::vector<int64_t>>* bound, std::string* why) const;
+  // Main input `input`'s shape at its bucket's bound (a bound depends on
+  // that input's own dims only), as BoundShapes gives it.
+  bool BoundInputShape(const ir::Graph& graph, size_t input, const TensorView& view, std::vector<int64_t>* bound,
+                       std::string* why) const;
 
   // A body's (If branch, Loop or Scan body) inputs and captures at their
   // bucket's bound: every dim by the rule of symbols not named ("*", else

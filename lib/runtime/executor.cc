@@ -162,6 +162,29 @@ absl::StatusOr<uint8_t*> Executor::RangeArena(int depth, uint64_t bytes) {
   return range->base();
 }
 
+absl::StatusOr<uint8_t*> Executor::MainInputSlot(size_t input, uint64_t bytes) {
+  if (host_memory_ || ranges_off_) return nullptr;
+  if (input >= input_ranges_.size()) input_ranges_.resize(input + 1);
+  std::unique_ptr<BackendRange>& range = input_ranges_[input];
+  if (range == nullptr) {
+    absl::StatusOr<std::unique_ptr<BackendRange>> made = backend_.ReserveRange();
+    if (!made.ok()) return nullptr;  // the bucket keeps a slot of its own
+    range = *std::move(made);
+  }
+  if (!range->Grow(bytes).ok()) return nullptr;
+  return range->base();
+}
+
+absl::StatusOr<void*> Executor::InputSlot(size_t input, const TensorView& view) {
+  if (!buckets_.has_value()) return nullptr;
+  std::vector<int64_t> bound;
+  std::string why;
+  if (!buckets_->BoundInputShape(graph_, input, view, &bound, &why)) return nullptr;
+  absl::StatusOr<uint8_t*> slot = MainInputSlot(input, TensorView(view.dtype, bound, static_cast<void*>(nullptr)).byte_size());
+  if (!slot.ok()) return slot.status();
+  return static_cast<void*>(*slot);
+}
+
 absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const TensorView> inputs,
                                                absl::Span<const TensorView> captures) {
   std::vector<std::vector<int64_t>> shapes, capture_shapes;
@@ -211,10 +234,20 @@ absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const Te
     const bool input = i < bound.size();
     const TensorView& b = input ? bound[i] : bound_captures[i - bound.size()];
     f.input_bytes.push_back(b.byte_size());
-    f.input_slots.push_back(std::make_unique<Buffer>(&backend_));
-    if (absl::Status s = f.input_slots.back()->Reserve(b.byte_size()); !s.ok()) return s;
+    uint8_t* slot = nullptr;
+    if (subgraph == 0 && input) {
+      absl::StatusOr<uint8_t*> shared = MainInputSlot(i, b.byte_size());
+      if (!shared.ok()) return shared.status();
+      slot = *shared;
+    }
+    if (slot == nullptr) {
+      f.own_slots.push_back(std::make_unique<Buffer>(&backend_));
+      if (absl::Status s = f.own_slots.back()->Reserve(b.byte_size()); !s.ok()) return s;
+      slot = f.own_slots.back()->data();
+    }
+    f.slots.push_back(slot);
     const int v = input ? p.input_values()[i] : p.capture_values()[i - bound.size()];
-    f.bound->views[v].data = f.input_slots.back()->data();
+    f.bound->views[v].data = slot;
     slot_bytes += (b.byte_size() + 255) / 256 * 256;
   }
   f.staging = std::make_unique<Buffer>(&backend_);
@@ -497,10 +530,10 @@ absl::Status Executor::BindToSlots(PlanInstance& inst, absl::Span<const TensorVi
   for (size_t i = 0; i < n; ++i) {
     source[i] = given(i).data;
     const uint64_t bytes = given(i).byte_size();
-    if (bytes == 0 || source[i] == f.input_slots[i]->data()) continue;
+    if (bytes == 0 || source[i] == f.slots[i]) continue;
     const uint8_t* src = static_cast<const uint8_t*>(source[i]);
     for (size_t k = 0; k < n; ++k) {
-      const uint8_t* slot = f.input_slots[k]->data();
+      const uint8_t* slot = f.slots[k];
       if (k == i || src + bytes <= slot || src >= slot + f.input_bytes[k]) continue;
       void* to = f.staging->data() + staged;
       if (absl::Status s = backend_.CopyAsync(to, source[i], bytes); !s.ok()) return s;
@@ -511,7 +544,7 @@ absl::Status Executor::BindToSlots(PlanInstance& inst, absl::Span<const TensorVi
   }
   for (size_t i = 0; i < n; ++i) {
     const uint64_t bytes = given(i).byte_size();
-    void* slot = f.input_slots[i]->data();
+    void* slot = f.slots[i];
     if (bytes > 0 && source[i] != slot) {
       if (absl::Status s = backend_.CopyAsync(slot, source[i], bytes); !s.ok()) return s;
       if (!backend_.IsDevicePointer(source[i])) stats_.bytes_host_to_device += static_cast<int64_t>(bytes);

@@ -59,6 +59,12 @@ class Executor {
 
   ir::StringArena& strings() { return strings_; }
 
+  // Session::InputBuffer: the bucket slot main input `input` takes at
+  // `view`'s shape (its bucket's bound), so a run given it copies nothing
+  // in; nullptr when the main graph's shapes are not bucketed (or this
+  // input's cannot be, or the backend has no stable ranges).
+  absl::StatusOr<void*> InputSlot(size_t input, const TensorView& view);
+
   // Traces runs' plans, segments, body calls and steps into `tracer` (null:
   // none; owned by the session, outliving the executor's runs).
   void SetTracer(Tracer* tracer) { tracer_ = tracer; }
@@ -84,6 +90,10 @@ class Executor {
   // it. nullptr: the plan keeps an arena of its own (the backend reserves no
   // ranges, or this one is full).
   absl::StatusOr<uint8_t*> RangeArena(int depth, uint64_t bytes);
+  // The bucket slot of main input `input`, grown to `bytes`: one range per
+  // main input, shared by every bucket (buckets never run at the same time)
+  // at an address that never moves. nullptr: the bucket keeps its own slot.
+  absl::StatusOr<uint8_t*> MainInputSlot(size_t input, uint64_t bytes);
   // Shape buckets: the bucket of these inputs and captures, made on first use
   // (its bound's plan and input slots); null when they are not bucketed (the
   // reason is in SessionStats::bucket_fallback_reason).
@@ -142,6 +152,7 @@ class Executor {
   // first so that it goes after every plan and graph on it.
   std::vector<std::unique_ptr<BackendRange>> ranges_;
   bool ranges_off_ = false;  // the backend reserves none
+  std::vector<std::unique_ptr<BackendRange>> input_ranges_;  // per main input (MainInputSlot)
   // Declared before the plans, whose segments hold the graphs.
   GraphCache graphs_;
   // Graphs are tried (SessionOptions::cuda_graphs and a backend that

@@ -62,8 +62,12 @@ struct BucketFamily {
   std::vector<int64_t> key;             // the bound's PlanCache::Key
   std::unique_ptr<PlanInstance> bound;  // null: the bound does not plan (why_not)
   std::string why_not;
-  // Per input, then per capture: its slot, and its bytes at the bound.
-  std::vector<std::unique_ptr<Buffer>> input_slots;
+  // Per input, then per capture: its slot, and its bytes at the bound. The
+  // main graph's slots are the session's (Executor::MainInputSlot: one per
+  // input, shared by every bucket, at an address that never moves, lent by
+  // Session::InputBuffer); a body's are its own (`own_slots`).
+  std::vector<uint8_t*> slots;
+  std::vector<std::unique_ptr<Buffer>> own_slots;
   std::vector<uint64_t> input_bytes;
   // Room for every slot's bytes: a source that lies in another slot (a
   // Loop body's output fed back as another input) goes through it first.

@@ -415,6 +415,14 @@ absl::StatusOr<TensorView> Session::InputBuffer(absl::string_view name, absl::Sp
   if (absl::Status s = runtime::ValidateMainInput(g, static_cast<size_t>(*i), view, /*need_data=*/false); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("InputBuffer: ", s.message()));
   }
+  // A bucketed shape: the input's bucket slot, which every bucket shares,
+  // so the run copies nothing in and its graphs replay.
+  absl::StatusOr<void*> slot = impl_->executor_.InputSlot(static_cast<size_t>(*i), view);
+  if (!slot.ok()) return slot.status();
+  if (*slot != nullptr) {
+    view.data = *slot;
+    return view;
+  }
   auto& buffers = impl_->input_buffers_;
   if (buffers.empty()) buffers.resize(g.subgraphs[0].inputs.size());
   if (buffers[*i] == nullptr) buffers[*i] = std::make_unique<runtime::Buffer>(impl_->backend_.get());

@@ -765,6 +765,43 @@ TEST(StableArenaTest, PlansThatDoNotFitTheRangeKeepTheirOwnArena) {
   }
 }
 
+// Session::InputBuffer with shape buckets: the input's bucket slot, one
+// address for every bucket, so the caller writes the input where every
+// bucket's graph reads it and no run copies anything in.
+TEST(StableArenaTest, InputBuffersAreTheBucketsSlot) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, {}, dev);
+  ASSERT_NE(cuda, nullptr);
+  uint32_t seed = 500;
+  void* first = nullptr;
+  for (int64_t batch : {5, 3, 7, 100, 5, 8, 3}) {
+    absl::StatusOr<TensorView> slot = cuda->InputBuffer("x", std::vector<int64_t>{batch, 16});
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    if (first == nullptr) first = slot->data;
+    EXPECT_EQ(slot->data, first) << "batch " << batch << ": the slot moved";
+    EXPECT_TRUE(dev->IsDevicePointer(slot->data));
+    const Tensor host = F32({batch, 16}, ++seed);
+    ASSERT_TRUE(dev->CopyAsync(slot->data, host.view().data, host.view().byte_size(), nullptr).ok());
+    ASSERT_TRUE(dev->Synchronize(nullptr).ok());
+    const SessionStats before = cuda->stats();
+    absl::StatusOr<std::vector<TensorView>> got = cuda->Run({*slot});
+    ASSERT_TRUE(got.ok()) << got.status();
+    const SessionStats after = cuda->stats();
+    EXPECT_EQ(after.bytes_host_to_device, before.bytes_host_to_device) << "batch " << batch << ": copied in";
+    EXPECT_EQ(after.bucketed_runs, before.bucketed_runs + 1);
+    ExpectEqual(RunOrDie(*cpu, {host}), {Tensor::CopyOf((*got)[0]).value()}, 1e-5, absl::StrCat("batch ", batch));
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.buckets_made, 3);  // 4, 8 and 128
+  EXPECT_EQ(s.graphs_captured, 3);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+  // A caller's own buffer still works (copied into the slot).
+  const Tensor host = F32({6, 16}, 999);
+  ExpectEqual(RunOrDie(*cpu, {host}), RunOrDie(*cuda, {host}), 1e-5, "host input");
+}
+
 // The host stand-in of a reserved range: its start never moves, growth
 // keeps contents, its mapped part is device memory, and it ends at its size.
 TEST(StableArenaTest, AnEmulatedRangeGrowsInPlace) {
