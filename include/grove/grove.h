@@ -596,7 +596,7 @@ struct KernelChoiceInfo {
   std::string config;   // "softmax__f32__threads128_vec4"
   std::string source;   // "table" (a dispatch table's entry), "cost model" or "generic"
   std::string problem;  // the step's extents for the family: "n=509,rows=4096"
-  std::string bucket;   // the table's shape bucket of it (each extent rounded up to a power of two)
+  std::string bucket;   // the table's shape bucket of it (extents above 8 rounded up to a power of two)
   double estimate_us = 0;  // the cost model's estimate for the config
   double measured_us = 0;  // a table hit: the time `grove tune` measured; else 0
   std::string op;       // the step's op and node
@@ -710,6 +710,12 @@ struct SegmentInfo {
   int first_step = 0;  // steps [first_step, end_step) of the path
   int end_step = 0;
   std::vector<StepInfo> steps;
+  // CUDA, main path, shape buckets (SessionOptions::shape_buckets at their
+  // defaults): why this segment cannot serve every shape of its bucket with
+  // one graph, so it keeps a graph per exact shape ("" when it can, or when
+  // the inputs are not bucketed). Found by a dry run on a recording device:
+  // the bucket's bound captured, then refreshed for these shapes.
+  std::string pinned;
 };
 
 // One control-flow path: the main graph, or a body of If, Loop or Scan
