@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "grove/grove.h"
 #include "command_line.h"
+#include "lib/backends/cpu/cpu_features.h"
 
 namespace grove::cli {
 namespace {
@@ -38,7 +39,8 @@ void PrintUsage(FILE* to) {
       to);
   for (const Command& c : kCommands) std::fprintf(to, "  %-9s %s\n", c.name, c.summary);
   std::fputs(
-      "  version   print the library version\n"
+      "  version   print the library version (--verbose: the CPU's features and the\n"
+      "            CPU backend's paths on it: oneDNN's ISA, the BLAS core, AVX2 kernels)\n"
       "\n"
       "Run 'grove <command> --help' for a command's flags.\n",
       to);
@@ -56,8 +58,15 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (command == "version" || command == "--version") {
-    if (args.size() > 1) return UsageError("'version' takes no arguments");
+    const bool verbose = args.size() == 2 && (args[1] == "--verbose" || args[1] == "-v");
+    if (args.size() > 1 && !verbose) return UsageError("'version' takes only --verbose");
     std::printf("grove %s (model format %u)\n", std::string(Version()).c_str(), kFormatVersion);
+    if (verbose) {
+      // What the CPU offers and which paths the CPU backend takes on it.
+      for (const auto& [what, value] : cpu::DescribeCpuBackend()) {
+        std::printf("%-19s %s\n", (what + ":").c_str(), value.c_str());
+      }
+    }
     return kExitOk;
   }
   for (const Command& c : kCommands) {

@@ -19,6 +19,21 @@ grep -q '^Usage: grove' "$ERR" || fail "no arguments printed no usage on stderr"
 
 expect_fail 2 "unknown command 'frobnicate'" "$G" frobnicate
 expect_fail 2 "unknown flag '--frobnicate'" "$G" --frobnicate
-expect_fail 2 "'version' takes no arguments" "$G" version extra
+expect_fail 2 "'version' takes only --verbose" "$G" version extra
+# --verbose: what the CPU offers (cpuid) and the CPU backend's paths on it.
+if expect_ok "$G" version --verbose; then
+  expect_stdout '^grove [0-9]+\.[0-9]+\.[0-9]+ \(model format [0-9]+\)$'
+  expect_stdout '^cpu: +.*[0-9]+ logical cores$'
+  expect_stdout '^cpu features: +'
+  expect_stdout '^onednn: +[0-9]+\.[0-9]+\.[0-9]+, JIT ISA [a-z0-9_.]+'
+  expect_stdout '^blas: +.*, core '
+  expect_stdout '^grove avx2 kernels: +(on|off) '
+  # Where /proc/cpuinfo lists avx2 and fma, the AVX2 kernels are on.
+  if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
+    expect_stdout '^cpu features: .*\bavx2\b.*\bfma\b'
+    expect_stdout '^grove avx2 kernels: +on '
+  fi
+fi
+expect_ok "$G" version -v
 
 finish

@@ -23,6 +23,7 @@
 #include "lib/backends/common/attention_checks.h"
 #include "lib/backends/cpu/attention.h"
 #include "lib/backends/common/prepared.h"
+#include "lib/backends/cpu/cpu_features.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/workspace_layout.h"
@@ -311,10 +312,8 @@ __attribute__((target("avx2,fma"))) void RowOutputAvx2(const float* p, const flo
   }
 }
 
-bool HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
+// The CPU's own flags, the OS's saved AVX state included (cpu_features.h).
+bool HasAvx2() { return UseAvx2Kernels(); }
 #endif
 
 struct CpuAttention {
