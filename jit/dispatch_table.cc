@@ -28,14 +28,15 @@ constexpr size_t kMaxParams = 16;
 constexpr size_t kMaxDTypes = 4;
 constexpr size_t kMaxTableBytes = size_t{1} << 30;
 
-int64_t RoundUpPow2(int64_t v) {
-  if (v <= 1) return v;
+int64_t BucketExtent(int64_t v) {
+  if (v <= kExactBucketExtent) return v;
   int64_t p = 1;
   while (p < v && p <= (int64_t{1} << 61)) p <<= 1;
   return p;
 }
 
-bool IsPow2OrZero(int64_t v) { return v == 0 || (v > 0 && (v & (v - 1)) == 0); }
+// What ShapeBucket makes of some extent.
+bool IsBucketExtent(int64_t v) { return v >= 0 && (v <= kExactBucketExtent || (v & (v - 1)) == 0); }
 
 bool KnownDType(int v) {
   return v >= static_cast<int>(DType::kF32) && v <= static_cast<int>(DType::kU64) && v != 14;
@@ -79,9 +80,9 @@ absl::Status CheckEntry(const DispatchEntry& e, const FamilyLookup& families) {
     if (i > 0 && !(b.dims[i - 1].first < name)) {
       return absl::InvalidArgumentError(absl::StrCat("extents not sorted by name or repeated ('", name, "')"));
     }
-    if (!IsPow2OrZero(value)) {
+    if (!IsBucketExtent(value)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("extent ", name, "=", value, " is not a shape bucket (a power of two or 0)"));
+          absl::StrCat("extent ", name, "=", value, " is not a shape bucket (0..", kExactBucketExtent, " or a power of two)"));
     }
   }
   if (e.config.params.size() > kMaxParams) return absl::InvalidArgumentError("too many parameters");
@@ -132,7 +133,7 @@ std::vector<std::pair<std::string, int64_t>> ReadExtents(const Vec* v) {
 
 KernelProblem ShapeBucket(const KernelProblem& problem) {
   KernelProblem b = problem;
-  for (auto& [name, value] : b.dims) value = RoundUpPow2(value);
+  for (auto& [name, value] : b.dims) value = BucketExtent(value);
   return b;
 }
 

@@ -8,12 +8,16 @@
 //   const DispatchEntry* e = t->Find(90, ShapeBucket(problem));
 //   if (e != nullptr && family->Valid(e->config, problem)) ... e->config ...
 //
-// Shape buckets: each extent of a problem rounded up to a power of two
-// (ShapeBucket). The bucket is a function of the problem alone, so one table
-// serves every model and every session's shape_buckets option; powers of two
-// cover 1..2048 in 12 buckets per extent, the granularity at which a variant's
-// best tile changes (its occupancy and padding move by factors, not steps),
-// and a kernel reads its actual extents at run time. A variant found for a
+// Shape buckets (ShapeBucket): each extent of a problem up to
+// kExactBucketExtent kept as it is, larger ones rounded up to a power of
+// two. The bucket is a function of the problem alone, so one table serves
+// every model and every session's shape_buckets option. Powers of two cover
+// 1..2048 in 12 buckets per extent, the granularity at which a variant's best
+// tile changes (occupancy and padding move by factors, not steps); small
+// extents stay exact because there the best tile changes with each value
+// (decode's M = 1..8 rows) and because some extents are counts or flags, not
+// sizes (a fused chain's operand count, a transpose flag), which rounding
+// would merge. A kernel reads its actual extents at run time. A variant found for a
 // bucket may not fit a member of it (a vector width that does not divide an
 // odd row): the dispatcher checks Valid on the actual problem.
 //
@@ -49,7 +53,10 @@ inline constexpr int kMaxGemmAlgorithms = 16;
 // The newest table_version this build reads.
 inline constexpr int kDispatchTableVersion = 1;
 
-// `problem` with each extent rounded up to a power of two (0 stays 0).
+// Extents up to this are their own bucket.
+inline constexpr int64_t kExactBucketExtent = 8;
+// `problem` with each extent above kExactBucketExtent rounded up to a power
+// of two.
 KernelProblem ShapeBucket(const KernelProblem& problem);
 // "f32" / "f16,f32".
 std::string DTypesName(absl::Span<const DType> dtypes);
@@ -68,7 +75,7 @@ struct TableProvenance {
 struct DispatchEntry {
   int arch = 0;
   KernelConfig config;  // family, dtypes and parameters
-  KernelProblem bucket; // family, dtypes, each extent a power of two
+  KernelProblem bucket; // family, dtypes, extents as ShapeBucket makes them
   double measured_us = 0;
   double generic_us = 0;
   KernelProblem problem;  // the member of the bucket that was timed

@@ -312,7 +312,7 @@ absl::StatusOr<KernelTuneReport> TuneKernelsOnDevice(const Model& model, const K
     if (failed > 0) {
       absl::StrAppend(&line, " (", failed, failed == 1 ? " variant" : " variants", " not timed; ", failures, ")");
     }
-    if (options.progress) options.progress(line);
+    if (options.progress && !options.dry_run) options.progress(line);
     report.buckets.push_back(std::move(bucket));
   }
   if (!options.dry_run) {

@@ -14,11 +14,12 @@ if expect_ok "$G" tune "$MODELS/mlp.grove" --shape x=8x16 --dry-run --top-k 2; t
   expect_stdout '^gemm f32 batch=1,k=16,m=8,n=32 \(problem batch=1,k=16,m=8,n=32\): gemm__f32__algo0 \[generic\] gemm__f32__algo1$'
   expect_stdout '^gemm f32 batch=1,k=32,m=8,n=4 '
 fi
-# A sweep: each bucket once (batch 1..8: m = 1, 2, 4, 8 per GEMM).
-if expect_ok "$G" tune "$MODELS/mlp.grove" --sweep batch=1:8 --dry-run --arch sm_80; then
+# A sweep: each bucket once (batch 1..20: m = 1..8 each, then 16 and 32, per GEMM).
+if expect_ok "$G" tune "$MODELS/mlp.grove" --sweep batch=1:20 --dry-run --arch sm_80; then
   expect_stdout '^search space on sm_80 \(dry run\): '
-  [ "$(grep -c '^gemm f32 batch=1,k=16,m=' "$OUT")" -eq 4 ] || { fail "4 buckets of fc1's GEMM expected"; show tune sweep; }
-  expect_stdout '^gemm f32 batch=1,k=16,m=8,n=32 \(problem batch=1,k=16,m=5,n=32\)'
+  [ "$(grep -c '^gemm f32 batch=1,k=16,m=' "$OUT")" -eq 10 ] || { fail "10 buckets of fc1's GEMM expected"; show tune sweep; }
+  expect_stdout '^gemm f32 batch=1,k=16,m=16,n=32 \(problem batch=1,k=16,m=9,n=32\)'
+  expect_stdout '^gemm f32 batch=1,k=16,m=32,n=32 \(problem batch=1,k=16,m=17,n=32\)'
 fi
 
 # --- timing: a GPU, or the emulated device --------------------------------------
@@ -34,24 +35,24 @@ else
 fi
 
 TABLE=$TEST_TMP/emulated.bin
-if expect_ok "$G" tune "$MODELS/mlp.grove" --shape x=8x16 --device emulated-cuda -o "$TABLE" --top-k 2 \
+if expect_ok "$G" tune "$MODELS/mlp.grove" --shape x=16x16 --device emulated-cuda -o "$TABLE" --top-k 2 \
     --warmup 1 --repeats 3; then
   expect_stdout "^tuned [1-9][0-9]* of [1-9][0-9]* buckets on emulated CUDA device.*; table: $TABLE\$"
-  grep -qE '^tune: \[[0-9]+\] gemm f32 batch=1,k=16,m=8,n=32 \(problem batch=1,k=16,m=8,n=32\): 2 variants(, best gemm__f32__algo[01] [0-9.]+ us|, none timed)' "$ERR" ||
+  grep -qE '^tune: \[[0-9]+\] gemm f32 batch=1,k=16,m=16,n=32 \(problem batch=1,k=16,m=16,n=32\): 2 variants(, best gemm__f32__algo[01] [0-9.]+ us|, none timed)' "$ERR" ||
     { fail "tune should print a progress line per bucket"; show tune emulated; }
   [ -s "$TABLE" ] || fail "tune wrote no table"
 fi
 # The table reaches the dispatcher: inspect shows steps' choices from it (a
-# member of a tuned bucket: m=7 is in m=8's).
-if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=7x16 --device cuda --kernel-table "$TABLE" --json; then
-  expect_stdout '"source":"table","problem":"[a-z0-9=,]*m=7[a-z0-9=,]*","bucket":"[a-z0-9=,]*m=8[a-z0-9=,]*"'
+# member of a tuned bucket: m=13 is in m=16's).
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=13x16 --device cuda --kernel-table "$TABLE" --json; then
+  expect_stdout '"source":"table","problem":"[a-z0-9=,]*m=13[a-z0-9=,]*","bucket":"[a-z0-9=,]*m=16[a-z0-9=,]*"'
 fi
-if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=7x16 --device cuda; then
-  expect_stdout 'kernel gemm__f32 \(generic, batch=1,k=16,m=7,n=32\)'
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=13x16 --device cuda; then
+  expect_stdout 'kernel gemm__f32 \(generic, batch=1,k=16,m=13,n=32\)'
 fi
 expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device emulated-cuda --kernel-table "$TABLE"
 expect_ok "$G" bench "$MODELS/mlp.grove" --shape x=4x16 --iterations 2 --device emulated-cuda --kernel-table "$TABLE"
-if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --cache-dir "$TEST_TMP/cache" \
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=13x16 --cache-dir "$TEST_TMP/cache" \
     --kernel-table "$TABLE"; then
   expect_stdout '^kernel variants chosen: [0-9]+ \(table [1-9][0-9]*, '
 fi

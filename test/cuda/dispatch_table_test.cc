@@ -27,10 +27,11 @@ std::string TmpPath(const std::string& name) {
   return absl::StrCat(d, "/dispatch_table_test_", name);
 }
 
-TEST(ShapeBucketTest, RoundsEachExtentUpToAPowerOfTwo) {
+TEST(ShapeBucketTest, KeepsSmallExtentsAndRoundsLargerOnesUpToAPowerOfTwo) {
   jit::KernelProblem b = jit::ShapeBucket(jit::KernelProblem{"f", {DType::kF32}, {{"a", 0}, {"b", 1}, {"c", 3},
-                                                                                  {"d", 512}, {"e", 513}}});
-  EXPECT_EQ(b.ToString(), "a=0,b=1,c=4,d=512,e=1024");
+                                                                                  {"d", 512}, {"e", 513}, {"f", 8}, {"g", 9}}});
+  // Up to 8 an extent is its own bucket (decode's M; counts and flags).
+  EXPECT_EQ(b.ToString(), "a=0,b=1,c=3,d=512,e=1024,f=8,g=16");
   EXPECT_EQ(b.family, "f");
   EXPECT_EQ(b.dtypes, std::vector<DType>{DType::kF32});
   EXPECT_EQ(jit::ShapeBucket(RowProblem(509, 37)).ToString(), "n=512,rows=64");
@@ -95,7 +96,7 @@ TEST_F(DispatchTableTest, WritesAndLoadsBackEveryField) {
   EXPECT_EQ(back->Find(90, jit::ShapeBucket(RowProblem(300, 40, DType::kF16))), nullptr);
   // cuBLASLt's entry.
   const jit::DispatchEntry* g = back->Find(
-      90, jit::ShapeBucket(jit::KernelProblem{"gemm", {DType::kF16}, {{"batch", 1}, {"k", 700}, {"m", 5}, {"n", 1000}}}));
+      90, jit::ShapeBucket(jit::KernelProblem{"gemm", {DType::kF16}, {{"batch", 1}, {"k", 700}, {"m", 7}, {"n", 1000}}}));
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->config.Get("algo", -1), 3);
   // Serializing is stable: the same bytes again.
@@ -176,7 +177,7 @@ TEST_F(DispatchTableTest, RefusesDuplicateKeysBucketsThatAreNotBucketsAndBadGemm
   odd.bucket = RowProblem(500, 64);  // not rounded
   absl::Status s = t.Add(odd, lookup_);
   ASSERT_FALSE(s.ok());
-  EXPECT_THAT(std::string(s.message()), HasSubstr("extent n=500 is not a shape bucket"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("extent n=500 is not a shape bucket (0..8 or a power of two)"));
 
   jit::DispatchEntry f16 = RowEntry(90, 512, 64, 128, 4);
   f16.config.dtypes = {DType::kF16};

@@ -55,7 +55,7 @@ class KernelDispatchTest : public ::testing::Test {
     t->set_provenance(TestProvenance());
     EXPECT_TRUE(t->Add(RowEntry(90, 512, 64, 128, 4, 3.25), lookup_).ok());
     EXPECT_TRUE(t->Add(RowEntry(80, 512, 64, 256, 1, 4.5), lookup_).ok());
-    EXPECT_TRUE(t->Add(GemmEntry(90, DType::kF16, 7, 768, 768, 3), lookup_).ok());
+    EXPECT_TRUE(t->Add(GemmEntry(90, DType::kF16, 12, 768, 768, 3), lookup_).ok());
     return t;
   }
   cuda::KernelDispatch Dispatch(int arch) { return cuda::KernelDispatch(jit::GpuTraits::FromArch(arch), {Table()}, lookup_); }
@@ -132,12 +132,12 @@ TEST_F(KernelDispatchTest, GemmEntriesGiveCublasLtsAlgorithm) {
   cuda::KernelDispatch d = Dispatch(90);
   cuda::GemmDesc g;
   g.dtype = DType::kF16;
-  g.m = 5, g.n = 1000, g.k = 700;
+  g.m = 9, g.n = 1000, g.k = 700;
   cuda::KernelChoice hit = d.ChooseGemm(cuda::GemmProblem(g));
   EXPECT_EQ(hit.source, cuda::ChoiceSource::kTable);
   EXPECT_EQ(hit.config.Get("algo", -1), 3);
-  EXPECT_EQ(hit.bucket.ToString(), "batch=1,k=1024,m=8,n=1024");
-  g.m = 9;  // bucket m=16: no entry
+  EXPECT_EQ(hit.bucket.ToString(), "batch=1,k=1024,m=16,n=1024");
+  g.m = 7;  // up to 8 each M is its own bucket: no entry
   cuda::KernelChoice miss = d.ChooseGemm(cuda::GemmProblem(g));
   EXPECT_EQ(miss.source, cuda::ChoiceSource::kGeneric);
   EXPECT_EQ(miss.config.Get("algo", -1), -1);
@@ -187,7 +187,7 @@ std::vector<uint8_t> GemmTable(bool emulated = false) {
   jit::TableProvenance p = TestProvenance();
   p.emulated = emulated;
   t.set_provenance(p);
-  EXPECT_TRUE(t.Add(GemmEntry(90, DType::kF32, 4, 32, 64, 2)).ok());
+  EXPECT_TRUE(t.Add(GemmEntry(90, DType::kF32, 12, 32, 64, 2)).ok());
   return t.Serialize();
 }
 
@@ -209,7 +209,7 @@ TEST(SessionDispatchTest, AUsersTableIsLoadedOrRefusedWithAMessage) {
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_GE((*d)->tables().size(), 1u);
   cuda::GemmDesc g;
-  g.m = 3, g.n = 32, g.k = 64;
+  g.m = 10, g.n = 32, g.k = 64;
   EXPECT_EQ((*d)->ChooseGemm(cuda::GemmProblem(g)).config.Get("algo", -1), 2);
 
   // Truncated: refused, naming the file.
@@ -261,7 +261,7 @@ TEST(SessionDispatchTest, ACorruptShippedTableIsSkippedWithAWarningAndTheOthersS
   EXPECT_THAT(warnings[0], HasSubstr("cost model"));
   ASSERT_EQ((*d)->tables().size(), 1u);
   cuda::GemmDesc g;
-  g.m = 3, g.n = 32, g.k = 64;
+  g.m = 10, g.n = 32, g.k = 64;
   EXPECT_EQ((*d)->ChooseGemm(cuda::GemmProblem(g)).source, cuda::ChoiceSource::kTable);
 }
 
@@ -284,7 +284,7 @@ TEST(KernelChoiceReportTest, InspectShowsEachStepsChoiceAndItsSource) {
   std::shared_ptr<const Model> model = MatMulModel();
   ExecutionInfoOptions o;
   o.device = Device::kCuda;
-  o.input_shapes = {{3, 64}};
+  o.input_shapes = {{10, 64}};
   absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
   ASSERT_TRUE(info.ok()) << info.status();
   // The MatMul step's cuBLASLt choice (the step may also choose a variant
@@ -303,8 +303,8 @@ TEST(KernelChoiceReportTest, InspectShowsEachStepsChoiceAndItsSource) {
   ASSERT_EQ(k.size(), 1u);
   EXPECT_EQ(k[0].config, "gemm__f32");
   EXPECT_EQ(k[0].source, "generic");
-  EXPECT_EQ(k[0].problem, "batch=1,k=64,m=3,n=32");
-  EXPECT_EQ(k[0].bucket, "batch=1,k=64,m=4,n=32");
+  EXPECT_EQ(k[0].problem, "batch=1,k=64,m=10,n=32");
+  EXPECT_EQ(k[0].bucket, "batch=1,k=64,m=16,n=32");
   EXPECT_EQ(k[0].node, "proj");
 
   // With a table for that bucket on sm_90: the table's algorithm; sm_80 has none.
