@@ -307,6 +307,20 @@ std::vector<Case> ReductionAndShapeCases() {
                }});
   c.push_back({"PadReflect", "Pad", {{"mode", std::string("reflect")}},
                [](int seed) { return std::vector<Tensor>{F32({3, 4}, seed), I64({4}, {2, 1, 1, 3})}; }});
+  auto resize = [](Shape x, std::vector<float> scales, std::vector<int64_t> sizes) {
+    return [x, scales, sizes](int seed) {
+      std::vector<Tensor> v = {F32(x, seed), MakeTensor<float>(DType::kF32, {0}, {}),
+                               MakeTensor<float>(DType::kF32, {static_cast<int64_t>(scales.size())}, scales)};
+      if (!sizes.empty()) v.push_back(I64({static_cast<int64_t>(sizes.size())}, sizes));
+      return v;
+    };
+  };
+  c.push_back({"ResizeNearest", "Resize", {}, resize({1, 2, 3, 4}, {1, 1, 2, 1.5f}, {})});
+  c.push_back({"ResizeLinearSizes", "Resize", {{"mode", std::string("linear")}}, resize({1, 1, 4, 3}, {}, {1, 1, 3, 5}),
+               1, true});
+  c.push_back({"ResizeCubic", "Resize",
+               {{"mode", std::string("cubic")}, {"coordinate_transformation_mode", std::string("align_corners")}},
+               resize({2, 5}, {1, 1.6f}, {}), 1, true});
   c.push_back({"PadEdgeAxes", "Pad", {{"mode", std::string("edge")}},
                [](int seed) {
                  return std::vector<Tensor>{F32({2, 3, 2}, seed), I64({2}, {1, 2}),

@@ -715,7 +715,7 @@ absl::Status RegisterLayoutKernels(ir::OpRegistry& registry) {
       registry.SetKernel("ConstantOfShape", ir::Backend::kCpu, &ConstantOfShapeKernel),
       registry.SetKernel("Trilu", ir::Backend::kCpu, &TriluKernel),
       registry.SetKernel("OneHot", ir::Backend::kCpu, &OneHotKernel),
-      registry.SetKernel("Resize", ir::Backend::kCpu, &ResizeKernel),
+      registry.SetKernel("Resize", ir::Backend::kCpu, ir::KernelDef{&ResizeKernel, &PrepareResize}),
   };
   for (const absl::Status& s : results) {
     if (!s.ok()) return s;

@@ -11,10 +11,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/resize_kernel.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/layout_params.h"
 #include "lib/ir/ops/resize_params.h"
@@ -232,37 +237,45 @@ int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   return p;
 }
 
+// What the prepare made: per dim its taps, and for nearest the input offset
+// each output index reads (or -1) and the extrapolation bytes; for linear
+// and cubic the loop of the dtype and the two ping-pong buffers of doubles
+// (the workspace). Made once when the plan knows roi, scales and sizes
+// (inputs 1-3: weights or folded values, as exported models have); per run
+// otherwise (`planned` false).
+struct ResizeParams {
+  bool planned = false;
+  bool nearest = false;
+  bool empty = false;  // an empty output: nothing to do
+  std::vector<AxisPlan> plans;
+  std::vector<std::vector<int64_t>> src;  // nearest: per dim
+  alignas(StringRef) uint8_t extrapolation[sizeof(StringRef)] = {};
+  double extrapolation_value = 0;
+  int64_t buffer_elements = 0;  // per ping-pong buffer
+  void (*interpolate)(const ir::KernelContext& ctx, const ResizeParams& p, double* a, double* b) = nullptr;
+};
+
 // Nearest: output element = input element at each dim's chosen index, or the
 // extrapolation value when some dim samples outside the crop.
-void ResizeNearest(const std::vector<AxisPlan>& plans, const TensorView& x, TensorView& y,
-                   const uint8_t* extrapolation) {
-  const size_t rank = plans.size();
+void ResizeNearest(const ResizeParams& p, const TensorView& x, TensorView& y) {
+  const size_t rank = p.plans.size();
   const size_t es = DTypeSize(x.dtype);
-  const std::vector<int64_t> strides = ir::Strides(x.shape);
-  std::vector<std::vector<int64_t>> src(rank);  // per dim: input offset, or -1
-  for (size_t d = 0; d < rank; ++d) {
-    const AxisPlan& p = plans[d];
-    src[d].resize(static_cast<size_t>(p.out));
-    for (int64_t o = 0; o < p.out; ++o) {
-      src[d][o] = p.outside[o] ? -1 : p.taps[p.first[o]].index * strides[d];
-    }
-  }
   const auto* in = static_cast<const uint8_t*>(x.data);
   auto* out = static_cast<uint8_t*>(y.data);
   const int64_t total = y.num_elements();
   const int64_t row = y.shape[rank - 1];
-  const std::vector<int64_t>& last = src[rank - 1];
-  std::vector<int64_t> pos(rank - 1, 0);
+  const std::vector<int64_t>& last = p.src[rank - 1];
+  absl::InlinedVector<int64_t, 8> pos(rank - 1, 0);
   for (int64_t start = 0; start < total; start += row) {
     int64_t base = 0;
     for (size_t d = 0; d + 1 < rank && base >= 0; ++d) {
-      const int64_t s = src[d][pos[d]];
+      const int64_t s = p.src[d][pos[d]];
       base = s < 0 ? -1 : base + s;
     }
     uint8_t* o = out + start * static_cast<int64_t>(es);
     for (int64_t j = 0; j < row; ++j) {
       const uint8_t* from =
-          base < 0 || last[j] < 0 ? extrapolation : in + (base + last[j]) * static_cast<int64_t>(es);
+          base < 0 || last[j] < 0 ? p.extrapolation : in + (base + last[j]) * static_cast<int64_t>(es);
       std::memcpy(o + j * static_cast<int64_t>(es), from, es);
     }
     for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
@@ -272,38 +285,54 @@ void ResizeNearest(const std::vector<AxisPlan>& plans, const TensorView& x, Tens
   }
 }
 
-// Linear and cubic: one pass per resampled dim, last dim first.
-std::vector<double> ResizeInterpolate(const std::vector<AxisPlan>& plans, std::vector<double> buf,
-                                      std::vector<int64_t> shape, double extrapolation) {
+// Linear and cubic: one pass per resampled dim, last dim first, from buffer
+// `buf` into the other; returns the buffer holding the result.
+double* ResizeInterpolate(const std::vector<AxisPlan>& plans, double* buf, double* other,
+                          absl::Span<const int64_t> in_shape, double extrapolation) {
+  absl::InlinedVector<int64_t, 8> shape(in_shape.begin(), in_shape.end());
   for (int d = static_cast<int>(plans.size()) - 1; d >= 0; --d) {
     const AxisPlan& p = plans[d];
     if (p.identity) continue;
-    const int64_t outer = Product(shape, 0, d);
-    const int64_t inner = Product(shape, d + 1, shape.size());
-    std::vector<double> next(static_cast<size_t>(outer * p.out * inner), 0.0);
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < d; ++k) outer *= shape[k];
+    for (size_t k = static_cast<size_t>(d) + 1; k < shape.size(); ++k) inner *= shape[k];
+    double* next = other;
+    std::fill(next, next + outer * p.out * inner, 0.0);
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t x = 0; x < p.out; ++x) {
-        double* dst = next.data() + (o * p.out + x) * inner;
+        double* dst = next + (o * p.out + x) * inner;
         if (p.outside[x]) {
           std::fill(dst, dst + inner, extrapolation);
           continue;
         }
         for (int64_t t = p.first[x]; t < p.first[x + 1]; ++t) {
           const double w = p.taps[t].weight;
-          const double* src = buf.data() + (o * p.in + p.taps[t].index) * inner;
+          const double* src = buf + (o * p.in + p.taps[t].index) * inner;
           for (int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
         }
       }
     }
     shape[d] = p.out;
-    buf = std::move(next);
+    other = buf;
+    buf = next;
   }
   return buf;
 }
 
-}  // namespace
+template <typename T>
+void RunInterpolate(const ir::KernelContext& ctx, const ResizeParams& p, double* a, double* b) {
+  const TensorView& x = ctx.input(0);
+  const T* in = x.as<const T>();
+  const int64_t n = x.num_elements();
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<double>(ToCompute(in[i]));
+  const double* result = ResizeInterpolate(p.plans, a, b, x.shape, p.extrapolation_value);
+  TensorView& y = ctx.output(0);
+  T* out = y.as<T>();
+  const int64_t m = y.num_elements();
+  for (int64_t i = 0; i < m; ++i) out[i] = ConvertElement<T>(result[i]);
+}
 
-absl::Status ResizeKernel(ir::KernelContext& ctx) {
+absl::StatusOr<ResizeParams> MakeResizeParams(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<ResizeAttrs> attrs = ir::ParseResizeAttrs(ctx.attrs());
   if (!attrs.ok()) return ctx.Error(attrs.status().message());
@@ -311,47 +340,115 @@ absl::Status ResizeKernel(ir::KernelContext& ctx) {
   auto optional = [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; };
   absl::StatusOr<ResizeGeometry> g = ir::ResizeGeometryFor(x.shape, *attrs, optional(1), optional(2), optional(3));
   if (!g.ok()) return ctx.Error(g.status().message());
-  TensorView& y = ctx.output(0);
+  const TensorView& y = ctx.output(0);
   if (y.dtype != x.dtype || y.shape != g->out_dims) {
     return ctx.Error(absl::StrCat("output is ", DTypeName(x.dtype), " ", ir::DimsString(g->out_dims),
                                   " for these inputs but was planned as ", DTypeName(y.dtype), " ",
                                   ir::DimsString(y.shape)));
   }
-  if (y.num_elements() == 0) return absl::OkStatus();
+  ResizeParams p;
+  p.planned = true;
+  if (y.num_elements() == 0) {
+    p.empty = true;
+    return p;
+  }
   if (x.num_elements() == 0) {
     return ctx.Error(absl::StrCat("X (input 0) ", ir::DimsString(x.shape), " is empty but the output ",
                                   ir::DimsString(y.shape), " is not"));
   }
-  std::vector<AxisPlan> plans;
-  for (size_t d = 0; d < x.shape.size(); ++d) plans.push_back(PlanAxis(*attrs, *g, d, x.shape[d]));
+  for (size_t d = 0; d < x.shape.size(); ++d) p.plans.push_back(PlanAxis(*attrs, *g, d, x.shape[d]));
+  p.extrapolation_value = attrs->extrapolation_value;
 
   if (attrs->mode == ResizeMode::kNearest) {
+    p.nearest = true;
     // Nearest only moves elements, so it takes strings too; their
     // extrapolation value is the empty string (all zero bytes).
-    alignas(StringRef) uint8_t extrapolation[sizeof(StringRef)] = {};
     if (x.dtype != DType::kString) {
       absl::Status s = VisitAnyDType(ctx, x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T v = ConvertElement<T>(attrs->extrapolation_value);
-        std::memcpy(extrapolation, &v, sizeof(T));
+        std::memcpy(p.extrapolation, &v, sizeof(T));
         return absl::OkStatus();
       });
       if (!s.ok()) return s;
     }
-    ResizeNearest(plans, x, y, extrapolation);
+    const std::vector<int64_t> strides = ir::Strides(x.shape);
+    p.src.resize(p.plans.size());  // per dim: input offset, or -1
+    for (size_t d = 0; d < p.plans.size(); ++d) {
+      const AxisPlan& a = p.plans[d];
+      p.src[d].resize(static_cast<size_t>(a.out));
+      for (int64_t o = 0; o < a.out; ++o) {
+        p.src[d][o] = a.outside[o] ? -1 : a.taps[a.first[o]].index * strides[d];
+      }
+    }
+    return p;
+  }
+  absl::Status s =
+      VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>(ctx, x.dtype, [&](auto tag) {
+        p.interpolate = &RunInterpolate<typename decltype(tag)::type>;
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  // The largest tensor of the passes: the input, then each resampled dim.
+  std::vector<int64_t> shape = x.shape;
+  int64_t largest = x.num_elements();
+  for (int d = static_cast<int>(p.plans.size()) - 1; d >= 0; --d) {
+    if (p.plans[d].identity) continue;
+    shape[d] = p.plans[d].out;
+    largest = std::max(largest, Product(shape, 0, shape.size()));
+  }
+  p.buffer_elements = largest;
+  return p;
+}
+
+void RunResize(const ir::KernelContext& ctx, const ResizeParams& p, double* a, double* b) {
+  if (p.empty) return;
+  if (p.nearest) {
+    ResizeNearest(p, ctx.input(0), ctx.output(0));
+    return;
+  }
+  p.interpolate(ctx, p, a, b);
+}
+
+uint64_t ResizeWorkspaceBytes(const ResizeParams& p) {
+  WorkspaceLayout layout;
+  if (p.interpolate != nullptr && !p.empty) {
+    layout.Add<double>(p.buffer_elements);
+    layout.Add<double>(p.buffer_elements);
+  }
+  return layout.bytes();
+}
+
+}  // namespace
+
+absl::StatusOr<ir::PreparedKernel> PrepareResize(const ir::KernelContext& ctx) {
+  for (int i = 1; i <= 3; ++i) {
+    if (ctx.has_input(i) && ctx.input(i).data == nullptr && ctx.input(i).num_elements() > 0) {
+      return backends::MakePrepared(ResizeParams{});  // roi, scales or sizes known when run
+    }
+  }
+  absl::StatusOr<ResizeParams> p = MakeResizeParams(ctx);
+  if (!p.ok()) return p.status();
+  const uint64_t bytes = ResizeWorkspaceBytes(*p);
+  return backends::MakePrepared(*std::move(p), bytes);
+}
+
+absl::Status ResizeKernel(ir::KernelContext& ctx) {
+  const ResizeParams* p = backends::PreparedParams<ResizeParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    WorkspaceCursor ws(ctx.workspace());
+    double* a = p->interpolate != nullptr && !p->empty ? ws.Take<double>(p->buffer_elements) : nullptr;
+    double* b = p->interpolate != nullptr && !p->empty ? ws.Take<double>(p->buffer_elements) : nullptr;
+    RunResize(ctx, *p, a, b);
     return absl::OkStatus();
   }
-  return VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>(ctx, x.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* in = x.as<const T>();
-    std::vector<double> buf(static_cast<size_t>(x.num_elements()));
-    for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(ToCompute(in[i]));
-    const std::vector<double> result =
-        ResizeInterpolate(plans, std::move(buf), x.shape, attrs->extrapolation_value);
-    T* out = y.as<T>();
-    for (size_t i = 0; i < result.size(); ++i) out[i] = ConvertElement<T>(result[i]);
-    return absl::OkStatus();
-  });
+  absl::StatusOr<ResizeParams> run = MakeResizeParams(ctx);
+  if (!run.ok()) return run.status();
+  std::vector<double> a(static_cast<size_t>(run->interpolate != nullptr ? run->buffer_elements : 0));
+  std::vector<double> b(a.size());
+  RunResize(ctx, *run, a.data(), b.data());
+  return absl::OkStatus();
 }
 
 }  // namespace grove::cpu
