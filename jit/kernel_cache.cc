@@ -167,21 +167,23 @@ struct MemoryKey {
   std::vector<DType> types;
   bool indirect = false;
   int arch = 0;
+  std::vector<std::pair<std::string, int>> params;
 };
 struct MemoryKeyView {
   absl::string_view file;
   absl::Span<const DType> types;
   bool indirect = false;
   int arch = 0;
+  absl::Span<const std::pair<std::string, int>> params;
 };
-MemoryKeyView View(const MemoryKey& k) { return {k.file, k.types, k.indirect, k.arch}; }
+MemoryKeyView View(const MemoryKey& k) { return {k.file, k.types, k.indirect, k.arch, k.params}; }
 MemoryKeyView View(const MemoryKeyView& k) { return k; }
 struct MemoryKeyHash {
   using is_transparent = void;
   template <typename K>
   size_t operator()(const K& k) const {
     const MemoryKeyView v = View(k);
-    return absl::HashOf(v.file, v.types, v.indirect, v.arch);
+    return absl::HashOf(v.file, v.types, v.indirect, v.arch, v.params);
   }
 };
 struct MemoryKeyEq {
@@ -189,7 +191,8 @@ struct MemoryKeyEq {
   template <typename A, typename B>
   bool operator()(const A& a, const B& b) const {
     const MemoryKeyView x = View(a), y = View(b);
-    return x.arch == y.arch && x.indirect == y.indirect && x.file == y.file && x.types == y.types;
+    return x.arch == y.arch && x.indirect == y.indirect && x.file == y.file && x.types == y.types &&
+           x.params == y.params;
   }
 };
 
@@ -260,10 +263,13 @@ absl::StatusOr<std::string> KernelCache::KeyMaterial(const ModuleSpec& module, i
   if (!source.ok()) return source.status();
   std::vector<std::string> types;
   for (DType t : module.types) types.emplace_back(DTypeName(t));
+  // A variant's parameters add a line; a module without them keeps the
+  // material (and so the key) it had before variants existed.
+  const std::string params = module.params.empty() ? "" : absl::StrCat("params=", ParamsName(module.params), "\n");
   return absl::StrFormat(
-      "grove kernel module\nfile=%s\ntypes=%s\nindirect=%d\narch=sm_%d\nnvrtc=%d\nheaders=%016x\nsource=%016x\noptions=%s\n",
-      module.file, absl::StrJoin(types, ","), module.indirect ? 1 : 0, arch, NvrtcVersion(), KernelHeadersFingerprint(),
-      Fingerprint64(*source), absl::StrJoin(NvrtcOptions(arch), " "));
+      "grove kernel module\nfile=%s\ntypes=%s\n%sindirect=%d\narch=sm_%d\nnvrtc=%d\nheaders=%016x\nsource=%016x\noptions=%s\n",
+      module.file, absl::StrJoin(types, ","), params, module.indirect ? 1 : 0, arch, NvrtcVersion(),
+      KernelHeadersFingerprint(), Fingerprint64(*source), absl::StrJoin(NvrtcOptions(arch), " "));
 }
 
 absl::StatusOr<uint64_t> KernelCache::Key(const ModuleSpec& module, int arch) const {
@@ -339,7 +345,7 @@ absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::Load(cons
 absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::GetOrLoad(
     const KernelCache& cache, const ModuleSpec& module, int arch, bool rebuild,
     CacheSource* source_out) {
-  const MemoryKeyView key{module.file, module.types, module.indirect, arch};
+  const MemoryKeyView key{module.file, module.types, module.indirect, arch, module.params};
   if (!rebuild) {  // the hot path: a finished entry (finished entries are good ones)
     absl::ReaderMutexLock lock(&mu);
     auto it = entries.find(key);
@@ -369,7 +375,7 @@ absl::StatusOr<std::shared_ptr<const CachedModule>> KernelCache::Impl::GetOrLoad
       }
     } else {
       entry = std::make_shared<Entry>();
-      entries.emplace(MemoryKey{module.file, module.types, module.indirect, arch}, entry);
+      entries.emplace(MemoryKey{module.file, module.types, module.indirect, arch, module.params}, entry);
       mine = true;
     }
   }

@@ -92,6 +92,12 @@ struct CostTerms {
   double estimate_us = 0;
 };
 
+// A launch: blocks of `threads` threads (1-D).
+struct LaunchShape {
+  int64_t blocks = 1;
+  int threads = 1;
+};
+
 // One tunable parameter of a family and the values it may take.
 struct ParamSpace {
   std::string name;
@@ -110,6 +116,13 @@ class KernelFamily {
   // The dtype lists the family is built for (as kernels.cmake lists them).
   virtual std::vector<std::vector<DType>> dtype_lists() const = 0;
   virtual std::vector<ParamSpace> space() const = 0;
+  // Whether a config is in the space: this family, one of its dtype lists,
+  // exactly the space's parameters with listed values, and Consistent.
+  // Every config in the space has a NVRTC module and an emulated entry.
+  bool InSpace(const KernelConfig& config) const;
+  // Combinations of listed values that cannot be built (e.g. lanes that
+  // are neither a thread, a warp nor the block); true by default.
+  virtual bool Consistent(const KernelConfig&) const { return true; }
   // Whether a config is in the space and can run `problem` (e.g. a vector
   // width that divides the row).
   virtual bool Valid(const KernelConfig& config, const KernelProblem& problem) const = 0;
@@ -117,9 +130,14 @@ class KernelFamily {
   // known, and the baseline of `grove tune`.
   virtual KernelConfig Generic(const KernelProblem& problem) const = 0;
   virtual CostTerms Cost(const KernelConfig& config, const KernelProblem& problem, const GpuTraits& gpu) const = 0;
+  // The launch geometry of `config` on `problem` (what the CUDA prepares
+  // launch; grids are capped at 65535 blocks, the kernels loop grid-stride).
+  virtual LaunchShape Launch(const KernelConfig& config, const KernelProblem& problem) const = 0;
 
-  // Every config of the space for these dtypes (the cross product, in a
-  // stable order), valid or not for a particular problem.
+  // Every config of the space for these dtypes (the cross product less
+  // what is not InSpace, in a stable order: parameters by name, values as
+  // listed, the last parameter varying fastest), valid or not for a
+  // particular problem.
   std::vector<KernelConfig> Enumerate(absl::Span<const DType> dtypes) const;
 };
 
@@ -130,6 +148,13 @@ absl::Span<const KernelFamily* const> KernelFamilies();
 // The module that builds `config`: its family's file, dtypes and parameters
 // as GROVE_V_<NAME> defines.
 ModuleSpec ConfigModule(const KernelConfig& config);
+
+// The largest M of the "gemv" family (jit/kernels/gemv.cuh).
+inline constexpr int64_t kGemvMaxM = 64;
+// The cost model's estimate for the vendor GEMM (cuBLASLt) on a "gemv"
+// problem: the bytes it must move, and M padded to its smallest tile (64)
+// in flops. A GEMM step runs the gemv family when its pick estimates less.
+double GemmLibraryEstimateUs(const KernelProblem& problem, const GpuTraits& gpu);
 
 }  // namespace grove::jit
 

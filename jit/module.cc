@@ -1,8 +1,10 @@
 #include "jit/module.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "jit/kernel_config.h"
 
 namespace grove::jit {
 
@@ -12,10 +14,18 @@ extern const int kNumEmbeddedKernelFiles;
 extern const ModuleSpec kKernelManifest[];
 extern const int kNumKernelManifest;
 
+std::string ParamsName(absl::Span<const std::pair<std::string, int>> params) {
+  std::string out;
+  for (const auto& [name, value] : params) absl::StrAppend(&out, out.empty() ? "" : "_", name, value);
+  return out;
+}
+
 std::string Suffix(const ModuleSpec& module) {
   std::vector<std::string> names;
   for (DType t : module.types) names.emplace_back(DTypeName(t));
-  return absl::StrCat("__", absl::StrJoin(names, "_"));
+  std::string out = absl::StrCat("__", absl::StrJoin(names, "_"));
+  if (!module.params.empty()) absl::StrAppend(&out, "__", ParamsName(module.params));
+  return out;
 }
 
 std::string EntryName(absl::string_view kernel, const ModuleSpec& module) {
@@ -55,6 +65,9 @@ absl::StatusOr<std::string> ModuleSource(const ModuleSpec& module) {
   }
   absl::StrAppend(&src, "#define GROVE_SUFFIX ", Suffix(module), "\n");
   if (module.indirect) absl::StrAppend(&src, "#define GROVE_INDIRECT_PARAMS 1\n");
+  for (const auto& [name, value] : module.params) {
+    absl::StrAppend(&src, "#define GROVE_V_", absl::AsciiStrToUpper(name), " ", value, "\n");
+  }
   absl::StrAppend(&src, "#include \"jit/kernels/", module.file, ".cuh\"\n");
   return src;
 }
@@ -78,8 +91,17 @@ uint64_t KernelHeadersFingerprint() {
 absl::Span<const ModuleSpec> KernelManifest() { return absl::MakeConstSpan(kKernelManifest, kNumKernelManifest); }
 
 bool InManifest(const ModuleSpec& module) {
+  bool listed = false;
   for (const ModuleSpec& m : KernelManifest()) {
-    if (m.file == module.file && m.types == module.types) return true;  // either form of its entries
+    if (m.file == module.file && m.types == module.types) listed = true;  // either form of its entries
+  }
+  if (!listed || module.params.empty()) return listed;
+  // A variant: its family (the one built from this file) must have these
+  // dtypes and these parameters in its space.
+  for (const KernelFamily* f : KernelFamilies()) {
+    if (f->file() != module.file) continue;
+    KernelConfig c{std::string(f->name()), module.types, module.params};
+    if (f->InSpace(c)) return true;
   }
   return false;
 }

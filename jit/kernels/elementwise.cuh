@@ -331,12 +331,18 @@ struct Raw<bool> {
   typedef u8 type;
 };
 
-template <typename T>
+// IPT (a variant's GROVE_V_IPT, 1 without one): items a thread runs per
+// trip of its grid-stride loop, i, i + step, ... i + (IPT - 1) * step; the
+// same items as IPT trips of the plain loop, so the same result.
+template <typename T, int IPT>
 GROVE_DEVICE void ew(const EwParams& p) {
   typedef typename Acc<T>::type C;
   const i64 step = grid_threads();
   const int op = p.op;
-  for (i64 i = global_thread(); i < p.n; i += step) {
+  for (i64 base = global_thread(); base < p.n; base += step * IPT)
+  for (int u = 0; u < IPT; ++u) {
+    const i64 i = base + u * step;
+    if (i >= p.n) break;
     i64 off[kEwMaxOperands];
     for (int k = 0; k < p.num_inputs; ++k) off[k] = p.simple ? (p.mode[k] == kEwScalar ? 0 : i) : ew_offset(p.mode[k], i, p.shape, p.strides[k]);
     if (op <= kEwLastUnary) {
@@ -384,12 +390,15 @@ GROVE_DEVICE void ew(const EwParams& p) {
 
 // The fused chain, for float T: operands are read once each, the links
 // compute in Acc<T> without rounding between them.
-template <typename T>
+template <typename T, int IPT>
 GROVE_DEVICE void ew_chain(const EwChainParams& p) {
   typedef typename Acc<T>::type C;
   if constexpr (Kind<T>::is_float) {
     const i64 step = grid_threads();
-    for (i64 i = global_thread(); i < p.n; i += step) {
+    for (i64 base = global_thread(); base < p.n; base += step * IPT)
+    for (int u = 0; u < IPT; ++u) {
+      const i64 i = base + u * step;
+      if (i >= p.n) break;
       C vals[kEwMaxOperands];
       for (int k = 0; k < p.num_inputs; ++k) {
         const i64 o = p.simple ? (p.mode[k] == kEwScalar ? 0 : i) : ew_offset(p.mode[k], i, p.shape, p.strides[k]);
@@ -438,6 +447,12 @@ GROVE_DEVICE void ew_chain(const EwChainParams& p) {
 #endif  // GROVE_JIT_KERNELS_ELEMENTWISE_CUH_
 
 #if defined(GROVE_T0) && !defined(GROVE_T1)
-GROVE_ENTRY(ew, grove_k::EwParams) { grove_k::ew<GROVE_T0>(p); }
-GROVE_ENTRY(ew_chain, grove_k::EwChainParams) { grove_k::ew_chain<GROVE_T0>(p); }
+#if defined(GROVE_V_IPT)
+#define GROVE_EW_IPT GROVE_V_IPT
+#else
+#define GROVE_EW_IPT 1
+#endif
+GROVE_ENTRY(ew, grove_k::EwParams) { grove_k::ew<GROVE_T0, GROVE_EW_IPT>(p); }
+GROVE_ENTRY(ew_chain, grove_k::EwChainParams) { grove_k::ew_chain<GROVE_T0, GROVE_EW_IPT>(p); }
+#undef GROVE_EW_IPT
 #endif

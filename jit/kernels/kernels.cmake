@@ -6,6 +6,14 @@
 #   GROVE_KERNEL_<file>_T0       types of GROVE_T0
 #   GROVE_KERNEL_<file>_T1       types of GROVE_T1 (two-type files only);
 #                                every (T0, T1) pair is an instance
+#   GROVE_KERNEL_<file>_VARIANTS the kernel variants of the file's family
+#                                (jit/kernel_config.h), spelled as in entry
+#                                names ("lanes32_threads256"): the emulated
+#                                library has each for every type list, so the
+#                                emulated device runs any variant the
+#                                dispatcher picks. Equal to the family's space
+#                                (KernelFamily::Enumerate; kernel_config_test
+#                                checks).
 set(GROVE_KERNEL_ALL_TYPES f32 f64 f16 bf16 i64 i32 i8 u8 bool)
 set(GROVE_KERNEL_FLOAT_TYPES f32 f64 f16 bf16)
 
@@ -35,7 +43,15 @@ set(GROVE_KERNEL_pool_T0 f32 f64 f16 bf16 i8 u8)
 
 list(APPEND GROVE_KERNEL_FILES rnn)
 set(GROVE_KERNEL_rnn_T0 f32)
+# Row kernels: threads a block, and lanes per row (a thread, a warp, the block).
+set(GROVE_ROW_VARIANTS)
+foreach(t 64 128 256 512 1024)
+  list(APPEND GROVE_ROW_VARIANTS lanes1_threads${t} lanes32_threads${t} lanes${t}_threads${t})
+endforeach()
 list(APPEND GROVE_KERNEL_FILES reduce softmax norm)
+set(GROVE_KERNEL_reduce_VARIANTS ${GROVE_ROW_VARIANTS})
+set(GROVE_KERNEL_softmax_VARIANTS ${GROVE_ROW_VARIANTS})
+set(GROVE_KERNEL_norm_VARIANTS ${GROVE_ROW_VARIANTS})
 set(GROVE_KERNEL_reduce_T0 f32 f64 f16 bf16 i64 i32 i8 u8)
 set(GROVE_KERNEL_softmax_T0 f32 f64)
 set(GROVE_KERNEL_norm_T0 f32 f64 f16 bf16)
@@ -43,5 +59,22 @@ list(APPEND GROVE_KERNEL_FILES elementwise cast)
 set(GROVE_KERNEL_elementwise_T0 ${GROVE_KERNEL_ALL_TYPES})
 set(GROVE_KERNEL_cast_T0 ${GROVE_KERNEL_ALL_TYPES})
 set(GROVE_KERNEL_cast_T1 ${GROVE_KERNEL_ALL_TYPES})
+set(GROVE_KERNEL_elementwise_VARIANTS)
+foreach(i 1 2 4 8)
+  foreach(t 64 128 256 512 1024)
+    list(APPEND GROVE_KERNEL_elementwise_VARIANTS ipt${i}_threads${t})
+  endforeach()
+endforeach()
+# Small-M GEMM / GEMV (decode shapes).
+list(APPEND GROVE_KERNEL_FILES gemv)
+set(GROVE_KERNEL_gemv_T0 f32 f16 bf16)
+set(GROVE_KERNEL_gemv_VARIANTS)
+foreach(k 1 2 4 8 16 32)
+  foreach(m 1 2 4 8)
+    foreach(t 64 128 256)
+      list(APPEND GROVE_KERNEL_gemv_VARIANTS ksplit${k}_mtile${m}_threads${t})
+    endforeach()
+  endforeach()
+endforeach()
 list(APPEND GROVE_KERNEL_FILES attention)
 set(GROVE_KERNEL_attention_T0 f32 f16 bf16)

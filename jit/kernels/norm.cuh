@@ -18,11 +18,11 @@ GROVE_DEVICE A g_inv_sqrt(A v) {
 }
 
 template <typename T>
-GROVE_DEVICE void norm_rows(const NormRowsParams& p) {
+GROVE_DEVICE void norm_rows(const NormRowsParams& p, int mode) {
   typedef typename Acc<T>::type A;
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
-  const Group g = make_group(p.mode);
+  const Group g = make_group(mode);
   const AddOp<A> add;
   for (i64 r = g.first; r < p.rows; r += g.step) {
     const T* xr = x + r * p.n;
@@ -81,6 +81,14 @@ GROVE_DEVICE void batch_norm(const BatchNormParams& p) {
 #endif  // GROVE_JIT_KERNELS_NORM_CUH_
 
 #if defined(GROVE_T0)
-GROVE_ENTRY(norm_rows, grove_k::NormRowsParams) { grove_k::rdx::norm_rows<GROVE_T0>(p); }
+#if defined(GROVE_V_LANES)
+#define GROVE_ROW_LANES GROVE_V_LANES
+#else
+#define GROVE_ROW_LANES 0
+#endif
+GROVE_ENTRY(norm_rows, grove_k::NormRowsParams) {
+  grove_k::rdx::norm_rows<GROVE_T0>(p, grove_k::rdx::variant_mode(p.mode, GROVE_ROW_LANES));
+}
+#undef GROVE_ROW_LANES
 GROVE_ENTRY(norm_batch, grove_k::BatchNormParams) { grove_k::rdx::batch_norm<GROVE_T0>(p); }
 #endif

@@ -18,6 +18,14 @@
 
 #include "jit/kernels/types.h"
 
+// A variant module (ModuleSpec::params) with GROVE_V_THREADS launches at
+// most that many threads a block: its entries are compiled for it.
+#if defined(GROVE_V_THREADS)
+#define GROVE_MAX_THREADS GROVE_V_THREADS
+#else
+#define GROVE_MAX_THREADS 1024
+#endif
+
 #if defined(__CUDACC_RTC__)
 #define GROVE_DEVICE __device__ __forceinline__
 #define GROVE_CAT2(a, b) a##b
@@ -28,13 +36,13 @@
 // them through a reference, so it is the same text either way.
 #define GROVE_ENTRY(name, Params)                                                                          \
   GROVE_DEVICE void GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(const Params& p);                     \
-  extern "C" __global__ void __launch_bounds__(1024) GROVE_CAT(name, GROVE_SUFFIX)(const Params* __restrict__ pp) { \
+  extern "C" __global__ void __launch_bounds__(GROVE_MAX_THREADS) GROVE_CAT(name, GROVE_SUFFIX)(const Params* __restrict__ pp) { \
     GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(*pp);                                                  \
   }                                                                                                        \
   GROVE_DEVICE void GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(const Params& p)
 #else
 #define GROVE_ENTRY(name, Params) \
-  extern "C" __global__ void __launch_bounds__(1024) GROVE_CAT(name, GROVE_SUFFIX)(const Params p)
+  extern "C" __global__ void __launch_bounds__(GROVE_MAX_THREADS) GROVE_CAT(name, GROVE_SUFFIX)(const Params p)
 #endif
 #else
 #include "jit/emulation.h"
@@ -206,7 +214,11 @@ GROVE_DEVICE i64 offset_of(i64 i, const Dims& shape, const Strides& strides) {
 // += grid_threads(); or blockIdx.x, then += gridDim.x), so its result does
 // not depend on the grid it is launched with: a CUDA graph captured for a
 // shape bucket's bound replays its grid for every shape of the bucket, with
-// the actual sizes in the refreshed parameters (cuda::ParamDevice).
+// the actual sizes in the refreshed parameters (cuda::ParamDevice). A
+// kernel variant (GROVE_V_* defines, jit/kernel_config.h) changes only how
+// work is shared (lanes per row, items per trip, tiles), never this: any
+// variant gives the same result for any grid, and threads past the actual
+// sizes loop zero times.
 GROVE_DEVICE i64 global_thread() { return static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; }
 GROVE_DEVICE i64 grid_threads() { return static_cast<i64>(blockDim.x) * gridDim.x; }
 

@@ -148,10 +148,10 @@ struct OneOutput<T, LogSumExpR<T> > {
 };
 
 template <typename T, typename Op>
-GROVE_DEVICE void reduce(const ReduceParams& p) {
+GROVE_DEVICE void reduce(const ReduceParams& p, int mode) {
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
-  const Group g = make_group(p.mode);
+  const Group g = make_group(mode);
   for (i64 o = g.first; o < p.n_out; o += g.step) {
     const i64 base = offset_of(o, p.kept, p.kept_strides);
     const T v = OneOutput<T, Op>::run(p, x, base, g);
@@ -184,13 +184,13 @@ GROVE_DEVICE bool arg_takes(C av, i64 ai, C bv, i64 bi, int last) {
 }
 
 template <typename T, int kMax>
-GROVE_DEVICE void arg_reduce(const ArgReduceParams& p) {
+GROVE_DEVICE void arg_reduce(const ArgReduceParams& p, int mode) {
   typedef typename Tr<T>::C C;
   __shared__ C best_v[32];
   __shared__ i64 best_i[32];
   const T* x = static_cast<const T*>(p.x);
   i64* y = static_cast<i64*>(p.y);
-  const Group g = make_group(p.mode);
+  const Group g = make_group(mode);
   const i64 n_out = p.outer * p.inner;
   for (i64 o = g.first; o < n_out; o += g.step) {
     const i64 oo = o / p.inner, in = o - oo * p.inner;
@@ -267,12 +267,20 @@ GROVE_DEVICE void cumsum(const CumSumParams& p) {
 }  // namespace rdx
 }  // namespace grove_k
 
-#define GROVE_REDUCE_ENTRY(name, Op) \
-  GROVE_ENTRY(reduce_##name, grove_k::ReduceParams) { grove_k::rdx::reduce<GROVE_T0, grove_k::rdx::Op<GROVE_T0> >(p); }
+#define GROVE_REDUCE_ENTRY(name, Op)                                                              \
+  GROVE_ENTRY(reduce_##name, grove_k::ReduceParams) {                                              \
+    grove_k::rdx::reduce<GROVE_T0, grove_k::rdx::Op<GROVE_T0> >(                                  \
+        p, grove_k::rdx::variant_mode(p.mode, GROVE_ROW_LANES));                                   \
+  }
 
 #endif  // GROVE_JIT_KERNELS_REDUCE_CUH_
 
 #if defined(GROVE_T0)
+#if defined(GROVE_V_LANES)
+#define GROVE_ROW_LANES GROVE_V_LANES
+#else
+#define GROVE_ROW_LANES 0
+#endif
 GROVE_REDUCE_ENTRY(sum, SumR)
 GROVE_REDUCE_ENTRY(mean, MeanR)
 GROVE_REDUCE_ENTRY(max, MaxR)
@@ -283,7 +291,12 @@ GROVE_REDUCE_ENTRY(l2, L2R)
 GROVE_REDUCE_ENTRY(sum_square, SumSquareR)
 GROVE_REDUCE_ENTRY(log_sum, LogSumR)
 GROVE_REDUCE_ENTRY(log_sum_exp, LogSumExpR)
-GROVE_ENTRY(reduce_argmax, grove_k::ArgReduceParams) { grove_k::rdx::arg_reduce<GROVE_T0, 1>(p); }
-GROVE_ENTRY(reduce_argmin, grove_k::ArgReduceParams) { grove_k::rdx::arg_reduce<GROVE_T0, 0>(p); }
+GROVE_ENTRY(reduce_argmax, grove_k::ArgReduceParams) {
+  grove_k::rdx::arg_reduce<GROVE_T0, 1>(p, grove_k::rdx::variant_mode(p.mode, GROVE_ROW_LANES));
+}
+GROVE_ENTRY(reduce_argmin, grove_k::ArgReduceParams) {
+  grove_k::rdx::arg_reduce<GROVE_T0, 0>(p, grove_k::rdx::variant_mode(p.mode, GROVE_ROW_LANES));
+}
 GROVE_ENTRY(reduce_cumsum, grove_k::CumSumParams) { grove_k::rdx::cumsum<GROVE_T0>(p); }
+#undef GROVE_ROW_LANES
 #endif

@@ -142,6 +142,14 @@ GROVE_DEVICE A group_all(const Op& op, A v, int mode) {
   return v;
 }
 
+// The row mode a kernel variant fixes (GROVE_V_LANES: 1 a thread per work
+// item, 32 a warp, more the whole block), or the launch's own `mode` in a
+// module without a variant (lanes 0): the entry passes a constant, so a
+// variant's module compiles one mode only.
+GROVE_DEVICE int variant_mode(int mode, int lanes) {
+  return lanes == 0 ? mode : (lanes == 1 ? 0 : (lanes == 32 ? 1 : 2));
+}
+
 // The work items (rows, output elements) of a thread's group: a grid-stride
 // loop `for (i64 w = g.first; w < n; w += g.step)` is uniform in the group,
 // and lanes split one work item as `for (j = g.lane; j < len; j += g.width)`.

@@ -19,11 +19,11 @@ struct SoftmaxMax {
 };
 
 template <typename T>
-GROVE_DEVICE void softmax(const SoftmaxParams& p) {
+GROVE_DEVICE void softmax(const SoftmaxParams& p, int mode) {
   typedef typename Acc<T>::type A;
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
-  const Group g = make_group(p.mode);
+  const Group g = make_group(mode);
   const i64 n_items = p.outer * p.inner;
   const SoftmaxMax<A> max_op;
   const AddOp<A> add_op;
@@ -58,5 +58,13 @@ GROVE_DEVICE void softmax(const SoftmaxParams& p) {
 #endif  // GROVE_JIT_KERNELS_SOFTMAX_CUH_
 
 #if defined(GROVE_T0)
-GROVE_ENTRY(softmax, grove_k::SoftmaxParams) { grove_k::rdx::softmax<GROVE_T0>(p); }
+#if defined(GROVE_V_LANES)
+#define GROVE_ROW_LANES GROVE_V_LANES
+#else
+#define GROVE_ROW_LANES 0
+#endif
+GROVE_ENTRY(softmax, grove_k::SoftmaxParams) {
+  grove_k::rdx::softmax<GROVE_T0>(p, grove_k::rdx::variant_mode(p.mode, GROVE_ROW_LANES));
+}
+#undef GROVE_ROW_LANES
 #endif

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "jit/kernel_config.h"
 #include "lib/backends/cuda/device.h"
 
 namespace grove::cuda {
@@ -39,6 +40,19 @@ inline LaunchDims RowGeometry(int64_t items, int mode) {
 inline int RowMode(int64_t row_length) {
   if (row_length <= kThreadRowLimit) return 0;
   return row_length > kWarpRowLimit ? 2 : 1;
+}
+
+// The problem of a row family ("softmax", "norm", "reduce"): `rows` work
+// items of `n` elements, `inner` apart (1: contiguous rows). Extents past
+// int64 stay as given; the families clamp what they use.
+inline jit::KernelProblem RowProblem(const char* family, DType dtype, int64_t rows, int64_t n, int64_t inner) {
+  return jit::KernelProblem{family, {dtype}, {{"inner", inner}, {"n", n}, {"rows", rows}}};
+}
+
+// The row mode (RowGeometry's) of a row family's variant: its lanes per row.
+inline int RowModeOf(const jit::KernelConfig& config) {
+  const int lanes = config.Get("lanes", 1);
+  return lanes == 1 ? 0 : (lanes == 32 ? 1 : 2);
 }
 
 }  // namespace grove::cuda

@@ -1,0 +1,448 @@
+// Kernel variants as values: configs, problems, GPU traits, and the
+// registered families with their spaces, generic variants and cost terms.
+//
+// The cost model (after DietCode): for a variant on a problem,
+//   occupancy  resident threads / the GPU's thread slots, where a block's
+//              residency per SM is bounded by threads, blocks, registers and
+//              shared memory per SM, and a grid smaller than one wave fills
+//              only part of the GPU;
+//   waste      the share of launched lane-iterations that do no useful work
+//              (lanes past a row's end, threads past the last item, tiles
+//              past M/N/K);
+//   bytes      DRAM bytes the kernel moves; flops its arithmetic;
+//   estimate_us = launch_us + max(bytes / bandwidth, flops / peak)
+//                 / (min(1, 2 * occupancy) * (1 - waste)).
+// Memory-bound kernels reach the bandwidth at about half occupancy, hence
+// min(1, 2 * occupancy). Numbers are relative: they rank variants of one
+// family for one problem; the measured table (jit/dispatch_table.h) wins
+// where it has an entry.
+#include "jit/kernel_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+
+namespace grove::jit {
+
+// ---------------------------------------------------------------------------
+// KernelConfig, KernelProblem
+// ---------------------------------------------------------------------------
+
+int KernelConfig::Get(absl::string_view name, int fallback) const {
+  for (const auto& [n, v] : params) {
+    if (n == name) return v;
+  }
+  return fallback;
+}
+
+std::string KernelConfig::Name() const {
+  std::vector<std::string> types;
+  for (DType t : dtypes) types.emplace_back(DTypeName(t));
+  std::string out = absl::StrCat(family, "__", absl::StrJoin(types, "_"));
+  if (!params.empty()) absl::StrAppend(&out, "__", ParamsName(params));
+  return out;
+}
+
+namespace {
+
+bool IsLowerAlnum(absl::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<KernelConfig> KernelConfig::Parse(absl::string_view name) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel config '", name, "': ", why,
+                                                   " (expected FAMILY__DTYPES[__PARAMS], e.g. "
+                                                   "softmax__f32__lanes32_threads256)"));
+  };
+  const std::vector<absl::string_view> parts = absl::StrSplit(name, "__");
+  if (parts.size() < 2 || parts.size() > 3) return bad("not two or three parts separated by '__'");
+  KernelConfig c;
+  if (!IsLowerAlnum(absl::StrReplaceAll(parts[0], {{"_", ""}}))) return bad("bad family name");
+  const KernelFamily* family = FindKernelFamily(parts[0]);
+  if (family == nullptr) return bad(absl::StrCat("unknown family '", parts[0], "'"));
+  c.family = std::string(parts[0]);
+  if (parts[1].empty()) return bad("no dtypes");
+  for (absl::string_view t : absl::StrSplit(parts[1], '_')) {
+    absl::StatusOr<DType> d = ParseDType(t);
+    if (!d.ok()) return bad(absl::StrCat("unknown dtype '", t, "'"));
+    c.dtypes.push_back(*d);
+  }
+  if (parts.size() == 3) {
+    if (parts[2].empty()) return bad("empty parameter list");
+    for (absl::string_view p : absl::StrSplit(parts[2], '_')) {
+      size_t digits = 0;
+      while (digits < p.size() && absl::ascii_isdigit(p[p.size() - 1 - digits])) ++digits;
+      const absl::string_view pname = p.substr(0, p.size() - digits), pvalue = p.substr(p.size() - digits);
+      if (pname.empty() || !IsLowerAlnum(pname)) return bad(absl::StrCat("bad parameter '", p, "'"));
+      int value = 0;
+      if (pvalue.empty() || !absl::SimpleAtoi(pvalue, &value) || value < 0) {
+        return bad(absl::StrCat("parameter '", p, "' has no value"));
+      }
+      if (!c.params.empty() && c.params.back().first >= pname) {
+        return bad(absl::StrCat("parameters not sorted by name, or repeated, at '", p, "'"));
+      }
+      c.params.emplace_back(std::string(pname), value);
+    }
+  }
+  if (!family->InSpace(c)) {
+    return bad(absl::StrCat("not in the variant space of family ", family->name(), " for these dtypes"));
+  }
+  return c;
+}
+
+int64_t KernelProblem::Dim(absl::string_view name, int64_t fallback) const {
+  for (const auto& [n, v] : dims) {
+    if (n == name) return v;
+  }
+  return fallback;
+}
+
+std::string KernelProblem::ToString() const {
+  std::vector<std::string> parts;
+  for (const auto& [n, v] : dims) parts.push_back(absl::StrCat(n, "=", v));
+  return absl::StrJoin(parts, ",");
+}
+
+// ---------------------------------------------------------------------------
+// GpuTraits
+// ---------------------------------------------------------------------------
+
+GpuTraits GpuTraits::FromArch(int arch) {
+  GpuTraits g;  // sm_90: H100 SXM / H200 (the defaults)
+  if (arch >= 90) {
+    g.arch = arch;
+    return g;
+  }
+  if (arch >= 89) {  // L40S
+    g.sms = 142;
+    g.max_threads_per_sm = 1536;
+    g.max_blocks_per_sm = 24;
+    g.shared_bytes_per_sm = 100 * 1024;
+    g.dram_gbs = 864;
+    g.fp32_tflops = 91.6;
+  } else if (arch >= 86) {  // A10
+    g.sms = 72;
+    g.max_threads_per_sm = 1536;
+    g.max_blocks_per_sm = 16;
+    g.shared_bytes_per_sm = 100 * 1024;
+    g.dram_gbs = 600;
+    g.fp32_tflops = 31.2;
+  } else {  // sm_80 (A100 40 GB SXM), and older archs get its numbers
+    g.sms = 108;
+    g.max_threads_per_sm = 2048;
+    g.max_blocks_per_sm = 32;
+    g.shared_bytes_per_sm = 164 * 1024;
+    g.dram_gbs = 1555;
+    g.fp32_tflops = 19.5;
+  }
+  g.regs_per_sm = 65536;
+  g.arch = arch;
+  return g;
+}
+
+// ---------------------------------------------------------------------------
+// KernelFamily
+// ---------------------------------------------------------------------------
+
+bool KernelFamily::InSpace(const KernelConfig& config) const {
+  if (config.family != name()) return false;
+  bool dtypes_ok = false;
+  for (const std::vector<DType>& l : dtype_lists()) dtypes_ok |= l == config.dtypes;
+  if (!dtypes_ok) return false;
+  std::vector<ParamSpace> sp = space();
+  std::sort(sp.begin(), sp.end(), [](const ParamSpace& a, const ParamSpace& b) { return a.name < b.name; });
+  if (config.params.size() != sp.size()) return false;
+  for (size_t i = 0; i < sp.size(); ++i) {  // both sorted by name
+    if (config.params[i].first != sp[i].name) return false;
+    if (std::find(sp[i].values.begin(), sp[i].values.end(), config.params[i].second) == sp[i].values.end()) {
+      return false;
+    }
+  }
+  return Consistent(config);
+}
+
+std::vector<KernelConfig> KernelFamily::Enumerate(absl::Span<const DType> dtypes) const {
+  std::vector<ParamSpace> sp = space();
+  std::sort(sp.begin(), sp.end(), [](const ParamSpace& a, const ParamSpace& b) { return a.name < b.name; });
+  std::vector<KernelConfig> out;
+  KernelConfig c{std::string(name()), std::vector<DType>(dtypes.begin(), dtypes.end()), {}};
+  for (const ParamSpace& p : sp) c.params.emplace_back(p.name, 0);
+  std::vector<size_t> at(sp.size(), 0);
+  for (const ParamSpace& p : sp) {
+    if (p.values.empty()) return out;
+  }
+  while (true) {
+    for (size_t i = 0; i < sp.size(); ++i) c.params[i].second = sp[i].values[at[i]];
+    if (InSpace(c)) out.push_back(c);
+    size_t i = sp.size();
+    while (i > 0) {
+      --i;
+      if (++at[i] < sp[i].values.size()) break;
+      at[i] = 0;
+      if (i == 0) return out;
+    }
+    if (sp.empty()) return out;
+  }
+}
+
+ModuleSpec ConfigModule(const KernelConfig& config) {
+  ModuleSpec m;
+  const KernelFamily* f = FindKernelFamily(config.family);
+  m.file = f != nullptr ? std::string(f->file()) : config.family;
+  m.types = config.dtypes;
+  m.params = config.params;
+  return m;
+}
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+constexpr int64_t kMaxBlocks = 65535;
+
+// Resident share of the GPU's thread slots for `blocks` blocks of `block`
+// threads using `regs` registers per thread and `shared` bytes per block.
+double Occupancy(int64_t blocks, int block, int regs, int64_t shared, const GpuTraits& gpu) {
+  if (blocks <= 0 || block <= 0) return 1.0 / (gpu.sms * 64.0);
+  int64_t per_sm = std::min<int64_t>(gpu.max_threads_per_sm / block, gpu.max_blocks_per_sm);
+  per_sm = std::min<int64_t>(per_sm, gpu.regs_per_sm / std::max<int64_t>(1, int64_t{regs} * block));
+  if (shared > 0) per_sm = std::min<int64_t>(per_sm, gpu.shared_bytes_per_sm / shared);
+  per_sm = std::max<int64_t>(per_sm, 1);
+  const double resident = static_cast<double>(std::min<int64_t>(blocks, per_sm * gpu.sms)) * block;
+  const double slots = static_cast<double>(gpu.sms) * gpu.max_threads_per_sm;
+  return std::clamp(resident / slots, 1.0 / (gpu.sms * 64.0), 1.0);
+}
+
+double Estimate(const CostTerms& t, const GpuTraits& gpu) {
+  const double mem_us = t.bytes / (gpu.dram_gbs * 1e3);
+  const double flop_us = t.flops / (gpu.fp32_tflops * 1e6);
+  const double eff = std::min(1.0, 2 * t.occupancy) * std::max(1e-6, 1 - t.waste);
+  return gpu.launch_us + std::max(mem_us, flop_us) / eff;
+}
+
+const std::vector<int> kThreads = {64, 128, 256, 512, 1024};
+
+// ---------------------------------------------------------------------------
+// Row families: softmax, norm (LayerNorm/InstanceNorm rows), reduce.
+// ---------------------------------------------------------------------------
+// A problem has `rows` work items (rows, or output elements) of `n`
+// elements each; `inner` > 1 when a row's elements are strided (only a
+// thread per item then). Parameters: threads (the block) and lanes per
+// item: 1 (a thread), 32 (a warp) or the whole block (lanes == threads).
+// The kernel reads lanes as its row mode (0, 1, 2 of launch_util.h).
+class RowFamily : public KernelFamily {
+ public:
+  struct Spec {
+    const char* name;
+    std::vector<std::vector<DType>> dtypes;
+    double reads;         // passes over the input
+    double flops_per_el;  // arithmetic per element
+  };
+  explicit RowFamily(Spec spec) : spec_(std::move(spec)) {}
+  absl::string_view name() const override { return spec_.name; }
+  std::vector<std::vector<DType>> dtype_lists() const override { return spec_.dtypes; }
+  std::vector<ParamSpace> space() const override {
+    return {{"lanes", {1, 32, 64, 128, 256, 512, 1024}}, {"threads", kThreads}};
+  }
+  bool Consistent(const KernelConfig& c) const override {
+    const int lanes = c.Get("lanes", 0), threads = c.Get("threads", 0);
+    return lanes == 1 || lanes == 32 || lanes == threads;
+  }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    if (!InSpace(c) || c.dtypes != p.dtypes) return false;
+    return c.Get("lanes", 1) == 1 || p.Dim("inner", 1) == 1;
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    // launch_util.h: RowMode(n) for contiguous rows, else a thread each;
+    // kRowThreads (256) threads a block.
+    const int64_t n = p.Dim("n"), inner = p.Dim("inner", 1);
+    int lanes = 1;
+    if (inner == 1 && n > 8) lanes = n > 512 ? 256 : 32;
+    return KernelConfig{spec_.name, p.dtypes, {{"lanes", lanes}, {"threads", 256}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
+    const int threads = c.Get("threads", 256), lanes = c.Get("lanes", 1);
+    const int64_t work = std::max<int64_t>(1, p.Dim("rows")) * lanes;
+    return LaunchShape{std::clamp<int64_t>(CeilDiv(work, threads), 1, kMaxBlocks), threads};
+  }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    CostTerms t;
+    const int lanes = c.Get("lanes", 1);
+    const int64_t rows = std::max<int64_t>(1, p.Dim("rows")), n = std::max<int64_t>(1, p.Dim("n"));
+    const LaunchShape l = Launch(c, p);
+    const int64_t launched = l.blocks * l.threads;  // lanes in flight
+    const int64_t waves = CeilDiv(rows * lanes, launched);
+    const double slots = static_cast<double>(waves) * launched * CeilDiv(n, lanes);
+    t.waste = 1 - static_cast<double>(rows) * n / slots;
+    t.occupancy = Occupancy(l.blocks, l.threads, 32, lanes > 32 ? 32 * 8 : 0, gpu);
+    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+    t.bytes = el * rows * n * (spec_.reads + 1);
+    t.flops = spec_.flops_per_el * rows * n;
+    t.estimate_us = Estimate(t, gpu);
+    return t;
+  }
+
+ private:
+  Spec spec_;
+};
+
+// ---------------------------------------------------------------------------
+// Elementwise (jit/kernels/elementwise.cuh): ew and ew_chain.
+// ---------------------------------------------------------------------------
+// A problem: `n` elements, `inputs` operands read, `ops` operations each.
+// Parameters: threads (the block) and ipt, the items a thread runs per
+// trip of its grid-stride loop. Generic: 256 threads, one item (EwGrid).
+class EwFamily : public KernelFamily {
+ public:
+  absl::string_view name() const override { return "ew"; }
+  absl::string_view file() const override { return "elementwise"; }
+  std::vector<std::vector<DType>> dtype_lists() const override {
+    std::vector<std::vector<DType>> out;
+    for (DType t : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64, DType::kI32, DType::kI8,
+                    DType::kU8, DType::kBool}) {
+      out.push_back({t});
+    }
+    return out;
+  }
+  std::vector<ParamSpace> space() const override { return {{"ipt", {1, 2, 4, 8}}, {"threads", kThreads}}; }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    return InSpace(c) && c.dtypes == p.dtypes;
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    return KernelConfig{"ew", p.dtypes, {{"ipt", 1}, {"threads", 256}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
+    const int64_t n = std::max<int64_t>(1, p.Dim("n"));
+    const int threads = c.Get("threads", 256), ipt = c.Get("ipt", 1);
+    return LaunchShape{std::clamp<int64_t>(CeilDiv(n, int64_t{threads} * ipt), 1, kMaxBlocks), threads};
+  }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    CostTerms t;
+    const int64_t n = std::max<int64_t>(1, p.Dim("n"));
+    const int ipt = c.Get("ipt", 1);
+    const LaunchShape l = Launch(c, p);
+    const int64_t per_trip = l.blocks * l.threads * ipt;
+    t.waste = 1 - static_cast<double>(n) / (static_cast<double>(CeilDiv(n, per_trip)) * per_trip);
+    // Items in flight per thread hide latency as more resident threads would.
+    t.occupancy = std::min(1.0, Occupancy(l.blocks, l.threads, 24 + 8 * ipt, 0, gpu) * std::sqrt(ipt));
+    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+    t.bytes = el * n * (std::max<int64_t>(1, p.Dim("inputs", 1)) + 1);
+    t.flops = static_cast<double>(n) * std::max<int64_t>(1, p.Dim("ops", 1));
+    t.estimate_us = Estimate(t, gpu);
+    return t;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Small-M GEMM / GEMV (jit/kernels/gemv.cuh)
+// ---------------------------------------------------------------------------
+// A problem: m (<= 64), n, k, batch, transb (1: B is [N, K]). Parameters:
+// threads (the block), ksplit (threads sharing one column's K, summed in
+// shared memory) and mtile (rows of A a thread accumulates per pass over
+// B). A block covers threads / ksplit columns.
+class GemvFamily : public KernelFamily {
+ public:
+  absl::string_view name() const override { return "gemv"; }
+  std::vector<std::vector<DType>> dtype_lists() const override {
+    return {{DType::kF32}, {DType::kF16}, {DType::kBF16}};
+  }
+  std::vector<ParamSpace> space() const override {
+    return {{"ksplit", {1, 2, 4, 8, 16, 32}}, {"mtile", {1, 2, 4, 8}}, {"threads", {64, 128, 256}}};
+  }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    if (!InSpace(c) || c.dtypes != p.dtypes) return false;
+    const int64_t m = p.Dim("m");
+    return m >= 1 && m <= kGemvMaxM && p.Dim("n") >= 1 && p.Dim("k") >= 1;
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    const int64_t m = p.Dim("m", 1);
+    int mtile = 1;
+    while (mtile < 8 && mtile < m) mtile *= 2;
+    const int ksplit = p.Dim("transb") != 0 ? 32 : (p.Dim("k") >= 1024 ? 4 : 1);
+    return KernelConfig{"gemv", p.dtypes, {{"ksplit", ksplit}, {"mtile", mtile}, {"threads", 128}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
+    const int threads = c.Get("threads", 128), ksplit = c.Get("ksplit", 1);
+    const int64_t cols = std::max(1, threads / ksplit);
+    const int64_t blocks = std::max<int64_t>(1, p.Dim("batch", 1)) * CeilDiv(std::max<int64_t>(1, p.Dim("n")), cols);
+    return LaunchShape{std::clamp<int64_t>(blocks, 1, kMaxBlocks), threads};
+  }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    CostTerms t;
+    const int threads = c.Get("threads", 128), ksplit = c.Get("ksplit", 1), mtile = c.Get("mtile", 1);
+    const int64_t m = std::max<int64_t>(1, p.Dim("m")), n = std::max<int64_t>(1, p.Dim("n")),
+                  k = std::max<int64_t>(1, p.Dim("k")), batch = std::max<int64_t>(1, p.Dim("batch", 1));
+    const bool transb = p.Dim("transb") != 0;
+    const int64_t cols = std::max(1, threads / ksplit);
+    const LaunchShape l = Launch(c, p);
+    const double padded = static_cast<double>(CeilDiv(m, mtile) * mtile) * (CeilDiv(n, cols) * cols) *
+                          (CeilDiv(k, ksplit) * ksplit);
+    t.waste = 1 - static_cast<double>(m) * n * k / padded;
+    t.occupancy = Occupancy(l.blocks, l.threads, 32 + 2 * mtile, int64_t{4} * threads * mtile, gpu);
+    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+    // B is read once per pass of mtile rows; a warp's reads coalesce over
+    // runs of `cols` (B [K, N]) or `ksplit` (B [N, K]) elements.
+    const double run_bytes = el * (transb ? ksplit : cols);
+    const double coalesce = std::min(1.0, run_bytes / 32.0);
+    t.bytes = el * batch * (static_cast<double>(k) * n * CeilDiv(m, mtile) / coalesce + double(m) * k + double(m) * n);
+    t.flops = 2.0 * batch * m * n * k;
+    t.estimate_us = Estimate(t, gpu);
+    return t;
+  }
+};
+
+const std::vector<const KernelFamily*>& Registry() {
+  static const std::vector<const KernelFamily*>* const families = [] {
+    const std::vector<DType> f32{DType::kF32}, f64{DType::kF64}, f16{DType::kF16}, bf16{DType::kBF16};
+    auto* v = new std::vector<const KernelFamily*>;
+    v->push_back(new RowFamily({"softmax", {f32, f64}, 2, 5}));
+    v->push_back(new RowFamily({"norm", {f32, f64, f16, bf16}, 2, 8}));
+    v->push_back(new RowFamily({"reduce",
+                                {f32, f64, f16, bf16, {DType::kI64}, {DType::kI32}, {DType::kI8}, {DType::kU8}},
+                                1, 1}));
+    v->push_back(new EwFamily());
+    v->push_back(new GemvFamily());
+    return v;
+  }();
+  return *families;
+}
+
+}  // namespace
+
+const KernelFamily* FindKernelFamily(absl::string_view name) {
+  for (const KernelFamily* f : Registry()) {
+    if (f->name() == name) return f;
+  }
+  return nullptr;
+}
+
+absl::Span<const KernelFamily* const> KernelFamilies() { return Registry(); }
+
+double GemmLibraryEstimateUs(const KernelProblem& p, const GpuTraits& gpu) {
+  const double m = std::max<int64_t>(1, p.Dim("m")), n = std::max<int64_t>(1, p.Dim("n")),
+               k = std::max<int64_t>(1, p.Dim("k")), batch = std::max<int64_t>(1, p.Dim("batch", 1));
+  const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+  CostTerms t;
+  t.bytes = el * batch * (m * k + k * n + m * n);
+  // Its smallest tiles are 64 rows: a smaller M computes padding. Halves
+  // run on tensor cores (taken as 8x the f32 peak).
+  t.flops = 2.0 * batch * std::max(m, 64.0) * n * k / (el < 4 ? 8 : 1);
+  t.occupancy = 1;
+  return Estimate(t, gpu);
+}
+
+}  // namespace grove::jit

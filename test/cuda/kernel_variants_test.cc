@@ -1,0 +1,763 @@
+// Kernel variants as values (jit/kernel_config.h, issue 13 items 1, 5, 7):
+// configs spell and parse their names, modules carry their parameters into
+// names, sources and cache keys, every family's generic variant is today's
+// geometry, the cost terms on hand-worked cases, and every variant of every
+// family runs on the emulated device against a naive reference and
+// compiles with NVRTC for sm_80 and sm_90.
+//
+// The default suite runs a sample across each space (every few configs, one
+// or two dtypes); KernelVariantsFull.* runs every config of every dtype and
+// skips unless GROVE_VARIANTS_FULL=1:
+//   cd build && GROVE_VARIANTS_FULL=1 ctest -L variants_full
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "jit/emulation_launch.h"
+#include "jit/kernel_cache.h"
+#include "jit/kernel_config.h"
+#include "jit/kernels/elementwise_params.h"
+#include "jit/kernels/gemv_params.h"
+#include "jit/kernels/norm_params.h"
+#include "jit/kernels/prelude.cuh"
+#include "jit/kernels/reduce_params.h"
+#include "jit/kernels/softmax_params.h"
+#include "jit/module.h"
+#include "lib/backends/cuda/emulated_device.h"
+#include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/variant_launch.h"
+
+namespace grove {
+namespace {
+
+using jit::KernelConfig;
+using jit::KernelFamily;
+using jit::KernelProblem;
+
+bool FullRun() {
+  const char* v = std::getenv("GROVE_VARIANTS_FULL");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// Every `stride`-th config of the space (and the last), or all of them.
+std::vector<KernelConfig> Sample(const std::vector<KernelConfig>& all, size_t stride) {
+  std::vector<KernelConfig> out;
+  for (size_t i = 0; i < all.size(); i += stride) out.push_back(all[i]);
+  if (!all.empty() && (all.size() - 1) % stride != 0) out.push_back(all.back());
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Names and modules
+// ---------------------------------------------------------------------------
+
+TEST(KernelConfigTest, NameParseRoundTripsEveryConfigOfEveryFamily) {
+  int n = 0;
+  for (const KernelFamily* f : jit::KernelFamilies()) {
+    for (const std::vector<DType>& dtypes : f->dtype_lists()) {
+      for (const KernelConfig& c : f->Enumerate(dtypes)) {
+        absl::StatusOr<KernelConfig> back = KernelConfig::Parse(c.Name());
+        ASSERT_TRUE(back.ok()) << c.Name() << ": " << back.status();
+        EXPECT_EQ(*back, c) << c.Name();
+        ++n;
+      }
+    }
+  }
+  EXPECT_GT(n, 500);
+  const KernelConfig c{"softmax", {DType::kF32}, {{"lanes", 32}, {"threads", 128}}};
+  EXPECT_EQ(c.Name(), "softmax__f32__lanes32_threads128");
+  EXPECT_EQ(c.Get("threads", 0), 128);
+  EXPECT_EQ(c.Get("vec", 7), 7);
+}
+
+TEST(KernelConfigTest, ParseRefusesBadNamesWithAReason) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"", "parts"},
+      {"softmax", "parts"},
+      {"softmax__f32__lanes1_threads64__x", "parts"},
+      {"nosuch__f32", "unknown family"},
+      {"softmax__f99__lanes1_threads64", "unknown dtype"},
+      {"softmax____lanes1_threads64", "no dtypes"},
+      {"softmax__f32__", "empty parameter"},
+      {"softmax__f32__threads", "no value"},
+      {"softmax__f32__64", "bad parameter"},
+      {"softmax__f32__Lanes1_threads64", "bad parameter"},
+      {"softmax__f32__threads64_lanes1", "not sorted"},
+      {"softmax__f32__lanes1_lanes1", "not sorted"},
+      {"softmax__f32__lanes1_threads100", "not in the variant space"},
+      {"softmax__f32__lanes64_threads128", "not in the variant space"},  // neither thread, warp nor block
+      {"softmax__i32__lanes1_threads64", "not in the variant space"},    // not a softmax dtype
+      {"softmax__f32__lanes1", "not in the variant space"},              // threads missing
+      {"softmax__f32__lanes1_threads99999999999", "no value"},
+  };
+  for (const auto& [name, why] : bad) {
+    absl::StatusOr<KernelConfig> c = KernelConfig::Parse(name);
+    ASSERT_FALSE(c.ok()) << name;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_TRUE(absl::StrContains(c.status().message(), why)) << name << ": " << c.status();
+  }
+}
+
+TEST(KernelConfigTest, ModulesSpellTheirParametersAndKeepTodaysNamesWithout) {
+  const jit::ModuleSpec plain{"softmax", {DType::kF32}};
+  EXPECT_EQ(jit::Suffix(plain), "__f32");
+  EXPECT_EQ(jit::EntryName("softmax", plain), "softmax__f32");
+  const KernelConfig c{"softmax", {DType::kF32}, {{"lanes", 32}, {"threads", 128}}};
+  const jit::ModuleSpec m = jit::ConfigModule(c);
+  EXPECT_EQ(m.file, "softmax");
+  EXPECT_EQ(jit::EntryName("softmax", m), "softmax__f32__lanes32_threads128");
+  EXPECT_FALSE(m == plain);
+  EXPECT_NE(absl::HashOf(m), absl::HashOf(plain));
+  absl::StatusOr<std::string> src = jit::ModuleSource(m);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_TRUE(absl::StrContains(*src, "#define GROVE_V_LANES 32\n")) << *src;
+  EXPECT_TRUE(absl::StrContains(*src, "#define GROVE_V_THREADS 128\n")) << *src;
+  EXPECT_TRUE(absl::StrContains(*src, "#define GROVE_SUFFIX __f32__lanes32_threads128\n")) << *src;
+  absl::StatusOr<std::string> plain_src = jit::ModuleSource(plain);
+  ASSERT_TRUE(plain_src.ok());
+  EXPECT_FALSE(absl::StrContains(*plain_src, "GROVE_V_"));
+  // The elementwise family's file is not its name.
+  EXPECT_EQ(jit::ConfigModule(KernelConfig{"ew", {DType::kF16}, {{"ipt", 2}, {"threads", 256}}}).file, "elementwise");
+
+  EXPECT_TRUE(jit::InManifest(m));
+  EXPECT_TRUE(jit::InManifest(plain));
+  jit::ModuleSpec off = m;
+  off.params = {{"lanes", 32}, {"threads", 100}};
+  EXPECT_FALSE(jit::InManifest(off));
+  EXPECT_FALSE(jit::ModuleSource(off).ok());
+  off.params = {{"vec", 4}};
+  EXPECT_FALSE(jit::InManifest(off));
+  jit::ModuleSpec wrong_type = m;
+  wrong_type.types = {DType::kI32};  // softmax is f32/f64 only
+  EXPECT_FALSE(jit::InManifest(wrong_type));
+
+  // The cache key: a module without parameters keeps its material; a
+  // variant's names them.
+  jit::CacheOptions options;
+  options.disk_dir = ::testing::TempDir() + "/kernel_variants_cache";
+  jit::KernelCache cache(options);
+  absl::StatusOr<std::string> km = cache.KeyMaterial(m, 90), kp = cache.KeyMaterial(plain, 90);
+  ASSERT_TRUE(km.ok() && kp.ok());
+  EXPECT_TRUE(absl::StrContains(*km, "params=lanes32_threads128\n")) << *km;
+  EXPECT_FALSE(absl::StrContains(*kp, "params=")) << *kp;
+  EXPECT_NE(cache.Key(m, 90).value(), cache.Key(plain, 90).value());
+}
+
+// kernels.cmake's variant lists equal the families' spaces: every config
+// has its file's entries in the emulated library, and every variant entry
+// there is a config in its family's space.
+TEST(KernelConfigTest, EmulatedLibraryHasExactlyEveryVariant) {
+  std::set<std::string> names;
+  for (const std::string& n : emu::EntryNames()) names.insert(n);
+  for (const KernelFamily* f : jit::KernelFamilies()) {
+    for (const std::vector<DType>& dtypes : f->dtype_lists()) {
+      const jit::ModuleSpec base{std::string(f->file()), dtypes};
+      int base_entries = 0;
+      for (const std::string& n : names) base_entries += absl::EndsWith(n, jit::Suffix(base)) && emu::EntryFile(n) == base.file;
+      ASSERT_GT(base_entries, 0) << f->name();
+      for (const KernelConfig& c : f->Enumerate(dtypes)) {
+        const std::string suffix = jit::Suffix(jit::ConfigModule(c));
+        int entries = 0;
+        for (const std::string& n : names) entries += absl::EndsWith(n, suffix) && emu::EntryFile(n) == base.file;
+        EXPECT_EQ(entries, base_entries) << c.Name();
+      }
+    }
+  }
+  for (const std::string& n : names) {
+    // "reduce_sum__f32__lanes1_threads64": the part after the second "__".
+    const size_t first = n.find("__");
+    const size_t second = first == std::string::npos ? first : n.find("__", first + 2);
+    if (second == std::string::npos) continue;
+    const std::string file = emu::EntryFile(n);
+    const KernelFamily* family = nullptr;
+    for (const KernelFamily* f : jit::KernelFamilies()) {
+      if (f->file() == file) family = f;
+    }
+    ASSERT_NE(family, nullptr) << n;
+    const std::string spelled = absl::StrCat(family->name(), n.substr(first));
+    absl::StatusOr<KernelConfig> c = KernelConfig::Parse(spelled);
+    EXPECT_TRUE(c.ok()) << n << ": " << c.status();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Generic == today's geometry
+// ---------------------------------------------------------------------------
+
+TEST(KernelConfigTest, GenericVariantsAreTodaysGeometry) {
+  for (const char* name : {"softmax", "norm", "reduce"}) {
+    const KernelFamily* f = jit::FindKernelFamily(name);
+    ASSERT_NE(f, nullptr);
+    for (int64_t n : {0, 1, 7, 8, 9, 31, 32, 100, 511, 512, 513, 4096, 100000}) {
+      for (int64_t rows : {1, 5, 8, 255, 256, 257, 70000, 100000000}) {
+        for (int64_t inner : {1, 3}) {
+          const KernelProblem p = cuda::RowProblem(name, DType::kF32, rows, n, inner);
+          const KernelConfig g = f->Generic(p);
+          EXPECT_TRUE(f->Valid(g, p)) << g.Name();
+          const int mode = inner == 1 ? cuda::RowMode(n) : 0;
+          EXPECT_EQ(cuda::RowModeOf(g), mode) << name << " n " << n;
+          const cuda::LaunchDims want = cuda::RowGeometry(rows, mode);
+          const cuda::LaunchDims got = cuda::LaunchOf(g, p).dims;
+          EXPECT_EQ(got.grid, want.grid) << name << " n " << n << " rows " << rows;
+          EXPECT_EQ(got.block, want.block) << name << " n " << n << " rows " << rows;
+        }
+      }
+    }
+  }
+  const KernelFamily* ew = jit::FindKernelFamily("ew");
+  ASSERT_NE(ew, nullptr);
+  for (int64_t n : std::vector<int64_t>{1, 31, 256, 257, 1 << 20, int64_t{1} << 40}) {
+    const KernelProblem p{"ew", {DType::kF16}, {{"inputs", 2}, {"n", n}, {"ops", 1}}};
+    const cuda::LaunchDims want = cuda::Grid1D(n, 256);
+    const cuda::LaunchDims got = cuda::LaunchOf(ew->Generic(p), p).dims;
+    EXPECT_EQ(got.grid, want.grid) << n;
+    EXPECT_EQ(got.block, want.block) << n;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Cost terms, by hand
+// ---------------------------------------------------------------------------
+
+TEST(KernelConfigTest, GpuTraitsByArch) {
+  EXPECT_EQ(jit::GpuTraits::FromArch(90).sms, 132);
+  EXPECT_EQ(jit::GpuTraits::FromArch(80).sms, 108);
+  EXPECT_EQ(jit::GpuTraits::FromArch(86).max_threads_per_sm, 1536);
+  EXPECT_EQ(jit::GpuTraits::FromArch(89).sms, 142);
+  // Unknown archs take the nearest lower known one's numbers.
+  EXPECT_EQ(jit::GpuTraits::FromArch(87).sms, 72);
+  EXPECT_EQ(jit::GpuTraits::FromArch(87).arch, 87);
+  EXPECT_EQ(jit::GpuTraits::FromArch(100).sms, 132);
+  EXPECT_EQ(jit::GpuTraits::FromArch(75).sms, 108);
+}
+
+TEST(KernelConfigTest, RowCostTermsByHand) {
+  const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);  // 132 SMs x 2048 threads
+  const KernelFamily* f = jit::FindKernelFamily("softmax");
+  const KernelProblem one_row = cuda::RowProblem("softmax", DType::kF32, 1, 100, 1);
+  // One row of 100 on a 1024-thread block: 1024 lane slots, 100 used.
+  const KernelConfig block{"softmax", {DType::kF32}, {{"lanes", 1024}, {"threads", 1024}}};
+  jit::CostTerms t = f->Cost(block, one_row, h100);
+  EXPECT_DOUBLE_EQ(t.waste, 1 - 100.0 / 1024);
+  EXPECT_DOUBLE_EQ(t.occupancy, 1024.0 / (132 * 2048));
+  EXPECT_DOUBLE_EQ(t.bytes, 4 * 100 * 3);  // read twice... max and sum passes, then once more and write
+  EXPECT_DOUBLE_EQ(t.flops, 500);
+  // 2.5 us launch + (1200 B / 4800 GB/s) / (2 * occupancy * (1 - waste))
+  //             = 2.5 + 0.00025 * 132 * 2048 / 200 = 2.83792
+  EXPECT_NEAR(t.estimate_us, 2.83792, 1e-9);
+  // A warp on the same row: 4 trips of 32 lanes (128 slots of 100) in a
+  // block of 256 threads with 7 idle warps: 1024 slots again.
+  const KernelConfig warp{"softmax", {DType::kF32}, {{"lanes", 32}, {"threads", 256}}};
+  t = f->Cost(warp, one_row, h100);
+  EXPECT_DOUBLE_EQ(t.waste, 1 - 100.0 / 1024);
+  // 64 rows of 100, a warp each, 64-thread blocks: 32 blocks; each warp
+  // runs 4 trips of 32 lanes: waste 1 - 100/128.
+  const KernelConfig warp64{"softmax", {DType::kF32}, {{"lanes", 32}, {"threads", 64}}};
+  const KernelProblem rows64 = cuda::RowProblem("softmax", DType::kF32, 64, 100, 1);
+  t = f->Cost(warp64, rows64, h100);
+  EXPECT_DOUBLE_EQ(t.waste, 1 - 100.0 / 128);
+  EXPECT_EQ(f->Launch(warp64, rows64).blocks, 32);
+  // Strided rows (inner 3) take a thread per column only.
+  const KernelProblem strided = cuda::RowProblem("softmax", DType::kF32, 64, 100, 3);
+  EXPECT_FALSE(f->Valid(warp64, strided));
+  EXPECT_TRUE(f->Valid(KernelConfig{"softmax", {DType::kF32}, {{"lanes", 1}, {"threads", 64}}}, strided));
+  EXPECT_FALSE(f->Valid(KernelConfig{"softmax", {DType::kF64}, {{"lanes", 1}, {"threads", 64}}}, strided));
+}
+
+TEST(KernelConfigTest, GemvCostTermsByHandAndTheChoiceAgainstTheVendorGemm) {
+  const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);
+  const KernelFamily* f = jit::FindKernelFamily("gemv");
+  ASSERT_NE(f, nullptr);
+  const KernelProblem p{"gemv", {DType::kF32}, {{"batch", 1}, {"k", 4096}, {"m", 1}, {"n", 4096}, {"transb", 0}}};
+  // 8 columns of 32 K-slices a block: 512 blocks, no padding; a warp reads
+  // 8 neighbouring columns (32 bytes: coalesced); 7 blocks of 256 fit an
+  // SM's registers (34 each): 512 of 924 resident.
+  const KernelConfig c{"gemv", {DType::kF32}, {{"ksplit", 32}, {"mtile", 1}, {"threads", 256}}};
+  const jit::CostTerms t = f->Cost(c, p, h100);
+  EXPECT_DOUBLE_EQ(t.waste, 0);
+  EXPECT_EQ(f->Launch(c, p).blocks, 512);
+  EXPECT_DOUBLE_EQ(t.occupancy, 512.0 * 256 / (132 * 2048));
+  EXPECT_DOUBLE_EQ(t.bytes, 4.0 * (4096.0 * 4096 + 4096 + 4096));
+  EXPECT_DOUBLE_EQ(t.flops, 2.0 * 4096 * 4096);
+  // The vendor GEMM pads M to 64: 2 * 64 * 4096^2 flops at 67 TFLOPS.
+  const double vendor = jit::GemmLibraryEstimateUs(p, h100);
+  EXPECT_NEAR(vendor, 2.5 + 2.0 * 64 * 4096 * 4096 / 67e6, 1e-9);
+  EXPECT_LT(t.estimate_us, vendor);
+  // M = 64 re-reads B 8 times with the largest tile: the vendor GEMM wins.
+  KernelProblem big = p;
+  big.dims[2].second = 64;
+  double best = 1e300;
+  for (const KernelConfig& v : f->Enumerate({DType::kF32})) best = std::min(best, f->Cost(v, big, h100).estimate_us);
+  EXPECT_GT(best, jit::GemmLibraryEstimateUs(big, h100));
+  // 1 row, 4 columns, 256 threads with ksplit 1: 252 of 256 columns idle.
+  const KernelProblem tiny{"gemv", {DType::kF32}, {{"batch", 1}, {"k", 8}, {"m", 1}, {"n", 4}, {"transb", 1}}};
+  const KernelConfig wide{"gemv", {DType::kF32}, {{"ksplit", 1}, {"mtile", 1}, {"threads", 256}}};
+  EXPECT_DOUBLE_EQ(f->Cost(wide, tiny, h100).waste, 1 - 4.0 / 256);
+  EXPECT_FALSE(f->Valid(wide, KernelProblem{"gemv", {DType::kF32}, {{"k", 8}, {"m", 65}, {"n", 4}}}));
+}
+
+TEST(KernelConfigTest, EwCostTermsByHand) {
+  const jit::GpuTraits a100 = jit::GpuTraits::FromArch(80);
+  const KernelFamily* f = jit::FindKernelFamily("ew");
+  const KernelProblem p{"ew", {DType::kF32}, {{"inputs", 2}, {"n", 1000}, {"ops", 1}}};
+  // 1000 items, 256 threads x 4 items: one block, 1024 slots.
+  const KernelConfig c{"ew", {DType::kF32}, {{"ipt", 4}, {"threads", 256}}};
+  const jit::CostTerms t = f->Cost(c, p, a100);
+  EXPECT_EQ(f->Launch(c, p).blocks, 1);
+  EXPECT_DOUBLE_EQ(t.waste, 1 - 1000.0 / 1024);
+  EXPECT_DOUBLE_EQ(t.bytes, 4.0 * 1000 * 3);
+  EXPECT_DOUBLE_EQ(t.flops, 1000);
+}
+
+// ---------------------------------------------------------------------------
+// Every variant on the emulated device against a naive reference
+// ---------------------------------------------------------------------------
+
+class Buffers {
+ public:
+  explicit Buffers(cuda::Device& dev) : dev_(dev) {}
+  ~Buffers() {
+    for (void* p : ptrs_) dev_.Free(p);
+  }
+  template <typename T>
+  void* Upload(const std::vector<T>& v) {
+    void* p = dev_.Allocate(std::max<size_t>(1, v.size() * sizeof(T))).value();
+    EXPECT_TRUE(dev_.CopyAsync(p, v.data(), v.size() * sizeof(T), nullptr).ok());
+    ptrs_.push_back(p);
+    return p;
+  }
+  template <typename T>
+  std::vector<T> Download(const void* p, size_t n) {
+    std::vector<T> out(n);
+    EXPECT_TRUE(dev_.CopyAsync(out.data(), p, n * sizeof(T), nullptr).ok());
+    EXPECT_TRUE(dev_.Synchronize(nullptr).ok());
+    return out;
+  }
+
+ private:
+  cuda::Device& dev_;
+  std::vector<void*> ptrs_;
+};
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-2, 2);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+template <typename P>
+void LaunchVariant(cuda::Device& dev, const KernelConfig& c, const KernelProblem& problem, const char* kernel,
+                   const P& p) {
+  const cuda::VariantLaunch v = cuda::LaunchOf(c, problem);
+  absl::Status s = dev.Launch(v.module, kernel, v.dims, &p, sizeof(p), nullptr);
+  ASSERT_TRUE(s.ok()) << c.Name() << ": " << s;
+  ASSERT_TRUE(dev.Synchronize(nullptr).ok());
+}
+
+// Softmax over [outer, n, inner] in f32 or f64, against a double reference.
+void CheckSoftmax(cuda::Device& dev, const KernelConfig& c, int64_t outer, int64_t n, int64_t inner) {
+  const KernelProblem problem = cuda::RowProblem("softmax", c.dtypes[0], outer * inner, n, inner);
+  if (!jit::FindKernelFamily("softmax")->Valid(c, problem)) return;
+  const std::vector<float> xf = Random(outer * n * inner, 1);
+  Buffers b(dev);
+  grove_k::SoftmaxParams p{};
+  const bool f64 = c.dtypes[0] == DType::kF64;
+  std::vector<double> xd(xf.begin(), xf.end());
+  p.x = f64 ? b.Upload(xd) : b.Upload(xf);
+  p.y = f64 ? b.Upload(std::vector<double>(xf.size())) : b.Upload(std::vector<float>(xf.size()));
+  p.outer = outer;
+  p.n = n;
+  p.inner = inner;
+  p.mode = cuda::RowModeOf(c);
+  LaunchVariant(dev, c, problem, "softmax", p);
+  std::vector<double> y(xf.size());
+  if (f64) {
+    y = b.Download<double>(p.y, xf.size());
+  } else {
+    const std::vector<float> yf = b.Download<float>(p.y, xf.size());
+    y.assign(yf.begin(), yf.end());
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double m = -INFINITY, s = 0;
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, xd[(o * n + j) * inner + i]);
+      for (int64_t j = 0; j < n; ++j) s += std::exp(xd[(o * n + j) * inner + i] - m);
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = (o * n + j) * inner + i;
+        ASSERT_NEAR(y[at], std::exp(xd[at] - m) / s, 1e-6) << c.Name() << " outer " << outer << " n " << n;
+      }
+    }
+  }
+}
+
+// LayerNorm rows (scale and bias per element) in f32, or f16 in and out.
+void CheckNorm(cuda::Device& dev, const KernelConfig& c, int64_t rows, int64_t n) {
+  const KernelProblem problem = cuda::RowProblem("norm", c.dtypes[0], rows, n, 1);
+  if (!jit::FindKernelFamily("norm")->Valid(c, problem)) return;
+  const bool half = c.dtypes[0] == DType::kF16;
+  if (c.dtypes[0] != DType::kF32 && !half) return;  // f64/bf16: the full run's other families cover the code
+  std::vector<float> x = Random(rows * n, 2), scale = Random(n, 3), bias = Random(n, 4);
+  Buffers b(dev);
+  grove_k::NormRowsParams p{};
+  if (half) {
+    std::vector<uint16_t> xh(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      xh[i] = grove_k::f32_to_f16(x[i]);
+      x[i] = grove_k::f16_to_f32(xh[i]);
+    }
+    p.x = b.Upload(xh);
+    p.y = b.Upload(std::vector<uint16_t>(x.size()));
+  } else {
+    p.x = b.Upload(x);
+    p.y = b.Upload(std::vector<float>(x.size()));
+  }
+  p.rows = rows;
+  p.n = n;
+  p.epsilon = 1e-5;
+  p.scale = b.Upload(scale);
+  p.bias = b.Upload(bias);
+  p.scale_type = grove_k::kNormF32;
+  p.bias_type = grove_k::kNormF32;
+  p.channels = 0;
+  p.aff.rank = 1;
+  p.aff.d[0] = n;
+  p.scale_strides.s[0] = 1;
+  p.bias_strides.s[0] = 1;
+  p.mean_out = b.Upload(std::vector<float>(rows));
+  p.mode = cuda::RowModeOf(c);
+  LaunchVariant(dev, c, problem, "norm_rows", p);
+  std::vector<float> y(x.size());
+  if (half) {
+    const std::vector<uint16_t> yh = b.Download<uint16_t>(p.y, x.size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = grove_k::f16_to_f32(yh[i]);
+  } else {
+    y = b.Download<float>(p.y, x.size());
+  }
+  const std::vector<float> mean_out = b.Download<float>(p.mean_out, rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j) mean += x[r * n + j];
+    mean /= n;
+    for (int64_t j = 0; j < n; ++j) var += (x[r * n + j] - mean) * (x[r * n + j] - mean);
+    var /= n;
+    ASSERT_NEAR(mean_out[r], mean, 1e-5) << c.Name();
+    for (int64_t j = 0; j < n; ++j) {
+      const double want = (x[r * n + j] - mean) / std::sqrt(var + 1e-5) * scale[j] + bias[j];
+      ASSERT_NEAR(y[r * n + j], want, half ? 2e-2 + 2e-3 * std::fabs(want) : 1e-4) << c.Name() << " row " << r;
+    }
+  }
+}
+
+// Row sums (contiguous, reduce_sum) and ArgMax over the middle axis.
+void CheckReduce(cuda::Device& dev, const KernelConfig& c, int64_t rows, int64_t n, int64_t inner) {
+  const KernelProblem problem = cuda::RowProblem("reduce", c.dtypes[0], rows * inner, n, inner);
+  if (!jit::FindKernelFamily("reduce")->Valid(c, problem)) return;
+  if (c.dtypes[0] != DType::kF32 && c.dtypes[0] != DType::kI32) return;
+  const bool i32 = c.dtypes[0] == DType::kI32;
+  std::vector<float> x = Random(rows * n * inner, 5);
+  std::vector<int32_t> xi(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    xi[i] = static_cast<int32_t>(std::lround(x[i] * 50));
+    if (i32) x[i] = static_cast<float>(xi[i]);
+  }
+  Buffers b(dev);
+  const void* xd = i32 ? b.Upload(xi) : b.Upload(x);
+  if (inner == 1) {  // reduce_sum over rows
+    grove_k::ReduceParams p{};
+    p.x = xd;
+    p.y = i32 ? b.Upload(std::vector<int32_t>(rows)) : b.Upload(std::vector<float>(rows));
+    p.n_out = rows;
+    p.count = n;
+    p.kept.rank = 1;
+    p.kept.d[0] = rows;
+    p.kept_strides.s[0] = n;
+    p.red.rank = 1;
+    p.red.d[0] = n;
+    p.red_strides.s[0] = 1;
+    p.mode = cuda::RowModeOf(c);
+    LaunchVariant(dev, c, problem, "reduce_sum", p);
+    std::vector<double> y(rows);
+    if (i32) {
+      const std::vector<int32_t> yi = b.Download<int32_t>(p.y, rows);
+      y.assign(yi.begin(), yi.end());
+    } else {
+      const std::vector<float> yf = b.Download<float>(p.y, rows);
+      y.assign(yf.begin(), yf.end());
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      double want = 0;
+      for (int64_t j = 0; j < n; ++j) want += x[r * n + j];
+      ASSERT_NEAR(y[r], want, i32 ? 0 : 1e-3) << c.Name() << " row " << r;
+    }
+  }
+  grove_k::ArgReduceParams a{};
+  a.x = xd;
+  a.y = b.Upload(std::vector<int64_t>(rows * inner));
+  a.outer = rows;
+  a.n = n;
+  a.inner = inner;
+  a.mode = cuda::RowModeOf(c);
+  LaunchVariant(dev, c, problem, "reduce_argmax", a);
+  const std::vector<int64_t> got = b.Download<int64_t>(a.y, rows * inner);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < n; ++j) {
+        if (x[(r * n + j) * inner + i] > x[(r * n + best) * inner + i]) best = j;
+      }
+      ASSERT_EQ(got[r * inner + i], best) << c.Name() << " row " << r;
+    }
+  }
+}
+
+// a + b, contiguous, in f32 (or i32).
+void CheckEw(cuda::Device& dev, const KernelConfig& c, int64_t n) {
+  if (c.dtypes[0] != DType::kF32 && c.dtypes[0] != DType::kI32) return;
+  const KernelProblem problem{"ew", c.dtypes, {{"inputs", 2}, {"n", n}, {"ops", 1}}};
+  const std::vector<float> xa = Random(n, 6), xb = Random(n, 7);
+  std::vector<int32_t> ia(n), ib(n);
+  for (int64_t i = 0; i < n; ++i) {
+    ia[i] = static_cast<int32_t>(xa[i] * 1000);
+    ib[i] = static_cast<int32_t>(xb[i] * 1000);
+  }
+  const bool i32 = c.dtypes[0] == DType::kI32;
+  Buffers b(dev);
+  grove_k::EwParams p;
+  std::memset(&p, 0, sizeof(p));
+  p.out = i32 ? b.Upload(std::vector<int32_t>(n)) : b.Upload(std::vector<float>(n));
+  p.n = n;
+  p.shape.rank = 1;
+  p.shape.d[0] = n;
+  p.in[0] = i32 ? b.Upload(ia) : b.Upload(xa);
+  p.in[1] = i32 ? b.Upload(ib) : b.Upload(xb);
+  for (int k = 0; k < 2; ++k) {
+    p.strides[k].s[0] = 1;
+    p.mode[k] = grove_k::kEwContiguous;
+  }
+  p.num_inputs = 2;
+  p.op = grove_k::kEwAdd;
+  p.simple = 1;
+  LaunchVariant(dev, c, problem, "ew", p);
+  if (i32) {
+    const std::vector<int32_t> y = b.Download<int32_t>(p.out, n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], ia[i] + ib[i]) << c.Name() << " at " << i;
+  } else {
+    const std::vector<float> y = b.Download<float>(p.out, n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], xa[i] + xb[i]) << c.Name() << " at " << i;
+  }
+}
+
+// C = alpha A B (+ beta C) (+ bias), batched, B plain or transposed.
+void CheckGemv(cuda::Device& dev, const KernelConfig& c, int64_t m, int64_t n, int64_t k, int64_t batch,
+               bool trans_b, bool trans_a) {
+  const DType t = c.dtypes[0];
+  const KernelProblem problem{
+      "gemv", c.dtypes, {{"batch", batch}, {"k", k}, {"m", m}, {"n", n}, {"transb", trans_b ? 1 : 0}}};
+  if (!jit::FindKernelFamily("gemv")->Valid(c, problem)) return;
+  auto round = [t](std::vector<float> v) {
+    for (float& x : v) {
+      if (t == DType::kF16) x = grove_k::f16_to_f32(grove_k::f32_to_f16(x));
+      if (t == DType::kBF16) x = grove_k::bf16_to_f32(grove_k::f32_to_bf16(x));
+    }
+    return v;
+  };
+  const std::vector<float> a = round(Random(batch * m * k, 8)), bm = round(Random(batch * k * n, 9)),
+                           c0 = round(Random(batch * m * n, 10)), bias = round(Random(n, 11));
+  auto upload = [&](Buffers& bufs, const std::vector<float>& v) -> void* {
+    if (t == DType::kF32) return bufs.Upload(v);
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i) h[i] = t == DType::kF16 ? grove_k::f32_to_f16(v[i]) : grove_k::f32_to_bf16(v[i]);
+    return bufs.Upload(h);
+  };
+  Buffers bufs(dev);
+  grove_k::GemvParams p{};
+  p.a = upload(bufs, a);
+  p.b = upload(bufs, bm);
+  p.c = upload(bufs, c0);
+  p.bias = upload(bufs, bias);
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.lda = trans_a ? m : k;
+  p.ldb = trans_b ? k : n;
+  p.ldc = n;
+  p.batch = batch;
+  p.stride_a = m * k;
+  p.stride_b = k * n;
+  p.stride_c = m * n;
+  p.alpha = 0.5f;
+  p.beta = 2.0f;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  LaunchVariant(dev, c, problem, "gemv", p);
+  std::vector<float> y(c0.size());
+  if (t == DType::kF32) {
+    y = bufs.Download<float>(p.c, y.size());
+  } else {
+    const std::vector<uint16_t> h = bufs.Download<uint16_t>(p.c, y.size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = t == DType::kF16 ? grove_k::f16_to_f32(h[i]) : grove_k::bf16_to_f32(h[i]);
+  }
+  const double tol = t == DType::kF32 ? 1e-4 : (t == DType::kF16 ? 1e-2 : 8e-2);
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          const double av = a[bi * m * k + (trans_a ? q * m + i : i * k + q)];
+          const double bv = bm[bi * k * n + (trans_b ? j * k + q : q * n + j)];
+          acc += av * bv;
+        }
+        const double want = 0.5 * acc + 2.0 * c0[bi * m * n + i * n + j] + bias[j];
+        ASSERT_NEAR(y[bi * m * n + i * n + j], want, tol * (1 + std::fabs(want)))
+            << c.Name() << " m " << m << " n " << n << " k " << k << " at " << bi << "," << i << "," << j;
+      }
+    }
+  }
+}
+
+void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
+  auto dev = cuda::NewEmulatedDevice();
+  const KernelFamily* f = jit::FindKernelFamily(family);
+  ASSERT_NE(f, nullptr);
+  std::vector<std::vector<DType>> lists = f->dtype_lists();
+  if (!all_dtypes) lists.resize(1);
+  if (!all_dtypes && family == "norm") lists.push_back({DType::kF16});
+  if (!all_dtypes && family == "reduce") lists.push_back({DType::kI32});
+  if (!all_dtypes && family == "gemv") lists.push_back({DType::kBF16});
+  for (const std::vector<DType>& dtypes : lists) {
+    const std::vector<KernelConfig> sample = Sample(f->Enumerate(dtypes), stride);
+    for (const KernelConfig& c : sample) {
+      // The sample's big blocks (1024 host threads each on the emulated
+      // device) only at its end; the full run has them all.
+      if (!all_dtypes && c.Get("threads", 0) > 256 && c != sample.back()) continue;
+      SCOPED_TRACE(c.Name());
+      if (family == "softmax") {
+        CheckSoftmax(*dev, c, 3, 37, 1);
+        CheckSoftmax(*dev, c, 2, 600, 1);
+        CheckSoftmax(*dev, c, 2, 5, 3);
+      } else if (family == "norm") {
+        CheckNorm(*dev, c, 3, 45);
+        CheckNorm(*dev, c, 1, 700);
+      } else if (family == "reduce") {
+        CheckReduce(*dev, c, 3, 77, 1);
+        CheckReduce(*dev, c, 2, 9, 4);
+      } else if (family == "ew") {
+        CheckEw(*dev, c, 1);
+        CheckEw(*dev, c, 3000);
+      } else if (family == "gemv") {
+        CheckGemv(*dev, c, 3, 45, 70, 2, false, false);
+        CheckGemv(*dev, c, 9, 33, 40, 1, true, false);
+        CheckGemv(*dev, c, 1, 7, 300, 1, true, true);
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+// Samples across each space: every few configs in Enumerate's order, and
+// the last.
+TEST(KernelVariantsTest, SoftmaxSampleOnTheEmulatedDevice) { RunFamily("softmax", 2, false); }
+TEST(KernelVariantsTest, NormSampleOnTheEmulatedDevice) { RunFamily("norm", 3, false); }
+TEST(KernelVariantsTest, ReduceSampleOnTheEmulatedDevice) { RunFamily("reduce", 3, false); }
+TEST(KernelVariantsTest, EwSampleOnTheEmulatedDevice) { RunFamily("ew", 3, false); }
+TEST(KernelVariantsTest, GemvSampleOnTheEmulatedDevice) { RunFamily("gemv", 11, false); }
+
+TEST(KernelVariantsFull, EveryVariantOfEveryFamilyOnTheEmulatedDevice) {
+  if (!FullRun()) GTEST_SKIP() << "the full variant space runs with GROVE_VARIANTS_FULL=1 (ctest -L variants_full)";
+  for (const KernelFamily* f : jit::KernelFamilies()) {
+    RunFamily(std::string(f->name()), 1, true);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// NVRTC: the variants compile for sm_80 and sm_90 with the same entries as
+// the module without a variant.
+// ---------------------------------------------------------------------------
+
+void CompileConfigs(const std::vector<std::pair<KernelConfig, int>>& configs) {
+  if (jit::NvrtcVersion() <= 0) GTEST_SKIP() << "NVRTC is not available";
+  struct Job {
+    jit::ModuleSpec module;
+    int arch;
+    std::string error;
+    size_t entries = 0;
+  };
+  std::vector<Job> jobs;
+  for (const auto& [c, arch] : configs) jobs.push_back({jit::ConfigModule(c), arch});
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      Job& job = jobs[i];
+      absl::StatusOr<std::string> source = jit::ModuleSource(job.module);
+      if (!source.ok()) {
+        job.error = std::string(source.status().message());
+        continue;
+      }
+      absl::StatusOr<jit::CompileResult> compiled = jit::CompileModuleSource(*source, job.arch);
+      if (!compiled.ok()) {
+        job.error = std::string(compiled.status().message());
+        continue;
+      }
+      absl::StatusOr<std::vector<std::string>> entries = jit::CubinEntryPoints(compiled->cubin);
+      if (!entries.ok()) {
+        job.error = std::string(entries.status().message());
+        continue;
+      }
+      const std::string suffix = jit::Suffix(job.module);
+      for (const std::string& e : *entries) {
+        if (!absl::EndsWith(e, suffix)) job.error = absl::StrCat("entry ", e, " lacks the suffix ", suffix);
+      }
+      job.entries = entries->size();
+    }
+  };
+  std::thread helper(worker);
+  worker();
+  helper.join();
+  for (const Job& job : jobs) {
+    EXPECT_TRUE(job.error.empty()) << job.module.file << jit::Suffix(job.module) << " sm_" << job.arch << ": "
+                                   << job.error;
+    EXPECT_GT(job.entries, 0u) << job.module.file << jit::Suffix(job.module);
+  }
+}
+
+// One variant per family (the space's last: the largest tiles and blocks),
+// families taking turns at sm_80 and sm_90; NvrtcCompileTest compiles each
+// family's file without a variant for both.
+TEST(KernelVariantsTest, NvrtcCompilesAVariantOfEveryFamily) {
+  std::vector<std::pair<KernelConfig, int>> jobs;
+  int i = 0;
+  for (const KernelFamily* f : jit::KernelFamilies()) {
+    jobs.emplace_back(f->Enumerate(f->dtype_lists().back()).back(), i++ % 2 == 0 ? 80 : 90);
+  }
+  CompileConfigs(jobs);
+}
+
+TEST(KernelVariantsFull, NvrtcCompilesEveryVariantForSm80AndSm90) {
+  if (!FullRun()) GTEST_SKIP() << "the full variant space runs with GROVE_VARIANTS_FULL=1 (ctest -L variants_full)";
+  std::vector<std::pair<KernelConfig, int>> configs;
+  for (const KernelFamily* f : jit::KernelFamilies()) {
+    for (const std::vector<DType>& dtypes : f->dtype_lists()) {
+      for (const KernelConfig& c : f->Enumerate(dtypes)) {
+        configs.emplace_back(c, 80);
+        configs.emplace_back(c, 90);
+      }
+    }
+  }
+  CompileConfigs(configs);
+}
+
+}  // namespace
+}  // namespace grove
