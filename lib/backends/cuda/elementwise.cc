@@ -18,6 +18,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/fusion.h"
+#include "lib/backends/cuda/variant_launch.h"
 #include "lib/ir/element_types.h"
 
 namespace grove::cuda {
@@ -66,6 +67,10 @@ LaunchDims EwGrid(const Device& device, int64_t n) {
   return device.emulated() ? Grid1D(n, 32, 2) : Grid1D(n, 256);
 }
 
+jit::KernelProblem EwProblem(DType dtype, int64_t n, int inputs, int ops) {
+  return jit::KernelProblem{"ew", {dtype}, {{"inputs", inputs}, {"n", n}, {"ops", ops}}};
+}
+
 namespace {
 
 grove_k::EwParams BaseParams(int op) {
@@ -79,13 +84,14 @@ grove_k::EwParams BaseParams(int op) {
 // operands (inputs [first, first + count)).
 struct EwLaunch {
   grove_k::EwParams p;
+  jit::ModuleSpec module;  // the chosen "ew" variant's
   LaunchDims dims;
   int first = 0, count = 0;
 };
 
 // What an elementwise op's prepare makes. No launch: an empty output.
 struct EwPrepared {
-  jit::ModuleSpec module;
+  DType dtype = DType::kF32;
   std::vector<EwLaunch> launches;
   bool uses_acc = false;  // the variadic accumulator lives in the workspace
   // Read when the step runs (the plan does not know the values on the host):
@@ -113,7 +119,11 @@ absl::Status AddLaunch(const KernelContext& ctx, EwPrepared& e, const grove_k::E
     l.p.strides[k] = layout->strides[k];
     l.p.mode[k] = layout->mode[k];
   }
-  l.dims = EwGrid(Exec(ctx).device(), l.p.n);
+  const VariantLaunch v = ChooseLaunch(ctx, EwProblem(e.dtype, l.p.n, count, 1));
+  // The emulated device keeps its few small blocks (EwGrid): a variant's
+  // kernel gives the same result on any grid.
+  l.dims = Exec(ctx).device().emulated() ? EwGrid(Exec(ctx).device(), l.p.n) : v.dims;
+  l.module = v.module;
   l.first = first;
   l.count = count;
   e.launches.push_back(l);
@@ -124,7 +134,7 @@ absl::Status AddLaunch(const KernelContext& ctx, EwPrepared& e, const grove_k::E
 absl::StatusOr<ir::PreparedKernel> PrepareOne(const KernelContext& ctx, DType dtype, const grove_k::EwParams& p,
                                               int count) {
   EwPrepared e;
-  e.module = jit::ModuleSpec{"elementwise", {dtype}};
+  e.dtype = dtype;
   if (absl::Status s = AddLaunch(ctx, e, p, 0, count); !s.ok()) return s;
   return MakePrepared(std::move(e));
 }
@@ -324,7 +334,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareVariadic(const KernelContext& ctx) {
   const DType dtype = ctx.input(0).dtype;
   if (absl::Status s = CheckDType(ctx, dtype, kTypes); !s.ok()) return s;
   EwPrepared e;
-  e.module = jit::ModuleSpec{"elementwise", {dtype}};
+  e.dtype = dtype;
   const int64_t count = ctx.output(0).num_elements();
   if (count == 0) return MakePrepared(std::move(e));
 
@@ -363,7 +373,7 @@ absl::Status EwKernel(KernelContext& ctx) {
     p.out = ctx.output(0).data;
     for (int k = 0; k < l.count; ++k) p.in[k] = ctx.input(l.first + k).data;
     if (e->uses_acc) p.acc = ctx.workspace();
-    if (absl::Status s = ec.Launch(e->module, "ew", l.dims, p); !s.ok()) return s;
+    if (absl::Status s = ec.Launch(l.module, "ew", l.dims, p); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

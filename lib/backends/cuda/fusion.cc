@@ -1,4 +1,5 @@
 #include "lib/backends/cuda/fusion.h"
+#include "lib/backends/cuda/variant_launch.h"
 
 #include <algorithm>
 #include <cstring>
@@ -224,8 +225,11 @@ absl::StatusOr<ir::PreparedKernel> PrepareFused(const ir::KernelContext& ctx) {
   }
   p.num_links = static_cast<int>(prog->links.size());
   for (size_t l = 0; l < prog->links.size(); ++l) p.links[l] = prog->links[l];
-  f.dims = EwGrid(Exec(ctx).device(), p.n);
-  f.module = jit::ModuleSpec{"elementwise", {dtype}};
+  // The chain is an "ew" variant; the emulated device keeps EwGrid's
+  // small launch (any grid gives the same result).
+  const VariantLaunch v = ChooseLaunch(ctx, EwProblem(dtype, p.n, p.num_inputs, p.num_links));
+  f.dims = Exec(ctx).device().emulated() ? EwGrid(Exec(ctx).device(), p.n) : v.dims;
+  f.module = v.module;
   return MakePrepared(std::move(f));
 }
 

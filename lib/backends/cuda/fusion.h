@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "jit/kernel_config.h"
 #include "jit/kernels/elementwise_params.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/ir/graph.h"
@@ -74,6 +75,9 @@ absl::StatusOr<EwLayout> PlanEwLayout(absl::Span<const int64_t> out_shape,
 // The launch shape of the elementwise kernels for n output elements (small
 // for the emulated device, whose threads are host threads).
 LaunchDims EwGrid(const Device& device, int64_t n);
+// The "ew" kernel family's problem (jit/kernel_config.h): n elements,
+// `inputs` operands, `ops` operations per element.
+jit::KernelProblem EwProblem(DType dtype, int64_t n, int inputs, int ops);
 
 }  // namespace grove::cuda
 

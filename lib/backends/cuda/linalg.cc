@@ -1,5 +1,7 @@
 // CUDA kernels of MatMul and Gemm: every product is a Device::Gemm (cuBLASLt
-// on a GPU). MatMul's broadcast batch dims fold into as few strided batched
+// on a GPU), or, for at most 64 rows (decode shapes), the "gemv" kernel
+// family (jit/kernels/gemv.cuh) when its chosen variant's cost estimate
+// beats the vendor GEMM's. MatMul's broadcast batch dims fold into as few strided batched
 // GEMMs as their strides allow (one when the batches agree or one side is
 // shared); Gemm's C is either the GEMM's bias epilogue (a row vector with
 // beta 1) or broadcast into Y first and read back with beta. f32, f16 and
@@ -13,7 +15,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "jit/cost_model.h"
+#include "jit/kernel_config.h"
 #include "jit/kernels/conv_params.h"
+#include "jit/kernels/gemv_params.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/matmul_shapes.h"
 #include "lib/backends/cuda/cuda_kernels.h"
@@ -21,6 +26,7 @@
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/variant_launch.h"
 
 namespace grove::cuda {
 namespace {
@@ -51,10 +57,67 @@ absl::Status BroadcastMatrix(ExecContext& ec, DType dtype, const void* src, int6
   return ec.Launch({"conv", {dtype}}, "scaled_copy", GridFor(p.n), p);
 }
 
+// A GEMM run by the gemv family instead of Device::Gemm (use false: the
+// Device::Gemm).
+struct GemvRun {
+  bool use = false;
+  jit::ModuleSpec module;
+  LaunchDims dims;
+};
+
+// The gemv family for `g` when M <= kGemvMaxM, no epilogue activation, and
+// the chosen variant's estimate is below the vendor GEMM's (same GpuTraits).
+GemvRun ChooseGemv(const ir::KernelContext& ctx, const GemmDesc& g) {
+  GemvRun r;
+  if (g.m < 1 || g.m > jit::kGemvMaxM || g.n < 1 || g.k < 1 || g.epilogue != GemmDesc::Epilogue::kNone) return r;
+  const jit::KernelProblem problem{
+      "gemv", {g.dtype}, {{"batch", g.batch}, {"k", g.k}, {"m", g.m}, {"n", g.n}, {"transb", g.trans_b ? 1 : 0}}};
+  const jit::KernelFamily* family = jit::FindKernelFamily("gemv");
+  if (family == nullptr) return r;
+  // The cost model's best gemv variant must beat the vendor GEMM before the
+  // dispatcher is asked (so a step that keeps cuBLASLt records no gemv).
+  const jit::GpuTraits gpu = DeviceTraits(Exec(ctx).device());
+  const double vendor_us = jit::GemmLibraryEstimateUs(problem, gpu);
+  const jit::KernelConfig best = jit::BestVariant(*family, problem, gpu).config;
+  if (!family->Valid(best, problem) || family->Cost(best, problem, gpu).estimate_us >= vendor_us) return r;
+  const VariantLaunch v = ChooseLaunch(ctx, problem);
+  if (!family->Valid(v.config, problem)) return r;
+  r.use = true;
+  r.module = v.module;
+  r.dims = v.dims;
+  return r;
+}
+
+// Runs `g` (pointers filled) as prepared: a gemv launch or Device::Gemm.
+absl::Status RunGemm(ExecContext& ec, const GemmDesc& g, const GemvRun& gemv) {
+  if (!gemv.use) return ec.Gemm(g);
+  grove_k::GemvParams p{};
+  p.a = g.a;
+  p.b = g.b;
+  p.c = g.c;
+  p.bias = g.bias;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.lda = g.lda;
+  p.ldb = g.ldb;
+  p.ldc = g.ldc;
+  p.batch = g.batch;
+  p.stride_a = g.stride_a;
+  p.stride_b = g.stride_b;
+  p.stride_c = g.stride_c;
+  p.alpha = g.alpha;
+  p.beta = g.beta;
+  p.trans_a = g.trans_a ? 1 : 0;
+  p.trans_b = g.trans_b ? 1 : 0;
+  return ec.Launch(gemv.module, "gemv", gemv.dims, p);
+}
+
 // MatMul: the batched GEMM (pointers offset per outer batch index), prepared.
 struct MatMulPrepared {
   enum class Path { kNothing, kZero, kGemm } path = Path::kNothing;
   GemmDesc g;  // without pointers
+  GemvRun gemv;
   size_t elem = 0;
   int inner_begin = 0;  // dims [0, inner_begin) loop on the host
   std::vector<int64_t> dims, ta, tb, ty;
@@ -133,6 +196,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
     g.stride_a = g.stride_c = 0;
   }
   g.algorithm = ChooseGemmAlgorithm(ctx, g);
+  mp.gemv = ChooseGemv(ctx, g);
   mp.outer = nd == 0 ? 1 : y.num_elements() / (mat_y * inner);
   mp.elem = DTypeSize(a.dtype);
   mp.inner_begin = inner_begin;
@@ -156,7 +220,7 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
     g.a = a;
     g.b = b;
     g.c = c;
-    return ec.Gemm(g);
+    return RunGemm(ec, g, mp->gemv);
   }
   const std::vector<int64_t>&dims = mp->dims, &ta = mp->ta, &tb = mp->tb, &ty = mp->ty;
   int64_t idx[grove_k::kMaxRank + 8] = {};
@@ -176,7 +240,7 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
     g.a = a + oa * elem;
     g.b = b + ob * elem;
     g.c = c + oy * elem;
-    if (absl::Status s = ec.Gemm(g); !s.ok()) return s;
+    if (absl::Status s = RunGemm(ec, g, mp->gemv); !s.ok()) return s;
     for (int d = inner_begin - 1; d >= 0; --d) {
       if (++index[d] < dims[d]) break;
       index[d] = 0;
@@ -189,6 +253,7 @@ absl::Status MatMulKernel(ir::KernelContext& ctx) {
 struct GemmPrepared {
   enum class Path { kNothing, kZero, kScaledC, kGemm } path = Path::kNothing;
   GemmDesc g;  // without pointers
+  GemvRun gemv;
   DType dtype = DType::kF32;
   int64_t cm = 0, cn = 0, m = 0, n = 0;
   float beta = 0.0f;
@@ -239,6 +304,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
       g.beta = beta;
     }
   }
+  gp.gemv = ChooseGemv(ctx, g);
   g.algorithm = ChooseGemmAlgorithm(ctx, g);
   return MakePrepared(std::move(gp));
 }
@@ -270,7 +336,7 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
       return s;
     }
   }
-  return ec.Gemm(g);
+  return RunGemm(ec, g, gp->gemv);
 }
 
 }  // namespace

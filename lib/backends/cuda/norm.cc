@@ -3,7 +3,9 @@
 // inference mode (jit/kernels/norm.cuh). Rows along the normalized axis get
 // a warp each when short and a block each when long; Softmax along an axis
 // that is not the innermost runs a thread per column instead, so that
-// neighbouring threads read neighbouring elements. Each prepare checks and
+// neighbouring threads read neighbouring elements. The lanes per row and
+// threads a block are a kernel variant (families "softmax" and "norm",
+// jit/kernel_config.h) chosen when the step is prepared. Each prepare checks and
 // builds the launch; the invoke fills pointers. Dtypes, attributes and
 // errors follow the CPU kernels (lib/backends/cpu/norm.cc).
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/variant_launch.h"
 
 namespace grove::cuda {
 namespace {
@@ -89,9 +92,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareSoftmax(const KernelContext& ctx) {
   p.n = x.shape[*axis];
   l.empty = x.num_elements() == 0;
   p.log = kLog ? 1 : 0;
-  p.mode = p.inner == 1 ? RowMode(p.n) : 0;
-  l.module = jit::ModuleSpec{"softmax", {x.dtype}};
-  l.dims = RowGeometry(p.outer * p.inner, p.mode);
+  const VariantLaunch v = ChooseLaunch(ctx, RowProblem("softmax", x.dtype, p.outer * p.inner, p.n, p.inner));
+  p.mode = RowModeOf(v.config);
+  l.module = v.module;
+  l.dims = v.dims;
   return MakePrepared(std::move(l));
 }
 
@@ -186,9 +190,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareInstanceNormalization(const KernelCont
   p.scale_type = ParamType(ctx.input(1).dtype);
   p.bias_type = ParamType(ctx.input(2).dtype);
   p.channels = channels;
-  p.mode = RowMode(p.n);
-  l.module = jit::ModuleSpec{"norm", {x.dtype}};
-  l.dims = RowGeometry(p.rows, p.mode);
+  const VariantLaunch v = ChooseLaunch(ctx, RowProblem("norm", x.dtype, p.rows, p.n, 1));
+  p.mode = RowModeOf(v.config);
+  l.module = v.module;
+  l.dims = v.dims;
   return MakePrepared(std::move(l));
 }
 
@@ -265,9 +270,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareLayerNormalization(const KernelContext
   p.scale_type = ParamType(ctx.input(1).dtype);
   if (ctx.has_input(2)) p.bias_type = ParamType(ctx.input(2).dtype);
   p.channels = 0;
-  p.mode = RowMode(p.n);
-  l.module = jit::ModuleSpec{"norm", {x.dtype}};
-  l.dims = RowGeometry(p.rows, p.mode);
+  const VariantLaunch v = ChooseLaunch(ctx, RowProblem("norm", x.dtype, p.rows, p.n, 1));
+  p.mode = RowModeOf(v.config);
+  l.module = v.module;
+  l.dims = v.dims;
   return MakePrepared(std::move(l));
 }
 

@@ -26,6 +26,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/variant_launch.h"
 #include "lib/ir/ops/reduce_axes.h"
 
 namespace grove::cuda {
@@ -194,11 +195,14 @@ absl::StatusOr<ReduceLaunch<grove_k::ReduceParams>> PlanReduce(const KernelConte
   if (absl::Status s = FillDims(ctx, groups, false, &p.kept, &p.kept_strides); !s.ok()) return s;
   if (absl::Status s = FillDims(ctx, groups, true, &p.red, &p.red_strides); !s.ok()) return s;
   const bool rows = !groups.empty() && groups.back().reduced;
-  p.mode = rows ? RowMode(count) : 0;
+  // Strided inputs (the innermost dim kept) run a thread per output: the
+  // family's problem says so by an inner stride other than 1.
+  const VariantLaunch v = ChooseLaunch(ctx, RowProblem("reduce", x.dtype, n_out, count, rows ? 1 : 2));
+  p.mode = RowModeOf(v.config);
   l.n = n_out;
-  l.module = jit::ModuleSpec{"reduce", {x.dtype}};
+  l.module = v.module;
   l.entry = info.entry;
-  l.dims = RowGeometry(n_out, p.mode);
+  l.dims = v.dims;
   return l;
 }
 
@@ -217,11 +221,12 @@ absl::StatusOr<ir::PreparedKernel> PrepareArgReduce(const KernelContext& ctx) {
   const int64_t n_out = p.outer * p.inner;
   if (n_out == 0) return MakePrepared(std::move(l));
   p.select_last = ctx.attrs().GetInt("select_last_index", 0) != 0;
-  p.mode = p.inner == 1 ? RowMode(p.n) : 0;
+  const VariantLaunch v = ChooseLaunch(ctx, RowProblem("reduce", x.dtype, n_out, p.n, p.inner));
+  p.mode = RowModeOf(v.config);
   l.n = n_out;
-  l.module = jit::ModuleSpec{"reduce", {x.dtype}};
+  l.module = v.module;
   l.entry = kMax ? "reduce_argmax" : "reduce_argmin";
-  l.dims = RowGeometry(n_out, p.mode);
+  l.dims = v.dims;
   return MakePrepared(std::move(l));
 }
 
