@@ -35,6 +35,8 @@ from ._capi import lib as _lib
 from ._dlpack import Tensor
 
 _run = _lib.grove_session_run
+_addressof = ctypes.addressof
+_char_from_buffer = ctypes.c_char.from_buffer
 
 __all__ = ["CancelToken", "Error", "Model", "Session", "Symbol", "Tensor", "TensorSpec", "library_path", "version"]
 
@@ -265,7 +267,12 @@ def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep:
         slot.dtype = code
         slot.rank = array.ndim
         slot.dims[:array.ndim] = array.shape
-        slot.data = array.ctypes.data
+        try:
+            # 0.5 us where array.ctypes.data takes 2-4 (a writable array; a
+            # read-only one raises and takes the slow property).
+            slot.data = _addressof(_char_from_buffer(array))
+        except (TypeError, ValueError, BufferError):
+            slot.data = array.ctypes.data
         slot.byte_size = array.nbytes
         return
     if array.ndim > _capi.GROVE_MAX_RANK:
