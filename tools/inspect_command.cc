@@ -99,6 +99,10 @@ std::string ExecutionText(const ExecutionInfo& info) {
       for (const StepInfo& st : seg.steps) steps.push_back(absl::StrCat(StepName(st.op, st.node), " (", st.backend, ")"));
       absl::StrAppend(&out, "    segment ", k, ": steps ", seg.first_step, "..", seg.end_step - 1, ": ",
                       steps.empty() ? std::string("(all empty)") : absl::StrJoin(steps, ", "), "\n");
+      if (!seg.pinned.empty()) {
+        absl::StrAppend(&out, "      pinned to exact shapes (a graph per shape, not per bucket): ",
+                        TerminalSafe(seg.pinned), "\n");
+      }
     }
   }
   return out;
@@ -129,7 +133,8 @@ std::string ExecutionJson(const ExecutionInfo& info) {
       std::vector<std::string> ss;
       for (const StepInfo& st : seg.steps) ss.push_back(step_json(st));
       segments.push_back(absl::StrCat("{\"first_step\":", seg.first_step, ",\"end_step\":", seg.end_step,
-                                      ",\"steps\":[", absl::StrJoin(ss, ","), "]}"));
+                                      ",\"pinned\":", JsonString(seg.pinned), ",\"steps\":[",
+                                      absl::StrJoin(ss, ","), "]}"));
     }
     for (const HostStepInfo& hs : path.host_steps) {
       host.push_back(absl::StrCat("{\"step\":", hs.step, ",\"op\":", JsonString(hs.op), ",\"node\":",

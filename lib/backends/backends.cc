@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "jit/kernel_cache.h"
@@ -14,6 +15,7 @@
 #include "lib/backends/cuda/recording_device.h"
 #include "lib/ir/ops/ops.h"
 #include "lib/runtime/backend.h"
+#include "lib/runtime/buckets.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/plan_report.h"
 #include "lib/runtime/registry.h"
@@ -120,6 +122,76 @@ absl::StatusOr<std::unique_ptr<Session>> CreateSessionOnDevice(std::shared_ptr<c
 
 }  // namespace internal
 
+namespace {
+
+// SegmentInfo::pinned of the main path: a dry run (zero inputs, a recording
+// device: nothing runs, graphs are captured and refreshed as on a GPU) at
+// the shapes, then at another shape of their bucket (each symbol one
+// smaller or larger where its bucket allows), so that the bucket's graph is
+// refreshed for a second shape even when these shapes are its bound. Best effort: a model whose dry run fails
+// (zero inputs it refuses) keeps "".
+void FillPinned(const Model& model, const ExecutionInfoOptions& options, int arch, ExecutionInfo* info) {
+  if (info->paths.empty() || options.input_shapes.size() != model.inputs().size()) return;
+  std::shared_ptr<const Model> handle(&model, [](const Model*) {});  // lives only in this call
+  SessionOptions so;
+  so.kernel_table = options.kernel_table;
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      internal::CreateSessionOnDevice(handle, so, cuda::NewRecordingDevice(arch, /*captures_graphs=*/true));
+  if (!session.ok()) return;
+  const ir::Graph& graph = model.impl().graph();
+  absl::StatusOr<runtime::BucketPolicy> policy = runtime::BucketPolicy::Make(graph, so.shape_buckets);
+  if (!policy.ok()) return;
+  // Each symbol at another value of its bucket: one below, else one above
+  // (a bucket of one value keeps it).
+  std::vector<std::vector<int64_t>> other = options.input_shapes;
+  absl::flat_hash_map<std::string, int64_t> value_of;
+  for (size_t i = 0; i < other.size(); ++i) {
+    const std::vector<DimInfo>& decl = model.inputs()[i].shape;
+    for (size_t k = 0; k < other[i].size() && k < decl.size(); ++k) {
+      if (!decl[k].is_symbolic()) continue;
+      auto it = value_of.find(decl[k].symbol);
+      if (it == value_of.end()) {
+        const int64_t v = other[i][k];
+        int64_t to = v;
+        for (size_t sym = 0; sym < graph.symbols.size(); ++sym) {
+          if (graph.symbols[sym].name != decl[k].symbol) continue;
+          const int s = static_cast<int>(sym);
+          const int64_t bound = policy->Bound(s, v);
+          if (v - 1 >= std::max<int64_t>(graph.symbols[sym].min, 1) && policy->Bound(s, v - 1) == bound) {
+            to = v - 1;
+          } else if (v + 1 <= bound && policy->Bound(s, v + 1) == bound) {
+            to = v + 1;
+          }
+        }
+        it = value_of.emplace(decl[k].symbol, to).first;
+      }
+      other[i][k] = it->second;
+    }
+  }
+  if (other == options.input_shapes) return;  // a bucket of one shape: one graph serves it
+  std::vector<Tensor> given;
+  const std::vector<std::vector<int64_t>>* runs[] = {&options.input_shapes, &other};
+  for (const std::vector<std::vector<int64_t>>* shapes : runs) {
+    std::vector<Tensor> tensors;
+    std::vector<TensorView> views;
+    for (size_t i = 0; i < shapes->size(); ++i) {
+      absl::StatusOr<Tensor> t = Tensor::Create(model.inputs()[i].dtype, (*shapes)[i]);
+      if (!t.ok()) return;
+      tensors.push_back(*std::move(t));
+    }
+    for (const Tensor& t : tensors) views.push_back(t.view());
+    if (!(*session)->Run(views).ok()) return;
+    if (given.empty()) given = std::move(tensors);
+  }
+  std::vector<TensorView> views;
+  for (const Tensor& t : given) views.push_back(t.view());
+  const std::vector<std::string> pinned = internal::PinnedSegments(**session, views);
+  std::vector<SegmentInfo>& segments = info->paths[0].segments;
+  for (size_t k = 0; k < segments.size() && k < pinned.size(); ++k) segments[k].pinned = pinned[k];
+}
+
+}  // namespace
+
 absl::StatusOr<ExecutionInfo> DescribeExecution(const Model& model, const ExecutionInfoOptions& options) {
   std::unique_ptr<runtime::Backend> backend;
   std::string device = "cpu";
@@ -147,6 +219,9 @@ absl::StatusOr<ExecutionInfo> DescribeExecution(const Model& model, const Execut
   }
   absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), *backend, options.input_shapes);
   if (info.ok()) info->device = device;
+  if (info.ok() && options.device == Device::kCuda) {
+    FillPinned(model, options, *jit::ParseArch(options.arch), &*info);
+  }
   return info;
 }
 

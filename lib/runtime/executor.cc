@@ -185,6 +185,22 @@ absl::StatusOr<void*> Executor::InputSlot(size_t input, const TensorView& view) 
   return static_cast<void*>(*slot);
 }
 
+std::vector<std::string> Executor::PinnedSegments(absl::Span<const TensorView> inputs) {
+  std::vector<std::string> out;
+  if (!buckets_.has_value()) return out;
+  std::vector<std::vector<int64_t>> shapes;
+  std::string why;
+  if (!buckets_->BoundShapes(graph_, inputs, &shapes, &why)) return out;
+  std::vector<TensorView> bound;
+  for (size_t i = 0; i < inputs.size(); ++i) bound.emplace_back(inputs[i].dtype, shapes[i], static_cast<void*>(nullptr));
+  std::vector<int64_t> key;
+  PlanCache::Key(0, bound, {}, &key);
+  const BucketFamily* f = plans_.FindFamily(key);
+  if (f == nullptr || f->bound == nullptr) return out;
+  for (const SegmentGraph& g : f->graphs) out.push_back(g.no_refresh);
+  return out;
+}
+
 absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const TensorView> inputs,
                                                absl::Span<const TensorView> captures) {
   std::vector<std::vector<int64_t>> shapes, capture_shapes;

@@ -64,6 +64,10 @@ class Executor {
   // in; nullptr when the main graph's shapes are not bucketed (or this
   // input's cannot be, or the backend has no stable ranges).
   absl::StatusOr<void*> InputSlot(size_t input, const TensorView& view);
+  // Per segment of the bucket of these main inputs: why its graph cannot
+  // serve every shape of the bucket (SegmentGraph::no_refresh), "" when it
+  // can; empty when the shapes are not bucketed or the bucket is not made.
+  std::vector<std::string> PinnedSegments(absl::Span<const TensorView> inputs);
 
   // Traces runs' plans, segments, body calls and steps into `tracer` (null:
   // none; owned by the session, outliving the executor's runs).

@@ -225,7 +225,12 @@ struct SessionAccess {
   static std::unique_ptr<Session> Make(std::unique_ptr<SessionImpl> impl) {
     return std::unique_ptr<Session>(new Session(std::move(impl)));
   }
+  static SessionImpl& Impl(Session& session) { return *session.impl_; }
 };
+
+std::vector<std::string> PinnedSegments(Session& session, absl::Span<const TensorView> inputs) {
+  return SessionAccess::Impl(session).executor_.PinnedSegments(inputs);
+}
 
 absl::StatusOr<std::unique_ptr<Session>> CreateSessionWithBackend(std::shared_ptr<const Model> model,
                                                                    const SessionOptions& options,

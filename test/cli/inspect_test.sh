@@ -95,6 +95,11 @@ if expect_ok "$G" inspect "$MODELS/loop.grove" --json --device cuda --shape trip
   json_check 'any(p["path"].endswith("/ body") for p in d["segments"]["paths"])'
   json_check 'all(s["end_step"] > s["first_step"] for p in d["segments"]["paths"] for s in p["segments"])'
 fi
+# Shape buckets: the MLP's one segment serves every shape of its bucket (a
+# dry run refreshes its graph for a second shape), so it is not pinned.
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cuda --json; then
+  json_check 'all(s["pinned"] == "" for s in d["segments"]["paths"][0]["segments"])'
+fi
 if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cpu --json; then
   json_check 'd["segments"]["device"] == "cpu" and len(d["segments"]["paths"][0]["segments"]) == 1'
   json_check 'all(s["backend"] == "cpu" for s in d["segments"]["paths"][0]["steps"])'

@@ -653,6 +653,26 @@ TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
     EXPECT_EQ(after.graphs_captured - before.graphs_captured, round == 0 ? 1 + 17 : 0) << "round " << round;
     EXPECT_EQ(after.segments_run_eagerly, 0) << after.graph_fallback_reason;
   }
+
+  // grove inspect --device cuda says which segment is pinned and why, at a
+  // bucket's bound (64) as at a shape inside it (5); the MLP's is not.
+  for (int64_t n : {64, 5}) {
+    ExecutionInfoOptions o;
+    o.device = Device::kCuda;
+    o.input_shapes = {{n, 16}};
+    absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_EQ(info->paths[0].segments.size(), 1u);
+    EXPECT_THAT(info->paths[0].segments[0].pinned, HasSubstr("GEMM")) << "n " << n;
+  }
+  std::shared_ptr<const Model> mlp = testing::LoadOrDie(demo::BuildMlp());
+  ExecutionInfoOptions o;
+  o.device = Device::kCuda;
+  o.input_shapes = {{8, 16}};
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(*mlp, o);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->paths[0].segments.size(), 1u);
+  EXPECT_EQ(info->paths[0].segments[0].pinned, "");
 }
 
 // The stable arena (SessionStats::arena_bytes): every bucket and exact plan

@@ -11,7 +11,8 @@ namespace {
 
 class RecordingDeviceImpl final : public HostMemoryDevice<RecordingDevice> {
  public:
-  explicit RecordingDeviceImpl(int arch) : HostMemoryDevice({.zero_fill = true}), arch_(arch) {}
+  RecordingDeviceImpl(int arch, bool captures)
+      : HostMemoryDevice({.zero_fill = true}), arch_(arch), captures_(captures) {}
   std::string Describe() const override { return absl::StrCat("recording device (sm_", arch_, ", runs nothing)"); }
   bool emulated() const override { return true; }
   int arch() const override { return arch_; }
@@ -19,17 +20,29 @@ class RecordingDeviceImpl final : public HostMemoryDevice<RecordingDevice> {
                       Stream) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (seen_.insert(module).second) order_.push_back(module);
+    if (HostGraph* g = capturing()) {
+      g->Add([] { return absl::OkStatus(); }, 0);  // a node that runs nothing
+      return absl::OkStatus();
+    }
     counters_.CountLaunch();
     return absl::OkStatus();
   }
   absl::Status Gemm(const GemmDesc&, Stream) override {
+    if (HostGraph* g = capturing()) {
+      g->Add([] { return absl::OkStatus(); }, 0);
+      return absl::OkStatus();
+    }
     counters_.CountGemm();
     return absl::OkStatus();
   }
-  // It runs nothing, so there is nothing to replay: every segment is
-  // launched one by one, and every module it uses is recorded.
-  bool captures_graphs() const override { return false; }
-  absl::Status BeginCapture(Stream) override {
+  // By default it runs nothing, so there is nothing to replay: every
+  // segment is launched one by one, and every module it uses is recorded.
+  // A capturing one records graphs of nodes that run nothing, so that the
+  // session's graph and bucket decisions (captures, refreshes, pinned
+  // segments) are made as on a GPU.
+  bool captures_graphs() const override { return captures_; }
+  absl::Status BeginCapture(Stream stream) override {
+    if (captures_) return HostMemoryDevice::BeginCapture(stream);
     return absl::UnimplementedError("the recording device does not capture graphs");
   }
   DeviceStats stats() const override {
@@ -46,6 +59,7 @@ class RecordingDeviceImpl final : public HostMemoryDevice<RecordingDevice> {
 
  private:
   const int arch_;
+  const bool captures_;
   mutable std::mutex mu_;
   absl::flat_hash_set<jit::ModuleSpec> seen_;
   std::vector<jit::ModuleSpec> order_;
@@ -53,6 +67,8 @@ class RecordingDeviceImpl final : public HostMemoryDevice<RecordingDevice> {
 
 }  // namespace
 
-std::shared_ptr<RecordingDevice> NewRecordingDevice(int arch) { return std::make_shared<RecordingDeviceImpl>(arch); }
+std::shared_ptr<RecordingDevice> NewRecordingDevice(int arch, bool captures_graphs) {
+  return std::make_shared<RecordingDeviceImpl>(arch, captures_graphs);
+}
 
 }  // namespace grove::cuda

@@ -17,7 +17,9 @@ class RecordingDevice : public Device {
   virtual std::vector<jit::ModuleSpec> modules() const = 0;  // in first-use order
 };
 
-std::shared_ptr<RecordingDevice> NewRecordingDevice(int arch);
+// `captures_graphs`: graphs are captured (of nodes that run nothing) and
+// refreshed as on a GPU, so a dry run makes the session's graph decisions.
+std::shared_ptr<RecordingDevice> NewRecordingDevice(int arch, bool captures_graphs = false);
 
 }  // namespace grove::cuda
 
