@@ -55,11 +55,21 @@ bool SameGemm(const cuda::GemmDesc& g, const jit::KernelProblem& p) {
 // (file, types, parameters) and, when the family's launch geometry is what
 // the op launched, its grid and block. The time kept is the first launch of
 // the target's geometry, else the first of its module (a step that launches
-// the variant with a geometry of its own).
+// the variant with a geometry of its own). One per tune: the sessions of
+// every candidate run on it, so the model's weights are uploaded once (they
+// are cached per device).
 class TimingDevice final : public cuda::ForwardingDevice {
  public:
-  TimingDevice(std::shared_ptr<cuda::Device> device, Target target, int warmup, int repeats)
-      : ForwardingDevice(std::move(device)), target_(std::move(target)), warmup_(warmup), repeats_(repeats) {}
+  TimingDevice(std::shared_ptr<cuda::Device> device, int warmup, int repeats)
+      : ForwardingDevice(std::move(device)), warmup_(warmup), repeats_(repeats) {}
+
+  // Times `target` from now on, forgetting what was timed before.
+  void Arm(Target target) {
+    target_ = std::move(target);
+    timed_launches_ = 0;
+    exact_ = false;
+    median_us_ = 0;
+  }
 
   absl::Status Launch(const jit::ModuleSpec& module, absl::string_view kernel, const cuda::LaunchDims& dims,
                       const void* params, size_t params_bytes, cuda::Stream stream) override {
@@ -96,7 +106,7 @@ class TimingDevice final : public cuda::ForwardingDevice {
     return absl::OkStatus();
   }
 
-  const Target target_;
+  Target target_;
   const int warmup_, repeats_;
   int timed_launches_ = 0;
   bool exact_ = false;  // a launch of the target's geometry was timed
@@ -211,10 +221,10 @@ absl::StatusOr<Target> TargetOf(const Candidate& c, const jit::KernelProblem& p)
 // the matching launch timed: its median in microseconds, or why not.
 absl::StatusOr<double> TimeCandidate(const Model& model, const std::vector<std::vector<int64_t>>& shapes,
                                      const jit::KernelProblem& problem, const Candidate& candidate,
-                                     std::shared_ptr<cuda::Device> device, const KernelTuneOptions& o) {
+                                     const std::shared_ptr<TimingDevice>& timing) {
   absl::StatusOr<Target> target = TargetOf(candidate, problem);
   if (!target.ok()) return target.status();
-  auto timing = std::make_shared<TimingDevice>(device, *target, o.warmup, o.repeats);
+  timing->Arm(*target);
   const SessionOptions so = TuneSessionOptions();
   absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cuda::CreateCudaBackend(timing, so);
   if (!b.ok()) return b.status();
@@ -259,6 +269,8 @@ absl::StatusOr<KernelTuneReport> TuneKernelsOnDevice(const Model& model, const K
   absl::StatusOr<std::vector<std::pair<jit::KernelProblem, size_t>>> problems = FindProblems(model, options, planner);
   if (!problems.ok()) return problems.status();
 
+  std::shared_ptr<TimingDevice> timing;
+  if (!options.dry_run) timing = std::make_shared<TimingDevice>(device, options.warmup, options.repeats);
   jit::DispatchTable table;
   int index = 0;
   for (size_t i = 0; i < problems->size(); ++i) {
@@ -279,7 +291,7 @@ absl::StatusOr<KernelTuneReport> TuneKernelsOnDevice(const Model& model, const K
     for (const Candidate& c : candidates) {
       KernelTuneCandidate out{c.config.Name(), c.estimate_us, 0, c.generic};
       if (!options.dry_run) {
-        absl::StatusOr<double> us = TimeCandidate(model, options.shape_sets[shape_set], p, c, device, options);
+        absl::StatusOr<double> us = TimeCandidate(model, options.shape_sets[shape_set], p, c, timing);
         if (us.ok()) {
           out.measured_us = *us;
           if (best == nullptr || *us < best_us) best = &c, best_us = *us;
