@@ -145,5 +145,29 @@ TEST_F(CudaLinalgTest, BatchedMatMulUsesFewGemms) {
   EXPECT_EQ(dev_->stats().gemms - before2, 3);  // one batched GEMM per row of A's batch
 }
 
+// Decode shapes (M <= 64, a large weight): the cost model prefers the gemv
+// family (jit/kernels/gemv.cuh) to the vendor GEMM; the step keeps its
+// semantics (batch, transposed B, alpha/beta, bias). Small products keep
+// the GEMM.
+TEST_F(CudaLinalgTest, DecodeShapesRunTheGemvKernel) {
+  const int64_t k = 2048, n = 2048;
+  Tensor a = Ramp(DType::kF32, {1, k}, 1), b = Ramp(DType::kF32, {k, n}, 2);
+  int64_t gemms = dev_->stats().gemms, launches = dev_->stats().launches;
+  ExpectCudaMatchesCpu(*dev_, "MatMul", {&a, &b}, {}, 1, 1e-5);
+  EXPECT_EQ(dev_->stats().gemms - gemms, 0);
+  EXPECT_GE(dev_->stats().launches - launches, 1);
+
+  Tensor a2 = Ramp(DType::kF32, {2, k}, 3), bt = Ramp(DType::kF32, {n, k}, 4), c = Ramp(DType::kF32, {n}, 5);
+  gemms = dev_->stats().gemms;
+  ExpectCudaMatchesCpu(*dev_, "Gemm", {&a2, &bt, &c}, {{"transB", int64_t{1}}, {"alpha", 0.5}}, 1, 1e-5);
+  ExpectCudaMatchesCpu(*dev_, "Gemm", {&a2, &bt, &c}, {{"transB", int64_t{1}}, {"beta", 0.25}}, 1, 1e-5);
+  EXPECT_EQ(dev_->stats().gemms - gemms, 0);
+
+  Tensor small_a = Ramp(DType::kF32, {1, 16}), small_b = Ramp(DType::kF32, {16, 8});
+  gemms = dev_->stats().gemms;
+  ExpectCudaMatchesCpu(*dev_, "MatMul", {&small_a, &small_b});
+  EXPECT_EQ(dev_->stats().gemms - gemms, 1);
+}
+
 }  // namespace
 }  // namespace grove
