@@ -68,6 +68,19 @@ void ExpectEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got
   }
 }
 
+// The demo Loop's inputs: `trips` trips over x of n elements, no limit.
+std::vector<Tensor> LoopInputs(int64_t trips, int64_t n) {
+  Tensor t = Tensor::Create(DType::kI64, {}).value();
+  t.as<int64_t>()[0] = trips;
+  Tensor limit = Tensor::Create(DType::kF32, {}).value();
+  limit.as<float>()[0] = 1e6f;
+  std::vector<Tensor> in;
+  in.push_back(std::move(t));
+  in.push_back(F32({n}, static_cast<uint32_t>(n)));
+  in.push_back(std::move(limit));
+  return in;
+}
+
 // Shape buckets off: a plan, an arena and graphs per exact shape (the
 // mechanics under the buckets, tested on their own).
 SessionOptions ExactShapes() {
@@ -588,14 +601,7 @@ TEST(CudaGraphTest, LoopBodiesShareTheirBucketsGraphs) {
   int64_t first = -1;
   for (int round = 0; round < 2; ++round) {
     for (int64_t n : {5, 6, 7}) {
-      Tensor trips = Tensor::Create(DType::kI64, {}).value();
-      trips.as<int64_t>()[0] = 3;
-      Tensor limit = Tensor::Create(DType::kF32, {}).value();
-      limit.as<float>()[0] = 1e6f;
-      std::vector<Tensor> in;
-      in.push_back(std::move(trips));
-      in.push_back(F32({n}, static_cast<uint32_t>(n)));
-      in.push_back(std::move(limit));
+      const std::vector<Tensor> in = LoopInputs(3, n);
       const std::vector<Tensor> want = RunOrDie(*cpu, in);
       ExpectEqual(want, RunOrDie(*bucketed, in), 1e-5, absl::StrCat("bucketed, n ", n));
       ExpectEqual(want, RunOrDie(*exact, in), 1e-5, absl::StrCat("exact, n ", n));
@@ -728,14 +734,7 @@ TEST(StableArenaTest, BodiesHaveARangePerDepth) {
   std::unique_ptr<Session> cuda = CudaSession(model, ExactShapes());
   ASSERT_NE(cuda, nullptr);
   for (int64_t n : {5, 40, 9, 300, 5}) {
-    Tensor trips = Tensor::Create(DType::kI64, {}).value();
-    trips.as<int64_t>()[0] = 4;
-    Tensor limit = Tensor::Create(DType::kF32, {}).value();
-    limit.as<float>()[0] = 1e6f;
-    std::vector<Tensor> in;
-    in.push_back(std::move(trips));
-    in.push_back(F32({n}, static_cast<uint32_t>(n)));
-    in.push_back(std::move(limit));
+    const std::vector<Tensor> in = LoopInputs(4, n);
     ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-5, absl::StrCat("n ", n));
   }
   const SessionStats s = cuda->stats();
