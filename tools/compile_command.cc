@@ -1,6 +1,11 @@
 // `grove compile`: compiles the CUDA kernels a model needs into the kernel
-// disk cache for one GPU arch, on a machine with or without a GPU.
+// disk cache for one GPU arch, on a machine with or without a GPU; with
+// --sweep, the kernel variants (jit/kernel_config.h) the model picks at
+// every shape of a symbol's range.
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,28 +18,95 @@ namespace grove::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "Usage: grove compile MODEL.grove --arch sm_90 [--shape NAME=D0xD1... ...] [flags]\n"
+    "Usage: grove compile MODEL.grove --arch sm_90 [--shape NAME=D0xD1... ...] [--sweep SYMBOL=LO:HI[:STEP]]\n"
+    "                     [flags]\n"
     "\n"
     "Compiles (NVRTC, no GPU needed) every CUDA kernel MODEL launches at those\n"
     "input shapes into the kernel disk cache, so the first run on a GPU of that\n"
     "arch compiles nothing. The kernels are found by a dry run with zero-valued\n"
     "inputs; for models that branch on data, --all compiles every kernel grove has.\n"
-    "A second identical run compiles nothing.\n"
+    "With --sweep, the dry run is repeated at every value of one symbol and the\n"
+    "union of the kernel variants chosen (per step and shape, by the dispatch\n"
+    "table or the cost model) is compiled; the modules per kernel family are\n"
+    "printed. A second identical run compiles nothing.\n"
     "\n"
     "Flags:\n"
     "  --arch sm_XY        target GPU architecture (sm_80, sm_86, sm_89, sm_90, ...)\n"
     "  --shape NAME=3x16   an input's shape (needed for inputs with symbolic dims)\n"
+    "  --sweep SYMBOL=LO:HI[:STEP]\n"
+    "                      every value of one symbol (the other dims from --shape\n"
+    "                      or the declared shapes)\n"
     "  --cache-dir DIR     the cache folder (default: $GROVE_CACHE_DIR, else\n"
     "                      $XDG_CACHE_HOME/grove/kernels or ~/.cache/grove/kernels)\n"
     "  --all               every kernel module, not only this model's\n"
     "  --kernel-table FILE a kernel dispatch table (grove tune) the variants are\n"
     "                      chosen from before the cost model, as a session would\n";
 
+// "softmax__f32__lanes32_threads256" -> "softmax"; "" for a module without
+// a variant ("softmax__f32").
+std::string VariantFile(const std::string& module) {
+  const size_t first = module.find("__");
+  if (first == std::string::npos || module.find("__", first + 2) == std::string::npos) return "";
+  return module.substr(0, first);
+}
+
+// --sweep: one dry run and compile per point; the union of the modules.
+int CompileSweep(const Model& model, KernelCompileOptions options, const Sweep& sweep, const ParsedArgs& args) {
+  std::vector<std::vector<std::vector<int64_t>>> points;
+  if (int rc = ShapePointsFromFlags(args, model, sweep, &points); rc >= 0) return rc;
+  std::fprintf(stderr, "compiling kernels for %s over %s = %lld..%lld (%zu shapes)...\n", options.arch.c_str(),
+               sweep.symbol.c_str(), static_cast<long long>(sweep.values.front()),
+               static_cast<long long>(sweep.values.back()), points.size());
+  std::set<std::string> modules;
+  KernelCompileReport total;
+  std::vector<std::string> notes;  // the first of each kind; how many points had one
+  int noted = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    options.input_shapes = points[i];
+    absl::StatusOr<KernelCompileReport> report = CompileKernels(model, options);
+    if (!report.ok()) {
+      return Fail(absl::StrCat("compile failed at ", sweep.symbol, "=", sweep.values[i], ": ", report.status().message()));
+    }
+    // A module found again at a later point is a cache hit there: count
+    // each module once, as compiled or as found.
+    for (const std::string& m : report->modules) modules.insert(m);
+    total.arch = report->arch;
+    total.cache_dir = report->cache_dir;
+    total.compiled += report->compiled;
+    total.corrupt += report->corrupt;
+    total.stale += report->stale;
+    total.compile_ms += report->compile_ms;
+    if (!report->note.empty()) {
+      if (noted++ == 0) notes.push_back(absl::StrCat("at ", sweep.symbol, "=", sweep.values[i], ": ", report->note));
+    }
+  }
+  total.cached = static_cast<int>(modules.size()) - total.compiled;
+  std::map<std::string, int> per_family;
+  for (const std::string& m : modules) {
+    const std::string family = VariantFile(m);
+    if (!family.empty()) ++per_family[family];
+  }
+  std::printf("kernel modules for sm_%d over %s=%lld..%lld (%zu shapes): %zu (%s)\n", total.arch,
+              sweep.symbol.c_str(), static_cast<long long>(sweep.values.front()),
+              static_cast<long long>(sweep.values.back()), points.size(), modules.size(),
+              absl::StrJoin(modules, ", ").c_str());
+  std::vector<std::string> counts;
+  for (const auto& [family, n] : per_family) counts.push_back(absl::StrCat(family, " ", n));
+  std::printf("variant modules per kernel file: %s\n", counts.empty() ? "none" : absl::StrJoin(counts, ", ").c_str());
+  std::printf("compiled %d, found in cache %d, found corrupt %d, stale %d; NVRTC time %.1f ms\n", total.compiled,
+              total.cached, total.corrupt, total.stale, total.compile_ms);
+  std::printf("cache: %s\n", total.cache_dir.c_str());
+  for (const std::string& note : notes) std::printf("note: %s\n", note.c_str());
+  if (noted > 1) std::printf("note: %d of the %zu dry runs had a note like it\n", noted, points.size());
+  return kExitOk;
+}
+
 }  // namespace
 
 int CompileMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
-      {"arch", kValue}, {"shape", kRepeatedValue}, {"cache-dir", kValue}, {"all", kSwitch}, {"kernel-table", kValue}};
+      {"arch", kValue},   {"shape", kRepeatedValue}, {"sweep", kValue},
+      {"cache-dir", kValue}, {"all", kSwitch},         {"kernel-table", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -49,9 +121,17 @@ int CompileMain(absl::Span<const std::string> argv) {
   if (args.Has("cache-dir")) options.cache_dir = args.Values("cache-dir")[0];
   if (args.Has("kernel-table")) options.kernel_table = args.Values("kernel-table")[0];
 
+  std::optional<Sweep> sweep;
+  if (args.Has("sweep")) {
+    if (options.all_kernels) return UsageError("compile: --sweep finds a model's kernels; it does not go with --all");
+    sweep.emplace();
+    if (int rc = ParseSweep(args.Values("sweep")[0], &*sweep); rc >= 0) return rc;
+  }
+
   const std::string& path = args.positional[0];
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(path);
   if (!model.ok()) return Fail(absl::StrCat("cannot load model ", path, ": ", model.status().message()));
+  if (sweep.has_value()) return CompileSweep(**model, options, *sweep, args);
   std::vector<std::string> unknown;
   if (int rc = InputShapesFromFlags(args, **model, &options.input_shapes, &unknown); rc >= 0) return rc;
   if (!unknown.empty() && !options.all_kernels) {

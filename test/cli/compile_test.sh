@@ -33,6 +33,27 @@ fi
 if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_80 --shape x=8x16 --cache-dir "$CACHE"; then
   expect_stdout '^compiled 2, found in cache 0'
 fi
+# --sweep: the union of the variants chosen over a symbol's range, counted
+# per kernel file; a second run compiles nothing.
+SWEEP_CACHE=$TEST_TMP/sweep_cache
+rm -rf "$SWEEP_CACHE"
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --sweep batch=1:300:13 --cache-dir "$SWEEP_CACHE"; then
+  expect_stdout '^kernel modules for sm_90 over batch=1\.\.300 \(24 shapes\): [0-9]+ \(elementwise__f32__ipt'
+  expect_stdout '^variant modules per kernel file: elementwise [0-9]+, softmax [0-9]+$'
+  expect_stdout '^compiled [1-9][0-9]*, found in cache [0-9]+, found corrupt 0, stale 0'
+  compiled=$(grep -oE '^kernel modules for sm_90 over [^:]*: [0-9]+' "$OUT" | grep -oE '[0-9]+$')
+  [ "$(ls "$SWEEP_CACHE"/*.cubin | wc -l)" -eq "$compiled" ] || fail "the cache should hold the $compiled modules listed"
+fi
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --sweep batch=1:300:13 --cache-dir "$SWEEP_CACHE"; then
+  expect_stdout '^compiled 0, found in cache [1-9][0-9]*, found corrupt 0, stale 0; NVRTC time 0.0 ms$'
+fi
+expect_fail 2 "--sweep wants SYMBOL=LO:HI" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --sweep batch=5 --cache-dir "$SWEEP_CACHE"
+expect_fail 1 "--sweep names 'seq', which is no symbol" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --sweep seq=1:4 \
+  --cache-dir "$SWEEP_CACHE"
+expect_fail 1 "outside batch's range" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --sweep batch=1:2000 \
+  --cache-dir "$SWEEP_CACHE"
+expect_fail 2 "does not go with --all" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --sweep batch=1:4 --all
+
 # Control flow: the dry run takes one path and says so.
 if expect_ok "$G" compile "$MODELS/early_exit.grove" --arch sm_90 --shape x=2x8 --cache-dir "$CACHE"; then
   expect_stdout '^note: the model branches on data'
