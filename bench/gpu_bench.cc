@@ -9,6 +9,9 @@
 //  - BM_Mlp_Cuda vs BM_Mlp_Cpu: the demo MLP at batch 256 on both backends.
 //  - BM_Chain200_Graphs vs BM_Chain200_Eager: a 200-op chain replayed as one
 //    CUDA graph vs launched kernel by kernel (SessionOptions::cuda_graphs).
+//  - BM_GrowingSeq_{Buckets,Exact,Eager}: a sequence growing 1..64 token by
+//    token through the transformer block: one graph per shape bucket
+//    (refreshed per length) vs a graph per length vs every kernel launched.
 //  - BM_Attention_Cuda/S/F: attention over Q, K, V [1, 8, S, 64] (MatMul with
 //    Transpose(K), Div, Softmax, MatMul) planned fused (F = 1: one
 //    FusedAttention kernel) or unfused (F = 0: cuBLASLt and the Softmax
@@ -234,6 +237,65 @@ void BM_Chain200_Graphs(benchmark::State& state) { Chain(state, GraphMode::kOn);
 void BM_Chain200_Eager(benchmark::State& state) { Chain(state, GraphMode::kOff); }
 BENCHMARK(BM_Chain200_Graphs)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Chain200_Eager)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// A sequence that grows token by token (Grape's case): the demo transformer
+// block at batch 1, sequence 1..64 in turn per iteration (64 runs, inputs
+// written into the session's InputBuffer), three ways: shape buckets (one
+// graph per bucket, refreshed per length), exact shapes (a graph per
+// length, captured once) and graphs off (every kernel launched). Counters:
+// graphs captured and the session's arena bytes (buckets and lengths share
+// one stable arena) against the largest plan's arena.
+void GrowingSeq(benchmark::State& state, GraphMode graphs, bool buckets) {
+  std::shared_ptr<cuda::Device> gpu = GpuOrSkip(state);
+  if (gpu == nullptr) return;
+  SessionOptions options;
+  options.device = Device::kCuda;
+  options.outputs_on_device = true;
+  options.cuda_graphs = graphs;
+  if (!buckets) options.shape_buckets = {{"*", "exact"}};
+  auto session = Session::Create(*Model::LoadFromBuffer(*demo::BuildTransformerBlock()), options);
+  if (!session.ok()) {
+    state.SkipWithError(std::string(session.status().message()).c_str());
+    return;
+  }
+  constexpr int64_t kMaxSeq = 64, kDim = 32;
+  std::vector<float> x(kMaxSeq * kDim, 0.125f);
+  auto run_all = [&]() -> absl::Status {
+    for (int64_t seq = 1; seq <= kMaxSeq; ++seq) {
+      absl::StatusOr<TensorView> in = (*session)->InputBuffer("x", std::vector<int64_t>{1, seq, kDim});
+      if (!in.ok()) return in.status();
+      if (absl::Status st = gpu->CopyAsync(in->data, x.data(), seq * kDim * 4, nullptr); !st.ok()) return st;
+      absl::StatusOr<std::vector<TensorView>> out = (*session)->Run({*in});
+      if (!out.ok()) return out.status();
+    }
+    return gpu->Synchronize(nullptr);
+  };
+  if (absl::Status st = run_all(); !st.ok()) {  // plans, captures
+    state.SkipWithError(std::string(st.message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    if (absl::Status st = run_all(); !st.ok()) {
+      state.SkipWithError(std::string(st.message()).c_str());
+      return;
+    }
+  }
+  const SessionStats s = (*session)->stats();
+  uint64_t largest = 0;
+  if (absl::StatusOr<MemoryReport> r = (*session)->Reshape({{1, kMaxSeq, kDim}}); r.ok()) largest = r->arena_bytes;
+  state.counters["runs_per_iter"] = static_cast<double>(kMaxSeq);
+  state.counters["graphs_captured"] = static_cast<double>(s.graphs_captured);
+  state.counters["graph_refreshes"] = static_cast<double>(s.graph_refreshes);
+  state.counters["launches_outside_graphs"] = static_cast<double>(s.launches_outside_graphs);
+  state.counters["arena_bytes"] = static_cast<double>(s.arena_bytes);
+  state.counters["largest_plan_arena_bytes"] = static_cast<double>(largest);
+}
+void BM_GrowingSeq_Buckets(benchmark::State& state) { GrowingSeq(state, GraphMode::kOn, true); }
+void BM_GrowingSeq_Exact(benchmark::State& state) { GrowingSeq(state, GraphMode::kOn, false); }
+void BM_GrowingSeq_Eager(benchmark::State& state) { GrowingSeq(state, GraphMode::kOff, false); }
+BENCHMARK(BM_GrowingSeq_Buckets)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GrowingSeq_Exact)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GrowingSeq_Eager)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace grove

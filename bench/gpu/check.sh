@@ -83,6 +83,18 @@ for k, v in g.items():
             ratios[k.split("/", 1)[1]] = {"grove_us": round(v["real_time"], 2), "cublas_us": round(base["real_time"], 2),
                                          "ratio": round(v["real_time"] / base["real_time"], 3)}
 summary["matmul_vs_cublas"] = ratios
+# A growing sequence (issue 12): buckets and exact-shape graphs against graphs
+# off, with the graphs captured and the shared arena against the largest plan's.
+grow = {}
+eager = g.get("BM_GrowingSeq_Eager/real_time", {})
+for mode in ("Buckets", "Exact", "Eager"):
+    v = g.get(f"BM_GrowingSeq_{mode}/real_time")
+    if isinstance(v, dict) and "real_time" in v:
+        grow[mode.lower()] = {"ms_per_64_tokens": round(v["real_time"], 3),
+                              "vs_eager": round(v["real_time"] / eager["real_time"], 3) if "real_time" in eager else None,
+                              "graphs_captured": v.get("graphs_captured"), "arena_bytes": v.get("arena_bytes"),
+                              "largest_plan_arena_bytes": v.get("largest_plan_arena_bytes")}
+summary["growing_sequence"] = grow
 summary["gpu_bench"] = {k: {"real_time_us": round(v.get("real_time", -1), 2), "error": v.get("error_message", "")}
                         for k, v in g.items() if isinstance(v, dict)}
 j = bench("jit_bench.json")
