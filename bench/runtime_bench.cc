@@ -1,15 +1,19 @@
 // Runtime overheads on CPU, each against a baseline in the same process:
 //  - BM_SessionRun_Chain200 vs BM_DirectKernels_Chain200: the same 200-op
-//    chain run through Session::Run on a plan-cache hit, and the same kernels
-//    called back to back on preallocated buffers. The difference divided by
-//    the op count is the runtime's per-op overhead (counter ns_overhead_per_op
-//    is computed from both in BM_PerOpOverhead).
+//    chain run through Session::Run on a plan-cache hit, and the same kernels,
+//    prepared once, invoked back to back on preallocated buffers (an invoke
+//    that fails skips the benchmark: the floor would be wrong). The
+//    difference divided by the op count is the runtime's per-op overhead
+//    (counter ns_overhead_per_op is computed from both in BM_PerOpOverhead).
 //  - BM_Plan_Chain200: building an ExecutionPlan (shape inference, folding,
 //    memory planning) for a 200-op model: the cost of a plan-cache miss.
 //  - BM_StepHistory/B: a 64-step decoder loop keeping every step three ways
 //    (scan output, a carried sequence, a growing tensor), timed interleaved.
 //  - BM_MemoryPlan/*: arena bytes against the lower bound per demo model.
 #include <chrono>
+#include <cstdint>
+#include <memory>
+#include <utility>
 
 #include "benchmark/benchmark.h"
 #include "grove/grove.h"
@@ -37,6 +41,9 @@ struct DirectChain {
   std::vector<TensorView> views;
   std::vector<const ir::Node*> nodes;
   std::vector<ir::KernelFn> kernels;
+  // Each kernel's prepare ran once, as a plan's does; its workspace.
+  std::vector<ir::PreparedKernel> prepared;
+  std::vector<std::unique_ptr<uint8_t[]>> workspaces;
 
   explicit DirectChain(const Model& model) {
     const ir::Graph& g = model.impl().graph();
@@ -65,18 +72,40 @@ struct DirectChain {
       nodes.push_back(&n);
       kernels.push_back(n.def->kernels[0]);
     }
+    prepared.resize(nodes.size());
+    workspaces.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const ir::PrepareFn prepare = nodes[i]->def->prepares[0];
+      if (prepare == nullptr) continue;
+      ir::KernelContext ctx(*nodes[i], ins[i], outs[i], nullptr);
+      absl::StatusOr<ir::PreparedKernel> p = prepare(ctx);
+      if (!p.ok()) continue;  // Run's invoke then reports it (and the floor is wrong: BM_PerOpOverhead checks)
+      prepared[i] = *std::move(p);
+      // 64 bytes of slack so the workspace can start 64-byte aligned.
+      workspaces[i] = std::make_unique<uint8_t[]>(prepared[i].workspace_bytes + 64);
+    }
   }
-  void Run() {
+  void* Workspace(size_t i) {
+    if (prepared[i].workspace_bytes == 0) return nullptr;
+    const auto at = reinterpret_cast<uintptr_t>(workspaces[i].get());
+    return reinterpret_cast<void*>((at + 63) / 64 * 64);
+  }
+  // The kernels' statuses, all OK when every invoke ran.
+  bool Run() {
+    bool ok = true;
     for (size_t i = 0; i < nodes.size(); ++i) {
       ir::KernelContext ctx(*nodes[i], ins[i], outs[i], nullptr);
-      benchmark::DoNotOptimize(kernels[i](ctx));
+      if (prepared[i].params != nullptr) ctx.SetPrepared(&prepared[i], Workspace(i));
+      ok &= kernels[i](ctx).ok();
     }
+    return ok;
   }
 };
 
 void BM_DirectKernels_Chain200(benchmark::State& state) {
   DirectChain chain(*ChainModel());
-  for (auto _ : state) chain.Run();
+  if (!chain.Run()) state.SkipWithError("a kernel failed");
+  for (auto _ : state) benchmark::DoNotOptimize(chain.Run());
   state.counters["ops"] = kChainOps + 1;
 }
 BENCHMARK(BM_DirectKernels_Chain200);
@@ -95,6 +124,7 @@ BENCHMARK(BM_SessionRun_Chain200);
 void BM_PerOpOverhead(benchmark::State& state) {
   auto session = *Session::Create(ChainModel(), {});
   DirectChain chain(*ChainModel());
+  if (!chain.Run()) state.SkipWithError("a kernel of the direct chain failed: the floor would be wrong");
   std::vector<float> x(kBatch * 64, 0.5f);
   TensorView in(DType::kF32, {kBatch, 64}, x.data());
   double session_ns = 0, direct_ns = 0;
