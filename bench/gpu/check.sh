@@ -59,6 +59,16 @@ model=$(ls "$WORK"/models/*mlp*.grove 2>/dev/null | head -1)
   echo "== run cpu"; "$GROVE" run "$model" --device cpu --input x="$WORK/x.npy" --repeat 20
 } > "$OUT/roundtrip.log" 2>&1
 
+# Peers (issue 12, item 8): PyTorch eager and torch.compile against grove on
+# this GPU, where the machine's Python has PyTorch with CUDA.
+if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null && [ -z "${GROVE_BUNDLE:-}" ]; then
+  log "peers: bench/gpu/compare.py"
+  GROVE_LIBRARY=$BUILD/libgrove.so timeout 300 python3 "$ROOT/bench/gpu/compare.py" --build "$BUILD" --repeats 20 \
+    --json "$OUT/compare.json" > "$OUT/compare.log" 2>&1 || log "compare.py exit $?"
+else
+  echo "no PyTorch with CUDA here (or a bundle without the Python package): compare.py not run" > "$OUT/compare.log"
+fi
+
 python3 - "$OUT" "$tests_rc" <<'PY'
 import json, os, re, sys
 out, tests_rc = sys.argv[1], int(sys.argv[2])
@@ -95,6 +105,12 @@ for mode in ("Buckets", "Exact", "Eager"):
                               "graphs_captured": v.get("graphs_captured"), "arena_bytes": v.get("arena_bytes"),
                               "largest_plan_arena_bytes": v.get("largest_plan_arena_bytes")}
 summary["growing_sequence"] = grow
+try:
+    c = json.load(open(os.path.join(out, "compare.json")))
+    summary["peers"] = {m: [{k: v for k, v in r.items() if k == "case" or k.startswith("speedup")} for r in d["shapes"]]
+                        for m, d in c["models"].items()}
+except Exception as e:
+    summary["peers"] = {"not run": open(os.path.join(out, "compare.log")).read()[-300:] if os.path.exists(os.path.join(out, "compare.log")) else str(e)}
 summary["gpu_bench"] = {k: {"real_time_us": round(v.get("real_time", -1), 2), "error": v.get("error_message", "")}
                         for k, v in g.items() if isinstance(v, dict)}
 j = bench("jit_bench.json")
