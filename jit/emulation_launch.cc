@@ -17,9 +17,10 @@ thread_local dim3 gridDim;
 
 namespace grove::emu {
 
-// Defined by the generated translation unit that compiles every kernel file
-// for every type list (build/generated/jit/emulated_kernels.cc); calling it
-// keeps that object, and so its registrars, in the link.
+// Defined by build/generated/jit/emulated_kernels.cc, which calls one
+// function of each kernel file's generated translation unit
+// (emulated_kernels_<file>.cc: every type list and variant); calling it
+// keeps those objects, and so their registrars, in the link.
 void LinkEmulatedKernels();
 
 namespace {
