@@ -59,6 +59,27 @@ model=$(ls "$WORK"/models/*mlp*.grove 2>/dev/null | head -1)
   echo "== run cpu"; "$GROVE" run "$model" --device cpu --input x="$WORK/x.npy" --repeat 20
 } > "$OUT/roundtrip.log" 2>&1
 
+# Kernel tuning (issue 13): a dispatch table for this GPU from the exported
+# transformer models' shapes (the GPT block's sequence is at most 64), then
+# the same models run with and without it (tables/ ships only tables from
+# such runs: copy OUTDIR/tables/*.bin there with the provenance they carry).
+mkdir -p "$OUT/tables"
+arch="sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' | head -1)"
+{
+  for spec in "gpt_block ids=1x1 seq=1:64" "transformer_encoder x=1x1x32 seq=1:512"; do
+    set -- $spec
+    "$GROVE" import "$ROOT/test/models/$1/model.onnx" -o "$WORK/$1.grove" || continue
+    echo "== tune $1"
+    timeout 240 "$GROVE" tune "$WORK/$1.grove" --shape "$2" --sweep "$3" --top-k 4 -o "$OUT/tables/${arch}_$1.bin"
+    if [ -f "$OUT/tables/${arch}_$1.bin" ]; then
+      echo "== bench $1 without and with the table"
+      timeout 120 "$GROVE" bench "$WORK/$1.grove" --device cuda --shape "$2" --sweep "$3:7" --iterations 20
+      timeout 120 "$GROVE" bench "$WORK/$1.grove" --device cuda --shape "$2" --sweep "$3:7" --iterations 20 \
+        --kernel-table "$OUT/tables/${arch}_$1.bin"
+    fi
+  done
+} > "$OUT/tune.log" 2>&1 || log "tune exit $?"
+
 # Peers (issue 12, item 8): PyTorch eager and torch.compile against grove on
 # this GPU, where the machine's Python has PyTorch with CUDA.
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null && [ -z "${GROVE_BUNDLE:-}" ]; then
@@ -105,6 +126,11 @@ for mode in ("Buckets", "Exact", "Eager"):
                               "graphs_captured": v.get("graphs_captured"), "arena_bytes": v.get("arena_bytes"),
                               "largest_plan_arena_bytes": v.get("largest_plan_arena_bytes")}
 summary["growing_sequence"] = grow
+try:
+    summary["tune"] = {"tables": sorted(os.listdir(os.path.join(out, "tables"))),
+                       "log_tail": open(os.path.join(out, "tune.log")).read().splitlines()[-40:]}
+except Exception as e:
+    summary["tune"] = {"error": str(e)}
 try:
     c = json.load(open(os.path.join(out, "compare.json")))
     summary["peers"] = {m: [{k: v for k, v in r.items() if k == "case" or k.startswith("speedup")} for r in d["shapes"]]
