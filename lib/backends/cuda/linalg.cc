@@ -195,8 +195,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
     g.batch = 1;
     g.stride_a = g.stride_c = 0;
   }
-  g.algorithm = ChooseGemmAlgorithm(ctx, g);
   mp.gemv = ChooseGemv(ctx, g);
+  // cuBLASLt's algorithm only for a GEMM it runs (a table's "gemm" entry).
+  if (!mp.gemv.use) g.algorithm = ChooseGemmAlgorithm(ctx, g);
   mp.outer = nd == 0 ? 1 : y.num_elements() / (mat_y * inner);
   mp.elem = DTypeSize(a.dtype);
   mp.inner_begin = inner_begin;
@@ -305,7 +306,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
     }
   }
   gp.gemv = ChooseGemv(ctx, g);
-  g.algorithm = ChooseGemmAlgorithm(ctx, g);
+  if (!gp.gemv.use) g.algorithm = ChooseGemmAlgorithm(ctx, g);
   return MakePrepared(std::move(gp));
 }
 
