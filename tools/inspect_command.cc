@@ -15,6 +15,7 @@
 #include "grove/grove.h"
 #include "command_line.h"
 #include "json_writer.h"
+#include "kernel_json.h"
 
 namespace grove::cli {
 namespace {
@@ -42,12 +43,20 @@ constexpr char kUsage[] =
     "  --kernel-table FILE  with --device cuda: a kernel dispatch table (grove tune);\n"
     "                     each CUDA step shows the kernel variant it chose and\n"
     "                     whether from a table, the cost model or generic\n"
-    "  --json             print one JSON object instead of text (segments under \"segments\")\n";
+    "  --json             print one JSON object instead of text (segments under \"segments\";\n"
+    "                     with --device cuda each kernel choice has \"cost_model\": the\n"
+    "                     variants its family's cost model ranked for the step, cheapest\n"
+    "                     first, with occupancy, waste, bytes, flops and estimate_us, and\n"
+    "                     the pick's own terms and rank)\n"
+    "  --top-k K          ranked variants listed per kernel choice in --json (default 5;\n"
+    "                     0: all)\n";
 
 constexpr size_t kPeakTensorsShown = 8;
 
 struct Plan {
   std::vector<std::vector<int64_t>> input_shapes;
+  std::string arch = "sm_90";  // --device cuda: the arch planned for
+  int top_k = kDefaultRankedShown;  // --json: ranked variants shown per kernel choice
   std::vector<std::vector<int64_t>> output_shapes;
   MemoryReport report;
   std::optional<ExecutionInfo> execution;  // with --device
@@ -113,14 +122,13 @@ std::string JsonString(absl::string_view s);
 // A finite number as JSON (non-finite ones as 0: JSON has no NaN).
 std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.6g", v) : "0"; }
 
-std::string ExecutionJson(const ExecutionInfo& info) {
-  auto step_json = [](const StepInfo& st) {
+std::string ExecutionJson(const ExecutionInfo& info, const std::string& arch, int top_k) {
+  auto step_json = [&](const StepInfo& st) {
     std::vector<std::string> kernels;
     for (const KernelChoiceInfo& k : st.kernels) {
-      kernels.push_back(absl::StrCat("{\"config\":", JsonString(k.config), ",\"source\":", JsonString(k.source),
-                                     ",\"problem\":", JsonString(k.problem), ",\"bucket\":", JsonString(k.bucket),
-                                     ",\"estimate_us\":", JsonNumber(k.estimate_us),
-                                     ",\"measured_us\":", JsonNumber(k.measured_us), "}"));
+      JsonWriter w;
+      WriteKernelChoice(w, k, arch, top_k);
+      kernels.push_back(w.TakeText());
     }
     return absl::StrCat("{\"op\":", JsonString(st.op), ",\"node\":", JsonString(st.node),
                         ",\"backend\":", JsonString(st.backend), ",\"kernels\":[", absl::StrJoin(kernels, ","), "]}");
@@ -213,7 +221,9 @@ std::string Json(const std::string& path, const Model& model, const Plan* plan) 
     absl::StrAppend(&out, i ? "," : "", JsonString(model.outputs()[i].name), ":", JsonDims(plan->output_shapes[i]));
   }
   absl::StrAppend(&out, "}");
-  if (plan->execution.has_value()) absl::StrAppend(&out, ",\"segments\":", ExecutionJson(*plan->execution));
+  if (plan->execution.has_value()) {
+    absl::StrAppend(&out, ",\"segments\":", ExecutionJson(*plan->execution, plan->arch, plan->top_k));
+  }
   absl::StrAppend(&out, "}");
   return out;
 }
@@ -283,7 +293,8 @@ std::string Text(const std::string& path, const Model& model, const Plan* plan) 
 
 int InspectMain(absl::Span<const std::string> argv) {
   static constexpr FlagSpec kFlags[] = {
-      {"shape", kRepeatedValue}, {"device", kValue}, {"arch", kValue}, {"json", kSwitch}, {"kernel-table", kValue}};
+      {"shape", kRepeatedValue}, {"device", kValue},       {"arch", kValue},
+      {"json", kSwitch},         {"kernel-table", kValue}, {"top-k", kValue}};
   ParsedArgs args;
   if (int rc = ParseArgs(argv, kFlags, &args, kUsage); rc >= 0) return rc;
   if (args.positional.size() != 1) {
@@ -302,6 +313,11 @@ int InspectMain(absl::Span<const std::string> argv) {
   if (args.Has("arch") && device != Device::kCuda) return UsageError("inspect: --arch goes with --device cuda");
   if (args.Has("kernel-table") && device != Device::kCuda) {
     return UsageError("inspect: --kernel-table goes with --device cuda");
+  }
+  int top_k = kDefaultRankedShown;
+  if (args.Has("top-k")) {
+    if (device != Device::kCuda || !args.Has("json")) return UsageError("inspect: --top-k goes with --device cuda --json");
+    if (int rc = ParseTopK(args.Values("top-k")[0], "inspect", &top_k); rc >= 0) return rc;
   }
   const std::string& path = args.positional[0];
   absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromFile(path);
@@ -337,6 +353,8 @@ int InspectMain(absl::Span<const std::string> argv) {
       ExecutionInfoOptions eo;
       eo.device = *device;
       if (args.Has("arch")) eo.arch = args.Values("arch")[0];
+      plan->arch = eo.arch;
+      plan->top_k = top_k;
       if (args.Has("kernel-table")) eo.kernel_table = args.Values("kernel-table")[0];
       eo.input_shapes = plan->input_shapes;
       absl::StatusOr<ExecutionInfo> info = DescribeExecution(**model, eo);

@@ -59,6 +59,64 @@ if expect_ok "$G" compile "$MODELS/early_exit.grove" --arch sm_90 --shape x=2x8 
   expect_stdout '^note: the model branches on data'
 fi
 
+# --json: counts, modules and per shape the steps' kernel choices, each with
+# the variants its family's cost model ranked (cheapest first, terms per
+# variant) and the pick's own terms and rank.
+RANKING_CHECK='
+import json, sys
+d = json.load(open(sys.argv[1])); top_k = int(sys.argv[2]); points = int(sys.argv[3])
+assert d["arch"] == 90 and isinstance(d["modules"], list) and d["modules"], d
+assert len(d["shapes"]) == points, len(d["shapes"])
+families = set()
+for p in d["shapes"]:
+    assert p["steps"], p
+    for step in p["steps"]:
+        for k in step["kernels"]:
+            cm = k["cost_model"]
+            assert "error" not in cm, cm
+            family = k["config"].split("__")[0]
+            if family == "gemm":
+                assert cm == {"modeled": False}, cm
+                continue
+            families.add(family)
+            assert cm["modeled"] and cm["valid_variants"] >= len(cm["ranked"]) >= 1, cm
+            if top_k: assert len(cm["ranked"]) == min(top_k, cm["valid_variants"]), cm
+            else: assert len(cm["ranked"]) == cm["valid_variants"], cm
+            est = [r["estimate_us"] for r in cm["ranked"]]
+            assert est == sorted(est), est
+            for r in cm["ranked"] + [cm["pick"]]:
+                assert r["config"].startswith(family + "__"), r
+                assert 0 < r["occupancy"] <= 1 and 0 <= r["waste"] < 1 and r["bytes"] > 0 and r["flops"] > 0, r
+            # The pick is the one chosen, its terms those of its estimate;
+            # the cost model chose its first.
+            assert cm["pick"]["config"] == k["config"] and abs(cm["pick"]["estimate_us"] - k["estimate_us"]) <= 1e-4 * k["estimate_us"], k
+            if k["source"] == "cost model": assert cm["pick_rank"] == 0 and cm["ranked"][0]["config"] == k["config"], k
+            if 0 <= cm["pick_rank"] < len(cm["ranked"]): assert cm["ranked"][cm["pick_rank"]]["config"] == k["config"], k
+assert {"ew", "softmax"} <= families, families
+'
+ranking_check() {
+  command -v python3 >/dev/null || return 0
+  python3 -c "$RANKING_CHECK" "$OUT" "$@" 2>"$TEST_TMP/json_err" || { fail "compile --json ranking check ($*)"; head -20 "$TEST_TMP/json_err" >&2; }
+}
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --cache-dir "$CACHE" --json; then
+  ranking_check 5 1
+fi
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=300x16 --cache-dir "$CACHE" --json --top-k 0; then
+  ranking_check 0 1
+fi
+if expect_ok "$G" compile "$MODELS/mlp.grove" --arch sm_90 --sweep batch=1:300:100 --cache-dir "$SWEEP_CACHE" --json --top-k 2; then
+  ranking_check 2 3
+  command -v python3 >/dev/null && { python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sweep"] == {"symbol": "batch", "values": [1, 101, 201]}, d["sweep"]
+assert [p["value"] for p in d["shapes"]] == [1, 101, 201] and d["shapes"][1]["input_shapes"] == [[101, 16]], d["shapes"]
+assert sum(d["variant_modules_per_file"].values()) <= len(d["modules"]) and d["compiled"] + d["cached"] == len(d["modules"]), d
+' "$OUT" || fail "compile --sweep --json fields"; }
+fi
+expect_fail 2 "compile: --top-k goes with --json" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --top-k 3
+expect_fail 2 "--top-k wants 0 \(all\) to 1000, not 'x'" "$G" compile "$MODELS/mlp.grove" --arch sm_90 --shape x=8x16 --json --top-k x
+
 # --- errors --------------------------------------------------------------------
 expect_fail 2 "compile: --arch is required" "$G" compile "$MODELS/mlp.grove" --shape x=8x16
 expect_fail 2 "compile: missing MODEL.grove" "$G" compile --arch sm_90

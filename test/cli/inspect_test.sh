@@ -100,6 +100,23 @@ fi
 if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cuda --json; then
   json_check 'all(s["pinned"] == "" for s in d["segments"]["paths"][0]["segments"])'
 fi
+# Each CUDA kernel choice carries the cost model's ranking for its step:
+# the top --top-k (default 5) variants cheapest first with their terms, the
+# pick's own terms and its rank (0 when the cost model chose it).
+KERNELS='[k for s in d["segments"]["paths"][0]["steps"] for k in s["kernels"]]'
+if expect_ok "$G" inspect "$MODELS/transformer.grove" --shape x=2x7x32 --device cuda --arch sm_80 --json; then
+  json_check "{k['config'].split('__')[0] for k in $KERNELS if k['cost_model']['modeled']} >= {'ew', 'reduce'}"
+  json_check "all(len(k['cost_model']['ranked']) == min(5, k['cost_model']['valid_variants']) for k in $KERNELS if k['cost_model']['modeled'])"
+  json_check "all([r['estimate_us'] for r in k['cost_model']['ranked']] == sorted(r['estimate_us'] for r in k['cost_model']['ranked']) for k in $KERNELS if k['cost_model']['modeled'])"
+  json_check "all(k['cost_model']['pick_rank'] == 0 and k['cost_model']['ranked'][0]['config'] == k['config'] == k['cost_model']['pick']['config'] for k in $KERNELS if k['source'] == 'cost model')"
+  json_check "all(set(r) == {'config', 'occupancy', 'waste', 'bytes', 'flops', 'estimate_us'} for k in $KERNELS if k['cost_model']['modeled'] for r in k['cost_model']['ranked'])"
+  json_check "all(k['cost_model'] == {'modeled': False} for k in $KERNELS if k['config'].startswith('gemm__'))"
+fi
+if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=300x16 --device cuda --json --top-k 0; then
+  json_check "all(len(k['cost_model']['ranked']) == k['cost_model']['valid_variants'] > 5 for k in $KERNELS if k['cost_model']['modeled'])"
+fi
+expect_fail 2 "--top-k goes with --device cuda --json" "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --top-k 2
+expect_fail 2 "--top-k wants 0 \(all\) to 1000" "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cuda --json --top-k 1001
 if expect_ok "$G" inspect "$MODELS/mlp.grove" --shape x=3x16 --device cpu --json; then
   json_check 'd["segments"]["device"] == "cpu" and len(d["segments"]["paths"][0]["segments"]) == 1'
   json_check 'all(s["backend"] == "cpu" for s in d["segments"]["paths"][0]["steps"])'
