@@ -5,13 +5,17 @@ include(CMakeFindDependencyMacro)
 find_dependency(Threads)
 find_dependency(absl)
 find_dependency(FlatBuffers)
+# OpenBLAS: its headers only. The library is loaded on the first GEMM of a
+# reference kernel (lib/backends/cpu/blas_gemm.h), never linked: a linked one
+# starts its threads and maps its buffers before main in every process that
+# loads grove (`grove version` included).
 if(NOT TARGET grove_openblas)
   find_package(OpenBLAS CONFIG QUIET)
   if(OpenBLAS_FOUND)
     add_library(grove_openblas INTERFACE IMPORTED)
     set_target_properties(grove_openblas PROPERTIES
       INTERFACE_INCLUDE_DIRECTORIES "${OpenBLAS_INCLUDE_DIRS}"
-      INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
+      INTERFACE_LINK_LIBRARIES "${CMAKE_DL_LIBS}")
   else()
     message(FATAL_ERROR "OpenBLAS not found: install libopenblas-dev (scripts/setup.sh does)")
   endif()

@@ -36,4 +36,26 @@ if expect_ok "$G" version --verbose; then
 fi
 expect_ok "$G" version -v
 
+# OpenBLAS is loaded on the first reference GEMM (lib/backends/cpu/blas_gemm.h),
+# never linked: plain `grove version` does not load it (its threads and buffers
+# cost every start), and without it the reference GEMMs run plain loops.
+if readelf -d "$G" | grep -E 'NEEDED.*\[libopenblas' >/dev/null; then fail "grove links OpenBLAS: $(readelf -d "$G" | grep NEEDED)"; fi
+if command -v ldd >/dev/null && ldd "$G" | grep -E 'libopenblas' >/dev/null; then fail "grove needs OpenBLAS at load: $(ldd "$G")"; fi
+if LD_DEBUG=files "$G" version 2>&1 >/dev/null | grep -q 'file=.*libopenblas'; then fail "grove version loaded OpenBLAS"; fi
+make_models
+make_inputs
+# The MLP's MatMuls on the reference kernels (GROVE_CPU_ONEDNN=0): through
+# OpenBLAS, then with GROVE_OPENBLAS_LIBRARY naming no file (plain loops):
+# the same summary (printed to 6 significant digits), and -v says why.
+if GROVE_CPU_ONEDNN=0 expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cpu; then
+  grep '^y:' "$OUT" >"$TEST_TMP/blas_y.txt"
+  if GROVE_CPU_ONEDNN=0 GROVE_OPENBLAS_LIBRARY="$TEST_TMP/no-such-libopenblas.so" \
+     expect_ok "$G" run "$MODELS/mlp.grove" --input "x=$INPUTS/mlp_x.npy" --device cpu; then
+    grep '^y:' "$OUT" | diff "$TEST_TMP/blas_y.txt" - >/dev/null || fail "plain-loop GEMM output differs: $(grep '^y:' "$OUT") vs $(cat "$TEST_TMP/blas_y.txt")"
+  fi
+fi
+if GROVE_OPENBLAS_LIBRARY="$TEST_TMP/no-such-libopenblas.so" expect_ok "$G" version -v; then
+  expect_stdout '^blas: +OpenBLAS not loaded \(GROVE_OPENBLAS_LIBRARY=.*no-such-libopenblas\.so: .*\): the reference kernels. GEMMs run plain loops'
+fi
+
 finish

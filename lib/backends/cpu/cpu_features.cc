@@ -2,7 +2,6 @@
 // backend's paths (see the header).
 #include "lib/backends/cpu/cpu_features.h"
 
-#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cstdint>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "lib/backends/cpu/blas_gemm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -160,11 +160,10 @@ std::vector<std::pair<std::string, std::string>> DescribeCpuBackend() {
                                             IsaName(dnnl_get_effective_cpu_isa()),
                                             ": Conv, MatMul, Gemm, pooling, BatchNormalization, "
                                             "Softmax, LSTM/GRU/RNN in f32"));
-  const char* core = openblas_get_corename();
-  const char* config = openblas_get_config();
-  lines.emplace_back("blas", absl::StrCat(config != nullptr ? config : "OpenBLAS", ", core ",
-                                          core != nullptr ? core : "unknown",
-                                          ": f64 GEMMs and the f32 ones of the reference kernels"));
+  // Loads OpenBLAS (blas_gemm.h: on first use; plain `grove version` does not).
+  lines.emplace_back("blas", absl::StrCat(DescribeBlas(), BlasLoaded() ? ": f64 GEMMs and the f32 ones of the "
+                                                                         "reference kernels"
+                                                                       : ""));
   lines.emplace_back("grove avx2 kernels",
                      UseAvx2Kernels() ? "on (attention scores, softmax and outputs; avx2 + fma detected)"
                                       : "off (needs avx2 and fma): portable C++ loops");
