@@ -303,9 +303,15 @@ class RowFamily : public KernelFamily {
 // ---------------------------------------------------------------------------
 // Elementwise (jit/kernels/elementwise.cuh): ew and ew_chain.
 // ---------------------------------------------------------------------------
-// A problem: `n` elements, `inputs` operands read, `ops` operations each.
-// Parameters: threads (the block) and ipt, the items a thread runs per
-// trip of its grid-stride loop. Generic: 256 threads, one item (EwGrid).
+// A problem: `n` elements, `inputs` operands read, `ops` operations each,
+// and `vec`, the widest vector its layout and op allow (1: none; 4 when no
+// operand is strided and the op is same-typed, elementwise.cuh's vector
+// path). Parameters: threads (the block); ipt, the items a thread runs per
+// trip of its grid-stride loop; vec, the elements it moves per access (one
+// aligned vector load per operand; where the pointers at run time are not
+// aligned the kernel runs its scalar loop on the same grid). A thread runs
+// ipt items or one vector a trip, not both (vec > 1 only with ipt 1).
+// Generic: 256 threads, one item (EwGrid).
 class EwFamily : public KernelFamily {
  public:
   absl::string_view name() const override { return "ew"; }
@@ -318,27 +324,34 @@ class EwFamily : public KernelFamily {
     }
     return out;
   }
-  std::vector<ParamSpace> space() const override { return {{"ipt", {1, 2, 4, 8}}, {"threads", kThreads}}; }
+  std::vector<ParamSpace> space() const override {
+    return {{"ipt", {1, 2, 4, 8}}, {"threads", kThreads}, {"vec", {1, 2, 4}}};
+  }
+  bool Consistent(const KernelConfig& c) const override { return c.Get("vec", 1) == 1 || c.Get("ipt", 1) == 1; }
   bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
-    return InSpace(c) && c.dtypes == p.dtypes;
+    return InSpace(c) && c.dtypes == p.dtypes && c.Get("vec", 1) <= p.Dim("vec", 1);
   }
   KernelConfig Generic(const KernelProblem& p) const override {
-    return KernelConfig{"ew", p.dtypes, {{"ipt", 1}, {"threads", 256}}};
+    return KernelConfig{"ew", p.dtypes, {{"ipt", 1}, {"threads", 256}, {"vec", 1}}};
   }
   LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
     const int64_t n = std::max<int64_t>(1, p.Dim("n"));
-    const int threads = c.Get("threads", 256), ipt = c.Get("ipt", 1);
-    return LaunchShape{std::clamp<int64_t>(CeilDiv(n, int64_t{threads} * ipt), 1, kMaxBlocks), threads};
+    const int64_t per_thread = int64_t{c.Get("ipt", 1)} * c.Get("vec", 1);
+    const int threads = c.Get("threads", 256);
+    return LaunchShape{std::clamp<int64_t>(CeilDiv(n, threads * per_thread), 1, kMaxBlocks), threads};
   }
   CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
     CostTerms t;
     const int64_t n = std::max<int64_t>(1, p.Dim("n"));
-    const int ipt = c.Get("ipt", 1);
+    const int ipt = c.Get("ipt", 1), vec = c.Get("vec", 1);
     const LaunchShape l = Launch(c, p);
-    const int64_t per_trip = l.blocks * l.threads * ipt;
+    const int64_t per_trip = l.blocks * l.threads * ipt * vec;
     t.waste = 1 - static_cast<double>(n) / (static_cast<double>(CeilDiv(n, per_trip)) * per_trip);
-    // Items in flight per thread hide latency as more resident threads would.
-    t.occupancy = std::min(1.0, Occupancy(l.blocks, l.threads, 24 + 8 * ipt, 0, gpu) * std::sqrt(ipt));
+    // Items in flight per thread hide latency as more resident threads
+    // would; a vector brings its elements in one access, so it counts a
+    // little more than as many separate items (fewer instructions issued).
+    const double in_flight = ipt * (vec > 1 ? vec * 1.25 : 1.0);
+    t.occupancy = std::min(1.0, Occupancy(l.blocks, l.threads, 24 + 8 * ipt + 4 * vec, 0, gpu) * std::sqrt(in_flight));
     const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
     t.bytes = el * n * (std::max<int64_t>(1, p.Dim("inputs", 1)) + 1);
     t.flops = static_cast<double>(n) * std::max<int64_t>(1, p.Dim("ops", 1));

@@ -331,12 +331,130 @@ struct Raw<bool> {
   typedef u8 type;
 };
 
+// Vector width (a variant's GROVE_V_VEC, 1 without one): a thread moves VEC
+// consecutive elements of each operand with one aligned access, a struct of
+// VEC elements aligned to its size (NVRTC loads and stores it with one
+// ld/st.global.v2 or .v4 up to 16 bytes). Taken where it gives the scalar
+// loop's result element for element: no strided operand, a same-typed op
+// (ew_vectorizable), the output and every contiguous operand aligned to the
+// vector; else the scalar loop runs. Elements past the last whole vector
+// (the tail) run one by one.
+template <typename R, int VEC>
+struct alignas(sizeof(R) * VEC) EwVec {
+  R v[VEC];
+};
+
+template <typename T>
+GROVE_DEVICE typename Acc<T>::type ew_lane(typename Raw<T>::type r) {
+  if constexpr (Kind<T>::is_bool) {
+    return r != 0;
+  } else {
+    return to_acc<T>(r);
+  }
+}
+template <typename T>
+GROVE_DEVICE typename Raw<T>::type ew_unlane(typename Acc<T>::type v) {
+  if constexpr (Kind<T>::is_bool) {
+    return v ? 1 : 0;
+  } else {
+    return from_acc<T, typename Acc<T>::type>(v);
+  }
+}
+
+template <int VEC>
+GROVE_DEVICE bool ew_aligned(const void* p, int elem_bytes) {
+  return reinterpret_cast<u64>(p) % static_cast<u64>(elem_bytes * VEC) == 0;
+}
+
+// The vector path's conditions on the operands (both params kinds): no
+// strided operand, the output and contiguous operands aligned.
+template <typename T, int VEC, typename P>
+GROVE_DEVICE bool ew_vector_operands(const P& p) {
+  if (!p.simple || p.n < VEC) return false;
+  const int bytes = static_cast<int>(sizeof(typename Raw<T>::type));
+  if (!ew_aligned<VEC>(p.out, bytes)) return false;
+  for (int k = 0; k < p.num_inputs; ++k) {
+    if (p.mode[k] == kEwScalar) continue;
+    if (p.mode[k] != kEwContiguous || !ew_aligned<VEC>(p.in[k], bytes)) return false;
+  }
+  return true;
+}
+
+// Ops whose operands and result are all T with no accumulator: the unary
+// ops and Clip, and arithmetic other than Pow (its exponent has a dtype of
+// its own) outside a variadic op's chunks; not comparisons or Where.
+GROVE_DEVICE bool ew_same_typed_op(const EwParams& p, bool is_bool) {
+  if (p.op <= kEwLastUnary) return true;
+  return !is_bool && p.op <= kEwLastArithmetic && p.op != kEwPow && !p.acc_in && !p.acc_out;
+}
+
+// Element value of a same-typed op from its operands' values `x`.
+template <typename T>
+GROVE_DEVICE typename Acc<T>::type ew_same_typed(const EwParams& p, const typename Acc<T>::type* x) {
+  typedef typename Acc<T>::type C;
+  const int op = p.op;
+  if (op <= kEwLastUnary) {
+    C v = x[0];
+    if (op == kEwClip) {
+      if constexpr (!Kind<T>::is_bool) {
+        const C lo = Kind<T>::is_float ? static_cast<C>(p.fa) : static_cast<C>(p.ia);
+        const C hi = Kind<T>::is_float ? static_cast<C>(p.fb) : static_cast<C>(p.ib);
+        if (p.has_lo && v < lo) v = lo;
+        if (p.has_hi && v > hi) v = hi;
+      }
+      return v;
+    }
+    return ew_unary<T>(op, v, p.fa, p.fb);
+  }
+  if constexpr (Kind<T>::is_bool) {
+    return x[0];
+  } else {
+    C a = x[0];
+    for (int k = 1; k < p.num_inputs; ++k) a = ew_arith<T>(op, a, x[k]);
+    if (p.mean_count > 0) a = a / static_cast<C>(p.mean_count);
+    return a;
+  }
+}
+
+// The vector loop of a same-typed op, then its tail.
+template <typename T, int VEC>
+GROVE_DEVICE void ew_vector(const EwParams& p) {
+  typedef typename Acc<T>::type C;
+  typedef EwVec<typename Raw<T>::type, VEC> V;
+  const i64 step = grid_threads();
+  const i64 vectors = p.n / VEC;
+  for (i64 v = global_thread(); v < vectors; v += step) {
+    V in[kEwMaxOperands];
+    for (int k = 0; k < p.num_inputs; ++k) {
+      if (p.mode[k] != kEwScalar) in[k] = static_cast<const V*>(p.in[k])[v];
+    }
+    V out;
+    for (int u = 0; u < VEC; ++u) {
+      C x[kEwMaxOperands];
+      for (int k = 0; k < p.num_inputs; ++k) x[k] = p.mode[k] == kEwScalar ? load<T>(p.in[k], 0) : ew_lane<T>(in[k].v[u]);
+      out.v[u] = ew_unlane<T>(ew_same_typed<T>(p, x));
+    }
+    static_cast<V*>(p.out)[v] = out;
+  }
+  for (i64 i = vectors * VEC + global_thread(); i < p.n; i += step) {
+    C x[kEwMaxOperands];
+    for (int k = 0; k < p.num_inputs; ++k) x[k] = load<T>(p.in[k], p.mode[k] == kEwScalar ? 0 : i);
+    store<T>(p.out, i, ew_same_typed<T>(p, x));
+  }
+}
+
 // IPT (a variant's GROVE_V_IPT, 1 without one): items a thread runs per
 // trip of its grid-stride loop, i, i + step, ... i + (IPT - 1) * step; the
 // same items as IPT trips of the plain loop, so the same result.
-template <typename T, int IPT>
+template <typename T, int IPT, int VEC>
 GROVE_DEVICE void ew(const EwParams& p) {
   typedef typename Acc<T>::type C;
+  if constexpr (VEC > 1) {
+    if (ew_same_typed_op(p, Kind<T>::is_bool) && ew_vector_operands<T, VEC>(p)) {
+      ew_vector<T, VEC>(p);
+      return;
+    }
+  }
   const i64 step = grid_threads();
   const int op = p.op;
   for (i64 base = global_thread(); base < p.n; base += step * IPT)
@@ -346,18 +464,8 @@ GROVE_DEVICE void ew(const EwParams& p) {
     i64 off[kEwMaxOperands];
     for (int k = 0; k < p.num_inputs; ++k) off[k] = p.simple ? (p.mode[k] == kEwScalar ? 0 : i) : ew_offset(p.mode[k], i, p.shape, p.strides[k]);
     if (op <= kEwLastUnary) {
-      C x = load<T>(p.in[0], off[0]);
-      if (op == kEwClip) {
-        if constexpr (!Kind<T>::is_bool) {
-          const C lo = Kind<T>::is_float ? static_cast<C>(p.fa) : static_cast<C>(p.ia);
-          const C hi = Kind<T>::is_float ? static_cast<C>(p.fb) : static_cast<C>(p.ib);
-          if (p.has_lo && x < lo) x = lo;
-          if (p.has_hi && x > hi) x = hi;
-        }
-      } else {
-        x = ew_unary<T>(op, x, p.fa, p.fb);
-      }
-      store<T>(p.out, i, x);
+      const C x = load<T>(p.in[0], off[0]);
+      store<T>(p.out, i, ew_same_typed<T>(p, &x));
     } else if (op == kEwPow) {
       store<T>(p.out, i, ew_pow<T>(load<T>(p.in[0], off[0]), p.in[1], off[1], p.exp_dtype));
     } else if (op <= kEwLastArithmetic) {
@@ -388,13 +496,79 @@ GROVE_DEVICE void ew(const EwParams& p) {
   }
 }
 
+// The fused chain's program on one element's operand values.
+template <typename T>
+GROVE_DEVICE typename Acc<T>::type ew_chain_value(const EwChainParams& p, const typename Acc<T>::type* vals) {
+  typedef typename Acc<T>::type C;
+  C v = C(0);
+  for (int l = 0; l < p.num_links; ++l) {
+    const EwLink& link = p.links[l];
+    const C a = link.src[0] == kEwPrev ? v : vals[link.src[0]];
+    const int op = link.op;
+    if (op == kEwClip) {
+      C x = a;
+      if (link.src[1] != kEwNone) {
+        const C lo = link.src[1] == kEwPrev ? v : vals[link.src[1]];
+        if (x < lo) x = lo;
+      }
+      if (link.src[2] != kEwNone) {
+        const C hi = link.src[2] == kEwPrev ? v : vals[link.src[2]];
+        if (x > hi) x = hi;
+      }
+      v = x;
+    } else if (op <= kEwLastUnary) {
+      v = ew_unary<T>(op, a, link.fa, link.fb);
+    } else {
+      const C b = link.src[1] == kEwPrev ? v : vals[link.src[1]];
+      if (op == kEwPow) {
+        if (b == C(2)) {
+          v = a * a;
+        } else {
+          v = m_pow(a, b);
+        }
+      } else if (op == kEwMean) {
+        v = (a + b) / C(2);
+      } else {
+        v = ew_arith<T>(op, a, b);
+      }
+    }
+  }
+  return v;
+}
+
 // The fused chain, for float T: operands are read once each, the links
-// compute in Acc<T> without rounding between them.
-template <typename T, int IPT>
+// compute in Acc<T> without rounding between them. VEC as for ew (every
+// chain is same-typed).
+template <typename T, int IPT, int VEC>
 GROVE_DEVICE void ew_chain(const EwChainParams& p) {
   typedef typename Acc<T>::type C;
   if constexpr (Kind<T>::is_float) {
     const i64 step = grid_threads();
+    if constexpr (VEC > 1) {
+      if (ew_vector_operands<T, VEC>(p)) {
+        typedef EwVec<T, VEC> V;
+        const i64 vectors = p.n / VEC;
+        for (i64 v = global_thread(); v < vectors; v += step) {
+          V in[kEwMaxOperands];
+          for (int k = 0; k < p.num_inputs; ++k) {
+            if (p.mode[k] != kEwScalar) in[k] = static_cast<const V*>(p.in[k])[v];
+          }
+          V out;
+          for (int u = 0; u < VEC; ++u) {
+            C vals[kEwMaxOperands];
+            for (int k = 0; k < p.num_inputs; ++k) vals[k] = p.mode[k] == kEwScalar ? load<T>(p.in[k], 0) : to_acc<T>(in[k].v[u]);
+            out.v[u] = from_acc<T, C>(ew_chain_value<T>(p, vals));
+          }
+          static_cast<V*>(p.out)[v] = out;
+        }
+        for (i64 i = vectors * VEC + global_thread(); i < p.n; i += step) {
+          C vals[kEwMaxOperands];
+          for (int k = 0; k < p.num_inputs; ++k) vals[k] = load<T>(p.in[k], p.mode[k] == kEwScalar ? 0 : i);
+          store<T>(p.out, i, ew_chain_value<T>(p, vals));
+        }
+        return;
+      }
+    }
     for (i64 base = global_thread(); base < p.n; base += step * IPT)
     for (int u = 0; u < IPT; ++u) {
       const i64 i = base + u * step;
@@ -404,40 +578,7 @@ GROVE_DEVICE void ew_chain(const EwChainParams& p) {
         const i64 o = p.simple ? (p.mode[k] == kEwScalar ? 0 : i) : ew_offset(p.mode[k], i, p.shape, p.strides[k]);
         vals[k] = load<T>(p.in[k], o);
       }
-      C v = C(0);
-      for (int l = 0; l < p.num_links; ++l) {
-        const EwLink& link = p.links[l];
-        const C a = link.src[0] == kEwPrev ? v : vals[link.src[0]];
-        const int op = link.op;
-        if (op == kEwClip) {
-          C x = a;
-          if (link.src[1] != kEwNone) {
-            const C lo = link.src[1] == kEwPrev ? v : vals[link.src[1]];
-            if (x < lo) x = lo;
-          }
-          if (link.src[2] != kEwNone) {
-            const C hi = link.src[2] == kEwPrev ? v : vals[link.src[2]];
-            if (x > hi) x = hi;
-          }
-          v = x;
-        } else if (op <= kEwLastUnary) {
-          v = ew_unary<T>(op, a, link.fa, link.fb);
-        } else {
-          const C b = link.src[1] == kEwPrev ? v : vals[link.src[1]];
-          if (op == kEwPow) {
-            if (b == C(2)) {
-              v = a * a;
-            } else {
-              v = m_pow(a, b);
-            }
-          } else if (op == kEwMean) {
-            v = (a + b) / C(2);
-          } else {
-            v = ew_arith<T>(op, a, b);
-          }
-        }
-      }
-      store<T>(p.out, i, v);
+      store<T>(p.out, i, ew_chain_value<T>(p, vals));
     }
   }
 }
@@ -452,7 +593,13 @@ GROVE_DEVICE void ew_chain(const EwChainParams& p) {
 #else
 #define GROVE_EW_IPT 1
 #endif
-GROVE_ENTRY(ew, grove_k::EwParams) { grove_k::ew<GROVE_T0, GROVE_EW_IPT>(p); }
-GROVE_ENTRY(ew_chain, grove_k::EwChainParams) { grove_k::ew_chain<GROVE_T0, GROVE_EW_IPT>(p); }
+#if defined(GROVE_V_VEC)
+#define GROVE_EW_VEC GROVE_V_VEC
+#else
+#define GROVE_EW_VEC 1
+#endif
+GROVE_ENTRY(ew, grove_k::EwParams) { grove_k::ew<GROVE_T0, GROVE_EW_IPT, GROVE_EW_VEC>(p); }
+GROVE_ENTRY(ew_chain, grove_k::EwChainParams) { grove_k::ew_chain<GROVE_T0, GROVE_EW_IPT, GROVE_EW_VEC>(p); }
 #undef GROVE_EW_IPT
+#undef GROVE_EW_VEC
 #endif

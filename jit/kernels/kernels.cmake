@@ -59,11 +59,14 @@ list(APPEND GROVE_KERNEL_FILES elementwise cast)
 set(GROVE_KERNEL_elementwise_T0 ${GROVE_KERNEL_ALL_TYPES})
 set(GROVE_KERNEL_cast_T0 ${GROVE_KERNEL_ALL_TYPES})
 set(GROVE_KERNEL_cast_T1 ${GROVE_KERNEL_ALL_TYPES})
+# ew: threads a block, ipt items a thread per trip or vec elements per
+# vector access (vec > 1 only with ipt 1).
 set(GROVE_KERNEL_elementwise_VARIANTS)
-foreach(i 1 2 4 8)
-  foreach(t 64 128 256 512 1024)
-    list(APPEND GROVE_KERNEL_elementwise_VARIANTS ipt${i}_threads${t})
+foreach(t 64 128 256 512 1024)
+  foreach(i 1 2 4 8)
+    list(APPEND GROVE_KERNEL_elementwise_VARIANTS ipt${i}_threads${t}_vec1)
   endforeach()
+  list(APPEND GROVE_KERNEL_elementwise_VARIANTS ipt1_threads${t}_vec2 ipt1_threads${t}_vec4)
 endforeach()
 # Small-M GEMM / GEMV (decode shapes).
 list(APPEND GROVE_KERNEL_FILES gemv)

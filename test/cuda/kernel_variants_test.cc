@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "jit/emulation_launch.h"
 #include "jit/kernel_cache.h"
+#include "jit/cost_model.h"
 #include "jit/kernel_config.h"
 #include "jit/kernels/elementwise_params.h"
 #include "jit/kernels/gemv_params.h"
@@ -317,6 +318,21 @@ TEST(KernelConfigTest, EwCostTermsByHand) {
   EXPECT_DOUBLE_EQ(t.waste, 1 - 1000.0 / 1024);
   EXPECT_DOUBLE_EQ(t.bytes, 4.0 * 1000 * 3);
   EXPECT_DOUBLE_EQ(t.flops, 1000);
+  // Vectors: 1000 items, 128 threads x 4 elements: 2 blocks, 1024 slots;
+  // valid only where the problem allows a vector that wide.
+  const KernelConfig v4{"ew", {DType::kF32}, {{"ipt", 1}, {"threads", 128}, {"vec", 4}}};
+  const KernelProblem pv{"ew", {DType::kF32}, {{"inputs", 2}, {"n", 1000}, {"ops", 1}, {"vec", 4}}};
+  EXPECT_EQ(f->Launch(v4, pv).blocks, 2);
+  EXPECT_DOUBLE_EQ(f->Cost(v4, pv, a100).waste, 1 - 1000.0 / 1024);
+  EXPECT_TRUE(f->Valid(v4, pv));
+  EXPECT_FALSE(f->Valid(v4, p));  // no vec extent: a strided operand or a mixed-type op
+  EXPECT_FALSE(f->Valid(v4, KernelProblem{"ew", {DType::kF32}, {{"inputs", 2}, {"n", 1000}, {"ops", 1}, {"vec", 2}}}));
+  EXPECT_FALSE(f->InSpace(KernelConfig{"ew", {DType::kF32}, {{"ipt", 2}, {"threads", 128}, {"vec", 4}}}));
+  // A large contiguous problem: the model prefers a vector variant.
+  const KernelProblem big{"ew", {DType::kF32}, {{"inputs", 2}, {"n", 1 << 24}, {"ops", 1}, {"vec", 4}}};
+  bool ranked = false;
+  EXPECT_GT(jit::BestVariant(*f, big, a100, &ranked).config.Get("vec", 1), 1);
+  EXPECT_TRUE(ranked);
 }
 
 // ---------------------------------------------------------------------------
@@ -674,6 +690,199 @@ TEST(KernelVariantsTest, ReduceSampleOnTheEmulatedDevice) { RunFamily("reduce", 
 TEST(KernelVariantsTest, EwSampleOnTheEmulatedDevice) { RunFamily("ew", 3, false); }
 TEST(KernelVariantsTest, GemvSampleOnTheEmulatedDevice) { RunFamily("gemv", 11, false); }
 
+// Vector widths (ew's vec): every vector variant (the sample's 64-thread
+// blocks; the full run all) of f32, f16, f64, i8 and bool on odd sizes,
+// exact multiples and a size below one vector, with the output or an input
+// one element off the vector's alignment (the scalar loop then) and aligned
+// (the vector loop and its tail); unary, Clip, binary with a scalar operand,
+// variadic Sum and Mean, and ops the vector path leaves to the scalar loop
+// (a comparison, Where, Pow), and the fused chain, against naive references.
+double EwRef(int op, const std::vector<double>& x) {
+  switch (op) {
+    case grove_k::kEwNeg: return -x[0];
+    case grove_k::kEwRelu: return x[0] < 0 ? 0 : x[0];
+    case grove_k::kEwClip: return std::min(std::max(x[0], -0.5), 0.75);
+    case grove_k::kEwNot: return x[0] == 0;
+    case grove_k::kEwAdd: return x[0] + x[1];
+    case grove_k::kEwMul: return x[0] * x[1];
+    case grove_k::kEwPow: return std::pow(x[0], x[1]);
+    case grove_k::kEwSum: return x[0] + x[1] + x[2];
+    case grove_k::kEwMean: return (x[0] + x[1] + x[2]) / 3;
+    case grove_k::kEwLess: return x[0] < x[1];
+    case grove_k::kEwWhere: return x[0] != 0 ? x[1] : x[2];
+    default: return NAN;
+  }
+}
+
+// Element values of dtype t as bytes, and back as doubles.
+std::vector<uint8_t> EncodeAs(DType t, const std::vector<double>& v) {
+  std::vector<uint8_t> out(v.size() * DTypeSize(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint8_t* at = out.data() + i * DTypeSize(t);
+    if (t == DType::kF32) { const float f = static_cast<float>(v[i]); std::memcpy(at, &f, 4); }
+    if (t == DType::kF64) std::memcpy(at, &v[i], 8);
+    if (t == DType::kF16) { const uint16_t h = grove_k::f32_to_f16(static_cast<float>(v[i])); std::memcpy(at, &h, 2); }
+    if (t == DType::kI8) *at = static_cast<uint8_t>(static_cast<int8_t>(v[i]));
+    if (t == DType::kBool) *at = v[i] != 0 ? 1 : 0;
+  }
+  return out;
+}
+double DecodeAt(DType t, const uint8_t* at) {
+  if (t == DType::kF32) { float f; std::memcpy(&f, at, 4); return f; }
+  if (t == DType::kF64) { double d; std::memcpy(&d, at, 8); return d; }
+  if (t == DType::kF16) { uint16_t h; std::memcpy(&h, at, 2); return grove_k::f16_to_f32(h); }
+  if (t == DType::kI8) return static_cast<int8_t>(*at);
+  return *at != 0;
+}
+
+struct EwVecCase {
+  int op;
+  int inputs;
+  bool scalar_second;  // operand 1 is one element (kEwScalar)
+  bool chain;          // run as a fused chain (Mul then Add) instead
+};
+
+// One case at n elements; `shift` moves the output (1) or operand 0 (2) one
+// element off its vector alignment.
+void CheckEwVector(cuda::Device& dev, const KernelConfig& c, const EwVecCase& k, int64_t n, int shift) {
+  const DType t = c.dtypes[0];
+  const bool compare = k.op == grove_k::kEwLess, where = k.op == grove_k::kEwWhere;
+  const DType out_t = compare ? DType::kBool : t;
+  const size_t el = DTypeSize(t);
+  std::mt19937 rng(static_cast<uint32_t>(n * 7 + shift));
+  std::uniform_int_distribution<int> d(-8, 8);
+  std::vector<std::vector<double>> x(k.inputs);
+  for (int i = 0; i < k.inputs; ++i) {
+    const int64_t len = (i == 1 && k.scalar_second) ? 1 : n;
+    const DType ti = (where && i == 0) ? DType::kBool : t;
+    for (int64_t j = 0; j < len; ++j) {
+      double v = d(rng) / 4.0;
+      if (ti == DType::kI8 || ti == DType::kBool) v = d(rng);
+      if (ti == DType::kBool) v = v > 0;
+      if (k.op == grove_k::kEwPow && i == 0) v = std::fabs(v) + 0.25;
+      x[i].push_back(v);
+    }
+  }
+  Buffers b(dev);
+  // Each buffer holds one spare element up front so that `shift` can start
+  // it one element in.
+  std::vector<void*> in(k.inputs);
+  for (int i = 0; i < k.inputs; ++i) {
+    const DType ti = (where && i == 0) ? DType::kBool : t;
+    std::vector<uint8_t> bytes(DTypeSize(ti), 0);
+    const std::vector<uint8_t> data = EncodeAs(ti, x[i]);
+    bytes.insert(bytes.end(), data.begin(), data.end());
+    void* base = b.Upload(bytes);
+    in[i] = static_cast<uint8_t*>(base) + (shift == 2 && i == 0 ? DTypeSize(ti) : 0);
+    if (!(shift == 2 && i == 0)) {  // aligned: the data from the start
+      EXPECT_TRUE(dev.CopyAsync(base, data.data(), data.size(), nullptr).ok());
+    }
+  }
+  void* out_base = b.Upload(std::vector<uint8_t>((n + 1) * DTypeSize(out_t), 0xAB));
+  void* out = static_cast<uint8_t*>(out_base) + (shift == 1 ? DTypeSize(out_t) : 0);
+  const KernelProblem problem{"ew", c.dtypes, {{"inputs", k.inputs}, {"n", n}, {"ops", 1}, {"vec", 4}}};
+  if (k.chain) {
+    grove_k::EwChainParams p;
+    std::memset(&p, 0, sizeof(p));
+    p.out = out;
+    p.n = n;
+    p.shape.rank = 1;
+    p.shape.d[0] = n;
+    p.num_inputs = k.inputs;
+    p.simple = 1;
+    for (int i = 0; i < k.inputs; ++i) {
+      p.in[i] = in[i];
+      p.mode[i] = (i == 1 && k.scalar_second) ? grove_k::kEwScalar : grove_k::kEwContiguous;
+      p.strides[i].s[0] = p.mode[i] == grove_k::kEwScalar ? 0 : 1;
+    }
+    p.num_links = 2;  // (x0 * x1) + x2
+    p.links[0] = grove_k::EwLink{grove_k::kEwMul, {0, 1, grove_k::kEwNone}, 0, 0};
+    p.links[1] = grove_k::EwLink{grove_k::kEwAdd, {grove_k::kEwPrev, 2, grove_k::kEwNone}, 0, 0};
+    LaunchVariant(dev, c, problem, "ew_chain", p);
+  } else {
+    grove_k::EwParams p;
+    std::memset(&p, 0, sizeof(p));
+    p.out = out;
+    p.n = n;
+    p.shape.rank = 1;
+    p.shape.d[0] = n;
+    p.num_inputs = k.inputs;
+    p.op = k.op;
+    p.simple = 1;
+    for (int i = 0; i < k.inputs; ++i) {
+      p.in[i] = in[i];
+      p.mode[i] = (i == 1 && k.scalar_second) ? grove_k::kEwScalar : grove_k::kEwContiguous;
+      p.strides[i].s[0] = p.mode[i] == grove_k::kEwScalar ? 0 : 1;
+    }
+    if (k.op == grove_k::kEwClip) {
+      p.fa = -0.5;
+      p.fb = 0.75;
+      p.has_lo = p.has_hi = 1;
+    }
+    if (k.op == grove_k::kEwMean) p.mean_count = 3;
+    if (k.op == grove_k::kEwPow) p.exp_dtype = t == DType::kF64 ? grove_k::kEwF64 : (t == DType::kF16 ? grove_k::kEwF16 : grove_k::kEwF32);
+    LaunchVariant(dev, c, problem, "ew", p);
+  }
+  const std::vector<uint8_t> got = b.Download<uint8_t>(out_base, (n + 1) * DTypeSize(out_t));
+  const size_t first = shift == 1 ? 1 : 0;
+  // Nothing written outside the output.
+  const size_t outside = shift == 1 ? 0 : static_cast<size_t>(n);
+  for (size_t q = 0; q < DTypeSize(out_t); ++q) ASSERT_EQ(got[outside * DTypeSize(out_t) + q], 0xAB) << c.Name() << " n " << n;
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<double> xs;
+    for (int i = 0; i < k.inputs; ++i) xs.push_back(x[i][(i == 1 && k.scalar_second) ? 0 : j]);
+    double want = k.chain ? xs[0] * xs[1] + xs[2] : EwRef(k.op, xs);
+    if (out_t == DType::kF32) want = static_cast<float>(want);
+    if (out_t == DType::kF16) want = grove_k::f16_to_f32(grove_k::f32_to_f16(static_cast<float>(want)));
+    if (out_t == DType::kI8) want = static_cast<int8_t>(static_cast<int64_t>(want));
+    const double have = DecodeAt(out_t, got.data() + (first + j) * DTypeSize(out_t));
+    ASSERT_NEAR(have, want, t == DType::kF16 ? 2e-3 * (1 + std::fabs(want)) : 1e-6 * (1 + std::fabs(want)))
+        << c.Name() << " op " << k.op << (k.chain ? " chain" : "") << " n " << n << " shift " << shift << " at " << j;
+  }
+  (void)el;
+}
+
+void RunEwVectors(bool full) {
+  auto dev = cuda::NewEmulatedDevice();
+  const KernelFamily* f = jit::FindKernelFamily("ew");
+  ASSERT_NE(f, nullptr);
+  const std::vector<EwVecCase> float_cases = {
+      {grove_k::kEwNeg, 1, false, false}, {grove_k::kEwClip, 1, false, false}, {grove_k::kEwAdd, 2, false, false},
+      {grove_k::kEwMul, 2, true, false},  {grove_k::kEwSum, 3, false, false},  {grove_k::kEwMean, 3, true, false},
+      {grove_k::kEwPow, 2, false, false}, {grove_k::kEwLess, 2, true, false},  {grove_k::kEwWhere, 3, false, false},
+      {grove_k::kEwMul, 3, true, true}};
+  for (DType t : {DType::kF32, DType::kF16, DType::kF64, DType::kI8, DType::kBool}) {
+    std::vector<EwVecCase> cases;
+    if (t == DType::kBool) {
+      cases = {{grove_k::kEwNot, 1, false, false}, {grove_k::kEwWhere, 3, false, false}};
+    } else if (t == DType::kI8) {
+      cases = {{grove_k::kEwNeg, 1, false, false}, {grove_k::kEwAdd, 2, true, false}, {grove_k::kEwLess, 2, false, false}};
+    } else {
+      cases = float_cases;
+      if (!full && t != DType::kF32) cases = {float_cases[1], float_cases[3]};
+    }
+    for (const KernelConfig& c : f->Enumerate({t})) {
+      if (c.Get("vec", 1) == 1 || (!full && c.Get("threads", 0) > 64)) continue;
+      SCOPED_TRACE(c.Name());
+      for (const EwVecCase& k : cases) {
+        // Below one vector, an exact multiple, and an odd size aligned (the
+        // vector loop and a tail) and with the output or operand 0 off.
+        for (const auto& [n, shift] : std::vector<std::pair<int64_t, int>>{{3, 0}, {8, 0}, {1027, 0}, {1027, 1}, {1027, 2}}) {
+          CheckEwVector(*dev, c, k, n, shift);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelVariantsTest, EwVectorWidthsOnTheEmulatedDevice) { RunEwVectors(false); }
+
+TEST(KernelVariantsFull, EveryEwVectorWidthOnTheEmulatedDevice) {
+  if (!FullRun()) GTEST_SKIP() << "the full variant space runs with GROVE_VARIANTS_FULL=1 (ctest -L variants_full)";
+  RunEwVectors(true);
+}
+
 TEST(KernelVariantsFull, EveryVariantOfEveryFamilyOnTheEmulatedDevice) {
   if (!FullRun()) GTEST_SKIP() << "the full variant space runs with GROVE_VARIANTS_FULL=1 (ctest -L variants_full)";
   for (const KernelFamily* f : jit::KernelFamilies()) {
@@ -733,14 +942,20 @@ void CompileConfigs(const std::vector<std::pair<KernelConfig, int>>& configs) {
   }
 }
 
-// One variant per family (the space's last: the largest tiles and blocks),
+// One variant per family (the space's last: the largest tiles and blocks;
+// ew's widest vector),
 // families taking turns at sm_80 and sm_90; NvrtcCompileTest compiles each
 // family's file without a variant for both.
 TEST(KernelVariantsTest, NvrtcCompilesAVariantOfEveryFamily) {
   std::vector<std::pair<KernelConfig, int>> jobs;
   int i = 0;
   for (const KernelFamily* f : jit::KernelFamilies()) {
-    jobs.emplace_back(f->Enumerate(f->dtype_lists().back()).back(), i++ % 2 == 0 ? 80 : 90);
+    KernelConfig c = f->Enumerate(f->dtype_lists().back()).back();
+    // ew's last is a scalar variant: take its widest vector instead (the
+    // full run compiles every width of every dtype).
+    if (f->name() == "ew") c = KernelConfig{"ew", c.dtypes, {{"ipt", 1}, {"threads", 1024}, {"vec", 4}}};
+    ASSERT_TRUE(f->InSpace(c)) << c.Name();
+    jobs.emplace_back(c, i++ % 2 == 0 ? 80 : 90);
   }
   CompileConfigs(jobs);
 }

@@ -80,6 +80,20 @@ grove_k::EwParams BaseParams(int op) {
   return p;
 }
 
+// The "ew" problem of one launch: its vec extent is 4 where the kernel's
+// vector path can take it (elementwise.cuh: no strided operand, and an op
+// whose operands and result are all the dtype with no accumulator: the
+// unary ops and Clip, arithmetic but Pow outside a variadic op's chunks),
+// else 1, so only scalar variants are valid for it.
+jit::KernelProblem EwStepProblem(DType dtype, const grove_k::EwParams& p, int count) {
+  jit::KernelProblem problem = EwProblem(dtype, p.n, count, 1);
+  const bool same_typed =
+      p.op <= grove_k::kEwLastUnary || (dtype != DType::kBool && p.op <= grove_k::kEwLastArithmetic &&
+                                        p.op != grove_k::kEwPow && p.acc_in == 0 && p.acc_out == 0);
+  problem.dims.emplace_back("vec", p.simple != 0 && same_typed ? 4 : 1);
+  return problem;
+}
+
 // One launch of `ew`: its params without pointers, and which inputs are its
 // operands (inputs [first, first + count)).
 struct EwLaunch {
@@ -119,10 +133,10 @@ absl::Status AddLaunch(const KernelContext& ctx, EwPrepared& e, const grove_k::E
     l.p.strides[k] = layout->strides[k];
     l.p.mode[k] = layout->mode[k];
   }
-  const VariantLaunch v = ChooseLaunch(ctx, EwProblem(e.dtype, l.p.n, count, 1));
-  // The emulated device keeps its few small blocks (EwGrid): a variant's
-  // kernel gives the same result on any grid.
-  l.dims = Exec(ctx).device().emulated() ? EwGrid(Exec(ctx).device(), l.p.n) : v.dims;
+  // The step launches its variant's own geometry (the family's Launch, as
+  // the table and the cost model saw it), on the emulated device too.
+  const VariantLaunch v = ChooseLaunch(ctx, EwStepProblem(e.dtype, l.p, count));
+  l.dims = v.dims;
   l.module = v.module;
   l.first = first;
   l.count = count;
