@@ -208,7 +208,9 @@ absl::StatusOr<std::vector<Tensor>> RunOpCudaImpl(cuda::Device& device, const st
       kctx.SetPrepared(nullptr, nullptr);
     }
   }
-  if (absl::Status s = device.Synchronize(*stream); run.ok() && !s.ok()) run = s;
+  // The run's end, as a session's: the wait that reports deferred device
+  // checks (an index out of range seen only on the device).
+  if (absl::Status s = exec.Synchronize(); run.ok() && !s.ok()) run = s;
   device.DestroyStream(*stream);
   if (!run.ok()) return run;
   if (counts != nullptr) return std::vector<Tensor>{};

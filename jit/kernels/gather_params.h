@@ -1,15 +1,16 @@
 // Parameters of jit/kernels/gather.cuh (by element width: u8, f16, i32, i64)
 // and jit/kernels/gather_onehot.cuh (index type x element width).
 //
-// Index checks: indices may live only on the device. When `error` is not
-// null it points at two u64 of device memory, zeroed before the launch; a
-// thread that meets an out-of-range index writes 1 to error[0] and the index
-// to error[1] (any one of the bad indices) and writes nothing out of bounds;
-// the host reads them back after the launch. When `error` is null the host
-// has checked every index already.
+// Index checks: indices may live only on the device. A kernel whose `check`
+// has a record checks every index it reads; an out-of-range one is recorded
+// there (check_params.h: value = the index, bound = the dim it indexes) and
+// the element is skipped (gathers write 0), so nothing is read or written out
+// of bounds. The host reads the record at its next wait for the device. A
+// null record: the host has checked every index already.
 #ifndef GROVE_JIT_KERNELS_GATHER_PARAMS_H_
 #define GROVE_JIT_KERNELS_GATHER_PARAMS_H_
 
+#include "jit/kernels/check_params.h"
 #include "jit/kernels/types.h"
 
 namespace grove_k {
@@ -23,7 +24,7 @@ struct GatherParams {
   i64 n;  // elements of dst
   i64 dim, num_indices, inner;
   int indices_i64;
-  void* error;
+  CheckSite check;  // a = the index's position in `indices`
 };
 
 // GatherElements: dst (and indices) have shape idx_shape; element c reads
@@ -38,7 +39,7 @@ struct GatherElementsParams {
   int axis;
   i64 dim;
   int indices_i64;
-  void* error;
+  CheckSite check;  // a = the index's position in `indices`
 };
 
 // ScatterND (reduction none) into dst, which already holds the data: entry j
@@ -52,7 +53,19 @@ struct ScatterNDParams {
   Dims dims;  // rank k: the first k dims of the data
   Strides strides;  // their strides in dst, in elements
   int indices_i64;
-  void* error;
+  CheckSite check;  // a = the tuple, b = the coordinate
+};
+
+// Checks `count` index tuples of dims.rank coordinates each (coordinate d
+// within [-dims.d[d], dims.d[d])) and writes nothing else: the check of a
+// Gather or ScatterND that has no element to move (an empty output or
+// slice), which the host cannot do without reading the indices back.
+struct IndexCheckParams {
+  const void* indices;
+  i64 count;
+  Dims dims;
+  int indices_i64;
+  CheckSite check;  // a = the tuple, b = the coordinate
 };
 
 // OneHot: dst viewed as [outer, depth, inner] from indices [outer, inner];

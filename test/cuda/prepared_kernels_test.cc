@@ -215,22 +215,61 @@ TEST_F(CudaPreparedKernelsTest, ParameterInputsOnTheDeviceAreDeclaredAndReadBack
   }
 }
 
-TEST_F(CudaPreparedKernelsTest, IndicesOnlyOnTheDeviceAreCheckedThereAndNeedTheHost) {
+// Indices only the device has are checked by the kernel, a failure recorded
+// for the run's end (deferred checks): the step needs no wait, no read and
+// no workspace, so its segment stays one graph.
+TEST_F(CudaPreparedKernelsTest, IndicesOnlyOnTheDeviceAreCheckedThereWithoutAWait) {
   Tensor x = Data(DType::kF32, {2, 3, 4});
   Tensor idx = I64({2, 2}, {0, -1, 1, 0});
-  const InvokeCounts gather = Count("Gather", {&x, &idx}, {{"axis", int64_t{1}}}, 1, /*host_values=*/false);
-  EXPECT_TRUE(gather.needs_host);  // the out-of-range flag is read back
-  EXPECT_EQ(gather.workspace_bytes, 16u);
-  EXPECT_EQ(gather.counts.allocations, 0);
-  EXPECT_EQ(gather.counts.synchronizations, 1);
+  ExpectCaptureSafe("Gather", {&x, &idx}, {{"axis", int64_t{1}}}, 1, /*host_values=*/false);
+  EXPECT_EQ(Count("Gather", {&x, &idx}, {{"axis", int64_t{1}}}, 1, false).workspace_bytes, 0u);
   Tensor gidx = I64({2, 3, 4}, std::vector<int64_t>(24, 1));
-  const InvokeCounts ge = Count("GatherElements", {&x, &gidx}, {{"axis", int64_t{1}}}, 1, false);
-  EXPECT_TRUE(ge.needs_host);
-  EXPECT_EQ(ge.counts.allocations, 0);
+  ExpectCaptureSafe("GatherElements", {&x, &gidx}, {{"axis", int64_t{1}}}, 1, false);
   Tensor sidx = I64({2, 1}, {1, 0}), upd = Data(DType::kF32, {2, 3, 4}, 1);
-  const InvokeCounts scatter = Count("ScatterND", {&x, &sidx, &upd}, {}, 1, false);
-  EXPECT_TRUE(scatter.needs_host);
-  EXPECT_EQ(scatter.counts.allocations, 0);
+  ExpectCaptureSafe("ScatterND", {&x, &sidx, &upd}, {}, 1, false);
+  // Nothing to move, the indices still checked (by the check kernel alone).
+  Tensor no_rows = Data(DType::kF32, {2, 0});
+  Tensor rows = I64({1}, {1});
+  ExpectCaptureSafe("Gather", {&no_rows, &rows}, {}, 1, false);
+  Tensor empty_slices = Data(DType::kF32, {3, 0}), one = I64({1, 1}, {2}), no_updates = Data(DType::kF32, {1, 0});
+  ExpectCaptureSafe("ScatterND", {&empty_slices, &one, &no_updates}, {}, 1, false);
+}
+
+// A bad index only the device sees fails the op with the CPU's message
+// (node, index, bound), read at the end as a session's run does.
+TEST_F(CudaPreparedKernelsTest, DeviceIndexFailuresGiveTheCpuMessage) {
+  Tensor x = Data(DType::kF32, {2, 3, 4});
+  struct Case {
+    std::string op;
+    std::vector<const Tensor*> in;
+    Attrs attrs;
+  };
+  Tensor gather_idx = I64({2, 2}, {0, -1, 3, 0}), gather_idx32 = I32({3}, {-4, 0, 1});
+  Tensor ge_idx = I64({2, 3, 4}, std::vector<int64_t>(24, 1));
+  ge_idx.as<int64_t>()[17] = -5;
+  Tensor sidx = I64({2, 2}, {1, 0, 0, 3}), upd = Data(DType::kF32, {2, 4}, 1);
+  Tensor no_rows = Data(DType::kF32, {2, 0}), far = I64({2}, {1, 2});
+  Tensor empty_slices = Data(DType::kF32, {3, 0}), bad_tuple = I64({1, 1}, {-4}),
+         no_updates = Data(DType::kF32, {1, 0});
+  const std::vector<Case> cases = {
+      {"Gather", {&x, &gather_idx}, {{"axis", int64_t{1}}}},
+      {"Gather", {&x, &gather_idx32}, {{"axis", int64_t{-2}}}},
+      {"GatherElements", {&x, &ge_idx}, {{"axis", int64_t{1}}}},
+      {"ScatterND", {&x, &sidx, &upd}, {}},
+      {"Gather", {&no_rows, &far}, {}},
+      {"ScatterND", {&empty_slices, &bad_tuple, &no_updates}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    absl::StatusOr<std::vector<Tensor>> cpu = RunOp(c.op, c.in, c.attrs);
+    ASSERT_FALSE(cpu.ok());
+    for (bool host : {true, false}) {
+      absl::StatusOr<std::vector<Tensor>> got = RunOpCuda(*dev_, c.op, c.in, c.attrs, 1, {.host_values = host});
+      ASSERT_FALSE(got.ok()) << host;
+      EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(got.status().message(), cpu.status().message()) << host;
+    }
+  }
 }
 
 }  // namespace

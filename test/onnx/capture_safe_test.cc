@@ -139,12 +139,16 @@ TEST_P(CaptureSafeTest, SteadyStateRunWaitsOnlyBetweenSegments) {
   }
   if (info->paths.size() == 1 && main.host_steps.empty()) {
     // No data-dependent step: one segment, one wait at the end of the run
-    // (outputs copied back together), nothing read back before it.
+    // (outputs copied back together), nothing read back before it. With the
+    // outputs comes the session's check record where a kernel checks values
+    // only the device has (deferred checks, e.g. gpt_block's embedding
+    // Gather of its input ids): one read more at the same wait.
     EXPECT_EQ(main.segments.size(), 1u);
     EXPECT_EQ(segments, 1);
     EXPECT_EQ(after.device_synchronizations - before.device_synchronizations, 1);
-    EXPECT_EQ(after.device_to_host_reads - before.device_to_host_reads,
-              static_cast<int64_t>(c.outputs.size()));
+    const int64_t reads = after.device_to_host_reads - before.device_to_host_reads;
+    EXPECT_GE(reads, static_cast<int64_t>(c.outputs.size()));
+    EXPECT_LE(reads, static_cast<int64_t>(c.outputs.size()) + 1);
     EXPECT_EQ(after.launches_outside_graphs - before.launches_outside_graphs, 0);
     EXPECT_EQ(after.graph_launches - before.graph_launches, 1);
   }

@@ -109,11 +109,14 @@ absl::StatusOr<int> GatherElementsAxis(const ir::KernelContext& ctx) {
   return axis;
 }
 
+std::string GatherElementsIndexMessage(int64_t given, int axis, const std::vector<int64_t>& data_shape) {
+  const int64_t dim = data_shape[axis];
+  return absl::StrCat("index ", given, " is out of range for axis ", axis, " of the data ", DimsString(data_shape),
+                      " (expected ", -dim, "..", dim - 1, ")");
+}
+
 absl::Status GatherElementsIndexError(const ir::KernelContext& ctx, int64_t given, int axis) {
-  const TensorView& data = ctx.input(0);
-  const int64_t dim = data.shape[axis];
-  return ctx.Error(absl::StrCat("index ", given, " is out of range for axis ", axis, " of the data ",
-                                DimsString(data.shape), " (expected ", -dim, "..", dim - 1, ")"));
+  return ctx.Error(GatherElementsIndexMessage(given, axis, ctx.input(0).shape));
 }
 
 absl::StatusOr<ScatterReduction> ParseScatterReduction(const ir::KernelContext& ctx) {
@@ -349,10 +352,19 @@ absl::StatusOr<int> GatherAxis(const ir::KernelContext& ctx) {
   return *axis;
 }
 
+std::string GatherIndexMessage(int64_t given, int axis, const std::vector<int64_t>& data_shape) {
+  return absl::StrCat("Gather index ", given, " is out of range for axis ", axis, " of size ", data_shape[axis],
+                      " (data ", DimsString(data_shape), ")");
+}
+
 absl::Status GatherIndexError(const ir::KernelContext& ctx, int64_t given, int axis) {
-  const TensorView& data = ctx.input(0);
-  return ctx.Error(absl::StrCat("Gather index ", given, " is out of range for axis ", axis, " of size ",
-                                data.shape[axis], " (data ", DimsString(data.shape), ")"));
+  return ctx.Error(GatherIndexMessage(given, axis, ctx.input(0).shape));
+}
+
+std::string ScatterNDIndexMessage(int64_t given, int64_t entry, int64_t coordinate,
+                                  const std::vector<int64_t>& data_shape) {
+  return absl::StrCat("index ", given, " (entry ", entry, ", coordinate ", coordinate, ") is out of range for dim ",
+                      coordinate, " of the data ", DimsString(data_shape));
 }
 
 std::vector<int64_t> GatherOutputShape(const ir::KernelContext& ctx, int axis) {

@@ -58,12 +58,16 @@ absl::StatusOr<int> ElementsAxis(const ir::KernelContext& ctx);
 // out of range.
 absl::StatusOr<int> GatherElementsAxis(const ir::KernelContext& ctx);
 absl::Status GatherElementsIndexError(const ir::KernelContext& ctx, int64_t given, int axis);
+std::string GatherElementsIndexMessage(int64_t given, int axis, const std::vector<int64_t>& data_shape);
 
 // ScatterND: the reduction attribute, and the length k of the index tuples
 // after the shape checks (and the output check).
 enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
 absl::StatusOr<ScatterReduction> ParseScatterReduction(const ir::KernelContext& ctx);
 absl::StatusOr<int64_t> ScatterNDIndexDepth(const ir::KernelContext& ctx);
+// What an index of tuple `entry` out of range for dim `coordinate` is told.
+std::string ScatterNDIndexMessage(int64_t given, int64_t entry, int64_t coordinate,
+                                  const std::vector<int64_t>& data_shape);
 
 // Expand: the output shape for `shape` (input 1) and the input strides that
 // read it (0 along broadcast dims), after the output check.
@@ -118,6 +122,7 @@ absl::StatusOr<ConcatPlan> ConcatParams(const ir::KernelContext& ctx);
 // range, and the output shape.
 absl::StatusOr<int> GatherAxis(const ir::KernelContext& ctx);
 absl::Status GatherIndexError(const ir::KernelContext& ctx, int64_t given, int axis);
+std::string GatherIndexMessage(int64_t given, int axis, const std::vector<int64_t>& data_shape);
 std::vector<int64_t> GatherOutputShape(const ir::KernelContext& ctx, int axis);
 
 // Slice: the output shape, the strides that read it and the element offset of

@@ -27,13 +27,16 @@
 #define GROVE_LIB_BACKENDS_CUDA_EXEC_CONTEXT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "jit/kernels/check_params.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/ir/op_registry.h"
@@ -41,10 +44,24 @@
 namespace grove::cuda {
 
 class KernelDispatch;  // lib/backends/cuda/kernel_choice.h
+class ParamDevice;     // lib/backends/cuda/param_device.h
+
+// A step's site of deferred device checks (see the file comment), kept in
+// its prepared params: `check` goes into the kernel's params. Copies share
+// the site, which lives as long as one of them.
+struct DeviceCheckSite {
+  grove_k::CheckSite check{};
+  std::shared_ptr<const void> registration;
+};
 
 class ExecContext {
  public:
-  ExecContext(Device& device, Stream stream) : device_(device), stream_(stream) {}
+  // On a ParamDevice (a session's backend) the deferred checks are read at
+  // each of its waits, whoever waits; on another device, at Synchronize.
+  ExecContext(Device& device, Stream stream);
+  ~ExecContext();
+  ExecContext(const ExecContext&) = delete;
+  ExecContext& operator=(const ExecContext&) = delete;
 
   Device& device() const { return device_; }
   Stream stream() const { return stream_; }
@@ -67,6 +84,17 @@ class ExecContext {
   absl::StatusOr<std::vector<int64_t>> ReadInts(const ir::KernelContext& ctx, int i);
   // Any input's bytes on the host (synchronises when not known on the host).
   absl::StatusOr<std::vector<uint8_t>> ReadBytes(const ir::KernelContext& ctx, int i);
+
+  // A deferred-check site for `ctx`'s step (called by its prepare): the
+  // session's check record (allocated and zeroed on first use) and the
+  // message of a failure, node.Describe() + ": " + message(record).
+  absl::StatusOr<DeviceCheckSite> CheckSite(const ir::KernelContext& ctx,
+                                            std::function<std::string(const grove_k::CheckRecord&)> message);
+  // Waits for the stream, then returns the first deferred check that failed
+  // since the last wait as its step's error (InvalidArgument) and clears the
+  // record. The record's copy is queued before the wait: a run whose kernels
+  // check on the device waits no more often than one whose kernels do not.
+  absl::Status Synchronize();
 
   // Runs a GEMM on this step's stream with the session's math mode.
   absl::Status Gemm(GemmDesc gemm) {
@@ -120,6 +148,19 @@ class ExecContext {
     const void* tag = nullptr;
     std::unique_ptr<KernelState> state;
   };
+
+  // The deferred checks: the record (device memory) and its host copy, the
+  // live sites' messages (shared with the sites, which may outlive this).
+  struct CheckSites;
+  class WaitHook;
+  absl::Status BeforeWait(Stream stream);
+  absl::Status AfterWait();
+  std::shared_ptr<CheckSites> sites_;
+  grove_k::CheckRecord* record_ = nullptr;
+  grove_k::CheckRecord host_record_{};
+  bool record_queued_ = false;
+  std::unique_ptr<WaitHook> wait_hook_;
+  ParamDevice* hooked_ = nullptr;  // the device whose waits read the record
 
   absl::Span<const TensorView* const> host_inputs_;
   GemmDesc::Math gemm_math_ = GemmDesc::Math::kF32;

@@ -11,9 +11,10 @@
 // launch; the invoke fills pointers and launches. Parameter inputs computed
 // on the device are read back when the step runs (HostValuesKernel; declared
 // in host_inputs). Indices (GatherElements, ScatterND) are checked at prepare
-// when the plan knows them, else on the device with a flag read back after
-// the launch (the prepare says needs_host; see shape_ops.cc). ScatterND with repeated index tuples writes one of the
-// updates (CUDA gives no order); the CPU writes the last.
+// when the plan knows them, else on the device, a failure read at the run's
+// end (deferred checks; see shape_ops.cc). ScatterND with repeated index
+// tuples writes one of the updates (CUDA gives no order); the CPU writes the
+// last.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -46,11 +47,6 @@ absl::Status NodeStatus(const ir::KernelContext& ctx, absl::Status s) {
 // The reader of integer parameter inputs for the shared parameter helpers.
 auto ReadIntReader(ExecContext& ec, const ir::KernelContext& ctx) {
   return [&ec, &ctx](int i, absl::string_view) { return ec.ReadInts(ctx, i); };
-}
-
-absl::Status ScatterNDIndexError(const ir::KernelContext& ctx, int64_t given, int64_t d) {
-  return ctx.Error(absl::StrCat("index ", given, " is out of range for dim ", d, " of the data ",
-                                DimsString(ctx.input(0).shape)));
 }
 
 absl::Status RequireIntIndices(const ir::KernelContext& ctx, int i) {
@@ -113,14 +109,14 @@ absl::Status RunSplit(ir::KernelContext& ctx, const SplitPlan& plan) {
 }
 
 // GatherElements and ScatterND: indices the plan knows are checked at
-// prepare; others on the device, with the flag read back after the launch
-// (the prepare says needs_host).
+// prepare; others by the kernel on the device, a failure read at the run's
+// end (deferred checks, exec_context.h), so the step needs no wait.
 struct GatherElementsPrepared {
   bool empty = false;
-  bool check_on_device = false;
   int axis = 0;
   grove_k::GatherElementsParams p{};  // without pointers
   jit::ModuleSpec module;
+  DeviceCheckSite check;  // no record: the indices were checked at prepare
 };
 
 absl::StatusOr<ir::PreparedKernel> PrepareGatherElements(const ir::KernelContext& ctx) {
@@ -163,41 +159,36 @@ absl::StatusOr<ir::PreparedKernel> PrepareGatherElements(const ir::KernelContext
   p.axis = *axis;
   p.dim = dim;
   p.indices_i64 = idx.dtype == DType::kI64 ? 1 : 0;
-  gp.check_on_device = !check_on_host;
-  return MakePrepared(std::move(gp), gp.check_on_device ? kIndexCheckBytes : 0, gp.check_on_device);
+  if (!check_on_host) {
+    absl::StatusOr<DeviceCheckSite> site =
+        ec.CheckSite(ctx, [axis = *axis, shape = data.shape](const grove_k::CheckRecord& r) {
+          return backends::GatherElementsIndexMessage(r.value, axis, shape);
+        });
+    if (!site.ok()) return site.status();
+    gp.check = *std::move(site);
+  }
+  return MakePrepared(std::move(gp));
 }
 
 absl::Status GatherElementsKernel(ir::KernelContext& ctx) {
   const GatherElementsPrepared* gp = PreparedParams<GatherElementsPrepared>(ctx);
   if (gp == nullptr) return NotPrepared(ctx);
   if (gp->empty) return absl::OkStatus();
-  ExecContext& ec = Exec(ctx);
   grove_k::GatherElementsParams p = gp->p;
   p.data = ctx.input(0).data;
   p.indices = ctx.input(1).data;
   p.dst = ctx.output(0).data;
-  if (gp->check_on_device) {
-    absl::StatusOr<void*> flag = ArmIndexCheck(ec, ctx.workspace());
-    if (!flag.ok()) return flag.status();
-    p.error = *flag;
-  }
-  if (absl::Status s = ec.Launch(gp->module, "gather_elements", Grid1D(p.n), p); !s.ok()) return s;
-  if (p.error != nullptr) {
-    absl::StatusOr<std::optional<int64_t>> bad = ReadIndexCheck(ec, p.error);
-    if (!bad.ok()) return bad.status();
-    if (bad->has_value()) return backends::GatherElementsIndexError(ctx, **bad, gp->axis);
-  }
-  return absl::OkStatus();
+  p.check = gp->check.check;
+  return Exec(ctx).Launch(gp->module, "gather_elements", Grid1D(p.n), p);
 }
 
 struct ScatterNDPrepared {
   uint64_t data_bytes = 0;
-  bool launch = false;  // false: the copy of the data alone
-  bool check_on_device = false;
-  bool check_at_run = false;  // no launch, the indices read back to be checked
+  bool launch = false;  // false: the copy of the data alone (and the check)
   int64_t es = 0, slice = 0, count = 0, k = 0;
-  std::vector<int64_t> dims, strides;  // the data's dims (the first k used) and strides
+  std::vector<int64_t> dims, strides;  // the data's first k dims and their strides
   bool indices_i64 = false;
+  DeviceCheckSite check;  // no record: the indices were checked at prepare
 };
 
 absl::StatusOr<ir::PreparedKernel> PrepareScatterND(const ir::KernelContext& ctx) {
@@ -217,9 +208,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareScatterND(const ir::KernelContext& ctx
   if (absl::Status s = RequireIntIndices(ctx, 1); !s.ok()) return s;
   const int64_t count = idx.num_elements() / k;
   const int64_t slice = Product(data.shape, static_cast<size_t>(k), data.shape.size());
-  // Known indices (or ones no launch would read) are checked here.
+  // Known indices are checked here; the others on the device, even where
+  // nothing is scattered (as the CPU checks them).
   const bool known = ec.ValuesOnHost(ctx, 1);
-  const bool nothing = slice == 0 || count == 0;
   ScatterNDPrepared sp;
   if (known) {
     absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
@@ -227,35 +218,38 @@ absl::StatusOr<ir::PreparedKernel> PrepareScatterND(const ir::KernelContext& ctx
     for (int64_t j = 0; j < count; ++j) {
       for (int64_t d = 0; d < k; ++d) {
         const int64_t v = (*indices)[j * k + d];
-        if (v < -data.shape[d] || v >= data.shape[d]) return ScatterNDIndexError(ctx, v, d);
+        if (v < -data.shape[d] || v >= data.shape[d]) {
+          return ctx.Error(backends::ScatterNDIndexMessage(v, j, d, data.shape));
+        }
       }
     }
+  }
+  sp.launch = slice > 0 && count > 0;
+  const bool check_on_device = !known && count > 0;
+  if ((sp.launch || check_on_device) && k > grove_k::kMaxRank) {
+    return ctx.Error(absl::StrCat("the CUDA kernel takes index tuples of at most ", grove_k::kMaxRank,
+                                  " coordinates; these have ", k));
   }
   sp.data_bytes = data.byte_size();
   sp.count = count;
   sp.k = k;
-  if (nothing) {
-    // Nothing is scattered; indices the plan does not know are still read
-    // back and checked when run, as the CPU checks them.
-    sp.check_at_run = !known;
-    if (sp.check_at_run) sp.dims = data.shape;
-    return MakePrepared(std::move(sp), 0, sp.check_at_run);
-  }
-  if (k > grove_k::kMaxRank) {
-    return ctx.Error(absl::StrCat("the CUDA kernel takes index tuples of at most ", grove_k::kMaxRank,
-                                  " coordinates; these have ", k));
-  }
-  sp.launch = true;
-  sp.es = static_cast<int64_t>(DTypeSize(data.dtype));
-  sp.slice = slice;
   const std::vector<int64_t> strides = ir::Strides(data.shape);
   for (int64_t d = 0; d < k; ++d) {
     sp.dims.push_back(data.shape[d]);
     sp.strides.push_back(strides[d]);
   }
   sp.indices_i64 = idx.dtype == DType::kI64;
-  sp.check_on_device = !known;
-  return MakePrepared(std::move(sp), sp.check_on_device ? kIndexCheckBytes : 0, sp.check_on_device);
+  if (check_on_device) {
+    absl::StatusOr<DeviceCheckSite> site =
+        ec.CheckSite(ctx, [shape = data.shape](const grove_k::CheckRecord& r) {
+          return backends::ScatterNDIndexMessage(r.value, r.a, r.b, shape);
+        });
+    if (!site.ok()) return site.status();
+    sp.check = *std::move(site);
+  }
+  sp.es = static_cast<int64_t>(DTypeSize(data.dtype));
+  sp.slice = slice;
+  return MakePrepared(std::move(sp));
 }
 
 absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
@@ -263,21 +257,15 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
   if (sp == nullptr) return NotPrepared(ctx);
   ExecContext& ec = Exec(ctx);
   const TensorView& data = ctx.input(0);
-  if (sp->check_at_run) {  // nothing to scatter; unknown indices checked on the host
-    absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
-    if (!indices.ok()) return indices.status();
-    for (int64_t j = 0; j < sp->count; ++j) {
-      for (int64_t d = 0; d < sp->k; ++d) {
-        const int64_t v = (*indices)[j * sp->k + d];
-        if (v < -sp->dims[d] || v >= sp->dims[d]) return ScatterNDIndexError(ctx, v, d);
-      }
-    }
-  }
   TensorView& y = ctx.output(0);
   if (y.data != data.data && sp->data_bytes > 0) {
     if (absl::Status s = ec.device().CopyAsync(y.data, data.data, sp->data_bytes, ec.stream()); !s.ok()) return s;
   }
-  if (!sp->launch) return absl::OkStatus();
+  if (!sp->launch) {  // nothing to scatter; unknown indices still checked
+    if (sp->check.check.record == nullptr) return absl::OkStatus();
+    return NodeStatus(ctx, LaunchIndexCheck(ec, ctx.input(1).data, sp->indices_i64, sp->count, sp->dims,
+                                            sp->check.check));
+  }
   const TensorView& upd = ctx.input(2);
   // Slices move as the widest unit that divides them.
   const int64_t es = sp->es, slice = sp->slice;
@@ -301,20 +289,8 @@ absl::Status ScatterNDKernel(ir::KernelContext& ctx) {
     p.strides.s[d] = sp->strides[d] * es / w;
   }
   p.indices_i64 = sp->indices_i64 ? 1 : 0;
-  if (sp->check_on_device) {
-    absl::StatusOr<void*> flag = ArmIndexCheck(ec, ctx.workspace());
-    if (!flag.ok()) return flag.status();
-    p.error = *flag;
-  }
-  if (absl::Status s = ec.Launch(*module, "scatter_nd", Grid1D(p.count * p.slice), p); !s.ok()) return s;
-  if (p.error != nullptr) {
-    absl::StatusOr<std::optional<int64_t>> bad = ReadIndexCheck(ec, p.error);
-    if (!bad.ok()) return bad.status();
-    if (bad->has_value()) {
-      return ctx.Error(absl::StrCat("index ", **bad, " is out of range for the data ", DimsString(data.shape)));
-    }
-  }
-  return absl::OkStatus();
+  p.check = sp->check.check;
+  return ec.Launch(*module, "scatter_nd", Grid1D(p.count * p.slice), p);
 }
 
 // Expand and Tile: a strided copy; the shape / repeats (input 1) read on the

@@ -228,7 +228,12 @@ std::optional<absl::Status> ParamDevice::Baked(Block::Call call, absl::string_vi
 
 absl::Status ParamDevice::Synchronize(Stream stream) {
   if (mode_ == Mode::kRefresh) return Mismatch("a wait for the device");
-  return device_->Synchronize(stream);
+  WaitHook* hook = mode_ == Mode::kForward ? wait_hook_ : nullptr;
+  if (hook != nullptr) {
+    if (absl::Status s = hook->BeforeWait(stream); !s.ok()) return s;
+  }
+  if (absl::Status s = device_->Synchronize(stream); !s.ok()) return s;
+  return hook != nullptr ? hook->AfterWait() : absl::OkStatus();
 }
 
 absl::Status ParamDevice::BeginCapture(Stream stream) {

@@ -47,6 +47,19 @@ class ParamDevice final : public ForwardingDevice {
   // Whether `graph` has its parameters in a block (it was captured here).
   static bool Refreshable(const DeviceGraph& graph);
 
+  // Work around each wait made through this wrapper outside a capture or a
+  // refresh: a session's deferred device checks (ExecContext, whose waits
+  // and the backend's all come here). BeforeWait queues work on the stream
+  // waited for; AfterWait runs once the wait is over, its status the wait's.
+  class WaitHook {
+   public:
+    virtual ~WaitHook() = default;
+    virtual absl::Status BeforeWait(Stream stream) = 0;
+    virtual absl::Status AfterWait() = 0;
+  };
+  // One hook at a time; nullptr removes it.
+  void set_wait_hook(WaitHook* hook) { wait_hook_ = hook; }
+
   // Checked or recorded as the mode says; the rest is forwarded.
   absl::Status CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) override;
   absl::Status MemsetAsync(void* dst, int value, size_t bytes, Stream stream) override;
@@ -77,6 +90,7 @@ class ParamDevice final : public ForwardingDevice {
   size_t next_ = 0;                   // kRefresh: the next captured call to match
   std::vector<std::vector<uint8_t>> fresh_;  // kRefresh: the new parameter bytes, by chunk
   std::string mismatch_;
+  WaitHook* wait_hook_ = nullptr;
 };
 
 }  // namespace grove::cuda

@@ -8,10 +8,11 @@
 // ExecContext::ReadInts when the step runs (declared in host_inputs).
 //
 // Gather's indices: when the plan knows them on the host they are checked
-// at prepare; otherwise the kernel checks them on the device and reports an
-// out-of-range index through a flag in the step's workspace that is read back
-// after the launch (one synchronisation: the prepare says needs_host), so a
-// bad index is an error, as on the CPU, and never an out-of-bounds read.
+// at prepare; otherwise the kernel checks them on the device, reads and
+// writes nothing out of bounds, and records an out-of-range index in the
+// session's check record, which the run reads at its end (deferred checks,
+// exec_context.h): a bad index is an error, as on the CPU, without a wait
+// inside the segment.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -145,25 +146,17 @@ absl::Status ConcatKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// Gather: indices the plan knows are checked at prepare; others on the
-// device, the flag read back after the launch (the step needs the host).
+// Gather: indices the plan knows are checked at prepare; others by the
+// kernel on the device, a failure read at the run's end (deferred checks,
+// exec_context.h), so the step needs no wait. An output with no element to
+// move still has its unknown indices checked, by the check kernel alone.
 struct GatherPrepared {
-  bool empty = false;  // output empty: nothing to launch
-  bool check_on_device = false;
-  bool check_at_run = false;  // an empty output, indices read back only to be checked
+  bool empty = false;  // output empty: nothing to move
   int axis = 0;
   int64_t es = 0, dim = 0, outer = 1, inner = 1, num_indices = 0;
   bool indices_i64 = false;
+  DeviceCheckSite check;  // no record: the indices were checked at prepare
 };
-
-absl::Status CheckGatherIndices(const ir::KernelContext& ctx, int axis, int64_t dim) {
-  absl::StatusOr<std::vector<int64_t>> indices = Exec(ctx).ReadInts(ctx, 1);
-  if (!indices.ok()) return indices.status();
-  for (int64_t i : *indices) {
-    if (i < -dim || i >= dim) return backends::GatherIndexError(ctx, i, axis);
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<ir::PreparedKernel> PrepareGather(const ir::KernelContext& ctx) {
   ExecContext& ec = Exec(ctx);
@@ -180,33 +173,44 @@ absl::StatusOr<ir::PreparedKernel> PrepareGather(const ir::KernelContext& ctx) {
   gp.axis = *axis;
   gp.dim = data.shape[*axis];
   const std::vector<int64_t> expected = backends::GatherOutputShape(ctx, *axis);
-  // Indices known on the host are checked here; the rest on the device, or
-  // (an output with nothing to launch for) read back when run.
+  // Indices known on the host are checked here, the rest on the device.
   const bool known = ec.ValuesOnHost(ctx, 1);
   if (known) {
-    if (absl::Status s = CheckGatherIndices(ctx, gp.axis, gp.dim); !s.ok()) return s;
+    absl::StatusOr<std::vector<int64_t>> indices = ec.ReadInts(ctx, 1);
+    if (!indices.ok()) return indices.status();
+    for (int64_t i : *indices) {
+      if (i < -gp.dim || i >= gp.dim) return backends::GatherIndexError(ctx, i, gp.axis);
+    }
   }
   if (absl::Status s = backends::CheckPlanned(ctx, "Gather", expected); !s.ok()) return s;
+  gp.num_indices = idx.num_elements();
+  gp.indices_i64 = idx.dtype == DType::kI64;
+  if (!known) {
+    absl::StatusOr<DeviceCheckSite> site =
+        ec.CheckSite(ctx, [axis = gp.axis, shape = data.shape](const grove_k::CheckRecord& r) {
+          return backends::GatherIndexMessage(r.value, axis, shape);
+        });
+    if (!site.ok()) return site.status();
+    gp.check = *std::move(site);
+  }
   if (ctx.output(0).num_elements() == 0) {
     gp.empty = true;
-    gp.check_at_run = !known && ir::NumElements(expected) == 0;
-    return MakePrepared(std::move(gp), 0, gp.check_at_run);
+    return MakePrepared(std::move(gp));
   }
   for (int d = 0; d < *axis; ++d) gp.outer *= data.shape[d];
   for (int d = *axis + 1; d < rank; ++d) gp.inner *= data.shape[d];
   gp.es = static_cast<int64_t>(DTypeSize(data.dtype));
-  gp.num_indices = idx.num_elements();
-  gp.indices_i64 = idx.dtype == DType::kI64;
-  gp.check_on_device = !known;
-  return MakePrepared(std::move(gp), gp.check_on_device ? kIndexCheckBytes : 0, gp.check_on_device);
+  return MakePrepared(std::move(gp));
 }
 
 absl::Status GatherKernel(ir::KernelContext& ctx) {
   const GatherPrepared* gp = PreparedParams<GatherPrepared>(ctx);
   if (gp == nullptr) return NotPrepared(ctx);
-  if (gp->check_at_run) return CheckGatherIndices(ctx, gp->axis, gp->dim);
-  if (gp->empty) return absl::OkStatus();
   ExecContext& ec = Exec(ctx);
+  if (gp->empty) {
+    if (gp->check.check.record == nullptr) return absl::OkStatus();
+    return LaunchIndexCheck(ec, ctx.input(1).data, gp->indices_i64, gp->num_indices, {gp->dim}, gp->check.check);
+  }
   const TensorView& data = ctx.input(0);
   TensorView& y = ctx.output(0);
   // Rows of inner elements move as the widest unit that divides them.
@@ -228,18 +232,8 @@ absl::Status GatherKernel(ir::KernelContext& ctx) {
   p.inner = inner * es / w;
   p.n = gp->outer * p.num_indices * p.inner;
   p.indices_i64 = gp->indices_i64 ? 1 : 0;
-  if (gp->check_on_device) {
-    absl::StatusOr<void*> flag = ArmIndexCheck(ec, ctx.workspace());
-    if (!flag.ok()) return flag.status();
-    p.error = *flag;
-  }
-  if (absl::Status s = ec.Launch(*module, "gather", Grid1D(p.n), p); !s.ok()) return s;
-  if (p.error != nullptr) {
-    absl::StatusOr<std::optional<int64_t>> bad = ReadIndexCheck(ec, p.error);
-    if (!bad.ok()) return bad.status();
-    if (bad->has_value()) return backends::GatherIndexError(ctx, **bad, gp->axis);
-  }
-  return absl::OkStatus();
+  p.check = gp->check.check;
+  return ec.Launch(*module, "gather", Grid1D(p.n), p);
 }
 
 // Slice: starts, ends, axes and steps (inputs 1-4) parsed at prepare when

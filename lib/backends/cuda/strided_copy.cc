@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "jit/kernels/copy_params.h"
 #include "jit/kernels/fill_params.h"
+#include "jit/kernels/gather_params.h"
 
 namespace grove::cuda {
 
@@ -21,18 +22,22 @@ absl::StatusOr<jit::ModuleSpec> WidthModule(absl::string_view file, size_t elem_
   return jit::ModuleSpec{std::string(file), {t}};
 }
 
-absl::StatusOr<void*> ArmIndexCheck(ExecContext& ec, void* workspace) {
-  if (workspace == nullptr) return absl::InternalError("an index check without its workspace");
-  if (absl::Status s = ec.device().MemsetAsync(workspace, 0, kIndexCheckBytes, ec.stream()); !s.ok()) return s;
-  return workspace;
-}
-
-absl::StatusOr<std::optional<int64_t>> ReadIndexCheck(ExecContext& ec, void* flag) {
-  uint64_t host[2] = {0, 0};
-  if (absl::Status s = ec.device().CopyAsync(host, flag, sizeof(host), ec.stream()); !s.ok()) return s;
-  if (absl::Status s = ec.device().Synchronize(ec.stream()); !s.ok()) return s;
-  if (host[0] == 0) return std::optional<int64_t>();
-  return std::optional<int64_t>(static_cast<int64_t>(host[1]));
+absl::Status LaunchIndexCheck(ExecContext& ec, const void* indices, bool indices_i64, int64_t count,
+                              absl::Span<const int64_t> dims, const grove_k::CheckSite& check) {
+  if (count == 0 || dims.empty()) return absl::OkStatus();
+  if (dims.size() > static_cast<size_t>(grove_k::kMaxRank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("index tuples of ", dims.size(), " coordinates; the CUDA check takes ", grove_k::kMaxRank));
+  }
+  grove_k::IndexCheckParams p{};
+  p.indices = indices;
+  p.count = count;
+  p.dims.rank = static_cast<int>(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) p.dims.d[d] = dims[d];
+  p.indices_i64 = indices_i64 ? 1 : 0;
+  p.check = check;
+  const jit::ModuleSpec module{"gather", {DType::kI64}};
+  return ec.Launch(module, "check_indices", Grid1D(count * p.dims.rank), p);
 }
 
 const TensorView* HostValues(const ExecContext& ec, const ir::KernelContext& ctx, int i) {

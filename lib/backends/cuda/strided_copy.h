@@ -57,17 +57,12 @@ absl::Status RunStridedCopy(ExecContext& ec, const StridedCopyPlan& plan, const 
 absl::Status CopyRows(ExecContext& ec, size_t elem_size, int64_t rows, int64_t cols, const void* src,
                       int64_t src_ld, void* dst, int64_t dst_ld);
 
-// Device-side index checks (jit/kernels/gather_params.h): ArmIndexCheck
-// zeroes two u64 at the start of the step's workspace (kIndexCheckBytes,
-// declared by the prepare) and returns them to pass as a kernel's `error`;
-// after the launch ReadIndexCheck synchronises and returns the out-of-range
-// index a thread reported, or nullopt. Used when the indices are not known on
-// the host (the prepare then says needs_host: the result is data-dependent and
-// read back, so the step ends a segment); known ones are checked at prepare
-// without a synchronisation.
-inline constexpr uint64_t kIndexCheckBytes = 2 * sizeof(uint64_t);
-absl::StatusOr<void*> ArmIndexCheck(ExecContext& ec, void* workspace);
-absl::StatusOr<std::optional<int64_t>> ReadIndexCheck(ExecContext& ec, void* flag);
+// Checks `count` index tuples (i32 or i64) against `dims` on the device
+// (jit/kernels/gather.cuh's check_indices), a failure recorded at `check`
+// (a deferred check, exec_context.h): the check of a Gather or ScatterND that
+// has no element to move. Nothing when count is 0.
+absl::Status LaunchIndexCheck(ExecContext& ec, const void* indices, bool indices_i64, int64_t count,
+                              absl::Span<const int64_t> dims, const grove_k::CheckSite& check);
 
 // The host copy of input i when the plan knows its values, else nullptr.
 const TensorView* HostValues(const ExecContext& ec, const ir::KernelContext& ctx, int i);
