@@ -352,5 +352,99 @@ TEST(KernelChoiceReportTest, ASessionRefusesACorruptTableAtCreateAndRunsWithAGoo
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << i;
 }
 
+
+// Conv, ConvTranspose and LSTM choose their GEMMs' cuBLASLt algorithms when
+// the step is prepared, as MatMul does: a plan made without running a kernel
+// shows each step's choice, from a table where it has the GEMM's bucket; a
+// session with that table runs them and equals the CPU.
+std::shared_ptr<const Model> ConvAndLstmModel() {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {2, 3, 8, 8});
+  b.AddInput("s", DType::kF32, {5, 2, 6});
+  auto weights = [](size_t n, int salt) {
+    std::vector<float> w(n);
+    for (size_t i = 0; i < n; ++i) w[i] = 0.02f * static_cast<float>((i * 7 + salt) % 23) - 0.2f;
+    return w;
+  };
+  b.AddWeight("wc", DType::kF32, {4, 3, 3, 3}, weights(4 * 3 * 9, 1));
+  b.AddWeight("wt", DType::kF32, {4, 2, 3, 3}, weights(4 * 2 * 9, 2));
+  b.AddWeight("wl", DType::kF32, {1, 28, 6}, weights(28 * 6, 3));
+  b.AddWeight("rl", DType::kF32, {1, 28, 7}, weights(28 * 7, 4));
+  b.AddOp("Conv", {"x", "wc"}, {"c"}, {}, "conv");
+  b.AddOp("ConvTranspose", {"c", "wt"}, {"t"}, {}, "deconv");
+  b.AddOp("LSTM", {"s", "wl", "rl"}, {"y"}, {{"hidden_size", int64_t{7}}}, "lstm");
+  b.AddOutput("t");
+  b.AddOutput("y");
+  return LoadOrDie(b.Finish());
+}
+
+jit::DispatchEntry GemmBatchEntry(int64_t m, int64_t n, int64_t k, int64_t batch, int algo) {
+  jit::DispatchEntry e = GemmEntry(90, DType::kF32, m, n, k, algo);
+  e.problem.dims[0].second = batch;  // "batch" sorts first
+  e.bucket = jit::ShapeBucket(e.problem);
+  return e;
+}
+
+TEST(KernelChoiceReportTest, ConvConvTransposeAndLstmChooseTheirGemmsWhenPrepared) {
+  const std::string dir = TmpDir("conv_lstm");
+  std::shared_ptr<const Model> model = ConvAndLstmModel();
+  ExecutionInfoOptions o;
+  o.device = Device::kCuda;
+  o.input_shapes = {{2, 3, 8, 8}, {5, 2, 6}};
+  auto gemm_of = [](const ExecutionInfo& info, const std::string& node) {
+    for (const StepInfo& s : info.paths.at(0).steps) {
+      if (s.node != node) continue;
+      for (const KernelChoiceInfo& k : s.kernels) {
+        if (k.config.rfind("gemm__", 0) == 0) return k;
+      }
+    }
+    return KernelChoiceInfo{};
+  };
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
+  ASSERT_TRUE(info.ok()) << info.status();
+  // Conv: Y_g[4, 36] = W[4, 27] col[27, 36] for both images in one batch;
+  // ConvTranspose: col[18, 36] = W^T[18, 4] X[4, 36]; LSTM: the input
+  // projection of 5 steps x 2 rows by 28 gate units (recorded last).
+  EXPECT_EQ(gemm_of(*info, "conv").problem, "batch=2,k=27,m=4,n=36");
+  EXPECT_EQ(gemm_of(*info, "deconv").problem, "batch=2,k=4,m=18,n=36");
+  EXPECT_EQ(gemm_of(*info, "lstm").problem, "batch=1,k=6,m=10,n=28");
+  for (const char* node : {"conv", "deconv", "lstm"}) {
+    EXPECT_EQ(gemm_of(*info, node).config, "gemm__f32") << node;
+    EXPECT_EQ(gemm_of(*info, node).source, "generic") << node;
+  }
+
+  jit::DispatchTable t;
+  t.set_provenance(TestProvenance());
+  ASSERT_TRUE(t.Add(GemmBatchEntry(4, 36, 27, 2, 3)).ok());
+  ASSERT_TRUE(t.Add(GemmBatchEntry(18, 36, 4, 2, 1)).ok());
+  ASSERT_TRUE(t.Add(GemmBatchEntry(10, 28, 6, 1, 4)).ok());
+  o.kernel_table = dir + "/t.bin";
+  WriteBytes(o.kernel_table, t.Serialize());
+  info = DescribeExecution(*model, o);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(gemm_of(*info, "conv").config, "gemm__f32__algo3");
+  EXPECT_EQ(gemm_of(*info, "conv").source, "table");
+  EXPECT_EQ(gemm_of(*info, "deconv").config, "gemm__f32__algo1");
+  EXPECT_EQ(gemm_of(*info, "lstm").config, "gemm__f32__algo4");
+  EXPECT_EQ(gemm_of(*info, "lstm").source, "table");
+
+  SessionOptions so;
+  so.kernel_table = o.kernel_table;
+  absl::StatusOr<std::unique_ptr<Session>> s = internal::CreateEmulatedCudaSession(model, so);
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  Tensor x = TensorF32({2, 3, 8, 8}, RandomF32(2 * 3 * 64, 5));
+  Tensor seq = TensorF32({5, 2, 6}, RandomF32(5 * 2 * 6, 6));
+  absl::StatusOr<std::vector<TensorView>> got = (*s)->Run({x.view(), seq.view()});
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<TensorView>> want = cpu->Run({x.view(), seq.view()});
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (size_t o_i = 0; o_i < 2; ++o_i) {
+    std::vector<float> a = ToVector((*got)[o_i]), w = ToVector((*want)[o_i]);
+    ASSERT_EQ(a.size(), w.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], w[i], 1e-4) << o_i << " at " << i;
+  }
+}
+
 }  // namespace
 }  // namespace grove::testing

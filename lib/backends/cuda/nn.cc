@@ -25,6 +25,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/launch_util.h"
 #include "lib/ir/ops/conv_geometry.h"
 
@@ -107,7 +108,65 @@ struct ConvPrepared {
   int64_t cg = 0, mg = 0, rows = 0, col_image = 0, chunk = 0;
   grove_k::DepthwiseConvParams depthwise{};  // without pointers
   grove_k::ConvWindow cw{};
+  // cuBLASLt's algorithm (GemmDesc::algorithm, from the dispatch table) for
+  // the GEMMs of a chunk of `chunk` images and of the last, shorter chunk.
+  int algo_full = -1, algo_tail = -1;
 };
+
+// Conv's GEMMs for a chunk of `images`, without pointers: Y_g[mg, O] =
+// W_g[mg, rows] col_g[rows, O] for every (image, group), batched over the
+// longer of the two (the kernel loops over the other).
+GemmDesc ConvChunkGemm(const ConvPrepared& cp, int64_t images) {
+  const int64_t group = cp.conv.group, m = cp.conv.m, out_size = cp.conv.w.out_size;
+  const int64_t b_image = cp.pointwise ? cp.conv.c * cp.conv.w.in_size : cp.col_image;
+  GemmDesc gd;
+  gd.dtype = cp.dtype;
+  gd.m = cp.mg;
+  gd.n = out_size;
+  gd.k = cp.rows;
+  gd.lda = cp.rows;
+  gd.ldb = out_size;
+  gd.ldc = out_size;
+  gd.beta = cp.has_bias ? 1.0f : 0.0f;
+  const bool by_image = images >= group;
+  gd.batch = by_image ? images : group;
+  gd.stride_a = by_image ? 0 : cp.mg * cp.rows;
+  gd.stride_b = by_image ? b_image : cp.rows * out_size;
+  gd.stride_c = by_image ? m * out_size : cp.mg * out_size;
+  return gd;
+}
+
+// ConvTranspose's GEMMs for a chunk of `images`, without pointers:
+// col[img][g][mg * K][I] = W_g^T X_g with W_g stored as [cg, mg * K], for
+// every (image, group), batched over the longer of the two.
+GemmDesc ConvTransposeChunkGemm(const ConvPrepared& cp, int64_t images) {
+  const int64_t group = cp.conv.group, c = cp.conv.c, in_size = cp.conv.w.in_size;
+  GemmDesc gd;
+  gd.dtype = cp.dtype;
+  gd.trans_a = true;
+  gd.m = cp.rows;
+  gd.n = in_size;
+  gd.k = cp.cg;
+  gd.lda = cp.rows;
+  gd.ldb = in_size;
+  gd.ldc = in_size;
+  const bool by_image = images >= group;
+  gd.batch = by_image ? images : group;
+  gd.stride_a = by_image ? 0 : cp.cg * cp.rows;
+  gd.stride_b = by_image ? c * in_size : cp.cg * in_size;
+  gd.stride_c = by_image ? cp.col_image : cp.rows * in_size;
+  return gd;
+}
+
+// The chunks' algorithms, chosen when the step is prepared (as MatMul's):
+// the shorter last chunk's first, so the full chunks' choice is the one
+// recorded for the node.
+void ChooseChunkAlgorithms(const KernelContext& ctx, ConvPrepared& cp, GemmDesc (*gemm)(const ConvPrepared&, int64_t)) {
+  const int64_t n = cp.conv.n;
+  if (n <= 0 || cp.chunk <= 0) return;
+  if (n % cp.chunk != 0 && n > cp.chunk) cp.algo_tail = ChooseGemmAlgorithm(ctx, gemm(cp, n % cp.chunk));
+  cp.algo_full = ChooseGemmAlgorithm(ctx, gemm(cp, std::min(n, cp.chunk)));
+}
 
 absl::StatusOr<ir::PreparedKernel> PrepareConv(const KernelContext& ctx) {
   absl::StatusOr<backends::ConvShape> conv = backends::ResolveConv(ctx);
@@ -156,6 +215,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareConv(const KernelContext& ctx) {
     if (!cp.pointwise && cp.rows > 0) workspace = static_cast<uint64_t>(cp.chunk * cp.col_image * elem);
   }
   cp.conv = *std::move(conv);
+  if (cp.path == ConvPrepared::Path::kGemm && cp.rows > 0) ChooseChunkAlgorithms(ctx, cp, &ConvChunkGemm);
   return MakePrepared(std::move(cp), workspace);
 }
 
@@ -209,22 +269,11 @@ absl::Status ConvKernel(KernelContext& ctx) {
     }
     // Y_g[mg, O] = W_g[mg, rows] col_g[rows, O] for every (image, group):
     // batched over the longer of the two, looping over the other.
-    GemmDesc gd;
-    gd.dtype = dt;
-    gd.m = mg;
-    gd.n = out_size;
-    gd.k = rows;
-    gd.lda = rows;
-    gd.ldb = out_size;
-    gd.ldc = out_size;
-    gd.beta = b != nullptr ? 1.0f : 0.0f;
+    GemmDesc gd = ConvChunkGemm(*cp, images);
+    gd.algorithm = images == chunk ? cp->algo_full : cp->algo_tail;
     const char* w_base = static_cast<const char*>(wt.data);
     char* y_base = static_cast<char*>(y.data) + img0 * m * out_size * elem;
     const bool by_image = images >= group;
-    gd.batch = by_image ? images : group;
-    gd.stride_a = by_image ? 0 : mg * rows;
-    gd.stride_b = by_image ? b_image : rows * out_size;
-    gd.stride_c = by_image ? m * out_size : mg * out_size;
     for (int64_t i = 0; i < (by_image ? group : images); ++i) {
       const int64_t gi = by_image ? i : 0, img = by_image ? 0 : i;
       gd.a = w_base + gi * mg * rows * elem;
@@ -281,6 +330,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareConvTranspose(const KernelContext& ctx
     }
   }
   cp.conv = *std::move(conv);
+  if (cp.path == ConvPrepared::Path::kGemm && cp.cg != 0 && cp.conv.w.in_size != 0) {
+    ChooseChunkAlgorithms(ctx, cp, &ConvTransposeChunkGemm);
+  }
   return MakePrepared(std::move(cp), workspace);
 }
 
@@ -312,22 +364,11 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
     const int64_t images = std::min(chunk, n - img0);
     // col[img][g][mg * K][I] = W_g^T X_g with W_g stored as [cg, mg * K], for
     // every (image, group): batched over the longer of the two.
-    GemmDesc gd;
-    gd.dtype = dt;
-    gd.trans_a = true;
-    gd.m = rows;
-    gd.n = w.in_size;
-    gd.k = cg;
-    gd.lda = rows;
-    gd.ldb = w.in_size;
-    gd.ldc = w.in_size;
+    GemmDesc gd = ConvTransposeChunkGemm(*cp, images);
+    gd.algorithm = images == chunk ? cp->algo_full : cp->algo_tail;
     const char* w_base = static_cast<const char*>(wt.data);
     const char* x_base = static_cast<const char*>(x.data) + img0 * c * w.in_size * elem;
     const bool by_image = images >= group;
-    gd.batch = by_image ? images : group;
-    gd.stride_a = by_image ? 0 : cg * rows;
-    gd.stride_b = by_image ? c * w.in_size : cg * w.in_size;
-    gd.stride_c = by_image ? col_image : rows * w.in_size;
     for (int64_t i = 0; i < (by_image ? group : images); ++i) {
       const int64_t gi = by_image ? i : 0, img = by_image ? 0 : i;
       gd.a = w_base + gi * cg * rows * elem;

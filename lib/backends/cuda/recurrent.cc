@@ -20,6 +20,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/launch_util.h"
 #include "lib/ir/ops/recurrent_attrs.h"
 
@@ -72,7 +73,39 @@ WorkspaceLayout LayoutOf(RecurrentKind kind, const RecurrentDims& dims) {
   return {round(dims.seq * dims.batch * gh), round(dims.batch * gh), round(dims.batch * dims.hidden)};
 }
 
-absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims) {
+// A direction's GEMMs without pointers (the same for both directions):
+// X W^T for every step; H R^T per step (every gate, or GRU's z and r, and
+// h with linear_before_reset); GRU's (r (.) H) Rh^T into the h-gate
+// columns. Their cuBLASLt algorithms are chosen when the step is prepared.
+struct RecurrentGemms {
+  GemmDesc xw, hidden, reset;
+};
+
+RecurrentGemms GemmsOf(const RecurrentAttrs& a, const RecurrentDims& dims) {
+  const int64_t h = dims.hidden;
+  const int64_t gh = ir::GateCount(a.kind) * h;
+  RecurrentGemms g;
+  g.xw.trans_b = true;
+  g.xw.m = dims.seq * dims.batch;
+  g.xw.n = gh;
+  g.xw.k = dims.input;
+  g.xw.lda = dims.input;
+  g.xw.ldb = dims.input;
+  g.xw.ldc = gh;
+  g.hidden.trans_b = true;
+  g.hidden.m = dims.batch;
+  g.hidden.n = a.kind == RecurrentKind::kGru && !a.linear_before_reset ? 2 * h : gh;
+  g.hidden.k = h;
+  g.hidden.lda = h;
+  g.hidden.ldb = h;
+  g.hidden.ldc = gh;
+  g.reset = g.hidden;
+  g.reset.n = h;
+  return g;
+}
+
+absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims,
+                          const RecurrentGemms& gemms) {
   ExecContext& ec = Exec(ctx);
   Device& dev = ec.device();
   const RecurrentKind kind = a.kind;
@@ -140,17 +173,10 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
       if (dims.input == 0) {
         if (absl::Status s = dev.MemsetAsync(xw, 0, rows * gh * sizeof(float), ec.stream()); !s.ok()) return s;
       } else {
-        GemmDesc g;
-        g.trans_b = true;
-        g.m = rows;
-        g.n = gh;
-        g.k = dims.input;
+        GemmDesc g = gemms.xw;
         g.a = x;
-        g.lda = dims.input;
         g.b = w;
-        g.ldb = dims.input;
         g.c = xw;
-        g.ldc = gh;
         if (absl::Status s = ec.Gemm(g); !s.ok()) return s;
       }
     }
@@ -165,20 +191,12 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
     }
 
     // H R^T: every gate, or GRU's z and r (and h with linear_before_reset).
-    GemmDesc hg;
-    hg.trans_b = true;
-    hg.m = batch;
-    hg.n = gru && !a.linear_before_reset ? 2 * h : gh;
-    hg.k = h;
+    GemmDesc hg = gemms.hidden;
     hg.a = state_h;
-    hg.lda = h;
     hg.b = r;
-    hg.ldb = h;
     hg.c = hr;
-    hg.ldc = gh;
     // GRU's (r (.) H) Rh^T into the h-gate columns.
-    GemmDesc rg = hg;
-    rg.n = h;
+    GemmDesc rg = gemms.reset;
     rg.a = reset_h;
     rg.b = r + 2 * h * h;
     rg.c = hr + 2 * h;
@@ -213,6 +231,7 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
 // sequence_lens must be read back to be checked (the plan does not know it).
 struct RecurrentPrepared {
   backends::RecurrentCall call;
+  RecurrentGemms gemms;
   bool nothing = false;  // batch 0: every output is empty
   bool lengths_at_run = false;
 };
@@ -260,6 +279,17 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   const uint64_t workspace =
       rp.nothing ? 0 : static_cast<uint64_t>(LayoutOf(kKind, dims).floats()) * sizeof(float);
   rp.call = *std::move(call);
+  const RecurrentDims& d = rp.call.dims;
+  rp.gemms = GemmsOf(rp.call.attrs, d);
+  if (!rp.nothing) {
+    // The per-step products first, so the input projection's choice (the
+    // largest) is the one recorded for the node.
+    if (kKind == RecurrentKind::kGru && !rp.call.attrs.linear_before_reset && d.seq > 0) {
+      rp.gemms.reset.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.reset);
+    }
+    if (d.seq > 0) rp.gemms.hidden.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.hidden);
+    if (d.seq * d.batch > 0 && d.input > 0) rp.gemms.xw.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.xw);
+  }
   return MakePrepared(std::move(rp), workspace);
 }
 
@@ -272,7 +302,7 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
     if (absl::Status s = backends::CheckSequenceLengths(ctx, rp->call.dims, *lengths); !s.ok()) return s;
   }
   if (rp->nothing) return absl::OkStatus();
-  return RunRecurrent(ctx, rp->call.attrs, rp->call.dims);
+  return RunRecurrent(ctx, rp->call.attrs, rp->call.dims, rp->gemms);
 }
 
 }  // namespace
