@@ -1,7 +1,9 @@
 // Conv / MatMul / Gemm + activation fusion on the CPU plan (see the header).
 #include "lib/backends/cpu/activation_fusion.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/cpu/onednn.h"
@@ -243,6 +246,132 @@ void FuseActivations(runtime::PlanGraph& plan) {
     ++fused;
     ++plan.fused_steps;
     plan.fused_ops += static_cast<int>(absorbed.size()) + 1;
+  }
+  if (fused == 0) return;
+  std::vector<PlanStep> kept;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (!removed[s]) kept.push_back(std::move(steps[s]));
+  }
+  steps = std::move(kept);
+}
+
+namespace {
+
+// A step whose type a oneDNN chain takes as a link after its first: a Conv
+// (maybe fused), a MaxPool without Indices, an AveragePool, a global pool.
+bool IsChainLink(const PlanStep& step) {
+  const std::string& type = step.node->type;
+  const bool conv = type == "Conv" || absl::StartsWith(type, "Conv+");
+  const bool pool = type == "MaxPool" || type == "AveragePool" || type == "GlobalMaxPool" ||
+                    type == "GlobalAveragePool";
+  return (conv || pool) && SoleOutput(step) >= 0;
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<bool>& ChainsFlag() {
+  static std::atomic<bool> enabled{[] {
+    const char* v = std::getenv("GROVE_CPU_ONEDNN_CHAINS");
+    return v == nullptr || std::string(v) != "0";
+  }()};
+  return enabled;
+}
+
+}  // namespace
+
+bool OneDnnChainsEnabled() { return ChainsFlag().load(std::memory_order_relaxed); }
+void SetOneDnnChainsEnabled(bool enabled) { ChainsFlag().store(enabled, std::memory_order_relaxed); }
+
+void FuseOneDnnChains(runtime::PlanGraph& plan) {
+  if (!OneDnnEnabled() || !OneDnnChainsEnabled()) return;
+  std::vector<PlanValue>& values = plan.values;
+  std::vector<PlanStep>& steps = plan.steps;
+  const int num_values = static_cast<int>(values.size());
+  std::vector<int> uses(num_values, 0), consumer(num_values, -1), producer(num_values, -1);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (int v : steps[s].inputs) {
+      if (v < 0) continue;
+      ++uses[v];
+      consumer[v] = static_cast<int>(s);
+    }
+    for (int t : steps[s].node->implicit_inputs) {
+      const int v = plan.value_of(t);
+      if (v >= 0) uses[v] += 2;
+    }
+    for (int v : steps[s].outputs) {
+      if (v >= 0) producer[v] = static_cast<int>(s);
+    }
+  }
+  for (int v : plan.output_values) uses[v] += 2;
+  auto linkable = [&](const PlanStep& step) {
+    if (!Plain(step) || step.prepare == nullptr || step.inputs.empty() || step.inputs[0] < 0) return false;
+    for (int v : step.inputs) {
+      if (v >= 0 && values[v].dtype != DType::kF32) return false;
+    }
+    const int out = SoleOutput(step);
+    return out >= 0 && values[out].dtype == DType::kF32 && values[out].shape_known;
+  };
+
+  std::vector<bool> removed(steps.size(), false);
+  int fused = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    PlanStep& head = steps[s];
+    const std::string& type = head.node->type;
+    if (removed[s] || !(type == "Conv" || absl::StartsWith(type, "Conv+")) || !linkable(head)) continue;
+    std::vector<int> links = {static_cast<int>(s)};
+    for (;;) {
+      const PlanStep& last = steps[links.back()];
+      const int v = SoleOutput(last);
+      const int c = consumer[v];
+      if (uses[v] != 1 || values[v].kind != Storage::kArena || c <= links.back() || removed[c]) break;
+      const PlanStep& next = steps[c];
+      if (!IsChainLink(next) || !linkable(next) || next.inputs[0] != v) break;
+      // Its other inputs (a Conv's W and B) exist when the chain's head runs.
+      bool ready = true;
+      for (size_t i = 1; i < next.inputs.size(); ++i) {
+        const int u = next.inputs[i];
+        ready &= u < 0 || (u != v && producer[u] < static_cast<int>(s) && values[u].kind != Storage::kFusedAway);
+      }
+      if (!ready) break;
+      links.push_back(c);
+    }
+    if (links.size() < 2) continue;
+    // The chain's node: the head's, its inputs every link's (after the value
+    // handed over), the other links in its attributes (post_op.h).
+    auto node = std::make_unique<ir::Node>(*head.node);
+    std::vector<std::string> types, names;
+    std::vector<int64_t> counts = {static_cast<int64_t>(head.inputs.size())};
+    for (size_t l = 0; l < links.size(); ++l) {
+      const PlanStep& link = steps[links[l]];
+      types.push_back(link.node->type);
+      names.push_back(link.node->name.empty() ? link.node->type : link.node->name);
+      if (l == 0) continue;
+      const int i = static_cast<int>(l);
+      node->attrs.Set(ChainTypeAttr(i), link.node->type);
+      node->attrs.Set(ChainShapeAttr(i), values[link.inputs[0]].shape);
+      for (const auto& [name, value] : link.node->attrs.all()) node->attrs.Set(ChainAttrPrefix(i) + name, value);
+      counts.push_back(static_cast<int64_t>(link.inputs.size()) - 1);
+      for (size_t in = 1; in < link.inputs.size(); ++in) {
+        node->inputs.push_back(link.node->inputs[in]);
+        head.inputs.push_back(link.inputs[in]);
+      }
+      values[link.inputs[0]].kind = Storage::kFusedAway;
+      removed[links[l]] = true;
+    }
+    node->attrs.Set(std::string(kChainLinksAttr), static_cast<int64_t>(links.size() - 1));
+    node->attrs.Set(std::string(kChainInputsAttr), counts);
+    node->type = absl::StrJoin(types, ">");
+    node->name = absl::StrCat("chain(", absl::StrJoin(names, ","), ")");
+    const PlanStep& tail = steps[links.back()];
+    node->outputs = {tail.node->outputs[0]};
+    head.outputs = {SoleOutput(tail)};
+    plan.owned_nodes.push_back(std::move(node));
+    head.node = plan.owned_nodes.back().get();
+    ++fused;
+    ++plan.fused_steps;
+    plan.fused_ops += static_cast<int>(links.size());
   }
   if (fused == 0) return;
   std::vector<PlanStep> kept;

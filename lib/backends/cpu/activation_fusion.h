@@ -34,6 +34,26 @@ namespace grove::cpu {
 // when run, fallbacks and steps of other backends are left alone.
 void FuseActivations(runtime::PlanGraph& plan);
 
+// After FuseActivations: a Conv step (maybe fused) followed by Conv,
+// MaxPool (without Indices), AveragePool, GlobalAveragePool or GlobalMaxPool
+// steps, each reading only the output of the one before (f32, known shapes,
+// neither an output of the subgraph nor captured), becomes one step typed
+// "Conv+Relu+MaxPool>Conv+Relu+MaxPool>GlobalAveragePool", named
+// "chain(...)", the links in its attributes (post_op.h's kChainLinksAttr):
+// where oneDNN computes two links in turn, the first writes its output in
+// oneDNN's blocked layout straight into the array the second reads, so a
+// CNN's activations are reordered only at the chain's ends. A step between
+// that is none of these (a Relu left unfused, a Concat) ends the chain; so
+// does a link's other input (W, B) written after the chain's first step.
+// Only when oneDNN is on and chains are (OneDnnChainsEnabled).
+void FuseOneDnnChains(runtime::PlanGraph& plan);
+
+// Whether plans made from now on chain oneDNN steps: true unless
+// GROVE_CPU_ONEDNN_CHAINS is "0" (read once) or SetOneDnnChainsEnabled(false)
+// (tests and benchmarks compare both in one process).
+bool OneDnnChainsEnabled();
+void SetOneDnnChainsEnabled(bool enabled);
+
 }  // namespace grove::cpu
 
 #endif  // GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_

@@ -21,7 +21,10 @@ class CpuBackend : public runtime::Backend {
     return node.def->kernels[static_cast<int>(ir::Backend::kCpu)] != nullptr;
   }
   // Conv / MatMul / Gemm + activation as one oneDNN step (activation_fusion.h).
-  void RefinePlan(runtime::PlanGraph& plan) const override { FuseActivations(plan); }
+  void RefinePlan(runtime::PlanGraph& plan) const override {
+    FuseActivations(plan);
+    FuseOneDnnChains(plan);
+  }
   bool host_memory() const override { return true; }
   absl::StatusOr<void*> Allocate(uint64_t bytes) override {
     const uint64_t cap = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;

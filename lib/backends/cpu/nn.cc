@@ -133,6 +133,7 @@ void Im2Col(const T* x, int64_t channels, const Window& w, T* col, absl::Span<in
 }
 
 struct ConvPoolChain;
+struct OneDnnChain;
 
 // Conv and ConvTranspose after every check: the shapes, the GEMM dims per
 // (image, group) and the im2col (col2im) matrix, which lives in the workspace;
@@ -147,6 +148,7 @@ struct ConvParams {
   PostOp post_op;                      // a fused activation (f32 Conv only)
   ChannelAffine affine;                // a fused BatchNormalization (f32 Conv only)
   std::shared_ptr<ConvPoolChain> chain;  // non-null: Conv then a pool (PrepareConv)
+  std::shared_ptr<OneDnnChain> links;    // non-null: a chain of steps (PrepareOneDnnChain)
 };
 
 // The Conv itself (with its fused activation), writing ctx's output 0.
@@ -621,7 +623,11 @@ int ConvInputs(const KernelContext& ctx, TensorView* (&inputs)[3]) {
   return n;
 }
 
+absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx);
+absl::Status OneDnnChainKernel(KernelContext& ctx);
+
 absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
+  if (ctx.attrs().Has(kChainLinksAttr)) return PrepareOneDnnChain(ctx);
   if (!ctx.attrs().Has(kFusedPoolAttr)) return PrepareConvStage(ctx);
   auto chain = std::make_shared<ConvPoolChain>();
   const std::string pool_type = ctx.attrs().GetString(kFusedPoolAttr, "");
@@ -668,7 +674,9 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   }
   chain->pool_offset = AlignWorkspace(layout.bytes());
   layout.AddBytes(pool->workspace_bytes);
-  if (chain->linked) LinkOneDnnSteps(*conv_params->onednn, *pool_params->onednn, chain->pool_offset);
+  if (chain->linked) {
+    LinkOneDnnSteps(*conv_params->onednn, *pool_params->onednn, static_cast<int64_t>(chain->pool_offset));
+  }
   chain->conv = *std::move(conv);
   chain->pool = *std::move(pool);
   ConvParams p;
@@ -679,6 +687,7 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
 absl::Status ConvKernel(KernelContext& ctx) {
   const ConvParams* p = PreparedParams<ConvParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
+  if (p->links != nullptr) return OneDnnChainKernel(ctx);
   if (p->chain == nullptr) return ConvStageKernel(ctx);
   const ConvPoolChain& chain = *p->chain;
   uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
@@ -695,6 +704,241 @@ absl::Status ConvKernel(KernelContext& ctx) {
   KernelContext pool_ctx(chain.pool_node, pool_inputs, pool_outputs, ctx.host());
   pool_ctx.SetPrepared(&chain.pool, workspace + chain.pool_offset);
   return PoolKernel(pool_ctx, chain.max ? PoolKind::kMax : PoolKind::kAverage);
+}
+
+// ---------------------------------------------------------------------------
+// A chain of oneDNN steps: Conv (maybe fused) then Conv, pooling and global
+// pooling steps, each reading the one before (FuseOneDnnChains, post_op.h's
+// kChainLinksAttr), run as one step so that each link hands its output to
+// the next in oneDNN's blocked layout: reorders only at the chain's ends.
+// ---------------------------------------------------------------------------
+
+enum class LinkKind { kConv, kMaxPool, kAveragePool, kGlobalMaxPool, kGlobalAveragePool };
+
+struct ChainLink {
+  ir::Node node;  // the link's type and attributes, for its context
+  LinkKind kind = LinkKind::kConv;
+  int first_input = 0;  // the chain node's inputs the link takes after the value handed to it
+  int num_inputs = 0;
+  PreparedKernel prepared;
+  uint64_t offset = 0;  // its workspace in the chain's
+  // Its output unless it is the last link: in the workspace at out_offset
+  // unless `linked` (then the link writes it straight into the next link's
+  // blocked array and grove's layout of it is never written). The invoke
+  // binds its data, one run at a time like the steps' own memory handles.
+  mutable TensorView out;
+  uint64_t out_offset = 0;
+  bool linked = false;
+};
+
+struct OneDnnChain {
+  std::vector<ChainLink> links;
+};
+
+// The oneDNN step a link starts with (reads its input) and the one it ends
+// with (writes its output), each with its workspace's offset in the link's;
+// nullptr where the link runs a reference kernel.
+struct LinkEnds {
+  OneDnnStep* entry = nullptr;
+  uint64_t entry_offset = 0;
+  OneDnnStep* exit = nullptr;
+  uint64_t exit_offset = 0;
+};
+
+LinkEnds EndsOf(const ChainLink& link) {
+  LinkEnds e;
+  const void* params = link.prepared.params.get();
+  switch (link.kind) {
+    case LinkKind::kConv: {
+      const auto* p = static_cast<const ConvParams*>(params);
+      if (p->chain != nullptr) {  // Conv + pool: the Conv's stage, then the pool's at pool_offset
+        e.entry = static_cast<const ConvParams*>(p->chain->conv.params.get())->onednn.get();
+        e.exit = static_cast<const PoolParams*>(p->chain->pool.params.get())->onednn.get();
+        e.exit_offset = p->chain->pool_offset;
+      } else {
+        e.entry = e.exit = p->onednn.get();
+      }
+      break;
+    }
+    case LinkKind::kMaxPool:
+    case LinkKind::kAveragePool:
+      e.entry = e.exit = static_cast<const PoolParams*>(params)->onednn.get();
+      break;
+    case LinkKind::kGlobalMaxPool:
+    case LinkKind::kGlobalAveragePool:
+      e.entry = e.exit = static_cast<const GlobalPoolParams*>(params)->onednn.get();
+      break;
+  }
+  return e;
+}
+
+absl::StatusOr<LinkKind> LinkKindOf(const KernelContext& ctx, const std::string& type) {
+  if (type == "Conv" || absl::StartsWith(type, "Conv+")) return LinkKind::kConv;  // maybe fused
+  if (type == "MaxPool") return LinkKind::kMaxPool;
+  if (type == "AveragePool") return LinkKind::kAveragePool;
+  if (type == "GlobalMaxPool") return LinkKind::kGlobalMaxPool;
+  if (type == "GlobalAveragePool") return LinkKind::kGlobalAveragePool;
+  return ctx.Error(absl::StrCat("a oneDNN chain link is '", type, "'; expected Conv or a pool"));
+}
+
+absl::StatusOr<PreparedKernel> PrepareLink(const ChainLink& link, const KernelContext& ctx) {
+  switch (link.kind) {
+    case LinkKind::kConv:
+      return PrepareConv(ctx);
+    case LinkKind::kMaxPool:
+      return PreparePool<PoolKind::kMax>(ctx);
+    case LinkKind::kAveragePool:
+      return PreparePool<PoolKind::kAverage>(ctx);
+    case LinkKind::kGlobalMaxPool:
+      return PrepareGlobalPool<PoolKind::kMax>(ctx);
+    case LinkKind::kGlobalAveragePool:
+      return PrepareGlobalPool<PoolKind::kAverage>(ctx);
+  }
+  return ctx.Error("unknown chain link");
+}
+
+absl::Status RunLink(const ChainLink& link, KernelContext& ctx) {
+  switch (link.kind) {
+    case LinkKind::kConv:
+      return ConvKernel(ctx);
+    case LinkKind::kMaxPool:
+      return PoolKernel(ctx, PoolKind::kMax);
+    case LinkKind::kAveragePool:
+      return PoolKernel(ctx, PoolKind::kAverage);
+    case LinkKind::kGlobalMaxPool:
+      return GlobalPoolKernel<PoolKind::kMax>(ctx);
+    case LinkKind::kGlobalAveragePool:
+      return GlobalPoolKernel<PoolKind::kAverage>(ctx);
+  }
+  return ctx.Error("unknown chain link");
+}
+
+// At most this many inputs per link: the value handed over, a Conv's W and B.
+constexpr int kMaxLinkInputs = 3;
+
+// Link i's inputs: the chain node's first inputs (link 0), or the link
+// before's output and its own inputs.
+int LinkInputs(const OneDnnChain& chain, size_t i, const KernelContext& ctx, TensorView* (&inputs)[kMaxLinkInputs]) {
+  const ChainLink& link = chain.links[i];
+  int n = 0;
+  if (i > 0) inputs[n++] = &chain.links[i - 1].out;
+  for (int j = 0; j < link.num_inputs; ++j) {
+    const int at = link.first_input + j;
+    inputs[n++] = ctx.has_input(at) ? const_cast<TensorView*>(&ctx.input(at)) : nullptr;
+  }
+  return n;
+}
+
+absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx) {
+  const int64_t more = ctx.attrs().GetInt(kChainLinksAttr, 0);
+  const std::vector<int64_t> counts = ctx.attrs().GetInts(kChainInputsAttr);
+  if (more < 1 || more > 4096 || static_cast<int64_t>(counts.size()) != more + 1) {
+    return ctx.Error("a oneDNN chain needs its links and their input counts");
+  }
+  auto chain = std::make_shared<OneDnnChain>();
+  chain->links.resize(static_cast<size_t>(more + 1));
+  int next_input = 0;
+  for (int64_t i = 0; i <= more; ++i) {
+    ChainLink& link = chain->links[i];
+    const std::string prefix = ChainAttrPrefix(static_cast<int>(i));
+    link.node.name = ctx.node().name;
+    link.node.def = ctx.node().def;
+    link.node.subgraph = ctx.node().subgraph;
+    link.node.index = ctx.node().index;
+    if (i == 0) {
+      link.node.type = "Conv";  // the node's own attributes, but the chain's
+      for (const auto& [name, value] : ctx.attrs().all()) {
+        if (!absl::StartsWith(name, "grove_chain")) link.node.attrs.Set(name, value);
+      }
+    } else {
+      link.node.type = ctx.attrs().GetString(ChainTypeAttr(static_cast<int>(i)), "");
+      for (const auto& [name, value] : ctx.attrs().all()) {
+        if (absl::StartsWith(name, prefix)) link.node.attrs.Set(name.substr(prefix.size()), value);
+      }
+    }
+    absl::StatusOr<LinkKind> kind = LinkKindOf(ctx, link.node.type);
+    if (!kind.ok()) return kind.status();
+    link.kind = *kind;
+    link.first_input = next_input;
+    link.num_inputs = static_cast<int>(counts[i]);
+    next_input += link.num_inputs;
+    if (counts[i] < 0 || counts[i] + (i > 0 ? 1 : 0) > kMaxLinkInputs || next_input > ctx.num_inputs()) {
+      return ctx.Error(absl::StrCat("oneDNN chain link ", i, " takes ", counts[i], " inputs; the node has ",
+                                    ctx.num_inputs()));
+    }
+    if (i > 0) {
+      const std::vector<int64_t> shape = ctx.attrs().GetInts(ChainShapeAttr(static_cast<int>(i)));
+      if (shape.empty()) return ctx.Error(absl::StrCat("oneDNN chain link ", i, " has no input shape"));
+      chain->links[i - 1].out = TensorView(DType::kF32, shape, static_cast<void*>(nullptr));
+    }
+  }
+  if (next_input != ctx.num_inputs() || ctx.input(0).dtype != DType::kF32) {
+    return ctx.Error("a oneDNN chain's links must take every input of the node, f32");
+  }
+  // Each link prepared as its own step would be, on its own context.
+  for (size_t i = 0; i < chain->links.size(); ++i) {
+    ChainLink& link = chain->links[i];
+    TensorView* inputs[kMaxLinkInputs] = {nullptr, nullptr, nullptr};
+    const int n = LinkInputs(*chain, i, ctx, inputs);
+    TensorView out = ctx.output(0);
+    TensorView* outputs[1] = {i + 1 < chain->links.size() ? &link.out : &out};
+    const KernelContext link_ctx(link.node, absl::MakeSpan(inputs, n), outputs, ctx.host());
+    absl::StatusOr<PreparedKernel> prepared = PrepareLink(link, link_ctx);
+    if (!prepared.ok()) return prepared.status();
+    link.prepared = *std::move(prepared);
+  }
+  // The workspace: even links' workspaces share one region and odd links'
+  // another (link i + 1 writes into link i + 2's array while link i + 1 reads
+  // its own), and the outputs kept in grove's layout two more, alternating the
+  // same way.
+  uint64_t region[2] = {0, 0}, mid_bytes = 0;
+  for (size_t i = 0; i < chain->links.size(); ++i) {
+    ChainLink& link = chain->links[i];
+    region[i % 2] = std::max(region[i % 2], link.prepared.workspace_bytes);
+    if (i + 1 == chain->links.size()) continue;
+    const LinkEnds from = EndsOf(link), to = EndsOf(chain->links[i + 1]);
+    link.linked = from.exit != nullptr && to.entry != nullptr && CanLinkOneDnnSteps(*from.exit, *to.entry);
+    if (!link.linked) mid_bytes = std::max(mid_bytes, static_cast<uint64_t>(link.out.num_elements()) * sizeof(float));
+  }
+  const uint64_t region_offset[2] = {0, AlignWorkspace(region[0])};
+  const uint64_t mid_offset[2] = {AlignWorkspace(region_offset[1] + region[1]),
+                                  AlignWorkspace(AlignWorkspace(region_offset[1] + region[1]) + mid_bytes)};
+  const uint64_t total = mid_offset[1] + mid_bytes;
+  for (size_t i = 0; i < chain->links.size(); ++i) {
+    ChainLink& link = chain->links[i];
+    link.offset = region_offset[i % 2];
+    link.out_offset = mid_offset[i % 2];
+  }
+  for (size_t i = 0; i + 1 < chain->links.size(); ++i) {
+    const ChainLink& link = chain->links[i];
+    if (!link.linked) continue;
+    const ChainLink& next = chain->links[i + 1];
+    const LinkEnds from = EndsOf(link), to = EndsOf(next);
+    const int64_t delta = static_cast<int64_t>(next.offset + to.entry_offset) -
+                          static_cast<int64_t>(link.offset + from.exit_offset);
+    LinkOneDnnSteps(*from.exit, *to.entry, delta);
+  }
+  ConvParams p;
+  p.links = std::move(chain);
+  return MakePrepared(std::move(p), total);
+}
+
+absl::Status OneDnnChainKernel(KernelContext& ctx) {
+  const OneDnnChain& chain = *PreparedParams<ConvParams>(ctx)->links;
+  uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
+  if (workspace == nullptr) return ctx.Error("the oneDNN chain has no workspace");
+  for (size_t i = 0; i < chain.links.size(); ++i) {
+    const ChainLink& link = chain.links[i];
+    const bool last = i + 1 == chain.links.size();
+    if (!last) link.out.data = link.linked ? nullptr : workspace + link.out_offset;
+    TensorView* inputs[kMaxLinkInputs] = {nullptr, nullptr, nullptr};
+    const int n = LinkInputs(chain, i, ctx, inputs);
+    TensorView* outputs[1] = {last ? &ctx.output(0) : &link.out};
+    KernelContext link_ctx(link.node, absl::MakeSpan(inputs, n), outputs, ctx.host());
+    link_ctx.SetPrepared(&link.prepared, workspace + link.offset);
+    if (absl::Status s = RunLink(link, link_ctx); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------

@@ -136,7 +136,10 @@ struct OneDnnOperand {
   memory user;          // the plain layout; handle bound per run
   bool reordered = false;
   memory inner;         // oneDNN's layout at `offset` in the workspace
-  uint64_t offset = 0;
+  // Bytes from the step's workspace; negative for a linked output written
+  // into the array of a step whose workspace lies before this one's (a
+  // chain's ping-pong regions, LinkOneDnnSteps).
+  int64_t offset = 0;
   dnnl::reorder reorder;  // user -> inner (inputs), inner -> user (outputs)
   const void* packed_from = nullptr;
   memory packed;
@@ -193,7 +196,7 @@ bool AddOperand(const ir::KernelContext& ctx, OneDnnStep& step, int arg, bool ou
   if (want != plain) {
     op.reordered = true;
     op.inner = memory(want, engine, DNNL_MEMORY_NONE);
-    op.offset = Reserve(layout, want.get_size());
+    op.offset = static_cast<int64_t>(Reserve(layout, want.get_size()));
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const dnnl::reorder::primitive_desc pd = output ? dnnl::reorder::primitive_desc(engine, want, engine, plain, attr)
@@ -763,7 +766,7 @@ bool CanLinkOneDnnSteps(const OneDnnStep& first, const OneDnnStep& second) {
          in->packed_from == nullptr && out->inner.get_desc() == in->inner.get_desc();
 }
 
-void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, uint64_t second_workspace) {
+void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, int64_t second_workspace) {
   OneDnnOperand* out = FindOperand(first, DNNL_ARG_DST, true);
   OneDnnOperand* in = FindOperand(second, DNNL_ARG_SRC, false);
   out->offset = second_workspace + in->offset;

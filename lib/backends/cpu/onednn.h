@@ -159,9 +159,10 @@ std::string OneDnnRecurrentImpl(const OneDnnRecurrentStep& step);
 // primitive. LinkOneDnnSteps then makes `first` write it into `second`'s
 // array for it, which lies `second_workspace` bytes past `first`'s
 // workspace (the two steps run on one workspace, `second`'s at that
-// offset): neither reads or writes grove's tensor (Conv+Relu+MaxPool).
+// offset, which may be negative: before `first`'s): neither reads or writes
+// grove's tensor (Conv+Relu+MaxPool, and the links of a oneDNN chain).
 bool CanLinkOneDnnSteps(const OneDnnStep& first, const OneDnnStep& second);
-void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, uint64_t second_workspace);
+void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, int64_t second_workspace);
 
 // Runs the step on ctx's pointers and ctx.workspace().
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);

@@ -69,6 +69,22 @@ inline constexpr absl::string_view kChannelScaleAttr = "grove_channel_scale";
 inline constexpr absl::string_view kChannelShiftAttr = "grove_channel_shift";
 inline constexpr absl::string_view kChannelAffineFirstAttr = "grove_channel_affine_first";
 
+// A chain of oneDNN steps (a Conv step, maybe fused, then Conv, MaxPool,
+// AveragePool, GlobalAveragePool or GlobalMaxPool steps, each reading the one
+// before: FuseOneDnnChains) as one step, so that each hands its output to
+// the next in oneDNN's blocked layout: the first link is the node itself
+// (its own attributes, and its first inputs), link i >= 1 of
+// kChainLinksAttr has its type under ChainTypeAttr(i), its attributes
+// under ChainAttrPrefix(i), the shape of the input it reads from the link
+// before under ChainShapeAttr(i); kChainInputsAttr lists how many of the
+// node's inputs each link takes, in order (link 0's include X, the others'
+// exclude the value the link before hands them).
+inline constexpr absl::string_view kChainLinksAttr = "grove_chain_links";
+inline constexpr absl::string_view kChainInputsAttr = "grove_chain_inputs";
+inline std::string ChainTypeAttr(int link) { return "grove_chain" + std::to_string(link) + "_type"; }
+inline std::string ChainShapeAttr(int link) { return "grove_chain" + std::to_string(link) + "_shape"; }
+inline std::string ChainAttrPrefix(int link) { return "grove_chain" + std::to_string(link) + "."; }
+
 struct ChannelAffine {
   std::vector<float> scale, shift;  // empty: none
   bool before_post_op = false;

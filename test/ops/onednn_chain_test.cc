@@ -1,0 +1,240 @@
+// oneDNN chains (lib/backends/cpu/activation_fusion.h, FuseOneDnnChains): a
+// CNN's Conv, pool and global pool steps run as one step whose links hand
+// each other their outputs in oneDNN's blocked layout. Checked:
+//  - which steps chain (grove inspect's view), and which do not: a step
+//    between that is not a link (an Add, a Relu left unfused), an
+//    intermediate that is also an output or read twice, oneDNN off;
+//  - the chained step equals the same plan unchained byte for byte (the same
+//    primitives on the same values: the reorders it drops are copies), at 1
+//    and 2 intra-op threads, over two runs with new inputs;
+//  - and the reference kernels (oneDNN off) within 1e-5, as the fusion tests:
+//    odd channel counts (3, 5, 7, 13: blocks of 8 or 16 padded), 1-d and 2-d,
+//    strides, average pools counting the padding, batch 1 and 3.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "grove/grove.h"
+#include "lib/backends/cpu/activation_fusion.h"
+#include "lib/backends/cpu/onednn.h"
+#include "test/op_test_util.h"
+
+namespace grove {
+namespace {
+
+using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+using Shape = std::vector<int64_t>;
+
+std::vector<float> RandomValues(int64_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Sets whether plans chain oneDNN steps for a scope.
+class ScopedChains {
+ public:
+  explicit ScopedChains(bool on) : before_(cpu::OneDnnChainsEnabled()) { cpu::SetOneDnnChainsEnabled(on); }
+  ~ScopedChains() { cpu::SetOneDnnChainsEnabled(before_); }
+
+ private:
+  bool before_;
+};
+
+std::vector<std::string> PlannedOps(const Model& model, const Shape& x, bool onednn, bool chains) {
+  cpu::ScopedOneDnn scope(onednn);
+  ScopedChains chain_scope(chains);
+  ExecutionInfoOptions options;
+  options.device = Device::kCpu;
+  options.input_shapes = {x};
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(model, options);
+  EXPECT_TRUE(info.ok()) << info.status();
+  std::vector<std::string> ops;
+  if (!info.ok() || info->paths.empty()) return ops;
+  for (const StepInfo& s : info->paths[0].steps) ops.push_back(s.op);
+  return ops;
+}
+
+// Output 0 of two runs (the second's) of one session: the first on other
+// values, so the second shows that the invoke rebinds every array.
+Tensor RunTwice(const std::shared_ptr<const Model>& model, const Tensor& x, bool onednn, bool chains,
+                int threads = 1) {
+  cpu::ScopedOneDnn scope(onednn);
+  ScopedChains chain_scope(chains);
+  SessionOptions options;
+  options.device = Device::kCpu;
+  options.intra_op_threads = threads;
+  std::unique_ptr<Session> session = Session::Create(model, options).value();
+  Tensor other = Tensor::CopyOf(x.view()).value();
+  float* o = other.as<float>();
+  for (int64_t i = 0; i < other.view().num_elements(); ++i) o[i] = -2 * o[i] + 0.5f;
+  EXPECT_TRUE(session->Run({other.view()}).ok());
+  absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view()});
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return Tensor();
+  return Tensor::CopyOf((*out)[0]).value();
+}
+
+void ExpectNear(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const float* g = got.as<float>();
+  const float* w = want.as<float>();
+  int reported = 0;
+  for (int64_t i = 0; i < got.view().num_elements(); ++i) {
+    const double bound = tol + tol * std::fabs(w[i]);
+    if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= bound) && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", expected " << w[i];
+    }
+  }
+}
+
+void ExpectEqual(const Tensor& got, const Tensor& want, const std::string& what) { ExpectNear(got, want, 0, what); }
+
+// One layer of a CNN as the builder adds it.
+struct Layer {
+  std::string op;  // "Conv", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", ...
+  int64_t out_channels = 0;  // Conv
+  Attrs attrs;
+};
+
+// x [n, c, spatial...] through the layers; `expose`: layer indices whose
+// output is an output of the model too.
+std::shared_ptr<const Model> Cnn(const Shape& x, const std::vector<Layer>& layers, std::vector<int> expose = {}) {
+  ModelBuilder b;
+  std::vector<Dim> dims(x.begin(), x.end());
+  b.AddInput("x", DType::kF32, dims);
+  std::string cur = "x";
+  int64_t channels = x[1];
+  const size_t spatial = x.size() - 2;
+  std::vector<std::string> extra_outputs;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    const std::string out = "h" + std::to_string(i), tag = std::to_string(i);
+    if (l.op == "Conv") {
+      Shape w = {l.out_channels, channels};
+      for (size_t d = 0; d < spatial; ++d) w.push_back(3);
+      b.AddWeight("w" + tag, DType::kF32, w, RandomValues(testing::Count(w), 100 + i, 0.4f));
+      b.AddWeight("b" + tag, DType::kF32, {l.out_channels}, RandomValues(l.out_channels, 200 + i));
+      Attrs attrs = l.attrs;
+      if (attrs.empty()) attrs = {{"pads", Shape(2 * spatial, 1)}};
+      b.AddOp("Conv", {cur, "w" + tag, "b" + tag}, {out}, attrs, "conv" + tag);
+      channels = l.out_channels;
+    } else if (l.op == "Add") {
+      b.AddWeight("k" + tag, DType::kF32, {}, std::vector<float>{0.25f});
+      b.AddOp("Add", {cur, "k" + tag}, {out}, {}, "add" + tag);
+    } else {
+      b.AddOp(l.op, {cur}, {out}, l.attrs, l.op + tag);
+    }
+    cur = out;
+    for (int e : expose) {
+      if (e == static_cast<int>(i)) extra_outputs.push_back(out);
+    }
+  }
+  b.AddOutput(cur);
+  for (const std::string& o : extra_outputs) b.AddOutput(o);
+  return Model::LoadFromBuffer(*b.Finish()).value();
+}
+
+const Attrs kPool2 = {{"kernel_shape", Shape{2, 2}}, {"strides", Shape{2, 2}}};
+
+TEST(OneDnnChainTest, ConsecutiveStepsRunAsOneChainEqualToUnchained) {
+  struct Case {
+    std::string what;
+    Shape x;
+    std::vector<Layer> layers;
+    std::vector<std::string> chained;  // the plan's steps
+  };
+  const std::vector<Case> cases = {
+      {"the small CNN: two blocks and a global pool",
+       {3, 3, 20, 20},
+       {{"Conv", 8}, {"Relu"}, {"MaxPool", 0, kPool2}, {"Conv", 16}, {"Relu"}, {"MaxPool", 0, kPool2},
+        {"GlobalAveragePool"}},
+       {"Conv+Relu+MaxPool>Conv+Relu+MaxPool>GlobalAveragePool"}},
+      {"odd channel counts (3, 5, 7, 13)",
+       {1, 3, 17, 15},
+       {{"Conv", 5}, {"Relu"}, {"Conv", 7}, {"MaxPool", 0, kPool2}, {"Conv", 13}, {"GlobalMaxPool"}},
+       {"Conv+Relu>Conv+MaxPool>Conv>GlobalMaxPool"}},
+      {"pools as links of their own, strided Conv, average counting pads",
+       {2, 16, 12, 12},
+       {{"Conv", 16, {{"pads", Shape{1, 1, 1, 1}}, {"strides", Shape{2, 2}}}},
+        {"Relu"},
+        {"Conv", 32},
+        {"Sigmoid"},
+        {"AveragePool", 0, {{"kernel_shape", Shape{3, 3}}, {"pads", Shape{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}}}},
+       {"Conv+Relu>Conv+Sigmoid+AveragePool"}},
+      {"1-d",
+       {2, 4, 31},
+       {{"Conv", 8}, {"Relu"}, {"MaxPool", 0, {{"kernel_shape", Shape{2}}, {"strides", Shape{2}}}}, {"Conv", 6},
+        {"GlobalAveragePool"}},
+       {"Conv+Relu+MaxPool>Conv>GlobalAveragePool"}},
+  };
+  for (const Case& c : cases) {
+    std::shared_ptr<const Model> model = Cnn(c.x, c.layers);
+    EXPECT_EQ(PlannedOps(*model, c.x, true, true), c.chained) << c.what;
+    const std::vector<std::string> unchained = PlannedOps(*model, c.x, true, false);
+    EXPECT_EQ(static_cast<int64_t>(unchained.size()), std::count(c.chained[0].begin(), c.chained[0].end(), '>') + 1)
+        << c.what;
+    const Tensor x = testing::MakeTensor<float>(DType::kF32, c.x, RandomValues(testing::Count(c.x), 7, 2));
+    const Tensor chained = RunTwice(model, x, true, true);
+    ExpectEqual(chained, RunTwice(model, x, true, false), c.what + ": chained vs unchained");
+    ExpectNear(chained, RunTwice(model, x, false, false), 1e-5, c.what + ": chained vs reference kernels");
+    ExpectEqual(RunTwice(model, x, true, true, 2), RunTwice(model, x, true, false, 2),
+                c.what + ": chained vs unchained, 2 threads");
+  }
+}
+
+TEST(OneDnnChainTest, StepsThatAreNotLinksEndTheChain) {
+  const Shape x = {1, 8, 16, 16};
+  struct Case {
+    std::string what;
+    std::vector<Layer> layers;
+    std::vector<int> expose;
+    std::vector<std::string> planned;
+  };
+  const std::vector<Case> cases = {
+      {"an Add between", {{"Conv", 8}, {"Relu"}, {"Add"}, {"Conv", 8}, {"MaxPool", 0, kPool2}}, {},
+       {"Conv+Relu", "Add", "Conv+MaxPool"}},
+      {"a Relu that no Conv takes (after a pool)",
+       {{"Conv", 8}, {"MaxPool", 0, kPool2}, {"Relu"}, {"Conv", 16}, {"GlobalAveragePool"}}, {},
+       {"Conv+MaxPool", "Relu", "Conv>GlobalAveragePool"}},
+      {"an intermediate that is an output", {{"Conv", 8}, {"Relu"}, {"Conv", 8}, {"Relu"}}, {1},
+       {"Conv+Relu", "Conv+Relu"}},
+      {"a chain that starts with a pool", {{"MaxPool", 0, kPool2}, {"Conv", 8}, {"GlobalAveragePool"}}, {},
+       {"MaxPool", "Conv>GlobalAveragePool"}},
+  };
+  for (const Case& c : cases) {
+    std::shared_ptr<const Model> model = Cnn(x, c.layers, c.expose);
+    EXPECT_EQ(PlannedOps(*model, x, true, true), c.planned) << c.what;
+    const Tensor in = testing::MakeTensor<float>(DType::kF32, x, RandomValues(testing::Count(x), 9, 2));
+    ExpectEqual(RunTwice(model, in, true, true), RunTwice(model, in, true, false), c.what + ": chained vs unchained");
+    ExpectNear(RunTwice(model, in, true, true), RunTwice(model, in, false, false), 1e-5,
+               c.what + ": vs reference kernels");
+  }
+  // oneDNN off: the reference kernels, step for step.
+  std::shared_ptr<const Model> model = Cnn(x, {{"Conv", 8}, {"Relu"}, {"Conv", 8}, {"GlobalAveragePool"}});
+  EXPECT_EQ(PlannedOps(*model, x, false, true), (std::vector<std::string>{"Conv", "Relu", "Conv", "GlobalAveragePool"}));
+}
+
+// A Conv oneDNN does not take (4 spatial dims) chained with one it does:
+// the links hand over grove's layout in the chain's workspace instead.
+TEST(OneDnnChainTest, LinksOneDnnDoesNotTakeRunTheirReferenceKernels) {
+  const Shape x = {1, 2, 4, 4, 4, 4};
+  std::shared_ptr<const Model> model = Cnn(x, {{"Conv", 3}, {"Relu"}, {"Conv", 4}, {"GlobalAveragePool"}});
+  const std::vector<std::string> ops = PlannedOps(*model, x, true, true);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(ops[0], ">")) << ops[0];
+  const Tensor in = testing::MakeTensor<float>(DType::kF32, x, RandomValues(testing::Count(x), 11, 2));
+  ExpectNear(RunTwice(model, in, true, true), RunTwice(model, in, false, false), 1e-5, "4-d chain vs reference");
+}
+
+}  // namespace
+}  // namespace grove
