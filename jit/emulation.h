@@ -2,10 +2,11 @@
 // the same jit/kernels/*.cuh text compiles as host C++ and runs in CI on
 // machines without a GPU (jit/emulation_launch.h runs a launch).
 //
-// Model: blocks run one after another; the threads of a block run at once,
-// each on its own host thread, so __syncthreads is a real barrier and
+// Model: blocks run one after another on the launching host thread; the
+// threads of a block are fibers (each its own stack) that run one at a time
+// and switch at each barrier, so __syncthreads is a real barrier and
 // __shared__ (a function-local static here) is shared by exactly one block at
-// a time. Warp shuffles exchange through a per-warp slot array between two
+// a time. Warp shuffles exchange through a per-thread slot array between two
 // warp-wide barriers, so every lane of a warp must reach each shuffle (the
 // kernels use full-mask shuffles in uniform control flow, as CUDA requires).
 // Kernels must not return before a __syncthreads that other threads reach.
