@@ -418,6 +418,57 @@ class GemvFamily : public KernelFamily {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Tiled transpose (jit/kernels/copy.cuh's transpose_tile)
+// ---------------------------------------------------------------------------
+// A problem: dst [batch, rows, cols] whose rows are contiguous in src (a
+// strided copy that moves a contiguous dim inward). Dtypes by element width
+// (u8, f16, i32, i64). Parameters: tile (TILE x TILE elements through
+// shared memory) and rows (thread rows: a block is tile x rows threads,
+// each moving tile / rows elements of a column, then of a row).
+class TransposeFamily : public KernelFamily {
+ public:
+  absl::string_view name() const override { return "transpose"; }
+  absl::string_view file() const override { return "copy"; }
+  std::vector<std::vector<DType>> dtype_lists() const override {
+    return {{DType::kU8}, {DType::kF16}, {DType::kI32}, {DType::kI64}};
+  }
+  std::vector<ParamSpace> space() const override { return {{"rows", {4, 8}}, {"tile", {16, 32}}}; }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    return InSpace(c) && c.dtypes == p.dtypes;
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    return KernelConfig{"transpose", p.dtypes, {{"rows", 8}, {"tile", 32}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
+    const int tile = c.Get("tile", 32);
+    const int64_t tiles = std::max<int64_t>(1, p.Dim("batch", 1)) * CeilDiv(std::max<int64_t>(1, p.Dim("rows")), tile) *
+                          CeilDiv(std::max<int64_t>(1, p.Dim("cols")), tile);
+    return LaunchShape{std::clamp<int64_t>(tiles, 1, kMaxBlocks), tile * c.Get("rows", 8)};
+  }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    CostTerms t;
+    const int tile = c.Get("tile", 32);
+    const int64_t batch = std::max<int64_t>(1, p.Dim("batch", 1)), rows = std::max<int64_t>(1, p.Dim("rows")),
+                  cols = std::max<int64_t>(1, p.Dim("cols"));
+    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+    const LaunchShape l = Launch(c, p);
+    // Tiles past the edges move nothing.
+    const double padded = static_cast<double>(batch) * (CeilDiv(rows, tile) * tile) * (CeilDiv(cols, tile) * tile);
+    t.waste = 1 - static_cast<double>(batch) * rows * cols / padded;
+    // A tile's row is one transaction of tile * el bytes: short rows of
+    // narrow elements use part of each 32-byte sector.
+    const double sector = std::min(1.0, tile * el / 32.0);
+    t.occupancy = Occupancy(l.blocks, l.threads, 24, static_cast<int64_t>(tile * (tile + 1) * el), gpu) *
+                  std::sqrt(static_cast<double>(tile) / c.Get("rows", 8) / 4.0);
+    t.occupancy = std::clamp(t.occupancy, 1.0 / (gpu.sms * 64.0), 1.0);
+    t.bytes = 2.0 * el * batch * rows * cols / sector;
+    t.flops = static_cast<double>(batch) * rows * cols;
+    t.estimate_us = Estimate(t, gpu);
+    return t;
+  }
+};
+
 const std::vector<const KernelFamily*>& Registry() {
   static const std::vector<const KernelFamily*>* const families = [] {
     const std::vector<DType> f32{DType::kF32}, f64{DType::kF64}, f16{DType::kF16}, bf16{DType::kBF16};
@@ -429,6 +480,7 @@ const std::vector<const KernelFamily*>& Registry() {
                                 1, 1}));
     v->push_back(new EwFamily());
     v->push_back(new GemvFamily());
+    v->push_back(new TransposeFamily());
     return v;
   }();
   return *families;

@@ -1,6 +1,7 @@
 // Data movement with elements as opaque bytes (GROVE_T0 is u8, f16, i32 or
 // i64 by width): the strided copy behind Transpose, Slice, Expand and Tile,
-// the row copy behind Concat and Split, and Pad.
+// the row copy behind Concat and Split, Pad, and the tiled transpose behind
+// strided copies that swap a contiguous dim inward (the "transpose" family).
 #ifndef GROVE_JIT_KERNELS_COPY_CUH_
 #define GROVE_JIT_KERNELS_COPY_CUH_
 
@@ -75,6 +76,39 @@ GROVE_DEVICE void pad(const PadParams& p) {
   }
 }
 
+// A tile of TILE x TILE elements a trip per block (grid-stride over
+// batch x row tiles x column tiles): thread (tx, ty) of TILE x ROWS reads
+// column c0 + ty + k * ROWS of the tile at row r0 + tx (consecutive in src),
+// then writes row r0 + ty + k * ROWS at column c0 + tx (consecutive in
+// dst). Threads past the edges skip; every thread reaches both barriers.
+template <typename T, int TILE, int ROWS>
+GROVE_DEVICE void transpose_tile(const TransposeTileParams& p) {
+  __shared__ T tile[TILE][TILE + 1];
+  const T* src = static_cast<const T*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  const int tx = static_cast<int>(threadIdx.x) % TILE, ty = static_cast<int>(threadIdx.x) / TILE;
+  const i64 row_tiles = (p.rows + TILE - 1) / TILE, col_tiles = (p.cols + TILE - 1) / TILE;
+  const i64 tiles = p.batch * row_tiles * col_tiles;
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const i64 b = t / (row_tiles * col_tiles), rem = t - b * row_tiles * col_tiles;
+    const i64 r0 = rem / col_tiles * TILE, c0 = rem % col_tiles * TILE;
+    if (ty < ROWS) {
+      for (int j = ty; j < TILE; j += ROWS) {
+        const i64 r = r0 + tx, c = c0 + j;
+        if (r < p.rows && c < p.cols) tile[j][tx] = src[b * p.src_batch + c * p.src_ld + r];
+      }
+    }
+    __syncthreads();
+    if (ty < ROWS) {
+      for (int j = ty; j < TILE; j += ROWS) {
+        const i64 r = r0 + j, c = c0 + tx;
+        if (r < p.rows && c < p.cols) dst[(b * p.rows + r) * p.cols + c] = tile[tx][j];
+      }
+    }
+    __syncthreads();  // the tile is written again on the next trip
+  }
+}
+
 }  // namespace mv
 }  // namespace grove_k
 
@@ -84,4 +118,20 @@ GROVE_DEVICE void pad(const PadParams& p) {
 GROVE_ENTRY(strided_copy, grove_k::StridedCopyParams) { grove_k::mv::strided_copy<GROVE_T0>(p); }
 GROVE_ENTRY(copy_rows, grove_k::CopyRowsParams) { grove_k::mv::copy_rows<GROVE_T0>(p); }
 GROVE_ENTRY(pad, grove_k::PadParams) { grove_k::mv::pad<GROVE_T0>(p); }
+// The module without a variant transposes with the family's generic tiles.
+#if defined(GROVE_V_TILE)
+#define GROVE_TRANSPOSE_TILE GROVE_V_TILE
+#else
+#define GROVE_TRANSPOSE_TILE 32
+#endif
+#if defined(GROVE_V_ROWS)
+#define GROVE_TRANSPOSE_ROWS GROVE_V_ROWS
+#else
+#define GROVE_TRANSPOSE_ROWS 8
+#endif
+GROVE_ENTRY(transpose_tile, grove_k::TransposeTileParams) {
+  grove_k::mv::transpose_tile<GROVE_T0, GROVE_TRANSPOSE_TILE, GROVE_TRANSPOSE_ROWS>(p);
+}
+#undef GROVE_TRANSPOSE_TILE
+#undef GROVE_TRANSPOSE_ROWS
 #endif

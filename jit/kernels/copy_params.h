@@ -31,6 +31,18 @@ struct CopyRowsParams {
   i64 src_ld, dst_ld;
 };
 
+// A batched transpose by tiles (the "transpose" kernel family): dst is
+// dense [batch, rows, cols] and dst[b][r][c] = src[b * src_batch + c *
+// src_ld + r], so a tile is read along r and written along c, both
+// coalesced, through shared memory (the copy's variants: GROVE_V_TILE x
+// GROVE_V_ROWS threads a block, tiles of TILE x TILE).
+struct TransposeTileParams {
+  const void* src;
+  void* dst;
+  i64 batch, rows, cols;
+  i64 src_batch, src_ld;
+};
+
 // Pad: dst (dense, out_shape) from src (in_shape, dense with in_strides);
 // begin[k] elements are added before dim k (negative: cropped). Out-of-range
 // coordinates read `mode`'s source, or the constant: *value (device, one

@@ -26,6 +26,9 @@ set(GROVE_KERNEL_selftest_T0 f32 f16)
 # bytes of any dtype.
 list(APPEND GROVE_KERNEL_FILES copy)
 set(GROVE_KERNEL_copy_T0 u8 f16 i32 i64)
+# The tiled transpose (family "transpose"): tiles of 16 or 32, 4 or 8
+# thread rows.
+set(GROVE_KERNEL_copy_VARIANTS rows4_tile16 rows8_tile16 rows4_tile32 rows8_tile32)
 list(APPEND GROVE_KERNEL_FILES gather)
 set(GROVE_KERNEL_gather_T0 u8 f16 i32 i64)
 list(APPEND GROVE_KERNEL_FILES gather_onehot)

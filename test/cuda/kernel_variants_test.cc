@@ -27,6 +27,7 @@
 #include "jit/kernel_cache.h"
 #include "jit/cost_model.h"
 #include "jit/kernel_config.h"
+#include "jit/kernels/copy_params.h"
 #include "jit/kernels/elementwise_params.h"
 #include "jit/kernels/gemv_params.h"
 #include "jit/kernels/norm_params.h"
@@ -36,6 +37,7 @@
 #include "jit/module.h"
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/strided_copy.h"
 #include "lib/backends/cuda/variant_launch.h"
 
 namespace grove {
@@ -643,6 +645,39 @@ void CheckGemv(cuda::Device& dev, const KernelConfig& c, int64_t m, int64_t n, i
   }
 }
 
+// dst [batch, rows, cols] = src[b * src_batch + c * ld + r] (ld >= rows),
+// elements of the config's width as random bytes, against a naive copy.
+void CheckTranspose(cuda::Device& dev, const KernelConfig& c, int64_t batch, int64_t rows, int64_t cols, int64_t ld) {
+  const size_t el = DTypeSize(c.dtypes[0]);
+  const int64_t src_batch = cols * ld + 3;  // batches apart, not packed
+  std::vector<uint8_t> src(static_cast<size_t>(batch * src_batch) * el);
+  std::mt19937 rng(static_cast<uint32_t>(batch * 131 + rows * 7 + cols));
+  for (uint8_t& b : src) b = static_cast<uint8_t>(rng());
+  Buffers b(dev);
+  grove_k::TransposeTileParams p{};
+  p.src = b.Upload(src);
+  p.dst = b.Upload(std::vector<uint8_t>(static_cast<size_t>(batch * rows * cols + 1) * el, 0xCD));
+  p.batch = batch;
+  p.rows = rows;
+  p.cols = cols;
+  p.src_batch = src_batch;
+  p.src_ld = ld;
+  const KernelProblem problem{"transpose", c.dtypes, {{"batch", batch}, {"cols", cols}, {"rows", rows}}};
+  LaunchVariant(dev, c, problem, "transpose_tile", p);
+  const std::vector<uint8_t> got = b.Download<uint8_t>(p.dst, static_cast<size_t>(batch * rows * cols + 1) * el);
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t col = 0; col < cols; ++col) {
+        const size_t at = static_cast<size_t>((bi * rows + r) * cols + col) * el;
+        const size_t from = static_cast<size_t>(bi * src_batch + col * ld + r) * el;
+        ASSERT_EQ(std::memcmp(&got[at], &src[from], el), 0)
+            << c.Name() << " batch " << bi << " row " << r << " col " << col << " of " << batch << "x" << rows << "x" << cols;
+      }
+    }
+  }
+  for (size_t q = 0; q < el; ++q) ASSERT_EQ(got[static_cast<size_t>(batch * rows * cols) * el + q], 0xCD) << c.Name();
+}
+
 void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
   auto dev = cuda::NewEmulatedDevice();
   const KernelFamily* f = jit::FindKernelFamily(family);
@@ -652,6 +687,7 @@ void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
   if (!all_dtypes && family == "norm") lists.push_back({DType::kF16});
   if (!all_dtypes && family == "reduce") lists.push_back({DType::kI32});
   if (!all_dtypes && family == "gemv") lists.push_back({DType::kBF16});
+  if (!all_dtypes && family == "transpose") lists.push_back({DType::kI64});
   for (const std::vector<DType>& dtypes : lists) {
     const std::vector<KernelConfig> sample = Sample(f->Enumerate(dtypes), stride);
     for (const KernelConfig& c : sample) {
@@ -672,6 +708,10 @@ void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
       } else if (family == "ew") {
         CheckEw(*dev, c, 1);
         CheckEw(*dev, c, 3000);
+      } else if (family == "transpose") {
+        CheckTranspose(*dev, c, 1, 37, 45, 37);  // partial tiles on both edges
+        CheckTranspose(*dev, c, 3, 5, 70, 9);    // fewer rows than a tile, padded rows
+        CheckTranspose(*dev, c, 2, 64, 32, 64);  // whole tiles
       } else if (family == "gemv") {
         CheckGemv(*dev, c, 3, 45, 70, 2, false, false);
         CheckGemv(*dev, c, 9, 33, 40, 1, true, false);
@@ -689,6 +729,35 @@ TEST(KernelVariantsTest, NormSampleOnTheEmulatedDevice) { RunFamily("norm", 3, f
 TEST(KernelVariantsTest, ReduceSampleOnTheEmulatedDevice) { RunFamily("reduce", 3, false); }
 TEST(KernelVariantsTest, EwSampleOnTheEmulatedDevice) { RunFamily("ew", 3, false); }
 TEST(KernelVariantsTest, GemvSampleOnTheEmulatedDevice) { RunFamily("gemv", 11, false); }
+TEST(KernelVariantsTest, TransposeSampleOnTheEmulatedDevice) { RunFamily("transpose", 1, false); }
+
+// A strided copy that moves a contiguous dim inward plans the tiled
+// transpose ([batch,] rows x cols after merging), with the generic tiles
+// without a step's context; other copies keep their kinds.
+TEST(KernelVariantsTest, StridedCopiesThatTransposePlanTheTiledKernel) {
+  // [2, 5, 7] -> [2, 7, 5] (perm 0, 2, 1) of f32: dst [2, 7, 5] reads src strides {35, 1, 7}.
+  absl::StatusOr<cuda::StridedCopyPlan> t = cuda::PlanStridedCopy(4, {2, 7, 5}, {35, 1, 7});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->kind, cuda::StridedCopyPlan::kTranspose);
+  EXPECT_EQ(t->transpose.batch, 2);
+  EXPECT_EQ(t->transpose.rows, 7);
+  EXPECT_EQ(t->transpose.cols, 5);
+  EXPECT_EQ(t->transpose.src_ld, 7);
+  EXPECT_EQ(t->transpose.src_batch, 35);
+  EXPECT_EQ(jit::Suffix(t->module), "__i32__rows8_tile32");
+  EXPECT_EQ(t->dims.block[0], 256u);
+  // NCHW -> NHWC of f16: H and W merge into one dim of rows.
+  t = cuda::PlanStridedCopy(2, {2, 4, 6, 3}, {72, 6, 1, 24});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->kind, cuda::StridedCopyPlan::kTranspose);
+  EXPECT_EQ(t->transpose.rows, 24);
+  EXPECT_EQ(t->transpose.cols, 3);
+  // A plain 2-D transpose; a broadcast (stride 0) and a reversed copy are not transposes.
+  EXPECT_EQ(cuda::PlanStridedCopy(8, {9, 4}, {1, 9})->kind, cuda::StridedCopyPlan::kTranspose);
+  EXPECT_EQ(cuda::PlanStridedCopy(4, {3, 4}, {1, 0})->kind, cuda::StridedCopyPlan::kKernel);
+  EXPECT_EQ(cuda::PlanStridedCopy(4, {3, 4}, {4, -1})->kind, cuda::StridedCopyPlan::kKernel);
+  EXPECT_EQ(cuda::PlanStridedCopy(4, {3, 4}, {8, 1})->kind, cuda::StridedCopyPlan::kRows);
+}
 
 // Vector widths (ew's vec): every vector variant (the sample's 64-thread
 // blocks; the full run all) of f32, f16, f64, i8 and bool on odd sizes,

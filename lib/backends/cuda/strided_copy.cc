@@ -4,9 +4,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "jit/kernel_config.h"
 #include "jit/kernels/copy_params.h"
 #include "jit/kernels/fill_params.h"
 #include "jit/kernels/gather_params.h"
+#include "lib/backends/cuda/variant_launch.h"
 
 namespace grove::cuda {
 
@@ -70,7 +72,7 @@ absl::Status CopyRows(ExecContext& ec, size_t elem_size, int64_t rows, int64_t c
 
 absl::StatusOr<StridedCopyPlan> PlanStridedCopy(size_t elem_size, absl::Span<const int64_t> shape,
                                                 absl::Span<const int64_t> src_strides,
-                                                absl::Span<const int64_t> wrap) {
+                                                absl::Span<const int64_t> wrap, const ir::KernelContext* ctx) {
   StridedCopyPlan plan;
   plan.elem_size = elem_size;
   std::vector<int64_t> dims, strides, wraps;
@@ -116,6 +118,31 @@ absl::StatusOr<StridedCopyPlan> PlanStridedCopy(size_t elem_size, absl::Span<con
   }
   absl::StatusOr<jit::ModuleSpec> module = WidthModule("copy", elem_size);
   if (!module.ok()) return module.status();
+  // [batch,] rows x cols with src strides [sb,] 1, ld: a transpose by tiles.
+  const bool no_wrap = std::all_of(wraps.begin(), wraps.end(), [](int64_t w) { return w == 0; });
+  if (no_wrap && (rank == 2 || rank == 3) && strides[rank - 2] == 1 && strides[rank - 1] != 0 &&
+      strides[rank - 1] != 1) {
+    grove_k::TransposeTileParams& t = plan.transpose;
+    t = grove_k::TransposeTileParams{};
+    t.batch = rank == 3 ? dims[0] : 1;
+    t.src_batch = rank == 3 ? strides[0] : 0;
+    t.rows = dims[rank - 2];
+    t.cols = dims[rank - 1];
+    t.src_ld = strides[rank - 1];
+    const jit::KernelProblem problem{"transpose", module->types, {{"batch", t.batch}, {"cols", t.cols}, {"rows", t.rows}}};
+    VariantLaunch v;
+    if (ctx != nullptr) {
+      v = ChooseLaunch(*ctx, problem);
+    } else {
+      const jit::KernelFamily* family = jit::FindKernelFamily("transpose");
+      if (family == nullptr) return absl::InternalError("the transpose kernel family is not registered");
+      v = LaunchOf(family->Generic(problem), problem);
+    }
+    plan.kind = StridedCopyPlan::kTranspose;
+    plan.module = v.module;
+    plan.dims = v.dims;
+    return plan;
+  }
   plan.kind = StridedCopyPlan::kKernel;
   plan.module = *std::move(module);
   grove_k::StridedCopyParams& p = plan.params;
@@ -145,6 +172,12 @@ absl::Status RunStridedCopy(ExecContext& ec, const StridedCopyPlan& plan, const 
       p.src = src;
       p.dst = dst;
       return ec.Launch(plan.module, "strided_copy", plan.dims, p);
+    }
+    case StridedCopyPlan::kTranspose: {
+      grove_k::TransposeTileParams p = plan.transpose;
+      p.src = src;
+      p.dst = dst;
+      return ec.Launch(plan.module, "transpose_tile", plan.dims, p);
     }
   }
   return absl::InternalError("a strided copy of no kind");

@@ -38,18 +38,24 @@ absl::Status StridedCopy(ExecContext& ec, size_t elem_size, absl::Span<const int
 // StridedCopy in two halves: PlanStridedCopy (in a prepare: dims merged, the
 // kind of copy, the launch parameters without pointers) and RunStridedCopy
 // (in the invoke: pointers in, one copy or launch).
+// kTranspose: after merging, dst is [batch,] rows x cols and src's rows
+// are contiguous (strides [src_batch,] 1, ld): the "transpose" family's
+// tiled kernel, its variant chosen for the step when `ctx` is given (the
+// dispatch table, else the cost model), else its generic tiles.
 struct StridedCopyPlan {
-  enum Kind { kNothing, kBytes, kRows, kKernel } kind = kNothing;
+  enum Kind { kNothing, kBytes, kRows, kKernel, kTranspose } kind = kNothing;
   size_t elem_size = 0;
   size_t bytes = 0;                         // kBytes
   int64_t rows = 0, cols = 0, src_ld = 0;   // kRows (dst_ld = cols)
   grove_k::StridedCopyParams params{};      // kKernel
+  grove_k::TransposeTileParams transpose{};  // kTranspose
   jit::ModuleSpec module;
   LaunchDims dims;
 };
 absl::StatusOr<StridedCopyPlan> PlanStridedCopy(size_t elem_size, absl::Span<const int64_t> shape,
                                                 absl::Span<const int64_t> src_strides,
-                                                absl::Span<const int64_t> wrap = {});
+                                                absl::Span<const int64_t> wrap = {},
+                                                const ir::KernelContext* ctx = nullptr);
 absl::Status RunStridedCopy(ExecContext& ec, const StridedCopyPlan& plan, const void* src, void* dst);
 
 // rows x cols elements: dst[r * dst_ld + c] = src[r * src_ld + c], with the
