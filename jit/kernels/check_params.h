@@ -30,6 +30,30 @@ struct CheckSite {
   u64 site;
 };
 
+// Parameters of check.cuh's kernels, which check values and write nothing
+// else: for a step whose own kernel has no element to check them on (a
+// Gather or ScatterND with nothing to move) or whose kernel is not the place
+// (integer Div's divisor, checked beside the elementwise launch).
+
+// `count` index tuples of dims.rank coordinates each (i32 or i64),
+// coordinate d within [-dims.d[d], dims.d[d]); a = the tuple, b = the
+// coordinate.
+struct IndexCheckParams {
+  const void* indices;
+  i64 count;
+  Dims dims;
+  int indices_i64;
+  CheckSite check;
+};
+
+// `n` integer elements (GROVE_T0 of their width) that must not be 0; value =
+// a zero's flat position (any one), bound = n.
+struct NonZeroCheckParams {
+  const void* values;
+  i64 n;
+  CheckSite check;
+};
+
 }  // namespace grove_k
 
 #endif  // GROVE_JIT_KERNELS_CHECK_PARAMS_H_

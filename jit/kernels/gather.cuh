@@ -1,30 +1,15 @@
 // Index-driven data movement by element width (GROVE_T0 is u8, f16, i32 or
-// i64): Gather, GatherElements, ScatterND, and the index check alone. See
-// gather_params.h for how out-of-range indices are reported.
+// i64): Gather, GatherElements, ScatterND. See gather_params.h for how
+// out-of-range indices are reported.
 #ifndef GROVE_JIT_KERNELS_GATHER_CUH_
 #define GROVE_JIT_KERNELS_GATHER_CUH_
 
-#include "jit/kernels/check.cuh"
 #include "jit/kernels/gather_params.h"
 #include "jit/kernels/index_common.cuh"
 #include "jit/kernels/prelude.cuh"
 
 namespace grove_k {
 namespace mv {
-
-GROVE_DEVICE i64 read_index(const void* indices, int is_i64, i64 j) {
-  return is_i64 != 0 ? static_cast<const i64*>(indices)[j] : static_cast<i64>(static_cast<const i32*>(indices)[j]);
-}
-
-// The index normalised into [0, dim), or -1 (recorded at `check`, with
-// `a` and `b` saying where it was).
-GROVE_DEVICE i64 checked_index(i64 v, i64 dim, const CheckSite& check, i64 a, i64 b) {
-  const i64 given = v;
-  if (v < 0) v += dim;
-  if (v >= 0 && v < dim) return v;
-  report_check(check, given, dim, a, b);
-  return -1;
-}
 
 template <typename T>
 GROVE_DEVICE void gather(const GatherParams& p) {
@@ -80,16 +65,6 @@ GROVE_DEVICE void scatter_nd(const ScatterNDParams& p) {
   }
 }
 
-GROVE_DEVICE void check_indices(const IndexCheckParams& p) {
-  const i64 n = p.count * p.dims.rank;
-  const i64 step = grid_threads();
-  for (i64 i = global_thread(); i < n; i += step) {
-    const i64 j = i / p.dims.rank;
-    const int d = static_cast<int>(i - j * p.dims.rank);
-    checked_index(read_index(p.indices, p.indices_i64, i), p.dims.d[d], p.check, j, d);
-  }
-}
-
 }  // namespace mv
 }  // namespace grove_k
 
@@ -99,5 +74,4 @@ GROVE_DEVICE void check_indices(const IndexCheckParams& p) {
 GROVE_ENTRY(gather, grove_k::GatherParams) { grove_k::mv::gather<GROVE_T0>(p); }
 GROVE_ENTRY(gather_elements, grove_k::GatherElementsParams) { grove_k::mv::gather_elements<GROVE_T0>(p); }
 GROVE_ENTRY(scatter_nd, grove_k::ScatterNDParams) { grove_k::mv::scatter_nd<GROVE_T0>(p); }
-GROVE_ENTRY(check_indices, grove_k::IndexCheckParams) { grove_k::mv::check_indices(p); }
 #endif

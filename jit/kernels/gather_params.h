@@ -56,18 +56,6 @@ struct ScatterNDParams {
   CheckSite check;  // a = the tuple, b = the coordinate
 };
 
-// Checks `count` index tuples of dims.rank coordinates each (coordinate d
-// within [-dims.d[d], dims.d[d])) and writes nothing else: the check of a
-// Gather or ScatterND that has no element to move (an empty output or
-// slice), which the host cannot do without reading the indices back.
-struct IndexCheckParams {
-  const void* indices;
-  i64 count;
-  Dims dims;
-  int indices_i64;
-  CheckSite check;  // a = the tuple, b = the coordinate
-};
-
 // OneHot: dst viewed as [outer, depth, inner] from indices [outer, inner];
 // values = {off, on} on the device.
 struct OneHotParams {

@@ -1,7 +1,8 @@
 // Deferred device checks end to end (lib/backends/cuda/exec_context.h): a
 // model whose Gather, GatherElements and ScatterND take indices computed on
-// the device runs as one segment (one CUDA graph) on the emulated device; a
-// run with a bad index fails with the CPU's message (node, index, bound),
+// the device (and one with an integer Div) runs as one segment (one CUDA
+// graph) on the emulated device; a run with a bad index (a zero divisor)
+// fails with the CPU's message (node, value, bound),
 // read at the run's end, eagerly and when the segment replays as a graph;
 // the session stays usable and equals the CPU after it.
 #include <cstring>
@@ -193,6 +194,55 @@ TEST(CudaDeviceChecksTest, RunIntoReportsTheFailureToo) {
   EXPECT_THAT(s.message(), HasSubstr("Gather index 100 is out of range for axis 0 of size 5"));
   in.ids.as<int64_t>()[2] = 1;
   EXPECT_TRUE(cuda->RunInto(in.views(), {y.view()}).ok());
+}
+
+// Integer Div of two inputs (its divisor only on the device): checked there,
+// one segment; a zero divisor fails the run with the CPU's message.
+TEST(CudaDeviceChecksTest, AZeroIntegerDivisorFailsTheRunWithTheCpuMessage) {
+  ModelBuilder b;
+  b.AddSymbol("n", 1, 64);
+  b.AddInput("a", DType::kI32, {"n"});
+  b.AddInput("b", DType::kI32, {"n"});
+  b.AddOp("Div", {"a", "b"}, {"q"}, {}, "ratio");
+  b.AddOp("Neg", {"q"}, {"y"}, {}, "negate");
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+  ExecutionInfoOptions describe;
+  describe.device = Device::kCuda;
+  describe.input_shapes = {{5}, {5}};
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, describe);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->paths.front().host_steps.empty());
+  EXPECT_EQ(info->paths.front().segments.size(), 1u);
+
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  for (GraphMode graphs : {GraphMode::kOn, GraphMode::kOff}) {
+    std::unique_ptr<Session> cuda = EmulatedSession(model, graphs);
+    ASSERT_NE(cuda, nullptr);
+    Tensor a = Tensor::Create(DType::kI32, {5}).value(), d = Tensor::Create(DType::kI32, {5}).value();
+    for (int i = 0; i < 5; ++i) {
+      a.as<int32_t>()[i] = 17 * i - 30;
+      d.as<int32_t>()[i] = i - 7;
+    }
+    auto run = [&](Session& s) -> absl::StatusOr<Tensor> {
+      absl::StatusOr<std::vector<TensorView>> out = s.Run({a.view(), d.view()});
+      if (!out.ok()) return out.status();
+      return Tensor::CopyOf(out->front());
+    };
+    for (int i = 0; i < 2; ++i) ExpectSameBits(run(*cpu).value(), run(*cuda).value(), "good");
+    const SessionStats before = cuda->stats();
+    d.as<int32_t>()[3] = 0;
+    absl::StatusOr<Tensor> want = run(*cpu);
+    ASSERT_FALSE(want.ok());
+    absl::StatusOr<Tensor> got = run(*cuda);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().message(), want.status().message());
+    EXPECT_THAT(got.status().message(),
+                HasSubstr("(Div 'ratio') in subgraph 0: integer division by zero: input 1 (B) holds 0 at flat index 3"));
+    EXPECT_EQ(cuda->stats().device_synchronizations - before.device_synchronizations, 1);
+    d.as<int32_t>()[3] = 2;
+    ExpectSameBits(run(*cpu).value(), run(*cuda).value(), "after the error");
+  }
 }
 
 }  // namespace

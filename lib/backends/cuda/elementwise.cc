@@ -18,6 +18,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/fusion.h"
+#include "lib/backends/cuda/strided_copy.h"
 #include "lib/backends/cuda/variant_launch.h"
 #include "lib/ir/element_types.h"
 
@@ -109,9 +110,11 @@ struct EwPrepared {
   std::vector<EwLaunch> launches;
   bool uses_acc = false;  // the variadic accumulator lives in the workspace
   // Read when the step runs (the plan does not know the values on the host):
-  // Clip's bounds (inputs 1 and 2), integer Div's divisor check (input 1).
+  // Clip's bounds (inputs 1 and 2).
   bool clip_bounds_at_run = false;
-  bool divisor_check_at_run = false;
+  // Integer Div's divisor when only the device has it: checked there beside
+  // the launch, a zero reported at the run's end (deferred checks).
+  DeviceCheckSite divisor_check;
 };
 
 // Lays inputs [first, first + count) out against output 0 and adds the
@@ -260,8 +263,8 @@ absl::StatusOr<ir::PreparedKernel> PrepareClip(const KernelContext& ctx) {
 // Binary ops.
 // ---------------------------------------------------------------------------
 
-// Integer Div: the CPU refuses a zero divisor; so does this (reading B on
-// the host, from its host copy when the plan knows it).
+// Integer Div: the CPU refuses a zero divisor; so does this (reading B's
+// host copy when the plan knows it; else on the device, see EwPrepared).
 absl::Status CheckNoZeroDivisor(const KernelContext& ctx) {
   const TensorView& b = ctx.input(1);
   absl::StatusOr<std::vector<uint8_t>> bytes = Exec(ctx).ReadBytes(ctx, 1);
@@ -282,25 +285,29 @@ absl::StatusOr<ir::PreparedKernel> PrepareArithmetic(const KernelContext& ctx) {
   if (absl::Status s = CheckSameInputDTypes(ctx, 0, 1); !s.ok()) return s;
   if (absl::Status s = CheckOutputDType(ctx, dtype); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, dtype, kNumeric); !s.ok()) return s;
-  bool check_at_run = false;
+  DeviceCheckSite divisor_check;
   if (kOp == grove_k::kEwDiv && IsIntegral(dtype) && ctx.output(0).num_elements() > 0) {
     // Check the broadcast first: a bad shape is the error the CPU reports.
     std::vector<const std::vector<int64_t>*> shapes{&ctx.input(0).shape, &ctx.input(1).shape};
     absl::StatusOr<EwLayout> layout = PlanEwLayout(ctx.output(0).shape, shapes);
     if (!layout.ok()) return ctx.Error(layout.status().message());
     // A divisor the plan knows is checked now; one computed on the device
-    // is read back when the step runs (the step needs the host).
+    // is checked there when the step runs, without a wait.
     if (Exec(ctx).ValuesOnHost(ctx, 1)) {
       if (absl::Status s = CheckNoZeroDivisor(ctx); !s.ok()) return s;
     } else {
-      check_at_run = true;
+      absl::StatusOr<DeviceCheckSite> site = Exec(ctx).CheckSite(ctx, [](const grove_k::CheckRecord& r) {
+        return absl::StrCat("integer division by zero: input 1 (B) holds 0 at flat index ", r.value);
+      });
+      if (!site.ok()) return site.status();
+      divisor_check = *std::move(site);
     }
   }
   absl::StatusOr<ir::PreparedKernel> k = PrepareOne(ctx, dtype, BaseParams(kOp), 2);
-  if (!k.ok() || !check_at_run) return k;
+  if (!k.ok() || divisor_check.check.record == nullptr) return k;
   EwPrepared e = *static_cast<const EwPrepared*>(k->params.get());
-  e.divisor_check_at_run = true;
-  return MakePrepared(std::move(e), 0, /*needs_host=*/true);
+  e.divisor_check = std::move(divisor_check);
+  return MakePrepared(std::move(e));
 }
 
 template <int kOp, uint32_t kTypes>
@@ -374,10 +381,14 @@ absl::StatusOr<ir::PreparedKernel> PrepareVariadic(const KernelContext& ctx) {
 absl::Status EwKernel(KernelContext& ctx) {
   const EwPrepared* e = PreparedParams<EwPrepared>(ctx);
   if (e == nullptr) return NotPrepared(ctx);
-  if (e->divisor_check_at_run) {
-    if (absl::Status s = CheckNoZeroDivisor(ctx); !s.ok()) return s;
-  }
   ExecContext& ec = Exec(ctx);
+  if (e->divisor_check.check.record != nullptr) {
+    const TensorView& b = ctx.input(1);
+    if (absl::Status s = LaunchNonZeroCheck(ec, b.data, DTypeSize(b.dtype), b.num_elements(), e->divisor_check.check);
+        !s.ok()) {
+      return s;
+    }
+  }
   for (const EwLaunch& l : e->launches) {
     grove_k::EwParams p = l.p;
     if (e->clip_bounds_at_run) {

@@ -7,7 +7,7 @@
 #include "jit/kernel_config.h"
 #include "jit/kernels/copy_params.h"
 #include "jit/kernels/fill_params.h"
-#include "jit/kernels/gather_params.h"
+#include "jit/kernels/check_params.h"
 #include "lib/backends/cuda/variant_launch.h"
 
 namespace grove::cuda {
@@ -38,8 +38,20 @@ absl::Status LaunchIndexCheck(ExecContext& ec, const void* indices, bool indices
   for (size_t d = 0; d < dims.size(); ++d) p.dims.d[d] = dims[d];
   p.indices_i64 = indices_i64 ? 1 : 0;
   p.check = check;
-  const jit::ModuleSpec module{"gather", {DType::kI64}};
+  const jit::ModuleSpec module{"check", {DType::kI64}};
   return ec.Launch(module, "check_indices", Grid1D(count * p.dims.rank), p);
+}
+
+absl::Status LaunchNonZeroCheck(ExecContext& ec, const void* values, size_t elem_size, int64_t n,
+                                const grove_k::CheckSite& check) {
+  if (n == 0) return absl::OkStatus();
+  absl::StatusOr<jit::ModuleSpec> module = WidthModule("check", elem_size);
+  if (!module.ok()) return module.status();
+  grove_k::NonZeroCheckParams p{};
+  p.values = values;
+  p.n = n;
+  p.check = check;
+  return ec.Launch(*module, "check_nonzero", Grid1D(n), p);
 }
 
 const TensorView* HostValues(const ExecContext& ec, const ir::KernelContext& ctx, int i) {

@@ -64,11 +64,16 @@ absl::Status CopyRows(ExecContext& ec, size_t elem_size, int64_t rows, int64_t c
                       int64_t src_ld, void* dst, int64_t dst_ld);
 
 // Checks `count` index tuples (i32 or i64) against `dims` on the device
-// (jit/kernels/gather.cuh's check_indices), a failure recorded at `check`
+// (jit/kernels/check.cuh's check_indices), a failure recorded at `check`
 // (a deferred check, exec_context.h): the check of a Gather or ScatterND that
 // has no element to move. Nothing when count is 0.
 absl::Status LaunchIndexCheck(ExecContext& ec, const void* indices, bool indices_i64, int64_t count,
                               absl::Span<const int64_t> dims, const grove_k::CheckSite& check);
+// Checks that none of `n` integers of `elem_size` bytes at `values` is 0 on
+// the device (check.cuh's check_nonzero), a zero's flat position recorded at
+// `check`: integer Div's divisor when only the device has it.
+absl::Status LaunchNonZeroCheck(ExecContext& ec, const void* values, size_t elem_size, int64_t n,
+                                const grove_k::CheckSite& check);
 
 // The host copy of input i when the plan knows its values, else nullptr.
 const TensorView* HostValues(const ExecContext& ec, const ir::KernelContext& ctx, int i);
