@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "grove/grove.h"
+#include "grove/kernel_ranking.h"
 #include "gtest/gtest.h"
+#include "jit/cost_model.h"
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/backends/emulated_cuda.h"
 #include "test/cuda/test_kernel_families.h"
@@ -444,6 +446,59 @@ TEST(KernelChoiceReportTest, ConvConvTransposeAndLstmChooseTheirGemmsWhenPrepare
     ASSERT_EQ(a.size(), w.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], w[i], 1e-4) << o_i << " at " << i;
   }
+}
+
+
+// grove::RankKernelVariants re-ranks a recorded choice: the cost model's
+// order, the pick's rank and terms; GEMMs are not modeled; bad fields are
+// errors naming them.
+TEST(KernelChoiceReportTest, RankKernelVariantsReranksAChoice) {
+  KernelChoiceInfo c;
+  c.config = "softmax__f32__lanes32_threads64";
+  c.problem = "inner=1,n=100,rows=64";
+  c.op = "Softmax";
+  c.node = "sm";
+  absl::StatusOr<KernelRanking> r = RankKernelVariants(c, "sm_90", 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->modeled);
+  EXPECT_EQ(r->valid_variants, 15);
+  ASSERT_EQ(r->ranked.size(), 3u);
+  const jit::KernelProblem problem{"softmax", {DType::kF32}, {{"inner", 1}, {"n", 100}, {"rows", 64}}};
+  const std::vector<jit::RankedVariant> want =
+      jit::RankVariants(*jit::FindKernelFamily("softmax"), problem, jit::GpuTraits::FromArch(90));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r->ranked[i].config, want[i].config.Name());
+    EXPECT_DOUBLE_EQ(r->ranked[i].estimate_us, want[i].cost.estimate_us);
+    EXPECT_DOUBLE_EQ(r->ranked[i].waste, want[i].cost.waste);
+  }
+  int rank = -1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].config.Name() == c.config) rank = static_cast<int>(i);
+  }
+  EXPECT_EQ(r->pick_rank, rank);
+  EXPECT_EQ(r->pick.config, c.config);
+  EXPECT_DOUBLE_EQ(r->pick.estimate_us, want[rank].cost.estimate_us);
+  EXPECT_EQ(RankKernelVariants(c, "sm_90", 0)->ranked.size(), 15u);
+
+  KernelChoiceInfo g;
+  g.config = "gemm__f32__algo2";
+  g.problem = "batch=1,k=64,m=10,n=32";
+  r = RankKernelVariants(g, "90");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->modeled);
+  EXPECT_TRUE(r->ranked.empty());
+
+  EXPECT_THAT(std::string(RankKernelVariants(c, "banana").status().message()), HasSubstr("banana"));
+  KernelChoiceInfo bad = c;
+  bad.problem = "rows=64,n=100";  // not sorted
+  EXPECT_THAT(std::string(RankKernelVariants(bad, "sm_90").status().message()), HasSubstr("'rows=64,n=100'"));
+  bad.problem = "n=x";
+  EXPECT_FALSE(RankKernelVariants(bad, "sm_90").ok());
+  bad = c;
+  bad.config = "softmax__f32__lanes32_threads65";  // not in the space
+  EXPECT_THAT(std::string(RankKernelVariants(bad, "sm_90").status().message()), HasSubstr("Softmax 'sm'"));
+  bad.config = "softmax";
+  EXPECT_FALSE(RankKernelVariants(bad, "sm_90").ok());
 }
 
 }  // namespace
