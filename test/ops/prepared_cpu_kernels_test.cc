@@ -1,6 +1,6 @@
 // The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
-// Gemm, MatMul; RoiAlign; the elementwise and math ops; reductions; the
-// shape and layout ops): each is registered with a prepare; a bad attribute
+// Gemm, MatMul; RoiAlign; the elementwise and math ops; reductions, ArgMax and
+// ArgMin; the shape and layout ops, Trilu, Range, ConstantOfShape, OneHot): each is registered with a prepare; a bad attribute
 // or shape is reported by the prepare, before any invoke; one prepare serves
 // several invokes on new input values with the results of a fresh run
 // (RunOp, which the op tests check against naive references) and, for
@@ -325,6 +325,44 @@ std::vector<Case> ReductionAndShapeCases() {
                [](int seed) {
                  return std::vector<Tensor>{F32({2, 3, 2}, seed), I64({2}, {1, 2}),
                                             MakeTensor<float>(DType::kF32, {}, {0.0f}), I64({1}, {1})};
+               }});
+  // ArgMax / ArgMin: the best value per column in the workspace; ties.
+  c.push_back({"ArgMaxMiddleAxis", "ArgMax", {{"axis", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{F32({3, 4, 5}, seed)}; }, 1, true});
+  c.push_back({"ArgMinLastIndexInt32", "ArgMin", {{"axis", int64_t{-1}}, {"select_last_index", int64_t{1}},
+                                                  {"keepdims", int64_t{0}}},
+               [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {4, 6}, seed)}; }, 1, true});
+  c.push_back({"ArgMaxHalfTies", "ArgMax", {{"axis", int64_t{0}}},
+               [](int seed) { return std::vector<Tensor>{ToHalf(F32({6, 3}, seed % 2), DType::kF16)}; }, 1, true});
+  // Trilu, Range, ConstantOfShape, OneHot: their parameter inputs (k, start /
+  // limit / delta, shape, depth) known at prepare, as a plan's weights are.
+  c.push_back({"TriluUpperK", "Trilu", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 4, 5}, seed), I64({}, {1})}; }});
+  c.push_back({"TriluLowerNegativeK", "Trilu", {{"upper", int64_t{0}}},
+               [](int seed) { return std::vector<Tensor>{F32({5, 3}, seed), I64({}, {-2})}; }});
+  c.push_back({"TriluNoK", "Trilu", {}, [](int seed) { return std::vector<Tensor>{F32({3, 3}, seed)}; }});
+  c.push_back({"RangeInt64", "Range", {},
+               [](int) { return std::vector<Tensor>{I64({}, {-3}), I64({}, {20}), I64({}, {4})}; }});
+  c.push_back({"RangeF32", "Range", {},
+               [](int) {
+                 return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {}, {0.5f}),
+                                            MakeTensor<float>(DType::kF32, {}, {-2.0f}),
+                                            MakeTensor<float>(DType::kF32, {}, {-0.3f})};
+               }});
+  c.push_back({"ConstantOfShapeValue", "ConstantOfShape", {},
+               [](int seed) {
+                 return std::vector<Tensor>{I64({3}, {2, 3, 4}),
+                                            MakeTensor<int32_t>(DType::kI32, {1}, {seed * 7 - 3})};
+               }});
+  c.push_back({"OneHotAxis1", "OneHot", {{"axis", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{I64({2, 3}, {0, 4, -1, seed, -5, 9}), I64({}, {5}),
+                                            MakeTensor<float>(DType::kF32, {2}, {0.5f * seed, 2.0f})};
+               }});
+  c.push_back({"OneHotFloatIndices", "OneHot", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({4}, seed), MakeTensor<float>(DType::kF32, {1}, {3.0f}),
+                                            I64({2}, {0, seed + 1})};
                }});
   return c;
 }
@@ -690,6 +728,18 @@ void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<BadCase> BadCases() {
   std::vector<BadCase> c;
+  c.push_back({"ArgMaxAxis", "ArgMax", {{"axis", int64_t{2}}}, {F32({2, 3}, 0)}, {{DType::kI64, {2, 1}}},
+               "axis 2 is out of range for rank 2"});
+  c.push_back({"ArgMinOutput", "ArgMin", {}, {F32({2, 3}, 0)}, {{DType::kI64, {2, 3}}},
+               "output 0 was allocated with shape [2, 3] but the kernel writes [1, 3]"});
+  c.push_back({"TriluRank1", "Trilu", {}, {F32({4}, 0)}, {{DType::kF32, {4}}}, "rank"});
+  c.push_back({"RangeZeroDelta", "Range", {}, {I64({}, {0}), I64({}, {4}), I64({}, {0})}, {{DType::kI64, {4}}},
+               "delta"});
+  c.push_back({"ConstantOfShapeNegative", "ConstantOfShape", {}, {I64({2}, {2, -1})}, {{DType::kF32, {2, 1}}},
+               "shape (input 0)"});
+  c.push_back({"OneHotDepthTwoValues", "OneHot", {},
+               {I64({2}, {0, 1}), I64({2}, {3, 4}), MakeTensor<float>(DType::kF32, {2}, {0.0f, 1.0f})},
+               {{DType::kF32, {2, 3}}}, "depth"});
   const Shape x4 = {1, 2, 5, 5};
   c.push_back({"SoftmaxAxis", "Softmax", {{"axis", int64_t{3}}}, {F32({2, 3, 4}, 0)}, {{DType::kF32, {2, 3, 4}}},
                "attribute 'axis': axis 3 is out of range for rank 3"});
@@ -873,6 +923,57 @@ TEST(PreparedCpuKernelInvokeTest, SliceWithUnknownParametersReadsThemPerRun) {
     absl::StatusOr<std::vector<Tensor>> fresh = RunOp("Slice", Ptrs(in), {});
     ASSERT_TRUE(fresh.ok()) << fresh.status();
     EXPECT_TRUE(SameBytes(step.outputs()[0], (*fresh)[0]));
+  }
+}
+
+// Trilu's k, Range's start / limit / delta, ConstantOfShape's shape and
+// OneHot's depth given as values the plan does not know are read when the
+// step runs; the prepare defers them, each invoke gives a fresh run's bytes.
+TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) {
+  struct Unknown {
+    std::string type;
+    Attrs attrs;
+    std::function<std::vector<Tensor>(int seed)> inputs;
+    std::vector<int> unknown;
+  };
+  const std::vector<Unknown> cases = {
+      {"Trilu", {}, [](int seed) { return std::vector<Tensor>{F32({3, 4}, seed), I64({}, {seed - 1})}; }, {1}},
+      {"Trilu", {{"upper", int64_t{0}}},
+       [](int seed) { return std::vector<Tensor>{F32({2, 2, 3}, seed), I64({}, {-seed})}; }, {1}},
+      // Five values whatever the start.
+      {"Range", {},
+       [](int seed) { return std::vector<Tensor>{I64({}, {seed * 3}), I64({}, {seed * 3 + 10}), I64({}, {2})}; },
+       {0, 1, 2}},
+      {"ConstantOfShape", {},
+       [](int seed) {
+         return std::vector<Tensor>{I64({2}, {2, 3}), MakeTensor<float>(DType::kF32, {1}, {0.25f * seed})};
+       },
+       {0, 1}},
+      {"OneHot", {},
+       [](int seed) {
+         return std::vector<Tensor>{I64({3}, {seed, 1, -1}), I64({}, {4}),
+                                    MakeTensor<float>(DType::kF32, {2}, {0.0f, 1.0f + seed})};
+       },
+       {0, 1, 2}},
+  };
+  for (const Unknown& c : cases) {
+    SCOPED_TRACE(c.type);
+    const std::vector<Tensor> first = c.inputs(0);
+    absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs);
+    ASSERT_TRUE(like.ok()) << like.status();
+    PreparedStep step(c.type, c.attrs, first, *like);
+    for (int i : c.unknown) step.ForgetValue(i);
+    absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    step.Keep(*std::move(prepared));
+    for (int seed = 0; seed < 3; ++seed) {
+      const std::vector<Tensor> in = c.inputs(seed);
+      size_t largest = 0;
+      ASSERT_TRUE(step.Invoke(in, &largest).ok());
+      absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(in), c.attrs);
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      EXPECT_TRUE(SameBytes(step.outputs()[0], (*fresh)[0])) << "seed " << seed;
+    }
   }
 }
 

@@ -582,70 +582,166 @@ absl::Status SizeKernel(ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status RangeKernel(ir::KernelContext& ctx) {
+// Whether input i's values can be read at prepare: omitted, empty, or known
+// to the plan (a weight, a folded value; any value outside a plan).
+bool InputKnown(const ir::KernelContext& ctx, int i) {
+  return !ctx.has_input(i) || ctx.input(i).data != nullptr || ctx.input(i).num_elements() == 0;
+}
+
+// Range, ConstantOfShape, Trilu and OneHot read parameter inputs (start /
+// limit / delta, shape, k, depth): their params are made once when the plan
+// knows those values, per run otherwise (`planned` false), the same params
+// either way.
+
+// Range: the count and the loop of the dtype; start and delta read per run.
+using RangeFillFn = void (*)(const void* start, const void* delta, int64_t count, void* out);
+
+template <typename T>
+void FillRange(const void* start, const void* delta, int64_t count, void* out_data) {
+  const T s = *static_cast<const T*>(start), d = *static_cast<const T*>(delta);
+  T* out = static_cast<T*>(out_data);
+  for (int64_t i = 0; i < count; ++i) {
+    if constexpr (std::is_integral_v<T>) {
+      // Every value lies between start and limit; wrapping arithmetic gets
+      // there even when i * delta alone would overflow.
+      out[i] = static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(s)) +
+                              static_cast<uint64_t>(i) * static_cast<uint64_t>(static_cast<int64_t>(d)));
+    } else {
+      out[i] = static_cast<T>(static_cast<double>(s) + static_cast<double>(i) * static_cast<double>(d));
+    }
+  }
+}
+
+struct RangeParams {
+  bool planned = false;
+  int64_t count = 0;
+  RangeFillFn fill = nullptr;
+};
+
+absl::StatusOr<RangeParams> MakeRangeParams(const ir::KernelContext& ctx) {
   const TensorView& start = ctx.input(0);
   if (absl::Status s = backends::CheckRangeInputs(ctx); !s.ok()) return s;
   absl::StatusOr<int64_t> count = ir::RangeCount(start, ctx.input(1), ctx.input(2));
   if (!count.ok()) return ctx.Error(count.status().message());
   if (absl::Status s = CheckPlannedOutput(ctx, 0, start.dtype, {*count}); !s.ok()) return s;
-  return VisitDType<float, double, int32_t, int64_t>(ctx, start.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T s = *start.as<const T>(), d = *ctx.input(2).as<const T>();
-    T* out = ctx.output(0).as<T>();
-    for (int64_t i = 0; i < *count; ++i) {
-      if constexpr (std::is_integral_v<T>) {
-        // Every value lies between start and limit; wrapping arithmetic gets
-        // there even when i * delta alone would overflow.
-        out[i] = static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(s)) +
-                                static_cast<uint64_t>(i) * static_cast<uint64_t>(static_cast<int64_t>(d)));
-      } else {
-        out[i] = static_cast<T>(static_cast<double>(s) + static_cast<double>(i) * static_cast<double>(d));
-      }
-    }
+  RangeParams p;
+  p.planned = true;
+  p.count = *count;
+  absl::Status chosen = VisitDType<float, double, int32_t, int64_t>(ctx, start.dtype, [&](auto tag) {
+    p.fill = &FillRange<typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  return p;
 }
 
-absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareRange(const ir::KernelContext& ctx) {
+  if (!InputKnown(ctx, 0) || !InputKnown(ctx, 1) || !InputKnown(ctx, 2)) {
+    return backends::MakePrepared(RangeParams{});
+  }
+  absl::StatusOr<RangeParams> p = MakeRangeParams(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p));
+}
+
+absl::Status RangeKernel(ir::KernelContext& ctx) {
+  const RangeParams* prepared = backends::PreparedParams<RangeParams>(ctx);
+  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
+  RangeParams run;
+  if (!prepared->planned) {
+    absl::StatusOr<RangeParams> made = MakeRangeParams(ctx);
+    if (!made.ok()) return made.status();
+    run = *made;
+  }
+  const RangeParams& p = prepared->planned ? *prepared : run;
+  p.fill(ctx.input(0).data, ctx.input(2).data, p.count, ctx.output(0).data);
+  return absl::OkStatus();
+}
+
+// ConstantOfShape: the dtype and the element count; the value (input 1)
+// copied per run.
+struct ConstantOfShapeParams {
+  bool planned = false;
+  DType dtype = DType::kF32;
+  int64_t count = 0;
+};
+
+absl::StatusOr<ConstantOfShapeParams> MakeConstantOfShapeParams(const ir::KernelContext& ctx) {
   absl::StatusOr<std::vector<int64_t>> shape = ReadHostInts(ctx, 0, "shape");
   if (!shape.ok()) return shape.status();
   if (absl::Status s = backends::CheckNonNegativeDims(ctx, *shape, "shape (input 0)"); !s.ok()) return s;
   absl::StatusOr<DType> value_dtype = backends::ConstantOfShapeDType(ctx);
   if (!value_dtype.ok()) return value_dtype.status();
   const DType dtype = *value_dtype;
-  alignas(StringRef) uint8_t value[kMaxElementBytes] = {};
-  if (DTypeSize(dtype) > sizeof(value)) return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
-  if (ctx.has_input(1)) std::memcpy(value, ctx.input(1).data, DTypeSize(dtype));
+  if (DTypeSize(dtype) > kMaxElementBytes) return ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(dtype)));
   if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, *shape); !s.ok()) return s;
-  Fill(ctx.output(0).data, ir::NumElements(*shape), value, DTypeSize(dtype));
+  return ConstantOfShapeParams{true, dtype, ir::NumElements(*shape)};
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareConstantOfShape(const ir::KernelContext& ctx) {
+  if (!InputKnown(ctx, 0)) return backends::MakePrepared(ConstantOfShapeParams{});
+  absl::StatusOr<ConstantOfShapeParams> p = MakeConstantOfShapeParams(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p));
+}
+
+absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
+  const ConstantOfShapeParams* prepared = backends::PreparedParams<ConstantOfShapeParams>(ctx);
+  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
+  ConstantOfShapeParams run;
+  if (!prepared->planned) {
+    absl::StatusOr<ConstantOfShapeParams> made = MakeConstantOfShapeParams(ctx);
+    if (!made.ok()) return made.status();
+    run = *made;
+  }
+  const ConstantOfShapeParams& p = prepared->planned ? *prepared : run;
+  alignas(StringRef) uint8_t value[kMaxElementBytes] = {};
+  if (ctx.has_input(1)) std::memcpy(value, ctx.input(1).data, DTypeSize(p.dtype));
+  Fill(ctx.output(0).data, p.count, value, DTypeSize(p.dtype));
   return absl::OkStatus();
 }
 
-absl::Status TriluKernel(ir::KernelContext& ctx) {
+// Trilu: k (clamped) and the matrix geometry.
+struct TriluParams {
+  bool planned = false;
+  bool upper = true;
+  int64_t k = 0, rows = 0, cols = 0, batch = 0;
+  size_t es = 0;
+};
+
+absl::StatusOr<TriluParams> MakeTriluParams(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const size_t rank = x.shape.size();
   absl::StatusOr<int64_t> k_given = backends::TriluK(ctx, ReadIntReader(ctx));
   if (!k_given.ok()) return k_given.status();
-  int64_t k = *k_given;
-  const bool upper = ctx.attrs().GetInt("upper", 1) != 0;
+  TriluParams p;
+  p.planned = true;
+  p.upper = ctx.attrs().GetInt("upper", 1) != 0;
   if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  const int64_t rows = x.shape[rank - 2], cols = x.shape[rank - 1];
-  const int64_t batch = Product(x.shape, 0, rank - 2);
-  if (batch * rows * cols == 0) return absl::OkStatus();
+  p.rows = x.shape[rank - 2];
+  p.cols = x.shape[rank - 1];
+  p.batch = Product(x.shape, 0, rank - 2);
   // Beyond +-(rows + cols) every k keeps all or nothing; clamping avoids
   // overflow in i + k.
-  k = std::clamp<int64_t>(k, -(rows + cols), rows + cols);
-  const size_t es = DTypeSize(x.dtype);
+  p.k = std::clamp<int64_t>(*k_given, -(p.rows + p.cols), p.rows + p.cols);
+  p.es = DTypeSize(x.dtype);
+  return p;
+}
+
+void RunTrilu(const ir::KernelContext& ctx, const TriluParams& p) {
+  const int64_t rows = p.rows, cols = p.cols, k = p.k;
+  if (p.batch * rows * cols == 0) return;
+  const size_t es = p.es;
   const size_t row_bytes = static_cast<size_t>(cols) * es;
-  const auto* in = static_cast<const uint8_t*>(x.data);
+  const auto* in = static_cast<const uint8_t*>(ctx.input(0).data);
   auto* out = static_cast<uint8_t*>(ctx.output(0).data);
-  for (int64_t r = 0; r < batch * rows; ++r) {
+  for (int64_t r = 0; r < p.batch * rows; ++r) {
     const int64_t i = r % rows;
     const uint8_t* src = in + r * static_cast<int64_t>(row_bytes);
     uint8_t* dst = out + r * static_cast<int64_t>(row_bytes);
     // upper keeps j >= i + k; lower keeps j <= i + k.
-    const int64_t keep_begin = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
-    const int64_t keep_end = upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+    const int64_t keep_begin = p.upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
+    const int64_t keep_end = p.upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
     if (dst != src) {
       if (keep_end > keep_begin) {
         std::memmove(dst + keep_begin * static_cast<int64_t>(es), src + keep_begin * static_cast<int64_t>(es),
@@ -658,39 +754,96 @@ absl::Status TriluKernel(ir::KernelContext& ctx) {
                   static_cast<size_t>(cols - std::max<int64_t>(keep_end, 0)) * es);
     }
   }
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareTrilu(const ir::KernelContext& ctx) {
+  if (!InputKnown(ctx, 1)) return backends::MakePrepared(TriluParams{});
+  absl::StatusOr<TriluParams> p = MakeTriluParams(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p));
+}
+
+absl::Status TriluKernel(ir::KernelContext& ctx) {
+  const TriluParams* p = backends::PreparedParams<TriluParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    RunTrilu(ctx, *p);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<TriluParams> run = MakeTriluParams(ctx);
+  if (!run.ok()) return run.status();
+  RunTrilu(ctx, *run);
   return absl::OkStatus();
 }
 
-absl::Status OneHotKernel(ir::KernelContext& ctx) {
+// OneHot: depth, the output geometry and the reader of the indices' dtype;
+// each index read straight from the input per run (nothing allocated).
+using IndexReadFn = int64_t (*)(const void* data, int64_t i);
+
+template <typename T>
+int64_t ReadIndexAs(const void* data, int64_t i) {
+  return ConvertElement<int64_t>(static_cast<const T*>(data)[i]);
+}
+
+struct OneHotParams {
+  bool planned = false;
+  int64_t depth = 0, inner = 1, out_elements = 0;
+  IndexReadFn read = nullptr;
+};
+
+absl::StatusOr<OneHotParams> MakeOneHotParams(const ir::KernelContext& ctx) {
   const TensorView& indices = ctx.input(0);
-  const TensorView& values = ctx.input(2);
   if (absl::Status s = backends::CheckOneHotDepthInput(ctx); !s.ok()) return s;
   absl::StatusOr<backends::OneHotPlan> plan = backends::OneHotParams(ctx, ctx.input(1));
   if (!plan.ok()) return plan.status();
-  const int64_t* depth = &plan->depth;
-  const int64_t axis = plan->axis;
-  const std::vector<int64_t>& out_shape = plan->out_shape;
-  std::vector<int64_t> idx(static_cast<size_t>(indices.num_elements()));
-  absl::Status read = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>(
+  OneHotParams p;
+  p.planned = true;
+  absl::Status chosen = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int8_t, uint8_t>(
       ctx, indices.dtype, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        const T* p = indices.as<const T>();
-        for (size_t i = 0; i < idx.size(); ++i) idx[i] = ConvertElement<int64_t>(p[i]);
+        p.read = &ReadIndexAs<typename decltype(tag)::type>;
         return absl::OkStatus();
       });
-  if (!read.ok()) return read;
+  if (!chosen.ok()) return chosen;
+  p.depth = plan->depth;
+  p.inner = Product(indices.shape, static_cast<size_t>(plan->axis), indices.shape.size());
+  p.out_elements = ir::NumElements(plan->out_shape);
+  return p;
+}
+
+void RunOneHot(const ir::KernelContext& ctx, const OneHotParams& p) {
+  const TensorView& indices = ctx.input(0);
+  const TensorView& values = ctx.input(2);
   const size_t es = DTypeSize(values.dtype);
   const auto* off_on = static_cast<const uint8_t*>(values.data);
   auto* out = static_cast<uint8_t*>(ctx.output(0).data);
-  Fill(out, ir::NumElements(out_shape), off_on, es);
-  const int64_t inner = Product(indices.shape, static_cast<size_t>(axis), indices.shape.size());
-  for (size_t i = 0; i < idx.size(); ++i) {
-    int64_t v = idx[i];
-    if (v < 0) v += *depth;
-    if (v < 0 || v >= *depth) continue;  // out of range: all off, as ONNX says
-    const int64_t outer = static_cast<int64_t>(i) / inner, in_pos = static_cast<int64_t>(i) % inner;
-    CopyElement(off_on, 1, out, (outer * *depth + v) * inner + in_pos, es);
+  Fill(out, p.out_elements, off_on, es);
+  const int64_t n = indices.num_elements(), depth = p.depth, inner = p.inner;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = p.read(indices.data, i);
+    if (v < 0) v += depth;
+    if (v < 0 || v >= depth) continue;  // out of range: all off, as ONNX says
+    const int64_t outer = i / inner, in_pos = i % inner;
+    CopyElement(off_on, 1, out, (outer * depth + v) * inner + in_pos, es);
   }
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareOneHot(const ir::KernelContext& ctx) {
+  if (!InputKnown(ctx, 1)) return backends::MakePrepared(OneHotParams{});
+  absl::StatusOr<OneHotParams> p = MakeOneHotParams(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*std::move(p));
+}
+
+absl::Status OneHotKernel(ir::KernelContext& ctx) {
+  const OneHotParams* p = backends::PreparedParams<OneHotParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    RunOneHot(ctx, *p);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<OneHotParams> run = MakeOneHotParams(ctx);
+  if (!run.ok()) return run.status();
+  RunOneHot(ctx, *run);
   return absl::OkStatus();
 }
 
@@ -711,10 +864,11 @@ absl::Status RegisterLayoutKernels(ir::OpRegistry& registry) {
                          ir::KernelDef{&RepeatKernel<&TileRepeatView>, &PrepareRepeat<&TileRepeatView>}),
       registry.SetKernel("Pad", ir::Backend::kCpu, ir::KernelDef{&PadKernel, &PreparePad}),
       registry.SetKernel("Size", ir::Backend::kCpu, &SizeKernel),
-      registry.SetKernel("Range", ir::Backend::kCpu, &RangeKernel),
-      registry.SetKernel("ConstantOfShape", ir::Backend::kCpu, &ConstantOfShapeKernel),
-      registry.SetKernel("Trilu", ir::Backend::kCpu, &TriluKernel),
-      registry.SetKernel("OneHot", ir::Backend::kCpu, &OneHotKernel),
+      registry.SetKernel("Range", ir::Backend::kCpu, ir::KernelDef{&RangeKernel, &PrepareRange}),
+      registry.SetKernel("ConstantOfShape", ir::Backend::kCpu,
+                         ir::KernelDef{&ConstantOfShapeKernel, &PrepareConstantOfShape}),
+      registry.SetKernel("Trilu", ir::Backend::kCpu, ir::KernelDef{&TriluKernel, &PrepareTrilu}),
+      registry.SetKernel("OneHot", ir::Backend::kCpu, ir::KernelDef{&OneHotKernel, &PrepareOneHot}),
       registry.SetKernel("Resize", ir::Backend::kCpu, ir::KernelDef{&ResizeKernel, &PrepareResize}),
   };
   for (const absl::Status& s : results) {

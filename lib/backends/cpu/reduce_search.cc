@@ -284,43 +284,69 @@ absl::Status ReduceLogSumExpKernel(KernelContext& ctx) {
 // ArgMax ArgMin.
 // ---------------------------------------------------------------------------
 
-template <bool kMax>
-absl::Status ArgReduceKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
-  absl::StatusOr<backends::ArgReduceShape> shape = backends::ResolveArgReduce(ctx);
-  if (!shape.ok()) return shape.status();
-  const bool last = ctx.attrs().GetInt("select_last_index", 0) != 0;
-  const ir::AxisSplit& s = shape->split;
-  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, shape->out_shape); !st.ok()) return st;
-  return Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    using C = ComputeT<T>;
-    const T* in = x.as<const T>();
-    int64_t* out = ctx.output(0).as<int64_t>();
-    // The best value so far per column; rows are read in memory order.
-    std::vector<C> best(static_cast<size_t>(s.inner));
-    for (int64_t o = 0; o < s.outer; ++o) {
-      const T* block = in + o * s.n * s.inner;
-      int64_t* idx = out + o * s.inner;
+// ArgMax / ArgMin: the axis split, select_last_index and the loop of the
+// input's dtype, made once at prepare; the best value so far per column
+// lives in the workspace (inner values of the compute type).
+struct ArgReduceParams {
+  ir::AxisSplit split;
+  bool last = false;
+  void (*run)(const ArgReduceParams& p, const void* in, int64_t* out, void* best) = nullptr;
+};
+
+template <bool kMax, typename T>
+void RunArgReduce(const ArgReduceParams& p, const void* in_data, int64_t* out, void* best_data) {
+  using C = ComputeT<T>;
+  const T* in = static_cast<const T*>(in_data);
+  C* best = static_cast<C*>(best_data);
+  const ir::AxisSplit& s = p.split;
+  // Rows are read in memory order.
+  for (int64_t o = 0; o < s.outer; ++o) {
+    const T* block = in + o * s.n * s.inner;
+    int64_t* idx = out + o * s.inner;
+    for (int64_t i = 0; i < s.inner; ++i) {
+      best[i] = ToCompute(block[i]);
+      idx[i] = 0;
+    }
+    for (int64_t j = 1; j < s.n; ++j) {
+      const T* row = block + j * s.inner;
       for (int64_t i = 0; i < s.inner; ++i) {
-        best[i] = ToCompute(block[i]);
-        idx[i] = 0;
-      }
-      for (int64_t j = 1; j < s.n; ++j) {
-        const T* row = block + j * s.inner;
-        for (int64_t i = 0; i < s.inner; ++i) {
-          const C v = ToCompute(row[i]);
-          const bool strictly = kMax ? Greater(v, best[i]) : Less(v, best[i]);
-          const bool tie = !strictly && !(kMax ? Greater(best[i], v) : Less(best[i], v));
-          if (strictly || (last && tie)) {
-            best[i] = v;
-            idx[i] = j;
-          }
+        const C v = ToCompute(row[i]);
+        const bool strictly = kMax ? Greater(v, best[i]) : Less(v, best[i]);
+        const bool tie = !strictly && !(kMax ? Greater(best[i], v) : Less(best[i], v));
+        if (strictly || (p.last && tie)) {
+          best[i] = v;
+          idx[i] = j;
         }
       }
     }
+  }
+}
+
+template <bool kMax>
+absl::StatusOr<ir::PreparedKernel> PrepareArgReduce(const KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  absl::StatusOr<backends::ArgReduceShape> shape = backends::ResolveArgReduce(ctx);
+  if (!shape.ok()) return shape.status();
+  ArgReduceParams p;
+  p.last = ctx.attrs().GetInt("select_last_index", 0) != 0;
+  p.split = shape->split;
+  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, shape->out_shape); !st.ok()) return st;
+  uint64_t best_bytes = 0;
+  absl::Status chosen = Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    p.run = &RunArgReduce<kMax, T>;
+    best_bytes = static_cast<uint64_t>(p.split.inner) * sizeof(ComputeT<T>);
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  return backends::MakePrepared(std::move(p), best_bytes);
+}
+
+absl::Status ArgReduceKernel(KernelContext& ctx) {
+  const ArgReduceParams* p = backends::PreparedParams<ArgReduceParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(*p, ctx.input(0).data, ctx.output(0).as<int64_t>(), ctx.workspace());
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -482,14 +508,20 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
       {"ReduceLogSum", &ReduceKernel<LogSumReduce, ArithmeticTypes>},
       {"ReduceSumSquare", &ReduceKernel<SumSquareReduce, ArithmeticTypes>},
       {"ReduceLogSumExp", &ReduceLogSumExpKernel},
-      {"ArgMax", &ArgReduceKernel<true>},
-      {"ArgMin", &ArgReduceKernel<false>},
+
       {"TopK", &TopKKernel},
       {"CumSum", &CumSumKernel},
       {"NonZero", &NonZeroKernel},
   };
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
+  }
+  const absl::Status prepared[] = {
+      registry.SetKernel("ArgMax", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<true>}),
+      registry.SetKernel("ArgMin", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<false>}),
+  };
+  for (const absl::Status& s : prepared) {
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
