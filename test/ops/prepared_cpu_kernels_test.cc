@@ -1,6 +1,6 @@
 // The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
 // Gemm, MatMul; RoiAlign; the elementwise and math ops; reductions, ArgMax and
-// ArgMin; the shape and layout ops, Trilu, Range, ConstantOfShape, OneHot): each is registered with a prepare; a bad attribute
+// ArgMin, TopK; the shape and layout ops, Trilu, Range, ConstantOfShape, OneHot): each is registered with a prepare; a bad attribute
 // or shape is reported by the prepare, before any invoke; one prepare serves
 // several invokes on new input values with the results of a fresh run
 // (RunOp, which the op tests check against naive references) and, for
@@ -334,6 +334,14 @@ std::vector<Case> ReductionAndShapeCases() {
                [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {4, 6}, seed)}; }, 1, true});
   c.push_back({"ArgMaxHalfTies", "ArgMax", {{"axis", int64_t{0}}},
                [](int seed) { return std::vector<Tensor>{ToHalf(F32({6, 3}, seed % 2), DType::kF16)}; }, 1, true});
+  // TopK: one column's values and order in the workspace; K known.
+  c.push_back({"TopKLargestWithIndices", "TopK", {},
+               [](int seed) { return std::vector<Tensor>{F32({3, 7}, seed), I64({1}, {3})}; }, 2, true});
+  c.push_back({"TopKSmallestAxis0Ties", "TopK", {{"axis", int64_t{0}}, {"largest", int64_t{0}}},
+               [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {8, 3}, seed), I64({1}, {2})}; },
+               2, true});
+  c.push_back({"TopKValuesOnly", "TopK", {{"axis", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 5, 3}, seed), I64({1}, {5})}; }, 1, true});
   // Trilu, Range, ConstantOfShape, OneHot: their parameter inputs (k, start /
   // limit / delta, shape, depth) known at prepare, as a plan's weights are.
   c.push_back({"TriluUpperK", "Trilu", {},
@@ -733,6 +741,9 @@ std::vector<BadCase> BadCases() {
   c.push_back({"ArgMinOutput", "ArgMin", {}, {F32({2, 3}, 0)}, {{DType::kI64, {2, 3}}},
                "output 0 was allocated with shape [2, 3] but the kernel writes [1, 3]"});
   c.push_back({"TriluRank1", "Trilu", {}, {F32({4}, 0)}, {{DType::kF32, {4}}}, "rank"});
+  c.push_back({"TopKTooLarge", "TopK", {}, {F32({2, 7}, 0), I64({1}, {9})}, {{DType::kF32, {2, 9}}},
+               "input 1 (K) is 9; expected 0..7"});
+  c.push_back({"TopKScalar", "TopK", {}, {F32({}, 0), I64({1}, {1})}, {{DType::kF32, {}}}, "TopK needs rank >= 1"});
   c.push_back({"RangeZeroDelta", "Range", {}, {I64({}, {0}), I64({}, {4}), I64({}, {0})}, {{DType::kI64, {4}}},
                "delta"});
   c.push_back({"ConstantOfShapeNegative", "ConstantOfShape", {}, {I64({2}, {2, -1})}, {{DType::kF32, {2, 1}}},
@@ -926,8 +937,8 @@ TEST(PreparedCpuKernelInvokeTest, SliceWithUnknownParametersReadsThemPerRun) {
   }
 }
 
-// Trilu's k, Range's start / limit / delta, ConstantOfShape's shape and
-// OneHot's depth given as values the plan does not know are read when the
+// Trilu's k, Range's start / limit / delta, ConstantOfShape's shape,
+// OneHot's depth and TopK's K given as values the plan does not know are read when the
 // step runs; the prepare defers them, each invoke gives a fresh run's bytes.
 TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) {
   struct Unknown {
@@ -955,6 +966,7 @@ TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) 
                                     MakeTensor<float>(DType::kF32, {2}, {0.0f, 1.0f + seed})};
        },
        {0, 1, 2}},
+      {"TopK", {}, [](int seed) { return std::vector<Tensor>{F32({4, 6}, seed), I64({1}, {2})}; }, {0, 1}},
   };
   for (const Unknown& c : cases) {
     SCOPED_TRACE(c.type);

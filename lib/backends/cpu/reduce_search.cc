@@ -353,7 +353,57 @@ absl::Status ArgReduceKernel(KernelContext& ctx) {
 // TopK.
 // ---------------------------------------------------------------------------
 
-absl::Status TopKKernel(KernelContext& ctx) {
+// TopK: the axis split, k, largest and the loop of the dtype, made once when
+// the plan knows K (input 1: a weight or folded value), per run otherwise
+// (`planned` false); one column's values and its order live in the
+// workspace (n values of the compute type, then n i64), declared either way.
+struct TopKParams {
+  bool planned = false;
+  ir::AxisSplit split;
+  int axis = 0;
+  int64_t k = 0;
+  bool largest = true;
+  uint64_t order_offset = 0;  // bytes into the workspace
+  void (*run)(const TopKParams& p, const void* in, void* values, int64_t* indices, void* workspace) = nullptr;
+};
+
+template <typename T>
+void RunTopK(const TopKParams& p, const void* in_data, void* values_data, int64_t* indices, void* workspace) {
+  using C = ComputeT<T>;
+  const T* in = static_cast<const T*>(in_data);
+  T* values = static_cast<T*>(values_data);
+  const ir::AxisSplit& s = p.split;
+  const int64_t k = p.k;
+  const bool largest = p.largest;
+  C* column = static_cast<C*>(workspace);
+  int64_t* order = reinterpret_cast<int64_t*>(static_cast<uint8_t*>(workspace) + p.order_offset);
+  // A total order (ties by index), so the result does not depend on the
+  // sort's algorithm: "sorted" = 0 gets the same sorted answer. NaN sorts
+  // as the greatest value, as in numpy's sort.
+  auto before = [&](int64_t a, int64_t b) {
+    const C va = column[a], vb = column[b];
+    if (largest ? Greater(va, vb) : Greater(vb, va)) return true;
+    if (largest ? Greater(vb, va) : Greater(va, vb)) return false;
+    return a < b;
+  };
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t i = 0; i < s.inner; ++i) {
+      const T* src = in + o * s.n * s.inner + i;
+      for (int64_t j = 0; j < s.n; ++j) column[j] = ToCompute(src[j * s.inner]);
+      std::iota(order, order + s.n, int64_t{0});
+      std::partial_sort(order, order + k, order + s.n, before);
+      const int64_t base = o * k * s.inner + i;
+      for (int64_t j = 0; j < k; ++j) {
+        values[base + j * s.inner] = src[order[j] * s.inner];
+        if (indices != nullptr) indices[base + j * s.inner] = order[j];
+      }
+    }
+  }
+}
+
+// The axis and the loop (no K): what the prepare can always make, and the
+// workspace they need.
+absl::StatusOr<TopKParams> TopKShape(const KernelContext& ctx, uint64_t* workspace_bytes) {
   const TensorView& x = ctx.input(0);
   const TensorView& kt = ctx.input(1);
   const int rank = static_cast<int>(x.shape.size());
@@ -363,52 +413,66 @@ absl::Status TopKKernel(KernelContext& ctx) {
   if (kt.dtype != DType::kI64 || kt.num_elements() != 1) {
     return ctx.Error(absl::StrCat("input 1 (K) must be one i64; got ", DTypeName(kt.dtype), " ", DimsString(kt.shape)));
   }
-  const int64_t k = kt.as<const int64_t>()[0];
-  const ir::AxisSplit s = ir::SplitAt(x.shape, *axis);
-  if (k < 0 || k > s.n) {
-    return ctx.Error(absl::StrCat("input 1 (K) is ", k, "; expected 0..", s.n, " (the size of axis ", *axis,
-                                  " of input 0 (X), ", DimsString(x.shape), ")"));
-  }
-  const bool largest = ctx.attrs().GetInt("largest", 1) != 0;
-  std::vector<int64_t> out_shape = x.shape;
-  out_shape[*axis] = k;
-  if (absl::Status st = CheckOutputLike(ctx, x.dtype, out_shape, 0); !st.ok()) return st;
-  const bool want_indices = ctx.has_output(1);
-  if (want_indices) {
-    if (absl::Status st = CheckOutputLike(ctx, DType::kI64, out_shape, 1); !st.ok()) return st;
-  }
-  return Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+  TopKParams p;
+  p.axis = *axis;
+  p.split = ir::SplitAt(x.shape, *axis);
+  p.largest = ctx.attrs().GetInt("largest", 1) != 0;
+  uint64_t column_bytes = 0;
+  absl::Status chosen = Visit(NumericTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    using C = ComputeT<T>;
-    const T* in = x.as<const T>();
-    T* values = ctx.output(0).as<T>();
-    int64_t* indices = want_indices ? ctx.output(1).as<int64_t>() : nullptr;
-    std::vector<C> column(static_cast<size_t>(s.n));
-    std::vector<int64_t> order(static_cast<size_t>(s.n));
-    // A total order (ties by index), so the result does not depend on the
-    // sort's algorithm: "sorted" = 0 gets the same sorted answer. NaN sorts
-    // as the greatest value, as in numpy's sort.
-    auto before = [&](int64_t a, int64_t b) {
-      const C va = column[a], vb = column[b];
-      if (largest ? Greater(va, vb) : Greater(vb, va)) return true;
-      if (largest ? Greater(vb, va) : Greater(va, vb)) return false;
-      return a < b;
-    };
-    for (int64_t o = 0; o < s.outer; ++o) {
-      for (int64_t i = 0; i < s.inner; ++i) {
-        const T* src = in + o * s.n * s.inner + i;
-        for (int64_t j = 0; j < s.n; ++j) column[j] = ToCompute(src[j * s.inner]);
-        std::iota(order.begin(), order.end(), int64_t{0});
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-        const int64_t base = o * k * s.inner + i;
-        for (int64_t j = 0; j < k; ++j) {
-          values[base + j * s.inner] = src[order[j] * s.inner];
-          if (indices != nullptr) indices[base + j * s.inner] = order[j];
-        }
-      }
-    }
+    p.run = &RunTopK<T>;
+    column_bytes = static_cast<uint64_t>(p.split.n) * sizeof(ComputeT<T>);
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  p.order_offset = (column_bytes + 63) / 64 * 64;
+  *workspace_bytes = p.order_offset + static_cast<uint64_t>(p.split.n) * sizeof(int64_t);
+  return p;
+}
+
+// K's value (read on the host) and the outputs' check.
+absl::Status PlanTopK(const KernelContext& ctx, TopKParams& p) {
+  const TensorView& x = ctx.input(0);
+  const int axis = p.axis;
+  const int64_t k = ctx.input(1).as<const int64_t>()[0];
+  const ir::AxisSplit& s = p.split;
+  if (k < 0 || k > s.n) {
+    return ctx.Error(absl::StrCat("input 1 (K) is ", k, "; expected 0..", s.n, " (the size of axis ", axis,
+                                  " of input 0 (X), ", DimsString(x.shape), ")"));
+  }
+  std::vector<int64_t> out_shape = x.shape;
+  out_shape[axis] = k;
+  if (absl::Status st = CheckOutputLike(ctx, x.dtype, out_shape, 0); !st.ok()) return st;
+  if (ctx.has_output(1)) {
+    if (absl::Status st = CheckOutputLike(ctx, DType::kI64, out_shape, 1); !st.ok()) return st;
+  }
+  p.k = k;
+  p.planned = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareTopK(const KernelContext& ctx) {
+  uint64_t workspace_bytes = 0;
+  absl::StatusOr<TopKParams> p = TopKShape(ctx, &workspace_bytes);
+  if (!p.ok()) return p.status();
+  if (ctx.input(1).data != nullptr) {
+    if (absl::Status s = PlanTopK(ctx, *p); !s.ok()) return s;
+  }
+  return backends::MakePrepared(*std::move(p), workspace_bytes);
+}
+
+absl::Status TopKKernel(KernelContext& ctx) {
+  const TopKParams* prepared = backends::PreparedParams<TopKParams>(ctx);
+  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
+  TopKParams run;
+  if (!prepared->planned) {
+    run = *prepared;
+    if (absl::Status s = PlanTopK(ctx, run); !s.ok()) return s;
+  }
+  const TopKParams& p = prepared->planned ? *prepared : run;
+  p.run(p, ctx.input(0).data, ctx.output(0).data, ctx.has_output(1) ? ctx.output(1).as<int64_t>() : nullptr,
+        ctx.workspace());
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -509,7 +573,6 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
       {"ReduceSumSquare", &ReduceKernel<SumSquareReduce, ArithmeticTypes>},
       {"ReduceLogSumExp", &ReduceLogSumExpKernel},
 
-      {"TopK", &TopKKernel},
       {"CumSum", &CumSumKernel},
       {"NonZero", &NonZeroKernel},
   };
@@ -519,6 +582,7 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
   const absl::Status prepared[] = {
       registry.SetKernel("ArgMax", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<true>}),
       registry.SetKernel("ArgMin", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<false>}),
+      registry.SetKernel("TopK", ir::Backend::kCpu, ir::KernelDef{&TopKKernel, &PrepareTopK}),
   };
   for (const absl::Status& s : prepared) {
     if (!s.ok()) return s;
