@@ -1,6 +1,7 @@
 // Conv / MatMul / Gemm + activation fusion on the CPU plan (see the header).
 #include "lib/backends/cpu/activation_fusion.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -369,9 +370,18 @@ void FuseOneDnnChains(runtime::PlanGraph& plan) {
     head.outputs = {SoleOutput(tail)};
     plan.owned_nodes.push_back(std::move(node));
     head.node = plan.owned_nodes.back().get();
+    // One fused step of every link's ops: links FuseActivations made were
+    // counted as steps of their own.
+    for (const std::string& t : types) {
+      const int ops = static_cast<int>(std::count(t.begin(), t.end(), '+')) + 1;
+      if (ops > 1) {
+        --plan.fused_steps;
+        plan.fused_ops -= ops;
+      }
+      plan.fused_ops += ops;
+    }
     ++fused;
     ++plan.fused_steps;
-    plan.fused_ops += static_cast<int>(links.size());
   }
   if (fused == 0) return;
   std::vector<PlanStep> kept;
