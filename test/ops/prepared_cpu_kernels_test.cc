@@ -1,6 +1,7 @@
 // The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
 // Gemm, MatMul; RoiAlign; the elementwise and math ops; reductions, ArgMax and
-// ArgMin, TopK; the shape and layout ops, Trilu, Range, ConstantOfShape, OneHot): each is registered with a prepare; a bad attribute
+// ArgMin, TopK; LRN, Dropout; the shape and layout ops, Trilu, Range,
+// ConstantOfShape, OneHot): each is registered with a prepare; a bad attribute
 // or shape is reported by the prepare, before any invoke; one prepare serves
 // several invokes on new input values with the results of a fresh run
 // (RunOp, which the op tests check against naive references) and, for
@@ -334,6 +335,22 @@ std::vector<Case> ReductionAndShapeCases() {
                [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {4, 6}, seed)}; }, 1, true});
   c.push_back({"ArgMaxHalfTies", "ArgMax", {{"axis", int64_t{0}}},
                [](int seed) { return std::vector<Tensor>{ToHalf(F32({6, 3}, seed % 2), DType::kF16)}; }, 1, true});
+  // LRN: one batch item's squares in the workspace. Dropout (inference).
+  c.push_back({"LrnSize3", "LRN", {{"size", int64_t{3}}, {"alpha", 0.002}, {"beta", 0.5}, {"bias", 2.0}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 5, 3, 2}, seed)}; }, 1, true});
+  c.push_back({"LrnHalfSize4", "LRN", {{"size", int64_t{4}}},
+               [](int seed) { return std::vector<Tensor>{ToHalf(F32({1, 6, 4}, seed), DType::kF16)}; }, 1, true});
+  c.push_back({"DropoutWithMask", "Dropout", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({3, 4}, seed), MakeTensor<float>(DType::kF32, {}, {0.3f}),
+                                            MakeTensor<uint8_t>(DType::kBool, {}, {0})};
+               },
+               2});
+  c.push_back({"DropoutTrainingRatio0", "Dropout", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({5}, seed), MakeTensor<float>(DType::kF32, {}, {0.0f}),
+                                            MakeTensor<uint8_t>(DType::kBool, {}, {1})};
+               }});
   // TopK: one column's values and order in the workspace; K known.
   c.push_back({"TopKLargestWithIndices", "TopK", {},
                [](int seed) { return std::vector<Tensor>{F32({3, 7}, seed), I64({1}, {3})}; }, 2, true});
@@ -741,6 +758,15 @@ std::vector<BadCase> BadCases() {
   c.push_back({"ArgMinOutput", "ArgMin", {}, {F32({2, 3}, 0)}, {{DType::kI64, {2, 3}}},
                "output 0 was allocated with shape [2, 3] but the kernel writes [1, 3]"});
   c.push_back({"TriluRank1", "Trilu", {}, {F32({4}, 0)}, {{DType::kF32, {4}}}, "rank"});
+  c.push_back({"LrnSize0", "LRN", {{"size", int64_t{0}}}, {F32({1, 2, 3}, 0)}, {{DType::kF32, {1, 2, 3}}},
+               "attribute 'size' is 0; expected >= 1"});
+  c.push_back({"LrnRank1", "LRN", {{"size", int64_t{1}}}, {F32({3}, 0)}, {{DType::kF32, {3}}}, "rank"});
+  c.push_back({"DropoutRatio", "Dropout", {},
+               {F32({2}, 0), MakeTensor<float>(DType::kF32, {}, {1.5f}), MakeTensor<uint8_t>(DType::kBool, {}, {1})},
+               {{DType::kF32, {2}}}, "input 1 (ratio) is 1.5; expected a value in [0, 1)"});
+  c.push_back({"DropoutMode", "Dropout", {}, {F32({2}, 0), MakeTensor<float>(DType::kF32, {}, {0.5f}),
+                                              MakeTensor<float>(DType::kF32, {}, {1.0f})},
+               {{DType::kF32, {2}}}, "input 2 (training_mode) must be one bool"});
   c.push_back({"TopKTooLarge", "TopK", {}, {F32({2, 7}, 0), I64({1}, {9})}, {{DType::kF32, {2, 9}}},
                "input 1 (K) is 9; expected 0..7"});
   c.push_back({"TopKScalar", "TopK", {}, {F32({}, 0), I64({1}, {1})}, {{DType::kF32, {}}}, "TopK needs rank >= 1"});
@@ -938,7 +964,7 @@ TEST(PreparedCpuKernelInvokeTest, SliceWithUnknownParametersReadsThemPerRun) {
 }
 
 // Trilu's k, Range's start / limit / delta, ConstantOfShape's shape,
-// OneHot's depth and TopK's K given as values the plan does not know are read when the
+// OneHot's depth, TopK's K and Dropout's ratio / training_mode given as values the plan does not know are read when the
 // step runs; the prepare defers them, each invoke gives a fresh run's bytes.
 TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) {
   struct Unknown {
@@ -967,6 +993,12 @@ TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) 
        },
        {0, 1, 2}},
       {"TopK", {}, [](int seed) { return std::vector<Tensor>{F32({4, 6}, seed), I64({1}, {2})}; }, {0, 1}},
+      {"Dropout", {},
+       [](int seed) {
+         return std::vector<Tensor>{F32({2, 3}, seed), MakeTensor<float>(DType::kF32, {}, {0.5f}),
+                                    MakeTensor<uint8_t>(DType::kBool, {}, {0})};
+       },
+       {0, 1, 2}},
   };
   for (const Unknown& c : cases) {
     SCOPED_TRACE(c.type);

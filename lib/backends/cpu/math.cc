@@ -917,8 +917,10 @@ bool ReadFloatScalar(const TensorView& v, double* out) {
 
 // Inference: output = data and mask all true. training_mode true with a
 // ratio of 0 is the same; with a ratio above 0 the result would be random,
-// which grove, an inference runtime, does not do.
-absl::Status DropoutKernel(KernelContext& ctx) {
+// which grove, an inference runtime, does not do. The checks run once when
+// the plan knows ratio and training_mode (inputs 1 and 2: weights, folded
+// values, or absent), per run otherwise (`planned` false).
+absl::Status CheckDropout(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   bool training = false;
   if (ctx.has_input(2)) {
@@ -946,12 +948,37 @@ absl::Status DropoutKernel(KernelContext& ctx) {
   }
   if (absl::Status s = Visit(FloatTypes{}, ctx, x.dtype, [](auto) { return absl::OkStatus(); }); !s.ok()) return s;
   if (absl::Status s = CheckOutputLike(ctx, x.dtype, x.shape); !s.ok()) return s;
-  TensorView& y = ctx.output(0);
-  if (y.data != x.data && x.num_elements() > 0) std::memcpy(y.data, x.data, x.byte_size());
   if (ctx.has_output(1)) {
     if (absl::Status s = CheckOutputLike(ctx, DType::kBool, x.shape, 1); !s.ok()) return s;
-    TensorView& mask = ctx.output(1);
-    if (x.num_elements() > 0) std::memset(mask.data, 1, static_cast<size_t>(x.num_elements()));
+  }
+  return absl::OkStatus();
+}
+
+struct DropoutParams {
+  bool planned = false;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareDropout(const KernelContext& ctx) {
+  for (int i : {1, 2}) {
+    if (ctx.has_input(i) && ctx.input(i).data == nullptr && ctx.input(i).num_elements() > 0) {
+      return backends::MakePrepared(DropoutParams{});
+    }
+  }
+  if (absl::Status s = CheckDropout(ctx); !s.ok()) return s;
+  return backends::MakePrepared(DropoutParams{true});
+}
+
+absl::Status DropoutKernel(KernelContext& ctx) {
+  const DropoutParams* p = backends::PreparedParams<DropoutParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (!p->planned) {
+    if (absl::Status s = CheckDropout(ctx); !s.ok()) return s;
+  }
+  const TensorView& x = ctx.input(0);
+  TensorView& y = ctx.output(0);
+  if (y.data != x.data && x.num_elements() > 0) std::memcpy(y.data, x.data, x.byte_size());
+  if (ctx.has_output(1) && x.num_elements() > 0) {
+    std::memset(ctx.output(1).data, 1, static_cast<size_t>(x.num_elements()));
   }
   return absl::OkStatus();
 }
@@ -1060,7 +1087,7 @@ absl::Status RegisterMathKernels(ir::OpRegistry& registry) {
       {"PRelu", {&InvokeBinary, &PreparePRelu}},
       {"Mod", {&InvokeBinary, &PrepareMod}},
       {"BitShift", {&InvokeBinary, &PrepareBitShift}},
-      {"Dropout", {&DropoutKernel}},
+      {"Dropout", {&DropoutKernel, &PrepareDropout}},
       {"HannWindow", {&WindowKernel<HannWindowOp>}},
       {"HammingWindow", {&WindowKernel<HammingWindowOp>}},
       {"BlackmanWindow", {&WindowKernel<BlackmanWindowOp>}},

@@ -947,44 +947,69 @@ absl::Status OneDnnChainKernel(KernelContext& ctx) {
 
 // y = x / (bias + alpha / size * sum of x^2 over the channels
 // [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] clipped to [0, C))^beta.
-absl::Status LrnKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
-  if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;
-  const int64_t size = ctx.attrs().GetInt("size", 0);
-  if (size < 1) return ctx.Error(absl::StrCat("attribute 'size' is ", size, "; expected >= 1"));
-  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  const double alpha = ctx.attrs().GetFloat("alpha", 1e-4);
-  const double beta = ctx.attrs().GetFloat("beta", 0.75);
-  const double bias = ctx.attrs().GetFloat("bias", 1.0);
-  const int64_t n = x.shape[0], channels = x.shape[1];
-  int64_t inner = 1;
-  for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
-  const int64_t before = (size - 1) / 2, after = size - 1 - before;
-  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    const T* xp = x.as<const T>();
-    T* yp = ctx.output(0).as<T>();
-    std::vector<double> sq(static_cast<size_t>(channels * inner));
-    for (int64_t b = 0; b < n; ++b) {
-      const int64_t base = b * channels * inner;
-      for (int64_t k = 0; k < channels * inner; ++k) {
-        const double v = static_cast<double>(ToCompute(xp[base + k]));
-        sq[k] = v * v;
-      }
-      for (int64_t c = 0; c < channels; ++c) {
-        const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min(channels - 1, c + after);
-        for (int64_t i = 0; i < inner; ++i) {
-          double sum = 0;
-          for (int64_t k = lo; k <= hi; ++k) sum += sq[k * inner + i];
-          const int64_t at = base + c * inner + i;
-          const double v = static_cast<double>(ToCompute(xp[at]));
-          yp[at] = FromCompute<T>(
-              static_cast<ComputeT<T>>(v / std::pow(bias + alpha / static_cast<double>(size) * sum, beta)));
-        }
+// LRN: the attributes, the geometry and the loop of the dtype, made once;
+// the squares of one batch item live in the workspace (channels * inner
+// doubles).
+struct LrnParams {
+  int64_t size = 1, n = 0, channels = 0, inner = 1, before = 0, after = 0;
+  double alpha = 1e-4, beta = 0.75, bias = 1.0;
+  void (*run)(const LrnParams& p, const void* x, void* y, double* sq) = nullptr;
+};
+
+template <typename T>
+void RunLrn(const LrnParams& p, const void* x_data, void* y_data, double* sq) {
+  const T* xp = static_cast<const T*>(x_data);
+  T* yp = static_cast<T*>(y_data);
+  const int64_t channels = p.channels, inner = p.inner;
+  for (int64_t b = 0; b < p.n; ++b) {
+    const int64_t base = b * channels * inner;
+    for (int64_t k = 0; k < channels * inner; ++k) {
+      const double v = static_cast<double>(ToCompute(xp[base + k]));
+      sq[k] = v * v;
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t lo = std::max<int64_t>(0, c - p.before), hi = std::min(channels - 1, c + p.after);
+      for (int64_t i = 0; i < inner; ++i) {
+        double sum = 0;
+        for (int64_t k = lo; k <= hi; ++k) sum += sq[k * inner + i];
+        const int64_t at = base + c * inner + i;
+        const double v = static_cast<double>(ToCompute(xp[at]));
+        yp[at] = FromCompute<T>(
+            static_cast<ComputeT<T>>(v / std::pow(p.bias + p.alpha / static_cast<double>(p.size) * sum, p.beta)));
       }
     }
+  }
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareLrn(const KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  if (absl::Status s = CheckRank(ctx, 0, "X", 2); !s.ok()) return s;
+  LrnParams p;
+  p.size = ctx.attrs().GetInt("size", 0);
+  if (p.size < 1) return ctx.Error(absl::StrCat("attribute 'size' is ", p.size, "; expected >= 1"));
+  if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
+  p.alpha = ctx.attrs().GetFloat("alpha", 1e-4);
+  p.beta = ctx.attrs().GetFloat("beta", 0.75);
+  p.bias = ctx.attrs().GetFloat("bias", 1.0);
+  p.n = x.shape[0];
+  p.channels = x.shape[1];
+  for (size_t d = 2; d < x.shape.size(); ++d) p.inner *= x.shape[d];
+  p.before = (p.size - 1) / 2;
+  p.after = p.size - 1 - p.before;
+  absl::Status chosen = VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunLrn<typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  const uint64_t sq_bytes = static_cast<uint64_t>(p.channels * p.inner) * sizeof(double);
+  return MakePrepared(std::move(p), sq_bytes);
+}
+
+absl::Status LrnKernel(KernelContext& ctx) {
+  const LrnParams* p = backends::PreparedParams<LrnParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(*p, ctx.input(0).data, ctx.output(0).data, static_cast<double*>(ctx.workspace()));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -997,7 +1022,7 @@ absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
       {"AveragePool", {&AveragePoolKernel, &PreparePool<PoolKind::kAverage>}},
       {"GlobalAveragePool", {&GlobalPoolKernel<PoolKind::kAverage>, &PrepareGlobalPool<PoolKind::kAverage>}},
       {"GlobalMaxPool", {&GlobalPoolKernel<PoolKind::kMax>, &PrepareGlobalPool<PoolKind::kMax>}},
-      {"LRN", {&LrnKernel}},
+      {"LRN", {&LrnKernel, &PrepareLrn}},
   };
   for (const auto& [type, kernel] : kernels) {
     if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
