@@ -7,6 +7,10 @@
 //  - BM_SmallCnn/B: four Conv 3x3 + Relu + MaxPool 2x2 blocks (3 -> 16 -> 32
 //    -> 64 -> 64 channels) on 64x64 images, then GlobalAveragePool: the
 //    small-CNN shape of issue 14, batch B.
+//  - BM_SmallCnnChains/B: the same CNN on oneDNN, planned with its steps
+//    chained (FuseOneDnnChains: one step whose links hand each other oneDNN's
+//    blocked layout) against planned without (each step reorders its input
+//    and output); counters chained_ms, unchained_ms, unchained_over_chained.
 //  - BM_CnnConv/L: the CNN's Conv L alone (batch 1), the op oneDNN replaces.
 //  - BM_CnnConvRelu/L: the CNN's Conv L + Relu (batch 1): one fused oneDNN
 //    step (Relu as a post-op) against the two reference steps.
@@ -29,6 +33,7 @@
 
 #include "benchmark/benchmark.h"
 #include "grove/grove.h"
+#include "lib/backends/cpu/activation_fusion.h"
 #include "lib/backends/cpu/onednn.h"
 
 namespace grove {
@@ -108,6 +113,38 @@ void BM_SmallCnn(benchmark::State& state) {
   CompareSessions(state, SmallCnn(), {in});
 }
 BENCHMARK(BM_SmallCnn)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond);
+
+void BM_SmallCnnChains(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  const std::vector<float> x = RandomValues(batch * 3 * 64 * 64, 1);
+  const std::vector<TensorView> inputs = {TensorView(DType::kF32, {batch, 3, 64, 64}, x.data())};
+  SessionOptions options;
+  options.device = Device::kCpu;
+  std::unique_ptr<Session> chained = *Session::Create(SmallCnn(), options);
+  std::unique_ptr<Session> unchained = *Session::Create(SmallCnn(), options);
+  const bool before = cpu::OneDnnChainsEnabled();
+  auto run = [&](Session& s, bool chains) {
+    cpu::SetOneDnnChainsEnabled(chains);  // the plan's choice, made at the first run
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<TensorView>> out = s.Run(inputs);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!out.ok()) state.SkipWithError(std::string(out.status().message()).c_str());
+    return std::chrono::duration<double, std::milli>(t1 - t0).count();
+  };
+  run(*chained, true);  // plans
+  run(*unchained, false);
+  std::vector<double> chained_ms, unchained_ms;
+  for (auto _ : state) {
+    chained_ms.push_back(run(*chained, true));
+    unchained_ms.push_back(run(*unchained, false));
+  }
+  cpu::SetOneDnnChainsEnabled(before);
+  const double c = Median(chained_ms), u = Median(unchained_ms);
+  state.counters["chained_ms"] = c;
+  state.counters["unchained_ms"] = u;
+  state.counters["unchained_over_chained"] = c > 0 ? u / c : 0;
+}
+BENCHMARK(BM_SmallCnnChains)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond);
 
 void BM_CnnConv(benchmark::State& state) {
   const int layer = static_cast<int>(state.range(0));
