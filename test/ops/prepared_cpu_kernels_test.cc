@@ -1,7 +1,7 @@
 // The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
 // Gemm, MatMul; RoiAlign; the elementwise and math ops; reductions, ArgMax and
 // ArgMin, TopK; LRN, Dropout; the shape and layout ops, Trilu, Range,
-// ConstantOfShape, OneHot): each is registered with a prepare; a bad attribute
+// ConstantOfShape, OneHot, GatherND): each is registered with a prepare; a bad attribute
 // or shape is reported by the prepare, before any invoke; one prepare serves
 // several invokes on new input values with the results of a fresh run
 // (RunOp, which the op tests check against naive references) and, for
@@ -335,6 +335,17 @@ std::vector<Case> ReductionAndShapeCases() {
                [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {4, 6}, seed)}; }, 1, true});
   c.push_back({"ArgMaxHalfTies", "ArgMax", {{"axis", int64_t{0}}},
                [](int seed) { return std::vector<Tensor>{ToHalf(F32({6, 3}, seed % 2), DType::kF16)}; }, 1, true});
+  // GatherND: the walk once, the indices read per run.
+  c.push_back({"GatherNDPairs", "GatherND", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({3, 4, 2}, seed),
+                                            I64({2, 2}, {seed % 3, -1, 2 - seed % 3, (seed * 3) % 4})};
+               }});
+  c.push_back({"GatherNDBatchInt32", "GatherND", {{"batch_dims", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 5, 3}, seed),
+                                            MakeTensor<int32_t>(DType::kI32, {2, 3, 1}, {seed % 5, 0, -1, 4, seed % 2, 1})};
+               }});
   // LRN: one batch item's squares in the workspace. Dropout (inference).
   c.push_back({"LrnSize3", "LRN", {{"size", int64_t{3}}, {"alpha", 0.002}, {"beta", 0.5}, {"bias", 2.0}},
                [](int seed) { return std::vector<Tensor>{F32({2, 5, 3, 2}, seed)}; }, 1, true});
@@ -758,6 +769,10 @@ std::vector<BadCase> BadCases() {
   c.push_back({"ArgMinOutput", "ArgMin", {}, {F32({2, 3}, 0)}, {{DType::kI64, {2, 3}}},
                "output 0 was allocated with shape [2, 3] but the kernel writes [1, 3]"});
   c.push_back({"TriluRank1", "Trilu", {}, {F32({4}, 0)}, {{DType::kF32, {4}}}, "rank"});
+  c.push_back({"GatherNDTupleTooLong", "GatherND", {}, {F32({2, 3}, 0), I64({1, 3}, {0, 0, 0})},
+               {{DType::kF32, {1}}}, "must end in a dim of 1..2"});
+  c.push_back({"GatherNDFloatIndices", "GatherND", {}, {F32({2, 3}, 0), F32({1, 1}, 0)}, {{DType::kF32, {1, 3}}},
+               "input 1 (indices) has dtype f32; expected i32 or i64"});
   c.push_back({"LrnSize0", "LRN", {{"size", int64_t{0}}}, {F32({1, 2, 3}, 0)}, {{DType::kF32, {1, 2, 3}}},
                "attribute 'size' is 0; expected >= 1"});
   c.push_back({"LrnRank1", "LRN", {{"size", int64_t{1}}}, {F32({3}, 0)}, {{DType::kF32, {3}}}, "rank"});

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/layout_params.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/scatter_reduce.h"
 #include "lib/backends/cpu/strided_copy.h"
@@ -133,7 +134,17 @@ absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
 // GatherND.
 // ---------------------------------------------------------------------------
 
-absl::Status GatherNDKernel(ir::KernelContext& ctx) {
+// GatherND: the shape checks, the output check and the walk (batches,
+// tuples, strides, slice), made once; the indices are read straight from
+// the input per run, checked all before anything is copied.
+struct GatherNDParams {
+  int64_t b = 0, k = 0, batches = 0, per_batch = 0, batch_stride = 0, slice = 0;
+  size_t es = 0;
+  bool indices_i64 = true;
+  std::vector<int64_t> dims, strides;  // the data's
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareGatherND(const ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
   const int64_t r = static_cast<int64_t>(data.shape.size()), q = static_cast<int64_t>(idx.shape.size());
@@ -156,33 +167,57 @@ absl::Status GatherNDKernel(ir::KernelContext& ctx) {
   std::vector<int64_t> out_shape(idx.shape.begin(), idx.shape.end() - 1);
   out_shape.insert(out_shape.end(), data.shape.begin() + b + k, data.shape.end());
   if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, out_shape); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
-  if (!indices.ok()) return indices.status();
-  const std::vector<int64_t> strides = ir::Strides(data.shape);
-  const int64_t batches = Product(data.shape, 0, b);
-  const int64_t per_batch = Product(idx.shape, b, q - 1);
-  const int64_t batch_stride = Product(data.shape, b, r);
-  const int64_t slice = Product(data.shape, b + k, r);
-  std::vector<int64_t> offsets(static_cast<size_t>(batches * per_batch));
-  for (int64_t t = 0; t < batches * per_batch; ++t) {
-    int64_t off = (t / std::max<int64_t>(per_batch, 1)) * batch_stride;
+  if (idx.dtype != DType::kI64 && idx.dtype != DType::kI32) {
+    return ctx.Error(absl::StrCat("input 1 (indices) has dtype ", DTypeName(idx.dtype), "; expected i32 or i64"));
+  }
+  GatherNDParams p;
+  p.b = b;
+  p.k = k;
+  p.batches = Product(data.shape, 0, b);
+  p.per_batch = Product(idx.shape, b, q - 1);
+  p.batch_stride = Product(data.shape, b, r);
+  p.slice = Product(data.shape, b + k, r);
+  p.es = DTypeSize(data.dtype);
+  p.indices_i64 = idx.dtype == DType::kI64;
+  p.dims = data.shape;
+  p.strides = ir::Strides(data.shape);
+  return backends::MakePrepared(std::move(p));
+}
+
+absl::Status GatherNDKernel(ir::KernelContext& ctx) {
+  const GatherNDParams* p = backends::PreparedParams<GatherNDParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const void* raw = ctx.input(1).data;
+  auto index = [&](int64_t j) -> int64_t {
+    return p->indices_i64 ? static_cast<const int64_t*>(raw)[j] : static_cast<const int32_t*>(raw)[j];
+  };
+  const int64_t tuples = p->batches * p->per_batch, k = p->k, b = p->b;
+  // The offset of tuple t's slice in the data, or the first bad index's error.
+  auto offset_of = [&](int64_t t, int64_t* off) -> absl::Status {
+    *off = (t / std::max<int64_t>(p->per_batch, 1)) * p->batch_stride;
     for (int64_t d = 0; d < k; ++d) {
-      int64_t i = (*indices)[t * k + d];
-      const int64_t dim = data.shape[b + d];
+      int64_t i = index(t * k + d);
+      const int64_t dim = p->dims[b + d];
       if (!WrapIndex(&i, dim)) {
-        return ctx.Error(absl::StrCat("index ", (*indices)[t * k + d], " (tuple ", t, ", coordinate ", d,
-                                      ") is out of range for dim ", b + d, " of the data ", DimsString(data.shape),
+        return ctx.Error(absl::StrCat("index ", index(t * k + d), " (tuple ", t, ", coordinate ", d,
+                                      ") is out of range for dim ", b + d, " of the data ", DimsString(p->dims),
                                       " (expected ", -dim, "..", dim - 1, ")"));
       }
-      off += i * strides[b + d];
+      *off += i * p->strides[b + d];
     }
-    offsets[t] = off;
+    return absl::OkStatus();
+  };
+  int64_t off = 0;
+  for (int64_t t = 0; t < tuples; ++t) {
+    if (absl::Status s = offset_of(t, &off); !s.ok()) return s;
   }
-  if (slice == 0) return absl::OkStatus();
-  const size_t es = DTypeSize(data.dtype);
-  const auto* in = static_cast<const uint8_t*>(data.data);
+  if (p->slice == 0) return absl::OkStatus();
+  const auto* in = static_cast<const uint8_t*>(ctx.input(0).data);
   auto* out = static_cast<uint8_t*>(ctx.output(0).data);
-  for (size_t t = 0; t < offsets.size(); ++t) CopyElements(in, offsets[t], out, static_cast<int64_t>(t) * slice, es, slice);
+  for (int64_t t = 0; t < tuples; ++t) {
+    (void)offset_of(t, &off);  // checked above
+    CopyElements(in, off, out, t * p->slice, p->es, p->slice);
+  }
   return absl::OkStatus();
 }
 
@@ -627,7 +662,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
   } kernels[] = {
       {"ScatterElements", &ScatterElementsKernel},
       {"Scatter", &ScatterElementsKernel},
-      {"GatherND", &GatherNDKernel},
       {"DepthToSpace", &DepthToSpaceKernel},
       {"SpaceToDepth", &SpaceToDepthKernel},
       {"EyeLike", &EyeLikeKernel},
@@ -640,7 +674,7 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
   }
-  return absl::OkStatus();
+  return registry.SetKernel("GatherND", ir::Backend::kCpu, ir::KernelDef{&GatherNDKernel, &PrepareGatherND});
 }
 
 }  // namespace grove::cpu
