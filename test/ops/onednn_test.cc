@@ -532,3 +532,72 @@ TEST(OneDnnConvTest, RunsOnOneThreadAndLeavesTheOpenMpThreadCount) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+// A Conv's weight is reordered into the primitive's layout once per model:
+// sessions (and their plans, at any batch) over one model share the packed
+// copy while one of them lives; another model's bytes get their own.
+TEST(OneDnnConvTest, SessionsShareTheWeightsPackedOncePerModel) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> w(16 * 8 * 9);
+  for (float& v : w) v = dist(rng);
+  auto make_model = [&] {
+    ModelBuilder b;
+    b.AddSymbol("batch", 1, 8);
+    b.AddInput("x", DType::kF32, {"batch", 8, 16, 16});
+    b.AddWeight("w", DType::kF32, {16, 8, 3, 3}, w);
+    b.AddOp("Conv", {"x", "w"}, {"y"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+    b.AddOutput("y");
+    return Model::LoadFromBuffer(b.Finish().value()).value();
+  };
+  std::shared_ptr<const Model> model = make_model();
+  cpu::ScopedOneDnn on(true);
+  SessionOptions options;
+  options.device = Device::kCpu;
+  std::vector<float> xv(3 * 8 * 256);
+  for (float& v : xv) v = dist(rng);
+  const Tensor x1 = MakeTensor<float>(DType::kF32, {1, 8, 16, 16}, std::vector<float>(xv.begin(), xv.begin() + 2048));
+  const Tensor x3 = MakeTensor<float>(DType::kF32, {3, 8, 16, 16}, xv);
+  auto run = [](Session& s, const Tensor& x) { return Tensor::CopyOf(s.Run({x.view()}).value()[0]).value(); };
+
+  int64_t before = cpu::OneDnnWeightsPacked();
+  auto first = Session::Create(model, options).value();
+  const Tensor y_first = run(*first, x1);
+  const int64_t packed = cpu::OneDnnWeightsPacked() - before;
+  if (packed == 0) GTEST_SKIP() << "oneDNN keeps this weight in grove's layout on this CPU: nothing to pack";
+  EXPECT_EQ(packed, 1);
+
+  before = cpu::OneDnnWeightsPacked();
+  auto second = Session::Create(model, options).value();
+  const Tensor y_second = run(*second, x1);
+  run(*second, x3);  // another plan of the same model
+  EXPECT_EQ(cpu::OneDnnWeightsPacked() - before, 0) << "a second session or plan packed the weight again";
+  ASSERT_EQ(y_first.view().num_elements(), y_second.view().num_elements());
+  for (int64_t i = 0; i < y_first.view().num_elements(); ++i) {
+    ASSERT_EQ(y_first.as<float>()[i], y_second.as<float>()[i]) << i;
+  }
+
+  // Another model's weight (same values, other bytes) is its own.
+  std::shared_ptr<const Model> other = make_model();
+  before = cpu::OneDnnWeightsPacked();
+  auto third = Session::Create(other, options).value();
+  run(*third, x1);
+  EXPECT_EQ(cpu::OneDnnWeightsPacked() - before, 1);
+
+  // Once no session holds it, the next one packs it again.
+  first.reset();
+  second.reset();
+  before = cpu::OneDnnWeightsPacked();
+  auto fourth = Session::Create(model, options).value();
+  const Tensor y_fourth = run(*fourth, x1);
+  EXPECT_EQ(cpu::OneDnnWeightsPacked() - before, 1);
+  for (int64_t i = 0; i < y_first.view().num_elements(); ++i) {
+    ASSERT_EQ(y_first.as<float>()[i], y_fourth.as<float>()[i]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace grove

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "lib/backends/cpu/parallel_for.h"
 
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
@@ -125,6 +126,54 @@ absl::Status DnnlError(absl::string_view what, dnnl_status_t status) {
 
 }  // namespace
 
+// A weight in the layout a primitive chose, reordered once and shared by
+// every step (every plan, every session) that packs the same bytes into the
+// same layout: a model's weights are reordered once per model, not once per
+// plan. Found by the address of the bytes the prepare read (a model weight or
+// a plan's folded value) and both layouts; an entry lives while a step holds
+// it, and a step holds the plan that holds the model (or the folded value),
+// so while it lives nothing else can own those bytes at that address.
+struct PackedWeights {
+  memory mem;
+};
+
+namespace {
+
+struct PackedEntry {
+  const void* bytes;
+  memory::desc plain, want;
+  std::weak_ptr<const PackedWeights> weights;
+};
+
+std::atomic<int64_t> g_weights_packed{0};
+
+// The shared packed copy of `bytes` (in `plain`) in `want`, made here when no
+// live step holds one.
+std::shared_ptr<const PackedWeights> PackedWeightsOf(const void* bytes, const memory::desc& plain,
+                                                     const memory::desc& want, const dnnl::reorder& reorder,
+                                                     dnnl::stream& stream) {
+  static absl::Mutex mu(absl::kConstInit);
+  static std::vector<PackedEntry>* entries = new std::vector<PackedEntry>();
+  absl::MutexLock lock(&mu);
+  for (const PackedEntry& e : *entries) {
+    if (e.bytes != bytes || e.plain != plain || e.want != want) continue;
+    if (std::shared_ptr<const PackedWeights> live = e.weights.lock()) return live;
+  }
+  auto weights = std::make_shared<PackedWeights>();
+  weights->mem = memory(want, CpuEngine());
+  memory source(plain, CpuEngine(), const_cast<void*>(bytes));
+  reorder.execute(stream, source, weights->mem);
+  stream.wait();
+  g_weights_packed.fetch_add(1, std::memory_order_relaxed);
+  entries->erase(std::remove_if(entries->begin(), entries->end(),
+                                [](const PackedEntry& e) { return e.weights.expired(); }),
+                 entries->end());
+  entries->push_back({bytes, plain, want, weights});
+  return weights;
+}
+
+}  // namespace
+
 // One argument of the primitive: a step input or output in grove's plain
 // layout, reordered into (out of) oneDNN's layout in the workspace when the
 // primitive wants another, or taken from `packed` when it is the weight the
@@ -143,6 +192,7 @@ struct OneDnnOperand {
   dnnl::reorder reorder;  // user -> inner (inputs), inner -> user (outputs)
   const void* packed_from = nullptr;
   memory packed;
+  std::shared_ptr<const PackedWeights> packed_owner;  // keeps `packed`'s bytes, shared (PackedWeightsOf)
   // The inner array is written by the step before (an input) or read by the
   // step after (an output), LinkOneDnnSteps: no user memory, no reorder.
   bool linked = false;
@@ -205,10 +255,8 @@ bool AddOperand(const ir::KernelContext& ctx, OneDnnStep& step, int arg, bool ou
     op.reorder = dnnl::reorder(pd);
     const void* bytes = output ? nullptr : ctx.input(index).data;
     if (pack && bytes != nullptr) {
-      op.packed = memory(want, engine);
-      memory source(plain, engine, const_cast<void*>(bytes));
-      op.reorder.execute(step.stream, source, op.packed);
-      step.stream.wait();
+      op.packed_owner = PackedWeightsOf(bytes, plain, want, op.reorder, step.stream);
+      op.packed = op.packed_owner->mem;
       op.packed_from = bytes;
     }
   }
@@ -1159,6 +1207,8 @@ absl::StatusOr<bool> RunOneDnnRecurrent(OneDnnRecurrentStep& step, ir::KernelCon
 }
 
 std::string OneDnnRecurrentImpl(const OneDnnRecurrentStep& step) { return step.impl; }
+
+int64_t OneDnnWeightsPacked() { return g_weights_packed.load(std::memory_order_relaxed); }
 
 int64_t OneDnnStepsMade() { return g_steps_made.load(std::memory_order_relaxed); }
 

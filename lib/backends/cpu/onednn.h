@@ -171,6 +171,12 @@ absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);
 // which path a kernel took with it.
 int64_t OneDnnStepsMade();
 
+// How many weights prepares have reordered into a primitive's layout in this
+// process. A Conv's or MatMul's weight is reordered once per model: every
+// step (every plan, every session) that packs the same bytes into the same
+// layout shares the packed copy while one of them lives.
+int64_t OneDnnWeightsPacked();
+
 // The implementation oneDNN chose ("jit:avx2", "brg:avx512_core", ...), for
 // tests and benchmarks.
 std::string OneDnnStepImpl(const OneDnnStep& step);
