@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -130,9 +131,11 @@ absl::Status DnnlError(absl::string_view what, dnnl_status_t status) {
 // every step (every plan, every session) that packs the same bytes into the
 // same layout: a model's weights are reordered once per model, not once per
 // plan. Found by the address of the bytes the prepare read (a model weight or
-// a plan's folded value) and both layouts; an entry lives while a step holds
-// it, and a step holds the plan that holds the model (or the folded value),
-// so while it lives nothing else can own those bytes at that address.
+// a plan's folded value), a hash of them and both layouts; an entry lives
+// while a step holds it, and a step holds the plan that holds the model (or
+// the folded value), so while it lives nothing else owns those bytes at that
+// address (the hash covers a folded value freed, and its address reused by
+// another session's plan, before the step that holds its entry is).
 struct PackedWeights {
   memory mem;
 };
@@ -141,6 +144,7 @@ namespace {
 
 struct PackedEntry {
   const void* bytes;
+  size_t hash;  // of the bytes
   memory::desc plain, want;
   std::weak_ptr<const PackedWeights> weights;
 };
@@ -154,9 +158,10 @@ std::shared_ptr<const PackedWeights> PackedWeightsOf(const void* bytes, const me
                                                      dnnl::stream& stream) {
   static absl::Mutex mu(absl::kConstInit);
   static std::vector<PackedEntry>* entries = new std::vector<PackedEntry>();
+  const size_t hash = absl::HashOf(absl::string_view(static_cast<const char*>(bytes), plain.get_size()));
   absl::MutexLock lock(&mu);
   for (const PackedEntry& e : *entries) {
-    if (e.bytes != bytes || e.plain != plain || e.want != want) continue;
+    if (e.bytes != bytes || e.hash != hash || e.plain != plain || e.want != want) continue;
     if (std::shared_ptr<const PackedWeights> live = e.weights.lock()) return live;
   }
   auto weights = std::make_shared<PackedWeights>();
@@ -168,7 +173,7 @@ std::shared_ptr<const PackedWeights> PackedWeightsOf(const void* bytes, const me
   entries->erase(std::remove_if(entries->begin(), entries->end(),
                                 [](const PackedEntry& e) { return e.weights.expired(); }),
                  entries->end());
-  entries->push_back({bytes, plain, want, weights});
+  entries->push_back({bytes, hash, plain, want, weights});
   return weights;
 }
 
