@@ -83,6 +83,12 @@ T Shuffle(T v, int src) {
   static void GROVE_EMU_CAT(name, GROVE_SUFFIX)(const Params p)
 
 inline void __syncthreads() { grove::emu::SyncThreads(); }
+// Conditional graph nodes: on the emulated device a handle is the address
+// of the unsigned value its node reads when the graph replays
+// (lib/backends/cuda/host_memory.h, HostMemoryDevice::ComposeGraph).
+inline void cudaGraphSetConditional(unsigned long long handle, unsigned int value) {
+  *reinterpret_cast<unsigned int*>(static_cast<uintptr_t>(handle)) = value;
+}
 
 template <typename T>
 T __shfl_xor_sync(unsigned /*mask*/, T v, int lane_mask, int width = 32) {

@@ -22,6 +22,11 @@ set(GROVE_KERNEL_FILES)
 list(APPEND GROVE_KERNEL_FILES selftest)
 set(GROVE_KERNEL_selftest_T0 f32 f16)
 
+# Conditional graph nodes: a handle set from a device flag, a Loop's trip
+# counter (type-free; u8 names the one instance).
+list(APPEND GROVE_KERNEL_FILES graph_cond)
+set(GROVE_KERNEL_graph_cond_T0 u8)
+
 # Data movement by element width: u8, f16, i32, i64 stand for 1, 2, 4 and 8
 # bytes of any dtype.
 list(APPEND GROVE_KERNEL_FILES copy)

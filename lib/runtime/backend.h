@@ -144,6 +144,26 @@ class Backend {
   virtual void BeginRefresh(BackendGraph& graph, bool bucket) {}
   virtual absl::Status EndRefresh() { return absl::UnimplementedError("this backend does not refresh graphs"); }
 
+  // Conditional graphs (CUDA 12.4+ conditional nodes, the emulated device):
+  // ComposeGraph makes one graph of `pieces` in order, each a graph
+  // captured before (kGraph) or a node that picks its body on the device
+  // when the replay reaches it, by the byte at `flag` (backend memory):
+  // kIf runs bodies[0] when it is not 0, else bodies[1] if given; kWhile
+  // runs bodies[0] while it is not 0. The result replays with LaunchGraph
+  // and cannot be refreshed. UNIMPLEMENTED where conditional_graphs() is
+  // false (If and Loop then read their decisions back on the host).
+  virtual bool conditional_graphs() const { return false; }
+  enum class PieceKind { kGraph, kIf, kWhile };
+  struct GraphPiece {
+    PieceKind kind = PieceKind::kGraph;
+    std::unique_ptr<BackendGraph> graph;
+    const void* flag = nullptr;
+    std::vector<std::unique_ptr<BackendGraph>> bodies;
+  };
+  virtual absl::StatusOr<std::unique_ptr<BackendGraph>> ComposeGraph(std::vector<GraphPiece> pieces) {
+    return absl::UnimplementedError("this backend has no conditional graphs");
+  }
+
   virtual BackendCounters counters() const { return {}; }
 
   // The kernel variants the last prepare of `node`'s step chose (CUDA:

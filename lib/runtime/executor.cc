@@ -355,19 +355,7 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
   const ExecutionPlan& p = *inst.plan;
   Tracer* const tracer = tracer_;
   const int64_t bind_start = tracer != nullptr ? tracer->Now() : 0;
-  if (inst.family != nullptr) {
-    if (absl::Status s = BindToSlots(inst, inputs, captures); !s.ok()) return s;
-  } else if (!host_memory_) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (absl::Status s = BindValue(inst, p.input_values()[i], inputs[i]); !s.ok()) return s;
-    }
-    for (size_t i = 0; i < captures.size(); ++i) {
-      if (absl::Status s = BindValue(inst, p.capture_values()[i], captures[i]); !s.ok()) return s;
-    }
-  } else {
-    for (size_t i = 0; i < inputs.size(); ++i) inst.views[p.input_values()[i]].data = inputs[i].data;
-    for (size_t i = 0; i < captures.size(); ++i) inst.views[p.capture_values()[i]].data = captures[i].data;
-  }
+  if (absl::Status s = BindInputs(inst, inputs, captures); !s.ok()) return s;
   if (tracer != nullptr && (inst.family != nullptr || !host_memory_)) {
     tracer->Add("copy", "bind inputs", bind_start,
                 TraceArgs()
@@ -409,6 +397,13 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
     if (interruptible_) {
       if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
     }
+    if (step.segment < 0 && conditional_graphs_ && step.kernel_allocates && !step.host_fallback &&
+        step.node->type == "If") {
+      // The branch picked on the device, in a graph (control_graphs.cc).
+      absl::StatusOr<bool> ran = RunIfGraph(inst, s);
+      if (!ran.ok()) return ran.status();
+      if (*ran) continue;
+    }
     if (tracer != nullptr) [[unlikely]] {
       // A body's step inside a step of the caller: the caller's body time
       // is kept aside while this step counts its own.
@@ -426,6 +421,24 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
     if (absl::Status st = RunStepOrFallback(inst, s); !st.ok()) return st;
   }
   if (eager_traced) TraceSegment(inst, segment, segment_start, /*as_graph=*/false);
+  return absl::OkStatus();
+}
+
+absl::Status Executor::BindInputs(PlanInstance& inst, absl::Span<const TensorView> inputs,
+                                  absl::Span<const TensorView> captures) {
+  const ExecutionPlan& p = *inst.plan;
+  if (inst.family != nullptr) return BindToSlots(inst, inputs, captures);
+  if (!host_memory_) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (absl::Status s = BindValue(inst, p.input_values()[i], inputs[i]); !s.ok()) return s;
+    }
+    for (size_t i = 0; i < captures.size(); ++i) {
+      if (absl::Status s = BindValue(inst, p.capture_values()[i], captures[i]); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) inst.views[p.input_values()[i]].data = inputs[i].data;
+  for (size_t i = 0; i < captures.size(); ++i) inst.views[p.capture_values()[i]].data = captures[i].data;
   return absl::OkStatus();
 }
 
@@ -761,6 +774,7 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
   if (!graph.ok()) {
     if (absl::IsUnimplemented(graph.status())) {
       graphs_enabled_ = false;
+      conditional_graphs_ = false;
       stats_.graph_fallback_reason = std::string(graph.status().message());
       Log(options_, LogLevel::kWarning, absl::StrCat(graph.status().message(), "; segments run step by step"));
       return false;
@@ -865,6 +879,7 @@ Executor::Executor(const internal::ModelImpl& model, const SessionOptions& optio
     stats_.graph_fallback_reason = absl::StrCat(backend.Describe(), " does not capture graphs");
   } else {
     graphs_enabled_ = true;
+    conditional_graphs_ = backend.conditional_graphs();
   }
 }
 

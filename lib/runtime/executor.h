@@ -106,6 +106,18 @@ class Executor {
   // Copies a bucket plan's inputs and captures into its family's slots.
   absl::Status BindToSlots(PlanInstance& inst, absl::Span<const TensorView> inputs,
                            absl::Span<const TensorView> captures);
+  // Binds a plan's inputs and captures as Execute does (slots, staging or
+  // pointers); on a device, inside a capture too (its copies are recorded).
+  absl::Status BindInputs(PlanInstance& inst, absl::Span<const TensorView> inputs,
+                          absl::Span<const TensorView> captures);
+  // An If whose condition only the device has, as one graph with a
+  // conditional node (Backend::ComposeGraph): each branch's plan captured
+  // with its outputs' copies into the If's, the branch picked on the device
+  // when the graph replays. False when step s must run as its kernel does
+  // (the host reads the condition): graphs or conditional nodes off, a
+  // condition the host knows, outputs whose shapes depend on the branch, a
+  // branch with a step that needs the host. control_graphs.cc.
+  absl::StatusOr<bool> RunIfGraph(PlanInstance& inst, size_t s);
   absl::Status SetUpDeviceInstance(PlanInstance& inst);
   absl::Status BindValue(PlanInstance& inst, int v, const TensorView& given);
   // Step s of a plan (not a CPU fallback): inputs read back for its shape
@@ -162,6 +174,9 @@ class Executor {
   // Graphs are tried (SessionOptions::cuda_graphs and a backend that
   // captures them); cleared when the backend turns out unable to.
   bool graphs_enabled_ = false;
+  // Ifs may run as conditional graph nodes (graphs on and a backend that
+  // has them; SessionOptions::cuda_graphs).
+  bool conditional_graphs_ = false;
   uint64_t graph_tick_ = 0;  // orders a segment's graph variants by last use
   PlanCache plans_;
   std::vector<int64_t> key_;

@@ -48,6 +48,8 @@ struct PlanInstance {
   // Per segment of the plan (CUDA graphs): its graph, made on its first run
   // (the bucket's, when the plan has a family).
   std::vector<SegmentGraph> graphs;
+  // Per step, for If steps run as conditional graphs (Executor::RunIfGraph).
+  std::vector<std::unique_ptr<SegmentGraph>> control_graphs;
   uint64_t last_used = 0;
   uint64_t last_run = 0;  // the top-level run that used it last
   int active = 0;         // executions in progress (a Loop body's caller)

@@ -122,6 +122,27 @@ class CudaBackend : public runtime::Backend {
     params_->BeginRefresh(*static_cast<Graph&>(graph).graph, bucket);
   }
   absl::Status EndRefresh() override { return params_->EndRefresh(); }
+  bool conditional_graphs() const override { return device_->conditional_level() > 0; }
+  absl::StatusOr<std::unique_ptr<runtime::BackendGraph>> ComposeGraph(std::vector<GraphPiece> pieces) override {
+    std::vector<Device::GraphPiece> device_pieces;
+    device_pieces.reserve(pieces.size());
+    auto unwrap = [](std::unique_ptr<runtime::BackendGraph>& g) {
+      return g == nullptr ? nullptr : std::move(static_cast<Graph&>(*g).graph);
+    };
+    for (GraphPiece& p : pieces) {
+      Device::GraphPiece d;
+      d.kind = p.kind == PieceKind::kIf      ? Device::PieceKind::kIf
+               : p.kind == PieceKind::kWhile ? Device::PieceKind::kWhile
+                                             : Device::PieceKind::kGraph;
+      d.graph = unwrap(p.graph);
+      d.flag = p.flag;
+      for (std::unique_ptr<runtime::BackendGraph>& b : p.bodies) d.bodies.push_back(unwrap(b));
+      device_pieces.push_back(std::move(d));
+    }
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> graph = device_->ComposeGraph(std::move(device_pieces), stream_);
+    if (!graph.ok()) return graph.status();
+    return std::unique_ptr<runtime::BackendGraph>(new Graph(*std::move(graph)));
+  }
 
   std::vector<KernelChoiceInfo> KernelChoices(const ir::Node& node) const override {
     return dispatch_->Choices(node);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "jit/dispatch_table.h"
 #include "jit/kernel_cache.h"
+#include "jit/kernels/graph_cond_params.h"
 #include "lib/backends/cuda/cublaslt_api.h"
 #include "lib/backends/cuda/device.h"
 
@@ -226,6 +227,7 @@ class CudaGraph final : public DeviceGraph {
     cudaGraphDestroy(graph_);
   }
   cudaGraphExec_t exec() const { return exec_; }
+  cudaGraph_t graph() const { return graph_; }
   int64_t num_nodes() const override { return nodes_; }
   // The driver keeps the nodes and their parameters; an estimate of what
   // that costs per node (a kernel node's parameters and launch record).
@@ -448,6 +450,120 @@ class CudaDevice final : public Device {
                       "cudaGraphLaunch");
     counters_.CountGraphLaunch();
     return absl::OkStatus();
+  }
+
+  // Conditional nodes: IF and WHILE from driver 12.4, an IF with an ELSE
+  // body from 12.8 (before, the else body is a second IF node whose handle
+  // the same kernel sets to the negated flag).
+  int conditional_level() const override {
+    const int v = driver_version();
+    return v >= 12080 ? 2 : v >= 12040 ? 1 : 0;
+  }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> ComposeGraph(std::vector<GraphPiece> pieces, Stream stream) override {
+    const int level = conditional_level();
+    if (level == 0) return Device::ComposeGraph(std::move(pieces), stream);
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    cudaGraph_t g = nullptr;
+    GROVE_CUDA_RETURN(cudaGraphCreate(&g, 0), "cudaGraphCreate");
+    struct Owned {
+      cudaGraph_t g;
+      ~Owned() {
+        if (g != nullptr) cudaGraphDestroy(g);
+      }
+    } owned{g};
+    // Appends `child` (a clone of its graph) after *tail in `graph`.
+    auto add_child = [](cudaGraph_t graph, cudaGraphNode_t* tail, const DeviceGraph& child) -> absl::Status {
+      const auto* cg = dynamic_cast<const CudaGraph*>(&child);
+      if (cg == nullptr) return absl::InvalidArgumentError("ComposeGraph: a graph of another device");
+      cudaGraphNode_t n = nullptr;
+      GROVE_CUDA_RETURN(cudaGraphAddChildGraphNode(&n, graph, *tail != nullptr ? tail : nullptr,
+                                                   *tail != nullptr ? 1 : 0, cg->graph()),
+                        "cudaGraphAddChildGraphNode");
+      *tail = n;
+      return absl::OkStatus();
+    };
+    cudaGraphNode_t last = nullptr;
+    for (GraphPiece& piece : pieces) {
+      if (piece.kind == PieceKind::kGraph) {
+        if (piece.graph == nullptr) return absl::InvalidArgumentError("ComposeGraph: a graph piece without a graph");
+        if (absl::Status s = add_child(g, &last, *piece.graph); !s.ok()) return s;
+        continue;
+      }
+      const bool is_if = piece.kind == PieceKind::kIf;
+      if (piece.bodies.empty() || piece.bodies.size() > (is_if ? 2u : 1u)) {
+        return absl::InvalidArgumentError(absl::StrCat("ComposeGraph: ", piece.bodies.size(), " bodies for a ",
+                                                       is_if ? "IF" : "WHILE", " node"));
+      }
+      const bool else_node = is_if && piece.bodies.size() == 2 && level < 2;
+      cudaGraphConditionalHandle handle = 0, negated = 0;
+      GROVE_CUDA_RETURN(cudaGraphConditionalHandleCreate(&handle, g, 0, 0), "cudaGraphConditionalHandleCreate");
+      if (else_node) {
+        GROVE_CUDA_RETURN(cudaGraphConditionalHandleCreate(&negated, g, 0, 0), "cudaGraphConditionalHandleCreate");
+      }
+      // The kernel that sets the handles from the flag, captured as a graph.
+      grove_k::SetConditionalParams params{};
+      params.handle = handle;
+      params.negated = negated;
+      params.flag = static_cast<const grove_k::u8*>(piece.flag);
+      if (absl::Status s = BeginCapture(stream); !s.ok()) return s;
+      absl::Status launched = Launch(jit::ModuleSpec{"graph_cond", {DType::kU8}}, "set_conditional",
+                                     LaunchDims{{1, 1, 1}, {1, 1, 1}}, &params, sizeof(params), stream);
+      absl::StatusOr<std::unique_ptr<DeviceGraph>> set = EndCapture(stream);
+      if (!launched.ok()) return launched;
+      if (!set.ok()) return set.status();
+      if (absl::Status s = add_child(g, &last, **set); !s.ok()) return s;
+      // A conditional node running bodies[first, first + size).
+      auto add_node = [&](cudaGraphConditionalHandle h, cudaGraphConditionalNodeType type, size_t first,
+                          unsigned size) -> absl::Status {
+        cudaGraphNodeParams np{};
+        np.type = cudaGraphNodeTypeConditional;
+        np.conditional.handle = h;
+        np.conditional.type = type;
+        np.conditional.size = size;
+        cudaGraphNode_t n = nullptr;
+#if CUDART_VERSION >= 13000
+        GROVE_CUDA_RETURN(cudaGraphAddNode(&n, g, last != nullptr ? &last : nullptr, nullptr, last != nullptr ? 1 : 0,
+                                           &np),
+                          "cudaGraphAddNode (conditional)");
+#else
+        GROVE_CUDA_RETURN(cudaGraphAddNode(&n, g, last != nullptr ? &last : nullptr, last != nullptr ? 1 : 0, &np),
+                          "cudaGraphAddNode (conditional)");
+#endif
+        for (unsigned i = 0; i < size; ++i) {
+          cudaGraphNode_t tail = nullptr;
+          if (absl::Status s = add_child(np.conditional.phGraph_out[i], &tail, *piece.bodies[first + i]); !s.ok()) {
+            return s;
+          }
+          // A WHILE body ends by setting the handle for the next trip.
+          if (type == cudaGraphCondTypeWhile) {
+            if (absl::Status s = add_child(np.conditional.phGraph_out[i], &tail, **set); !s.ok()) return s;
+          }
+        }
+        last = n;
+        return absl::OkStatus();
+      };
+      absl::Status added;
+      if (!is_if) {
+        added = add_node(handle, cudaGraphCondTypeWhile, 0, 1);
+      } else if (!else_node) {
+        added = add_node(handle, cudaGraphCondTypeIf, 0, static_cast<unsigned>(piece.bodies.size()));
+      } else {
+        added = add_node(handle, cudaGraphCondTypeIf, 0, 1);
+        if (added.ok()) added = add_node(negated, cudaGraphCondTypeIf, 1, 1);
+      }
+      if (!added.ok()) return added;
+    }
+    size_t nodes = 0;
+    (void)cudaGraphGetNodes(g, nullptr, &nodes);
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      return absl::InternalError(absl::StrCat("cudaGraphInstantiate (conditional nodes): ", cudaGetErrorName(err),
+                                              " (", cudaGetErrorString(err), ")"));
+    }
+    owned.g = nullptr;
+    return std::unique_ptr<DeviceGraph>(new CudaGraph(ordinal_, g, exec, static_cast<int64_t>(nodes)));
   }
 
   absl::StatusOr<Stream> CreateStream() override {

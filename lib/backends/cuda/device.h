@@ -324,6 +324,28 @@ class Device {
     return absl::UnimplementedError(absl::StrCat(Describe(), " does not launch graphs"));
   }
 
+  // Conditional nodes (CUDA 12.4+): 0 none, 1 IF and WHILE nodes, 2 IF
+  // nodes with an ELSE body too (12.8+; before, an else body is a second IF
+  // node on the negated flag, so ComposeGraph takes two bodies either way).
+  virtual int conditional_level() const { return 0; }
+  // One graph of `pieces` in order (none may be captured or composed into
+  // another graph since): a plain piece replays its graph; a conditional
+  // piece decides on the device, when the replay reaches it, by the byte at
+  // `flag` (device memory): kIf runs bodies[0] when it is not 0, else
+  // bodies[1] if given; kWhile runs bodies[0] while it is not 0, read before
+  // each trip (the body updates it). Outside a capture; UNIMPLEMENTED when
+  // conditional_level() is 0.
+  enum class PieceKind { kGraph, kIf, kWhile };
+  struct GraphPiece {
+    PieceKind kind = PieceKind::kGraph;
+    std::unique_ptr<DeviceGraph> graph;               // kGraph
+    const void* flag = nullptr;                       // kIf, kWhile
+    std::vector<std::unique_ptr<DeviceGraph>> bodies;  // kIf: 1 or 2; kWhile: 1
+  };
+  virtual absl::StatusOr<std::unique_ptr<DeviceGraph>> ComposeGraph(std::vector<GraphPiece> pieces, Stream stream) {
+    return absl::UnimplementedError(absl::StrCat(Describe(), " has no conditional graph nodes"));
+  }
+
   virtual absl::StatusOr<Stream> CreateStream() = 0;
   virtual void DestroyStream(Stream stream) = 0;
   virtual absl::Status Synchronize(Stream stream) = 0;
@@ -376,6 +398,10 @@ class ForwardingDevice : public Device {
   }
   absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override {
     return device_->LaunchGraph(graph, stream);
+  }
+  int conditional_level() const override { return device_->conditional_level(); }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> ComposeGraph(std::vector<GraphPiece> pieces, Stream stream) override {
+    return device_->ComposeGraph(std::move(pieces), stream);
   }
   absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
   void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }

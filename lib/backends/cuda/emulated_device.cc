@@ -1,5 +1,6 @@
 #include "lib/backends/cuda/emulated_device.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -50,7 +51,10 @@ float RoundForMath(const GemmDesc& g, float v) {
 
 class EmulatedDevice final : public HostMemoryDevice<> {
  public:
-  EmulatedDevice() : HostMemoryDevice({.alignment = 256, .error_prefix = "emulated device: "}) {}
+  explicit EmulatedDevice(int conditional_level)
+      : HostMemoryDevice({.alignment = 256, .error_prefix = "emulated device: "}) {
+    conditional_level_ = std::clamp(conditional_level, 0, 2);
+  }
   std::string Describe() const override { return "emulated CUDA device (host threads)"; }
   bool emulated() const override { return true; }
   int arch() const override { return 90; }
@@ -142,6 +146,8 @@ class EmulatedDevice final : public HostMemoryDevice<> {
 
 }  // namespace
 
-std::shared_ptr<Device> NewEmulatedDevice() { return std::make_shared<EmulatedDevice>(); }
+std::shared_ptr<Device> NewEmulatedDevice(int conditional_level) {
+  return std::make_shared<EmulatedDevice>(conditional_level);
+}
 
 }  // namespace grove::cuda

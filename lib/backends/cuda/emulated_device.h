@@ -11,8 +11,11 @@
 
 namespace grove::cuda {
 
-// A fresh emulated device (its own memory accounting).
-std::shared_ptr<Device> NewEmulatedDevice();
+// A fresh emulated device (its own memory accounting). `conditional_level`:
+// the conditional graph nodes it has (Device::conditional_level): 2 as a
+// driver from 12.8, 1 as 12.4 to 12.7 (an else body is a second IF node), 0
+// as one without (If and Loop then run host-driven).
+std::shared_ptr<Device> NewEmulatedDevice(int conditional_level = 2);
 
 }  // namespace grove::cuda
 

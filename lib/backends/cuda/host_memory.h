@@ -9,6 +9,7 @@
 #define GROVE_LIB_BACKENDS_CUDA_HOST_MEMORY_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "jit/kernels/graph_cond_params.h"
 #include "lib/backends/cuda/device.h"
 
 namespace grove::cuda {
@@ -159,11 +161,19 @@ class HostGraph final : public DeviceGraph {
     }
     return absl::OkStatus();
   }
-  int64_t num_nodes() const override { return static_cast<int64_t>(nodes_.size()); }
+  int64_t num_nodes() const override { return static_cast<int64_t>(nodes_.size()) + nested_nodes_; }
   int64_t bytes() const override { return bytes_; }
+  // A node that runs graphs of its own (a conditional node's bodies): their
+  // nodes and bytes count in this graph's.
+  void AddNested(std::function<absl::Status()> node, int64_t nodes, int64_t bytes) {
+    nodes_.push_back(std::move(node));
+    nested_nodes_ += nodes;
+    bytes_ += bytes;
+  }
 
  private:
   std::vector<std::function<absl::Status()>> nodes_;
+  int64_t nested_nodes_ = 0;
   int64_t bytes_ = 0;
 };
 
@@ -250,6 +260,76 @@ class HostMemoryDevice : public Base {
     return static_cast<const HostGraph&>(graph).Run();
   }
 
+  // Conditional nodes as a GPU builds them: before each node, the
+  // set_conditional kernel of jit/kernels/graph_cond.cuh (captured and
+  // replayed like any launch) sets the node's handle, here the address of
+  // the value the node reads, from the flag; level 1 makes an else body a
+  // second IF node on the negated flag, as drivers before 12.8 need.
+  int conditional_level() const override { return conditional_level_; }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> ComposeGraph(std::vector<typename Base::GraphPiece> pieces,
+                                                            Stream stream) override {
+    using Kind = typename Base::PieceKind;
+    if (conditional_level_ == 0) return Base::ComposeGraph(std::move(pieces), stream);
+    if (capturing() != nullptr) return Spoil("ComposeGraph");
+    auto out = std::make_unique<HostGraph>();
+    for (typename Base::GraphPiece& piece : pieces) {
+      if (piece.kind == Kind::kGraph) {
+        if (piece.graph == nullptr) return absl::InvalidArgumentError("ComposeGraph: a graph piece without a graph");
+        std::shared_ptr<const DeviceGraph> g(std::move(piece.graph));
+        const auto* hg = dynamic_cast<const HostGraph*>(g.get());
+        if (hg == nullptr) return absl::InvalidArgumentError("ComposeGraph: a graph of another device");
+        out->AddNested([g, hg] { return hg->Run(); }, g->num_nodes(), g->bytes());
+        continue;
+      }
+      const bool is_if = piece.kind == Kind::kIf;
+      const size_t want_max = is_if ? 2 : 1;
+      if (piece.bodies.empty() || piece.bodies.size() > want_max) {
+        return absl::InvalidArgumentError(absl::StrCat("ComposeGraph: ", piece.bodies.size(), " bodies for a ",
+                                                       is_if ? "IF" : "WHILE", " node"));
+      }
+      if (!memory_.Contains(piece.flag)) return absl::InvalidArgumentError("ComposeGraph: the flag is not device memory");
+      auto bodies = std::make_shared<std::vector<std::shared_ptr<const HostGraph>>>();
+      int64_t nodes = 0, bytes = 0;
+      for (std::unique_ptr<DeviceGraph>& b : piece.bodies) {
+        std::shared_ptr<const DeviceGraph> g(std::move(b));
+        auto hg = std::dynamic_pointer_cast<const HostGraph>(g);
+        if (hg == nullptr) return absl::InvalidArgumentError("ComposeGraph: a body of another device");
+        nodes += hg->num_nodes();
+        bytes += hg->bytes();
+        bodies->push_back(std::move(hg));
+      }
+      // handles[0]: the node's (IF, WHILE); handles[1]: the else body's IF
+      // node on level 1.
+      auto handles = std::make_shared<std::array<unsigned int, 2>>();
+      const bool else_node = is_if && bodies->size() == 2 && conditional_level_ < 2;
+      absl::StatusOr<std::shared_ptr<const HostGraph>> set =
+          CaptureSetConditional(&(*handles)[0], else_node ? &(*handles)[1] : nullptr, piece.flag, stream);
+      if (!set.ok()) return set.status();
+      out->AddNested([set = *set] { return set->Run(); }, 1, (*set)->bytes());
+      if (is_if && !else_node) {
+        out->AddNested([handles, bodies] {
+          const size_t i = (*handles)[0] != 0 ? 0 : 1;
+          return i < bodies->size() ? (*bodies)[i]->Run() : absl::OkStatus();
+        }, nodes + 1, bytes);
+      } else if (is_if) {
+        out->AddNested([handles, bodies] { return (*handles)[0] != 0 ? (*bodies)[0]->Run() : absl::OkStatus(); },
+                       (*bodies)[0]->num_nodes() + 1, (*bodies)[0]->bytes());
+        out->AddNested([handles, bodies] { return (*handles)[1] != 0 ? (*bodies)[1]->Run() : absl::OkStatus(); },
+                       (*bodies)[1]->num_nodes() + 1, (*bodies)[1]->bytes());
+      } else {
+        // The body ends with the set kernel again, as on a GPU.
+        out->AddNested([handles, bodies, set = *set] {
+          while ((*handles)[0] != 0) {
+            if (absl::Status s = (*bodies)[0]->Run(); !s.ok()) return s;
+            if (absl::Status s = set->Run(); !s.ok()) return s;
+          }
+          return absl::OkStatus();
+        }, nodes + 2, bytes);
+      }
+    }
+    return std::unique_ptr<DeviceGraph>(std::move(out));
+  }
+
  protected:
   // The graph this thread is capturing on this device, or nullptr.
   HostGraph* capturing() const {
@@ -266,8 +346,26 @@ class HostMemoryDevice : public Base {
     return error;
   }
 
+  // The set_conditional launch (jit/kernels/graph_cond.cuh) for handles at
+  // `handle` (and `negated`, if not null) from `flag`, as a graph of its own.
+  absl::StatusOr<std::shared_ptr<const HostGraph>> CaptureSetConditional(unsigned int* handle, unsigned int* negated,
+                                                                         const void* flag, Stream stream) {
+    grove_k::SetConditionalParams params{};
+    params.handle = static_cast<grove_k::u64>(reinterpret_cast<uintptr_t>(handle));
+    params.negated = static_cast<grove_k::u64>(reinterpret_cast<uintptr_t>(negated));
+    params.flag = static_cast<const grove_k::u8*>(flag);
+    if (absl::Status s = this->BeginCapture(stream); !s.ok()) return s;
+    absl::Status launched = this->Launch(jit::ModuleSpec{"graph_cond", {DType::kU8}}, "set_conditional",
+                                         LaunchDims{{1, 1, 1}, {1, 1, 1}}, &params, sizeof(params), stream);
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> g = this->EndCapture(stream);
+    if (!launched.ok()) return launched;
+    if (!g.ok()) return g.status();
+    return std::shared_ptr<const HostGraph>(static_cast<HostGraph*>(g->release()));
+  }
+
   HostMemory memory_;
   DeviceCounters counters_;  // the derived device counts launches and GEMMs here too
+  int conditional_level_ = 0;  // set by a device that has conditional nodes (the emulated one)
 
  private:
   struct Capture {

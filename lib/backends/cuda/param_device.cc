@@ -86,6 +86,21 @@ class ParamGraph final : public DeviceGraph {
   std::unique_ptr<ParamDevice::Block> block;
 };
 
+// A graph of pieces (ParamDevice::ComposeGraph): the inner device's, and
+// the parameter blocks of the pieces that were captured here.
+class ComposedGraph final : public DeviceGraph {
+ public:
+  int64_t num_nodes() const override { return inner->num_nodes(); }
+  int64_t bytes() const override {
+    int64_t n = inner->bytes();
+    for (const auto& b : blocks) n += 2 * b->bytes();
+    return n;
+  }
+
+  std::unique_ptr<DeviceGraph> inner;
+  std::vector<std::unique_ptr<ParamDevice::Block>> blocks;
+};
+
 // Whether `now` is the `captured` GEMM, or (bucket) the same one on fewer
 // rows of row-major A and C or fewer batches: the captured one computes
 // those rows and batches as `now` would, and more past them.
@@ -252,18 +267,56 @@ absl::StatusOr<std::unique_ptr<DeviceGraph>> ParamDevice::EndCapture(Stream stre
 }
 
 absl::Status ParamDevice::LaunchGraph(const DeviceGraph& graph, Stream stream) {
-  const auto* pg = dynamic_cast<const ParamGraph*>(&graph);
-  if (pg == nullptr) return device_->LaunchGraph(graph, stream);
-  Block& block = *pg->block;
-  if (block.dirty) {
-    // One copy per chunk (64 KiB of parameters each), stream-ordered before
-    // the replay; from pageable memory, so the host may refill it at once.
+  // One copy per chunk (64 KiB of parameters each) of a block the host
+  // changed, stream-ordered before the replay; from pageable memory, so the
+  // host may refill it at once.
+  auto send = [&](Block& block) -> absl::Status {
+    if (!block.dirty) return absl::OkStatus();
     for (const Block::Chunk& c : block.chunks) {
       if (absl::Status s = device_->CopyAsync(c.device, c.host.data(), c.used, stream); !s.ok()) return s;
     }
     block.dirty = false;
+    return absl::OkStatus();
+  };
+  if (const auto* cg = dynamic_cast<const ComposedGraph*>(&graph); cg != nullptr) {
+    for (const auto& b : cg->blocks) {
+      if (absl::Status s = send(*b); !s.ok()) return s;
+    }
+    return device_->LaunchGraph(*cg->inner, stream);
   }
+  const auto* pg = dynamic_cast<const ParamGraph*>(&graph);
+  if (pg == nullptr) return device_->LaunchGraph(graph, stream);
+  if (absl::Status s = send(*pg->block); !s.ok()) return s;
   return device_->LaunchGraph(*pg->inner, stream);
+}
+
+absl::StatusOr<std::unique_ptr<DeviceGraph>> ParamDevice::ComposeGraph(std::vector<GraphPiece> pieces,
+                                                                       Stream stream) {
+  if (mode_ != Mode::kForward) return absl::FailedPreconditionError("ComposeGraph while capturing or refreshing");
+  auto out = std::make_unique<ComposedGraph>();
+  // A graph captured here goes in as its inner graph; its block stays with
+  // the result.
+  auto unwrap = [&](std::unique_ptr<DeviceGraph>& g) {
+    if (auto* pg = dynamic_cast<ParamGraph*>(g.get()); pg != nullptr) {
+      std::unique_ptr<DeviceGraph> inner = std::move(pg->inner);
+      out->blocks.push_back(std::move(pg->block));
+      g = std::move(inner);
+    } else if (auto* cg = dynamic_cast<ComposedGraph*>(g.get()); cg != nullptr) {
+      std::unique_ptr<DeviceGraph> inner = std::move(cg->inner);
+      for (auto& b : cg->blocks) out->blocks.push_back(std::move(b));
+      g = std::move(inner);
+    }
+  };
+  for (GraphPiece& piece : pieces) {
+    if (piece.graph != nullptr) unwrap(piece.graph);
+    for (std::unique_ptr<DeviceGraph>& b : piece.bodies) {
+      if (b != nullptr) unwrap(b);
+    }
+  }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> inner = device_->ComposeGraph(std::move(pieces), stream);
+  if (!inner.ok()) return inner.status();
+  out->inner = *std::move(inner);
+  return std::unique_ptr<DeviceGraph>(std::move(out));
 }
 
 }  // namespace grove::cuda

@@ -69,6 +69,10 @@ class ParamDevice final : public ForwardingDevice {
   absl::Status BeginCapture(Stream stream) override;
   absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream stream) override;
   absl::Status LaunchGraph(const DeviceGraph& graph, Stream stream) override;
+  // The pieces' graphs captured here keep their parameter blocks, sent
+  // before a replay as a captured graph's are; the result cannot be
+  // refreshed (Refreshable is false).
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> ComposeGraph(std::vector<GraphPiece> pieces, Stream stream) override;
   absl::Status Synchronize(Stream stream) override;
 
   class Block;  // a graph's parameters and what it captured (param_device.cc)

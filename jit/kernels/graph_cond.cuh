@@ -1,0 +1,47 @@
+// Kernels of conditional graph nodes (jit/kernels/graph_cond_params.h): the
+// one that sets a node's handle from a flag in device memory, and a Loop's
+// trip counter. One thread each. On the emulated device a handle is the
+// address of the value its conditional node reads (jit/emulation.h).
+#ifndef GROVE_JIT_KERNELS_GRAPH_COND_CUH_
+#define GROVE_JIT_KERNELS_GRAPH_COND_CUH_
+
+#include "jit/kernels/graph_cond_params.h"
+#include "jit/kernels/prelude.cuh"
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+// The device runtime's own declaration (cuda_device_runtime_api.h), which
+// NVRTC does not include: resolved by the driver when the module loads.
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(unsigned long long handle, unsigned int value);
+#endif
+
+namespace grove_k {
+namespace gc {
+
+GROVE_DEVICE void set_conditional(const SetConditionalParams& p) {
+  if (global_thread() != 0) return;
+  const unsigned int v = *p.flag != 0 ? 1u : 0u;
+  cudaGraphSetConditional(p.handle, v);
+  if (p.negated != 0) cudaGraphSetConditional(p.negated, 1u - v);
+}
+
+GROVE_DEVICE void loop_step(const LoopStepParams& p) {
+  if (global_thread() != 0) return;
+  const i64 trips = p.trips_ptr != 0 ? *p.trips_ptr : p.trips_value;
+  const i64 iter = p.init != 0 ? 0 : *p.iter + 1;
+  const bool cond = p.cond_ptr != 0 ? *p.cond_ptr != 0 : p.cond_value != 0;
+  const bool more = iter < trips && cond;
+  const bool go = more && iter < p.cap;
+  *p.iter = iter;
+  *p.flag = go ? 1 : 0;
+  if (more && !go) *p.capped = 1u;
+}
+
+}  // namespace gc
+}  // namespace grove_k
+
+#endif  // GROVE_JIT_KERNELS_GRAPH_COND_CUH_
+
+#if defined(GROVE_T0)
+GROVE_ENTRY(set_conditional, grove_k::SetConditionalParams) { grove_k::gc::set_conditional(p); }
+GROVE_ENTRY(loop_step, grove_k::LoopStepParams) { grove_k::gc::loop_step(p); }
+#endif

@@ -1,0 +1,41 @@
+// Parameters of jit/kernels/graph_cond.cuh: conditional graph nodes (CUDA
+// 12.4+). A conditional node runs its body graph(s) by the value of a
+// handle that a kernel in the same graph sets from device memory
+// (cudaGraphSetConditional), so the branch of an If or the next trip of a
+// Loop is decided on the device with no read back to the host.
+#ifndef GROVE_JIT_KERNELS_GRAPH_COND_PARAMS_H_
+#define GROVE_JIT_KERNELS_GRAPH_COND_PARAMS_H_
+
+#include "jit/kernels/types.h"
+
+namespace grove_k {
+
+// handle = (*flag != 0); negated = (*flag == 0) when negated is not 0 (an
+// If's else body as a second IF node, on drivers before 12.8).
+struct SetConditionalParams {
+  u64 handle;
+  u64 negated;
+  const u8* flag;
+};
+
+// A Loop's trip counter in a graph (one thread):
+//   init: *iter = 0, *flag = (trips > 0 && cond)
+//   next: *iter += 1, *flag = (*iter < trips && body cond && *iter < cap)
+// trips is *trips_ptr when not null, else trips_value; cond likewise; cap
+// bounds the trips of one launch (SessionOptions::max_body_runs), and a loop
+// stopped by it (it would have gone on) sets *capped to 1.
+struct LoopStepParams {
+  i64* iter;
+  u8* flag;
+  const i64* trips_ptr;
+  i64 trips_value;
+  const u8* cond_ptr;
+  i64 cond_value;
+  i64 cap;
+  u32* capped;
+  int init;
+};
+
+}  // namespace grove_k
+
+#endif  // GROVE_JIT_KERNELS_GRAPH_COND_PARAMS_H_

@@ -1,0 +1,314 @@
+// Conditional graph nodes (CUDA 12.4+; Device::ComposeGraph): on the
+// emulated device, which builds them as a GPU does (the set_conditional
+// kernel of jit/kernels/graph_cond.cuh sets each node's handle from a flag in
+// device memory when the graph replays), at each level a driver may have:
+// 2 (IF with an ELSE body), 1 (an else body as a second IF node), 0 (none:
+// If runs host-driven). Then an If whose condition the device computes and
+// whose branches give the same shapes, run by a session: the branch is picked on the device, with no read back of the
+// condition, and the results equal the CPU's and the host-driven run's.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "examples/models/demo_models.h"
+#include "gtest/gtest.h"
+#include "jit/kernels/graph_cond_params.h"
+#include "lib/backends/backends.h"
+#include "lib/backends/cuda/emulated_device.h"
+#include "test/cuda_op_test_util.h"
+#include "test/model_test_util.h"
+
+namespace grove {
+namespace {
+
+using cuda::Device;
+using cuda::DeviceGraph;
+
+// A graph of one memset of `value` into the 4 bytes at `dst`.
+std::unique_ptr<DeviceGraph> MemsetGraph(Device& dev, void* dst, int value) {
+  EXPECT_TRUE(dev.BeginCapture(nullptr).ok());
+  EXPECT_TRUE(dev.MemsetAsync(dst, value, 4, nullptr).ok());
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> g = dev.EndCapture(nullptr);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : nullptr;
+}
+
+// A graph of one loop_step launch.
+std::unique_ptr<DeviceGraph> LoopStepGraph(Device& dev, const grove_k::LoopStepParams& p) {
+  EXPECT_TRUE(dev.BeginCapture(nullptr).ok());
+  EXPECT_TRUE(dev.Launch(jit::ModuleSpec{"graph_cond", {DType::kU8}}, "loop_step", cuda::LaunchDims{}, &p,
+                         sizeof(p), nullptr)
+                  .ok());
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> g = dev.EndCapture(nullptr);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : nullptr;
+}
+
+template <typename T>
+T Read(Device& dev, const void* p) {
+  T v{};
+  EXPECT_TRUE(dev.CopyAsync(&v, p, sizeof(T), nullptr).ok());
+  return v;
+}
+
+template <typename T>
+void Write(Device& dev, void* p, T v) {
+  EXPECT_TRUE(dev.CopyAsync(p, &v, sizeof(T), nullptr).ok());
+}
+
+TEST(ConditionalGraphTest, IfNodePicksItsBodyByTheFlagAtEachReplay) {
+  for (int level : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat("level ", level));
+    std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
+    ASSERT_EQ(dev->conditional_level(), level);
+    void* flag = dev->Allocate(1).value();
+    void* out = dev->Allocate(4).value();
+    std::vector<Device::GraphPiece> pieces(2);
+    pieces[0].graph = MemsetGraph(*dev, out, 0);
+    pieces[1].kind = Device::PieceKind::kIf;
+    pieces[1].flag = flag;
+    pieces[1].bodies.push_back(MemsetGraph(*dev, out, 1));
+    pieces[1].bodies.push_back(MemsetGraph(*dev, out, 2));
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> g = dev->ComposeGraph(std::move(pieces), nullptr);
+    ASSERT_TRUE(g.ok()) << g.status();
+    // The memset, the set kernel, the node(s) and the bodies' memsets.
+    EXPECT_GE((*g)->num_nodes(), 4);
+    for (uint8_t f : {1, 0, 0, 1, 7}) {
+      Write<uint8_t>(*dev, flag, f);
+      ASSERT_TRUE(dev->LaunchGraph(**g, nullptr).ok());
+      EXPECT_EQ(Read<uint32_t>(*dev, out), f != 0 ? 0x01010101u : 0x02020202u) << "flag " << int{f};
+    }
+    // One body: nothing runs when the flag is 0.
+    std::vector<Device::GraphPiece> only_then(1);
+    only_then[0].kind = Device::PieceKind::kIf;
+    only_then[0].flag = flag;
+    only_then[0].bodies.push_back(MemsetGraph(*dev, out, 3));
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> g1 = dev->ComposeGraph(std::move(only_then), nullptr);
+    ASSERT_TRUE(g1.ok()) << g1.status();
+    Write<uint32_t>(*dev, out, 9);
+    Write<uint8_t>(*dev, flag, 0);
+    ASSERT_TRUE(dev->LaunchGraph(**g1, nullptr).ok());
+    EXPECT_EQ(Read<uint32_t>(*dev, out), 9u);
+    Write<uint8_t>(*dev, flag, 1);
+    ASSERT_TRUE(dev->LaunchGraph(**g1, nullptr).ok());
+    EXPECT_EQ(Read<uint32_t>(*dev, out), 0x03030303u);
+    dev->Free(flag);
+    dev->Free(out);
+  }
+}
+
+// A WHILE node whose body is the trip counter of jit/kernels/graph_cond.cuh:
+// it runs as many trips as the count read on the device, stops at the cap
+// (and says so), and not at all for a count of 0 or a false condition.
+TEST(ConditionalGraphTest, WhileNodeRunsTheTripsTheDeviceCounts) {
+  std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(2);
+  auto* iter = static_cast<grove_k::i64*>(dev->Allocate(8).value());
+  auto* trips = static_cast<grove_k::i64*>(dev->Allocate(8).value());
+  auto* flag = static_cast<uint8_t*>(dev->Allocate(1).value());
+  auto* cond = static_cast<uint8_t*>(dev->Allocate(1).value());
+  auto* capped = static_cast<uint32_t*>(dev->Allocate(4).value());
+  auto make = [&](int64_t cap) {
+    grove_k::LoopStepParams p{};
+    p.iter = iter;
+    p.flag = flag;
+    p.trips_ptr = trips;
+    p.cond_ptr = cond;
+    p.cap = cap;
+    p.capped = capped;
+    p.init = 1;
+    std::vector<Device::GraphPiece> pieces(2);
+    pieces[0].graph = LoopStepGraph(*dev, p);
+    p.init = 0;
+    p.cond_ptr = nullptr;  // the body's condition: true
+    p.cond_value = 1;
+    pieces[1].kind = Device::PieceKind::kWhile;
+    pieces[1].flag = flag;
+    pieces[1].bodies.push_back(LoopStepGraph(*dev, p));
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> g = dev->ComposeGraph(std::move(pieces), nullptr);
+    EXPECT_TRUE(g.ok()) << g.status();
+    return g.ok() ? *std::move(g) : nullptr;
+  };
+  std::unique_ptr<DeviceGraph> g = make(/*cap=*/1000);
+  ASSERT_NE(g, nullptr);
+  for (int64_t n : {5, 0, 1, 17}) {
+    Write<int64_t>(*dev, trips, n);
+    Write<uint8_t>(*dev, cond, 1);
+    Write<uint32_t>(*dev, capped, 0);
+    ASSERT_TRUE(dev->LaunchGraph(*g, nullptr).ok());
+    EXPECT_EQ(Read<int64_t>(*dev, iter), n) << n << " trips";
+    EXPECT_EQ(Read<uint8_t>(*dev, flag), 0);
+    EXPECT_EQ(Read<uint32_t>(*dev, capped), 0u);
+  }
+  Write<int64_t>(*dev, trips, 5);
+  Write<uint8_t>(*dev, cond, 0);
+  ASSERT_TRUE(dev->LaunchGraph(*g, nullptr).ok());
+  EXPECT_EQ(Read<int64_t>(*dev, iter), 0) << "a false condition runs no trip";
+
+  std::unique_ptr<DeviceGraph> capped_graph = make(/*cap=*/3);
+  ASSERT_NE(capped_graph, nullptr);
+  Write<int64_t>(*dev, trips, 10);
+  Write<uint8_t>(*dev, cond, 1);
+  Write<uint32_t>(*dev, capped, 0);
+  ASSERT_TRUE(dev->LaunchGraph(*capped_graph, nullptr).ok());
+  EXPECT_EQ(Read<int64_t>(*dev, iter), 3);
+  EXPECT_EQ(Read<uint32_t>(*dev, capped), 1u);
+  for (void* p : {static_cast<void*>(iter), static_cast<void*>(trips), static_cast<void*>(flag),
+                  static_cast<void*>(cond), static_cast<void*>(capped)}) {
+    dev->Free(p);
+  }
+}
+
+TEST(ConditionalGraphTest, DevicesWithoutConditionalNodesSaySo) {
+  std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(0);
+  EXPECT_EQ(dev->conditional_level(), 0);
+  void* flag = dev->Allocate(1).value();
+  std::vector<Device::GraphPiece> pieces(1);
+  pieces[0].kind = Device::PieceKind::kIf;
+  pieces[0].flag = flag;
+  pieces[0].bodies.push_back(MemsetGraph(*dev, flag, 0));
+  EXPECT_TRUE(absl::IsUnimplemented(dev->ComposeGraph(std::move(pieces), nullptr).status()));
+  // Bad pieces are errors, not crashes.
+  std::shared_ptr<Device> dev2 = cuda::NewEmulatedDevice(2);
+  void* flag2 = dev2->Allocate(1).value();
+  std::vector<Device::GraphPiece> none(1);
+  none[0].kind = Device::PieceKind::kIf;
+  none[0].flag = flag2;
+  EXPECT_TRUE(absl::IsInvalidArgument(dev2->ComposeGraph(std::move(none), nullptr).status()));
+  std::vector<Device::GraphPiece> host_flag(1);
+  uint8_t on_host = 1;
+  host_flag[0].kind = Device::PieceKind::kWhile;
+  host_flag[0].flag = &on_host;
+  host_flag[0].bodies.push_back(MemsetGraph(*dev2, flag2, 0));
+  EXPECT_TRUE(absl::IsInvalidArgument(dev2->ComposeGraph(std::move(host_flag), nullptr).status()));
+  dev->Free(flag);
+  dev2->Free(flag2);
+}
+
+// x of [batch, 8] whose mean has the sign `sign`.
+Tensor Input(int64_t batch, float sign, uint32_t seed) {
+  Tensor t = Tensor::Create(DType::kF32, {batch, 8}).value();
+  const std::vector<float> v = testing::RandomF32(batch * 8, seed);
+  for (int64_t i = 0; i < batch * 8; ++i) t.as<float>()[i] = sign * (std::abs(v[i]) + 0.1f);
+  return t;
+}
+
+std::vector<Tensor> RunOn(Session& s, const Tensor& x) {
+  absl::StatusOr<std::vector<TensorView>> out = s.Run({x.view()});
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> copies;
+  if (!out.ok()) return copies;
+  for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
+  return copies;
+}
+
+// A refinement step: an If on ReduceMean(x) > 0 (computed on the device)
+// whose branches give the same shape, [batch, 8] (a deep and a shallow
+// path, one reading a weight the other does not), then an Add after it.
+absl::StatusOr<std::vector<uint8_t>> BuildRefine() {
+  ModelBuilder b;
+  b.SetProducer("grove test: If with same-shaped branches");
+  b.AddSymbol("batch", 1, 64);
+  b.AddInput("x", DType::kF32, {"batch", 8});
+  b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
+  std::vector<float> w1(64), w2(64), w3(64);
+  for (int i = 0; i < 64; ++i) {
+    w1[i] = 0.05f * static_cast<float>((i * 7) % 11) - 0.25f;
+    w2[i] = 0.04f * static_cast<float>((i * 5) % 13) - 0.2f;
+    w3[i] = 0.03f * static_cast<float>((i * 3) % 17) - 0.2f;
+  }
+  b.AddWeight("w1", DType::kF32, {8, 8}, w1);
+  b.AddWeight("w2", DType::kF32, {8, 8}, w2);
+  b.AddWeight("w3", DType::kF32, {8, 8}, w3);
+  b.AddOp("ReduceMean", {"x"}, {"m"}, {{"keepdims", int64_t{0}}});
+  b.AddOp("Greater", {"m", "zero"}, {"go_deep"});
+  const int deep = b.AddSubgraph("deep");
+  b.AddOp("MatMul", {"x", "w1"}, {"d1"});
+  b.AddOp("Relu", {"d1"}, {"d1a"});
+  b.AddOp("MatMul", {"d1a", "w2"}, {"d2"});
+  b.AddOutput("d2");
+  const int shallow = b.AddSubgraph("shallow");
+  b.AddOp("MatMul", {"x", "w3"}, {"s1"});
+  b.AddOutput("s1");
+  b.SetSubgraph(0);
+  b.AddOp("If", {"go_deep"}, {"y"}, {{"then_branch", SubgraphRef{deep}}, {"else_branch", SubgraphRef{shallow}}},
+          "refine");
+  b.AddOp("Add", {"y", "x"}, {"z"});
+  b.AddOutput("z");
+  return b.Finish();
+}
+
+// With conditional nodes the If is one graph: after both branches were
+// seen, a run reads back only its output (no condition), launches no
+// kernel outside graphs and captures nothing; without them (level 0) each
+// run also reads the condition. Every run equals the CPU's, at two batch
+// sizes.
+TEST(ConditionalGraphTest, AnIfPicksItsBranchOnTheDevice) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(BuildRefine());
+  SessionOptions cpu_options;
+  cpu_options.device = grove::Device::kCpu;
+  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  SessionOptions options;
+  options.shape_buckets = {{"*", "exact"}};
+  int64_t reads_per_run[3] = {0, 0, 0};
+  for (int level : {0, 1, 2}) {
+    SCOPED_TRACE(absl::StrCat("level ", level));
+    std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
+    absl::StatusOr<std::unique_ptr<Session>> made = internal::CreateSessionOnDevice(model, options, dev);
+    ASSERT_TRUE(made.ok()) << made.status();
+    Session& gpu = **made;
+    for (int64_t batch : {3, 5}) {
+      for (int round = 0; round < 2; ++round) {
+        for (float sign : {1.0f, -1.0f}) {
+          const Tensor x = Input(batch, sign, 30 + round);
+          const std::vector<Tensor> want = RunOn(*cpu, x);
+          const std::vector<Tensor> got = RunOn(gpu, x);
+          ASSERT_EQ(want.size(), got.size());
+          EXPECT_EQ(testing::CompareTensors(want[0], got[0], 1e-5), "")
+              << "batch " << batch << " round " << round << " sign " << sign;
+        }
+      }
+    }
+    const int64_t captured = gpu.stats().graphs_captured;
+    for (float sign : {1.0f, -1.0f, 1.0f}) {
+      const Tensor x = Input(5, sign, 77);
+      const cuda::DeviceStats before = dev->stats();
+      const std::vector<Tensor> got = RunOn(gpu, x);
+      const cuda::DeviceStats after = dev->stats();
+      const std::vector<Tensor> want = RunOn(*cpu, x);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(testing::CompareTensors(want[0], got[0], 1e-5), "") << "sign " << sign;
+      reads_per_run[level] = after.device_to_host_copies - before.device_to_host_copies;
+      if (level > 0) EXPECT_EQ(after.launches, before.launches) << "every kernel ran inside a graph";
+    }
+    EXPECT_EQ(gpu.stats().graphs_captured, captured) << "a steady run captures nothing";
+  }
+  // Host-driven: the condition and the output; on the device: the output.
+  EXPECT_EQ(reads_per_run[0], reads_per_run[2] + 1);
+  EXPECT_EQ(reads_per_run[1], reads_per_run[2]);
+}
+
+// Branches whose outputs differ in shape (the early-exit demo: [batch, 8]
+// or [batch, 3]) stay host-driven, with the same results.
+TEST(ConditionalGraphTest, BranchesOfDifferentShapesStayHostDriven) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildEarlyExit());
+  SessionOptions cpu_options;
+  cpu_options.device = grove::Device::kCpu;
+  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(2);
+  std::unique_ptr<Session> gpu = internal::CreateSessionOnDevice(model, {}, dev).value();
+  for (float sign : {1.0f, -1.0f, 1.0f}) {
+    const Tensor x = Input(3, sign, 5);
+    const std::vector<Tensor> want = RunOn(*cpu, x);
+    const cuda::DeviceStats before = dev->stats();
+    const std::vector<Tensor> got = RunOn(*gpu, x);
+    ASSERT_EQ(want.size(), got.size());
+    EXPECT_EQ(testing::CompareTensors(want[0], got[0], 1e-5), "") << "sign " << sign;
+    EXPECT_EQ(dev->stats().device_to_host_copies - before.device_to_host_copies, 2) << "the condition and y";
+  }
+}
+
+}  // namespace
+}  // namespace grove
