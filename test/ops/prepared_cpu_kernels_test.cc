@@ -1,7 +1,7 @@
 // The prepared CPU kernels (the norm group; Conv, ConvTranspose, the pools;
 // Gemm, MatMul; RoiAlign; the elementwise and math ops; reductions, ArgMax and
 // ArgMin, TopK; LRN, Dropout; the shape and layout ops, Trilu, Range,
-// ConstantOfShape, OneHot, GatherND): each is registered with a prepare; a bad attribute
+// ConstantOfShape, OneHot, GatherND, ScatterElements): each is registered with a prepare; a bad attribute
 // or shape is reported by the prepare, before any invoke; one prepare serves
 // several invokes on new input values with the results of a fresh run
 // (RunOp, which the op tests check against naive references) and, for
@@ -335,6 +335,26 @@ std::vector<Case> ReductionAndShapeCases() {
                [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {4, 6}, seed)}; }, 1, true});
   c.push_back({"ArgMaxHalfTies", "ArgMax", {{"axis", int64_t{0}}},
                [](int seed) { return std::vector<Tensor>{ToHalf(F32({6, 3}, seed % 2), DType::kF16)}; }, 1, true});
+  // ScatterElements: the offsets and the walk in the workspace.
+  c.push_back({"ScatterElementsAxis1Int32", "ScatterElements", {{"axis", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({3, 4}, seed),
+                                            MakeTensor<int32_t>(DType::kI32, {3, 2}, {seed % 4, -1, 0, 2, 3, -4}),
+                                            F32({3, 2}, seed + 1)};
+               },
+               1, true});
+  c.push_back({"ScatterElementsAdd", "ScatterElements", {{"reduction", std::string("add")}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({4, 3}, seed), I64({2, 3}, {1, 1, seed % 4, 1, -1, 0}),
+                                            F32({2, 3}, seed + 2)};
+               },
+               1, true});
+  c.push_back({"ScatterElementsMaxInt64", "ScatterElements", {{"reduction", std::string("max")}, {"axis", int64_t{0}}},
+               [](int seed) {
+                 return std::vector<Tensor>{Ints<int64_t>(DType::kI64, {3, 2}, seed), I64({2, 2}, {0, 2, 0, seed % 3}),
+                                            Ints<int64_t>(DType::kI64, {2, 2}, seed + 3)};
+               },
+               1, true});
   // GatherND: the walk once, the indices read per run.
   c.push_back({"GatherNDPairs", "GatherND", {},
                [](int seed) {
@@ -769,6 +789,10 @@ std::vector<BadCase> BadCases() {
   c.push_back({"ArgMinOutput", "ArgMin", {}, {F32({2, 3}, 0)}, {{DType::kI64, {2, 3}}},
                "output 0 was allocated with shape [2, 3] but the kernel writes [1, 3]"});
   c.push_back({"TriluRank1", "Trilu", {}, {F32({4}, 0)}, {{DType::kF32, {4}}}, "rank"});
+  c.push_back({"ScatterElementsUpdates", "ScatterElements", {}, {F32({2, 3}, 0), I64({1, 2}, {0, 1}), F32({2, 1}, 0)},
+               {{DType::kF32, {2, 3}}}, "(the indices' shape)"});
+  c.push_back({"ScatterElementsFloatIndices", "ScatterElements", {}, {F32({2, 3}, 0), F32({1, 2}, 0), F32({1, 2}, 1)},
+               {{DType::kF32, {2, 3}}}, "input 1 (indices) has dtype f32; expected i32 or i64"});
   c.push_back({"GatherNDTupleTooLong", "GatherND", {}, {F32({2, 3}, 0), I64({1, 3}, {0, 0, 0})},
                {{DType::kF32, {1}}}, "must end in a dim of 1..2"});
   c.push_back({"GatherNDFloatIndices", "GatherND", {}, {F32({2, 3}, 0), F32({1, 1}, 0)}, {{DType::kF32, {1, 3}}},

@@ -72,11 +72,33 @@ absl::Status VisitNumeric(const ir::KernelContext& ctx, DType dtype, Fn&& fn) {
 // ScatterElements, Scatter.
 // ---------------------------------------------------------------------------
 
-absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
+// The checks, the output check and the reduction's loop of the dtype, made
+// once; every update's data offset (and the walk's position) lives in the
+// workspace, all checked before the output is touched.
+using ScatterElementsReduceFn = void (*)(ScatterReduction r, uint8_t* out, const uint8_t* upd,
+                                         const int64_t* offsets, int64_t count);
+
+template <typename T>
+void ReduceScatterElements(ScatterReduction r, uint8_t* out, const uint8_t* upd, const int64_t* offsets,
+                           int64_t count) {
+  T* o = reinterpret_cast<T*>(out);
+  const T* v = reinterpret_cast<const T*>(upd);
+  for (int64_t e = 0; e < count; ++e) ScatterReduce<T>(r, o + offsets[e], &v[e], 1);
+}
+
+struct ScatterElementsParams {
+  int axis = 0;
+  ScatterReduction reduction = ScatterReduction::kNone;
+  ScatterElementsReduceFn reduce = nullptr;  // reductions other than none
+  size_t es = 0;
+  uint64_t pos_offset = 0;  // bytes into the workspace: rank i64 after count offsets
+  std::vector<int64_t> strides, idx_shape;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareScatterElements(const ir::KernelContext& ctx) {
   const TensorView& data = ctx.input(0);
   const TensorView& idx = ctx.input(1);
   const TensorView& upd = ctx.input(2);
-  const int rank = static_cast<int>(data.shape.size());
   absl::StatusOr<int> axis = backends::ElementsAxis(ctx);
   if (!axis.ok()) return axis.status();
   if (upd.shape != idx.shape || upd.dtype != data.dtype) {
@@ -86,48 +108,75 @@ absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
   absl::StatusOr<ScatterReduction> reduction = backends::ParseScatterReduction(ctx);
   if (!reduction.ok()) return reduction.status();
   if (absl::Status s = CheckPlannedOutput(ctx, 0, data.dtype, data.shape); !s.ok()) return s;
-  absl::StatusOr<std::vector<int64_t>> indices = ReadHostInts(ctx, 1, "indices");
-  if (!indices.ok()) return indices.status();
+  if (idx.dtype != DType::kI64 && idx.dtype != DType::kI32) {
+    return ctx.Error(absl::StrCat("input 1 (indices) has dtype ", DTypeName(idx.dtype), "; expected i32 or i64"));
+  }
+  ScatterElementsParams p;
+  p.axis = *axis;
+  p.reduction = *reduction;
+  p.es = DTypeSize(data.dtype);
+  p.strides = ir::Strides(data.shape);
+  p.idx_shape = idx.shape;
+  const int64_t count = idx.num_elements();
+  if (p.reduction != ScatterReduction::kNone && count > 0) {
+    absl::Status chosen = VisitAnyDType(ctx, data.dtype, [&](auto tag) {
+      p.reduce = &ReduceScatterElements<typename decltype(tag)::type>;
+      return absl::OkStatus();
+    });
+    if (!chosen.ok()) return chosen;
+  }
+  p.pos_offset = (static_cast<uint64_t>(count) * sizeof(int64_t) + 63) / 64 * 64;
+  const uint64_t workspace = p.pos_offset + data.shape.size() * sizeof(int64_t);
+  return backends::MakePrepared(std::move(p), workspace);
+}
+
+absl::Status ScatterElementsKernel(ir::KernelContext& ctx) {
+  const ScatterElementsParams* p = backends::PreparedParams<ScatterElementsParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const TensorView& data = ctx.input(0);
+  const TensorView& idx = ctx.input(1);
+  const int rank = static_cast<int>(data.shape.size());
+  const int axis = p->axis;
+  const bool i64 = idx.dtype == DType::kI64;
+  auto index = [&](int64_t e) -> int64_t {
+    return i64 ? static_cast<const int64_t*>(idx.data)[e] : static_cast<const int32_t*>(idx.data)[e];
+  };
   // The data offset of every update, all checked before the output is touched.
-  const std::vector<int64_t> strides = ir::Strides(data.shape);
-  const int64_t dim = data.shape[*axis];
-  const int64_t count = static_cast<int64_t>(indices->size());
-  std::vector<int64_t> offsets(static_cast<size_t>(count));
-  std::vector<int64_t> pos(rank, 0);
+  const std::vector<int64_t>& strides = p->strides;
+  const int64_t dim = data.shape[axis];
+  const int64_t count = idx.num_elements();
+  auto* workspace = static_cast<uint8_t*>(ctx.workspace());
+  int64_t* offsets = reinterpret_cast<int64_t*>(workspace);
+  int64_t* pos = reinterpret_cast<int64_t*>(workspace + p->pos_offset);
+  std::fill(pos, pos + rank, int64_t{0});
   int64_t base = 0;  // offset of `pos` with the axis coordinate left out
   for (int64_t e = 0; e < count; ++e) {
-    int64_t i = (*indices)[e];
+    int64_t i = index(e);
     if (!WrapIndex(&i, dim)) {
-      return ctx.Error(absl::StrCat("indices element ", e, " is ", (*indices)[e], "; out of range for axis ", *axis,
+      return ctx.Error(absl::StrCat("indices element ", e, " is ", index(e), "; out of range for axis ", axis,
                                     " of the data ", DimsString(data.shape), " (expected ", -dim, "..", dim - 1,
                                     ")"));
     }
-    offsets[e] = base + i * strides[*axis];
+    offsets[e] = base + i * strides[axis];
     for (int d = rank - 1; d >= 0; --d) {
-      const int64_t step = d == *axis ? 0 : strides[d];
+      const int64_t step = d == axis ? 0 : strides[d];
       base += step;
-      if (++pos[d] < idx.shape[d]) break;
-      base -= step * idx.shape[d];
+      if (++pos[d] < p->idx_shape[d]) break;
+      base -= step * p->idx_shape[d];
       pos[d] = 0;
     }
   }
   TensorView& y = ctx.output(0);
   if (y.data != data.data && data.byte_size() > 0) std::memmove(y.data, data.data, data.byte_size());
   if (count == 0) return absl::OkStatus();
-  const size_t es = DTypeSize(data.dtype);
   auto* out = static_cast<uint8_t*>(y.data);
-  const auto* u = static_cast<const uint8_t*>(upd.data);
-  if (*reduction == ScatterReduction::kNone) {
-    for (int64_t e = 0; e < count; ++e) CopyElements(u, e, out, offsets[e], es);
+  const auto* u = static_cast<const uint8_t*>(ctx.input(2).data);
+  if (p->reduction == ScatterReduction::kNone) {
+    for (int64_t e = 0; e < count; ++e) CopyElements(u, e, out, offsets[e], p->es);
     return absl::OkStatus();
   }
-  return VisitAnyDType(ctx, data.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* o = reinterpret_cast<T*>(out);
-    const T* v = reinterpret_cast<const T*>(u);
-    for (int64_t e = 0; e < count; ++e) ScatterReduce<T>(*reduction, o + offsets[e], &v[e], 1);
-    return absl::OkStatus();
-  });
+  p->reduce(p->reduction, out, u, offsets, count);
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -660,8 +709,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
     const char* type;
     ir::KernelFn fn;
   } kernels[] = {
-      {"ScatterElements", &ScatterElementsKernel},
-      {"Scatter", &ScatterElementsKernel},
       {"DepthToSpace", &DepthToSpaceKernel},
       {"SpaceToDepth", &SpaceToDepthKernel},
       {"EyeLike", &EyeLikeKernel},
@@ -674,7 +721,16 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
   }
-  return registry.SetKernel("GatherND", ir::Backend::kCpu, ir::KernelDef{&GatherNDKernel, &PrepareGatherND});
+  const absl::Status prepared[] = {
+      registry.SetKernel("GatherND", ir::Backend::kCpu, ir::KernelDef{&GatherNDKernel, &PrepareGatherND}),
+      registry.SetKernel("ScatterElements", ir::Backend::kCpu,
+                         ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
+      registry.SetKernel("Scatter", ir::Backend::kCpu, ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
+  };
+  for (const absl::Status& s : prepared) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace grove::cpu
