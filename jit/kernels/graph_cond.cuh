@@ -6,6 +6,7 @@
 #define GROVE_JIT_KERNELS_GRAPH_COND_CUH_
 
 #include "jit/kernels/graph_cond_params.h"
+#include "jit/kernels/index_common.cuh"
 #include "jit/kernels/prelude.cuh"
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
@@ -33,7 +34,7 @@ GROVE_DEVICE void loop_step(const LoopStepParams& p) {
   const bool go = more && iter < p.cap;
   *p.iter = iter;
   *p.flag = go ? 1 : 0;
-  if (more && !go) *p.capped = 1u;
+  if (more && !go && p.check.record != 0) mv::report_check(p.check, iter, p.cap, 0, 0);
 }
 
 }  // namespace gc

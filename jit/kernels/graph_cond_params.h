@@ -6,6 +6,7 @@
 #ifndef GROVE_JIT_KERNELS_GRAPH_COND_PARAMS_H_
 #define GROVE_JIT_KERNELS_GRAPH_COND_PARAMS_H_
 
+#include "jit/kernels/check_params.h"
 #include "jit/kernels/types.h"
 
 namespace grove_k {
@@ -22,8 +23,9 @@ struct SetConditionalParams {
 //   init: *iter = 0, *flag = (trips > 0 && cond)
 //   next: *iter += 1, *flag = (*iter < trips && body cond && *iter < cap)
 // trips is *trips_ptr when not null, else trips_value; cond likewise; cap
-// bounds the trips of one launch (SessionOptions::max_body_runs), and a loop
-// stopped by it (it would have gone on) sets *capped to 1.
+// bounds the trips of one launch (SessionOptions::max_body_runs): a loop
+// stopped by it (it would have gone on) reports to `check` (value: the
+// trips run, bound: the cap), so the run fails at its next wait.
 struct LoopStepParams {
   i64* iter;
   u8* flag;
@@ -32,7 +34,7 @@ struct LoopStepParams {
   const u8* cond_ptr;
   i64 cond_value;
   i64 cap;
-  u32* capped;
+  CheckSite check;
   int init;
 };
 

@@ -163,6 +163,26 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<BackendGraph>> ComposeGraph(std::vector<GraphPiece> pieces) {
     return absl::UnimplementedError("this backend has no conditional graphs");
   }
+  // One step of a Loop's trip counter for a WHILE piece, queued on the
+  // session's stream (recorded when capturing): init sets *iter = 0 and
+  // *flag = (trips > 0 && cond); otherwise *iter += 1 and *flag = (*iter <
+  // trips && cond && *iter < cap). trips is *trips when not null, else
+  // trips_value; cond likewise (cond then is the body's condition output).
+  // A loop the cap stops fails the run at its next wait with `loop`'s
+  // message (SessionOptions::max_body_runs).
+  struct LoopStep {
+    int64_t* iter = nullptr;
+    uint8_t* flag = nullptr;
+    const int64_t* trips = nullptr;
+    int64_t trips_value = 0;
+    const uint8_t* cond = nullptr;
+    bool cond_value = true;
+    int64_t cap = 0;
+    bool init = false;
+  };
+  virtual absl::Status QueueLoopStep(const ir::Node& loop, const LoopStep& step) {
+    return absl::UnimplementedError("this backend has no conditional graphs");
+  }
 
   virtual BackendCounters counters() const { return {}; }
 

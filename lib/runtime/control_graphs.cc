@@ -1,7 +1,8 @@
 // Control flow inside CUDA graphs: an If whose condition only the device has
 // runs as one graph whose conditional node picks the branch on the device
-// (Backend::ComposeGraph), so the run neither waits for the device nor reads
-// the condition back. Each branch's plan is captured as a body graph that
+// (Backend::ComposeGraph), and a Loop whose carried shapes hold across trips
+// as one graph whose WHILE node runs its trips, so the run neither waits for
+// the device nor reads a condition back. Each branch's plan is captured as a body graph that
 // ends with its outputs copied into the If's outputs (buffers of their own,
 // at addresses that hold across runs), so the graphs after the If read the
 // same addresses whichever branch ran.
@@ -11,6 +12,9 @@
 // plans and buffers it captured: their addresses and the plans' serials make
 // its fingerprint, and a change (a branch's plan dropped from the cache, a
 // capture at a new address) captures anew, as a segment's graph does.
+#include <algorithm>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -133,32 +137,20 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
         " subgraph runs (If branches, Loop and Scan iterations), the limit of SessionOptions::max_body_runs"));
   }
 
-  auto launch = [&](SegmentGraph::Variant& v, bool replay) -> absl::StatusOr<bool> {
-    v.fingerprint = fingerprint;
-    v.params_of = inst.serial;
-    v.last_used = ++graph_tick_;
-    graphs_.Touch(*v.held);
-    if (absl::Status st = backend_.LaunchGraph(v.held->graph()); !st.ok()) return st;
-    // The If's graph is a segment of device work in the counts: run, and
-    // replayed when it was not just captured (SessionStats).
-    ++stats_.segments_run;
-    if (replay) ++stats_.graph_replays;
-    ++stats_.kernels_run;
+  auto set_outputs = [&] {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] >= 0) inst.views[step.outputs[i]] = outs[i];
     }
-    return true;
   };
-  SegmentGraph::Variant* slot = nullptr;
-  for (SegmentGraph::Variant& v : g.variants) {
-    if (v.held != nullptr && v.fingerprint == fingerprint) return launch(v, /*replay=*/true);
-    if (slot == nullptr || (slot->held != nullptr && (v.held == nullptr || v.last_used < slot->last_used))) slot = &v;
+  bool hit = false;
+  SegmentGraph::Variant* slot = ControlVariant(g, fingerprint, &hit);
+  if (slot == nullptr) {
+    return host_driven(absl::StrCat("its branches or buffers changed more than ", kMaxCaptures, " times"));
   }
-  if (slot->held != nullptr) {
-    slot->held.reset();
-    if (++g.replaced > kMaxCaptures) {
-      return host_driven(absl::StrCat("its branches or buffers changed more than ", kMaxCaptures, " times"));
-    }
+  if (hit) {
+    if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/true); !st.ok()) return st;
+    set_outputs();
+    return true;
   }
 
   // Capture each branch: its inputs bound, its steps, its outputs copied out.
@@ -166,15 +158,8 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
   for (int b = 0; b < 2; ++b) {
     PlanInstance& body = *bodies[b];
     const ExecutionPlan& bp = *body.plan;
-    for (const PlanStep& st : bp.steps()) {
-      if (st.outputs_empty) continue;
-      if (st.segment < 0) {
-        return host_driven(absl::StrCat("branch '", graph_.subgraphs[branches[b]].name, "' has a step that needs the host (",
-                                        st.node->Describe(), ": ", st.host_reason, ")"));
-      }
-      if (!st.prepared_at_plan && st.prepare != nullptr) {
-        return host_driven(absl::StrCat(st.node->Describe(), " in a branch is prepared when it runs"));
-      }
+    if (std::string why = UncapturableBody(body); !why.empty()) {
+      return host_driven(absl::StrCat("branch '", graph_.subgraphs[branches[b]].name, "' ", why));
     }
     graphs_.MakeRoom(options_.max_cached_graphs);
     const int64_t kernels_before = stats_.kernels_run;
@@ -216,7 +201,299 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
     Log(options_, LogLevel::kDebug,
         absl::StrCat(step.node->Describe(), ": a graph with a conditional node over its two branches"));
   }
-  return launch(*slot, /*replay=*/false);
+  if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/false); !st.ok()) return st;
+  set_outputs();
+  return true;
+}
+
+absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
+  const ExecutionPlan& p = *inst.plan;
+  const PlanStep& step = p.steps()[s];
+  if (inst.control_graphs.size() != p.steps().size()) inst.control_graphs.resize(p.steps().size());
+  std::unique_ptr<SegmentGraph>& held = inst.control_graphs[s];
+  if (held == nullptr) held = std::make_unique<SegmentGraph>();
+  SegmentGraph& g = *held;
+  if (!g.no_graph.empty()) return false;
+  auto host_driven = [&](absl::string_view why) {
+    for (SegmentGraph::Variant& v : g.variants) v.held.reset();
+    g.no_graph = std::string(why);
+    if (Logs(options_, LogLevel::kDebug)) {
+      Log(options_, LogLevel::kDebug,
+          absl::StrCat(step.node->Describe(), " runs host-driven (each trip's condition read back): ", why));
+    }
+    return false;
+  };
+
+  TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
+  const TensorView* const* host = inst.host_ptrs.data() + inst.step_ptrs[s];
+  const int num_inputs = static_cast<int>(step.inputs.size());
+  const int n = std::max(num_inputs - 2, 0);
+  if (static_cast<int>(step.outputs.size()) != n) {
+    return host_driven("it has scan outputs (their length is known only after the last trip)");
+  }
+  Backend::LoopStep init;
+  init.init = true;
+  init.trips_value = std::numeric_limits<int64_t>::max();
+  if (num_inputs > 0 && ptrs[0] != nullptr) {
+    const TensorView& m = *ptrs[0];
+    if (m.dtype != DType::kI64 || m.num_elements() != 1) return host_driven("its trip count is not one int64");
+    if (host[0] != nullptr && host[0]->data != nullptr) {
+      init.trips_value = *static_cast<const int64_t*>(host[0]->data);
+    } else if (backend_.IsDevicePointer(m.data)) {
+      init.trips = static_cast<const int64_t*>(m.data);
+    } else {
+      return host_driven("its trip count is not in device memory");
+    }
+  }
+  if (num_inputs > 1 && ptrs[1] != nullptr) {
+    const TensorView& c = *ptrs[1];
+    if (c.dtype != DType::kBool || c.num_elements() != 1) return host_driven("its condition is not one bool");
+    if (host[1] != nullptr && host[1]->data != nullptr) {
+      init.cond_value = *static_cast<const uint8_t*>(host[1]->data) != 0;
+    } else if (backend_.IsDevicePointer(c.data)) {
+      init.cond = static_cast<const uint8_t*>(c.data);
+    } else {
+      return host_driven("its condition is not in device memory");
+    }
+  }
+  std::vector<TensorView> initial(n);
+  for (int i = 0; i < n; ++i) {
+    if (ptrs[2 + i] == nullptr) return host_driven("a carried value is omitted");
+    initial[i] = *ptrs[2 + i];
+    if (ir::IsBoxed(initial[i].dtype)) return host_driven("it carries a sequence or optional");
+    if (initial[i].byte_size() > 0 && !backend_.IsDevicePointer(initial[i].data)) {
+      return host_driven("a carried value is not in device memory");
+    }
+  }
+
+  // The loop's own buffers: trip counter, flag, the body's true condition,
+  // the carried values and their staging copies.
+  if (inst.loop_states.size() != p.steps().size()) inst.loop_states.resize(p.steps().size());
+  std::unique_ptr<PlanInstance::LoopState>& state = inst.loop_states[s];
+  if (state == nullptr) state = std::make_unique<PlanInstance::LoopState>(&backend_);
+  if (absl::Status st = state->scalars.Reserve(16); !st.ok()) return st;
+  uint8_t* const scalars = state->scalars.data();
+  int64_t* const iter = reinterpret_cast<int64_t*>(scalars);
+  uint8_t* const flag = scalars + 8;
+  uint8_t* const one = scalars + 9;
+  std::vector<TensorView> carried(n), staged(n);
+  while (static_cast<int>(state->carried.size()) < n) {
+    state->carried.push_back(std::make_unique<Buffer>(&backend_));
+    state->staged.push_back(std::make_unique<Buffer>(&backend_));
+  }
+  for (int i = 0; i < n; ++i) {
+    if (absl::Status st = state->carried[i]->Reserve(initial[i].byte_size()); !st.ok()) return st;
+    if (absl::Status st = state->staged[i]->Reserve(initial[i].byte_size()); !st.ok()) return st;
+    carried[i] = TensorView(initial[i].dtype, initial[i].shape, static_cast<void*>(state->carried[i]->data()));
+    staged[i] = TensorView(initial[i].dtype, initial[i].shape, static_cast<void*>(state->staged[i]->data()));
+  }
+
+  // The body's plan for these carried shapes.
+  const int body_sg = step.node->attrs.GetSubgraph("body");
+  if (body_sg <= 0 || body_sg >= static_cast<int>(graph_.subgraphs.size())) return host_driven("it has no body");
+  const ir::Subgraph& sg = graph_.subgraphs[body_sg];
+  std::vector<TensorView> inputs;
+  inputs.reserve(2 + n);
+  inputs.push_back(TensorView(DType::kI64, {}, static_cast<void*>(iter)));
+  inputs.push_back(TensorView(DType::kBool, {}, static_cast<void*>(one)));
+  for (const TensorView& c : carried) inputs.push_back(c);
+  std::vector<TensorView> captures;
+  uint64_t fingerprint = 0xcbf29ce484222325u;
+  auto mix = [&fingerprint](uint64_t x) { fingerprint = (fingerprint ^ x) * 0x100000001b3u; };
+  for (int t : sg.captures) {
+    const int v = p.ValueOf(t);
+    if (v < 0) return absl::InternalError(absl::StrCat("capture '", graph_.tensors[t].name, "' is not in scope"));
+    captures.push_back(inst.views[v]);
+    mix(reinterpret_cast<uintptr_t>(inst.views[v].data));
+  }
+  absl::StatusOr<PlanInstance*> planned = GetPlan(body_sg, inputs, captures);
+  if (!planned.ok()) return host_driven(absl::StrCat("its body does not plan: ", planned.status().message()));
+  PlanInstance& body = **planned;
+  ++body.active;
+  absl::Cleanup inactive = [&body] { --body.active; };
+  const ExecutionPlan& bp = *body.plan;
+  if (bp.output_values().size() != static_cast<size_t>(1 + n)) return host_driven("its body gives other outputs");
+  {
+    const PlanValue& c = bp.values()[bp.output_values()[0]];
+    if (c.dtype != DType::kBool || !c.shape_known || ir::NumElements(c.shape) != 1) {
+      return host_driven("its body's condition is not one bool");
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const PlanValue& o = bp.values()[bp.output_values()[1 + i]];
+    if (o.dtype != initial[i].dtype || !o.shape_known || o.shape != initial[i].shape) {
+      return host_driven(absl::StrCat("carried value ", i, " changes shape or type across trips"));
+    }
+  }
+  std::vector<TensorView> outs(n);
+  for (int i = 0; i < n; ++i) {
+    const int v = step.outputs[i];
+    if (v < 0) continue;
+    if (absl::Status st = inst.dynamic[v]->Reserve(initial[i].byte_size()); !st.ok()) return st;
+    outs[i] = TensorView(initial[i].dtype, initial[i].shape, static_cast<void*>(inst.dynamic[v]->data()));
+  }
+  mix(reinterpret_cast<uintptr_t>(init.trips));
+  mix(static_cast<uint64_t>(init.trips_value));
+  mix(reinterpret_cast<uintptr_t>(init.cond));
+  mix(init.cond_value ? 1 : 0);
+  mix(reinterpret_cast<uintptr_t>(scalars));
+  for (int i = 0; i < n; ++i) {
+    mix(reinterpret_cast<uintptr_t>(initial[i].data));
+    mix(reinterpret_cast<uintptr_t>(carried[i].data));
+    mix(reinterpret_cast<uintptr_t>(staged[i].data));
+    mix(reinterpret_cast<uintptr_t>(outs[i].data));
+  }
+  mix(reinterpret_cast<uintptr_t>(&body));
+  mix(body.serial);
+
+  auto set_outputs = [&] {
+    for (int i = 0; i < n; ++i) {
+      if (step.outputs[i] >= 0) inst.views[step.outputs[i]] = outs[i];
+    }
+  };
+  bool hit = false;
+  SegmentGraph::Variant* slot = ControlVariant(g, fingerprint, &hit);
+  if (slot == nullptr) {
+    return host_driven(absl::StrCat("its body or buffers changed more than ", kMaxCaptures, " times"));
+  }
+  if (hit) {
+    if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/true); !st.ok()) return st;
+    set_outputs();
+    return true;
+  }
+
+  if (std::string why = UncapturableBody(body); !why.empty()) return host_driven(absl::StrCat("its body ", why));
+  // The body's condition input: true on every trip it runs.
+  static const uint8_t kTrue = 1;
+  if (absl::Status st = backend_.CopyAsync(one, &kTrue, 1); !st.ok()) return st;
+  Backend::LoopStep next = init;
+  next.init = false;
+  init.iter = next.iter = iter;
+  init.flag = next.flag = flag;
+  init.cap = next.cap = options_.max_body_runs > 0 ? options_.max_body_runs : (int64_t{1} << 40);
+
+  graphs_.MakeRoom(options_.max_cached_graphs);
+  // Captures what `queue` queues as a graph; null after host_driven.
+  auto capture = [&](const std::function<absl::Status()>& queue) -> std::unique_ptr<BackendGraph> {
+    const int64_t kernels_before = stats_.kernels_run;
+    if (absl::Status st = backend_.BeginCapture(); !st.ok()) {
+      ++stats_.graph_capture_failures;
+      host_driven(absl::StrCat("its capture could not start: ", st.message()));
+      return nullptr;
+    }
+    absl::Status run = queue();
+    absl::StatusOr<std::unique_ptr<BackendGraph>> captured = backend_.EndCapture();
+    stats_.kernels_run = kernels_before;  // recorded, not run
+    if (!run.ok() || !captured.ok()) {
+      ++stats_.graph_capture_failures;
+      host_driven(absl::StrCat("its capture failed: ", (!run.ok() ? run : captured.status()).message()));
+      return nullptr;
+    }
+    return *std::move(captured);
+  };
+  auto copy = [&](const TensorView& to, const TensorView& from) {
+    return to.byte_size() == 0 ? absl::OkStatus() : backend_.CopyAsync(to.data, from.data, to.byte_size());
+  };
+  std::unique_ptr<BackendGraph> before = capture([&]() -> absl::Status {
+    for (int i = 0; i < n; ++i) {
+      if (absl::Status st = copy(carried[i], initial[i]); !st.ok()) return st;
+    }
+    return backend_.QueueLoopStep(*step.node, init);
+  });
+  if (before == nullptr) return false;
+  std::unique_ptr<BackendGraph> trip = capture([&]() -> absl::Status {
+    if (absl::Status st = BindInputs(body, inputs, captures); !st.ok()) return st;
+    // The next trip's condition: the body's output (bound now: it may be
+    // an input passed through).
+    next.cond = static_cast<const uint8_t*>(body.views[bp.output_values()[0]].data);
+    for (size_t t = 0; t < bp.steps().size(); ++t) {
+      if (bp.steps()[t].outputs_empty) continue;
+      if (absl::Status st = RunStep(body, t); !st.ok()) return st;
+    }
+    // Through staging: a body may return its carried values in another
+    // order (a swap), so each is copied out before any is written.
+    for (int i = 0; i < n; ++i) {
+      if (absl::Status st = copy(staged[i], body.views[bp.output_values()[1 + i]]); !st.ok()) return st;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (absl::Status st = copy(carried[i], staged[i]); !st.ok()) return st;
+    }
+    return backend_.QueueLoopStep(*step.node, next);
+  });
+  if (trip == nullptr) return false;
+  std::unique_ptr<BackendGraph> after = capture([&]() -> absl::Status {
+    for (int i = 0; i < n; ++i) {
+      if (step.outputs[i] < 0) continue;
+      if (absl::Status st = copy(outs[i], carried[i]); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  });
+  if (after == nullptr) return false;
+  std::vector<Backend::GraphPiece> pieces(3);
+  pieces[0].graph = std::move(before);
+  pieces[1].kind = Backend::PieceKind::kWhile;
+  pieces[1].flag = flag;
+  pieces[1].bodies.push_back(std::move(trip));
+  pieces[2].graph = std::move(after);
+  absl::StatusOr<std::unique_ptr<BackendGraph>> composed = backend_.ComposeGraph(std::move(pieces));
+  if (!composed.ok()) {
+    ++stats_.graph_capture_failures;
+    return host_driven(absl::StrCat("its conditional graph could not be made: ", composed.status().message()));
+  }
+  graphs_.Hold(*std::move(composed), &slot->held);
+  ++stats_.graphs_captured;
+  graphs_.TrimBytes(options_.max_graph_bytes);
+  if (Logs(options_, LogLevel::kDebug)) {
+    Log(options_, LogLevel::kDebug, absl::StrCat(step.node->Describe(), ": a graph with a WHILE node over its body"));
+  }
+  if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/false); !st.ok()) return st;
+  set_outputs();
+  return true;
+}
+
+std::string Executor::UncapturableBody(const PlanInstance& body) const {
+  for (const PlanStep& st : body.plan->steps()) {
+    if (st.outputs_empty) continue;
+    if (st.segment < 0) {
+      return absl::StrCat("has a step that needs the host (", st.node->Describe(), ": ", st.host_reason, ")");
+    }
+    if (!st.prepared_at_plan && st.prepare != nullptr) {
+      return absl::StrCat("has a step prepared when it runs (", st.node->Describe(), ")");
+    }
+  }
+  return "";
+}
+
+SegmentGraph::Variant* Executor::ControlVariant(SegmentGraph& g, uint64_t fingerprint, bool* hit) {
+  *hit = false;
+  SegmentGraph::Variant* slot = nullptr;
+  for (SegmentGraph::Variant& v : g.variants) {
+    if (v.held != nullptr && v.fingerprint == fingerprint) {
+      *hit = true;
+      return &v;
+    }
+    if (slot == nullptr || (slot->held != nullptr && (v.held == nullptr || v.last_used < slot->last_used))) slot = &v;
+  }
+  if (slot->held != nullptr) {
+    slot->held.reset();
+    if (++g.replaced > kMaxCaptures) return nullptr;
+  }
+  return slot;
+}
+
+absl::Status Executor::LaunchControlGraph(PlanInstance& inst, SegmentGraph::Variant& v, uint64_t fingerprint,
+                                          bool replay) {
+  v.fingerprint = fingerprint;
+  v.params_of = inst.serial;
+  v.last_used = ++graph_tick_;
+  graphs_.Touch(*v.held);
+  if (absl::Status st = backend_.LaunchGraph(v.held->graph()); !st.ok()) return st;
+  // The graph is a segment of device work in the counts: run, and replayed
+  // when it was not just captured (SessionStats).
+  ++stats_.segments_run;
+  if (replay) ++stats_.graph_replays;
+  ++stats_.kernels_run;
+  return absl::OkStatus();
 }
 
 }  // namespace grove::runtime

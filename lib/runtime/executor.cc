@@ -398,9 +398,10 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
       if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
     }
     if (step.segment < 0 && conditional_graphs_ && step.kernel_allocates && !step.host_fallback &&
-        step.node->type == "If") {
-      // The branch picked on the device, in a graph (control_graphs.cc).
-      absl::StatusOr<bool> ran = RunIfGraph(inst, s);
+        (step.node->type == "If" || step.node->type == "Loop")) {
+      // The branch or the trips decided on the device, in a graph
+      // (control_graphs.cc).
+      absl::StatusOr<bool> ran = step.node->type == "If" ? RunIfGraph(inst, s) : RunLoopGraph(inst, s);
       if (!ran.ok()) return ran.status();
       if (*ran) continue;
     }

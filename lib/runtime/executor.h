@@ -118,6 +118,22 @@ class Executor {
   // condition the host knows, outputs whose shapes depend on the branch, a
   // branch with a step that needs the host. control_graphs.cc.
   absl::StatusOr<bool> RunIfGraph(PlanInstance& inst, size_t s);
+  // A Loop whose carried shapes hold across trips and which has no scan
+  // outputs, as one graph with a WHILE node (Backend::ComposeGraph): the
+  // initial values copied in, the body's plan captured once with its
+  // carried outputs copied back and the trip counter stepped
+  // (Backend::QueueLoopStep), the final values copied out. False when step s
+  // must run as its kernel does (the host reads each trip's condition).
+  absl::StatusOr<bool> RunLoopGraph(PlanInstance& inst, size_t s);
+  // Why body plan `body` cannot be captured whole ("" when it can).
+  std::string UncapturableBody(const PlanInstance& body) const;
+  // The variant of `g` holding a graph for `fingerprint` (*hit true), else
+  // the one a new capture goes to (emptied); nullptr when `g` has been
+  // captured anew too often (then it runs host-driven: g.no_graph).
+  SegmentGraph::Variant* ControlVariant(SegmentGraph& g, uint64_t fingerprint, bool* hit);
+  // Launches `v`'s graph of control step s, counted as a segment run (and a
+  // replay when `replay`).
+  absl::Status LaunchControlGraph(PlanInstance& inst, SegmentGraph::Variant& v, uint64_t fingerprint, bool replay);
   absl::Status SetUpDeviceInstance(PlanInstance& inst);
   absl::Status BindValue(PlanInstance& inst, int v, const TensorView& given);
   // Step s of a plan (not a CPU fallback): inputs read back for its shape

@@ -48,8 +48,18 @@ struct PlanInstance {
   // Per segment of the plan (CUDA graphs): its graph, made on its first run
   // (the bucket's, when the plan has a family).
   std::vector<SegmentGraph> graphs;
-  // Per step, for If steps run as conditional graphs (Executor::RunIfGraph).
+  // Per step, for If and Loop steps run as conditional graphs
+  // (Executor::RunIfGraph, RunLoopGraph).
   std::vector<std::unique_ptr<SegmentGraph>> control_graphs;
+  // A Loop run as a WHILE node: its trip counter, flag and the body's
+  // constant-true condition (`scalars`: 8, 1 and 1 bytes), its carried
+  // values and their staging copies, at addresses that hold across runs.
+  struct LoopState {
+    explicit LoopState(Backend* backend) : scalars(backend) {}
+    Buffer scalars;
+    std::vector<std::unique_ptr<Buffer>> carried, staged;
+  };
+  std::vector<std::unique_ptr<LoopState>> loop_states;  // per step
   uint64_t last_used = 0;
   uint64_t last_run = 0;  // the top-level run that used it last
   int active = 0;         // executions in progress (a Loop body's caller)

@@ -109,7 +109,7 @@ TEST(ConditionalGraphTest, WhileNodeRunsTheTripsTheDeviceCounts) {
   auto* trips = static_cast<grove_k::i64*>(dev->Allocate(8).value());
   auto* flag = static_cast<uint8_t*>(dev->Allocate(1).value());
   auto* cond = static_cast<uint8_t*>(dev->Allocate(1).value());
-  auto* capped = static_cast<uint32_t*>(dev->Allocate(4).value());
+  auto* record = static_cast<grove_k::CheckRecord*>(dev->Allocate(sizeof(grove_k::CheckRecord)).value());
   auto make = [&](int64_t cap) {
     grove_k::LoopStepParams p{};
     p.iter = iter;
@@ -117,7 +117,7 @@ TEST(ConditionalGraphTest, WhileNodeRunsTheTripsTheDeviceCounts) {
     p.trips_ptr = trips;
     p.cond_ptr = cond;
     p.cap = cap;
-    p.capped = capped;
+    p.check = grove_k::CheckSite{record, 5};
     p.init = 1;
     std::vector<Device::GraphPiece> pieces(2);
     pieces[0].graph = LoopStepGraph(*dev, p);
@@ -136,11 +136,11 @@ TEST(ConditionalGraphTest, WhileNodeRunsTheTripsTheDeviceCounts) {
   for (int64_t n : {5, 0, 1, 17}) {
     Write<int64_t>(*dev, trips, n);
     Write<uint8_t>(*dev, cond, 1);
-    Write<uint32_t>(*dev, capped, 0);
+    Write<grove_k::CheckRecord>(*dev, record, grove_k::CheckRecord{});
     ASSERT_TRUE(dev->LaunchGraph(*g, nullptr).ok());
     EXPECT_EQ(Read<int64_t>(*dev, iter), n) << n << " trips";
     EXPECT_EQ(Read<uint8_t>(*dev, flag), 0);
-    EXPECT_EQ(Read<uint32_t>(*dev, capped), 0u);
+    EXPECT_EQ(Read<grove_k::CheckRecord>(*dev, record).site, 0u);
   }
   Write<int64_t>(*dev, trips, 5);
   Write<uint8_t>(*dev, cond, 0);
@@ -151,12 +151,15 @@ TEST(ConditionalGraphTest, WhileNodeRunsTheTripsTheDeviceCounts) {
   ASSERT_NE(capped_graph, nullptr);
   Write<int64_t>(*dev, trips, 10);
   Write<uint8_t>(*dev, cond, 1);
-  Write<uint32_t>(*dev, capped, 0);
+  Write<grove_k::CheckRecord>(*dev, record, grove_k::CheckRecord{});
   ASSERT_TRUE(dev->LaunchGraph(*capped_graph, nullptr).ok());
   EXPECT_EQ(Read<int64_t>(*dev, iter), 3);
-  EXPECT_EQ(Read<uint32_t>(*dev, capped), 1u);
+  const grove_k::CheckRecord r = Read<grove_k::CheckRecord>(*dev, record);
+  EXPECT_EQ(r.site, 5u) << "the cap reports to the check record";
+  EXPECT_EQ(r.value, 3);
+  EXPECT_EQ(r.bound, 3);
   for (void* p : {static_cast<void*>(iter), static_cast<void*>(trips), static_cast<void*>(flag),
-                  static_cast<void*>(cond), static_cast<void*>(capped)}) {
+                  static_cast<void*>(cond), static_cast<void*>(record)}) {
     dev->Free(p);
   }
 }
@@ -288,6 +291,129 @@ TEST(ConditionalGraphTest, AnIfPicksItsBranchOnTheDevice) {
   // Host-driven: the condition and the output; on the device: the output.
   EXPECT_EQ(reads_per_run[0], reads_per_run[2] + 1);
   EXPECT_EQ(reads_per_run[1], reads_per_run[2]);
+}
+
+// A Loop with carried values only: v doubled plus the trip number, and a
+// trip counter c, until the trip count or until sum(v) reaches `limit`;
+// then an Add after it.
+absl::StatusOr<std::vector<uint8_t>> BuildCarriedLoop() {
+  ModelBuilder b;
+  b.SetProducer("grove test: Loop with fixed carried shapes");
+  b.AddSymbol("n", 1, 1024);
+  b.AddInput("trip_count", DType::kI64, {});
+  b.AddInput("x", DType::kF32, {"n"});
+  b.AddInput("limit", DType::kF32, {});
+  b.AddWeight("two", DType::kF32, {}, std::vector<float>{2.0f});
+  b.AddWeight("one", DType::kF32, {}, std::vector<float>{1.0f});
+  b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
+  const int body = b.AddSubgraph("body");
+  b.AddInput("i", DType::kI64, {});
+  b.AddInput("cond_in", DType::kBool, {});
+  b.AddInput("v", DType::kF32, {"n"});
+  b.AddInput("c", DType::kF32, {});
+  b.AddOp("Mul", {"v", "two"}, {"doubled"});
+  b.AddOp("Cast", {"i"}, {"i_f"}, {{"to", int64_t(DType::kF32)}});
+  b.AddOp("Add", {"doubled", "i_f"}, {"v_next"});
+  b.AddOp("Add", {"c", "one"}, {"c_next"});
+  b.AddOp("ReduceSum", {"v_next"}, {"sum"}, {{"keepdims", int64_t{0}}});
+  b.AddOp("Less", {"sum", "limit"}, {"keep_going"});
+  b.AddOutput("keep_going");
+  b.AddOutput("v_next");
+  b.AddOutput("c_next");
+  b.SetSubgraph(0);
+  b.AddOp("Loop", {"trip_count", "", "x", "zero"}, {"final", "trips"}, {{"body", SubgraphRef{body}}}, "doubling");
+  b.AddOp("Add", {"final", "x"}, {"y"});
+  b.AddOutput("y");
+  b.AddOutput("trips");
+  return b.Finish();
+}
+
+std::vector<Tensor> RunLoop(Session& s, int64_t trips, int64_t n, float limit, absl::Status* status = nullptr) {
+  Tensor m = Tensor::Create(DType::kI64, {}).value();
+  m.as<int64_t>()[0] = trips;
+  Tensor x = Tensor::Create(DType::kF32, {n}).value();
+  for (int64_t i = 0; i < n; ++i) x.as<float>()[i] = 0.25f * static_cast<float>(i % 5) + 0.5f;
+  Tensor l = Tensor::Create(DType::kF32, {}).value();
+  l.as<float>()[0] = limit;
+  absl::StatusOr<std::vector<TensorView>> out = s.Run({m.view(), x.view(), l.view()});
+  if (status != nullptr) *status = out.status();
+  if (status == nullptr) EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> copies;
+  if (!out.ok()) return copies;
+  for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
+  return copies;
+}
+
+// A Loop whose carried shapes hold is one graph with a WHILE node: its
+// trips are counted and decided on the device (by the trip count and by the
+// body's condition), so a steady run reads back only its outputs whatever
+// the number of trips, where host-driven it reads each trip's condition.
+// Every run equals the CPU's, at 0 to 9 trips and two lengths.
+TEST(ConditionalGraphTest, ALoopRunsItsTripsOnTheDevice) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(BuildCarriedLoop());
+  SessionOptions cpu_options;
+  cpu_options.device = grove::Device::kCpu;
+  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  SessionOptions options;
+  options.shape_buckets = {{"*", "exact"}};
+  struct Case {
+    int64_t trips, n;
+    float limit;
+  };
+  const Case cases[] = {{3, 6, 1e9f}, {0, 6, 1e9f}, {9, 6, 1e9f}, {9, 6, 100.0f}, {1, 6, 1e9f}, {5, 11, 60.0f}};
+  int64_t reads[3][2] = {};
+  for (int level : {0, 1, 2}) {
+    SCOPED_TRACE(absl::StrCat("level ", level));
+    std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
+    absl::StatusOr<std::unique_ptr<Session>> made = internal::CreateSessionOnDevice(model, options, dev);
+    ASSERT_TRUE(made.ok()) << made.status();
+    Session& gpu = **made;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const Case& c : cases) {
+        const std::vector<Tensor> want = RunLoop(*cpu, c.trips, c.n, c.limit);
+        const std::vector<Tensor> got = RunLoop(gpu, c.trips, c.n, c.limit);
+        ASSERT_EQ(want.size(), got.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          EXPECT_EQ(testing::CompareTensors(want[i], got[i], 1e-5), "")
+              << "pass " << pass << " trips " << c.trips << " n " << c.n << " limit " << c.limit << " output " << i;
+        }
+      }
+    }
+    const int64_t captured = gpu.stats().graphs_captured;
+    for (int k = 0; k < 2; ++k) {
+      const int64_t trips = k == 0 ? 2 : 8;
+      const cuda::DeviceStats before = dev->stats();
+      RunLoop(gpu, trips, 6, 1e9f);
+      const cuda::DeviceStats after = dev->stats();
+      reads[level][k] = after.device_to_host_copies - before.device_to_host_copies;
+      if (level > 0) EXPECT_EQ(after.launches, before.launches) << "every kernel ran inside a graph";
+    }
+    EXPECT_EQ(gpu.stats().graphs_captured, captured) << "a steady run captures nothing";
+  }
+  // On the device: the same reads at 2 and 8 trips; host-driven: one more
+  // per trip.
+  EXPECT_EQ(reads[2][0], reads[2][1]);
+  EXPECT_EQ(reads[1][1], reads[2][1]);
+  EXPECT_EQ(reads[0][1] - reads[0][0], 6);
+}
+
+// SessionOptions::max_body_runs bounds the trips a WHILE node runs: the run
+// fails with the Loop's message, and the session stays usable.
+TEST(ConditionalGraphTest, ALoopInAGraphStopsAtTheBodyRunLimit) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(BuildCarriedLoop());
+  SessionOptions options;
+  options.max_body_runs = 5;
+  std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(2);
+  std::unique_ptr<Session> gpu = internal::CreateSessionOnDevice(model, options, dev).value();
+  RunLoop(*gpu, 3, 4, 1e9f);  // captured and run within the limit
+  absl::Status status;
+  RunLoop(*gpu, 50, 4, 1e9f, &status);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("Loop 'doubling'"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("inside its CUDA graph"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("max_body_runs"), std::string::npos) << status;
+  const std::vector<Tensor> after = RunLoop(*gpu, 2, 4, 1e9f);
+  EXPECT_EQ(after.size(), 2u);
 }
 
 // Branches whose outputs differ in shape (the early-exit demo: [batch, 8]

@@ -1,6 +1,8 @@
 #include "lib/backends/cuda/cuda_backend.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "jit/kernels/graph_cond_params.h"
 #include "lib/backends/cuda/counting_device.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
@@ -123,6 +125,31 @@ class CudaBackend : public runtime::Backend {
   }
   absl::Status EndRefresh() override { return params_->EndRefresh(); }
   bool conditional_graphs() const override { return device_->conditional_level() > 0; }
+  absl::Status QueueLoopStep(const ir::Node& loop, const LoopStep& step) override {
+    // The Loop's deferred-check site, made once and kept with the session
+    // (its graphs hold its id).
+    auto it = loop_sites_.find(&loop);
+    if (it == loop_sites_.end()) {
+      ir::KernelContext ctx(loop, {}, {}, nullptr);
+      absl::StatusOr<DeviceCheckSite> site = exec_->CheckSite(ctx, [](const grove_k::CheckRecord& r) {
+        return absl::StrCat("ran ", r.value, " trips inside its CUDA graph without stopping, the limit of ",
+                            "SessionOptions::max_body_runs");
+      });
+      if (!site.ok()) return site.status();
+      it = loop_sites_.emplace(&loop, *std::move(site)).first;
+    }
+    grove_k::LoopStepParams p{};
+    p.iter = reinterpret_cast<grove_k::i64*>(step.iter);
+    p.flag = step.flag;
+    p.trips_ptr = reinterpret_cast<const grove_k::i64*>(step.trips);
+    p.trips_value = step.trips_value;
+    p.cond_ptr = step.cond;
+    p.cond_value = step.cond_value ? 1 : 0;
+    p.cap = step.cap;
+    p.check = it->second.check;
+    p.init = step.init ? 1 : 0;
+    return exec_->Launch(jit::ModuleSpec{"graph_cond", {DType::kU8}}, "loop_step", LaunchDims{}, p);
+  }
   absl::StatusOr<std::unique_ptr<runtime::BackendGraph>> ComposeGraph(std::vector<GraphPiece> pieces) override {
     std::vector<Device::GraphPiece> device_pieces;
     device_pieces.reserve(pieces.size());
@@ -164,6 +191,8 @@ class CudaBackend : public runtime::Backend {
   bool own_stream_ = false;
   std::unique_ptr<KernelDispatch> dispatch_;
   std::unique_ptr<ExecContext> exec_;
+  // Per Loop run as a WHILE node: its deferred-check site (QueueLoopStep).
+  absl::flat_hash_map<const ir::Node*, DeviceCheckSite> loop_sites_;
 };
 
 }  // namespace
