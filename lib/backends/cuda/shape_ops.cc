@@ -86,7 +86,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareTranspose(const ir::KernelContext& ctx
   if (!view.ok()) return view.status();
   StridedPrepared sp;
   if (x.num_elements() > 0) {
-    absl::StatusOr<StridedCopyPlan> plan = PlanStridedCopy(DTypeSize(x.dtype), view->shape, view->strides);
+    // With the step's context: a 2-d (or batched) transpose takes the tile
+    // variant the dispatcher picks for it (table, cost model).
+    absl::StatusOr<StridedCopyPlan> plan =
+        PlanStridedCopy(DTypeSize(x.dtype), view->shape, view->strides, /*wrap=*/{}, &ctx);
     if (!plan.ok()) return ctx.Error(plan.status().message());
     sp.plan = *std::move(plan);
   }
