@@ -38,20 +38,9 @@ constexpr int kMaxCaptures = 8;  // per If step, then it runs host-driven for go
 absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
   const ExecutionPlan& p = *inst.plan;
   const PlanStep& step = p.steps()[s];
-  if (inst.control_graphs.size() != p.steps().size()) inst.control_graphs.resize(p.steps().size());
-  std::unique_ptr<SegmentGraph>& held = inst.control_graphs[s];
-  if (held == nullptr) held = std::make_unique<SegmentGraph>();
-  SegmentGraph& g = *held;
+  SegmentGraph& g = ControlGraph(inst, s);
   if (!g.no_graph.empty()) return false;
-  auto host_driven = [&](absl::string_view why) {
-    for (SegmentGraph::Variant& v : g.variants) v.held.reset();
-    g.no_graph = std::string(why);
-    if (Logs(options_, LogLevel::kDebug)) {
-      Log(options_, LogLevel::kDebug,
-          absl::StrCat(step.node->Describe(), " runs host-driven (its condition read back): ", why));
-    }
-    return false;
-  };
+  auto host_driven = [&](absl::string_view why) { return HostDriven(g, *step.node, "its condition read back", why); };
 
   TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
   const size_t num_inputs = step.inputs.size();
@@ -209,20 +198,9 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
 absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   const ExecutionPlan& p = *inst.plan;
   const PlanStep& step = p.steps()[s];
-  if (inst.control_graphs.size() != p.steps().size()) inst.control_graphs.resize(p.steps().size());
-  std::unique_ptr<SegmentGraph>& held = inst.control_graphs[s];
-  if (held == nullptr) held = std::make_unique<SegmentGraph>();
-  SegmentGraph& g = *held;
+  SegmentGraph& g = ControlGraph(inst, s);
   if (!g.no_graph.empty()) return false;
-  auto host_driven = [&](absl::string_view why) {
-    for (SegmentGraph::Variant& v : g.variants) v.held.reset();
-    g.no_graph = std::string(why);
-    if (Logs(options_, LogLevel::kDebug)) {
-      Log(options_, LogLevel::kDebug,
-          absl::StrCat(step.node->Describe(), " runs host-driven (each trip's condition read back): ", why));
-    }
-    return false;
-  };
+  auto host_driven = [&](absl::string_view why) { return HostDriven(g, *step.node, "each trip's condition read back", why); };
 
   TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
   const TensorView* const* host = inst.host_ptrs.data() + inst.step_ptrs[s];
@@ -449,6 +427,22 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/false); !st.ok()) return st;
   set_outputs();
   return true;
+}
+
+SegmentGraph& Executor::ControlGraph(PlanInstance& inst, size_t s) {
+  if (inst.control_graphs.size() != inst.plan->steps().size()) inst.control_graphs.resize(inst.plan->steps().size());
+  std::unique_ptr<SegmentGraph>& held = inst.control_graphs[s];
+  if (held == nullptr) held = std::make_unique<SegmentGraph>();
+  return *held;
+}
+
+bool Executor::HostDriven(SegmentGraph& g, const ir::Node& node, absl::string_view reads, absl::string_view why) {
+  for (SegmentGraph::Variant& v : g.variants) v.held.reset();
+  g.no_graph = std::string(why);
+  if (Logs(options_, LogLevel::kDebug)) {
+    Log(options_, LogLevel::kDebug, absl::StrCat(node.Describe(), " runs host-driven (", reads, "): ", why));
+  }
+  return false;
 }
 
 std::string Executor::UncapturableBody(const PlanInstance& body) const {

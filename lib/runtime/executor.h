@@ -125,6 +125,11 @@ class Executor {
   // (Backend::QueueLoopStep), the final values copied out. False when step s
   // must run as its kernel does (the host reads each trip's condition).
   absl::StatusOr<bool> RunLoopGraph(PlanInstance& inst, size_t s);
+  // Control step s's graphs (made on first use).
+  SegmentGraph& ControlGraph(PlanInstance& inst, size_t s);
+  // Control step `node` runs host-driven from now on, for `why` (its
+  // graphs dropped, the reason logged at debug level); returns false.
+  bool HostDriven(SegmentGraph& g, const ir::Node& node, absl::string_view reads, absl::string_view why);
   // Why body plan `body` cannot be captured whole ("" when it can).
   std::string UncapturableBody(const PlanInstance& body) const;
   // The variant of `g` holding a graph for `fingerprint` (*hit true), else

@@ -207,6 +207,12 @@ std::vector<Tensor> RunOn(Session& s, const Tensor& x) {
   return copies;
 }
 
+std::unique_ptr<Session> CpuSession(std::shared_ptr<const Model> model) {
+  SessionOptions options;
+  options.device = grove::Device::kCpu;
+  return Session::Create(std::move(model), options).value();
+}
+
 // A refinement step: an If on ReduceMean(x) > 0 (computed on the device)
 // whose branches give the same shape, [batch, 8] (a deep and a shallow
 // path, one reading a weight the other does not), then an Add after it.
@@ -250,9 +256,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildRefine() {
 // sizes.
 TEST(ConditionalGraphTest, AnIfPicksItsBranchOnTheDevice) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(BuildRefine());
-  SessionOptions cpu_options;
-  cpu_options.device = grove::Device::kCpu;
-  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  std::unique_ptr<Session> cpu = CpuSession(model);
   SessionOptions options;
   options.shape_buckets = {{"*", "exact"}};
   int64_t reads_per_run[3] = {0, 0, 0};
@@ -351,9 +355,7 @@ std::vector<Tensor> RunLoop(Session& s, int64_t trips, int64_t n, float limit, a
 // Every run equals the CPU's, at 0 to 9 trips and two lengths.
 TEST(ConditionalGraphTest, ALoopRunsItsTripsOnTheDevice) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(BuildCarriedLoop());
-  SessionOptions cpu_options;
-  cpu_options.device = grove::Device::kCpu;
-  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  std::unique_ptr<Session> cpu = CpuSession(model);
   SessionOptions options;
   options.shape_buckets = {{"*", "exact"}};
   struct Case {
@@ -420,9 +422,7 @@ TEST(ConditionalGraphTest, ALoopInAGraphStopsAtTheBodyRunLimit) {
 // or [batch, 3]) stay host-driven, with the same results.
 TEST(ConditionalGraphTest, BranchesOfDifferentShapesStayHostDriven) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildEarlyExit());
-  SessionOptions cpu_options;
-  cpu_options.device = grove::Device::kCpu;
-  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  std::unique_ptr<Session> cpu = CpuSession(model);
   std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(2);
   std::unique_ptr<Session> gpu = internal::CreateSessionOnDevice(model, {}, dev).value();
   for (float sign : {1.0f, -1.0f, 1.0f}) {
