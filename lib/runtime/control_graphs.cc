@@ -126,19 +126,13 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
         " subgraph runs (If branches, Loop and Scan iterations), the limit of SessionOptions::max_body_runs"));
   }
 
-  auto set_outputs = [&] {
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (step.outputs[i] >= 0) inst.views[step.outputs[i]] = outs[i];
-    }
-  };
   bool hit = false;
   SegmentGraph::Variant* slot = ControlVariant(g, fingerprint, &hit);
   if (slot == nullptr) {
     return host_driven(absl::StrCat("its branches or buffers changed more than ", kMaxCaptures, " times"));
   }
   if (hit) {
-    if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/true); !st.ok()) return st;
-    set_outputs();
+    if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/true, outs); !st.ok()) return st;
     return true;
   }
 
@@ -190,8 +184,7 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
     Log(options_, LogLevel::kDebug,
         absl::StrCat(step.node->Describe(), ": a graph with a conditional node over its two branches"));
   }
-  if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/false); !st.ok()) return st;
-  set_outputs();
+  if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/false, outs); !st.ok()) return st;
   return true;
 }
 
@@ -324,19 +317,13 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   mix(reinterpret_cast<uintptr_t>(&body));
   mix(body.serial);
 
-  auto set_outputs = [&] {
-    for (int i = 0; i < n; ++i) {
-      if (step.outputs[i] >= 0) inst.views[step.outputs[i]] = outs[i];
-    }
-  };
   bool hit = false;
   SegmentGraph::Variant* slot = ControlVariant(g, fingerprint, &hit);
   if (slot == nullptr) {
     return host_driven(absl::StrCat("its body or buffers changed more than ", kMaxCaptures, " times"));
   }
   if (hit) {
-    if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/true); !st.ok()) return st;
-    set_outputs();
+    if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/true, outs); !st.ok()) return st;
     return true;
   }
 
@@ -424,8 +411,7 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   if (Logs(options_, LogLevel::kDebug)) {
     Log(options_, LogLevel::kDebug, absl::StrCat(step.node->Describe(), ": a graph with a WHILE node over its body"));
   }
-  if (absl::Status st = LaunchControlGraph(inst, *slot, fingerprint, /*replay=*/false); !st.ok()) return st;
-  set_outputs();
+  if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/false, outs); !st.ok()) return st;
   return true;
 }
 
@@ -475,8 +461,8 @@ SegmentGraph::Variant* Executor::ControlVariant(SegmentGraph& g, uint64_t finger
   return slot;
 }
 
-absl::Status Executor::LaunchControlGraph(PlanInstance& inst, SegmentGraph::Variant& v, uint64_t fingerprint,
-                                          bool replay) {
+absl::Status Executor::LaunchControlGraph(PlanInstance& inst, size_t s, SegmentGraph::Variant& v,
+                                          uint64_t fingerprint, bool replay, absl::Span<const TensorView> outs) {
   v.fingerprint = fingerprint;
   v.params_of = inst.serial;
   v.last_used = ++graph_tick_;
@@ -487,6 +473,10 @@ absl::Status Executor::LaunchControlGraph(PlanInstance& inst, SegmentGraph::Vari
   ++stats_.segments_run;
   if (replay) ++stats_.graph_replays;
   ++stats_.kernels_run;
+  const PlanStep& step = inst.plan->steps()[s];
+  for (size_t i = 0; i < step.outputs.size() && i < outs.size(); ++i) {
+    if (step.outputs[i] >= 0) inst.views[step.outputs[i]] = outs[i];
+  }
   return absl::OkStatus();
 }
 

@@ -137,8 +137,9 @@ class Executor {
   // captured anew too often (then it runs host-driven: g.no_graph).
   SegmentGraph::Variant* ControlVariant(SegmentGraph& g, uint64_t fingerprint, bool* hit);
   // Launches `v`'s graph of control step s, counted as a segment run (and a
-  // replay when `replay`).
-  absl::Status LaunchControlGraph(PlanInstance& inst, SegmentGraph::Variant& v, uint64_t fingerprint, bool replay);
+  // replay when `replay`); the step's outputs are then `outs`.
+  absl::Status LaunchControlGraph(PlanInstance& inst, size_t s, SegmentGraph::Variant& v, uint64_t fingerprint,
+                                  bool replay, absl::Span<const TensorView> outs);
   absl::Status SetUpDeviceInstance(PlanInstance& inst);
   absl::Status BindValue(PlanInstance& inst, int v, const TensorView& given);
   // Step s of a plan (not a CPU fallback): inputs read back for its shape
