@@ -172,20 +172,7 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
   pieces[0].flag = cond.data;
   pieces[0].bodies.push_back(std::move(body_graphs[0]));
   pieces[0].bodies.push_back(std::move(body_graphs[1]));
-  absl::StatusOr<std::unique_ptr<BackendGraph>> composed = backend_.ComposeGraph(std::move(pieces));
-  if (!composed.ok()) {
-    ++stats_.graph_capture_failures;
-    return host_driven(absl::StrCat("its conditional graph could not be made: ", composed.status().message()));
-  }
-  graphs_.Hold(*std::move(composed), &slot->held);
-  ++stats_.graphs_captured;
-  graphs_.TrimBytes(options_.max_graph_bytes);
-  if (Logs(options_, LogLevel::kDebug)) {
-    Log(options_, LogLevel::kDebug,
-        absl::StrCat(step.node->Describe(), ": a graph with a conditional node over its two branches"));
-  }
-  if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/false, outs); !st.ok()) return st;
-  return true;
+  return ComposeAndLaunch(inst, s, g, *slot, fingerprint, std::move(pieces), outs, "its condition read back");
 }
 
 absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
@@ -400,18 +387,27 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   pieces[1].flag = flag;
   pieces[1].bodies.push_back(std::move(trip));
   pieces[2].graph = std::move(after);
+  return ComposeAndLaunch(inst, s, g, *slot, fingerprint, std::move(pieces), outs, "each trip's condition read back");
+}
+
+absl::StatusOr<bool> Executor::ComposeAndLaunch(PlanInstance& inst, size_t s, SegmentGraph& g,
+                                                SegmentGraph::Variant& slot, uint64_t fingerprint,
+                                                std::vector<Backend::GraphPiece> pieces,
+                                                absl::Span<const TensorView> outs, absl::string_view reads) {
+  const ir::Node& node = *inst.plan->steps()[s].node;
   absl::StatusOr<std::unique_ptr<BackendGraph>> composed = backend_.ComposeGraph(std::move(pieces));
   if (!composed.ok()) {
     ++stats_.graph_capture_failures;
-    return host_driven(absl::StrCat("its conditional graph could not be made: ", composed.status().message()));
+    return HostDriven(g, node, reads,
+                      absl::StrCat("its conditional graph could not be made: ", composed.status().message()));
   }
-  graphs_.Hold(*std::move(composed), &slot->held);
+  graphs_.Hold(*std::move(composed), &slot.held);
   ++stats_.graphs_captured;
   graphs_.TrimBytes(options_.max_graph_bytes);
   if (Logs(options_, LogLevel::kDebug)) {
-    Log(options_, LogLevel::kDebug, absl::StrCat(step.node->Describe(), ": a graph with a WHILE node over its body"));
+    Log(options_, LogLevel::kDebug, absl::StrCat(node.Describe(), ": one graph with a conditional node"));
   }
-  if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/false, outs); !st.ok()) return st;
+  if (absl::Status st = LaunchControlGraph(inst, s, slot, fingerprint, /*replay=*/false, outs); !st.ok()) return st;
   return true;
 }
 

@@ -136,6 +136,12 @@ class Executor {
   // the one a new capture goes to (emptied); nullptr when `g` has been
   // captured anew too often (then it runs host-driven: g.no_graph).
   SegmentGraph::Variant* ControlVariant(SegmentGraph& g, uint64_t fingerprint, bool* hit);
+  // Composes `pieces` (Backend::ComposeGraph) into `slot` of control step
+  // s's graphs and launches it; false (host-driven, `reads` in the log)
+  // when the backend cannot compose them.
+  absl::StatusOr<bool> ComposeAndLaunch(PlanInstance& inst, size_t s, SegmentGraph& g, SegmentGraph::Variant& slot,
+                                        uint64_t fingerprint, std::vector<Backend::GraphPiece> pieces,
+                                        absl::Span<const TensorView> outs, absl::string_view reads);
   // Launches `v`'s graph of control step s, counted as a segment run (and a
   // replay when `replay`); the step's outputs are then `outs`.
   absl::Status LaunchControlGraph(PlanInstance& inst, size_t s, SegmentGraph::Variant& v, uint64_t fingerprint,
