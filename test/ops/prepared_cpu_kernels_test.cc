@@ -31,19 +31,16 @@
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
 #include "test/op_test_util.h"
+#include "test/ops/prepared_step.h"
 
-// Heap allocations made through operator new while a test watches (this
-// thread only): the invokes must take their scratch from the workspace.
-namespace {
-thread_local bool g_watch_allocations = false;
-thread_local size_t g_allocations = 0;
-thread_local size_t g_largest_allocation = 0;
-}  // namespace
-
+// Heap allocations made through operator new while a step watches (this
+// thread only; the counters of prepared_step.h, for every test file of this
+// binary): the invokes must take their scratch from the workspace.
 void* operator new(size_t size) {
-  if (g_watch_allocations) {
-    ++g_allocations;
-    if (size > g_largest_allocation) g_largest_allocation = size;
+  namespace counters = grove::testing::prepared_cpu;
+  if (counters::g_watch_allocations) {
+    ++counters::g_allocations;
+    if (size > counters::g_largest_allocation) counters::g_largest_allocation = size;
   }
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
@@ -71,66 +68,7 @@ namespace grove::testing {
 namespace {
 
 using ::testing::HasSubstr;
-using Shape = std::vector<int64_t>;
-using Attrs = std::vector<std::pair<std::string, AttrValue>>;
-
-// Deterministic values in [-1, 1], different per seed.
-std::vector<float> Pattern(int64_t n, int seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(((i * 37 + seed * 11 + 5) % 41) - 20) / 20.0f;
-  return v;
-}
-
-Tensor F32(const Shape& shape, int seed) { return MakeTensor<float>(DType::kF32, shape, Pattern(Count(shape), seed)); }
-
-// Positive values (variances).
-Tensor PositiveF32(const Shape& shape, int seed) {
-  std::vector<float> v = Pattern(Count(shape), seed);
-  for (float& x : v) x = std::fabs(x) + 0.25f;
-  return MakeTensor<float>(DType::kF32, shape, v);
-}
-
-Tensor ToHalf(const Tensor& t, DType dtype) {
-  Tensor out = Tensor::Create(dtype, t.shape()).value();
-  const float* in = t.as<float>();
-  uint16_t* o = static_cast<uint16_t*>(out.data());
-  for (int64_t i = 0; i < t.view().num_elements(); ++i) {
-    o[i] = dtype == DType::kF16 ? ir::FloatToHalf(in[i]).bits : ir::FloatToBFloat16(in[i]).bits;
-  }
-  return out;
-}
-
-// One op with its attributes and a generator of input values per seed (the
-// shapes stay those of seed 0).
-struct Case {
-  std::string name;
-  std::string type;
-  Attrs attrs;
-  std::function<std::vector<Tensor>(int seed)> inputs;
-  int num_outputs = 1;
-  bool uses_workspace = false;
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-
-// Integers of a pattern per seed, none 0 when `nonzero` (divisors).
-template <typename T>
-Tensor Ints(DType dtype, const Shape& shape, int seed, bool nonzero = false) {
-  std::vector<T> v(static_cast<size_t>(Count(shape)));
-  for (size_t i = 0; i < v.size(); ++i) {
-    int64_t x = static_cast<int64_t>((i * 7 + seed * 5 + 3) % 13) - 6;
-    if (nonzero && x == 0) x = 3;
-    if constexpr (std::is_unsigned_v<T>) x = x < 0 ? -x : x;
-    v[i] = static_cast<T>(x);
-  }
-  return MakeTensor<T>(dtype, shape, v);
-}
-
-Tensor Bools(const Shape& shape, int seed) {
-  std::vector<uint8_t> v(static_cast<size_t>(Count(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = ((i * 5 + seed * 3) % 7) < 3 ? 1 : 0;
-  return MakeTensor<uint8_t>(DType::kBool, shape, v);
-}
+using namespace prepared_cpu;  // NOLINT: the harness (test/ops/prepared_step.h)
 
 // The elementwise group (lib/backends/cpu/elementwise.cc, math.cc): unary,
 // broadcast binary, Where, Clip, Cast, the variadic ops.
@@ -231,8 +169,6 @@ std::vector<Case> ElementwiseCases() {
                }});
   return c;
 }
-
-Tensor I64(const Shape& shape, std::vector<int64_t> v) { return MakeTensor<int64_t>(DType::kI64, shape, v); }
 
 // Reductions (lib/backends/cpu/reduction.cc) and the shape group
 // (shape_ops.cc).
@@ -539,104 +475,6 @@ std::vector<Case> Cases() {
   return c;
 }
 
-const ir::OpDef& Def(const std::string& type) {
-  const ir::OpDef* def = runtime::GlobalOpRegistry().Find(type);
-  EXPECT_NE(def, nullptr) << type;
-  return *def;
-}
-
-// A step as a plan holds it: the node, views whose pointers change per run,
-// outputs allocated once, the prepared kernel and its workspace.
-class PreparedStep {
- public:
-  // Outputs get the dtypes and shapes of `like` (a RunOp's results).
-  PreparedStep(const std::string& type, const Attrs& attrs, const std::vector<Tensor>& inputs,
-               const std::vector<Tensor>& like)
-      : def_(Def(type)) {
-    node_.type = type;
-    node_.def = &def_;
-    for (auto& [name, value] : attrs) node_.attrs.Set(name, value);
-    for (size_t i = 0; i < inputs.size(); ++i) node_.inputs.push_back(static_cast<int>(i));
-    for (size_t i = 0; i < like.size(); ++i) node_.outputs.push_back(static_cast<int>(inputs.size() + i));
-    in_views_.resize(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) in_views_[i] = inputs[i].view();
-    for (const Tensor& t : like) outs_.push_back(Tensor::Create(t.dtype(), t.shape()).value());
-    out_views_.resize(outs_.size());
-    for (size_t i = 0; i < outs_.size(); ++i) out_views_[i] = outs_[i].view();
-    for (TensorView& v : in_views_) in_ptrs_.push_back(&v);
-    for (TensorView& v : out_views_) out_ptrs_.push_back(&v);
-    ctx_ = std::make_unique<ir::KernelContext>(node_, in_ptrs_, out_ptrs_, nullptr);
-  }
-  ~PreparedStep() { std::free(workspace_); }
-
-  absl::StatusOr<ir::PreparedKernel> Prepare() {
-    const ir::PrepareFn prepare = def_.prepares[static_cast<int>(ir::Backend::kCpu)];
-    if (prepare == nullptr) return absl::InternalError("no prepare");
-    return prepare(*ctx_);
-  }
-
-  // Keeps `prepared` and a workspace of its size, filled with garbage.
-  void Keep(ir::PreparedKernel prepared) {
-    prepared_ = std::move(prepared);
-    if (prepared_.workspace_bytes > 0) {
-      const size_t bytes = (prepared_.workspace_bytes + 63) / 64 * 64;
-      workspace_ = std::aligned_alloc(64, bytes);
-      workspace_bytes_ = bytes;
-    }
-    ctx_->SetPrepared(&prepared_, workspace_);
-  }
-
-  // Points the inputs at `inputs` (same shapes) and invokes; `allocations`
-  // and `largest` get the number and the largest of the heap allocations the
-  // invoke made.
-  absl::Status Invoke(const std::vector<Tensor>& inputs, size_t* largest, size_t* allocations = nullptr) {
-    for (size_t i = 0; i < inputs.size(); ++i) in_views_[i].data = const_cast<void*>(inputs[i].data());
-    if (workspace_ != nullptr) std::memset(workspace_, 0xA5, workspace_bytes_);
-    const ir::KernelFn invoke = def_.kernels[static_cast<int>(ir::Backend::kCpu)];
-    g_largest_allocation = 0;
-    g_allocations = 0;
-    g_watch_allocations = true;
-    absl::Status s = invoke(*ctx_);
-    g_watch_allocations = false;
-    *largest = g_largest_allocation;
-    if (allocations != nullptr) *allocations = g_allocations;
-    return s;
-  }
-
-  // Input i's values unknown to the prepare (an activation in a plan).
-  void ForgetValue(int i) { in_views_[i].data = nullptr; }
-
-  absl::Status InvokeUnprepared() {
-    ir::KernelContext bare(node_, in_ptrs_, out_ptrs_, nullptr);
-    return def_.kernels[static_cast<int>(ir::Backend::kCpu)](bare);
-  }
-
-  const std::vector<Tensor>& outputs() const { return outs_; }
-  const ir::PreparedKernel& prepared() const { return prepared_; }
-
- private:
-  const ir::OpDef& def_;
-  ir::Node node_;
-  std::vector<TensorView> in_views_, out_views_;
-  std::vector<TensorView*> in_ptrs_, out_ptrs_;
-  std::vector<Tensor> outs_;
-  std::unique_ptr<ir::KernelContext> ctx_;
-  ir::PreparedKernel prepared_;
-  void* workspace_ = nullptr;
-  size_t workspace_bytes_ = 0;
-};
-
-std::vector<const Tensor*> Ptrs(const std::vector<Tensor>& v) {
-  std::vector<const Tensor*> p;
-  for (const Tensor& t : v) p.push_back(&t);
-  return p;
-}
-
-bool SameBytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.data(), b.data(), a.view().byte_size()) == 0;
-}
-
 class PreparedCpuKernelTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PreparedCpuKernelTest, RegisteredWithAPrepare) {
@@ -644,49 +482,6 @@ TEST_P(PreparedCpuKernelTest, RegisteredWithAPrepare) {
   EXPECT_NE(def.kernels[static_cast<int>(ir::Backend::kCpu)], nullptr);
   EXPECT_NE(def.prepares[static_cast<int>(ir::Backend::kCpu)], nullptr);
 }
-
-// One prepare, several invokes on new values, each equal to a fresh run byte
-// for byte, with the scratch from the workspace. The reference kernels take
-// nothing from the heap. A step oneDNN computes (lib/backends/cpu/onednn.h)
-// takes its blocked copies and scratchpad from the workspace too, but
-// oneDNN's execute builds a small argument map per call (a std::unordered_map
-// inside libdnnl: about a dozen allocations of at most a few hundred bytes),
-// which grove cannot avoid; those are bounded here instead of forbidden.
-void CheckOnePrepareManyInvokes(const Case& c) {
-  const std::vector<Tensor> first = c.inputs(0);
-  absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs, c.num_outputs);
-  ASSERT_TRUE(like.ok()) << like.status();
-  PreparedStep step(c.type, c.attrs, first, *like);
-  const int64_t onednn_before = cpu::OneDnnStepsMade();
-  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
-  ASSERT_TRUE(prepared.ok()) << prepared.status();
-  const bool onednn = cpu::OneDnnStepsMade() > onednn_before;
-  EXPECT_FALSE(prepared->needs_host);
-  // (oneDNN's layouts, and so its workspace, depend on the CPU.)
-  if (!onednn) EXPECT_EQ(prepared->workspace_bytes > 0, c.uses_workspace) << prepared->workspace_bytes;
-  step.Keep(*std::move(prepared));
-  for (int seed = 0; seed < 4; ++seed) {
-    SCOPED_TRACE(absl::StrCat("seed ", seed));
-    const std::vector<Tensor> inputs = c.inputs(seed);
-    size_t largest = 0, allocations = 0;
-    absl::Status s = step.Invoke(inputs, &largest, &allocations);
-    ASSERT_TRUE(s.ok()) << s;
-    // Its scratch is the workspace: nothing comes from the heap, but for
-    // oneDNN's argument map: bounded in number and size, never a buffer of
-    // the tensors' size.
-    if (onednn) {
-      EXPECT_LE(allocations, 32u);
-      EXPECT_LE(largest, 512u);
-    } else {
-      EXPECT_EQ(allocations, 0u) << "the largest was " << largest << " bytes";
-      if (step.prepared().workspace_bytes > 0) EXPECT_LT(largest, step.prepared().workspace_bytes);
-    }
-    absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(inputs), c.attrs, c.num_outputs);
-    ASSERT_TRUE(fresh.ok()) << fresh.status();
-    for (size_t i = 0; i < fresh->size(); ++i) EXPECT_TRUE(SameBytes(step.outputs()[i], (*fresh)[i])) << "output " << i;
-  }
-}
-
 TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRuns) { CheckOnePrepareManyInvokes(GetParam()); }
 
 TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRunsWithTheReferenceKernels) {
@@ -695,14 +490,7 @@ TEST_P(PreparedCpuKernelTest, OnePrepareManyInvokesMatchFreshRunsWithTheReferenc
 }
 
 TEST_P(PreparedCpuKernelTest, InvokeWithoutPrepareIsAnInternalError) {
-  const Case& c = GetParam();
-  const std::vector<Tensor> first = c.inputs(0);
-  absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs, c.num_outputs);
-  ASSERT_TRUE(like.ok()) << like.status();
-  PreparedStep step(c.type, c.attrs, first, *like);
-  absl::Status s = step.InvokeUnprepared();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
-  EXPECT_THAT(s.message(), HasSubstr("the CPU kernel was invoked without its prepare"));
+  CheckInvokeWithoutPrepareIsAnInternalError(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernelTest, ::testing::ValuesIn(Cases()),
@@ -770,17 +558,6 @@ TEST(PreparedCpuKernelReferenceTest, GemmWithTransposedBAndBroadcastC) {
 // ---------------------------------------------------------------------------
 // Bad attributes and shapes: the prepare says so (the invoke never runs)
 // ---------------------------------------------------------------------------
-
-struct BadCase {
-  std::string name;
-  std::string type;
-  Attrs attrs;
-  std::vector<Tensor> inputs;
-  std::vector<std::pair<DType, Shape>> outputs;
-  std::string error;
-};
-
-void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<BadCase> BadCases() {
   std::vector<BadCase> c;
@@ -1062,17 +839,7 @@ TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) 
 
 class PreparedCpuKernelErrorTest : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(PreparedCpuKernelErrorTest, ThePrepareReportsIt) {
-  const BadCase& c = GetParam();
-  std::vector<Tensor> like;
-  for (const auto& [dtype, shape] : c.outputs) like.push_back(Tensor::Create(dtype, shape).value());
-  PreparedStep step(c.type, c.attrs, c.inputs, like);
-  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
-  ASSERT_FALSE(prepared.ok());
-  EXPECT_EQ(prepared.status().code(), absl::StatusCode::kInvalidArgument) << prepared.status();
-  EXPECT_THAT(prepared.status().message(), HasSubstr(c.error));
-  EXPECT_THAT(prepared.status().message(), HasSubstr(c.type));
-}
+TEST_P(PreparedCpuKernelErrorTest, ThePrepareReportsIt) { CheckThePrepareReportsIt(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernelErrorTest, ::testing::ValuesIn(BadCases()),
                          [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
