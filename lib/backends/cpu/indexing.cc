@@ -378,7 +378,18 @@ absl::StatusOr<AxisSlices> SlicesAlongAxis(const ir::KernelContext& ctx, const T
 // Compress.
 // ---------------------------------------------------------------------------
 
-absl::Status CompressKernel(ir::KernelContext& ctx) {
+// Compress: the condition's and the axis' checks and the [outer, dim,
+// inner] walk, made once; the kept positions (at most min(condition, dim))
+// live in the workspace. The invoke reads the condition, checks every kept
+// position and allocates the output (its size is the data's), passing it
+// its shape.
+struct CompressParams {
+  int axis = -1;
+  int64_t outer = 1, dim = 0, inner = 1, len = 0;
+  size_t es = 0;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareCompress(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const TensorView& cond = ctx.input(1);
   if (cond.dtype != DType::kBool || cond.shape.size() != 1) {
@@ -387,26 +398,41 @@ absl::Status CompressKernel(ir::KernelContext& ctx) {
   }
   absl::StatusOr<AxisSlices> slices = SlicesAlongAxis(ctx, x, "input");
   if (!slices.ok()) return slices.status();
-  const auto [axis, outer, dim, inner] = *slices;
-  std::vector<int64_t> out_shape = axis >= 0 ? x.shape : std::vector<int64_t>{dim};
-  const auto* c = static_cast<const uint8_t*>(cond.data);
-  const int64_t len = cond.shape[0];
-  std::vector<int64_t> kept;
-  for (int64_t j = 0; j < len; ++j) {
+  CompressParams p;
+  p.axis = slices->axis;
+  p.outer = slices->outer;
+  p.dim = slices->dim;
+  p.inner = slices->inner;
+  p.len = cond.shape[0];
+  p.es = DTypeSize(x.dtype);
+  const uint64_t kept_bytes = static_cast<uint64_t>(std::min(p.len, p.dim)) * sizeof(int64_t);
+  return backends::MakePrepared(p, kept_bytes);
+}
+
+absl::Status CompressKernel(ir::KernelContext& ctx) {
+  const CompressParams* p = backends::PreparedParams<CompressParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const TensorView& x = ctx.input(0);
+  const int axis = p->axis;
+  const int64_t outer = p->outer, dim = p->dim, inner = p->inner;
+  const auto* c = static_cast<const uint8_t*>(ctx.input(1).data);
+  int64_t* kept = static_cast<int64_t*>(ctx.workspace());
+  int64_t m = 0;
+  for (int64_t j = 0; j < p->len; ++j) {
     if (c[j] == 0) continue;
     if (j >= dim) {
-      return ctx.Error(absl::StrCat("condition ", DimsString(cond.shape), " selects entry ", j,
+      return ctx.Error(absl::StrCat("condition ", DimsString(ctx.input(1).shape), " selects entry ", j,
                                     " but the input has only ", dim,
                                     axis < 0 ? " elements" : absl::StrCat(" along axis ", axis)));
     }
-    kept.push_back(j);
+    kept[m++] = j;
   }
-  const int64_t m = static_cast<int64_t>(kept.size());
+  std::vector<int64_t> out_shape = axis >= 0 ? x.shape : std::vector<int64_t>{dim};
   out_shape[axis < 0 ? 0 : axis] = m;
-  absl::StatusOr<TensorView*> y = ctx.AllocateOutput(0, x.dtype, out_shape);
+  absl::StatusOr<TensorView*> y = ctx.AllocateOutput(0, x.dtype, std::move(out_shape));
   if (!y.ok()) return y.status();
   if (inner == 0 || m == 0) return absl::OkStatus();
-  const size_t es = DTypeSize(x.dtype);
+  const size_t es = p->es;
   const auto* in = static_cast<const uint8_t*>(x.data);
   auto* out = static_cast<uint8_t*>((*y)->data);
   for (int64_t o = 0; o < outer; ++o) {
@@ -712,7 +738,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
       {"DepthToSpace", &DepthToSpaceKernel},
       {"SpaceToDepth", &SpaceToDepthKernel},
       {"EyeLike", &EyeLikeKernel},
-      {"Compress", &CompressKernel},
       {"ReverseSequence", &ReverseSequenceKernel},
       {"Unique", &UniqueKernel},
       {"Det", &DetKernel},
@@ -723,6 +748,7 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
   }
   const absl::Status prepared[] = {
       registry.SetKernel("GatherND", ir::Backend::kCpu, ir::KernelDef{&GatherNDKernel, &PrepareGatherND}),
+      registry.SetKernel("Compress", ir::Backend::kCpu, ir::KernelDef{&CompressKernel, &PrepareCompress}),
       registry.SetKernel("ScatterElements", ir::Backend::kCpu,
                          ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
       registry.SetKernel("Scatter", ir::Backend::kCpu, ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),

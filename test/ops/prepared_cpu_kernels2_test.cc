@@ -1,0 +1,162 @@
+// The prepared CPU kernels, continued (prepared_cpu_kernels_test.cc has the
+// first ones and replaces operator new for the binary): the ops of Cases()
+// below, Compress and Unique among them, which allocate their outputs.
+// Each is registered with a prepare that reports a bad attribute or shape;
+// one prepare serves several invokes on new values with a fresh run's bytes
+// (RunOp, checked against naive references by the op tests) and no heap
+// allocation (Compress and Unique: none but the output shapes they hand to
+// AllocateOutput); parameter inputs the plan does not know are read per run.
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/op_test_util.h"
+#include "test/ops/prepared_step.h"
+
+namespace grove::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace prepared_cpu;  // NOLINT: the harness (test/ops/prepared_step.h)
+
+Tensor I32(const Shape& shape, std::vector<int32_t> v) { return MakeTensor<int32_t>(DType::kI32, shape, v); }
+
+// Zeros but `count` values at places that move with the seed (NonZero's
+// count, and so its output shape, stays that of seed 0).
+Tensor SparseF32(const Shape& shape, int64_t count, int seed) {
+  const int64_t n = Count(shape);
+  std::vector<float> v(static_cast<size_t>(n), 0.0f);
+  for (int64_t j = 0; j < count; ++j) v[static_cast<size_t>((seed + 5 * j) % n)] = 1.0f + static_cast<float>(j);
+  return MakeTensor<float>(DType::kF32, shape, v);
+}
+
+// The operator new of prepared_cpu_kernels_test.cc counts into the
+// harness's counters, so "no allocation" below can fail.
+TEST(PreparedCpuKernel2Test, TheAllocationCounterCounts) {
+  g_allocations = 0;
+  g_watch_allocations = true;
+  auto* p = new std::vector<int64_t>(100);
+  g_watch_allocations = false;
+  EXPECT_GE(g_allocations, 2u);
+  delete p;
+}
+
+// ---------------------------------------------------------------------------
+// One prepare, many invokes, equal to fresh runs, no heap allocation
+// ---------------------------------------------------------------------------
+
+std::vector<Case> Cases() {
+  std::vector<Case> c;
+  auto one = [](Shape s) { return [s](int seed) { return std::vector<Tensor>{F32(s, seed)}; }; };
+  // DepthToSpace, SpaceToDepth: the strided copy's dims and strides once.
+  // EyeLike.
+  // ReverseSequence: the lengths read straight from the input per run.
+  // CumSum: one row of running sums in the workspace; the axis known.
+  // NonZero: the walk's position in the workspace.
+  // Einsum: the labels' extents and strides once; the walk in the workspace.
+  auto einsum = [](std::string eq) { return Attrs{{"equation", std::move(eq)}}; };
+  // Det: one matrix at a time in the workspace.
+  // The reductions of reduce_search.cc: groups merged once, accumulators in
+  // the workspace.
+  // Compress and Unique: their output sizes are the data's, so each run
+  // allocates its outputs (into buffers of `capacity` here); the rest is
+  // prepared once, the kept positions and the sort in the workspace.
+  c.push_back({"CompressAxis1", "Compress", {{"axis", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 4, 3}, seed), Bools({3}, seed)}; }, 1, true,
+               {{DType::kF32, 24}}});
+  c.push_back({"CompressFlat", "Compress", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3}, seed), Bools({5}, seed + 1)}; }, 1, true,
+               {{DType::kF32, 6}}});
+  // Repeats: values of 7 kinds, one NaN.
+  auto repeats = [](int seed) {
+    std::vector<float> v(10);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 3 + static_cast<size_t>(seed)) % 7) - 2.0f;
+    v[static_cast<size_t>(seed) % v.size()] = NAN;
+    return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {10}, v)};
+  };
+  // The window generators: the size known.
+  return c;
+}
+
+class PreparedCpuKernel2Test : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PreparedCpuKernel2Test, RegisteredWithAPrepare) {
+  const ir::OpDef& def = Def(GetParam().type);
+  EXPECT_NE(def.prepares[static_cast<int>(ir::Backend::kCpu)], nullptr);
+}
+
+TEST_P(PreparedCpuKernel2Test, OnePrepareManyInvokesMatchFreshRuns) { CheckOnePrepareManyInvokes(GetParam()); }
+
+TEST_P(PreparedCpuKernel2Test, InvokeWithoutPrepareIsAnInternalError) {
+  CheckInvokeWithoutPrepareIsAnInternalError(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernel2Test, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------
+// Values checked when the step runs
+// ---------------------------------------------------------------------------
+
+// Compress's condition and ReverseSequence's lengths are checked per run,
+// with the message of an unprepared run.
+TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
+  struct Bad {
+    std::string type;
+    Attrs attrs;
+    std::vector<Tensor> first, bad;
+    std::vector<Tensor> capacity;
+    std::string error;
+  };
+  std::vector<Bad> cases;
+  cases.push_back({"Compress", {{"axis", int64_t{0}}},
+                   {F32({2, 3}, 0), MakeTensor<uint8_t>(DType::kBool, {3}, {1, 0, 0})},
+                   {F32({2, 3}, 1), MakeTensor<uint8_t>(DType::kBool, {3}, {0, 1, 1})},
+                   {Tensor::Create(DType::kF32, {6}).value()},
+                   "condition [3] selects entry 2 but the input has only 2 along axis 0"});
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.type);
+    PreparedStep step(c.type, c.attrs, c.first, c.capacity);
+    absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    step.Keep(*std::move(prepared));
+    size_t largest = 0;
+    ASSERT_TRUE(step.Invoke(c.first, &largest).ok());
+    const absl::Status s = step.Invoke(c.bad, &largest);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr(c.error));
+    EXPECT_EQ(RunOp(c.type, Ptrs(c.bad), c.attrs).status().message(), s.message());
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Bad attributes and shapes: the prepare says so (the invoke never runs)
+// ---------------------------------------------------------------------------
+
+std::vector<BadCase> BadCases() {
+  std::vector<BadCase> c;
+  const Tensor nchw = F32({1, 8, 2, 3}, 0);
+  c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
+               "condition is i64 [2]; expected a 1-D bool tensor"});
+  c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},
+               {{DType::kF32, {4}}}, "attribute axis: axis 3 is out of range for rank 1"});
+  return c;
+}
+
+class PreparedCpuKernel2ErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(PreparedCpuKernel2ErrorTest, ThePrepareReportsIt) { CheckThePrepareReportsIt(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernel2ErrorTest, ::testing::ValuesIn(BadCases()),
+                         [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace grove::testing
