@@ -57,6 +57,11 @@ std::vector<Case> Cases() {
   std::vector<Case> c;
   auto one = [](Shape s) { return [s](int seed) { return std::vector<Tensor>{F32(s, seed)}; }; };
   // DepthToSpace, SpaceToDepth: the strided copy's dims and strides once.
+  c.push_back({"DepthToSpaceDCR", "DepthToSpace", {{"blocksize", int64_t{2}}}, one({1, 8, 2, 3})});
+  c.push_back({"DepthToSpaceCRDHalf", "DepthToSpace", {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}},
+               [](int seed) { return std::vector<Tensor>{ToHalf(F32({2, 4, 2, 2}, seed), DType::kF16)}; }});
+  c.push_back({"SpaceToDepth", "SpaceToDepth", {{"blocksize", int64_t{2}}}, one({1, 2, 4, 6})});
+  c.push_back({"SpaceToDepthEmpty", "SpaceToDepth", {{"blocksize", int64_t{3}}}, one({0, 2, 3, 3})});
   // EyeLike.
   // ReverseSequence: the lengths read straight from the input per run.
   // CumSum: one row of running sums in the workspace; the axis known.
@@ -144,6 +149,14 @@ TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
 std::vector<BadCase> BadCases() {
   std::vector<BadCase> c;
   const Tensor nchw = F32({1, 8, 2, 3}, 0);
+  c.push_back({"DepthToSpaceMode", "DepthToSpace", {{"blocksize", int64_t{2}}, {"mode", std::string("XYZ")}}, {nchw},
+               {{DType::kF32, {1, 2, 4, 6}}}, "attribute mode is 'XYZ'"});
+  c.push_back({"DepthToSpaceChannels", "DepthToSpace", {{"blocksize", int64_t{3}}}, {nchw},
+               {{DType::kF32, {1, 1, 6, 9}}}, "channels must divide by 9"});
+  c.push_back({"SpaceToDepthHeight", "SpaceToDepth", {{"blocksize", int64_t{2}}}, {F32({1, 2, 3, 4}, 0)},
+               {{DType::kF32, {1, 8, 1, 2}}}, "height and width must divide by the blocksize 2"});
+  c.push_back({"SpaceToDepthOutput", "SpaceToDepth", {{"blocksize", int64_t{2}}}, {F32({1, 2, 4, 4}, 0)},
+               {{DType::kF32, {1, 8, 4, 1}}}, "output 0"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

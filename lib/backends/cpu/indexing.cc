@@ -4,7 +4,11 @@
 // for every dtype). Every index read from a tensor is checked against its
 // dim before anything is written, and the planned outputs are checked
 // against the shapes these inputs give (Compress and Unique allocate theirs).
+// Every kernel has a prepare that parses, checks and plans once per plan
+// (per run for Compress and Unique, whose output sizes are the data's); the
+// invokes take their scratch from the declared workspace.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -282,7 +286,15 @@ absl::StatusOr<int64_t> BlockSize(const ir::KernelContext& ctx) {
   return b;
 }
 
-absl::Status DepthToSpaceKernel(ir::KernelContext& ctx) {
+// DepthToSpace, SpaceToDepth: the blocksize, mode and output checks and the
+// copy's dims and strides, made once; the invoke is the strided copy.
+struct SpaceDepthParams {
+  bool empty = false;
+  size_t es = 0;
+  std::array<int64_t, 6> dims{}, strides{};
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareDepthToSpace(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<int64_t> block = BlockSize(ctx);
   if (!block.ok()) return block.status();
@@ -296,20 +308,21 @@ absl::Status DepthToSpaceKernel(ir::KernelContext& ctx) {
   }
   const int64_t oc = c / (b * b);
   if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, {n, oc, h * b, w * b}); !s.ok()) return s;
-  if (x.num_elements() == 0) return absl::OkStatus();
+  SpaceDepthParams p;
+  p.empty = x.num_elements() == 0;
+  p.es = DTypeSize(x.dtype);
   const int64_t hw = h * w;
   // Output y[n, c', h*b + i, w*b + j] walked as [n, c', h, i, w, j].
-  std::vector<int64_t> strides;
+  p.dims = {n, oc, h, b, w, b};
   if (mode == "DCR") {
-    strides = {c * hw, hw, w, b * oc * hw, 1, oc * hw};  // x[n, i*b*C' + j*C' + c', h, w]
+    p.strides = {c * hw, hw, w, b * oc * hw, 1, oc * hw};  // x[n, i*b*C' + j*C' + c', h, w]
   } else {
-    strides = {c * hw, b * b * hw, w, b * hw, 1, hw};  // x[n, c'*b*b + i*b + j, h, w]
+    p.strides = {c * hw, b * b * hw, w, b * hw, 1, hw};  // x[n, c'*b*b + i*b + j, h, w]
   }
-  StridedCopy(DTypeSize(x.dtype), {n, oc, h, b, w, b}, x.data, strides, ctx.output(0).data);
-  return absl::OkStatus();
+  return backends::MakePrepared(p);
 }
 
-absl::Status SpaceToDepthKernel(ir::KernelContext& ctx) {
+absl::StatusOr<ir::PreparedKernel> PrepareSpaceToDepth(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<int64_t> block = BlockSize(ctx);
   if (!block.ok()) return block.status();
@@ -320,10 +333,19 @@ absl::Status SpaceToDepthKernel(ir::KernelContext& ctx) {
                                   b));
   }
   if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, {n, c * b * b, h / b, w / b}); !s.ok()) return s;
-  if (x.num_elements() == 0) return absl::OkStatus();
+  SpaceDepthParams p;
+  p.empty = x.num_elements() == 0;
+  p.es = DTypeSize(x.dtype);
   // Output y[n, (i*b + j)*C + c, h', w'] = x[n, c, h'*b + i, w'*b + j].
-  StridedCopy(DTypeSize(x.dtype), {n, b, b, c, h / b, w / b}, x.data, {c * h * w, w, 1, h * w, b * w, b},
-              ctx.output(0).data);
+  p.dims = {n, b, b, c, h / b, w / b};
+  p.strides = {c * h * w, w, 1, h * w, b * w, b};
+  return backends::MakePrepared(p);
+}
+
+absl::Status SpaceDepthKernel(ir::KernelContext& ctx) {
+  const SpaceDepthParams* p = backends::PreparedParams<SpaceDepthParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (!p->empty) StridedCopy(p->es, p->dims, ctx.input(0).data, p->strides, ctx.output(0).data);
   return absl::OkStatus();
 }
 
@@ -735,8 +757,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
     const char* type;
     ir::KernelFn fn;
   } kernels[] = {
-      {"DepthToSpace", &DepthToSpaceKernel},
-      {"SpaceToDepth", &SpaceToDepthKernel},
       {"EyeLike", &EyeLikeKernel},
       {"ReverseSequence", &ReverseSequenceKernel},
       {"Unique", &UniqueKernel},
@@ -748,6 +768,8 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
   }
   const absl::Status prepared[] = {
       registry.SetKernel("GatherND", ir::Backend::kCpu, ir::KernelDef{&GatherNDKernel, &PrepareGatherND}),
+      registry.SetKernel("DepthToSpace", ir::Backend::kCpu, ir::KernelDef{&SpaceDepthKernel, &PrepareDepthToSpace}),
+      registry.SetKernel("SpaceToDepth", ir::Backend::kCpu, ir::KernelDef{&SpaceDepthKernel, &PrepareSpaceToDepth}),
       registry.SetKernel("Compress", ir::Backend::kCpu, ir::KernelDef{&CompressKernel, &PrepareCompress}),
       registry.SetKernel("ScatterElements", ir::Backend::kCpu,
                          ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
