@@ -63,6 +63,10 @@ std::vector<Case> Cases() {
   c.push_back({"SpaceToDepth", "SpaceToDepth", {{"blocksize", int64_t{2}}}, one({1, 2, 4, 6})});
   c.push_back({"SpaceToDepthEmpty", "SpaceToDepth", {{"blocksize", int64_t{3}}}, one({0, 2, 3, 3})});
   // EyeLike.
+  c.push_back({"EyeLikeK1", "EyeLike", {{"k", int64_t{1}}}, one({3, 5})});
+  c.push_back({"EyeLikeInt32NegativeK", "EyeLike", {{"dtype", static_cast<int64_t>(DType::kI32)}, {"k", int64_t{-2}}},
+               one({4, 3})});
+  c.push_back({"EyeLikeOffTheMatrix", "EyeLike", {{"k", int64_t{7}}}, one({3, 4})});
   // ReverseSequence: the lengths read straight from the input per run.
   // CumSum: one row of running sums in the workspace; the axis known.
   // NonZero: the walk's position in the workspace.
@@ -157,6 +161,7 @@ std::vector<BadCase> BadCases() {
                {{DType::kF32, {1, 8, 1, 2}}}, "height and width must divide by the blocksize 2"});
   c.push_back({"SpaceToDepthOutput", "SpaceToDepth", {{"blocksize", int64_t{2}}}, {F32({1, 2, 4, 4}, 0)},
                {{DType::kF32, {1, 8, 4, 1}}}, "output 0"});
+  c.push_back({"EyeLikeRank3", "EyeLike", {}, {F32({2, 2, 2}, 0)}, {{DType::kF32, {2, 2, 2}}}, "must be 2-D"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

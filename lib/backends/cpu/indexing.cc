@@ -353,25 +353,48 @@ absl::Status SpaceDepthKernel(ir::KernelContext& ctx) {
 // EyeLike.
 // ---------------------------------------------------------------------------
 
-absl::Status EyeLikeKernel(ir::KernelContext& ctx) {
+// EyeLike: the dtype, the output check, k and the loop of the dtype, made
+// once; the invoke zeroes the output and writes the diagonal.
+template <typename T>
+void WriteDiagonal(void* data, int64_t rows, int64_t cols, int64_t k) {
+  const T one = ConvertElement<T>(1.0);
+  T* out = static_cast<T*>(data);
+  for (int64_t r = std::max<int64_t>(0, -k); r < rows && r + k < cols; ++r) out[r * cols + r + k] = one;
+}
+
+struct EyeLikeParams {
+  int64_t rows = 0, cols = 0, k = 0;
+  void (*diagonal)(void* data, int64_t rows, int64_t cols, int64_t k) = nullptr;  // null: no diagonal
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareEyeLike(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (x.shape.size() != 2) return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " must be 2-D"));
   const DType dtype =
       ctx.attrs().Has("dtype") ? static_cast<DType>(ctx.attrs().GetInt("dtype", 0)) : x.dtype;
   if (DTypeSize(dtype) == 0) return ctx.Error("attribute dtype is not a grove dtype");
   if (absl::Status s = CheckPlannedOutput(ctx, 0, dtype, x.shape); !s.ok()) return s;
+  EyeLikeParams p;
+  p.rows = x.shape[0];
+  p.cols = x.shape[1];
+  p.k = ctx.attrs().GetInt("k", 0);
+  if (p.k < p.cols && p.k > -p.rows) {
+    absl::Status chosen = VisitAnyDType(ctx, dtype, [&](auto tag) {
+      p.diagonal = &WriteDiagonal<typename decltype(tag)::type>;
+      return absl::OkStatus();
+    });
+    if (!chosen.ok()) return chosen;
+  }
+  return backends::MakePrepared(p);
+}
+
+absl::Status EyeLikeKernel(ir::KernelContext& ctx) {
+  const EyeLikeParams* p = backends::PreparedParams<EyeLikeParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
   TensorView& y = ctx.output(0);
   if (y.byte_size() > 0) std::memset(y.data, 0, y.byte_size());
-  const int64_t rows = x.shape[0], cols = x.shape[1];
-  const int64_t k = ctx.attrs().GetInt("k", 0);
-  if (k >= cols || k <= -rows) return absl::OkStatus();
-  return VisitAnyDType(ctx, dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T one = ConvertElement<T>(1.0);
-    T* out = static_cast<T*>(y.data);
-    for (int64_t r = std::max<int64_t>(0, -k); r < rows && r + k < cols; ++r) out[r * cols + r + k] = one;
-    return absl::OkStatus();
-  });
+  if (p->diagonal != nullptr) p->diagonal(y.data, p->rows, p->cols, p->k);
+  return absl::OkStatus();
 }
 
 // x viewed as [outer, dim, inner] around the optional `axis` attribute;
@@ -757,7 +780,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
     const char* type;
     ir::KernelFn fn;
   } kernels[] = {
-      {"EyeLike", &EyeLikeKernel},
       {"ReverseSequence", &ReverseSequenceKernel},
       {"Unique", &UniqueKernel},
       {"Det", &DetKernel},
@@ -770,6 +792,7 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
       registry.SetKernel("GatherND", ir::Backend::kCpu, ir::KernelDef{&GatherNDKernel, &PrepareGatherND}),
       registry.SetKernel("DepthToSpace", ir::Backend::kCpu, ir::KernelDef{&SpaceDepthKernel, &PrepareDepthToSpace}),
       registry.SetKernel("SpaceToDepth", ir::Backend::kCpu, ir::KernelDef{&SpaceDepthKernel, &PrepareSpaceToDepth}),
+      registry.SetKernel("EyeLike", ir::Backend::kCpu, ir::KernelDef{&EyeLikeKernel, &PrepareEyeLike}),
       registry.SetKernel("Compress", ir::Backend::kCpu, ir::KernelDef{&CompressKernel, &PrepareCompress}),
       registry.SetKernel("ScatterElements", ir::Backend::kCpu,
                          ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
