@@ -68,6 +68,11 @@ std::vector<Case> Cases() {
                one({4, 3})});
   c.push_back({"EyeLikeOffTheMatrix", "EyeLike", {{"k", int64_t{7}}}, one({3, 4})});
   // ReverseSequence: the lengths read straight from the input per run.
+  c.push_back({"ReverseSequenceTimeMajor", "ReverseSequence", {},
+               [](int seed) { return std::vector<Tensor>{F32({4, 3, 2}, seed), I64({3}, {seed % 5, 4, 1})}; }});
+  c.push_back({"ReverseSequenceBatchMajorInt32", "ReverseSequence",
+               {{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 5}, seed), I32({2}, {5 - seed, seed + 1})}; }});
   // CumSum: one row of running sums in the workspace; the axis known.
   // NonZero: the walk's position in the workspace.
   // Einsum: the labels' extents and strides once; the walk in the workspace.
@@ -131,6 +136,8 @@ TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
                    {F32({2, 3}, 1), MakeTensor<uint8_t>(DType::kBool, {3}, {0, 1, 1})},
                    {Tensor::Create(DType::kF32, {6}).value()},
                    "condition [3] selects entry 2 but the input has only 2 along axis 0"});
+  cases.push_back({"ReverseSequence", {}, {F32({3, 2}, 0), I64({2}, {1, 3})}, {F32({3, 2}, 1), I64({2}, {2, 4})},
+                   {F32({3, 2}, 0)}, "sequence_lens[1] is 4; expected 0..3"});
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.type);
     PreparedStep step(c.type, c.attrs, c.first, c.capacity);
@@ -162,6 +169,12 @@ std::vector<BadCase> BadCases() {
   c.push_back({"SpaceToDepthOutput", "SpaceToDepth", {{"blocksize", int64_t{2}}}, {F32({1, 2, 4, 4}, 0)},
                {{DType::kF32, {1, 8, 4, 1}}}, "output 0"});
   c.push_back({"EyeLikeRank3", "EyeLike", {}, {F32({2, 2, 2}, 0)}, {{DType::kF32, {2, 2, 2}}}, "must be 2-D"});
+  c.push_back({"ReverseSequenceFloatLengths", "ReverseSequence", {}, {F32({3, 2}, 0), F32({2}, 1)},
+               {{DType::kF32, {3, 2}}}, "input 1 (sequence_lens) has dtype f32; expected i32 or i64"});
+  c.push_back({"ReverseSequenceLengthsShape", "ReverseSequence", {}, {F32({3, 2}, 0), I64({3}, {1, 1, 1})},
+               {{DType::kF32, {3, 2}}}, "sequence_lens is [3]; expected [2]"});
+  c.push_back({"ReverseSequenceAxes", "ReverseSequence", {{"batch_axis", int64_t{0}}},
+               {F32({3, 2}, 0), I64({3}, {1, 1, 1})}, {{DType::kF32, {3, 2}}}, "expected rank >= 2 and axes 0 and 1 in either order"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

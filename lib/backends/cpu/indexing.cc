@@ -490,45 +490,74 @@ absl::Status CompressKernel(ir::KernelContext& ctx) {
 // ReverseSequence.
 // ---------------------------------------------------------------------------
 
-absl::Status ReverseSequenceKernel(ir::KernelContext& ctx) {
+// ReverseSequence: the axes, sequence_lens' dtype and shape, the output
+// check and the strides, made once; the invoke reads every length straight
+// from the input and checks them all before it copies.
+struct ReverseSequenceParams {
+  int64_t batch_axis = 1, time_axis = 0, batch = 0, time = 0, inner = 0, bs = 0, ts = 0;
+  size_t es = 0;
+  bool lens_i64 = true, empty = false;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareReverseSequence(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
+  const TensorView& lens = ctx.input(1);
   const int rank = static_cast<int>(x.shape.size());
-  const int64_t batch_axis = ctx.attrs().GetInt("batch_axis", 1);
-  const int64_t time_axis = ctx.attrs().GetInt("time_axis", 0);
-  if (rank < 2 || (batch_axis != 0 && batch_axis != 1) || (time_axis != 0 && time_axis != 1) ||
-      batch_axis == time_axis) {
-    return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " with batch_axis ", batch_axis, " and time_axis ",
-                                  time_axis, ": expected rank >= 2 and axes 0 and 1 in either order"));
+  ReverseSequenceParams p;
+  p.batch_axis = ctx.attrs().GetInt("batch_axis", 1);
+  p.time_axis = ctx.attrs().GetInt("time_axis", 0);
+  if (rank < 2 || (p.batch_axis != 0 && p.batch_axis != 1) || (p.time_axis != 0 && p.time_axis != 1) ||
+      p.batch_axis == p.time_axis) {
+    return ctx.Error(absl::StrCat("input ", DimsString(x.shape), " with batch_axis ", p.batch_axis, " and time_axis ",
+                                  p.time_axis, ": expected rank >= 2 and axes 0 and 1 in either order"));
   }
-  const int64_t batch = x.shape[batch_axis], time = x.shape[time_axis];
-  absl::StatusOr<std::vector<int64_t>> lens = ReadHostInts(ctx, 1, "sequence_lens");
-  if (!lens.ok()) return lens.status();
-  if (ctx.input(1).shape != std::vector<int64_t>{batch}) {
-    return ctx.Error(absl::StrCat("sequence_lens is ", DimsString(ctx.input(1).shape), "; expected [", batch,
-                                  "] (the input's batch dim ", batch_axis, ")"));
+  p.batch = x.shape[p.batch_axis];
+  p.time = x.shape[p.time_axis];
+  if (lens.dtype != DType::kI64 && lens.dtype != DType::kI32) {
+    return ctx.Error(
+        absl::StrCat("input 1 (sequence_lens) has dtype ", DTypeName(lens.dtype), "; expected i32 or i64"));
   }
-  for (int64_t i = 0; i < batch; ++i) {
-    if ((*lens)[i] < 0 || (*lens)[i] > time) {
-      return ctx.Error(absl::StrCat("sequence_lens[", i, "] is ", (*lens)[i], "; expected 0..", time,
-                                    " (the input's time dim ", time_axis, ")"));
-    }
+  p.lens_i64 = lens.dtype == DType::kI64;
+  if (lens.shape != std::vector<int64_t>{p.batch}) {
+    return ctx.Error(absl::StrCat("sequence_lens is ", DimsString(lens.shape), "; expected [", p.batch,
+                                  "] (the input's batch dim ", p.batch_axis, ")"));
   }
   if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
-  const int64_t inner = Product(x.shape, 2, rank);
-  if (inner == 0 || x.num_elements() == 0) return absl::OkStatus();
+  p.inner = Product(x.shape, 2, rank);
+  p.empty = p.inner == 0 || x.num_elements() == 0;
   const std::vector<int64_t> strides = ir::Strides(x.shape);
-  const int64_t bs = strides[batch_axis], ts = strides[time_axis];
-  const size_t es = DTypeSize(x.dtype);
-  const auto* in = static_cast<const uint8_t*>(x.data);
+  p.bs = strides[p.batch_axis];
+  p.ts = strides[p.time_axis];
+  p.es = DTypeSize(x.dtype);
+  return backends::MakePrepared(p);
+}
+
+absl::Status ReverseSequenceKernel(ir::KernelContext& ctx) {
+  const ReverseSequenceParams* p = backends::PreparedParams<ReverseSequenceParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const void* raw = ctx.input(1).data;
+  auto len_of = [&](int64_t b) -> int64_t {
+    return p->lens_i64 ? static_cast<const int64_t*>(raw)[b] : static_cast<const int32_t*>(raw)[b];
+  };
+  const int64_t batch = p->batch, time = p->time;
+  for (int64_t i = 0; i < batch; ++i) {
+    if (len_of(i) < 0 || len_of(i) > time) {
+      return ctx.Error(absl::StrCat("sequence_lens[", i, "] is ", len_of(i), "; expected 0..", time,
+                                    " (the input's time dim ", p->time_axis, ")"));
+    }
+  }
+  if (p->empty) return absl::OkStatus();
+  const auto* in = static_cast<const uint8_t*>(ctx.input(0).data);
   auto* out = static_cast<uint8_t*>(ctx.output(0).data);
   if (out == in) {
     return ctx.Error("the output shares the input's buffer; ReverseSequence cannot run in place");
   }
+  const int64_t bs = p->bs, ts = p->ts;
   for (int64_t b = 0; b < batch; ++b) {
-    const int64_t len = (*lens)[b];
+    const int64_t len = len_of(b);
     for (int64_t t = 0; t < time; ++t) {
       const int64_t src = t < len ? len - 1 - t : t;
-      CopyElements(in, b * bs + src * ts, out, b * bs + t * ts, es, inner);
+      CopyElements(in, b * bs + src * ts, out, b * bs + t * ts, p->es, p->inner);
     }
   }
   return absl::OkStatus();
@@ -780,7 +809,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
     const char* type;
     ir::KernelFn fn;
   } kernels[] = {
-      {"ReverseSequence", &ReverseSequenceKernel},
       {"Unique", &UniqueKernel},
       {"Det", &DetKernel},
       {"Einsum", &EinsumKernel},
@@ -793,6 +821,8 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
       registry.SetKernel("DepthToSpace", ir::Backend::kCpu, ir::KernelDef{&SpaceDepthKernel, &PrepareDepthToSpace}),
       registry.SetKernel("SpaceToDepth", ir::Backend::kCpu, ir::KernelDef{&SpaceDepthKernel, &PrepareSpaceToDepth}),
       registry.SetKernel("EyeLike", ir::Backend::kCpu, ir::KernelDef{&EyeLikeKernel, &PrepareEyeLike}),
+      registry.SetKernel("ReverseSequence", ir::Backend::kCpu,
+                         ir::KernelDef{&ReverseSequenceKernel, &PrepareReverseSequence}),
       registry.SetKernel("Compress", ir::Backend::kCpu, ir::KernelDef{&CompressKernel, &PrepareCompress}),
       registry.SetKernel("ScatterElements", ir::Backend::kCpu,
                          ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
