@@ -74,6 +74,11 @@ std::vector<Case> Cases() {
                {{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}},
                [](int seed) { return std::vector<Tensor>{F32({2, 5}, seed), I32({2}, {5 - seed, seed + 1})}; }});
   // CumSum: one row of running sums in the workspace; the axis known.
+  c.push_back({"CumSumMiddleAxis", "CumSum", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed), I64({}, {1})}; }, 1, true});
+  c.push_back({"CumSumExclusiveReverseInt32", "CumSum", {{"exclusive", int64_t{1}}, {"reverse", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {5, 3}, seed), I32({}, {-2})}; },
+               1, true});
   // NonZero: the walk's position in the workspace.
   // Einsum: the labels' extents and strides once; the walk in the workspace.
   auto einsum = [](std::string eq) { return Attrs{{"equation", std::move(eq)}}; };
@@ -154,6 +159,48 @@ TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
 }
 
 // ---------------------------------------------------------------------------
+// Parameter inputs read when the step runs
+// ---------------------------------------------------------------------------
+
+// CumSum's axis, a window's size and a reduction's axes given as values the
+// plan does not know are read when the step runs; the prepare defers them
+// (and still declares the workspace), each invoke gives a fresh run's bytes.
+TEST(PreparedCpuKernel2InvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) {
+  struct Unknown {
+    std::string type;
+    Attrs attrs;
+    std::function<std::vector<Tensor>(int seed)> inputs;
+    int unknown;
+    bool allocates;  // the invoke plans as an unprepared run does (a reduction's groups)
+  };
+  const std::vector<Unknown> cases = {
+      {"CumSum", {}, [](int seed) { return std::vector<Tensor>{F32({0, 3, 4}, seed), I64({}, {seed % 3})}; }, 1, false},
+      {"CumSum", {{"reverse", int64_t{1}}},
+       [](int seed) { return std::vector<Tensor>{F32({3, 4, 2}, seed), I32({}, {seed % 3 - 3})}; }, 1, false},
+  };
+  for (const Unknown& c : cases) {
+    SCOPED_TRACE(c.type);
+    const std::vector<Tensor> first = c.inputs(0);
+    absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs);
+    ASSERT_TRUE(like.ok()) << like.status();
+    PreparedStep step(c.type, c.attrs, first, *like);
+    step.ForgetValue(c.unknown);
+    absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    step.Keep(*std::move(prepared));
+    for (int seed = 0; seed < 3; ++seed) {
+      const std::vector<Tensor> in = c.inputs(seed);
+      size_t largest = 0, allocations = 0;
+      ASSERT_TRUE(step.Invoke(in, &largest, &allocations).ok());
+      if (!c.allocates) EXPECT_EQ(allocations, 0u);
+      absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(in), c.attrs);
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      EXPECT_TRUE(SameBytes(step.outputs()[0], (*fresh)[0])) << "seed " << seed;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Bad attributes and shapes: the prepare says so (the invoke never runs)
 // ---------------------------------------------------------------------------
 
@@ -175,6 +222,12 @@ std::vector<BadCase> BadCases() {
                {{DType::kF32, {3, 2}}}, "sequence_lens is [3]; expected [2]"});
   c.push_back({"ReverseSequenceAxes", "ReverseSequence", {{"batch_axis", int64_t{0}}},
                {F32({3, 2}, 0), I64({3}, {1, 1, 1})}, {{DType::kF32, {3, 2}}}, "expected rank >= 2 and axes 0 and 1 in either order"});
+  c.push_back({"CumSumAxis", "CumSum", {}, {F32({2, 3}, 0), I64({}, {2})}, {{DType::kF32, {2, 3}}},
+               "input 1 (axis): axis 2 is out of range for rank 2"});
+  c.push_back({"CumSumScalar", "CumSum", {}, {F32({}, 0), I64({}, {0})}, {{DType::kF32, {}}},
+               "input 0 (x) is a scalar; CumSum needs rank >= 1"});
+  c.push_back({"CumSumFloatAxis", "CumSum", {}, {F32({2}, 0), F32({}, 1)}, {{DType::kF32, {2}}},
+               "input 1 (axis) must be one i32 or i64; got f32 []"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

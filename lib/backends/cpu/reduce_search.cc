@@ -479,47 +479,105 @@ absl::Status TopKKernel(KernelContext& ctx) {
 // CumSum.
 // ---------------------------------------------------------------------------
 
-absl::Status CumSumKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
+// CumSum: the axis split, exclusive, reverse, the output check and the loop
+// of the dtype, made once when the plan knows the axis (input 1: a weight or
+// folded value), per run otherwise (`planned` false); one row of running
+// sums lives in the workspace, declared for the largest row either way.
+struct CumSumParams {
+  bool planned = false;
+  ir::AxisSplit split;
+  bool exclusive = false, reverse = false;
+  void (*run)(const CumSumParams& p, const void* in, void* out, void* sums) = nullptr;
+};
+
+template <typename T>
+void RunCumSum(const CumSumParams& p, const void* in_data, void* out_data, void* sums) {
+  using A = SumAcc<T>;
+  const T* in = static_cast<const T*>(in_data);
+  T* out = static_cast<T*>(out_data);
+  A* run = static_cast<A*>(sums);
+  const ir::AxisSplit& s = p.split;
+  for (int64_t o = 0; o < s.outer; ++o) {
+    std::fill(run, run + s.inner, A{0});
+    for (int64_t step = 0; step < s.n; ++step) {
+      const int64_t j = p.reverse ? s.n - 1 - step : step;
+      const int64_t off = (o * s.n + j) * s.inner;
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const A v = static_cast<A>(ToCompute(in[off + i]));
+        if (p.exclusive) {
+          out[off + i] = FromSum<T>(run[i]);
+          run[i] += v;
+        } else {
+          run[i] += v;
+          out[off + i] = FromSum<T>(run[i]);
+        }
+      }
+    }
+  }
+}
+
+// The input checks (the axis' dtype and count): what the prepare can always
+// make.
+absl::Status CheckCumSumInputs(const KernelContext& ctx) {
   const TensorView& at = ctx.input(1);
-  const int rank = static_cast<int>(x.shape.size());
-  if (rank == 0) return ctx.Error("input 0 (x) is a scalar; CumSum needs rank >= 1");
+  if (ctx.input(0).shape.empty()) return ctx.Error("input 0 (x) is a scalar; CumSum needs rank >= 1");
   if ((at.dtype != DType::kI64 && at.dtype != DType::kI32) || at.num_elements() != 1) {
     return ctx.Error(
         absl::StrCat("input 1 (axis) must be one i32 or i64; got ", DTypeName(at.dtype), " ", DimsString(at.shape)));
   }
+  return absl::OkStatus();
+}
+
+// The axis' value (read on the host), the output check and the loop.
+absl::StatusOr<CumSumParams> MakeCumSumParams(const KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
+  const TensorView& at = ctx.input(1);
+  const int rank = static_cast<int>(x.shape.size());
   const int64_t axis_value = at.dtype == DType::kI64 ? at.as<const int64_t>()[0] : at.as<const int32_t>()[0];
   absl::StatusOr<int> axis = ir::NormalizeAxis(axis_value, rank);
   if (!axis.ok()) return ctx.Error(absl::StrCat("input 1 (axis): ", axis.status().message()));
   if (absl::Status st = CheckOutputLike(ctx, x.dtype, x.shape); !st.ok()) return st;
-  const bool exclusive = ctx.attrs().GetInt("exclusive", 0) != 0;
-  const bool reverse = ctx.attrs().GetInt("reverse", 0) != 0;
-  const ir::AxisSplit s = ir::SplitAt(x.shape, *axis);
-  return Visit(ArithmeticTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    using A = SumAcc<T>;
-    const T* in = x.as<const T>();
-    T* out = ctx.output(0).as<T>();
-    std::vector<A> run(static_cast<size_t>(s.inner));
-    for (int64_t o = 0; o < s.outer; ++o) {
-      std::fill(run.begin(), run.end(), A{0});
-      for (int64_t step = 0; step < s.n; ++step) {
-        const int64_t j = reverse ? s.n - 1 - step : step;
-        const int64_t off = (o * s.n + j) * s.inner;
-        for (int64_t i = 0; i < s.inner; ++i) {
-          const A v = static_cast<A>(ToCompute(in[off + i]));
-          if (exclusive) {
-            out[off + i] = FromSum<T>(run[i]);
-            run[i] += v;
-          } else {
-            run[i] += v;
-            out[off + i] = FromSum<T>(run[i]);
-          }
-        }
-      }
-    }
+  CumSumParams p;
+  p.planned = true;
+  p.exclusive = ctx.attrs().GetInt("exclusive", 0) != 0;
+  p.reverse = ctx.attrs().GetInt("reverse", 0) != 0;
+  p.split = ir::SplitAt(x.shape, *axis);
+  absl::Status chosen = Visit(ArithmeticTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = &RunCumSum<typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  return p;
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareCumSum(const KernelContext& ctx) {
+  if (absl::Status s = CheckCumSumInputs(ctx); !s.ok()) return s;
+  static_assert(sizeof(SumAcc<float>) == 8 && sizeof(SumAcc<int32_t>) == 8);
+  if (ctx.input(1).data == nullptr) {
+    // The longest row of any axis (the dims after it); 8-byte sums.
+    const std::vector<int64_t>& shape = ctx.input(0).shape;
+    int64_t inner = 1, longest = 1;
+    for (size_t d = shape.size(); d-- > 1;) longest = std::max(longest, inner *= shape[d]);
+    return backends::MakePrepared(CumSumParams{}, static_cast<uint64_t>(longest) * 8);
+  }
+  absl::StatusOr<CumSumParams> p = MakeCumSumParams(ctx);
+  if (!p.ok()) return p.status();
+  const uint64_t sums_bytes = static_cast<uint64_t>(p->split.inner) * 8;
+  return backends::MakePrepared(*std::move(p), sums_bytes);
+}
+
+absl::Status CumSumKernel(KernelContext& ctx) {
+  const CumSumParams* prepared = backends::PreparedParams<CumSumParams>(ctx);
+  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
+  CumSumParams run;
+  if (!prepared->planned) {
+    absl::StatusOr<CumSumParams> made = MakeCumSumParams(ctx);
+    if (!made.ok()) return made.status();
+    run = *made;
+  }
+  const CumSumParams& p = prepared->planned ? *prepared : run;
+  p.run(p, ctx.input(0).data, ctx.output(0).data, ctx.workspace());
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -573,7 +631,6 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
       {"ReduceSumSquare", &ReduceKernel<SumSquareReduce, ArithmeticTypes>},
       {"ReduceLogSumExp", &ReduceLogSumExpKernel},
 
-      {"CumSum", &CumSumKernel},
       {"NonZero", &NonZeroKernel},
   };
   for (const auto& k : kernels) {
@@ -583,6 +640,7 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
       registry.SetKernel("ArgMax", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<true>}),
       registry.SetKernel("ArgMin", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<false>}),
       registry.SetKernel("TopK", ir::Backend::kCpu, ir::KernelDef{&TopKKernel, &PrepareTopK}),
+      registry.SetKernel("CumSum", ir::Backend::kCpu, ir::KernelDef{&CumSumKernel, &PrepareCumSum}),
   };
   for (const absl::Status& s : prepared) {
     if (!s.ok()) return s;
