@@ -80,6 +80,10 @@ std::vector<Case> Cases() {
                [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {5, 3}, seed), I32({}, {-2})}; },
                1, true});
   // NonZero: the walk's position in the workspace.
+  c.push_back({"NonZero", "NonZero", {}, [](int seed) { return std::vector<Tensor>{SparseF32({3, 4}, 5, seed)}; },
+               1, true});
+  c.push_back({"NonZeroScalar", "NonZero", {},
+               [](int seed) { return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {}, {1.0f + seed})}; }});
   // Einsum: the labels' extents and strides once; the walk in the workspace.
   auto einsum = [](std::string eq) { return Attrs{{"equation", std::move(eq)}}; };
   // Det: one matrix at a time in the workspace.

@@ -586,17 +586,32 @@ absl::Status CumSumKernel(KernelContext& ctx) {
 
 // The output was allocated from the shape function's count, computed with
 // the same predicate (nonzero_count.h); the kernel only checks and fills.
+// The prepare keeps the rank; the walk's position lives in the workspace.
+struct NonZeroParams {
+  int rank = 0;
+  int64_t rows = 1;
+};
+
+absl::StatusOr<ir::PreparedKernel> PrepareNonZero(const KernelContext& ctx) {
+  NonZeroParams p;
+  p.rank = static_cast<int>(ctx.input(0).shape.size());
+  p.rows = p.rank == 0 ? 1 : p.rank;
+  return backends::MakePrepared(p, static_cast<uint64_t>(p.rank) * sizeof(int64_t));
+}
+
 absl::Status NonZeroKernel(KernelContext& ctx) {
+  const NonZeroParams* p = backends::PreparedParams<NonZeroParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
   const TensorView& x = ctx.input(0);
-  const int rank = static_cast<int>(x.shape.size());
-  const int64_t rows = rank == 0 ? 1 : rank;
+  const int rank = p->rank;
   const int64_t count = ir::CountNonZero(x);
-  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, {rows, count}); !st.ok()) return st;
+  if (absl::Status st = CheckOutputLike(ctx, DType::kI64, {p->rows, count}); !st.ok()) return st;
   int64_t* out = ctx.output(0).as<int64_t>();
   const int64_t n = x.num_elements();
   const size_t size = DTypeSize(x.dtype);
   const auto* bytes = static_cast<const uint8_t*>(x.data);
-  std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+  int64_t* index = static_cast<int64_t*>(ctx.workspace());
+  std::fill(index, index + rank, int64_t{0});
   int64_t c = 0;
   for (int64_t e = 0; e < n; ++e) {
     if (ir::ElementIsNonZero(bytes + e * size, x.dtype)) {
@@ -630,8 +645,6 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
       {"ReduceLogSum", &ReduceKernel<LogSumReduce, ArithmeticTypes>},
       {"ReduceSumSquare", &ReduceKernel<SumSquareReduce, ArithmeticTypes>},
       {"ReduceLogSumExp", &ReduceLogSumExpKernel},
-
-      {"NonZero", &NonZeroKernel},
   };
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
@@ -641,6 +654,7 @@ absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
       registry.SetKernel("ArgMin", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<false>}),
       registry.SetKernel("TopK", ir::Backend::kCpu, ir::KernelDef{&TopKKernel, &PrepareTopK}),
       registry.SetKernel("CumSum", ir::Backend::kCpu, ir::KernelDef{&CumSumKernel, &PrepareCumSum}),
+      registry.SetKernel("NonZero", ir::Backend::kCpu, ir::KernelDef{&NonZeroKernel, &PrepareNonZero}),
   };
   for (const absl::Status& s : prepared) {
     if (!s.ok()) return s;
