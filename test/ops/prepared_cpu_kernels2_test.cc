@@ -86,6 +86,13 @@ std::vector<Case> Cases() {
                [](int seed) { return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {}, {1.0f + seed})}; }});
   // Einsum: the labels' extents and strides once; the walk in the workspace.
   auto einsum = [](std::string eq) { return Attrs{{"equation", std::move(eq)}}; };
+  c.push_back({"EinsumMatMul", "Einsum", einsum("ij,jk->ik"),
+               [](int seed) { return std::vector<Tensor>{F32({2, 3}, seed), F32({3, 4}, seed + 1)}; }, 1, true});
+  c.push_back({"EinsumBatchDiagonal", "Einsum", einsum("bii->bi"), one({2, 3, 3}), 1, true});
+  c.push_back({"EinsumEllipsis", "Einsum", einsum("...ij,jk->...ik"),
+               [](int seed) { return std::vector<Tensor>{F32({2, 2, 3}, seed), F32({3, 2}, seed + 1)}; }, 1, true});
+  c.push_back({"EinsumSumAllInt32", "Einsum", einsum("ij->"),
+               [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {3, 4}, seed)}; }, 1, true});
   // Det: one matrix at a time in the workspace.
   // The reductions of reduce_search.cc: groups merged once, accumulators in
   // the workspace.
@@ -232,6 +239,10 @@ std::vector<BadCase> BadCases() {
                "input 0 (x) is a scalar; CumSum needs rank >= 1"});
   c.push_back({"CumSumFloatAxis", "CumSum", {}, {F32({2}, 0), F32({}, 1)}, {{DType::kF32, {2}}},
                "input 1 (axis) must be one i32 or i64; got f32 []"});
+  c.push_back({"EinsumOperands", "Einsum", {{"equation", std::string("ij,jk->ik")}}, {F32({2, 3}, 0)},
+               {{DType::kF32, {2, 3}}}, "Einsum"});
+  c.push_back({"EinsumOutput", "Einsum", {{"equation", std::string("ij,jk->ik")}}, {F32({2, 3}, 0), F32({3, 4}, 1)},
+               {{DType::kF32, {4, 2}}}, "output 0"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

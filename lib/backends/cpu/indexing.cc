@@ -716,7 +716,62 @@ absl::Status DetKernel(ir::KernelContext& ctx) {
 // the dims of a label (so a repeated label walks the diagonal).
 // ---------------------------------------------------------------------------
 
-absl::Status EinsumKernel(ir::KernelContext& ctx) {
+// What the prepare makes of the equation and the shapes: the loop labels'
+// extents and every input's stride per loop label; the walk's position and
+// offsets (and the inputs' pointers) live in the workspace.
+struct EinsumParams {
+  int n = 0;
+  size_t num_out = 0, num_loop = 0;
+  int64_t total_out = 0, total_sum = 1;
+  std::vector<int64_t> extent;
+  std::vector<int64_t> stride;  // [n][num_loop]: how far input i's offset moves when loop label j steps
+  uint64_t off_offset = 0, in_offset = 0;  // bytes into the workspace: off (n i64), in (n pointers)
+  void (*run)(const ir::KernelContext& ctx, const EinsumParams& p) = nullptr;
+};
+
+template <typename T>
+void RunEinsum(const ir::KernelContext& ctx, const EinsumParams& p) {
+  using C = ComputeT<T>;
+  // Floats sum in double; integers wrap in 64 bits.
+  using Acc = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
+  const int n = p.n;
+  const size_t num_out = p.num_out, num_loop = p.num_loop;
+  auto* workspace = static_cast<uint8_t*>(ctx.workspace());
+  int64_t* pos = reinterpret_cast<int64_t*>(workspace);
+  int64_t* off = reinterpret_cast<int64_t*>(workspace + p.off_offset);
+  const T** in = reinterpret_cast<const T**>(workspace + p.in_offset);
+  std::fill(pos, pos + num_loop, int64_t{0});
+  std::fill(off, off + n, int64_t{0});
+  const int64_t* extent = p.extent.data();
+  auto stride = [&](int i, size_t j) { return p.stride[static_cast<size_t>(i) * num_loop + j]; };
+  auto advance = [&](size_t lo, size_t hi) {
+    for (size_t j = hi; j-- > lo;) {
+      for (int i = 0; i < n; ++i) off[i] += stride(i, j);
+      if (++pos[j] < extent[j]) return;
+      for (int i = 0; i < n; ++i) off[i] -= stride(i, j) * extent[j];
+      pos[j] = 0;
+    }
+  };
+  for (int i = 0; i < n; ++i) in[i] = static_cast<const T*>(ctx.input(i).data);
+  T* out = static_cast<T*>(ctx.output(0).data);
+  for (int64_t e = 0; e < p.total_out; ++e) {
+    Acc acc = 0;
+    for (int64_t s = 0; s < p.total_sum; ++s) {
+      Acc prod = 1;
+      for (int i = 0; i < n; ++i) prod *= static_cast<Acc>(ToCompute(in[i][off[i]]));
+      acc += prod;
+      advance(num_out, num_loop);
+    }
+    if constexpr (std::is_floating_point_v<C>) {
+      out[e] = ConvertElement<T>(acc);
+    } else {
+      out[e] = static_cast<T>(acc);
+    }
+    advance(0, num_out);
+  }
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareEinsum(const ir::KernelContext& ctx) {
   const int n = ctx.num_inputs();
   std::vector<int> ranks;
   std::vector<std::vector<int64_t>> shapes;
@@ -744,62 +799,46 @@ absl::Status EinsumKernel(ir::KernelContext& ctx) {
   for (int l = 0; l < terms->num_labels(); ++l) {
     if (!in_output[l] && (*size)[l] >= 0) loop.push_back(l);
   }
-  const size_t num_out = terms->output.size(), num_loop = loop.size();
-  std::vector<int64_t> extent(num_loop);
-  for (size_t j = 0; j < num_loop; ++j) extent[j] = (*size)[loop[j]];
-  // stride[i][j]: how far input i's offset moves when loop label j steps.
-  std::vector<std::vector<int64_t>> stride(n, std::vector<int64_t>(num_loop, 0));
+  EinsumParams p;
+  p.n = n;
+  p.num_out = terms->output.size();
+  p.num_loop = loop.size();
+  p.extent.resize(p.num_loop);
+  for (size_t j = 0; j < p.num_loop; ++j) p.extent[j] = (*size)[loop[j]];
+  p.stride.assign(static_cast<size_t>(n) * p.num_loop, 0);
   for (int i = 0; i < n; ++i) {
     const std::vector<int64_t> s = ir::Strides(shapes[i]);
     for (size_t d = 0; d < shapes[i].size(); ++d) {
       const int l = terms->inputs[i][d];
       if (shapes[i][d] == 1 && (*size)[l] != 1) continue;  // a broadcast ellipsis dim
       const size_t j = static_cast<size_t>(std::find(loop.begin(), loop.end(), l) - loop.begin());
-      stride[i][j] += s[d];
+      p.stride[static_cast<size_t>(i) * p.num_loop + j] += s[d];
     }
   }
-  const int64_t total_out = ir::NumElements(out_shape);
-  int64_t total_sum = 1;
-  for (size_t j = num_out; j < num_loop; ++j) {
-    if (__builtin_mul_overflow(total_sum, extent[j], &total_sum)) {
+  p.total_out = ir::NumElements(out_shape);
+  for (size_t j = p.num_out; j < p.num_loop; ++j) {
+    if (__builtin_mul_overflow(p.total_sum, p.extent[j], &p.total_sum)) {
       return ctx.Error("the summed subscripts' sizes multiply past int64; too large for the CPU loop");
     }
   }
-  if (total_out == 0) return absl::OkStatus();
-  std::vector<int64_t> pos(num_loop, 0), off(n, 0);
-  auto advance = [&](size_t lo, size_t hi) {
-    for (size_t j = hi; j-- > lo;) {
-      for (int i = 0; i < n; ++i) off[i] += stride[i][j];
-      if (++pos[j] < extent[j]) return;
-      for (int i = 0; i < n; ++i) off[i] -= stride[i][j] * extent[j];
-      pos[j] = 0;
-    }
-  };
-  return VisitNumeric(ctx, dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = ComputeT<T>;
-    // Floats sum in double; integers wrap in 64 bits.
-    using Acc = std::conditional_t<std::is_floating_point_v<C>, double, uint64_t>;
-    std::vector<const T*> in(n);
-    for (int i = 0; i < n; ++i) in[i] = static_cast<const T*>(ctx.input(i).data);
-    T* out = static_cast<T*>(ctx.output(0).data);
-    for (int64_t e = 0; e < total_out; ++e) {
-      Acc acc = 0;
-      for (int64_t s = 0; s < total_sum; ++s) {
-        Acc p = 1;
-        for (int i = 0; i < n; ++i) p *= static_cast<Acc>(ToCompute(in[i][off[i]]));
-        acc += p;
-        advance(num_out, num_loop);
-      }
-      if constexpr (std::is_floating_point_v<C>) {
-        out[e] = ConvertElement<T>(acc);
-      } else {
-        out[e] = static_cast<T>(acc);
-      }
-      advance(0, num_out);
-    }
-    return absl::OkStatus();
-  });
+  if (p.total_out > 0) {  // (an empty output takes any dtype, as before)
+    absl::Status chosen = VisitNumeric(ctx, dtype, [&](auto tag) {
+      p.run = &RunEinsum<typename decltype(tag)::type>;
+      return absl::OkStatus();
+    });
+    if (!chosen.ok()) return chosen;
+  }
+  p.off_offset = p.num_loop * sizeof(int64_t);
+  p.in_offset = p.off_offset + static_cast<uint64_t>(n) * sizeof(int64_t);
+  const uint64_t workspace = p.in_offset + static_cast<uint64_t>(n) * sizeof(const void*);
+  return backends::MakePrepared(std::move(p), workspace);
+}
+
+absl::Status EinsumKernel(ir::KernelContext& ctx) {
+  const EinsumParams* p = backends::PreparedParams<EinsumParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->total_out > 0) p->run(ctx, *p);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -811,7 +850,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
   } kernels[] = {
       {"Unique", &UniqueKernel},
       {"Det", &DetKernel},
-      {"Einsum", &EinsumKernel},
   };
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
@@ -823,6 +861,7 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
       registry.SetKernel("EyeLike", ir::Backend::kCpu, ir::KernelDef{&EyeLikeKernel, &PrepareEyeLike}),
       registry.SetKernel("ReverseSequence", ir::Backend::kCpu,
                          ir::KernelDef{&ReverseSequenceKernel, &PrepareReverseSequence}),
+      registry.SetKernel("Einsum", ir::Backend::kCpu, ir::KernelDef{&EinsumKernel, &PrepareEinsum}),
       registry.SetKernel("Compress", ir::Backend::kCpu, ir::KernelDef{&CompressKernel, &PrepareCompress}),
       registry.SetKernel("ScatterElements", ir::Backend::kCpu,
                          ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
