@@ -94,6 +94,9 @@ std::vector<Case> Cases() {
   c.push_back({"EinsumSumAllInt32", "Einsum", einsum("ij->"),
                [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {3, 4}, seed)}; }, 1, true});
   // Det: one matrix at a time in the workspace.
+  c.push_back({"DetBatch", "Det", {}, one({2, 3, 3}), 1, true});
+  c.push_back({"DetHalf", "Det", {},
+               [](int seed) { return std::vector<Tensor>{ToHalf(F32({4, 4}, seed), DType::kF16)}; }, 1, true});
   // The reductions of reduce_search.cc: groups merged once, accumulators in
   // the workspace.
   // Compress and Unique: their output sizes are the data's, so each run
@@ -243,6 +246,9 @@ std::vector<BadCase> BadCases() {
                {{DType::kF32, {2, 3}}}, "Einsum"});
   c.push_back({"EinsumOutput", "Einsum", {{"equation", std::string("ij,jk->ik")}}, {F32({2, 3}, 0), F32({3, 4}, 1)},
                {{DType::kF32, {4, 2}}}, "output 0"});
+  c.push_back({"DetNotSquare", "Det", {}, {F32({2, 3}, 0)}, {{DType::kF32, {}}},
+               "X [2, 3] must be [..., M, M] (square matrices)"});
+  c.push_back({"DetInt32", "Det", {}, {I32({1, 1}, {1})}, {{DType::kI32, {}}}, "i32"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

@@ -664,7 +664,7 @@ absl::Status UniqueKernel(ir::KernelContext& ctx) {
 // Det: LU with partial pivoting in double, one matrix at a time.
 // ---------------------------------------------------------------------------
 
-double Determinant(std::vector<double>& a, int64_t m) {
+double Determinant(double* a, int64_t m) {
   double det = 1;
   for (int64_t c = 0; c < m; ++c) {
     int64_t pivot = c;
@@ -687,7 +687,24 @@ double Determinant(std::vector<double>& a, int64_t m) {
   return det;
 }
 
-absl::Status DetKernel(ir::KernelContext& ctx) {
+// Det: the shape and output checks and the loop of the dtype, made once;
+// one matrix at a time in the workspace (m * m doubles).
+struct DetParams {
+  int64_t m = 0, count = 0;
+  void (*run)(const void* in, void* out, int64_t m, int64_t count, double* a) = nullptr;
+};
+
+template <typename T>
+void RunDet(const void* in_data, void* out_data, int64_t m, int64_t count, double* a) {
+  const T* in = static_cast<const T*>(in_data);
+  T* out = static_cast<T*>(out_data);
+  for (int64_t b = 0; b < count; ++b) {
+    for (int64_t e = 0; e < m * m; ++e) a[e] = static_cast<double>(ToCompute(in[b * m * m + e]));
+    out[b] = ConvertElement<T>(Determinant(a, m));
+  }
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareDet(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const size_t rank = x.shape.size();
   if (rank < 2 || x.shape[rank - 1] != x.shape[rank - 2]) {
@@ -695,19 +712,22 @@ absl::Status DetKernel(ir::KernelContext& ctx) {
   }
   const std::vector<int64_t> out_shape(x.shape.begin(), x.shape.end() - 2);
   if (absl::Status s = CheckPlannedOutput(ctx, 0, x.dtype, out_shape); !s.ok()) return s;
-  const int64_t m = x.shape[rank - 1];
-  const int64_t count = ir::NumElements(out_shape);
-  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* in = static_cast<const T*>(x.data);
-    T* out = static_cast<T*>(ctx.output(0).data);
-    std::vector<double> a(static_cast<size_t>(m * m));
-    for (int64_t b = 0; b < count; ++b) {
-      for (int64_t e = 0; e < m * m; ++e) a[e] = static_cast<double>(ToCompute(in[b * m * m + e]));
-      out[b] = ConvertElement<T>(Determinant(a, m));
-    }
+  DetParams p;
+  p.m = x.shape[rank - 1];
+  p.count = ir::NumElements(out_shape);
+  absl::Status chosen = VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) {
+    p.run = &RunDet<typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  return backends::MakePrepared(p, static_cast<uint64_t>(p.m * p.m) * sizeof(double));
+}
+
+absl::Status DetKernel(ir::KernelContext& ctx) {
+  const DetParams* p = backends::PreparedParams<DetParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(ctx.input(0).data, ctx.output(0).data, p->m, p->count, static_cast<double*>(ctx.workspace()));
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -849,7 +869,6 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
     ir::KernelFn fn;
   } kernels[] = {
       {"Unique", &UniqueKernel},
-      {"Det", &DetKernel},
   };
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
@@ -861,6 +880,7 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
       registry.SetKernel("EyeLike", ir::Backend::kCpu, ir::KernelDef{&EyeLikeKernel, &PrepareEyeLike}),
       registry.SetKernel("ReverseSequence", ir::Backend::kCpu,
                          ir::KernelDef{&ReverseSequenceKernel, &PrepareReverseSequence}),
+      registry.SetKernel("Det", ir::Backend::kCpu, ir::KernelDef{&DetKernel, &PrepareDet}),
       registry.SetKernel("Einsum", ir::Backend::kCpu, ir::KernelDef{&EinsumKernel, &PrepareEinsum}),
       registry.SetKernel("Compress", ir::Backend::kCpu, ir::KernelDef{&CompressKernel, &PrepareCompress}),
       registry.SetKernel("ScatterElements", ir::Backend::kCpu,
