@@ -115,6 +115,16 @@ std::vector<Case> Cases() {
     v[static_cast<size_t>(seed) % v.size()] = NAN;
     return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {10}, v)};
   };
+  c.push_back({"UniqueSortedWithNaN", "Unique", {}, repeats, 4, true,
+               {{DType::kF32, 10}, {DType::kI64, 10}, {DType::kI64, 10}, {DType::kI64, 10}}});
+  c.push_back({"UniqueUnsortedRowsInt64", "Unique", {{"axis", int64_t{0}}, {"sorted", int64_t{0}}},
+               [](int seed) {
+                 return std::vector<Tensor>{I64({6, 2}, {1, 2, seed % 3, 0, 1, 2, 0, 0, seed % 3, 0, 5, seed})};
+               },
+               4, true, {{DType::kI64, 12}, {DType::kI64, 6}, {DType::kI64, 6}, {DType::kI64, 6}}});
+  c.push_back({"UniqueOnlyY", "Unique", {},
+               [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {7}, seed)}; }, 1, true,
+               {{DType::kI32, 7}}});
   // The window generators: the size known.
   return c;
 }
@@ -253,6 +263,10 @@ std::vector<BadCase> BadCases() {
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},
                {{DType::kF32, {4}}}, "attribute axis: axis 3 is out of range for rank 1"});
+  c.push_back({"UniqueSorted", "Unique", {{"sorted", int64_t{2}}}, {F32({4}, 0)}, {{DType::kF32, {4}}},
+               "attribute sorted is 2; expected 0 or 1"});
+  c.push_back({"UniqueScalarAxis", "Unique", {{"axis", int64_t{0}}}, {F32({}, 0)}, {{DType::kF32, {1}}},
+               "X is a scalar; attribute axis needs rank >= 1"});
   return c;
 }
 

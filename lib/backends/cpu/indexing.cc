@@ -582,80 +582,134 @@ inline int Compare(const StringRef& a, const StringRef& b) {
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
-absl::Status UniqueKernel(ir::KernelContext& ctx) {
+// Sorts v[0, count) stably by `less` (a strict weak order), merging runs of
+// 1, 2, 4, ... through `buffer` (count elements): the order std::stable_sort
+// gives, with no memory of its own.
+template <typename Less>
+void StableSortIndices(int64_t* v, int64_t* buffer, int64_t count, Less less) {
+  int64_t* src = v;
+  int64_t* dst = buffer;
+  for (int64_t width = 1; width < count; width *= 2) {
+    for (int64_t lo = 0; lo < count; lo += 2 * width) {
+      const int64_t mid = std::min(lo + width, count), hi = std::min(lo + 2 * width, count);
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) dst[k++] = less(src[j], src[i]) ? src[j++] : src[i++];
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    std::swap(src, dst);
+  }
+  if (src != v) std::copy(src, src + count, v);
+}
+
+// Unique: the attributes, the [outer, dim, inner] view and the comparison
+// of the dtype, made once; the sort and the lists live in the workspace
+// (8 * dim i64). The invoke allocates the outputs (their size is the data's),
+// passing each its shape.
+struct UniqueWorkspace {
+  int64_t *order, *buffer, *group, *firsts, *position, *first, *counts, *inverse;
+};
+
+struct UniqueParams {
+  int axis = -1;
+  int64_t outer = 1, dim = 0, inner = 1;
+  bool sorted = true;
+  size_t es = 0;
+  // Sorts the slices into w.order, sets w.group and w.firsts; the count of
+  // groups.
+  int64_t (*group)(const UniqueParams& p, const void* x, const UniqueWorkspace& w) = nullptr;
+};
+
+template <typename T>
+int64_t GroupSlices(const UniqueParams& p, const void* x, const UniqueWorkspace& w) {
+  const T* data = static_cast<const T*>(x);
+  const int64_t outer = p.outer, dim = p.dim, inner = p.inner;
+  // cmp(a, b): slices a and b compared element by element (o, then i).
+  auto cmp = [&](int64_t a, int64_t b) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int c = Compare(ToCompute(data[(o * dim + a) * inner + i]), ToCompute(data[(o * dim + b) * inner + i]));
+        if (c != 0) return c;
+      }
+    }
+    return 0;
+  };
+  std::iota(w.order, w.order + dim, int64_t{0});
+  StableSortIndices(w.order, w.buffer, dim, [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+  int64_t n = 0;
+  for (int64_t j = 0; j < dim; ++j) {
+    if (j == 0 || cmp(w.order[j - 1], w.order[j]) != 0) w.firsts[n++] = w.order[j];
+    w.group[w.order[j]] = n - 1;
+  }
+  return n;
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareUnique(const ir::KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const int64_t sorted = ctx.attrs().GetInt("sorted", 1);
   if (sorted != 0 && sorted != 1) return ctx.Error(absl::StrCat("attribute sorted is ", sorted, "; expected 0 or 1"));
   absl::StatusOr<AxisSlices> slices = SlicesAlongAxis(ctx, x, "X");
   if (!slices.ok()) return slices.status();
-  // Plain variables, not a structured binding: the lambdas below capture them (clang 14 cannot).
-  const int axis = slices->axis;
-  const int64_t outer = slices->outer, dim = slices->dim, inner = slices->inner;
-  std::vector<int64_t> order(static_cast<size_t>(dim));
-  std::iota(order.begin(), order.end(), 0);
-  // cmp(a, b): slices a and b compared element by element (o, then i).
-  std::vector<int64_t> group(static_cast<size_t>(dim), 0);  // each slice's group, in sorted order
-  std::vector<int64_t> firsts;                               // first slice of each group
-  absl::Status status = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint64_t, uint32_t, uint16_t,
-                                      uint8_t, Bool8, StringRef>(
-      ctx, x.dtype, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        const T* p = static_cast<const T*>(x.data);
-        auto cmp = [&](int64_t a, int64_t b) {
-          for (int64_t o = 0; o < outer; ++o) {
-            for (int64_t i = 0; i < inner; ++i) {
-              const int c = Compare(ToCompute(p[(o * dim + a) * inner + i]), ToCompute(p[(o * dim + b) * inner + i]));
-              if (c != 0) return c;
-            }
-          }
-          return 0;
-        };
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
-        for (int64_t j = 0; j < dim; ++j) {
-          if (j == 0 || cmp(order[j - 1], order[j]) != 0) firsts.push_back(order[j]);
-          group[order[j]] = static_cast<int64_t>(firsts.size()) - 1;
-        }
-        return absl::OkStatus();
-      });
-  if (!status.ok()) return status;
-  const int64_t n = static_cast<int64_t>(firsts.size());
+  UniqueParams p;
+  p.axis = slices->axis;
+  p.outer = slices->outer;
+  p.dim = slices->dim;
+  p.inner = slices->inner;
+  p.sorted = sorted == 1;
+  p.es = DTypeSize(x.dtype);
+  absl::Status chosen = VisitDType<float, double, Half, BFloat16, int64_t, int32_t, int16_t, int8_t, uint64_t, uint32_t,
+                                   uint16_t, uint8_t, Bool8, StringRef>(ctx, x.dtype, [&](auto tag) {
+    p.group = &GroupSlices<typename decltype(tag)::type>;
+    return absl::OkStatus();
+  });
+  if (!chosen.ok()) return chosen;
+  return backends::MakePrepared(p, 8 * static_cast<uint64_t>(p.dim) * sizeof(int64_t));
+}
+
+absl::Status UniqueKernel(ir::KernelContext& ctx) {
+  const UniqueParams* p = backends::PreparedParams<UniqueParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const TensorView& x = ctx.input(0);
+  const int64_t outer = p->outer, dim = p->dim, inner = p->inner;
+  int64_t* ws = static_cast<int64_t*>(ctx.workspace());
+  const UniqueWorkspace w{ws, ws + dim, ws + 2 * dim, ws + 3 * dim, ws + 4 * dim, ws + 5 * dim, ws + 6 * dim,
+                          ws + 7 * dim};
+  const int64_t n = p->group(*p, x.data, w);
   // Output position of each group: sorted order, or order of first occurrence.
-  std::vector<int64_t> position(static_cast<size_t>(n));
-  std::iota(position.begin(), position.end(), 0);
-  if (sorted == 0) {
-    std::vector<int64_t> by_first(position);
-    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return firsts[a] < firsts[b]; });
-    for (int64_t j = 0; j < n; ++j) position[by_first[j]] = j;
+  std::iota(w.position, w.position + n, int64_t{0});
+  if (!p->sorted) {
+    int64_t* by_first = w.buffer;
+    std::iota(by_first, by_first + n, int64_t{0});
+    std::sort(by_first, by_first + n, [&](int64_t a, int64_t b) { return w.firsts[a] < w.firsts[b]; });
+    for (int64_t j = 0; j < n; ++j) w.position[by_first[j]] = j;
   }
-  std::vector<int64_t> first(static_cast<size_t>(n)), counts(static_cast<size_t>(n), 0),
-      inverse(static_cast<size_t>(dim));
-  for (int64_t g = 0; g < n; ++g) first[position[g]] = firsts[g];
+  std::fill(w.counts, w.counts + n, int64_t{0});
+  for (int64_t g = 0; g < n; ++g) w.first[w.position[g]] = w.firsts[g];
   for (int64_t j = 0; j < dim; ++j) {
-    inverse[j] = position[group[j]];
-    ++counts[inverse[j]];
-  }
-  std::vector<int64_t> y_shape = {n};
-  if (axis >= 0) {
-    y_shape = x.shape;
-    y_shape[axis] = n;
+    w.inverse[j] = w.position[w.group[j]];
+    ++w.counts[w.inverse[j]];
   }
   if (WantsOutput(ctx, 0)) {
-    absl::StatusOr<TensorView*> y = ctx.AllocateOutput(0, x.dtype, y_shape);
+    std::vector<int64_t> y_shape = p->axis >= 0 ? x.shape : std::vector<int64_t>{n};
+    if (p->axis >= 0) y_shape[p->axis] = n;
+    absl::StatusOr<TensorView*> y = ctx.AllocateOutput(0, x.dtype, std::move(y_shape));
     if (!y.ok()) return y.status();
-    const size_t es = DTypeSize(x.dtype);
+    const size_t es = p->es;
     const auto* in = static_cast<const uint8_t*>(x.data);
     auto* out = static_cast<uint8_t*>((*y)->data);
     for (int64_t o = 0; o < outer && inner > 0; ++o) {
-      for (int64_t j = 0; j < n; ++j) CopyElements(in, (o * dim + first[j]) * inner, out, (o * n + j) * inner, es, inner);
+      for (int64_t j = 0; j < n; ++j) {
+        CopyElements(in, (o * dim + w.first[j]) * inner, out, (o * n + j) * inner, es, inner);
+      }
     }
   }
-  const std::vector<int64_t>* lists[] = {&first, &inverse, &counts};
+  const std::pair<const int64_t*, int64_t> lists[] = {{w.first, n}, {w.inverse, dim}, {w.counts, n}};
   for (int i = 1; i < 4; ++i) {
     if (!WantsOutput(ctx, i)) continue;
-    const std::vector<int64_t>& v = *lists[i - 1];
-    absl::StatusOr<TensorView*> t = ctx.AllocateOutput(i, DType::kI64, {static_cast<int64_t>(v.size())});
+    const auto [v, size] = lists[i - 1];
+    absl::StatusOr<TensorView*> t = ctx.AllocateOutput(i, DType::kI64, {size});
     if (!t.ok()) return t.status();
-    if (!v.empty()) std::memcpy((*t)->data, v.data(), v.size() * sizeof(int64_t));
+    if (size > 0) std::memcpy((*t)->data, v, static_cast<size_t>(size) * sizeof(int64_t));
   }
   return absl::OkStatus();
 }
@@ -864,15 +918,6 @@ absl::Status EinsumKernel(ir::KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
-  const struct {
-    const char* type;
-    ir::KernelFn fn;
-  } kernels[] = {
-      {"Unique", &UniqueKernel},
-  };
-  for (const auto& k : kernels) {
-    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
-  }
   const absl::Status prepared[] = {
       registry.SetKernel("GatherND", ir::Backend::kCpu, ir::KernelDef{&GatherNDKernel, &PrepareGatherND}),
       registry.SetKernel("DepthToSpace", ir::Backend::kCpu, ir::KernelDef{&SpaceDepthKernel, &PrepareDepthToSpace}),
@@ -882,6 +927,7 @@ absl::Status RegisterIndexingKernels(ir::OpRegistry& registry) {
                          ir::KernelDef{&ReverseSequenceKernel, &PrepareReverseSequence}),
       registry.SetKernel("Det", ir::Backend::kCpu, ir::KernelDef{&DetKernel, &PrepareDet}),
       registry.SetKernel("Einsum", ir::Backend::kCpu, ir::KernelDef{&EinsumKernel, &PrepareEinsum}),
+      registry.SetKernel("Unique", ir::Backend::kCpu, ir::KernelDef{&UniqueKernel, &PrepareUnique}),
       registry.SetKernel("Compress", ir::Backend::kCpu, ir::KernelDef{&CompressKernel, &PrepareCompress}),
       registry.SetKernel("ScatterElements", ir::Backend::kCpu,
                          ir::KernelDef{&ScatterElementsKernel, &PrepareScatterElements}),
