@@ -99,6 +99,34 @@ std::vector<Case> Cases() {
                [](int seed) { return std::vector<Tensor>{ToHalf(F32({4, 4}, seed), DType::kF16)}; }, 1, true});
   // The reductions of reduce_search.cc: groups merged once, accumulators in
   // the workspace.
+  c.push_back({"ReduceMaxMiddleAxis", "ReduceMax", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 4}, seed), I64({1}, {1})}; }, 1, true});
+  c.push_back({"ReduceMinHalfOuterAndInner", "ReduceMin", {{"keepdims", int64_t{0}}},
+               [](int seed) {
+                 return std::vector<Tensor>{ToHalf(F32({3, 2, 4}, seed), DType::kF16), I64({2}, {0, -1})};
+               },
+               1, true});
+  c.push_back({"ReduceProdAllInt32", "ReduceProd", {},
+               [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {3, 4}, seed)}; }, 1, true});
+  c.push_back({"ReduceL1", "ReduceL1", {},
+               [](int seed) { return std::vector<Tensor>{F32({4, 5}, seed), I64({1}, {0})}; }, 1, true});
+  c.push_back({"ReduceL2Int64", "ReduceL2", {{"keepdims", int64_t{0}}},
+               [](int seed) { return std::vector<Tensor>{Ints<int64_t>(DType::kI64, {2, 6}, seed), I64({1}, {1})}; },
+               1, true});
+  c.push_back({"ReduceLogSum", "ReduceLogSum", {},
+               [](int seed) { return std::vector<Tensor>{PositiveF32({3, 4}, seed), I64({1}, {-1})}; }, 1, true});
+  c.push_back({"ReduceSumSquare", "ReduceSumSquare", {},
+               [](int seed) { return std::vector<Tensor>{F32({2, 3, 2}, seed), I64({2}, {0, 2})}; }, 1, true});
+  c.push_back({"ReduceLogSumExpWithInfinity", "ReduceLogSumExp", {},
+               [](int seed) {
+                 std::vector<float> v = Pattern(12, seed);
+                 v[static_cast<size_t>(seed % 4)] = INFINITY;
+                 for (float& x : v) x *= 40.0f;
+                 return std::vector<Tensor>{MakeTensor<float>(DType::kF32, {4, 3}, v), I64({1}, {1})};
+               },
+               1, true});
+  c.push_back({"ReduceMaxEmpty", "ReduceMax", {},
+               [](int) { return std::vector<Tensor>{F32({0, 3}, 0), I64({1}, {0})}; }, 1, true});
   // Compress and Unique: their output sizes are the data's, so each run
   // allocates its outputs (into buffers of `capacity` here); the rest is
   // prepared once, the kept positions and the sort in the workspace.
@@ -201,6 +229,11 @@ TEST(PreparedCpuKernel2InvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun)
       {"CumSum", {}, [](int seed) { return std::vector<Tensor>{F32({0, 3, 4}, seed), I64({}, {seed % 3})}; }, 1, false},
       {"CumSum", {{"reverse", int64_t{1}}},
        [](int seed) { return std::vector<Tensor>{F32({3, 4, 2}, seed), I32({}, {seed % 3 - 3})}; }, 1, false},
+      // (A square input and keepdims 0: the same output shape for either axis.)
+      {"ReduceMax", {{"keepdims", int64_t{0}}},
+       [](int seed) { return std::vector<Tensor>{F32({3, 3}, seed), I64({1}, {seed % 2 - 1})}; }, 1, true},
+      {"ReduceLogSumExp", {{"keepdims", int64_t{0}}},
+       [](int seed) { return std::vector<Tensor>{F32({4, 4}, seed), I64({1}, {seed % 2})}; }, 1, true},
   };
   for (const Unknown& c : cases) {
     SCOPED_TRACE(c.type);
@@ -259,6 +292,10 @@ std::vector<BadCase> BadCases() {
   c.push_back({"DetNotSquare", "Det", {}, {F32({2, 3}, 0)}, {{DType::kF32, {}}},
                "X [2, 3] must be [..., M, M] (square matrices)"});
   c.push_back({"DetInt32", "Det", {}, {I32({1, 1}, {1})}, {{DType::kI32, {}}}, "i32"});
+  c.push_back({"ReduceMaxAxes", "ReduceMax", {}, {F32({2, 3}, 0), I64({1}, {2})}, {{DType::kF32, {2, 3}}}, "axis"});
+  c.push_back({"ReduceProdOutput", "ReduceProd", {}, {F32({2, 3}, 0), I64({1}, {1})}, {{DType::kF32, {2}}},
+               "output 0 was allocated as f32 [2] but the kernel writes f32 [2, 1]"});
+  c.push_back({"ReduceL2Bool", "ReduceL2", {}, {Bools({2}, 0)}, {{DType::kBool, {1}}}, "bool"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

@@ -6,7 +6,9 @@
 // identity of the operation: -inf (or the dtype's lowest) for max, +inf (or
 // highest) for min, 1 for a product, 0 for sums, log(0) = -inf for the logs.
 // NaN wins max, min, ArgMax and ArgMin and sorts as the greatest value in
-// TopK, as in numpy.
+// TopK, as in numpy. Each kernel's prepare reads the axes and attributes,
+// checks the output and picks the loop of the dtype once per plan; the
+// invokes keep their accumulators and walks in the declared workspace.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -213,11 +215,11 @@ struct LogSumReduce {
 
 // Folds every input element into acc[o] of the output element it feeds,
 // split over the session's threads by output elements (each folds its
-// inputs in the same order at any thread count).
+// inputs in the same order at any thread count). `groups`: the input's dims
+// merged (MergeReduceGroups of a non-empty input).
 template <typename Op, typename T, typename A>
-void FoldReduce(const KernelContext& ctx, const T* x, absl::Span<const int64_t> shape,
-                const std::vector<bool>& reduced, A* acc) {
-  ForEachReduceRowParallel(IntraOpThreadsOf(ctx), shape, reduced, kCheapGrain, [&](int64_t in, int64_t out, int64_t len, bool folds) {
+void FoldReduce(const KernelContext& ctx, const T* x, absl::Span<const ReduceGroup> groups, A* acc) {
+  auto fold = [&](int64_t in, int64_t out, int64_t len, bool folds) {
     const T* row = x + in;
     if (folds) {
       A a = acc[out];
@@ -227,57 +229,154 @@ void FoldReduce(const KernelContext& ctx, const T* x, absl::Span<const int64_t> 
       A* o = acc + out;
       for (int64_t j = 0; j < len; ++j) o[j] = Op::template Fold<T>(o[j], row[j]);
     }
-  });
+  };
+  ForEachReduceRowParallel(IntraOpThreadsOf(ctx), groups, kCheapGrain, fold);
 }
 
-template <typename Op, typename Types>
-absl::Status ReduceKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
+// What the prepare of a reduction makes: the input's dims merged into
+// groups and the loop of the dtype; the accumulators are the workspace
+// (declared from the planned output, so also when the axes are an input the
+// plan does not know: then `planned` is false and the invoke plans as an
+// unprepared run did).
+struct ReduceSearchParams {
+  bool planned = false;
+  bool empty = false;
+  std::vector<ReduceGroup> groups;
+  void (*run)(const KernelContext& ctx, const ReduceSearchParams& p, void* workspace) = nullptr;
+};
+using ReduceSearchRunFn = decltype(ReduceSearchParams::run);
+
+template <typename Op, typename T>
+void RunReduce(const KernelContext& ctx, const ReduceSearchParams& p, void* workspace) {
+  using A = typename Op::template Acc<T>;
   TensorView& y = ctx.output(0);
-  absl::StatusOr<ReducePlan> plan = PlanReduce(ctx);
-  if (!plan.ok()) return plan.status();
-  return Visit(Types{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    using A = typename Op::template Acc<T>;
-    const int64_t n_out = y.num_elements();
-    std::vector<A> acc(static_cast<size_t>(n_out), Op::template Init<T>());
-    FoldReduce<Op>(ctx, x.as<const T>(), x.shape, plan->reduced, acc.data());
-    T* out = y.as<T>();
-    for (int64_t i = 0; i < n_out; ++i) out[i] = Op::template Finish<T>(acc[i]);
-    return absl::OkStatus();
-  });
+  const int64_t n_out = y.num_elements();
+  A* acc = static_cast<A*>(workspace);
+  std::fill(acc, acc + n_out, Op::template Init<T>());
+  if (!p.empty) FoldReduce<Op>(ctx, ctx.input(0).as<const T>(), p.groups, acc);
+  T* out = y.as<T>();
+  for (int64_t i = 0; i < n_out; ++i) out[i] = Op::template Finish<T>(acc[i]);
+}
+
+// Calls row(in_offset, out_offset, len, folds) for the input's elements in
+// memory order (ForEachReduceRow over groups merged once), on this thread.
+template <typename RowFn>
+void ForEachGroupRow(absl::Span<const ReduceGroup> groups, RowFn& row) {
+  if (groups.empty()) {
+    row(int64_t{0}, int64_t{0}, int64_t{1}, true);
+    return;
+  }
+  WalkReduceRows(groups, 0, 0, 0, 0, groups.back().size, row);
 }
 
 // log(sum(exp(x))) as max + log(sum(exp(x - max))) so that large inputs do
-// not overflow: one pass for the max, one for the sum.
-absl::Status ReduceLogSumExpKernel(KernelContext& ctx) {
-  const TensorView& x = ctx.input(0);
+// not overflow: one pass for the max, one for the sum. The workspace holds
+// the max (compute type), then the shift and the sum (double) per output.
+template <typename T>
+uint64_t LogSumExpShiftOffset(int64_t n_out) {
+  return (static_cast<uint64_t>(n_out) * sizeof(ComputeT<T>) + 63) / 64 * 64;
+}
+
+template <typename T>
+void RunLogSumExp(const KernelContext& ctx, const ReduceSearchParams& p, void* workspace) {
   TensorView& y = ctx.output(0);
+  const int64_t n_out = y.num_elements();
+  const T* in = ctx.input(0).as<const T>();
+  auto* w = static_cast<uint8_t*>(workspace);
+  ComputeT<T>* max = reinterpret_cast<ComputeT<T>*>(w);
+  double* shift = reinterpret_cast<double*>(w + LogSumExpShiftOffset<T>(n_out));
+  double* sum = shift + n_out;
+  std::fill(max, max + n_out, MaxReduce::Init<T>());
+  if (!p.empty) FoldReduce<MaxReduce>(ctx, in, p.groups, max);
+  // An infinite or NaN max is the result itself (exp(inf - inf) is NaN).
+  for (int64_t i = 0; i < n_out; ++i) {
+    const double m = static_cast<double>(max[i]);
+    shift[i] = std::isfinite(m) ? m : 0.0;
+  }
+  std::fill(sum, sum + n_out, 0.0);
+  auto add = [&](int64_t i, int64_t out, int64_t len, bool folds) {
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t o = folds ? out : out + j;
+      sum[o] += std::exp(static_cast<double>(ToCompute(in[i + j])) - shift[o]);
+    }
+  };
+  if (!p.empty) ForEachGroupRow(p.groups, add);
+  T* o = y.as<T>();
+  for (int64_t i = 0; i < n_out; ++i) {
+    const double m = static_cast<double>(max[i]);
+    o[i] = ConvertElement<T>(std::isfinite(m) ? m + std::log(sum[i]) : m);
+  }
+}
+
+// The loop of one reduction and its workspace, per dtype.
+template <typename Op>
+struct ReduceLoop {
+  template <typename T>
+  static ReduceSearchRunFn Run() {
+    return &RunReduce<Op, T>;
+  }
+  template <typename T>
+  static uint64_t Bytes(int64_t n_out) {
+    return static_cast<uint64_t>(n_out) * sizeof(typename Op::template Acc<T>);
+  }
+};
+struct LogSumExpLoop {
+  template <typename T>
+  static ReduceSearchRunFn Run() {
+    return &RunLogSumExp<T>;
+  }
+  template <typename T>
+  static uint64_t Bytes(int64_t n_out) {
+    return LogSumExpShiftOffset<T>(n_out) + 2 * static_cast<uint64_t>(n_out) * sizeof(double);
+  }
+};
+
+// The axes (attribute or input 1), the output check, the groups and the loop.
+template <typename Loop, typename Types>
+absl::StatusOr<ReduceSearchParams> PlanReduceSearch(const KernelContext& ctx) {
+  const TensorView& x = ctx.input(0);
   absl::StatusOr<ReducePlan> plan = PlanReduce(ctx);
   if (!plan.ok()) return plan.status();
-  return Visit(ArithmeticTypes{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    const int64_t n_out = y.num_elements();
-    const T* in = x.as<const T>();
-    std::vector<ComputeT<T>> max(static_cast<size_t>(n_out), MaxReduce::Init<T>());
-    FoldReduce<MaxReduce>(ctx, in, x.shape, plan->reduced, max.data());
-    // An infinite or NaN max is the result itself (exp(inf - inf) is NaN).
-    std::vector<double> shift(max.begin(), max.end());
-    for (double& m : shift) m = std::isfinite(m) ? m : 0.0;
-    std::vector<double> sum(static_cast<size_t>(n_out), 0.0);
-    ForEachReduceRow(x.shape, plan->reduced, [&](int64_t i, int64_t out, int64_t len, bool folds) {
-      for (int64_t j = 0; j < len; ++j) {
-        const int64_t o = folds ? out : out + j;
-        sum[o] += std::exp(static_cast<double>(ToCompute(in[i + j])) - shift[o]);
-      }
-    });
-    T* o = y.as<T>();
-    for (int64_t i = 0; i < n_out; ++i) {
-      const double m = static_cast<double>(max[i]);
-      o[i] = ConvertElement<T>(std::isfinite(m) ? m + std::log(sum[i]) : m);
-    }
+  ReduceSearchParams p;
+  p.planned = true;
+  p.groups = MergeReduceGroups(x.shape, plan->reduced, &p.empty);
+  absl::Status chosen = Visit(Types{}, ctx, x.dtype, [&](auto tag) -> absl::Status {
+    p.run = Loop::template Run<typename decltype(tag)::type>();
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  return p;
+}
+
+template <typename Loop, typename Types>
+absl::StatusOr<ir::PreparedKernel> PrepareReduceSearch(const KernelContext& ctx) {
+  ReduceSearchParams p;
+  if (!(ctx.has_input(1) && ctx.input(1).data == nullptr && ctx.input(1).num_elements() > 0)) {
+    absl::StatusOr<ReduceSearchParams> planned = PlanReduceSearch<Loop, Types>(ctx);
+    if (!planned.ok()) return planned.status();
+    p = *std::move(planned);
+  }
+  uint64_t bytes = 0;
+  absl::Status sized = Visit(Types{}, ctx, ctx.input(0).dtype, [&](auto tag) -> absl::Status {
+    bytes = Loop::template Bytes<typename decltype(tag)::type>(ctx.output(0).num_elements());
+    return absl::OkStatus();
+  });
+  if (!sized.ok()) return sized;
+  return backends::MakePrepared(std::move(p), bytes);
+}
+
+template <typename Loop, typename Types>
+absl::Status ReduceSearchKernel(KernelContext& ctx) {
+  const ReduceSearchParams* p = backends::PreparedParams<ReduceSearchParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  if (p->planned) {
+    p->run(ctx, *p, ctx.workspace());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ReduceSearchParams> run = PlanReduceSearch<Loop, Types>(ctx);
+  if (!run.ok()) return run.status();
+  run->run(ctx, *run, ctx.workspace());
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -633,23 +732,26 @@ absl::Status NonZeroKernel(KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterReduceSearchKernels(ir::OpRegistry& registry) {
-  const struct {
-    const char* type;
-    ir::KernelFn fn;
-  } kernels[] = {
-      {"ReduceMax", &ReduceKernel<MaxReduce, NumericTypes>},
-      {"ReduceMin", &ReduceKernel<MinReduce, NumericTypes>},
-      {"ReduceProd", &ReduceKernel<ProdReduce, ArithmeticTypes>},
-      {"ReduceL1", &ReduceKernel<L1Reduce, ArithmeticTypes>},
-      {"ReduceL2", &ReduceKernel<L2Reduce, ArithmeticTypes>},
-      {"ReduceLogSum", &ReduceKernel<LogSumReduce, ArithmeticTypes>},
-      {"ReduceSumSquare", &ReduceKernel<SumSquareReduce, ArithmeticTypes>},
-      {"ReduceLogSumExp", &ReduceLogSumExpKernel},
+  auto reduce = [&](const char* type, ir::KernelFn invoke, ir::PrepareFn prepare) {
+    return registry.SetKernel(type, ir::Backend::kCpu, ir::KernelDef{invoke, prepare});
   };
-  for (const auto& k : kernels) {
-    if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCpu, k.fn); !s.ok()) return s;
-  }
   const absl::Status prepared[] = {
+      reduce("ReduceMax", &ReduceSearchKernel<ReduceLoop<MaxReduce>, NumericTypes>,
+             &PrepareReduceSearch<ReduceLoop<MaxReduce>, NumericTypes>),
+      reduce("ReduceMin", &ReduceSearchKernel<ReduceLoop<MinReduce>, NumericTypes>,
+             &PrepareReduceSearch<ReduceLoop<MinReduce>, NumericTypes>),
+      reduce("ReduceProd", &ReduceSearchKernel<ReduceLoop<ProdReduce>, ArithmeticTypes>,
+             &PrepareReduceSearch<ReduceLoop<ProdReduce>, ArithmeticTypes>),
+      reduce("ReduceL1", &ReduceSearchKernel<ReduceLoop<L1Reduce>, ArithmeticTypes>,
+             &PrepareReduceSearch<ReduceLoop<L1Reduce>, ArithmeticTypes>),
+      reduce("ReduceL2", &ReduceSearchKernel<ReduceLoop<L2Reduce>, ArithmeticTypes>,
+             &PrepareReduceSearch<ReduceLoop<L2Reduce>, ArithmeticTypes>),
+      reduce("ReduceLogSum", &ReduceSearchKernel<ReduceLoop<LogSumReduce>, ArithmeticTypes>,
+             &PrepareReduceSearch<ReduceLoop<LogSumReduce>, ArithmeticTypes>),
+      reduce("ReduceSumSquare", &ReduceSearchKernel<ReduceLoop<SumSquareReduce>, ArithmeticTypes>,
+             &PrepareReduceSearch<ReduceLoop<SumSquareReduce>, ArithmeticTypes>),
+      reduce("ReduceLogSumExp", &ReduceSearchKernel<LogSumExpLoop, ArithmeticTypes>,
+             &PrepareReduceSearch<LogSumExpLoop, ArithmeticTypes>),
       registry.SetKernel("ArgMax", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<true>}),
       registry.SetKernel("ArgMin", ir::Backend::kCpu, ir::KernelDef{&ArgReduceKernel, &PrepareArgReduce<false>}),
       registry.SetKernel("TopK", ir::Backend::kCpu, ir::KernelDef{&TopKKernel, &PrepareTopK}),
