@@ -154,6 +154,11 @@ std::vector<Case> Cases() {
                [](int seed) { return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {7}, seed)}; }, 1, true,
                {{DType::kI32, 7}}});
   // The window generators: the size known.
+  c.push_back({"HannWindow", "HannWindow", {}, [](int) { return std::vector<Tensor>{I64({}, {8})}; }});
+  c.push_back({"HammingWindowSymmetricInt32", "HammingWindow", {{"periodic", int64_t{0}}},
+               [](int) { return std::vector<Tensor>{I32({}, {5})}; }});
+  c.push_back({"BlackmanWindowF64", "BlackmanWindow", {{"output_datatype", static_cast<int64_t>(DType::kF64)}},
+               [](int) { return std::vector<Tensor>{I64({1}, {7})}; }});
   return c;
 }
 
@@ -229,6 +234,7 @@ TEST(PreparedCpuKernel2InvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun)
       {"CumSum", {}, [](int seed) { return std::vector<Tensor>{F32({0, 3, 4}, seed), I64({}, {seed % 3})}; }, 1, false},
       {"CumSum", {{"reverse", int64_t{1}}},
        [](int seed) { return std::vector<Tensor>{F32({3, 4, 2}, seed), I32({}, {seed % 3 - 3})}; }, 1, false},
+      {"HannWindow", {}, [](int) { return std::vector<Tensor>{I64({}, {6})}; }, 0, false},
       // (A square input and keepdims 0: the same output shape for either axis.)
       {"ReduceMax", {{"keepdims", int64_t{0}}},
        [](int seed) { return std::vector<Tensor>{F32({3, 3}, seed), I64({1}, {seed % 2 - 1})}; }, 1, true},
@@ -296,6 +302,12 @@ std::vector<BadCase> BadCases() {
   c.push_back({"ReduceProdOutput", "ReduceProd", {}, {F32({2, 3}, 0), I64({1}, {1})}, {{DType::kF32, {2}}},
                "output 0 was allocated as f32 [2] but the kernel writes f32 [2, 1]"});
   c.push_back({"ReduceL2Bool", "ReduceL2", {}, {Bools({2}, 0)}, {{DType::kBool, {1}}}, "bool"});
+  c.push_back({"HannWindowNegative", "HannWindow", {}, {I64({}, {-1})}, {{DType::kF32, {0}}},
+               "input 0 (size) is -1; expected >= 0"});
+  c.push_back({"HammingWindowFloatSize", "HammingWindow", {}, {F32({}, 0)}, {{DType::kF32, {1}}},
+               "input 0 (size) has dtype f32; expected i32 or i64"});
+  c.push_back({"BlackmanWindowTwoSizes", "BlackmanWindow", {}, {I64({2}, {3, 4})}, {{DType::kF32, {3}}},
+               "input 0 (size) must hold one element (a scalar); got shape [2]"});
   c.push_back({"CompressCondition", "Compress", {}, {F32({4}, 0), I64({2}, {1, 0})}, {{DType::kF32, {4}}},
                "condition is i64 [2]; expected a 1-D bool tensor"});
   c.push_back({"CompressAxis", "Compress", {{"axis", int64_t{3}}}, {F32({4}, 0), Bools({2}, 0)},

@@ -1004,32 +1004,78 @@ struct BlackmanWindowOp {
   }
 };
 
-template <typename Op>
-absl::Status WindowKernel(KernelContext& ctx) {
+// A window's size (input 0), its output check and the loop of the output's
+// dtype, made once when the plan knows the size (a weight or folded value),
+// per run otherwise (`planned` false).
+struct WindowParams {
+  bool planned = false;
+  int64_t size = 0;
+  double big_n = 0;
+  void (*fill)(void* out, int64_t size, double big_n) = nullptr;
+};
+
+template <typename Op, typename T>
+void FillWindow(void* out_data, int64_t size, double big_n) {
+  T* out = static_cast<T*>(out_data);
+  for (int64_t i = 0; i < size; ++i) out[i] = ConvertElement<T>(Op::Apply(static_cast<double>(i), big_n));
+}
+
+// The size's dtype and count: what the prepare can always check.
+absl::Status CheckWindowSize(const KernelContext& ctx) {
   const TensorView& size_view = ctx.input(0);
   if (size_view.num_elements() != 1) {
     return ctx.Error(absl::StrCat("input 0 (size) must hold one element (a scalar); got shape ",
                                   DimsString(size_view.shape)));
   }
-  int64_t size = 0;
-  if (size_view.dtype == DType::kI64) {
-    size = size_view.as<const int64_t>()[0];
-  } else if (size_view.dtype == DType::kI32) {
-    size = size_view.as<const int32_t>()[0];
-  } else {
+  if (size_view.dtype != DType::kI64 && size_view.dtype != DType::kI32) {
     return ctx.Error(absl::StrCat("input 0 (size) has dtype ", DTypeName(size_view.dtype), "; expected i32 or i64"));
   }
+  return absl::OkStatus();
+}
+
+template <typename Op>
+absl::StatusOr<WindowParams> MakeWindowParams(const KernelContext& ctx) {
+  const TensorView& size_view = ctx.input(0);
+  const int64_t size =
+      size_view.dtype == DType::kI64 ? size_view.as<const int64_t>()[0] : size_view.as<const int32_t>()[0];
   if (size < 0) return ctx.Error(absl::StrCat("input 0 (size) is ", size, "; expected >= 0"));
   const DType dtype = ctx.output(0).dtype;
   if (absl::Status s = CheckOutputLike(ctx, dtype, {size}); !s.ok()) return s;
+  WindowParams p;
+  p.planned = true;
+  p.size = size;
   const bool periodic = ctx.attrs().GetInt("periodic", 1) != 0;
-  const double big_n = static_cast<double>(periodic ? size : size - 1);
-  return Visit(NumericTypes{}, ctx, dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
-    T* out = ctx.output(0).as<T>();
-    for (int64_t i = 0; i < size; ++i) out[i] = ConvertElement<T>(Op::Apply(static_cast<double>(i), big_n));
+  p.big_n = static_cast<double>(periodic ? size : size - 1);
+  absl::Status chosen = Visit(NumericTypes{}, ctx, dtype, [&](auto tag) -> absl::Status {
+    p.fill = &FillWindow<Op, typename decltype(tag)::type>;
     return absl::OkStatus();
   });
+  if (!chosen.ok()) return chosen;
+  return p;
+}
+
+template <typename Op>
+absl::StatusOr<ir::PreparedKernel> PrepareWindow(const KernelContext& ctx) {
+  if (absl::Status s = CheckWindowSize(ctx); !s.ok()) return s;
+  if (ctx.input(0).data == nullptr) return backends::MakePrepared(WindowParams{});
+  absl::StatusOr<WindowParams> p = MakeWindowParams<Op>(ctx);
+  if (!p.ok()) return p.status();
+  return backends::MakePrepared(*p);
+}
+
+template <typename Op>
+absl::Status WindowKernel(KernelContext& ctx) {
+  const WindowParams* prepared = backends::PreparedParams<WindowParams>(ctx);
+  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
+  WindowParams run;
+  if (!prepared->planned) {
+    absl::StatusOr<WindowParams> made = MakeWindowParams<Op>(ctx);
+    if (!made.ok()) return made.status();
+    run = *made;
+  }
+  const WindowParams& p = prepared->planned ? *prepared : run;
+  p.fill(ctx.output(0).data, p.size, p.big_n);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -1088,9 +1134,9 @@ absl::Status RegisterMathKernels(ir::OpRegistry& registry) {
       {"Mod", {&InvokeBinary, &PrepareMod}},
       {"BitShift", {&InvokeBinary, &PrepareBitShift}},
       {"Dropout", {&DropoutKernel, &PrepareDropout}},
-      {"HannWindow", {&WindowKernel<HannWindowOp>}},
-      {"HammingWindow", {&WindowKernel<HammingWindowOp>}},
-      {"BlackmanWindow", {&WindowKernel<BlackmanWindowOp>}},
+      {"HannWindow", {&WindowKernel<HannWindowOp>, &PrepareWindow<HannWindowOp>}},
+      {"HammingWindow", {&WindowKernel<HammingWindowOp>, &PrepareWindow<HammingWindowOp>}},
+      {"BlackmanWindow", {&WindowKernel<BlackmanWindowOp>, &PrepareWindow<BlackmanWindowOp>}},
   };
   for (const auto& [type, kernel] : kernels) {
     if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
