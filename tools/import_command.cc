@@ -1,5 +1,8 @@
 // `grove import`: converts an ONNX model into a .grove model and prints what
 // became of it (ops kept, constants folded, dynamic dims and their ranges).
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -10,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "command_line.h"
 #include "grove/grove.h"
-#include "tools/onnx/onnx_importer.h"
+#include "tools/onnx/import_plugin.h"
 
 namespace grove::cli {
 namespace {
@@ -39,6 +42,60 @@ bool ParseRange(const std::string& text, int64_t* min, int64_t* max) {
 }
 
 }  // namespace
+}  // namespace grove::cli
+
+namespace grove::onnx_import {
+namespace {
+
+// The folder of the running binary ("" when /proc does not say).
+std::string BinaryDir() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return "";
+  const std::string exe(path, static_cast<size_t>(n));
+  const size_t slash = exe.rfind('/');
+  return slash == std::string::npos ? "" : exe.substr(0, slash);
+}
+
+}  // namespace
+
+absl::StatusOr<ImportOnnxFileFn> LoadOnnxImporter() {
+  static const absl::StatusOr<ImportOnnxFileFn> loaded = []() -> absl::StatusOr<ImportOnnxFileFn> {
+    const std::string dir = BinaryDir();
+    // Beside the binary (a build tree), then the installed layout's
+    // <libdir>/grove relative to <bindir> (GROVE_IMPORT_MODULE_DIR).
+    std::vector<std::string> paths = {absl::StrCat(dir, "/", kImportModuleName),
+                                      absl::StrCat(dir, "/", GROVE_IMPORT_MODULE_DIR, "/", kImportModuleName)};
+    std::vector<std::string> reasons;
+    for (const std::string& path : paths) {
+      if (access(path.c_str(), F_OK) != 0) {
+        reasons.push_back(absl::StrCat(path, ": not found"));
+        continue;
+      }
+      void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (module == nullptr) {
+        const char* why = dlerror();
+        reasons.push_back(why != nullptr ? why : absl::StrCat(path, ": dlopen failed"));
+        continue;
+      }
+      void* symbol = dlsym(module, kImportOnnxFileSymbol);
+      if (symbol == nullptr) {
+        reasons.push_back(absl::StrCat(path, ": no symbol ", kImportOnnxFileSymbol));
+        dlclose(module);
+        continue;
+      }
+      return reinterpret_cast<ImportOnnxFileFn>(symbol);
+    }
+    return absl::FailedPreconditionError(absl::StrCat("the ONNX importer (", kImportModuleName,
+                                                      ", installed with grove) cannot be loaded: ",
+                                                      absl::StrJoin(reasons, "; ")));
+  }();
+  return loaded;
+}
+
+}  // namespace grove::onnx_import
+
+namespace grove::cli {
 
 int ImportMain(absl::Span<const std::string> argv) {
   // The shared parser knows only long flags; -o is the one short flag here.
@@ -79,8 +136,11 @@ int ImportMain(absl::Span<const std::string> argv) {
   }
   options.fold_constants = !parsed.Has("no-fold");
 
+  absl::StatusOr<onnx_import::ImportOnnxFileFn> import_file = onnx_import::LoadOnnxImporter();
+  if (!import_file.ok()) return Fail(absl::StrCat("cannot import ", in_path, ": ", import_file.status().message()));
   onnx_import::ImportReport report;
-  absl::StatusOr<std::vector<uint8_t>> bytes = onnx_import::ImportOnnxFile(in_path, options, &report);
+  absl::StatusOr<std::vector<uint8_t>> bytes;
+  (*import_file)(in_path, options, &report, &bytes);
   if (!bytes.ok()) return Fail(absl::StrCat("cannot import ", in_path, ": ", bytes.status().message()));
   {
     std::ofstream f(out_path, std::ios::binary | std::ios::trunc);

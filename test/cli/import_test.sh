@@ -99,6 +99,20 @@ expect_fail 1 "not a valid ONNX model" "$G" import "$TEST_TMP/garbage.onnx" -o "
 expect_fail 1 "cannot write" "$G" import "$DATA/node/test_add/model.onnx" -o "$TEST_TMP/no/such/dir/x.grove"
 [ -e "$M/x.grove" ] && fail "a failed import left $M/x.grove behind"
 
+# --- the importer is a module, loaded by `grove import` alone -----------------
+# No other command loads libonnx or libprotobuf (grove version starts without them).
+if ldd "$G" | grep -Eq 'libonnx|libprotobuf'; then fail "the grove binary links libonnx or libprotobuf"; fi
+if expect_ok env LD_DEBUG=libs "$G" version; then
+  grep -Eq 'libonnx|libprotobuf|libgrove_onnx_import' "$ERR" && fail "grove version loaded the ONNX importer"
+fi
+# A copy of the binary without the module beside it: a clear error naming it.
+mkdir -p "$TEST_TMP/alone"
+cp "$G" "$TEST_TMP/alone/grove"
+expect_fail 1 "the ONNX importer \(libgrove_onnx_import.so, installed with grove\) cannot be loaded: .*alone/libgrove_onnx_import.so: not found" \
+  "$TEST_TMP/alone/grove" import "$DATA/node/test_add/model.onnx" -o "$M/x.grove"
+[ -e "$M/x.grove" ] && fail "a failed import left $M/x.grove behind"
+if expect_ok "$TEST_TMP/alone/grove" version; then expect_stdout '^grove '; fi
+
 # --- usage errors ------------------------------------------------------------
 expect_fail 2 "missing -o OUT.grove" "$G" import "$DATA/node/test_add/model.onnx"
 expect_fail 2 "missing MODEL.onnx" "$G" import -o "$M/x.grove"
