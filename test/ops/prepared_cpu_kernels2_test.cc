@@ -8,8 +8,6 @@
 // AllocateOutput); parameter inputs the plan does not know are read per run.
 #include <cmath>
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -223,44 +221,21 @@ TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
 // plan does not know are read when the step runs; the prepare defers them
 // (and still declares the workspace), each invoke gives a fresh run's bytes.
 TEST(PreparedCpuKernel2InvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) {
-  struct Unknown {
-    std::string type;
-    Attrs attrs;
-    std::function<std::vector<Tensor>(int seed)> inputs;
-    int unknown;
-    bool allocates;  // the invoke plans as an unprepared run does (a reduction's groups)
-  };
-  const std::vector<Unknown> cases = {
-      {"CumSum", {}, [](int seed) { return std::vector<Tensor>{F32({0, 3, 4}, seed), I64({}, {seed % 3})}; }, 1, false},
+  const std::vector<UnknownInputsCase> cases = {
+      {"CumSum", {}, [](int seed) { return std::vector<Tensor>{F32({0, 3, 4}, seed), I64({}, {seed % 3})}; }, {1},
+       true},
       {"CumSum", {{"reverse", int64_t{1}}},
-       [](int seed) { return std::vector<Tensor>{F32({3, 4, 2}, seed), I32({}, {seed % 3 - 3})}; }, 1, false},
-      {"HannWindow", {}, [](int) { return std::vector<Tensor>{I64({}, {6})}; }, 0, false},
-      // (A square input and keepdims 0: the same output shape for either axis.)
+       [](int seed) { return std::vector<Tensor>{F32({3, 4, 2}, seed), I32({}, {seed % 3 - 3})}; }, {1}, true},
+      {"HannWindow", {}, [](int) { return std::vector<Tensor>{I64({}, {6})}; }, {0}, true},
+      // (A square input and keepdims 0: the same output shape for either
+      // axis. The invoke plans as an unprepared run does: its groups are
+      // allocated.)
       {"ReduceMax", {{"keepdims", int64_t{0}}},
-       [](int seed) { return std::vector<Tensor>{F32({3, 3}, seed), I64({1}, {seed % 2 - 1})}; }, 1, true},
+       [](int seed) { return std::vector<Tensor>{F32({3, 3}, seed), I64({1}, {seed % 2 - 1})}; }, {1}},
       {"ReduceLogSumExp", {{"keepdims", int64_t{0}}},
-       [](int seed) { return std::vector<Tensor>{F32({4, 4}, seed), I64({1}, {seed % 2})}; }, 1, true},
+       [](int seed) { return std::vector<Tensor>{F32({4, 4}, seed), I64({1}, {seed % 2})}; }, {1}},
   };
-  for (const Unknown& c : cases) {
-    SCOPED_TRACE(c.type);
-    const std::vector<Tensor> first = c.inputs(0);
-    absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs);
-    ASSERT_TRUE(like.ok()) << like.status();
-    PreparedStep step(c.type, c.attrs, first, *like);
-    step.ForgetValue(c.unknown);
-    absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
-    ASSERT_TRUE(prepared.ok()) << prepared.status();
-    step.Keep(*std::move(prepared));
-    for (int seed = 0; seed < 3; ++seed) {
-      const std::vector<Tensor> in = c.inputs(seed);
-      size_t largest = 0, allocations = 0;
-      ASSERT_TRUE(step.Invoke(in, &largest, &allocations).ok());
-      if (!c.allocates) EXPECT_EQ(allocations, 0u);
-      absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(in), c.attrs);
-      ASSERT_TRUE(fresh.ok()) << fresh.status();
-      EXPECT_TRUE(SameBytes(step.outputs()[0], (*fresh)[0])) << "seed " << seed;
-    }
-  }
+  for (const UnknownInputsCase& c : cases) CheckUnknownInputsAreReadPerRun(c);
 }
 
 // ---------------------------------------------------------------------------

@@ -783,13 +783,7 @@ TEST(PreparedCpuKernelInvokeTest, SliceWithUnknownParametersReadsThemPerRun) {
 // OneHot's depth, TopK's K and Dropout's ratio / training_mode given as values the plan does not know are read when the
 // step runs; the prepare defers them, each invoke gives a fresh run's bytes.
 TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) {
-  struct Unknown {
-    std::string type;
-    Attrs attrs;
-    std::function<std::vector<Tensor>(int seed)> inputs;
-    std::vector<int> unknown;
-  };
-  const std::vector<Unknown> cases = {
+  const std::vector<UnknownInputsCase> cases = {
       {"Trilu", {}, [](int seed) { return std::vector<Tensor>{F32({3, 4}, seed), I64({}, {seed - 1})}; }, {1}},
       {"Trilu", {{"upper", int64_t{0}}},
        [](int seed) { return std::vector<Tensor>{F32({2, 2, 3}, seed), I64({}, {-seed})}; }, {1}},
@@ -816,25 +810,7 @@ TEST(PreparedCpuKernelInvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun) 
        },
        {0, 1, 2}},
   };
-  for (const Unknown& c : cases) {
-    SCOPED_TRACE(c.type);
-    const std::vector<Tensor> first = c.inputs(0);
-    absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs);
-    ASSERT_TRUE(like.ok()) << like.status();
-    PreparedStep step(c.type, c.attrs, first, *like);
-    for (int i : c.unknown) step.ForgetValue(i);
-    absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
-    ASSERT_TRUE(prepared.ok()) << prepared.status();
-    step.Keep(*std::move(prepared));
-    for (int seed = 0; seed < 3; ++seed) {
-      const std::vector<Tensor> in = c.inputs(seed);
-      size_t largest = 0;
-      ASSERT_TRUE(step.Invoke(in, &largest).ok());
-      absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(in), c.attrs);
-      ASSERT_TRUE(fresh.ok()) << fresh.status();
-      EXPECT_TRUE(SameBytes(step.outputs()[0], (*fresh)[0])) << "seed " << seed;
-    }
-  }
+  for (const UnknownInputsCase& c : cases) CheckUnknownInputsAreReadPerRun(c);
 }
 
 class PreparedCpuKernelErrorTest : public ::testing::TestWithParam<BadCase> {};

@@ -307,6 +307,39 @@ inline void CheckInvokeWithoutPrepareIsAnInternalError(const Case& c) {
   EXPECT_THAT(s.message(), ::testing::HasSubstr("the CPU kernel was invoked without its prepare"));
 }
 
+// A step whose inputs `unknown` hold values its plan does not know
+// (activations): the prepare defers what they decide, and each invoke reads
+// them and gives a fresh run's bytes, with no heap allocation where
+// `allocation_free`.
+struct UnknownInputsCase {
+  std::string type;
+  Attrs attrs;
+  std::function<std::vector<Tensor>(int seed)> inputs;
+  std::vector<int> unknown;
+  bool allocation_free = false;
+};
+
+inline void CheckUnknownInputsAreReadPerRun(const UnknownInputsCase& c) {
+  SCOPED_TRACE(c.type);
+  const std::vector<Tensor> first = c.inputs(0);
+  absl::StatusOr<std::vector<Tensor>> like = RunOp(c.type, Ptrs(first), c.attrs);
+  ASSERT_TRUE(like.ok()) << like.status();
+  PreparedStep step(c.type, c.attrs, first, *like);
+  for (int i : c.unknown) step.ForgetValue(i);
+  absl::StatusOr<ir::PreparedKernel> prepared = step.Prepare();
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  step.Keep(*std::move(prepared));
+  for (int seed = 0; seed < 3; ++seed) {
+    const std::vector<Tensor> in = c.inputs(seed);
+    size_t largest = 0, allocations = 0;
+    ASSERT_TRUE(step.Invoke(in, &largest, &allocations).ok());
+    if (c.allocation_free) EXPECT_EQ(allocations, 0u) << "the largest was " << largest << " bytes";
+    absl::StatusOr<std::vector<Tensor>> fresh = RunOp(c.type, Ptrs(in), c.attrs);
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    EXPECT_TRUE(SameBytes(step.outputs()[0], (*fresh)[0])) << "seed " << seed;
+  }
+}
+
 // A bad attribute or shape: the prepare reports `error` (and the op's type),
 // as InvalidArgument; `outputs` are the planned outputs.
 struct BadCase {
