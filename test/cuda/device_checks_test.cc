@@ -15,6 +15,8 @@
 #include "gtest/gtest.h"
 #include "lib/backends/backends.h"
 #include "lib/backends/cuda/emulated_device.h"
+#include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/param_device.h"
 #include "test/cuda_op_test_util.h"
 #include "test/model_test_util.h"
 
@@ -243,6 +245,19 @@ TEST(CudaDeviceChecksTest, AZeroIntegerDivisorFailsTheRunWithTheCpuMessage) {
     d.as<int32_t>()[3] = 2;
     ExpectSameBits(run(*cpu).value(), run(*cuda).value(), "after the error");
   }
+}
+
+// The CUDA backend hooks the checks into its session's ParamDevice
+// explicitly (ExecContext::ReadChecksAtWaits; the tests above see them read
+// at a graph replay's wait); a device other than the context's is refused.
+TEST(CudaDeviceChecksTest, ChecksAreReadAtTheWaitsOfTheContextsOwnDeviceOnly) {
+  const std::shared_ptr<cuda::Device> emulated = cuda::NewEmulatedDevice();
+  cuda::ParamDevice params(emulated), other(emulated);
+  cuda::ExecContext exec(params, nullptr);
+  const absl::Status refused = exec.ReadChecksAtWaits(other);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInternal) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("not the device this context was made with"));
+  EXPECT_TRUE(exec.ReadChecksAtWaits(params).ok());
 }
 
 }  // namespace

@@ -44,6 +44,8 @@ class CudaBackend : public runtime::Backend {
       own_stream_ = true;
     }
     exec_ = std::make_unique<ExecContext>(*device_, stream_);
+    // device_ is params_: its waits read the session's deferred checks.
+    if (absl::Status s = exec_->ReadChecksAtWaits(*params_); !s.ok()) return s;
     exec_->set_gemm_math(static_cast<GemmDesc::Math>(options.cuda_gemm_math));
     absl::StatusOr<std::unique_ptr<KernelDispatch>> dispatch = MakeSessionDispatch(*device_, options);
     if (!dispatch.ok()) return dispatch.status();

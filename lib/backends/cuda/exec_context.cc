@@ -33,12 +33,16 @@ class ExecContext::WaitHook final : public ParamDevice::WaitHook {
 };
 
 ExecContext::ExecContext(Device& device, Stream stream)
-    : device_(device), stream_(stream), sites_(std::make_shared<CheckSites>()) {
-  if (auto* params = dynamic_cast<ParamDevice*>(&device); params != nullptr) {
-    wait_hook_ = std::make_unique<WaitHook>(*this);
-    params->set_wait_hook(wait_hook_.get());
-    hooked_ = params;
+    : device_(device), stream_(stream), sites_(std::make_shared<CheckSites>()) {}
+
+absl::Status ExecContext::ReadChecksAtWaits(ParamDevice& device) {
+  if (static_cast<Device*>(&device) != &device_) {
+    return absl::InternalError("ExecContext::ReadChecksAtWaits: not the device this context was made with");
   }
+  if (wait_hook_ == nullptr) wait_hook_ = std::make_unique<WaitHook>(*this);
+  device.set_wait_hook(wait_hook_.get());
+  hooked_ = &device;
+  return absl::OkStatus();
 }
 
 ExecContext::~ExecContext() {

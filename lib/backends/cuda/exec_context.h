@@ -56,14 +56,20 @@ struct DeviceCheckSite {
 
 class ExecContext {
  public:
-  // On a ParamDevice (a session's backend) the deferred checks are read at
-  // each of its waits, whoever waits; on another device, at Synchronize.
+  // The deferred checks are read at Synchronize, or at each wait of the
+  // device once ReadChecksAtWaits hooked them there.
   ExecContext(Device& device, Stream stream);
   ~ExecContext();
   ExecContext(const ExecContext&) = delete;
   ExecContext& operator=(const ExecContext&) = delete;
 
   Device& device() const { return device_; }
+
+  // `device` is the device this context was made with, a ParamDevice (the
+  // CUDA backend makes its session's so): the deferred checks are read at
+  // each of its waits, whoever waits (a graph replay's, a copy's), until
+  // this context ends. Internal error for another device.
+  absl::Status ReadChecksAtWaits(ParamDevice& device);
   Stream stream() const { return stream_; }
 
   // Host views of this step's inputs whose values are known on the host
