@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "grove/grove.h"
 #include "lib/backends/cpu/activation_fusion.h"
@@ -222,6 +224,28 @@ TEST(OneDnnChainTest, StepsThatAreNotLinksEndTheChain) {
   // oneDNN off: the reference kernels, step for step.
   std::shared_ptr<const Model> model = Cnn(x, {{"Conv", 8}, {"Relu"}, {"Conv", 8}, {"GlobalAveragePool"}});
   EXPECT_EQ(PlannedOps(*model, x, false, true), (std::vector<std::string>{"Conv", "Relu", "Conv", "GlobalAveragePool"}));
+}
+
+// A pool reads the layout the Conv before it hands over (PrepareOneDnnPool's
+// `source`), so the small CNN's hand-overs need no reorder: Conv -> MaxPool
+// twice and MaxPool -> GlobalAveragePool, at 8 channels (not a whole block of
+// 16), 16, and 3 (padded), batch 1 and 8.
+TEST(OneDnnChainTest, PoolsReadTheLayoutTheConvHandsOver) {
+  for (const auto& [x, first] : std::vector<std::pair<Shape, int64_t>>{
+           {{8, 3, 32, 32}, 8}, {{1, 3, 16, 16}, 16}, {{1, 3, 17, 15}, 3}}) {
+    const std::string what = absl::StrCat("X [", absl::StrJoin(x, ","), "], ", first, " channels first");
+    std::shared_ptr<const Model> model =
+        Cnn(x, {{"Conv", first}, {"Relu"}, {"MaxPool", 0, kPool2}, {"Conv", 16}, {"Relu"}, {"MaxPool", 0, kPool2},
+                {"GlobalAveragePool"}});
+    const Tensor in = testing::MakeTensor<float>(DType::kF32, x, RandomValues(testing::Count(x), 13, 2));
+    const int64_t before = cpu::OneDnnStepsLinked();
+    const Tensor chained = RunTwice(model, in, true, true);
+    const int64_t linked = cpu::OneDnnStepsLinked() - before;
+    if (linked == 0) GTEST_SKIP() << "oneDNN's Conv writes grove's own layout on this CPU: nothing to link";
+    EXPECT_GE(linked, 3) << what;
+    ExpectEqual(chained, RunTwice(model, in, true, false), what + ": chained vs unchained");
+    ExpectNear(chained, RunTwice(model, in, false, false), 1e-5, what + ": chained vs reference kernels");
+  }
 }
 
 // A Conv oneDNN does not take (4 spatial dims) chained with one it does:

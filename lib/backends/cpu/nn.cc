@@ -434,8 +434,10 @@ struct PoolParams {
   std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes the step
 };
 
+// `source`: the oneDNN step that writes X, when a chain hands it over
+// (PrepareOneDnnPool).
 template <PoolKind kKind>
-absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PreparePoolAfter(const KernelContext& ctx, const OneDnnStep* source) {
   absl::StatusOr<backends::PoolShape> pool = backends::ResolvePool(ctx, kKind == PoolKind::kMax);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
@@ -451,7 +453,7 @@ absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
   WorkspaceLayout layout;  // the indices of the walk (PoolIndices)
   if (!(kKind == PoolKind::kMax && ctx.has_output(1))) {  // MaxPool's Indices: the reference kernel
     absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
-        PrepareOneDnnPool(ctx, p.pool.w, kKind == PoolKind::kMax, p.count_pad, &layout);
+        PrepareOneDnnPool(ctx, p.pool.w, kKind == PoolKind::kMax, p.count_pad, &layout, source);
     if (!onednn.ok()) return onednn.status();
     if (*onednn != nullptr) {
       p.onednn = *std::move(onednn);
@@ -461,6 +463,11 @@ absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
   p.taps = MakePoolTaps(p.pool.w);
   AddPoolIndices(p.pool.w.spatial, &layout);
   return MakePrepared(std::move(p), layout.bytes());
+}
+
+template <PoolKind kKind>
+absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
+  return PreparePoolAfter<kKind>(ctx, nullptr);
 }
 
 absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
@@ -544,7 +551,7 @@ struct GlobalPoolParams {
 };
 
 template <PoolKind kKind>
-absl::StatusOr<PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PrepareGlobalPoolAfter(const KernelContext& ctx, const OneDnnStep* source) {
   absl::StatusOr<backends::GlobalPoolShape> pool = backends::ResolveGlobalPool(ctx);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
@@ -562,10 +569,15 @@ absl::StatusOr<PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
   w.in_size = w.kernel_size = pool->size;
   WorkspaceLayout layout;
   absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
-      PrepareOneDnnPool(ctx, w, kKind == PoolKind::kMax, /*include_padding=*/false, &layout);
+      PrepareOneDnnPool(ctx, w, kKind == PoolKind::kMax, /*include_padding=*/false, &layout, source);
   if (!onednn.ok()) return onednn.status();
   p.onednn = *std::move(onednn);
   return MakePrepared(std::move(p), layout.bytes());
+}
+
+template <PoolKind kKind>
+absl::StatusOr<PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
+  return PrepareGlobalPoolAfter<kKind>(ctx, nullptr);
 }
 
 template <PoolKind kKind>
@@ -659,8 +671,9 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   TensorView* pool_inputs[1] = {&chain->mid};
   TensorView* pool_outputs[1] = {&out};
   const KernelContext pool_ctx(pool_node, pool_inputs, pool_outputs, ctx.host());
-  absl::StatusOr<PreparedKernel> pool =
-      chain->max ? PreparePool<PoolKind::kMax>(pool_ctx) : PreparePool<PoolKind::kAverage>(pool_ctx);
+  const OneDnnStep* conv_step = static_cast<const ConvParams*>(conv->params.get())->onednn.get();
+  absl::StatusOr<PreparedKernel> pool = chain->max ? PreparePoolAfter<PoolKind::kMax>(pool_ctx, conv_step)
+                                                   : PreparePoolAfter<PoolKind::kAverage>(pool_ctx, conv_step);
   if (!pool.ok()) return pool.status();
   const auto* conv_params = static_cast<const ConvParams*>(conv->params.get());
   const auto* pool_params = static_cast<const PoolParams*>(pool->params.get());
@@ -781,18 +794,21 @@ absl::StatusOr<LinkKind> LinkKindOf(const KernelContext& ctx, const std::string&
   return ctx.Error(absl::StrCat("a oneDNN chain link is '", type, "'; expected Conv or a pool"));
 }
 
-absl::StatusOr<PreparedKernel> PrepareLink(const ChainLink& link, const KernelContext& ctx) {
+// `source`: the oneDNN step the link before ends with (its output's
+// writer), or null; a pool reads the layout it hands over.
+absl::StatusOr<PreparedKernel> PrepareLink(const ChainLink& link, const KernelContext& ctx,
+                                           const OneDnnStep* source) {
   switch (link.kind) {
     case LinkKind::kConv:
       return PrepareConv(ctx);
     case LinkKind::kMaxPool:
-      return PreparePool<PoolKind::kMax>(ctx);
+      return PreparePoolAfter<PoolKind::kMax>(ctx, source);
     case LinkKind::kAveragePool:
-      return PreparePool<PoolKind::kAverage>(ctx);
+      return PreparePoolAfter<PoolKind::kAverage>(ctx, source);
     case LinkKind::kGlobalMaxPool:
-      return PrepareGlobalPool<PoolKind::kMax>(ctx);
+      return PrepareGlobalPoolAfter<PoolKind::kMax>(ctx, source);
     case LinkKind::kGlobalAveragePool:
-      return PrepareGlobalPool<PoolKind::kAverage>(ctx);
+      return PrepareGlobalPoolAfter<PoolKind::kAverage>(ctx, source);
   }
   return ctx.Error("unknown chain link");
 }
@@ -883,7 +899,8 @@ absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx) {
     TensorView out = ctx.output(0);
     TensorView* outputs[1] = {i + 1 < chain->links.size() ? &link.out : &out};
     const KernelContext link_ctx(link.node, absl::MakeSpan(inputs, n), outputs, ctx.host());
-    absl::StatusOr<PreparedKernel> prepared = PrepareLink(link, link_ctx);
+    const OneDnnStep* source = i > 0 ? EndsOf(chain->links[i - 1]).exit : nullptr;
+    absl::StatusOr<PreparedKernel> prepared = PrepareLink(link, link_ctx, source);
     if (!prepared.ok()) return prepared.status();
     link.prepared = *std::move(prepared);
   }

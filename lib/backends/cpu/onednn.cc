@@ -224,6 +224,19 @@ class OneDnnStep {
   int64_t post_op_elements = 0;
 };
 
+namespace {
+
+// The operand of `arg` on input or output 0, or nullptr (Step: const or not).
+template <typename Step>
+auto FindOperand(Step& step, int arg, bool output) -> decltype(&step.operands[0]) {
+  for (auto& op : step.operands) {
+    if (op.arg == arg && op.output == output && op.index == 0) return &op;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 bool OneDnnEnabled() { return EnabledFlag().load(std::memory_order_relaxed); }
 void SetOneDnnEnabled(bool enabled) { EnabledFlag().store(enabled, std::memory_order_relaxed); }
 
@@ -572,9 +585,57 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
   }
 }
 
+namespace {
+
+// How a pooling implementation is preferred, lower first; -1: not taken
+// (oneDNN's reference loops). oneDNN 2.6's AVX and AVX2 pooling kernels
+// reload a constant with a legacy-SSE movq in VEX code once per block of
+// output columns, and a CPU that charges an SSE/AVX transition for it pays
+// on every block: on this project's Xeon (AVX-512) they ran 5-12x slower than
+// the SSE4.1 kernel on the same layout (MaxPool 2x2 of [8, 8, 64, 64] in
+// nChw8c: 330-400 us against 33), and the AVX-512 kernel, whose zmm blocks
+// do more work per transition, 1-4x slower where the channels do not fill
+// its 16 lanes. So: AVX-512 first where the channels are a multiple of 16,
+// else SSE4.1 first; AVX and AVX2 last.
+int PoolImplRank(absl::string_view impl, int64_t channels) {
+  if (impl.substr(0, 3) != "jit") return -1;
+  const bool avx512 = absl::StrContains(impl, "avx512"), sse41 = absl::StrContains(impl, "sse41");
+  if (channels % 16 == 0) return avx512 ? 0 : (sse41 ? 1 : 2);
+  return sse41 ? 0 : (avx512 ? 1 : 2);
+}
+
+struct RankedPool {
+  int rank = 0;
+  dnnl::pooling_v2_forward::primitive_desc pd;
+};
+
+// The best-ranked implementation (PoolImplRank) oneDNN has for `desc`, or
+// nullopt when it has only its reference loops.
+std::optional<RankedPool> BestPoolImpl(const dnnl::pooling_v2_forward::desc& desc, int64_t channels) {
+  const dnnl::primitive_attr attr = MakeAttr(1.0f, std::nullopt, nullptr);
+  dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, CpuEngine(), /*allow_empty=*/true);
+  if (!pd) return std::nullopt;
+  int best = -1, best_rank = 0;
+  for (int i = 0;; ++i) {
+    const int rank = PoolImplRank(pd.impl_info_str(), channels);
+    if (rank >= 0 && (best < 0 || rank < best_rank)) {
+      best = i;
+      best_rank = rank;
+    }
+    if (!pd.next_impl()) break;
+  }
+  if (best < 0) return std::nullopt;
+  RankedPool chosen{best_rank, dnnl::pooling_v2_forward::primitive_desc(desc, attr, CpuEngine())};
+  for (int i = 0; i < best; ++i) chosen.pd.next_impl();
+  return chosen;
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelContext& ctx,
                                                               const backends::Window& w, bool max,
-                                                              bool include_padding, WorkspaceLayout* layout) {
+                                                              bool include_padding, WorkspaceLayout* layout,
+                                                              const OneDnnStep* source) {
   if (!OneDnnEnabled()) return nullptr;
   const TensorView& x = ctx.input(0);
   if (x.dtype != DType::kF32 || x.shape.size() < 3 || w.spatial < 1 || w.spatial > 3) return nullptr;
@@ -610,29 +671,39 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc src_desc = PlainDesc(src), dst_desc = PlainDesc(dst);
-    // oneDNN's JIT pooling reads channel-blocked (16c with AVX-512, 8c with
-    // AVX2) or channels-last layouts; on grove's NC... layout it has only a
-    // scalar loop. The first layout a JIT implementation takes is used, with
-    // reorders into and out of it in the workspace.
+    auto pool_desc = [&](const memory::desc& inner_src, const memory::desc& inner_dst) {
+      return dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, alg, inner_src, inner_dst, strides,
+                                            kernel, dilation, pad_l, pad_r);
+    };
+    std::optional<RankedPool> made;
+    // The layout the step before hands over (a chain's link), when oneDNN
+    // has a JIT kernel for it: no reorder on either side of the pool.
+    if (source != nullptr) {
+      const OneDnnOperand* handed = FindOperand(*source, DNNL_ARG_DST, true);
+      if (handed != nullptr && handed->reordered && handed->inner.get_desc().dims() == src) {
+        made = BestPoolImpl(pool_desc(handed->inner.get_desc(), AnyDesc(dst)), c);
+      }
+    }
+    // oneDNN's JIT pooling reads channel-blocked (16c with AVX-512, 8c) or
+    // channels-last layouts; on grove's NC... layout it has only a scalar
+    // loop. The best-ranked implementation over these layouts (the first
+    // layout of those ranked alike) is used, with reorders into and out of
+    // it in the workspace.
     using tag = memory::format_tag;
     const std::vector<tag> layouts = w.spatial == 1   ? std::vector<tag>{tag::nCw16c, tag::nCw8c, tag::nwc}
                                      : w.spatial == 2 ? std::vector<tag>{tag::nChw16c, tag::nChw8c, tag::nhwc}
                                                       : std::vector<tag>{tag::nCdhw16c, tag::nCdhw8c, tag::ndhwc};
-    std::optional<dnnl::pooling_v2_forward::primitive_desc> made;
-    for (tag layout : layouts) {
-      const memory::desc inner_src(src, memory::data_type::f32, layout);
-      const memory::desc inner_dst(dst, memory::data_type::f32, layout);
-      const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, inner_src, inner_dst,
-                                                strides, kernel, dilation, pad_l, pad_r);
-      dnnl::pooling_v2_forward::primitive_desc pd(desc, MakeAttr(1.0f, std::nullopt, nullptr), engine,
-                                                  /*allow_empty=*/true);
-      if (pd && absl::string_view(pd.impl_info_str()).substr(0, 3) == "jit") {
-        made = std::move(pd);
-        break;
+    if (!made.has_value()) {
+      for (tag layout : layouts) {
+        std::optional<RankedPool> candidate =
+            BestPoolImpl(pool_desc(memory::desc(src, memory::data_type::f32, layout),
+                                   memory::desc(dst, memory::data_type::f32, layout)),
+                         c);
+        if (candidate.has_value() && (!made.has_value() || candidate->rank < made->rank)) made = std::move(candidate);
       }
     }
     if (!made.has_value()) return nullptr;
-    const dnnl::pooling_v2_forward::primitive_desc& pd = *made;
+    const dnnl::pooling_v2_forward::primitive_desc& pd = made->pd;
     auto step = std::make_shared<OneDnnStep>();
     step->impl = pd.impl_info_str();
     step->stream = dnnl::stream(engine);
@@ -798,19 +869,6 @@ absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// The operand of `arg` on input or output 0, or nullptr (Step: const or not).
-template <typename Step>
-auto FindOperand(Step& step, int arg, bool output) -> decltype(&step.operands[0]) {
-  for (auto& op : step.operands) {
-    if (op.arg == arg && op.output == output && op.index == 0) return &op;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 bool CanLinkOneDnnSteps(const OneDnnStep& first, const OneDnnStep& second) {
   if (first.post_op_after.kind != PostOpKind::kNone) return false;
   const OneDnnOperand* out = FindOperand(first, DNNL_ARG_DST, true);
@@ -819,13 +877,20 @@ bool CanLinkOneDnnSteps(const OneDnnStep& first, const OneDnnStep& second) {
          in->packed_from == nullptr && out->inner.get_desc() == in->inner.get_desc();
 }
 
+namespace {
+std::atomic<int64_t> g_steps_linked{0};
+}  // namespace
+
 void LinkOneDnnSteps(OneDnnStep& first, OneDnnStep& second, int64_t second_workspace) {
   OneDnnOperand* out = FindOperand(first, DNNL_ARG_DST, true);
   OneDnnOperand* in = FindOperand(second, DNNL_ARG_SRC, false);
   out->offset = second_workspace + in->offset;
   out->linked = true;
   in->linked = true;
+  g_steps_linked.fetch_add(1, std::memory_order_relaxed);
 }
+
+int64_t OneDnnStepsLinked() { return g_steps_linked.load(std::memory_order_relaxed); }
 
 // ---------------------------------------------------------------------------
 // LSTM, GRU and RNN.

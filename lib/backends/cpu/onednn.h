@@ -115,10 +115,14 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
 // padding (oneDNN divides by the whole kernel, ONNX by the taps inside the
 // input and its pads). A window past pad_end (ceil_mode) is otherwise given
 // to oneDNN as a larger end padding, which max and average without padding
-// ignore. The global pools are the window of the whole input.
+// ignore. The global pools are the window of the whole input. `source`: the
+// oneDNN step that writes input 0 (a chain's link before, or null); the pool
+// reads the layout it hands over when oneDNN has a JIT kernel for that, so
+// that the two can be linked (LinkOneDnnSteps) without a reorder between.
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelContext& ctx,
                                                               const backends::Window& w, bool max,
-                                                              bool include_padding, WorkspaceLayout* layout);
+                                                              bool include_padding, WorkspaceLayout* layout,
+                                                              const OneDnnStep* source = nullptr);
 
 // BatchNormalization in inference mode (training_mode stays with the
 // reference kernel): Y = (X - input_mean) * scale / sqrt(input_var +
@@ -170,6 +174,10 @@ absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx);
 // How many oneDNN steps prepares have made in this process: tests check
 // which path a kernel took with it.
 int64_t OneDnnStepsMade();
+
+// How many pairs of steps prepares have linked (LinkOneDnnSteps) in this
+// process: a chain's hand-overs that need no reorder.
+int64_t OneDnnStepsLinked();
 
 // How many weights prepares have reordered into a primitive's layout in this
 // process. A Conv's or MatMul's weight is reordered once per model: every
