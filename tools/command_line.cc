@@ -469,6 +469,8 @@ SessionStats StatsSince(const SessionStats& before, const SessionStats& after) {
   d.bucketed_runs -= before.bucketed_runs;
   d.bucket_input_bytes -= before.bucket_input_bytes;
   d.bucket_padding_bytes -= before.bucket_padding_bytes;
+  d.control_flow_in_graphs -= before.control_flow_in_graphs;
+  d.control_flow_host_driven -= before.control_flow_host_driven;
   return d;
 }
 
@@ -509,6 +511,11 @@ void WriteCounters(const SessionStats& s, JsonWriter* w) {
   w->Int(s.bucket_input_bytes);
   w->Key("bucket_padding_bytes");
   w->Int(s.bucket_padding_bytes);
+  // If and Loop steps as conditional graph nodes, and host-driven.
+  w->Key("control_flow_in_graphs");
+  w->Int(s.control_flow_in_graphs);
+  w->Key("control_flow_host_driven");
+  w->Int(s.control_flow_host_driven);
 }
 
 int ParseSweep(const std::string& spec, Sweep* out) {

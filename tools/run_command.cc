@@ -565,6 +565,8 @@ int RunMain(absl::Span<const std::string> argv) {
     w.String(stats.graph_fallback_reason);
     w.Key("bucket_fallback_reason");
     w.String(stats.bucket_fallback_reason);
+    w.Key("control_flow_fallback_reason");
+    w.String(stats.control_flow_fallback_reason);
     w.EndObject();
     w.EndObject();
     const std::string text = w.TakeText() + "\n";
@@ -591,6 +593,13 @@ int RunMain(absl::Span<const std::string> argv) {
                   stats.arena_own_plans > 0
                       ? absl::StrCat(", ", stats.arena_own_plans, " plan(s) with an arena of their own").c_str()
                       : "");
+    }
+    if (stats.control_flow_in_graphs > 0 || stats.control_flow_host_driven > 0) {
+      std::printf("control flow: %lld If/Loop step runs as conditional graph nodes, %lld host-driven%s%s\n",
+                  static_cast<long long>(stats.control_flow_in_graphs),
+                  static_cast<long long>(stats.control_flow_host_driven),
+                  stats.control_flow_fallback_reason.empty() ? "" : "; host-driven: ",
+                  TerminalSafe(stats.control_flow_fallback_reason).c_str());
     }
     if (stats.buckets_made > 0 || !stats.bucket_fallback_reason.empty()) {
       std::printf("buckets: %lld made, %lld runs in them, padding %lld of %lld input bytes%s%s\n",

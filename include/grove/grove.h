@@ -517,6 +517,17 @@ struct SessionStats {
   // device cannot reserve address ranges, or a plan outgrew its range).
   int64_t arena_bytes = 0;
   int64_t arena_own_plans = 0;
+  // Control flow on CUDA (If and Loop steps; 0 on the CPU): steps that ran
+  // as one CUDA graph whose conditional node picked the branch or ran the
+  // trips on the device (no condition read back), and steps the host drove
+  // (the condition read back, each branch or trip launched from the host).
+  int64_t control_flow_in_graphs = 0;
+  int64_t control_flow_host_driven = 0;
+  // Why the last If or Loop step that ran host-driven could not be a
+  // conditional node ("" when none): graphs off, a driver without
+  // conditional nodes, a condition the host knows, branches of different
+  // shapes, scan outputs, a body step that needs the host, ...
+  std::string control_flow_fallback_reason;
 };
 
 // Runs a model. Not thread-safe: use one Session per thread. A call that

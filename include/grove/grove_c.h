@@ -579,7 +579,9 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_session_run_values(grove_s
  *     graph_fallback_reason.
  *   4 (GROVE_SESSION_STATS_SIZE_V4): graph_refreshes.
  *   5 (GROVE_SESSION_STATS_SIZE_V5): buckets_made ... bucket_fallback_reason.
- *   6 (GROVE_SESSION_STATS_SIZE_V6): arena_bytes, arena_own_plans. */
+ *   6 (GROVE_SESSION_STATS_SIZE_V6): arena_bytes, arena_own_plans.
+ *   7 (GROVE_SESSION_STATS_SIZE_V7): control_flow_in_graphs ...
+ *     control_flow_fallback_reason. */
 typedef struct grove_session_stats_t {
   size_t struct_size;  /* sizeof(grove_session_stats_t) as the caller declares it */
   /* Version 1: */
@@ -638,6 +640,16 @@ typedef struct grove_session_stats_t {
    * instead (no ranges on the device, or a plan that outgrew its range). */
   int64_t arena_bytes;
   int64_t arena_own_plans;
+  /* Version 7. Control flow on CUDA (If and Loop steps; 0 on the CPU): steps
+   * that ran as one CUDA graph whose conditional node picked the branch or
+   * ran the trips on the device (no condition read back), and steps the
+   * host drove (the condition read back, each branch or trip launched from
+   * the host). */
+  int64_t control_flow_in_graphs;
+  int64_t control_flow_host_driven;
+  /* Why the last If or Loop step that ran host-driven could not be a
+   * conditional node; "" when none. Owned as graph_fallback_reason is. */
+  const char* control_flow_fallback_reason;
 } grove_session_stats_t;
 
 /* The size of each version of grove_session_stats_t. */
@@ -653,6 +665,8 @@ typedef struct grove_session_stats_t {
   (offsetof(grove_session_stats_t, bucket_fallback_reason) + sizeof(const char*))
 #define GROVE_SESSION_STATS_SIZE_V6 \
   (offsetof(grove_session_stats_t, arena_own_plans) + sizeof(int64_t))
+#define GROVE_SESSION_STATS_SIZE_V7 \
+  (offsetof(grove_session_stats_t, control_flow_fallback_reason) + sizeof(const char*))
 
 /* grove_session_stats_t stats = GROVE_SESSION_STATS_INIT; in C, or
  * grove_session_stats_initialize(&stats) (any C++: g++ -Wextra warns about

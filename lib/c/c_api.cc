@@ -109,7 +109,8 @@ static_assert(GROVE_SESSION_STATS_SIZE_V2 < GROVE_SESSION_STATS_SIZE_V3);
 static_assert(GROVE_SESSION_STATS_SIZE_V3 < GROVE_SESSION_STATS_SIZE_V4);
 static_assert(GROVE_SESSION_STATS_SIZE_V4 < GROVE_SESSION_STATS_SIZE_V5);
 static_assert(GROVE_SESSION_STATS_SIZE_V5 < GROVE_SESSION_STATS_SIZE_V6);
-static_assert(GROVE_SESSION_STATS_SIZE_V6 == sizeof(grove_session_stats_t));
+static_assert(GROVE_SESSION_STATS_SIZE_V6 < GROVE_SESSION_STATS_SIZE_V7);
+static_assert(GROVE_SESSION_STATS_SIZE_V7 == sizeof(grove_session_stats_t));
 static_assert(offsetof(grove_kernel_compile_options_t, struct_size) == 0);
 static_assert(GROVE_KERNEL_COMPILE_OPTIONS_SIZE_V1 == sizeof(grove_kernel_compile_options_t));
 static_assert(offsetof(grove_kernel_report_summary_t, struct_size) == 0);
@@ -385,7 +386,8 @@ constexpr size_t kOptionsSizes[] = {GROVE_SESSION_OPTIONS_SIZE_V1, GROVE_SESSION
                                     GROVE_SESSION_OPTIONS_SIZE_V5, GROVE_SESSION_OPTIONS_SIZE_V6};
 constexpr size_t kStatsSizes[] = {GROVE_SESSION_STATS_SIZE_V1, GROVE_SESSION_STATS_SIZE_V2,
                                   GROVE_SESSION_STATS_SIZE_V3, GROVE_SESSION_STATS_SIZE_V4,
-                                  GROVE_SESSION_STATS_SIZE_V5, GROVE_SESSION_STATS_SIZE_V6};
+                                  GROVE_SESSION_STATS_SIZE_V5, GROVE_SESSION_STATS_SIZE_V6,
+                                  GROVE_SESSION_STATS_SIZE_V7};
 constexpr StructVersions kOptionsVersions{"grove_session_options_t", "grove_session_options_initialize()",
                                           kOptionsSizes};
 constexpr StructVersions kStatsVersions{"grove_session_stats_t", "GROVE_SESSION_STATS_INIT", kStatsSizes};
@@ -1124,7 +1126,10 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
                                     s.bucket_padding_bytes,
                                     nullptr,
                                     s.arena_bytes,
-                                    s.arena_own_plans};
+                                    s.arena_own_plans,
+                                    s.control_flow_in_graphs,
+                                    s.control_flow_host_driven,
+                                    nullptr};
     if (struct_size >= GROVE_SESSION_STATS_SIZE_V3) {
       session->graph_fallback_reason = s.graph_fallback_reason;
       all.graph_fallback_reason = session->graph_fallback_reason.c_str();
@@ -1132,6 +1137,10 @@ grove_status_t* grove_session_stats(const grove_session_t* session, grove_sessio
     if (struct_size >= GROVE_SESSION_STATS_SIZE_V5) {
       session->bucket_fallback_reason = s.bucket_fallback_reason;
       all.bucket_fallback_reason = session->bucket_fallback_reason.c_str();
+    }
+    if (struct_size >= GROVE_SESSION_STATS_SIZE_V7) {
+      session->control_flow_fallback_reason = s.control_flow_fallback_reason;
+      all.control_flow_fallback_reason = session->control_flow_fallback_reason.c_str();
     }
     // Versions are whole fields: the caller's prefix is its version's fields.
     std::memcpy(out_stats, &all, std::min(struct_size, sizeof(all)));

@@ -38,6 +38,7 @@ struct grove_session_t {
   // grove_session_stats_t.graph_fallback_reason, kept until the next stats call.
   mutable std::string graph_fallback_reason;
   mutable std::string bucket_fallback_reason;  // grove_session_stats_t.bucket_fallback_reason, likewise
+  mutable std::string control_flow_fallback_reason;  // grove_session_stats_t.control_flow_fallback_reason, likewise
   // Set while a run is inside this handle: a second thread's run is refused
   // (the handle's own output arrays below are not shared between threads).
   std::atomic<bool> busy{false};

@@ -29,11 +29,34 @@
 
 namespace grove::runtime {
 
-namespace {
-
-constexpr int kMaxCaptures = 8;  // per If step, then it runs host-driven for good
-
-}  // namespace
+absl::StatusOr<bool> Executor::RunControlFlowGraph(PlanInstance& inst, size_t s) {
+  const PlanStep& step = inst.plan->steps()[s];
+  absl::string_view why;
+  if (!conditional_graphs_) {
+    if (!graphs_enabled_) {
+      why = stats_.graph_fallback_reason;
+    } else {
+      if (no_conditional_nodes_.empty()) {
+        no_conditional_nodes_ =
+            absl::StrCat(backend_.Describe(), " has no conditional graph nodes (a CUDA 12.4 or newer driver has them)");
+      }
+      why = no_conditional_nodes_;
+    }
+  } else if (step.host_fallback) {
+    why = "it runs on the CPU (no CUDA kernel)";
+  } else {
+    absl::StatusOr<bool> ran = step.node->type == "If" ? RunIfGraph(inst, s) : RunLoopGraph(inst, s);
+    if (!ran.ok()) return ran.status();
+    if (*ran) {
+      ++stats_.control_flow_in_graphs;
+      return true;
+    }
+    why = ControlGraph(inst, s).no_graph;
+  }
+  ++stats_.control_flow_host_driven;
+  if (stats_.control_flow_fallback_reason != why) stats_.control_flow_fallback_reason = std::string(why);
+  return false;
+}
 
 absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
   const ExecutionPlan& p = *inst.plan;
@@ -129,7 +152,7 @@ absl::StatusOr<bool> Executor::RunIfGraph(PlanInstance& inst, size_t s) {
   bool hit = false;
   SegmentGraph::Variant* slot = ControlVariant(g, fingerprint, &hit);
   if (slot == nullptr) {
-    return host_driven(absl::StrCat("its branches or buffers changed more than ", kMaxCaptures, " times"));
+    return host_driven(absl::StrCat("its branches or buffers changed more than ", kMaxReplacedGraphs, " times"));
   }
   if (hit) {
     if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/true, outs); !st.ok()) return st;
@@ -307,7 +330,7 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   bool hit = false;
   SegmentGraph::Variant* slot = ControlVariant(g, fingerprint, &hit);
   if (slot == nullptr) {
-    return host_driven(absl::StrCat("its body or buffers changed more than ", kMaxCaptures, " times"));
+    return host_driven(absl::StrCat("its body or buffers changed more than ", kMaxReplacedGraphs, " times"));
   }
   if (hit) {
     if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/true, outs); !st.ok()) return st;
@@ -438,42 +461,6 @@ std::string Executor::UncapturableBody(const PlanInstance& body) const {
     }
   }
   return "";
-}
-
-SegmentGraph::Variant* Executor::ControlVariant(SegmentGraph& g, uint64_t fingerprint, bool* hit) {
-  *hit = false;
-  SegmentGraph::Variant* slot = nullptr;
-  for (SegmentGraph::Variant& v : g.variants) {
-    if (v.held != nullptr && v.fingerprint == fingerprint) {
-      *hit = true;
-      return &v;
-    }
-    if (slot == nullptr || (slot->held != nullptr && (v.held == nullptr || v.last_used < slot->last_used))) slot = &v;
-  }
-  if (slot->held != nullptr) {
-    slot->held.reset();
-    if (++g.replaced > kMaxCaptures) return nullptr;
-  }
-  return slot;
-}
-
-absl::Status Executor::LaunchControlGraph(PlanInstance& inst, size_t s, SegmentGraph::Variant& v,
-                                          uint64_t fingerprint, bool replay, absl::Span<const TensorView> outs) {
-  v.fingerprint = fingerprint;
-  v.params_of = inst.serial;
-  v.last_used = ++graph_tick_;
-  graphs_.Touch(*v.held);
-  if (absl::Status st = backend_.LaunchGraph(v.held->graph()); !st.ok()) return st;
-  // The graph is a segment of device work in the counts: run, and replayed
-  // when it was not just captured (SessionStats).
-  ++stats_.segments_run;
-  if (replay) ++stats_.graph_replays;
-  ++stats_.kernels_run;
-  const PlanStep& step = inst.plan->steps()[s];
-  for (size_t i = 0; i < step.outputs.size() && i < outs.size(); ++i) {
-    if (step.outputs[i] >= 0) inst.views[step.outputs[i]] = outs[i];
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace grove::runtime

@@ -77,6 +77,12 @@ class Executor {
   bool last_plan_hit() const { return last_plan_hit_; }
 
  private:
+  // A segment, If or Loop step that keeps meeting new buffer addresses (or
+  // new branch and body plans) with all its graph variants taken replaces one
+  // this many times, then runs step by step or host-driven for good: its
+  // graphs would be rebuilt on every run.
+  static constexpr int kMaxReplacedGraphs = 8;
+
   friend class StepHost;
   friend class FallbackHost;
 
@@ -110,6 +116,11 @@ class Executor {
   // pointers); on a device, inside a capture too (its copies are recorded).
   absl::Status BindInputs(PlanInstance& inst, absl::Span<const TensorView> inputs,
                           absl::Span<const TensorView> captures);
+  // If or Loop step s (a device backend) as one graph with a conditional
+  // node when it can be, counted in SessionStats::control_flow_in_graphs;
+  // false, counted as host-driven with the reason, when it runs as its
+  // kernel does.
+  absl::StatusOr<bool> RunControlFlowGraph(PlanInstance& inst, size_t s);
   // An If whose condition only the device has, as one graph with a
   // conditional node (Backend::ComposeGraph): each branch's plan captured
   // with its outputs' copies into the If's, the branch picked on the device
@@ -205,6 +216,7 @@ class Executor {
   // Ifs may run as conditional graph nodes (graphs on and a backend that
   // has them; SessionOptions::cuda_graphs).
   bool conditional_graphs_ = false;
+  std::string no_conditional_nodes_;  // the reason, made once
   uint64_t graph_tick_ = 0;  // orders a segment's graph variants by last use
   PlanCache plans_;
   std::vector<int64_t> key_;

@@ -608,8 +608,10 @@ class Session:
             out[name] = int(getattr(stats, name))
         reason = stats.bucket_fallback_reason
         out["bucket_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
-        for name in _capi.ARENA_COUNTERS:
+        for name in _capi.ARENA_COUNTERS + _capi.CONTROL_FLOW_COUNTERS:
             out[name] = int(getattr(stats, name))
+        reason = stats.control_flow_fallback_reason
+        out["control_flow_fallback_reason"] = reason.decode("utf-8", "replace") if reason else ""
         return out
 
     def write_trace(self, path: Optional[str] = None) -> None:

@@ -126,14 +126,17 @@ STATS_COUNTERS = [
 
 BUCKET_COUNTERS = ["buckets_made", "bucketed_runs", "bucket_input_bytes", "bucket_padding_bytes"]
 ARENA_COUNTERS = ["arena_bytes", "arena_own_plans"]
+CONTROL_FLOW_COUNTERS = ["control_flow_in_graphs", "control_flow_host_driven"]
 
 
 class SessionStats(ctypes.Structure):
-    """grove_session_stats_t, layout version 6."""
+    """grove_session_stats_t, layout version 7."""
     _fields_ = ([("struct_size", ctypes.c_size_t)] + [(name, ctypes.c_int64) for name in STATS_COUNTERS] +
                 [("graph_fallback_reason", ctypes.c_char_p), ("graph_refreshes", ctypes.c_int64)] +
                 [(name, ctypes.c_int64) for name in BUCKET_COUNTERS] + [("bucket_fallback_reason", ctypes.c_char_p)] +
-                [(name, ctypes.c_int64) for name in ARENA_COUNTERS])
+                [(name, ctypes.c_int64) for name in ARENA_COUNTERS] +
+                [(name, ctypes.c_int64) for name in CONTROL_FLOW_COUNTERS] +
+                [("control_flow_fallback_reason", ctypes.c_char_p)])
 
 
 class DLDevice(ctypes.Structure):

@@ -91,6 +91,9 @@ def test_stats_count_runs_and_plans(demo_dir):
     assert stats["runs"] == 4 and stats["plans_created"] == 2 and stats["plan_cache_hits"] == 2
     assert stats["kernels_run"] > 0 and stats["device_allocations"] == 0
     assert isinstance(stats["graph_fallback_reason"], str) and stats["graph_refreshes"] == 0
+    # Control flow on the CPU is neither in graphs nor counted as host-driven.
+    assert stats["control_flow_in_graphs"] == 0 and stats["control_flow_host_driven"] == 0
+    assert stats["control_flow_fallback_reason"] == ""
 
 
 def test_shape_buckets_reach_grove(demo_dir):

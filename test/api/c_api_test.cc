@@ -562,8 +562,12 @@ TEST_F(CApiTest, StatsDeviceCountersAreZeroOnTheCpu) {
   EXPECT_STREQ(stats.bucket_fallback_reason, "");
   EXPECT_EQ(stats.arena_bytes, 0) << "the CPU has no stable arena";
   EXPECT_EQ(stats.arena_own_plans, 0);
+  EXPECT_EQ(stats.control_flow_in_graphs, 0) << "the CPU has no conditional graph nodes";
+  EXPECT_EQ(stats.control_flow_host_driven, 0);
+  ASSERT_NE(stats.control_flow_fallback_reason, nullptr);
+  EXPECT_STREQ(stats.control_flow_fallback_reason, "");
   grove_session_release(session);
-  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 30 * sizeof(int64_t) + 2 * sizeof(const char*),
+  static_assert(sizeof(grove_session_stats_t) == sizeof(size_t) + 32 * sizeof(int64_t) + 3 * sizeof(const char*),
                 "a field without a test");
 }
 

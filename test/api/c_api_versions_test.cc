@@ -170,7 +170,8 @@ TEST(CApiVersions, SizesOfEachVersion) {
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V4, GROVE_SESSION_STATS_SIZE_V3 + sizeof(int64_t));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V5, GROVE_SESSION_STATS_SIZE_V4 + 4 * sizeof(int64_t) + sizeof(const char*));
   EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V6, GROVE_SESSION_STATS_SIZE_V5 + 2 * sizeof(int64_t));
-  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V6, sizeof(grove_session_stats_t));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V7, GROVE_SESSION_STATS_SIZE_V6 + 2 * sizeof(int64_t) + sizeof(const char*));
+  EXPECT_EQ(GROVE_SESSION_STATS_SIZE_V7, sizeof(grove_session_stats_t));
   const grove_session_stats_t stats = GROVE_SESSION_STATS_INIT;
   EXPECT_EQ(stats.struct_size, sizeof(grove_session_stats_t));
   EXPECT_EQ(stats.runs, 0);
@@ -380,7 +381,8 @@ TEST_F(CApiVersionsTest, BadStatsStructSizeIsAnErrorAndWritesNothing) {
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V3) + ", " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V4) + ", " +
                                    std::to_string(GROVE_SESSION_STATS_SIZE_V5) + ", " +
-                                   std::to_string(GROVE_SESSION_STATS_SIZE_V6) + " bytes"));
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V6) + ", " +
+                                   std::to_string(GROVE_SESSION_STATS_SIZE_V7) + " bytes"));
     EXPECT_THAT(message, HasSubstr("GROVE_SESSION_STATS_INIT"));
     EXPECT_EQ(stats.value.struct_size, size);
     EXPECT_EQ(stats.value.runs, kFill) << "a refused call wrote the stats";

@@ -291,6 +291,17 @@ TEST(ConditionalGraphTest, AnIfPicksItsBranchOnTheDevice) {
       if (level > 0) EXPECT_EQ(after.launches, before.launches) << "every kernel ran inside a graph";
     }
     EXPECT_EQ(gpu.stats().graphs_captured, captured) << "a steady run captures nothing";
+    // 8 + 3 runs with one If each: in graphs where the device has
+    // conditional nodes, host-driven with the reason where it has none.
+    const SessionStats st = gpu.stats();
+    EXPECT_EQ(st.control_flow_in_graphs, level > 0 ? 11 : 0);
+    EXPECT_EQ(st.control_flow_host_driven, level > 0 ? 0 : 11);
+    if (level > 0) {
+      EXPECT_EQ(st.control_flow_fallback_reason, "");
+    } else {
+      EXPECT_NE(st.control_flow_fallback_reason.find("has no conditional graph nodes"), std::string::npos)
+          << st.control_flow_fallback_reason;
+    }
   }
   // Host-driven: the condition and the output; on the device: the output.
   EXPECT_EQ(reads_per_run[0], reads_per_run[2] + 1);
@@ -391,6 +402,8 @@ TEST(ConditionalGraphTest, ALoopRunsItsTripsOnTheDevice) {
       if (level > 0) EXPECT_EQ(after.launches, before.launches) << "every kernel ran inside a graph";
     }
     EXPECT_EQ(gpu.stats().graphs_captured, captured) << "a steady run captures nothing";
+    EXPECT_EQ(gpu.stats().control_flow_in_graphs, level > 0 ? 14 : 0);
+    EXPECT_EQ(gpu.stats().control_flow_host_driven, level > 0 ? 0 : 14);
   }
   // On the device: the same reads at 2 and 8 trips; host-driven: one more
   // per trip.
@@ -434,6 +447,13 @@ TEST(ConditionalGraphTest, BranchesOfDifferentShapesStayHostDriven) {
     EXPECT_EQ(testing::CompareTensors(want[0], got[0], 1e-5), "") << "sign " << sign;
     EXPECT_EQ(dev->stats().device_to_host_copies - before.device_to_host_copies, 2) << "the condition and y";
   }
+  const SessionStats st = gpu->stats();
+  EXPECT_EQ(st.control_flow_in_graphs, 0);
+  EXPECT_EQ(st.control_flow_host_driven, 3);
+  EXPECT_NE(st.control_flow_fallback_reason.find("different shapes"), std::string::npos)
+      << st.control_flow_fallback_reason;
+  // On the CPU, no If counts either way.
+  EXPECT_EQ(cpu->stats().control_flow_in_graphs + cpu->stats().control_flow_host_driven, 0);
 }
 
 }  // namespace
