@@ -112,6 +112,19 @@ bool GemmEdge(int64_t m, int64_t n, int64_t k, double beta, T* c) {
   return true;
 }
 
+// OpenBLAS' cblas_?gemm of T (`fn`: &OpenBlas::sgemm or ::dgemm), loaded on
+// the first product that is not an edge case; the loops where none loads.
+template <typename T, typename Fn>
+void BlasGemm(Fn OpenBlas::*fn, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a,
+              const T* b, double beta, T* c) {
+  if (GemmEdge(m, n, k, beta, c)) return;
+  const Fn gemm = Blas().*fn;
+  if (gemm == nullptr) return GemmLoops(ta, tb, m, n, k, alpha, a, b, beta, c);
+  gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+       static_cast<blasint>(n), static_cast<blasint>(k), static_cast<T>(alpha), a, static_cast<blasint>(ta ? m : k), b,
+       static_cast<blasint>(tb ? k : n), static_cast<T>(beta), c, static_cast<blasint>(n));
+}
+
 }  // namespace
 
 void PortableGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float* a, const float* b,
@@ -126,23 +139,12 @@ void PortableGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alph
 
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const float* a, const float* b,
           double beta, float* c) {
-  if (GemmEdge(m, n, k, beta, c)) return;
-  const OpenBlas& blas = Blas();
-  if (blas.sgemm == nullptr) return GemmLoops(ta, tb, m, n, k, alpha, a, b, beta, c);
-  blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-             static_cast<blasint>(n), static_cast<blasint>(k), static_cast<float>(alpha), a,
-             static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), static_cast<float>(beta), c,
-             static_cast<blasint>(n));
+  BlasGemm(&OpenBlas::sgemm, ta, tb, m, n, k, alpha, a, b, beta, c);
 }
 
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, const double* b,
           double beta, double* c) {
-  if (GemmEdge(m, n, k, beta, c)) return;
-  const OpenBlas& blas = Blas();
-  if (blas.dgemm == nullptr) return GemmLoops(ta, tb, m, n, k, alpha, a, b, beta, c);
-  blas.dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-             static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(ta ? m : k), b,
-             static_cast<blasint>(tb ? k : n), beta, c, static_cast<blasint>(n));
+  BlasGemm(&OpenBlas::dgemm, ta, tb, m, n, k, alpha, a, b, beta, c);
 }
 
 bool BlasLoaded() { return Blas().sgemm != nullptr; }

@@ -113,49 +113,51 @@ struct ConvPrepared {
   int algo_full = -1, algo_tail = -1;
 };
 
-// Conv's GEMMs for a chunk of `images`, without pointers: Y_g[mg, O] =
-// W_g[mg, rows] col_g[rows, O] for every (image, group), batched over the
-// longer of the two (the kernel loops over the other).
-GemmDesc ConvChunkGemm(const ConvPrepared& cp, int64_t images) {
-  const int64_t group = cp.conv.group, m = cp.conv.m, out_size = cp.conv.w.out_size;
-  const int64_t b_image = cp.pointwise ? cp.conv.c * cp.conv.w.in_size : cp.col_image;
+// The strides of A, B and C from one GEMM of a chunk's batch to the next.
+struct ChunkStrides {
+  int64_t a = 0, b = 0, c = 0;
+};
+
+// A chunk's GEMMs of `images` images and the conv's groups, without
+// pointers: C[m, n] = op(A) B[k, n] (A stored [m, k], or [k, m] when
+// `trans_a`; rows packed) for every (image, group), batched over the longer
+// of the two (the kernel loops over the other) with its strides.
+GemmDesc ChunkGemm(const ConvPrepared& cp, int64_t images, bool trans_a, int64_t m, int64_t n, int64_t k,
+                   ChunkStrides per_image, ChunkStrides per_group) {
   GemmDesc gd;
   gd.dtype = cp.dtype;
-  gd.m = cp.mg;
-  gd.n = out_size;
-  gd.k = cp.rows;
-  gd.lda = cp.rows;
-  gd.ldb = out_size;
-  gd.ldc = out_size;
-  gd.beta = cp.has_bias ? 1.0f : 0.0f;
-  const bool by_image = images >= group;
-  gd.batch = by_image ? images : group;
-  gd.stride_a = by_image ? 0 : cp.mg * cp.rows;
-  gd.stride_b = by_image ? b_image : cp.rows * out_size;
-  gd.stride_c = by_image ? m * out_size : cp.mg * out_size;
+  gd.trans_a = trans_a;
+  gd.m = m;
+  gd.n = n;
+  gd.k = k;
+  gd.lda = trans_a ? m : k;
+  gd.ldb = n;
+  gd.ldc = n;
+  const bool by_image = images >= cp.conv.group;
+  const ChunkStrides& s = by_image ? per_image : per_group;
+  gd.batch = by_image ? images : cp.conv.group;
+  gd.stride_a = s.a;
+  gd.stride_b = s.b;
+  gd.stride_c = s.c;
   return gd;
 }
 
-// ConvTranspose's GEMMs for a chunk of `images`, without pointers:
-// col[img][g][mg * K][I] = W_g^T X_g with W_g stored as [cg, mg * K], for
-// every (image, group), batched over the longer of the two.
-GemmDesc ConvTransposeChunkGemm(const ConvPrepared& cp, int64_t images) {
-  const int64_t group = cp.conv.group, c = cp.conv.c, in_size = cp.conv.w.in_size;
-  GemmDesc gd;
-  gd.dtype = cp.dtype;
-  gd.trans_a = true;
-  gd.m = cp.rows;
-  gd.n = in_size;
-  gd.k = cp.cg;
-  gd.lda = cp.rows;
-  gd.ldb = in_size;
-  gd.ldc = in_size;
-  const bool by_image = images >= group;
-  gd.batch = by_image ? images : group;
-  gd.stride_a = by_image ? 0 : cp.cg * cp.rows;
-  gd.stride_b = by_image ? c * in_size : cp.cg * in_size;
-  gd.stride_c = by_image ? cp.col_image : cp.rows * in_size;
+// Conv's: Y_g[mg, O] = W_g[mg, rows] col_g[rows, O].
+GemmDesc ConvChunkGemm(const ConvPrepared& cp, int64_t images) {
+  const int64_t out_size = cp.conv.w.out_size;
+  const int64_t b_image = cp.pointwise ? cp.conv.c * cp.conv.w.in_size : cp.col_image;
+  GemmDesc gd = ChunkGemm(cp, images, false, cp.mg, out_size, cp.rows, {0, b_image, cp.conv.m * out_size},
+                          {cp.mg * cp.rows, cp.rows * out_size, cp.mg * out_size});
+  gd.beta = cp.has_bias ? 1.0f : 0.0f;
   return gd;
+}
+
+// ConvTranspose's: col[img][g][mg * K][I] = W_g^T X_g with W_g stored as
+// [cg, mg * K].
+GemmDesc ConvTransposeChunkGemm(const ConvPrepared& cp, int64_t images) {
+  const int64_t in_size = cp.conv.w.in_size;
+  return ChunkGemm(cp, images, true, cp.rows, in_size, cp.cg, {0, cp.conv.c * in_size, cp.col_image},
+                   {cp.cg * cp.rows, cp.cg * in_size, cp.rows * in_size});
 }
 
 // The chunks' algorithms, chosen when the step is prepared (as MatMul's):
