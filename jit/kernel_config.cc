@@ -301,6 +301,44 @@ class RowFamily : public KernelFamily {
 };
 
 // ---------------------------------------------------------------------------
+// Grid-stride element loops (ew, cast): threads a block; each thread runs
+// ipt items (parameter "ipt", 1 where the family has none) or one vector of
+// vec elements (parameter "vec") per trip.
+// ---------------------------------------------------------------------------
+
+// The element types of the elementwise kernels (kernels.cmake's ALL_TYPES).
+constexpr DType kEwDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
+                               DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
+
+// Enough blocks for one trip over the problem's `n`.
+LaunchShape GridStrideLaunch(const KernelConfig& c, const KernelProblem& p) {
+  const int64_t n = std::max<int64_t>(1, p.Dim("n"));
+  const int64_t per_thread = int64_t{c.Get("ipt", 1)} * c.Get("vec", 1);
+  const int threads = c.Get("threads", 256);
+  return LaunchShape{std::clamp<int64_t>(CeilDiv(n, threads * per_thread), 1, kMaxBlocks), threads};
+}
+
+// The terms of such a loop over `n` elements moving `bytes` for `flops`.
+CostTerms GridStrideCost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu, double bytes,
+                         double flops) {
+  CostTerms t;
+  const int64_t n = std::max<int64_t>(1, p.Dim("n"));
+  const int ipt = c.Get("ipt", 1), vec = c.Get("vec", 1);
+  const LaunchShape l = GridStrideLaunch(c, p);
+  const int64_t per_trip = l.blocks * l.threads * ipt * vec;
+  t.waste = 1 - static_cast<double>(n) / (static_cast<double>(CeilDiv(n, per_trip)) * per_trip);
+  // Items in flight per thread hide latency as more resident threads
+  // would; a vector brings its elements in one access, so it counts a
+  // little more than as many separate items (fewer instructions issued).
+  const double in_flight = ipt * (vec > 1 ? vec * 1.25 : 1.0);
+  t.occupancy = std::min(1.0, Occupancy(l.blocks, l.threads, 24 + 8 * ipt + 4 * vec, 0, gpu) * std::sqrt(in_flight));
+  t.bytes = bytes;
+  t.flops = flops;
+  t.estimate_us = Estimate(t, gpu);
+  return t;
+}
+
+// ---------------------------------------------------------------------------
 // Elementwise (jit/kernels/elementwise.cuh): ew and ew_chain.
 // ---------------------------------------------------------------------------
 // A problem: `n` elements, `inputs` operands read, `ops` operations each,
@@ -311,17 +349,14 @@ class RowFamily : public KernelFamily {
 // aligned vector load per operand; where the pointers at run time are not
 // aligned the kernel runs its scalar loop on the same grid). A thread runs
 // ipt items or one vector a trip, not both (vec > 1 only with ipt 1).
-// Generic: 256 threads, one item (EwGrid).
+// Generic: 256 threads, one item (the geometry before variants).
 class EwFamily : public KernelFamily {
  public:
   absl::string_view name() const override { return "ew"; }
   absl::string_view file() const override { return "elementwise"; }
   std::vector<std::vector<DType>> dtype_lists() const override {
     std::vector<std::vector<DType>> out;
-    for (DType t : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64, DType::kI32, DType::kI8,
-                    DType::kU8, DType::kBool}) {
-      out.push_back({t});
-    }
+    for (DType t : kEwDTypes) out.push_back({t});
     return out;
   }
   std::vector<ParamSpace> space() const override {
@@ -334,29 +369,47 @@ class EwFamily : public KernelFamily {
   KernelConfig Generic(const KernelProblem& p) const override {
     return KernelConfig{"ew", p.dtypes, {{"ipt", 1}, {"threads", 256}, {"vec", 1}}};
   }
-  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
-    const int64_t n = std::max<int64_t>(1, p.Dim("n"));
-    const int64_t per_thread = int64_t{c.Get("ipt", 1)} * c.Get("vec", 1);
-    const int threads = c.Get("threads", 256);
-    return LaunchShape{std::clamp<int64_t>(CeilDiv(n, threads * per_thread), 1, kMaxBlocks), threads};
-  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override { return GridStrideLaunch(c, p); }
   CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
-    CostTerms t;
     const int64_t n = std::max<int64_t>(1, p.Dim("n"));
-    const int ipt = c.Get("ipt", 1), vec = c.Get("vec", 1);
-    const LaunchShape l = Launch(c, p);
-    const int64_t per_trip = l.blocks * l.threads * ipt * vec;
-    t.waste = 1 - static_cast<double>(n) / (static_cast<double>(CeilDiv(n, per_trip)) * per_trip);
-    // Items in flight per thread hide latency as more resident threads
-    // would; a vector brings its elements in one access, so it counts a
-    // little more than as many separate items (fewer instructions issued).
-    const double in_flight = ipt * (vec > 1 ? vec * 1.25 : 1.0);
-    t.occupancy = std::min(1.0, Occupancy(l.blocks, l.threads, 24 + 8 * ipt + 4 * vec, 0, gpu) * std::sqrt(in_flight));
     const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
-    t.bytes = el * n * (std::max<int64_t>(1, p.Dim("inputs", 1)) + 1);
-    t.flops = static_cast<double>(n) * std::max<int64_t>(1, p.Dim("ops", 1));
-    t.estimate_us = Estimate(t, gpu);
-    return t;
+    return GridStrideCost(c, p, gpu, el * n * (std::max<int64_t>(1, p.Dim("inputs", 1)) + 1),
+                          static_cast<double>(n) * std::max<int64_t>(1, p.Dim("ops", 1)));
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Cast (jit/kernels/cast.cuh): every (from, to) pair of the elementwise
+// dtypes.
+// ---------------------------------------------------------------------------
+// A problem: `n` contiguous elements. Parameters: threads (the block) and
+// vec, the elements a thread converts per access (one aligned vector read
+// of the source, one write of the result; where either pointer is not
+// aligned at run time the kernel runs its scalar loop on the same grid).
+// Generic: 256 threads, one element (the geometry before variants).
+class CastFamily : public KernelFamily {
+ public:
+  absl::string_view name() const override { return "cast"; }
+  std::vector<std::vector<DType>> dtype_lists() const override {
+    std::vector<std::vector<DType>> out;
+    for (DType from : kEwDTypes) {
+      for (DType to : kEwDTypes) out.push_back({from, to});
+    }
+    return out;
+  }
+  std::vector<ParamSpace> space() const override { return {{"threads", kThreads}, {"vec", {1, 2, 4}}}; }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    return InSpace(c) && c.dtypes == p.dtypes;
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    return KernelConfig{"cast", p.dtypes, {{"threads", 256}, {"vec", 1}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override { return GridStrideLaunch(c, p); }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    const int64_t n = std::max<int64_t>(1, p.Dim("n"));
+    double bytes = 0;
+    for (DType t : p.dtypes) bytes += static_cast<double>(DTypeSize(t)) * n;
+    return GridStrideCost(c, p, gpu, bytes, static_cast<double>(n));
   }
 };
 
@@ -479,6 +532,7 @@ const std::vector<const KernelFamily*>& Registry() {
                                 {f32, f64, f16, bf16, {DType::kI64}, {DType::kI32}, {DType::kI8}, {DType::kU8}},
                                 1, 1}));
     v->push_back(new EwFamily());
+    v->push_back(new CastFamily());
     v->push_back(new GemvFamily());
     v->push_back(new TransposeFamily());
     return v;

@@ -5,9 +5,13 @@
 // to f16/bf16 rounds to nearest even, from f64 and integers through a
 // round-to-odd float so that the result is one correct rounding.
 //
+// Variants (family "cast", jit/kernel_config.h): threads a block and vec,
+// the elements a thread converts per vector access (ElemVec).
+//
 // Also the element helpers the elementwise kernels share (type kinds, loads
-// and stores in the compute type, saturating truncation): elementwise.cuh
-// includes this file (its modules define no GROVE_T1, so no cast entry).
+// and stores in the compute type, saturating truncation, vectors of
+// elements): elementwise.cuh includes this file (its modules define no
+// GROVE_T1, so no cast entry).
 #ifndef GROVE_JIT_KERNELS_CAST_CUH_
 #define GROVE_JIT_KERNELS_CAST_CUH_
 
@@ -179,10 +183,90 @@ GROVE_DEVICE typename Acc<D>::type convert(typename Acc<S>::type x) {
   }
 }
 
+// Where moves elements without converting them (bool as its byte).
+template <typename T>
+struct Raw {
+  typedef T type;
+};
+template <>
+struct Raw<bool> {
+  typedef u8 type;
+};
+
+// Vector width (a variant's GROVE_V_VEC, 1 without one): a thread moves VEC
+// consecutive elements of an operand with one aligned access, a struct of
+// VEC elements aligned to its size (NVRTC loads and stores it with one
+// ld/st.global.v2 or .v4 up to 16 bytes). The kernels take it where it
+// gives the scalar loop's result element for element and every pointer it
+// reads or writes is aligned to its vector, else they run the scalar loop
+// on the same grid; elements past the last whole vector (the tail) run one
+// by one.
+template <typename R, int VEC>
+struct alignas(sizeof(R) * VEC) ElemVec {
+  R v[VEC];
+};
+
+// An element of a vector in the compute type, and back (load and store's
+// conversions on the raw element).
+template <typename T>
+GROVE_DEVICE typename Acc<T>::type vec_lane(typename Raw<T>::type r) {
+  if constexpr (Kind<T>::is_bool) {
+    return r != 0;
+  } else {
+    return to_acc<T>(r);
+  }
+}
+template <typename T>
+GROVE_DEVICE typename Raw<T>::type vec_unlane(typename Acc<T>::type v) {
+  if constexpr (Kind<T>::is_bool) {
+    return v ? 1 : 0;
+  } else {
+    return from_acc<T, typename Acc<T>::type>(v);
+  }
+}
+
+template <int VEC>
+GROVE_DEVICE bool vec_aligned(const void* p, int elem_bytes) {
+  return reinterpret_cast<u64>(p) % static_cast<u64>(elem_bytes * VEC) == 0;
+}
+
+// Elements [first + the thread's index, n), grid-stride.
 template <typename S, typename D>
-GROVE_DEVICE void cast_kernel(const CastParams& p) {
+GROVE_DEVICE void cast_elements(const CastParams& p, i64 first) {
   const i64 step = grid_threads();
-  for (i64 i = global_thread(); i < p.n; i += step) store<D>(p.out, i, convert<D, S>(load<S>(p.in, i)));
+  for (i64 i = first + global_thread(); i < p.n; i += step) store<D>(p.out, i, convert<D, S>(load<S>(p.in, i)));
+}
+
+// The vector loop: VEC elements of S read as one vector, converted one by
+// one, written as one vector of D; then the tail. False (nothing done)
+// below one vector or where the input or the output is not aligned to its
+// vector.
+template <typename S, typename D, int VEC>
+GROVE_DEVICE bool cast_vector(const CastParams& p) {
+  typedef ElemVec<typename Raw<S>::type, VEC> VS;
+  typedef ElemVec<typename Raw<D>::type, VEC> VD;
+  if (p.n < VEC || !vec_aligned<VEC>(p.in, static_cast<int>(sizeof(typename Raw<S>::type))) ||
+      !vec_aligned<VEC>(p.out, static_cast<int>(sizeof(typename Raw<D>::type)))) {
+    return false;
+  }
+  const i64 step = grid_threads();
+  const i64 vectors = p.n / VEC;
+  for (i64 v = global_thread(); v < vectors; v += step) {
+    const VS in = static_cast<const VS*>(p.in)[v];
+    VD out;
+    for (int u = 0; u < VEC; ++u) out.v[u] = vec_unlane<D>(convert<D, S>(vec_lane<S>(in.v[u])));
+    static_cast<VD*>(p.out)[v] = out;
+  }
+  cast_elements<S, D>(p, vectors * VEC);
+  return true;
+}
+
+template <typename S, typename D, int VEC>
+GROVE_DEVICE void cast_kernel(const CastParams& p) {
+  if constexpr (VEC > 1) {
+    if (cast_vector<S, D, VEC>(p)) return;
+  }
+  cast_elements<S, D>(p, 0);
 }
 
 }  // namespace grove_k
@@ -190,5 +274,11 @@ GROVE_DEVICE void cast_kernel(const CastParams& p) {
 #endif  // GROVE_JIT_KERNELS_CAST_CUH_
 
 #if defined(GROVE_T0) && defined(GROVE_T1)
-GROVE_ENTRY(cast, grove_k::CastParams) { grove_k::cast_kernel<GROVE_T0, GROVE_T1>(p); }
+#if defined(GROVE_V_VEC)
+#define GROVE_CAST_VEC GROVE_V_VEC
+#else
+#define GROVE_CAST_VEC 1
+#endif
+GROVE_ENTRY(cast, grove_k::CastParams) { grove_k::cast_kernel<GROVE_T0, GROVE_T1, GROVE_CAST_VEC>(p); }
+#undef GROVE_CAST_VEC
 #endif

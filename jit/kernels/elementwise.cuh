@@ -321,61 +321,18 @@ GROVE_DEVICE i64 ew_offset(int mode, i64 i, const Dims& shape, const Strides& st
   return mode == kEwContiguous ? i : (mode == kEwScalar ? 0 : offset_of(i, shape, strides));
 }
 
-// Where moves elements without converting them (bool as its byte).
-template <typename T>
-struct Raw {
-  typedef T type;
-};
-template <>
-struct Raw<bool> {
-  typedef u8 type;
-};
-
-// Vector width (a variant's GROVE_V_VEC, 1 without one): a thread moves VEC
-// consecutive elements of each operand with one aligned access, a struct of
-// VEC elements aligned to its size (NVRTC loads and stores it with one
-// ld/st.global.v2 or .v4 up to 16 bytes). Taken where it gives the scalar
-// loop's result element for element: no strided operand, a same-typed op
-// (ew_vectorizable), the output and every contiguous operand aligned to the
-// vector; else the scalar loop runs. Elements past the last whole vector
-// (the tail) run one by one.
-template <typename R, int VEC>
-struct alignas(sizeof(R) * VEC) EwVec {
-  R v[VEC];
-};
-
-template <typename T>
-GROVE_DEVICE typename Acc<T>::type ew_lane(typename Raw<T>::type r) {
-  if constexpr (Kind<T>::is_bool) {
-    return r != 0;
-  } else {
-    return to_acc<T>(r);
-  }
-}
-template <typename T>
-GROVE_DEVICE typename Raw<T>::type ew_unlane(typename Acc<T>::type v) {
-  if constexpr (Kind<T>::is_bool) {
-    return v ? 1 : 0;
-  } else {
-    return from_acc<T, typename Acc<T>::type>(v);
-  }
-}
-
-template <int VEC>
-GROVE_DEVICE bool ew_aligned(const void* p, int elem_bytes) {
-  return reinterpret_cast<u64>(p) % static_cast<u64>(elem_bytes * VEC) == 0;
-}
-
-// The vector path's conditions on the operands (both params kinds): no
-// strided operand, the output and contiguous operands aligned.
+// Vector width (a variant's GROVE_V_VEC, cast.cuh's ElemVec): taken for a
+// same-typed op (ew_same_typed_op; every fused chain is) when its operands
+// allow it. The conditions on the operands (both params kinds): no strided
+// operand, the output and every contiguous operand aligned to the vector.
 template <typename T, int VEC, typename P>
 GROVE_DEVICE bool ew_vector_operands(const P& p) {
   if (!p.simple || p.n < VEC) return false;
   const int bytes = static_cast<int>(sizeof(typename Raw<T>::type));
-  if (!ew_aligned<VEC>(p.out, bytes)) return false;
+  if (!vec_aligned<VEC>(p.out, bytes)) return false;
   for (int k = 0; k < p.num_inputs; ++k) {
     if (p.mode[k] == kEwScalar) continue;
-    if (p.mode[k] != kEwContiguous || !ew_aligned<VEC>(p.in[k], bytes)) return false;
+    if (p.mode[k] != kEwContiguous || !vec_aligned<VEC>(p.in[k], bytes)) return false;
   }
   return true;
 }
@@ -416,11 +373,12 @@ GROVE_DEVICE typename Acc<T>::type ew_same_typed(const EwParams& p, const typena
   }
 }
 
-// The vector loop of a same-typed op, then its tail.
-template <typename T, int VEC>
-GROVE_DEVICE void ew_vector(const EwParams& p) {
+// The vector loop of a same-typed op (both params kinds) whose element
+// value `value` computes from its operands' values, then its tail.
+template <typename T, int VEC, typename P, typename F>
+GROVE_DEVICE void ew_vector(const P& p, const F& value) {
   typedef typename Acc<T>::type C;
-  typedef EwVec<typename Raw<T>::type, VEC> V;
+  typedef ElemVec<typename Raw<T>::type, VEC> V;
   const i64 step = grid_threads();
   const i64 vectors = p.n / VEC;
   for (i64 v = global_thread(); v < vectors; v += step) {
@@ -431,15 +389,15 @@ GROVE_DEVICE void ew_vector(const EwParams& p) {
     V out;
     for (int u = 0; u < VEC; ++u) {
       C x[kEwMaxOperands];
-      for (int k = 0; k < p.num_inputs; ++k) x[k] = p.mode[k] == kEwScalar ? load<T>(p.in[k], 0) : ew_lane<T>(in[k].v[u]);
-      out.v[u] = ew_unlane<T>(ew_same_typed<T>(p, x));
+      for (int k = 0; k < p.num_inputs; ++k) x[k] = p.mode[k] == kEwScalar ? load<T>(p.in[k], 0) : vec_lane<T>(in[k].v[u]);
+      out.v[u] = vec_unlane<T>(value(x));
     }
     static_cast<V*>(p.out)[v] = out;
   }
   for (i64 i = vectors * VEC + global_thread(); i < p.n; i += step) {
     C x[kEwMaxOperands];
     for (int k = 0; k < p.num_inputs; ++k) x[k] = load<T>(p.in[k], p.mode[k] == kEwScalar ? 0 : i);
-    store<T>(p.out, i, ew_same_typed<T>(p, x));
+    store<T>(p.out, i, value(x));
   }
 }
 
@@ -451,7 +409,7 @@ GROVE_DEVICE void ew(const EwParams& p) {
   typedef typename Acc<T>::type C;
   if constexpr (VEC > 1) {
     if (ew_same_typed_op(p, Kind<T>::is_bool) && ew_vector_operands<T, VEC>(p)) {
-      ew_vector<T, VEC>(p);
+      ew_vector<T, VEC>(p, [&p](const C* x) { return ew_same_typed<T>(p, x); });
       return;
     }
   }
@@ -546,26 +504,7 @@ GROVE_DEVICE void ew_chain(const EwChainParams& p) {
     const i64 step = grid_threads();
     if constexpr (VEC > 1) {
       if (ew_vector_operands<T, VEC>(p)) {
-        typedef EwVec<T, VEC> V;
-        const i64 vectors = p.n / VEC;
-        for (i64 v = global_thread(); v < vectors; v += step) {
-          V in[kEwMaxOperands];
-          for (int k = 0; k < p.num_inputs; ++k) {
-            if (p.mode[k] != kEwScalar) in[k] = static_cast<const V*>(p.in[k])[v];
-          }
-          V out;
-          for (int u = 0; u < VEC; ++u) {
-            C vals[kEwMaxOperands];
-            for (int k = 0; k < p.num_inputs; ++k) vals[k] = p.mode[k] == kEwScalar ? load<T>(p.in[k], 0) : to_acc<T>(in[k].v[u]);
-            out.v[u] = from_acc<T, C>(ew_chain_value<T>(p, vals));
-          }
-          static_cast<V*>(p.out)[v] = out;
-        }
-        for (i64 i = vectors * VEC + global_thread(); i < p.n; i += step) {
-          C vals[kEwMaxOperands];
-          for (int k = 0; k < p.num_inputs; ++k) vals[k] = load<T>(p.in[k], p.mode[k] == kEwScalar ? 0 : i);
-          store<T>(p.out, i, ew_chain_value<T>(p, vals));
-        }
+        ew_vector<T, VEC>(p, [&p](const C* x) { return ew_chain_value<T>(p, x); });
         return;
       }
     }

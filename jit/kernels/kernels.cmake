@@ -9,7 +9,8 @@
 #   GROVE_KERNEL_<file>_VARIANTS the kernel variants of the file's family
 #                                (jit/kernel_config.h), spelled as in entry
 #                                names ("lanes32_threads256"): the emulated
-#                                library has each for every type list, so the
+#                                library has each for every type list (every
+#                                (T0, T1) pair of a two-type file), so the
 #                                emulated device runs any variant the
 #                                dispatcher picks. Equal to the family's space
 #                                (KernelFamily::Enumerate; kernel_config_test
@@ -70,6 +71,11 @@ list(APPEND GROVE_KERNEL_FILES elementwise cast)
 set(GROVE_KERNEL_elementwise_T0 ${GROVE_KERNEL_ALL_TYPES})
 set(GROVE_KERNEL_cast_T0 ${GROVE_KERNEL_ALL_TYPES})
 set(GROVE_KERNEL_cast_T1 ${GROVE_KERNEL_ALL_TYPES})
+# cast: threads a block, vec elements converted per vector access.
+set(GROVE_KERNEL_cast_VARIANTS)
+foreach(t 64 128 256 512 1024)
+  list(APPEND GROVE_KERNEL_cast_VARIANTS threads${t}_vec1 threads${t}_vec2 threads${t}_vec4)
+endforeach()
 # ew: threads a block, ipt items a thread per trip or vec elements per
 # vector access (vec > 1 only with ipt 1).
 set(GROVE_KERNEL_elementwise_VARIANTS)

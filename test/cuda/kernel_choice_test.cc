@@ -5,6 +5,7 @@
 #include "lib/backends/cuda/kernel_choice.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -448,6 +449,92 @@ TEST(KernelChoiceReportTest, ConvConvTransposeAndLstmChooseTheirGemmsWhenPrepare
   }
 }
 
+
+// A Cast and fused elementwise chains choose their variants when prepared:
+// a chain whose operands are contiguous (or one element) has a vec extent
+// of 4, so the cost model may pick a vector width; one with an operand
+// broadcast along the rows only scalar variants (vec 1); a Cast's problem
+// is its dtype pair and element count, and a large one takes a vector. A
+// session on the emulated device launches the chosen variants' geometry
+// and equals the CPU.
+std::shared_ptr<const Model> CastAndChainsModel() {
+  ModelBuilder b;
+  b.AddSymbol("batch", 1, 65536);
+  b.AddInput("x", DType::kF32, {"batch", 256});
+  b.AddWeight("half", DType::kF32, {}, std::vector<float>{0.5f});
+  std::vector<float> w(256);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 13) - 0.06f;
+  b.AddWeight("w", DType::kF32, {256}, w);
+  b.AddOp("Mul", {"x", "half"}, {"xh"}, {}, "contiguous_mul");
+  b.AddOp("Add", {"xh", "x"}, {"xs"}, {}, "contiguous_add");
+  b.AddOp("Relu", {"xs"}, {"a"}, {}, "contiguous_relu");
+  b.AddOp("Mul", {"x", "w"}, {"xw"}, {}, "rows_mul");
+  b.AddOp("Sigmoid", {"xw"}, {"r"}, {}, "rows_sigmoid");
+  b.AddOp("Cast", {"a"}, {"h"}, {{"to", static_cast<int64_t>(DType::kF16)}}, "cast");
+  b.AddOutput("r");
+  b.AddOutput("h");
+  return LoadOrDie(b.Finish());
+}
+
+TEST(KernelChoiceReportTest, CastsAndFusedChainsChooseAVectorWidthWhenPrepared) {
+  std::shared_ptr<const Model> model = CastAndChainsModel();
+  ExecutionInfoOptions o;
+  o.device = Device::kCuda;
+  o.input_shapes = {{65536, 256}};
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
+  ASSERT_TRUE(info.ok()) << info.status();
+  // The choice of `family` for the step whose node name starts with
+  // `prefix` (a fused step's is "fused(" and its nodes).
+  auto choice_of = [&](const std::string& prefix, const std::string& family) {
+    for (const StepInfo& s : info->paths.at(0).steps) {
+      for (const KernelChoiceInfo& k : s.kernels) {
+        if (k.node.rfind(prefix, 0) == 0 && k.config.rfind(family + "__", 0) == 0) return k;
+      }
+    }
+    std::string all;
+    for (const StepInfo& s : info->paths.at(0).steps) {
+      for (const KernelChoiceInfo& k : s.kernels) all += s.op + " " + k.node + " " + k.config + " " + k.problem + " " + k.source + "\n";
+    }
+    ADD_FAILURE() << "no " << family << " choice for " << prefix << "; the choices:\n" << all;
+    return KernelChoiceInfo{};
+  };
+  auto vec_of = [](const KernelChoiceInfo& k) {
+    absl::StatusOr<jit::KernelConfig> c = jit::KernelConfig::Parse(k.config);
+    EXPECT_TRUE(c.ok()) << k.config;
+    return c.ok() ? c->Get("vec", 0) : 0;
+  };
+  const KernelChoiceInfo contiguous = choice_of("fused(contiguous", "ew");
+  EXPECT_EQ(contiguous.op, "FusedElementwise");
+  EXPECT_EQ(contiguous.problem, "inputs=2,n=16777216,ops=3,vec=4");
+  EXPECT_EQ(contiguous.source, "cost model");
+  EXPECT_GT(vec_of(contiguous), 1) << contiguous.config;
+  const KernelChoiceInfo rows = choice_of("fused(rows", "ew");
+  EXPECT_EQ(rows.op, "FusedElementwise");
+  EXPECT_EQ(rows.problem, "inputs=2,n=16777216,ops=2,vec=1");
+  EXPECT_EQ(vec_of(rows), 1) << rows.config;
+  const KernelChoiceInfo cast = choice_of("cast", "cast");
+  EXPECT_EQ(cast.problem, "n=16777216");
+  EXPECT_EQ(cast.source, "cost model");
+  EXPECT_EQ(cast.config.rfind("cast__f32_f16__", 0), 0u) << cast.config;
+  EXPECT_GT(vec_of(cast), 1) << cast.config;
+
+  absl::StatusOr<std::unique_ptr<Session>> s = internal::CreateEmulatedCudaSession(model, SessionOptions{});
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  for (int64_t batch : {1, 5, 64}) {
+    Tensor x = TensorF32({batch, 256}, RandomF32(batch * 256, 11));
+    absl::StatusOr<std::vector<TensorView>> got = (*s)->Run({x.view()});
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<std::vector<TensorView>> want = cpu->Run({x.view()});
+    ASSERT_TRUE(want.ok()) << want.status();
+    std::vector<float> a = ToVector((*got)[0]), w = ToVector((*want)[0]);
+    ASSERT_EQ(a.size(), w.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], w[i], 1e-6) << "batch " << batch << " at " << i;
+    ASSERT_EQ((*got)[1].dtype, DType::kF16);
+    ASSERT_EQ((*got)[1].byte_size(), (*want)[1].byte_size());
+    EXPECT_EQ(std::memcmp((*got)[1].data, (*want)[1].data, (*want)[1].byte_size()), 0) << "batch " << batch;
+  }
+}
 
 // grove::RankKernelVariants re-ranks a recorded choice: the cost model's
 // order, the pick's rank and terms; GEMMs are not modeled; bad fields are

@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -27,6 +28,7 @@
 #include "jit/kernel_cache.h"
 #include "jit/cost_model.h"
 #include "jit/kernel_config.h"
+#include "jit/kernels/cast_params.h"
 #include "jit/kernels/copy_params.h"
 #include "jit/kernels/elementwise_params.h"
 #include "jit/kernels/gemv_params.h"
@@ -39,6 +41,7 @@
 #include "lib/backends/cuda/launch_util.h"
 #include "lib/backends/cuda/strided_copy.h"
 #include "lib/backends/cuda/variant_launch.h"
+#include "lib/ir/element_types.h"
 
 namespace grove {
 namespace {
@@ -225,6 +228,10 @@ TEST(KernelConfigTest, GenericVariantsAreTodaysGeometry) {
     const cuda::LaunchDims got = cuda::LaunchOf(ew->Generic(p), p).dims;
     EXPECT_EQ(got.grid, want.grid) << n;
     EXPECT_EQ(got.block, want.block) << n;
+    const KernelProblem cp{"cast", {DType::kF32, DType::kI8}, {{"n", n}}};
+    const cuda::LaunchDims cast = cuda::LaunchOf(jit::FindKernelFamily("cast")->Generic(cp), cp).dims;
+    EXPECT_EQ(cast.grid, want.grid) << n;
+    EXPECT_EQ(cast.block, want.block) << n;
   }
 }
 
@@ -332,6 +339,38 @@ TEST(KernelConfigTest, EwCostTermsByHand) {
   EXPECT_FALSE(f->InSpace(KernelConfig{"ew", {DType::kF32}, {{"ipt", 2}, {"threads", 128}, {"vec", 4}}}));
   // A large contiguous problem: the model prefers a vector variant.
   const KernelProblem big{"ew", {DType::kF32}, {{"inputs", 2}, {"n", 1 << 24}, {"ops", 1}, {"vec", 4}}};
+  bool ranked = false;
+  EXPECT_GT(jit::BestVariant(*f, big, a100, &ranked).config.Get("vec", 1), 1);
+  EXPECT_TRUE(ranked);
+}
+
+TEST(KernelConfigTest, CastCostTermsByHand) {
+  const jit::GpuTraits a100 = jit::GpuTraits::FromArch(80);
+  const KernelFamily* f = jit::FindKernelFamily("cast");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->file(), "cast");
+  EXPECT_EQ(f->dtype_lists().size(), 81u);  // every (from, to) pair of the nine dtypes
+  const KernelProblem p{"cast", {DType::kF32, DType::kF16}, {{"n", 1000}}};
+  // 1000 elements, 128 threads x 4 elements: 2 blocks, 1024 slots; reads 4
+  // bytes and writes 2 an element.
+  const KernelConfig v4{"cast", {DType::kF32, DType::kF16}, {{"threads", 128}, {"vec", 4}}};
+  const jit::CostTerms t = f->Cost(v4, p, a100);
+  EXPECT_EQ(f->Launch(v4, p).blocks, 2);
+  EXPECT_EQ(f->Launch(v4, p).threads, 128);
+  EXPECT_DOUBLE_EQ(t.waste, 1 - 1000.0 / 1024);
+  EXPECT_DOUBLE_EQ(t.bytes, 6.0 * 1000);
+  EXPECT_DOUBLE_EQ(t.flops, 1000);
+  // A vector counts 4 * 1.25 items in flight against one: sqrt(5) the
+  // occupancy of the scalar variant on the same grid, capped at 1.
+  const KernelConfig v1{"cast", {DType::kF32, DType::kF16}, {{"threads", 128}, {"vec", 1}}};
+  const KernelProblem small{"cast", {DType::kF32, DType::kF16}, {{"n", 128}}};
+  EXPECT_NEAR(f->Cost(v4, small, a100).occupancy, f->Cost(v1, small, a100).occupancy * std::sqrt(5.0), 1e-12);
+  EXPECT_TRUE(f->Valid(v4, p));
+  EXPECT_FALSE(f->Valid(v4, KernelProblem{"cast", {DType::kF16, DType::kF32}, {{"n", 1000}}}));  // other dtypes
+  EXPECT_FALSE(f->InSpace(KernelConfig{"cast", {DType::kF32, DType::kF16}, {{"threads", 128}, {"vec", 8}}}));
+  EXPECT_FALSE(f->InSpace(KernelConfig{"cast", {DType::kF32}, {{"threads", 128}, {"vec", 4}}}));
+  // A large cast: the model prefers a vector variant.
+  const KernelProblem big{"cast", {DType::kF32, DType::kF16}, {{"n", 1 << 24}}};
   bool ranked = false;
   EXPECT_GT(jit::BestVariant(*f, big, a100, &ranked).config.Get("vec", 1), 1);
   EXPECT_TRUE(ranked);
@@ -678,6 +717,123 @@ void CheckTranspose(cuda::Device& dev, const KernelConfig& c, int64_t batch, int
   for (size_t q = 0; q < el; ++q) ASSERT_EQ(got[static_cast<size_t>(batch * rows * cols) * el + q], 0xCD) << c.Name();
 }
 
+// Casts by vector width: every (from, to) pair of the cast kernels, each
+// variant on odd sizes, an exact multiple and a size below one vector, with
+// the output or the input one element off the vector's alignment (the
+// scalar loop then) and aligned (the vector loop and its tail): byte for
+// byte the generic (scalar) variant's result on the same data, and the
+// CPU's conversion (lib/ir/element_types.h; a cast to the same dtype keeps
+// the value, a bool as 0 or 1), NaN for NaN.
+template <typename Fn>
+void WithElementType(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kF32: return fn(ir::TypeTag<float>{});
+    case DType::kF64: return fn(ir::TypeTag<double>{});
+    case DType::kF16: return fn(ir::TypeTag<ir::Half>{});
+    case DType::kBF16: return fn(ir::TypeTag<ir::BFloat16>{});
+    case DType::kI64: return fn(ir::TypeTag<int64_t>{});
+    case DType::kI32: return fn(ir::TypeTag<int32_t>{});
+    case DType::kI8: return fn(ir::TypeTag<int8_t>{});
+    case DType::kU8: return fn(ir::TypeTag<uint8_t>{});
+    case DType::kBool: return fn(ir::TypeTag<ir::Bool8>{});
+    default: FAIL() << "no element type for " << DTypeName(t);
+  }
+}
+
+bool IsNaNAt(DType t, const uint8_t* at) {
+  if (t == DType::kF32) { float f; std::memcpy(&f, at, 4); return std::isnan(f); }
+  if (t == DType::kF64) { double d; std::memcpy(&d, at, 8); return std::isnan(d); }
+  uint16_t h;
+  std::memcpy(&h, at, 2);
+  if (t == DType::kF16) return std::isnan(grove_k::f16_to_f32(h));
+  if (t == DType::kBF16) return std::isnan(grove_k::bf16_to_f32(h));
+  return false;
+}
+
+// n elements of `t`: NaN, infinities, values past every integer range, -0,
+// fractions, f16/bf16 halfway cases; bools as any byte.
+std::vector<uint8_t> CastSource(DType t, int64_t n) {
+  const double values[] = {0.0,  -0.0,     0.5,       -1.5,  2.5,    127.9,   -128.9, 255.5,          256.0,
+                           1e10, -3e9,     NAN,       INFINITY, -INFINITY, 65520.0, 1e-8, 1.00048828125, 16777217.0,
+                           1e19, -9.3e18,  -7.0,      100.0, 3.0000001};
+  const size_t count = sizeof(values) / sizeof(values[0]);
+  std::vector<uint8_t> out(static_cast<size_t>(n) * DTypeSize(t));
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t* at = out.data() + i * DTypeSize(t);
+    if (t == DType::kBool) {
+      *at = static_cast<uint8_t>((i * 37) % 5 == 0 ? 0 : (i * 37) % 256);
+      continue;
+    }
+    WithElementType(t, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      const S v = ir::ConvertElement<S>(values[(i * 7) % count]);
+      std::memcpy(at, &v, sizeof(S));
+    });
+  }
+  return out;
+}
+
+// The CPU's cast of `src` (n elements of `from`) to `to`.
+std::vector<uint8_t> CpuCast(DType from, DType to, const std::vector<uint8_t>& src, int64_t n) {
+  std::vector<uint8_t> out(static_cast<size_t>(n) * DTypeSize(to));
+  WithElementType(from, [&](auto from_tag) {
+    using S = typename decltype(from_tag)::type;
+    WithElementType(to, [&](auto to_tag) {
+      using D = typename decltype(to_tag)::type;
+      for (int64_t i = 0; i < n; ++i) {
+        S v;
+        std::memcpy(&v, src.data() + i * sizeof(S), sizeof(S));
+        D d = ir::ConvertElement<D>(v);
+        if constexpr (std::is_same_v<D, ir::Bool8>) d.bits = d.bits != 0 ? 1 : 0;
+        std::memcpy(out.data() + i * sizeof(D), &d, sizeof(D));
+      }
+    });
+  });
+  return out;
+}
+
+// Runs config `c` over `src` (n elements); `shift` starts the output (1)
+// or the input (2) one element in. The output's bytes, and whether the
+// launch wrote nothing outside them.
+std::vector<uint8_t> RunCast(cuda::Device& dev, const KernelConfig& c, const std::vector<uint8_t>& src, int64_t n,
+                             int shift, bool* wrote_outside) {
+  const size_t in_el = DTypeSize(c.dtypes[0]), out_el = DTypeSize(c.dtypes[1]);
+  Buffers b(dev);
+  std::vector<uint8_t> in_bytes(in_el, 0);
+  if (shift != 2) in_bytes.clear();
+  in_bytes.insert(in_bytes.end(), src.begin(), src.end());
+  grove_k::CastParams p{};
+  p.in = static_cast<uint8_t*>(b.Upload(in_bytes)) + (shift == 2 ? in_el : 0);
+  void* out_base = b.Upload(std::vector<uint8_t>((n + 1) * out_el, 0xAB));
+  p.out = static_cast<uint8_t*>(out_base) + (shift == 1 ? out_el : 0);
+  p.n = n;
+  LaunchVariant(dev, c, KernelProblem{"cast", c.dtypes, {{"n", n}}}, "cast", p);
+  const std::vector<uint8_t> all = b.Download<uint8_t>(out_base, (n + 1) * out_el);
+  const size_t first = shift == 1 ? out_el : 0, outside = shift == 1 ? 0 : n * out_el;
+  *wrote_outside = false;
+  for (size_t q = 0; q < out_el; ++q) *wrote_outside |= all[outside + q] != 0xAB;
+  return std::vector<uint8_t>(all.begin() + first, all.begin() + first + n * out_el);
+}
+
+void CheckCast(cuda::Device& dev, const KernelConfig& c, int64_t n, int shift) {
+  const DType from = c.dtypes[0], to = c.dtypes[1];
+  const size_t el = DTypeSize(to);
+  const std::vector<uint8_t> src = CastSource(from, n);
+  const std::vector<uint8_t> want = CpuCast(from, to, src, n);
+  bool outside = false;
+  const std::vector<uint8_t> got = RunCast(dev, c, src, n, shift, &outside);
+  ASSERT_FALSE(outside) << c.Name() << " n " << n << " shift " << shift << ": wrote past the output";
+  const KernelConfig scalar = jit::FindKernelFamily("cast")->Generic(KernelProblem{"cast", c.dtypes, {{"n", n}}});
+  const std::vector<uint8_t> scalar_got = RunCast(dev, scalar, src, n, 0, &outside);
+  ASSERT_EQ(got, scalar_got) << c.Name() << " n " << n << " shift " << shift << ": not the scalar variant's bytes";
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* g = got.data() + i * el;
+    const uint8_t* w = want.data() + i * el;
+    if (IsNaNAt(to, g) && IsNaNAt(to, w)) continue;
+    ASSERT_EQ(std::memcmp(g, w, el), 0) << c.Name() << " n " << n << " shift " << shift << " at " << i;
+  }
+}
+
 void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
   auto dev = cuda::NewEmulatedDevice();
   const KernelFamily* f = jit::FindKernelFamily(family);
@@ -688,6 +844,7 @@ void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
   if (!all_dtypes && family == "reduce") lists.push_back({DType::kI32});
   if (!all_dtypes && family == "gemv") lists.push_back({DType::kBF16});
   if (!all_dtypes && family == "transpose") lists.push_back({DType::kI64});
+  if (!all_dtypes && family == "cast") lists = {{DType::kF32, DType::kF16}, {DType::kBool, DType::kI64}};
   for (const std::vector<DType>& dtypes : lists) {
     const std::vector<KernelConfig> sample = Sample(f->Enumerate(dtypes), stride);
     for (const KernelConfig& c : sample) {
@@ -708,6 +865,9 @@ void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
       } else if (family == "ew") {
         CheckEw(*dev, c, 1);
         CheckEw(*dev, c, 3000);
+      } else if (family == "cast") {
+        CheckCast(*dev, c, 1, 0);
+        CheckCast(*dev, c, 3000, 0);
       } else if (family == "transpose") {
         CheckTranspose(*dev, c, 1, 37, 45, 37);  // partial tiles on both edges
         CheckTranspose(*dev, c, 3, 5, 70, 9);    // fewer rows than a tile, padded rows
@@ -730,6 +890,7 @@ TEST(KernelVariantsTest, ReduceSampleOnTheEmulatedDevice) { RunFamily("reduce", 
 TEST(KernelVariantsTest, EwSampleOnTheEmulatedDevice) { RunFamily("ew", 3, false); }
 TEST(KernelVariantsTest, GemvSampleOnTheEmulatedDevice) { RunFamily("gemv", 11, false); }
 TEST(KernelVariantsTest, TransposeSampleOnTheEmulatedDevice) { RunFamily("transpose", 1, false); }
+TEST(KernelVariantsTest, CastSampleOnTheEmulatedDevice) { RunFamily("cast", 2, false); }
 
 // A strided copy that moves a contiguous dim inward plans the tiled
 // transpose ([batch,] rows x cols after merging), with the generic tiles
@@ -811,6 +972,24 @@ struct EwVecCase {
   bool chain;          // run as a fused chain (Mul then Add) instead
 };
 
+// The operands of a launch of either params kind over n elements: `in`
+// contiguous, but operand 1 one element (kEwScalar) when `scalar_second`.
+template <typename P>
+void SetEwOperands(P& p, void* out, int64_t n, const std::vector<void*>& in, bool scalar_second) {
+  std::memset(&p, 0, sizeof(p));
+  p.out = out;
+  p.n = n;
+  p.shape.rank = 1;
+  p.shape.d[0] = n;
+  p.num_inputs = static_cast<int>(in.size());
+  p.simple = 1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    p.in[i] = in[i];
+    p.mode[i] = (i == 1 && scalar_second) ? grove_k::kEwScalar : grove_k::kEwContiguous;
+    p.strides[i].s[0] = p.mode[i] == grove_k::kEwScalar ? 0 : 1;
+  }
+}
+
 // One case at n elements; `shift` moves the output (1) or operand 0 (2) one
 // element off its vector alignment.
 void CheckEwVector(cuda::Device& dev, const KernelConfig& c, const EwVecCase& k, int64_t n, int shift) {
@@ -852,37 +1031,15 @@ void CheckEwVector(cuda::Device& dev, const KernelConfig& c, const EwVecCase& k,
   const KernelProblem problem{"ew", c.dtypes, {{"inputs", k.inputs}, {"n", n}, {"ops", 1}, {"vec", 4}}};
   if (k.chain) {
     grove_k::EwChainParams p;
-    std::memset(&p, 0, sizeof(p));
-    p.out = out;
-    p.n = n;
-    p.shape.rank = 1;
-    p.shape.d[0] = n;
-    p.num_inputs = k.inputs;
-    p.simple = 1;
-    for (int i = 0; i < k.inputs; ++i) {
-      p.in[i] = in[i];
-      p.mode[i] = (i == 1 && k.scalar_second) ? grove_k::kEwScalar : grove_k::kEwContiguous;
-      p.strides[i].s[0] = p.mode[i] == grove_k::kEwScalar ? 0 : 1;
-    }
+    SetEwOperands(p, out, n, in, k.scalar_second);
     p.num_links = 2;  // (x0 * x1) + x2
     p.links[0] = grove_k::EwLink{grove_k::kEwMul, {0, 1, grove_k::kEwNone}, 0, 0};
     p.links[1] = grove_k::EwLink{grove_k::kEwAdd, {grove_k::kEwPrev, 2, grove_k::kEwNone}, 0, 0};
     LaunchVariant(dev, c, problem, "ew_chain", p);
   } else {
     grove_k::EwParams p;
-    std::memset(&p, 0, sizeof(p));
-    p.out = out;
-    p.n = n;
-    p.shape.rank = 1;
-    p.shape.d[0] = n;
-    p.num_inputs = k.inputs;
+    SetEwOperands(p, out, n, in, k.scalar_second);
     p.op = k.op;
-    p.simple = 1;
-    for (int i = 0; i < k.inputs; ++i) {
-      p.in[i] = in[i];
-      p.mode[i] = (i == 1 && k.scalar_second) ? grove_k::kEwScalar : grove_k::kEwContiguous;
-      p.strides[i].s[0] = p.mode[i] == grove_k::kEwScalar ? 0 : 1;
-    }
     if (k.op == grove_k::kEwClip) {
       p.fa = -0.5;
       p.fb = 0.75;
@@ -950,6 +1107,33 @@ TEST(KernelVariantsTest, EwVectorWidthsOnTheEmulatedDevice) { RunEwVectors(false
 TEST(KernelVariantsFull, EveryEwVectorWidthOnTheEmulatedDevice) {
   if (!FullRun()) GTEST_SKIP() << "the full variant space runs with GROVE_VARIANTS_FULL=1 (ctest -L variants_full)";
   RunEwVectors(true);
+}
+
+// Every vector variant of every pair (the sample's 64-thread blocks; the
+// full run all) through CheckCast.
+void RunCastVectors(bool full) {
+  auto dev = cuda::NewEmulatedDevice();
+  const KernelFamily* f = jit::FindKernelFamily("cast");
+  ASSERT_NE(f, nullptr);
+  for (const std::vector<DType>& dtypes : f->dtype_lists()) {
+    for (const KernelConfig& c : f->Enumerate(dtypes)) {
+      if (c.Get("vec", 1) == 1 || (!full && c.Get("threads", 0) > 64)) continue;
+      SCOPED_TRACE(c.Name());
+      // Below one vector, an exact multiple, and an odd size aligned (the
+      // vector loop and a tail) and with the output or the input off.
+      for (const auto& [n, shift] : std::vector<std::pair<int64_t, int>>{{1, 0}, {3, 0}, {8, 0}, {1027, 0}, {1027, 1}, {1027, 2}}) {
+        CheckCast(*dev, c, n, shift);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(KernelVariantsTest, CastVectorWidthsOnTheEmulatedDevice) { RunCastVectors(false); }
+
+TEST(KernelVariantsFull, EveryCastVectorWidthOnTheEmulatedDevice) {
+  if (!FullRun()) GTEST_SKIP() << "the full variant space runs with GROVE_VARIANTS_FULL=1 (ctest -L variants_full)";
+  RunCastVectors(true);
 }
 
 TEST(KernelVariantsFull, EveryVariantOfEveryFamilyOnTheEmulatedDevice) {
@@ -1026,6 +1210,23 @@ TEST(KernelVariantsTest, NvrtcCompilesAVariantOfEveryFamily) {
     ASSERT_TRUE(f->InSpace(c)) << c.Name();
     jobs.emplace_back(c, i++ % 2 == 0 ? 80 : 90);
   }
+  CompileConfigs(jobs);
+}
+
+// Casts' vectors: every dtype as a source and as a destination at vec 4
+// (sm_90) and vec 2 (sm_80), pairs of different dtypes; and ew's vectors
+// of float types, whose modules hold the fused chain's vector loop too.
+TEST(KernelVariantsTest, NvrtcCompilesCastAndFusedChainVectors) {
+  const std::vector<DType> types = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI64,
+                                    DType::kI32, DType::kI8,  DType::kU8,  DType::kBool};
+  std::vector<std::pair<KernelConfig, int>> jobs;
+  for (size_t i = 0; i < types.size(); ++i) {
+    jobs.emplace_back(KernelConfig{"cast", {types[i], types[(i + 1) % types.size()]}, {{"threads", 256}, {"vec", 4}}}, 90);
+    jobs.emplace_back(KernelConfig{"cast", {types[i], types[(i + 4) % types.size()]}, {{"threads", 64}, {"vec", 2}}}, 80);
+  }
+  jobs.emplace_back(KernelConfig{"ew", {DType::kF32}, {{"ipt", 1}, {"threads", 256}, {"vec", 4}}}, 90);
+  jobs.emplace_back(KernelConfig{"ew", {DType::kF16}, {{"ipt", 1}, {"threads", 128}, {"vec", 2}}}, 80);
+  for (const auto& [c, arch] : jobs) ASSERT_TRUE(jit::FindKernelFamily(c.family)->InSpace(c)) << c.Name();
   CompileConfigs(jobs);
 }
 

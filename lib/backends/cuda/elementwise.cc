@@ -61,15 +61,12 @@ size_t AccSize(DType d) {
 
 }  // namespace
 
-// Launch shape of the elementwise kernels (grid-stride loops, any size). The
-// emulated device runs a block's threads as host threads, so it gets few
-// small blocks; the kernels loop over the rest either way.
-LaunchDims EwGrid(const Device& device, int64_t n) {
-  return device.emulated() ? Grid1D(n, 32, 2) : Grid1D(n, 256);
+jit::KernelProblem EwProblem(DType dtype, int64_t n, int inputs, int ops, bool vector) {
+  return jit::KernelProblem{"ew", {dtype}, {{"inputs", inputs}, {"n", n}, {"ops", ops}, {"vec", vector ? 4 : 1}}};
 }
 
-jit::KernelProblem EwProblem(DType dtype, int64_t n, int inputs, int ops) {
-  return jit::KernelProblem{"ew", {dtype}, {{"inputs", inputs}, {"n", n}, {"ops", ops}}};
+jit::KernelProblem CastProblem(DType from, DType to, int64_t n) {
+  return jit::KernelProblem{"cast", {from, to}, {{"n", n}}};
 }
 
 namespace {
@@ -81,18 +78,15 @@ grove_k::EwParams BaseParams(int op) {
   return p;
 }
 
-// The "ew" problem of one launch: its vec extent is 4 where the kernel's
-// vector path can take it (elementwise.cuh: no strided operand, and an op
-// whose operands and result are all the dtype with no accumulator: the
-// unary ops and Clip, arithmetic but Pow outside a variadic op's chunks),
-// else 1, so only scalar variants are valid for it.
+// The "ew" problem of one launch: the kernel's vector path can take it
+// where no operand is strided and the op's operands and result are all the
+// dtype with no accumulator (elementwise.cuh: the unary ops and Clip,
+// arithmetic but Pow outside a variadic op's chunks).
 jit::KernelProblem EwStepProblem(DType dtype, const grove_k::EwParams& p, int count) {
-  jit::KernelProblem problem = EwProblem(dtype, p.n, count, 1);
   const bool same_typed =
       p.op <= grove_k::kEwLastUnary || (dtype != DType::kBool && p.op <= grove_k::kEwLastArithmetic &&
                                         p.op != grove_k::kEwPow && p.acc_in == 0 && p.acc_out == 0);
-  problem.dims.emplace_back("vec", p.simple != 0 && same_typed ? 4 : 1);
-  return problem;
+  return EwProblem(dtype, p.n, count, 1, p.simple != 0 && same_typed);
 }
 
 // One launch of `ew`: its params without pointers, and which inputs are its
@@ -427,8 +421,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareCastElements(const KernelContext& ctx,
   }
   if (absl::Status s = CheckDType(ctx, in.dtype, kAny); !s.ok()) return s;
   if (absl::Status s = CheckDType(ctx, out.dtype, kAny); !s.ok()) return s;
-  c.module = jit::ModuleSpec{"cast", {in.dtype, out.dtype}};
-  c.dims = EwGrid(Exec(ctx).device(), c.n);
+  // The "cast" variant the dispatcher picks, launched with its geometry.
+  const VariantLaunch v = ChooseLaunch(ctx, CastProblem(in.dtype, out.dtype, c.n));
+  c.module = v.module;
+  c.dims = v.dims;
   return MakePrepared(std::move(c));
 }
 

@@ -225,10 +225,11 @@ absl::StatusOr<ir::PreparedKernel> PrepareFused(const ir::KernelContext& ctx) {
   }
   p.num_links = static_cast<int>(prog->links.size());
   for (size_t l = 0; l < prog->links.size(); ++l) p.links[l] = prog->links[l];
-  // The chain is an "ew" variant; the emulated device keeps EwGrid's
-  // small launch (any grid gives the same result).
-  const VariantLaunch v = ChooseLaunch(ctx, EwProblem(dtype, p.n, p.num_inputs, p.num_links));
-  f.dims = Exec(ctx).device().emulated() ? EwGrid(Exec(ctx).device(), p.n) : v.dims;
+  // The chain is an "ew" variant (every chain is same-typed: a vector where
+  // no operand is strided), launched with its geometry as an elementwise
+  // step is, on the emulated device too.
+  const VariantLaunch v = ChooseLaunch(ctx, EwProblem(dtype, p.n, p.num_inputs, p.num_links, p.simple != 0));
+  f.dims = v.dims;
   f.module = v.module;
   return MakePrepared(std::move(f));
 }

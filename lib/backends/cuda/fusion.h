@@ -72,12 +72,15 @@ struct EwLayout {
 absl::StatusOr<EwLayout> PlanEwLayout(absl::Span<const int64_t> out_shape,
                                       absl::Span<const std::vector<int64_t>* const> in_shapes);
 
-// The launch shape of the elementwise kernels for n output elements (small
-// for the emulated device, whose threads are host threads).
-LaunchDims EwGrid(const Device& device, int64_t n);
 // The "ew" kernel family's problem (jit/kernel_config.h): n elements,
-// `inputs` operands, `ops` operations per element.
-jit::KernelProblem EwProblem(DType dtype, int64_t n, int inputs, int ops);
+// `inputs` operands, `ops` operations per element, and its vec extent: 4
+// where the kernel's vector path can take the launch (`vector`: no strided
+// operand, a same-typed op), else 1, so that only scalar variants are
+// valid for it.
+jit::KernelProblem EwProblem(DType dtype, int64_t n, int inputs, int ops, bool vector);
+// The "cast" family's problem: n contiguous elements from one dtype to
+// another.
+jit::KernelProblem CastProblem(DType from, DType to, int64_t n);
 
 }  // namespace grove::cuda
 
