@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -270,6 +271,14 @@ TEST(SessionDispatchTest, ACorruptShippedTableIsSkippedWithAWarningAndTheOthersS
 
 // --- end to end: grove inspect's API and a session ---------------------------
 
+// DescribeExecution's options for the CUDA device at these input shapes.
+ExecutionInfoOptions CudaInfoOptions(std::vector<std::vector<int64_t>> input_shapes) {
+  ExecutionInfoOptions o;
+  o.device = Device::kCuda;
+  o.input_shapes = std::move(input_shapes);
+  return o;
+}
+
 std::shared_ptr<const Model> MatMulModel() {
   ModelBuilder b;
   b.AddSymbol("batch", 1, 64);
@@ -285,9 +294,7 @@ std::shared_ptr<const Model> MatMulModel() {
 TEST(KernelChoiceReportTest, InspectShowsEachStepsChoiceAndItsSource) {
   const std::string dir = TmpDir("inspect");
   std::shared_ptr<const Model> model = MatMulModel();
-  ExecutionInfoOptions o;
-  o.device = Device::kCuda;
-  o.input_shapes = {{10, 64}};
+  ExecutionInfoOptions o = CudaInfoOptions({{10, 64}});
   absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
   ASSERT_TRUE(info.ok()) << info.status();
   // The MatMul step's cuBLASLt choice (the step may also choose a variant
@@ -391,9 +398,7 @@ jit::DispatchEntry GemmBatchEntry(int64_t m, int64_t n, int64_t k, int64_t batch
 TEST(KernelChoiceReportTest, ConvConvTransposeAndLstmChooseTheirGemmsWhenPrepared) {
   const std::string dir = TmpDir("conv_lstm");
   std::shared_ptr<const Model> model = ConvAndLstmModel();
-  ExecutionInfoOptions o;
-  o.device = Device::kCuda;
-  o.input_shapes = {{2, 3, 8, 8}, {5, 2, 6}};
+  ExecutionInfoOptions o = CudaInfoOptions({{2, 3, 8, 8}, {5, 2, 6}});
   auto gemm_of = [](const ExecutionInfo& info, const std::string& node) {
     for (const StepInfo& s : info.paths.at(0).steps) {
       if (s.node != node) continue;
@@ -478,9 +483,7 @@ std::shared_ptr<const Model> CastAndChainsModel() {
 
 TEST(KernelChoiceReportTest, CastsAndFusedChainsChooseAVectorWidthWhenPrepared) {
   std::shared_ptr<const Model> model = CastAndChainsModel();
-  ExecutionInfoOptions o;
-  o.device = Device::kCuda;
-  o.input_shapes = {{65536, 256}};
+  ExecutionInfoOptions o = CudaInfoOptions({{65536, 256}});
   absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
   ASSERT_TRUE(info.ok()) << info.status();
   // The choice of `family` for the step whose node name starts with
