@@ -184,6 +184,20 @@ class Backend {
     return absl::UnimplementedError("this backend has no conditional graphs");
   }
 
+  // --- timing (traces) --------------------------------------------------------
+  // Marks on the session's stream, for traces timed by the device: MarkStream
+  // records one now (CUDA: an event of the session's pool, reused run after
+  // run) and returns its number in this run; MarkedMicros is the time from
+  // mark `from` to mark `to` once the stream has passed both (after the
+  // run's wait); ResetMarks starts a run's numbering again. The CPU has none
+  // (its traces use the host clock).
+  virtual bool marks_stream() const { return false; }
+  virtual void ResetMarks() {}
+  virtual absl::StatusOr<int> MarkStream() { return absl::UnimplementedError("this backend does not mark a stream"); }
+  virtual absl::StatusOr<double> MarkedMicros(int from, int to) {
+    return absl::UnimplementedError("this backend does not mark a stream");
+  }
+
   virtual BackendCounters counters() const { return {}; }
 
   // The kernel variants the last prepare of `node`'s step chose (CUDA:

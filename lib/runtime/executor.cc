@@ -39,15 +39,19 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
   // Tracing: the segment running step by step, and since when.
   bool eager_traced = false;
   int64_t segment_start = 0;
+  int segment_mark = -1;
   for (size_t s = 0; s < steps.size(); ++s) {
     const PlanStep& step = steps[s];
     if (step.segment != segment) {
-      if (eager_traced) TraceSegment(inst, segment, segment_start, /*as_graph=*/false);
+      if (eager_traced) TraceSegment(inst, segment, segment_start, segment_mark, /*as_graph=*/false);
       eager_traced = false;
       segment = step.segment;
       if (segment >= 0) {
         ++stats_.segments_run;
-        if (tracer != nullptr) segment_start = tracer->Now();
+        if (tracer != nullptr) {
+          segment_start = tracer->Now();
+          segment_mark = Mark();
+        }
         if (graphs_enabled_) {
           if (interruptible_) {
             if (absl::Status st = CheckInterrupt(*step.node); !st.ok()) return st;
@@ -55,7 +59,7 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
           absl::StatusOr<bool> as_graph = RunSegmentGraph(inst, segment);
           if (!as_graph.ok()) return as_graph.status();
           if (*as_graph) {
-            if (tracer != nullptr) TraceSegment(inst, segment, segment_start, /*as_graph=*/true);
+            if (tracer != nullptr) TraceSegment(inst, segment, segment_start, segment_mark, /*as_graph=*/true);
             s = static_cast<size_t>(p.segments()[segment].end) - 1;
             continue;
           }
@@ -72,9 +76,14 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
         (step.node->type == "If" || step.node->type == "Loop")) {
       // The branch or the trips decided on the device, in a graph, where it
       // can be (control_graphs.cc).
+      const int64_t start = tracer != nullptr ? tracer->Now() : 0;
+      const int mark = tracer != nullptr ? Mark() : -1;
       absl::StatusOr<bool> in_graph = RunControlFlowGraph(inst, s);
       if (!in_graph.ok()) return in_graph.status();
-      if (*in_graph) continue;
+      if (*in_graph) {
+        if (tracer != nullptr) TraceControlGraph(inst, s, start, mark);
+        continue;
+      }
     }
     if (tracer != nullptr) [[unlikely]] {
       // A body's step inside a step of the caller: the caller's body time
@@ -82,17 +91,18 @@ absl::Status Executor::Execute(PlanInstance& inst, absl::Span<const TensorView> 
       const int64_t outer_body_ns = body_ns_, outer_body_end_ns = body_end_ns_;
       body_ns_ = 0;
       const int64_t start = tracer->Now();
+      const int mark = Mark();
       absl::Status st = RunStepOrFallback(inst, s);
       const int64_t body_ns = body_ns_, body_end_ns = body_end_ns_;
       body_ns_ = outer_body_ns;
       body_end_ns_ = outer_body_end_ns;
-      TraceStep(inst, s, start, body_ns, body_end_ns, st);
+      TraceStep(inst, s, start, mark, body_ns, body_end_ns, st);
       if (!st.ok()) return st;
       continue;
     }
     if (absl::Status st = RunStepOrFallback(inst, s); !st.ok()) return st;
   }
-  if (eager_traced) TraceSegment(inst, segment, segment_start, /*as_graph=*/false);
+  if (eager_traced) TraceSegment(inst, segment, segment_start, segment_mark, /*as_graph=*/false);
   return absl::OkStatus();
 }
 
@@ -124,97 +134,6 @@ absl::Status Executor::RunStepOrFallback(PlanInstance& inst, size_t s) {
   ++stats_.kernels_run;
   ++stats_.cpu_fallback_steps;
   return absl::OkStatus();
-}
-
-namespace {
-
-// "MatMul /blocks.0/attn/MatMul"; the op alone for a node without a name.
-std::string StepName(const PlanStep& step) {
-  if (step.node->name.empty()) return step.node->type;
-  return absl::StrCat(step.node->type, " ", step.node->name);
-}
-
-}  // namespace
-
-TraceArgs Executor::StepArgs(const PlanInstance& inst, size_t s, const absl::Status& status) const {
-  const ExecutionPlan& p = *inst.plan;
-  const PlanStep& step = p.steps()[s];
-  TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
-  std::vector<std::string> ins, outs;
-  ins.reserve(step.inputs.size());
-  outs.reserve(step.outputs.size());
-  for (size_t i = 0; i < step.inputs.size(); ++i) ins.push_back(ptrs[i] == nullptr ? "" : ShapeText(*ptrs[i]));
-  if (status.ok()) {
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
-      const TensorView* out = ptrs[step.inputs.size() + i];
-      outs.push_back(out == nullptr ? "" : ShapeText(*out));
-    }
-  }
-  const bool fallback = !host_memory_ && step.host_fallback;
-  TraceArgs args;
-  args.Int("step", static_cast<int64_t>(s))
-      .Str("op", step.node->type)
-      .Str("node", step.node->name)
-      .Str("subgraph", graph_.subgraphs[p.subgraph()].name)
-      .Str("backend", fallback ? "cpu (fallback)" : step.backend == ir::Backend::kCuda ? "cuda" : "cpu")
-      .Int("segment", step.segment)
-      .Strs("inputs", ins)
-      .Strs("outputs", outs);
-  if (!step.host_reason.empty()) args.Str("host_reason", step.host_reason);
-  if (!status.ok()) args.Str("error", status.ToString());
-  return args;
-}
-
-void Executor::TraceStep(const PlanInstance& inst, size_t s, int64_t start_ns, int64_t body_ns,
-                         int64_t body_end_ns, const absl::Status& status) {
-  const int64_t end_ns = tracer_->Now();
-  const PlanStep& step = inst.plan->steps()[s];
-  TraceArgs args = StepArgs(inst, s, status);
-  if (body_ns <= 0) {
-    tracer_->AddSpan("step", StepName(step), start_ns, end_ns, args);
-    return;
-  }
-  // A step that called bodies (If, Loop, Scan): a "control" event spans it
-  // with its body calls, and its step event is the part after its last
-  // body call, so step events never overlap (their durations add up to at
-  // most the run's) and nest properly in a viewer. `own_us`: all of its
-  // time outside its bodies.
-  const int64_t own_ns = std::max<int64_t>(0, end_ns - start_ns - body_ns);
-  tracer_->AddSpan("control", StepName(step), start_ns, end_ns,
-                   TraceArgs().Int("step", static_cast<int64_t>(s)).Int("body_ns", body_ns).Int("own_ns", own_ns));
-  args.Int("body_ns", body_ns).Int("own_ns", own_ns);
-  tracer_->AddSpan("step", StepName(step), std::clamp(body_end_ns, start_ns, end_ns), end_ns, args);
-}
-
-void Executor::TraceSegment(const PlanInstance& inst, int seg, int64_t start_ns, bool as_graph) {
-  const ExecutionPlan& p = *inst.plan;
-  const PlanSegment& range = p.segments()[seg];
-  TraceArgs args;
-  args.Int("segment", seg)
-      .Str("subgraph", graph_.subgraphs[p.subgraph()].name)
-      .Int("first_step", range.first)
-      .Int("end_step", range.end)
-      .Bool("bucketed", inst.family != nullptr);
-  if (!as_graph) {
-    tracer_->Add("segment", absl::StrCat("segment ", seg, " (eager)"), start_ns, args);
-    return;
-  }
-  // The graph's steps ran on the device as one launch: listed in its
-  // event, and each a step event of no host time at the segment's start
-  // (timed: false), so every step run has its event on every backend.
-  std::vector<std::string> names;
-  for (int s = range.first; s < range.end; ++s) {
-    if (!p.steps()[s].outputs_empty) names.push_back(StepName(p.steps()[s]));
-  }
-  args.Str("graph", last_launch_).Strs("steps", names);
-  const int64_t end_ns = tracer_->Now();
-  tracer_->AddSpan("graph", absl::StrCat("segment ", seg, " (graph ", last_launch_, ")"), start_ns, end_ns, args);
-  for (int s = range.first; s < range.end; ++s) {
-    if (p.steps()[s].outputs_empty) continue;
-    TraceArgs step_args = StepArgs(inst, static_cast<size_t>(s), absl::OkStatus());
-    step_args.Str("graph", last_launch_).Bool("timed", false);
-    tracer_->AddSpan("step", StepName(p.steps()[s]), start_ns, start_ns, step_args);
-  }
 }
 
 absl::Status Executor::BindToSlots(PlanInstance& inst, absl::Span<const TensorView> inputs,

@@ -71,7 +71,11 @@ class Executor {
 
   // Traces runs' plans, segments, body calls and steps into `tracer` (null:
   // none; owned by the session, outliving the executor's runs).
-  void SetTracer(Tracer* tracer) { tracer_ = tracer; }
+  void SetTracer(Tracer* tracer);
+  // Device times for the run's trace (a backend that marks its stream):
+  // Begin after Tracer::BeginRun, End after the run's wait, before EndRun.
+  void BeginDeviceTrace();
+  void EndDeviceTrace();
   Tracer* tracer() const { return tracer_; }
   // The last GetPlan found its plan in the cache (else it made one).
   bool last_plan_hit() const { return last_plan_hit_; }
@@ -168,9 +172,15 @@ class Executor {
   // Tracing: step s's event (from `start_ns`; `body_ns` of it spent in the
   // If, Loop or Scan bodies it called, the last ending at `body_end_ns`),
   // and a segment's.
-  void TraceStep(const PlanInstance& inst, size_t s, int64_t start_ns, int64_t body_ns, int64_t body_end_ns,
-                 const absl::Status& status);
-  void TraceSegment(const PlanInstance& inst, int seg, int64_t start_ns, bool as_graph);
+  // `mark`: the backend's mark at the start (-1: none); executor_trace.cc.
+  void TraceStep(const PlanInstance& inst, size_t s, int64_t start_ns, int mark, int64_t body_ns,
+                 int64_t body_end_ns, const absl::Status& status);
+  void TraceSegment(const PlanInstance& inst, int seg, int64_t start_ns, int mark, bool as_graph);
+  // If or Loop step s run as one conditional graph launched since start_ns.
+  void TraceControlGraph(const PlanInstance& inst, size_t s, int64_t start_ns, int mark);
+  // A mark on the backend's stream now (Backend::MarkStream) when the trace
+  // is timed on the device, else -1.
+  int Mark();
   // Step s's event args: op, node, subgraph, backend, segment, shapes.
   TraceArgs StepArgs(const PlanInstance& inst, size_t s, const absl::Status& status) const;
   // CUDA graphs: runs segment `seg` as one graph launch (capturing it first
@@ -240,6 +250,7 @@ class Executor {
   int64_t body_runs_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   Tracer* tracer_ = nullptr;
+  bool device_marks_ = false;  // tracing on a backend that marks its stream
   // Tracing: time the step running now has spent in its body calls so far,
   // and when the last of them ended.
   int64_t body_ns_ = 0;

@@ -75,9 +75,13 @@ absl::StatusOr<std::vector<TensorView>> SessionImpl::RunMain(absl::Span<const Te
   const int64_t run_start = tracer != nullptr ? tracer->Now() : 0;
   const int64_t run_number = stats_.runs + 1;
   absl::Status run_status;
-  if (tracer != nullptr) tracer->BeginRun();
+  if (tracer != nullptr) {
+    tracer->BeginRun();
+    executor_.BeginDeviceTrace();
+  }
   absl::Cleanup end_run = [&] {
     if (tracer == nullptr) return;
+    executor_.EndDeviceTrace();
     std::vector<std::string> shapes;
     for (const TensorView& v : inputs) shapes.push_back(runtime::ShapeText(v));
     runtime::TraceArgs args;

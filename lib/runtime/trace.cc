@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "lib/ir/value_type.h"
 
 namespace grove::runtime {
@@ -142,7 +145,8 @@ TraceArgs& TraceArgs::Strs(absl::string_view key, absl::Span<const std::string> 
 
 Tracer::Tracer(std::string path, int max_runs, std::string track)
     : path_(std::move(path)), max_runs_(static_cast<size_t>(max_runs)), track_(std::move(track)),
-      start_(std::chrono::steady_clock::now()), pid_(static_cast<int64_t>(getpid())), tid_(NextTrackId()) {}
+      start_(std::chrono::steady_clock::now()), pid_(static_cast<int64_t>(getpid())), tid_(NextTrackId()),
+      device_tid_(NextTrackId()) {}
 
 absl::StatusOr<std::unique_ptr<Tracer>> Tracer::Create(std::string path, int max_runs, std::string track) {
   if (path.empty()) return absl::InvalidArgumentError("trace_path is empty");
@@ -182,6 +186,45 @@ void Tracer::AddSpan(const char* cat, std::string name, int64_t start_ns, int64_
   run.events.push_back(Event{cat, std::move(name), start_ns, end_ns - start_ns, args.json()});
 }
 
+void Tracer::SetDeviceBase(int base, int64_t at_ns) {
+  if (!open_) return;
+  runs_.back().base_mark = base;
+  runs_.back().base_ns = at_ns;
+}
+
+void Tracer::AddMarked(const char* cat, std::string name, int64_t start_ns, int64_t end_ns, const TraceArgs& args,
+                       int from, int to) {
+  AddSpan(cat, std::move(name), start_ns, end_ns, args);
+  if (!open_ || runs_.back().events.empty() || runs_.back().dropped > 0) return;
+  Event& e = runs_.back().events.back();
+  e.from = from;
+  e.to = to;
+}
+
+void Tracer::ResolveMarks(const std::function<absl::StatusOr<double>(int, int)>& elapsed) {
+  if (!open_) return;
+  Run& run = runs_.back();
+  for (Event& e : run.events) {
+    if (e.from < 0 || e.to < 0) continue;
+    absl::StatusOr<double> offset_us = run.base_mark >= 0 ? elapsed(run.base_mark, e.from)
+                                                          : absl::StatusOr<double>(absl::FailedPreconditionError(""));
+    absl::StatusOr<double> device_us = offset_us.ok() ? elapsed(e.from, e.to) : offset_us;
+    if (!device_us.ok()) {
+      e.args += e.args.empty() ? "\"clock\":\"host\"" : ",\"clock\":\"host\"";
+      continue;
+    }
+    const int64_t host_ns = e.dur_ns;
+    e.ts_ns = run.base_ns + std::llround(std::max(0.0, *offset_us) * 1000);
+    e.dur_ns = std::llround(std::max(0.0, *device_us) * 1000);
+    e.device = true;
+    if (!e.args.empty()) e.args.push_back(',');
+    if (e.from != e.to) {
+      e.args += absl::StrFormat("\"device_us\":%.3f,\"host_us\":%.3f,", *device_us, host_ns / 1000.0);
+    }
+    e.args += "\"clock\":\"cuda_events\"";
+  }
+}
+
 std::string Tracer::Json() const {
   std::string out = "{\"traceEvents\":[\n";
   absl::StrAppend(&out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", pid_,
@@ -190,13 +233,23 @@ std::string Tracer::Json() const {
                   ",\"args\":{\"name\":");
   AppendJsonString(out, track_);
   out += "}}";
+  bool device_track = false;
+  for (const Run& run : runs_) {
+    for (const Event& e : run.events) device_track |= e.device;
+  }
+  if (device_track) {
+    absl::StrAppend(&out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":", pid_, ",\"tid\":", device_tid_,
+                    ",\"args\":{\"name\":");
+    AppendJsonString(out, absl::StrCat(track_, " device (cuda events)"));
+    out += "}}";
+  }
   for (const Run& run : runs_) {
     for (const Event& e : run.events) {
       out += ",\n{\"ph\":\"X\",\"cat\":";
       AppendJsonString(out, e.cat);
       out += ",\"name\":";
       AppendJsonString(out, e.name);
-      absl::StrAppend(&out, ",\"pid\":", pid_, ",\"tid\":", tid_, ",\"ts\":");
+      absl::StrAppend(&out, ",\"pid\":", pid_, ",\"tid\":", e.device ? device_tid_ : tid_, ",\"ts\":");
       AppendMicros(out, e.ts_ns);
       out += ",\"dur\":";
       AppendMicros(out, e.dur_ns);

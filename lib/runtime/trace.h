@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,6 +79,20 @@ class Tracer {
   void AddSpan(const char* cat, std::string name, int64_t start_ns, int64_t end_ns, const TraceArgs& args);
   bool in_run() const { return open_; }
 
+  // Device timing (a backend that marks its stream, Backend::MarkStream):
+  // the run's marked events take the device's times when the run ends.
+  // SetDeviceBase: mark `base` was recorded just after `at_ns`. AddMarked:
+  // an event whose device span runs from mark `from` to mark `to` (both -1:
+  // an ordinary event). ResolveMarks (after the run's wait, before EndRun):
+  // each marked event moves to the session's device track, at base's time
+  // plus elapsed(base, from), lasting elapsed(from, to), with args
+  // "device_us", "host_us" (its host span) and "clock": "cuda_events"; one
+  // the device cannot time keeps its host span and gets "clock": "host".
+  void SetDeviceBase(int base, int64_t at_ns);
+  void AddMarked(const char* cat, std::string name, int64_t start_ns, int64_t end_ns, const TraceArgs& args, int from,
+                 int to);
+  void ResolveMarks(const std::function<absl::StatusOr<double>(int, int)>& elapsed);
+
   // The trace as JSON: {"traceEvents":[...],"displayTimeUnit":"ns"}.
   std::string Json() const;
   // Writes Json() to `path` ("" = the path given at creation).
@@ -93,10 +108,14 @@ class Tracer {
     int64_t ts_ns;
     int64_t dur_ns;
     std::string args;
+    int from = -1, to = -1;  // device marks (AddMarked)
+    bool device = false;     // on the device track
   };
   struct Run {
     std::vector<Event> events;
     int64_t dropped = 0;
+    int base_mark = -1;
+    int64_t base_ns = 0;
   };
   Tracer(std::string path, int max_runs, std::string track);
 
@@ -106,6 +125,7 @@ class Tracer {
   const std::chrono::steady_clock::time_point start_;
   const int64_t pid_;
   const int64_t tid_;
+  const int64_t device_tid_;  // the device track (ResolveMarks)
   std::deque<Run> runs_;
   bool open_ = false;
   mutable bool unwritten_ = false;

@@ -6,7 +6,10 @@
 // If runs host-driven). Then an If whose condition the device computes and
 // whose branches give the same shapes, run by a session: the branch is picked on the device, with no read back of the
 // condition, and the results equal the CPU's and the host-driven run's.
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -20,6 +23,7 @@
 #include "lib/backends/cuda/emulated_device.h"
 #include "test/cuda_op_test_util.h"
 #include "test/model_test_util.h"
+#include "test/trace_test_util.h"
 
 namespace grove {
 namespace {
@@ -306,6 +310,43 @@ TEST(ConditionalGraphTest, AnIfPicksItsBranchOnTheDevice) {
   // Host-driven: the condition and the output; on the device: the output.
   EXPECT_EQ(reads_per_run[0], reads_per_run[2] + 1);
   EXPECT_EQ(reads_per_run[1], reads_per_run[2]);
+}
+
+// Traced, an If run as one conditional graph is a graph event timed by
+// the device (CUDA events around its launch) with the If's step event of
+// no time inside it.
+TEST(ConditionalGraphTest, ATracedIfGraphHasTheDevicesTime) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(BuildRefine());
+  SessionOptions options;
+  options.shape_buckets = {{"*", "exact"}};
+  options.trace_path = absl::StrCat(::testing::TempDir(), "/cond_trace_", getpid(), ".json");
+  absl::StatusOr<std::unique_ptr<Session>> made =
+      internal::CreateSessionOnDevice(model, options, cuda::NewEmulatedDevice(2));
+  ASSERT_TRUE(made.ok()) << made.status();
+  for (float sign : {1.0f, -1.0f, 1.0f}) RunOn(**made, Input(3, sign, 5));
+  ASSERT_EQ((*made)->stats().control_flow_in_graphs, 3);
+  made->reset();
+  std::string error;
+  const std::vector<testing::TraceEventView> events =
+      testing::CompleteEvents(testing::ReadTextFile(options.trace_path), &error);
+  ASSERT_EQ(error, "");
+  int graphs = 0, steps = 0;
+  for (const testing::TraceEventView& e : events) {
+    if (e.cat == "graph" && e.name.find("(conditional graph)") != std::string::npos) {
+      ++graphs;
+      EXPECT_EQ(e.args["clock"].string, "cuda_events");
+      EXPECT_GT(e.args["device_us"].number, 0);
+      EXPECT_NEAR(e.dur, e.args["device_us"].number, 0.0015);
+    }
+    if (e.cat == "step" && e.args["graph"].string == "conditional") {
+      ++steps;
+      EXPECT_EQ(e.args["op"].string, "If");
+      EXPECT_FALSE(e.args["timed"].boolean);
+    }
+  }
+  EXPECT_EQ(graphs, 3);
+  EXPECT_EQ(steps, 3);
+  std::remove(options.trace_path.c_str());
 }
 
 // A Loop with carried values only: v doubled plus the trip number, and a

@@ -126,6 +126,14 @@ TEST(CudaTraceTest, GraphReplaysAreOneEventListingTheirSteps) {
       EXPECT_EQ(e.args["backend"].string, "cuda");
       EXPECT_EQ(e.args["inputs"].array.empty(), false);
     }
+    // The graph's time is the device's (events around its launch).
+    for (const TraceEventView& g : graphs) {
+      EXPECT_EQ(g.args["clock"].string, "cuda_events");
+      EXPECT_GE(g.args["device_us"].number, 0);
+      EXPECT_GE(g.args["host_us"].number, 0);
+      EXPECT_NEAR(g.dur, g.args["device_us"].number, 0.0015);
+      EXPECT_NE(g.tid, runs[r].run.tid) << "on the device track";
+    }
     EXPECT_EQ(steps, kernels[r]) << "run " << r;
     EXPECT_EQ(listed, kernels[r]) << "run " << r;
     EXPECT_LE(dur_ns, Ns(runs[r].run.dur)) << "run " << r;
@@ -155,6 +163,21 @@ TEST(CudaTraceTest, StepsRunOneByOneHaveTheirEvents) {
   std::vector<RunEvents> runs = ByRun(options.trace_path);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(Count(runs[0], "step"), kernels);
+  // Device times: every step's from CUDA events, on the device track, in
+  // order without overlap, summing to within the run.
+  int64_t sum_ns = 0, last_end_ns = 0;
+  for (const TraceEventView& e : runs[0].inside) {
+    if (e.cat != "step") continue;
+    EXPECT_EQ(e.args["clock"].string, "cuda_events") << e.name;
+    EXPECT_GE(e.dur, 0) << e.name;
+    EXPECT_NEAR(e.dur, e.args["device_us"].number, 0.0015) << e.name;
+    EXPECT_GE(e.args["host_us"].number, 0) << e.name;
+    EXPECT_NE(e.tid, runs[0].run.tid) << e.name;
+    EXPECT_GE(Ns(e.ts) + 1, last_end_ns) << e.name;
+    last_end_ns = Ns(e.ts) + Ns(e.dur);
+    sum_ns += Ns(e.dur);
+  }
+  EXPECT_LE(sum_ns, Ns(runs[0].run.dur));
   EXPECT_EQ(Count(runs[0], "graph"), 0);
   std::vector<TraceEventView> segments;
   for (const TraceEventView& e : runs[0].inside) {
@@ -167,6 +190,30 @@ TEST(CudaTraceTest, StepsRunOneByOneHaveTheirEvents) {
     bool inside = false;
     for (const TraceEventView& s : segments) inside |= Inside(e, s);
     EXPECT_TRUE(inside) << e.name;
+  }
+  std::remove(options.trace_path.c_str());
+}
+
+// The same model traced on the CPU: host times on one track, no device
+// clock anywhere.
+TEST(CudaTraceTest, CpuTracesKeepTheHostClock) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  SessionOptions options;
+  options.device = Device::kCpu;
+  options.trace_path = TempPath("cpu.json");
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(model, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<float> x = testing::RandomF32(3 * 16, 1);
+  ASSERT_TRUE((*session)->Run({TensorView(DType::kF32, {3, 16}, x.data())}).ok());
+  const int64_t kernels = (*session)->stats().kernels_run;
+  session->reset();
+  std::vector<RunEvents> runs = ByRun(options.trace_path);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(Count(runs[0], "step"), kernels);
+  for (const TraceEventView& e : runs[0].inside) {
+    EXPECT_EQ(e.tid, runs[0].run.tid) << e.name;
+    EXPECT_FALSE(e.args.Has("clock")) << e.name;
+    EXPECT_FALSE(e.args.Has("device_us")) << e.name;
   }
   std::remove(options.trace_path.c_str());
 }

@@ -179,6 +179,27 @@ class CudaBackend : public runtime::Backend {
   // The session's dispatcher (grove tune forces variants through it).
   KernelDispatch& dispatch() { return *dispatch_; }
 
+  // Marks are events of the session's pool, recorded on its stream.
+  bool marks_stream() const override { return true; }
+  void ResetMarks() override {
+    marks_pool_.Reset();
+    marks_.clear();
+  }
+  absl::StatusOr<int> MarkStream() override {
+    absl::StatusOr<DeviceEvent*> e = marks_pool_.Take();
+    if (!e.ok()) return e.status();
+    if (absl::Status s = device_->RecordEvent(**e, stream_); !s.ok()) return s;
+    marks_.push_back(*e);
+    return static_cast<int>(marks_.size()) - 1;
+  }
+  absl::StatusOr<double> MarkedMicros(int from, int to) override {
+    const int n = static_cast<int>(marks_.size());
+    if (from < 0 || to < 0 || from >= n || to >= n) {
+      return absl::OutOfRangeError(absl::StrCat("MarkedMicros: marks ", from, " and ", to, " of ", n));
+    }
+    return device_->ElapsedMicros(*marks_[from], *marks_[to]);
+  }
+
   runtime::BackendCounters counters() const override {
     const DeviceCounts c = counting_->counts();
     return runtime::BackendCounters{c.allocations, c.synchronizations, c.device_to_host_copies,
@@ -189,6 +210,9 @@ class CudaBackend : public runtime::Backend {
   std::shared_ptr<CountingDevice> counting_;
   std::shared_ptr<ParamDevice> params_;  // over counting_
   std::shared_ptr<Device> device_;       // params_
+  // Trace marks: the pool's events and this run's, by number (MarkStream).
+  DeviceEventPool marks_pool_{device_.get()};
+  std::vector<DeviceEvent*> marks_;
   Stream stream_ = nullptr;
   bool own_stream_ = false;
   std::unique_ptr<KernelDispatch> dispatch_;

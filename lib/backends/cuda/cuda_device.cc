@@ -240,6 +240,16 @@ class CudaGraph final : public DeviceGraph {
   const int64_t nodes_;
 };
 
+struct CudaEvent final : DeviceEvent {
+  CudaEvent(int ordinal, cudaEvent_t e) : ordinal(ordinal), event(e) {}
+  ~CudaEvent() override {
+    cudaSetDevice(ordinal);
+    cudaEventDestroy(event);
+  }
+  const int ordinal;
+  cudaEvent_t event;
+};
+
 class CudaDevice final : public Device {
  public:
   static absl::StatusOr<std::unique_ptr<CudaDevice>> Open(int ordinal) {
@@ -591,6 +601,31 @@ class CudaDevice final : public Device {
     GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
     GROVE_CUDA_RETURN(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
     return absl::OkStatus();
+  }
+  // CUDA events with timing (cudaEventDefault), on this device.
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent() override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    cudaEvent_t e = nullptr;
+    GROVE_CUDA_RETURN(cudaEventCreateWithFlags(&e, cudaEventDefault), "cudaEventCreateWithFlags");
+    return std::unique_ptr<DeviceEvent>(new CudaEvent(ordinal_, e));
+  }
+  absl::Status RecordEvent(DeviceEvent& event, Stream stream) override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    GROVE_CUDA_RETURN(cudaEventRecord(static_cast<CudaEvent&>(event).event, static_cast<cudaStream_t>(stream)),
+                      "cudaEventRecord");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> ElapsedMicros(const DeviceEvent& start, const DeviceEvent& end) override {
+    GROVE_CUDA_RETURN(cudaSetDevice(ordinal_), "cudaSetDevice");
+    float ms = 0;
+    cudaError_t err = cudaEventElapsedTime(&ms, static_cast<const CudaEvent&>(start).event,
+                                           static_cast<const CudaEvent&>(end).event);
+    if (err == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return absl::FailedPreconditionError("ElapsedMicros: the stream has not passed the event yet");
+    }
+    GROVE_CUDA_RETURN(err, "cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1000.0;
   }
   DeviceStats stats() const override {
     DeviceStats s;

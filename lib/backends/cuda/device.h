@@ -196,6 +196,15 @@ class DeviceGraph {
   virtual int64_t bytes() const = 0;
 };
 
+// A point in a stream's work (a CUDA event) for timing on the device:
+// made by Device::CreateEvent, recorded by Device::RecordEvent (again and
+// again: each record moves it), read by Device::ElapsedMicros once the
+// stream has passed it; destroyed with this object.
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+};
+
 // A range of device addresses reserved once, whose start never moves, with
 // memory mapped into it from its start as it grows (CUDA's virtual memory
 // management: cuMemAddressReserve, then cuMemCreate + cuMemMap per growth).
@@ -346,6 +355,23 @@ class Device {
     return absl::UnimplementedError(absl::StrCat(Describe(), " has no conditional graph nodes"));
   }
 
+  // --- timing -------------------------------------------------------------
+  // Events (DeviceEvent): a GPU's are CUDA events, timed where the stream
+  // passes them; a device whose kernels run at launch (emulated, recording)
+  // takes the host clock when recorded. Recording while capturing a graph
+  // fails (and spoils the capture). ElapsedMicros: the microseconds from
+  // `start` to `end`, both recorded on one stream and passed by it
+  // (FailedPrecondition when one is not recorded or not passed yet).
+  virtual absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent() {
+    return absl::UnimplementedError(absl::StrCat(Describe(), " has no events"));
+  }
+  virtual absl::Status RecordEvent(DeviceEvent& event, Stream stream) {
+    return absl::UnimplementedError(absl::StrCat(Describe(), " has no events"));
+  }
+  virtual absl::StatusOr<double> ElapsedMicros(const DeviceEvent& start, const DeviceEvent& end) {
+    return absl::UnimplementedError(absl::StrCat(Describe(), " has no events"));
+  }
+
   virtual absl::StatusOr<Stream> CreateStream() = 0;
   virtual void DestroyStream(Stream stream) = 0;
   virtual absl::Status Synchronize(Stream stream) = 0;
@@ -403,6 +429,11 @@ class ForwardingDevice : public Device {
   absl::StatusOr<std::unique_ptr<DeviceGraph>> ComposeGraph(std::vector<GraphPiece> pieces, Stream stream) override {
     return device_->ComposeGraph(std::move(pieces), stream);
   }
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent() override { return device_->CreateEvent(); }
+  absl::Status RecordEvent(DeviceEvent& event, Stream stream) override { return device_->RecordEvent(event, stream); }
+  absl::StatusOr<double> ElapsedMicros(const DeviceEvent& start, const DeviceEvent& end) override {
+    return device_->ElapsedMicros(start, end);
+  }
   absl::StatusOr<Stream> CreateStream() override { return device_->CreateStream(); }
   void DestroyStream(Stream stream) override { device_->DestroyStream(stream); }
   absl::Status Synchronize(Stream stream) override { return device_->Synchronize(stream); }
@@ -410,6 +441,28 @@ class ForwardingDevice : public Device {
 
  protected:
   const std::shared_ptr<Device> device_;
+};
+
+// A session's events, reused from run to run: Take hands out the next
+// one (made on first need), Reset makes them all available again.
+class DeviceEventPool {
+ public:
+  explicit DeviceEventPool(Device* device) : device_(device) {}
+  absl::StatusOr<DeviceEvent*> Take() {
+    if (used_ == events_.size()) {
+      absl::StatusOr<std::unique_ptr<DeviceEvent>> e = device_->CreateEvent();
+      if (!e.ok()) return e.status();
+      events_.push_back(*std::move(e));
+    }
+    return events_[used_++].get();
+  }
+  void Reset() { used_ = 0; }
+  size_t made() const { return events_.size(); }
+
+ private:
+  Device* device_;
+  std::vector<std::unique_ptr<DeviceEvent>> events_;
+  size_t used_ = 0;
 };
 
 // Whether a CUDA device can be used here, and why not. Never fails: a

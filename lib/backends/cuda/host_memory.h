@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -177,6 +178,12 @@ class HostGraph final : public DeviceGraph {
   int64_t bytes_ = 0;
 };
 
+// An event of a device without a GPU: the host clock when recorded.
+struct HostEvent final : DeviceEvent {
+  std::chrono::steady_clock::time_point at;
+  bool recorded = false;
+};
+
 // The memory and stream methods of a Device (or of an interface derived
 // from it) whose memory is HostMemory.
 template <typename Base = Device>
@@ -233,6 +240,24 @@ class HostMemoryDevice : public Base {
     if (capturing() != nullptr) return Spoil("Synchronize");
     counters_.CountSynchronization();
     return absl::OkStatus();
+  }
+
+  // Events on the host clock: the work before a record has run by then.
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent() override {
+    return std::unique_ptr<DeviceEvent>(new HostEvent());
+  }
+  absl::Status RecordEvent(DeviceEvent& event, Stream) override {
+    if (capturing() != nullptr) return Spoil("RecordEvent");
+    auto& e = static_cast<HostEvent&>(event);
+    e.at = std::chrono::steady_clock::now();
+    e.recorded = true;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> ElapsedMicros(const DeviceEvent& start, const DeviceEvent& end) override {
+    const auto& a = static_cast<const HostEvent&>(start);
+    const auto& b = static_cast<const HostEvent&>(end);
+    if (!a.recorded || !b.recorded) return absl::FailedPreconditionError("ElapsedMicros: an event was not recorded");
+    return std::chrono::duration<double, std::micro>(b.at - a.at).count();
   }
 
   // Graphs: one capture at a time per thread (the session's), whatever the
