@@ -342,11 +342,13 @@ def _to_numpy(t: "_capi.Tensor") -> np.ndarray:
     dtype = _NUMPY_OF_GROVE.get(code)
     if dtype is not None:
         # The common case, kept short: it runs for every output of every run.
-        shape = tuple(t.dims[:t.rank])
+        # One ndarray over grove's buffer, then its copy (frombuffer + reshape
+        # made two views first).
+        shape = t.dims[:t.rank]
         nbytes = t.byte_size
         if nbytes == 0 or math.prod(shape) * dtype.itemsize != nbytes:
             return _to_numpy_slow(t)
-        return np.frombuffer((ctypes.c_char * nbytes).from_address(t.data), dtype).reshape(shape).copy()
+        return np.ndarray(shape, dtype, (ctypes.c_char * nbytes).from_address(t.data)).copy()
     return _to_numpy_slow(t)
 
 
