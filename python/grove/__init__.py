@@ -236,22 +236,13 @@ class CancelToken:
 
 # --- inputs -------------------------------------------------------------------
 
-class _Inputs:
-    """The grove_tensor_t array of one run and what keeps its memory alive:
-    NumPy arrays, string bytes, and the DLPack tensors to release after the
-    run (each deleter called exactly once, also when the run fails)."""
-
-    def __init__(self, n: int, array_type=None):
-        self.tensors = (array_type or (_capi.Tensor * n))()
-        self.keep: List[Any] = []
-        self.dlpack: List[Any] = []
-
-    def release(self) -> None:
-        dlpack, self.dlpack = self.dlpack, []
-        for managed in dlpack:
-            deleter = managed.contents.deleter
-            if deleter:
-                deleter(managed)
+def _release_dlpack(dlpack: List[Any]) -> None:
+    """Calls the deleter of each DLPack tensor a run took (exactly once, also
+    when the run failed)."""
+    for managed in dlpack:
+        deleter = managed.contents.deleter
+        if deleter:
+            deleter(managed)
 
 
 def _shape_of(t: "_capi.Tensor") -> Tuple[int, ...]:
@@ -311,7 +302,7 @@ def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep:
     slot.byte_size = nbytes
 
 
-def _fill_dlpack(slot: "_capi.Tensor", obj: Any, spec: TensorSpec, session: "Session", inputs: _Inputs) -> None:
+def _fill_dlpack(slot: "_capi.Tensor", obj: Any, spec: TensorSpec, session: "Session", dlpack: List[Any]) -> None:
     try:
         capsule = obj.__dlpack__()
     except Exception as e:  # the producer refused (a read-only or strided NumPy array, ...)
@@ -320,9 +311,9 @@ def _fill_dlpack(slot: "_capi.Tensor", obj: Any, spec: TensorSpec, session: "Ses
         raise _invalid(f"input '{spec.name}': __dlpack__() did not return an unconsumed 'dltensor' capsule")
     managed = ctypes.cast(_capi.capsule_get_pointer(capsule, b"dltensor"), ctypes.POINTER(_capi.DLManagedTensor))
     # The tensor is ours now (the protocol's rename); its deleter is called
-    # once, by _Inputs.release after the run, whatever happens.
+    # once, by _release_dlpack after the run, whatever happens.
     _capi.capsule_set_name(capsule, b"used_dltensor")
-    inputs.dlpack.append(managed)
+    dlpack.append(managed)
     status = _lib.grove_dlpack_view(session._handle, managed, ctypes.byref(slot))
     if status:
         try:
@@ -563,14 +554,15 @@ class Session:
         if self._not_tensor_input is not None:
             spec = self._not_tensor_input
             raise Error(_capi.STATUS_UNIMPLEMENTED, f"input '{spec.name}' is a {spec.kind}; the Python package runs tensor inputs only")
-        prepared = _Inputs(len(specs), self._inputs_type)
+        # The run's descriptors and what keeps their memory alive: NumPy arrays,
+        # string bytes, and the DLPack tensors to release after the run.
+        tensors, keep, dlpack = self._inputs_type(), [], []
         try:
-            tensors, keep = prepared.tensors, prepared.keep
             for i, value in enumerate(values):
                 if isinstance(value, np.ndarray):
                     _fill_numpy(tensors[i], value, specs[i], keep)
                 elif hasattr(value, "__dlpack__"):
-                    _fill_dlpack(tensors[i], value, specs[i], self, prepared)
+                    _fill_dlpack(tensors[i], value, specs[i], self, dlpack)
                 else:
                     # A list or Python scalar takes the input's dtype (an
                     # ndarray's dtype is the caller's choice, checked by grove).
@@ -581,8 +573,8 @@ class Session:
             if status:
                 _check(status)
         finally:
-            if prepared.dlpack:
-                prepared.release()
+            if dlpack:
+                _release_dlpack(dlpack)
         # The session's buffers stay valid until its next run: copy them out now.
         names = self._output_names
         if to_numpy:
