@@ -100,8 +100,14 @@ _GROVE_OF_NUMPY = {dt.newbyteorder("="): code for code, dt in _NUMPY_OF_GROVE.it
 _GROVE_OF_NATIVE_NUMPY = {dt: code for code, dt in _NUMPY_OF_GROVE.items() if dt.isnative}
 
 
+_DTYPE_NAMES: Dict[int, str] = {}
+
+
 def _dtype_name(code: int) -> str:
-    return _lib.grove_dtype_name(code).decode()
+    name = _DTYPE_NAMES.get(code)
+    if name is None:  # asked of the library once per dtype (a model's specs ask per tensor)
+        name = _DTYPE_NAMES[code] = _lib.grove_dtype_name(code).decode()
+    return name
 
 
 def _numpy_dtype(code: int):
