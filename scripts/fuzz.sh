@@ -32,6 +32,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Sanitize \
     -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only" \
     -DGROVE_SANITIZE=address,undefined -DGROVE_BUILD_BENCHMARKS=OFF -DGROVE_BUILD_SHARED=OFF \
+    -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=lld \
     -DGROVE_BUILD_FUZZERS=ON >/dev/null
 fi
 # GROVE_FUZZ_NO_BUILD=1: run the fuzzers as built (while that build dir is busy).

@@ -6,7 +6,7 @@ packages=(cmake make g++ pkg-config libabsl-dev libflatbuffers-dev flatbuffers-c
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata libdlpack-dev
           python3 python3-venv  # ctest python.package (its venv pip-installs numpy and pytest)
           libpython3.11  # ctest examples.triton: the wheel's Python backend stub embeds Debian 12's libpython (2 MB)
-          clang libclang-rt-14-dev binutils)  # the sanitizer and fuzz builds (clang's runtimes, readelf)
+          clang libclang-rt-14-dev lld binutils)  # the sanitizer and fuzz builds (clang's runtimes, its linker, readelf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
