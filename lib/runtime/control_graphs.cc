@@ -434,33 +434,4 @@ absl::StatusOr<bool> Executor::ComposeAndLaunch(PlanInstance& inst, size_t s, Se
   return true;
 }
 
-SegmentGraph& Executor::ControlGraph(PlanInstance& inst, size_t s) {
-  if (inst.control_graphs.size() != inst.plan->steps().size()) inst.control_graphs.resize(inst.plan->steps().size());
-  std::unique_ptr<SegmentGraph>& held = inst.control_graphs[s];
-  if (held == nullptr) held = std::make_unique<SegmentGraph>();
-  return *held;
-}
-
-bool Executor::HostDriven(SegmentGraph& g, const ir::Node& node, absl::string_view reads, absl::string_view why) {
-  for (SegmentGraph::Variant& v : g.variants) v.held.reset();
-  g.no_graph = std::string(why);
-  if (Logs(options_, LogLevel::kDebug)) {
-    Log(options_, LogLevel::kDebug, absl::StrCat(node.Describe(), " runs host-driven (", reads, "): ", why));
-  }
-  return false;
-}
-
-std::string Executor::UncapturableBody(const PlanInstance& body) const {
-  for (const PlanStep& st : body.plan->steps()) {
-    if (st.outputs_empty) continue;
-    if (st.segment < 0) {
-      return absl::StrCat("has a step that needs the host (", st.node->Describe(), ": ", st.host_reason, ")");
-    }
-    if (!st.prepared_at_plan && st.prepare != nullptr) {
-      return absl::StrCat("has a step prepared when it runs (", st.node->Describe(), ")");
-    }
-  }
-  return "";
-}
-
 }  // namespace grove::runtime
