@@ -264,6 +264,14 @@ std::string CaseBaseName(const std::string& dir) {
   return p.filename().string();
 }
 
+// Whether two --case arguments name one directory (a second pass over it).
+bool SameDirectory(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  // Not there (the run then fails on reading it): compare the paths.
+  return std::filesystem::absolute(a, ec).lexically_normal() == std::filesystem::absolute(b, ec).lexically_normal();
+}
+
 // One set of inputs: a case directory's, or the --input files'.
 struct InputSet {
   std::string case_dir;  // "" for --input
@@ -382,12 +390,14 @@ int RunMain(absl::Span<const std::string> argv) {
   const bool json = args.Has("json");
   const std::string output_dir = args.Has("output-dir") ? args.Values("output-dir")[0] : std::string();
   if (args.Has("output-dir")) {
-    // Each case writes OUTDIR/BASENAME/: two cases with one base name would
-    // overwrite each other.
+    // Each case writes OUTDIR/BASENAME/: two directories with one base name
+    // would overwrite each other. One directory given again (a second pass
+    // over the same inputs) writes its subdirectory again, the last run's
+    // outputs winning.
     std::map<std::string, std::string> seen;  // base name -> case dir
     for (const std::string& dir : case_dirs) {
       auto [it, inserted] = seen.emplace(CaseBaseName(dir), dir);
-      if (!inserted) {
+      if (!inserted && !SameDirectory(it->second, dir)) {
         return UsageError(absl::StrCat("--case ", it->second, " and --case ", dir, " have the same base name '",
                                        it->first, "' and would write the same --output-dir subdirectory"));
       }

@@ -203,6 +203,15 @@ expect_fail 2 "--case and --input do not go together" \
 expect_fail 2 "--case .*/cases/a and --case .*/other/a have the same base name 'a'" \
   "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/other/a" --output-dir "$TEST_TMP/dup_out"
 [ -e "$TEST_TMP/dup_out" ] && fail "same base names still wrote $TEST_TMP/dup_out"
+# One directory given twice (a second pass, as "twice over" checks run) is not
+# two directories with one base name: both runs go, its subdirectory is written.
+if expect_ok "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --case "$TEST_TMP/cases/b" \
+    --case "$TEST_TMP/cases/a/" --case "$TEST_TMP/cases/../cases/b" --output-dir "$TEST_TMP/twice_out" --json; then
+  json_check '
+assert [x["case"].rstrip("/").split("/")[-1] for x in d["runs"]] == ["a", "b", "a", "b"], d'
+  [ -s "$TEST_TMP/twice_out/a/y.npy" ] && [ -s "$TEST_TMP/twice_out/b/y.npy" ] ||
+    fail "a case given twice did not write its outputs"
+fi
 expect_fail 2 "--case wants a directory, not ''" "$G" run "$MODELS/mlp.grove" --case ""
 expect_fail 2 "--case needs a value" "$G" run "$MODELS/mlp.grove" --case
 expect_fail 2 "--json takes no value" "$G" run "$MODELS/mlp.grove" --case "$TEST_TMP/cases/a" --json=yes
