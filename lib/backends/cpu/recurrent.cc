@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/common/prepared.h"
@@ -18,6 +19,7 @@
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/recurrent_lstm.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/recurrent_attrs.h"
 
@@ -87,7 +89,7 @@ void Activate(const Activation& act, bool has_clip, double clip, T* v, int64_t n
 
 template <typename T>
 absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims,
-                          const std::vector<int64_t>& lengths) {
+                          absl::Span<const int64_t> lengths) {
   const RecurrentKind kind = a.kind;
   const int64_t gates = ir::GateCount(kind);
   const int64_t h = dims.hidden, batch = dims.batch, seq = dims.seq;
@@ -231,10 +233,12 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   return absl::OkStatus();
 }
 
-// What the prepare made: the node's attributes and dims, and the oneDNN
-// step when oneDNN takes the node.
+// What the prepare made: the node's attributes and dims, grove's fused LSTM
+// when it takes the node, and the oneDNN step when oneDNN takes it (for the
+// runs the fused LSTM leaves: a W, R, B or P that is not the one packed).
 struct RecurrentParams {
   backends::RecurrentCall call;
+  std::shared_ptr<const LstmKernel> lstm;
   std::shared_ptr<OneDnnRecurrentStep> onednn;
 };
 
@@ -244,14 +248,16 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   if (!call.ok()) return call.status();
   RecurrentParams p;
   p.call = *std::move(call);
-  WorkspaceLayout layout;
+  // The two paths are alternatives of one run: their scratch overlaps.
+  WorkspaceLayout layout, lstm_layout;
   if (ctx.input(0).dtype == DType::kF32) {
+    p.lstm = PrepareLstmKernel(ctx, p.call.attrs, p.call.dims, &lstm_layout);
     absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> step =
         PrepareOneDnnRecurrent(ctx, p.call.attrs, p.call.dims, &layout);
     if (!step.ok()) return step.status();
     p.onednn = *std::move(step);
   }
-  return backends::MakePrepared(std::move(p), layout.bytes());
+  return backends::MakePrepared(std::move(p), std::max(layout.bytes(), lstm_layout.bytes()));
 }
 
 template <RecurrentKind kKind>
@@ -264,7 +270,7 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
   const int64_t gates = ir::GateCount(kKind);
   const int64_t h = dims.hidden;
 
-  std::vector<int64_t> lengths(static_cast<size_t>(dims.batch), dims.seq);
+  absl::InlinedVector<int64_t, 16> lengths(static_cast<size_t>(dims.batch), dims.seq);
   bool full_lengths = true;  // every sequence runs to the end
   if (ctx.has_input(4)) {
     const TensorView& sl = ctx.input(4);
@@ -284,6 +290,7 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
 
   if (absl::Status s = backends::CheckRecurrentOutputs(ctx, dims); !s.ok()) return s;
 
+  if (p->lstm != nullptr && full_lengths && RunLstmKernel(*p->lstm, ctx)) return absl::OkStatus();
   if (p->onednn != nullptr && full_lengths) {
     absl::StatusOr<bool> ran = RunOneDnnRecurrent(*p->onednn, ctx);
     if (!ran.ok()) return ran.status();

@@ -1,0 +1,79 @@
+// grove's own f32 LSTM for the small layers oneDNN's RNN primitive is slow
+// on (a time step of a 32-unit layer costs oneDNN 2.6 about 1 us, most of it
+// fixed overhead): per direction, W, R, both biases and the peepholes are
+// packed once by the prepare into gate-major rows ([I][4 Hp], [H][4 Hp],
+// Hp = H rounded up to 8), so that the input projection of every step is one
+// pass of 8-lane FMAs over the packed W, and each time step is one GEMV of
+// H_{t-1} with the packed R (the four gates fused) followed by the gates'
+// sigmoid and tanh on 8 lanes at a time (rational tanh, sigmoid(x) = 1/2 +
+// tanh(x/2)/2, within 3e-7 of libm's). Every sequence runs to the end: a run
+// whose sequence_lens has a shorter one takes the reference kernel (as with
+// oneDNN, so that such a run gives the reference kernel's bytes). Runs on
+// the calling thread: a time step is a few hundred nanoseconds, less than a
+// fork-join of the intra-op threads.
+//
+// Taken for f32 LSTMs with the default activations (Sigmoid, Tanh, Tanh), no
+// clip, no input_forget, weights the prepare can read, on a CPU with AVX2 and
+// FMA, when the layer is small enough that the fused loop beats oneDNN
+// (LstmKernelTakes).
+//
+//   WorkspaceLayout layout;                                               // prepare
+//   std::shared_ptr<const LstmKernel> k = PrepareLstmKernel(ctx, attrs, dims, &layout);
+//   ...
+//   if (k != nullptr && full_lengths && RunLstmKernel(*k, ctx)) return absl::OkStatus();  // invoke
+#ifndef GROVE_LIB_BACKENDS_CPU_RECURRENT_LSTM_H_
+#define GROVE_LIB_BACKENDS_CPU_RECURRENT_LSTM_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "lib/backends/common/recurrent_checks.h"
+#include "lib/backends/cpu/workspace_layout.h"
+#include "lib/ir/op_registry.h"
+#include "lib/ir/ops/recurrent_attrs.h"
+
+namespace grove::cpu {
+
+// Which LSTMs kernels prepared from now on give the fused kernel: kAuto
+// (the default) those LstmKernelTakes picks, kAlways every one it can run
+// (benchmarks find the crossover with it), kOff none (GROVE_CPU_LSTM_KERNEL=0
+// in the environment, read once; tests and benchmarks compare the paths in
+// one process with SetLstmKernelMode).
+enum class LstmKernelMode { kOff, kAuto, kAlways };
+LstmKernelMode GetLstmKernelMode();
+void SetLstmKernelMode(LstmKernelMode mode);
+
+class ScopedLstmKernel {
+ public:
+  explicit ScopedLstmKernel(LstmKernelMode mode) : before_(GetLstmKernelMode()) { SetLstmKernelMode(mode); }
+  ~ScopedLstmKernel() { SetLstmKernelMode(before_); }
+  ScopedLstmKernel(const ScopedLstmKernel&) = delete;
+  ScopedLstmKernel& operator=(const ScopedLstmKernel&) = delete;
+
+ private:
+  LstmKernelMode before_;
+};
+
+// Whether the fused loop is the faster choice for these dims (measured
+// against oneDNN 2.6 on a Xeon with AVX-512; see the .cc).
+bool LstmKernelTakes(const backends::RecurrentDims& dims);
+
+class LstmKernel;
+
+// The packed weights of an LSTM node, or nullptr when the kernel does not
+// take it (see above). Adds the run's scratch to `layout`.
+std::shared_ptr<const LstmKernel> PrepareLstmKernel(const ir::KernelContext& ctx, const ir::RecurrentAttrs& attrs,
+                                                    const backends::RecurrentDims& dims, WorkspaceLayout* layout);
+
+// Runs the node on ctx's inputs, outputs and workspace, every sequence to
+// the end. False, with nothing written, when a weight is not the one the
+// prepare packed.
+bool RunLstmKernel(const LstmKernel& kernel, const ir::KernelContext& ctx);
+
+// How many LstmKernels prepares have made in this process (tests check which
+// path a node took with it).
+int64_t LstmKernelsMade();
+
+}  // namespace grove::cpu
+
+#endif  // GROVE_LIB_BACKENDS_CPU_RECURRENT_LSTM_H_

@@ -1,0 +1,361 @@
+// grove's fused f32 LSTM (lib/backends/cpu/recurrent_lstm.h) against the
+// reference kernel, both run in this process (cpu::ScopedLstmKernel and
+// cpu::ScopedOneDnn pick the path; the reference kernel is checked against
+// the ONNX equations in recurrent_test.cc): every direction and layout, with
+// and without bias, initial states (h only, c only, both) and peepholes,
+// hidden sizes that fill 8 lanes and ones that do not, seq and batch 1, odd
+// batches (the GEMV's last single row), omitted outputs, sequence_lens (all
+// full: the fused kernel; shorter: the reference kernel's bytes), a model
+// whose weights the prepare packs and one whose W is an input (not packed:
+// another path), and what the kernel does not take.
+//
+// Tolerance: the fused kernel's sigmoid and tanh are within 3e-7 of libm's
+// and it sums the products in another order; the difference over 128 steps
+// stays far below 1e-5 + 1e-4 |ref| (recurrent_test's bound against the
+// double reference).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "grove/grove.h"
+#include "gtest/gtest.h"
+#include "lib/backends/cpu/cpu_features.h"
+#include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/recurrent_lstm.h"
+#include "test/op_test_util.h"
+#include "test/recurrent_test_util.h"
+
+namespace grove {
+namespace {
+
+using testing::MakeTensor;
+using testing::RunOp;
+using Shape = std::vector<int64_t>;
+
+struct Case : testing::RecurrentSpec {
+  std::vector<int64_t> lengths;  // empty: no sequence_lens
+  int num_outputs = 3;
+
+  std::string Describe() const {
+    return absl::StrCat(direction, " layout ", layout, " seq ", seq, " batch ", batch, " input ", input, " hidden ",
+                        hidden, " bias ", bias, " h0 ", initial_h, " c0 ", initial_c, " P ", peephole, " acts [",
+                        absl::StrJoin(activations, ","), "] clip ", clip, " lens [", absl::StrJoin(lengths, ","),
+                        "] outputs ", num_outputs);
+  }
+};
+
+std::vector<float> Random(int64_t n, std::mt19937& rng, float scale) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct Tensors {
+  Tensor x, w, r, b, lens, h0, c0, p;
+};
+
+Tensors MakeInputs(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t nd = c.dirs(), h = c.hidden;
+  const Shape state = c.layout == 0 ? Shape{nd, c.batch, h} : Shape{c.batch, nd, h};
+  Tensors t;
+  t.x = MakeTensor<float>(DType::kF32, c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input},
+                          Random(c.seq * c.batch * c.input, rng, 1.0f));
+  t.w = MakeTensor<float>(DType::kF32, {nd, 4 * h, c.input}, Random(nd * 4 * h * c.input, rng, 0.6f));
+  t.r = MakeTensor<float>(DType::kF32, {nd, 4 * h, h}, Random(nd * 4 * h * h, rng, 0.6f));
+  t.b = MakeTensor<float>(DType::kF32, {nd, 8 * h}, Random(nd * 8 * h, rng, 0.5f));
+  t.lens = MakeTensor<int64_t>(DType::kI64, {c.batch}, c.lengths);
+  t.h0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
+  t.c0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
+  t.p = MakeTensor<float>(DType::kF32, {nd, 3 * h}, Random(nd * 3 * h, rng, 0.5f));
+  return t;
+}
+
+std::vector<const Tensor*> Inputs(const Case& c, const Tensors& t) {
+  std::vector<const Tensor*> v = {&t.x, &t.w, &t.r, c.bias ? &t.b : nullptr, c.lengths.empty() ? nullptr : &t.lens,
+                                  c.initial_h ? &t.h0 : nullptr, c.initial_c ? &t.c0 : nullptr,
+                                  c.peephole ? &t.p : nullptr};
+  while (v.back() == nullptr) v.pop_back();
+  return v;
+}
+
+// The case through the fused kernel when `fused` (in `mode`; oneDNN off, so
+// that a run the kernel leaves goes to the reference kernel), else the
+// reference kernel; `made` gets the fused kernels its prepare made.
+absl::StatusOr<std::vector<Tensor>> RunCase(bool fused, const Case& c, const Tensors& t, int64_t* made = nullptr,
+                                            cpu::LstmKernelMode mode = cpu::LstmKernelMode::kAuto) {
+  cpu::ScopedLstmKernel lstm(fused ? mode : cpu::LstmKernelMode::kOff);
+  cpu::ScopedOneDnn onednn(false);
+  const int64_t before = cpu::LstmKernelsMade();
+  absl::StatusOr<std::vector<Tensor>> out = RunOp("LSTM", Inputs(c, t), testing::RecurrentAttrs(c), c.num_outputs);
+  if (made != nullptr) *made = cpu::LstmKernelsMade() - before;
+  return out;
+}
+
+void ExpectClose(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const float* g = got.as<float>();
+  const float* w = want.as<float>();
+  int reported = 0;
+  for (int64_t i = 0; i < got.view().num_elements(); ++i) {
+    const double bound = 1e-5 + 1e-4 * std::fabs(w[i]);
+    if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= bound) && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", the reference " << w[i];
+    }
+  }
+}
+
+// The fused kernel takes the case (`taken`) or leaves it, and either way
+// gives the reference kernel's outputs.
+void ExpectPath(const Case& c, bool taken, uint32_t seed = 1,
+                cpu::LstmKernelMode mode = cpu::LstmKernelMode::kAuto) {
+  SCOPED_TRACE(c.Describe());
+  const Tensors t = MakeInputs(c, seed);
+  int64_t made = 0;
+  absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, t, &made, mode);
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, t);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(made, taken ? 1 : 0);
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) ExpectClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
+}
+
+class LstmKernelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu::UseAvx2Kernels()) GTEST_SKIP() << "the fused LSTM needs AVX2 and FMA";
+  }
+};
+
+TEST_F(LstmKernelTest, EveryDirectionLayoutBiasAndState) {
+  for (const char* direction : {"forward", "reverse", "bidirectional"}) {
+    for (int64_t layout : {0, 1}) {
+      // 0: nothing, 1: bias, 2: bias + h0, 3: h0 + c0 + P, 4: c0 + P, 5: all
+      for (int extras = 0; extras < 6; ++extras) {
+        Case c;
+        c.direction = direction;
+        c.layout = layout;
+        c.seq = 5;
+        c.batch = 3;
+        c.input = 4;
+        c.hidden = 6;
+        c.bias = extras == 1 || extras == 2 || extras == 5;
+        c.initial_h = extras == 2 || extras == 3 || extras == 5;
+        c.initial_c = extras >= 3;
+        c.peephole = extras >= 3;
+        ExpectPath(c, true, static_cast<uint32_t>(extras * 7 + layout));
+      }
+    }
+  }
+}
+
+TEST_F(LstmKernelTest, EdgeShapes) {
+  const std::vector<std::vector<int64_t>> shapes = {// seq, batch, input, hidden
+                                                    {1, 1, 1, 1},    {1, 4, 3, 2},    {9, 1, 2, 17},
+                                                    {3, 2, 33, 9},   {16, 5, 8, 32},  {7, 3, 5, 8},
+                                                    {4, 2, 3, 24},   {6, 1, 7, 40},   {128, 1, 16, 32},
+                                                    {64, 4, 32, 32}, {3, 16, 9, 128}, {2, 7, 1, 16}};
+  for (const std::vector<int64_t>& s : shapes) {
+    for (const char* direction : {"forward", "bidirectional"}) {
+      Case c;
+      c.seq = s[0];
+      c.batch = s[1];
+      c.input = s[2];
+      c.hidden = s[3];
+      c.direction = direction;
+      c.bias = c.initial_h = c.initial_c = c.peephole = true;
+      c.layout = s[1] % 2;
+      ExpectPath(c, true);
+    }
+  }
+}
+
+TEST_F(LstmKernelTest, OmittedOutputs) {
+  for (int outputs : {1, 2}) {
+    Case c;
+    c.direction = "bidirectional";
+    c.layout = 1;
+    c.bias = c.initial_h = true;
+    c.num_outputs = outputs;
+    ExpectPath(c, true);
+  }
+}
+
+// The same outputs as written by the reference kernel, byte for byte.
+void ExpectSameBytes(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].view().num_elements(), want[i].view().num_elements());
+    EXPECT_EQ(std::memcmp(got[i].as<float>(), want[i].as<float>(),
+                          static_cast<size_t>(got[i].view().num_elements()) * sizeof(float)),
+              0)
+        << "output " << i;
+  }
+}
+
+TEST_F(LstmKernelTest, SequenceLensRunsTheReferenceUnlessFull) {
+  Case c;
+  c.seq = 5;
+  c.batch = 4;
+  c.direction = "bidirectional";
+  c.bias = c.initial_h = c.initial_c = true;
+  c.lengths = {5, 5, 5, 5};
+  ExpectPath(c, true);
+  c.lengths = {5, 2, 0, 3};
+  SCOPED_TRACE(c.Describe());
+  const Tensors t = MakeInputs(c, 3);
+  int64_t made = 0;
+  absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, t, &made);
+  absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, t);
+  ASSERT_TRUE(got.ok() && want.ok());
+  EXPECT_EQ(made, 1);  // made, not run
+  ExpectSameBytes(*got, *want);
+}
+
+TEST_F(LstmKernelTest, WhatTheKernelDoesNotTake) {
+  Case clip;
+  clip.clip = 0.5;
+  clip.bias = true;
+  ExpectPath(clip, false);
+  Case input_forget;
+  input_forget.input_forget = true;
+  ExpectPath(input_forget, false);
+  Case acts;
+  acts.activations = {"HardSigmoid", "Tanh", "Tanh"};
+  ExpectPath(acts, false);
+  // Layers oneDNN runs faster: the fused kernel only when asked for always.
+  Case large;
+  large.hidden = 256;
+  large.input = 8;
+  ExpectPath(large, false);
+  ExpectPath(large, true, 1, cpu::LstmKernelMode::kAlways);
+  Case wide;
+  wide.batch = 64;
+  ExpectPath(wide, false);
+  ExpectPath(wide, true, 1, cpu::LstmKernelMode::kAlways);
+
+  // f64 and GRU: other kernels, nothing made.
+  Case c;
+  const Tensors t = MakeInputs(c, 4);
+  auto widen = [](const Tensor& f) {
+    const float* p = f.as<float>();
+    return MakeTensor<double>(DType::kF64, f.shape(), std::vector<double>(p, p + f.view().num_elements()));
+  };
+  const Tensor x = widen(t.x), w = widen(t.w), r = widen(t.r);
+  cpu::ScopedLstmKernel scope(cpu::LstmKernelMode::kAlways);
+  const int64_t before = cpu::LstmKernelsMade();
+  ASSERT_TRUE(RunOp("LSTM", {&x, &w, &r}, testing::RecurrentAttrs(c), 2).ok());
+  const Tensor gw = MakeTensor<float>(DType::kF32, {1, 3 * c.hidden, c.input},
+                                      std::vector<float>(static_cast<size_t>(3 * c.hidden * c.input), 0.1f));
+  const Tensor gr = MakeTensor<float>(DType::kF32, {1, 3 * c.hidden, c.hidden},
+                                      std::vector<float>(static_cast<size_t>(3 * c.hidden * c.hidden), 0.1f));
+  Case gru = c;
+  gru.op = "GRU";
+  ASSERT_TRUE(RunOp("GRU", {&t.x, &gw, &gr}, testing::RecurrentAttrs(gru), 2).ok());
+  EXPECT_EQ(cpu::LstmKernelsMade(), before);
+}
+
+std::vector<uint8_t> Bytes(const Tensor& t) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(t.view().num_elements()) * sizeof(float));
+  std::memcpy(bytes.data(), t.as<float>(), bytes.size());
+  return bytes;
+}
+
+// A model's LSTM (Y omitted, W, R, B and P weights the prepare packs) run at
+// several sequence lengths through one session, and the same LSTM with W a
+// model input, which the prepare cannot pack.
+absl::StatusOr<std::vector<float>> RunModel(bool fused, bool w_is_input, const Case& c, const Tensors& t,
+                                            int64_t* made) {
+  cpu::ScopedLstmKernel lstm(fused ? cpu::LstmKernelMode::kAuto : cpu::LstmKernelMode::kOff);
+  cpu::ScopedOneDnn onednn(false);
+  const int64_t before = cpu::LstmKernelsMade();
+  const int64_t h = c.hidden, nd = c.dirs();
+  ModelBuilder builder;
+  builder.AddSymbol("seq", 1, 64);
+  builder.AddInput("x", DType::kF32, {"seq", c.batch, c.input});
+  if (w_is_input) {
+    builder.AddInput("w", DType::kF32, {nd, 4 * h, c.input});
+  } else {
+    builder.AddWeight("w", DType::kF32, {nd, 4 * h, c.input}, Bytes(t.w));
+  }
+  builder.AddWeight("r", DType::kF32, {nd, 4 * h, h}, Bytes(t.r));
+  builder.AddWeight("b", DType::kF32, {nd, 8 * h}, Bytes(t.b));
+  builder.AddWeight("p", DType::kF32, {nd, 3 * h}, Bytes(t.p));
+  builder.AddOp("LSTM", {"x", "w", "r", "b", "", "", "", "p"}, {"", "y_h", "y_c"},
+                {{"hidden_size", h}, {"direction", std::string(c.direction)}});
+  builder.AddOutput("y_h");
+  builder.AddOutput("y_c");
+  absl::StatusOr<std::vector<uint8_t>> bytes = builder.Finish();
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(*bytes);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, {});
+  if (!session.ok()) return session.status();
+  std::vector<float> all;
+  for (int64_t seq : {int64_t{1}, c.seq, int64_t{2}, c.seq}) {
+    std::vector<TensorView> inputs = {TensorView(DType::kF32, {seq, c.batch, c.input}, t.x.as<float>())};
+    if (w_is_input) inputs.push_back(TensorView(DType::kF32, t.w.shape(), const_cast<float*>(t.w.as<float>())));
+    absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(inputs);
+    if (!out.ok()) return out.status();
+    for (const TensorView& v : *out) {
+      const float* p = v.as<const float>();
+      all.insert(all.end(), p, p + v.num_elements());
+    }
+  }
+  *made = cpu::LstmKernelsMade() - before;
+  return all;
+}
+
+TEST_F(LstmKernelTest, ModelWithYOmitted) {
+  Case c;
+  c.seq = 6;
+  c.batch = 3;
+  c.hidden = 12;
+  c.direction = "bidirectional";
+  const Tensors t = MakeInputs(c, 5);
+  for (bool w_is_input : {false, true}) {
+    SCOPED_TRACE(w_is_input ? "W an input" : "W a weight");
+    int64_t made = 0, made_reference = 0;
+    absl::StatusOr<std::vector<float>> got = RunModel(true, w_is_input, c, t, &made);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<std::vector<float>> want = RunModel(false, w_is_input, c, t, &made_reference);
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_EQ(made, w_is_input ? 0 : 3);  // one plan per sequence length
+    EXPECT_EQ(made_reference, 0);
+    ASSERT_EQ(got->size(), want->size());
+    for (size_t i = 0; i < got->size(); ++i) {
+      EXPECT_NEAR((*got)[i], (*want)[i], 1e-5 + 1e-4 * std::fabs((*want)[i])) << "at " << i;
+    }
+  }
+}
+
+// Large pre-activations saturate the gates: the fused kernel's sigmoid and
+// tanh at +-1 (and 0) must agree with libm's there too.
+TEST_F(LstmKernelTest, SaturatedGates) {
+  Case c;
+  c.seq = 8;
+  c.batch = 2;
+  c.hidden = 16;
+  c.bias = c.initial_h = c.initial_c = true;
+  const Tensors t = MakeInputs(c, 9);
+  Tensors big = t;
+  std::vector<float> x(t.x.as<float>(), t.x.as<float>() + t.x.view().num_elements());
+  for (float& v : x) v *= 40.0f;
+  big.x = MakeTensor<float>(DType::kF32, t.x.shape(), x);
+  absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, big);
+  absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, big);
+  ASSERT_TRUE(got.ok() && want.ok());
+  for (size_t i = 0; i < got->size(); ++i) ExpectClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
+}
+
+}  // namespace
+}  // namespace grove
