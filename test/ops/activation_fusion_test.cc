@@ -338,6 +338,69 @@ TEST(ActivationFusionTest, MatMulAddBiasAndActivationAreOneStep) {
   }
 }
 
+// x [2, 5, 32] -> MatMul -> Add(bias) -> h -> the exact GELU written out as
+// PyTorch exports nn.GELU() before opset 20: Div(h, sqrt 2) (or Mul by
+// 1 / sqrt 2), Erf, Add 1, and h, 0.5 and that sum multiplied in the
+// grouping `form` names ("x*(half*sum)", "(x*half)*sum", "(x*sum)*half").
+// `divisor` replaces sqrt 2; with `expose`, h is an output too.
+std::shared_ptr<const Model> MatMulErfGelu(const std::string& form, bool mul_by_inverse, float divisor, bool expose) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {2, 5, 32});
+  b.AddWeight("w", DType::kF32, {32, 24}, RandomValues(32 * 24, 31, 0.5f));
+  b.AddWeight("bias", DType::kF32, {24}, RandomValues(24, 32));
+  b.AddWeight("root2", DType::kF32, {}, std::vector<float>{mul_by_inverse ? 1.0f / divisor : divisor});
+  b.AddWeight("one", DType::kF32, {}, std::vector<float>{1.0f});
+  b.AddWeight("half", DType::kF32, {1}, std::vector<float>{0.5f});
+  b.AddOp("MatMul", {"x", "w"}, {"m"}, {}, "fc");
+  b.AddOp("Add", {"m", "bias"}, {"h"}, {}, "bias_add");
+  b.AddOp(mul_by_inverse ? "Mul" : "Div", {"h", "root2"}, {"scaled"}, {}, "div");
+  b.AddOp("Erf", {"scaled"}, {"erf"}, {}, "erf");
+  b.AddOp("Add", {"one", "erf"}, {"sum"}, {}, "add1");
+  if (form == "x*(half*sum)") {
+    b.AddOp("Mul", {"half", "sum"}, {"p"}, {}, "mul_a");
+    b.AddOp("Mul", {"h", "p"}, {"y"}, {}, "mul_b");
+  } else if (form == "(x*half)*sum") {
+    b.AddOp("Mul", {"h", "half"}, {"p"}, {}, "mul_a");
+    b.AddOp("Mul", {"sum", "p"}, {"y"}, {}, "mul_b");
+  } else {
+    b.AddOp("Mul", {"sum", "h"}, {"p"}, {}, "mul_a");
+    b.AddOp("Mul", {"p", "half"}, {"y"}, {}, "mul_b");
+  }
+  b.AddOutput("y");
+  if (expose) b.AddOutput("h");
+  return Model::LoadFromBuffer(*b.Finish()).value();
+}
+
+TEST(ActivationFusionTest, WrittenOutErfGeluIsOneGeluPostOp) {
+  const Shape x_shape = {2, 5, 32};
+  const Tensor x = testing::MakeTensor<float>(DType::kF32, x_shape, RandomValues(testing::Count(x_shape), 33, 2));
+  const std::vector<std::string> unfused_ops = {"MatMul+Add", "Div", "Erf", "Add", "Mul", "Mul"};
+  for (const std::string form : {"x*(half*sum)", "(x*half)*sum", "(x*sum)*half"}) {
+    for (bool inverse : {false, true}) {
+      const std::string what = absl::StrCat(form, inverse ? ", Mul by 1/sqrt 2" : ", Div by sqrt 2");
+      std::shared_ptr<const Model> model = MatMulErfGelu(form, inverse, std::sqrt(2.0f), false);
+      std::vector<std::string> nodes;
+      EXPECT_EQ(PlannedOps(*model, {x_shape}, true, &nodes), std::vector<std::string>{"MatMul+Add+Gelu"}) << what;
+      if (!nodes.empty()) {
+        EXPECT_EQ(nodes[0], "fused(fc+bias_add+gelu(div+erf+add1+mul_a+mul_b))") << what;
+      }
+      // Against the chain as the reference kernels compute it (oneDNN off:
+      // nothing fused), and the same model with h exposed (the chain
+      // unfused after oneDNN's MatMul+Add).
+      std::vector<std::string> exposed_ops = unfused_ops;
+      if (inverse) exposed_ops[1] = "Mul";
+      std::shared_ptr<const Model> exposed = MatMulErfGelu(form, inverse, std::sqrt(2.0f), true);
+      EXPECT_EQ(PlannedOps(*exposed, {x_shape}, true), exposed_ops) << what;
+      const Tensor y_fused = RunOnce(model, x, true);
+      ExpectNear(y_fused, RunOnce(exposed, x, true), kActivationTolerance, kActivationTolerance, what + " vs unfused");
+      ExpectNear(y_fused, RunOnce(model, x, false), 1e-5, 1e-5, what + " vs reference");
+    }
+  }
+  // Another divisor is no GELU: the steps stay.
+  std::shared_ptr<const Model> other = MatMulErfGelu("x*(half*sum)", false, 2.0f, false);
+  EXPECT_EQ(PlannedOps(*other, {x_shape}, true), unfused_ops);
+}
+
 // A bias written by a step after the MatMul (here computed from the input
 // after it) cannot be read by the fused step, which runs where the MatMul
 // did: the Add stays.

@@ -93,6 +93,72 @@ void FuseActivations(runtime::PlanGraph& plan) {
   auto sole_consumer = [&](int v, size_t s) {
     return f32_arena(v) && uses[v] == 1 && consumer[v] > static_cast<int>(s) ? consumer[v] : -1;
   };
+  // The steps of the exact GELU written out, y = x * 0.5 * (1 + erf(x / sqrt 2)),
+  // as PyTorch exports nn.GELU() at opsets before 20, reading x (the value
+  // `x`, written by step s): Div(x, sqrt 2) or Mul(x, 1 / sqrt 2), Erf, Add 1,
+  // then x, 0.5 and that sum multiplied by two Muls in any grouping and
+  // operand order. Every intermediate is read once, by the next link (x by
+  // the Div and one Mul); in step order, the last writing y. Empty: no match.
+  auto erf_gelu = [&](int x, size_t s) -> std::vector<int> {
+    if (!f32_arena(x) || uses[x] != 2) return {};
+    const std::vector<int64_t>& shape = values[x].shape;
+    // `step` is a Plain binary `type` step writing one value of x's shape,
+    // reading `a` and something else (constant `c` when given): that other
+    // input, or -1.
+    auto binary = [&](int step, const char* type, int a, std::optional<float> c, float tol = 0.0f) {
+      if (step < 0 || !Plain(steps[step]) || steps[step].node->type != type || steps[step].inputs.size() != 2) return -1;
+      const std::vector<int>& in = steps[step].inputs;
+      const int out = SoleOutput(steps[step]);
+      if (out < 0 || !f32_arena(out) || values[out].shape != shape || in[0] == in[1]) return -1;
+      const int other = in[0] == a ? in[1] : in[1] == a ? in[0] : -1;
+      if (other < 0 || (type == std::string("Div") && in[0] != a)) return -1;
+      if (c.has_value()) {
+        const std::optional<float> got = constant_scalar(other);
+        if (!got.has_value() || !(std::fabs(*got - *c) <= tol)) return -1;
+      }
+      return other;
+    };
+    auto out_of = [&](int step) { return SoleOutput(steps[step]); };
+    // The two steps reading x.
+    int readers[2] = {-1, -1}, found = 0;
+    for (size_t t = s + 1; t < steps.size() && found < 2; ++t) {
+      for (int v : steps[t].inputs) {
+        if (v == x) {
+          readers[found++] = static_cast<int>(t);
+          break;
+        }
+      }
+    }
+    if (found != 2) return {};
+    for (int first = 0; first < 2; ++first) {
+      const int d = readers[first], m = readers[1 - first];
+      const bool div = binary(d, "Div", x, 1.41421356f, 1e-6f) >= 0;
+      if (!div && binary(d, "Mul", x, 0.70710678f, 1e-6f) < 0) continue;
+      const int e = sole_consumer(out_of(d), d);
+      if (e < 0 || !Plain(steps[e]) || steps[e].node->type != "Erf" || steps[e].inputs.size() != 1 ||
+          out_of(e) < 0 || values[out_of(e)].shape != shape) {
+        continue;
+      }
+      const int a = sole_consumer(out_of(e), e);
+      if (binary(a, "Add", out_of(e), 1.0f) < 0) continue;
+      const int after_a = sole_consumer(out_of(a), a);
+      // x * (0.5 * (1 + erf)): the half first, then the Mul reading x.
+      if (binary(after_a, "Mul", out_of(a), 0.5f) >= 0 && binary(m, "Mul", x, std::nullopt) == out_of(after_a) &&
+          uses[out_of(after_a)] == 1) {
+        return {d, e, a, after_a, m};
+      }
+      // (x * 0.5) * (1 + erf), or (x * (1 + erf)) * 0.5.
+      if (binary(m, "Mul", x, 0.5f) >= 0 && binary(after_a, "Mul", out_of(a), std::nullopt) == out_of(m) &&
+          uses[out_of(m)] == 1) {
+        return {d, e, a, m, after_a};
+      }
+      if (after_a == m && binary(m, "Mul", x, std::nullopt) == out_of(a)) {
+        const int h = sole_consumer(out_of(m), m);
+        if (binary(h, "Mul", out_of(m), 0.5f) >= 0) return {d, e, a, m, h};
+      }
+    }
+    return {};
+  };
 
   std::vector<bool> removed(steps.size(), false);
   int fused = 0;
@@ -171,6 +237,7 @@ void FuseActivations(runtime::PlanGraph& plan) {
     };
     absorb_batch_norm(/*before_activation=*/true);
     std::optional<PostOp> activation;
+    int gelu_links = 0;  // links of a written-out GELU (the last of `links`)
     const int c = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
     if (c >= 0 && Plain(steps[c]) && !steps[c].inputs.empty() && steps[c].inputs[0] == cur) {
       const PlanStep& act = steps[c];
@@ -191,6 +258,16 @@ void FuseActivations(runtime::PlanGraph& plan) {
         links.push_back(act.node);
         cur = out;
         activation = post_op;
+      }
+    }
+    if (!activation.has_value()) {
+      const std::vector<int> gelu = erf_gelu(cur, absorbed.empty() ? s : absorbed.back());
+      if (!gelu.empty()) {
+        for (int g : gelu) links.push_back(steps[g].node);
+        absorbed.insert(absorbed.end(), gelu.begin(), gelu.end());
+        cur = SoleOutput(steps[gelu.back()]);
+        activation = PostOp{PostOpKind::kGelu};
+        gelu_links = static_cast<int>(gelu.size());
       }
     }
     absorb_batch_norm(/*before_activation=*/false);
@@ -227,6 +304,14 @@ void FuseActivations(runtime::PlanGraph& plan) {
     for (const ir::Node* link : links) {
       types.push_back(link->type);
       names.push_back(link->name.empty() ? link->type : link->name);
+    }
+    if (gelu_links > 0) {  // the written-out GELU's links show as one: "MatMul+Add+Gelu"
+      const size_t first = types.size() - static_cast<size_t>(gelu_links);
+      types.resize(first);
+      types.push_back("Gelu");
+      const std::string gelu_names = absl::StrCat("gelu(", absl::StrJoin(names.begin() + first, names.end(), "+"), ")");
+      names.resize(first);
+      names.push_back(gelu_names);
     }
     node->type = absl::StrJoin(types, "+");
     node->name = absl::StrCat("fused(", absl::StrJoin(names, "+"), ")");

@@ -19,7 +19,11 @@ namespace grove::cpu {
 // >= 2) read only by an Add of a bias over its last dim ([N] or [1, ..., 1,
 // N], f32, written before the MatMul runs: a weight, an input, an earlier
 // step's) takes that Add too, and then maybe an activation: "MatMul+Add",
-// "MatMul+Add+Gelu", the bias its input 2 (kPostOpBiasAttr). A Conv (maybe
+// "MatMul+Add+Gelu", the bias its input 2 (kPostOpBiasAttr). The exact GELU
+// written out as PyTorch exports nn.GELU() before opset 20 (Div by sqrt 2 or
+// Mul by 1 / sqrt 2, Erf, Add 1, and Muls by x and 0.5 in any grouping; x
+// read by those two steps only) is taken as one Gelu activation: the five
+// steps show as "+Gelu", named "gelu(div+erf+add+mul+mul)". A Conv (maybe
 // with its activation) read only by a MaxPool without Indices or an
 // AveragePool takes the pool too: "Conv+Relu+MaxPool", the pool's
 // attributes under kFusedPoolAttrPrefix; when oneDNN computes both, the
