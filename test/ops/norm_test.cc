@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "lib/backends/cpu/norm.h"
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
 #include "test/op_test_util.h"
@@ -224,6 +225,42 @@ TEST(NormTest, LayerNormalizationEveryAxis) {
   ExpectLayerNorm({2, 3, 4}, 1, {4}, true, 1e-5);
   ExpectLayerNorm({2, 3, 4}, 1, {3, 1}, true, 1e-5);
   ExpectLayerNorm({2, 3, 4}, -1, {1}, false, 1e-5);
+}
+
+// f32 rows take the AVX loops where the CPU has AVX (four doubles a lane
+// group, the tail past a multiple of 8 or 4 elements scalar): every width
+// around those multiples, with and without B, against the reference and
+// against the scalar loops (the sums' terms added in another order only).
+TEST(NormTest, LayerNormalizationAvxRowsMatchTheScalarLoops) {
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 48, 61}) {
+    for (bool with_bias : {true, false}) {
+      const Shape xs = {5, n};
+      SCOPED_TRACE(absl::StrCat("n ", n, " bias ", with_bias));
+      std::vector<float> x = Pattern(Count(xs), 4);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * 3.0f + static_cast<float>(i % 3);  // rows off zero mean
+      const std::vector<float> scale = Pattern(n, 5), bias = Pattern(n, 6);
+      std::vector<double> means, inv_stds;
+      const std::vector<double> want = RefLayerNorm(x, xs, 1, scale, {n}, with_bias ? &bias : nullptr, 1e-5, &means,
+                                                    &inv_stds);
+      Tensor xt = MakeTensor<float>(DType::kF32, xs, x), st = MakeTensor<float>(DType::kF32, {n}, scale),
+             bt = MakeTensor<float>(DType::kF32, {n}, bias);
+      std::vector<std::vector<float>> got;
+      for (bool simd : {true, false}) {
+        cpu::SetNormSimdAllowed(simd);
+        auto out = with_bias ? RunOp("LayerNormalization", {&xt, &st, &bt}, {}, 3)
+                             : RunOp("LayerNormalization", {&xt, &st}, {}, 3);
+        cpu::SetNormSimdAllowed(true);
+        ASSERT_TRUE(out.ok()) << out.status();
+        ExpectNear(Values<float>((*out)[0]), want);
+        ExpectNear(Values<float>((*out)[1]), means);
+        ExpectNear(Values<float>((*out)[2]), inv_stds);
+        got.push_back(Values<float>((*out)[0]));
+      }
+      for (size_t i = 0; i < got[0].size(); ++i) {
+        EXPECT_NEAR(got[0][i], got[1][i], 2e-7 * (1 + std::fabs(got[1][i]))) << i;
+      }
+    }
+  }
 }
 
 TEST(NormTest, LayerNormalizationDefaultsAndOneOutput) {

@@ -12,20 +12,28 @@
 // Softmax over the last axis run as oneDNN primitives where oneDNN takes them
 // (onednn.h).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/norm_checks.h"
 #include "lib/backends/common/prepared.h"
+#include "lib/backends/cpu/cpu_features.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/norm.h"
 #include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/workspace_layout.h"
@@ -290,6 +298,7 @@ struct LayerNormParams {
   int64_t n = 1;  // elements per row (the normalized dims)
   double epsilon = 1e-5;
   bool has_bias = false;
+  bool avx = false;  // f32 rows four doubles at a time (LayerNormRowsAvx), chosen at prepare
   // For element j of a row: the element of Scale (B) it reads, Scale and B
   // broadcast onto the normalized dims.
   std::vector<int64_t> scale_src, bias_src;
@@ -315,6 +324,75 @@ absl::StatusOr<std::vector<int64_t>> RowSources(const KernelContext& ctx, int i,
   return src;
 }
 
+std::atomic<bool> norm_simd_allowed{true};
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GROVE_NORM_AVX 1
+// Sums the four lanes as ((l0 + l1) + (l2 + l3)).
+__attribute__((target("avx"))) inline double SumLanes(__m256d v) {
+  alignas(32) double l[4];
+  _mm256_store_pd(l, v);
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+// LayerNormalization of f32 rows as RowMoments and NormalizeRows compute it
+// (double arithmetic: the mean, the mean square of x - mean, then
+// ((x - mean) * inv_std) * scale + bias rounded to float), four doubles per
+// instruction in two independent accumulators: the scalar loops' sums are
+// one chain of dependent adds, 4 cycles each. Only the order of the sums'
+// terms differs (lanes, then their pairs), within a double ulp or so of
+// theirs. AVX only (no FMA), so no multiply and add are contracted.
+__attribute__((target("avx"))) void LayerNormRowsAvx(const float* x, float* y, int64_t rows, int64_t n,
+                                                    double epsilon, const double* scale, const double* bias,
+                                                    double* mean, double* inv_std) {
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(x + j)));
+      s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4)));
+    }
+    double sum = SumLanes(_mm256_add_pd(s0, s1));
+    for (; j < n; ++j) sum += static_cast<double>(x[j]);
+    const double m = sum / static_cast<double>(n);
+    const __m256d mv = _mm256_set1_pd(m);
+    s0 = _mm256_setzero_pd();
+    s1 = s0;
+    for (j = 0; j + 8 <= n; j += 8) {
+      const __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), mv);
+      const __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j + 4)), mv);
+      s0 = _mm256_add_pd(s0, _mm256_mul_pd(d0, d0));
+      s1 = _mm256_add_pd(s1, _mm256_mul_pd(d1, d1));
+    }
+    double sq = SumLanes(_mm256_add_pd(s0, s1));
+    for (; j < n; ++j) {
+      const double d = static_cast<double>(x[j]) - m;
+      sq += d * d;
+    }
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(n) + epsilon);
+    mean[r] = m;
+    inv_std[r] = inv;
+    const __m256d iv = _mm256_set1_pd(inv);
+    for (j = 0; j + 4 <= n; j += 4) {
+      const __m256d v = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), mv), iv);
+      __m256d out = _mm256_mul_pd(v, _mm256_loadu_pd(scale + j));
+      out = _mm256_add_pd(out, bias != nullptr ? _mm256_loadu_pd(bias + j) : _mm256_setzero_pd());
+      _mm_storeu_ps(y + j, _mm256_cvtpd_ps(out));
+    }
+    for (; j < n; ++j) {
+      const double v = (static_cast<double>(x[j]) - m) * inv;
+      y[j] = static_cast<float>(v * scale[j] + (bias != nullptr ? bias[j] : 0.0));
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+void SetNormSimdAllowed(bool allowed) { norm_simd_allowed.store(allowed, std::memory_order_relaxed); }
+
+namespace {
+
 absl::StatusOr<PreparedKernel> PrepareLayerNormalization(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   absl::StatusOr<int> axis = backends::LayerNormAxis(ctx);
@@ -335,6 +413,10 @@ absl::StatusOr<PreparedKernel> PrepareLayerNormalization(const KernelContext& ct
   if (absl::Status s = backends::CheckLayerNormOutputs(ctx, *axis); !s.ok()) return s;
   if (absl::Status s = CheckFloatDType(ctx, x.dtype); !s.ok()) return s;
   p.epsilon = ctx.attrs().GetFloat("epsilon", 1e-5);
+#if defined(GROVE_NORM_AVX)
+  p.avx = x.dtype == DType::kF32 && p.n > 0 && norm_simd_allowed.load(std::memory_order_relaxed) &&
+          HostCpuFeatures().avx;
+#endif
   WorkspaceLayout layout;  // the Scale row, the B row, mean, inv_std
   layout.Add<double>(p.n);
   layout.Add<double>(p.has_bias ? p.n : 0);
@@ -375,6 +457,15 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
     T* out = ctx.output(0).as<T>();
     // Whole rows per thread: each row's sums are the same at any thread count.
     ParallelFor(ctx, rows, RowGrain(n, kCheapGrain), [&](int64_t begin, int64_t end) {
+#if defined(GROVE_NORM_AVX)
+      if constexpr (std::is_same_v<T, float>) {
+        if (p->avx) {
+          LayerNormRowsAvx(in + begin * n, out + begin * n, end - begin, n, p->epsilon, scale,
+                           has_bias ? bias : nullptr, mean + begin, inv_std + begin);
+          return;
+        }
+      }
+#endif
       RowMoments(in + begin * n, end - begin, n, p->epsilon, mean + begin, inv_std + begin);
       NormalizeRows(in + begin * n, out + begin * n, end - begin, n, mean + begin, inv_std + begin,
                     [&](int64_t, int64_t j, double v) { return v * scale[j] + (has_bias ? bias[j] : 0.0); });
