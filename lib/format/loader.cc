@@ -26,6 +26,9 @@ absl::Status Bad(absl::string_view where, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("invalid model: ", where, ": ", what));
 }
 
+// A FlatBuffers string as a view into the model's bytes (no copy).
+absl::string_view View(const flatbuffers::String* s) { return absl::string_view(s->c_str(), s->size()); }
+
 std::string TensorWhere(int index, const fb::Tensor* t) {
   if (t != nullptr && t->name() != nullptr) return absl::StrCat("tensor ", index, " ('", t->name()->str(), "')");
   return absl::StrCat("tensor ", index);
@@ -46,21 +49,24 @@ std::string OpWhere(int sg, int op, const fb::Operator* o) {
 // vector's elements to their size, so such a vector comes from a crafted
 // file, and it is refused here. (The file's first byte is page- or
 // 64-byte-aligned, so an offset's alignment is the address's.)
-template <typename T>
-absl::Status CheckElementsAligned(const flatbuffers::Vector<T>* v, absl::string_view where, absl::string_view name) {
+template <typename T, typename Where>
+absl::Status CheckElementsAligned(const flatbuffers::Vector<T>* v, const Where& where, absl::string_view name) {
   if (v == nullptr || v->size() == 0) return absl::OkStatus();
   if (reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) != 0) {
-    return Bad(where, absl::StrCat("attribute '", name, "' has a vector whose ", sizeof(T),
+    return Bad(where(), absl::StrCat("attribute '", name, "' has a vector whose ", sizeof(T),
                                    "-byte elements are not aligned to ", alignof(T), " bytes (corrupt file)"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<AttrValue> ConvertAttribute(const fb::Attribute& a, ir::AttrKind want, absl::string_view where,
+// `where` makes the error's context ("subgraph 0 op 3 (Conv 'c1')"); it is
+// called only on an error, so a valid model builds no message strings.
+template <typename Where>
+absl::StatusOr<AttrValue> ConvertAttribute(const fb::Attribute& a, ir::AttrKind want, const Where& where,
                                            int num_subgraphs) {
-  const std::string name = a.name()->str();
+  const absl::string_view name = View(a.name());
   auto mismatch = [&](absl::string_view got) {
-    return Bad(where, absl::StrCat("attribute '", name, "' must be ", ir::AttrKindName(want), ", got ", got));
+    return Bad(where(), absl::StrCat("attribute '", name, "' must be ", ir::AttrKindName(want), ", got ", got));
   };
   if (absl::Status s = CheckElementsAligned(a.ints(), where, name); !s.ok()) return s;
   if (absl::Status s = CheckElementsAligned(a.floats(), where, name); !s.ok()) return s;
@@ -103,100 +109,114 @@ absl::StatusOr<AttrValue> ConvertAttribute(const fb::Attribute& a, ir::AttrKind 
     case fb::AttrType::SUBGRAPH:
       if (want != ir::AttrKind::kSubgraph) return mismatch("subgraph");
       if (a.subgraph() <= 0 || a.subgraph() >= num_subgraphs) {
-        return Bad(where, absl::StrCat("attribute '", name, "' refers to subgraph ", a.subgraph(),
+        return Bad(where(), absl::StrCat("attribute '", name, "' refers to subgraph ", a.subgraph(),
                                        ", which is not a body subgraph (1..", num_subgraphs - 1, ")"));
       }
       return AttrValue(SubgraphRef{a.subgraph()});
   }
-  return Bad(where, absl::StrCat("attribute '", name, "' has unknown type ", static_cast<int>(a.type())));
+  return Bad(where(), absl::StrCat("attribute '", name, "' has unknown type ", static_cast<int>(a.type())));
 }
 
 // Checks the dataflow of subgraph `sg` given the tensors visible from
 // enclosing scopes, records captures, and recurses into bodies.
 class ScopeChecker {
  public:
-  ScopeChecker(ir::Graph& graph, std::vector<int>& reference_count) : graph_(graph), refs_(reference_count) {
-    produced_.assign(graph.tensors.size(), false);
-  }
+  ScopeChecker(ir::Graph& graph, std::vector<int>& reference_count)
+      : graph_(graph), refs_(reference_count), scope_of_(graph.tensors.size(), -1),
+        active_(graph.subgraphs.size(), false) {}
 
-  absl::Status Check(int sg, const absl::flat_hash_set<int>& outer, int depth) {
+  // A tensor is visible in subgraph `sg` when it is a weight, or was defined
+  // (so far) in `sg` or in a subgraph on the chain of bodies being checked
+  // around it: the enclosing scopes at this point. A body's tensors go out of
+  // view when its check ends. No set of visible tensors is copied per body.
+  absl::Status Check(int sg, int depth) {
     if (depth > kMaxSubgraphDepth) {
       return Bad(absl::StrCat("subgraph ", sg), absl::StrCat("subgraphs nest deeper than ", kMaxSubgraphDepth));
     }
     ir::Subgraph& s = graph_.subgraphs[sg];
     s.depth = depth;
-    absl::flat_hash_set<int> local;  // defined in this subgraph
-    absl::flat_hash_set<int> captures;
-    auto define = [&](int t, absl::string_view where) -> absl::Status {
+    active_[sg] = true;
+    std::vector<int> captures;  // sorted and made unique at the end
+    auto define = [&](int t, const auto& where) -> absl::Status {
       if (graph_.tensors[t].is_weight) {
-        return Bad(where, absl::StrCat("writes weight '", graph_.tensors[t].name, "'"));
+        return Bad(where(), absl::StrCat("writes weight '", graph_.tensors[t].name, "'"));
       }
-      if (produced_[t]) {
-        return Bad(where, absl::StrCat("tensor ", t, " ('", graph_.tensors[t].name,
-                                       "') is defined more than once"));
+      if (scope_of_[t] >= 0) {
+        return Bad(where(), absl::StrCat("tensor ", t, " ('", graph_.tensors[t].name,
+                                         "') is defined more than once"));
       }
-      produced_[t] = true;
-      local.insert(t);
+      scope_of_[t] = sg;
       return absl::OkStatus();
     };
-    auto use = [&](int t, absl::string_view where) -> absl::Status {
-      if (graph_.tensors[t].is_weight || local.contains(t)) return absl::OkStatus();
-      if (outer.contains(t)) {
-        captures.insert(t);
+    auto use = [&](int t, const auto& where) -> absl::Status {
+      const int scope = scope_of_[t];
+      if (graph_.tensors[t].is_weight || scope == sg) return absl::OkStatus();
+      if (scope >= 0 && active_[scope]) {
+        captures.push_back(t);
         return absl::OkStatus();
       }
-      return Bad(where, absl::StrCat("reads tensor ", t, " ('", graph_.tensors[t].name,
-                                     "') before it is defined (or from outside its scope)"));
+      return Bad(where(), absl::StrCat("reads tensor ", t, " ('", graph_.tensors[t].name,
+                                       "') before it is defined (or from outside its scope)"));
     };
+    auto input_where = [sg] { return absl::StrCat("subgraph ", sg, " input"); };
     for (int t : s.inputs) {
-      if (absl::Status st = define(t, absl::StrCat("subgraph ", sg, " input")); !st.ok()) return st;
+      if (absl::Status st = define(t, input_where); !st.ok()) return st;
     }
+    std::vector<int> bodies;
     for (ir::Node& node : s.nodes) {
-      const std::string where = node.Describe();
+      auto where = [&node] { return node.Describe(); };
       for (int t : node.inputs) {
         if (t < 0) continue;
         if (absl::Status st = use(t, where); !st.ok()) return st;
       }
       // Bodies see everything visible here, at this point.
-      std::vector<int> bodies;
+      bodies.clear();
       for (const auto& [name, value] : node.attrs.all()) {
         if (const auto* ref = std::get_if<SubgraphRef>(&value)) bodies.push_back(ref->index);
       }
-      std::sort(bodies.begin(), bodies.end());
-      absl::flat_hash_set<int> implicit;
       if (!bodies.empty()) {
-        absl::flat_hash_set<int> visible = outer;
-        visible.insert(local.begin(), local.end());
+        std::sort(bodies.begin(), bodies.end());
+        std::vector<int> implicit;
         for (int b : bodies) {
           if (++refs_[b] > 1) {
-            return Bad(where, absl::StrCat("subgraph ", b, " is used by more than one op (or recursively)"));
+            return Bad(where(), absl::StrCat("subgraph ", b, " is used by more than one op (or recursively)"));
           }
-          if (absl::Status st = Check(b, visible, depth + 1); !st.ok()) return st;
+          if (absl::Status st = Check(b, depth + 1); !st.ok()) return st;
           for (int c : graph_.subgraphs[b].captures) {
-            implicit.insert(c);
+            implicit.push_back(c);
             if (absl::Status st = use(c, where); !st.ok()) return st;
           }
         }
+        SortUnique(implicit);
+        node.implicit_inputs = std::move(implicit);
+      } else {
+        node.implicit_inputs.clear();
       }
-      node.implicit_inputs.assign(implicit.begin(), implicit.end());
-      std::sort(node.implicit_inputs.begin(), node.implicit_inputs.end());
       for (int t : node.outputs) {
         if (t < 0) continue;
         if (absl::Status st = define(t, where); !st.ok()) return st;
       }
     }
+    auto output_where = [sg] { return absl::StrCat("subgraph ", sg, " output"); };
     for (int t : s.outputs) {
-      if (absl::Status st = use(t, absl::StrCat("subgraph ", sg, " output")); !st.ok()) return st;
+      if (absl::Status st = use(t, output_where); !st.ok()) return st;
     }
-    s.captures.assign(captures.begin(), captures.end());
-    std::sort(s.captures.begin(), s.captures.end());
+    SortUnique(captures);
+    s.captures = std::move(captures);
+    active_[sg] = false;
     return absl::OkStatus();
   }
 
  private:
+  static void SortUnique(std::vector<int>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+
   ir::Graph& graph_;
   std::vector<int>& refs_;
-  std::vector<bool> produced_;
+  std::vector<int> scope_of_;  // per tensor: the subgraph that defines it, -1 before
+  std::vector<bool> active_;   // per subgraph: on the chain being checked now
 };
 
 // A string weight's buffer (schemas/grove.fbs): `n` u64 end offsets, then
@@ -303,15 +323,20 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   ir::Graph& g = out.graph;
 
   // Symbols.
-  absl::flat_hash_set<std::string> names;
+  // Names are views into the model's bytes; error contexts ("symbol 3") are
+  // made only when there is an error.
+  absl::flat_hash_set<absl::string_view> names;
   if (m->symbols()) {
+    g.symbols.reserve(m->symbols()->size());
     for (flatbuffers::uoffset_t i = 0; i < m->symbols()->size(); ++i) {
       const fb::Symbol* s = m->symbols()->Get(i);
-      const std::string where = absl::StrCat("symbol ", i);
-      if (s->name() == nullptr || s->name()->size() == 0) return Bad(where, "has no name");
-      if (!names.insert(s->name()->str()).second) return Bad(where, absl::StrCat("name '", s->name()->str(), "' is used twice"));
+      auto where = [i] { return absl::StrCat("symbol ", i); };
+      if (s->name() == nullptr || s->name()->size() == 0) return Bad(where(), "has no name");
+      if (!names.insert(View(s->name())).second) {
+        return Bad(where(), absl::StrCat("name '", s->name()->str(), "' is used twice"));
+      }
       if (s->min() < 0 || s->max() < s->min() || s->max() > kMaxDim) {
-        return Bad(absl::StrCat(where, " ('", s->name()->str(), "')"),
+        return Bad(absl::StrCat(where(), " ('", s->name()->str(), "')"),
                    absl::StrCat("range ", s->min(), "..", s->max(), " is not 0 <= min <= max <= 2^40"));
       }
       g.symbols.push_back(ir::Symbol{s->name()->str(), s->min(), s->max()});
@@ -323,13 +348,13 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   const int num_buffers = m->buffers() ? static_cast<int>(m->buffers()->size()) : 0;
   for (int i = 0; i < num_buffers; ++i) {
     const fb::Buffer* b = m->buffers()->Get(i);
-    const std::string where = absl::StrCat("buffer ", i);
+    auto where = [i] { return absl::StrCat("buffer ", i); };
     if (b->offset() % kWeightAlignment != 0) {
-      return Bad(where, absl::StrCat("offset ", b->offset(), " is not a multiple of 64"));
+      return Bad(where(), absl::StrCat("offset ", b->offset(), " is not a multiple of 64"));
     }
     if (b->offset() > file_size || b->size() > file_size || data_start > file_size ||
         data_start + b->offset() > file_size - b->size()) {
-      return Bad(where, absl::StrCat("bytes [", b->offset(), ", +", b->size(), ") of the data region at ", data_start,
+      return Bad(where(), absl::StrCat("bytes [", b->offset(), ", +", b->size(), ") of the data region at ", data_start,
                                      " run past the end of the ", file_size, "-byte file (truncated?)"));
     }
   }
@@ -341,36 +366,37 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   g.tensors.resize(num_tensors);
   for (int i = 0; i < num_tensors; ++i) {
     const fb::Tensor* t = m->tensors()->Get(i);
-    const std::string where = TensorWhere(i, t);
-    if (t->name() == nullptr || t->name()->size() == 0) return Bad(where, "has no name");
-    if (!names.insert(t->name()->str()).second) return Bad(where, "name is used by another tensor");
+    auto where = [i, t] { return TensorWhere(i, t); };
+    if (t->name() == nullptr || t->name()->size() == 0) return Bad(where(), "has no name");
+    if (!names.insert(View(t->name())).second) return Bad(where(), "name is used by another tensor");
     ir::TensorDecl& d = g.tensors[i];
     d.name = t->name()->str();
     const int dt = static_cast<int>(t->dtype());
-    if (dt < 0 || dt > static_cast<int>(DType::kString)) return Bad(where, absl::StrCat("dtype ", dt, " is unknown"));
+    if (dt < 0 || dt > static_cast<int>(DType::kString)) return Bad(where(), absl::StrCat("dtype ", dt, " is unknown"));
     d.dtype = static_cast<DType>(dt);
     const int kind = static_cast<int>(t->kind());
     if (kind < 0 || kind > static_cast<int>(ValueKind::kOptionalSequence)) {
-      return Bad(where, absl::StrCat("value kind ", kind, " is unknown"));
+      return Bad(where(), absl::StrCat("value kind ", kind, " is unknown"));
     }
     if (kind != 0) {
-      if (t->buffer() >= 0) return Bad(where, "a weight must be a tensor");
+      if (t->buffer() >= 0) return Bad(where(), "a weight must be a tensor");
       d.dtype = ir::BoxedDType(static_cast<ValueKind>(kind), d.dtype);
     }
     d.has_shape = t->has_shape();
     if (t->shape()) {
-      if (t->shape()->size() > 16) return Bad(where, absl::StrCat("rank ", t->shape()->size(), " is above 16"));
+      if (t->shape()->size() > 16) return Bad(where(), absl::StrCat("rank ", t->shape()->size(), " is above 16"));
+      d.shape.reserve(t->shape()->size());
       for (flatbuffers::uoffset_t k = 0; k < t->shape()->size(); ++k) {
         const fb::Dim* dim = t->shape()->Get(k);
         if (dim->symbol() >= 0) {
           if (dim->symbol() >= static_cast<int>(g.symbols.size())) {
-            return Bad(where, absl::StrCat("dim ", k, " uses symbol ", dim->symbol(), " but the model has ",
+            return Bad(where(), absl::StrCat("dim ", k, " uses symbol ", dim->symbol(), " but the model has ",
                                            g.symbols.size(), " symbols"));
           }
           d.shape.push_back(ir::SymDim::Symbol(dim->symbol()));
         } else {
           if (dim->value() < 0 || dim->value() > kMaxDim) {
-            return Bad(where, absl::StrCat("dim ", k, " is ", dim->value(), ", outside 0..2^40"));
+            return Bad(where(), absl::StrCat("dim ", k, " is ", dim->value(), ", outside 0..2^40"));
           }
           d.shape.push_back(ir::SymDim(dim->value()));
         }
@@ -380,20 +406,22 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     // shape functions over it multiply out only sizes that fit.
     if (kind == 0 && d.dtype != DType::kUnknown && d.has_shape && ir::IsConcrete(d.shape)) {
       absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(d.dtype, ir::ToConcrete(d.shape), "declared shape");
-      if (!bytes.ok()) return Bad(where, bytes.status().message());
+      if (!bytes.ok()) return Bad(where(), bytes.status().message());
     }
     if (t->buffer() >= 0) {
       if (t->buffer() >= num_buffers) {
-        return Bad(where, absl::StrCat("buffer index ", t->buffer(), " is out of range (", num_buffers, " buffers)"));
+        return Bad(where(), absl::StrCat("buffer index ", t->buffer(), " is out of range (", num_buffers, " buffers)"));
       }
-      if (d.dtype == DType::kUnknown) return Bad(where, "a weight needs a dtype");
-      if (!d.has_shape || !ir::IsConcrete(d.shape)) return Bad(where, "a weight needs a constant shape");
-      absl::StatusOr<uint64_t> want = ir::CheckedByteSize(d.dtype, ir::ToConcrete(d.shape), where);
-      if (!want.ok()) return Bad(where, want.status().message());
+      if (d.dtype == DType::kUnknown) return Bad(where(), "a weight needs a dtype");
+      if (!d.has_shape || !ir::IsConcrete(d.shape)) return Bad(where(), "a weight needs a constant shape");
+      const std::vector<int64_t> dims = ir::ToConcrete(d.shape);
+      absl::StatusOr<uint64_t> want = ir::CheckedByteSize(d.dtype, dims, "");
+      // Again with the tensor named, for the message.
+      if (!want.ok()) return Bad(where(), ir::CheckedByteSize(d.dtype, dims, where()).status().message());
       const fb::Buffer* b = m->buffers()->Get(t->buffer());
       if (d.dtype == DType::kString) {
         absl::Status st = DecodeStringWeight(data + data_start + b->offset(), b->size(), *want / sizeof(StringRef),
-                                             where, out);
+                                             where(), out);
         if (!st.ok()) return st;
         ++buffer_users[t->buffer()];
         d.is_weight = true;
@@ -402,7 +430,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
         continue;
       }
       if (b->size() != *want) {
-        return Bad(where, absl::StrCat("buffer ", t->buffer(), " holds ", b->size(), " bytes but ", DTypeName(d.dtype),
+        return Bad(where(), absl::StrCat("buffer ", t->buffer(), " holds ", b->size(), " bytes but ", DTypeName(d.dtype),
                                        ir::ShapeToString(d.shape), " needs ", *want));
       }
       ++buffer_users[t->buffer()];
@@ -415,28 +443,33 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   // Subgraphs and operators.
   const int num_subgraphs = m->subgraphs() ? static_cast<int>(m->subgraphs()->size()) : 0;
   if (num_subgraphs == 0) return Bad("model", "has no subgraphs (subgraph 0 is the main graph)");
-  auto check_index = [&](int t, absl::string_view where, absl::string_view role, bool allow_missing) -> absl::Status {
+  // `where` and `role` name the place in an error ("subgraph 0 op 3 (Conv)",
+  // "input 1"); both are callables, run only on an error.
+  auto check_index = [&](int t, const auto& where, const auto& role, bool allow_missing) -> absl::Status {
     if (t == -1 && allow_missing) return absl::OkStatus();
     if (t < 0 || t >= num_tensors) {
-      return Bad(where, absl::StrCat(role, " tensor index ", t, " is out of range (", num_tensors, " tensors)"));
+      return Bad(where(), absl::StrCat(role(), " tensor index ", t, " is out of range (", num_tensors, " tensors)"));
     }
     return absl::OkStatus();
   };
   g.subgraphs.resize(num_subgraphs);
+  std::vector<bool> seen;  // per attribute of the op's definition: given
   for (int si = 0; si < num_subgraphs; ++si) {
     const fb::Subgraph* s = m->subgraphs()->Get(si);
     ir::Subgraph& sg = g.subgraphs[si];
-    const std::string where = absl::StrCat("subgraph ", si);
+    auto where = [si] { return absl::StrCat("subgraph ", si); };
     sg.name = s->name() ? s->name()->str() : absl::StrCat("subgraph", si);
     if (s->inputs()) {
+      sg.inputs.reserve(s->inputs()->size());
       for (int t : *s->inputs()) {
-        if (absl::Status st = check_index(t, where, "input", false); !st.ok()) return st;
+        if (absl::Status st = check_index(t, where, [] { return "input"; }, false); !st.ok()) return st;
         sg.inputs.push_back(t);
       }
     }
     if (s->outputs()) {
+      sg.outputs.reserve(s->outputs()->size());
       for (int t : *s->outputs()) {
-        if (absl::Status st = check_index(t, where, "output", false); !st.ok()) return st;
+        if (absl::Status st = check_index(t, where, [] { return "output"; }, false); !st.ok()) return st;
         sg.outputs.push_back(t);
       }
     }
@@ -444,54 +477,63 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     sg.nodes.resize(num_ops);
     for (int oi = 0; oi < num_ops; ++oi) {
       const fb::Operator* o = s->operators()->Get(oi);
-      const std::string ow = OpWhere(si, oi, o);
+      auto ow = [si, oi, o] { return OpWhere(si, oi, o); };
       ir::Node& n = sg.nodes[oi];
       n.subgraph = si;
       n.index = oi;
-      if (o->type() == nullptr) return Bad(ow, "has no op type");
+      if (o->type() == nullptr) return Bad(ow(), "has no op type");
       n.type = o->type()->str();
       if (o->name()) n.name = o->name()->str();
       n.def = registry.Find(n.type);
-      if (n.def == nullptr) return Bad(ow, absl::StrCat("op type '", n.type, "' is not supported by this grove"));
+      if (n.def == nullptr) return Bad(ow(), absl::StrCat("op type '", n.type, "' is not supported by this grove"));
       const int ni = o->inputs() ? static_cast<int>(o->inputs()->size()) : 0;
       const int no = o->outputs() ? static_cast<int>(o->outputs()->size()) : 0;
       if (ni < n.def->min_inputs || (n.def->max_inputs >= 0 && ni > n.def->max_inputs)) {
-        return Bad(ow, absl::StrCat("has ", ni, " inputs; ", n.type, " takes ", n.def->min_inputs, "..",
-                                    n.def->max_inputs < 0 ? std::string("any") : absl::StrCat(n.def->max_inputs)));
+        return Bad(ow(), absl::StrCat("has ", ni, " inputs; ", n.type, " takes ", n.def->min_inputs, "..",
+                                      n.def->max_inputs < 0 ? std::string("any") : absl::StrCat(n.def->max_inputs)));
       }
       if (no < n.def->min_outputs || (n.def->max_outputs >= 0 && no > n.def->max_outputs)) {
-        return Bad(ow, absl::StrCat("has ", no, " outputs; ", n.type, " gives ", n.def->min_outputs, "..",
-                                    n.def->max_outputs < 0 ? std::string("any") : absl::StrCat(n.def->max_outputs)));
+        return Bad(ow(), absl::StrCat("has ", no, " outputs; ", n.type, " gives ", n.def->min_outputs, "..",
+                                      n.def->max_outputs < 0 ? std::string("any") : absl::StrCat(n.def->max_outputs)));
       }
+      n.inputs.reserve(ni);
       for (int k = 0; k < ni; ++k) {
         const int t = o->inputs()->Get(k);
-        if (absl::Status st = check_index(t, ow, absl::StrCat("input ", k), true); !st.ok()) return st;
-        if (t < 0 && k < n.def->min_inputs && !(k < 64 && (n.def->omittable_inputs >> k) & 1)) return Bad(ow, absl::StrCat("required input ", k, " is missing"));
+        auto role = [k] { return absl::StrCat("input ", k); };
+        if (absl::Status st = check_index(t, ow, role, true); !st.ok()) return st;
+        if (t < 0 && k < n.def->min_inputs && !(k < 64 && (n.def->omittable_inputs >> k) & 1)) return Bad(ow(), absl::StrCat("required input ", k, " is missing"));
         n.inputs.push_back(t);
       }
+      n.outputs.reserve(no);
       for (int k = 0; k < no; ++k) {
         const int t = o->outputs()->Get(k);
         // Output 0 may be omitted only where the op makes every output optional (LSTM's Y).
         const bool may_omit = k > 0 || n.def->min_outputs == 0;
-        if (absl::Status st = check_index(t, ow, absl::StrCat("output ", k), may_omit); !st.ok()) return st;
+        auto role = [k] { return absl::StrCat("output ", k); };
+        if (absl::Status st = check_index(t, ow, role, may_omit); !st.ok()) return st;
         n.outputs.push_back(t);
       }
-      absl::flat_hash_set<std::string> seen;
+      // Every attribute must be one of the definition's (an unknown one is an
+      // error at once), so "given twice" is tracked per definition entry.
+      seen.assign(n.def->attrs.size(), false);
       if (o->attributes()) {
         for (const fb::Attribute* a : *o->attributes()) {
-          if (a->name() == nullptr) return Bad(ow, "has an attribute without a name");
-          const std::string an = a->name()->str();
-          if (!seen.insert(an).second) return Bad(ow, absl::StrCat("attribute '", an, "' appears twice"));
+          if (a->name() == nullptr) return Bad(ow(), "has an attribute without a name");
+          const absl::string_view an = View(a->name());
           const ir::AttrSpec* spec = n.def->FindAttr(an);
-          if (spec == nullptr) return Bad(ow, absl::StrCat("unknown attribute '", an, "' for ", n.type));
+          if (spec == nullptr) return Bad(ow(), absl::StrCat("unknown attribute '", an, "' for ", n.type));
+          const size_t which = static_cast<size_t>(spec - n.def->attrs.data());
+          if (seen[which]) return Bad(ow(), absl::StrCat("attribute '", an, "' appears twice"));
+          seen[which] = true;
           absl::StatusOr<AttrValue> v = ConvertAttribute(*a, spec->kind, ow, num_subgraphs);
           if (!v.ok()) return v.status();
-          n.attrs.Set(an, std::move(*v));
+          n.attrs.Set(std::string(an), std::move(*v));
         }
       }
-      for (const ir::AttrSpec& spec : n.def->attrs) {
-        if (spec.required && !seen.contains(spec.name)) {
-          return Bad(ow, absl::StrCat("required attribute '", spec.name, "' is missing"));
+      for (size_t i = 0; i < n.def->attrs.size(); ++i) {
+        const ir::AttrSpec& spec = n.def->attrs[i];
+        if (spec.required && !seen[i]) {
+          return Bad(ow(), absl::StrCat("required attribute '", spec.name, "' is missing"));
         }
       }
     }
@@ -511,7 +553,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
 
   std::vector<int> refs(num_subgraphs, 0);
   ScopeChecker checker(g, refs);
-  if (absl::Status st = checker.Check(0, {}, 0); !st.ok()) return st;
+  if (absl::Status st = checker.Check(0, 0); !st.ok()) return st;
   if (!g.subgraphs[0].captures.empty()) return Bad("main graph", "reads values nobody defines");
   for (int si = 1; si < num_subgraphs; ++si) {
     if (refs[si] == 0) return Bad(absl::StrCat("subgraph ", si, " ('", g.subgraphs[si].name, "')"), "is not used by any op");
