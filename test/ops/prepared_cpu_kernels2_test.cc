@@ -157,6 +157,21 @@ std::vector<Case> Cases() {
                [](int) { return std::vector<Tensor>{I32({}, {5})}; }});
   c.push_back({"BlackmanWindowF64", "BlackmanWindow", {{"output_datatype", static_cast<int64_t>(DType::kF64)}},
                [](int) { return std::vector<Tensor>{I64({1}, {7})}; }});
+  // The loss group: the class indices checked per run; SoftmaxCrossEntropyLoss's
+  // log-probabilities in the workspace.
+  c.push_back({"NegativeLogLikelihoodLossWeightedMean", "NegativeLogLikelihoodLoss", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({3, 4}, seed), I64({3}, {seed % 4, 1, 3}), PositiveF32({4}, seed)};
+               }});
+  c.push_back({"SoftmaxCrossEntropyLossHalfIgnoredBothOutputs", "SoftmaxCrossEntropyLoss",
+               {{"reduction", std::string("none")}, {"ignore_index", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{ToHalf(F32({2, 3, 2}, seed), DType::kF16),
+                                            I32({2, 2}, {0, seed % 3, 2, 1})};
+               },
+               2, true});
+  c.push_back({"SoftmaxCrossEntropyLossSum", "SoftmaxCrossEntropyLoss", {{"reduction", std::string("sum")}},
+               [](int seed) { return std::vector<Tensor>{F32({2, 5}, seed), I64({2}, {4, seed % 5})}; }, 1, true});
   return c;
 }
 
@@ -180,8 +195,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernel2Test, ::testing::ValuesIn(Cases(
 // Values checked when the step runs
 // ---------------------------------------------------------------------------
 
-// Compress's condition and ReverseSequence's lengths are checked per run,
-// with the message of an unprepared run.
+// Compress's condition, ReverseSequence's lengths and a loss's class
+// indices are checked per run, with the message of an unprepared run.
 TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
   struct Bad {
     std::string type;
@@ -198,6 +213,9 @@ TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
                    "condition [3] selects entry 2 but the input has only 2 along axis 0"});
   cases.push_back({"ReverseSequence", {}, {F32({3, 2}, 0), I64({2}, {1, 3})}, {F32({3, 2}, 1), I64({2}, {2, 4})},
                    {F32({3, 2}, 0)}, "sequence_lens[1] is 4; expected 0..3"});
+  cases.push_back({"NegativeLogLikelihoodLoss", {}, {F32({2, 3}, 0), I64({2}, {0, 2})},
+                   {F32({2, 3}, 1), I64({2}, {1, 3})}, {Tensor::Create(DType::kF32, {}).value()},
+                   "input 1 (target) holds 3 at [1]; expected a class index in [0, 3)"});
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.type);
     PreparedStep step(c.type, c.attrs, c.first, c.capacity);
@@ -291,6 +309,12 @@ std::vector<BadCase> BadCases() {
                "attribute sorted is 2; expected 0 or 1"});
   c.push_back({"UniqueScalarAxis", "Unique", {{"axis", int64_t{0}}}, {F32({}, 0)}, {{DType::kF32, {1}}},
                "X is a scalar; attribute axis needs rank >= 1"});
+  c.push_back({"NegativeLogLikelihoodLossReduction", "NegativeLogLikelihoodLoss", {{"reduction", std::string("avg")}},
+               {F32({2, 3}, 0), I64({2}, {0, 1})}, {{DType::kF32, {}}},
+               "attribute 'reduction' is 'avg'; expected 'none', 'sum' or 'mean'"});
+  c.push_back({"SoftmaxCrossEntropyLossLabelsShape", "SoftmaxCrossEntropyLoss", {},
+               {F32({2, 3}, 0), I64({3}, {0, 1, 2})},
+               {{DType::kF32, {}}}, "input 1 (labels) has shape [3]; expected [2]"});
   return c;
 }
 
