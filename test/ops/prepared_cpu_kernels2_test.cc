@@ -157,6 +157,54 @@ std::vector<Case> Cases() {
                [](int) { return std::vector<Tensor>{I32({}, {5})}; }});
   c.push_back({"BlackmanWindowF64", "BlackmanWindow", {{"output_datatype", static_cast<int64_t>(DType::kF64)}},
                [](int) { return std::vector<Tensor>{I64({1}, {7})}; }});
+  // The quantization group: shapes, strides and dtypes' loops once; the
+  // scales and zero points read per run into the workspace.
+  auto u8 = [](const Shape& s, int seed) { return Ints<uint8_t>(DType::kU8, s, seed); };
+  auto i8 = [](const Shape& s, int seed) { return Ints<int8_t>(DType::kI8, s, seed); };
+  c.push_back({"QuantizeLinearPerAxis", "QuantizeLinear", {{"axis", int64_t{1}}},
+               [u8](int seed) {
+                 return std::vector<Tensor>{F32({2, 3, 4}, seed), PositiveF32({3}, seed + 1), u8({3}, seed)};
+               },
+               1, true});
+  c.push_back({"QuantizeLinearInt32ToInt8", "QuantizeLinear", {},
+               [i8](int seed) {
+                 return std::vector<Tensor>{Ints<int32_t>(DType::kI32, {5}, seed), PositiveF32({}, seed), i8({}, seed)};
+               },
+               1, true});
+  c.push_back({"DequantizeLinearHalfScalePerAxis", "DequantizeLinear", {{"axis", int64_t{-1}}},
+               [i8](int seed) {
+                 return std::vector<Tensor>{i8({2, 3}, seed), ToHalf(PositiveF32({3}, seed), DType::kF16),
+                                            i8({3}, seed + 1)};
+               },
+               1, true});
+  c.push_back({"DynamicQuantizeLinear", "DynamicQuantizeLinear", {}, one({3, 4}), 3});
+  c.push_back({"MatMulIntegerBatchedPerRowZero", "MatMulInteger", {},
+               [u8, i8](int seed) {
+                 return std::vector<Tensor>{u8({2, 3, 4}, seed), i8({4, 5}, seed + 1), u8({3}, seed + 2),
+                                            i8({}, seed)};
+               },
+               1, true});
+  c.push_back({"QLinearMatMulPerColumnScale", "QLinearMatMul", {},
+               [u8, i8](int seed) {
+                 return std::vector<Tensor>{u8({3, 4}, seed),      PositiveF32({}, seed), u8({}, seed),
+                                            i8({4, 2}, seed + 1),  PositiveF32({2}, seed), i8({2}, seed),
+                                            PositiveF32({}, seed), u8({}, seed + 3)};
+               },
+               1, true});
+  c.push_back({"ConvIntegerPaddedPerChannelZero", "ConvInteger", {{"pads", std::vector<int64_t>{1, 1, 0, 0}}},
+               [u8, i8](int seed) {
+                 return std::vector<Tensor>{u8({1, 2, 4, 4}, seed), i8({3, 2, 2, 2}, seed + 1), u8({}, seed),
+                                            i8({3}, seed)};
+               },
+               1, true});
+  c.push_back({"QLinearConvGroupsBias", "QLinearConv", {{"group", int64_t{2}}},
+               [u8, i8](int seed) {
+                 return std::vector<Tensor>{u8({1, 4, 3, 3}, seed), PositiveF32({}, seed), u8({}, seed),
+                                            i8({2, 2, 2, 2}, seed + 1), PositiveF32({2}, seed + 2), i8({2}, seed),
+                                            PositiveF32({1}, seed), i8({}, seed + 3),
+                                            Ints<int32_t>(DType::kI32, {2}, seed)};
+               },
+               1, true});
   // The loss group: the class indices checked per run; SoftmaxCrossEntropyLoss's
   // log-probabilities in the workspace.
   c.push_back({"NegativeLogLikelihoodLossWeightedMean", "NegativeLogLikelihoodLoss", {},
@@ -252,6 +300,22 @@ TEST(PreparedCpuKernel2InvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun)
        [](int seed) { return std::vector<Tensor>{F32({3, 3}, seed), I64({1}, {seed % 2 - 1})}; }, {1}},
       {"ReduceLogSumExp", {{"keepdims", int64_t{0}}},
        [](int seed) { return std::vector<Tensor>{F32({4, 4}, seed), I64({1}, {seed % 2})}; }, {1}},
+      // Scales and zero points are read per run whether the plan knows
+      // them or not.
+      {"QuantizeLinear", {{"axis", int64_t{0}}},
+       [](int seed) {
+         return std::vector<Tensor>{F32({3, 2}, seed), PositiveF32({3}, seed),
+                                    Ints<int8_t>(DType::kI8, {3}, seed)};
+       },
+       {1, 2}, true},
+      {"QLinearConv", {},
+       [](int seed) {
+         return std::vector<Tensor>{Ints<uint8_t>(DType::kU8, {1, 1, 3, 3}, seed), PositiveF32({}, seed),
+                                    Ints<uint8_t>(DType::kU8, {}, seed), Ints<int8_t>(DType::kI8, {2, 1, 2, 2}, seed),
+                                    PositiveF32({2}, seed + 1), Ints<int8_t>(DType::kI8, {2}, seed),
+                                    PositiveF32({}, seed + 2), Ints<uint8_t>(DType::kU8, {}, seed + 3)};
+       },
+       {1, 2, 4, 5, 6, 7}, true},
   };
   for (const UnknownInputsCase& c : cases) CheckUnknownInputsAreReadPerRun(c);
 }
@@ -309,6 +373,29 @@ std::vector<BadCase> BadCases() {
                "attribute sorted is 2; expected 0 or 1"});
   c.push_back({"UniqueScalarAxis", "Unique", {{"axis", int64_t{0}}}, {F32({}, 0)}, {{DType::kF32, {1}}},
                "X is a scalar; attribute axis needs rank >= 1"});
+  c.push_back({"QuantizeLinearScaleShape", "QuantizeLinear", {}, {F32({2, 4}, 0), PositiveF32({3}, 0)},
+               {{DType::kU8, {2, 4}}}, "input 1 (y_scale) has shape [3]; expected [] or [1] (per tensor) or [4]"});
+  c.push_back({"DequantizeLinearZeroPointDType", "DequantizeLinear", {},
+               {Ints<uint8_t>(DType::kU8, {2}, 0), PositiveF32({}, 0), Ints<int8_t>(DType::kI8, {}, 0)},
+               {{DType::kF32, {2}}}, "input 2 (x_zero_point) has dtype i8; expected u8 like input 0 (x)"});
+  c.push_back({"DynamicQuantizeLinearHalf", "DynamicQuantizeLinear", {}, {ToHalf(F32({2}, 0), DType::kF16)},
+               {{DType::kU8, {2}}}, "input 0 (x) has dtype f16; expected f32"});
+  c.push_back({"MatMulIntegerInnerDims", "MatMulInteger", {},
+               {Ints<uint8_t>(DType::kU8, {2, 3}, 0), Ints<uint8_t>(DType::kU8, {4, 2}, 0)}, {{DType::kI32, {2, 2}}},
+               "inner dims differ"});
+  c.push_back({"QLinearMatMulYScale", "QLinearMatMul", {},
+               {Ints<uint8_t>(DType::kU8, {2, 3}, 0), PositiveF32({}, 0), Ints<uint8_t>(DType::kU8, {}, 0),
+                Ints<uint8_t>(DType::kU8, {3, 2}, 0), PositiveF32({}, 0), Ints<uint8_t>(DType::kU8, {}, 0),
+                PositiveF32({2}, 0), Ints<uint8_t>(DType::kU8, {}, 0)},
+               {{DType::kU8, {2, 2}}}, "input 6 (y_scale) has shape [2]; expected [] or [1] (per tensor)"});
+  c.push_back({"ConvIntegerGroup", "ConvInteger", {},
+               {Ints<uint8_t>(DType::kU8, {1, 3, 2, 2}, 0), Ints<int8_t>(DType::kI8, {2, 2, 1, 1}, 0)},
+               {{DType::kI32, {1, 2, 2, 2}}}, "do not fit group 1"});
+  c.push_back({"QLinearConvBiasDType", "QLinearConv", {},
+               {Ints<uint8_t>(DType::kU8, {1, 1, 2, 2}, 0), PositiveF32({}, 0), Ints<uint8_t>(DType::kU8, {}, 0),
+                Ints<int8_t>(DType::kI8, {1, 1, 1, 1}, 0), PositiveF32({}, 0), Ints<int8_t>(DType::kI8, {}, 0),
+                PositiveF32({}, 0), Ints<uint8_t>(DType::kU8, {}, 0), I64({1}, {0})},
+               {{DType::kU8, {1, 1, 2, 2}}}, "input 8 (B) has dtype i64; expected i32"});
   c.push_back({"NegativeLogLikelihoodLossReduction", "NegativeLogLikelihoodLoss", {{"reduction", std::string("avg")}},
                {F32({2, 3}, 0), I64({2}, {0, 1})}, {{DType::kF32, {}}},
                "attribute 'reduction' is 'avg'; expected 'none', 'sum' or 'mean'"});

@@ -8,20 +8,25 @@
 // int32 at the end, which is what an int32 accumulator that may overflow
 // gives. The requantizing ops scale the int32 accumulator by the float32
 // product scale_a * scale_b / scale_y in double, as the ONNX reference does.
-// Scales and zero points are small and read once into vectors; every shape
-// that indexes them is checked first.
+// The attributes, every shape and dtype check, the strides and the loops of
+// the dtypes are prepared once per plan; scales and zero points are small
+// and read when the step runs (they may be activations) into the declared
+// workspace, every shape that indexes them checked by the prepare.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/kernel_checks.h"
+#include "lib/backends/common/prepared.h"
 #include "lib/backends/common/window.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 
 namespace grove::cpu {
@@ -49,36 +54,60 @@ Q Requantize(double v, int64_t zero) {
   return static_cast<Q>(std::clamp(r, lo, hi));
 }
 
-// The elements of a small integer tensor (zero points).
-absl::StatusOr<std::vector<int32_t>> ReadInts(const KernelContext& ctx, int i, absl::string_view name) {
-  const TensorView& t = ctx.input(i);
-  std::vector<int32_t> out(static_cast<size_t>(t.num_elements()));
-  absl::Status status = VisitDType<uint8_t, int8_t, uint16_t, int16_t, int32_t>(ctx, t.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.as<const T>();
-    for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<int32_t>(p[k]);
-    return absl::OkStatus();
-  });
-  if (!status.ok()) {
-    return ctx.Error(absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(t.dtype), "; expected an integer"));
-  }
-  return out;
+// Scales and zero points are read when the step runs (their values may be
+// activations), into the workspace; the prepare checks their dtypes.
+bool IsIntParam(DType d) {
+  return d == DType::kU8 || d == DType::kI8 || d == DType::kU16 || d == DType::kI16 || d == DType::kI32;
+}
+bool IsFloatParam(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
+
+absl::Status CheckIntParam(const KernelContext& ctx, int i, absl::string_view name) {
+  const DType d = ctx.input(i).dtype;
+  if (IsIntParam(d)) return absl::OkStatus();
+  return ctx.Error(absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(d), "; expected an integer"));
 }
 
-// The elements of a small float tensor (scales), in float.
-absl::StatusOr<std::vector<float>> ReadFloats(const KernelContext& ctx, int i, absl::string_view name) {
-  const TensorView& t = ctx.input(i);
-  std::vector<float> out(static_cast<size_t>(t.num_elements()));
-  absl::Status status = VisitDType<float, Half, BFloat16>(ctx, t.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = t.as<const T>();
-    for (size_t k = 0; k < out.size(); ++k) out[k] = ToCompute(p[k]);
-    return absl::OkStatus();
-  });
-  if (!status.ok()) {
-    return ctx.Error(absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(t.dtype), "; expected f32, f16 or bf16"));
+absl::Status CheckFloatParam(const KernelContext& ctx, int i, absl::string_view name) {
+  const DType d = ctx.input(i).dtype;
+  if (IsFloatParam(d)) return absl::OkStatus();
+  return ctx.Error(absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(d), "; expected f32, f16 or bf16"));
+}
+
+template <typename T, typename R>
+void Convert(const TensorView& t, R* out) {
+  const T* p = t.as<const T>();
+  const int64_t n = t.num_elements();
+  for (int64_t k = 0; k < n; ++k) out[k] = static_cast<R>(ToCompute(p[k]));
+}
+
+// The elements of a small integer tensor (zero points) as int32 (its dtype
+// passed CheckIntParam).
+void ReadInts(const TensorView& t, int32_t* out) {
+  switch (t.dtype) {
+    case DType::kU8:
+      return Convert<uint8_t>(t, out);
+    case DType::kI8:
+      return Convert<int8_t>(t, out);
+    case DType::kU16:
+      return Convert<uint16_t>(t, out);
+    case DType::kI16:
+      return Convert<int16_t>(t, out);
+    default:
+      return Convert<int32_t>(t, out);
   }
-  return out;
+}
+
+// The elements of a small float tensor (scales) in float (its dtype passed
+// CheckFloatParam).
+void ReadFloats(const TensorView& t, float* out) {
+  switch (t.dtype) {
+    case DType::kF16:
+      return Convert<Half>(t, out);
+    case DType::kBF16:
+      return Convert<BFloat16>(t, out);
+    default:
+      return Convert<float>(t, out);
+  }
 }
 
 bool IsPerTensor(const TensorView& t) { return t.num_elements() == 1 && t.shape.size() <= 1; }
@@ -94,17 +123,38 @@ absl::Status CheckScalarOrVector(const KernelContext& ctx, int i, absl::string_v
                    count >= 0 ? absl::StrCat(" or [", count, "] (per output channel)") : std::string(" (per tensor)")));
 }
 
+// A zero point (input i, optional: absent is one 0) of an operand of
+// `operand_dtype`: its dtype checked, its element count.
+absl::StatusOr<int64_t> CheckZeroPoint(const KernelContext& ctx, int i, absl::string_view name, DType operand_dtype) {
+  if (!ctx.has_input(i)) return 1;
+  if (ctx.input(i).dtype != operand_dtype) {
+    return ctx.Error(absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(ctx.input(i).dtype), "; expected ",
+                                  DTypeName(operand_dtype), " like its operand"));
+  }
+  if (absl::Status s = CheckIntParam(ctx, i, name); !s.ok()) return s;
+  return ctx.input(i).num_elements();
+}
+
+// Reads zero point i (absent: one 0) into `out`.
+void ReadZeroPoint(const KernelContext& ctx, int i, int32_t* out) {
+  if (ctx.has_input(i)) {
+    ReadInts(ctx.input(i), out);
+  } else {
+    out[0] = 0;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // QuantizeLinear, DequantizeLinear
 // ---------------------------------------------------------------------------
 
 // Scale (input 1) and zero point (input 2, default 0) of x (input 0), per
 // tensor or along the axis attribute: element e of x uses entry
-// (e / inner) % channels.
+// (e / inner) % channels. `count` scales and as many zero points are read
+// per run into the workspace.
 struct AxisParams {
-  std::vector<float> scale;
-  std::vector<int32_t> zero;
-  int64_t channels = 1, inner = 1, outer = 0;
+  int64_t channels = 1, inner = 1, outer = 0, count = 1;
+  void (*run)(const AxisParams& p, const void* in, void* out, const float* scale, const int32_t* zero) = nullptr;
 };
 
 absl::StatusOr<AxisParams> ResolveAxisParams(const KernelContext& ctx, absl::string_view scale_name,
@@ -131,9 +181,8 @@ absl::StatusOr<AxisParams> ResolveAxisParams(const KernelContext& ctx, absl::str
   }
   const int64_t block = p.channels * p.inner;
   p.outer = block == 0 ? 0 : x.num_elements() / block;
-  absl::StatusOr<std::vector<float>> scale = ReadFloats(ctx, 1, scale_name);
-  if (!scale.ok()) return scale.status();
-  p.scale = *std::move(scale);
+  if (absl::Status st = CheckFloatParam(ctx, 1, scale_name); !st.ok()) return st;
+  p.count = s.num_elements();
   if (ctx.has_input(2)) {
     const TensorView& z = ctx.input(2);
     if (!(IsPerTensor(z) && IsPerTensor(s)) && z.shape != s.shape) {
@@ -141,13 +190,34 @@ absl::StatusOr<AxisParams> ResolveAxisParams(const KernelContext& ctx, absl::str
                                     InputStr(1, scale_name), " has shape ", ShapeStr(s.shape),
                                     "; expected the same shape"));
     }
-    absl::StatusOr<std::vector<int32_t>> zero = ReadInts(ctx, 2, zero_name);
-    if (!zero.ok()) return zero.status();
-    p.zero = *std::move(zero);
-  } else {
-    p.zero.assign(p.scale.size(), 0);
+    if (absl::Status st = CheckIntParam(ctx, 2, zero_name); !st.ok()) return st;
   }
   return p;
+}
+
+// The workspace of an AxisParams: its scales, then its zero points.
+uint64_t AxisWorkspace(const AxisParams& p) {
+  WorkspaceLayout layout;
+  layout.Add<float>(p.count);
+  layout.Add<int32_t>(p.count);
+  return layout.bytes();
+}
+
+// Reads the scales and zero points into the workspace and runs the loop.
+absl::Status InvokeAxis(KernelContext& ctx) {
+  const AxisParams* p = backends::PreparedParams<AxisParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  WorkspaceCursor ws(ctx.workspace());
+  float* scale = ws.Take<float>(p->count);
+  int32_t* zero = ws.Take<int32_t>(p->count);
+  ReadFloats(ctx.input(1), scale);
+  if (ctx.has_input(2)) {
+    ReadInts(ctx.input(2), zero);
+  } else {
+    std::fill(zero, zero + p->count, 0);
+  }
+  p->run(*p, ctx.input(0).data, ctx.output(0).data, scale, zero);
+  return absl::OkStatus();
 }
 
 // Runs fn(element, channel) over x in order.
@@ -161,34 +231,52 @@ void ForEachAxisElement(const AxisParams& p, Fn&& fn) {
   }
 }
 
-absl::Status QuantizeLinearKernel(KernelContext& ctx) {
+template <typename X, typename Q>
+void RunQuantize(const AxisParams& p, const void* in_data, void* out_data, const float* scale, const int32_t* zero) {
+  const X* in = static_cast<const X*>(in_data);
+  Q* out = static_cast<Q*>(out_data);
+  ForEachAxisElement(p, [&](int64_t e, int64_t c) {
+    // The division in the input's precision: float, or double for i32.
+    double q;
+    if constexpr (std::is_same_v<X, int32_t>) {
+      q = static_cast<double>(in[e]) / static_cast<double>(scale[c]);
+    } else {
+      q = ToCompute(in[e]) / scale[c];
+    }
+    out[e] = Requantize<Q>(q, zero[c]);
+  });
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareQuantizeLinear(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const DType out_dtype = ctx.has_input(2) ? ctx.input(2).dtype : DType::kU8;
   if (absl::Status s = CheckOutput(ctx, 0, out_dtype, x.shape); !s.ok()) return s;
   absl::StatusOr<AxisParams> p = ResolveAxisParams(ctx, "y_scale", "y_zero_point");
   if (!p.ok()) return p.status();
-  return VisitDType<float, Half, BFloat16, int32_t>(ctx, x.dtype, [&](auto xtag) {
+  absl::Status chosen = VisitDType<float, Half, BFloat16, int32_t>(ctx, x.dtype, [&](auto xtag) {
     using X = typename decltype(xtag)::type;
     return VisitDType<uint8_t, int8_t, uint16_t, int16_t>(ctx, out_dtype, [&](auto qtag) {
-      using Q = typename decltype(qtag)::type;
-      const X* in = x.as<const X>();
-      Q* out = ctx.output(0).as<Q>();
-      ForEachAxisElement(*p, [&](int64_t e, int64_t c) {
-        // The division in the input's precision: float, or double for i32.
-        double q;
-        if constexpr (std::is_same_v<X, int32_t>) {
-          q = static_cast<double>(in[e]) / static_cast<double>(p->scale[c]);
-        } else {
-          q = ToCompute(in[e]) / p->scale[c];
-        }
-        out[e] = Requantize<Q>(q, p->zero[c]);
-      });
+      p->run = &RunQuantize<X, typename decltype(qtag)::type>;
       return absl::OkStatus();
     });
   });
+  if (!chosen.ok()) return chosen;
+  const uint64_t bytes = AxisWorkspace(*p);
+  return backends::MakePrepared(*std::move(p), bytes);
 }
 
-absl::Status DequantizeLinearKernel(KernelContext& ctx) {
+template <typename X, typename Y>
+void RunDequantize(const AxisParams& p, const void* in_data, void* out_data, const float* scale,
+                   const int32_t* zero) {
+  const X* in = static_cast<const X*>(in_data);
+  Y* out = static_cast<Y*>(out_data);
+  ForEachAxisElement(p, [&](int64_t e, int64_t c) {
+    const float diff = static_cast<float>(static_cast<int64_t>(in[e]) - zero[c]);
+    out[e] = FromCompute<Y>(diff * scale[c]);
+  });
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareDequantizeLinear(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (ctx.has_input(2) && ctx.input(2).dtype != x.dtype) {
     return ctx.Error(absl::StrCat("input 2 (x_zero_point) has dtype ", DTypeName(ctx.input(2).dtype), "; expected ",
@@ -198,24 +286,23 @@ absl::Status DequantizeLinearKernel(KernelContext& ctx) {
   if (absl::Status s = CheckOutput(ctx, 0, out_dtype, x.shape); !s.ok()) return s;
   absl::StatusOr<AxisParams> p = ResolveAxisParams(ctx, "x_scale", "x_zero_point");
   if (!p.ok()) return p.status();
-  return VisitDType<uint8_t, int8_t, uint16_t, int16_t, int32_t>(ctx, x.dtype, [&](auto xtag) {
+  absl::Status chosen = VisitDType<uint8_t, int8_t, uint16_t, int16_t, int32_t>(ctx, x.dtype, [&](auto xtag) {
     using X = typename decltype(xtag)::type;
     return VisitDType<float, Half, BFloat16>(ctx, out_dtype, [&](auto ytag) {
-      using Y = typename decltype(ytag)::type;
-      const X* in = x.as<const X>();
-      Y* out = ctx.output(0).as<Y>();
-      ForEachAxisElement(*p, [&](int64_t e, int64_t c) {
-        const float diff = static_cast<float>(static_cast<int64_t>(in[e]) - p->zero[c]);
-        out[e] = FromCompute<Y>(diff * p->scale[c]);
-      });
+      p->run = &RunDequantize<X, typename decltype(ytag)::type>;
       return absl::OkStatus();
     });
   });
+  if (!chosen.ok()) return chosen;
+  const uint64_t bytes = AxisWorkspace(*p);
+  return backends::MakePrepared(*std::move(p), bytes);
 }
 
-// The ONNX formula for uint8: the range [min(x), max(x)] widened to hold 0
-// (NaNs skipped; an empty or all-zero x gives the range [0, 0], scale 1/255).
-absl::Status DynamicQuantizeLinearKernel(KernelContext& ctx) {
+// DynamicQuantizeLinear: its dtype and output checks once (it has no
+// parameters); the range is the data's, found per run.
+struct DynamicQuantizeParams {};
+
+absl::StatusOr<ir::PreparedKernel> PrepareDynamicQuantizeLinear(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   if (x.dtype != DType::kF32) {
     return ctx.Error(absl::StrCat("input 0 (x) has dtype ", DTypeName(x.dtype), "; expected f32"));
@@ -225,6 +312,14 @@ absl::Status DynamicQuantizeLinearKernel(KernelContext& ctx) {
     if (!ctx.has_output(i)) continue;
     if (absl::Status s = CheckOutput(ctx, i, i == 1 ? DType::kF32 : DType::kU8, {}); !s.ok()) return s;
   }
+  return backends::MakePrepared(DynamicQuantizeParams{});
+}
+
+// The ONNX formula for uint8: the range [min(x), max(x)] widened to hold 0
+// (NaNs skipped; an empty or all-zero x gives the range [0, 0], scale 1/255).
+absl::Status DynamicQuantizeLinearKernel(KernelContext& ctx) {
+  if (backends::PreparedParams<DynamicQuantizeParams>(ctx) == nullptr) return backends::NotPrepared(ctx, "CPU");
+  const TensorView& x = ctx.input(0);
   const float* in = x.as<const float>();
   const int64_t n = x.num_elements();
   float lo = 0.0f, hi = 0.0f;
@@ -356,10 +451,11 @@ absl::StatusOr<MatParam> ResolveMatParam(const KernelContext& ctx, int pi, absl:
 }
 
 // fn(out_index, a_param_index, b_param_index, acc) for each output element,
-// acc the int32 (wrapped) sum over k of (a - za) * (b - zb).
+// acc the int32 (wrapped) sum over k of (a - za) * (b - zb); za holds
+// za_count zero points (one: per tensor), zb zb_count.
 template <typename TA, typename TB, typename Fn>
-void IntMatMulLoop(const IntMatMul& mm, const TA* a, const TB* b, const std::vector<int32_t>& za, const MatParam& pa,
-                   const std::vector<int32_t>& zb, const MatParam& pb, Fn&& fn) {
+void IntMatMulLoop(const IntMatMul& mm, const TA* a, const TB* b, const int32_t* za, int64_t za_count,
+                   const MatParam& pa, const int32_t* zb, int64_t zb_count, const MatParam& pb, Fn&& fn) {
   const int nb = static_cast<int>(mm.batch.size());
   int64_t out = 0;
   for (int64_t bi = 0; bi < mm.batch_count; ++bi) {
@@ -374,11 +470,11 @@ void IntMatMulLoop(const IntMatMul& mm, const TA* a, const TB* b, const std::vec
     }
     for (int64_t i = 0; i < mm.m; ++i) {
       const int64_t ia = pa_off + i * pa.line_stride;
-      const int64_t zai = za.size() == 1 ? za[0] : za[ia];
+      const int64_t zai = za_count == 1 ? za[0] : za[ia];
       const TA* arow = a + a_off + i * mm.k;
       for (int64_t j = 0; j < mm.n; ++j) {
         const int64_t ib = pb_off + j * pb.line_stride;
-        const int64_t zbj = zb.size() == 1 ? zb[0] : zb[ib];
+        const int64_t zbj = zb_count == 1 ? zb[0] : zb[ib];
         const TB* bcol = b + b_off + j;
         int64_t acc = 0;
         for (int64_t t = 0; t < mm.k; ++t) {
@@ -390,66 +486,130 @@ void IntMatMulLoop(const IntMatMul& mm, const TA* a, const TB* b, const std::vec
   }
 }
 
-absl::StatusOr<std::vector<int32_t>> ReadZeroPoint(const KernelContext& ctx, int i, absl::string_view name,
-                                                   DType operand_dtype) {
-  if (!ctx.has_input(i)) return std::vector<int32_t>{0};
-  if (ctx.input(i).dtype != operand_dtype) {
-    return ctx.Error(absl::StrCat(InputStr(i, name), " has dtype ", DTypeName(ctx.input(i).dtype), "; expected ",
-                                  DTypeName(operand_dtype), " like its operand"));
+// MatMulInteger and QLinearMatMul: the product's shapes and strides, each
+// parameter's layout over its operand, the element counts of the scales
+// and zero points (read per run into the workspace) and the loop of the
+// dtypes, made once.
+struct IntMatMulParams {
+  IntMatMul mm;
+  MatParam pa, pb;
+  int64_t za_count = 1, zb_count = 1, sa_count = 1, sb_count = 1;
+  void (*run)(const IntMatMulParams& p, KernelContext& ctx) = nullptr;
+};
+
+// The workspace of an IntMatMulParams: a's and b's zero points, then (for
+// QLinearMatMul) their scales.
+uint64_t IntMatMulWorkspace(const IntMatMulParams& p, bool scales) {
+  WorkspaceLayout layout;
+  layout.Add<int32_t>(p.za_count);
+  layout.Add<int32_t>(p.zb_count);
+  if (scales) {
+    layout.Add<float>(p.sa_count);
+    layout.Add<float>(p.sb_count);
   }
-  return ReadInts(ctx, i, name);
+  return layout.bytes();
 }
 
-absl::Status MatMulIntegerKernel(KernelContext& ctx) {
+template <typename TA, typename TB>
+void RunMatMulInteger(const IntMatMulParams& p, KernelContext& ctx) {
+  WorkspaceCursor ws(ctx.workspace());
+  int32_t* za = ws.Take<int32_t>(p.za_count);
+  int32_t* zb = ws.Take<int32_t>(p.zb_count);
+  ReadZeroPoint(ctx, 2, za);
+  ReadZeroPoint(ctx, 3, zb);
+  int32_t* y = ctx.output(0).as<int32_t>();
+  IntMatMulLoop(p.mm, ctx.input(0).as<const TA>(), ctx.input(1).as<const TB>(), za, p.za_count, p.pa, zb, p.zb_count,
+                p.pb, [&](int64_t o, int64_t, int64_t, int32_t acc) { y[o] = acc; });
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareMatMulInteger(const KernelContext& ctx) {
+  IntMatMulParams p;
   absl::StatusOr<IntMatMul> mm = ResolveIntMatMul(ctx, 0, 1, DType::kI32);
   if (!mm.ok()) return mm.status();
-  absl::StatusOr<std::vector<int32_t>> za = ReadZeroPoint(ctx, 2, "a_zero_point", ctx.input(0).dtype);
+  p.mm = *std::move(mm);
+  absl::StatusOr<int64_t> za = CheckZeroPoint(ctx, 2, "a_zero_point", ctx.input(0).dtype);
   if (!za.ok()) return za.status();
-  absl::StatusOr<std::vector<int32_t>> zb = ReadZeroPoint(ctx, 3, "b_zero_point", ctx.input(1).dtype);
+  absl::StatusOr<int64_t> zb = CheckZeroPoint(ctx, 3, "b_zero_point", ctx.input(1).dtype);
   if (!zb.ok()) return zb.status();
-  MatParam pa, pb;
-  pa.batch_strides.assign(mm->batch.size(), 0);
-  pb.batch_strides.assign(mm->batch.size(), 0);
+  p.za_count = *za;
+  p.zb_count = *zb;
+  p.pa.batch_strides.assign(p.mm.batch.size(), 0);
+  p.pb.batch_strides.assign(p.mm.batch.size(), 0);
   if (ctx.has_input(2)) {
-    absl::StatusOr<MatParam> r = ResolveMatParam(ctx, 2, "a_zero_point", 0, true, *mm);
+    absl::StatusOr<MatParam> r = ResolveMatParam(ctx, 2, "a_zero_point", 0, true, p.mm);
     if (!r.ok()) return r.status();
-    pa = *std::move(r);
+    p.pa = *std::move(r);
   }
   if (ctx.has_input(3)) {
-    absl::StatusOr<MatParam> r = ResolveMatParam(ctx, 3, "b_zero_point", 1, false, *mm);
+    absl::StatusOr<MatParam> r = ResolveMatParam(ctx, 3, "b_zero_point", 1, false, p.mm);
     if (!r.ok()) return r.status();
-    pb = *std::move(r);
+    p.pb = *std::move(r);
   }
-  int32_t* y = ctx.output(0).as<int32_t>();
-  return VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto atag) {
+  absl::Status chosen = VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto atag) {
     using TA = typename decltype(atag)::type;
     return VisitDType<uint8_t, int8_t>(ctx, ctx.input(1).dtype, [&](auto btag) {
-      using TB = typename decltype(btag)::type;
-      IntMatMulLoop(*mm, ctx.input(0).as<const TA>(), ctx.input(1).as<const TB>(), *za, pa, *zb, pb,
-                    [&](int64_t o, int64_t, int64_t, int32_t acc) { y[o] = acc; });
+      p.run = &RunMatMulInteger<TA, typename decltype(btag)::type>;
       return absl::OkStatus();
     });
   });
+  if (!chosen.ok()) return chosen;
+  const uint64_t bytes = IntMatMulWorkspace(p, false);
+  return backends::MakePrepared(std::move(p), bytes);
 }
 
 // The float32 multiplier of an accumulator: scale_a * scale_b / scale_y.
 float Multiplier(float sa, float sb, float sy) { return sa * sb / sy; }
 
-absl::Status QLinearMatMulKernel(KernelContext& ctx) {
+// The one float of a per-tensor scale, the one int of a per-tensor zero
+// point (input i).
+float ScalarScale(const KernelContext& ctx, int i) {
+  float v = 0;
+  ReadFloats(ctx.input(i), &v);
+  return v;
+}
+int32_t ScalarZero(const KernelContext& ctx, int i) {
+  int32_t v = 0;
+  ReadInts(ctx.input(i), &v);
+  return v;
+}
+
+template <typename TA, typename TB, typename TY>
+void RunQLinearMatMul(const IntMatMulParams& p, KernelContext& ctx) {
+  WorkspaceCursor ws(ctx.workspace());
+  int32_t* za = ws.Take<int32_t>(p.za_count);
+  int32_t* zb = ws.Take<int32_t>(p.zb_count);
+  float* sa = ws.Take<float>(p.sa_count);
+  float* sb = ws.Take<float>(p.sb_count);
+  ReadZeroPoint(ctx, 2, za);
+  ReadZeroPoint(ctx, 5, zb);
+  ReadFloats(ctx.input(1), sa);
+  ReadFloats(ctx.input(4), sb);
+  const float ys = ScalarScale(ctx, 6);
+  const int32_t yz = ScalarZero(ctx, 7);
+  TY* y = ctx.output(0).as<TY>();
+  IntMatMulLoop(p.mm, ctx.input(0).as<const TA>(), ctx.input(3).as<const TB>(), za, p.za_count, p.pa, zb, p.zb_count,
+                p.pb, [&](int64_t o, int64_t ia, int64_t ib, int32_t acc) {
+                  const float mult = Multiplier(p.sa_count == 1 ? sa[0] : sa[ia], p.sb_count == 1 ? sb[0] : sb[ib], ys);
+                  y[o] = Requantize<TY>(static_cast<double>(acc) * static_cast<double>(mult), yz);
+                });
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareQLinearMatMul(const KernelContext& ctx) {
   const DType out_dtype = ctx.input(7).dtype;
+  IntMatMulParams p;
   absl::StatusOr<IntMatMul> mm = ResolveIntMatMul(ctx, 0, 3, out_dtype);
   if (!mm.ok()) return mm.status();
+  p.mm = *std::move(mm);
   struct Side {
     int scale, zero, operand;
     const char *scale_name, *zero_name;
     bool is_a;
+    MatParam* param;
+    int64_t *scale_count, *zero_count;
   };
-  const Side sides[2] = {{1, 2, 0, "a_scale", "a_zero_point", true}, {4, 5, 3, "b_scale", "b_zero_point", false}};
-  MatParam params[2];
-  std::vector<float> scales[2];
-  std::vector<int32_t> zeros[2];
-  for (int s = 0; s < 2; ++s) {
-    const Side& side = sides[s];
+  const Side sides[2] = {{1, 2, 0, "a_scale", "a_zero_point", true, &p.pa, &p.sa_count, &p.za_count},
+                         {4, 5, 3, "b_scale", "b_zero_point", false, &p.pb, &p.sb_count, &p.zb_count}};
+  for (const Side& side : sides) {
     const TensorView& sc = ctx.input(side.scale);
     const TensorView& z = ctx.input(side.zero);
     if (!(sc.num_elements() == 1 && z.num_elements() == 1) && sc.shape != z.shape) {
@@ -457,42 +617,39 @@ absl::Status QLinearMatMulKernel(KernelContext& ctx) {
                                     InputStr(side.scale, side.scale_name), " has shape ", ShapeStr(sc.shape),
                                     "; expected the same shape"));
     }
-    absl::StatusOr<MatParam> p = ResolveMatParam(ctx, side.scale, side.scale_name, side.operand, side.is_a, *mm);
-    if (!p.ok()) return p.status();
-    params[s] = *std::move(p);
-    absl::StatusOr<std::vector<float>> f = ReadFloats(ctx, side.scale, side.scale_name);
-    if (!f.ok()) return f.status();
-    scales[s] = *std::move(f);
-    absl::StatusOr<std::vector<int32_t>> zi =
-        ReadZeroPoint(ctx, side.zero, side.zero_name, ctx.input(side.operand).dtype);
-    if (!zi.ok()) return zi.status();
-    zeros[s] = *std::move(zi);
+    absl::StatusOr<MatParam> r = ResolveMatParam(ctx, side.scale, side.scale_name, side.operand, side.is_a, p.mm);
+    if (!r.ok()) return r.status();
+    *side.param = *std::move(r);
+    if (absl::Status s = CheckFloatParam(ctx, side.scale, side.scale_name); !s.ok()) return s;
+    *side.scale_count = sc.num_elements();
+    absl::StatusOr<int64_t> zc = CheckZeroPoint(ctx, side.zero, side.zero_name, ctx.input(side.operand).dtype);
+    if (!zc.ok()) return zc.status();
+    *side.zero_count = *zc;
   }
   if (absl::Status s = CheckScalarOrVector(ctx, 6, "y_scale", -1); !s.ok()) return s;
   if (absl::Status s = CheckScalarOrVector(ctx, 7, "y_zero_point", -1); !s.ok()) return s;
-  absl::StatusOr<std::vector<float>> ys = ReadFloats(ctx, 6, "y_scale");
-  if (!ys.ok()) return ys.status();
-  absl::StatusOr<std::vector<int32_t>> yz = ReadInts(ctx, 7, "y_zero_point");
-  if (!yz.ok()) return yz.status();
-  return VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto atag) {
+  if (absl::Status s = CheckFloatParam(ctx, 6, "y_scale"); !s.ok()) return s;
+  if (absl::Status s = CheckIntParam(ctx, 7, "y_zero_point"); !s.ok()) return s;
+  absl::Status chosen = VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto atag) {
     using TA = typename decltype(atag)::type;
     return VisitDType<uint8_t, int8_t>(ctx, ctx.input(3).dtype, [&](auto btag) {
       using TB = typename decltype(btag)::type;
       return VisitDType<uint8_t, int8_t>(ctx, out_dtype, [&](auto ytag) {
-        using TY = typename decltype(ytag)::type;
-        TY* y = ctx.output(0).as<TY>();
-        const std::vector<float>& sa = scales[0];
-        const std::vector<float>& sb = scales[1];
-        IntMatMulLoop(*mm, ctx.input(0).as<const TA>(), ctx.input(3).as<const TB>(), zeros[0], params[0], zeros[1],
-                      params[1], [&](int64_t o, int64_t ia, int64_t ib, int32_t acc) {
-                        const float mult =
-                            Multiplier(sa.size() == 1 ? sa[0] : sa[ia], sb.size() == 1 ? sb[0] : sb[ib], (*ys)[0]);
-                        y[o] = Requantize<TY>(static_cast<double>(acc) * static_cast<double>(mult), (*yz)[0]);
-                      });
+        p.run = &RunQLinearMatMul<TA, TB, typename decltype(ytag)::type>;
         return absl::OkStatus();
       });
     });
   });
+  if (!chosen.ok()) return chosen;
+  const uint64_t bytes = IntMatMulWorkspace(p, true);
+  return backends::MakePrepared(std::move(p), bytes);
+}
+
+absl::Status InvokeIntMatMul(KernelContext& ctx) {
+  const IntMatMulParams* p = backends::PreparedParams<IntMatMulParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(*p, ctx);
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -541,19 +698,20 @@ absl::StatusOr<IntConv> ResolveIntConv(const KernelContext& ctx, int xi, int wi,
 }
 
 // fn(out_index, output_channel, acc) for each output element, acc the int32
-// (wrapped) sum of bias[m] and (x - xz) * (w - wz[m]) over the window;
-// padding contributes 0, as x == xz would.
+// (wrapped) sum of bias[m] and (x - xz) * (w - wz[m]) over the window
+// (wz holds wz_count zero points: one, per tensor, or one per output
+// channel); padding contributes 0, as x == xz would. base and tap hold
+// win.spatial positions each (workspace).
 template <typename TX, typename TW, typename Fn>
-void IntConvLoop(const IntConv& cv, const TX* x, int32_t xz, const TW* w, const std::vector<int32_t>& wz,
-                 const int32_t* bias, Fn&& fn) {
+void IntConvLoop(const IntConv& cv, const TX* x, int32_t xz, const TW* w, const int32_t* wz, int64_t wz_count,
+                 const int32_t* bias, int64_t* base, int64_t* tap, Fn&& fn) {
   const backends::Window& win = cv.w;
   const int sp = win.spatial;
   const int64_t cg = cv.c / cv.group, mg = cv.m / cv.group;
-  std::vector<int64_t> base(sp), tap(sp);
   for (int64_t n = 0; n < cv.n; ++n) {
     for (int64_t m = 0; m < cv.m; ++m) {
       const int64_t g = m / mg;
-      const int64_t wzm = wz.size() == 1 ? wz[0] : wz[m];
+      const int64_t wzm = wz_count == 1 ? wz[0] : wz[m];
       const TW* wm = w + m * cg * win.kernel_size;
       for (int64_t o = 0; o < win.out_size; ++o) {
         for (int64_t rem = o, d = sp - 1; d >= 0; --d) {
@@ -564,7 +722,7 @@ void IntConvLoop(const IntConv& cv, const TX* x, int32_t xz, const TW* w, const 
         for (int64_t ci = 0; ci < cg; ++ci) {
           const TX* xc = x + (n * cv.c + g * cg + ci) * win.in_size;
           const TW* wc = wm + ci * win.kernel_size;
-          std::fill(tap.begin(), tap.end(), 0);
+          std::fill(tap, tap + sp, 0);
           for (int64_t t = 0; t < win.kernel_size; ++t) {
             int64_t off = 0;
             bool inside = true;
@@ -586,36 +744,112 @@ void IntConvLoop(const IntConv& cv, const TX* x, int32_t xz, const TW* w, const 
   }
 }
 
-absl::Status ConvIntegerKernel(KernelContext& ctx) {
+// ConvInteger and QLinearConv: the geometry, the checks of every input,
+// the element count of w's zero points (and scales) and the loop of the
+// dtypes, made once. Per run the workspace holds the window walk's
+// positions, w's zero points and, for QLinearConv, w's scales and the
+// multiplier of each output channel.
+struct IntConvParams {
+  IntConv cv;
+  int64_t wz_count = 1, ws_count = 1;
+  void (*run)(const IntConvParams& p, KernelContext& ctx) = nullptr;
+};
+
+struct IntConvScratch {
+  int64_t *base, *tap;
+  int32_t* wz;
+  float *ws, *mult;
+};
+
+// The workspace's arrays, in this order (`scales`: QLinearConv's).
+void AddIntConvScratch(const IntConvParams& p, bool scales, WorkspaceLayout& layout) {
+  layout.Add<int64_t>(p.cv.w.spatial);
+  layout.Add<int64_t>(p.cv.w.spatial);
+  layout.Add<int32_t>(p.wz_count);
+  if (scales) {
+    layout.Add<float>(p.ws_count);
+    layout.Add<float>(p.cv.m);
+  }
+}
+
+IntConvScratch TakeIntConvScratch(const IntConvParams& p, bool scales, void* workspace) {
+  WorkspaceCursor cursor(workspace);
+  IntConvScratch s{};
+  s.base = cursor.Take<int64_t>(p.cv.w.spatial);
+  s.tap = cursor.Take<int64_t>(p.cv.w.spatial);
+  s.wz = cursor.Take<int32_t>(p.wz_count);
+  if (scales) {
+    s.ws = cursor.Take<float>(p.ws_count);
+    s.mult = cursor.Take<float>(p.cv.m);
+  }
+  return s;
+}
+
+template <typename TX, typename TW>
+void RunConvInteger(const IntConvParams& p, KernelContext& ctx) {
+  const IntConvScratch s = TakeIntConvScratch(p, false, ctx.workspace());
+  const int32_t xz = ctx.has_input(2) ? ScalarZero(ctx, 2) : 0;
+  ReadZeroPoint(ctx, 3, s.wz);
+  int32_t* y = ctx.output(0).as<int32_t>();
+  IntConvLoop(p.cv, ctx.input(0).as<const TX>(), xz, ctx.input(1).as<const TW>(), s.wz, p.wz_count, nullptr, s.base,
+              s.tap, [&](int64_t o, int64_t, int32_t acc) { y[o] = acc; });
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareConvInteger(const KernelContext& ctx) {
+  IntConvParams p;
   absl::StatusOr<IntConv> cv = ResolveIntConv(ctx, 0, 1, DType::kI32);
   if (!cv.ok()) return cv.status();
+  p.cv = *std::move(cv);
   if (ctx.has_input(2)) {
     if (absl::Status s = CheckScalarOrVector(ctx, 2, "x_zero_point", -1); !s.ok()) return s;
   }
   if (ctx.has_input(3)) {
-    if (absl::Status s = CheckScalarOrVector(ctx, 3, "w_zero_point", cv->m); !s.ok()) return s;
+    if (absl::Status s = CheckScalarOrVector(ctx, 3, "w_zero_point", p.cv.m); !s.ok()) return s;
   }
-  absl::StatusOr<std::vector<int32_t>> xz = ReadZeroPoint(ctx, 2, "x_zero_point", ctx.input(0).dtype);
+  absl::StatusOr<int64_t> xz = CheckZeroPoint(ctx, 2, "x_zero_point", ctx.input(0).dtype);
   if (!xz.ok()) return xz.status();
-  absl::StatusOr<std::vector<int32_t>> wz = ReadZeroPoint(ctx, 3, "w_zero_point", ctx.input(1).dtype);
+  absl::StatusOr<int64_t> wz = CheckZeroPoint(ctx, 3, "w_zero_point", ctx.input(1).dtype);
   if (!wz.ok()) return wz.status();
-  int32_t* y = ctx.output(0).as<int32_t>();
-  return VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto xtag) {
+  p.wz_count = *wz;
+  absl::Status chosen = VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto xtag) {
     using TX = typename decltype(xtag)::type;
     return VisitDType<uint8_t, int8_t>(ctx, ctx.input(1).dtype, [&](auto wtag) {
-      using TW = typename decltype(wtag)::type;
-      IntConvLoop(*cv, ctx.input(0).as<const TX>(), (*xz)[0], ctx.input(1).as<const TW>(), *wz, nullptr,
-                  [&](int64_t o, int64_t, int32_t acc) { y[o] = acc; });
+      p.run = &RunConvInteger<TX, typename decltype(wtag)::type>;
       return absl::OkStatus();
     });
   });
+  if (!chosen.ok()) return chosen;
+  WorkspaceLayout layout;
+  AddIntConvScratch(p, false, layout);
+  const uint64_t bytes = layout.bytes();
+  return backends::MakePrepared(std::move(p), bytes);
 }
 
-absl::Status QLinearConvKernel(KernelContext& ctx) {
+template <typename TX, typename TW, typename TY>
+void RunQLinearConv(const IntConvParams& p, KernelContext& ctx) {
+  const IntConvScratch s = TakeIntConvScratch(p, true, ctx.workspace());
+  const float xs = ScalarScale(ctx, 1), ys = ScalarScale(ctx, 6);
+  ReadFloats(ctx.input(4), s.ws);
+  const int32_t xz = ScalarZero(ctx, 2), yz = ScalarZero(ctx, 7);
+  ReadZeroPoint(ctx, 5, s.wz);
+  const int64_t m = p.cv.m;
+  for (int64_t i = 0; i < m; ++i) s.mult[i] = Multiplier(xs, p.ws_count == 1 ? s.ws[0] : s.ws[i], ys);
+  const int32_t* bias = ctx.has_input(8) ? ctx.input(8).as<const int32_t>() : nullptr;
+  const float* mult = s.mult;
+  TY* y = ctx.output(0).as<TY>();
+  IntConvLoop(p.cv, ctx.input(0).as<const TX>(), xz, ctx.input(3).as<const TW>(), s.wz, p.wz_count, bias, s.base,
+              s.tap, [&](int64_t o, int64_t oc, int32_t acc) {
+                y[o] = Requantize<TY>(static_cast<double>(acc) * static_cast<double>(mult[oc]), yz);
+              });
+}
+
+absl::StatusOr<ir::PreparedKernel> PrepareQLinearConv(const KernelContext& ctx) {
   const DType out_dtype = ctx.input(7).dtype;
+  IntConvParams p;
   absl::StatusOr<IntConv> cv = ResolveIntConv(ctx, 0, 3, out_dtype);
   if (!cv.ok()) return cv.status();
-  const int64_t m = cv->m;
+  p.cv = *std::move(cv);
+  const int64_t m = p.cv.m;
   const std::pair<int, const char*> per_tensor[] = {
       {1, "x_scale"}, {2, "x_zero_point"}, {6, "y_scale"}, {7, "y_zero_point"}};
   for (const auto& [i, name] : per_tensor) {
@@ -629,52 +863,55 @@ absl::Status QLinearConvKernel(KernelContext& ctx) {
     }
     if (absl::Status s = backends::CheckChannelVector(ctx, 8, "B", m); !s.ok()) return s;
   }
-  absl::StatusOr<std::vector<float>> xs = ReadFloats(ctx, 1, "x_scale");
-  if (!xs.ok()) return xs.status();
-  absl::StatusOr<std::vector<float>> ws = ReadFloats(ctx, 4, "w_scale");
-  if (!ws.ok()) return ws.status();
-  absl::StatusOr<std::vector<float>> ys = ReadFloats(ctx, 6, "y_scale");
-  if (!ys.ok()) return ys.status();
-  absl::StatusOr<std::vector<int32_t>> xz = ReadZeroPoint(ctx, 2, "x_zero_point", ctx.input(0).dtype);
+  const std::pair<int, const char*> scales[] = {{1, "x_scale"}, {4, "w_scale"}, {6, "y_scale"}};
+  for (const auto& [i, name] : scales) {
+    if (absl::Status s = CheckFloatParam(ctx, i, name); !s.ok()) return s;
+  }
+  p.ws_count = ctx.input(4).num_elements();
+  absl::StatusOr<int64_t> xz = CheckZeroPoint(ctx, 2, "x_zero_point", ctx.input(0).dtype);
   if (!xz.ok()) return xz.status();
-  absl::StatusOr<std::vector<int32_t>> wz = ReadZeroPoint(ctx, 5, "w_zero_point", ctx.input(3).dtype);
+  absl::StatusOr<int64_t> wz = CheckZeroPoint(ctx, 5, "w_zero_point", ctx.input(3).dtype);
   if (!wz.ok()) return wz.status();
-  absl::StatusOr<std::vector<int32_t>> yz = ReadInts(ctx, 7, "y_zero_point");
-  if (!yz.ok()) return yz.status();
-  std::vector<float> mult(static_cast<size_t>(m));
-  for (int64_t i = 0; i < m; ++i) mult[i] = Multiplier((*xs)[0], ws->size() == 1 ? (*ws)[0] : (*ws)[i], (*ys)[0]);
-  const int32_t* bias = ctx.has_input(8) ? ctx.input(8).as<const int32_t>() : nullptr;
-  return VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto xtag) {
+  p.wz_count = *wz;
+  if (absl::Status s = CheckIntParam(ctx, 7, "y_zero_point"); !s.ok()) return s;
+  absl::Status chosen = VisitDType<uint8_t, int8_t>(ctx, ctx.input(0).dtype, [&](auto xtag) {
     using TX = typename decltype(xtag)::type;
     return VisitDType<uint8_t, int8_t>(ctx, ctx.input(3).dtype, [&](auto wtag) {
       using TW = typename decltype(wtag)::type;
       return VisitDType<uint8_t, int8_t>(ctx, out_dtype, [&](auto ytag) {
-        using TY = typename decltype(ytag)::type;
-        TY* y = ctx.output(0).as<TY>();
-        IntConvLoop(*cv, ctx.input(0).as<const TX>(), (*xz)[0], ctx.input(3).as<const TW>(), *wz, bias,
-                    [&](int64_t o, int64_t oc, int32_t acc) {
-                      y[o] = Requantize<TY>(static_cast<double>(acc) * static_cast<double>(mult[oc]), (*yz)[0]);
-                    });
+        p.run = &RunQLinearConv<TX, TW, typename decltype(ytag)::type>;
         return absl::OkStatus();
       });
     });
   });
+  if (!chosen.ok()) return chosen;
+  WorkspaceLayout layout;
+  AddIntConvScratch(p, true, layout);
+  const uint64_t bytes = layout.bytes();
+  return backends::MakePrepared(std::move(p), bytes);
+}
+
+absl::Status InvokeIntConv(KernelContext& ctx) {
+  const IntConvParams* p = backends::PreparedParams<IntConvParams>(ctx);
+  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
+  p->run(*p, ctx);
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status RegisterQuantizationKernels(ir::OpRegistry& registry) {
-  const std::pair<const char*, ir::KernelFn> kernels[] = {
-      {"QuantizeLinear", &QuantizeLinearKernel},
-      {"DequantizeLinear", &DequantizeLinearKernel},
-      {"DynamicQuantizeLinear", &DynamicQuantizeLinearKernel},
-      {"MatMulInteger", &MatMulIntegerKernel},
-      {"QLinearMatMul", &QLinearMatMulKernel},
-      {"ConvInteger", &ConvIntegerKernel},
-      {"QLinearConv", &QLinearConvKernel},
+  const std::pair<const char*, ir::KernelDef> kernels[] = {
+      {"QuantizeLinear", {&InvokeAxis, &PrepareQuantizeLinear}},
+      {"DequantizeLinear", {&InvokeAxis, &PrepareDequantizeLinear}},
+      {"DynamicQuantizeLinear", {&DynamicQuantizeLinearKernel, &PrepareDynamicQuantizeLinear}},
+      {"MatMulInteger", {&InvokeIntMatMul, &PrepareMatMulInteger}},
+      {"QLinearMatMul", {&InvokeIntMatMul, &PrepareQLinearMatMul}},
+      {"ConvInteger", {&InvokeIntConv, &PrepareConvInteger}},
+      {"QLinearConv", {&InvokeIntConv, &PrepareQLinearConv}},
   };
-  for (const auto& [type, fn] : kernels) {
-    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, fn); !s.ok()) return s;
+  for (const auto& [type, kernel] : kernels) {
+    if (absl::Status s = registry.SetKernel(type, ir::Backend::kCpu, kernel); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
