@@ -1,13 +1,18 @@
 // The prepared CPU kernels, continued (prepared_cpu_kernels_test.cc has the
 // first ones and replaces operator new for the binary): the ops of Cases()
-// below, Compress and Unique among them, which allocate their outputs.
+// below, Compress, Unique and NonMaxSuppression among them, which allocate
+// their outputs; with the quantization, loss and vision/signal groups every
+// CPU kernel has its prepare but the control-flow, sequence/optional, Size
+// and string ops (EveryCpuKernelHasAPrepare below).
 // Each is registered with a prepare that reports a bad attribute or shape;
 // one prepare serves several invokes on new values with a fresh run's bytes
 // (RunOp, checked against naive references by the op tests) and no heap
-// allocation (Compress and Unique: none but the output shapes they hand to
-// AllocateOutput); parameter inputs the plan does not know are read per run.
+// allocation (Compress, Unique, NonMaxSuppression: none but the output
+// shapes they hand to AllocateOutput); parameter inputs the plan does not
+// know are read per run.
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -220,7 +225,86 @@ std::vector<Case> Cases() {
                2, true});
   c.push_back({"SoftmaxCrossEntropyLossSum", "SoftmaxCrossEntropyLoss", {{"reduction", std::string("sum")}},
                [](int seed) { return std::vector<Tensor>{F32({2, 5}, seed), I64({2}, {4, seed % 5})}; }, 1, true});
+  // The vision and signal group.
+  c.push_back({"GridSampleBilinearZeros", "GridSample", {},
+               [](int seed) { return std::vector<Tensor>{F32({1, 2, 3, 4}, seed), F32({1, 2, 3, 2}, seed + 1)}; }, 1,
+               true});
+  c.push_back({"GridSampleBicubicReflectionAligned", "GridSample",
+               {{"mode", std::string("bicubic")}, {"padding_mode", std::string("reflection")},
+                {"align_corners", int64_t{1}}},
+               [](int seed) {
+                 std::vector<float> g = Pattern(12, seed);
+                 for (float& v : g) v *= 1.5f;
+                 return std::vector<Tensor>{F32({2, 1, 3, 3}, seed), MakeTensor<float>(DType::kF32, {2, 3, 1, 2}, g)};
+               },
+               1, true});
+  c.push_back({"GridSampleNearestBorder3D", "GridSample",
+               {{"mode", std::string("nearest")}, {"padding_mode", std::string("border")}},
+               [](int seed) { return std::vector<Tensor>{F32({1, 1, 2, 3, 2}, seed), F32({1, 2, 1, 2, 3}, seed + 2)}; },
+               1, true});
+  c.push_back({"MaxUnpoolWithOutputShape", "MaxUnpool",
+               {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({1, 1, 2, 2}, seed), I64({1, 1, 2, 2}, {seed % 16, 5, 10, 15}),
+                                            I64({4}, {1, 1, 5, 4})};
+               }});
+  c.push_back({"MaxUnpool1D", "MaxUnpool", {{"kernel_shape", std::vector<int64_t>{2}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 1, 3}, seed), I64({2, 1, 3}, {0, 1, 3, seed % 4, 2, 1})};
+               }});
+  c.push_back({"DFTOnesidedWithLength", "DFT", {{"onesided", int64_t{1}}},
+               [](int seed) { return std::vector<Tensor>{F32({1, 6, 1}, seed), I64({}, {8})}; }, 1, true});
+  c.push_back({"DFTInverseComplexAxis2", "DFT", {{"inverse", int64_t{1}}, {"axis", int64_t{2}}},
+               one({2, 2, 5, 2}), 1, true});
+  c.push_back({"STFTWindowed", "STFT", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({1, 16, 1}, seed), I64({}, {4}), PositiveF32({8}, seed)};
+               },
+               1, true});
+  c.push_back({"STFTComplexTwoSidedFrameLength", "STFT", {{"onesided", int64_t{0}}},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({2, 9, 2}, seed), I32({1}, {3}), PositiveF32({4}, seed), I64({}, {4})};
+               },
+               1, true});
+  c.push_back({"MelWeightMatrix", "MelWeightMatrix", {{"output_datatype", static_cast<int64_t>(DType::kF64)}},
+               [](int) {
+                 return std::vector<Tensor>{I64({}, {8}), I64({}, {32}), I32({}, {16000}),
+                                            MakeTensor<float>(DType::kF32, {}, {20.0f}),
+                                            MakeTensor<float>(DType::kF32, {1}, {8000.0f})};
+               }});
+  // NonMaxSuppression allocates its output (its size is the data's).
+  c.push_back({"NonMaxSuppression", "NonMaxSuppression", {},
+               [](int seed) {
+                 return std::vector<Tensor>{F32({1, 6, 4}, seed), F32({1, 2, 6}, seed + 1), I64({}, {3}),
+                                            MakeTensor<float>(DType::kF32, {}, {0.1f * static_cast<float>(seed)}),
+                                            MakeTensor<float>(DType::kF32, {1}, {-0.5f})};
+               },
+               1, true, {{DType::kI64, 18}}});
+  c.push_back({"NonMaxSuppressionCenterBoxes", "NonMaxSuppression", {{"center_point_box", int64_t{1}}},
+               [](int seed) {
+                 return std::vector<Tensor>{PositiveF32({2, 5, 4}, seed), F32({2, 1, 5}, seed), I32({1}, {5})};
+               },
+               1, true, {{DType::kI64, 30}}});
   return c;
+}
+
+// Every CPU kernel has a prepare, but those that act on host values by
+// design: control flow (their bodies are plans of their own), the sequence
+// and optional ops, Size and the string ops.
+TEST(PreparedCpuKernel2Test, EveryCpuKernelHasAPrepare) {
+  const std::set<std::string> host_value_ops = {
+      "If", "Loop", "Scan", "Size", "StringNormalizer", "TfIdfVectorizer", "Optional", "OptionalHasElement",
+      "OptionalGetElement", "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
+      "SequenceLength", "ConcatFromSequence", "SplitToSequence", "SequenceMap"};
+  const ir::OpRegistry& registry = runtime::GlobalOpRegistry();
+  const int cpu = static_cast<int>(ir::Backend::kCpu);
+  std::vector<std::string> without;
+  for (const std::string& type : registry.Types()) {
+    const ir::OpDef* def = registry.Find(type);
+    if (def->kernels[cpu] == nullptr || def->prepares[cpu] != nullptr || host_value_ops.count(type) > 0) continue;
+    without.push_back(type);
+  }
+  EXPECT_THAT(without, ::testing::IsEmpty());
 }
 
 class PreparedCpuKernel2Test : public ::testing::TestWithParam<Case> {};
@@ -243,8 +327,9 @@ INSTANTIATE_TEST_SUITE_P(Ops, PreparedCpuKernel2Test, ::testing::ValuesIn(Cases(
 // Values checked when the step runs
 // ---------------------------------------------------------------------------
 
-// Compress's condition, ReverseSequence's lengths and a loss's class
-// indices are checked per run, with the message of an unprepared run.
+// Compress's condition, ReverseSequence's lengths, a loss's class indices
+// and MaxUnpool's indices are checked per run, with the message of an
+// unprepared run.
 TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
   struct Bad {
     std::string type;
@@ -264,6 +349,10 @@ TEST(PreparedCpuKernel2InvokeTest, DataErrorsAreReportedByTheInvoke) {
   cases.push_back({"NegativeLogLikelihoodLoss", {}, {F32({2, 3}, 0), I64({2}, {0, 2})},
                    {F32({2, 3}, 1), I64({2}, {1, 3})}, {Tensor::Create(DType::kF32, {}).value()},
                    "input 1 (target) holds 3 at [1]; expected a class index in [0, 3)"});
+  cases.push_back({"MaxUnpool", {{"kernel_shape", std::vector<int64_t>{2}}},
+                   {F32({1, 1, 2}, 0), I64({1, 1, 2}, {0, 2})},
+                   {F32({1, 1, 2}, 1), I64({1, 1, 2}, {0, 3})}, {F32({1, 1, 3}, 0)},
+                   "input 1 (I) holds 3 at flat position 1; expected an index in [0, 3)"});
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.type);
     PreparedStep step(c.type, c.attrs, c.first, c.capacity);
@@ -316,6 +405,27 @@ TEST(PreparedCpuKernel2InvokeTest, ParameterInputsUnknownToThePlanAreReadPerRun)
                                     PositiveF32({}, seed + 2), Ints<uint8_t>(DType::kU8, {}, seed + 3)};
        },
        {1, 2, 4, 5, 6, 7}, true},
+      // The values that size an output (DFT's dft_length, STFT's
+      // frame_step, MaxUnpool's output_shape, MelWeightMatrix's inputs) are
+      // planned per run, in the workspace the prepare declared from the
+      // planned output.
+      {"DFT", {{"onesided", int64_t{1}}},
+       [](int seed) { return std::vector<Tensor>{F32({2, 7, 1}, seed), I64({}, {8 + seed % 2})}; }, {1}, true},
+      {"STFT", {},
+       [](int seed) { return std::vector<Tensor>{F32({1, 12, 1}, seed), I64({}, {seed % 2 == 0 ? 4 : 5})}; }, {1},
+       true},
+      {"MaxUnpool", {{"kernel_shape", std::vector<int64_t>{2}}},
+       [](int seed) {
+         return std::vector<Tensor>{F32({1, 1, 2}, seed), I64({1, 1, 2}, {seed % 3, 2}), I64({3}, {1, 1, 4})};
+       },
+       {2}, true},
+      {"MelWeightMatrix", {},
+       [](int seed) {
+         return std::vector<Tensor>{I64({}, {4}), I64({}, {16 + seed % 2}), I64({}, {8000}),
+                                    MakeTensor<float>(DType::kF32, {}, {10.0f * static_cast<float>(seed)}),
+                                    MakeTensor<float>(DType::kF32, {}, {3000.0f})};
+       },
+       {0, 1, 2, 3, 4}, true},
   };
   for (const UnknownInputsCase& c : cases) CheckUnknownInputsAreReadPerRun(c);
 }
@@ -402,6 +512,22 @@ std::vector<BadCase> BadCases() {
   c.push_back({"SoftmaxCrossEntropyLossLabelsShape", "SoftmaxCrossEntropyLoss", {},
                {F32({2, 3}, 0), I64({3}, {0, 1, 2})},
                {{DType::kF32, {}}}, "input 1 (labels) has shape [3]; expected [2]"});
+  c.push_back({"GridSampleMode", "GridSample", {{"mode", std::string("area")}},
+               {F32({1, 1, 2, 2}, 0), F32({1, 1, 1, 2}, 0)},
+               {{DType::kF32, {1, 1, 1, 1}}}, "attribute 'mode' is 'area'"});
+  c.push_back({"MaxUnpoolIndicesDType", "MaxUnpool", {{"kernel_shape", std::vector<int64_t>{2}}},
+               {F32({1, 1, 2}, 0), I32({1, 1, 2}, {0, 1})}, {{DType::kF32, {1, 1, 3}}},
+               "input 1 (I) has dtype i32; expected i64"});
+  c.push_back({"DFTAxis", "DFT", {{"axis", int64_t{-1}}}, {F32({1, 4, 2}, 0)}, {{DType::kF32, {1, 4, 2}}},
+               "attribute 'axis' is -1"});
+  c.push_back({"STFTFrameStepShape", "STFT", {}, {F32({1, 8, 1}, 0), I64({2}, {2, 2})}, {{DType::kF32, {1, 1, 5, 2}}},
+               "input 1 (frame_step) has shape [2]; expected a scalar"});
+  c.push_back({"MelWeightMatrixFloatBins", "MelWeightMatrix", {},
+               {F32({}, 0), I64({}, {8}), I64({}, {8000}), F32({}, 0), F32({}, 0)}, {{DType::kF32, {5, 1}}},
+               "input 0 (num_mel_bins) has dtype f32; expected one of i64, i32"});
+  c.push_back({"NonMaxSuppressionBoxes", "NonMaxSuppression", {}, {F32({1, 2, 3}, 0), F32({1, 1, 2}, 0)},
+               {{DType::kI64, {0, 3}}},
+               "input 0 (boxes) has shape [1, 2, 3]; expected [num_batches, spatial_dimension, 4]"});
   return c;
 }
 

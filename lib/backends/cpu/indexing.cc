@@ -23,6 +23,7 @@
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/scatter_reduce.h"
+#include "lib/backends/cpu/stable_sort.h"
 #include "lib/backends/cpu/strided_copy.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/einsum_equation.h"
@@ -580,26 +581,6 @@ inline int Compare(C a, C b) {
 inline int Compare(const StringRef& a, const StringRef& b) {
   const int c = a.view().compare(b.view());
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
-}
-
-// Sorts v[0, count) stably by `less` (a strict weak order), merging runs of
-// 1, 2, 4, ... through `buffer` (count elements): the order std::stable_sort
-// gives, with no memory of its own.
-template <typename Less>
-void StableSortIndices(int64_t* v, int64_t* buffer, int64_t count, Less less) {
-  int64_t* src = v;
-  int64_t* dst = buffer;
-  for (int64_t width = 1; width < count; width *= 2) {
-    for (int64_t lo = 0; lo < count; lo += 2 * width) {
-      const int64_t mid = std::min(lo + width, count), hi = std::min(lo + 2 * width, count);
-      int64_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi) dst[k++] = less(src[j], src[i]) ? src[j++] : src[i++];
-      while (i < mid) dst[k++] = src[i++];
-      while (j < hi) dst[k++] = src[j++];
-    }
-    std::swap(src, dst);
-  }
-  if (src != v) std::copy(src, src + count, v);
 }
 
 // Unique: the attributes, the [outer, dim, inner] view and the comparison
