@@ -96,5 +96,8 @@ foreach(k 1 2 4 8 16 32)
     endforeach()
   endforeach()
 endforeach()
+# The GEMM of bucketed plans whose N or K varies (every dim read at run time).
+list(APPEND GROVE_KERNEL_FILES gemm_tiled)
+set(GROVE_KERNEL_gemm_tiled_T0 f32 f16 bf16)
 list(APPEND GROVE_KERNEL_FILES attention)
 set(GROVE_KERNEL_attention_T0 f32 f16 bf16)

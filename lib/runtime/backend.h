@@ -75,6 +75,14 @@ class Backend {
   // into one kernel). Runs after kernels are chosen, before lifetimes and
   // memory are planned.
   virtual void RefinePlan(PlanGraph& plan) const {}
+  // Whether the plans prepared from now on serve a shape bucket
+  // (SessionOptions::shape_buckets): the plan at the bucket's bound, whose
+  // graphs are captured once, and the plans of its smaller shapes, which
+  // refresh those graphs with their own parameters. A kernel may then pick
+  // a form that reads a dim from its parameters where its usual form would
+  // bake it into the graph (CUDA: a GEMM whose N or K may vary runs the
+  // tiled kernel of jit/kernels/gemm_tiled.cuh instead of cuBLASLt).
+  virtual void SetBucketPlans(bool bucketed) {}
 
   // --- memory ----------------------------------------------------------------
   // True when kernels read host memory (the CPU): views are used in place and

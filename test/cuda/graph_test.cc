@@ -616,32 +616,90 @@ TEST(CudaGraphTest, LoopBodiesShareTheirBucketsGraphs) {
   EXPECT_EQ(b.segments_run_eagerly, e.segments_run_eagerly);
 }
 
-// A GEMM whose N varies with the shape (x times its transpose) cannot run at
-// the bucket's bound: its segment is pinned to exact shapes, one graph per
-// shape, the reason kept, every result right.
-TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
+// A GEMM whose N and K vary with the shape (x times its transpose, then
+// that times x: attention's QK^T and PV) runs the tiled kernel in a
+// bucketed plan, which reads its sizes from the graph's parameters: one
+// graph serves the bucket, refreshed per shape, every result the CPU's.
+// The same shapes with buckets off keep the device GEMM (a graph each).
+TEST(CudaGraphTest, AGemmWhoseNAndKVaryServesItsBucket) {
   ModelBuilder b;
   b.AddSymbol("n", 1, 64);
   b.AddInput("x", DType::kF32, {"n", 16});
   b.AddOp("Transpose", {"x"}, {"xt"}, {{"perm", std::vector<int64_t>{1, 0}}});
-  b.AddOp("MatMul", {"x", "xt"}, {"g"});
+  b.AddOp("MatMul", {"x", "xt"}, {"g"});  // N = n
+  b.AddOp("Relu", {"g"}, {"r"});
+  b.AddOp("MatMul", {"r", "x"}, {"y"});  // K = n
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model);
+  std::unique_ptr<Session> exact = CudaSession(model, ExactShapes());
+  ASSERT_NE(cuda, nullptr);
+  ASSERT_NE(exact, nullptr);
+  uint32_t seed = 400;
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t n : {5, 6, 7, 8}) {
+      const std::vector<Tensor> in = {F32({n, 16}, ++seed)};
+      const std::vector<Tensor> want = RunOrDie(*cpu, in);
+      ExpectEqual(want, RunOrDie(*cuda, in), 1e-4, absl::StrCat("n ", n));
+      ExpectEqual(want, RunOrDie(*exact, in), 1e-4, absl::StrCat("exact, n ", n));
+    }
+  }
+  const SessionStats s = cuda->stats();
+  EXPECT_EQ(s.buckets_made, 1);
+  EXPECT_EQ(s.bucket_fallback_reason, "");
+  EXPECT_EQ(s.graphs_captured, 1);
+  EXPECT_EQ(s.graph_replays, 7);
+  EXPECT_GT(s.graph_refreshes, 0);
+  EXPECT_EQ(s.segments_run_eagerly, 0);
+  EXPECT_EQ(s.launches_outside_graphs, 0);
+  EXPECT_EQ(exact->stats().graphs_captured, 4);
+  for (int64_t n : {64, 5}) {
+    ExecutionInfoOptions o;
+    o.device = Device::kCuda;
+    o.input_shapes = {{n, 16}};
+    absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_EQ(info->paths[0].segments.size(), 1u);
+    EXPECT_EQ(info->paths[0].segments[0].pinned, "") << "n " << n;
+  }
+}
+
+// A segment whose work differs between the shapes of its bucket in what a
+// graph bakes cannot run at the bucket's bound: here a MatMul whose
+// broadcast batch dims do not fold into one strided GEMM ([n, 2] against
+// [1, 2]) makes one GEMM per outer batch, n of them. The segment is pinned
+// to exact shapes, one graph per shape, the reason kept, every result right.
+TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
+  ModelBuilder b;
+  b.AddSymbol("n", 1, 64);
+  b.AddInput("x", DType::kF32, {"n", 2, 3, 16});
+  b.AddInput("w", DType::kF32, {1, 2, 16, 3});
+  b.AddOp("MatMul", {"x", "w"}, {"g"});
   b.AddOp("Relu", {"g"}, {"y"});
   b.AddOutput("y");
   std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
   std::unique_ptr<Session> cpu = CpuSession(model);
   std::unique_ptr<Session> cuda = CudaSession(model);
   ASSERT_NE(cuda, nullptr);
+  const Tensor w = F32({1, 2, 16, 3}, 299);
+  auto inputs = [&](int64_t n, uint32_t seed) {
+    std::vector<Tensor> in;
+    in.push_back(F32({n, 2, 3, 16}, seed));
+    in.push_back(Tensor::CopyOf(w.view()).value());
+    return in;
+  };
   uint32_t seed = 300;
   for (int round = 0; round < 2; ++round) {
     for (int64_t n : {5, 6, 7}) {
-      const std::vector<Tensor> in = {F32({n, 16}, ++seed)};
+      const std::vector<Tensor> in = inputs(n, ++seed);
       ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-4, absl::StrCat("n ", n));
     }
   }
   const SessionStats s = cuda->stats();
   EXPECT_EQ(s.buckets_made, 1);
   EXPECT_THAT(s.bucket_fallback_reason, HasSubstr("pinned to exact shapes"));
-  EXPECT_THAT(s.bucket_fallback_reason, HasSubstr("GEMM"));
+  EXPECT_THAT(s.bucket_fallback_reason, HasSubstr("where the capture had gemm_tiled"));
   EXPECT_EQ(s.graphs_captured, 1 + 3);  // the bound's, then one per shape
   EXPECT_EQ(s.graph_replays, 3);
   EXPECT_EQ(s.segments_run_eagerly, 0);
@@ -652,7 +710,7 @@ TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
   for (int round = 0; round < 2; ++round) {
     const SessionStats before = cuda->stats();
     for (int64_t n = 40; n <= 56; ++n) {
-      const std::vector<Tensor> in = {F32({n, 16}, static_cast<uint32_t>(n))};
+      const std::vector<Tensor> in = inputs(n, static_cast<uint32_t>(n));
       ExpectEqual(RunOrDie(*cpu, in), RunOrDie(*cuda, in), 1e-4, absl::StrCat("n ", n));
     }
     const SessionStats after = cuda->stats();
@@ -665,11 +723,11 @@ TEST(CudaGraphTest, ASegmentThatCannotServeItsBucketIsPinnedToExactShapes) {
   for (int64_t n : {64, 5}) {
     ExecutionInfoOptions o;
     o.device = Device::kCuda;
-    o.input_shapes = {{n, 16}};
+    o.input_shapes = {{n, 2, 3, 16}, {1, 2, 16, 3}};
     absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
     ASSERT_TRUE(info.ok()) << info.status();
     ASSERT_EQ(info->paths[0].segments.size(), 1u);
-    EXPECT_THAT(info->paths[0].segments[0].pinned, HasSubstr("GEMM")) << "n " << n;
+    EXPECT_THAT(info->paths[0].segments[0].pinned, HasSubstr("where the capture had gemm_tiled")) << "n " << n;
   }
   std::shared_ptr<const Model> mlp = testing::LoadOrDie(demo::BuildMlp());
   ExecutionInfoOptions o;

@@ -303,6 +303,13 @@ TEST_P(BucketReplayTest, ShapesOfABucketShareItsGraphs) {
   absl::StatusOr<ExecutionInfo> info = DescribeExecution(**model, describe);
   ASSERT_TRUE(info.ok()) << info.status();
   const SessionStats s = (*session)->stats();
+  // The models whose segments all serve their bucket (the CNN since its
+  // im2col products run the tiled GEMM in bucketed plans): one pinned again
+  // fails here rather than skipping the checks below.
+  if (m.name == "cnn" || m.name == "gpt_block" || m.name == "transformer_encoder") {
+    EXPECT_EQ(s.bucket_fallback_reason, "");
+    for (const SegmentInfo& seg : info->paths.front().segments) EXPECT_EQ(seg.pinned, "") << m.name;
+  }
   if (plain && info->paths.size() == 1 && info->paths.front().host_steps.empty() &&
       s.bucket_fallback_reason.empty()) {
     // One segment, one bucket: one capture for every shape.

@@ -106,6 +106,7 @@ class CudaBackend : public runtime::Backend {
   }
 
   void* kernel_context() override { return exec_.get(); }
+  void SetBucketPlans(bool bucketed) override { exec_->set_bucket_plan(bucketed); }
   void SetStepHostInputs(absl::Span<const TensorView* const> host_inputs) override {
     exec_->SetHostInputs(host_inputs);
   }

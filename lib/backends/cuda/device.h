@@ -37,6 +37,11 @@ using Stream = void*;  // cudaStream_t; nullptr is the legacy default stream
 struct LaunchDims {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
+  // The kernel gives each item to one thread, grid-stride, with no block-wide
+  // cooperation (GridFor's launches): its result depends on neither the grid
+  // nor the block, so a graph captured for a bucket's bound replays another
+  // shape's parameters with its own block (ParamDevice::BeginRefresh).
+  bool any_block = false;
 };
 
 // Row-major batched GEMM: C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b]

@@ -110,6 +110,13 @@ class ExecContext {
   void set_gemm_math(GemmDesc::Math math) { gemm_math_ = math; }
   GemmDesc::Math gemm_math() const { return gemm_math_; }
 
+  // Whether the step being prepared is in a plan that serves a shape
+  // bucket (runtime::Backend::SetBucketPlans): its graphs are captured at
+  // the bucket's bound and refreshed for each smaller shape, so what a
+  // graph bakes (a cuBLASLt GEMM's sizes) must not vary (tiled_gemm.h).
+  void set_bucket_plan(bool bucketed) { bucket_plan_ = bucketed; }
+  bool bucket_plan() const { return bucket_plan_; }
+
   // The session's kernel dispatcher (tables, cost model, the choices made):
   // what ChooseVariant (kernel_choice.h) asks; nullptr outside a session
   // (then the cost model for the device's arch decides).
@@ -170,6 +177,7 @@ class ExecContext {
 
   absl::Span<const TensorView* const> host_inputs_;
   GemmDesc::Math gemm_math_ = GemmDesc::Math::kF32;
+  bool bucket_plan_ = false;
   KernelDispatch* dispatch_ = nullptr;
   absl::flat_hash_map<const ir::Node*, StateEntry> states_;
 };

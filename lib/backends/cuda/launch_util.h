@@ -10,11 +10,15 @@
 
 namespace grove::cuda {
 
-// A 1-D grid over n items; blocks shrink to the warps that n fills, so a
-// small launch (one RNN step, a short bias) does not idle a 256-thread block.
+// A 1-D grid over n items, a thread each (LaunchDims::any_block: only for
+// kernels without block-wide cooperation); blocks shrink to the warps that n
+// fills, so a small launch (one RNN step, a short bias) does not idle a
+// 256-thread block.
 inline LaunchDims GridFor(int64_t n) {
   const int64_t warps = std::min<int64_t>(8, std::max<int64_t>(1, (n + 31) / 32));
-  return Grid1D(n, static_cast<int>(warps * 32));
+  LaunchDims dims = Grid1D(n, static_cast<int>(warps * 32));
+  dims.any_block = true;
+  return dims;
 }
 
 // The dtypes Device::Gemm takes.

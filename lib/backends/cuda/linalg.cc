@@ -1,7 +1,8 @@
 // CUDA kernels of MatMul and Gemm: every product is a Device::Gemm (cuBLASLt
 // on a GPU), or, for at most 64 rows (decode shapes), the "gemv" kernel
 // family (jit/kernels/gemv.cuh) when its chosen variant's cost estimate
-// beats the vendor GEMM's. MatMul's broadcast batch dims fold into as few strided batched
+// beats the vendor GEMM's; in a plan that serves a shape bucket, a product
+// whose N or K may vary runs the tiled kernel instead (tiled_gemm.h). MatMul's broadcast batch dims fold into as few strided batched
 // GEMMs as their strides allow (one when the batches agree or one side is
 // shared); Gemm's C is either the GEMM's bias epilogue (a row vector with
 // beta 1) or broadcast into Y first and read back with beta. f32, f16 and
@@ -26,6 +27,7 @@
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/tiled_gemm.h"
 #include "lib/backends/cuda/variant_launch.h"
 
 namespace grove::cuda {
@@ -58,17 +60,23 @@ absl::Status BroadcastMatrix(ExecContext& ec, DType dtype, const void* src, int6
 }
 
 // A GEMM run by the gemv family instead of Device::Gemm (use false: the
-// Device::Gemm).
+// Device::Gemm), or by the tiled kernel (tiled: a bucketed plan's product
+// whose N or K may vary, tiled_gemm.h).
 struct GemvRun {
+  bool tiled = false;
   bool use = false;
   jit::ModuleSpec module;
   LaunchDims dims;
 };
 
-// The gemv family for `g` when M <= kGemvMaxM, no epilogue activation, and
-// the chosen variant's estimate is below the vendor GEMM's (same GpuTraits).
+// The tiled kernel for `g` in a bucketed plan where its N or K may vary
+// (UseTiledGemm; B is input 1); else the gemv family when M <= kGemvMaxM,
+// no epilogue activation, and the chosen variant's estimate is below the
+// vendor GEMM's (same GpuTraits).
 GemvRun ChooseGemv(const ir::KernelContext& ctx, const GemmDesc& g) {
   GemvRun r;
+  r.tiled = UseTiledGemm(Exec(ctx), g, Exec(ctx).host_input(1) != nullptr);
+  if (r.tiled) return r;
   if (g.m < 1 || g.m > jit::kGemvMaxM || g.n < 1 || g.k < 1 || g.epilogue != GemmDesc::Epilogue::kNone) return r;
   const jit::KernelProblem problem{
       "gemv", {g.dtype}, {{"batch", g.batch}, {"k", g.k}, {"m", g.m}, {"n", g.n}, {"transb", g.trans_b ? 1 : 0}}};
@@ -90,6 +98,7 @@ GemvRun ChooseGemv(const ir::KernelContext& ctx, const GemmDesc& g) {
 
 // Runs `g` (pointers filled) as prepared: a gemv launch or Device::Gemm.
 absl::Status RunGemm(ExecContext& ec, const GemmDesc& g, const GemvRun& gemv) {
+  if (gemv.tiled) return RunTiledGemm(ec, g);
   if (!gemv.use) return ec.Gemm(g);
   grove_k::GemvParams p{};
   p.a = g.a;
@@ -197,7 +206,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
   }
   mp.gemv = ChooseGemv(ctx, g);
   // cuBLASLt's algorithm only for a GEMM it runs (a table's "gemm" entry).
-  if (!mp.gemv.use) g.algorithm = ChooseGemmAlgorithm(ctx, g);
+  if (!mp.gemv.use && !mp.gemv.tiled) g.algorithm = ChooseGemmAlgorithm(ctx, g);
   mp.outer = nd == 0 ? 1 : y.num_elements() / (mat_y * inner);
   mp.elem = DTypeSize(a.dtype);
   mp.inner_begin = inner_begin;
@@ -306,7 +315,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
     }
   }
   gp.gemv = ChooseGemv(ctx, g);
-  if (!gp.gemv.use) g.algorithm = ChooseGemmAlgorithm(ctx, g);
+  if (!gp.gemv.use && !gp.gemv.tiled) g.algorithm = ChooseGemmAlgorithm(ctx, g);
   return MakePrepared(std::move(gp));
 }
 

@@ -3,7 +3,10 @@
 // pairs, batched over whichever is longer (a pointwise Conv reads X
 // directly; a depthwise Conv, one input channel per group, is a direct
 // kernel instead);
-// ConvTranspose is the same GEMMs plus col2im written as a gather. A bias is broadcast into Y first
+// ConvTranspose is the same GEMMs plus col2im written as a gather. In a
+// plan that serves a shape bucket the GEMMs run the tiled kernel, which
+// reads its sizes from its parameters (their N is the image size;
+// tiled_gemm.h). A bias is broadcast into Y first
 // and the GEMM adds onto it (beta 1). The workspace is bounded: images are
 // taken in chunks that fit kMaxWorkspaceBytes. Pooling kernels are direct, one
 // thread per output element. Window geometry comes from conv_geometry.h as
@@ -27,6 +30,7 @@
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/tiled_gemm.h"
 #include "lib/ir/ops/conv_geometry.h"
 
 namespace grove::cuda {
@@ -111,6 +115,9 @@ struct ConvPrepared {
   // cuBLASLt's algorithm (GemmDesc::algorithm, from the dispatch table) for
   // the GEMMs of a chunk of `chunk` images and of the last, shorter chunk.
   int algo_full = -1, algo_tail = -1;
+  // The GEMMs run the tiled kernel (a bucketed plan: B, the image's
+  // columns, is computed, and its N follows the image size).
+  bool tiled = false;
 };
 
 // The strides of A, B and C from one GEMM of a chunk's batch to the next.
@@ -164,6 +171,8 @@ GemmDesc ConvTransposeChunkGemm(const ConvPrepared& cp, int64_t images) {
 // the shorter last chunk's first, so the full chunks' choice is the one
 // recorded for the node.
 void ChooseChunkAlgorithms(const KernelContext& ctx, ConvPrepared& cp, GemmDesc (*gemm)(const ConvPrepared&, int64_t)) {
+  cp.tiled = UseTiledGemm(Exec(ctx), gemm(cp, std::min(cp.conv.n, cp.chunk)), /*b_is_weight=*/false);
+  if (cp.tiled) return;
   const int64_t n = cp.conv.n;
   if (n <= 0 || cp.chunk <= 0) return;
   if (n % cp.chunk != 0 && n > cp.chunk) cp.algo_tail = ChooseGemmAlgorithm(ctx, gemm(cp, n % cp.chunk));
@@ -281,7 +290,7 @@ absl::Status ConvKernel(KernelContext& ctx) {
       gd.a = w_base + gi * mg * rows * elem;
       gd.b = bsrc + (img * b_image + gi * rows * out_size) * elem;
       gd.c = y_base + (img * m + gi * mg) * out_size * elem;
-      if (absl::Status s = ec.Gemm(gd); !s.ok()) return s;
+      if (absl::Status s = cp->tiled ? RunTiledGemm(ec, gd) : ec.Gemm(gd); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -376,7 +385,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
       gd.a = w_base + gi * cg * rows * elem;
       gd.b = x_base + (img * c + gi * cg) * w.in_size * elem;
       gd.c = col + (img * col_image + gi * rows * w.in_size) * elem;
-      if (absl::Status s = ec.Gemm(gd); !s.ok()) return s;
+      if (absl::Status s = cp->tiled ? RunTiledGemm(ec, gd) : ec.Gemm(gd); !s.ok()) return s;
     }
     col2im.images = images;
     col2im.y = static_cast<char*>(y.data) + img0 * m * w.out_size * elem;

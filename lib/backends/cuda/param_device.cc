@@ -181,7 +181,11 @@ absl::Status ParamDevice::Launch(const jit::ModuleSpec& module, absl::string_vie
                                      c.kind == Block::Kind::kLaunch ? jit::EntryName(c.kernel, c.module)
                                                                     : std::string("a GEMM, copy or memset")));
       }
-      if ((!bucket_ && c.dims.grid != dims.grid) || c.dims.block != dims.block || c.size != params_bytes) {
+      // In a bucket the captured grid stays (kernels loop grid-stride), and
+      // the captured block too where the kernel's result does not depend on it.
+      const bool any_block = bucket_ && c.dims.any_block && dims.any_block;
+      if ((!bucket_ && c.dims.grid != dims.grid) || (c.dims.block != dims.block && !any_block) ||
+          c.size != params_bytes) {
         return Mismatch(absl::StrCat(jit::EntryName(kernel, module), " with another grid, block or parameter size"));
       }
       std::memcpy(fresh_[c.chunk].data() + c.offset, params, params_bytes);

@@ -39,7 +39,8 @@ class ParamDevice final : public ForwardingDevice {
   // keeps its old parameters). `bucket`: the graph was captured for a larger
   // shape over the same buffers (runtime::Backend::BeginRefresh): a launch
   // may come with another grid (the captured one stays: grove's kernels loop
-  // grid-stride over their work, jit/kernels/prelude.cuh); a GEMM may have
+  // grid-stride over their work, jit/kernels/prelude.cuh), and another block
+  // where both launches say any_block (LaunchDims); a GEMM may have
   // fewer rows M (row-major C, no transposed A) or fewer batches, a copy or
   // memset fewer bytes, all else equal (the captured, larger one stays).
   void BeginRefresh(DeviceGraph& graph, bool bucket = false);

@@ -1,0 +1,118 @@
+// A GEMM that reads every dim from its parameters: the matrix products of a
+// plan that serves a shape bucket (SessionOptions::shape_buckets) whose N
+// or K may change between the bucket's shapes (attention's QK^T and PV, a
+// Conv's im2col product over the image size), where a cuBLASLt call baked
+// into a CUDA graph would keep the captured sizes. Blocks loop grid-stride
+// over (batch, row tile, column tile), so the grid captured for a bucket's
+// bound serves every smaller shape. A block of kGemmTileThreads threads
+// stages kGemmTileK x kGemmTile slices of op(A) and op(B) through shared
+// memory (any transpose, any leading dims) and each thread accumulates a 4 x
+// 4 patch of C in f32, in order of k: the same sums, in the same order, as
+// the emulated device's reference GEMM. f32, f16 and bf16.
+#ifndef GROVE_JIT_KERNELS_GEMM_TILED_CUH_
+#define GROVE_JIT_KERNELS_GEMM_TILED_CUH_
+
+#include "jit/kernels/gemm_tiled_params.h"
+#include "jit/kernels/prelude.cuh"
+
+namespace grove_k {
+namespace gemm_tiled_k {
+
+// An f32 input as the math mode rounds it (GemmTiledParams::math).
+GROVE_DEVICE float round_for_math(float v, int math) {
+  switch (math) {
+    case 1: {  // tf32: 10 mantissa bits, round to nearest even
+#if defined(__CUDACC_RTC__)
+      u32 x = static_cast<u32>(__float_as_int(v));
+#else
+      u32 x;
+      __builtin_memcpy(&x, &v, 4);
+#endif
+      if ((x & 0x7f800000u) != 0x7f800000u) x = (x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu;
+#if defined(__CUDACC_RTC__)
+      return __int_as_float(static_cast<int>(x));
+#else
+      __builtin_memcpy(&v, &x, 4);
+      return v;
+#endif
+    }
+    case 2: return bf16_to_f32(f32_to_bf16(v));
+    case 3: return f16_to_f32(f32_to_f16(v));
+    default: return v;
+  }
+}
+
+template <typename T>
+GROVE_DEVICE void gemm_tiled(const GemmTiledParams& p) {
+  __shared__ float as[kGemmTileK][kGemmTile + 1];  // as[kk][i]: op(A)[i0 + i][k0 + kk]
+  __shared__ float bs[kGemmTileK][kGemmTile + 1];  // bs[kk][j]: op(B)[k0 + kk][j0 + j]
+  const T* A = static_cast<const T*>(p.a);
+  const T* B = static_cast<const T*>(p.b);
+  T* C = static_cast<T*>(p.c);
+  const T* bias = static_cast<const T*>(p.bias);
+  const int t = static_cast<int>(threadIdx.x);
+  const int nthreads = static_cast<int>(blockDim.x);
+  const int tr = t / 8, tc = t % 8;  // rows tr + 8 r, columns tc + 8 q of the tile
+  const bool computes = t < kGemmTileThreads;
+  const int math = p.math;
+  const i64 tiles_m = (p.m + kGemmTile - 1) / kGemmTile, tiles_n = (p.n + kGemmTile - 1) / kGemmTile;
+  const i64 per_batch = tiles_m * tiles_n;
+  for (i64 w = blockIdx.x; w < p.batch * per_batch; w += gridDim.x) {  // block-uniform: every thread reaches the barriers
+    const i64 bi = w / per_batch;
+    const i64 rest = w - bi * per_batch;
+    const i64 i0 = (rest / tiles_n) * kGemmTile, j0 = (rest % tiles_n) * kGemmTile;
+    const T* a = A + bi * p.stride_a;
+    const T* b = B + bi * p.stride_b;
+    T* c = C + bi * p.stride_c;
+    float acc[4][4];
+    for (int r = 0; r < 4; ++r) {
+      for (int q = 0; q < 4; ++q) acc[r][q] = 0.0f;
+    }
+    for (i64 k0 = 0; k0 < p.k; k0 += kGemmTileK) {
+      for (int e = t; e < kGemmTileK * kGemmTile; e += nthreads) {
+        const int kk = e / kGemmTile, x = e % kGemmTile;
+        const i64 gk = k0 + kk, gi = i0 + x, gj = j0 + x;
+        float av = 0.0f, bv = 0.0f;
+        if (gk < p.k && gi < p.m) av = round_for_math(to_f32<T>(a[p.trans_a ? gk * p.lda + gi : gi * p.lda + gk]), math);
+        if (gk < p.k && gj < p.n) bv = round_for_math(to_f32<T>(b[p.trans_b ? gj * p.ldb + gk : gk * p.ldb + gj]), math);
+        as[kk][x] = av;
+        bs[kk][x] = bv;
+      }
+      __syncthreads();
+      const int kn = p.k - k0 < kGemmTileK ? static_cast<int>(p.k - k0) : kGemmTileK;
+      if (computes) {
+        for (int kk = 0; kk < kn; ++kk) {
+          for (int r = 0; r < 4; ++r) {
+            const float av = as[kk][tr + 8 * r];
+            for (int q = 0; q < 4; ++q) acc[r][q] += av * bs[kk][tc + 8 * q];
+          }
+        }
+      }
+      __syncthreads();
+    }
+    if (!computes) continue;
+    for (int r = 0; r < 4; ++r) {
+      const i64 i = i0 + tr + 8 * r;
+      if (i >= p.m) break;
+      for (int q = 0; q < 4; ++q) {
+        const i64 j = j0 + tc + 8 * q;
+        if (j >= p.n) break;
+        float v = p.alpha * acc[r][q];
+        if (p.beta != 0.0f) v += p.beta * to_f32<T>(c[i * p.ldc + j]);
+        if (bias != 0) v += to_f32<T>(bias[j]);
+        if (p.epilogue == 1) v = v > 0.0f ? v : 0.0f;
+        if (p.epilogue == 2) v = 0.5f * v * (1.0f + erff(v * 0.70710678f));
+        c[i * p.ldc + j] = from_f32<T>(v);
+      }
+    }
+  }
+}
+
+}  // namespace gemm_tiled_k
+}  // namespace grove_k
+
+#endif  // GROVE_JIT_KERNELS_GEMM_TILED_CUH_
+
+#if defined(GROVE_T0)
+GROVE_ENTRY(gemm_tiled, grove_k::GemmTiledParams) { grove_k::gemm_tiled_k::gemm_tiled<GROVE_T0>(p); }
+#endif

@@ -1,0 +1,37 @@
+// The GEMMs of plans that serve a shape bucket (ExecContext::bucket_plan).
+//
+// A bucket's CUDA graph is captured once at the bucket's bound and then
+// refreshed with each smaller shape's kernel parameters (param_device.h).
+// A cuBLASLt GEMM is baked into the graph with its sizes, so it may serve
+// the bucket only where the sizes that vary are the outer ones: fewer rows
+// M of a single row-major matrix (no transposed A), whose C rows past the
+// actual ones lie in the bound's arena and are never read as results; and
+// then only when B is a weight, so that K and N are the weight's. Every
+// other product of a bucketed plan (attention's QK^T and PV, a Conv's
+// im2col product whose N is the image size, a batched product whose rows
+// vary under fixed batch strides) runs the tiled kernel of
+// jit/kernels/gemm_tiled.cuh, which reads M, N, K, its leading dims and
+// batch strides from its parameters: the graph's node serves every shape.
+// Plans of exact shapes keep cuBLASLt (and the gemv family).
+#ifndef GROVE_LIB_BACKENDS_CUDA_TILED_GEMM_H_
+#define GROVE_LIB_BACKENDS_CUDA_TILED_GEMM_H_
+
+#include "absl/status/status.h"
+#include "lib/backends/cuda/device.h"
+#include "lib/backends/cuda/exec_context.h"
+
+namespace grove::cuda {
+
+// Whether the step being prepared runs `g` as the tiled kernel: in a
+// bucketed plan, unless g is one matrix (batch 1), A not transposed and
+// `b_is_weight` (B's values known when the plan is made: a weight or a
+// folded value, so its K and N do not vary).
+bool UseTiledGemm(const ExecContext& ec, const GemmDesc& g, bool b_is_weight);
+
+// Runs `g` (pointers filled) as the tiled kernel on the step's stream, with
+// the session's math mode for f32 data (ExecContext::gemm_math).
+absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g);
+
+}  // namespace grove::cuda
+
+#endif  // GROVE_LIB_BACKENDS_CUDA_TILED_GEMM_H_
