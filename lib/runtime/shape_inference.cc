@@ -43,18 +43,31 @@ absl::StatusOr<std::vector<GraphInference::Input>> GraphInference::NodeInputs(co
   return inputs;
 }
 
+bool GraphInference::MayFold(const ir::Node& node) const {
+  return planning_ && node.def->foldable && !node.def->kernel_allocates_outputs && node.implicit_inputs.empty() &&
+         node.def->kernels[static_cast<int>(ir::Backend::kCpu)] != nullptr;
+}
+
 absl::Status GraphInference::InferNode(const ir::Node& node) {
   absl::StatusOr<std::vector<Input>> inputs = NodeInputs(node);
   if (!inputs.ok()) return inputs.status();
-  ir::ShapeContext ctx(node, graph_, *inputs, this);
-  if (ir::RanksKnownOnlyWhenRun(*inputs)) {
+  const bool ranks_unknown = ir::RanksKnownOnlyWhenRun(*inputs);
+  // The shape context takes the inputs; a copy is kept only for a node that
+  // may be folded after its shape function (planning: shape arithmetic).
+  const bool may_fold = MayFold(node);
+  std::vector<Input> kept;
+  if (may_fold) kept = *inputs;
+  ir::ShapeContext ctx(node, graph_, *std::move(inputs), this);
+  if (ranks_unknown) {
     for (int i = 0; i < ctx.num_outputs(); ++i) ctx.SetOutputUnknownRank(i, DType::kUnknown);
   } else if (absl::Status s = ir::InferShapes(ctx); !s.ok()) {
     return s;
   }
-  absl::StatusOr<bool> folded = Fold(node, *inputs, ctx.outputs());
-  if (!folded.ok()) return folded.status();
-  if (*folded) return absl::OkStatus();
+  if (may_fold) {
+    absl::StatusOr<bool> folded = Fold(node, kept, ctx.outputs());
+    if (!folded.ok()) return folded.status();
+    if (*folded) return absl::OkStatus();
+  }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
     const Output& o = ctx.outputs()[i];
@@ -68,11 +81,7 @@ absl::Status GraphInference::InferNode(const ir::Node& node) {
 
 absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const Input> inputs,
                                           absl::Span<const Output> outputs) {
-  if (!planning_ || !node.def->foldable || node.def->kernel_allocates_outputs || !node.implicit_inputs.empty()) {
-    return false;
-  }
-  const ir::KernelFn kernel = node.def->kernels[static_cast<int>(ir::Backend::kCpu)];
-  if (kernel == nullptr) return false;
+  if (!MayFold(node)) return false;
   std::vector<TensorView> in_views(inputs.size());
   std::vector<TensorView*> in_ptrs(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -41,6 +41,8 @@ class GraphInference : public ir::ShapeContext::SubgraphInferrer {
   bool planning() const override { return planning_; }
 
  private:
+  // Whether `node` is an op Fold may evaluate (planning, foldable, a CPU kernel).
+  bool MayFold(const ir::Node& node) const;
   // Evaluates `node` when it is small shape arithmetic whose inputs are known;
   // false when it is not such a node.
   absl::StatusOr<bool> Fold(const ir::Node& node, absl::Span<const Input> inputs,
