@@ -1,5 +1,7 @@
 // FusedAttention's CPU kernel against the unfused chain it replaces (run op
 // by op through the CPU kernels), at edge shapes, and its refusals.
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,34 @@ TEST_P(CpuAttentionTest, MatchesTheUnfusedChain) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EdgeShapes, CpuAttentionTest, ::testing::ValuesIn(AttentionEdgeCases()),
+                         [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
+
+// The AVX2 blocks' cases beyond the edge cases: causal Where masks filling
+// -inf (a block's keys past the last one its rows keep are skipped), with
+// key counts no multiple of 16 and heads of 12 dims (the GPT block's); a
+// -inf Where mask broadcast over the keys (key stride 0, whole rows masked
+// at random: NaN rows, maybe a whole block of them); a finite fill (no
+// skipping); an added mask and a Where whose keys are contiguous (their
+// vector loops) over more than 8 keys.
+std::vector<AttentionCase> SimdCases() {
+  const double ninf = -std::numeric_limits<double>::infinity();
+  std::vector<AttentionCase> cs;
+  cs.push_back({.name = "causal_gpt_heads", .q = {2, 4, 37, 12}, .k = {2, 4, 37, 12}, .v = {2, 4, 37, 12},
+                .scale_op = 2, .scale = std::sqrt(12.0), .mask = 2, .mask_shape = {37, 37}, .mask_fill = ninf,
+                .causal = true});
+  cs.push_back({.name = "causal_fill_if_false_q_shorter", .q = {1, 2, 21, 8}, .k = {1, 2, 50, 8},
+                .v = {1, 2, 50, 20}, .mask = 2, .mask_shape = {1, 1, 21, 50}, .fill_if_true = false,
+                .mask_fill = ninf, .causal = true});
+  cs.push_back({.name = "rows_masked_keys_broadcast", .q = {1, 3, 29, 8}, .k = {1, 3, 20, 8}, .v = {1, 3, 20, 8},
+                .mask = 2, .mask_shape = {29, 1}, .mask_fill = ninf});
+  cs.push_back({.name = "causal_finite_fill", .q = {1, 2, 19, 8}, .k = {1, 2, 19, 8}, .v = {1, 2, 19, 8},
+                .mask = 2, .mask_shape = {19, 19}, .mask_fill = -1e4, .causal = true});
+  cs.push_back({.name = "additive_wide", .q = {2, 1, 9, 16}, .k = {2, 1, 41, 16}, .v = {2, 1, 41, 16}, .mask = 1,
+                .mask_shape = {2, 1, 9, 41}});
+  return cs;
+}
+
+INSTANTIATE_TEST_SUITE_P(SimdShapes, CpuAttentionTest, ::testing::ValuesIn(SimdCases()),
                          [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
 
 TEST(CpuAttentionTest, AllMaskedRowIsNanAsSoftmaxMakesIt) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -147,12 +148,16 @@ TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) 
 }
 
 // The CPU kernel splits a head's row blocks over the session's intra-op
-// threads: the same bytes at 1, 2 and 3 threads.
-TEST(AttentionFusionTest, SameBytesAtOneTwoAndThreeThreads) {
-  const AttentionChainSpec spec{.mask = 3};
+// threads (300 rows a head), or whole heads when each head is too small to
+// split (100 rows, a causal Where: the AVX2 blocks skip masked keys): the
+// same bytes at 1, 2 and 3 threads.
+class SameBytesTest : public ::testing::TestWithParam<std::pair<int, int64_t>> {};
+
+TEST_P(SameBytesTest, AtOneTwoAndThreeThreads) {
+  const AttentionChainSpec spec{.mask = GetParam().first};
   absl::StatusOr<std::shared_ptr<const Model>> model = BuildAttentionChain(spec);
   ASSERT_TRUE(model.ok()) << model.status();
-  const std::vector<Tensor> in = AttentionChainInputs(spec, 300);
+  const std::vector<Tensor> in = AttentionChainInputs(spec, GetParam().second);
   std::vector<TensorView> views;
   for (const Tensor& t : in) views.push_back(t.view());
   std::vector<float> first;
@@ -174,6 +179,9 @@ TEST(AttentionFusionTest, SameBytesAtOneTwoAndThreeThreads) {
   }
   EXPECT_EQ(Steps(**model, in, Device::kCpu).fused, 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(AttentionFusionTest, SameBytesTest,
+                         ::testing::Values(std::make_pair(3, int64_t{300}), std::make_pair(2, int64_t{100})));
 
 TEST(AttentionFusionTest, TheSwitchTurnsItOff) {
   const AttentionChainSpec spec{.mask = 2};

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/common/attention_checks.h"
@@ -48,6 +49,8 @@ constexpr int64_t kRows = 4;
 // workspace; a task is worth at least kTaskMultiplyAdds.
 constexpr int64_t kSlots = 8;
 constexpr int64_t kTaskMultiplyAdds = int64_t{1} << 18;
+// At most this many floats of panels for heads run at once (2 MiB).
+constexpr int64_t kHeadSlotFloats = int64_t{1} << 19;
 
 std::atomic<bool> simd_allowed{true};
 
@@ -126,10 +129,11 @@ void PackValuePanels(const float* v, int64_t sk, int64_t dv, float* panels) {
   }
 }
 
+// Keys [0, end) only (end <= sk; the rows of `scores` are sk apart).
 __attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t d, const float* key_panels, int64_t sk,
-                                                         float* scores) {
+                                                         int64_t end, float* scores) {
   static_assert(kRows == 4);
-  for (int64_t j0 = 0; j0 < sk; j0 += 16) {
+  for (int64_t j0 = 0; j0 < end; j0 += 16) {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
     const float* k = key_panels + j0 * d;
     for (int64_t c = 0; c < d; ++c, k += 16) {
@@ -140,7 +144,7 @@ __attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t
       GROVE_ATTENTION_FMA_ROW(3, q + 3 * d + c, k0, k1);
     }
     const __m256 acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
-    if (j0 + 16 <= sk) {
+    if (j0 + 16 <= end) {
       for (int r = 0; r < 4; ++r) {
         _mm256_storeu_ps(scores + r * sk + j0, acc[r][0]);
         _mm256_storeu_ps(scores + r * sk + j0 + 8, acc[r][1]);
@@ -150,19 +154,21 @@ __attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t
       for (int r = 0; r < 4; ++r) {
         _mm256_store_ps(tail, acc[r][0]);
         _mm256_store_ps(tail + 8, acc[r][1]);
-        std::memcpy(scores + r * sk + j0, tail, static_cast<size_t>(sk - j0) * sizeof(float));
+        std::memcpy(scores + r * sk + j0, tail, static_cast<size_t>(end - j0) * sizeof(float));
       }
     }
   }
 }
 
-__attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t sk, const float* value_panels,
-                                                         int64_t dv, int64_t rows, float* out) {
+// Keys [0, end) only: the probabilities past `end` are zeros.
+__attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t sk, int64_t end,
+                                                         const float* value_panels, int64_t dv, int64_t rows,
+                                                         float* out) {
   static_assert(kRows == 4);
   for (int64_t c0 = 0; c0 < dv; c0 += 16) {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
     const float* vj = value_panels + c0 * sk;
-    for (int64_t j = 0; j < sk; ++j, vj += 16) {
+    for (int64_t j = 0; j < end; ++j, vj += 16) {
       const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8);
       GROVE_ATTENTION_FMA_ROW(0, p + j, v0, v1);
       GROVE_ATTENTION_FMA_ROW(1, p + sk + j, v0, v1);
@@ -201,9 +207,14 @@ __attribute__((target("avx2,fma"))) void ScaleRowAvx2(float* x, int64_t n, Atten
 
 // exp(x) for x <= 0 (Cephes' single-precision polynomial, within 2 ulp):
 // -inf and anything below the smallest normal's log give 0, NaN stays NaN.
+// Those lanes are computed as exp(0) and then cleared: computed at the
+// bound, y * 2^-126 would come out subnormal, and every such multiply takes
+// a microcode assist (~150 cycles on Intel cores), which made a causal
+// mask's -inf half of the scores cost more than the rest of the kernel.
 __attribute__((target("avx2,fma"))) inline __m256 ExpNonPositiveAvx2(__m256 x) {
   const __m256 lo = _mm256_set1_ps(-87.3365447f);  // log(FLT_MIN)
   const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);  // false for NaN
+  x = _mm256_andnot_ps(underflow, x);
   __m256 t = _mm256_max_ps(lo, x);  // NaN stays (the second operand)
   t = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), t);
   __m256 fx = _mm256_fmadd_ps(t, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
@@ -223,40 +234,69 @@ __attribute__((target("avx2,fma"))) inline __m256 ExpNonPositiveAvx2(__m256 x) {
 }
 
 // The row softmax in place, as the Softmax kernel computes it (the max, then
-// exp(x - max), their sum, times 1 / sum), eight lanes at a time: the max
-// ignores NaN as `x[j] > m` does, and a NaN or an all -inf row comes out NaN.
+// exp(x - max), their sum, times 1 / sum), eight lanes at a time, the last
+// n % 8 elements through masked loads and stores (lanes past n are -inf for
+// the max and 0 for the sum): the max ignores NaN as `x[j] > m` does, and a
+// NaN or an all -inf row comes out NaN.
 __attribute__((target("avx2,fma"))) void SoftmaxRowAvx2(float* x, int64_t n) {
+  const int64_t full = n / 8 * 8;
+  const __m256i tail =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - full)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256 tail_ps = _mm256_castsi256_ps(tail);
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 mv = _mm256_set1_ps(x[0]);
+  for (int64_t j = 0; j < full; j += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + j), mv);  // NaN lanes keep mv
+  if (full < n) mv = _mm256_max_ps(_mm256_blendv_ps(ninf, _mm256_maskload_ps(x + full, tail), tail_ps), mv);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, mv);
   float m = x[0];
-  int64_t j = 1;
-  if (n >= 9) {
-    __m256 mv = _mm256_set1_ps(m);
-    for (; j + 8 <= n; j += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + j), mv);  // NaN lanes keep mv
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, mv);
-    for (float v : lanes) m = v > m ? v : m;
-  }
-  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
-  const __m256 mv = _mm256_set1_ps(m);
+  for (float v : lanes) m = v > m ? v : m;
+  mv = _mm256_set1_ps(m);
   __m256 sum = _mm256_setzero_ps();
-  j = 0;
-  for (; j + 8 <= n; j += 8) {
+  for (int64_t j = 0; j < full; j += 8) {
     const __m256 e = ExpNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
     _mm256_storeu_ps(x + j, e);
     sum = _mm256_add_ps(sum, e);
   }
-  alignas(32) float lanes[8];
+  if (full < n) {
+    const __m256 e =
+        _mm256_and_ps(ExpNonPositiveAvx2(_mm256_sub_ps(_mm256_maskload_ps(x + full, tail), mv)), tail_ps);
+    _mm256_maskstore_ps(x + full, tail, e);
+    sum = _mm256_add_ps(sum, e);
+  }
   _mm256_store_ps(lanes, sum);
   double total = 0;
   for (float v : lanes) total += v;
-  for (; j < n; ++j) {
-    x[j] = std::exp(x[j] - m);
-    total += x[j];
+  const __m256 iv = _mm256_set1_ps(static_cast<float>(1.0 / total));
+  for (int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), iv));
+  if (full < n) _mm256_maskstore_ps(x + full, tail, _mm256_mul_ps(_mm256_maskload_ps(x + full, tail), iv));
+}
+
+// x[j] += add[j] (an added mask whose keys are contiguous).
+__attribute__((target("avx2,fma"))) void AddRowAvx2(float* x, const float* add, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_add_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(add + j)));
+  for (; j < n; ++j) x[j] += add[j];
+}
+
+// x[j] = fill where (cond[j] != 0) == fill_if_true (a Where condition whose
+// keys are contiguous), eight at a time.
+__attribute__((target("avx2,fma"))) void WhereRowAvx2(float* x, const uint8_t* cond, int64_t n, float fill,
+                                                      bool fill_if_true) {
+  const __m256 fv = _mm256_set1_ps(fill);
+  const __m256i zero = _mm256_setzero_si256();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    int64_t bytes;
+    std::memcpy(&bytes, cond + j, sizeof(bytes));
+    const __m256i c = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes));
+    __m256i is_zero = _mm256_cmpeq_epi32(c, zero);  // all ones where cond[j] == 0
+    const __m256 pick = _mm256_castsi256_ps(fill_if_true ? _mm256_xor_si256(is_zero, _mm256_set1_epi32(-1)) : is_zero);
+    _mm256_storeu_ps(x + j, _mm256_blendv_ps(_mm256_loadu_ps(x + j), fv, pick));
   }
-  const float inv = static_cast<float>(1.0 / total);
-  const __m256 iv = _mm256_set1_ps(inv);
-  j = 0;
-  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), iv));
-  for (; j < n; ++j) x[j] *= inv;
+  for (; j < n; ++j) {
+    if ((cond[j] != 0) == fill_if_true) x[j] = fill;
+  }
 }
 
 __attribute__((target("avx2,fma"))) inline __m256 ScaledAvx2(__m256 x, AttentionScaleOp op, __m256 s) {
@@ -323,6 +363,14 @@ struct CpuAttention {
   // With AVX2, fewer query rows than a block: each row reads K and V in
   // place (a decode step), nothing is packed.
   bool rows_in_place = false;
+  // With the AVX2 blocks and one mask, a Where filling -inf (a causal
+  // mask): a block's keys past the last one any of its rows keeps are
+  // skipped (their probabilities are exact zeros; see TrimmedKeys).
+  bool trim = false;
+  // Scratch for this many heads' panels at once: with the AVX2 blocks,
+  // intra-op threads and several heads too small each to split their rows
+  // (a GPT block's 4 x 4 heads of 64 rows), whole heads go to the threads.
+  int64_t head_slots = 1;
 };
 
 absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx) {
@@ -337,14 +385,24 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
 #if defined(GROVE_ATTENTION_AVX2)
   a.avx2 = simd_allowed.load(std::memory_order_relaxed) && HasAvx2();
   a.rows_in_place = a.avx2 && l->sq < kRows;
+  a.trim = a.avx2 && !a.rows_in_place && l->has_mask(0) && !l->has_mask(1) &&
+           l->attrs.masks[0].kind == AttentionMaskKind::kWhere && std::isinf(l->attrs.masks[0].fill) &&
+           l->attrs.masks[0].fill < 0;
 #endif
   WorkspaceLayout ws;
   const int64_t sk16 = (l->sk + 15) / 16 * 16, dv16 = (l->dv + 15) / 16 * 16;
+  ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
+  if (a.avx2 && !a.rows_in_place && threads != nullptr && threads->num_threads() > 1 && l->b0 * l->b1 > 1 &&
+      (sk16 * l->d + dv16 * l->sk) * kSlots <= kHeadSlotFloats) {
+    a.head_slots = kSlots;
+  }
   if (a.rows_in_place) {
     // nothing packed
   } else if (a.avx2) {
-    ws.Add<float>(sk16 * l->d);   // key panels
-    ws.Add<float>(dv16 * l->sk);  // value panels
+    for (int64_t slot = 0; slot < a.head_slots; ++slot) {
+      ws.Add<float>(sk16 * l->d);   // key panels
+      ws.Add<float>(dv16 * l->sk);  // value panels
+    }
   } else if (a.pack_k) {
     ws.Add<float>(l->d * l->sk);  // Kᵀ
   }
@@ -393,8 +451,12 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   WorkspaceCursor ws(ctx.workspace());
   const int64_t sk16 = (sk + 15) / 16 * 16, dv16 = (dv + 15) / 16 * 16;
   const bool panels = a->avx2 && !a->rows_in_place;
-  float* key_panels = panels ? ws.Take<float>(sk16 * d) : nullptr;
-  float* value_panels = panels ? ws.Take<float>(dv16 * sk) : nullptr;
+  float* slot_key_panels[kSlots] = {};
+  float* slot_value_panels[kSlots] = {};
+  for (int64_t slot = 0; panels && slot < a->head_slots; ++slot) {
+    slot_key_panels[slot] = ws.Take<float>(sk16 * d);
+    slot_value_panels[slot] = ws.Take<float>(dv16 * sk);
+  }
   float* kt_buf = !a->avx2 && a->pack_k ? ws.Take<float>(d * sk) : nullptr;
   float* slot_scores[kSlots];
   float* slot_q[kSlots];
@@ -412,9 +474,25 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
     const int64_t by_work = work / kTaskMultiplyAdds >= kSlots ? kSlots : static_cast<int64_t>(work / kTaskMultiplyAdds);
     tasks = std::min({kSlots, threads->num_threads() * kRangesPerThread, blocks, std::max<int64_t>(1, by_work)});
   }
+  // Whole heads per task instead, when a head's rows make one task but the
+  // heads together make several.
+  const int64_t heads = l.b0 * l.b1;
+  int64_t head_tasks = 1;
+  if (tasks <= 1 && a->head_slots > 1 && threads != nullptr) {
+    const double work = static_cast<double>(heads) * static_cast<double>(blocks) * kRows * static_cast<double>(sk) *
+                        static_cast<double>(d + dv);
+    const int64_t by_work = work / kTaskMultiplyAdds >= kSlots ? kSlots : static_cast<int64_t>(work / kTaskMultiplyAdds);
+    head_tasks = std::min({a->head_slots, threads->num_threads() * kRangesPerThread, heads, std::max<int64_t>(1, by_work)});
+  }
 
-  for (int64_t b0 = 0; b0 < l.b0; ++b0) {
-    for (int64_t b1 = 0; b1 < l.b1; ++b1) {
+  // Head h (b0 * l.b1 + b1): its K and V packed into slot `slot`'s panels,
+  // then its blocks, all on that slot (a task of whole heads) or split over
+  // `tasks` tasks (slot < 0).
+  auto run_head = [&](int64_t h, int64_t slot) {
+    {
+      const int64_t b0 = h / l.b1, b1 = h % l.b1;
+      float* key_panels = slot_key_panels[std::max<int64_t>(slot, 0)];
+      float* value_panels = slot_value_panels[std::max<int64_t>(slot, 0)];
       const float* qh = q + b0 * l.q_b0 + b1 * l.q_b1;
       const float* kh = k + b0 * l.k_b0 + b1 * l.k_b1;
       const float* vh = v + b0 * l.v_b0 + b1 * l.v_b1;
@@ -446,13 +524,34 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           }
           // Rows past the last query: zeros in, never stored out.
           std::fill(qbuf + rows * d, qbuf + kRows * d, 0.0f);
+          // The keys [0, n) whose scores are computed: all of them, or with
+          // a causal mask up to the last one a row of the block keeps. The
+          // keys after are filled with -inf by the mask whatever their score,
+          // so exp gives exact zeros there and they add nothing to the sum
+          // or the output: the bytes are the same as over all sk keys
+          // (unless V holds inf or NaN at a masked key, whose 0 * inf the
+          // full sum would turn into NaN). A block whose rows keep no key
+          // takes them all (NaN rows, as Softmax makes them).
+          int64_t n = sk;
+          if (a->trim) {
+            const Mask& mk = masks[0];
+            const AttentionLayout::MaskStrides& ms = l.masks[0];
+            n = 0;
+            for (int64_t r = 0; r < rows; ++r) {
+              const uint8_t* cond = mk.cond + b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
+              int64_t j = sk;
+              while (j > n && (cond[(j - 1) * ms.j] != 0) == mk.fill_if_true) --j;
+              n = std::max(n, j);
+            }
+            if (n == 0) n = sk;
+          }
 #if defined(GROVE_ATTENTION_AVX2)
           if (a->rows_in_place) {
             for (int64_t r = 0; r < rows; ++r) {
               RowScoresAvx2(qbuf + r * d, kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, scores + r * sk);
             }
           } else if (a->avx2) {
-            ScoresBlockAvx2(qbuf, d, key_panels, sk, scores);
+            ScoresBlockAvx2(qbuf, d, key_panels, sk, n, scores);
           } else {
             ScoresBlock(qbuf, d, kt, sk, scores);
           }
@@ -464,7 +563,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
             bool scaled = false;
 #if defined(GROVE_ATTENTION_AVX2)
             if (a->avx2 && at.scale.op != AttentionScaleOp::kNone) {
-              ScaleRowAvx2(sr, sk, at.scale.op, s_s);
+              ScaleRowAvx2(sr, n, at.scale.op, s_s);
               scaled = true;
             }
 #endif
@@ -477,17 +576,27 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
               const Mask& mk = masks[m];
               const AttentionLayout::MaskStrides& ms = l.masks[m];
               const int64_t row = b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
+#if defined(GROVE_ATTENTION_AVX2)
+              if (a->avx2 && ms.j == 1 && mk.add != nullptr) {
+                AddRowAvx2(sr, mk.add + row, n);
+                continue;
+              }
+              if (a->avx2 && ms.j == 1 && mk.cond != nullptr) {
+                WhereRowAvx2(sr, mk.cond + row, n, mk.fill, mk.fill_if_true);
+                continue;
+              }
+#endif
               if (mk.add != nullptr) {
-                for (int64_t j = 0; j < sk; ++j) sr[j] += mk.add[row + j * ms.j];
+                for (int64_t j = 0; j < n; ++j) sr[j] += mk.add[row + j * ms.j];
               } else if (mk.cond != nullptr) {
-                for (int64_t j = 0; j < sk; ++j) {
+                for (int64_t j = 0; j < n; ++j) {
                   if ((mk.cond[row + j * ms.j] != 0) == mk.fill_if_true) sr[j] = mk.fill;
                 }
               }
             }
 #if defined(GROVE_ATTENTION_AVX2)
             if (a->avx2) {
-              SoftmaxRowAvx2(sr, sk);
+              SoftmaxRowAvx2(sr, n);
               continue;
             }
 #endif
@@ -507,7 +616,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           if (a->rows_in_place) {
             for (int64_t r = 0; r < rows; ++r) RowOutputAvx2(scores + r * sk, vh, sk, dv, oh + (i0 + r) * dv);
           } else if (a->avx2) {
-            OutputBlockAvx2(scores, sk, value_panels, dv, rows, oh + i0 * dv);
+            OutputBlockAvx2(scores, sk, n, value_panels, dv, rows, oh + i0 * dv);
           } else {
             OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
           }
@@ -516,7 +625,9 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
 #endif
         }
       };
-      if (tasks <= 1) {
+      if (slot >= 0) {
+        run_blocks(slot, 0, blocks);
+      } else if (tasks <= 1) {
         run_blocks(0, 0, blocks);
       } else {
         const int64_t base = blocks / tasks, extra = blocks % tasks;
@@ -526,6 +637,15 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
         });
       }
     }
+  };
+  if (head_tasks > 1) {
+    const int64_t base = heads / head_tasks, extra = heads % head_tasks;
+    threads->Run(head_tasks, [&](int64_t t) {
+      const int64_t first = t * base + std::min(t, extra);
+      for (int64_t h = first; h < first + base + (t < extra ? 1 : 0); ++h) run_head(h, t);
+    });
+  } else {
+    for (int64_t h = 0; h < heads; ++h) run_head(h, -1);
   }
   return absl::OkStatus();
 }
