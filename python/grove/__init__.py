@@ -156,9 +156,11 @@ class Model:
         if not isinstance(handle, ctypes.POINTER(_capi.ModelHandle)):
             raise TypeError("use grove.Model.load(path) or grove.Model.from_bytes(data)")
         self._handle = handle
-        self.inputs: List[TensorSpec] = self._specs("input")
-        self.outputs: List[TensorSpec] = self._specs("output")
-        self.symbols: List[Symbol] = self._symbols()
+        self.inputs: List[TensorSpec] = self._specs(_lib.grove_model_input_count, _lib.grove_model_input_info,
+                                                    _lib.grove_model_input_kind)
+        self.outputs: List[TensorSpec] = self._specs(_lib.grove_model_output_count, _lib.grove_model_output_info,
+                                                     _lib.grove_model_output_kind)
+        self._symbols = None
 
     @classmethod
     def load(cls, path) -> "Model":
@@ -175,30 +177,42 @@ class Model:
         _check(_lib.grove_model_load_buffer(data, len(data), ctypes.byref(handle)))
         return cls(handle)
 
-    def _count(self, what: str) -> int:
+    def _specs(self, count_fn, info_fn, kind_fn) -> List[TensorSpec]:
+        # One info and one kind struct, filled per tensor (what they point to
+        # is copied out into str and int before the next call).
+        handle = self._handle
         n = ctypes.c_size_t()
-        _check(getattr(_lib, f"grove_model_{what}_count")(self._handle, ctypes.byref(n)))
-        return n.value
-
-    def _specs(self, what: str) -> List[TensorSpec]:
+        _check(count_fn(handle, ctypes.byref(n)))
+        info, kind = _capi.TensorInfo(), ctypes.c_int32()
+        info_ref, kind_ref = ctypes.byref(info), ctypes.byref(kind)
         specs = []
-        for i in range(self._count(what)):
-            info = _capi.TensorInfo()
-            _check(getattr(_lib, f"grove_model_{what}_info")(self._handle, i, ctypes.byref(info)))
-            kind = ctypes.c_int32()
-            _check(getattr(_lib, f"grove_model_{what}_kind")(self._handle, i, ctypes.byref(kind)))
-            shape = tuple(info.dim_symbols[d].decode() if info.dim_symbols[d] is not None else int(info.dims[d])
-                          for d in range(info.rank))
+        for i in range(n.value):
+            _check(info_fn(handle, i, info_ref))
+            _check(kind_fn(handle, i, kind_ref))
+            rank = info.rank
+            shape = tuple(int(d) if s is None else s.decode()
+                          for d, s in zip(info.dims[:rank], info.dim_symbols[:rank]))
+            kind_value = kind.value
             specs.append(TensorSpec(info.name.decode(), _dtype_name(info.dtype), shape,
-                                    _capi.VALUE_KINDS.get(kind.value, str(kind.value))))
+                                    _capi.VALUE_KINDS.get(kind_value, str(kind_value))))
         return specs
 
-    def _symbols(self) -> List[Symbol]:
-        symbols = []
-        for i in range(self._count("symbol")):
+    @property
+    def symbols(self) -> List[Symbol]:
+        """The model's symbols (asked of the library on first use: a session
+        does not need them)."""
+        symbols = self._symbols
+        if symbols is None:
+            handle = self._handle
+            n = ctypes.c_size_t()
+            _check(_lib.grove_model_symbol_count(handle, ctypes.byref(n)))
             info = _capi.SymbolInfo()
-            _check(_lib.grove_model_symbol_info(self._handle, i, ctypes.byref(info)))
-            symbols.append(Symbol(info.name.decode(), int(info.min), int(info.max)))
+            info_ref = ctypes.byref(info)
+            symbols = []
+            for i in range(n.value):
+                _check(_lib.grove_model_symbol_info(handle, i, info_ref))
+                symbols.append(Symbol(info.name.decode(), int(info.min), int(info.max)))
+            self._symbols = symbols
         return symbols
 
     def __del__(self):
@@ -388,6 +402,9 @@ def _device_to_numpy(t: "_capi.Tensor", cuda_device: int) -> np.ndarray:
 
 # --- session ------------------------------------------------------------------
 
+_DEVICE_NAMES = {v: k for k, v in _capi.DEVICES.items()}
+
+
 class Session:
     """Runs a model on one device; used by one thread at a time (one Session
     per thread). Options (None: grove's default):
@@ -502,7 +519,7 @@ class Session:
         self.model = model
         kind = ctypes.c_int32()
         _check(_lib.grove_session_device(handle, ctypes.byref(kind)))
-        self.device = {v: k for k, v in _capi.DEVICES.items()}[kind.value]
+        self.device = _DEVICE_NAMES[kind.value]
         self.cuda_device = int(options.cuda_device)
         # grove honours outputs_on_device on a CUDA session only.
         self._outputs_on_device = self.device == "cuda" and bool(options.outputs_on_device)
