@@ -17,6 +17,7 @@
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
+#include "lib/ir/ops/loss_params.h"
 
 namespace grove::cpu {
 
@@ -33,7 +34,7 @@ using backends::CheckOutput;
 using backends::ShapeStr;
 using ir::KernelContext;
 
-enum class Reduction { kNone, kSum, kMean };
+using Reduction = ir::LossReduction;
 
 // The multi-index of element `flat` of `shape`, as "[1, 0, 2]".
 std::string IndexStr(int64_t flat, const std::vector<int64_t>& shape) {
@@ -159,16 +160,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareLoss(const KernelContext& ctx) {
   const char* weight_name = kSoftmax ? "weights" : "weight";
   LossParams p;
   p.target_name = target_name;
-  const std::string reduction_attr = ctx.attrs().GetString("reduction", "mean");
-  if (reduction_attr == "none") {
-    p.reduction = Reduction::kNone;
-  } else if (reduction_attr == "sum") {
-    p.reduction = Reduction::kSum;
-  } else if (reduction_attr == "mean") {
-    p.reduction = Reduction::kMean;
-  } else {
-    return ctx.Error(absl::StrCat("attribute 'reduction' is '", reduction_attr, "'; expected 'none', 'sum' or 'mean'"));
-  }
+  absl::StatusOr<Reduction> reduction = ir::ReadLossReduction(ctx.attrs());
+  if (!reduction.ok()) return ctx.Error(reduction.status().message());
+  p.reduction = *reduction;
 
   const TensorView& x = ctx.input(0);
   const TensorView& t = ctx.input(1);

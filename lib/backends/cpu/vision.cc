@@ -271,8 +271,8 @@ absl::Status NonMaxSuppressionKernel(KernelContext& ctx) {
 // GridSample
 // ---------------------------------------------------------------------------
 
-enum class SampleMode { kNearest, kLinear, kCubic };
-enum class Padding { kZeros, kBorder, kReflection };
+using SampleMode = ir::GridSampleMode;
+using Padding = ir::GridSamplePadding;
 
 // Reflects x into [lo, hi] by the nearer border, as often as needed.
 double Reflect(double x, double lo, double hi) {
@@ -317,32 +317,12 @@ absl::StatusOr<ir::PreparedKernel> PrepareGridSample(const KernelContext& ctx) {
   const TensorView& grid = ctx.input(1);
   if (absl::Status s = CheckFloatInput(ctx, 0, "X"); !s.ok()) return s;
   if (absl::Status s = CheckFloatInput(ctx, 1, "grid"); !s.ok()) return s;
+  absl::StatusOr<ir::GridSampleAttrs> attrs = ir::ReadGridSampleAttrs(ctx.attrs());
+  if (!attrs.ok()) return ctx.Error(attrs.status().message());
   GridSampleParams p;
-  const std::string mode_attr = ctx.attrs().GetString("mode", "bilinear");
-  if (mode_attr == "nearest") {
-    p.mode = SampleMode::kNearest;
-  } else if (mode_attr == "bilinear" || mode_attr == "linear") {
-    p.mode = SampleMode::kLinear;
-  } else if (mode_attr == "bicubic" || mode_attr == "cubic") {
-    p.mode = SampleMode::kCubic;
-  } else {
-    return ctx.Error(absl::StrCat("attribute 'mode' is '", mode_attr,
-                                  "'; expected 'bilinear', 'nearest' or 'bicubic' ('linear', 'cubic')"));
-  }
-  const std::string padding_attr = ctx.attrs().GetString("padding_mode", "zeros");
-  if (padding_attr == "zeros") {
-    p.padding = Padding::kZeros;
-  } else if (padding_attr == "border") {
-    p.padding = Padding::kBorder;
-  } else if (padding_attr == "reflection") {
-    p.padding = Padding::kReflection;
-  } else {
-    return ctx.Error(
-        absl::StrCat("attribute 'padding_mode' is '", padding_attr, "'; expected 'zeros', 'border' or 'reflection'"));
-  }
-  absl::StatusOr<bool> align = FlagAttr(ctx, "align_corners", 0);
-  if (!align.ok()) return align.status();
-  p.align = *align;
+  p.mode = attrs->mode;
+  p.padding = attrs->padding;
+  p.align = attrs->align_corners;
   const int rank = static_cast<int>(x.shape.size());
   if (rank < 3) {
     return ctx.Error(
@@ -912,12 +892,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareDft(const KernelContext& ctx) {
     return ctx.Error(absl::StrCat("input 0 (input) has shape ", ShapeStr(x.shape),
                                   "; expected [batch, signal dims..., 1 or 2] (real or complex)"));
   }
-  const int64_t axis_attr = ctx.attrs().GetInt("axis", 1);
-  if (axis_attr < -rank || axis_attr > rank - 2 || axis_attr == -1) {
-    return ctx.Error(absl::StrCat("attribute 'axis' is ", axis_attr, "; expected one in [", -rank, ", -2] or [0, ",
-                                  rank - 2, "] for input 0 of rank ", rank));
-  }
-  p.axis = static_cast<int>(axis_attr < 0 ? axis_attr + rank : axis_attr);
+  absl::StatusOr<int> axis = ir::DftAxis(ctx.attrs().GetInt("axis", 1), rank);
+  if (!axis.ok()) return ctx.Error(axis.status().message());
+  p.axis = *axis;
   if (ctx.has_input(1)) {
     if (absl::Status s = CheckScalarInput(ctx, 1, "dft_length", true); !s.ok()) return s;
   }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/ir/ops/input_checks.h"
+#include "lib/ir/ops/loss_params.h"
 #include "lib/ir/ops/ops.h"
 
 namespace grove::ir {
@@ -31,10 +32,8 @@ LossNames NamesOf(const ShapeContext& ctx) {
 
 absl::Status InferLoss(ShapeContext& ctx) {
   const LossNames names = NamesOf(ctx);
-  const std::string reduction = ctx.attrs().GetString("reduction", "mean");
-  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
-    return ctx.Error(absl::StrCat("attribute 'reduction' is '", reduction, "'; expected 'none', 'sum' or 'mean'"));
-  }
+  absl::StatusOr<LossReduction> reduction = ReadLossReduction(ctx.attrs());
+  if (!reduction.ok()) return ctx.Error(reduction.status().message());
   if (absl::Status s = CheckInputDType(ctx, 0, names.scores, kFloatDTypes); !s.ok()) return s;
   if (absl::Status s = CheckInputDType(ctx, 1, names.target, {DType::kI64, DType::kI32}); !s.ok()) return s;
   const SymShape& x = ctx.input_shape(0);
@@ -62,7 +61,7 @@ absl::Status InferLoss(ShapeContext& ctx) {
     }
   }
   SymShape loss;
-  if (reduction == "none") {
+  if (*reduction == LossReduction::kNone) {
     // A dim known as a constant on either side is the better one to plan with.
     for (size_t d = 0; d < t.size(); ++d) {
       const SymDim& xd = x[d == 0 ? 0 : d + 1];

@@ -88,18 +88,9 @@ absl::Status InferNonMaxSuppression(ShapeContext& ctx) {
 absl::Status InferGridSample(ShapeContext& ctx) {
   if (absl::Status s = CheckInputDType(ctx, 0, "X", kFloatDTypes); !s.ok()) return s;
   if (absl::Status s = CheckInputDType(ctx, 1, "grid", kFloatDTypes); !s.ok()) return s;
-  const std::string mode = ctx.attrs().GetString("mode", "bilinear");
-  if (mode != "bilinear" && mode != "linear" && mode != "nearest" && mode != "bicubic" && mode != "cubic") {
-    return ctx.Error(absl::StrCat("attribute 'mode' is '", mode,
-                                  "'; expected 'bilinear', 'nearest' or 'bicubic' ('linear', 'cubic')"));
+  if (absl::StatusOr<GridSampleAttrs> a = ReadGridSampleAttrs(ctx.attrs()); !a.ok()) {
+    return ctx.Error(a.status().message());
   }
-  const std::string padding = ctx.attrs().GetString("padding_mode", "zeros");
-  if (padding != "zeros" && padding != "border" && padding != "reflection") {
-    return ctx.Error(
-        absl::StrCat("attribute 'padding_mode' is '", padding, "'; expected 'zeros', 'border' or 'reflection'"));
-  }
-  bool align = false;
-  if (absl::Status s = ReadBoolAttr(ctx, "align_corners", 0, &align); !s.ok()) return s;
   const SymShape& x = ctx.input_shape(0);
   const SymShape& grid = ctx.input_shape(1);
   if (x.size() < 3) {
@@ -227,13 +218,9 @@ absl::Status InferDft(ShapeContext& ctx) {
     return ctx.Error(absl::StrCat(InputName(0, "input"), " has shape ", ShapeString(ctx, in),
                                   "; expected [batch, signal dims..., 1 or 2] (real or complex)"));
   }
-  const int64_t axis_attr = ctx.attrs().GetInt("axis", 1);
-  if (axis_attr < -rank || axis_attr > rank - 2 || axis_attr == -1) {
-    return ctx.Error(absl::StrCat("attribute 'axis' is ", axis_attr, "; expected one in [", -rank, ", -2] or [0, ",
-                                  rank - 2, "] for ", InputName(0, "input"), " of rank ", rank,
-                                  " (the last dim holds the real and imaginary parts)"));
-  }
-  const int axis = static_cast<int>(axis_attr < 0 ? axis_attr + rank : axis_attr);
+  absl::StatusOr<int> dft_axis = DftAxis(ctx.attrs().GetInt("axis", 1), rank);
+  if (!dft_axis.ok()) return ctx.Error(dft_axis.status().message());
+  const int axis = *dft_axis;
   int64_t dft_length = -1;
   bool length_known = true;
   if (ctx.has_input(1)) {

@@ -1,9 +1,10 @@
 // Size arithmetic and attribute checks of the vision and signal ops that the
 // shape functions (lib/ir/ops/vision.cc) and the CPU kernels
-// (lib/backends/cpu/vision.cc) both do: RoiAlign's attributes, MaxUnpool's
-// unpooled lengths, DFT's transform and output lengths, STFT's frame count. Each checks what it reads and returns an error message
-// (without the op's name, which the caller adds) instead of a size that
-// would overflow or be negative.
+// (lib/backends/cpu/vision.cc) both do: GridSample's and RoiAlign's
+// attributes, DFT's axis, MaxUnpool's unpooled lengths, DFT's transform and
+// output lengths, STFT's frame count. Each checks what it reads and returns
+// an error message (without the op's name, which the caller adds) instead
+// of a size that would overflow or be negative.
 #ifndef GROVE_LIB_IR_OPS_VISION_PARAMS_H_
 #define GROVE_LIB_IR_OPS_VISION_PARAMS_H_
 
@@ -27,6 +28,59 @@ inline constexpr int64_t kMaxVisionLength = int64_t{1} << 31;
 // A DFT's length: its twiddle table and work buffers hold this many
 // complex values, so a length read from a model is bounded.
 inline constexpr int64_t kMaxDftLength = int64_t{1} << 24;
+
+// GridSample's attributes (opset 16; the mode names 'linear' and 'cubic' of
+// opset 20), checked: mode, padding_mode, align_corners 0 or 1.
+enum class GridSampleMode { kNearest, kLinear, kCubic };
+enum class GridSamplePadding { kZeros, kBorder, kReflection };
+struct GridSampleAttrs {
+  GridSampleMode mode = GridSampleMode::kLinear;
+  GridSamplePadding padding = GridSamplePadding::kZeros;
+  bool align_corners = false;
+};
+
+inline absl::StatusOr<GridSampleAttrs> ReadGridSampleAttrs(const Attributes& attrs) {
+  GridSampleAttrs a;
+  const std::string mode = attrs.GetString("mode", "bilinear");
+  if (mode == "nearest") {
+    a.mode = GridSampleMode::kNearest;
+  } else if (mode == "bilinear" || mode == "linear") {
+    a.mode = GridSampleMode::kLinear;
+  } else if (mode == "bicubic" || mode == "cubic") {
+    a.mode = GridSampleMode::kCubic;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute 'mode' is '", mode, "'; expected 'bilinear', 'nearest' or 'bicubic' ('linear', 'cubic')"));
+  }
+  const std::string padding = attrs.GetString("padding_mode", "zeros");
+  if (padding == "zeros") {
+    a.padding = GridSamplePadding::kZeros;
+  } else if (padding == "border") {
+    a.padding = GridSamplePadding::kBorder;
+  } else if (padding == "reflection") {
+    a.padding = GridSamplePadding::kReflection;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'padding_mode' is '", padding, "'; expected 'zeros', 'border' or 'reflection'"));
+  }
+  const int64_t align = attrs.GetInt("align_corners", 0);
+  if (align != 0 && align != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'align_corners' is ", align, "; expected 0 or 1"));
+  }
+  a.align_corners = align == 1;
+  return a;
+}
+
+// DFT's axis attribute over an input of `rank` whose last dim holds the
+// real and imaginary parts: in [-rank, -2] or [0, rank - 2]; the axis.
+inline absl::StatusOr<int> DftAxis(int64_t axis_attr, int rank) {
+  if (axis_attr < -rank || axis_attr > rank - 2 || axis_attr == -1) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'axis' is ", axis_attr, "; expected one in [", -rank,
+                                                   ", -2] or [0, ", rank - 2, "] for input 0 (input) of rank ", rank,
+                                                   " (the last dim holds the real and imaginary parts)"));
+  }
+  return static_cast<int>(axis_attr < 0 ? axis_attr + rank : axis_attr);
+}
 
 // RoiAlign's attributes (opset 16), checked: mode 'avg' or 'max',
 // coordinate_transformation_mode 'half_pixel' or 'output_half_pixel',
