@@ -92,7 +92,7 @@ std::vector<const Tensor*> Inputs(const Case& c, const Tensors& t) {
 // reference kernel; `made` gets the fused kernels its prepare made.
 absl::StatusOr<std::vector<Tensor>> RunCase(bool fused, const Case& c, const Tensors& t, int64_t* made = nullptr,
                                             cpu::LstmKernelMode mode = cpu::LstmKernelMode::kAuto) {
-  cpu::ScopedLstmKernel lstm(fused ? mode : cpu::LstmKernelMode::kOff);
+  cpu::ScopedLstmKernel lstm(fused ? mode : cpu::LstmKernelMode::kOff, cpu::LstmKernelAvx512Allowed());
   cpu::ScopedOneDnn onednn(false);
   const int64_t before = cpu::LstmKernelsMade();
   absl::StatusOr<std::vector<Tensor>> out = RunOp("LSTM", Inputs(c, t), testing::RecurrentAttrs(c), c.num_outputs);
@@ -129,14 +129,23 @@ void ExpectPath(const Case& c, bool taken, uint32_t seed = 1,
   for (size_t i = 0; i < got->size(); ++i) ExpectClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
 }
 
-class LstmKernelTest : public ::testing::Test {
+// Each test on AVX2 + FMA (8 lanes) and on AVX-512 (16 lanes) where the CPU
+// has them.
+class LstmKernelTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     if (!cpu::UseAvx2Kernels()) GTEST_SKIP() << "the fused LSTM needs AVX2 and FMA";
+    if (GetParam() && !cpu::HostCpuFeatures().avx512f) GTEST_SKIP() << "no AVX-512 here";
+    cpu::SetLstmKernelAvx512Allowed(GetParam());
+    ASSERT_EQ(std::string(cpu::LstmKernelIsa()), GetParam() ? "avx512" : "avx2");
   }
+  void TearDown() override { cpu::SetLstmKernelAvx512Allowed(true); }
 };
 
-TEST_F(LstmKernelTest, EveryDirectionLayoutBiasAndState) {
+INSTANTIATE_TEST_SUITE_P(Isa, LstmKernelTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Avx512" : "Avx2"; });
+
+TEST_P(LstmKernelTest, EveryDirectionLayoutBiasAndState) {
   for (const char* direction : {"forward", "reverse", "bidirectional"}) {
     for (int64_t layout : {0, 1}) {
       // 0: nothing, 1: bias, 2: bias + h0, 3: h0 + c0 + P, 4: c0 + P, 5: all
@@ -158,12 +167,13 @@ TEST_F(LstmKernelTest, EveryDirectionLayoutBiasAndState) {
   }
 }
 
-TEST_F(LstmKernelTest, EdgeShapes) {
+TEST_P(LstmKernelTest, EdgeShapes) {
   const std::vector<std::vector<int64_t>> shapes = {// seq, batch, input, hidden
                                                     {1, 1, 1, 1},    {1, 4, 3, 2},    {9, 1, 2, 17},
                                                     {3, 2, 33, 9},   {16, 5, 8, 32},  {7, 3, 5, 8},
                                                     {4, 2, 3, 24},   {6, 1, 7, 40},   {128, 1, 16, 32},
-                                                    {64, 4, 32, 32}, {3, 16, 9, 128}, {2, 7, 1, 16}};
+                                                    {64, 4, 32, 32}, {3, 2, 9, 128}, {2, 7, 1, 16},
+                                                    {5, 1, 20, 256}, {3, 16, 4, 16}};
   for (const std::vector<int64_t>& s : shapes) {
     for (const char* direction : {"forward", "bidirectional"}) {
       Case c;
@@ -179,7 +189,7 @@ TEST_F(LstmKernelTest, EdgeShapes) {
   }
 }
 
-TEST_F(LstmKernelTest, OmittedOutputs) {
+TEST_P(LstmKernelTest, OmittedOutputs) {
   for (int outputs : {1, 2}) {
     Case c;
     c.direction = "bidirectional";
@@ -202,7 +212,7 @@ void ExpectSameBytes(const std::vector<Tensor>& got, const std::vector<Tensor>& 
   }
 }
 
-TEST_F(LstmKernelTest, SequenceLensRunsTheReferenceUnlessFull) {
+TEST_P(LstmKernelTest, SequenceLensRunsTheReferenceUnlessFull) {
   Case c;
   c.seq = 5;
   c.batch = 4;
@@ -221,7 +231,7 @@ TEST_F(LstmKernelTest, SequenceLensRunsTheReferenceUnlessFull) {
   ExpectSameBytes(*got, *want);
 }
 
-TEST_F(LstmKernelTest, WhatTheKernelDoesNotTake) {
+TEST_P(LstmKernelTest, WhatTheKernelDoesNotTake) {
   Case clip;
   clip.clip = 0.5;
   clip.bias = true;
@@ -234,12 +244,14 @@ TEST_F(LstmKernelTest, WhatTheKernelDoesNotTake) {
   ExpectPath(acts, false);
   // Layers oneDNN runs faster: the fused kernel only when asked for always.
   Case large;
-  large.hidden = 256;
+  large.hidden = 160;
+  large.batch = 2;
   large.input = 8;
   ExpectPath(large, false);
   ExpectPath(large, true, 1, cpu::LstmKernelMode::kAlways);
   Case wide;
-  wide.batch = 64;
+  wide.batch = 33;
+  wide.hidden = 8;
   ExpectPath(wide, false);
   ExpectPath(wide, true, 1, cpu::LstmKernelMode::kAlways);
 
@@ -251,7 +263,7 @@ TEST_F(LstmKernelTest, WhatTheKernelDoesNotTake) {
     return MakeTensor<double>(DType::kF64, f.shape(), std::vector<double>(p, p + f.view().num_elements()));
   };
   const Tensor x = widen(t.x), w = widen(t.w), r = widen(t.r);
-  cpu::ScopedLstmKernel scope(cpu::LstmKernelMode::kAlways);
+  cpu::ScopedLstmKernel scope(cpu::LstmKernelMode::kAlways, cpu::LstmKernelAvx512Allowed());
   const int64_t before = cpu::LstmKernelsMade();
   ASSERT_TRUE(RunOp("LSTM", {&x, &w, &r}, testing::RecurrentAttrs(c), 2).ok());
   const Tensor gw = MakeTensor<float>(DType::kF32, {1, 3 * c.hidden, c.input},
@@ -275,7 +287,8 @@ std::vector<uint8_t> Bytes(const Tensor& t) {
 // model input, which the prepare cannot pack.
 absl::StatusOr<std::vector<float>> RunModel(bool fused, bool w_is_input, const Case& c, const Tensors& t,
                                             int64_t* made) {
-  cpu::ScopedLstmKernel lstm(fused ? cpu::LstmKernelMode::kAuto : cpu::LstmKernelMode::kOff);
+  cpu::ScopedLstmKernel lstm(fused ? cpu::LstmKernelMode::kAuto : cpu::LstmKernelMode::kOff,
+                             cpu::LstmKernelAvx512Allowed());
   cpu::ScopedOneDnn onednn(false);
   const int64_t before = cpu::LstmKernelsMade();
   const int64_t h = c.hidden, nd = c.dirs();
@@ -315,7 +328,7 @@ absl::StatusOr<std::vector<float>> RunModel(bool fused, bool w_is_input, const C
   return all;
 }
 
-TEST_F(LstmKernelTest, ModelWithYOmitted) {
+TEST_P(LstmKernelTest, ModelWithYOmitted) {
   Case c;
   c.seq = 6;
   c.batch = 3;
@@ -340,7 +353,7 @@ TEST_F(LstmKernelTest, ModelWithYOmitted) {
 
 // Large pre-activations saturate the gates: the fused kernel's sigmoid and
 // tanh at +-1 (and 0) must agree with libm's there too.
-TEST_F(LstmKernelTest, SaturatedGates) {
+TEST_P(LstmKernelTest, SaturatedGates) {
   Case c;
   c.seq = 8;
   c.batch = 2;

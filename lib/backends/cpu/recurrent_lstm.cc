@@ -17,10 +17,6 @@ namespace {
 using ir::ActivationKind;
 using ir::RecurrentKind;
 
-constexpr int64_t kLanes = 8;
-
-int64_t PadToLanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
-
 bool EnabledByEnvironment() {
   const char* v = std::getenv("GROVE_CPU_LSTM_KERNEL");
   if (v == nullptr) return true;
@@ -34,120 +30,81 @@ std::atomic<LstmKernelMode>& ModeFlag() {
 }
 
 std::atomic<int64_t> g_made{0};
+std::atomic<bool> g_avx512_allowed{true};
 
 // ---------------------------------------------------------------------------
-// 8-lane math (AVX2 + FMA).
+// The loops per vector ISA (recurrent_lstm_simd.inc).
 
-// tanh(x): an odd rational function of degree 13/6 on [-7.9053, 7.9053]
-// (beyond which tanh rounds to +-1 in float), x itself below 4e-4 (the
-// same coefficients as Eigen's fast tanh; a scan of [-20, 20] in steps of
-// 1e-4 found it within 3e-7 of tanh, relative error below 3e-7, and the
-// sigmoid below within 1.6e-7). NaN stays NaN (max/min return the NaN
-// operand given second).
-__attribute__((target("avx2,fma"))) inline __m256 Tanh8(__m256 x) {
-  const __m256 bound = _mm256_set1_ps(7.90531110763549805f);
-  const __m256 tiny = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(4e-4f), _CMP_LT_OQ);
-  const __m256 t = _mm256_min_ps(bound, _mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), bound), x));
-  const __m256 t2 = _mm256_mul_ps(t, t);
-  __m256 p = _mm256_set1_ps(-2.76076847742355e-16f);
-  p = _mm256_fmadd_ps(p, t2, _mm256_set1_ps(2.00018790482477e-13f));
-  p = _mm256_fmadd_ps(p, t2, _mm256_set1_ps(-8.60467152213735e-11f));
-  p = _mm256_fmadd_ps(p, t2, _mm256_set1_ps(5.12229709037114e-08f));
-  p = _mm256_fmadd_ps(p, t2, _mm256_set1_ps(1.48572235717979e-05f));
-  p = _mm256_fmadd_ps(p, t2, _mm256_set1_ps(6.37261928875436e-04f));
-  p = _mm256_fmadd_ps(p, t2, _mm256_set1_ps(4.89352455891786e-03f));
-  p = _mm256_mul_ps(p, t);
-  __m256 q = _mm256_set1_ps(1.19825839466702e-06f);
-  q = _mm256_fmadd_ps(q, t2, _mm256_set1_ps(1.18534705686654e-04f));
-  q = _mm256_fmadd_ps(q, t2, _mm256_set1_ps(2.26843463243900e-03f));
-  q = _mm256_fmadd_ps(q, t2, _mm256_set1_ps(4.89352518554385e-03f));
-  return _mm256_blendv_ps(_mm256_div_ps(p, q), x, tiny);
-}
+namespace avx2 {
+#define GROVE_LSTM_TARGET __attribute__((target("avx2,fma")))
+struct Simd {
+  static constexpr int64_t kLanes = 8;
+  using V = __m256;
+  using Mask = __m256;
+  GROVE_LSTM_TARGET static V Load(const float* p) { return _mm256_loadu_ps(p); }
+  GROVE_LSTM_TARGET static void Store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  GROVE_LSTM_TARGET static V Set1(float x) { return _mm256_set1_ps(x); }
+  GROVE_LSTM_TARGET static V Broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  GROVE_LSTM_TARGET static V Zero() { return _mm256_setzero_ps(); }
+  GROVE_LSTM_TARGET static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  GROVE_LSTM_TARGET static V Fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  GROVE_LSTM_TARGET static V Min(V a, V b) { return _mm256_min_ps(a, b); }
+  GROVE_LSTM_TARGET static V Max(V a, V b) { return _mm256_max_ps(a, b); }
+  GROVE_LSTM_TARGET static V Div(V a, V b) { return _mm256_div_ps(a, b); }
+  GROVE_LSTM_TARGET static Mask AbsLess(V x, float c) {
+    return _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(c), _CMP_LT_OQ);
+  }
+  GROVE_LSTM_TARGET static V Select(Mask m, V if_true, V if_false) { return _mm256_blendv_ps(if_false, if_true, m); }
+};
+#include "lib/backends/cpu/recurrent_lstm_simd.inc"
+#undef GROVE_LSTM_TARGET
+}  // namespace avx2
 
-// sigmoid(x) = 1/2 + tanh(x/2)/2.
-__attribute__((target("avx2,fma"))) inline __m256 Sigmoid8(__m256 x) {
-  const __m256 half = _mm256_set1_ps(0.5f);
-  return _mm256_fmadd_ps(Tanh8(_mm256_mul_ps(x, half)), half, half);
-}
+namespace avx512 {
+#define GROVE_LSTM_TARGET __attribute__((target("avx512f")))
+struct Simd {
+  static constexpr int64_t kLanes = 16;
+  using V = __m512;
+  using Mask = __mmask16;
+  GROVE_LSTM_TARGET static V Load(const float* p) { return _mm512_loadu_ps(p); }
+  GROVE_LSTM_TARGET static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  GROVE_LSTM_TARGET static V Set1(float x) { return _mm512_set1_ps(x); }
+  GROVE_LSTM_TARGET static V Broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  GROVE_LSTM_TARGET static V Zero() { return _mm512_setzero_ps(); }
+  GROVE_LSTM_TARGET static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  GROVE_LSTM_TARGET static V Fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  // Masked forms with every lane set: GCC 12's _mm512_min_ps and
+  // _mm512_max_ps pass an undefined source that -Wmaybe-uninitialized flags.
+  GROVE_LSTM_TARGET static V Min(V a, V b) { return _mm512_mask_min_ps(a, 0xffff, a, b); }
+  GROVE_LSTM_TARGET static V Max(V a, V b) { return _mm512_mask_max_ps(a, 0xffff, a, b); }
+  GROVE_LSTM_TARGET static V Div(V a, V b) { return _mm512_div_ps(a, b); }
+  GROVE_LSTM_TARGET static Mask AbsLess(V x, float c) {
+    return _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(c), _CMP_LT_OQ);
+  }
+  GROVE_LSTM_TARGET static V Select(Mask m, V if_true, V if_false) { return _mm512_mask_blend_ps(m, if_false, if_true); }
+};
+#include "lib/backends/cpu/recurrent_lstm_simd.inc"
+#undef GROVE_LSTM_TARGET
+}  // namespace avx512
 
-// out[r][0, 8 kVecs) = init[r][...] (0 when null) + sum_k a[r][k] w[k][...]
-// for kRows rows that share each load of w (row stride `ld`).
-template <int kRows, int kVecs>
-__attribute__((target("avx2,fma"))) inline void MultiplyBlock(const float* const* a, int64_t k_count,
-                                                              const float* w, int64_t ld,
-                                                              const float* const* init, float* const* out) {
-  __m256 acc[kRows][kVecs];
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      acc[r][v] = init[r] != nullptr ? _mm256_loadu_ps(init[r] + v * kLanes) : _mm256_setzero_ps();
-    }
-  }
-  for (int64_t k = 0; k < k_count; ++k, w += ld) {
-    __m256 wv[kVecs];
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) wv[v] = _mm256_loadu_ps(w + v * kLanes);
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a[r] + k);
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(av, wv[v], acc[r][v]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(out[r] + v * kLanes, acc[r][v]);
-  }
-}
+// The loops of one ISA.
+struct LstmLoops {
+  int64_t lanes;
+  void (*multiply_rows)(int rows, const float* const a[2], int64_t k_count, const float* w, int64_t cols,
+                        const float* const init[2], float* const out[2]);
+  void (*gates)(const float* pre, int64_t hp, const float* p, float* c, float* h);
+  int64_t (*packed_index)(int64_t k, int64_t col, int64_t k_count);
+};
 
-// out[r] = init[r] + a[r] (k_count values) times w ([k_count][cols], cols a
-// multiple of 32), for one or two rows. out[r] may be init[r].
-__attribute__((target("avx2,fma"))) void MultiplyRows(int rows, const float* const a[2], int64_t k_count,
-                                                      const float* w, int64_t cols, const float* const init[2],
-                                                      float* const out[2]) {
-  if (rows == 2) {
-    for (int64_t c = 0; c < cols; c += 4 * kLanes) {
-      const float* in[2] = {init[0] != nullptr ? init[0] + c : nullptr, init[1] != nullptr ? init[1] + c : nullptr};
-      float* o[2] = {out[0] + c, out[1] + c};
-      MultiplyBlock<2, 4>(a, k_count, w + c, cols, in, o);
-    }
-    return;
-  }
-  int64_t c = 0;
-  for (; c + 8 * kLanes <= cols; c += 8 * kLanes) {
-    const float* in[1] = {init[0] != nullptr ? init[0] + c : nullptr};
-    float* o[1] = {out[0] + c};
-    MultiplyBlock<1, 8>(a, k_count, w + c, cols, in, o);
-  }
-  if (c < cols) {
-    const float* in[1] = {init[0] != nullptr ? init[0] + c : nullptr};
-    float* o[1] = {out[0] + c};
-    MultiplyBlock<1, 4>(a, k_count, w + c, cols, in, o);
-  }
-}
-
-// One batch entry's gates ([4 hp]: i, o, f, c pre-activations, in ONNX's
-// order) into its new cell state `c` and hidden state `h` (hp each; `c` holds
-// the previous cell state), with the peepholes `p` ([3 hp]: i, o, f) or none.
-__attribute__((target("avx2,fma"))) void LstmGates(const float* pre, int64_t hp, const float* p, float* c,
-                                                   float* h) {
-  for (int64_t j = 0; j < hp; j += kLanes) {
-    __m256 gi = _mm256_loadu_ps(pre + j), go = _mm256_loadu_ps(pre + hp + j);
-    __m256 gf = _mm256_loadu_ps(pre + 2 * hp + j);
-    const __m256 gc = _mm256_loadu_ps(pre + 3 * hp + j);
-    const __m256 c_prev = _mm256_loadu_ps(c + j);
-    if (p != nullptr) {
-      gi = _mm256_fmadd_ps(_mm256_loadu_ps(p + j), c_prev, gi);
-      gf = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * hp + j), c_prev, gf);
-    }
-    const __m256 i = Sigmoid8(gi), f = Sigmoid8(gf), g = Tanh8(gc);
-    const __m256 c_new = _mm256_fmadd_ps(f, c_prev, _mm256_mul_ps(i, g));
-    if (p != nullptr) go = _mm256_fmadd_ps(_mm256_loadu_ps(p + hp + j), c_new, go);
-    _mm256_storeu_ps(c + j, c_new);
-    _mm256_storeu_ps(h + j, _mm256_mul_ps(Sigmoid8(go), Tanh8(c_new)));
-  }
+// AVX-512 where the CPU has it (16 lanes) and it is allowed, else AVX2 +
+// FMA; null on neither.
+const LstmLoops* HostLoops() {
+  static const LstmLoops kAvx512 = {avx512::Simd::kLanes, &avx512::MultiplyRows, &avx512::LstmGates,
+                                    &avx512::PackedIndex};
+  static const LstmLoops kAvx2 = {avx2::Simd::kLanes, &avx2::MultiplyRows, &avx2::LstmGates, &avx2::PackedIndex};
+  if (!UseAvx2Kernels()) return nullptr;
+  const bool avx512 = HostCpuFeatures().avx512f && g_avx512_allowed.load(std::memory_order_relaxed);
+  return avx512 ? &kAvx512 : &kAvx2;
 }
 
 // Kernel inputs the prepare packs: W, R, B, P.
@@ -158,20 +115,33 @@ constexpr int kPackedInputs[] = {1, 2, 3, 7};
 LstmKernelMode GetLstmKernelMode() { return ModeFlag().load(std::memory_order_relaxed); }
 void SetLstmKernelMode(LstmKernelMode mode) { ModeFlag().store(mode, std::memory_order_relaxed); }
 int64_t LstmKernelsMade() { return g_made.load(std::memory_order_relaxed); }
+bool LstmKernelAvx512Allowed() { return g_avx512_allowed.load(std::memory_order_relaxed); }
+void SetLstmKernelAvx512Allowed(bool allowed) { g_avx512_allowed.store(allowed, std::memory_order_relaxed); }
 
-bool LstmKernelTakes(const backends::RecurrentDims& dims) {
-  return dims.hidden <= 128 && dims.batch <= 16;
+const char* LstmKernelIsa() {
+  const LstmLoops* loops = HostLoops();
+  return loops == nullptr ? "" : loops->lanes == 16 ? "avx512" : "avx2";
 }
+
+// bench/recurrent_bench (one layer, interleaved medians, on a busy 2-core
+// Xeon with AVX-512, so +-30%): oneDNN 2.6 over the fused kernel 1.8-3.3x at
+// batch 1 (hidden 32), 1.1-1.9x at batch 1 up to hidden 256, 1.3-1.7x at
+// batch 4 hidden 32, about even at batch 16 hidden 32, and 0.3-0.65x at
+// batch 8-64 with hidden 32-256: oneDNN's blocked GEMMs win once a step's
+// matrix product has rows enough.
+bool LstmKernelTakes(const backends::RecurrentDims& dims) { return dims.batch * dims.hidden <= 256; }
 
 class LstmKernel {
  public:
   backends::RecurrentDims dims;
-  int64_t hp = 0;            // hidden rounded up to kLanes
+  const LstmLoops* loops = nullptr;
+  int64_t hp = 0;            // hidden rounded up to loops->lanes
   bool reverse = false;      // the forward direction runs backwards (direction=reverse)
   bool peephole = false;
   const void* packed_from[4] = {};  // kPackedInputs' bytes as the prepare read them
-  // Per direction: W [I][4 hp], R [H][4 hp], bias [4 hp], P [3 hp] (when
-  // peephole); gate blocks i, o, f, c of hp columns, zero past H.
+  // Per direction: W [I][4 hp] and R [H][4 hp] (in the loops' panels of 4
+  // vectors' columns), bias [4 hp], P [3 hp] (when peephole); gate blocks
+  // i, o, f, c of hp columns, zero past H.
   std::vector<float> packed;
 
   int64_t Cols() const { return 4 * hp; }
@@ -185,7 +155,8 @@ class LstmKernel {
 std::shared_ptr<const LstmKernel> PrepareLstmKernel(const ir::KernelContext& ctx, const ir::RecurrentAttrs& a,
                                                     const backends::RecurrentDims& dims, WorkspaceLayout* layout) {
   const LstmKernelMode mode = GetLstmKernelMode();
-  if (mode == LstmKernelMode::kOff || !UseAvx2Kernels() || a.kind != RecurrentKind::kLstm) return nullptr;
+  const LstmLoops* loops = HostLoops();
+  if (mode == LstmKernelMode::kOff || loops == nullptr || a.kind != RecurrentKind::kLstm) return nullptr;
   if (a.has_clip || a.input_forget || (mode == LstmKernelMode::kAuto && !LstmKernelTakes(dims))) return nullptr;
   if (dims.seq <= 0 || dims.batch <= 0 || dims.input <= 0 || dims.hidden <= 0) return nullptr;
   for (int i = 0; i < 8; ++i) {
@@ -206,7 +177,8 @@ std::shared_ptr<const LstmKernel> PrepareLstmKernel(const ir::KernelContext& ctx
   }
   const int64_t h = dims.hidden, in = dims.input;
   k->dims = dims;
-  k->hp = PadToLanes(h);
+  k->loops = loops;
+  k->hp = (h + loops->lanes - 1) / loops->lanes * loops->lanes;
   k->reverse = a.reverse;
   k->peephole = ctx.has_input(7);
   const int64_t cols = k->Cols(), hp = k->hp;
@@ -216,15 +188,17 @@ std::shared_ptr<const LstmKernel> PrepareLstmKernel(const ir::KernelContext& ctx
   const float* b_all = ctx.has_input(3) ? ctx.input(3).as<const float>() : nullptr;
   const float* p_all = k->peephole ? ctx.input(7).as<const float>() : nullptr;
   for (int64_t d = 0; d < dims.dirs; ++d) {
-    // ONNX's W [4 H, I] (gates i, o, f, c) to [I][gate * hp + j]; R likewise.
+    // ONNX's W [4 H, I] (gates i, o, f, c) to [I][gate * hp + j] in the
+    // loops' panels; R likewise.
     const float* w = w_all + d * 4 * h * in;
     const float* r = r_all + d * 4 * h * h;
     float* pw = k->packed.data() + k->WOffset(d);
     float* pr = k->packed.data() + k->ROffset(d);
     for (int64_t g = 0; g < 4; ++g) {
       for (int64_t j = 0; j < h; ++j) {
-        for (int64_t c = 0; c < in; ++c) pw[c * cols + g * hp + j] = w[(g * h + j) * in + c];
-        for (int64_t c = 0; c < h; ++c) pr[c * cols + g * hp + j] = r[(g * h + j) * h + c];
+        const int64_t col = g * hp + j;
+        for (int64_t c = 0; c < in; ++c) pw[loops->packed_index(c, col, in)] = w[(g * h + j) * in + c];
+        for (int64_t c = 0; c < h; ++c) pr[loops->packed_index(c, col, h)] = r[(g * h + j) * h + c];
       }
     }
     if (b_all != nullptr) {
@@ -282,7 +256,7 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
         out[r] = gates + (row + r) * cols;
       }
       const float* init[2] = {bias, bias};
-      MultiplyRows(rows, a, I, pw, cols, init, out);
+      k.loops->multiply_rows(rows, a, I, pw, cols, init, out);
     }
     for (int64_t b = 0; b < N; ++b) {
       float* sh = state_h + b * hp;
@@ -301,10 +275,10 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
         const float* a[2] = {state_h + b * hp, rows == 2 ? state_h + (b + 1) * hp : nullptr};
         float* out[2] = {pre + b * cols, rows == 2 ? pre + (b + 1) * cols : nullptr};
         const float* init[2] = {out[0], out[1]};
-        MultiplyRows(rows, a, H, pr, cols, init, out);
+        k.loops->multiply_rows(rows, a, H, pr, cols, init, out);
       }
       for (int64_t b = 0; b < N; ++b) {
-        LstmGates(pre + b * cols, hp, peephole, state_c + b * hp, state_h + b * hp);
+        k.loops->gates(pre + b * cols, hp, peephole, state_c + b * hp, state_h + b * hp);
         if (y != nullptr) std::copy_n(state_h + b * hp, H, y + dims.YOffset(t, d, b));
       }
     }

@@ -2,15 +2,18 @@
 // on (a time step of a 32-unit layer costs oneDNN 2.6 about 1 us, most of it
 // fixed overhead): per direction, W, R, both biases and the peepholes are
 // packed once by the prepare into gate-major rows ([I][4 Hp], [H][4 Hp],
-// Hp = H rounded up to 8), so that the input projection of every step is one
-// pass of 8-lane FMAs over the packed W, and each time step is one GEMV of
-// H_{t-1} with the packed R (the four gates fused) followed by the gates'
-// sigmoid and tanh on 8 lanes at a time (rational tanh, sigmoid(x) = 1/2 +
-// tanh(x/2)/2, within 3e-7 of libm's). Every sequence runs to the end: a run
-// whose sequence_lens has a shorter one takes the reference kernel (as with
-// oneDNN, so that such a run gives the reference kernel's bytes). Runs on
-// the calling thread: a time step is a few hundred nanoseconds, less than a
-// fork-join of the intra-op threads.
+// Hp = H rounded up to the vector's lanes, stored in panels of 4 vectors'
+// columns), so that the input projection of every step is one pass of FMAs
+// over the packed W, and each time step is one GEMV of H_{t-1} with the
+// packed R (the four gates fused, two batch rows per pass) followed by the
+// gates' sigmoid and tanh a vector at a time (rational tanh, sigmoid(x) =
+// 1/2 + tanh(x/2)/2, within 3e-7 of libm's). AVX-512 (16 lanes) where the
+// CPU has it, else AVX2 + FMA (8 lanes). Every sequence runs to the end: a
+// run whose sequence_lens has a shorter one takes the reference kernel (as
+// with oneDNN, so that such a run gives the reference kernel's bytes). Runs
+// on the calling thread: a time step is a few hundred nanoseconds, less
+// than a fork-join of the intra-op threads (ONNX Runtime does not split a
+// step either).
 //
 // Taken for f32 LSTMs with the default activations (Sigmoid, Tanh, Tanh), no
 // clip, no input_forget, weights the prepare can read, on a CPU with AVX2 and
@@ -43,19 +46,36 @@ enum class LstmKernelMode { kOff, kAuto, kAlways };
 LstmKernelMode GetLstmKernelMode();
 void SetLstmKernelMode(LstmKernelMode mode);
 
+// Whether the kernels prepared from now on may use AVX-512 where the CPU has
+// it (true; false: AVX2 + FMA, so that tests run both on such a CPU).
+bool LstmKernelAvx512Allowed();
+void SetLstmKernelAvx512Allowed(bool allowed);
+
 class ScopedLstmKernel {
  public:
-  explicit ScopedLstmKernel(LstmKernelMode mode) : before_(GetLstmKernelMode()) { SetLstmKernelMode(mode); }
-  ~ScopedLstmKernel() { SetLstmKernelMode(before_); }
+  explicit ScopedLstmKernel(LstmKernelMode mode, bool avx512 = true)
+      : before_(GetLstmKernelMode()), avx512_before_(LstmKernelAvx512Allowed()) {
+    SetLstmKernelMode(mode);
+    SetLstmKernelAvx512Allowed(avx512);
+  }
+  ~ScopedLstmKernel() {
+    SetLstmKernelMode(before_);
+    SetLstmKernelAvx512Allowed(avx512_before_);
+  }
   ScopedLstmKernel(const ScopedLstmKernel&) = delete;
   ScopedLstmKernel& operator=(const ScopedLstmKernel&) = delete;
 
  private:
   LstmKernelMode before_;
+  bool avx512_before_;
 };
 
-// Whether the fused loop is the faster choice for these dims (measured
-// against oneDNN 2.6 on a Xeon with AVX-512; see the .cc).
+// The vector ISA the kernels prepared now use: "avx512", "avx2" or "" (none).
+const char* LstmKernelIsa();
+
+// Whether the fused loop is the faster choice for these dims: batch x
+// hidden at most 256 (batch 1 up to hidden 256, batch 4 up to 64, ...;
+// measured against oneDNN 2.6 on a Xeon with AVX-512, see the .cc).
 bool LstmKernelTakes(const backends::RecurrentDims& dims);
 
 class LstmKernel;
