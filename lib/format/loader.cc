@@ -404,9 +404,12 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     }
     // A declared constant shape is held to the size limit like any other, so
     // shape functions over it multiply out only sizes that fit.
+    // A weight (checked below to have such a shape) keeps the size.
+    uint64_t declared_bytes = 0;
     if (kind == 0 && d.dtype != DType::kUnknown && d.has_shape && ir::IsConcrete(d.shape)) {
       absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(d.dtype, ir::ToConcrete(d.shape), "declared shape");
       if (!bytes.ok()) return Bad(where(), bytes.status().message());
+      declared_bytes = *bytes;
     }
     if (t->buffer() >= 0) {
       if (t->buffer() >= num_buffers) {
@@ -414,24 +417,22 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
       }
       if (d.dtype == DType::kUnknown) return Bad(where(), "a weight needs a dtype");
       if (!d.has_shape || !ir::IsConcrete(d.shape)) return Bad(where(), "a weight needs a constant shape");
-      const std::vector<int64_t> dims = ir::ToConcrete(d.shape);
-      absl::StatusOr<uint64_t> want = ir::CheckedByteSize(d.dtype, dims, "");
-      // Again with the tensor named, for the message.
-      if (!want.ok()) return Bad(where(), ir::CheckedByteSize(d.dtype, dims, where()).status().message());
+      // Its declared shape passed the size check above (kind 0, a dtype, a
+      // constant shape), which gave its size: declared_bytes.
       const fb::Buffer* b = m->buffers()->Get(t->buffer());
       if (d.dtype == DType::kString) {
-        absl::Status st = DecodeStringWeight(data + data_start + b->offset(), b->size(), *want / sizeof(StringRef),
-                                             where(), out);
+        absl::Status st = DecodeStringWeight(data + data_start + b->offset(), b->size(),
+                                             declared_bytes / sizeof(StringRef), where(), out);
         if (!st.ok()) return st;
         ++buffer_users[t->buffer()];
         d.is_weight = true;
-        d.bytes = *want;
+        d.bytes = declared_bytes;
         d.data = reinterpret_cast<const uint8_t*>(out.string_weights.back().data());
         continue;
       }
-      if (b->size() != *want) {
-        return Bad(where(), absl::StrCat("buffer ", t->buffer(), " holds ", b->size(), " bytes but ", DTypeName(d.dtype),
-                                       ir::ShapeToString(d.shape), " needs ", *want));
+      if (b->size() != declared_bytes) {
+        return Bad(where(), absl::StrCat("buffer ", t->buffer(), " holds ", b->size(), " bytes but ",
+                                         DTypeName(d.dtype), ir::ShapeToString(d.shape), " needs ", declared_bytes));
       }
       ++buffer_users[t->buffer()];
       d.is_weight = true;
