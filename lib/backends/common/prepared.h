@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "lib/ir/op_registry.h"
@@ -54,6 +55,31 @@ inline absl::Status NotPrepared(const ir::KernelContext& ctx, absl::string_view 
   return absl::InternalError(
       ctx.Error(absl::StrCat("the ", backend, " kernel was invoked without its prepare (call ir::RunKernel)"))
           .message());
+}
+
+// The invoke of a step whose params are made once per plan when the plan
+// knows the inputs they read (`planned` true: weights or folded values) and
+// per run otherwise, by the same `make(ctx, prepared)` (an
+// absl::StatusOr<P>; its error is the invoke's): calls run(params) with the
+// one or the other.
+//
+//   absl::Status PadKernel(ir::KernelContext& ctx) {
+//     return backends::InvokePlannedOrPerRun<PadParams>(
+//         ctx, "CPU", [](const ir::KernelContext& c, const PadParams&) { return MakePadParams(c); },
+//         [&](const PadParams& p) { RunPad(ctx, p); });
+//   }
+template <typename P, typename Make, typename Run>
+absl::Status InvokePlannedOrPerRun(const ir::KernelContext& ctx, absl::string_view backend, Make&& make, Run&& run) {
+  const P* prepared = PreparedParams<P>(ctx);
+  if (prepared == nullptr) return NotPrepared(ctx, backend);
+  if (prepared->planned) {
+    run(*prepared);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<P> made = make(ctx, *prepared);
+  if (!made.ok()) return made.status();
+  run(*made);
+  return absl::OkStatus();
 }
 
 }  // namespace grove::backends

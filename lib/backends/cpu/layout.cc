@@ -164,16 +164,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareSplit(const ir::KernelContext& ctx) {
 }
 
 absl::Status SplitKernel(ir::KernelContext& ctx) {
-  const SplitParams* p = backends::PreparedParams<SplitParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  if (p->planned) {
-    RunSplit(ctx, *p);
-    return absl::OkStatus();
-  }
-  absl::StatusOr<SplitParams> run = MakeSplitParams(ctx);
-  if (!run.ok()) return run.status();
-  RunSplit(ctx, *run);
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<SplitParams>(
+      ctx, "CPU", [](const ir::KernelContext& c, const SplitParams&) { return MakeSplitParams(c); },
+      [&](const SplitParams& p) { RunSplit(ctx, p); });
 }
 
 // GatherElements: the axis, the data's strides and the walk over the
@@ -414,16 +407,9 @@ void RunRepeat(const ir::KernelContext& ctx, const RepeatParams& p) {
 
 template <RepeatViewFn kView>
 absl::Status RepeatKernel(ir::KernelContext& ctx) {
-  const RepeatParams* p = backends::PreparedParams<RepeatParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  if (p->planned) {
-    RunRepeat(ctx, *p);
-    return absl::OkStatus();
-  }
-  absl::StatusOr<RepeatParams> run = kView(ctx);
-  if (!run.ok()) return run.status();
-  RunRepeat(ctx, *run);
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<RepeatParams>(
+      ctx, "CPU", [](const ir::KernelContext& c, const RepeatParams&) { return kView(c); },
+      [&](const RepeatParams& p) { RunRepeat(ctx, p); });
 }
 
 // Pad: the input index each output index of one dim reads, or -1 for the
@@ -564,16 +550,9 @@ absl::StatusOr<ir::PreparedKernel> PreparePad(const ir::KernelContext& ctx) {
 }
 
 absl::Status PadKernel(ir::KernelContext& ctx) {
-  const PadParams* p = backends::PreparedParams<PadParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  if (p->planned) {
-    RunPad(ctx, *p);
-    return absl::OkStatus();
-  }
-  absl::StatusOr<PadParams> run = MakePadParams(ctx);
-  if (!run.ok()) return run.status();
-  RunPad(ctx, *run);
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<PadParams>(
+      ctx, "CPU", [](const ir::KernelContext& c, const PadParams&) { return MakePadParams(c); },
+      [&](const PadParams& p) { RunPad(ctx, p); });
 }
 
 absl::Status SizeKernel(ir::KernelContext& ctx) {
@@ -645,17 +624,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareRange(const ir::KernelContext& ctx) {
 }
 
 absl::Status RangeKernel(ir::KernelContext& ctx) {
-  const RangeParams* prepared = backends::PreparedParams<RangeParams>(ctx);
-  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
-  RangeParams run;
-  if (!prepared->planned) {
-    absl::StatusOr<RangeParams> made = MakeRangeParams(ctx);
-    if (!made.ok()) return made.status();
-    run = *made;
-  }
-  const RangeParams& p = prepared->planned ? *prepared : run;
-  p.fill(ctx.input(0).data, ctx.input(2).data, p.count, ctx.output(0).data);
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<RangeParams>(
+      ctx, "CPU", [](const ir::KernelContext& c, const RangeParams&) { return MakeRangeParams(c); },
+      [&](const RangeParams& p) { p.fill(ctx.input(0).data, ctx.input(2).data, p.count, ctx.output(0).data); });
 }
 
 // ConstantOfShape: the dtype and the element count; the value (input 1)
@@ -686,19 +657,14 @@ absl::StatusOr<ir::PreparedKernel> PrepareConstantOfShape(const ir::KernelContex
 }
 
 absl::Status ConstantOfShapeKernel(ir::KernelContext& ctx) {
-  const ConstantOfShapeParams* prepared = backends::PreparedParams<ConstantOfShapeParams>(ctx);
-  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
-  ConstantOfShapeParams run;
-  if (!prepared->planned) {
-    absl::StatusOr<ConstantOfShapeParams> made = MakeConstantOfShapeParams(ctx);
-    if (!made.ok()) return made.status();
-    run = *made;
-  }
-  const ConstantOfShapeParams& p = prepared->planned ? *prepared : run;
-  alignas(StringRef) uint8_t value[kMaxElementBytes] = {};
-  if (ctx.has_input(1)) std::memcpy(value, ctx.input(1).data, DTypeSize(p.dtype));
-  Fill(ctx.output(0).data, p.count, value, DTypeSize(p.dtype));
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<ConstantOfShapeParams>(
+      ctx, "CPU",
+      [](const ir::KernelContext& c, const ConstantOfShapeParams&) { return MakeConstantOfShapeParams(c); },
+      [&](const ConstantOfShapeParams& p) {
+        alignas(StringRef) uint8_t value[kMaxElementBytes] = {};
+        if (ctx.has_input(1)) std::memcpy(value, ctx.input(1).data, DTypeSize(p.dtype));
+        Fill(ctx.output(0).data, p.count, value, DTypeSize(p.dtype));
+      });
 }
 
 // Trilu: k (clamped) and the matrix geometry.
@@ -764,16 +730,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareTrilu(const ir::KernelContext& ctx) {
 }
 
 absl::Status TriluKernel(ir::KernelContext& ctx) {
-  const TriluParams* p = backends::PreparedParams<TriluParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  if (p->planned) {
-    RunTrilu(ctx, *p);
-    return absl::OkStatus();
-  }
-  absl::StatusOr<TriluParams> run = MakeTriluParams(ctx);
-  if (!run.ok()) return run.status();
-  RunTrilu(ctx, *run);
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<TriluParams>(
+      ctx, "CPU", [](const ir::KernelContext& c, const TriluParams&) { return MakeTriluParams(c); },
+      [&](const TriluParams& p) { RunTrilu(ctx, p); });
 }
 
 // OneHot: depth, the output geometry and the reader of the indices' dtype;
@@ -835,16 +794,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareOneHot(const ir::KernelContext& ctx) {
 }
 
 absl::Status OneHotKernel(ir::KernelContext& ctx) {
-  const OneHotParams* p = backends::PreparedParams<OneHotParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  if (p->planned) {
-    RunOneHot(ctx, *p);
-    return absl::OkStatus();
-  }
-  absl::StatusOr<OneHotParams> run = MakeOneHotParams(ctx);
-  if (!run.ok()) return run.status();
-  RunOneHot(ctx, *run);
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<OneHotParams>(
+      ctx, "CPU", [](const ir::KernelContext& c, const OneHotParams&) { return MakeOneHotParams(c); },
+      [&](const OneHotParams& p) { RunOneHot(ctx, p); });
 }
 
 }  // namespace

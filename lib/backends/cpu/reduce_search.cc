@@ -367,16 +367,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareReduceSearch(const KernelContext& ctx)
 
 template <typename Loop, typename Types>
 absl::Status ReduceSearchKernel(KernelContext& ctx) {
-  const ReduceSearchParams* p = backends::PreparedParams<ReduceSearchParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  if (p->planned) {
-    p->run(ctx, *p, ctx.workspace());
-    return absl::OkStatus();
-  }
-  absl::StatusOr<ReduceSearchParams> run = PlanReduceSearch<Loop, Types>(ctx);
-  if (!run.ok()) return run.status();
-  run->run(ctx, *run, ctx.workspace());
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<ReduceSearchParams>(
+      ctx, "CPU",
+      [](const KernelContext& c, const ReduceSearchParams&) { return PlanReduceSearch<Loop, Types>(c); },
+      [&](const ReduceSearchParams& p) { p.run(ctx, p, ctx.workspace()); });
 }
 
 // ---------------------------------------------------------------------------
@@ -561,17 +555,17 @@ absl::StatusOr<ir::PreparedKernel> PrepareTopK(const KernelContext& ctx) {
 }
 
 absl::Status TopKKernel(KernelContext& ctx) {
-  const TopKParams* prepared = backends::PreparedParams<TopKParams>(ctx);
-  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
-  TopKParams run;
-  if (!prepared->planned) {
-    run = *prepared;
-    if (absl::Status s = PlanTopK(ctx, run); !s.ok()) return s;
-  }
-  const TopKParams& p = prepared->planned ? *prepared : run;
-  p.run(p, ctx.input(0).data, ctx.output(0).data, ctx.has_output(1) ? ctx.output(1).as<int64_t>() : nullptr,
-        ctx.workspace());
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<TopKParams>(
+      ctx, "CPU",
+      [](const KernelContext& c, const TopKParams& prepared) -> absl::StatusOr<TopKParams> {
+        TopKParams run = prepared;
+        if (absl::Status s = PlanTopK(c, run); !s.ok()) return s;
+        return run;
+      },
+      [&](const TopKParams& p) {
+        p.run(p, ctx.input(0).data, ctx.output(0).data, ctx.has_output(1) ? ctx.output(1).as<int64_t>() : nullptr,
+              ctx.workspace());
+      });
 }
 
 // ---------------------------------------------------------------------------
@@ -666,17 +660,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareCumSum(const KernelContext& ctx) {
 }
 
 absl::Status CumSumKernel(KernelContext& ctx) {
-  const CumSumParams* prepared = backends::PreparedParams<CumSumParams>(ctx);
-  if (prepared == nullptr) return backends::NotPrepared(ctx, "CPU");
-  CumSumParams run;
-  if (!prepared->planned) {
-    absl::StatusOr<CumSumParams> made = MakeCumSumParams(ctx);
-    if (!made.ok()) return made.status();
-    run = *made;
-  }
-  const CumSumParams& p = prepared->planned ? *prepared : run;
-  p.run(p, ctx.input(0).data, ctx.output(0).data, ctx.workspace());
-  return absl::OkStatus();
+  return backends::InvokePlannedOrPerRun<CumSumParams>(
+      ctx, "CPU", [](const KernelContext& c, const CumSumParams&) { return MakeCumSumParams(c); },
+      [&](const CumSumParams& p) { p.run(p, ctx.input(0).data, ctx.output(0).data, ctx.workspace()); });
 }
 
 // ---------------------------------------------------------------------------
