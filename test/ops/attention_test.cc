@@ -18,17 +18,20 @@ using ::testing::HasSubstr;
 
 class CpuAttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
-// Both the AVX2/FMA blocks (where the CPU has them) and the plain loops.
+// The AVX2/FMA blocks with the AVX-512 softmax and with the AVX2 one
+// (where the CPU has them), and the plain loops.
 TEST_P(CpuAttentionTest, MatchesTheUnfusedChain) {
   const AttentionCase& c = GetParam();
   const AttentionInputs in = MakeAttentionInputs(c);
   absl::StatusOr<Tensor> want = UnfusedAttention(c, in);
   ASSERT_TRUE(want.ok()) << want.status();
-  for (bool simd : {true, false}) {
-    SCOPED_TRACE(simd ? "simd allowed" : "plain loops");
-    cpu::SetAttentionSimdAllowed(simd);
+  for (int mode : {0, 1, 2}) {
+    SCOPED_TRACE(mode == 0 ? "simd allowed" : mode == 1 ? "no avx-512" : "plain loops");
+    cpu::SetAttentionSimdAllowed(mode != 2);
+    cpu::SetAttentionAvx512Allowed(mode == 0);
     absl::StatusOr<std::vector<Tensor>> got = RunOp("FusedAttention", AttentionOperands(in), AttentionAttrsOf(c));
     cpu::SetAttentionSimdAllowed(true);
+    cpu::SetAttentionAvx512Allowed(true);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(CompareAttention(*want, (*got)[0], 1e-5), "");
   }
@@ -57,6 +60,10 @@ std::vector<AttentionCase> SimdCases() {
                 .mask = 2, .mask_shape = {29, 1}, .mask_fill = ninf});
   cs.push_back({.name = "causal_finite_fill", .q = {1, 2, 19, 8}, .k = {1, 2, 19, 8}, .v = {1, 2, 19, 8},
                 .mask = 2, .mask_shape = {19, 19}, .mask_fill = -1e4, .causal = true});
+  cs.push_back({.name = "encoder_heads_dv8", .q = {1, 4, 45, 8}, .k = {1, 4, 45, 8}, .v = {1, 4, 45, 8},
+                .scale_op = 1, .scale = 0.3535});
+  cs.push_back({.name = "dv5_odd_keys", .q = {2, 1, 7, 6}, .k = {2, 1, 33, 6}, .v = {2, 1, 33, 5}, .mask = 1,
+                .mask_shape = {7, 33}});
   cs.push_back({.name = "additive_wide", .q = {2, 1, 9, 16}, .k = {2, 1, 41, 16}, .v = {2, 1, 41, 16}, .mask = 1,
                 .mask_shape = {2, 1, 9, 41}});
   return cs;

@@ -30,7 +30,17 @@
 #include "lib/backends/cpu/workspace_layout.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// GCC 12 warns that the AVX-512 intrinsics' _mm512_undefined_ps() "may be
+// used uninitialized" wherever they inline (GCC bug 105593): the warning's
+// location is this header, so it is silenced for the header alone.
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #define GROVE_ATTENTION_AVX2 1
 #endif
 
@@ -53,6 +63,7 @@ constexpr int64_t kTaskMultiplyAdds = int64_t{1} << 18;
 constexpr int64_t kHeadSlotFloats = int64_t{1} << 19;
 
 std::atomic<bool> simd_allowed{true};
+std::atomic<bool> avx512_allowed{true};
 
 inline float Scaled(float x, AttentionScaleOp op, float s) {
   switch (op) {
@@ -272,6 +283,105 @@ __attribute__((target("avx2,fma"))) void SoftmaxRowAvx2(float* x, int64_t n) {
   if (full < n) _mm256_maskstore_ps(x + full, tail, _mm256_mul_ps(_mm256_maskload_ps(x + full, tail), iv));
 }
 
+// exp(x) for x <= 0 as ExpNonPositiveAvx2 computes it, sixteen lanes.
+__attribute__((target("avx512f"))) inline __m512 ExpNonPositiveAvx512(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.3365447f);
+  const __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_mask_mov_ps(x, underflow, _mm512_setzero_ps());
+  __m512 t = _mm512_max_ps(lo, x);
+  t = _mm512_min_ps(_mm512_set1_ps(88.3762626647949f), t);
+  __m512 fx = _mm512_fmadd_ps(t, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f));
+  fx = _mm512_roundscale_ps(fx, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  t = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), t);
+  t = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), t);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(y, _mm512_mul_ps(t, t), _mm512_add_ps(t, _mm512_set1_ps(1.0f)));
+  const __m512i n = _mm512_cvttps_epi32(fx);
+  const __m512 pow2n = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23));
+  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~underflow), y, pow2n);
+}
+
+// SoftmaxRowAvx2 sixteen lanes at a time (the CPU's AVX-512 where it has
+// it: twice the exps per instruction, which bound a long row's softmax).
+__attribute__((target("avx512f"))) void SoftmaxRowAvx512(float* x, int64_t n) {
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1u);
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 mv = _mm512_set1_ps(x[0]);
+  for (int64_t j = 0; j < full; j += 16) mv = _mm512_max_ps(_mm512_loadu_ps(x + j), mv);  // NaN lanes keep mv
+  if (full < n) mv = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, tail, x + full), mv);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, mv);
+  float m = x[0];
+  for (float v : lanes) m = v > m ? v : m;
+  mv = _mm512_set1_ps(m);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < full; j += 16) {
+    const __m512 e = ExpNonPositiveAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + j), mv));
+    _mm512_storeu_ps(x + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (full < n) {
+    const __m512 e = _mm512_maskz_mov_ps(
+        tail, ExpNonPositiveAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + full), mv)));
+    _mm512_mask_storeu_ps(x + full, tail, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  _mm512_store_ps(lanes, sum);
+  double total = 0;
+  for (float v : lanes) total += v;
+  const __m512 iv = _mm512_set1_ps(static_cast<float>(1.0 / total));
+  for (int64_t j = 0; j < full; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), iv));
+  if (full < n) _mm512_mask_storeu_ps(x + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + full), iv));
+}
+
+// OutputBlockAvx2 for dv <= 8: one vector of columns per row, the keys
+// taken two at a time into two accumulators per row (the products of the
+// even keys and of the odd ones summed apart, then added): eight chains of
+// fused multiply-adds in flight instead of four.
+__attribute__((target("avx2,fma"))) void OutputBlock8Avx2(const float* p, int64_t sk, int64_t end,
+                                                          const float* value_panels, int64_t dv, int64_t rows,
+                                                          float* out) {
+  static_assert(kRows == 4);
+  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+  const float* vj = value_panels;
+  int64_t j = 0;
+  for (; j + 2 <= end; j += 2, vj += 32) {
+    const __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 16);
+    a00 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), v0, a00);
+    a01 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j + 1), v1, a01);
+    a10 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + sk + j), v0, a10);
+    a11 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + sk + j + 1), v1, a11);
+    a20 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 2 * sk + j), v0, a20);
+    a21 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 2 * sk + j + 1), v1, a21);
+    a30 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 3 * sk + j), v0, a30);
+    a31 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 3 * sk + j + 1), v1, a31);
+  }
+  if (j < end) {
+    const __m256 v0 = _mm256_loadu_ps(vj);
+    a00 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), v0, a00);
+    a10 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + sk + j), v0, a10);
+    a20 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 2 * sk + j), v0, a20);
+    a30 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 3 * sk + j), v0, a30);
+  }
+  const __m256 acc[4] = {_mm256_add_ps(a00, a01), _mm256_add_ps(a10, a11), _mm256_add_ps(a20, a21),
+                         _mm256_add_ps(a30, a31)};
+  alignas(32) float tail[8];
+  for (int64_t r = 0; r < rows; ++r) {
+    if (dv == 8) {
+      _mm256_storeu_ps(out + r * dv, acc[r]);
+    } else {
+      _mm256_store_ps(tail, acc[r]);
+      std::memcpy(out + r * dv, tail, static_cast<size_t>(dv) * sizeof(float));
+    }
+  }
+}
+
 // x[j] += add[j] (an added mask whose keys are contiguous).
 __attribute__((target("avx2,fma"))) void AddRowAvx2(float* x, const float* add, int64_t n) {
   int64_t j = 0;
@@ -360,6 +470,7 @@ struct CpuAttention {
   AttentionLayout l;
   bool pack_k = true;  // false: K is given as Kᵀ, unscaled, and is read in place
   bool avx2 = false;   // the AVX2/FMA blocks (chosen at prepare, by the CPU)
+  bool avx512 = false;  // with them, the row softmax in AVX-512 where the CPU has it
   // With AVX2, fewer query rows than a block: each row reads K and V in
   // place (a decode step), nothing is packed.
   bool rows_in_place = false;
@@ -384,6 +495,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   a.pack_k = !(l->attrs.k_transposed && l->attrs.k_scale.op == AttentionScaleOp::kNone);
 #if defined(GROVE_ATTENTION_AVX2)
   a.avx2 = simd_allowed.load(std::memory_order_relaxed) && HasAvx2();
+  a.avx512 = a.avx2 && avx512_allowed.load(std::memory_order_relaxed) && HostCpuFeatures().avx512f;
   a.rows_in_place = a.avx2 && l->sq < kRows;
   a.trim = a.avx2 && !a.rows_in_place && l->has_mask(0) && !l->has_mask(1) &&
            l->attrs.masks[0].kind == AttentionMaskKind::kWhere && std::isinf(l->attrs.masks[0].fill) &&
@@ -596,7 +708,11 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
             }
 #if defined(GROVE_ATTENTION_AVX2)
             if (a->avx2) {
-              SoftmaxRowAvx2(sr, n);
+              if (a->avx512) {
+                SoftmaxRowAvx512(sr, n);
+              } else {
+                SoftmaxRowAvx2(sr, n);
+              }
               continue;
             }
 #endif
@@ -616,7 +732,11 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           if (a->rows_in_place) {
             for (int64_t r = 0; r < rows; ++r) RowOutputAvx2(scores + r * sk, vh, sk, dv, oh + (i0 + r) * dv);
           } else if (a->avx2) {
-            OutputBlockAvx2(scores, sk, n, value_panels, dv, rows, oh + i0 * dv);
+            if (dv <= 8) {
+              OutputBlock8Avx2(scores, sk, n, value_panels, dv, rows, oh + i0 * dv);
+            } else {
+              OutputBlockAvx2(scores, sk, n, value_panels, dv, rows, oh + i0 * dv);
+            }
           } else {
             OutputBlock(scores, sk, vh, dv, rows, oh + i0 * dv);
           }
@@ -653,6 +773,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
 }  // namespace
 
 void SetAttentionSimdAllowed(bool allowed) { simd_allowed.store(allowed, std::memory_order_relaxed); }
+void SetAttentionAvx512Allowed(bool allowed) { avx512_allowed.store(allowed, std::memory_order_relaxed); }
 
 absl::Status RegisterAttentionKernels(ir::OpRegistry& registry) {
   return registry.SetKernel(ir::kFusedAttentionOp, ir::Backend::kCpu,
