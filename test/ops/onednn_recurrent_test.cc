@@ -27,7 +27,9 @@
 #include "grove/grove.h"
 #include "gtest/gtest.h"
 #include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/recurrent_lstm.h"
 #include "test/op_test_util.h"
+#include "test/recurrent_paths_util.h"
 #include "test/recurrent_test_util.h"
 
 namespace grove {
@@ -36,7 +38,6 @@ namespace {
 using testing::MakeTensor;
 using testing::RecurrentSpec;
 using testing::RunOp;
-using Shape = std::vector<int64_t>;
 
 struct Case : RecurrentSpec {
   std::vector<int32_t> lengths;  // empty: no sequence_lens
@@ -50,70 +51,24 @@ struct Case : RecurrentSpec {
   }
 };
 
-std::vector<float> Random(int64_t n, std::mt19937& rng, float scale) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using Tensors = testing::RecurrentTensors;
 
-struct Tensors {
-  Tensor x, w, r, b, lens, h0, c0, p;
-};
-
-Tensors MakeInputs(const Case& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int64_t g = c.gates(), nd = c.dirs(), h = c.hidden;
-  const Shape state = c.layout == 0 ? Shape{nd, c.batch, h} : Shape{c.batch, nd, h};
-  Tensors t;
-  t.x = MakeTensor<float>(DType::kF32, c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input},
-                          Random(c.seq * c.batch * c.input, rng, 1.0f));
-  t.w = MakeTensor<float>(DType::kF32, {nd, g * h, c.input}, Random(nd * g * h * c.input, rng, 0.6f));
-  t.r = MakeTensor<float>(DType::kF32, {nd, g * h, h}, Random(nd * g * h * h, rng, 0.6f));
-  t.b = MakeTensor<float>(DType::kF32, {nd, 2 * g * h}, Random(nd * 2 * g * h, rng, 0.5f));
-  t.lens = MakeTensor<int32_t>(DType::kI32, {c.batch}, c.lengths);
-  t.h0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
-  t.c0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
-  t.p = MakeTensor<float>(DType::kF32, {nd, 3 * h}, Random(nd * 3 * h, rng, 0.5f));
-  return t;
-}
+Tensors MakeInputs(const Case& c, uint32_t seed) { return testing::MakeRecurrentTensors(c, c.lengths, seed); }
 
 std::vector<const Tensor*> Inputs(const Case& c, const Tensors& t) {
-  std::vector<const Tensor*> v = {&t.x, &t.w, &t.r};
-  v.push_back(c.bias ? &t.b : nullptr);
-  v.push_back(c.lengths.empty() ? nullptr : &t.lens);
-  v.push_back(c.initial_h ? &t.h0 : nullptr);
-  if (c.op == "LSTM") {
-    v.push_back(c.initial_c ? &t.c0 : nullptr);
-    v.push_back(c.peephole ? &t.p : nullptr);
-  }
-  while (v.back() == nullptr) v.pop_back();
-  return v;
+  return testing::RecurrentInputs(c, t, !c.lengths.empty());
 }
 
 // The case through the path `onednn` picks; `made` gets the oneDNN steps its
 // prepare made.
 absl::StatusOr<std::vector<Tensor>> RunCase(bool onednn, const Case& c, const Tensors& t, int64_t* made = nullptr) {
   cpu::ScopedOneDnn scope(onednn);
+  cpu::ScopedLstmKernel lstm(cpu::LstmKernelMode::kOff);  // an LSTM's oneDNN step, not grove's fused kernel
   const int64_t before = cpu::OneDnnStepsMade();
   const int outputs = c.num_outputs > 0 ? c.num_outputs : (c.op == "LSTM" ? 3 : 2);
   absl::StatusOr<std::vector<Tensor>> out = RunOp(c.op, Inputs(c, t), testing::RecurrentAttrs(c), outputs);
   if (made != nullptr) *made = cpu::OneDnnStepsMade() - before;
   return out;
-}
-
-void ExpectClose(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  const float* g = got.as<float>();
-  const float* w = want.as<float>();
-  int reported = 0;
-  for (int64_t i = 0; i < got.view().num_elements(); ++i) {
-    const double bound = 1e-5 + 1e-4 * std::fabs(w[i]);
-    if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= bound) && reported++ < 5) {
-      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", the reference " << w[i];
-    }
-  }
 }
 
 // oneDNN takes the case (`taken`) or leaves it to the reference kernel, and
@@ -128,7 +83,7 @@ void ExpectPath(const Case& c, bool taken, uint32_t seed = 1) {
   ASSERT_TRUE(want.ok()) << want.status();
   EXPECT_EQ(made, taken ? 1 : 0);
   ASSERT_EQ(got->size(), want->size());
-  for (size_t i = 0; i < got->size(); ++i) ExpectClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
+  for (size_t i = 0; i < got->size(); ++i) testing::ExpectRecurrentClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
 }
 
 TEST(OneDnnRecurrentTest, EveryDirectionLayoutBiasAndState) {
@@ -254,13 +209,7 @@ TEST(OneDnnRecurrentTest, SequenceLensRunsTheReferenceUnlessFull) {
     absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, t);
     absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, t);
     ASSERT_TRUE(got.ok() && want.ok());
-    for (size_t i = 0; i < got->size(); ++i) {
-      ASSERT_EQ((*got)[i].view().num_elements(), (*want)[i].view().num_elements());
-      EXPECT_EQ(std::memcmp((*got)[i].as<float>(), (*want)[i].as<float>(),
-                            static_cast<size_t>((*got)[i].view().num_elements()) * sizeof(float)),
-                0)
-          << "output " << i;
-    }
+    testing::ExpectSameBytes(*got, *want);
   }
 }
 
@@ -302,52 +251,16 @@ TEST(OneDnnRecurrentTest, WhatOneDnnDoesNotTake) {
   EXPECT_EQ(cpu::OneDnnStepsMade(), before);
 }
 
-std::vector<uint8_t> Bytes(const Tensor& t) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(t.view().num_elements()) * sizeof(float));
-  std::memcpy(bytes.data(), t.as<float>(), bytes.size());
-  return bytes;
-}
-
-// A model's LSTM: Y omitted (its array in the workspace), W, R and B weights
-// the prepare packs, several sequence lengths through one session; and the
-// same LSTM with W a model input, which the prepare cannot pack (the
+// A model's LSTM: Y omitted (its array in the workspace), W, R and B
+// weights the prepare packs, several sequence lengths through one session;
+// and the same LSTM with W a model input, which the prepare cannot pack (the
 // reference kernel).
 absl::StatusOr<std::vector<float>> RunModel(bool onednn, bool w_is_input, const Case& c, const Tensors& t,
                                             int64_t* made) {
   cpu::ScopedOneDnn scope(onednn);
+  cpu::ScopedLstmKernel lstm(cpu::LstmKernelMode::kOff);
   const int64_t before = cpu::OneDnnStepsMade();
-  const int64_t g = c.gates(), h = c.hidden, nd = c.dirs();
-  ModelBuilder builder;
-  builder.AddSymbol("seq", 1, 64);
-  builder.AddInput("x", DType::kF32, {"seq", c.batch, c.input});
-  if (w_is_input) {
-    builder.AddInput("w", DType::kF32, {nd, g * h, c.input});
-  } else {
-    builder.AddWeight("w", DType::kF32, {nd, g * h, c.input}, Bytes(t.w));
-  }
-  builder.AddWeight("r", DType::kF32, {nd, g * h, h}, Bytes(t.r));
-  builder.AddWeight("b", DType::kF32, {nd, 2 * g * h}, Bytes(t.b));
-  builder.AddOp("LSTM", {"x", "w", "r", "b"}, {"", "y_h", "y_c"},
-                {{"hidden_size", h}, {"direction", std::string(c.direction)}});
-  builder.AddOutput("y_h");
-  builder.AddOutput("y_c");
-  absl::StatusOr<std::vector<uint8_t>> bytes = builder.Finish();
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(*bytes);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, {});
-  if (!session.ok()) return session.status();
-  std::vector<float> all;
-  for (int64_t seq : {int64_t{1}, c.seq, int64_t{2}, c.seq}) {
-    std::vector<TensorView> inputs = {TensorView(DType::kF32, {seq, c.batch, c.input}, t.x.as<float>())};
-    if (w_is_input) inputs.push_back(TensorView(DType::kF32, t.w.shape(), const_cast<float*>(t.w.as<float>())));
-    absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(inputs);
-    if (!out.ok()) return out.status();
-    for (const TensorView& v : *out) {
-      const float* p = v.as<const float>();
-      all.insert(all.end(), p, p + v.num_elements());
-    }
-  }
+  absl::StatusOr<std::vector<float>> all = testing::RunLstmModelWithYOmitted(c, t, w_is_input);
   *made = cpu::OneDnnStepsMade() - before;
   return all;
 }

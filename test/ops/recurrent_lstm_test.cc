@@ -30,6 +30,7 @@
 #include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/recurrent_lstm.h"
 #include "test/op_test_util.h"
+#include "test/recurrent_paths_util.h"
 #include "test/recurrent_test_util.h"
 
 namespace grove {
@@ -37,10 +38,9 @@ namespace {
 
 using testing::MakeTensor;
 using testing::RunOp;
-using Shape = std::vector<int64_t>;
 
 struct Case : testing::RecurrentSpec {
-  std::vector<int64_t> lengths;  // empty: no sequence_lens
+  std::vector<int32_t> lengths;  // empty: no sequence_lens
   int num_outputs = 3;
 
   std::string Describe() const {
@@ -51,41 +51,9 @@ struct Case : testing::RecurrentSpec {
   }
 };
 
-std::vector<float> Random(int64_t n, std::mt19937& rng, float scale) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using Tensors = testing::RecurrentTensors;
 
-struct Tensors {
-  Tensor x, w, r, b, lens, h0, c0, p;
-};
-
-Tensors MakeInputs(const Case& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const int64_t nd = c.dirs(), h = c.hidden;
-  const Shape state = c.layout == 0 ? Shape{nd, c.batch, h} : Shape{c.batch, nd, h};
-  Tensors t;
-  t.x = MakeTensor<float>(DType::kF32, c.layout == 0 ? Shape{c.seq, c.batch, c.input} : Shape{c.batch, c.seq, c.input},
-                          Random(c.seq * c.batch * c.input, rng, 1.0f));
-  t.w = MakeTensor<float>(DType::kF32, {nd, 4 * h, c.input}, Random(nd * 4 * h * c.input, rng, 0.6f));
-  t.r = MakeTensor<float>(DType::kF32, {nd, 4 * h, h}, Random(nd * 4 * h * h, rng, 0.6f));
-  t.b = MakeTensor<float>(DType::kF32, {nd, 8 * h}, Random(nd * 8 * h, rng, 0.5f));
-  t.lens = MakeTensor<int64_t>(DType::kI64, {c.batch}, c.lengths);
-  t.h0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
-  t.c0 = MakeTensor<float>(DType::kF32, state, Random(nd * c.batch * h, rng, 0.8f));
-  t.p = MakeTensor<float>(DType::kF32, {nd, 3 * h}, Random(nd * 3 * h, rng, 0.5f));
-  return t;
-}
-
-std::vector<const Tensor*> Inputs(const Case& c, const Tensors& t) {
-  std::vector<const Tensor*> v = {&t.x, &t.w, &t.r, c.bias ? &t.b : nullptr, c.lengths.empty() ? nullptr : &t.lens,
-                                  c.initial_h ? &t.h0 : nullptr, c.initial_c ? &t.c0 : nullptr,
-                                  c.peephole ? &t.p : nullptr};
-  while (v.back() == nullptr) v.pop_back();
-  return v;
-}
+Tensors MakeInputs(const Case& c, uint32_t seed) { return testing::MakeRecurrentTensors(c, c.lengths, seed); }
 
 // The case through the fused kernel when `fused` (in `mode`; oneDNN off, so
 // that a run the kernel leaves goes to the reference kernel), else the
@@ -95,22 +63,10 @@ absl::StatusOr<std::vector<Tensor>> RunCase(bool fused, const Case& c, const Ten
   cpu::ScopedLstmKernel lstm(fused ? mode : cpu::LstmKernelMode::kOff, cpu::LstmKernelAvx512Allowed());
   cpu::ScopedOneDnn onednn(false);
   const int64_t before = cpu::LstmKernelsMade();
-  absl::StatusOr<std::vector<Tensor>> out = RunOp("LSTM", Inputs(c, t), testing::RecurrentAttrs(c), c.num_outputs);
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunOp("LSTM", testing::RecurrentInputs(c, t, !c.lengths.empty()), testing::RecurrentAttrs(c), c.num_outputs);
   if (made != nullptr) *made = cpu::LstmKernelsMade() - before;
   return out;
-}
-
-void ExpectClose(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const float* g = got.as<float>();
-  const float* w = want.as<float>();
-  int reported = 0;
-  for (int64_t i = 0; i < got.view().num_elements(); ++i) {
-    const double bound = 1e-5 + 1e-4 * std::fabs(w[i]);
-    if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= bound) && reported++ < 5) {
-      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", the reference " << w[i];
-    }
-  }
 }
 
 // The fused kernel takes the case (`taken`) or leaves it, and either way
@@ -126,7 +82,7 @@ void ExpectPath(const Case& c, bool taken, uint32_t seed = 1,
   ASSERT_TRUE(want.ok()) << want.status();
   EXPECT_EQ(made, taken ? 1 : 0);
   ASSERT_EQ(got->size(), want->size());
-  for (size_t i = 0; i < got->size(); ++i) ExpectClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
+  for (size_t i = 0; i < got->size(); ++i) testing::ExpectRecurrentClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
 }
 
 // Each test on AVX2 + FMA (8 lanes) and on AVX-512 (16 lanes) where the CPU
@@ -200,18 +156,6 @@ TEST_P(LstmKernelTest, OmittedOutputs) {
   }
 }
 
-// The same outputs as written by the reference kernel, byte for byte.
-void ExpectSameBytes(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].view().num_elements(), want[i].view().num_elements());
-    EXPECT_EQ(std::memcmp(got[i].as<float>(), want[i].as<float>(),
-                          static_cast<size_t>(got[i].view().num_elements()) * sizeof(float)),
-              0)
-        << "output " << i;
-  }
-}
-
 TEST_P(LstmKernelTest, SequenceLensRunsTheReferenceUnlessFull) {
   Case c;
   c.seq = 5;
@@ -228,7 +172,7 @@ TEST_P(LstmKernelTest, SequenceLensRunsTheReferenceUnlessFull) {
   absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, t);
   ASSERT_TRUE(got.ok() && want.ok());
   EXPECT_EQ(made, 1);  // made, not run
-  ExpectSameBytes(*got, *want);
+  testing::ExpectSameBytes(*got, *want);
 }
 
 TEST_P(LstmKernelTest, WhatTheKernelDoesNotTake) {
@@ -276,13 +220,7 @@ TEST_P(LstmKernelTest, WhatTheKernelDoesNotTake) {
   EXPECT_EQ(cpu::LstmKernelsMade(), before);
 }
 
-std::vector<uint8_t> Bytes(const Tensor& t) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(t.view().num_elements()) * sizeof(float));
-  std::memcpy(bytes.data(), t.as<float>(), bytes.size());
-  return bytes;
-}
-
-// A model's LSTM (Y omitted, W, R, B and P weights the prepare packs) run at
+// A model's LSTM (Y omitted; W, R, B and P weights the prepare packs) at
 // several sequence lengths through one session, and the same LSTM with W a
 // model input, which the prepare cannot pack.
 absl::StatusOr<std::vector<float>> RunModel(bool fused, bool w_is_input, const Case& c, const Tensors& t,
@@ -291,39 +229,7 @@ absl::StatusOr<std::vector<float>> RunModel(bool fused, bool w_is_input, const C
                              cpu::LstmKernelAvx512Allowed());
   cpu::ScopedOneDnn onednn(false);
   const int64_t before = cpu::LstmKernelsMade();
-  const int64_t h = c.hidden, nd = c.dirs();
-  ModelBuilder builder;
-  builder.AddSymbol("seq", 1, 64);
-  builder.AddInput("x", DType::kF32, {"seq", c.batch, c.input});
-  if (w_is_input) {
-    builder.AddInput("w", DType::kF32, {nd, 4 * h, c.input});
-  } else {
-    builder.AddWeight("w", DType::kF32, {nd, 4 * h, c.input}, Bytes(t.w));
-  }
-  builder.AddWeight("r", DType::kF32, {nd, 4 * h, h}, Bytes(t.r));
-  builder.AddWeight("b", DType::kF32, {nd, 8 * h}, Bytes(t.b));
-  builder.AddWeight("p", DType::kF32, {nd, 3 * h}, Bytes(t.p));
-  builder.AddOp("LSTM", {"x", "w", "r", "b", "", "", "", "p"}, {"", "y_h", "y_c"},
-                {{"hidden_size", h}, {"direction", std::string(c.direction)}});
-  builder.AddOutput("y_h");
-  builder.AddOutput("y_c");
-  absl::StatusOr<std::vector<uint8_t>> bytes = builder.Finish();
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(*bytes);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*model, {});
-  if (!session.ok()) return session.status();
-  std::vector<float> all;
-  for (int64_t seq : {int64_t{1}, c.seq, int64_t{2}, c.seq}) {
-    std::vector<TensorView> inputs = {TensorView(DType::kF32, {seq, c.batch, c.input}, t.x.as<float>())};
-    if (w_is_input) inputs.push_back(TensorView(DType::kF32, t.w.shape(), const_cast<float*>(t.w.as<float>())));
-    absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(inputs);
-    if (!out.ok()) return out.status();
-    for (const TensorView& v : *out) {
-      const float* p = v.as<const float>();
-      all.insert(all.end(), p, p + v.num_elements());
-    }
-  }
+  absl::StatusOr<std::vector<float>> all = testing::RunLstmModelWithYOmitted(c, t, w_is_input);
   *made = cpu::LstmKernelsMade() - before;
   return all;
 }
@@ -334,6 +240,7 @@ TEST_P(LstmKernelTest, ModelWithYOmitted) {
   c.batch = 3;
   c.hidden = 12;
   c.direction = "bidirectional";
+  c.peephole = true;
   const Tensors t = MakeInputs(c, 5);
   for (bool w_is_input : {false, true}) {
     SCOPED_TRACE(w_is_input ? "W an input" : "W a weight");
@@ -367,7 +274,7 @@ TEST_P(LstmKernelTest, SaturatedGates) {
   absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, big);
   absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, big);
   ASSERT_TRUE(got.ok() && want.ok());
-  for (size_t i = 0; i < got->size(); ++i) ExpectClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
+  for (size_t i = 0; i < got->size(); ++i) testing::ExpectRecurrentClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
 }
 
 }  // namespace
