@@ -17,12 +17,15 @@ namespace {
 using ir::ActivationKind;
 using ir::RecurrentKind;
 
-bool EnabledByEnvironment() {
-  const char* v = std::getenv("GROVE_CPU_LSTM_KERNEL");
-  if (v == nullptr) return true;
+bool SwitchedOff(const char* variable) {
+  const char* v = std::getenv(variable);
+  if (v == nullptr) return false;
   const absl::string_view s(v);
-  return !(s == "0" || s == "off" || s == "OFF" || s == "false" || s == "FALSE");
+  return s == "0" || s == "off" || s == "OFF" || s == "false" || s == "FALSE";
 }
+
+// GROVE_CPU_ONEDNN=0 keeps the reference kernels everywhere, this one too.
+bool EnabledByEnvironment() { return !SwitchedOff("GROVE_CPU_LSTM_KERNEL") && !SwitchedOff("GROVE_CPU_ONEDNN"); }
 
 std::atomic<LstmKernelMode>& ModeFlag() {
   static std::atomic<LstmKernelMode> mode{EnabledByEnvironment() ? LstmKernelMode::kAuto : LstmKernelMode::kOff};

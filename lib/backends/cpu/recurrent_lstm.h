@@ -40,8 +40,8 @@ namespace grove::cpu {
 // Which LSTMs kernels prepared from now on give the fused kernel: kAuto
 // (the default) those LstmKernelTakes picks, kAlways every one it can run
 // (benchmarks find the crossover with it), kOff none (GROVE_CPU_LSTM_KERNEL=0
-// in the environment, read once; tests and benchmarks compare the paths in
-// one process with SetLstmKernelMode).
+// or GROVE_CPU_ONEDNN=0 in the environment, read once; tests and benchmarks
+// compare the paths in one process with SetLstmKernelMode).
 enum class LstmKernelMode { kOff, kAuto, kAlways };
 LstmKernelMode GetLstmKernelMode();
 void SetLstmKernelMode(LstmKernelMode mode);
