@@ -71,9 +71,27 @@ struct RegisteredEntry {
   std::string file;  // "selftest"
 };
 
-std::map<std::string, RegisteredEntry, std::less<>>& Entries() {
-  static auto* entries = new std::map<std::string, RegisteredEntry, std::less<>>;
-  return *entries;
+// Registrars run at static initialisation in every process that links the
+// emulated kernels (the `grove` CLI included, for `grove version` too), so a
+// registration only records its arguments: the GROVE_ENTRY registrars pass
+// string literals and a function. The index by name is built on the first
+// lookup (thousands of entries: ~5.7M instructions of map inserts at every
+// start before).
+struct PendingEntry {
+  const char* name;
+  const char* file;
+  EntryFn fn;
+};
+
+struct EntryRegistry {
+  std::mutex mu;
+  std::vector<PendingEntry> pending;  // registered, not yet in `entries`
+  std::map<std::string, RegisteredEntry, std::less<>> entries;
+};
+
+EntryRegistry& Registry() {
+  static auto* registry = new EntryRegistry;
+  return *registry;
 }
 
 // "/src/jit/kernels/selftest.cuh" -> "selftest".
@@ -83,6 +101,16 @@ std::string FileStem(absl::string_view path) {
   const size_t dot = path.find('.');
   if (dot != absl::string_view::npos) path = path.substr(0, dot);
   return std::string(path);
+}
+
+// Every entry registered so far, by name (the first registration of a name
+// wins); `registry.mu` is held by the caller.
+const std::map<std::string, RegisteredEntry, std::less<>>& Entries(EntryRegistry& registry) {
+  for (const PendingEntry& e : registry.pending) {
+    registry.entries.emplace(e.name, RegisteredEntry{e.fn, FileStem(e.file)});
+  }
+  std::vector<PendingEntry>().swap(registry.pending);
+  return registry.entries;
 }
 
 // --- the threads of a block as fibers ---------------------------------------
@@ -310,26 +338,36 @@ void SetThreadIndex(int t, const std::array<uint32_t, 3>& block) {
 }  // namespace
 
 bool RegisterEntry(const char* name, const char* file, EntryFn fn) {
-  Entries().emplace(name, RegisteredEntry{fn, FileStem(file)});
+  EntryRegistry& registry = Registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  registry.pending.push_back(PendingEntry{name, file, fn});
   return true;
 }
 
 EntryFn FindEntry(absl::string_view name) {
   LinkEmulatedKernels();
-  auto it = Entries().find(name);
-  return it == Entries().end() ? nullptr : it->second.fn;
+  EntryRegistry& registry = Registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  const auto& entries = Entries(registry);
+  auto it = entries.find(name);
+  return it == entries.end() ? nullptr : it->second.fn;
 }
 
 std::string EntryFile(absl::string_view name) {
   LinkEmulatedKernels();
-  auto it = Entries().find(name);
-  return it == Entries().end() ? std::string() : it->second.file;
+  EntryRegistry& registry = Registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  const auto& entries = Entries(registry);
+  auto it = entries.find(name);
+  return it == entries.end() ? std::string() : it->second.file;
 }
 
 std::vector<std::string> EntryNames() {
   LinkEmulatedKernels();
+  EntryRegistry& registry = Registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
   std::vector<std::string> names;
-  for (const auto& [name, entry] : Entries()) names.push_back(name);
+  for (const auto& [name, entry] : Entries(registry)) names.push_back(name);
   return names;
 }
 
