@@ -149,6 +149,29 @@ inline absl::StatusOr<std::vector<float>> RunLstmModelWithYOmitted(const Recurre
   return all;
 }
 
+// The model of RunLstmModelWithYOmitted through a fast path and through the
+// reference kernel, with W a weight and with W an input: `run(fast,
+// w_is_input, &made)` returns its outputs and sets `made` to the fast path's
+// steps its prepares made, one per plan (three) for W a weight, none for W
+// an input (the prepare cannot read it) or for the reference kernel.
+template <typename Run>
+void ExpectModelPathsAgree(Run run) {
+  for (bool w_is_input : {false, true}) {
+    SCOPED_TRACE(w_is_input ? "W an input" : "W a weight");
+    int64_t made = 0, made_reference = 0;
+    absl::StatusOr<std::vector<float>> got = run(true, w_is_input, &made);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<std::vector<float>> want = run(false, w_is_input, &made_reference);
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_EQ(made, w_is_input ? 0 : 3);
+    EXPECT_EQ(made_reference, 0);
+    ASSERT_EQ(got->size(), want->size());
+    for (size_t i = 0; i < got->size(); ++i) {
+      EXPECT_NEAR((*got)[i], (*want)[i], 1e-5 + 1e-4 * std::fabs((*want)[i])) << "at " << i;
+    }
+  }
+}
+
 }  // namespace grove::testing
 
 #endif  // GROVE_TEST_RECURRENT_PATHS_UTIL_H_
