@@ -43,7 +43,8 @@ GROVE_DEVICE float round_for_math(float v, int math) {
 }
 
 template <typename T>
-GROVE_DEVICE void gemm_tiled(const GemmTiledParams& p) {
+GROVE_DEVICE void gemm_tiled(const GemmTiledParams& params) {
+  const GemvParams& p = params.g;
   __shared__ float as[kGemmTileK][kGemmTile + 1];  // as[kk][i]: op(A)[i0 + i][k0 + kk]
   __shared__ float bs[kGemmTileK][kGemmTile + 1];  // bs[kk][j]: op(B)[k0 + kk][j0 + j]
   const T* A = static_cast<const T*>(p.a);
@@ -54,7 +55,7 @@ GROVE_DEVICE void gemm_tiled(const GemmTiledParams& p) {
   const int nthreads = static_cast<int>(blockDim.x);
   const int tr = t / 8, tc = t % 8;  // rows tr + 8 r, columns tc + 8 q of the tile
   const bool computes = t < kGemmTileThreads;
-  const int math = p.math;
+  const int math = params.math;
   const i64 tiles_m = (p.m + kGemmTile - 1) / kGemmTile, tiles_n = (p.n + kGemmTile - 1) / kGemmTile;
   const i64 per_batch = tiles_m * tiles_n;
   for (i64 w = blockIdx.x; w < p.batch * per_batch; w += gridDim.x) {  // block-uniform: every thread reaches the barriers
@@ -100,8 +101,8 @@ GROVE_DEVICE void gemm_tiled(const GemmTiledParams& p) {
         float v = p.alpha * acc[r][q];
         if (p.beta != 0.0f) v += p.beta * to_f32<T>(c[i * p.ldc + j]);
         if (bias != 0) v += to_f32<T>(bias[j]);
-        if (p.epilogue == 1) v = v > 0.0f ? v : 0.0f;
-        if (p.epilogue == 2) v = 0.5f * v * (1.0f + erff(v * 0.70710678f));
+        if (params.epilogue == 1) v = v > 0.0f ? v : 0.0f;
+        if (params.epilogue == 2) v = 0.5f * v * (1.0f + erff(v * 0.70710678f));
         c[i * p.ldc + j] = from_f32<T>(v);
       }
     }

@@ -285,20 +285,7 @@ TEST_F(TiledGemmTest, AnyGridGivesTheSameResult) {
   for (uint32_t blocks : {1u, 2u, 7u, 1000u}) {
     const GemmDesc g = ops.Upload();
     grove_k::GemmTiledParams q{};
-    q.a = g.a;
-    q.b = g.b;
-    q.c = g.c;
-    q.m = g.m;
-    q.n = g.n;
-    q.k = g.k;
-    q.lda = g.lda;
-    q.ldb = g.ldb;
-    q.ldc = g.ldc;
-    q.batch = g.batch;
-    q.stride_a = g.stride_a;
-    q.stride_b = g.stride_b;
-    q.stride_c = g.stride_c;
-    q.alpha = 1.0f;
+    q.g = cuda::ProductParams(g);
     cuda::LaunchDims dims;
     dims.grid = {blocks, 1, 1};
     dims.block = {grove_k::kGemmTileThreads, 1, 1};

@@ -100,26 +100,7 @@ GemvRun ChooseGemv(const ir::KernelContext& ctx, const GemmDesc& g) {
 absl::Status RunGemm(ExecContext& ec, const GemmDesc& g, const GemvRun& gemv) {
   if (gemv.tiled) return RunTiledGemm(ec, g);
   if (!gemv.use) return ec.Gemm(g);
-  grove_k::GemvParams p{};
-  p.a = g.a;
-  p.b = g.b;
-  p.c = g.c;
-  p.bias = g.bias;
-  p.m = g.m;
-  p.n = g.n;
-  p.k = g.k;
-  p.lda = g.lda;
-  p.ldb = g.ldb;
-  p.ldc = g.ldc;
-  p.batch = g.batch;
-  p.stride_a = g.stride_a;
-  p.stride_b = g.stride_b;
-  p.stride_c = g.stride_c;
-  p.alpha = g.alpha;
-  p.beta = g.beta;
-  p.trans_a = g.trans_a ? 1 : 0;
-  p.trans_b = g.trans_b ? 1 : 0;
-  return ec.Launch(gemv.module, "gemv", gemv.dims, p);
+  return ec.Launch(gemv.module, "gemv", gemv.dims, ProductParams(g));
 }
 
 // MatMul: the batched GEMM (pointers offset per outer batch index), prepared.

@@ -12,8 +12,8 @@ bool UseTiledGemm(const ExecContext& ec, const GemmDesc& g, bool b_is_weight) {
   return g.batch != 1 || g.trans_a || !b_is_weight;
 }
 
-absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g) {
-  grove_k::GemmTiledParams p{};
+grove_k::GemvParams ProductParams(const GemmDesc& g) {
+  grove_k::GemvParams p{};
   p.a = g.a;
   p.b = g.b;
   p.c = g.c;
@@ -32,6 +32,12 @@ absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g) {
   p.beta = g.beta;
   p.trans_a = g.trans_a ? 1 : 0;
   p.trans_b = g.trans_b ? 1 : 0;
+  return p;
+}
+
+absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g) {
+  grove_k::GemmTiledParams p{};
+  p.g = ProductParams(g);
   p.math = 0;
   if (g.dtype == DType::kF32) {
     switch (ec.gemm_math()) {

@@ -17,6 +17,7 @@
 #define GROVE_LIB_BACKENDS_CUDA_TILED_GEMM_H_
 
 #include "absl/status/status.h"
+#include "jit/kernels/gemv_params.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/backends/cuda/exec_context.h"
 
@@ -27,6 +28,9 @@ namespace grove::cuda {
 // `b_is_weight` (B's values known when the plan is made: a weight or a
 // folded value, so its K and N do not vary).
 bool UseTiledGemm(const ExecContext& ec, const GemmDesc& g, bool b_is_weight);
+
+// `g` (pointers filled) as the gemv and tiled kernels take it.
+grove_k::GemvParams ProductParams(const GemmDesc& g);
 
 // Runs `g` (pointers filled) as the tiled kernel on the step's stream, with
 // the session's math mode for f32 data (ExecContext::gemm_math).
