@@ -1,6 +1,7 @@
 // Kernels of conditional graph nodes (jit/kernels/graph_cond_params.h): the
 // one that sets a node's handle from a flag in device memory, and a Loop's
-// trip counter. One thread each. On the emulated device a handle is the
+// trip counter, one thread each; and a Loop's scan output written at the
+// trip its counter says (grid-stride over the slice's bytes). On the emulated device a handle is the
 // address of the value its conditional node reads (jit/emulation.h).
 #ifndef GROVE_JIT_KERNELS_GRAPH_COND_CUH_
 #define GROVE_JIT_KERNELS_GRAPH_COND_CUH_
@@ -37,6 +38,14 @@ GROVE_DEVICE void loop_step(const LoopStepParams& p) {
   if (more && !go && p.check.record != 0) mv::report_check(p.check, iter, p.cap, 0, 0);
 }
 
+GROVE_DEVICE void scan_write(const ScanWriteParams& p) {
+  const i64 iter = *p.iter;
+  if (iter < 0 || iter >= p.limit) return;
+  u8* dst = p.dst + iter * p.bytes;
+  const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;
+  for (i64 i = global_thread(); i < p.bytes; i += stride) dst[i] = p.src[i];
+}
+
 }  // namespace gc
 }  // namespace grove_k
 
@@ -45,4 +54,5 @@ GROVE_DEVICE void loop_step(const LoopStepParams& p) {
 #if defined(GROVE_T0)
 GROVE_ENTRY(set_conditional, grove_k::SetConditionalParams) { grove_k::gc::set_conditional(p); }
 GROVE_ENTRY(loop_step, grove_k::LoopStepParams) { grove_k::gc::loop_step(p); }
+GROVE_ENTRY(scan_write, grove_k::ScanWriteParams) { grove_k::gc::scan_write(p); }
 #endif

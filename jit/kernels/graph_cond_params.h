@@ -38,6 +38,18 @@ struct LoopStepParams {
   int init;
 };
 
+// A Loop's scan output inside its graph: the body's slice (`bytes` at src)
+// written at the trip the counter says, dst + *iter * bytes, when *iter <
+// limit (the trips the buffer holds; the counter's cap stops the loop
+// before a trip past it).
+struct ScanWriteParams {
+  u8* dst;
+  const u8* src;
+  i64 bytes;
+  const i64* iter;
+  i64 limit;
+};
+
 }  // namespace grove_k
 
 #endif  // GROVE_JIT_KERNELS_GRAPH_COND_PARAMS_H_

@@ -191,6 +191,20 @@ class Backend {
   virtual absl::Status QueueLoopStep(const ir::Node& loop, const LoopStep& step) {
     return absl::UnimplementedError("this backend has no conditional graphs");
   }
+  // A Loop's scan output inside a WHILE piece's body, queued on the
+  // session's stream (recorded when capturing): the trip's slice of `bytes`
+  // at `src` copied to dst + *iter * bytes, the trip LoopStep's counter
+  // holds (nothing when *iter >= limit, the trips dst holds).
+  struct ScanWrite {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    uint64_t bytes = 0;
+    const int64_t* iter = nullptr;
+    int64_t limit = 0;
+  };
+  virtual absl::Status QueueScanWrite(const ScanWrite& write) {
+    return absl::UnimplementedError("this backend has no conditional graphs");
+  }
 
   // --- timing (traces) --------------------------------------------------------
   // Marks on the session's stream, for traces timed by the device: MarkStream

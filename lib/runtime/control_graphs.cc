@@ -2,7 +2,9 @@
 // runs as one graph whose conditional node picks the branch on the device
 // (Backend::ComposeGraph), and a Loop whose carried shapes hold across trips
 // as one graph whose WHILE node runs its trips, so the run neither waits for
-// the device nor reads a condition back. Each branch's plan is captured as a body graph that
+// the device nor reads a condition back (a Loop with scan outputs writes
+// each trip's slice at the trip the device counts, and reads back at most
+// its trip count before and the trips run after). Each branch's plan is captured as a body graph that
 // ends with its outputs copied into the If's outputs (buffers of their own,
 // at addresses that hold across runs), so the graphs after the If read the
 // same addresses whichever branch ran.
@@ -28,6 +30,13 @@
 #include "lib/runtime/trace.h"
 
 namespace grove::runtime {
+namespace {
+
+// The most bytes a Loop's scan outputs may hold for its trip count inside a
+// graph (buffers for every trip the count allows, made before it runs).
+constexpr uint64_t kMaxScanGraphBytes = uint64_t{1} << 30;
+
+}  // namespace
 
 absl::StatusOr<bool> Executor::RunControlFlowGraph(PlanInstance& inst, size_t s) {
   const PlanStep& step = inst.plan->steps()[s];
@@ -209,9 +218,8 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   const TensorView* const* host = inst.host_ptrs.data() + inst.step_ptrs[s];
   const int num_inputs = static_cast<int>(step.inputs.size());
   const int n = std::max(num_inputs - 2, 0);
-  if (static_cast<int>(step.outputs.size()) != n) {
-    return host_driven("it has scan outputs (their length is known only after the last trip)");
-  }
+  const int k = static_cast<int>(step.outputs.size()) - n;  // scan outputs
+  if (k < 0) return host_driven("it has fewer outputs than carried values");
   Backend::LoopStep init;
   init.init = true;
   init.trips_value = std::numeric_limits<int64_t>::max();
@@ -236,6 +244,28 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
     } else {
       return host_driven("its condition is not in device memory");
     }
+  }
+  // Scan outputs: each trip's slice is written inside the graph at the trip
+  // the device counts, into buffers for as many trips as the count allows,
+  // so the count must be known before the loop runs (read back once when
+  // only the device has it; the host-driven loop reads it too).
+  int64_t capacity = 0, count = 0;
+  if (k > 0) {
+    int64_t m = init.trips_value;
+    if (init.trips != nullptr) {
+      if (absl::Status st = backend_.CopyAsync(&m, init.trips, sizeof(m)); !st.ok()) return st;
+      if (absl::Status st = backend_.Synchronize(); !st.ok()) return st;
+    }
+    if (m == std::numeric_limits<int64_t>::max()) {
+      return host_driven("it has scan outputs and no trip count (their length has no bound before the last trip)");
+    }
+    if (options_.max_body_runs > 0) m = std::min<int64_t>(m, options_.max_body_runs);
+    count = std::max<int64_t>(m, 0);
+    // Rounded up to a power of two, so a count that changes run by run
+    // rarely makes buffers (and graphs) anew.
+    capacity = 1;
+    while (capacity < m && capacity < (int64_t{1} << 40)) capacity *= 2;
+    if (m <= 0) capacity = 0;
   }
   std::vector<TensorView> initial(n);
   for (int i = 0; i < n; ++i) {
@@ -293,12 +323,20 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   ++body.active;
   absl::Cleanup inactive = [&body] { --body.active; };
   const ExecutionPlan& bp = *body.plan;
-  if (bp.output_values().size() != static_cast<size_t>(1 + n)) return host_driven("its body gives other outputs");
+  if (bp.output_values().size() != static_cast<size_t>(1 + n + k)) return host_driven("its body gives other outputs");
+  // Whether the loop runs exactly its trip count (no condition stops it
+  // early: none given, and the body's passes its own through or is a true
+  // constant), so that the scan outputs' length is known without a read.
+  bool runs_count = init.cond == nullptr;
   {
     const PlanValue& c = bp.values()[bp.output_values()[0]];
     if (c.dtype != DType::kBool || !c.shape_known || ir::NumElements(c.shape) != 1) {
       return host_driven("its body's condition is not one bool");
     }
+    const bool passed = c.kind == Storage::kInput && c.position == 1;
+    const bool constant_true = (c.kind == Storage::kWeight || c.kind == Storage::kFolded) && c.data != nullptr &&
+                               *static_cast<const uint8_t*>(c.data) != 0;
+    runs_count = runs_count && (passed || constant_true);
   }
   for (int i = 0; i < n; ++i) {
     const PlanValue& o = bp.values()[bp.output_values()[1 + i]];
@@ -306,13 +344,56 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
       return host_driven(absl::StrCat("carried value ", i, " changes shape or type across trips"));
     }
   }
-  std::vector<TensorView> outs(n);
+  std::vector<TensorView> outs(n + k);
   for (int i = 0; i < n; ++i) {
     const int v = step.outputs[i];
     if (v < 0) continue;
     if (absl::Status st = inst.dynamic[v]->Reserve(initial[i].byte_size()); !st.ok()) return st;
     outs[i] = TensorView(initial[i].dtype, initial[i].shape, static_cast<void*>(inst.dynamic[v]->data()));
   }
+  // Each scan output: [trips, slice...], in a buffer for `capacity` trips;
+  // its length is the trip count, or the trips the device ran (read back
+  // after the graph).
+  const int64_t trips_known = runs_count ? (init.cond_value ? count : 0) : -1;
+  std::vector<uint64_t> slice_bytes(k, 0);
+  for (int j = 0; j < k; ++j) {
+    const PlanValue& o = bp.values()[bp.output_values()[1 + n + j]];
+    if (!o.shape_known || ir::IsBoxed(o.dtype) || o.dtype == DType::kUnknown) {
+      return host_driven(absl::StrCat("its scan output ", j, " has a shape or type known only when the body runs"));
+    }
+    std::vector<int64_t> shape{capacity};
+    shape.insert(shape.end(), o.shape.begin(), o.shape.end());
+    absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(o.dtype, shape, step.node->Describe());
+    if (!bytes.ok() || *bytes > kMaxScanGraphBytes) {
+      return host_driven(absl::StrCat("its scan output ", j, " for ", capacity, " trips would pass ",
+                                      kMaxScanGraphBytes >> 20, " MiB (the host-driven loop grows it trip by trip)"));
+    }
+    slice_bytes[j] = capacity > 0 ? *bytes / static_cast<uint64_t>(capacity) : 0;
+    const int v = step.outputs[n + j];
+    if (v < 0) continue;
+    if (absl::Status st = inst.dynamic[v]->Reserve(*bytes); !st.ok()) return st;
+    shape[0] = trips_known >= 0 ? trips_known : capacity;
+    if (trips_known == 0) shape = {0};  // no trip: [0], as the host-driven loop gives
+    outs[n + j] = TensorView(o.dtype, std::move(shape), static_cast<void*>(inst.dynamic[v]->data()));
+  }
+  // After the graph ran: the scan outputs' length, read back unless known.
+  auto scan_lengths = [&]() -> absl::Status {
+    if (k == 0 || trips_known >= 0) return absl::OkStatus();
+    int64_t ran = 0;
+    if (absl::Status st = backend_.CopyAsync(&ran, iter, sizeof(ran)); !st.ok()) return st;
+    if (absl::Status st = backend_.Synchronize(); !st.ok()) return st;
+    if (ran < 0 || ran > capacity) {
+      return absl::InternalError(absl::StrCat(step.node->Describe(), ": its graph ran ", ran, " trips for ", capacity,
+                                              " slices"));
+    }
+    for (int j = 0; j < k; ++j) {
+      if (step.outputs[n + j] < 0) continue;
+      std::vector<int64_t>& shape = inst.views[step.outputs[n + j]].shape;
+      if (ran == 0) shape = {0};  // no trip: [0], as the host-driven loop gives
+      else shape[0] = ran;
+    }
+    return absl::OkStatus();
+  };
   mix(reinterpret_cast<uintptr_t>(init.trips));
   mix(static_cast<uint64_t>(init.trips_value));
   mix(reinterpret_cast<uintptr_t>(init.cond));
@@ -324,6 +405,8 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
     mix(reinterpret_cast<uintptr_t>(staged[i].data));
     mix(reinterpret_cast<uintptr_t>(outs[i].data));
   }
+  mix(static_cast<uint64_t>(capacity));
+  for (int j = 0; j < k; ++j) mix(reinterpret_cast<uintptr_t>(outs[n + j].data));
   mix(reinterpret_cast<uintptr_t>(&body));
   mix(body.serial);
 
@@ -334,6 +417,7 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   }
   if (hit) {
     if (absl::Status st = LaunchControlGraph(inst, s, *slot, fingerprint, /*replay=*/true, outs); !st.ok()) return st;
+    if (absl::Status st = scan_lengths(); !st.ok()) return st;
     return true;
   }
 
@@ -385,6 +469,18 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
       if (bp.steps()[t].outputs_empty) continue;
       if (absl::Status st = RunStep(body, t); !st.ok()) return st;
     }
+    // This trip's scan slices, at the trip the counter holds (before the
+    // carried values are written: a slice may be one of them).
+    for (int j = 0; j < k; ++j) {
+      if (step.outputs[n + j] < 0 || slice_bytes[j] == 0) continue;
+      Backend::ScanWrite w;
+      w.dst = outs[n + j].data;
+      w.src = body.views[bp.output_values()[1 + n + j]].data;
+      w.bytes = slice_bytes[j];
+      w.iter = iter;
+      w.limit = capacity;
+      if (absl::Status st = backend_.QueueScanWrite(w); !st.ok()) return st;
+    }
     // Through staging: a body may return its carried values in another
     // order (a swap), so each is copied out before any is written.
     for (int i = 0; i < n; ++i) {
@@ -410,7 +506,11 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   pieces[1].flag = flag;
   pieces[1].bodies.push_back(std::move(trip));
   pieces[2].graph = std::move(after);
-  return ComposeAndLaunch(inst, s, g, *slot, fingerprint, std::move(pieces), outs, "each trip's condition read back");
+  absl::StatusOr<bool> ran =
+      ComposeAndLaunch(inst, s, g, *slot, fingerprint, std::move(pieces), outs, "each trip's condition read back");
+  if (!ran.ok() || !*ran) return ran;
+  if (absl::Status st = scan_lengths(); !st.ok()) return st;
+  return true;
 }
 
 absl::StatusOr<bool> Executor::ComposeAndLaunch(PlanInstance& inst, size_t s, SegmentGraph& g,

@@ -351,10 +351,15 @@ TEST(ConditionalGraphTest, ATracedIfGraphHasTheDevicesTime) {
 
 // A Loop with carried values only: v doubled plus the trip number, and a
 // trip counter c, until the trip count or until sum(v) reaches `limit`;
-// then an Add after it.
-absl::StatusOr<std::vector<uint8_t>> BuildCarriedLoop() {
+// then an Add after it. `scan`: the body also stacks each trip's v and trip
+// number as scan outputs (outputs vs [trips, n] and is [trips]);
+// `stop_early` false: the body passes its condition through (only the trip
+// count stops it); `with_count` false: no M (a true constant starts it and
+// the body's condition stops it).
+absl::StatusOr<std::vector<uint8_t>> BuildCarriedLoop(bool scan = false, bool stop_early = true,
+                                                      bool with_count = true) {
   ModelBuilder b;
-  b.SetProducer("grove test: Loop with fixed carried shapes");
+  b.SetProducer(scan ? "grove test: Loop with scan outputs" : "grove test: Loop with fixed carried shapes");
   b.AddSymbol("n", 1, 1024);
   b.AddInput("trip_count", DType::kI64, {});
   b.AddInput("x", DType::kF32, {"n"});
@@ -362,6 +367,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildCarriedLoop() {
   b.AddWeight("two", DType::kF32, {}, std::vector<float>{2.0f});
   b.AddWeight("one", DType::kF32, {}, std::vector<float>{1.0f});
   b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
+  if (!with_count) b.AddWeight("go", DType::kBool, {}, std::vector<uint8_t>{1});
   const int body = b.AddSubgraph("body");
   b.AddInput("i", DType::kI64, {});
   b.AddInput("cond_in", DType::kBool, {});
@@ -373,14 +379,26 @@ absl::StatusOr<std::vector<uint8_t>> BuildCarriedLoop() {
   b.AddOp("Add", {"c", "one"}, {"c_next"});
   b.AddOp("ReduceSum", {"v_next"}, {"sum"}, {{"keepdims", int64_t{0}}});
   b.AddOp("Less", {"sum", "limit"}, {"keep_going"});
-  b.AddOutput("keep_going");
+  b.AddOutput(stop_early ? "keep_going" : "cond_in");
   b.AddOutput("v_next");
   b.AddOutput("c_next");
+  std::vector<std::string> outs = {"final", "trips"};
+  if (scan) {
+    b.AddOutput("v_next");
+    b.AddOutput("i_f");
+    outs.push_back("vs");
+    outs.push_back("is");
+  }
   b.SetSubgraph(0);
-  b.AddOp("Loop", {"trip_count", "", "x", "zero"}, {"final", "trips"}, {{"body", SubgraphRef{body}}}, "doubling");
+  b.AddOp("Loop", {with_count ? "trip_count" : "", with_count ? "" : "go", "x", "zero"}, outs,
+          {{"body", SubgraphRef{body}}}, "doubling");
   b.AddOp("Add", {"final", "x"}, {"y"});
   b.AddOutput("y");
   b.AddOutput("trips");
+  if (scan) {
+    b.AddOutput("vs");
+    b.AddOutput("is");
+  }
   return b.Finish();
 }
 
@@ -400,6 +418,38 @@ std::vector<Tensor> RunLoop(Session& s, int64_t trips, int64_t n, float limit, a
   return copies;
 }
 
+// A session with exact shapes on `dev` (an emulated device of some
+// conditional level).
+std::unique_ptr<Session> ExactShapesOn(std::shared_ptr<const Model> model, std::shared_ptr<Device> dev) {
+  SessionOptions options;
+  options.shape_buckets = {{"*", "exact"}};
+  absl::StatusOr<std::unique_ptr<Session>> made = internal::CreateSessionOnDevice(model, options, dev);
+  EXPECT_TRUE(made.ok()) << made.status();
+  return made.ok() ? *std::move(made) : nullptr;
+}
+
+// The Loop tests' cases (trips, length, limit: 0 to 9 trips, two lengths,
+// some stopped by the limit), run twice over on `gpu`, each run equal to
+// the CPU's.
+void ExpectLoopCasesMatchCpu(Session& cpu, Session& gpu) {
+  struct Case {
+    int64_t trips, n;
+    float limit;
+  };
+  const Case cases[] = {{3, 6, 1e9f}, {0, 6, 1e9f}, {9, 6, 1e9f}, {9, 6, 100.0f}, {1, 6, 1e9f}, {5, 11, 60.0f}};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Case& c : cases) {
+      const std::vector<Tensor> want = RunLoop(cpu, c.trips, c.n, c.limit);
+      const std::vector<Tensor> got = RunLoop(gpu, c.trips, c.n, c.limit);
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(testing::CompareTensors(want[i], got[i], 1e-5), "")
+            << "pass " << pass << " trips " << c.trips << " n " << c.n << " limit " << c.limit << " output " << i;
+      }
+    }
+  }
+}
+
 // A Loop whose carried shapes hold is one graph with a WHILE node: its
 // trips are counted and decided on the device (by the trip count and by the
 // body's condition), so a steady run reads back only its outputs whatever
@@ -408,31 +458,14 @@ std::vector<Tensor> RunLoop(Session& s, int64_t trips, int64_t n, float limit, a
 TEST(ConditionalGraphTest, ALoopRunsItsTripsOnTheDevice) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(BuildCarriedLoop());
   std::unique_ptr<Session> cpu = CpuSession(model);
-  SessionOptions options;
-  options.shape_buckets = {{"*", "exact"}};
-  struct Case {
-    int64_t trips, n;
-    float limit;
-  };
-  const Case cases[] = {{3, 6, 1e9f}, {0, 6, 1e9f}, {9, 6, 1e9f}, {9, 6, 100.0f}, {1, 6, 1e9f}, {5, 11, 60.0f}};
   int64_t reads[3][2] = {};
   for (int level : {0, 1, 2}) {
     SCOPED_TRACE(absl::StrCat("level ", level));
     std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
-    absl::StatusOr<std::unique_ptr<Session>> made = internal::CreateSessionOnDevice(model, options, dev);
-    ASSERT_TRUE(made.ok()) << made.status();
-    Session& gpu = **made;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (const Case& c : cases) {
-        const std::vector<Tensor> want = RunLoop(*cpu, c.trips, c.n, c.limit);
-        const std::vector<Tensor> got = RunLoop(gpu, c.trips, c.n, c.limit);
-        ASSERT_EQ(want.size(), got.size());
-        for (size_t i = 0; i < want.size(); ++i) {
-          EXPECT_EQ(testing::CompareTensors(want[i], got[i], 1e-5), "")
-              << "pass " << pass << " trips " << c.trips << " n " << c.n << " limit " << c.limit << " output " << i;
-        }
-      }
-    }
+    std::unique_ptr<Session> made = ExactShapesOn(model, dev);
+    ASSERT_NE(made, nullptr);
+    Session& gpu = *made;
+    ExpectLoopCasesMatchCpu(*cpu, gpu);
     const int64_t captured = gpu.stats().graphs_captured;
     for (int k = 0; k < 2; ++k) {
       const int64_t trips = k == 0 ? 2 : 8;
@@ -470,6 +503,70 @@ TEST(ConditionalGraphTest, ALoopInAGraphStopsAtTheBodyRunLimit) {
   EXPECT_NE(status.message().find("max_body_runs"), std::string::npos) << status;
   const std::vector<Tensor> after = RunLoop(*gpu, 2, 4, 1e9f);
   EXPECT_EQ(after.size(), 2u);
+}
+
+// A Loop with scan outputs is one graph with a WHILE node too: each trip's
+// slices are written at the trip the device counts. The trip count is read
+// once before (the buffers are made for it) and, where the body's
+// condition can stop it early, the trips run once after; so a steady run
+// reads back as much at 2 trips as at 8, where host-driven it reads each
+// trip's condition. Every run equals the CPU's, at 0 to 9 trips, two
+// lengths, stopped by the count or by the condition.
+TEST(ConditionalGraphTest, ALoopWithScanOutputsWritesThemOnTheDevice) {
+  for (bool stop_early : {false, true}) {
+    SCOPED_TRACE(stop_early ? "the body's condition stops it" : "the trip count stops it");
+    std::shared_ptr<const Model> model = testing::LoadOrDie(BuildCarriedLoop(/*scan=*/true, stop_early));
+    std::unique_ptr<Session> cpu = CpuSession(model);
+    int64_t reads[3][2] = {};
+    for (int level : {0, 1, 2}) {
+      SCOPED_TRACE(absl::StrCat("level ", level));
+      std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
+      std::unique_ptr<Session> made = ExactShapesOn(model, dev);
+      ASSERT_NE(made, nullptr);
+      Session& gpu = *made;
+      ExpectLoopCasesMatchCpu(*cpu, gpu);
+      EXPECT_EQ(gpu.stats().control_flow_in_graphs, level > 0 ? 12 : 0) << gpu.stats().control_flow_fallback_reason;
+      EXPECT_EQ(gpu.stats().control_flow_host_driven, level > 0 ? 0 : 12);
+      const int64_t captured = gpu.stats().graphs_captured;
+      for (int k = 0; k < 2; ++k) {
+        const int64_t trips = k == 0 ? 2 : 8;
+        RunLoop(gpu, trips, 6, 1e9f);  // buffers for this count (a power of two: 2, then 8)
+        const cuda::DeviceStats before = dev->stats();
+        const std::vector<Tensor> got = RunLoop(gpu, trips, 6, 1e9f);
+        const cuda::DeviceStats after = dev->stats();
+        ASSERT_EQ(got.size(), 4u);
+        EXPECT_EQ(got[2].shape(), (std::vector<int64_t>{trips, 6}));
+        EXPECT_EQ(got[3].shape(), (std::vector<int64_t>{trips}));
+        reads[level][k] = after.device_to_host_copies - before.device_to_host_copies;
+        if (level > 0) EXPECT_EQ(after.launches, before.launches) << "every kernel ran inside a graph";
+      }
+      if (level > 0) EXPECT_LE(gpu.stats().graphs_captured - captured, 2) << "at most one capture per new count";
+    }
+    EXPECT_EQ(reads[2][0], reads[2][1]);
+    EXPECT_EQ(reads[1][1], reads[2][1]);
+    EXPECT_EQ(reads[0][1] - reads[0][0], 6);
+  }
+}
+
+// Without a trip count the scan outputs' length has no bound before the
+// last trip: the host drives the loop (and says why), with the same results.
+TEST(ConditionalGraphTest, AScanLoopWithoutATripCountStaysHostDriven) {
+  std::shared_ptr<const Model> model =
+      testing::LoadOrDie(BuildCarriedLoop(/*scan=*/true, /*stop_early=*/true, /*with_count=*/false));
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(2);
+  std::unique_ptr<Session> gpu = internal::CreateSessionOnDevice(model, {}, dev).value();
+  for (float limit : {100.0f, 40.0f}) {
+    const std::vector<Tensor> want = RunLoop(*cpu, 1, 6, limit);
+    const std::vector<Tensor> got = RunLoop(*gpu, 1, 6, limit);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(testing::CompareTensors(want[i], got[i], 1e-5), "");
+  }
+  const SessionStats st = gpu->stats();
+  EXPECT_EQ(st.control_flow_in_graphs, 0);
+  EXPECT_EQ(st.control_flow_host_driven, 2);
+  EXPECT_NE(st.control_flow_fallback_reason.find("no trip count"), std::string::npos)
+      << st.control_flow_fallback_reason;
 }
 
 // Branches whose outputs differ in shape (the early-exit demo: [batch, 8]

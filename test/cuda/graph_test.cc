@@ -60,6 +60,15 @@ std::unique_ptr<Session> CpuSession(std::shared_ptr<const Model> model) {
   return Session::Create(std::move(model), options).value();
 }
 
+// The test device as a driver without conditional graph nodes: a Loop
+// runs host-driven, its body's graphs replayed trip by trip (with them, a
+// Loop whose carried shapes hold is one graph, conditional_graph_test.cc).
+class NoConditionalNodes final : public cuda::ForwardingDevice {
+ public:
+  NoConditionalNodes() : ForwardingDevice(TestDevice()) {}
+  int conditional_level() const override { return 0; }
+};
+
 void ExpectEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got, double tolerance,
                  const std::string& what) {
   ASSERT_EQ(want.size(), got.size()) << what;
@@ -184,11 +193,12 @@ TEST(CudaGraphTest, BothBranchesOfAnIfReplay) {
   EXPECT_EQ(cuda->stats().graphs_captured, captured);
 }
 
-// A Loop's body runs once per trip: its segment's graph replays per trip.
+// A host-driven Loop's body runs once per trip: its segment's graph replays
+// per trip.
 TEST(CudaGraphTest, LoopBodyReplaysPerTrip) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildStepHistory(demo::History::kScan));
   std::unique_ptr<Session> cpu = CpuSession(model);
-  std::unique_ptr<Session> cuda = CudaSession(model);
+  std::unique_ptr<Session> cuda = CudaSession(model, {}, std::make_shared<NoConditionalNodes>());
   ASSERT_NE(cuda, nullptr);
   for (int64_t steps : {3, 5, 3}) {
     Tensor n = Tensor::Create(DType::kI64, {}).value();
@@ -589,13 +599,14 @@ TEST(CudaGraphTest, TheTransformerBlockReplaysOneGraphPerBucket) {
 }
 
 // A Loop body is bucketed too (every dim by the '*' rule, auto): over x of
-// 5, 6 and 7 elements (bound 8) the body's graph is captured for the first
-// and refreshed for the others, where exact shapes capture one per length.
+// 5, 6 and 7 elements (bound 8) the host-driven body's graph is captured
+// for the first and refreshed for the others, where exact shapes capture
+// one per length.
 TEST(CudaGraphTest, LoopBodiesShareTheirBucketsGraphs) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildLoop());
   std::unique_ptr<Session> cpu = CpuSession(model);
-  std::unique_ptr<Session> bucketed = CudaSession(model);
-  std::unique_ptr<Session> exact = CudaSession(model, ExactShapes());
+  std::unique_ptr<Session> bucketed = CudaSession(model, {}, std::make_shared<NoConditionalNodes>());
+  std::unique_ptr<Session> exact = CudaSession(model, ExactShapes(), std::make_shared<NoConditionalNodes>());
   ASSERT_NE(bucketed, nullptr);
   ASSERT_NE(exact, nullptr);
   int64_t first = -1;

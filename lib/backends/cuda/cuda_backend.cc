@@ -7,6 +7,7 @@
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/kernel_choice.h"
+#include "lib/backends/cuda/launch_util.h"
 #include "lib/backends/cuda/param_device.h"
 #include "lib/ir/value_type.h"
 
@@ -152,6 +153,15 @@ class CudaBackend : public runtime::Backend {
     p.check = it->second.check;
     p.init = step.init ? 1 : 0;
     return exec_->Launch(jit::ModuleSpec{"graph_cond", {DType::kU8}}, "loop_step", LaunchDims{}, p);
+  }
+  absl::Status QueueScanWrite(const ScanWrite& write) override {
+    grove_k::ScanWriteParams p{};
+    p.dst = static_cast<grove_k::u8*>(write.dst);
+    p.src = static_cast<const grove_k::u8*>(write.src);
+    p.bytes = static_cast<grove_k::i64>(write.bytes);
+    p.iter = reinterpret_cast<const grove_k::i64*>(write.iter);
+    p.limit = write.limit;
+    return exec_->Launch(jit::ModuleSpec{"graph_cond", {DType::kU8}}, "scan_write", GridFor(p.bytes), p);
   }
   absl::StatusOr<std::unique_ptr<runtime::BackendGraph>> ComposeGraph(std::vector<GraphPiece> pieces) override {
     std::vector<Device::GraphPiece> device_pieces;
