@@ -454,19 +454,20 @@ TEST(OneDnnMatMulTest, RanksAndBroadcastBatchesMatchTheReferenceKernel) {
   EXPECT_EQ(taken, cases);
 }
 
-// Gemm over transA x transB x C's broadcast forms x alpha x beta.
+// Gemm over transA x transB x C's broadcast forms x alpha x beta ([N] and
+// [1, N] with beta 1: oneDNN's bias post-op instead of C broadcast into Y).
 TEST(OneDnnMatMulTest, GemmAttributesAndCMatchTheReferenceKernel) {
   std::mt19937 rng(19);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   for (int64_t trans_a : {0, 1}) {
     for (int64_t trans_b : {0, 1}) {
-      for (int c_form = 0; c_form < 5; ++c_form) {  // none, scalar, [N], [M, 1], [M, N]
+      for (int c_form = 0; c_form < 6; ++c_form) {  // none, scalar, [N], [M, 1], [M, N], [1, N]
         for (double alpha : {1.0, 0.5}) {
           for (double beta : {1.0, 2.0, 0.0}) {
             const int64_t m = pick(1, 12), k = pick(1, 50), n = pick(1, 12);
             const Tensor a = Random(trans_a ? Shape{k, m} : Shape{m, k}, rng);
             const Tensor b = Random(trans_b ? Shape{n, k} : Shape{k, n}, rng);
-            const Shape c_shapes[] = {{}, {}, {n}, {m, 1}, {m, n}};
+            const Shape c_shapes[] = {{}, {}, {n}, {m, 1}, {m, n}, {1, n}};
             const Tensor c = Random(c_shapes[c_form], rng);
             const Attrs attrs = {{"transA", trans_a}, {"transB", trans_b}, {"alpha", alpha}, {"beta", beta}};
             const Attrs abs_attrs = {{"transA", trans_a}, {"transB", trans_b}, {"alpha", std::fabs(alpha)},

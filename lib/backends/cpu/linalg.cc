@@ -321,6 +321,7 @@ struct GemmParams {
   backends::GemmShape shape;
   std::shared_ptr<OneDnnStep> onednn;
   PostOp post_op;  // a fused activation (f32 only)
+  bool c_bias = false;  // oneDNN adds C as a bias post-op (no BroadcastC)
 };
 
 absl::StatusOr<PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
@@ -361,7 +362,12 @@ absl::StatusOr<PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
     onednn_shape.trans_a = params.shape.trans_a;
     onednn_shape.trans_b = params.shape.trans_b;
     onednn_shape.alpha = static_cast<float>(params.shape.alpha);
-    onednn_shape.accumulate = has_c && params.shape.beta != 0;
+    // C a bias over Y's rows ([N] or [1, N]) with beta 1, as a Linear's
+    // export has it: oneDNN adds it as a post-op; otherwise C is broadcast
+    // into Y before each run and summed in (beta).
+    params.c_bias = has_c && params.shape.beta == 1.0 && params.shape.cm == 1 && params.shape.cn == n;
+    onednn_shape.bias = params.c_bias;
+    onednn_shape.accumulate = has_c && params.shape.beta != 0 && !params.c_bias;
     onednn_shape.beta = static_cast<float>(params.shape.beta);
     absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnMatMul(ctx, onednn_shape, &layout);
     if (!onednn.ok()) return onednn.status();
@@ -392,7 +398,7 @@ absl::Status GemmKernel(ir::KernelContext& ctx) {
   const double alpha = shape.alpha, beta = shape.beta;
   const int64_t m = shape.m, n = shape.n, k = shape.k, cm = shape.cm, cn = shape.cn;
   if (params->onednn != nullptr) {
-    if (c != nullptr && beta != 0) BroadcastC(c->as<const float>(), cm, cn, m, n, y.as<float>());
+    if (c != nullptr && beta != 0 && !params->c_bias) BroadcastC(c->as<const float>(), cm, cn, m, n, y.as<float>());
     return RunOneDnnStep(*params->onednn, ctx);
   }
   switch (a.dtype) {
