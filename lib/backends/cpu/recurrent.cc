@@ -233,9 +233,10 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   return absl::OkStatus();
 }
 
-// What the prepare made: the node's attributes and dims, grove's fused LSTM
-// when it takes the node, and the oneDNN step when oneDNN takes it (for the
-// runs the fused LSTM leaves: a W, R, B or P that is not the one packed).
+// What the prepare made: the node's attributes and dims, and grove's fused
+// LSTM when it takes the node, else the oneDNN step when oneDNN takes it (a
+// run either leaves, a shorter sequence_lens or a W, R, B or P that is not
+// the one packed, runs the reference kernel).
 struct RecurrentParams {
   backends::RecurrentCall call;
   std::shared_ptr<const LstmKernel> lstm;
@@ -248,16 +249,19 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   if (!call.ok()) return call.status();
   RecurrentParams p;
   p.call = *std::move(call);
-  // The two paths are alternatives of one run: their scratch overlaps.
-  WorkspaceLayout layout, lstm_layout;
+  WorkspaceLayout layout;
   if (ctx.input(0).dtype == DType::kF32) {
-    p.lstm = PrepareLstmKernel(ctx, p.call.attrs, p.call.dims, &lstm_layout);
-    absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> step =
-        PrepareOneDnnRecurrent(ctx, p.call.attrs, p.call.dims, &layout);
-    if (!step.ok()) return step.status();
-    p.onednn = *std::move(step);
+    // The fused LSTM packs its weights in microseconds; oneDNN's primitive
+    // takes milliseconds to make, for every plan (every sequence length).
+    p.lstm = PrepareLstmKernel(ctx, p.call.attrs, p.call.dims, &layout);
+    if (p.lstm == nullptr) {
+      absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> step =
+          PrepareOneDnnRecurrent(ctx, p.call.attrs, p.call.dims, &layout);
+      if (!step.ok()) return step.status();
+      p.onednn = *std::move(step);
+    }
   }
-  return backends::MakePrepared(std::move(p), std::max(layout.bytes(), lstm_layout.bytes()));
+  return backends::MakePrepared(std::move(p), layout.bytes());
 }
 
 template <RecurrentKind kKind>
