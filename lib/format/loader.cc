@@ -363,6 +363,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   const int num_tensors = m->tensors() ? static_cast<int>(m->tensors()->size()) : 0;
   std::vector<int> buffer_users(num_buffers, 0);
   names.clear();
+  names.reserve(num_tensors);
   g.tensors.resize(num_tensors);
   for (int i = 0; i < num_tensors; ++i) {
     const fb::Tensor* t = m->tensors()->Get(i);
