@@ -917,15 +917,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareDft(const KernelContext& ctx) {
   return backends::MakePrepared(std::move(p), bytes);
 }
 
-absl::Status DftKernel(KernelContext& ctx) {
-  const DftParams* p = backends::PreparedParams<DftParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  ir::DftSizes sizes = p->sizes;
-  if (!p->planned) {
-    absl::StatusOr<ir::DftSizes> made = ResolveDftSizes(ctx, *p);
-    if (!made.ok()) return made.status();
-    sizes = *made;
-  }
+// The transforms of a DFT whose sizes are known (planned, or made for this
+// run: then without twiddles, which the workspace gets).
+void RunDft(KernelContext& ctx, const DftParams* p) {
+  const ir::DftSizes& sizes = p->sizes;
   const TransformScratch scratch =
       TakeTransformScratch(ctx.workspace(), p->twiddles, sizes.length, p->max_length, p->max_length);
   const double* table = scratch.twiddles;
@@ -974,7 +969,19 @@ absl::Status DftKernel(KernelContext& ctx) {
       }
     }
   }
-  return absl::OkStatus();
+}
+
+absl::Status DftKernel(KernelContext& ctx) {
+  return backends::InvokePlannedOrPerRun<DftParams>(
+      ctx, "CPU",
+      [](const KernelContext& c, const DftParams& prepared) -> absl::StatusOr<DftParams> {
+        DftParams run = prepared;  // (no twiddles: not planned)
+        absl::StatusOr<ir::DftSizes> sizes = ResolveDftSizes(c, prepared);
+        if (!sizes.ok()) return sizes.status();
+        run.sizes = *sizes;
+        return run;
+      },
+      [&](const DftParams& p) { RunDft(ctx, &p); });
 }
 
 // STFT: the flag, dtype and shape checks once; frame_step's and
@@ -1069,15 +1076,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareStft(const KernelContext& ctx) {
   return backends::MakePrepared(std::move(p), bytes);
 }
 
-absl::Status StftKernel(KernelContext& ctx) {
-  const StftParams* p = backends::PreparedParams<StftParams>(ctx);
-  if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  StftSizes sizes{p->step, p->frame_length, p->frames, p->bins};
-  if (!p->planned) {
-    absl::StatusOr<StftSizes> made = ResolveStftSizes(ctx, *p);
-    if (!made.ok()) return made.status();
-    sizes = *made;
-  }
+// The frames of an STFT whose sizes are known (planned, or made for this
+// run: then without twiddles, which the workspace gets).
+void RunStft(KernelContext& ctx, const StftParams* p) {
+  const StftSizes sizes{p->step, p->frame_length, p->frames, p->bins};
   const TransformScratch scratch =
       TakeTransformScratch(ctx.workspace(), p->twiddles, sizes.frame_length, p->max_frame, p->max_bins);
   const double* table = scratch.twiddles;
@@ -1104,7 +1106,22 @@ absl::Status StftKernel(KernelContext& ctx) {
       }
     }
   }
-  return absl::OkStatus();
+}
+
+absl::Status StftKernel(KernelContext& ctx) {
+  return backends::InvokePlannedOrPerRun<StftParams>(
+      ctx, "CPU",
+      [](const KernelContext& c, const StftParams& prepared) -> absl::StatusOr<StftParams> {
+        absl::StatusOr<StftSizes> sizes = ResolveStftSizes(c, prepared);
+        if (!sizes.ok()) return sizes.status();
+        StftParams run = prepared;  // (no twiddles: not planned)
+        run.step = sizes->step;
+        run.frame_length = sizes->frame_length;
+        run.frames = sizes->frames;
+        run.bins = sizes->bins;
+        return run;
+      },
+      [&](const StftParams& p) { RunStft(ctx, &p); });
 }
 
 // ---------------------------------------------------------------------------
