@@ -28,10 +28,12 @@ if expect_ok "$G" version --verbose; then
   expect_stdout '^onednn: +[0-9]+\.[0-9]+\.[0-9]+, JIT ISA [a-z0-9_.]+'
   expect_stdout '^blas: +.*, core '
   expect_stdout '^grove avx2 kernels: +(on|off) '
+  expect_stdout '^grove lstm kernel: +(on|off)'
   # Where /proc/cpuinfo lists avx2 and fma, the AVX2 kernels are on.
   if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then
     expect_stdout '^cpu features: .*\bavx2\b.*\bfma\b'
     expect_stdout '^grove avx2 kernels: +on '
+    expect_stdout '^grove lstm kernel: +on, avx(2|512) '
   fi
 fi
 expect_ok "$G" version -v

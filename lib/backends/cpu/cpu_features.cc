@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "lib/backends/cpu/blas_gemm.h"
+#include "lib/backends/cpu/recurrent_lstm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -167,6 +168,12 @@ std::vector<std::pair<std::string, std::string>> DescribeCpuBackend() {
   lines.emplace_back("grove avx2 kernels",
                      UseAvx2Kernels() ? "on (attention scores, softmax and outputs; avx2 + fma detected)"
                                       : "off (needs avx2 and fma): portable C++ loops");
+  const std::string lstm_isa = LstmKernelIsa();
+  lines.emplace_back("grove lstm kernel",
+                     lstm_isa.empty() ? "off (needs avx2 and fma): oneDNN's or the reference LSTM"
+                     : GetLstmKernelMode() == LstmKernelMode::kOff
+                         ? "off (GROVE_CPU_LSTM_KERNEL=0 or GROVE_CPU_ONEDNN=0)"
+                         : absl::StrCat("on, ", lstm_isa, " (f32 layers of batch x hidden <= 256)"));
   return lines;
 }
 

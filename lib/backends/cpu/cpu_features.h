@@ -36,7 +36,7 @@ bool UseAvx2Kernels();
 
 // (what, value) lines: the CPU and its features, oneDNN's version and the
 // ISA its JIT code uses here, the BLAS and the core it runs, grove's AVX2
-// kernels.
+// kernels, the ISA of grove's LSTM kernel (recurrent_lstm.h).
 std::vector<std::pair<std::string, std::string>> DescribeCpuBackend();
 
 }  // namespace grove::cpu
