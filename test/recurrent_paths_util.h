@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "grove/grove.h"
 #include "gtest/gtest.h"
 #include "test/op_test_util.h"
@@ -83,6 +84,22 @@ inline void ExpectRecurrentClose(const Tensor& got, const Tensor& want, const st
       ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", the reference " << w[i];
     }
   }
+}
+
+// A case through a fast path and through the reference kernel: `run(fast,
+// &made)` returns the op's outputs and sets `made` to the fast path's steps
+// its prepare made (one where the path takes the case, `taken`, else none);
+// the outputs agree within ExpectRecurrentClose's bound.
+template <typename Run>
+void ExpectFastPathAgrees(bool taken, Run run) {
+  int64_t made = 0, made_reference = 0;
+  absl::StatusOr<std::vector<Tensor>> got = run(true, &made);
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<std::vector<Tensor>> want = run(false, &made_reference);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(made, taken ? 1 : 0);
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) ExpectRecurrentClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
 }
 
 // The same f32 outputs, byte for byte.

@@ -75,14 +75,7 @@ void ExpectPath(const Case& c, bool taken, uint32_t seed = 1,
                 cpu::LstmKernelMode mode = cpu::LstmKernelMode::kAuto) {
   SCOPED_TRACE(c.Describe());
   const Tensors t = MakeInputs(c, seed);
-  int64_t made = 0;
-  absl::StatusOr<std::vector<Tensor>> got = RunCase(true, c, t, &made, mode);
-  ASSERT_TRUE(got.ok()) << got.status();
-  absl::StatusOr<std::vector<Tensor>> want = RunCase(false, c, t);
-  ASSERT_TRUE(want.ok()) << want.status();
-  EXPECT_EQ(made, taken ? 1 : 0);
-  ASSERT_EQ(got->size(), want->size());
-  for (size_t i = 0; i < got->size(); ++i) testing::ExpectRecurrentClose((*got)[i], (*want)[i], absl::StrCat("output ", i));
+  testing::ExpectFastPathAgrees(taken, [&](bool fused, int64_t* made) { return RunCase(fused, c, t, made, mode); });
 }
 
 // Each test on AVX2 + FMA (8 lanes) and on AVX-512 (16 lanes) where the CPU
