@@ -38,6 +38,20 @@ GROVE_DEVICE void loop_step(const LoopStepParams& p) {
   if (more && !go && p.check.record != 0) mv::report_check(p.check, iter, p.cap, 0, 0);
 }
 
+// 8 bytes a thread where both pointers allow, the rest one by one.
+GROVE_DEVICE void copy_bytes(const CopyBytesParams& p) {
+  const i64 stride = static_cast<i64>(gridDim.x) * blockDim.x;
+  i64 done = 0;
+  if (((reinterpret_cast<u64>(p.dst) | reinterpret_cast<u64>(p.src)) & 7u) == 0) {
+    const i64 words = p.bytes / 8;
+    u64* d = reinterpret_cast<u64*>(p.dst);
+    const u64* s = reinterpret_cast<const u64*>(p.src);
+    for (i64 i = global_thread(); i < words; i += stride) d[i] = s[i];
+    done = words * 8;
+  }
+  for (i64 i = done + global_thread(); i < p.bytes; i += stride) p.dst[i] = p.src[i];
+}
+
 GROVE_DEVICE void scan_write(const ScanWriteParams& p) {
   const i64 iter = *p.iter;
   if (iter < 0 || iter >= p.limit) return;
@@ -55,4 +69,5 @@ GROVE_DEVICE void scan_write(const ScanWriteParams& p) {
 GROVE_ENTRY(set_conditional, grove_k::SetConditionalParams) { grove_k::gc::set_conditional(p); }
 GROVE_ENTRY(loop_step, grove_k::LoopStepParams) { grove_k::gc::loop_step(p); }
 GROVE_ENTRY(scan_write, grove_k::ScanWriteParams) { grove_k::gc::scan_write(p); }
+GROVE_ENTRY(copy_bytes, grove_k::CopyBytesParams) { grove_k::gc::copy_bytes(p); }
 #endif

@@ -42,6 +42,16 @@ struct LoopStepParams {
 // written at the trip the counter says, dst + *iter * bytes, when *iter <
 // limit (the trips the buffer holds; the counter's cap stops the loop
 // before a trip past it).
+// A device-to-device copy inside a CUDA graph (cuda::ParamDevice): as a
+// kernel whose pointers and size are parameters, a graph refresh can move
+// it (a copy at another offset, of fewer bytes in a bucket) where a graph's
+// memcpy node is baked.
+struct CopyBytesParams {
+  u8* dst;
+  const u8* src;
+  i64 bytes;
+};
+
 struct ScanWriteParams {
   u8* dst;
   const u8* src;

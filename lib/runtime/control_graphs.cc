@@ -251,6 +251,11 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   // only the device has it; the host-driven loop reads it too).
   int64_t capacity = 0, count = 0;
   if (k > 0) {
+    if (interruptible_) {
+      // Its buffers would be made for the whole count and its trips run
+      // without the host, which checks the deadline and the token per trip.
+      return host_driven("it has scan outputs and the run can be stopped (a deadline or a cancellation token)");
+    }
     int64_t m = init.trips_value;
     if (init.trips != nullptr) {
       if (absl::Status st = backend_.CopyAsync(&m, init.trips, sizeof(m)); !st.ok()) return st;

@@ -8,7 +8,8 @@
 // bound's product, refreshed for a smaller N and K, replays the smaller
 // product, where a captured Device::Gemm cannot be refreshed so. And a
 // launch of one thread per item (GridFor) refreshed in a bucket with
-// another block keeps its captured one.
+// another block keeps its captured one; a copy between device buffers is
+// captured as a kernel, so a refresh moves it (a host copy stays baked).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -403,6 +404,54 @@ TEST(BucketRefreshTest, AThreadPerItemLaunchKeepsItsCapturedBlock) {
     ASSERT_TRUE(param->Synchronize(nullptr).ok());
     for (int64_t i = 0; i < bound; ++i) ASSERT_EQ(got[i], i < small ? 2.0f * src[i] : 0.0f) << "at " << i;
   }
+  param->Free(s);
+  param->Free(d);
+}
+
+// A device-to-device copy in a graph is a kernel (copy_bytes) whose
+// pointers and size are parameters: refreshed to another offset, and in a
+// bucket to fewer bytes, the replay copies there. A copy from host memory
+// is baked: a refresh with another source is refused.
+TEST(BucketRefreshTest, DeviceCopiesMoveWithARefreshHostCopiesDoNot) {
+  auto param = std::make_shared<cuda::ParamDevice>(cuda::NewEmulatedDevice());
+  constexpr int64_t kBytes = 1000;
+  std::vector<uint8_t> src(kBytes);
+  for (int64_t i = 0; i < kBytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  uint8_t* s = static_cast<uint8_t*>(param->Allocate(kBytes).value());
+  uint8_t* d = static_cast<uint8_t*>(param->Allocate(kBytes).value());
+  ASSERT_TRUE(param->CopyAsync(s, src.data(), kBytes, nullptr).ok());
+  const std::vector<uint8_t> zeros(kBytes, 0);
+  struct Move {
+    int64_t from, to, bytes;
+    bool bucket;
+  };
+  for (const Move& m : {Move{24, 40, 600, false}, Move{3, 5, 333, true}}) {
+    SCOPED_TRACE(m.bucket ? "bucket: fewer bytes, odd offsets" : "moved buffers");
+    ASSERT_TRUE(param->BeginCapture(nullptr).ok());
+    ASSERT_TRUE(param->CopyAsync(d, s, 600, nullptr).ok());
+    absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> graph = param->EndCapture(nullptr);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    param->BeginRefresh(**graph, m.bucket);
+    ASSERT_TRUE(param->CopyAsync(d + m.to, s + m.from, m.bytes, nullptr).ok());
+    ASSERT_TRUE(param->EndRefresh().ok());
+    ASSERT_TRUE(param->CopyAsync(d, zeros.data(), kBytes, nullptr).ok());
+    ASSERT_TRUE(param->LaunchGraph(**graph, nullptr).ok());
+    std::vector<uint8_t> got(kBytes);
+    ASSERT_TRUE(param->CopyAsync(got.data(), d, kBytes, nullptr).ok());
+    ASSERT_TRUE(param->Synchronize(nullptr).ok());
+    for (int64_t i = 0; i < kBytes; ++i) {
+      const bool in = i >= m.to && i < m.to + m.bytes;
+      ASSERT_EQ(got[i], in ? src[i - m.to + m.from] : 0) << "at " << i;
+    }
+  }
+  std::vector<uint8_t> other(src);
+  ASSERT_TRUE(param->BeginCapture(nullptr).ok());
+  ASSERT_TRUE(param->CopyAsync(d, src.data(), 100, nullptr).ok());
+  absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> graph = param->EndCapture(nullptr);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  param->BeginRefresh(**graph, /*bucket=*/true);
+  EXPECT_FALSE(param->CopyAsync(d, other.data(), 100, nullptr).ok());
+  EXPECT_FALSE(param->EndRefresh().ok());
   param->Free(s);
   param->Free(d);
 }

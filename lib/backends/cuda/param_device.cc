@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "jit/kernels/graph_cond_params.h"
 
 namespace grove::cuda {
 
@@ -204,6 +205,19 @@ absl::Status ParamDevice::Gemm(const GemmDesc& gemm, Stream stream) {
 }
 
 absl::Status ParamDevice::CopyAsync(void* dst, const void* src, size_t bytes, Stream stream) {
+  if (mode_ != Mode::kForward && bytes > 0 && device_->IsDevicePointer(dst) && device_->IsDevicePointer(src)) {
+    // Between device buffers: a kernel with its pointers and size in the
+    // block, so that a refresh can move it (a graph's memcpy node is baked).
+    // Its grid follows the size (in a bucket the captured one stays) and it
+    // gives each 8 bytes to one thread (any_block).
+    grove_k::CopyBytesParams p{static_cast<grove_k::u8*>(dst), static_cast<const grove_k::u8*>(src),
+                               static_cast<grove_k::i64>(bytes)};
+    LaunchDims dims;
+    dims.grid = {static_cast<uint32_t>(std::min<size_t>((bytes + 2047) / 2048, 1024)), 1, 1};
+    dims.block = {256, 1, 1};
+    dims.any_block = true;
+    return Launch(jit::ModuleSpec{"graph_cond", {DType::kU8}}, "copy_bytes", dims, &p, sizeof(p), stream);
+  }
   Block::Call call{Block::Kind::kCopy};
   call.dst = dst;
   call.src = src;
@@ -239,7 +253,7 @@ std::optional<absl::Status> ParamDevice::Baked(Block::Call call, absl::string_vi
       };
       detail = absl::StrCat(": ", dims(call.gemm), " where the capture had ", dims(c.gemm));
     }
-    return Mismatch(absl::StrCat(differs, detail, " (a graph bakes its GEMMs, copies and memsets)"));
+    return Mismatch(absl::StrCat(differs, detail, " (a graph bakes its GEMMs, host copies and memsets)"));
   }
   ++next_;
   return absl::OkStatus();

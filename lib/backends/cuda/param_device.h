@@ -9,8 +9,10 @@
 // A refresh runs the segment's host code again with this wrapper refusing
 // to launch anything: each launch must match the captured one (the same
 // kernel, module, grid and block, parameter size), and its new parameters
-// replace the old ones in the block; GEMMs, copies and memsets, which the
-// graph bakes, must be exactly the captured ones. So a segment whose buffers
+// replace the old ones in the block; GEMMs, host copies and memsets, which
+// the graph bakes, must be exactly the captured ones (a copy between device
+// buffers is captured as a kernel, graph_cond.cuh's copy_bytes, so it
+// refreshes like one). So a segment whose buffers
 // moved (a caller's device buffers, a Loop body fed from another arena)
 // replays its graph after a refresh instead of a new capture.
 #ifndef GROVE_LIB_BACKENDS_CUDA_PARAM_DEVICE_H_
