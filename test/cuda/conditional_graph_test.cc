@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -418,16 +419,6 @@ std::vector<Tensor> RunLoop(Session& s, int64_t trips, int64_t n, float limit, a
   return copies;
 }
 
-// A session with exact shapes on `dev` (an emulated device of some
-// conditional level).
-std::unique_ptr<Session> ExactShapesOn(std::shared_ptr<const Model> model, std::shared_ptr<Device> dev) {
-  SessionOptions options;
-  options.shape_buckets = {{"*", "exact"}};
-  absl::StatusOr<std::unique_ptr<Session>> made = internal::CreateSessionOnDevice(model, options, dev);
-  EXPECT_TRUE(made.ok()) << made.status();
-  return made.ok() ? *std::move(made) : nullptr;
-}
-
 // The Loop tests' cases (trips, length, limit: 0 to 9 trips, two lengths,
 // some stopped by the limit), run twice over on `gpu`, each run equal to
 // the CPU's.
@@ -450,6 +441,24 @@ void ExpectLoopCasesMatchCpu(Session& cpu, Session& gpu) {
   }
 }
 
+// For each conditional level of the emulated device (0: none, 1: IF and
+// WHILE nodes, 2: with ELSE bodies), a session with exact shapes whose runs
+// of the Loop cases equal the CPU's, then `check` on it.
+void AtEachLevel(std::shared_ptr<const Model> model,
+                 const std::function<void(int level, Device& dev, Session& gpu)>& check) {
+  std::unique_ptr<Session> cpu = CpuSession(model);
+  SessionOptions options;
+  options.shape_buckets = {{"*", "exact"}};
+  for (int level : {0, 1, 2}) {
+    SCOPED_TRACE(absl::StrCat("level ", level));
+    std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
+    absl::StatusOr<std::unique_ptr<Session>> gpu = internal::CreateSessionOnDevice(model, options, dev);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    ExpectLoopCasesMatchCpu(*cpu, **gpu);
+    check(level, *dev, **gpu);
+  }
+}
+
 // A Loop whose carried shapes hold is one graph with a WHILE node: its
 // trips are counted and decided on the device (by the trip count and by the
 // body's condition), so a steady run reads back only its outputs whatever
@@ -457,28 +466,21 @@ void ExpectLoopCasesMatchCpu(Session& cpu, Session& gpu) {
 // Every run equals the CPU's, at 0 to 9 trips and two lengths.
 TEST(ConditionalGraphTest, ALoopRunsItsTripsOnTheDevice) {
   std::shared_ptr<const Model> model = testing::LoadOrDie(BuildCarriedLoop());
-  std::unique_ptr<Session> cpu = CpuSession(model);
   int64_t reads[3][2] = {};
-  for (int level : {0, 1, 2}) {
-    SCOPED_TRACE(absl::StrCat("level ", level));
-    std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
-    std::unique_ptr<Session> made = ExactShapesOn(model, dev);
-    ASSERT_NE(made, nullptr);
-    Session& gpu = *made;
-    ExpectLoopCasesMatchCpu(*cpu, gpu);
+  AtEachLevel(model, [&](int level, Device& dev, Session& gpu) {
     const int64_t captured = gpu.stats().graphs_captured;
     for (int k = 0; k < 2; ++k) {
       const int64_t trips = k == 0 ? 2 : 8;
-      const cuda::DeviceStats before = dev->stats();
+      const cuda::DeviceStats before = dev.stats();
       RunLoop(gpu, trips, 6, 1e9f);
-      const cuda::DeviceStats after = dev->stats();
+      const cuda::DeviceStats after = dev.stats();
       reads[level][k] = after.device_to_host_copies - before.device_to_host_copies;
       if (level > 0) EXPECT_EQ(after.launches, before.launches) << "every kernel ran inside a graph";
     }
     EXPECT_EQ(gpu.stats().graphs_captured, captured) << "a steady run captures nothing";
     EXPECT_EQ(gpu.stats().control_flow_in_graphs, level > 0 ? 14 : 0);
     EXPECT_EQ(gpu.stats().control_flow_host_driven, level > 0 ? 0 : 14);
-  }
+  });
   // On the device: the same reads at 2 and 8 trips; host-driven: one more
   // per trip.
   EXPECT_EQ(reads[2][0], reads[2][1]);
@@ -516,24 +518,17 @@ TEST(ConditionalGraphTest, ALoopWithScanOutputsWritesThemOnTheDevice) {
   for (bool stop_early : {false, true}) {
     SCOPED_TRACE(stop_early ? "the body's condition stops it" : "the trip count stops it");
     std::shared_ptr<const Model> model = testing::LoadOrDie(BuildCarriedLoop(/*scan=*/true, stop_early));
-    std::unique_ptr<Session> cpu = CpuSession(model);
     int64_t reads[3][2] = {};
-    for (int level : {0, 1, 2}) {
-      SCOPED_TRACE(absl::StrCat("level ", level));
-      std::shared_ptr<Device> dev = cuda::NewEmulatedDevice(level);
-      std::unique_ptr<Session> made = ExactShapesOn(model, dev);
-      ASSERT_NE(made, nullptr);
-      Session& gpu = *made;
-      ExpectLoopCasesMatchCpu(*cpu, gpu);
+    AtEachLevel(model, [&](int level, Device& dev, Session& gpu) {
       EXPECT_EQ(gpu.stats().control_flow_in_graphs, level > 0 ? 12 : 0) << gpu.stats().control_flow_fallback_reason;
       EXPECT_EQ(gpu.stats().control_flow_host_driven, level > 0 ? 0 : 12);
       const int64_t captured = gpu.stats().graphs_captured;
       for (int k = 0; k < 2; ++k) {
         const int64_t trips = k == 0 ? 2 : 8;
         RunLoop(gpu, trips, 6, 1e9f);  // buffers for this count (a power of two: 2, then 8)
-        const cuda::DeviceStats before = dev->stats();
+        const cuda::DeviceStats before = dev.stats();
         const std::vector<Tensor> got = RunLoop(gpu, trips, 6, 1e9f);
-        const cuda::DeviceStats after = dev->stats();
+        const cuda::DeviceStats after = dev.stats();
         ASSERT_EQ(got.size(), 4u);
         EXPECT_EQ(got[2].shape(), (std::vector<int64_t>{trips, 6}));
         EXPECT_EQ(got[3].shape(), (std::vector<int64_t>{trips}));
@@ -541,7 +536,7 @@ TEST(ConditionalGraphTest, ALoopWithScanOutputsWritesThemOnTheDevice) {
         if (level > 0) EXPECT_EQ(after.launches, before.launches) << "every kernel ran inside a graph";
       }
       if (level > 0) EXPECT_LE(gpu.stats().graphs_captured - captured, 2) << "at most one capture per new count";
-    }
+    });
     EXPECT_EQ(reads[2][0], reads[2][1]);
     EXPECT_EQ(reads[1][1], reads[2][1]);
     EXPECT_EQ(reads[0][1] - reads[0][0], 6);
