@@ -249,13 +249,12 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   // the device counts, into buffers for as many trips as the count allows,
   // so the count must be known before the loop runs (read back once when
   // only the device has it; the host-driven loop reads it too).
+  // A run that can be stopped (a deadline, a cancellation token) keeps its
+  // loops on the host, which checks both per trip: a WHILE node's trips run
+  // without it, so a long loop would overrun the deadline by its whole length.
+  if (interruptible_) return host_driven("the run can be stopped (a deadline or a cancellation token)");
   int64_t capacity = 0, count = 0;
   if (k > 0) {
-    if (interruptible_) {
-      // Its buffers would be made for the whole count and its trips run
-      // without the host, which checks the deadline and the token per trip.
-      return host_driven("it has scan outputs and the run can be stopped (a deadline or a cancellation token)");
-    }
     int64_t m = init.trips_value;
     if (init.trips != nullptr) {
       if (absl::Status st = backend_.CopyAsync(&m, init.trips, sizeof(m)); !st.ok()) return st;

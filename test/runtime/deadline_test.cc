@@ -296,24 +296,48 @@ TEST(CancellationTest, RunIntoAndRunValuesStopToo) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
 }
 
-// The CUDA Loop kernel (on the emulated device) stops the same way, scan
-// outputs included, and the session runs on afterwards.
+// The CUDA Loop (on the emulated device) stops the same way, carried values
+// only and with scan outputs: a session that can be stopped keeps its loops
+// host-driven (a WHILE node's trips run without the host's per-trip check),
+// and runs on afterwards. A cancellation token stops it too.
 TEST(DeadlineTest, CudaLoopStopsAtTheDeadline) {
+  for (bool scan : {false, true}) {
+    SCOPED_TRACE(scan ? "with scan outputs" : "carried values only");
+    SessionOptions options;
+    options.run_deadline_ms = 100;
+    auto session =
+        internal::CreateSessionOnDevice(LoopModel(LoopForm::kTripCount, scan), options, cuda::NewEmulatedDevice());
+    ASSERT_TRUE(session.ok()) << session.status();
+    LoopInputs forever(kHuge);
+    const auto start = std::chrono::steady_clock::now();
+    auto out = (*session)->Run(forever.views());
+    EXPECT_LT(SecondsSince(start), 10.0);
+    ASSERT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+    LoopInputs two(2);
+    auto again = (*session)->Run(two.views());
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(ToVector((*again)[0]), (std::vector<float>{3, 4, 5, 6}));
+    if (scan) EXPECT_EQ(ToVector((*again)[1]), (std::vector<float>{1, 2, 3, 4, 2, 3, 4, 5}));
+    EXPECT_EQ((*session)->stats().control_flow_in_graphs, 0);
+    EXPECT_GT((*session)->stats().control_flow_host_driven, 0);
+  }
+}
+
+TEST(CancellationTest, CudaLoopStopsWhenCancelled) {
+  auto token = std::make_shared<CancellationToken>();
   SessionOptions options;
-  options.run_deadline_ms = 100;
-  auto session =
-      internal::CreateSessionOnDevice(LoopModel(LoopForm::kTripCount, /*scan=*/true), options, cuda::NewEmulatedDevice());
+  options.cancellation = token;
+  auto session = internal::CreateSessionOnDevice(LoopModel(LoopForm::kTripCount), options, cuda::NewEmulatedDevice());
   ASSERT_TRUE(session.ok()) << session.status();
-  LoopInputs forever(kHuge);
-  const auto start = std::chrono::steady_clock::now();
-  auto out = (*session)->Run(forever.views());
-  EXPECT_LT(SecondsSince(start), 10.0);
-  ASSERT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
-  LoopInputs two(2);
-  auto again = (*session)->Run(two.views());
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(ToVector((*again)[0]), (std::vector<float>{3, 4, 5, 6}));
-  EXPECT_EQ(ToVector((*again)[1]), (std::vector<float>{1, 2, 3, 4, 2, 3, 4, 5}));
+  absl::Status status;
+  std::thread t([&] {
+    LoopInputs forever(kHuge);
+    status = (*session)->Run(forever.views()).status();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  token->Cancel();
+  t.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
 }
 
 // A Loop with no carried values (ONNX's Loop(M, "") that only scans) is
