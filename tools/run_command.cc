@@ -255,11 +255,16 @@ absl::Status WriteOutputs(const std::string& dir, const std::vector<std::pair<st
 
 // A case directory's base name: "a/b/" and "a/b" give "b", "." the current
 // directory's name.
-std::string CaseBaseName(const std::string& dir) {
+// `dir` made absolute and normal ("a/./b/" and "a/b/" alike).
+std::filesystem::path NormalPath(const std::string& dir) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::absolute(dir, ec);
   if (ec) p = dir;
-  p = p.lexically_normal();
+  return p.lexically_normal();
+}
+
+std::string CaseBaseName(const std::string& dir) {
+  std::filesystem::path p = NormalPath(dir);
   if (!p.has_filename()) p = p.parent_path();
   return p.filename().string();
 }
@@ -269,7 +274,7 @@ bool SameDirectory(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (std::filesystem::equivalent(a, b, ec)) return true;
   // Not there (the run then fails on reading it): compare the paths.
-  return std::filesystem::absolute(a, ec).lexically_normal() == std::filesystem::absolute(b, ec).lexically_normal();
+  return NormalPath(a) == NormalPath(b);
 }
 
 // One set of inputs: a case directory's, or the --input files'.

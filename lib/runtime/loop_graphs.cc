@@ -35,6 +35,10 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   SegmentGraph& g = ControlGraph(inst, s);
   if (!g.no_graph.empty()) return false;
   auto host_driven = [&](absl::string_view why) { return HostDriven(g, *step.node, "each trip's condition read back", why); };
+  // A run that can be stopped (a deadline, a cancellation token) keeps its
+  // loops on the host, which checks both per trip: a WHILE node's trips run
+  // without it, so a long loop would overrun the deadline by its whole length.
+  if (interruptible_) return host_driven("the run can be stopped (a deadline or a cancellation token)");
 
   TensorView* const* ptrs = inst.ptrs.data() + inst.step_ptrs[s];
   const TensorView* const* host = inst.host_ptrs.data() + inst.step_ptrs[s];
@@ -71,10 +75,6 @@ absl::StatusOr<bool> Executor::RunLoopGraph(PlanInstance& inst, size_t s) {
   // the device counts, into buffers for as many trips as the count allows,
   // so the count must be known before the loop runs (read back once when
   // only the device has it; the host-driven loop reads it too).
-  // A run that can be stopped (a deadline, a cancellation token) keeps its
-  // loops on the host, which checks both per trip: a WHILE node's trips run
-  // without it, so a long loop would overrun the deadline by its whole length.
-  if (interruptible_) return host_driven("the run can be stopped (a deadline or a cancellation token)");
   int64_t capacity = 0, count = 0;
   if (k > 0) {
     int64_t m = init.trips_value;
