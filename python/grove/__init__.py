@@ -25,6 +25,7 @@ import ctypes
 import functools
 import math
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -35,6 +36,7 @@ from ._capi import lib as _lib
 from ._dlpack import Tensor
 
 _run = _lib.grove_session_run
+_run_by_address = _capi.run_by_address
 _addressof = ctypes.addressof
 _char_from_buffer = ctypes.c_char.from_buffer
 
@@ -269,7 +271,10 @@ def _shape_of(t: "_capi.Tensor") -> Tuple[int, ...]:
     return tuple(int(t.dims[d]) for d in range(t.rank))
 
 
-def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep: List[Any]) -> None:
+def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep: List[Any]) -> bool:
+    """Fills `slot` from `array`; True when the array is read in place through
+    its writable buffer, so that Session.run may refill only `data` for the
+    next array of the same dtype and shape."""
     # The common case first (a native-order, C-contiguous array of a dtype
     # NumPy and grove share): no copy, one table lookup.
     code = _GROVE_OF_NATIVE_NUMPY.get(array.dtype)
@@ -278,14 +283,15 @@ def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep:
         slot.dtype = code
         slot.rank = array.ndim
         slot.dims[:array.ndim] = array.shape
+        slot.byte_size = array.nbytes
         try:
             # 0.5 us where array.ctypes.data takes 2-4 (a writable array; a
             # read-only one raises and takes the slow property).
             slot.data = _addressof(_char_from_buffer(array))
+            return True
         except (TypeError, ValueError, BufferError):
             slot.data = array.ctypes.data
-        slot.byte_size = array.nbytes
-        return
+            return False
     if array.ndim > _capi.GROVE_MAX_RANK:
         raise _invalid(f"input '{spec.name}': rank {array.ndim} is above grove's {_capi.GROVE_MAX_RANK}")
     if array.dtype.kind in "USO":
@@ -320,6 +326,7 @@ def _fill_numpy(slot: "_capi.Tensor", array: np.ndarray, spec: TensorSpec, keep:
         slot.dims[d] = n
     slot.data = data
     slot.byte_size = nbytes
+    return False
 
 
 def _fill_dlpack(slot: "_capi.Tensor", obj: Any, spec: TensorSpec, session: "Session", dlpack: List[Any]) -> None:
@@ -348,19 +355,22 @@ def _is_dlpack(obj: Any) -> bool:
 
 # --- outputs ------------------------------------------------------------------
 
+def _host_view(t: "_capi.Tensor") -> Optional[np.ndarray]:
+    """An ndarray over the session's buffer of output `t` (no copy), or None
+    where _to_numpy_slow must read it (text, no elements, no NumPy dtype)."""
+    dtype = _NUMPY_OF_GROVE.get(t.dtype)
+    if dtype is None:
+        return None
+    shape = t.dims[:t.rank]
+    nbytes = t.byte_size
+    if nbytes == 0 or math.prod(shape) * dtype.itemsize != nbytes:
+        return None
+    return np.ndarray(shape, dtype, (ctypes.c_char * nbytes).from_address(t.data))
+
+
 def _to_numpy(t: "_capi.Tensor") -> np.ndarray:
-    code = t.dtype
-    dtype = _NUMPY_OF_GROVE.get(code)
-    if dtype is not None:
-        # The common case, kept short: it runs for every output of every run.
-        # One ndarray over grove's buffer, then its copy (frombuffer + reshape
-        # made two views first).
-        shape = t.dims[:t.rank]
-        nbytes = t.byte_size
-        if nbytes == 0 or math.prod(shape) * dtype.itemsize != nbytes:
-            return _to_numpy_slow(t)
-        return np.ndarray(shape, dtype, (ctypes.c_char * nbytes).from_address(t.data)).copy()
-    return _to_numpy_slow(t)
+    view = _host_view(t)
+    return view.copy() if view is not None else _to_numpy_slow(t)
 
 
 def _to_numpy_slow(t: "_capi.Tensor") -> np.ndarray:
@@ -529,6 +539,25 @@ class Session:
         self._not_tensor_input = next((spec for spec in model.inputs if spec.kind != "tensor"), None)
         self._inputs_type = _capi.Tensor * len(model.inputs)
         self._outputs_type = _capi.Tensor * len(model.outputs)
+        # The descriptors run() reuses, run after run (grove only reads the
+        # inputs'; it fills the outputs' whose data is NULL). An input slot
+        # keeps the (dtype, shape) it was filled for, so that the next array
+        # of the same dtype and shape changes only its data pointer. The
+        # outputs' bytes as the last run left them and an ndarray over each
+        # output buffer they name: a run that reports the same descriptors
+        # copies out of those views. Held by one run() at a time (_run_lock);
+        # a second thread's run, which grove refuses, takes descriptors of
+        # its own.
+        self._in_tensors = self._inputs_type()
+        self._in_slots = tuple(self._in_tensors)
+        self._in_keys: List[Any] = [None] * len(model.inputs)
+        self._out_tensors = self._outputs_type()
+        self._out_slots = tuple(self._out_tensors)
+        self._out_bytes: Optional[bytes] = None
+        self._out_views: Tuple[np.ndarray, ...] = ()
+        self._run_args = (ctypes.cast(handle, ctypes.c_void_p).value, ctypes.addressof(self._in_tensors),
+                          len(model.inputs), ctypes.addressof(self._out_tensors), len(model.outputs))
+        self._run_lock = threading.Lock()
 
     def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
             output_format: str = "numpy") -> Dict[str, Union[np.ndarray, Tensor]]:
@@ -577,28 +606,80 @@ class Session:
         if self._not_tensor_input is not None:
             spec = self._not_tensor_input
             raise Error(_capi.STATUS_UNIMPLEMENTED, f"input '{spec.name}' is a {spec.kind}; the Python package runs tensor inputs only")
-        # The run's descriptors and what keeps their memory alive: NumPy arrays,
-        # string bytes, and the DLPack tensors to release after the run.
+        lock = self._run_lock
+        if not lock.acquire(False):
+            return self._run_unshared(values, to_numpy)
+        try:
+            # What keeps the descriptors' memory alive: NumPy arrays made
+            # here, string bytes, and the DLPack tensors to release after the run.
+            slots, keys, keep, dlpack = self._in_slots, self._in_keys, [], []
+            try:
+                for i, value in enumerate(values):
+                    if type(value) is np.ndarray:
+                        key = (value.dtype, value.shape)
+                        if key == keys[i]:
+                            try:  # the slot's dtype, rank, dims and byte_size stand
+                                slots[i].data = _addressof(_char_from_buffer(value))
+                                continue
+                            except (TypeError, ValueError, BufferError):  # now strided or read-only
+                                pass
+                        keys[i] = None
+                        if _fill_numpy(slots[i], value, specs[i], keep):
+                            keys[i] = key
+                        continue
+                    keys[i] = None
+                    self._fill_other(slots[i], value, specs[i], keep, dlpack)
+                for slot in self._out_slots:
+                    slot.data = None  # grove fills it
+                status = _run_by_address(*self._run_args)
+                if status:
+                    _check(ctypes.cast(status, _capi._status))
+            finally:
+                if dlpack:
+                    _release_dlpack(dlpack)
+            # The session's buffers stay valid until its next run: copy them out now.
+            if to_numpy and not self._outputs_on_device:
+                outputs = self._out_tensors
+                raw = bytes(outputs)
+                if raw != self._out_bytes:
+                    views = [_host_view(t) for t in outputs]
+                    if any(v is None for v in views):
+                        self._out_bytes, self._out_views = None, ()
+                        return {name: _to_numpy(t) for name, t in zip(self._output_names, outputs)}
+                    self._out_bytes, self._out_views = raw, tuple(views)
+                return {name: v.copy() for name, v in zip(self._output_names, self._out_views)}
+            return self._outputs(self._out_tensors, to_numpy)
+        finally:
+            lock.release()
+
+    def _fill_other(self, slot: "_capi.Tensor", value: Any, spec: TensorSpec, keep: List[Any],
+                    dlpack: List[Any]) -> None:
+        """An input that is not an ndarray (a subclass included)."""
+        if isinstance(value, np.ndarray):
+            _fill_numpy(slot, value, spec, keep)
+        elif hasattr(value, "__dlpack__"):
+            _fill_dlpack(slot, value, spec, self, dlpack)
+        else:
+            # A list or Python scalar takes the input's dtype (an ndarray's
+            # dtype is the caller's choice, checked by grove).
+            _fill_numpy(slot, np.asarray(value, dtype=spec.numpy_dtype), spec, keep)
+
+    def _run_unshared(self, values: List[Any], to_numpy: bool) -> Dict[str, Union[np.ndarray, Tensor]]:
+        """A run with descriptors of its own, while another thread is inside
+        run() (grove then refuses it as running on another thread)."""
         tensors, keep, dlpack = self._inputs_type(), [], []
         try:
             for i, value in enumerate(values):
-                if isinstance(value, np.ndarray):
-                    _fill_numpy(tensors[i], value, specs[i], keep)
-                elif hasattr(value, "__dlpack__"):
-                    _fill_dlpack(tensors[i], value, specs[i], self, dlpack)
-                else:
-                    # A list or Python scalar takes the input's dtype (an
-                    # ndarray's dtype is the caller's choice, checked by grove).
-                    spec = specs[i]
-                    _fill_numpy(tensors[i], np.asarray(value, dtype=spec.numpy_dtype), spec, keep)
+                self._fill_other(tensors[i], value, self.model.inputs[i], keep, dlpack)
             outputs = self._outputs_type()
-            status = _run(self._handle, tensors, len(specs), outputs, len(outputs))
-            if status:
-                _check(status)
+            _check(_run(self._handle, tensors, len(tensors), outputs, len(outputs)))
         finally:
             if dlpack:
                 _release_dlpack(dlpack)
-        # The session's buffers stay valid until its next run: copy them out now.
+        return self._outputs(outputs, to_numpy)
+
+    def _outputs(self, outputs: Any, to_numpy: bool) -> Dict[str, Union[np.ndarray, Tensor]]:
+        """Copies of the outputs a run left in `outputs`."""
         names = self._output_names
         if to_numpy:
             if not self._outputs_on_device:
@@ -641,6 +722,7 @@ class Session:
         """Releases the session now (also done when it is collected); a
         tracing session writes its trace_path."""
         handle, self._handle = self._handle, None
+        self._out_bytes, self._out_views = None, ()
         if handle:
             _lib.grove_session_release(handle)
 
