@@ -27,6 +27,7 @@
 #include "lib/backends/cpu/cpu_features.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/parallel_for.h"
+#include "lib/backends/cpu/simd_exp.h"
 #include "lib/backends/cpu/workspace_layout.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -214,130 +215,6 @@ __attribute__((target("avx2,fma"))) void ScaleRowAvx2(float* x, int64_t n, Atten
     for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_div_ps(_mm256_loadu_ps(x + j), sv));
     for (; j < n; ++j) x[j] /= s;
   }
-}
-
-// exp(x) for x <= 0 (Cephes' single-precision polynomial, within 2 ulp):
-// -inf and anything below the smallest normal's log give 0, NaN stays NaN.
-// Those lanes are computed as exp(0) and then cleared: computed at the
-// bound, y * 2^-126 would come out subnormal, and every such multiply takes
-// a microcode assist (~150 cycles on Intel cores), which made a causal
-// mask's -inf half of the scores cost more than the rest of the kernel.
-__attribute__((target("avx2,fma"))) inline __m256 ExpNonPositiveAvx2(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3365447f);  // log(FLT_MIN)
-  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);  // false for NaN
-  x = _mm256_andnot_ps(underflow, x);
-  __m256 t = _mm256_max_ps(lo, x);  // NaN stays (the second operand)
-  t = _mm256_min_ps(_mm256_set1_ps(88.3762626647949f), t);
-  __m256 fx = _mm256_fmadd_ps(t, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
-  fx = _mm256_floor_ps(fx);
-  t = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), t);
-  t = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), t);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_fmadd_ps(y, _mm256_mul_ps(t, t), _mm256_add_ps(t, _mm256_set1_ps(1.0f)));
-  const __m256i n = _mm256_cvttps_epi32(fx);
-  const __m256 pow2n = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
-  return _mm256_andnot_ps(underflow, _mm256_mul_ps(y, pow2n));
-}
-
-// The row softmax in place, as the Softmax kernel computes it (the max, then
-// exp(x - max), their sum, times 1 / sum), eight lanes at a time, the last
-// n % 8 elements through masked loads and stores (lanes past n are -inf for
-// the max and 0 for the sum): the max ignores NaN as `x[j] > m` does, and a
-// NaN or an all -inf row comes out NaN.
-__attribute__((target("avx2,fma"))) void SoftmaxRowAvx2(float* x, int64_t n) {
-  const int64_t full = n / 8 * 8;
-  const __m256i tail =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - full)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  const __m256 tail_ps = _mm256_castsi256_ps(tail);
-  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  __m256 mv = _mm256_set1_ps(x[0]);
-  for (int64_t j = 0; j < full; j += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + j), mv);  // NaN lanes keep mv
-  if (full < n) mv = _mm256_max_ps(_mm256_blendv_ps(ninf, _mm256_maskload_ps(x + full, tail), tail_ps), mv);
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, mv);
-  float m = x[0];
-  for (float v : lanes) m = v > m ? v : m;
-  mv = _mm256_set1_ps(m);
-  __m256 sum = _mm256_setzero_ps();
-  for (int64_t j = 0; j < full; j += 8) {
-    const __m256 e = ExpNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
-    _mm256_storeu_ps(x + j, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  if (full < n) {
-    const __m256 e =
-        _mm256_and_ps(ExpNonPositiveAvx2(_mm256_sub_ps(_mm256_maskload_ps(x + full, tail), mv)), tail_ps);
-    _mm256_maskstore_ps(x + full, tail, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  _mm256_store_ps(lanes, sum);
-  double total = 0;
-  for (float v : lanes) total += v;
-  const __m256 iv = _mm256_set1_ps(static_cast<float>(1.0 / total));
-  for (int64_t j = 0; j < full; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), iv));
-  if (full < n) _mm256_maskstore_ps(x + full, tail, _mm256_mul_ps(_mm256_maskload_ps(x + full, tail), iv));
-}
-
-// exp(x) for x <= 0 as ExpNonPositiveAvx2 computes it, sixteen lanes.
-__attribute__((target("avx512f"))) inline __m512 ExpNonPositiveAvx512(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.3365447f);
-  const __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-  x = _mm512_mask_mov_ps(x, underflow, _mm512_setzero_ps());
-  __m512 t = _mm512_max_ps(lo, x);
-  t = _mm512_min_ps(_mm512_set1_ps(88.3762626647949f), t);
-  __m512 fx = _mm512_fmadd_ps(t, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f));
-  fx = _mm512_roundscale_ps(fx, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  t = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), t);
-  t = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), t);
-  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(1.3981999507e-3f));
-  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(8.3334519073e-3f));
-  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(4.1665795894e-2f));
-  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(1.6666665459e-1f));
-  y = _mm512_fmadd_ps(y, t, _mm512_set1_ps(5.0000001201e-1f));
-  y = _mm512_fmadd_ps(y, _mm512_mul_ps(t, t), _mm512_add_ps(t, _mm512_set1_ps(1.0f)));
-  const __m512i n = _mm512_cvttps_epi32(fx);
-  const __m512 pow2n = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23));
-  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~underflow), y, pow2n);
-}
-
-// SoftmaxRowAvx2 sixteen lanes at a time (the CPU's AVX-512 where it has
-// it: twice the exps per instruction, which bound a long row's softmax).
-__attribute__((target("avx512f"))) void SoftmaxRowAvx512(float* x, int64_t n) {
-  const int64_t full = n / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1u);
-  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 mv = _mm512_set1_ps(x[0]);
-  for (int64_t j = 0; j < full; j += 16) mv = _mm512_max_ps(_mm512_loadu_ps(x + j), mv);  // NaN lanes keep mv
-  if (full < n) mv = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, tail, x + full), mv);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, mv);
-  float m = x[0];
-  for (float v : lanes) m = v > m ? v : m;
-  mv = _mm512_set1_ps(m);
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < full; j += 16) {
-    const __m512 e = ExpNonPositiveAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + j), mv));
-    _mm512_storeu_ps(x + j, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  if (full < n) {
-    const __m512 e = _mm512_maskz_mov_ps(
-        tail, ExpNonPositiveAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + full), mv)));
-    _mm512_mask_storeu_ps(x + full, tail, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  _mm512_store_ps(lanes, sum);
-  double total = 0;
-  for (float v : lanes) total += v;
-  const __m512 iv = _mm512_set1_ps(static_cast<float>(1.0 / total));
-  for (int64_t j = 0; j < full; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), iv));
-  if (full < n) _mm512_mask_storeu_ps(x + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + full), iv));
 }
 
 // OutputBlockAvx2 for dv <= 8: one vector of columns per row, the keys
