@@ -82,7 +82,11 @@ class Backend {
   // a form that reads a dim from its parameters where its usual form would
   // bake it into the graph (CUDA: a GEMM whose N or K may vary runs the
   // tiled kernel of jit/kernels/gemm_tiled.cuh instead of cuBLASLt).
-  virtual void SetBucketPlans(bool bucketed) {}
+  // `bucket` names the bucket (the same for its bound and its shapes, the
+  // bound planned first), so a kernel keeps for a bucket's shapes the
+  // variant it chose at the bound (a graph refreshes only the launches it
+  // captured); nullptr: plans of exact shapes.
+  virtual void SetBucketPlans(const void* bucket) {}
 
   // --- memory ----------------------------------------------------------------
   // True when kernels read host memory (the CPU): views are used in place and

@@ -217,9 +217,9 @@ absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const Te
   }
   auto family = std::make_unique<BucketFamily>();
   family->key = std::move(key);
-  backend_.SetBucketPlans(true);
+  backend_.SetBucketPlans(family.get());
   absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = BuildPlan(subgraph, bound, bound_captures);
-  backend_.SetBucketPlans(false);
+  backend_.SetBucketPlans(nullptr);
   if (!plan.ok()) {
     // Remembered, so the bound is planned once: its shapes run exact plans.
     std::vector<std::string> dims;
@@ -320,9 +320,9 @@ absl::StatusOr<PlanInstance*> Executor::GetPlan(int subgraph, absl::Span<const T
   }
   last_plan_hit_ = false;
   // A shape of a bucket is prepared as its bound was (Backend::SetBucketPlans).
-  backend_.SetBucketPlans(family != nullptr);
+  backend_.SetBucketPlans(family);
   absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = BuildPlan(subgraph, inputs, captures);
-  backend_.SetBucketPlans(false);
+  backend_.SetBucketPlans(nullptr);
   if (!plan.ok()) return plan.status();
   if (family != nullptr) {
     if (absl::Status s = (*plan)->AdoptLayout(*family->bound->plan); !s.ok()) {

@@ -107,7 +107,7 @@ class CudaBackend : public runtime::Backend {
   }
 
   void* kernel_context() override { return exec_.get(); }
-  void SetBucketPlans(bool bucketed) override { exec_->set_bucket_plan(bucketed); }
+  void SetBucketPlans(const void* bucket) override { exec_->set_bucket(bucket); }
   void SetStepHostInputs(absl::Span<const TensorView* const> host_inputs) override {
     exec_->SetHostInputs(host_inputs);
   }

@@ -116,6 +116,13 @@ class ExecContext {
   // graph bakes (a cuBLASLt GEMM's sizes) must not vary (tiled_gemm.h).
   void set_bucket_plan(bool bucketed) { bucket_plan_ = bucketed; }
   bool bucket_plan() const { return bucket_plan_; }
+  // The bucket's identity (Backend::SetBucketPlans), set with bucket_plan;
+  // nullptr for exact shapes, or a bucketed plan of no named bucket (tests).
+  void set_bucket(const void* bucket) {
+    bucket_ = bucket;
+    bucket_plan_ = bucket != nullptr;
+  }
+  const void* bucket() const { return bucket_; }
 
   // The session's kernel dispatcher (tables, cost model, the choices made):
   // what ChooseVariant (kernel_choice.h) asks; nullptr outside a session
@@ -178,6 +185,7 @@ class ExecContext {
   absl::Span<const TensorView* const> host_inputs_;
   GemmDesc::Math gemm_math_ = GemmDesc::Math::kF32;
   bool bucket_plan_ = false;
+  const void* bucket_ = nullptr;
   KernelDispatch* dispatch_ = nullptr;
   absl::flat_hash_map<const ir::Node*, StateEntry> states_;
 };
