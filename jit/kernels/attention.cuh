@@ -5,7 +5,8 @@
 // sum and output columns by exp(old max - new max) and adds exp(s - max) and
 // exp(s - max) * V[j] (online softmax; each lane owns kAttnColsPerLane
 // columns of the output per pass over the keys). A row whose scores are all
-// -inf gives NaN, as Softmax gives exp(-inf - -inf) there; no keys give 0.
+// -inf gives NaN, as Softmax gives exp(-inf - -inf) there (with
+// zero_nan_probs: 0, as Where(IsNaN(p), 0, p) then MatMul give); no keys give 0.
 #ifndef GROVE_JIT_KERNELS_ATTENTION_CUH_
 #define GROVE_JIT_KERNELS_ATTENTION_CUH_
 
@@ -97,6 +98,15 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
         float r;
         if (p.sk == 0) {
           r = 0.0f;
+        } else if (p.zero_nan_probs != 0 && (m == neg_inf || l != l)) {
+          // Softmax's probabilities are all NaN here (every score -inf, or
+          // a NaN or +inf score made the sum NaN); counted as zeros, the
+          // row is sum_j 0 * V[j]: NaN where a V[j] is inf or NaN, else 0.
+          r = 0.0f;
+          for (i64 j = 0; j < p.sk; ++j) {
+            const float x = to_f32(v[j * p.dv + c]);
+            if (!(x - x == 0.0f)) r = neg_inf - neg_inf;
+          }
         } else if (m == neg_inf) {
           r = neg_inf - neg_inf;  // NaN
         } else {

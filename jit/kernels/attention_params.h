@@ -36,6 +36,7 @@ struct AttentionParams {
   i64 q_b0, q_b1, k_b0, k_b1, k_js, k_ds, v_b0, v_b1;
   float q_scale, k_scale, scale;
   int q_scale_op, k_scale_op, scale_op;
+  int zero_nan_probs;  // 1: NaN probabilities count as 0 (Where(IsNaN(p), 0, p))
   AttnMaskParams masks[2];  // applied in order
 };
 

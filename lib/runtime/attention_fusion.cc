@@ -11,11 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/ir/ops/attention_attrs.h"
+#include "lib/runtime/attention_fusion_finder.h"
 #include "lib/runtime/backend.h"
 #include "lib/runtime/registry.h"
 
 namespace grove::runtime {
 namespace {
+
+using attention_internal::BroadcastsTo;
+using attention_internal::ChainFinder;
 
 std::atomic<bool>& FusionSwitch() {
   static std::atomic<bool> enabled{[] {
@@ -23,132 +27,6 @@ std::atomic<bool>& FusionSwitch() {
     return env == nullptr || std::strcmp(env, "0") != 0;
   }()};
   return enabled;
-}
-
-// The plan as the pass reads it: who makes and who reads each value.
-class ChainFinder {
- public:
-  ChainFinder(PlanGraph& plan, ir::Backend backend) : plan_(plan), backend_(backend) {
-    const size_t n = plan.values.size();
-    uses_.assign(n, 0);
-    consumer_.assign(n, -1);
-    producer_.assign(n, -1);
-    for (size_t s = 0; s < plan.steps.size(); ++s) {
-      const PlanStep& step = plan.steps[s];
-      for (int v : step.outputs) {
-        if (v >= 0) producer_[v] = static_cast<int>(s);
-      }
-      for (int v : step.inputs) {
-        if (v < 0) continue;
-        ++uses_[v];
-        consumer_[v] = static_cast<int>(s);
-      }
-      for (int t : step.node->implicit_inputs) {
-        const int v = plan.value_of(t);
-        if (v >= 0) uses_[v] += 2;
-      }
-    }
-    for (int v : plan.output_values) uses_[v] += 2;
-    absorbed_.assign(plan.steps.size(), false);
-  }
-
-  // A step that may be a link: runs on the plan's backend, planned shapes,
-  // not taken by an earlier chain.
-  bool Linkable(int s) const {
-    if (s < 0 || absorbed_[s]) return false;
-    const PlanStep& st = plan_.steps[s];
-    return !st.host_fallback && !st.infer_at_run && !st.kernel_allocates && st.backend == backend_ &&
-           st.outputs.size() == 1 && st.outputs[0] >= 0;
-  }
-  // The step that makes `v` when it may be absorbed: read once, by the
-  // chain, an arena value of known shape made by a linkable step of `type`.
-  int AbsorbableProducer(int v, const char* type) const {
-    if (v < 0 || uses_[v] != 1) return -1;
-    const int p = producer_[v];
-    if (!Linkable(p) || plan_.steps[p].node->type != type) return -1;
-    const PlanValue& pv = plan_.values[v];
-    if (pv.kind != Storage::kArena || !pv.shape_known) return -1;
-    return p;
-  }
-  int consumer(int v) const { return uses_[v] == 1 ? consumer_[v] : -1; }
-  int producer(int v) const { return producer_[v]; }
-
-  // `s` passes its input 0 through unchanged, as exporters leave around a
-  // Softmax: Identity, a Cast to the dtype it already has, a Dropout
-  // (inference) without training_mode and mask. Whichever backend's kernel
-  // it runs (CUDA's Dropout is the CPU's, with copies), it computes nothing.
-  bool PassesThrough(int s) const {
-    if (s < 0 || absorbed_[s]) return false;
-    const PlanStep& st = plan_.steps[s];
-    if (st.infer_at_run || st.kernel_allocates) return false;
-    if (st.outputs.empty() || st.outputs[0] < 0 || st.inputs.empty() || st.inputs[0] < 0) return false;
-    for (size_t i = 1; i < st.outputs.size(); ++i) {
-      if (st.outputs[i] >= 0) return false;
-    }
-    const PlanValue& in = plan_.values[st.inputs[0]];
-    const PlanValue& out = plan_.values[st.outputs[0]];
-    if (in.dtype != out.dtype || in.shape != out.shape || out.kind != Storage::kArena) return false;
-    const std::string& type = st.node->type;
-    if (type == "Identity" || type == "Cast") return st.inputs.size() == 1;
-    if (type == "Dropout") return st.inputs.size() < 3 || st.inputs[2] < 0;
-    return false;
-  }
-  void Absorb(int s) { absorbed_[s] = true; }
-  const PlanValue& value(int v) const { return plan_.values[v]; }
-  const PlanStep& step(int s) const { return plan_.steps[s]; }
-
-  // A plan-time f32 constant of one element (a weight or a folded value).
-  std::optional<double> ScalarConstant(int v) const {
-    if (v < 0) return std::nullopt;
-    const PlanValue& pv = plan_.values[v];
-    if ((pv.kind != Storage::kWeight && pv.kind != Storage::kFolded) || pv.data == nullptr) return std::nullopt;
-    if (pv.dtype != DType::kF32 || ir::NumElements(pv.shape) != 1) return std::nullopt;
-    float f;
-    std::memcpy(&f, pv.data, sizeof(f));
-    return f;
-  }
-
-  // `s` is Mul(x, c), Mul(c, x) or Div(x, c) with a scalar constant c whose
-  // rank does not widen x: the scale, and x in *x.
-  std::optional<ir::AttentionScale> ScaleOf(int s, int* x) const {
-    const PlanStep& st = plan_.steps[s];
-    if (st.inputs.size() != 2) return std::nullopt;
-    const std::string& type = st.node->type;
-    const int out = st.outputs[0];
-    for (int side = 0; side < 2; ++side) {
-      if (type == "Div" && side == 1) break;
-      const int data = st.inputs[side], c = st.inputs[1 - side];
-      if (data < 0 || data == c) continue;
-      std::optional<double> value = ScalarConstant(c);
-      if (!value.has_value() || plan_.values[c].shape.size() > plan_.values[data].shape.size()) continue;
-      if (plan_.values[data].shape != plan_.values[out].shape || plan_.values[data].dtype != DType::kF32) continue;
-      *x = data;
-      return ir::AttentionScale{type == "Div" ? ir::AttentionScaleOp::kDiv : ir::AttentionScaleOp::kMul, *value};
-    }
-    return std::nullopt;
-  }
-  // The producer of `v` if it is a Mul or Div by a scalar constant.
-  int ScaleProducer(int v) const {
-    int p = AbsorbableProducer(v, "Mul");
-    if (p < 0) p = AbsorbableProducer(v, "Div");
-    return p;
-  }
-
- private:
-  PlanGraph& plan_;
-  ir::Backend backend_;
-  std::vector<int> uses_, consumer_, producer_;
-  std::vector<bool> absorbed_;
-};
-
-// Whether `shape` broadcasts to `target` without widening it.
-bool BroadcastsTo(const std::vector<int64_t>& shape, const std::vector<int64_t>& target) {
-  if (shape.size() > target.size()) return false;
-  const size_t lead = target.size() - shape.size();
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] != 1 && shape[i] != target[lead + i]) return false;
-  }
-  return true;
 }
 
 // One chain found: its steps (in plan order at the end), the fused node's
@@ -239,6 +117,22 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
     c.steps.push_back(next);
     p = f.step(next).outputs[0];
     c.intermediates.push_back(p);
+  }
+  // PyTorch's export of a boolean mask zeroes the NaN probabilities of the
+  // rows it masks whole: Where(IsNaN(p), 0, p), then maybe pass-throughs.
+  if (int isnan = -1, w = f.ZeroedNans(p, &isnan); w >= 0) {
+    c.attrs.zero_nan_probs = true;
+    c.steps.push_back(isnan);
+    c.steps.push_back(w);
+    c.intermediates.push_back(f.step(isnan).outputs[0]);
+    p = f.step(w).outputs[0];
+    c.intermediates.push_back(p);
+    while (f.PassesThrough(f.consumer(p))) {
+      const int next = f.consumer(p);
+      c.steps.push_back(next);
+      p = f.step(next).outputs[0];
+      c.intermediates.push_back(p);
+    }
   }
   const int m2 = f.consumer(p);
   if (!f.Linkable(m2) || f.step(m2).node->type != "MatMul") return std::nullopt;

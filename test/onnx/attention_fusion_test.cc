@@ -1,5 +1,8 @@
 // The exported transformers (test/models/gpt_block: causal mask through
 // Where; test/models/transformer_encoder: Q and Kᵀ each scaled, rank 4 heads)
+// and the attention fixtures (test/onnx/attention_models: SDPA with a bool
+// key padding mask and its Where(IsNaN(p), 0, p), a row with no key kept;
+// grouped-query heads repeated by Expand; a KV-cache step with a causal mask)
 // get their attention fused by the plan pass on the CPU and CUDA plans, and
 // give the same outputs fused and unfused, on the CPU and the emulated CUDA
 // device.
@@ -19,6 +22,9 @@ namespace {
 struct AttentionModel {
   std::string name;
   int attention_layers;
+  // Under test/onnx/attention_models (scripts/export_attention_fixtures.py,
+  // onnxruntime's outputs) rather than test/models (PyTorch's).
+  bool fixture = false;
 };
 
 void PrintTo(const AttentionModel& m, std::ostream* os) { *os << m.name; }
@@ -59,7 +65,8 @@ std::vector<std::vector<Tensor>> RunCases(const std::shared_ptr<const Model>& mo
 class ExportedAttentionTest : public ::testing::TestWithParam<AttentionModel> {
  protected:
   void SetUp() override {
-    const fs::path dir = SourceDir() / "test" / "models" / GetParam().name;
+    const fs::path dir = GetParam().fixture ? SourceDir() / "test" / "onnx" / "attention_models" / GetParam().name
+                                            : SourceDir() / "test" / "models" / GetParam().name;
     absl::StatusOr<std::shared_ptr<const Model>> model = Import(dir / "model.onnx", nullptr);
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = *model;
@@ -110,7 +117,7 @@ class ExportedAttentionTest : public ::testing::TestWithParam<AttentionModel> {
           worst = std::max(worst, std::abs(a - b) / (1 + std::abs(a)));
         }
         EXPECT_LE(worst, 1e-5) << cases[c].name << " output " << k;
-        // And both against PyTorch.
+        // And both against the reference (PyTorch's, or onnxruntime's for a fixture).
         EXPECT_EQ(Compare(f, cases[c].outputs[k].view(), &worst), "") << cases[c].name;
       }
     }
@@ -141,7 +148,10 @@ TEST_P(ExportedAttentionTest, SameOutputsFusedAndUnfusedOnTheEmulatedDevice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ExportedAttentionTest,
-                         ::testing::Values(AttentionModel{"gpt_block", 1}, AttentionModel{"transformer_encoder", 2}),
+                         ::testing::Values(AttentionModel{"gpt_block", 1}, AttentionModel{"transformer_encoder", 2},
+                                           AttentionModel{"sdpa_key_padding", 1, true},
+                                           AttentionModel{"gqa_expand", 1, true},
+                                           AttentionModel{"kv_cache_causal", 1, true}),
                          [](const ::testing::TestParamInfo<AttentionModel>& info) { return info.param.name; });
 
 }  // namespace

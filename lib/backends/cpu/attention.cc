@@ -583,6 +583,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
                 }
               }
             }
+            bool done = false;
 #if defined(GROVE_ATTENTION_AVX2)
             if (a->avx2) {
               if (a->avx512) {
@@ -590,20 +591,28 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
               } else {
                 SoftmaxRowAvx2(sr, n);
               }
-              continue;
+              done = true;
             }
 #endif
-            // The Softmax kernel's arithmetic (an all -inf row gives NaN, as
-            // there).
-            float m = sr[0];
-            for (int64_t j = 1; j < sk; ++j) m = sr[j] > m ? sr[j] : m;
-            double total = 0;
-            for (int64_t j = 0; j < sk; ++j) {
-              sr[j] = std::exp(sr[j] - m);
-              total += sr[j];
+            if (!done) {
+              // The Softmax kernel's arithmetic (an all -inf row gives NaN,
+              // as there).
+              float m = sr[0];
+              for (int64_t j = 1; j < sk; ++j) m = sr[j] > m ? sr[j] : m;
+              double total = 0;
+              for (int64_t j = 0; j < sk; ++j) {
+                sr[j] = std::exp(sr[j] - m);
+                total += sr[j];
+              }
+              const float inv = static_cast<float>(1.0 / total);
+              for (int64_t j = 0; j < sk; ++j) sr[j] *= inv;
             }
-            const float inv = static_cast<float>(1.0 / total);
-            for (int64_t j = 0; j < sk; ++j) sr[j] *= inv;
+            // Where(IsNaN(p), 0, p): an all-masked row's NaNs become zeros.
+            if (at.zero_nan_probs) {
+              for (int64_t j = 0; j < n; ++j) {
+                if (std::isnan(sr[j])) sr[j] = 0.0f;
+              }
+            }
           }
 #if defined(GROVE_ATTENTION_AVX2)
           if (a->rows_in_place) {

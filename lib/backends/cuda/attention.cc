@@ -50,6 +50,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   p.q_scale_op = static_cast<int>(at.q_scale.op);
   p.k_scale_op = static_cast<int>(at.k_scale.op);
   p.scale_op = static_cast<int>(at.scale.op);
+  p.zero_nan_probs = at.zero_nan_probs ? 1 : 0;
   for (int m = 0; m < 2; ++m) {
     grove_k::AttnMaskParams& mk = p.masks[m];
     mk.b0 = l->masks[m].b0;

@@ -15,6 +15,7 @@ constexpr char kQScale[] = "q_scale", kQScaleOp[] = "q_scale_op";
 constexpr char kKScale[] = "k_scale", kKScaleOp[] = "k_scale_op";
 constexpr char kScale[] = "scale", kScaleOp[] = "scale_op";
 constexpr char kKTransposed[] = "k_transposed";
+constexpr char kZeroNanProbs[] = "zero_nan_probs";
 constexpr const char* kMaskKind[2] = {"mask", "mask2"};
 constexpr const char* kMaskFill[2] = {"mask_fill", "mask2_fill"};
 constexpr const char* kFillIfTrue[2] = {"fill_if_true", "mask2_fill_if_true"};
@@ -103,6 +104,11 @@ absl::StatusOr<AttentionAttrs> ReadAttentionAttrs(const Attributes& attrs) {
     return absl::InvalidArgumentError(absl::StrCat("attribute 'k_transposed' is ", kt, "; expected 0 or 1"));
   }
   a.k_transposed = kt == 1;
+  const int64_t zn = attrs.GetInt(kZeroNanProbs, 0);
+  if (zn != 0 && zn != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'zero_nan_probs' is ", zn, "; expected 0 or 1"));
+  }
+  a.zero_nan_probs = zn == 1;
   absl::StatusOr<AttentionScale> s = ReadScale(attrs, kQScaleOp, kQScale);
   if (!s.ok()) return s.status();
   a.q_scale = *s;
@@ -133,6 +139,7 @@ absl::StatusOr<AttentionAttrs> ReadAttentionAttrs(const Attributes& attrs) {
 
 void WriteAttentionAttrs(const AttentionAttrs& a, Attributes* attrs) {
   attrs->Set(kKTransposed, int64_t{a.k_transposed ? 1 : 0});
+  attrs->Set(kZeroNanProbs, int64_t{a.zero_nan_probs ? 1 : 0});
   attrs->Set(kQScaleOp, static_cast<int64_t>(a.q_scale.op));
   attrs->Set(kQScale, a.q_scale.value);
   attrs->Set(kKScaleOp, static_cast<int64_t>(a.k_scale.op));
@@ -153,7 +160,7 @@ absl::Status RegisterAttentionOps(OpRegistry& registry) {
   def.max_inputs = 5;
   def.attrs = {{kKTransposed, AttrKind::kInt}, {kQScaleOp, AttrKind::kInt}, {kQScale, AttrKind::kFloat},
                {kKScaleOp, AttrKind::kInt},    {kKScale, AttrKind::kFloat},   {kScaleOp, AttrKind::kInt},
-               {kScale, AttrKind::kFloat}};
+               {kScale, AttrKind::kFloat},    {kZeroNanProbs, AttrKind::kInt}};
   for (int m = 0; m < 2; ++m) {
     def.attrs.push_back({kMaskKind[m], AttrKind::kInt});
     def.attrs.push_back({kMaskFill[m], AttrKind::kFloat});

@@ -1,6 +1,7 @@
 // FusedAttention: scaled dot-product attention as one op, made by the plan
 // pass lib/runtime/attention_fusion.cc from the chain PyTorch exports
-//   MatMul(Q', K') -> [Mul|Div scale] -> [mask] [mask2] -> Softmax(-1) -> MatMul(., V)
+//   MatMul(Q', K') -> [Mul|Div scale] -> [mask] [mask2] -> Softmax(-1)
+//     -> [Where(IsNaN(p), 0, p)] -> MatMul(., V)
 // where Q' is Q or Q (Mul|Div) a scalar, K' is Kᵀ, possibly (Mul|Div) a
 // scalar, and each mask is Add(., mask) or Where(cond, fill, .) (GPT-2's
 // export has both: a causal Where, then the attention mask added). Its attributes say how each piece was written, so the kernels
@@ -53,6 +54,11 @@ struct AttentionAttrs {
   // Input 3 (attributes mask, mask_fill, fill_if_true), then input 4
   // (mask2, mask2_fill, mask2_fill_if_true); the second only with the first.
   AttentionMask masks[2];
+  // Probabilities that are NaN count as 0 (attribute zero_nan_probs):
+  // PyTorch's export of scaled_dot_product_attention with a boolean mask,
+  // Where(IsNaN(p), 0, p) after the Softmax, so that a row whose keys are all
+  // masked gives 0 (0 * V summed: NaN only where V holds inf or NaN).
+  bool zero_nan_probs = false;
 };
 
 // InvalidArgument naming the attribute when one is out of range.

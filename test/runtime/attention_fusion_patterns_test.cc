@@ -1,0 +1,265 @@
+// The attention plan pass (lib/runtime/attention_fusion.h) on patterns real
+// exporters emit that test/runtime/attention_fusion_test.cc's chains do not:
+// torch.onnx.export of scaled_dot_product_attention with a boolean mask
+// (the mask turned into 0 / -inf by a Where, Q and Kᵀ each times
+// sqrt(scale), and Where(IsNaN(p), 0, p) after the Softmax, so that a row
+// whose keys are all masked gives zeros), and near misses that must stay
+// unfused. Fused against unfused on the CPU and the emulated CUDA device.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/backends/backends.h"
+#include "lib/backends/cpu/attention.h"
+#include "lib/backends/cuda/emulated_device.h"
+#include "lib/runtime/attention_fusion.h"
+#include "test/attention_test_util.h"
+
+namespace grove::testing {
+namespace {
+
+class ScopedFusion {
+ public:
+  explicit ScopedFusion(bool on) : was_(runtime::AttentionFusionEnabled()) { runtime::SetAttentionFusionEnabled(on); }
+  ~ScopedFusion() { runtime::SetAttentionFusionEnabled(was_); }
+
+ private:
+  bool was_;
+};
+
+// How the probabilities' NaNs are treated after the Softmax.
+enum class NanFix {
+  kZero,          // Where(IsNaN(p), 0, p): PyTorch's export
+  kNone,          // no IsNaN at all (a float mask's export)
+  kHalf,          // Where(IsNaN(p), 0.5, p): not zeros, not fused
+  kSwapped,       // Where(IsNaN(p), p, 0): zeros where p is a number, not fused
+  kCondOutput,    // IsNaN(p) is also a model output, not fused
+  kOtherIsNan,    // Where(IsNaN(scores), 0, p): another tensor's NaNs, not fused
+};
+
+// q, k, v [2, 2, s, 8]; key_keep [2, 1, 1, s] bool (true: attend), as
+// torch.onnx.export (opset 14..18, either exporter) writes
+// F.scaled_dot_product_attention(q, k, v, attn_mask=key_keep).
+absl::StatusOr<std::shared_ptr<const Model>> SdpaBoolMaskModel(NanFix fix) {
+  ModelBuilder b;
+  b.AddSymbol("s", 1, 512);
+  b.AddInput("q", DType::kF32, {2, 2, "s", 8});
+  b.AddInput("k", DType::kF32, {2, 2, "s", 8});
+  b.AddInput("v", DType::kF32, {2, 2, "s", 8});
+  b.AddInput("key_keep", DType::kBool, {2, 1, 1, "s"});
+  auto scalar = [&](const std::string& name, float v) { b.AddWeight(name, DType::kF32, {}, std::vector<float>{v}); };
+  scalar("zero", 0.0f);
+  scalar("half", 0.5f);
+  scalar("ninf", -std::numeric_limits<float>::infinity());
+  scalar("root_scale", 0.59460356f);  // sqrt(1 / sqrt(8))
+  b.AddOp("Where", {"key_keep", "zero", "ninf"}, {"mask"}, {}, "mask_to_float");
+  b.AddOp("Mul", {"q", "root_scale"}, {"q_s"}, {}, "q_scaled");
+  b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}, "k_t");
+  b.AddOp("Mul", {"kt", "root_scale"}, {"kt_s"}, {}, "k_scaled");
+  b.AddOp("MatMul", {"q_s", "kt_s"}, {"scores"}, {}, "qk");
+  b.AddOp("Add", {"scores", "mask"}, {"masked"}, {}, "mask");
+  b.AddOp("Softmax", {"masked"}, {"probs"}, {{"axis", int64_t{-1}}}, "softmax");
+  std::string p = "probs";
+  if (fix != NanFix::kNone) {
+    b.AddOp("IsNaN", {fix == NanFix::kOtherIsNan ? "masked" : "probs"}, {"nan"}, {}, "isnan");
+    if (fix == NanFix::kSwapped) {
+      b.AddOp("Where", {"nan", "probs", "zero"}, {"fixed"}, {}, "nan_to_zero");
+    } else {
+      b.AddOp("Where", {"nan", fix == NanFix::kHalf ? "half" : "zero", "probs"}, {"fixed"}, {}, "nan_to_zero");
+    }
+    p = "fixed";
+  }
+  b.AddOp("MatMul", {p, "v"}, {"y"}, {}, "pv");
+  b.AddOutput("y");
+  if (fix == NanFix::kCondOutput) b.AddOutput("nan");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  if (!bytes.ok()) return bytes.status();
+  return Model::LoadFromBuffer(*bytes);
+}
+
+// Batch 1 keeps no key at all (its rows are NaN before the fix, zeros
+// after); batch 0 keeps all but the last. With `inf_in_v`, V holds +inf at
+// batch 1's key 0, column 3: 0 * inf makes that column NaN, fused or not.
+std::vector<Tensor> SdpaInputs(int64_t s, bool inf_in_v = false) {
+  std::vector<Tensor> in = {AttnData({2, 2, s, 8}, 21), AttnData({2, 2, s, 8}, 22), AttnData({2, 2, s, 8}, 23)};
+  if (inf_in_v) in[2].as<float>()[2 * s * 8 + 3] = std::numeric_limits<float>::infinity();
+  Tensor keep = Tensor::Create(DType::kBool, {2, 1, 1, s}).value();
+  for (int64_t j = 0; j < s; ++j) {
+    keep.as<uint8_t>()[j] = j + 1 < s || s == 1 ? 1 : 0;
+    keep.as<uint8_t>()[s + j] = 0;
+  }
+  in.push_back(std::move(keep));
+  return in;
+}
+
+int FusedSteps(const Model& model, const std::vector<Tensor>& inputs, Device device, int* softmax = nullptr) {
+  ExecutionInfoOptions o;
+  o.device = device;
+  for (const Tensor& t : inputs) o.input_shapes.push_back(t.shape());
+  absl::StatusOr<ExecutionInfo> info = DescribeExecution(model, o);
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok()) return -1;
+  int fused = 0, sm = 0;
+  for (const StepInfo& st : info->paths[0].steps) {
+    fused += st.op == "FusedAttention";
+    sm += st.op == "Softmax";
+  }
+  if (softmax != nullptr) *softmax = sm;
+  return fused;
+}
+
+// Outputs of one run (on `device`, or the CPU when null).
+std::vector<Tensor> RunOnce(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs,
+                            std::shared_ptr<cuda::Device> device) {
+  absl::StatusOr<std::unique_ptr<Session>> session =
+      internal::CreateSessionOnDevice(model, SessionOptions{}, std::move(device));
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return {};
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(views);
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> copies;
+  if (out.ok()) {
+    for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
+  }
+  return copies;
+}
+
+// Fused (on the CPU with and without its AVX2 blocks, and on the emulated
+// device) against the unfused CPU plan: NaN exactly where it is NaN, else
+// within 1e-5.
+void ExpectSameAsUnfused(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& in) {
+  std::vector<Tensor> unfused;
+  {
+    ScopedFusion off(false);
+    unfused = RunOnce(model, in, nullptr);
+  }
+  ScopedFusion on(true);
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE(run == 0 ? "cpu" : run == 1 ? "cpu, plain loops" : "emulated cuda");
+    cpu::SetAttentionSimdAllowed(run != 1);
+    const std::vector<Tensor> fused = RunOnce(model, in, run == 2 ? cuda::NewEmulatedDevice() : nullptr);
+    cpu::SetAttentionSimdAllowed(true);
+    ASSERT_EQ(fused.size(), unfused.size());
+    for (size_t o = 0; o < fused.size(); ++o) {
+      if (fused[o].dtype() != DType::kF32) continue;
+      EXPECT_EQ(CompareAttention(unfused[o], fused[o], 1e-5), "") << "output " << o;
+    }
+  }
+}
+
+TEST(AttentionFusionPatternsTest, SdpaBoolMaskFusesWithItsNanFixOnBothBackends) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = SdpaBoolMaskModel(NanFix::kZero);
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (int64_t s : {1, 5, 37}) {
+    SCOPED_TRACE(absl::StrCat("seq ", s));
+    const std::vector<Tensor> in = SdpaInputs(s);
+    for (Device device : {Device::kCpu, Device::kCuda}) {
+      int softmax = -1;
+      EXPECT_EQ(FusedSteps(**model, in, device, &softmax), 1);
+      EXPECT_EQ(softmax, 0);
+    }
+    ExpectSameAsUnfused(*model, in);
+  }
+}
+
+TEST(AttentionFusionPatternsTest, AFullyMaskedRowGivesZerosOrNaNWhereVIsInfinite) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = SdpaBoolMaskModel(NanFix::kZero);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const int64_t s = 6;
+  const std::vector<Tensor> in = SdpaInputs(s, /*inf_in_v=*/true);
+  ScopedFusion on(true);
+  for (bool emulated : {false, true}) {
+    SCOPED_TRACE(emulated ? "emulated cuda" : "cpu");
+    const std::vector<Tensor> out = RunOnce(*model, in, emulated ? cuda::NewEmulatedDevice() : nullptr);
+    ASSERT_EQ(out.size(), 1u);
+    const float* y = out[0].as<const float>();
+    // Batch 1, head 0 (V's +inf is there): column 3 NaN, the others 0.
+    for (int64_t i = 0; i < s; ++i) {
+      for (int64_t c = 0; c < 8; ++c) {
+        const float got = y[((1 * 2 + 0) * s + i) * 8 + c];
+        if (c == 3) {
+          EXPECT_TRUE(std::isnan(got)) << i << "," << c;
+        } else {
+          EXPECT_EQ(got, 0.0f) << i << "," << c;
+        }
+      }
+    }
+    // Batch 1, head 1: zeros.
+    for (int64_t e = 0; e < s * 8; ++e) EXPECT_EQ(y[(1 * 2 + 1) * s * 8 + e], 0.0f) << e;
+  }
+  ExpectSameAsUnfused(*model, in);
+}
+
+TEST(AttentionFusionPatternsTest, NearMissesOfTheNanFixStayAsTheyAre) {
+  const std::pair<const char*, NanFix> cases[] = {
+      {"fill 0.5, not 0", NanFix::kHalf},
+      {"zeros where p is a number", NanFix::kSwapped},
+      {"the IsNaN is also an output", NanFix::kCondOutput},
+      {"the IsNaN of the scores", NanFix::kOtherIsNan},
+  };
+  for (const auto& [name, fix] : cases) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::shared_ptr<const Model>> model = SdpaBoolMaskModel(fix);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const std::vector<Tensor> in = SdpaInputs(5);
+    for (Device device : {Device::kCpu, Device::kCuda}) {
+      int softmax = -1;
+      EXPECT_EQ(FusedSteps(**model, in, device, &softmax), 0);
+      EXPECT_EQ(softmax, 1);
+    }
+    ExpectSameAsUnfused(*model, in);
+  }
+}
+
+TEST(AttentionFusionPatternsTest, WithoutTheNanFixAFullyMaskedRowStaysNaN) {
+  absl::StatusOr<std::shared_ptr<const Model>> model = SdpaBoolMaskModel(NanFix::kNone);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<Tensor> in = SdpaInputs(4);
+  for (Device device : {Device::kCpu, Device::kCuda}) EXPECT_EQ(FusedSteps(**model, in, device), 1);
+  ScopedFusion on(true);
+  const std::vector<Tensor> out = RunOnce(*model, in, nullptr);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::isnan(out[0].as<const float>()[2 * 4 * 8])) << "batch 1 keeps no key";
+  ExpectSameAsUnfused(*model, in);
+}
+
+// The op itself: zero_nan_probs is 0 or 1, and with 1 a row whose keys are
+// all masked (Where filling -inf) gives 0 where it gives NaN without.
+TEST(AttentionFusionPatternsTest, ZeroNanProbsAttribute) {
+  const Tensor q = AttnData({1, 1, 2, 4}, 1), k = AttnData({1, 1, 3, 4}, 2), v = AttnData({1, 1, 3, 5}, 3);
+  Tensor cond = Tensor::Create(DType::kBool, {1, 1, 2, 3}).value();
+  for (int j = 0; j < 3; ++j) {
+    cond.as<uint8_t>()[j] = 1;          // row 0: every key masked
+    cond.as<uint8_t>()[3 + j] = j == 2;  // row 1: key 2 masked
+  }
+  const std::vector<std::pair<std::string, AttrValue>> where = {
+      {"mask", int64_t{2}}, {"mask_fill", -std::numeric_limits<double>::infinity()}, {"fill_if_true", int64_t{1}}};
+  auto with = [&](int64_t zero_nan) {
+    std::vector<std::pair<std::string, AttrValue>> attrs = where;
+    attrs.push_back({"zero_nan_probs", zero_nan});
+    return RunOp("FusedAttention", {&q, &k, &v, &cond}, attrs);
+  };
+  absl::StatusOr<std::vector<Tensor>> bad = with(2);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("zero_nan_probs"), std::string::npos) << bad.status();
+  absl::StatusOr<std::vector<Tensor>> plain = with(0), zeroed = with(1);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(zeroed.ok()) << zeroed.status();
+  const float* p = (*plain)[0].as<const float>();
+  const float* z = (*zeroed)[0].as<const float>();
+  for (int c = 0; c < 5; ++c) {
+    EXPECT_TRUE(std::isnan(p[c])) << c;
+    EXPECT_EQ(z[c], 0.0f) << c;
+    EXPECT_EQ(p[5 + c], z[5 + c]) << c;  // row 1 keeps two keys: the same either way
+    EXPECT_FALSE(std::isnan(z[5 + c])) << c;
+  }
+}
+
+}  // namespace
+}  // namespace grove::testing
