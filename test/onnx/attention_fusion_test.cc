@@ -15,6 +15,7 @@
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/runtime/attention_fusion.h"
 #include "test/onnx/exported_models.h"
+#include "test/runtime/attention_fusion_test_util.h"
 
 namespace grove::testing {
 namespace {
@@ -28,17 +29,6 @@ struct AttentionModel {
 };
 
 void PrintTo(const AttentionModel& m, std::ostream* os) { *os << m.name; }
-
-class ScopedAttentionFusion {
- public:
-  explicit ScopedAttentionFusion(bool on) : was_(runtime::AttentionFusionEnabled()) {
-    runtime::SetAttentionFusionEnabled(on);
-  }
-  ~ScopedAttentionFusion() { runtime::SetAttentionFusionEnabled(was_); }
-
- private:
-  bool was_;
-};
 
 // Outputs of every case, in one session (on `device`, or the CPU when null).
 std::vector<std::vector<Tensor>> RunCases(const std::shared_ptr<const Model>& model, const std::vector<Case>& cases,

@@ -13,23 +13,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "lib/backends/backends.h"
 #include "lib/backends/cpu/attention.h"
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/runtime/attention_fusion.h"
 #include "test/attention_test_util.h"
+#include "test/runtime/attention_fusion_test_util.h"
 
 namespace grove::testing {
 namespace {
-
-class ScopedFusion {
- public:
-  explicit ScopedFusion(bool on) : was_(runtime::AttentionFusionEnabled()) { runtime::SetAttentionFusionEnabled(on); }
-  ~ScopedFusion() { runtime::SetAttentionFusionEnabled(was_); }
-
- private:
-  bool was_;
-};
 
 // How the probabilities' NaNs are treated after the Softmax.
 enum class NanFix {
@@ -96,38 +87,11 @@ std::vector<Tensor> SdpaInputs(int64_t s, bool inf_in_v = false) {
   return in;
 }
 
+// FusedAttention steps in the plan on `device` (*softmax: its Softmax steps).
 int FusedSteps(const Model& model, const std::vector<Tensor>& inputs, Device device, int* softmax = nullptr) {
-  ExecutionInfoOptions o;
-  o.device = device;
-  for (const Tensor& t : inputs) o.input_shapes.push_back(t.shape());
-  absl::StatusOr<ExecutionInfo> info = DescribeExecution(model, o);
-  EXPECT_TRUE(info.ok()) << info.status();
-  if (!info.ok()) return -1;
-  int fused = 0, sm = 0;
-  for (const StepInfo& st : info->paths[0].steps) {
-    fused += st.op == "FusedAttention";
-    sm += st.op == "Softmax";
-  }
-  if (softmax != nullptr) *softmax = sm;
-  return fused;
-}
-
-// Outputs of one run (on `device`, or the CPU when null).
-std::vector<Tensor> RunOnce(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs,
-                            std::shared_ptr<cuda::Device> device) {
-  absl::StatusOr<std::unique_ptr<Session>> session =
-      internal::CreateSessionOnDevice(model, SessionOptions{}, std::move(device));
-  EXPECT_TRUE(session.ok()) << session.status();
-  if (!session.ok()) return {};
-  std::vector<TensorView> views;
-  for (const Tensor& t : inputs) views.push_back(t.view());
-  absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(views);
-  EXPECT_TRUE(out.ok()) << out.status();
-  std::vector<Tensor> copies;
-  if (out.ok()) {
-    for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
-  }
-  return copies;
+  const StepCounts c = Steps(model, inputs, device);
+  if (softmax != nullptr) *softmax = c.softmax;
+  return c.fused;
 }
 
 // Fused (on the CPU with and without its AVX2 blocks, and on the emulated
@@ -136,14 +100,14 @@ std::vector<Tensor> RunOnce(const std::shared_ptr<const Model>& model, const std
 void ExpectSameAsUnfused(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& in) {
   std::vector<Tensor> unfused;
   {
-    ScopedFusion off(false);
-    unfused = RunOnce(model, in, nullptr);
+    ScopedAttentionFusion off(false);
+    unfused = RunModel(model, in, nullptr);
   }
-  ScopedFusion on(true);
+  ScopedAttentionFusion on(true);
   for (int run = 0; run < 3; ++run) {
     SCOPED_TRACE(run == 0 ? "cpu" : run == 1 ? "cpu, plain loops" : "emulated cuda");
     cpu::SetAttentionSimdAllowed(run != 1);
-    const std::vector<Tensor> fused = RunOnce(model, in, run == 2 ? cuda::NewEmulatedDevice() : nullptr);
+    const std::vector<Tensor> fused = RunModel(model, in, run == 2 ? cuda::NewEmulatedDevice() : nullptr);
     cpu::SetAttentionSimdAllowed(true);
     ASSERT_EQ(fused.size(), unfused.size());
     for (size_t o = 0; o < fused.size(); ++o) {
@@ -173,10 +137,10 @@ TEST(AttentionFusionPatternsTest, AFullyMaskedRowGivesZerosOrNaNWhereVIsInfinite
   ASSERT_TRUE(model.ok()) << model.status();
   const int64_t s = 6;
   const std::vector<Tensor> in = SdpaInputs(s, /*inf_in_v=*/true);
-  ScopedFusion on(true);
+  ScopedAttentionFusion on(true);
   for (bool emulated : {false, true}) {
     SCOPED_TRACE(emulated ? "emulated cuda" : "cpu");
-    const std::vector<Tensor> out = RunOnce(*model, in, emulated ? cuda::NewEmulatedDevice() : nullptr);
+    const std::vector<Tensor> out = RunModel(*model, in, emulated ? cuda::NewEmulatedDevice() : nullptr);
     ASSERT_EQ(out.size(), 1u);
     const float* y = out[0].as<const float>();
     // Batch 1, head 0 (V's +inf is there): column 3 NaN, the others 0.
@@ -222,8 +186,8 @@ TEST(AttentionFusionPatternsTest, WithoutTheNanFixAFullyMaskedRowStaysNaN) {
   ASSERT_TRUE(model.ok()) << model.status();
   const std::vector<Tensor> in = SdpaInputs(4);
   for (Device device : {Device::kCpu, Device::kCuda}) EXPECT_EQ(FusedSteps(**model, in, device), 1);
-  ScopedFusion on(true);
-  const std::vector<Tensor> out = RunOnce(*model, in, nullptr);
+  ScopedAttentionFusion on(true);
+  const std::vector<Tensor> out = RunModel(*model, in, nullptr);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(std::isnan(out[0].as<const float>()[2 * 4 * 8])) << "batch 1 keeps no key";
   ExpectSameAsUnfused(*model, in);

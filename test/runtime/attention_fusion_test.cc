@@ -11,61 +11,10 @@
 #include "gtest/gtest.h"
 #include "lib/runtime/attention_fusion.h"
 #include "test/attention_test_util.h"
+#include "test/runtime/attention_fusion_test_util.h"
 
 namespace grove::testing {
 namespace {
-
-// Plans made inside its scope fuse attention or not.
-class ScopedAttentionFusion {
- public:
-  explicit ScopedAttentionFusion(bool on) : was_(runtime::AttentionFusionEnabled()) {
-    runtime::SetAttentionFusionEnabled(on);
-  }
-  ~ScopedAttentionFusion() { runtime::SetAttentionFusionEnabled(was_); }
-
- private:
-  bool was_;
-};
-
-struct StepCounts {
-  int fused = 0, softmax = 0, matmul = 0, total = 0;
-  std::string fused_name;
-};
-
-StepCounts Steps(const Model& model, const std::vector<Tensor>& inputs, Device device) {
-  ExecutionInfoOptions o;
-  o.device = device;
-  for (const Tensor& t : inputs) o.input_shapes.push_back(t.shape());
-  absl::StatusOr<ExecutionInfo> info = DescribeExecution(model, o);
-  EXPECT_TRUE(info.ok()) << info.status();
-  StepCounts c;
-  if (!info.ok()) return c;
-  for (const StepInfo& s : info->paths[0].steps) {
-    ++c.total;
-    if (s.op == "FusedAttention") {
-      ++c.fused;
-      c.fused_name = s.node;
-    }
-    c.softmax += s.op == "Softmax";
-    c.matmul += s.op == "MatMul";
-  }
-  return c;
-}
-
-std::vector<Tensor> RunModel(const std::shared_ptr<const Model>& model, const std::vector<Tensor>& inputs) {
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(model, SessionOptions{});
-  EXPECT_TRUE(session.ok()) << session.status();
-  if (!session.ok()) return {};
-  std::vector<TensorView> views;
-  for (const Tensor& t : inputs) views.push_back(t.view());
-  absl::StatusOr<std::vector<TensorView>> out = (*session)->Run(views);
-  EXPECT_TRUE(out.ok()) << out.status();
-  std::vector<Tensor> copies;
-  if (out.ok()) {
-    for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
-  }
-  return copies;
-}
 
 // Fused and unfused plans give the same outputs at these sequence lengths.
 void ExpectSameOutputs(const AttentionChainSpec& spec, std::vector<int64_t> seqs) {
