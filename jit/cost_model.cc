@@ -19,18 +19,25 @@ std::vector<RankedVariant> RankVariants(const KernelFamily& family, const Kernel
                                         const GpuTraits& gpu, int top_k) {
   struct Candidate {
     double key;
-    size_t order;
+    double waste;
+    double occupancy;
     RankedVariant variant;
   };
   std::vector<Candidate> candidates;
-  const std::vector<KernelConfig> space = family.Enumerate(problem.dtypes);
-  for (size_t i = 0; i < space.size(); ++i) {
-    if (!family.Valid(space[i], problem)) continue;
-    CostTerms cost = family.Cost(space[i], problem, gpu);
-    candidates.push_back({SortKey(cost.estimate_us), i, {space[i], cost}});
+  for (KernelConfig& config : family.Enumerate(problem.dtypes)) {
+    if (!family.Valid(config, problem)) continue;
+    CostTerms cost = family.Cost(config, problem, gpu);
+    const double waste = std::isfinite(cost.waste) ? cost.waste : 1;
+    const double occupancy = std::isfinite(cost.occupancy) ? cost.occupancy : 0;
+    candidates.push_back({SortKey(cost.estimate_us), waste, occupancy, {std::move(config), cost}});
   }
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.key != b.key ? a.key < b.key : a.order < b.order;
+  // A total order (configs of one family and dtypes differ in some
+  // parameter's value): the tie-breaks of the header.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.key != b.key) return a.key < b.key;
+    if (a.waste != b.waste) return a.waste < b.waste;
+    if (a.occupancy != b.occupancy) return a.occupancy > b.occupancy;
+    return a.variant.config.params < b.variant.config.params;
   });
   if (top_k > 0 && candidates.size() > static_cast<size_t>(top_k)) candidates.resize(top_k);
   std::vector<RankedVariant> out;

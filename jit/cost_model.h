@@ -23,11 +23,25 @@ struct RankedVariant {
 };
 
 // The family's variants valid for `problem` (its dtypes), cheapest first by
-// CostTerms::estimate_us; equal estimates keep the space's order
-// (KernelFamily::Enumerate), so the ranking is stable across runs and
-// builds. A non-finite or negative estimate ranks last. At most `top_k`
-// (0 or less: all). Empty when no variant is valid (the caller runs
-// Generic).
+// CostTerms::estimate_us. A non-finite or negative estimate ranks last. At
+// most `top_k` (0 or less: all). Empty when no variant is valid (the
+// caller runs Generic).
+//
+// Equal estimates are broken by what the estimate leaves out, in order:
+//   1. less padding waste (CostTerms::waste): of two variants the model
+//      thinks equally fast, the one doing less wasted work has more
+//      headroom when the problem's real shape or the GPU differs;
+//   2. higher occupancy (CostTerms::occupancy): more resident warps hide
+//      latency the estimate does not model (an estimate saturates once the
+//      kernel reaches the bandwidth or the flops);
+//   3. the smaller config: parameter values compared one by one in name
+//      order (KernelConfig::params). Each family names its parameters so
+//      that this prefers fewer registers and threads first (ew: items a
+//      thread, then threads; gemm_tiled: a thread's patch rm, rn, then
+//      threads, then K step and tile), then smaller tiles and splits.
+// So the ranking depends on the space's values, not on the order they are
+// listed in (KernelFamily::Enumerate), and is the same across runs and
+// builds.
 std::vector<RankedVariant> RankVariants(const KernelFamily& family, const KernelProblem& problem,
                                         const GpuTraits& gpu, int top_k = 0);
 

@@ -522,6 +522,72 @@ class TransposeFamily : public KernelFamily {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Tiled GEMM of bucketed plans (jit/kernels/gemm_tiled.cuh)
+// ---------------------------------------------------------------------------
+// A problem: m, n, k, batch (every one read by the kernel at run time, so
+// any variant runs any problem) and transa, transb. Parameters: tm x tn,
+// the tile of C a block computes; tk, the K step staged through shared
+// memory; rm x rn, a thread's patch of C; threads, the block: (tm / rm) *
+// (tn / rn), from 64 to 256. Generic: 32 x 32 tiles, K steps of 16, 4 x 4
+// a thread (64 threads: the kernel before variants).
+//
+// Terms: waste, the padding of partial tiles (M, N and K rounded up to
+// whole tiles and steps); bytes, op(A) read once per column of tiles and
+// op(B) once per row of tiles, C written once; flops, 2 m n k, issued at
+// the share of a thread's instructions that are multiply-adds (rm rn of
+// rm rn + rm + rn: each k step loads rm + rn operands from shared memory);
+// occupancy by block, registers (24 + the patch and its operands) and
+// shared memory (two staged slices of f32).
+class GemmTiledFamily : public KernelFamily {
+ public:
+  absl::string_view name() const override { return "gemm_tiled"; }
+  std::vector<std::vector<DType>> dtype_lists() const override {
+    return {{DType::kF32}, {DType::kF16}, {DType::kBF16}};
+  }
+  std::vector<ParamSpace> space() const override {
+    return {{"rm", {2, 4}}, {"rn", {2, 4}},         {"threads", {64, 128, 256}},
+            {"tk", {8, 16}}, {"tm", {16, 32, 64}}, {"tn", {16, 32, 64}}};
+  }
+  bool Consistent(const KernelConfig& c) const override {
+    return c.Get("threads", 0) == (c.Get("tm", 0) / c.Get("rm", 1)) * (c.Get("tn", 0) / c.Get("rn", 1));
+  }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    return InSpace(c) && c.dtypes == p.dtypes;
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    return KernelConfig{
+        "gemm_tiled", p.dtypes, {{"rm", 4}, {"rn", 4}, {"threads", 64}, {"tk", 16}, {"tm", 32}, {"tn", 32}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
+    const int64_t tiles = std::max<int64_t>(1, p.Dim("batch", 1)) *
+                          CeilDiv(std::max<int64_t>(1, p.Dim("m")), c.Get("tm", 32)) *
+                          CeilDiv(std::max<int64_t>(1, p.Dim("n")), c.Get("tn", 32));
+    return LaunchShape{std::clamp<int64_t>(tiles, 1, kMaxBlocks), c.Get("threads", 64)};
+  }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    CostTerms t;
+    const int tm = c.Get("tm", 32), tn = c.Get("tn", 32), tk = c.Get("tk", 16);
+    const int rm = c.Get("rm", 4), rn = c.Get("rn", 4);
+    const int64_t m = std::max<int64_t>(1, p.Dim("m")), n = std::max<int64_t>(1, p.Dim("n")),
+                  k = std::max<int64_t>(1, p.Dim("k")), batch = std::max<int64_t>(1, p.Dim("batch", 1));
+    const int64_t tiles_m = CeilDiv(m, tm), tiles_n = CeilDiv(n, tn);
+    const double padded = static_cast<double>(tiles_m * tm) * (tiles_n * tn) * (CeilDiv(k, tk) * tk);
+    t.waste = 1 - static_cast<double>(m) * n * k / padded;
+    const LaunchShape l = Launch(c, p);
+    t.occupancy = Occupancy(l.blocks, l.threads, 24 + rm * rn + rm + rn, int64_t{4} * tk * (tm + tn + 2), gpu);
+    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+    const double a_reads = static_cast<double>(m) * k * tiles_n, b_reads = static_cast<double>(k) * n * tiles_m;
+    t.bytes = el * batch * (a_reads + b_reads + static_cast<double>(m) * n);
+    t.flops = 2.0 * batch * m * n * k;
+    const double fma_share = static_cast<double>(rm * rn) / (rm * rn + rm + rn);
+    CostTerms issued = t;
+    issued.flops = t.flops / fma_share;
+    t.estimate_us = Estimate(issued, gpu);
+    return t;
+  }
+};
+
 const std::vector<const KernelFamily*>& Registry() {
   static const std::vector<const KernelFamily*>* const families = [] {
     const std::vector<DType> f32{DType::kF32}, f64{DType::kF64}, f16{DType::kF16}, bf16{DType::kBF16};
@@ -535,6 +601,7 @@ const std::vector<const KernelFamily*>& Registry() {
     v->push_back(new CastFamily());
     v->push_back(new GemvFamily());
     v->push_back(new TransposeFamily());
+    v->push_back(new GemmTiledFamily());
     return v;
   }();
   return *families;

@@ -7,9 +7,10 @@
 
 namespace grove_k {
 
-// The block of the tiled GEMM: kGemmTileThreads threads (8 x 8), each
-// computing 4 x 4 elements of a kGemmTile x kGemmTile tile of C, stepping
-// through K kGemmTileK at a time.
+// The generic variant of the tiled GEMM (a module without GROVE_V_*
+// parameters): kGemmTileThreads threads (8 x 8), each computing 4 x 4
+// elements of a kGemmTile x kGemmTile tile of C, stepping through K
+// kGemmTileK at a time. Variants spell their own (jit/kernel_config.h).
 enum { kGemmTile = 32, kGemmTileK = 16, kGemmTileThreads = 64 };
 
 // C = epilogue(alpha * op(A) op(B) + beta * C + bias), per batch: the

@@ -2,6 +2,7 @@
 // gives the family's cost formula).
 #include "jit/cost_model.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,9 @@ std::vector<std::string> Names(const std::vector<jit::RankedVariant>& r) {
 // n = 512: estimates (threads, vec) -> passes * 0.1 + threads * 0.001:
 //   (64,1) .864  (64,2) .464  (64,4) .264  (128,1) .528  (128,2) .328
 //   (128,4) .228  (256,1) .456  (256,2) .356  (256,4) .356
-// (256,2) and (256,4) tie: the space's order puts (256,2) first.
-TEST(CostModelTest, RanksEveryValidVariantCheapestFirstWithTiesInSpaceOrder) {
+// (256,2) and (256,4) tie, with equal (zero) waste and occupancy: the
+// smaller config, (256,2), first.
+TEST(CostModelTest, RanksEveryValidVariantCheapestFirst) {
   RowTestFamily family;
   std::vector<jit::RankedVariant> r = jit::RankVariants(family, RowProblem(512, 64), jit::GpuTraits::FromArch(90));
   EXPECT_EQ(Names(r), (std::vector<std::string>{
@@ -86,6 +88,59 @@ TEST(CostModelTest, NoValidVariantGivesTheGenericOne) {
   jit::RankedVariant best = jit::BestVariant(empty, RowProblem(7, 1), jit::GpuTraits::FromArch(90), &ranked);
   EXPECT_FALSE(ranked);
   EXPECT_EQ(best.config.Name(), "rowtest__f32__threads256_vec1");
+}
+
+
+// A family whose every variant has the same estimate (1 us), listed in an
+// order unlike any tie-break: "occ" (occupancy 0.5 + occ / 4: the larger
+// the better, against the smaller-config rule), "pad" (waste pad / 10) and
+// "unroll" (no term) take values in shuffled and descending order.
+class TieFamily : public jit::KernelFamily {
+ public:
+  absl::string_view name() const override { return "tietest"; }
+  std::vector<std::vector<DType>> dtype_lists() const override { return {{DType::kF32}}; }
+  std::vector<jit::ParamSpace> space() const override {
+    return {{"occ", {2, 0, 1}}, {"pad", {2, 1, 0}}, {"unroll", {4, 1, 2}}};
+  }
+  bool Valid(const jit::KernelConfig& c, const jit::KernelProblem& p) const override { return InSpace(c); }
+  jit::KernelConfig Generic(const jit::KernelProblem& p) const override {
+    return jit::KernelConfig{"tietest", p.dtypes, {{"occ", 0}, {"pad", 0}, {"unroll", 1}}};
+  }
+  jit::CostTerms Cost(const jit::KernelConfig& c, const jit::KernelProblem&, const jit::GpuTraits&) const override {
+    jit::CostTerms t;
+    t.waste = c.Get("pad", 0) / 10.0;
+    t.occupancy = 0.5 + c.Get("occ", 0) / 4.0;
+    t.estimate_us = 1.0;
+    return t;
+  }
+  jit::LaunchShape Launch(const jit::KernelConfig&, const jit::KernelProblem&) const override { return {1, 64}; }
+};
+
+jit::KernelConfig Tie(int occ, int pad, int unroll) {
+  return jit::KernelConfig{"tietest", {DType::kF32}, {{"occ", occ}, {"pad", pad}, {"unroll", unroll}}};
+}
+
+// Ties: less waste first; at equal waste, higher occupancy; at equal terms,
+// the smaller config (parameters in name order), whatever the listing order.
+TEST(CostModelTest, TiesBreakByWasteThenOccupancyThenTheSmallerConfig) {
+  TieFamily family;
+  const jit::KernelProblem p{"tietest", {DType::kF32}, {}};
+  std::vector<jit::RankedVariant> r = jit::RankVariants(family, p, jit::GpuTraits::FromArch(90));
+  ASSERT_EQ(r.size(), 27u);
+  // pad 0 (no waste) and occ 2 (occupancy 1): unroll 1, 2, 4.
+  EXPECT_EQ(r[0].config, Tie(2, 0, 1));
+  EXPECT_EQ(r[1].config, Tie(2, 0, 2));
+  EXPECT_EQ(r[2].config, Tie(2, 0, 4));
+  // Then pad 0 at lower occupancy (occ 1, then 0), before any waste,
+  // though occ 0 is the smaller config.
+  EXPECT_EQ(r[3].config, Tie(1, 0, 1));
+  EXPECT_EQ(r[6].config, Tie(0, 0, 1));
+  EXPECT_EQ(r[9].config, Tie(2, 1, 1));
+  EXPECT_EQ(r[26].config, Tie(0, 2, 4));
+  // The top-k of a tie is the ranking's head.
+  std::vector<jit::RankedVariant> top = jit::RankVariants(family, p, jit::GpuTraits::FromArch(90), 2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[1].config, Tie(2, 0, 2));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 // another block keeps its captured one; a copy between device buffers is
 // captured as a kernel, so a refresh moves it (a host copy stays baked).
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -18,7 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "jit/cost_model.h"
+#include "jit/dispatch_table.h"
+#include "jit/kernel_cache.h"
+#include "jit/kernel_config.h"
+#include "jit/module.h"
 #include "jit/kernels/conv_params.h"
 #include "jit/kernels/gemm_tiled_params.h"
 #include "jit/kernels/prelude.cuh"
@@ -27,7 +34,14 @@
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/launch_util.h"
 #include "lib/backends/cuda/param_device.h"
+#include "lib/backends/cuda/cuda_backend.h"
+#include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/tiled_gemm.h"
+#include "lib/backends/cuda/variant_launch.h"
+#include "lib/runtime/session_internal.h"
+#include "test/cuda/test_kernel_families.h"
+#include "test/cuda_op_test_util.h"
+#include "test/model_test_util.h"
 
 namespace grove {
 namespace {
@@ -185,13 +199,15 @@ class Operands {
 // The tiled kernel's C equals the device GEMM's bit for bit (the emulated
 // device's reference GEMM sums in the same order) and the double reference
 // within the dtype's tolerance.
-void ExpectTiledMatches(cuda::Device& dev, const Problem& p) {
-  SCOPED_TRACE(Describe(p));
+void ExpectTiledMatches(cuda::Device& dev, const Problem& p, const jit::KernelConfig* config = nullptr) {
+  SCOPED_TRACE(Describe(p) + (config != nullptr ? " " + config->Name() : std::string(" generic")));
   Operands ops(dev, p, static_cast<uint32_t>(p.m * 1000 + p.n * 10 + p.k));
   cuda::ExecContext ec(dev, nullptr);
   ec.set_gemm_math(p.math);
   const GemmDesc tiled = ops.Upload();
-  ASSERT_TRUE(cuda::RunTiledGemm(ec, tiled).ok());
+  const absl::Status run =
+      config != nullptr ? cuda::RunTiledGemm(ec, tiled, *config) : cuda::RunTiledGemm(ec, tiled);
+  ASSERT_TRUE(run.ok()) << run;
   const GemmDesc vendor = ops.Upload();
   ASSERT_TRUE(ec.Gemm(vendor).ok());
   const std::vector<float> got = ops.Download(tiled), want = ops.Download(vendor);
@@ -474,6 +490,339 @@ TEST(TiledGemmChoiceTest, OnlyBucketedProductsWhoseNOrKMayVary) {
   g.trans_a = false;
   g.batch = 3;
   EXPECT_TRUE(cuda::UseTiledGemm(ec, g, /*b_is_weight=*/true)) << "batches: the strides follow the rows";
+}
+
+
+// ---------------------------------------------------------------------------
+// The "gemm_tiled" family (jit/kernel_config.h): its variants, cost terms
+// and the dispatcher's choice.
+// ---------------------------------------------------------------------------
+
+const jit::KernelFamily& TiledFamily() {
+  const jit::KernelFamily* f = jit::FindKernelFamily("gemm_tiled");
+  EXPECT_NE(f, nullptr);
+  return *f;
+}
+
+jit::KernelConfig Tiled(int rm, int rn, int tk, int tm, int tn, DType t = DType::kF32) {
+  return jit::KernelConfig{
+      "gemm_tiled",
+      {t},
+      {{"rm", rm}, {"rn", rn}, {"threads", (tm / rm) * (tn / rn)}, {"tk", tk}, {"tm", tm}, {"tn", tn}}};
+}
+
+// A product of one matrix, neither operand transposed.
+jit::KernelProblem Product(int64_t m, int64_t n, int64_t k, DType t = DType::kF32) {
+  GemmDesc g;
+  g.dtype = t;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  return cuda::TiledGemmProblem(g);
+}
+
+bool FullRun() {
+  const char* v = std::getenv("GROVE_VARIANTS_FULL");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// Odd sizes (1, 7, 33, 65: below, inside and one past the tiles) in every
+// transpose, then a batch with wide leading dims, a shared B, alpha, beta,
+// bias and each epilogue, and (f32) the fast math modes.
+void RunVariant(cuda::Device& dev, const jit::KernelConfig& c, bool every_size) {
+  std::vector<std::vector<int64_t>> sizes = {{1, 1, 1}, {7, 33, 65}, {65, 7, 33}, {33, 65, 7}};
+  if (every_size) {
+    for (int64_t m : {1, 7, 33, 65}) {
+      for (int64_t n : {1, 7, 33, 65}) {
+        for (int64_t k : {1, 7, 33, 65}) sizes.push_back({m, n, k});
+      }
+    }
+  }
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (const std::vector<int64_t>& mnk : sizes) {
+        Problem p;
+        p.dtype = c.dtypes[0];
+        p.m = mnk[0];
+        p.n = mnk[1];
+        p.k = mnk[2];
+        p.trans_a = ta;
+        p.trans_b = tb;
+        ExpectTiledMatches(dev, p, &c);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+  Problem p;
+  p.dtype = c.dtypes[0];
+  p.m = 33;
+  p.n = 7;
+  p.k = 65;
+  p.batch = 3;
+  p.pad = 3;
+  p.broadcast_b = true;
+  p.alpha = 0.75f;
+  p.beta = 0.5f;
+  p.bias = true;
+  for (GemmDesc::Epilogue e : {GemmDesc::Epilogue::kNone, GemmDesc::Epilogue::kRelu, GemmDesc::Epilogue::kGelu}) {
+    p.epilogue = e;
+    ExpectTiledMatches(dev, p, &c);
+  }
+  if (p.dtype != DType::kF32) return;
+  p.epilogue = GemmDesc::Epilogue::kNone;
+  for (GemmDesc::Math math : {GemmDesc::Math::kTF32, GemmDesc::Math::kBF16, GemmDesc::Math::kF16}) {
+    p.math = math;
+    ExpectTiledMatches(dev, p, &c);
+  }
+}
+
+// Every variant is the device GEMM bit for bit and the double loop within
+// tolerance (ExpectTiledMatches). The default suite: every third f32
+// variant and the last, and a few of each half type.
+TEST(TiledGemmVariantsTest, SampleOfTheSpaceOnTheEmulatedDevice) {
+  std::shared_ptr<cuda::Device> dev = cuda::NewEmulatedDevice();
+  const jit::KernelFamily& f = TiledFamily();
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const std::vector<jit::KernelConfig> all = f.Enumerate({t});
+    ASSERT_GT(all.size(), 40u);
+    const size_t stride = t == DType::kF32 ? 3 : 17;
+    for (size_t i = 0; i < all.size(); i += stride) {
+      RunVariant(*dev, all[i], false);
+      if (HasFatalFailure()) return;
+    }
+    RunVariant(*dev, all.back(), false);
+  }
+}
+
+TEST(KernelVariantsFull, EveryTiledGemmVariantOnTheEmulatedDevice) {
+  if (!FullRun()) GTEST_SKIP() << "the full variant space runs with GROVE_VARIANTS_FULL=1 (ctest -L variants_full)";
+  std::shared_ptr<cuda::Device> dev = cuda::NewEmulatedDevice();
+  const jit::KernelFamily& f = TiledFamily();
+  for (const std::vector<DType>& dtypes : f.dtype_lists()) {
+    for (const jit::KernelConfig& c : f.Enumerate(dtypes)) {
+      RunVariant(*dev, c, true);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// The space: threads = (tm / rm) * (tn / rn), 64 to 256; the generic
+// variant is the kernel before variants (32 x 32, K 16, 4 x 4, 64 threads);
+// a config that is not the family's or not of the product's dtype is
+// refused with a message.
+TEST(TiledGemmVariantsTest, SpaceGenericAndRefusals) {
+  const jit::KernelFamily& f = TiledFamily();
+  for (const jit::KernelConfig& c : f.Enumerate({DType::kF32})) {
+    const int threads = (c.Get("tm", 0) / c.Get("rm", 1)) * (c.Get("tn", 0) / c.Get("rn", 1));
+    EXPECT_EQ(c.Get("threads", 0), threads) << c.Name();
+    EXPECT_GE(threads, 64);
+    EXPECT_LE(threads, 256);
+  }
+  EXPECT_EQ(f.Enumerate({DType::kF32}).size(), 52u);
+  const jit::KernelProblem p = Product(3, 4, 5, DType::kF16);
+  EXPECT_EQ(f.Generic(p).Name(), "gemm_tiled__f16__rm4_rn4_threads64_tk16_tm32_tn32");
+  EXPECT_EQ(cuda::LaunchOf(f.Generic(p), p).dims.block[0], static_cast<uint32_t>(grove_k::kGemmTileThreads));
+  jit::KernelConfig wrong_threads = Tiled(4, 4, 16, 32, 32);
+  wrong_threads.params[2].second = 128;
+  EXPECT_FALSE(f.InSpace(wrong_threads));
+  EXPECT_FALSE(jit::KernelConfig::Parse("gemm_tiled__f32__rm4_rn4_threads16_tk16_tm16_tn16").ok());
+  std::shared_ptr<cuda::Device> dev = cuda::NewEmulatedDevice();
+  Problem q;
+  Operands ops(*dev, q, 1);
+  cuda::ExecContext ec(*dev, nullptr);
+  const absl::Status wrong = cuda::RunTiledGemm(ec, ops.Upload(), Tiled(4, 4, 16, 32, 32, DType::kF16));
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(wrong.message()).find("not a gemm_tiled variant for a f32 product"), std::string::npos)
+      << wrong.message();
+}
+
+// The cost terms by hand on an H100 (132 SMs, 2048 threads, 64K registers
+// and 228 KiB shared memory an SM, 4800 GB/s, 67 f32 TFLOPS, 2.5 us a
+// launch). M 33, N 70, K 20 on the generic 32 x 32 tiles, K steps of 16:
+// 2 x 3 tiles of 64 x 96 x 32 padded.
+TEST(TiledGemmCostTest, TermsByHand) {
+  const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);
+  const jit::KernelFamily& f = TiledFamily();
+  const jit::KernelProblem p = Product(33, 70, 20);
+  const jit::KernelConfig g = Tiled(4, 4, 16, 32, 32);
+  const jit::CostTerms t = f.Cost(g, p, h100);
+  EXPECT_DOUBLE_EQ(t.waste, 1 - 33.0 * 70 * 20 / (64.0 * 96 * 32));
+  EXPECT_EQ(f.Launch(g, p).blocks, 6);
+  // 6 blocks of 64 threads resident (48 registers a thread allow 21 a SM).
+  EXPECT_DOUBLE_EQ(t.occupancy, 6.0 * 64 / (132 * 2048));
+  // A read once per column of tiles (3), B once per row of tiles (2), C written.
+  EXPECT_DOUBLE_EQ(t.bytes, 4.0 * (33 * 20 * 3 + 20 * 70 * 2 + 33 * 70));
+  EXPECT_DOUBLE_EQ(t.flops, 2.0 * 33 * 70 * 20);
+  // Memory-bound: 28360 B at 4800 GB/s over 2 * occupancy * (1 - waste).
+  const double eff = 2 * t.occupancy * (33.0 * 70 * 20 / (64.0 * 96 * 32));
+  EXPECT_NEAR(t.estimate_us, 2.5 + 28360 / 4.8e6 / eff, 1e-9);
+  // Multiply-adds issue at rm rn / (rm rn + rm + rn) of a thread's
+  // instructions. A 4096^3 product is compute-bound: on 64 x 64 tiles with
+  // 4 x 4 patches (16 of 24), 4096 blocks of 256 threads, 5 resident an SM
+  // (48 registers a thread): occupancy 0.625, efficiency 1; on 32 x 32 tiles
+  // with 2 x 2 patches (4 of 8; 32 registers, 8 blocks an SM) 4/3 the time,
+  // though they read A and B twice as often (3593 us of memory, under
+  // their 4103 us of arithmetic).
+  const jit::KernelProblem big = Product(4096, 4096, 4096);
+  const jit::CostTerms four = f.Cost(Tiled(4, 4, 16, 64, 64), big, h100);
+  const jit::CostTerms two = f.Cost(Tiled(2, 2, 16, 32, 32), big, h100);
+  EXPECT_DOUBLE_EQ(four.waste, 0);
+  EXPECT_DOUBLE_EQ(four.occupancy, 0.625);
+  EXPECT_DOUBLE_EQ(two.occupancy, 1);
+  EXPECT_DOUBLE_EQ(two.bytes, 4.0 * 4096 * 4096 * 257);
+  EXPECT_NEAR(four.estimate_us, 2.5 + 2.0 * 4096 * 4096 * 4096 * 1.5 / 67e6, 1e-6);
+  EXPECT_NEAR(two.estimate_us - 2.5, (four.estimate_us - 2.5) * 4 / 3, 1e-6);
+}
+
+// The cost model's picks: a 1 x 1 x 1 product takes the smallest tile and
+// K step (least padding) with the most threads that tile allows (64: 2 x 2
+// patches), eff = 2 * threads / (132 * 2048) / (tm tn tk); a large product
+// the biggest tiles with 4 x 4 patches (most multiply-adds an instruction,
+// fewest re-reads) once it has enough tiles to fill the GPU.
+TEST(TiledGemmCostTest, PicksByHand) {
+  const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);
+  const jit::KernelFamily& f = TiledFamily();
+  const jit::KernelProblem one = Product(1, 1, 1);
+  EXPECT_EQ(jit::BestVariant(f, one, h100).config.Name(),
+            "gemm_tiled__f32__rm2_rn2_threads64_tk8_tm16_tn16");
+  // 4096^3 (TermsByHand): compute-bound at efficiency 1 with 4 x 4 patches
+  // on 64 x 64 tiles (256 threads) and on 32 x 64 tiles (128 threads, 10
+  // blocks an SM: occupancy 0.625 too, 2699 us of memory under 3077 of
+  // arithmetic), with K steps of 8 or 16: equal estimates, waste and
+  // occupancy, so the smaller config (fewer threads, then K step 8) wins.
+  const jit::KernelProblem big = Product(4096, 4096, 4096);
+  EXPECT_EQ(jit::BestVariant(f, big, h100).config.Name(),
+            "gemm_tiled__f32__rm4_rn4_threads128_tk8_tm32_tn64");
+}
+
+// The dispatcher: a table entry for the product's bucket (sm_90) wins; a
+// product of another bucket, or the same on sm_80, gets the cost model's
+// first.
+TEST(TiledGemmChoiceTest, TheTablesEntryOnAHitTheCostModelsOnAMiss) {
+  GemmDesc g;
+  g.m = 33;
+  g.n = 70;
+  g.k = 20;
+  const jit::KernelProblem p = cuda::TiledGemmProblem(g);
+  EXPECT_EQ(p.ToString(), "batch=1,k=20,m=33,n=70,transa=0,transb=0");
+  auto table = std::make_shared<jit::DispatchTable>();
+  jit::DispatchEntry e;
+  e.arch = 90;
+  e.config = Tiled(2, 4, 8, 16, 64);
+  e.bucket = jit::ShapeBucket(p);
+  e.problem = p;
+  e.measured_us = 3.25;
+  ASSERT_TRUE(table->Add(e).ok());
+  table->set_provenance(testing::TestProvenance());
+  const cuda::KernelDispatch sm90(jit::GpuTraits::FromArch(90), {table});
+  const cuda::KernelChoice hit = sm90.Choose(p);
+  EXPECT_EQ(hit.source, cuda::ChoiceSource::kTable);
+  EXPECT_EQ(hit.config, e.config);
+  EXPECT_EQ(hit.measured_us, 3.25);
+  GemmDesc other = g;
+  other.m = 200;  // bucket m=256
+  const jit::KernelProblem q = cuda::TiledGemmProblem(other);
+  const cuda::KernelChoice miss = sm90.Choose(q);
+  EXPECT_EQ(miss.source, cuda::ChoiceSource::kCostModel);
+  EXPECT_EQ(miss.config, jit::RankVariants(TiledFamily(), q, jit::GpuTraits::FromArch(90), 1).at(0).config);
+  const cuda::KernelDispatch sm80(jit::GpuTraits::FromArch(80), {table});
+  const cuda::KernelChoice arch = sm80.Choose(p);
+  EXPECT_EQ(arch.source, cuda::ChoiceSource::kCostModel);
+  EXPECT_EQ(arch.config, jit::BestVariant(TiledFamily(), p, jit::GpuTraits::FromArch(80)).config);
+}
+
+// Through a session (default buckets: powers of two to 256): x [n, 16]
+// times its transpose (N = n), then that times x (K = n). Each bucket's
+// bound chooses its variants (the problems recorded are the bounds': n 8
+// and n 32, never 5, 6 or 20) and its shapes keep them, so one graph
+// serves each bucket; every result is the CPU's.
+TEST(TiledGemmChoiceTest, EachBucketsBoundChoosesAndItsShapesKeepTheChoice) {
+  ModelBuilder b;
+  b.AddSymbol("n", 1, 64);
+  b.AddInput("x", DType::kF32, {"n", 16});
+  b.AddOp("Transpose", {"x"}, {"xt"}, {{"perm", std::vector<int64_t>{1, 0}}});
+  b.AddOp("MatMul", {"x", "xt"}, {"g"});
+  b.AddOp("Relu", {"g"}, {"r"});
+  b.AddOp("MatMul", {"r", "x"}, {"y"});
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+  SessionOptions cpu_options;
+  cpu_options.device = Device::kCpu;
+  std::unique_ptr<Session> cpu = Session::Create(model, cpu_options).value();
+  absl::StatusOr<std::unique_ptr<runtime::Backend>> backend =
+      cuda::CreateCudaBackend(testing::TestDevice(), {});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  cuda::KernelDispatch* dispatch = cuda::DispatchOf(**backend);
+  ASSERT_NE(dispatch, nullptr);
+  absl::StatusOr<std::unique_ptr<Session>> cuda = internal::CreateSessionWithBackend(model, {}, *std::move(backend));
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  uint32_t seed = 70;
+  for (int64_t n : {5, 6, 20, 7, 32, 17}) {
+    Tensor x = Tensor::Create(DType::kF32, {n, 16}).value();
+    const std::vector<float> v = testing::RandomF32(static_cast<size_t>(n * 16), ++seed);
+    std::copy(v.begin(), v.end(), x.as<float>());
+    const std::vector<TensorView> in = {x.view()};
+    absl::StatusOr<std::vector<TensorView>> want = cpu->Run(in);
+    ASSERT_TRUE(want.ok()) << want.status();
+    const Tensor w = Tensor::CopyOf((*want)[0]).value();
+    absl::StatusOr<std::vector<TensorView>> got = (*cuda)->Run(in);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(testing::CompareTensors(w, Tensor::CopyOf((*got)[0]).value(), 1e-4), "") << "n " << n;
+  }
+  std::vector<std::string> tiled;
+  for (const jit::KernelProblem& p : dispatch->problems()) {
+    if (p.family == "gemm_tiled") tiled.push_back(p.ToString());
+  }
+  EXPECT_EQ(tiled, (std::vector<std::string>{"batch=1,k=16,m=8,n=8,transa=0,transb=0",
+                                             "batch=1,k=8,m=8,n=16,transa=0,transb=0",
+                                             "batch=1,k=16,m=32,n=32,transa=0,transb=0",
+                                             "batch=1,k=32,m=32,n=16,transa=0,transb=0"}));
+  const SessionStats s = (*cuda)->stats();
+  EXPECT_EQ(s.buckets_made, 2);
+  EXPECT_EQ(s.bucket_fallback_reason, "");
+  EXPECT_EQ(s.graphs_captured, 2);
+}
+
+// Equal estimates (jit/cost_model.h's tie-breaks) on the family: a product
+// whose every variant is launch-bound ties nowhere exactly, but two
+// variants whose terms are all equal rank by their parameters.
+TEST(TiledGemmCostTest, TwoVariantsWithEqualTermsRankByTheSmallerConfig) {
+  // M = N: the transposed tile (tm <-> tn, rm <-> rn) has the same waste,
+  // occupancy, bytes and estimate.
+  const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);
+  const jit::KernelFamily& f = TiledFamily();
+  const jit::KernelProblem p = Product(48, 48, 64);
+  const jit::KernelConfig a = Tiled(2, 4, 16, 16, 64), b = Tiled(4, 2, 16, 64, 16);
+  EXPECT_DOUBLE_EQ(f.Cost(a, p, h100).estimate_us, f.Cost(b, p, h100).estimate_us);
+  std::vector<std::string> order;
+  for (const jit::RankedVariant& r : jit::RankVariants(f, p, h100)) {
+    if (r.config == a || r.config == b) order.push_back(r.config.Name());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{a.Name(), b.Name()}));  // rm 2 before rm 4
+}
+
+
+// NVRTC (no GPU needed) compiles the family's corners for sm_90: the
+// smallest and largest tiles, the generic one, asymmetric patches, each
+// dtype; each cubin defines the variant's entry. The full run compiles
+// every variant for sm_80 and sm_90 (kernel_variants_test.cc).
+TEST(TiledGemmVariantsTest, NvrtcCompilesVariantsForSm90) {
+  if (jit::NvrtcVersion() <= 0) GTEST_SKIP() << "NVRTC is not available";
+  const std::vector<jit::KernelConfig> configs = {
+      Tiled(2, 2, 8, 16, 16), Tiled(4, 4, 16, 64, 64), Tiled(4, 4, 16, 32, 32, DType::kF16),
+      Tiled(2, 4, 16, 32, 64, DType::kBF16), Tiled(4, 2, 8, 64, 16)};
+  for (const jit::KernelConfig& c : configs) {
+    SCOPED_TRACE(c.Name());
+    ASSERT_TRUE(TiledFamily().InSpace(c));
+    const jit::ModuleSpec m = jit::ConfigModule(c);
+    absl::StatusOr<std::string> source = jit::ModuleSource(m);
+    ASSERT_TRUE(source.ok()) << source.status();
+    absl::StatusOr<jit::CompileResult> compiled = jit::CompileModuleSource(*source, 90);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    absl::StatusOr<std::vector<std::string>> entries = jit::CubinEntryPoints(compiled->cubin);
+    ASSERT_TRUE(entries.ok()) << entries.status();
+    EXPECT_EQ(*entries, std::vector<std::string>{jit::EntryName("gemm_tiled", m)});
+  }
 }
 
 }  // namespace

@@ -218,16 +218,31 @@ absl::StatusOr<std::unique_ptr<KernelDispatch>> MakeSessionDispatch(const Device
   return std::make_unique<KernelDispatch>(DeviceTraits(device), std::move(tables));
 }
 
-jit::KernelConfig ChooseVariant(const ir::KernelContext& ctx, const jit::KernelProblem& problem) {
+KernelChoice ChooseAndRecord(const ir::KernelContext& ctx, const jit::KernelProblem& problem) {
   ExecContext& ec = Exec(ctx);
   if (KernelDispatch* dispatch = ec.dispatch(); dispatch != nullptr) {
     KernelChoice choice = dispatch->Choose(problem);
     dispatch->Record(ctx.node(), choice);
-    return std::move(choice.config);
+    return choice;
   }
+  KernelChoice c;
+  c.problem = problem;
+  c.bucket = jit::ShapeBucket(problem);
   const jit::KernelFamily* family = jit::FindKernelFamily(problem.family);
-  if (family == nullptr) return jit::KernelConfig{problem.family, problem.dtypes, {}};
-  return jit::BestVariant(*family, problem, DeviceTraits(ec.device())).config;
+  if (family == nullptr) {
+    c.config = jit::KernelConfig{problem.family, problem.dtypes, {}};
+    return c;
+  }
+  bool ranked = false;
+  jit::RankedVariant best = jit::BestVariant(*family, problem, DeviceTraits(ec.device()), &ranked);
+  c.config = std::move(best.config);
+  c.source = ranked ? ChoiceSource::kCostModel : ChoiceSource::kGeneric;
+  c.estimate_us = best.cost.estimate_us;
+  return c;
+}
+
+jit::KernelConfig ChooseVariant(const ir::KernelContext& ctx, const jit::KernelProblem& problem) {
+  return ChooseAndRecord(ctx, problem).config;
 }
 
 jit::KernelProblem GemmProblem(const GemmDesc& gemm) {

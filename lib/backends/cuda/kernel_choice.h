@@ -123,6 +123,8 @@ absl::StatusOr<std::unique_ptr<KernelDispatch>> MakeSessionDispatch(const Device
 // (ExecContext::dispatch) chooses and records it for ctx.node(); without one,
 // the cost model for the device's traits decides.
 jit::KernelConfig ChooseVariant(const ir::KernelContext& ctx, const jit::KernelProblem& problem);
+// ChooseVariant's choice in full (its source and estimate), recorded alike.
+KernelChoice ChooseAndRecord(const ir::KernelContext& ctx, const jit::KernelProblem& problem);
 
 // The cuBLASLt algorithm index for GemmDesc::algorithm of `gemm` (its dtype,
 // m, n, k, batch): a table's "gemm" entry, else -1 (the heuristic's first).

@@ -63,7 +63,7 @@ absl::Status BroadcastMatrix(ExecContext& ec, DType dtype, const void* src, int6
 // Device::Gemm), or by the tiled kernel (tiled: a bucketed plan's product
 // whose N or K may vary, tiled_gemm.h).
 struct GemvRun {
-  bool tiled = false;
+  TiledGemm tiled;
   bool use = false;
   jit::ModuleSpec module;
   LaunchDims dims;
@@ -75,8 +75,8 @@ struct GemvRun {
 // vendor GEMM's (same GpuTraits).
 GemvRun ChooseGemv(const ir::KernelContext& ctx, const GemmDesc& g) {
   GemvRun r;
-  r.tiled = UseTiledGemm(Exec(ctx), g, Exec(ctx).host_input(1) != nullptr);
-  if (r.tiled) return r;
+  r.tiled = PrepareTiledGemm(ctx, g, Exec(ctx).host_input(1) != nullptr);
+  if (r.tiled.use) return r;
   if (g.m < 1 || g.m > jit::kGemvMaxM || g.n < 1 || g.k < 1 || g.epilogue != GemmDesc::Epilogue::kNone) return r;
   const jit::KernelProblem problem{
       "gemv", {g.dtype}, {{"batch", g.batch}, {"k", g.k}, {"m", g.m}, {"n", g.n}, {"transb", g.trans_b ? 1 : 0}}};
@@ -98,7 +98,7 @@ GemvRun ChooseGemv(const ir::KernelContext& ctx, const GemmDesc& g) {
 
 // Runs `g` (pointers filled) as prepared: a gemv launch or Device::Gemm.
 absl::Status RunGemm(ExecContext& ec, const GemmDesc& g, const GemvRun& gemv) {
-  if (gemv.tiled) return RunTiledGemm(ec, g);
+  if (gemv.tiled.use) return RunTiledGemm(ec, g, gemv.tiled.config);
   if (!gemv.use) return ec.Gemm(g);
   return ec.Launch(gemv.module, "gemv", gemv.dims, ProductParams(g));
 }
@@ -187,7 +187,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareMatMul(const ir::KernelContext& ctx) {
   }
   mp.gemv = ChooseGemv(ctx, g);
   // cuBLASLt's algorithm only for a GEMM it runs (a table's "gemm" entry).
-  if (!mp.gemv.use && !mp.gemv.tiled) g.algorithm = ChooseGemmAlgorithm(ctx, g);
+  if (!mp.gemv.use && !mp.gemv.tiled.use) g.algorithm = ChooseGemmAlgorithm(ctx, g);
   mp.outer = nd == 0 ? 1 : y.num_elements() / (mat_y * inner);
   mp.elem = DTypeSize(a.dtype);
   mp.inner_begin = inner_begin;
@@ -296,7 +296,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareGemm(const ir::KernelContext& ctx) {
     }
   }
   gp.gemv = ChooseGemv(ctx, g);
-  if (!gp.gemv.use && !gp.gemv.tiled) g.algorithm = ChooseGemmAlgorithm(ctx, g);
+  if (!gp.gemv.use && !gp.gemv.tiled.use) g.algorithm = ChooseGemmAlgorithm(ctx, g);
   return MakePrepared(std::move(gp));
 }
 

@@ -116,8 +116,8 @@ struct ConvPrepared {
   // the GEMMs of a chunk of `chunk` images and of the last, shorter chunk.
   int algo_full = -1, algo_tail = -1;
   // The GEMMs run the tiled kernel (a bucketed plan: B, the image's
-  // columns, is computed, and its N follows the image size).
-  bool tiled = false;
+  // columns, is computed, and its N follows the image size), its variant.
+  TiledGemm tiled;
 };
 
 // The strides of A, B and C from one GEMM of a chunk's batch to the next.
@@ -171,8 +171,8 @@ GemmDesc ConvTransposeChunkGemm(const ConvPrepared& cp, int64_t images) {
 // the shorter last chunk's first, so the full chunks' choice is the one
 // recorded for the node.
 void ChooseChunkAlgorithms(const KernelContext& ctx, ConvPrepared& cp, GemmDesc (*gemm)(const ConvPrepared&, int64_t)) {
-  cp.tiled = UseTiledGemm(Exec(ctx), gemm(cp, std::min(cp.conv.n, cp.chunk)), /*b_is_weight=*/false);
-  if (cp.tiled) return;
+  cp.tiled = PrepareTiledGemm(ctx, gemm(cp, std::min(cp.conv.n, cp.chunk)), /*b_is_weight=*/false);
+  if (cp.tiled.use) return;
   const int64_t n = cp.conv.n;
   if (n <= 0 || cp.chunk <= 0) return;
   if (n % cp.chunk != 0 && n > cp.chunk) cp.algo_tail = ChooseGemmAlgorithm(ctx, gemm(cp, n % cp.chunk));
@@ -290,7 +290,7 @@ absl::Status ConvKernel(KernelContext& ctx) {
       gd.a = w_base + gi * mg * rows * elem;
       gd.b = bsrc + (img * b_image + gi * rows * out_size) * elem;
       gd.c = y_base + (img * m + gi * mg) * out_size * elem;
-      if (absl::Status s = cp->tiled ? RunTiledGemm(ec, gd) : ec.Gemm(gd); !s.ok()) return s;
+      if (absl::Status s = cp->tiled.use ? RunTiledGemm(ec, gd, cp->tiled.config) : ec.Gemm(gd); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -385,7 +385,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
       gd.a = w_base + gi * cg * rows * elem;
       gd.b = x_base + (img * c + gi * cg) * w.in_size * elem;
       gd.c = col + (img * col_image + gi * rows * w.in_size) * elem;
-      if (absl::Status s = cp->tiled ? RunTiledGemm(ec, gd) : ec.Gemm(gd); !s.ok()) return s;
+      if (absl::Status s = cp->tiled.use ? RunTiledGemm(ec, gd, cp->tiled.config) : ec.Gemm(gd); !s.ok()) return s;
     }
     col2im.images = images;
     col2im.y = static_cast<char*>(y.data) + img0 * m * w.out_size * elem;

@@ -2,14 +2,69 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "jit/kernels/gemm_tiled_params.h"
+#include "lib/backends/cuda/kernel_choice.h"
+#include "lib/backends/cuda/variant_launch.h"
 
 namespace grove::cuda {
+namespace {
+
+constexpr absl::string_view kFamily = "gemm_tiled";
+
+// A node's variant per bucket (ExecContext::bucket), chosen at the
+// bucket's bound (planned before its shapes) and kept for its shapes.
+struct TiledGemmState : ExecContext::KernelState {
+  explicit TiledGemmState(Device&) {}
+  std::vector<std::pair<const void*, KernelChoice>> chosen;
+};
+
+}  // namespace
 
 bool UseTiledGemm(const ExecContext& ec, const GemmDesc& g, bool b_is_weight) {
   if (!ec.bucket_plan()) return false;
   return g.batch != 1 || g.trans_a || !b_is_weight;
+}
+
+jit::KernelProblem TiledGemmProblem(const GemmDesc& g) {
+  // Extents sorted by name, as KernelProblem wants.
+  return jit::KernelProblem{std::string(kFamily),
+                            {g.dtype},
+                            {{"batch", g.batch},
+                             {"k", g.k},
+                             {"m", g.m},
+                             {"n", g.n},
+                             {"transa", g.trans_a ? 1 : 0},
+                             {"transb", g.trans_b ? 1 : 0}}};
+}
+
+TiledGemm PrepareTiledGemm(const ir::KernelContext& ctx, const GemmDesc& g, bool b_is_weight) {
+  TiledGemm t;
+  ExecContext& ec = Exec(ctx);
+  t.use = UseTiledGemm(ec, g, b_is_weight);
+  if (!t.use) return t;
+  const jit::KernelProblem problem = TiledGemmProblem(g);
+  const jit::KernelFamily* family = jit::FindKernelFamily(kFamily);
+  TiledGemmState& state = ec.State<TiledGemmState>(ctx.node());
+  auto kept = std::find_if(state.chosen.begin(), state.chosen.end(), [&](const auto& c) {
+    return c.first == ec.bucket() && c.second.config.dtypes == problem.dtypes;
+  });
+  if (kept == state.chosen.end()) {
+    KernelChoice choice = ChooseAndRecord(ctx, problem);
+    if (family != nullptr && !family->Valid(choice.config, problem)) {
+      choice.config = family->Generic(problem);
+      choice.source = ChoiceSource::kGeneric;
+    }
+    state.chosen.emplace_back(ec.bucket(), std::move(choice));
+    kept = state.chosen.end() - 1;
+  } else if (KernelDispatch* dispatch = ec.dispatch(); dispatch != nullptr) {
+    dispatch->Record(ctx.node(), kept->second);  // this plan runs it too
+  }
+  t.config = kept->second.config;
+  return t;
 }
 
 grove_k::GemvParams ProductParams(const GemmDesc& g) {
@@ -35,7 +90,13 @@ grove_k::GemvParams ProductParams(const GemmDesc& g) {
   return p;
 }
 
-absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g) {
+absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g, const jit::KernelConfig& config) {
+  const jit::KernelProblem problem = TiledGemmProblem(g);
+  const jit::KernelFamily* family = jit::FindKernelFamily(kFamily);
+  if (family == nullptr || !family->Valid(config, problem)) {
+    return absl::InvalidArgumentError(absl::StrCat("tiled GEMM: ", config.Name(), " is not a ", kFamily,
+                                                   " variant for a ", DTypeName(g.dtype), " product"));
+  }
   grove_k::GemmTiledParams p{};
   p.g = ProductParams(g);
   p.math = 0;
@@ -48,13 +109,16 @@ absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g) {
     }
   }
   p.epilogue = g.epilogue == GemmDesc::Epilogue::kRelu ? 1 : g.epilogue == GemmDesc::Epilogue::kGelu ? 2 : 0;
-  // A block per output tile; the kernel loops grid-stride over the rest.
-  const int64_t tiles = ((g.m + grove_k::kGemmTile - 1) / grove_k::kGemmTile) *
-                        ((g.n + grove_k::kGemmTile - 1) / grove_k::kGemmTile) * std::max<int64_t>(g.batch, 1);
-  LaunchDims dims;
-  dims.grid = {static_cast<uint32_t>(std::clamp<int64_t>(tiles, 1, 65535)), 1, 1};
-  dims.block = {static_cast<uint32_t>(grove_k::kGemmTileThreads), 1, 1};
-  return ec.Launch(jit::ModuleSpec{"gemm_tiled", {g.dtype}}, "gemm_tiled", dims, p);
+  // A block per output tile (the family's Launch); the kernel loops
+  // grid-stride over the rest.
+  const VariantLaunch v = LaunchOf(config, problem);
+  return ec.Launch(v.module, "gemm_tiled", v.dims, p);
+}
+
+absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g) {
+  const jit::KernelFamily* family = jit::FindKernelFamily(kFamily);
+  if (family == nullptr) return absl::InternalError("tiled GEMM: the gemm_tiled family is not registered");
+  return RunTiledGemm(ec, g, family->Generic(TiledGemmProblem(g)));
 }
 
 }  // namespace grove::cuda
