@@ -143,6 +143,7 @@ absl::StatusOr<std::vector<Tensor>> RunOpCudaImpl(cuda::Device& device, const st
   absl::StatusOr<cuda::Stream> stream = device.CreateStream();
   if (!stream.ok()) return stream.status();
   cuda::ExecContext exec(device, *stream);
+  exec.set_bucket_plan(options.bucket_plan);
 
   // Inputs on the device; host copies visible to the kernel when asked.
   std::vector<TensorView> in_storage(inputs.size());

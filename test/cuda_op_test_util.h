@@ -30,6 +30,9 @@ struct CudaRunOptions {
   // When true (as for weights and folded values in a plan), the kernel sees
   // host copies of the inputs; when false it must read them from the device.
   bool host_values = true;
+  // When true, the kernel is prepared as in a plan that serves a shape
+  // bucket (ExecContext::bucket_plan): the launches a bucket's graph needs.
+  bool bucket_plan = false;
 };
 
 // Like RunOp, with the op's CUDA kernel: inputs are copied to `device`, the

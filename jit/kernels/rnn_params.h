@@ -27,15 +27,17 @@ struct RnnAct {
   float alpha, beta;
 };
 
-// One time step t of one direction for `batch` entries of `hidden` units;
-// one thread per (b, j). Gate pre-activations are
+// One time step t of direction d (of dirs) for `batch` entries of `hidden`
+// units over a sequence of `seq` steps in `layout` (0: [seq, batch, ...],
+// 1: [batch, seq, ...]); one thread per (b, j). Gate pre-activations are
 //   hr[b * ldhr + gate * hidden + j]                (H_{t-1} R^T, from the GEMM)
-// + xw[xw_row(b) * gh + gate * hidden + j]          (X W^T, all steps up front)
+// + xw[row(t, b) * gh + gate * hidden + j]          (X W^T, all steps up front;
+//                                                    xw nullptr: no input, 0)
 // + wb[gate * hidden + j] + rb[gate * hidden + j]   (biases, when given)
-// with xw_row(b) = xw_row0 + b * xw_row_stride. A batch entry whose length
+// with row(t, b) X's row of (t, b) in the layout. A batch entry whose length
 // (seq_lens, i32 or i64, nullptr: all run) is <= t keeps its state; the
-// others update state_h (and state_c) and write h to
-// y[y_offset0 + b * y_stride] (when y is given).
+// others update state_h (and state_c) and write h to Y's element (t, d, b, j)
+// (when y is given).
 struct RnnStepParams {
   int kind;  // 0 RNN, 1 GRU, 2 LSTM
   int gru_phase;  // GRU without linear_before_reset: 0 writes reset * H to reset_h; 1 updates
@@ -45,10 +47,12 @@ struct RnnStepParams {
   float clip;
   RnnAct f, g, h;
   i64 batch, hidden, t;
+  i64 seq, dirs, d;
+  int layout;
   const float* hr;
   i64 ldhr;
   const float* xw;
-  i64 xw_row0, xw_row_stride, gh;
+  i64 gh;
   const float* wb;  // nullptr when there is no B
   const float* rb;
   const float* peephole;  // LSTM P of this direction ([3 * hidden]: i, o, f) or nullptr
@@ -58,7 +62,32 @@ struct RnnStepParams {
   float* state_c;
   float* reset_h;  // GRU phase 0 output, [batch, hidden]
   float* y;
-  i64 y_offset0, y_stride;
+};
+
+// A whole direction in one launch, for plans that serve a shape bucket: the
+// launches then do not depend on the sequence length or the batch, so one
+// CUDA graph captured at the bucket's bound serves every shape of it with
+// these parameters refreshed (cuda::ParamDevice). Blocks loop over batch
+// entries (b = blockIdx.x, += gridDim.x: block-uniform, so every thread
+// reaches the barriers); a block runs its entry's `step.seq` steps in order,
+// each H_{t-1} R^T into its row of step.hr (rt: R of this direction
+// transposed, [hidden, gh], so neighbouring threads read neighbouring
+// columns; summed in order of k in f32 after rounding per `math`, as the
+// device GEMM does: 0 exact, 1 tf32, 2 bf16, 3 f16), then the gates of
+// RnnStepParams at that t. Steps at or past the entry's length write zeros
+// to Y and leave the state. The state starts from h0 / c0 (nullptr: zeros)
+// and ends in y_h / y_c (when given), element (b, j) of this direction at
+// state_offset + b * state_b_stride + j.
+struct RnnSequenceParams {
+  RnnStepParams step;
+  int reverse;
+  int math;
+  const float* rt;
+  const float* h0;
+  const float* c0;
+  float* y_h;
+  float* y_c;
+  i64 state_offset, state_b_stride;
 };
 
 }  // namespace grove_k

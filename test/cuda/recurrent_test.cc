@@ -2,8 +2,12 @@
 // every direction and layout, biases, initial states, peepholes, sequence
 // lengths (i32 and i64, host or device values), clip, input_forget,
 // linear_before_reset, custom activations with alpha/beta, every output,
-// empty batches and sequences, and the error paths.
+// empty batches and sequences, and the error paths. Each case runs both
+// ways the kernel launches: step by step (plans of exact shapes) and one
+// launch per direction (plans that serve a shape bucket), which give the
+// same bits on the emulated device.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +21,7 @@
 namespace grove {
 namespace {
 
+using testing::CountCudaInvoke;
 using testing::CudaRunOptions;
 using testing::ExpectCudaMatchesCpu;
 using testing::MakeTensor;
@@ -70,8 +75,24 @@ class CudaRecurrentTest : public ::testing::Test {
     const Attrs a = testing::RecurrentAttrs(s);
     const int outputs = s.op == "LSTM" ? s.outputs : std::min(s.outputs, 2);
     EXPECT_EQ(testing::RunOp(s.op, in, a, outputs).ok(), valid);
-    for (bool host : {true, false}) {
-      ExpectCudaMatchesCpu(*dev_, s.op, in, a, outputs, 1e-5, CudaRunOptions{.host_values = host});
+    for (bool bucket : {false, true}) {
+      for (bool host : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << (bucket ? "whole sequence" : "step by step") << ", host values "
+                                          << host);
+        ExpectCudaMatchesCpu(*dev_, s.op, in, a, outputs, 1e-5,
+                             CudaRunOptions{.host_values = host, .bucket_plan = bucket});
+      }
+    }
+    if (!valid) return;
+    absl::StatusOr<std::vector<Tensor>> steps = RunOpCuda(*dev_, s.op, in, a, outputs);
+    absl::StatusOr<std::vector<Tensor>> whole = RunOpCuda(*dev_, s.op, in, a, outputs, {.bucket_plan = true});
+    ASSERT_TRUE(steps.ok()) << steps.status();
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    ASSERT_EQ(steps->size(), whole->size());
+    for (size_t k = 0; k < steps->size(); ++k) {
+      const TensorView sv = (*steps)[k].view(), wv = (*whole)[k].view();
+      ASSERT_EQ(sv.shape, wv.shape) << "output " << k;
+      EXPECT_EQ(std::memcmp(sv.data, wv.data, sv.byte_size()), 0) << "output " << k << ": other bits per launch";
     }
   }
 };
@@ -188,6 +209,49 @@ TEST_F(CudaRecurrentTest, EmptyBatchAndSequence) {
     t.initial_h = true;
     t.direction = "bidirectional";
     Expect(t);
+  }
+}
+
+// What a bucket's graph needs: in a bucketed plan the launches (and GEMMs)
+// of one invoke do not depend on the sequence length or the batch; step by
+// step they grow with the length (which is why such a plan cannot use it).
+TEST_F(CudaRecurrentTest, BucketedLaunchesDoNotDependOnTheShape) {
+  for (const char* op : {"RNN", "GRU", "LSTM"}) {
+    for (int64_t lbr : {0, 1}) {
+      if (lbr == 1 && std::string(op) != "GRU") continue;
+      SCOPED_TRACE(::testing::Message() << op << " lbr " << lbr);
+      cuda::DeviceCounts counts[2][2];  // [bucketed][shape]
+      for (int bucketed = 0; bucketed < 2; ++bucketed) {
+        for (int shape = 0; shape < 2; ++shape) {
+          Spec s;
+          s.op = op;
+          s.linear_before_reset = lbr;
+          s.direction = "bidirectional";
+          s.initial_h = s.initial_c = true;
+          s.seq = shape == 0 ? 2 : 7;
+          s.batch = shape == 0 ? 1 : 3;
+          const int64_t g = s.gates(), h = s.hidden;
+          Tensor x = MakeTensor<float>(DType::kF32, {s.seq, s.batch, s.input}, Pattern(s.seq * s.batch * s.input, 1));
+          Tensor w = MakeTensor<float>(DType::kF32, {2, g * h, s.input}, Pattern(2 * g * h * s.input, 2));
+          Tensor r = MakeTensor<float>(DType::kF32, {2, g * h, h}, Pattern(2 * g * h * h, 3));
+          Tensor b = MakeTensor<float>(DType::kF32, {2, 2 * g * h}, Pattern(4 * g * h, 4));
+          Tensor h0 = MakeTensor<float>(DType::kF32, {2, s.batch, h}, Pattern(2 * s.batch * h, 5));
+          std::vector<const Tensor*> in = {&x, &w, &r, &b, nullptr, &h0};
+          absl::StatusOr<testing::InvokeCounts> c =
+              CountCudaInvoke(*dev_, op, in, testing::RecurrentAttrs(s), 2, {.bucket_plan = bucketed == 1});
+          ASSERT_TRUE(c.ok()) << c.status();
+          EXPECT_FALSE(c->needs_host);
+          EXPECT_EQ(c->counts.synchronizations, 0);
+          EXPECT_EQ(c->counts.device_to_host_copies, 0);
+          counts[bucketed][shape] = c->counts;
+        }
+      }
+      EXPECT_EQ(counts[1][0].launches, counts[1][1].launches);
+      EXPECT_EQ(counts[1][0].gemms, counts[1][1].gemms);
+      EXPECT_EQ(counts[1][1].launches, 4);  // per direction: R transposed, the sequence
+      EXPECT_EQ(counts[1][1].gemms, 2);     // per direction: the input projection
+      EXPECT_LT(counts[0][0].launches + counts[0][0].gemms, counts[0][1].launches + counts[0][1].gemms);
+    }
   }
 }
 

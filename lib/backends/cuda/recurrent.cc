@@ -5,6 +5,19 @@
 // adds the projection and biases, applies the activations, updates the state
 // in place and writes Y. GRU without linear_before_reset needs r (.) H before
 // its h-gate product: a first gate pass writes it, a second GEMM projects it.
+//
+// A plan that serves a shape bucket (ExecContext::bucket_plan) cannot launch
+// per step: its graph is captured at the bucket's bound and refreshed for
+// each shape of the bucket, launch for launch, so the launches must not
+// depend on the sequence length (or the batch). There each direction is the
+// input projection (its only varying dim is M = seq x batch, at the start of
+// the workspace: a cuBLASLt GEMM may serve the bucket), R transposed into the
+// workspace, and one rnn_sequence launch whose blocks loop over the batch
+// entries and run every step of theirs on the device, reading the actual
+// sequence length, batch and sequence_lens from the refreshed parameters.
+// Nothing runs for steps the bound has and the shape has not, so the only
+// padding is the bound's blocks past the actual batch, which return at once.
+//
 // f32 only (the GEMM's halves would round the state every step); f64
 // reports Unimplemented so the executor keeps the node on the CPU.
 #include <algorithm>
@@ -22,6 +35,8 @@
 #include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/kernel_choice.h"
 #include "lib/backends/cuda/launch_util.h"
+#include "lib/backends/cuda/strided_copy.h"
+#include "lib/backends/cuda/tiled_gemm.h"
 #include "lib/ir/ops/recurrent_attrs.h"
 
 namespace grove::cuda {
@@ -34,23 +49,32 @@ using ir::RecurrentKind;
 
 constexpr int64_t kMaxBufferElements = int64_t{1} << 31;
 
-// Copies a [batch, hidden] state between a contiguous buffer and the
-// per-direction slice of an initial_h / Y_h style tensor (layout 0:
-// [dirs, batch, hidden], layout 1: [batch, dirs, hidden]).
+// Where a direction's [batch, hidden] state lies in an initial_h / Y_h
+// style tensor (layout 0: [dirs, batch, hidden], layout 1: [batch, dirs,
+// hidden]): element (b, j) at offset + b * b_stride + j.
+struct StateSlice {
+  int64_t offset, b_stride;
+};
+StateSlice SliceOf(const RecurrentDims& dims, int64_t d) {
+  const int64_t h = dims.hidden;
+  return dims.layout == 0 ? StateSlice{d * dims.batch * h, h} : StateSlice{d * h, dims.dirs * h};
+}
+
+// Copies a [batch, hidden] state between a contiguous buffer and direction
+// d's slice of an initial_h / Y_h style tensor.
 absl::Status CopyState(ExecContext& ec, const RecurrentDims& dims, int64_t d, const float* src, float* dst,
                        bool to_tensor) {
   grove_k::ScaledCopyParams p{};
   const int64_t h = dims.hidden;
-  const int64_t slice = dims.layout == 0 ? d * dims.batch * h : d * h;
-  const int64_t b_stride = dims.layout == 0 ? h : dims.dirs * h;
-  p.src = to_tensor ? src : src + slice;
-  p.dst = to_tensor ? dst + slice : dst;
+  const StateSlice slice = SliceOf(dims, d);
+  p.src = to_tensor ? src : src + slice.offset;
+  p.dst = to_tensor ? dst + slice.offset : dst;
   p.shape.rank = 2;
   p.shape.d[0] = dims.batch;
   p.shape.d[1] = h;
-  p.src_strides.s[0] = to_tensor ? h : b_stride;
+  p.src_strides.s[0] = to_tensor ? h : slice.b_stride;
   p.src_strides.s[1] = 1;
-  p.dst_strides.s[0] = to_tensor ? b_stride : h;
+  p.dst_strides.s[0] = to_tensor ? slice.b_stride : h;
   p.dst_strides.s[1] = 1;
   p.n = dims.batch * h;
   p.scale = 1.0f;
@@ -61,16 +85,19 @@ grove_k::RnnAct ToAct(const ir::Activation& a) {
   return {static_cast<int>(a.kind), static_cast<float>(a.alpha), static_cast<float>(a.beta)};
 }
 
-// The workspace: xw [rows, gh], hr [batch, gh], state_h, state_c, reset_h
-// [batch, h] each (64-float aligned), in floats.
+// The workspace: xw [rows, gh] first (where a bucket's shapes all have it,
+// so its GEMM's operands do not move), rt [hidden, gh] (whole-sequence
+// launches only), hr [batch, gh], state_h, state_c, reset_h [batch, h] each
+// (64-float aligned), in floats.
 struct WorkspaceLayout {
-  int64_t n_xw = 0, n_hr = 0, n_state = 0;
-  int64_t floats() const { return n_xw + n_hr + 3 * n_state; }
+  int64_t n_xw = 0, n_rt = 0, n_hr = 0, n_state = 0;
+  int64_t floats() const { return n_xw + n_rt + n_hr + 3 * n_state; }
 };
-WorkspaceLayout LayoutOf(RecurrentKind kind, const RecurrentDims& dims) {
+WorkspaceLayout LayoutOf(RecurrentKind kind, const RecurrentDims& dims, bool whole_sequence) {
   auto round = [](int64_t n) { return (n + 63) / 64 * 64; };
   const int64_t gh = ir::GateCount(kind) * dims.hidden;
-  return {round(dims.seq * dims.batch * gh), round(dims.batch * gh), round(dims.batch * dims.hidden)};
+  return {round(dims.seq * dims.batch * gh), whole_sequence ? round(dims.hidden * gh) : 0, round(dims.batch * gh),
+          round(dims.batch * dims.hidden)};
 }
 
 // A direction's GEMMs without pointers (the same for both directions):
@@ -104,23 +131,48 @@ RecurrentGemms GemmsOf(const RecurrentAttrs& a, const RecurrentDims& dims) {
   return g;
 }
 
-absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims,
-                          const RecurrentGemms& gemms) {
+// What the prepare makes: the attributes and dims; `lengths_at_run` when
+// sequence_lens must be read back to be checked (the plan does not know it);
+// `whole_sequence` in a bucketed plan (the file comment), then `xw_tiled`
+// when the input projection must read its dims when it runs (W not a weight).
+struct RecurrentPrepared {
+  backends::RecurrentCall call;
+  RecurrentGemms gemms;
+  bool nothing = false;  // batch 0: every output is empty
+  bool lengths_at_run = false;
+  bool whole_sequence = false;
+  bool xw_tiled = false;
+};
+
+// The block of an rnn_sequence launch: one thread per hidden product column
+// (rounded to warps, at most 256), the same for every shape of the node.
+constexpr int64_t kMaxSequenceThreads = 256;
+LaunchDims SequenceLaunch(int64_t batch, int64_t columns) {
+  LaunchDims dims;
+  dims.grid[0] = static_cast<uint32_t>(std::clamp<int64_t>(batch, 1, 65535));
+  dims.block[0] = static_cast<uint32_t>(std::clamp<int64_t>((columns + 31) / 32 * 32, 32, kMaxSequenceThreads));
+  return dims;
+}
+
+absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentPrepared& rp) {
   ExecContext& ec = Exec(ctx);
   Device& dev = ec.device();
+  const RecurrentAttrs& a = rp.call.attrs;
+  const RecurrentDims& dims = rp.call.dims;
+  const RecurrentGemms& gemms = rp.gemms;
   const RecurrentKind kind = a.kind;
   const bool lstm = kind == RecurrentKind::kLstm, gru = kind == RecurrentKind::kGru;
   const int64_t h = dims.hidden, batch = dims.batch, seq = dims.seq;
   const int64_t gh = ir::GateCount(kind) * h;
   const int64_t rows = seq * batch;
 
-  const WorkspaceLayout layout = LayoutOf(kind, dims);
-  const int64_t n_xw = layout.n_xw, n_hr = layout.n_hr, n_state = layout.n_state;
+  const WorkspaceLayout layout = LayoutOf(kind, dims, rp.whole_sequence);
   float* xw = static_cast<float*>(ctx.workspace());
-  float* hr = xw + n_xw;
-  float* state_h = hr + n_hr;
-  float* state_c = state_h + n_state;
-  float* reset_h = state_c + n_state;
+  float* rt = xw + layout.n_xw;
+  float* hr = rt + layout.n_rt;
+  float* state_h = hr + layout.n_hr;
+  float* state_c = state_h + layout.n_state;
+  float* reset_h = state_c + layout.n_state;
 
   const float* x = static_cast<const float*>(ctx.input(0).data);
   const float* w_all = static_cast<const float*>(ctx.input(1).data);
@@ -132,7 +184,9 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   float* y = ctx.has_output(0) ? static_cast<float*>(ctx.output(0).data) : nullptr;
   float* y_h = ctx.has_output(1) ? static_cast<float*>(ctx.output(1).data) : nullptr;
   float* y_c = lstm && ctx.has_output(2) ? static_cast<float*>(ctx.output(2).data) : nullptr;
-  if (y != nullptr && ctx.output(0).byte_size() > 0) {
+  // Steps past an entry's length leave Y zero: a whole-sequence launch
+  // writes those zeros itself (a memset's size would be baked in its graph).
+  if (!rp.whole_sequence && y != nullptr && ctx.output(0).byte_size() > 0) {
     if (absl::Status s = dev.MemsetAsync(y, 0, ctx.output(0).byte_size(), ec.stream()); !s.ok()) return s;
   }
 
@@ -144,9 +198,12 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   p.clip = static_cast<float>(a.clip);
   p.batch = batch;
   p.hidden = h;
+  p.seq = seq;
+  p.dirs = dims.dirs;
+  p.layout = static_cast<int>(dims.layout);
   p.hr = hr;
   p.ldhr = gh;
-  p.xw = xw;
+  p.xw = dims.input > 0 ? xw : nullptr;  // no input: the projection is 0
   p.gh = gh;
   p.seq_lens = ctx.has_input(4) ? ctx.input(4).data : nullptr;
   p.seq_lens_i64 = ctx.has_input(4) && ctx.input(4).dtype == DType::kI64;
@@ -161,6 +218,7 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
     const bool reverse = a.reverse || d == 1;
     const float* w = w_all + d * gh * dims.input;
     const float* r = r_all + d * gh * h;
+    p.d = d;
     p.wb = b_all != nullptr ? b_all + d * 2 * gh : nullptr;
     p.rb = p.wb != nullptr ? p.wb + gh : nullptr;
     p.peephole = p_all != nullptr ? p_all + d * 3 * h : nullptr;
@@ -169,20 +227,39 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
     if (lstm) p.h = ToAct(a.activation(static_cast<int>(d), 2));
 
     // X W^T for every step (rows follow X's layout).
-    if (rows > 0) {
-      if (dims.input == 0) {
-        if (absl::Status s = dev.MemsetAsync(xw, 0, rows * gh * sizeof(float), ec.stream()); !s.ok()) return s;
-      } else {
-        GemmDesc g = gemms.xw;
-        g.a = x;
-        g.b = w;
-        g.c = xw;
-        if (absl::Status s = ec.Gemm(g); !s.ok()) return s;
-      }
+    if (rows > 0 && dims.input > 0) {
+      GemmDesc g = gemms.xw;
+      g.a = x;
+      g.b = w;
+      g.c = xw;
+      if (absl::Status s = rp.xw_tiled ? RunTiledGemm(ec, g) : ec.Gemm(g); !s.ok()) return s;
     }
+    absl::Status s;
+    if (rp.whole_sequence) {
+      // R^T ([hidden, gh]): R ([gh, hidden]) read with strides {1, hidden}.
+      if (s = StridedCopy(ec, sizeof(float), {h, gh}, r, {1, h}, rt); !s.ok()) return s;
+      grove_k::RnnSequenceParams q{};
+      q.step = p;
+      q.reverse = reverse;
+      static_assert(static_cast<int>(GemmDesc::Math::kTF32) == 1 && static_cast<int>(GemmDesc::Math::kF16) == 3,
+                    "rnn_sequence's math codes are GemmDesc::Math's");
+      q.math = static_cast<int>(ec.gemm_math());
+      q.rt = rt;
+      q.h0 = h0;
+      q.c0 = c0;
+      q.y_h = y_h;
+      q.y_c = y_c;
+      const StateSlice slice = SliceOf(dims, d);
+      q.state_offset = slice.offset;
+      q.state_b_stride = slice.b_stride;
+      const LaunchDims launch = SequenceLaunch(batch, gemms.hidden.n);
+      if (s = ec.Launch(rnn_module, "rnn_sequence", launch, q); !s.ok()) return s;
+      continue;
+    }
+
     const size_t state_bytes = static_cast<size_t>(batch * h) * sizeof(float);
-    absl::Status s = h0 != nullptr ? CopyState(ec, dims, d, h0, state_h, false)
-                                   : dev.MemsetAsync(state_h, 0, state_bytes, ec.stream());
+    s = h0 != nullptr ? CopyState(ec, dims, d, h0, state_h, false)
+                      : dev.MemsetAsync(state_h, 0, state_bytes, ec.stream());
     if (!s.ok()) return s;
     if (lstm) {
       s = c0 != nullptr ? CopyState(ec, dims, d, c0, state_c, false)
@@ -202,12 +279,7 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
     rg.c = hr + 2 * h;
 
     for (int64_t step = 0; step < seq; ++step) {
-      const int64_t t = reverse ? seq - 1 - step : step;
-      p.t = t;
-      p.xw_row0 = dims.layout == 0 ? t * batch : t;
-      p.xw_row_stride = dims.layout == 0 ? 1 : seq;
-      p.y_offset0 = (dims.layout == 0 ? (t * dims.dirs + d) * batch : t * dims.dirs + d) * h;
-      p.y_stride = dims.layout == 0 ? h : seq * dims.dirs * h;
+      p.t = reverse ? seq - 1 - step : step;
       if (s = ec.Gemm(hg); !s.ok()) return s;
       if (gru && !a.linear_before_reset) {
         p.gru_phase = 0;
@@ -227,15 +299,6 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentAttrs& a, con
   return absl::OkStatus();
 }
 
-// What the prepare makes: the attributes and dims; `lengths_at_run` when
-// sequence_lens must be read back to be checked (the plan does not know it).
-struct RecurrentPrepared {
-  backends::RecurrentCall call;
-  RecurrentGemms gemms;
-  bool nothing = false;  // batch 0: every output is empty
-  bool lengths_at_run = false;
-};
-
 template <RecurrentKind kKind>
 absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   absl::StatusOr<backends::RecurrentCall> call = backends::ReadRecurrentCall(ctx, kKind);
@@ -244,6 +307,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   const TensorView& x = ctx.input(0);
   const int64_t gates = ir::GateCount(kKind);
   const int64_t h = dims.hidden;
+  ExecContext& ec = Exec(ctx);
   RecurrentPrepared rp;
   if (ctx.has_input(4)) {
     const TensorView& sl = ctx.input(4);
@@ -252,7 +316,6 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
     // The lengths are checked on the host: now when the plan knows them,
     // else when run (a copy from the device); the gate kernel reads the
     // device tensor itself.
-    ExecContext& ec = Exec(ctx);
     if (ec.ValuesOnHost(ctx, 4)) {
       absl::StatusOr<std::vector<int64_t>> lengths = ec.ReadInts(ctx, 4);
       if (!lengths.ok()) return lengths.status();
@@ -264,7 +327,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   if (absl::Status s = backends::CheckRecurrentOutputs(ctx, dims); !s.ok()) return s;
   const int64_t rows = dims.seq * dims.batch;
   const int64_t gh = gates * h;
-  if (rows > kMaxBufferElements / std::max<int64_t>(gh, 1)) {
+  if (rows > kMaxBufferElements / std::max<int64_t>(gh, 1) || h > kMaxBufferElements / std::max<int64_t>(gh, 1)) {
     return ctx.Error(absl::StrCat("the input projection of ", dims.seq, " steps x ", dims.batch, " batch x ", gh,
                                   " gate units is too large"));
   }
@@ -276,19 +339,24 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
     return ctx.Error(absl::StrCat("no kernel for dtype ", DTypeName(x.dtype), " (f32 and f64 only)"));
   }
   rp.nothing = dims.batch == 0;
+  rp.whole_sequence = ec.bucket_plan();
   const uint64_t workspace =
-      rp.nothing ? 0 : static_cast<uint64_t>(LayoutOf(kKind, dims).floats()) * sizeof(float);
+      rp.nothing ? 0 : static_cast<uint64_t>(LayoutOf(kKind, dims, rp.whole_sequence).floats()) * sizeof(float);
   rp.call = *std::move(call);
   const RecurrentDims& d = rp.call.dims;
   rp.gemms = GemmsOf(rp.call.attrs, d);
+  // W a weight: the projection's K and N are the bucket's (UseTiledGemm).
+  rp.xw_tiled = rp.whole_sequence && UseTiledGemm(ec, rp.gemms.xw, ec.host_input(1) != nullptr);
   if (!rp.nothing) {
     // The per-step products first, so the input projection's choice (the
     // largest) is the one recorded for the node.
-    if (kKind == RecurrentKind::kGru && !rp.call.attrs.linear_before_reset && d.seq > 0) {
+    if (!rp.whole_sequence && kKind == RecurrentKind::kGru && !rp.call.attrs.linear_before_reset && d.seq > 0) {
       rp.gemms.reset.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.reset);
     }
-    if (d.seq > 0) rp.gemms.hidden.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.hidden);
-    if (d.seq * d.batch > 0 && d.input > 0) rp.gemms.xw.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.xw);
+    if (!rp.whole_sequence && d.seq > 0) rp.gemms.hidden.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.hidden);
+    if (!rp.xw_tiled && d.seq * d.batch > 0 && d.input > 0) {
+      rp.gemms.xw.algorithm = ChooseGemmAlgorithm(ctx, rp.gemms.xw);
+    }
   }
   return MakePrepared(std::move(rp), workspace);
 }
@@ -302,7 +370,7 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
     if (absl::Status s = backends::CheckSequenceLengths(ctx, rp->call.dims, *lengths); !s.ok()) return s;
   }
   if (rp->nothing) return absl::OkStatus();
-  return RunRecurrent(ctx, rp->call.attrs, rp->call.dims, rp->gemms);
+  return RunRecurrent(ctx, *rp);
 }
 
 }  // namespace
