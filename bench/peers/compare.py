@@ -15,6 +15,11 @@ makes the venv (numpy, onnxruntime, the grove package) and runs this.
 
   python bench/peers/compare.py [--quick] [--models cnn,lstm] [--threads 1,2]
                                 [--json OUT] [--build DIR] [--no-spin]
+                                [--models-dir DIR]
+
+--models-dir DIR times the models of another folder laid out as test/models
+(DIR/NAME/model.onnx and DIR/NAME/cases.txt with its .npy files) instead of
+the list below, each at the shapes of its own cases.
 """
 
 import argparse
@@ -95,8 +100,7 @@ def parse_args(argv):
     p.add_argument("--build", default=os.environ.get("GROVE_BUILD_DIR", str(REPO / "build")),
                    help="grove's build folder, with the CLI (grove) and libgrove.so (default: "
                    "$GROVE_BUILD_DIR or <repo>/build)")
-    p.add_argument("--models", default=",".join(MODELS),
-                   help="comma-separated models (default: all: %(default)s)")
+    p.add_argument("--models", help="comma-separated models (default: all: " + ",".join(MODELS) + ")")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="few, short rounds (about a minute in all)")
     p.add_argument("--rounds", type=int, help="interleaved rounds per shape (default 15; --quick 5)")
@@ -112,9 +116,19 @@ def parse_args(argv):
     p.add_argument("--no-core", dest="core", action="store_false",
                    help="do not also time grove through its C ABI directly (the 'core' columns: "
                    "Session.run without the Python package's per-run work)")
+    p.add_argument("--models-dir", metavar="DIR",
+                   help="time the models in DIR instead (DIR/NAME/model.onnx and cases.txt, laid out as "
+                   "test/models), each at the shapes of its own cases; --models picks among them")
     p.add_argument("--json", metavar="OUT", help="also write every measurement to this JSON file")
     p.add_argument("--list", action="store_true", help="list the models and shapes, then exit")
     args = p.parse_args(argv)
+    if args.models_dir:
+        try:
+            MODELS.clear()
+            MODELS.update(models_in(Path(args.models_dir)))
+        except (OSError, ValueError) as e:
+            p.error(f"--models-dir: {e}")
+    args.models = args.models or ",".join(MODELS)
     args.models = [m for m in args.models.split(",") if m]
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
@@ -131,6 +145,19 @@ def parse_args(argv):
     if args.rounds < 1 or args.round_ms <= 0 or args.open_reps < 1:
         p.error("--rounds, --round-ms and --open-reps must be positive")
     return args
+
+
+def models_in(folder):
+    """MODELS' entries for each DIR/NAME holding model.onnx and cases.txt: every
+    case once, at its own shape."""
+    found = {}
+    for d in sorted(folder.iterdir()):
+        if (d / "model.onnx").is_file() and (d / "cases.txt").is_file():
+            found[d.name] = (str(d.resolve() / "model.onnx"), str(d.resolve()),
+                             [(case, case, {}) for case in read_cases(d)])
+    if not found:
+        raise ValueError(f"no NAME/model.onnx with NAME/cases.txt under {folder}")
+    return found
 
 
 def check_build(build):
