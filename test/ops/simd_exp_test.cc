@@ -3,6 +3,7 @@
 // arithmetic, over sweeps and edge values, in both ISAs the CPU has.
 #include "lib/backends/cpu/simd_exp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -176,6 +177,58 @@ TEST(SimdExpTest, SoftmaxRowsMatchTheScalarArithmetic) {
         for (int64_t j = 0; j < n; ++j) ASSERT_TRUE(std::isnan(x[j])) << n << " " << nan_at << " " << j;
       }
     }
+  }
+}
+
+// The Sigmoid kernel's scalar arithmetic (elementwise.cc's SigmoidOp) in
+// double, rounded to float: what the vectorised one must come within 4 ulp of.
+float WantSigmoid(float x) {
+  const double d = x;
+  const double y = d >= 0 ? 1.0 / (1.0 + std::exp(-d)) : std::exp(d) / (1.0 + std::exp(d));
+  return static_cast<float>(y);
+}
+
+TEST(SimdExpTest, SigmoidWithinFourUlpsAndEdgeValues) {
+  std::vector<float> xs;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> wide(-90.0f, 90.0f), narrow(-8.0f, 8.0f);
+  for (int i = 0; i < 200000; ++i) xs.push_back(i % 2 ? wide(rng) : narrow(rng));
+  const float inf = std::numeric_limits<float>::infinity();
+  const float edges[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 87.0f, -87.0f, 88.7f, 100.0f, -100.0f, inf, -inf};
+  for (float e : edges) xs.push_back(e);
+  for (const Isa& isa : Isas()) {
+    if (!isa.available) continue;
+    void (*sigmoid)(const float*, float*, int64_t) =
+        std::string(isa.name) == "avx2" ? cpu::SigmoidAvx2 : cpu::SigmoidAvx512;
+    // Every length up to 40 (the masked tails) and the whole sweep.
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{17}, int64_t{40},
+                      static_cast<int64_t>(xs.size())}) {
+      std::vector<float> y(static_cast<size_t>(n) + 1, 42.0f);
+      const float* x = xs.data() + xs.size() - static_cast<size_t>(n);
+      sigmoid(x, y.data(), n);
+      EXPECT_EQ(y[static_cast<size_t>(n)], 42.0f) << isa.name << ": wrote past n=" << n;
+      int64_t worst = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = WantSigmoid(x[i]);
+        // Below FLT_MIN the exp is 0, so the result is 0 (want is subnormal or 0).
+        if (want < std::numeric_limits<float>::min()) {
+          ASSERT_EQ(y[static_cast<size_t>(i)], 0.0f) << isa.name << " x=" << x[i];
+          continue;
+        }
+        const int64_t u = Ulps(y[static_cast<size_t>(i)], want);
+        ASSERT_LE(u, 4) << isa.name << " x=" << x[i] << " got " << y[static_cast<size_t>(i)] << " want " << want;
+        worst = std::max(worst, u);
+      }
+    }
+    float in[3] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf}, out[3];
+    sigmoid(in, out, 3);
+    EXPECT_TRUE(std::isnan(out[0])) << isa.name;
+    EXPECT_EQ(out[1], 1.0f) << isa.name;
+    EXPECT_EQ(out[2], 0.0f) << isa.name;
+    float mid[2] = {0.0f, -0.0f};
+    sigmoid(mid, mid, 2);  // in place
+    EXPECT_EQ(mid[0], 0.5f) << isa.name;
+    EXPECT_EQ(mid[1], 0.5f) << isa.name;
   }
 }
 

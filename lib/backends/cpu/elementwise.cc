@@ -14,7 +14,9 @@
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/binary_kernel.h"
 #include "lib/backends/cpu/cast.h"
+#include "lib/backends/cpu/cpu_features.h"
 #include "lib/backends/cpu/parallel_for.h"
+#include "lib/backends/cpu/simd_exp.h"
 #include "lib/backends/cpu/string_cast.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/ir/element_types.h"
@@ -230,6 +232,18 @@ void RunFloatUnary(const KernelContext& ctx, const Op&) {
   const TensorView& x = ctx.input(0);
   const T* in = x.as<const T>();
   T* out = ctx.output(0).as<T>();
+#if defined(GROVE_SIMD_EXP)
+  // f32 Sigmoid: libm's expf per element was most of a SiLU's time (a
+  // quarter of a small CNN's run); the vectorised one is ~15x faster.
+  if constexpr (std::is_same_v<Op, SigmoidOp> && std::is_same_v<T, float>) {
+    if (UseAvx2Kernels()) {
+      void (*sigmoid)(const float*, float*, int64_t) = HostCpuFeatures().avx512f ? &SigmoidAvx512 : &SigmoidAvx2;
+      ParallelFor(ctx, x.num_elements(), kCheapGrain,
+                  [&](int64_t begin, int64_t end) { sigmoid(in + begin, out + begin, end - begin); });
+      return;
+    }
+  }
+#endif
   ParallelFor(ctx, x.num_elements(), GrainOf<Op>(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = FromCompute<T>(Op::Apply(ToCompute(in[i])));
   });

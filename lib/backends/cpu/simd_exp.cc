@@ -116,6 +116,49 @@ __attribute__((target("avx512f"))) void ExpNonPositiveAvx512(const float* x, flo
   }
 }
 
+namespace {
+
+// The Sigmoid kernel's arithmetic (elementwise.cc, SigmoidOp) on e = exp(-|x|):
+// -|x| by setting the sign bit (NaN stays NaN, so its lane comes out NaN:
+// x >= 0 is false and e / (1 + e) is NaN).
+__attribute__((target("avx2,fma"))) inline __m256 Sigmoid8(__m256 x) {
+  const __m256 e = Exp8(_mm256_or_ps(x, _mm256_set1_ps(-0.0f)));
+  const __m256 one_plus_e = _mm256_add_ps(_mm256_set1_ps(1.0f), e);
+  const __m256 nonnegative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ);
+  return _mm256_blendv_ps(_mm256_div_ps(e, one_plus_e), _mm256_div_ps(_mm256_set1_ps(1.0f), one_plus_e),
+                          nonnegative);
+}
+
+__attribute__((target("avx512f"))) inline __m512 Sigmoid16(__m512 x) {
+  const __m512 e = Exp16(_mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u)))));
+  const __m512 one_plus_e = _mm512_add_ps(_mm512_set1_ps(1.0f), e);
+  const __mmask16 nonnegative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+  return _mm512_mask_blend_ps(nonnegative, _mm512_div_ps(e, one_plus_e),
+                              _mm512_div_ps(_mm512_set1_ps(1.0f), one_plus_e));
+}
+
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void SigmoidAvx2(const float* x, float* y, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, Sigmoid8(_mm256_loadu_ps(x + j)));
+  if (j < n) {
+    const __m256i tail =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(y + j, tail, Sigmoid8(_mm256_maskload_ps(x + j, tail)));
+  }
+}
+
+__attribute__((target("avx512f"))) void SigmoidAvx512(const float* x, float* y, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, Sigmoid16(_mm512_loadu_ps(x + j)));
+  if (j < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - j)) - 1u);
+    _mm512_mask_storeu_ps(y + j, tail, Sigmoid16(_mm512_maskz_loadu_ps(tail, x + j)));
+  }
+}
+
 // Eight lanes at a time, the last n % 8 elements through masked loads and
 // stores (lanes past n are -inf for the max and 0 for the sum). Every max
 // lane starts at x[0] and keeps its value over a NaN (vmaxps returns its

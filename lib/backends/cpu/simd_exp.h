@@ -1,4 +1,4 @@
-// Vectorised exp for the CPU kernels' softmax rows (x86-64 with GCC or
+// Vectorised exp for the CPU kernels' softmax rows and Sigmoid (x86-64 with GCC or
 // Clang: GROVE_SIMD_EXP is defined where these exist). exp(x) for x <= 0
 // within 2 ulp of std::exp (a degree-6 polynomial after Cephes' reduction
 // by ln 2 in two parts), 0 for -inf and for anything below
@@ -25,6 +25,12 @@ namespace grove::cpu {
 // an unspecified value); y may be x.
 void ExpNonPositiveAvx2(const float* x, float* y, int64_t n);
 void ExpNonPositiveAvx512(const float* x, float* y, int64_t n);
+
+// y[i] = 1 / (1 + exp(-x[i])) for i < n, as the Sigmoid kernel computes it
+// (exp of -|x| only: 1 / (1 + e) for x >= 0, e / (1 + e) below), within a few
+// ulp of it; a result below FLT_MIN (x < -87.3) is 0, NaN stays NaN; y may be x.
+void SigmoidAvx2(const float* x, float* y, int64_t n);
+void SigmoidAvx512(const float* x, float* y, int64_t n);
 
 // x[0..n) (n >= 1) replaced by its softmax. The max ignores NaN as
 // `x[j] > m` does; a NaN or an all -inf row comes out NaN.
