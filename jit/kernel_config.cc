@@ -592,7 +592,7 @@ const std::vector<const KernelFamily*>& Registry() {
   static const std::vector<const KernelFamily*>* const families = [] {
     const std::vector<DType> f32{DType::kF32}, f64{DType::kF64}, f16{DType::kF16}, bf16{DType::kBF16};
     auto* v = new std::vector<const KernelFamily*>;
-    v->push_back(new RowFamily({"softmax", {f32, f64}, 2, 5}));
+    v->push_back(new RowFamily({"softmax", {f32, f64, f16, bf16}, 2, 5}));
     v->push_back(new RowFamily({"norm", {f32, f64, f16, bf16}, 2, 8}));
     v->push_back(new RowFamily({"reduce",
                                 {f32, f64, f16, bf16, {DType::kI64}, {DType::kI32}, {DType::kI8}, {DType::kU8}},

@@ -88,6 +88,19 @@ TEST_F(CudaNormTest, SoftmaxRowLengths) {
   }
 }
 
+// f16 and bf16 compute in f32 and round once, on both backends.
+TEST_F(CudaNormTest, SoftmaxHalfTypes) {
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    const Tensor x = Cast(Data({3, 40, 5}, 8, 4.0f), d);
+    for (const char* op : {"Softmax", "LogSoftmax"}) {
+      for (int64_t axis : {-1, 1, 0}) {
+        SCOPED_TRACE(absl::StrCat(op, " ", DTypeName(d), " axis ", axis));
+        ExpectCudaMatchesCpu(*dev_, op, {&x}, {{"axis", axis}}, 1, TolOf(d));
+      }
+    }
+  }
+}
+
 TEST_F(CudaNormTest, SoftmaxNaNAndInfinities) {
   const std::vector<float> v = {1, kNaN, 3, 4,       // a NaN
                                 -kInf, -kInf, -kInf, -kInf,  // all -inf

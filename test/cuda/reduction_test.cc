@@ -165,7 +165,8 @@ TEST_F(CudaReduceTest, HalfTypes) {
     const Tensor x = Cast(f, d);
     const Tensor p = Cast(NearOne({6, 37}), d);
     const double tol = d == DType::kF16 ? 2e-3 : 1e-2;
-    for (const char* op : {"ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"}) {
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
+                           "ReduceSumSquare", "ReduceLogSumExp"}) {
       for (int64_t axis : {0, 1}) {
         SCOPED_TRACE(absl::StrCat(op, " ", DTypeName(d), " axis ", axis));
         ExpectCudaMatchesCpu(*dev_, op, {&x}, {{"axes", std::vector<int64_t>{axis}}}, 1, tol);
@@ -174,9 +175,8 @@ TEST_F(CudaReduceTest, HalfTypes) {
     for (const char* op : {"ReduceProd", "ReduceLogSum"}) {
       ExpectCudaMatchesCpu(*dev_, op, {&p}, {{"axes", std::vector<int64_t>{1}}}, 1, tol);
     }
-    // No f16/bf16 ReduceSum or ReduceMean on the CPU: both refuse.
-    ExpectCudaMatchesCpu(*dev_, "ReduceSum", {&x});
-    ExpectCudaMatchesCpu(*dev_, "ReduceMean", {&x});
+    ExpectCudaMatchesCpu(*dev_, "ReduceSum", {&x}, {}, 1, tol);  // every axis
+    ExpectCudaMatchesCpu(*dev_, "ReduceMean", {&x}, {}, 1, tol);
   }
 }
 

@@ -631,6 +631,41 @@ TEST(SoftmaxTest, EveryAxis) {
   ExpectSoftmax<float>(DType::kF32, {4, 33, 2, 5}, 1);
 }
 
+// f16 and bf16 compute in f32 and round once on store: within one ulp of
+// the dtype of the double reference rounded to the dtype, along the last
+// axis (contiguous rows) and a middle one (columns).
+TEST(SoftmaxTest, HalfTypesRoundOnce) {
+  const Shape shape = {3, 40, 5};
+  std::vector<float> x = Pattern<float>(Count(shape));
+  for (size_t i = 0; i < x.size(); ++i) x[i] *= 1.0f + static_cast<float>(i % 3);  // up to 8.25
+  const Tensor x32 = MakeTensor<float>(DType::kF32, shape, x);
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const Tensor xt = Tensor::CastOf(x32.view(), dtype).value();
+    const double ulp = dtype == DType::kF16 ? 1.0 / 1024 : 1.0 / 128;
+    const Tensor xw = Tensor::CastOf(xt.view(), DType::kF32).value();
+    const std::vector<float> xv = Values<float>(xw);
+    for (const char* op : {"Softmax", "LogSoftmax"}) {
+      for (int64_t axis : {-1, 1, 0}) {
+        SCOPED_TRACE(absl::StrCat(op, " ", DTypeName(dtype), " axis ", axis));
+        const int a = static_cast<int>(axis < 0 ? axis + 3 : axis);
+        std::vector<double> want = SoftmaxRef(shape, std::vector<double>(xv.begin(), xv.end()), a);
+        if (op == std::string("LogSoftmax")) {
+          for (double& v : want) v = std::log(v);
+        }
+        const Tensor want_t = Tensor::CastOf(MakeTensor<double>(DType::kF64, shape, want).view(), dtype).value();
+        auto out = RunOp(op, {&xt}, {{"axis", axis}});
+        ASSERT_TRUE(out.ok()) << out.status();
+        ASSERT_EQ((*out)[0].dtype(), dtype);
+        const std::vector<float> got = Values<float>(Tensor::CastOf((*out)[0].view(), DType::kF32).value());
+        const std::vector<float> w = Values<float>(Tensor::CastOf(want_t.view(), DType::kF32).value());
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_NEAR(got[i], w[i], ulp * std::abs(w[i]) + 1e-7) << "at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(SoftmaxTest, DefaultAxisIsLast) {
   Tensor t = MakeTensor<float>(DType::kF32, {2, 2}, {0, 0, 1, 1});
   auto out = RunOp("Softmax", {&t});
@@ -664,6 +699,8 @@ TEST(SoftmaxTest, Errors) {
   EXPECT_THAT(RunOp("Softmax", {&s}).status().message(), HasSubstr("rank >= 1"));
   Tensor ti = MakeTensor<int32_t>(DType::kI32, {2}, {1, 2});
   EXPECT_THAT(RunOp("Softmax", {&ti}).status().message(), HasSubstr("input 0 (input) has dtype i32"));
+  Tensor tb = MakeTensor<uint8_t>(DType::kBool, {2}, {1, 0});
+  EXPECT_THAT(RunOp("Softmax", {&tb}).status().message(), HasSubstr("input 0 (input) has dtype bool"));
 }
 
 TEST(SoftmaxTest, RegistryHasACpuKernelAndItsAxis) {

@@ -496,41 +496,62 @@ absl::Status LayerNormalizationKernel(KernelContext& ctx) {
 // with kLog, which stays finite where exp underflows.
 template <bool kLog, typename T>
 void SoftmaxRows(const T* x, T* y, int64_t rows, int64_t n) {
+  using C = ComputeT<T>;
+  // f16 and bf16 compute in f32 and round once on store: the exps are taken
+  // again in the last pass instead of kept in y.
+  constexpr bool kNarrow = !std::is_same_v<C, T>;
   for (int64_t o = 0; o < rows; ++o, x += n, y += n) {
-    T m = x[0];
-    for (int64_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
+    C m = ToCompute(x[0]);
+    for (int64_t j = 1; j < n; ++j) {
+      const C v = ToCompute(x[j]);
+      m = v > m ? v : m;
+    }
     double total = 0;
     for (int64_t j = 0; j < n; ++j) {
-      y[j] = std::exp(x[j] - m);
-      total += y[j];
+      const C e = std::exp(ToCompute(x[j]) - m);
+      if constexpr (!kNarrow) y[j] = e;
+      total += e;
     }
     if constexpr (kLog) {
       // (x - max) first: exact for nearby values, where x - (max + log sum) would round the sum to x's ulp.
-      const T log_sum = static_cast<T>(std::log(total));
-      for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - m) - log_sum;
+      const C log_sum = static_cast<C>(std::log(total));
+      for (int64_t j = 0; j < n; ++j) y[j] = FromCompute<T>((ToCompute(x[j]) - m) - log_sum);
     } else {
-      const T scale = static_cast<T>(1.0 / total);
-      for (int64_t j = 0; j < n; ++j) y[j] *= scale;
+      const C scale = static_cast<C>(1.0 / total);
+      for (int64_t j = 0; j < n; ++j) {
+        if constexpr (kNarrow) {
+          y[j] = FromCompute<T>(std::exp(ToCompute(x[j]) - m) * scale);
+        } else {
+          y[j] *= scale;
+        }
+      }
     }
   }
 }
 
+// `max` holds the compute type (f32 for f16 and bf16).
 template <bool kLog, typename T>
-void SoftmaxColumns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int64_t c0, int64_t c1, T* max,
-                    double* sum) {
+void SoftmaxColumns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int64_t c0, int64_t c1,
+                    ComputeT<T>* max, double* sum) {
+  using C = ComputeT<T>;
+  constexpr bool kNarrow = !std::is_same_v<C, T>;
   for (int64_t o = 0; o < outer; ++o, x += n * inner, y += n * inner) {
-    std::memcpy(max + c0, x + c0, static_cast<size_t>(c1 - c0) * sizeof(T));
+    for (int64_t i = c0; i < c1; ++i) max[i] = ToCompute(x[i]);
     for (int64_t j = 1; j < n; ++j) {
       const T* row = x + j * inner;
-      for (int64_t i = c0; i < c1; ++i) max[i] = row[i] > max[i] ? row[i] : max[i];
+      for (int64_t i = c0; i < c1; ++i) {
+        const C v = ToCompute(row[i]);
+        max[i] = v > max[i] ? v : max[i];
+      }
     }
     std::fill(sum + c0, sum + c1, 0.0);
     for (int64_t j = 0; j < n; ++j) {
       const T* row = x + j * inner;
       T* out = y + j * inner;
       for (int64_t i = c0; i < c1; ++i) {
-        out[i] = std::exp(row[i] - max[i]);
-        sum[i] += out[i];
+        const C e = std::exp(ToCompute(row[i]) - max[i]);
+        if constexpr (!kNarrow) out[i] = e;
+        sum[i] += e;
       }
     }
     if constexpr (kLog) {
@@ -538,13 +559,23 @@ void SoftmaxColumns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, i
       for (int64_t j = 0; j < n; ++j) {
         const T* row = x + j * inner;
         T* out = y + j * inner;
-        for (int64_t i = c0; i < c1; ++i) out[i] = (row[i] - max[i]) - static_cast<T>(sum[i]);
+        for (int64_t i = c0; i < c1; ++i) {
+          out[i] = FromCompute<T>((ToCompute(row[i]) - max[i]) - static_cast<C>(sum[i]));
+        }
       }
     } else {
-      for (int64_t i = c0; i < c1; ++i) max[i] = static_cast<T>(1.0 / sum[i]);  // reused as the scale
+      for (int64_t i = c0; i < c1; ++i) sum[i] = static_cast<C>(1.0 / sum[i]);  // reused as the scale
       for (int64_t j = 0; j < n; ++j) {
+        const T* row = x + j * inner;
         T* out = y + j * inner;
-        for (int64_t i = c0; i < c1; ++i) out[i] *= max[i];
+        for (int64_t i = c0; i < c1; ++i) {
+          const C scale = static_cast<C>(sum[i]);
+          if constexpr (kNarrow) {
+            out[i] = FromCompute<T>(std::exp(ToCompute(row[i]) - max[i]) * scale);
+          } else {
+            out[i] *= scale;
+          }
+        }
       }
     }
   }
@@ -553,8 +584,8 @@ void SoftmaxColumns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, i
 // Softmax over [outer, n, inner], split over the session's threads by whole
 // rows (inner == 1) or whole columns, so every sum is taken in one order.
 template <bool kLog, typename T>
-void SoftmaxAlongAxis(const KernelContext& ctx, const T* x, T* y, int64_t outer, int64_t n, int64_t inner, T* max,
-                      double* sum) {
+void SoftmaxAlongAxis(const KernelContext& ctx, const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
+                      ComputeT<T>* max, double* sum) {
   if (n == 0 || inner == 0 || outer == 0) return;
   if (inner == 1) {
     ParallelFor(ctx, outer, RowGrain(n, kCostlyGrain), [&](int64_t begin, int64_t end) {
@@ -588,14 +619,12 @@ absl::StatusOr<PreparedKernel> PrepareSoftmaxFamily(const KernelContext& ctx) {
                                   absl::StrJoin(y.shape, ", "), "] but the kernel writes ", DTypeName(x.dtype),
                                   " [", absl::StrJoin(x.shape, ", "), "]"));
   }
-  if (absl::Status s = VisitDType<float, double>(ctx, x.dtype, [](auto) { return absl::OkStatus(); }); !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = CheckFloatDType(ctx, x.dtype); !s.ok()) return s;
   AxisParams p;
   for (int d = 0; d < *axis; ++d) p.outer *= x.shape[d];
   for (int d = *axis + 1; d < rank; ++d) p.inner *= x.shape[d];
   p.n = x.shape[*axis];
-  WorkspaceLayout layout;  // the running max (T) and sum (double) per column
+  WorkspaceLayout layout;  // the running max (compute type) and sum (double) per column
   if (!kLog && p.inner == 1) {  // LogSoftmax: see PrepareOneDnnSoftmax
     absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnSoftmax(ctx, p.outer, p.n, &layout);
     if (!onednn.ok()) return onednn.status();
@@ -605,7 +634,7 @@ absl::StatusOr<PreparedKernel> PrepareSoftmaxFamily(const KernelContext& ctx) {
     }
   }
   if (p.inner > 1) {
-    layout.AddBytes(static_cast<uint64_t>(p.inner) * DTypeSize(x.dtype));
+    layout.AddBytes(static_cast<uint64_t>(p.inner) * std::max<uint64_t>(DTypeSize(x.dtype), sizeof(float)));
     layout.Add<double>(p.inner);
   }
   return MakePrepared(std::move(p), layout.bytes());
@@ -631,13 +660,13 @@ absl::Status SoftmaxFamilyKernel(KernelContext& ctx) {
     return RunOneDnnStep(*p->onednn, ctx);
   }
   TensorView& y = ctx.output(0);
-  return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
-    T* max = nullptr;
+    ComputeT<T>* max = nullptr;
     double* sum = nullptr;
     if (p->inner > 1) {
       WorkspaceCursor ws(ctx.workspace());
-      max = ws.Take<T>(p->inner);
+      max = ws.Take<ComputeT<T>>(p->inner);
       sum = ws.Take<double>(p->inner);
     }
     SoftmaxAlongAxis<kLog>(ctx, x.as<const T>(), y.as<T>(), p->outer, p->n, p->inner, max, sum);

@@ -1,7 +1,8 @@
 // CPU reference kernels of ReduceSum and ReduceMean (Softmax is the norm
 // group's, norm.cc). Reductions merge neighbouring dims that are all kept or
 // all reduced, then stream the input once in memory order into an accumulator
-// per output element (double for floats, wrapping 64-bit for integers), kept
+// per output element (double for floats, f16 and bf16 included, which round
+// once on store; wrapping 64-bit for integers), kept
 // in the step's workspace. The prepare merges the dims and picks the loop.
 #include <algorithm>
 #include <cmath>
@@ -27,7 +28,24 @@ namespace {
 using ir::KernelContext;
 
 template <typename T>
-using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+using Accumulator = std::conditional_t<std::is_floating_point_v<ir::ComputeT<T>>, double, uint64_t>;
+
+template <typename T>
+Accumulator<T> Widen(T v) {
+  return static_cast<Accumulator<T>>(ir::ToCompute(v));
+}
+
+// The accumulated value stored in T: f16 and bf16 round from the double once.
+template <typename T>
+T Narrow(Accumulator<T> v) {
+  if constexpr (std::is_same_v<T, ir::Half>) {
+    return ir::DoubleToHalf(v);
+  } else if constexpr (std::is_same_v<T, ir::BFloat16>) {
+    return ir::DoubleToBFloat16(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
 
 // Sum of n contiguous elements, with four partial sums so the adds pipeline.
 template <typename T>
@@ -36,12 +54,12 @@ Accumulator<T> SumRun(const T* x, int64_t n) {
   A s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    s0 += static_cast<A>(x[i]);
-    s1 += static_cast<A>(x[i + 1]);
-    s2 += static_cast<A>(x[i + 2]);
-    s3 += static_cast<A>(x[i + 3]);
+    s0 += Widen(x[i]);
+    s1 += Widen(x[i + 1]);
+    s2 += Widen(x[i + 2]);
+    s3 += Widen(x[i + 3]);
   }
-  for (; i < n; ++i) s0 += static_cast<A>(x[i]);
+  for (; i < n; ++i) s0 += Widen(x[i]);
   return (s0 + s1) + (s2 + s3);
 }
 
@@ -56,7 +74,7 @@ void AccumulateReduce(const KernelContext& ctx, const T* x, absl::Span<const Red
     if (folds) {
       acc[out] += SumRun(x + in, len);
     } else {
-      for (int64_t j = 0; j < len; ++j) acc[out + j] += static_cast<Accumulator<T>>(x[in + j]);
+      for (int64_t j = 0; j < len; ++j) acc[out + j] += Widen(x[in + j]);
     }
   });
 }
@@ -87,9 +105,9 @@ void RunReduce(const KernelContext& ctx, const ReduceParams& p, void* acc_bytes)
   for (int64_t i = 0; i < n_out; ++i) {
     if constexpr (kMean) {
       // 0/0 is NaN for an empty reduction, as numpy gives.
-      out[i] = static_cast<T>(acc[i] / static_cast<double>(p.count));
+      out[i] = Narrow<T>(acc[i] / static_cast<double>(p.count));
     } else {
-      out[i] = static_cast<T>(acc[i]);
+      out[i] = Narrow<T>(acc[i]);
     }
   }
 }
@@ -109,8 +127,8 @@ absl::StatusOr<ReduceParams> PlanReduceParams(const KernelContext& ctx, uint64_t
     p.run = &RunReduce<kMean, T>;
     return absl::OkStatus();
   };
-  absl::Status s = kMean ? VisitDType<float, double>(ctx, x.dtype, select)
-                         : VisitDType<float, double, int32_t, int64_t>(ctx, x.dtype, select);
+  absl::Status s = kMean ? VisitDType<float, double, ir::Half, ir::BFloat16>(ctx, x.dtype, select)
+                         : VisitDType<float, double, ir::Half, ir::BFloat16, int32_t, int64_t>(ctx, x.dtype, select);
   if (!s.ok()) return s;
   return p;
 }

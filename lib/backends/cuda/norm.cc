@@ -78,10 +78,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareSoftmax(const KernelContext& ctx) {
   if (rank == 0) {
     return ctx.Error(absl::StrCat("input 0 (input) is a scalar; ", ctx.node().type, " needs rank >= 1"));
   }
-  if (x.dtype != DType::kF32 && x.dtype != DType::kF64) {
-    return ctx.Error(absl::StrCat("input 0 (input) has dtype ", DTypeName(x.dtype), "; ", ctx.node().type,
-                                  " supports f32, f64"));
-  }
+  if (absl::Status s = CheckFloat(ctx, 0, "input"); !s.ok()) return s;
   if (absl::Status s = CheckOutput(ctx, 0, x.dtype, x.shape); !s.ok()) return s;
   NormLaunch<grove_k::SoftmaxParams> l;
   grove_k::SoftmaxParams& p = l.p;

@@ -49,8 +49,8 @@ absl::Status CheckDType(const KernelContext& ctx, int i, absl::string_view name,
                                 " supports ", DTypeList(allowed)));
 }
 
-constexpr DType kSumTypes[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64};
-constexpr DType kMeanTypes[] = {DType::kF32, DType::kF64};
+constexpr DType kSumTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
+constexpr DType kMeanTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16};
 constexpr DType kNumericTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
                                    DType::kI64, DType::kI32, DType::kI8,  DType::kU8};
 constexpr DType kArithmeticTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};

@@ -106,7 +106,7 @@ absl::Status InferLayerNormalization(ShapeContext& ctx) {
 
 // Softmax and LogSoftmax follow opset 13 (one axis, default -1).
 absl::Status InferSoftmaxFamily(ShapeContext& ctx) {
-  if (absl::Status s = CheckInputDType(ctx, 0, "input", {DType::kF32, DType::kF64}); !s.ok()) return s;
+  if (absl::Status s = CheckInputDType(ctx, 0, "input", kFloatDTypes); !s.ok()) return s;
   if (ctx.input_rank(0) == 0) {
     return ctx.Error(absl::StrCat("input 0 (input) is a scalar; ", ctx.node().type, " needs rank >= 1"));
   }

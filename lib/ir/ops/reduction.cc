@@ -16,10 +16,10 @@ namespace grove::ir {
 namespace {
 
 absl::Status InferReduceSum(ShapeContext& ctx) {
-  return InferReduceShape(ctx, {DType::kF32, DType::kF64, DType::kI32, DType::kI64});
+  return InferReduceShape(ctx, {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64});
 }
 
-absl::Status InferReduceMean(ShapeContext& ctx) { return InferReduceShape(ctx, {DType::kF32, DType::kF64}); }
+absl::Status InferReduceMean(ShapeContext& ctx) { return InferReduceShape(ctx, kFloatDTypes); }
 
 }  // namespace
 
