@@ -315,13 +315,14 @@ void ExpectActivations(DType dtype) {
 
 TEST(ActivationTest, F32) { ExpectActivations<float>(DType::kF32); }
 
-// A large f32 Sigmoid: the vectorised path (simd_exp.h) over several work
+// A large f32 Sigmoid and Tanh: the vectorised paths (simd_exp.h) over several work
 // chunks with an odd tail, against the formula in double.
 TEST(ActivationTest, F32SigmoidOverManyChunks) {
   std::vector<float> in(100003);
   for (size_t i = 0; i < in.size(); ++i) in[i] = -95.0f + 190.0f * static_cast<float>(i) / in.size();
   ExpectUnary<float>("Sigmoid", DType::kF32, in,
                      [](float x) { return static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x)))); });
+  ExpectUnary<float>("Tanh", DType::kF32, in, [](float x) { return static_cast<float>(std::tanh(static_cast<double>(x))); });
 }
 TEST(ActivationTest, F64) { ExpectActivations<double>(DType::kF64); }
 

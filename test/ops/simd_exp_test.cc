@@ -232,6 +232,37 @@ TEST(SimdExpTest, SigmoidWithinFourUlpsAndEdgeValues) {
   }
 }
 
+TEST(SimdExpTest, TanhWithinFourUlpsAndEdgeValues) {
+  std::vector<float> xs;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> wide(-12.0f, 12.0f), narrow(-1.0f, 1.0f), tiny(-1e-3f, 1e-3f);
+  for (int i = 0; i < 300000; ++i) xs.push_back(i % 3 == 0 ? wide(rng) : i % 3 == 1 ? narrow(rng) : tiny(rng));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float e : {0.0f, -0.0f, 1e-30f, -1e-30f, 0.625f, -0.625f, 0.6249999f, 9.0f, -9.0f, 50.0f, -50.0f, inf, -inf}) {
+    xs.push_back(e);
+  }
+  for (const Isa& isa : Isas()) {
+    if (!isa.available) continue;
+    void (*tanh_n)(const float*, float*, int64_t) = std::string(isa.name) == "avx2" ? cpu::TanhAvx2 : cpu::TanhAvx512;
+    for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{13}, int64_t{16}, int64_t{33},
+                      static_cast<int64_t>(xs.size())}) {
+      std::vector<float> y(static_cast<size_t>(n) + 1, 42.0f);
+      const float* x = xs.data() + xs.size() - static_cast<size_t>(n);
+      tanh_n(x, y.data(), n);
+      EXPECT_EQ(y[static_cast<size_t>(n)], 42.0f) << isa.name << ": wrote past n=" << n;
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = static_cast<float>(std::tanh(static_cast<double>(x[i])));
+        ASSERT_LE(Ulps(y[static_cast<size_t>(i)], want), 4)
+            << isa.name << " x=" << x[i] << " got " << y[static_cast<size_t>(i)] << " want " << want;
+      }
+    }
+    float in[2] = {std::numeric_limits<float>::quiet_NaN(), -0.0f}, out[2];
+    tanh_n(in, out, 2);
+    EXPECT_TRUE(std::isnan(out[0])) << isa.name;
+    EXPECT_TRUE(out[1] == 0.0f && std::signbit(out[1])) << isa.name << ": tanh(-0) is -0";
+  }
+}
+
 }  // namespace
 }  // namespace grove::testing
 #endif  // GROVE_SIMD_EXP

@@ -138,7 +138,68 @@ __attribute__((target("avx512f"))) inline __m512 Sigmoid16(__m512 x) {
                               _mm512_div_ps(_mm512_set1_ps(1.0f), one_plus_e));
 }
 
+// tanh: Cephes' tanhf. Below |x| 0.625, x + x^3 P(x^2); above, with
+// e = exp(-2|x|) <= 0.29 (no cancellation in 1 - e), (1 - e) / (1 + e) with
+// x's sign. NaN: e is NaN and the comparison false, so the lane is NaN.
+constexpr float kT0 = -5.70498872745e-3f, kT1 = 2.06390887954e-2f, kT2 = -5.37397155531e-2f;
+constexpr float kT3 = 1.33314422036e-1f, kT4 = -3.33332819422e-1f;
+
+__attribute__((target("avx2,fma"))) inline __m256 Tanh8(__m256 x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 ax = _mm256_andnot_ps(sign, x);
+  const __m256 z = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(kT0);
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(kT1));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(kT2));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(kT3));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(kT4));
+  // x's sign put back: the fma gives +0 for x = -0.
+  const __m256 small = _mm256_or_ps(_mm256_and_ps(sign, x), _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x));
+  const __m256 e = Exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), ax));
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 large = _mm256_or_ps(_mm256_and_ps(sign, x), _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)));
+  return _mm256_blendv_ps(large, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+}
+
+__attribute__((target("avx512f"))) inline __m512 Tanh16(__m512 x) {
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512 ax = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(x)));
+  const __m512 z = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(kT0);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kT1));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kT2));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kT3));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(kT4));
+  const __m512 small = _mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_and_si512(sign, _mm512_castps_si512(x)), _mm512_castps_si512(_mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x))));
+  const __m512 e = Exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), ax));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 q = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+  const __m512 large = _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_and_si512(sign, _mm512_castps_si512(x)), _mm512_castps_si512(q)));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), large, small);
+}
+
 }  // namespace
+
+__attribute__((target("avx2,fma"))) void TanhAvx2(const float* x, float* y, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, Tanh8(_mm256_loadu_ps(x + j)));
+  if (j < n) {
+    const __m256i tail =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(y + j, tail, Tanh8(_mm256_maskload_ps(x + j, tail)));
+  }
+}
+
+__attribute__((target("avx512f"))) void TanhAvx512(const float* x, float* y, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, Tanh16(_mm512_loadu_ps(x + j)));
+  if (j < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - j)) - 1u);
+    _mm512_mask_storeu_ps(y + j, tail, Tanh16(_mm512_maskz_loadu_ps(tail, x + j)));
+  }
+}
 
 __attribute__((target("avx2,fma"))) void SigmoidAvx2(const float* x, float* y, int64_t n) {
   int64_t j = 0;

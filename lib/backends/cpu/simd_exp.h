@@ -1,4 +1,4 @@
-// Vectorised exp for the CPU kernels' softmax rows and Sigmoid (x86-64 with GCC or
+// Vectorised exp for the CPU kernels' softmax rows, Sigmoid and Tanh (x86-64 with GCC or
 // Clang: GROVE_SIMD_EXP is defined where these exist). exp(x) for x <= 0
 // within 2 ulp of std::exp (a degree-6 polynomial after Cephes' reduction
 // by ln 2 in two parts), 0 for -inf and for anything below
@@ -31,6 +31,12 @@ void ExpNonPositiveAvx512(const float* x, float* y, int64_t n);
 // ulp of it; a result below FLT_MIN (x < -87.3) is 0, NaN stays NaN; y may be x.
 void SigmoidAvx2(const float* x, float* y, int64_t n);
 void SigmoidAvx512(const float* x, float* y, int64_t n);
+
+// y[i] = tanh(x[i]) for i < n within 4 ulp of tanh in double (Cephes'
+// tanhf: an odd polynomial below |x| 0.625, else 1 - 2 / (1 + exp(2|x|)) by
+// way of exp(-2|x|), sign restored); NaN stays NaN; y may be x.
+void TanhAvx2(const float* x, float* y, int64_t n);
+void TanhAvx512(const float* x, float* y, int64_t n);
 
 // x[0..n) (n >= 1) replaced by its softmax. The max ignores NaN as
 // `x[j] > m` does; a NaN or an all -inf row comes out NaN.
