@@ -9,6 +9,7 @@
 #define GROVE_JIT_KERNELS_RNN_CUH_
 
 #include "jit/kernels/gemm_math.cuh"
+#include "jit/kernels/index_common.cuh"
 #include "jit/kernels/prelude.cuh"
 #include "jit/kernels/rnn_params.h"
 
@@ -37,10 +38,15 @@ GROVE_DEVICE float rnn_gate(const RnnStepParams& p, const RnnAct& a, float v) {
   return rnn_act(a, v);
 }
 
-// The length of batch entry b's sequence.
-GROVE_DEVICE i64 rnn_length(const RnnStepParams& p, i64 b) {
+// The length of batch entry b's sequence (0 for one outside 0..seq);
+// `report`: a bad one goes to p.check.
+GROVE_DEVICE i64 rnn_length(const RnnStepParams& p, i64 b, bool report = false) {
   if (p.seq_lens == nullptr) return p.seq;
-  return p.seq_lens_i64 ? static_cast<const i64*>(p.seq_lens)[b] : static_cast<const i32*>(p.seq_lens)[b];
+  const i64 len =
+      p.seq_lens_i64 ? static_cast<const i64*>(p.seq_lens)[b] : static_cast<i64>(static_cast<const i32*>(p.seq_lens)[b]);
+  if (len >= 0 && len <= p.seq) return len;
+  if (report) mv::report_check(p.check, len, p.seq, b, 0);
+  return 0;
 }
 
 // Pre-activation of gate `gate` of unit (b, j) at step p.t from the input
@@ -66,7 +72,7 @@ GROVE_DEVICE i64 rnn_y_index(const RnnStepParams& p, i64 b, i64 j) {
 GROVE_DEVICE void rnn_unit(const RnnStepParams& p, i64 b, i64 j) {
   const i64 h = p.hidden, i = b * h + j;
   const float* hr = p.hr + b * p.ldhr;
-  const bool running = p.t < rnn_length(p, b);
+  const bool running = p.t < rnn_length(p, b, p.check_lengths != 0 && j == 0);
   float h_new;
   if (p.kind == 0) {
     h_new = rnn_gate(p, p.f, hr[j] + rnn_input(p, b, 0, j));
@@ -129,6 +135,8 @@ GROVE_DEVICE void rnn_sequence(const RnnSequenceParams& q) {
   const i64 h = p.hidden, seq = p.seq;
   const bool reset_product = p.kind == 1 && !p.linear_before_reset;  // GRU's (r (.) H) Rh^T
   const i64 cols = reset_product ? 2 * h : p.gh;
+  const bool check_lengths = p.check_lengths != 0;  // each entry's length reported here, not per unit
+  p.check_lengths = 0;
   for (i64 b = blockIdx.x; b < p.batch; b += gridDim.x) {  // block-uniform, as is every branch below
     float* sh = p.state_h + b * h;
     float* sc = p.state_c + b * h;
@@ -138,7 +146,7 @@ GROVE_DEVICE void rnn_sequence(const RnnSequenceParams& q) {
       sh[j] = q.h0 != nullptr ? q.h0[state + j] : 0.0f;
       if (p.kind == 2) sc[j] = q.c0 != nullptr ? q.c0[state + j] : 0.0f;
     }
-    const i64 len = rnn_length(p, b);
+    const i64 len = rnn_length(p, b, threadIdx.x == 0 && check_lengths);
     for (i64 step = 0; step < seq; ++step) {
       p.t = q.reverse ? seq - 1 - step : step;
       if (p.t >= len) {  // past the entry's length: Y is zero there, the state stays

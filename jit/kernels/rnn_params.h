@@ -3,6 +3,7 @@
 #ifndef GROVE_JIT_KERNELS_RNN_PARAMS_H_
 #define GROVE_JIT_KERNELS_RNN_PARAMS_H_
 
+#include "jit/kernels/check_params.h"
 #include "jit/kernels/types.h"
 
 namespace grove_k {
@@ -37,7 +38,10 @@ struct RnnAct {
 // with row(t, b) X's row of (t, b) in the layout. A batch entry whose length
 // (seq_lens, i32 or i64, nullptr: all run) is <= t keeps its state; the
 // others update state_h (and state_c) and write h to Y's element (t, d, b, j)
-// (when y is given).
+// (when y is given). A length outside 0..seq, which only a device tensor can
+// hold (the host checks the others), counts as 0 and is reported to `check`
+// (value: the length, bound: seq, a: the entry) by the launch whose
+// check_lengths is set.
 struct RnnStepParams {
   int kind;  // 0 RNN, 1 GRU, 2 LSTM
   int gru_phase;  // GRU without linear_before_reset: 0 writes reset * H to reset_h; 1 updates
@@ -58,6 +62,8 @@ struct RnnStepParams {
   const float* peephole;  // LSTM P of this direction ([3 * hidden]: i, o, f) or nullptr
   const void* seq_lens;
   int seq_lens_i64;
+  int check_lengths;
+  CheckSite check;
   float* state_h;
   float* state_c;
   float* reset_h;  // GRU phase 0 output, [batch, hidden]
@@ -75,7 +81,7 @@ struct RnnStepParams {
 // columns; summed in order of k in f32 after rounding per `math`, as the
 // device GEMM does: 0 exact, 1 tf32, 2 bf16, 3 f16), then the gates of
 // RnnStepParams at that t. Steps at or past the entry's length write zeros
-// to Y and leave the state. The state starts from h0 / c0 (nullptr: zeros)
+// to Y and leave the state; a bad length is reported (step.check_lengths). The state starts from h0 / c0 (nullptr: zeros)
 // and ends in y_h / y_c (when given), element (b, j) of this direction at
 // state_offset + b * state_b_stride + j.
 struct RnnSequenceParams {

@@ -5,8 +5,10 @@
 // batch and sequence_lens from its refreshed parameters), so the first pass
 // captures one graph, refreshed for every other shape, the second captures
 // nothing, nothing launches outside the graph and no segment is pinned to
-// exact shapes. Every run equals, bit for bit, a session with graphs off
-// (step-by-step launches) and, within the recurrent tests' bound, the CPU.
+// exact shapes, sequence_lens a model input included (checked on the
+// device: a bad length fails the run with the CPU's message). Every run
+// equals, bit for bit, a session with graphs off (step-by-step launches)
+// and, within the recurrent tests' bound, the CPU.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,7 +31,9 @@ using testing::RecurrentPattern;
 using testing::RecurrentSpec;
 
 struct BucketCase : RecurrentSpec {
-  bool lengths = false;  // sequence_lens: a weight (so batch stays fixed), each entry <= the shortest seq
+  // sequence_lens: 0 none; 1 a weight (so batch stays fixed), each entry <=
+  // the shortest seq; 2 a model input "lens" (checked on the device).
+  int lengths = 0;
 };
 
 std::vector<uint8_t> Bytes(const std::vector<float>& v) {
@@ -39,14 +43,14 @@ std::vector<uint8_t> Bytes(const std::vector<float>& v) {
 }
 
 // The model of `c`: x (and h0, c0 when asked) inputs over symbols seq and
-// batch (batch fixed at c.batch with sequence_lens), W, R, B weights; every
-// output of the op is a model output.
+// batch (batch fixed at c.batch with sequence_lens a weight), W, R, B
+// weights; every output of the op is a model output.
 std::shared_ptr<const Model> BuildModel(const BucketCase& c) {
   const int64_t g = c.gates(), h = c.hidden, nd = c.dirs();
   ModelBuilder b;
   b.AddSymbol("seq", 1, 64);
   b.AddSymbol("batch", 1, 16);
-  const Dim batch = c.lengths ? Dim(c.batch) : Dim("batch");
+  const Dim batch = c.lengths == 1 ? Dim(c.batch) : Dim("batch");
   b.AddInput("x", DType::kF32, c.layout == 0 ? std::vector<Dim>{"seq", batch, c.input}
                                               : std::vector<Dim>{batch, "seq", c.input});
   const std::vector<Dim> state = c.layout == 0 ? std::vector<Dim>{nd, batch, h} : std::vector<Dim>{batch, nd, h};
@@ -54,7 +58,11 @@ std::shared_ptr<const Model> BuildModel(const BucketCase& c) {
   b.AddWeight("r", DType::kF32, {nd, g * h, h}, Bytes(RecurrentPattern(nd * g * h * h, 3, 0.6f)));
   b.AddWeight("b", DType::kF32, {nd, 2 * g * h}, Bytes(RecurrentPattern(nd * 2 * g * h, 4, 0.5f)));
   std::vector<std::string> in = {"x", "w", "r", "b", "", "", ""};
-  if (c.lengths) {
+  if (c.lengths == 2) {
+    b.AddInput("lens", DType::kI32, {batch});
+    in[4] = "lens";
+  }
+  if (c.lengths == 1) {
     std::vector<int32_t> lens;
     for (int64_t i = 0; i < c.batch; ++i) lens.push_back(static_cast<int32_t>(1 + i % 3));
     b.AddWeight("lens", DType::kI32, {c.batch}, lens);
@@ -89,6 +97,11 @@ std::vector<Tensor> Inputs(const BucketCase& c, int64_t seq, int64_t batch, int 
   const Shape state = c.layout == 0 ? Shape{nd, batch, h} : Shape{batch, nd, h};
   std::vector<Tensor> t;
   t.push_back(testing::MakeTensor<float>(DType::kF32, x, RecurrentPattern(seq * batch * c.input, seed, 1.0f)));
+  if (c.lengths == 2) {
+    std::vector<int32_t> lens;
+    for (int64_t i = 0; i < batch; ++i) lens.push_back(static_cast<int32_t>(1 + (i + seed) % seq));
+    t.push_back(testing::MakeTensor<int32_t>(DType::kI32, {batch}, lens));
+  }
   for (int k = 0; k < (c.initial_h ? 1 : 0) + (c.initial_c ? 1 : 0); ++k) {
     t.push_back(testing::MakeTensor<float>(DType::kF32, state, RecurrentPattern(nd * batch * h, seed + 5 + k, 0.8f)));
   }
@@ -128,7 +141,7 @@ void ExpectBucketServed(const BucketCase& c) {
     int64_t seq, batch;
   };
   std::vector<Shape> shapes = {{5, 3}, {8, 4}, {7, 3}, {6, 4}};
-  if (c.lengths) shapes = {{5, c.batch}, {8, c.batch}, {6, c.batch}};
+  if (c.lengths == 1) shapes = {{5, c.batch}, {8, c.batch}, {6, c.batch}};
   for (int pass = 0; pass < 2; ++pass) {
     const SessionStats before = (*graphs)->stats();
     for (size_t i = 0; i < shapes.size(); ++i) {
@@ -166,11 +179,22 @@ void ExpectBucketServed(const BucketCase& c) {
     EXPECT_EQ(after.buckets_made, 1);
     EXPECT_EQ(after.bucket_fallback_reason, "");
   }
+  if (c.lengths != 2) return;
+  // A length past the sequence: the CPU's error, from the device's check at
+  // the run's wait; the session stays usable.
+  std::vector<Tensor> bad = Inputs(c, 6, 3, 0);
+  bad[1].as<int32_t>()[2] = 7;
+  absl::StatusOr<std::vector<Tensor>> cpu_error = Run(**cpu, bad);
+  ASSERT_FALSE(cpu_error.ok());
+  absl::StatusOr<std::vector<Tensor>> error = Run(**graphs, bad);
+  ASSERT_FALSE(error.ok());
+  EXPECT_EQ(error.status().message(), cpu_error.status().message());
+  EXPECT_TRUE(Run(**graphs, Inputs(c, 6, 3, 1)).ok());
 }
 
 // A case: `states` gives initial_h (and initial_c to an LSTM).
 BucketCase Case(const char* op, const char* direction, int64_t layout, bool states, int64_t lbr = 0,
-                bool lengths = false) {
+                int lengths = 0) {
   BucketCase c;
   c.op = op;
   c.direction = direction;
@@ -193,7 +217,7 @@ TEST(CudaRecurrentBucketTest, LstmDirectionsStatesAndLayouts) {
 TEST(CudaRecurrentBucketTest, SequenceLengths) {
   for (const char* op : {"LSTM", "GRU", "RNN"}) {
     for (const char* dir : {"forward", "reverse", "bidirectional"}) {
-      ExpectBucketServed(Case(op, dir, 0, /*states=*/true, 0, /*lengths=*/true));
+      for (int lengths : {1, 2}) ExpectBucketServed(Case(op, dir, 0, /*states=*/true, 0, lengths));
     }
   }
 }

@@ -255,6 +255,36 @@ TEST_F(CudaRecurrentTest, BucketedLaunchesDoNotDependOnTheShape) {
   }
 }
 
+// Lengths only the device holds are checked there (a deferred check, read
+// at the run's wait): the CPU's message, both ways of launching, with steps
+// and without (seq 0).
+TEST_F(CudaRecurrentTest, BadDeviceLengthsGiveTheCpuMessage) {
+  for (int64_t seq : {0, 3}) {
+    for (const std::vector<int32_t>& bad : {std::vector<int32_t>{1, 4}, std::vector<int32_t>{-1, 0}}) {
+      Spec s;
+      s.seq = seq;
+      s.direction = "bidirectional";
+      Tensor x = MakeTensor<float>(DType::kF32, {seq, 2, 3}, Pattern(seq * 6, 1));
+      Tensor w = MakeTensor<float>(DType::kF32, {2, 16, 3}, Pattern(96, 2));
+      Tensor r = MakeTensor<float>(DType::kF32, {2, 16, 4}, Pattern(128, 3));
+      Tensor lens = MakeTensor<int32_t>(DType::kI32, {2}, bad);
+      const std::vector<const Tensor*> in = {&x, &w, &r, nullptr, &lens};
+      absl::StatusOr<std::vector<Tensor>> cpu = testing::RunOp("LSTM", in, testing::RecurrentAttrs(s), 3);
+      ASSERT_FALSE(cpu.ok());
+      for (bool bucket : {false, true}) {
+        for (bool host : {true, false}) {
+          SCOPED_TRACE(::testing::Message() << "seq " << seq << " bucket " << bucket << " host " << host);
+          absl::StatusOr<std::vector<Tensor>> got =
+              RunOpCuda(*dev_, "LSTM", in, testing::RecurrentAttrs(s), 3, {.host_values = host, .bucket_plan = bucket});
+          ASSERT_FALSE(got.ok());
+          EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+          EXPECT_EQ(got.status().message(), cpu.status().message());
+        }
+      }
+    }
+  }
+}
+
 TEST_F(CudaRecurrentTest, ErrorsAndF64) {
   Spec s;
   s.lengths = {4, 1};  // longer than seq

@@ -80,14 +80,16 @@ absl::Status SequenceLensDTypeError(const ir::KernelContext& ctx) {
       absl::StrCat("input 4 (sequence_lens) has dtype ", DTypeName(ctx.input(4).dtype), "; expected i32"));
 }
 
+std::string SequenceLengthMessage(int64_t len, int64_t b, int64_t seq) {
+  return absl::StrCat("input 4 (sequence_lens) gives length ", len, " for batch entry ", b, "; expected 0..", seq,
+                      " (seq_length)");
+}
+
 absl::Status CheckSequenceLengths(const ir::KernelContext& ctx, const RecurrentDims& dims,
                                   absl::Span<const int64_t> lengths) {
   for (int64_t b = 0; b < dims.batch; ++b) {
     const int64_t len = lengths[b];
-    if (len < 0 || len > dims.seq) {
-      return ctx.Error(absl::StrCat("input 4 (sequence_lens) gives length ", len, " for batch entry ", b,
-                                    "; expected 0..", dims.seq, " (seq_length)"));
-    }
+    if (len < 0 || len > dims.seq) return ctx.Error(SequenceLengthMessage(len, b, dims.seq));
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #define GROVE_LIB_BACKENDS_COMMON_RECURRENT_CHECKS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -45,7 +46,9 @@ absl::Status CheckSequenceLensShape(const ir::KernelContext& ctx, const Recurren
 // The error for a sequence_lens dtype other than i32 or i64.
 absl::Status SequenceLensDTypeError(const ir::KernelContext& ctx);
 
-// Checks that every sequence length is in 0..seq.
+// Checks that every sequence length is in 0..seq; the message of a length
+// `len` of batch entry `b` outside it (without the node) for device checks.
+std::string SequenceLengthMessage(int64_t len, int64_t b, int64_t seq);
 absl::Status CheckSequenceLengths(const ir::KernelContext& ctx, const RecurrentDims& dims,
                                   absl::Span<const int64_t> lengths);
 

@@ -131,15 +131,16 @@ RecurrentGemms GemmsOf(const RecurrentAttrs& a, const RecurrentDims& dims) {
   return g;
 }
 
-// What the prepare makes: the attributes and dims; `lengths_at_run` when
-// sequence_lens must be read back to be checked (the plan does not know it);
+// What the prepare makes: the attributes and dims; `lengths_check` when
+// sequence_lens lives on the device only (the plan does not know it): the
+// gate kernels check its lengths there (a deferred check, no read back);
 // `whole_sequence` in a bucketed plan (the file comment), then `xw_tiled`
 // when the input projection must read its dims when it runs (W not a weight).
 struct RecurrentPrepared {
   backends::RecurrentCall call;
   RecurrentGemms gemms;
   bool nothing = false;  // batch 0: every output is empty
-  bool lengths_at_run = false;
+  DeviceCheckSite lengths_check;
   bool whole_sequence = false;
   bool xw_tiled = false;
 };
@@ -207,6 +208,7 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentPrepared& rp)
   p.gh = gh;
   p.seq_lens = ctx.has_input(4) ? ctx.input(4).data : nullptr;
   p.seq_lens_i64 = ctx.has_input(4) && ctx.input(4).dtype == DType::kI64;
+  p.check = rp.lengths_check.check;
   p.state_h = state_h;
   p.state_c = state_c;
   p.reset_h = reset_h;
@@ -240,6 +242,7 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentPrepared& rp)
       if (s = StridedCopy(ec, sizeof(float), {h, gh}, r, {1, h}, rt); !s.ok()) return s;
       grove_k::RnnSequenceParams q{};
       q.step = p;
+      q.step.check_lengths = d == 0 && p.check.record != nullptr;
       q.reverse = reverse;
       static_assert(static_cast<int>(GemmDesc::Math::kTF32) == 1 && static_cast<int>(GemmDesc::Math::kF16) == 3,
                     "rnn_sequence's math codes are GemmDesc::Math's");
@@ -280,6 +283,7 @@ absl::Status RunRecurrent(const KernelContext& ctx, const RecurrentPrepared& rp)
 
     for (int64_t step = 0; step < seq; ++step) {
       p.t = reverse ? seq - 1 - step : step;
+      p.check_lengths = d == 0 && step == 0 && p.check.record != nullptr;
       if (s = ec.Gemm(hg); !s.ok()) return s;
       if (gru && !a.linear_before_reset) {
         p.gru_phase = 0;
@@ -313,15 +317,19 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
     const TensorView& sl = ctx.input(4);
     if (absl::Status s = backends::CheckSequenceLensShape(ctx, dims); !s.ok()) return s;
     if (sl.dtype != DType::kI32 && sl.dtype != DType::kI64) return backends::SequenceLensDTypeError(ctx);
-    // The lengths are checked on the host: now when the plan knows them,
-    // else when run (a copy from the device); the gate kernel reads the
-    // device tensor itself.
+    // The lengths are checked now when the plan knows them, else by the
+    // gate kernels on the device, which read the device tensor either way.
     if (ec.ValuesOnHost(ctx, 4)) {
       absl::StatusOr<std::vector<int64_t>> lengths = ec.ReadInts(ctx, 4);
       if (!lengths.ok()) return lengths.status();
       if (absl::Status s = backends::CheckSequenceLengths(ctx, dims, *lengths); !s.ok()) return s;
     } else {
-      rp.lengths_at_run = true;
+      absl::StatusOr<DeviceCheckSite> site =
+          ec.CheckSite(ctx, [seq = dims.seq](const grove_k::CheckRecord& r) {
+            return backends::SequenceLengthMessage(r.value, r.a, seq);
+          });
+      if (!site.ok()) return site.status();
+      rp.lengths_check = *std::move(site);
     }
   }
   if (absl::Status s = backends::CheckRecurrentOutputs(ctx, dims); !s.ok()) return s;
@@ -339,7 +347,9 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
     return ctx.Error(absl::StrCat("no kernel for dtype ", DTypeName(x.dtype), " (f32 and f64 only)"));
   }
   rp.nothing = dims.batch == 0;
-  rp.whole_sequence = ec.bucket_plan();
+  // Without steps the whole-sequence launch is the one that still copies
+  // the initial state and checks device lengths.
+  rp.whole_sequence = ec.bucket_plan() || dims.seq == 0;
   const uint64_t workspace =
       rp.nothing ? 0 : static_cast<uint64_t>(LayoutOf(kKind, dims, rp.whole_sequence).floats()) * sizeof(float);
   rp.call = *std::move(call);
@@ -364,11 +374,6 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
 absl::Status RecurrentKernel(KernelContext& ctx) {
   const RecurrentPrepared* rp = PreparedParams<RecurrentPrepared>(ctx);
   if (rp == nullptr) return NotPrepared(ctx);
-  if (rp->lengths_at_run) {
-    absl::StatusOr<std::vector<int64_t>> lengths = Exec(ctx).ReadInts(ctx, 4);
-    if (!lengths.ok()) return lengths.status();
-    if (absl::Status s = backends::CheckSequenceLengths(ctx, rp->call.dims, *lengths); !s.ok()) return s;
-  }
   if (rp->nothing) return absl::OkStatus();
   return RunRecurrent(ctx, *rp);
 }
@@ -376,15 +381,15 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
 }  // namespace
 
 absl::Status RegisterCudaRecurrentKernels(ir::OpRegistry& registry) {
-  // sequence_lens (input 4) is read back when the plan does not know it.
-  constexpr uint64_t kSequenceLens = uint64_t{1} << 4;
+  // sequence_lens (input 4) is checked on the device when the plan does not
+  // know it, so nothing is read back.
   const struct {
     const char* type;
     ir::KernelDef kernel;
   } kernels[] = {
-      {"RNN", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kRnn>, kSequenceLens}},
-      {"GRU", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kGru>, kSequenceLens}},
-      {"LSTM", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kLstm>, kSequenceLens}},
+      {"RNN", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kRnn>}},
+      {"GRU", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kGru>}},
+      {"LSTM", {&RecurrentKernel, &PrepareRecurrent<RecurrentKind::kLstm>}},
   };
   for (const auto& k : kernels) {
     if (absl::Status s = registry.SetKernel(k.type, ir::Backend::kCuda, k.kernel); !s.ok()) return s;
