@@ -95,25 +95,37 @@ __attribute__((target("avx512f"))) inline double SumOf16(__m512 v) {
   return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), _mm512_cvtps_pd(hi)));
 }
 
-}  // namespace
-
-__attribute__((target("avx2,fma"))) void ExpNonPositiveAvx2(const float* x, float* y, int64_t n) {
+// y[0..n) = F(x[0..n)) a vector at a time, the last n % 8 (n % 16)
+// elements through masked loads and stores.
+template <__m256 (*F)(__m256)>
+__attribute__((target("avx2,fma"))) inline void Map8(const float* x, float* y, int64_t n) {
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, Exp8(_mm256_loadu_ps(x + j)));
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, F(_mm256_loadu_ps(x + j)));
   if (j < n) {
     const __m256i tail =
         _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm256_maskstore_ps(y + j, tail, Exp8(_mm256_maskload_ps(x + j, tail)));
+    _mm256_maskstore_ps(y + j, tail, F(_mm256_maskload_ps(x + j, tail)));
   }
 }
 
-__attribute__((target("avx512f"))) void ExpNonPositiveAvx512(const float* x, float* y, int64_t n) {
+template <__m512 (*F)(__m512)>
+__attribute__((target("avx512f"))) inline void Map16(const float* x, float* y, int64_t n) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, Exp16(_mm512_loadu_ps(x + j)));
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, F(_mm512_loadu_ps(x + j)));
   if (j < n) {
     const __mmask16 tail = static_cast<__mmask16>((1u << (n - j)) - 1u);
-    _mm512_mask_storeu_ps(y + j, tail, Exp16(_mm512_maskz_loadu_ps(tail, x + j)));
+    _mm512_mask_storeu_ps(y + j, tail, F(_mm512_maskz_loadu_ps(tail, x + j)));
   }
+}
+
+}  // namespace
+
+__attribute__((target("avx2,fma"))) void ExpNonPositiveAvx2(const float* x, float* y, int64_t n) {
+  Map8<Exp8>(x, y, n);
+}
+
+__attribute__((target("avx512f"))) void ExpNonPositiveAvx512(const float* x, float* y, int64_t n) {
+  Map16<Exp16>(x, y, n);
 }
 
 namespace {
@@ -183,41 +195,19 @@ __attribute__((target("avx512f"))) inline __m512 Tanh16(__m512 x) {
 }  // namespace
 
 __attribute__((target("avx2,fma"))) void TanhAvx2(const float* x, float* y, int64_t n) {
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, Tanh8(_mm256_loadu_ps(x + j)));
-  if (j < n) {
-    const __m256i tail =
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm256_maskstore_ps(y + j, tail, Tanh8(_mm256_maskload_ps(x + j, tail)));
-  }
+  Map8<Tanh8>(x, y, n);
 }
 
 __attribute__((target("avx512f"))) void TanhAvx512(const float* x, float* y, int64_t n) {
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, Tanh16(_mm512_loadu_ps(x + j)));
-  if (j < n) {
-    const __mmask16 tail = static_cast<__mmask16>((1u << (n - j)) - 1u);
-    _mm512_mask_storeu_ps(y + j, tail, Tanh16(_mm512_maskz_loadu_ps(tail, x + j)));
-  }
+  Map16<Tanh16>(x, y, n);
 }
 
 __attribute__((target("avx2,fma"))) void SigmoidAvx2(const float* x, float* y, int64_t n) {
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, Sigmoid8(_mm256_loadu_ps(x + j)));
-  if (j < n) {
-    const __m256i tail =
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm256_maskstore_ps(y + j, tail, Sigmoid8(_mm256_maskload_ps(x + j, tail)));
-  }
+  Map8<Sigmoid8>(x, y, n);
 }
 
 __attribute__((target("avx512f"))) void SigmoidAvx512(const float* x, float* y, int64_t n) {
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, Sigmoid16(_mm512_loadu_ps(x + j)));
-  if (j < n) {
-    const __mmask16 tail = static_cast<__mmask16>((1u << (n - j)) - 1u);
-    _mm512_mask_storeu_ps(y + j, tail, Sigmoid16(_mm512_maskz_loadu_ps(tail, x + j)));
-  }
+  Map16<Sigmoid16>(x, y, n);
 }
 
 // Eight lanes at a time, the last n % 8 elements through masked loads and
