@@ -253,9 +253,10 @@ struct AttentionChainSpec {
   bool leak_scores = false;     // the scaled scores also a model output
   bool leak_probs = false;      // Softmax's output also a model output
   bool v_rank2 = false;         // V is [s, d] (MatMul broadcasts it): not fused
-  // Cast(to f32) and Identity before the Softmax, Dropout after it, as some
-  // exporters leave them.
+  // Cast(to the dtype) and Identity before the Softmax, Dropout after it, as
+  // some exporters leave them.
   bool pass_throughs = false;
+  DType dtype = DType::kF32;  // of the inputs, weights and every float value (f32, f16, bf16)
 };
 
 inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const AttentionChainSpec& c) {
@@ -265,15 +266,20 @@ inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const At
   auto dims = [&](Dim rows, Dim cols) {
     return c.rank == 4 ? std::vector<Dim>{2, 3, rows, cols} : std::vector<Dim>{6, rows, cols};
   };
-  b.AddInput("q", DType::kF32, dims("s", d));
-  b.AddInput(c.transpose_k ? "k" : "kt", DType::kF32, c.transpose_k ? dims("s", d) : dims(d, "s"));
+  const DType t = c.dtype;
+  b.AddInput("q", t, dims("s", d));
+  b.AddInput(c.transpose_k ? "k" : "kt", t, c.transpose_k ? dims("s", d) : dims(d, "s"));
   if (c.v_rank2) {
-    b.AddInput("v", DType::kF32, {"s", d});
+    b.AddInput("v", t, {"s", d});
   } else {
-    b.AddInput("v", DType::kF32, dims("s", d));
+    b.AddInput("v", t, dims("s", d));
   }
-  if (c.mask == 1 || c.mask == 3) b.AddInput("m", DType::kF32, {1, "s", "s"});
-  auto scalar = [&](const std::string& name, float v) { b.AddWeight(name, DType::kF32, {}, std::vector<float>{v}); };
+  if (c.mask == 1 || c.mask == 3) b.AddInput("m", t, {1, "s", "s"});
+  // A scalar weight of the chain's dtype (rounded to it).
+  auto scalar = [&](const std::string& name, float v) {
+    const Tensor w = Tensor::CastOf(TensorView{DType::kF32, {}, &v}, t).value();
+    b.AddWeight(name, t, {}, absl::Span<const uint8_t>(static_cast<const uint8_t*>(w.data()), DTypeSize(t)));
+  };
   std::string q = "q", kt = "kt";
   if (c.transpose_k) {
     std::vector<int64_t> perm = c.rank == 4 ? std::vector<int64_t>{0, 1, 3, 2} : std::vector<int64_t>{0, 2, 1};
@@ -302,9 +308,9 @@ inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const At
     cur = "masked";
   } else if (c.mask >= 2) {
     // ones[s, s] -> Trilu (lower) -> == 0 above the diagonal -> -inf there.
-    b.AddWeight("one", DType::kF32, {}, std::vector<float>{1.0f});
-    b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
-    b.AddWeight("ninf", DType::kF32, {}, std::vector<float>{-std::numeric_limits<float>::infinity()});
+    scalar("one", 1.0f);
+    scalar("zero", 0.0f);
+    scalar("ninf", -std::numeric_limits<float>::infinity());
     b.AddWeight("i2", DType::kI64, {1}, std::vector<int64_t>{c.rank - 2});
     b.AddWeight("i3", DType::kI64, {1}, std::vector<int64_t>{c.rank - 1});
     b.AddOp("Shape", {cur}, {"scores_shape"});
@@ -321,7 +327,7 @@ inline absl::StatusOr<std::shared_ptr<const Model>> BuildAttentionChain(const At
     }
   }
   if (c.pass_throughs) {
-    b.AddOp("Cast", {cur}, {"cast"}, {{"to", int64_t{1}}}, "cast");
+    b.AddOp("Cast", {cur}, {"cast"}, {{"to", static_cast<int64_t>(t)}}, "cast");
     b.AddOp("Identity", {"cast"}, {"same"}, {}, "identity");
     cur = "same";
   }
@@ -351,6 +357,9 @@ inline std::vector<Tensor> AttentionChainInputs(const AttentionChainSpec& c, int
   in.push_back(AttnData(c.transpose_k ? dims(s, d) : dims(d, s), 12));
   in.push_back(AttnData(c.v_rank2 ? std::vector<int64_t>{s, d} : dims(s, d), 13));
   if (c.mask == 1 || c.mask == 3) in.push_back(AttnData({1, s, s}, 14));
+  if (c.dtype != DType::kF32) {
+    for (Tensor& x : in) x = Tensor::CastOf(x.view(), c.dtype).value();
+  }
   return in;
 }
 

@@ -60,7 +60,7 @@ std::optional<MaskFound> MaskAt(const ChainFinder& f, int scores, const std::vec
       const int data = add.inputs[side], mask = add.inputs[1 - side];
       if (data < 0 || mask < 0 || f.value(data).shape != scores_shape || !leads_on(data)) continue;
       const PlanValue& mv = f.value(mask);
-      if (mv.dtype != DType::kF32 || !mv.shape_known || !BroadcastsTo(mv.shape, scores_shape)) continue;
+      if (mv.dtype != f.value(data).dtype || !mv.shape_known || !BroadcastsTo(mv.shape, scores_shape)) continue;
       MaskFound m;
       m.step = p;
       m.input = mask;
@@ -102,7 +102,7 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   const int probs = sm.outputs[0];
   const PlanValue& scores_v = f.value(sm.inputs[0]);
   const int rank = static_cast<int>(scores_v.shape.size());
-  if (scores_v.dtype != DType::kF32 || !scores_v.shape_known || (rank != 3 && rank != 4)) return std::nullopt;
+  if (!ir::IsAttentionDType(scores_v.dtype) || !scores_v.shape_known || (rank != 3 && rank != 4)) return std::nullopt;
   absl::StatusOr<int> axis = ir::NormalizeAxis(sm.node->attrs.GetInt("axis", -1), rank);
   if (!axis.ok() || *axis != rank - 1) return std::nullopt;
   if (f.value(probs).kind != Storage::kArena) return std::nullopt;
@@ -236,7 +236,7 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   // Shapes: Q [B.., sq, d], K [B.., sk, d] (Kᵀ [B.., d, sk]), V [B.., sk, dv].
   for (int id : {c.q, c.k, c.v, c.out}) {
     const PlanValue& val = f.value(id);
-    if (val.dtype != DType::kF32 || !val.shape_known || static_cast<int>(val.shape.size()) != rank) {
+    if (val.dtype != scores_v.dtype || !val.shape_known || static_cast<int>(val.shape.size()) != rank) {
       return std::nullopt;
     }
   }
@@ -276,6 +276,11 @@ int FuseAttention(PlanGraph& plan, ir::Backend backend, const Backend* backend_i
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     std::optional<Chain> chain = MatchAt(finder, static_cast<int>(s));
     if (!chain.has_value()) continue;
+    // f16 and bf16 chains fuse on CUDA only, whose kernel reads them and
+    // computes in f32 (one rounding, on the output, where the chain rounds
+    // the scores, the probabilities and each scaled operand); the CPU kernel
+    // is f32 only and leaves them to the unfused steps.
+    if (backend == ir::Backend::kCpu && plan.values[chain->q].dtype != DType::kF32) continue;
     auto node = std::make_unique<ir::Node>();
     node->type = ir::kFusedAttentionOp;
     node->def = def;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/ir/element_types.h"
 #include "lib/ir/ops/attention_attrs.h"
 #include "lib/runtime/plan_step.h"
 
@@ -127,15 +128,22 @@ class ChainFinder {
   const PlanValue& value(int v) const { return plan_.values[v]; }
   const PlanStep& step(int s) const { return plan_.steps[s]; }
 
-  // A plan-time f32 constant of one element (a weight or a folded value).
+  // A plan-time constant of one element (a weight or a folded value) of a
+  // dtype FusedAttention takes, read in that dtype (f16 and bf16 widen to
+  // f32 exactly).
   std::optional<double> ScalarConstant(int v) const {
     if (v < 0) return std::nullopt;
     const PlanValue& pv = plan_.values[v];
     if ((pv.kind != Storage::kWeight && pv.kind != Storage::kFolded) || pv.data == nullptr) return std::nullopt;
-    if (pv.dtype != DType::kF32 || ir::NumElements(pv.shape) != 1) return std::nullopt;
-    float f;
-    std::memcpy(&f, pv.data, sizeof(f));
-    return f;
+    if (!ir::IsAttentionDType(pv.dtype) || ir::NumElements(pv.shape) != 1) return std::nullopt;
+    if (pv.dtype == DType::kF32) {
+      float f;
+      std::memcpy(&f, pv.data, sizeof(f));
+      return f;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, pv.data, sizeof(bits));
+    return pv.dtype == DType::kF16 ? ir::HalfToFloat(ir::Half{bits}) : ir::BFloat16ToFloat(ir::BFloat16{bits});
   }
 
   // `s` is Mul(x, c), Mul(c, x) or Div(x, c) with a scalar constant c whose
@@ -151,7 +159,8 @@ class ChainFinder {
       if (data < 0 || data == c) continue;
       std::optional<double> value = ScalarConstant(c);
       if (!value.has_value() || plan_.values[c].shape.size() > plan_.values[data].shape.size()) continue;
-      if (plan_.values[data].shape != plan_.values[out].shape || plan_.values[data].dtype != DType::kF32) continue;
+      const PlanValue& dv = plan_.values[data];
+      if (dv.shape != plan_.values[out].shape || dv.dtype != plan_.values[c].dtype) continue;
       *x = data;
       return ir::AttentionScale{type == "Div" ? ir::AttentionScaleOp::kDiv : ir::AttentionScaleOp::kMul, *value};
     }

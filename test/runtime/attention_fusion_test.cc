@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "lib/backends/cuda/emulated_device.h"
 #include "lib/runtime/attention_fusion.h"
 #include "test/attention_test_util.h"
 #include "test/runtime/attention_fusion_test_util.h"
@@ -73,6 +74,54 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("cast_identity_dropout_around_softmax", AttentionChainSpec{.mask = 2, .pass_throughs = true}),
         std::make_pair("gpt2_causal_where_then_added_mask", AttentionChainSpec{.mask = 3})),
     [](const auto& info) { return info.param.first; });
+
+// f16 and bf16 chains fuse on CUDA (the kernel computes in f32 and rounds
+// the output once, where the chain rounds every step's output) and stay
+// unfused on the CPU, whose fused kernel is f32 only. The scale, the
+// prescales and the -inf fill are weights of the chain's dtype. The fused
+// output is within the dtype's rounding of the unfused one and of the f32
+// chain run on the same (rounded) inputs.
+TEST(AttentionFusionTest, HalfTypesFuseOnCudaOnly) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (AttentionChainSpec spec : {AttentionChainSpec{.mask = 3}, AttentionChainSpec{.rank = 3, .transpose_k = false,
+                                                                                       .scale = 0, .prescale_qk = true},
+                                    AttentionChainSpec{.scale = 1, .mask = 2, .pass_throughs = true}}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " mask ", spec.mask, " scale ", spec.scale));
+      AttentionChainSpec narrow = spec;
+      narrow.dtype = dtype;
+      absl::StatusOr<std::shared_ptr<const Model>> model = BuildAttentionChain(narrow);
+      absl::StatusOr<std::shared_ptr<const Model>> model32 = BuildAttentionChain(spec);
+      ASSERT_TRUE(model.ok()) << model.status();
+      ASSERT_TRUE(model32.ok()) << model32.status();
+      const std::vector<Tensor> in = AttentionChainInputs(narrow, 9);
+      const StepCounts cuda = Steps(**model, in, Device::kCuda);
+      EXPECT_EQ(cuda.fused, 1);
+      EXPECT_EQ(cuda.softmax, 0);
+      const StepCounts cpu = Steps(**model, in, Device::kCpu);
+      EXPECT_EQ(cpu.fused, 0);
+      EXPECT_EQ(cpu.softmax, 1);
+      const std::vector<Tensor> fused = RunModel(*model, in, cuda::NewEmulatedDevice());
+      std::vector<Tensor> unfused, in32;
+      {
+        ScopedAttentionFusion off(false);
+        unfused = RunModel(*model, in, cuda::NewEmulatedDevice());
+      }
+      for (const Tensor& x : in) in32.push_back(Tensor::CastOf(x.view(), DType::kF32).value());
+      const std::vector<Tensor> want = RunModel(*model32, in32);
+      ASSERT_EQ(fused.size(), 1u);
+      ASSERT_EQ(unfused.size(), 1u);
+      ASSERT_EQ(want.size(), 1u);
+      EXPECT_EQ(fused[0].dtype(), dtype);
+      const Tensor got = Tensor::CastOf(fused[0].view(), DType::kF32).value();
+      const Tensor chain = Tensor::CastOf(unfused[0].view(), DType::kF32).value();
+      // One rounding of the output (fused) against the chain's roundings at
+      // every step (the scores reach |s| ~ 3, their rounding moves p by ~s ulp).
+      const double tol = dtype == DType::kF16 ? 4e-3 : 3e-2;
+      EXPECT_EQ(CompareAttention(want[0], got, dtype == DType::kF16 ? 1e-3 : 8e-3), "");
+      EXPECT_EQ(CompareAttention(chain, got, tol), "");
+    }
+  }
+}
 
 TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) {
   const std::pair<std::string, AttentionChainSpec> cases[] = {

@@ -33,8 +33,6 @@ bool ConstMismatch(const SymDim& a, const SymDim& b) {
   return a.is_const() && b.is_const() && a.value() != b.value();
 }
 
-bool IsAttentionDType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
-
 absl::Status InferFusedAttention(ShapeContext& ctx) {
   absl::StatusOr<AttentionAttrs> a = ReadAttentionAttrs(ctx.attrs());
   if (!a.ok()) return ctx.Error(a.status().message());

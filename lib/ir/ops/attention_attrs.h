@@ -27,6 +27,10 @@ namespace grove::ir {
 
 inline constexpr char kFusedAttentionOp[] = "FusedAttention";
 
+// The dtypes FusedAttention takes (Q, K, V, an added mask and the output
+// share one of them).
+inline bool IsAttentionDType(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
 // How a scalar scale was applied: x * s or x / s (kNone: not at all).
 enum class AttentionScaleOp : int64_t { kNone = 0, kMul = 1, kDiv = 2 };
 // The mask input: none, added to the scores (a float mask of the scores'
