@@ -379,6 +379,27 @@ TEST(PowTest, SquareMatchesPow) {
   EXPECT_EQ(Values<uint16_t>((*out)[0]), ToHalf({9, 0.25}));
 }
 
+// An f32 base cubed (a tanh GELU's x^3): what powf gives, over a sweep and
+// the edge values, for each exponent dtype.
+TEST(PowTest, CubeMatchesPow) {
+  std::vector<float> base = {-3.25f, 1e-20f, 1.5f, 1e20f, -0.0f, 0.0f, float(kNaN), float(kInf), -float(kInf), 1e-13f};
+  for (int i = 0; i < 20000; ++i) base.push_back(-40.0f + 80.0f * static_cast<float>(i) / 20000.0f + 1e-3f);
+  const int64_t n = static_cast<int64_t>(base.size());
+  Tensor b = MakeTensor<float>(DType::kF32, {n}, base);
+  for (DType ed : {DType::kF32, DType::kF64, DType::kI64}) {
+    Tensor e = ed == DType::kF32   ? MakeTensor<float>(ed, {}, {3})
+               : ed == DType::kF64 ? MakeTensor<double>(ed, {1}, {3})
+                                   : MakeTensor<int64_t>(ed, {1, 1}, {3});
+    auto out = RunOp("Pow", {&b, &e});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<float> got = Values<float>((*out)[0]);
+    for (size_t i = 0; i < base.size(); ++i) {
+      const float want = static_cast<float>(std::pow(static_cast<double>(base[i]), 3.0));
+      ASSERT_TRUE(Close(got[i], want, 1.2e-7, 0)) << "x=" << base[i];  // 1 ulp
+    }
+  }
+}
+
 TEST(PowTest, Errors) {
   Tensor i8 = MakeTensor<int8_t>(DType::kI8, {2}, {1, 2});
   Tensor f = MakeTensor<float>(DType::kF32, {2}, {1, 2});

@@ -358,21 +358,32 @@ B PowElement(B base, E exponent) {
   }
 }
 
-// True when the exponent is one element equal to 2: x*x is what pow gives
-// then (both correctly rounded), without the call.
+// True when the exponent is one element equal to `value`. For 2, x*x is
+// what pow gives (both correctly rounded), without the call; for 3 (a
+// tanh-approximated GELU's x^3), an f32 x cubed in double, rounded once to
+// float, is too (x*x is exact in double).
 template <typename E>
-bool ExponentIsTwo(const TensorView& y) {
-  return y.num_elements() == 1 && static_cast<double>(ToCompute(y.as<const E>()[0])) == 2.0;
+bool ExponentIs(const TensorView& y, double value) {
+  return y.num_elements() == 1 && static_cast<double>(ToCompute(y.as<const E>()[0])) == value;
 }
 
-// (Whether the exponent is 2 is read per run: it may be an activation.)
+// (Whether the exponent is 2 or 3 is read per run: it may be an activation.)
 template <typename B, typename E>
 absl::Status RunPow(const KernelContext& ctx, const BinaryParams& p) {
   if constexpr (std::is_floating_point_v<ComputeT<B>>) {
-    if (ExponentIsTwo<E>(ctx.input(1))) {
+    if (ExponentIs<E>(ctx.input(1), 2.0)) {
       RunBinary<B, E, B>(ctx, p.plan, [](B b, E) {
         const ComputeT<B> x = ToCompute(b);
         return FromCompute<B>(x * x);
+      });
+      return absl::OkStatus();
+    }
+  }
+  if constexpr (std::is_same_v<B, float>) {
+    if (ExponentIs<E>(ctx.input(1), 3.0)) {
+      RunBinary<B, E, B>(ctx, p.plan, [](float b, E) {
+        const double x = b;
+        return static_cast<float>(x * x * x);
       });
       return absl::OkStatus();
     }
