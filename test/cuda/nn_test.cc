@@ -2,8 +2,8 @@
 // CPU kernels: 1-D, 2-D and 3-D windows, groups (depthwise too), strides,
 // dilations, asymmetric pads, every auto_pad, ceil_mode, count_include_pad,
 // MaxPool indices in both storage orders, every pooling dtype, empty
-// batches and the error paths. (Conv and ConvTranspose are f32 only here:
-// their shape functions accept f32 and f64, and f64 stays on the CPU.)
+// batches and the error paths. (Conv and ConvTranspose run f32 here, f16
+// and bf16 in ConvHalfTypes; f64 stays on the CPU.)
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -65,6 +65,22 @@ class CudaNnTest : public ::testing::Test {
     ExpectCudaMatchesCpu(*dev_, "ConvTranspose", {&x, &wt, bias ? &b : nullptr}, a);
   }
 };
+
+// f16 and bf16 Conv and ConvTranspose: both backends compute in f32 and
+// round Y once (the sums in another order: an ulp of the dtype).
+TEST_F(CudaNnTest, ConvHalfTypes) {
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dt));
+    const double tol = dt == DType::kF16 ? 2e-3 : 1e-2;
+    const Tensor x = Ramp(dt, {2, 4, 7, 6}, 1), w = Ramp(dt, {6, 2, 3, 3}, 2), b = Ramp(dt, {6}, 3);
+    const Attrs a = {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2, 1}},
+                     {"pads", std::vector<int64_t>{1, 1, 0, 1}}};
+    ExpectCudaMatchesCpu(*dev_, "Conv", {&x, &w, &b}, a, 1, tol);
+    const Tensor wt = Ramp(dt, {4, 3, 2, 2}, 4), bt = Ramp(dt, {6}, 5);
+    ExpectCudaMatchesCpu(*dev_, "ConvTranspose", {&x, &wt, &bt},
+                         {{"group", int64_t{2}}, {"strides", std::vector<int64_t>{2, 2}}}, 1, tol);
+  }
+}
 
 TEST_F(CudaNnTest, ConvOneD) {
   ExpectConv({2, 3, 11}, {4, 3, 3}, 1, {}, true);

@@ -273,6 +273,8 @@ TEST(ConvTest, Errors) {
   EXPECT_TRUE(ErrorContains(RunOp("Conv", {&x, &w, &b_bad}).status(), "input 2 (B) has shape [3]; expected [2]"));
   EXPECT_TRUE(ErrorContains(RunOp("Conv", {&x, &w64}).status(), "must have the same dtype"));
   EXPECT_TRUE(ErrorContains(RunOp("Conv", {&xi, &w}).status(), "input 0 (X) has dtype i32"));
+  Tensor x8 = MakeTensor<int8_t>(DType::kI8, {1, 4, 5, 5}, {});
+  EXPECT_TRUE(ErrorContains(RunOp("Conv", {&x8, &w}).status(), "input 0 (X) has dtype i8"));
   EXPECT_TRUE(ErrorContains(RunOp("Conv", {&x2, &w}).status(), "expected rank >= 3"));
   EXPECT_TRUE(ErrorContains(RunOp("Conv", {&x, &w_big}).status(), "shorter than the window"));
   EXPECT_TRUE(ErrorContains(RunOp("Conv", {&x, &w}, {{"kernel_shape", Shape{1ll << 30, 3}}}).status(),
@@ -403,6 +405,47 @@ void ExpectConvTranspose(const Shape& xs, const Shape& ws, int64_t group, const 
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ((*out)[0].shape(), want_shape);
   ExpectNear(Values<float>((*out)[0]), want);
+}
+
+// f16 and bf16 compute in f32 and round Y once: within an ulp of the dtype
+// of the double reference (on the same, rounded, inputs) rounded to it.
+TEST(ConvTest, HalfTypesRoundOnce) {
+  const Shape xs = {2, 4, 7, 6}, ws = {6, 2, 3, 3}, tws = {4, 3, 2, 2};
+  const WindowSpec window = {{3, 3}, {2, 1}, {}, {1, 1, 0, 1}};
+  const TransposeSpec transposed = {{{2, 2}, {2, 2}, {}, {}}};
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    auto rounded = [&](const Shape& shape, int seed) {
+      const Tensor t = MakeTensor<float>(DType::kF32, shape, Pattern(Count(shape), seed));
+      return Values<float>(Tensor::CastOf(Tensor::CastOf(t.view(), dtype).value().view(), DType::kF32).value());
+    };
+    auto narrow = [&](const Shape& shape, const std::vector<float>& v) {
+      return Tensor::CastOf(MakeTensor<float>(DType::kF32, shape, v).view(), dtype).value();
+    };
+    const std::vector<float> x = rounded(xs, 1), w = rounded(ws, 2), b = rounded({6}, 3), tw = rounded(tws, 4);
+    const Tensor xt = narrow(xs, x), wt = narrow(ws, w), bt = narrow({6}, b), twt = narrow(tws, tw);
+    const double ulp = dtype == DType::kF16 ? 1.0 / 1024 : 1.0 / 128;
+    for (bool transpose : {false, true}) {
+      SCOPED_TRACE(transpose ? "ConvTranspose" : "Conv");
+      Shape want_shape;
+      const std::vector<double> want =
+          transpose ? RefConvTranspose(x, xs, tw, tws, &b, 2, transposed, &want_shape)
+                    : RefConv(x, xs, w, ws, &b, 2, window, &want_shape);
+      const Tensor want_t = Tensor::CastOf(MakeTensor<double>(DType::kF64, want_shape, want).view(), dtype).value();
+      const std::vector<float> rounded_want = Values<float>(Tensor::CastOf(want_t.view(), DType::kF32).value());
+      auto out = transpose ? RunOp("ConvTranspose", {&xt, &twt, &bt},
+                                   {{"group", int64_t{2}}, {"strides", Shape{2, 2}}})
+                           : RunOp("Conv", {&xt, &wt, &bt}, {{"group", int64_t{2}}, {"strides", Shape{2, 1}},
+                                                              {"pads", Shape{1, 1, 0, 1}}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ((*out)[0].dtype(), dtype);
+      ASSERT_EQ((*out)[0].shape(), want_shape);
+      const std::vector<float> got = Values<float>(Tensor::CastOf((*out)[0].view(), DType::kF32).value());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i], rounded_want[i], ulp * std::abs(rounded_want[i]) + 1e-6) << "at " << i;
+      }
+    }
+  }
 }
 
 TEST(ConvTransposeTest, OnnxExample) {

@@ -132,6 +132,60 @@ void Im2Col(const T* x, int64_t channels, const Window& w, T* col, absl::Span<in
   }
 }
 
+// f16 and bf16 Conv and ConvTranspose run the f32 loops on f32 copies of X,
+// W and B, kept in the workspace after the loops' own scratch with Y's f32
+// result, which is rounded once on store.
+bool IsNarrowFloat(DType d) { return d == DType::kF16 || d == DType::kBF16; }
+
+void AddWidenedCopies(const KernelContext& ctx, WorkspaceLayout* layout) {
+  for (int i = 0; i < 3; ++i) layout->Add<float>(ctx.has_input(i) ? ctx.input(i).num_elements() : 0);
+  layout->Add<float>(ctx.output(0).num_elements());
+}
+
+// The operands the loops read and write, in the compute type C: the
+// tensors themselves, or (f16, bf16) widened copies taken from `ws`.
+template <typename T>
+struct ConvOperands {
+  using C = ComputeT<T>;
+  const C* x = nullptr;
+  const C* w = nullptr;
+  const C* b = nullptr;  // null: no bias
+  C* y = nullptr;
+
+  ConvOperands(const KernelContext& ctx, WorkspaceCursor& ws) {
+    const TensorView* in[3] = {&ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr};
+    const C** out[3] = {&x, &w, &b};
+    for (int i = 0; i < 3; ++i) {
+      if (in[i] == nullptr) {
+        if constexpr (!std::is_same_v<C, T>) ws.Take<float>(0);
+        continue;
+      }
+      if constexpr (std::is_same_v<C, T>) {
+        *out[i] = in[i]->as<const T>();
+      } else {
+        const int64_t n = in[i]->num_elements();
+        float* copy = ws.Take<float>(n);
+        const T* src = in[i]->as<const T>();
+        for (int64_t k = 0; k < n; ++k) copy[k] = ToCompute(src[k]);
+        *out[i] = copy;
+      }
+    }
+    if constexpr (std::is_same_v<C, T>) {
+      y = ctx.output(0).as<T>();
+    } else {
+      y = ws.Take<float>(ctx.output(0).num_elements());
+    }
+  }
+  // Stores Y in T (f16, bf16: one rounding).
+  void Finish(const KernelContext& ctx) const {
+    if constexpr (!std::is_same_v<C, T>) {
+      T* dst = ctx.output(0).as<T>();
+      const int64_t n = ctx.output(0).num_elements();
+      for (int64_t k = 0; k < n; ++k) dst[k] = FromCompute<T>(y[k]);
+    }
+  }
+};
+
 struct ConvPoolChain;
 struct OneDnnChain;
 
@@ -166,7 +220,7 @@ absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx) {
                                   w->out_size, " output positions is too large"));
   }
   const DType dtype = ctx.input(0).dtype;
-  if (absl::Status s = CheckDType<float, double>(ctx, dtype); !s.ok()) return s;
+  if (absl::Status s = CheckDType<float, double, Half, BFloat16>(ctx, dtype); !s.ok()) return s;
   p.pointwise = IsPointwise(*w);
   p.conv = *std::move(conv);
   absl::StatusOr<PostOp> post_op = ReadPostOp(ctx.attrs());
@@ -187,10 +241,11 @@ absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx) {
     return MakePrepared(std::move(p), layout.bytes());
   }
   if (!p.pointwise) {
-    layout.AddBytes(static_cast<uint64_t>(p.col_size) * DTypeSize(dtype));
+    layout.AddBytes(static_cast<uint64_t>(p.col_size) * (IsNarrowFloat(dtype) ? sizeof(float) : DTypeSize(dtype)));
     layout.Add<int64_t>(p.conv.w.spatial);
     layout.Add<int64_t>(p.conv.w.spatial);
   }
+  if (IsNarrowFloat(dtype)) AddWidenedCopies(ctx, &layout);
   return MakePrepared(std::move(p), layout.bytes());
 }
 
@@ -199,25 +254,24 @@ absl::Status ConvStageKernel(KernelContext& ctx) {
   if (p == nullptr) return NotPrepared(ctx);
   if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);
   const TensorView& x = ctx.input(0);
-  const TensorView& wt = ctx.input(1);
-  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   const Window* w = &p->conv.w;
   const int64_t group = p->conv.group, n = p->conv.n, c = p->conv.c, m = p->conv.m;
   const int64_t cg = p->cg, mg = p->mg, rows = p->rows;
   const bool pointwise = p->pointwise;
-  return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = ComputeT<typename decltype(tag)::type>;
     T* col = nullptr;
     absl::Span<int64_t> tap, position;
+    WorkspaceCursor ws(ctx.workspace());
     if (!pointwise) {
-      WorkspaceCursor ws(ctx.workspace());
       col = ws.Take<T>(p->col_size);
       tap = absl::Span<int64_t>(ws.Take<int64_t>(w->spatial), static_cast<size_t>(w->spatial));
       position = absl::Span<int64_t>(ws.Take<int64_t>(w->spatial), static_cast<size_t>(w->spatial));
     }
-    const T* xp = x.as<const T>();
-    const T* wp = wt.as<const T>();
-    T* yp = ctx.output(0).as<T>();
+    const ConvOperands<typename decltype(tag)::type> ops(ctx, ws);
+    const T* xp = ops.x;
+    const T* wp = ops.w;
+    T* yp = ops.y;
     for (int64_t img = 0; img < n; ++img) {
       for (int64_t gi = 0; gi < group; ++gi) {
         const T* xg = xp + (img * c + gi * cg) * w->in_size;
@@ -228,8 +282,8 @@ absl::Status ConvStageKernel(KernelContext& ctx) {
         }
         T* yg = yp + (img * m + gi * mg) * w->out_size;
         Gemm(false, false, mg, w->out_size, rows, 1.0, wp + gi * mg * rows, a, 0.0, yg);
-        if (b != nullptr) {
-          const T* bg = b->as<const T>() + gi * mg;
+        if (ops.b != nullptr) {
+          const T* bg = ops.b + gi * mg;
           for (int64_t k = 0; k < mg; ++k) {
             T* row = yg + k * w->out_size;
             for (int64_t o = 0; o < w->out_size; ++o) row[o] += bg[k];
@@ -242,6 +296,7 @@ absl::Status ConvStageKernel(KernelContext& ctx) {
       ApplyPostOp(p->post_op, yp, n * m * w->out_size);
       if (!p->affine.before_post_op) ApplyChannelAffine(p->affine, yp, n, m, w->out_size);
     }
+    ops.Finish(ctx);
     return absl::OkStatus();
   });
 }
@@ -264,12 +319,13 @@ absl::StatusOr<PreparedKernel> PrepareConvTranspose(const KernelContext& ctx) {
                                   w.in_size, " input positions is too large"));
   }
   const DType dtype = ctx.input(0).dtype;
-  if (absl::Status s = CheckDType<float, double>(ctx, dtype); !s.ok()) return s;
+  if (absl::Status s = CheckDType<float, double, Half, BFloat16>(ctx, dtype); !s.ok()) return s;
   p.conv = *std::move(conv);
   WorkspaceLayout layout;  // the col2im matrix, the tap's and the position's index
-  layout.AddBytes(static_cast<uint64_t>(p.col_size) * DTypeSize(dtype));
+  layout.AddBytes(static_cast<uint64_t>(p.col_size) * (IsNarrowFloat(dtype) ? sizeof(float) : DTypeSize(dtype)));
   layout.Add<int64_t>(p.conv.spatial);
   layout.Add<int64_t>(p.conv.spatial);
+  if (IsNarrowFloat(dtype)) AddWidenedCopies(ctx, &layout);
   return MakePrepared(std::move(p), layout.bytes());
 }
 
@@ -277,21 +333,20 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
   const ConvParams* p = PreparedParams<ConvParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
   const TensorView& x = ctx.input(0);
-  const TensorView& wt = ctx.input(1);
-  const TensorView* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   const int spatial = p->conv.spatial;
   const Window& w = p->conv.w;
   const int64_t group = p->conv.group, n = p->conv.n, c = p->conv.c, m = p->conv.m;
   const int64_t cg = p->cg, mg = p->mg, rows = p->rows;
-  return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::type;
+  return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, [&](auto tag) -> absl::Status {
+    using T = ComputeT<typename decltype(tag)::type>;
     WorkspaceCursor ws(ctx.workspace());
     T* col = ws.Take<T>(p->col_size);
     const absl::Span<int64_t> tap(ws.Take<int64_t>(spatial), static_cast<size_t>(spatial));
     const absl::Span<int64_t> position(ws.Take<int64_t>(spatial), static_cast<size_t>(spatial));
-    const T* xp = x.as<const T>();
-    const T* wp = wt.as<const T>();
-    T* yp = ctx.output(0).as<T>();
+    const ConvOperands<typename decltype(tag)::type> ops(ctx, ws);
+    const T* xp = ops.x;
+    const T* wp = ops.w;
+    T* yp = ops.y;
     for (int64_t img = 0; img < n; ++img) {
       for (int64_t gi = 0; gi < group; ++gi) {
         // col[mg * K, I] = W_g^T * X_g, with W_g stored as [cg, mg * K].
@@ -301,7 +356,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
         const T* src = col;
         for (int64_t k = 0; k < mg; ++k) {
           T* plane = yg + k * w.out_size;
-          const T bias = b != nullptr ? b->as<const T>()[gi * mg + k] : T(0);
+          const T bias = ops.b != nullptr ? ops.b[gi * mg + k] : T(0);
           std::fill(plane, plane + w.out_size, bias);
           std::fill(tap.begin(), tap.end(), 0);
           do {
@@ -313,6 +368,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
         }
       }
     }
+    ops.Finish(ctx);
     return absl::OkStatus();
   });
 }

@@ -16,7 +16,7 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kConvDTypes[] = {DType::kF32, DType::kF64};
+constexpr DType kConvDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16};
 constexpr DType kMaxPoolDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI8, DType::kU8};
 
 absl::Status ReadFlag(const ShapeContext& ctx, absl::string_view name, int64_t def) {
