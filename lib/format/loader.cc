@@ -296,6 +296,16 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   if (file_size < 8) {
     return Bad("file", absl::StrCat("is ", file_size, " bytes, too small to be a grove model"));
   }
+  // The identifier first (bytes 8..11 of a size-prefixed table): a file of
+  // another kind (an ONNX model given where a .grove one is wanted) is named
+  // as such, not as a grove model of an impossible size.
+  if (file_size >= 12 && !fb::SizePrefixedModelBufferHasIdentifier(data)) {
+    // An ONNX ModelProto starts with field 1 (ir_version, a varint): 0x08.
+    return Bad("file", absl::StrCat("not a grove model (missing the 'GROV' file identifier)",
+                                    data[0] == 0x08 ? "; if it is an ONNX model, convert it first: grove import "
+                                                      "MODEL.onnx -o MODEL.grove"
+                                                    : ""));
+  }
   const uint64_t fb_size = flatbuffers::ReadScalar<uint32_t>(data);
   if (fb_size + 4 > file_size) {
     return Bad("file", absl::StrCat("is truncated: the model table claims ", fb_size + 4,

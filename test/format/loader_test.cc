@@ -29,6 +29,7 @@ namespace {
 using testing::WithinTenSeconds;
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A small valid model: y = Relu(x + w), x[batch, 4].
 std::vector<uint8_t> SmallModel() {
@@ -240,6 +241,22 @@ TEST(LoaderTest, TinyAndTruncatedFilesAreRejected) {
     EXPECT_FALSE(Load(cut).ok()) << "truncated to " << n;
   }
   EXPECT_THAT(std::string(Load({1, 2, 3}).message()), HasSubstr("too small"));
+  // A grove model cut after its identifier is still named truncated.
+  std::vector<uint8_t> head(good.begin(), good.begin() + 64);
+  EXPECT_THAT(std::string(Load(head).message()), HasSubstr("is truncated"));
+}
+
+TEST(LoaderTest, AnotherKindOfFileIsNamed) {
+  // The first bytes of an ONNX ModelProto (ir_version 8, producer "pytorch"):
+  // read as a size prefix they claim ~118 MB, which must not be the message.
+  const std::vector<uint8_t> onnx = {0x08, 0x08, 0x12, 0x07, 'p', 'y', 't', 'o', 'r', 'c', 'h', 0x1a, 0x06, '2', '.'};
+  const std::string m(Load(onnx).message());
+  EXPECT_THAT(m, HasSubstr("not a grove model (missing the 'GROV' file identifier)"));
+  EXPECT_THAT(m, HasSubstr("convert it first: grove import MODEL.onnx -o MODEL.grove"));
+  EXPECT_THAT(m, Not(HasSubstr("truncated")));
+  const std::string text(Load({'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '\n'}).message());
+  EXPECT_THAT(text, HasSubstr("missing the 'GROV' file identifier"));
+  EXPECT_THAT(text, Not(HasSubstr("grove import")));
 }
 
 TEST(LoaderTest, RandomByteFlipsNeverCrash) {
