@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -217,7 +218,16 @@ absl::StatusOr<ExecutionInfo> DescribeExecution(const Model& model, const Execut
     default:
       return absl::InvalidArgumentError("DescribeExecution: device must be cpu or cuda");
   }
-  absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), *backend, options.input_shapes);
+  // A CUDA session captures graphs on a GPU, so it buckets shapes with its
+  // default rules: plan as it does.
+  std::optional<runtime::BucketPolicy> buckets;
+  if (options.device == Device::kCuda) {
+    absl::StatusOr<std::optional<runtime::BucketPolicy>> b = runtime::GraphSessionBuckets(model.impl().graph(), {});
+    if (!b.ok()) return b.status();
+    buckets = *std::move(b);
+  }
+  absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), *backend, options.input_shapes,
+                                                              buckets.has_value() ? &*buckets : nullptr);
   if (info.ok()) info->device = device;
   if (info.ok() && options.device == Device::kCuda) {
     FillPinned(model, options, *jit::ParseArch(options.arch), &*info);
@@ -243,7 +253,10 @@ absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const Ker
       return absl::InvalidArgumentError(absl::StrCat("the model takes ", inputs.size(), " inputs, given ",
                                                      options.input_shapes.size(), " shapes"));
     }
-    std::shared_ptr<cuda::RecordingDevice> device = cuda::NewRecordingDevice(*arch);
+    // The dry run is a session as on a GPU: it captures graphs (whose
+    // launches use each module's indirect form) and buckets shapes with the
+    // default rules, so it asks for the modules a real session asks for.
+    std::shared_ptr<cuda::RecordingDevice> device = cuda::NewRecordingDevice(*arch, /*captures_graphs=*/true);
     // A non-owning handle: the session lives only in this call.
     std::shared_ptr<const Model> handle(&model, [](const Model*) {});
     SessionOptions so;
@@ -254,7 +267,11 @@ absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const Ker
     {
       absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cuda::CreateCudaBackend(cuda::NewRecordingDevice(*arch), so);
       if (!b.ok()) return b.status();
-      absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), **b, options.input_shapes);
+      absl::StatusOr<std::optional<runtime::BucketPolicy>> buckets =
+          runtime::GraphSessionBuckets(model.impl().graph(), so);
+      if (!buckets.ok()) return buckets.status();
+      absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), **b, options.input_shapes,
+                                                                  buckets->has_value() ? &**buckets : nullptr);
       if (info.ok()) {
         for (const PathInfo& path : info->paths) {
           for (const StepInfo& step : path.steps) {
@@ -296,7 +313,8 @@ absl::StatusOr<KernelCompileReport> CompileKernels(const Model& model, const Ker
     return absl::FailedPreconditionError("the kernel disk cache is off (GROVE_CACHE_DIR=off): nothing to fill");
   }
   for (const jit::ModuleSpec& m : modules) {
-    report.modules.push_back(absl::StrCat(m.file, jit::Suffix(m)));
+    // A graph's launches use a module's indirect form, compiled apart.
+    report.modules.push_back(absl::StrCat(m.file, jit::Suffix(m), m.indirect ? " (graph)" : ""));
     jit::CacheSource source;
     absl::StatusOr<std::shared_ptr<const jit::CachedModule>> got = cache.Get(m, *arch, &source);
     if (!got.ok()) {

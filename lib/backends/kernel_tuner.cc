@@ -9,10 +9,17 @@
 // and times it with Device::TimeRuns (CUDA events on a GPU): warm-up runs,
 // then the median of the repeats. CUDA graphs are off in these sessions so
 // each launch runs when it is queued.
+//
+// The problems are found as a GPU session with graphs plans (shape buckets
+// with the default rules: a bucket's bound planned first), so a problem may
+// be the bound's: where the shapes' own timing run does not pose it, it is
+// timed at the bound's shapes. The tiled GEMM, which only bucketed plans
+// run, is timed alone (TimeTiledGemm).
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,7 +34,9 @@
 #include "lib/backends/backends.h"
 #include "lib/backends/cuda/cuda_backend.h"
 #include "lib/backends/cuda/kernel_choice.h"
+#include "lib/backends/cuda/exec_context.h"
 #include "lib/backends/cuda/recording_device.h"
+#include "lib/backends/cuda/tiled_gemm.h"
 #include "lib/runtime/model_impl.h"
 #include "lib/runtime/plan_report.h"
 #include "lib/runtime/session_internal.h"
@@ -36,6 +45,7 @@ namespace grove::internal {
 namespace {
 
 constexpr int kMaxTopK = 64;
+constexpr char kTiledGemmFamily[] = "gemm_tiled";
 constexpr int kMaxRepeats = 10000;
 
 // What is timed: a kernel variant's launch, or a GEMM of the problem's extents.
@@ -45,6 +55,12 @@ struct Target {
   cuda::LaunchDims dims;
   jit::KernelProblem problem;
 };
+
+// The median of timed runs (not empty).
+double Median(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t.size() % 2 == 1 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+}
 
 bool SameGemm(const cuda::GemmDesc& g, const jit::KernelProblem& p) {
   return p.dtypes.size() == 1 && g.dtype == p.dtypes[0] && g.m == p.Dim("m") && g.n == p.Dim("n") &&
@@ -97,10 +113,8 @@ class TimingDevice final : public cuda::ForwardingDevice {
     ++timed_launches_;
     absl::StatusOr<std::vector<double>> times = device_->TimeRuns(stream, work, warmup_, repeats_);
     if (!times.ok()) return times.status();
-    std::vector<double> t = *std::move(times);
-    if (t.empty()) return absl::InternalError("no timed runs");
-    std::sort(t.begin(), t.end());
-    const double median = t.size() % 2 == 1 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+    if (times->empty()) return absl::InternalError("no timed runs");
+    const double median = Median(*std::move(times));
     if (exact || timed_launches_ == 1) median_us_ = median;
     exact_ = exact_ || exact;
     return absl::OkStatus();
@@ -153,21 +167,40 @@ SessionOptions TuneSessionOptions() {
 // The problems the model's steps pose at each shape set, one per (family,
 // dtypes, bucket), first met first, with the shape set that poses it, by
 // planning on `device` (nothing runs).
+// Planned as a GPU session with graphs plans (`buckets`: its default rules),
+// so the problems of bucketed plans (their tiled GEMMs) are found at their
+// bucket's bound.
 absl::StatusOr<std::vector<std::pair<jit::KernelProblem, size_t>>> FindProblems(
-    const Model& model, const KernelTuneOptions& o, std::shared_ptr<cuda::Device> device) {
+    const Model& model, const KernelTuneOptions& o, const std::optional<runtime::BucketPolicy>& buckets,
+    std::shared_ptr<cuda::Device> device) {
   std::vector<std::pair<jit::KernelProblem, size_t>> out;
   absl::flat_hash_map<std::string, int> seen;
   for (size_t set = 0; set < o.shape_sets.size(); ++set) {
     absl::StatusOr<std::unique_ptr<runtime::Backend>> b = cuda::CreateCudaBackend(device, TuneSessionOptions());
     if (!b.ok()) return b.status();
     cuda::KernelDispatch* dispatch = cuda::DispatchOf(**b);
-    absl::StatusOr<ExecutionInfo> info = runtime::DescribePlans(model.impl(), **b, o.shape_sets[set]);
+    absl::StatusOr<ExecutionInfo> info =
+        runtime::DescribePlans(model.impl(), **b, o.shape_sets[set], buckets.has_value() ? &*buckets : nullptr);
     if (!info.ok()) return info.status();
     for (const jit::KernelProblem& p : dispatch->problems()) {
       if (seen.emplace(ProblemKey(jit::ShapeBucket(p)), 0).second) out.emplace_back(p, set);
     }
   }
   return out;
+}
+
+// `shapes` at their bucket's bound; themselves where no bucket serves them.
+std::vector<std::vector<int64_t>> BoundShapes(const Model& model, const std::optional<runtime::BucketPolicy>& buckets,
+                                              const std::vector<std::vector<int64_t>>& shapes) {
+  if (!buckets.has_value()) return shapes;
+  std::vector<TensorView> views;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    views.emplace_back(model.inputs()[i].dtype, shapes[i], static_cast<void*>(nullptr));
+  }
+  std::vector<std::vector<int64_t>> bound;
+  std::string why;
+  if (!buckets->BoundShapes(model.impl().graph(), views, &bound, &why)) return shapes;
+  return bound;
 }
 
 struct Candidate {
@@ -246,6 +279,57 @@ absl::StatusOr<double> TimeCandidate(const Model& model, const std::vector<std::
   return timing->median_us();
 }
 
+// The tiled GEMM runs only in bucketed plans (graphs on), which a timing
+// session (graphs off) does not make: its variant is timed alone, a product
+// of the problem's extents on zeroed device buffers, launched as a step
+// launches it (RunTiledGemm: the family's grid, f32 math).
+absl::StatusOr<double> TimeTiledGemm(cuda::Device& device, const jit::KernelProblem& p, const Candidate& candidate,
+                                     int warmup, int repeats) {
+  cuda::GemmDesc g;
+  if (p.dtypes.size() != 1) return absl::InvalidArgumentError(absl::StrCat("tiled GEMM problem ", p.ToString()));
+  g.dtype = p.dtypes[0];
+  g.m = p.Dim("m"), g.n = p.Dim("n"), g.k = p.Dim("k"), g.batch = p.Dim("batch");
+  g.trans_a = p.Dim("transa") != 0, g.trans_b = p.Dim("transb") != 0;
+  constexpr int64_t kMaxElements = int64_t{1} << 28;  // per operand: extents from a model, checked
+  const int64_t dims[] = {g.m, g.n, g.k, g.batch};
+  for (int64_t d : dims) {
+    if (d < 1 || d > kMaxElements) return absl::InvalidArgumentError(absl::StrCat("tiled GEMM problem ", p.ToString()));
+  }
+  if (g.m * g.k > kMaxElements / g.batch || g.k * g.n > kMaxElements / g.batch || g.m * g.n > kMaxElements / g.batch) {
+    return absl::InvalidArgumentError(absl::StrCat("tiled GEMM problem ", p.ToString(), " is too large to time"));
+  }
+  g.lda = g.trans_a ? g.m : g.k, g.ldb = g.trans_b ? g.k : g.n, g.ldc = g.n;
+  g.stride_a = g.m * g.k, g.stride_b = g.k * g.n, g.stride_c = g.m * g.n;
+  const size_t elem = DTypeSize(g.dtype);
+  std::vector<void*> buffers;
+  absl::StatusOr<cuda::Stream> stream = device.CreateStream();
+  if (!stream.ok()) return stream.status();
+  auto release = [&] {
+    for (void* b : buffers) device.Free(b);
+    device.DestroyStream(*stream);
+  };
+  for (int64_t n : {g.stride_a, g.stride_b, g.stride_c}) {
+    const size_t bytes = static_cast<size_t>(n * g.batch) * elem;
+    absl::StatusOr<void*> b = device.Allocate(bytes);
+    if (!b.ok()) return release(), b.status();
+    buffers.push_back(*b);
+    if (absl::Status s = device.MemsetAsync(*b, 0, bytes, *stream); !s.ok()) return release(), s;
+  }
+  g.a = buffers[0], g.b = buffers[1], g.c = buffers[2];
+  absl::StatusOr<std::vector<double>> times = absl::InternalError("not run");
+  absl::Status synced;
+  {
+    cuda::ExecContext ec(device, *stream);
+    times = device.TimeRuns(*stream, [&] { return cuda::RunTiledGemm(ec, g, candidate.config); }, warmup, repeats);
+    synced = device.Synchronize(*stream);
+  }
+  release();
+  if (!times.ok()) return times.status();
+  if (!synced.ok()) return synced;
+  if (times->empty()) return absl::InternalError("no timed runs");
+  return Median(*std::move(times));
+}
+
 }  // namespace
 
 absl::StatusOr<KernelTuneReport> TuneKernelsOnDevice(const Model& model, const KernelTuneOptions& options,
@@ -266,7 +350,11 @@ absl::StatusOr<KernelTuneReport> TuneKernelsOnDevice(const Model& model, const K
   report.arch = planner->arch();
   const jit::GpuTraits gpu = cuda::DeviceTraits(*planner);
 
-  absl::StatusOr<std::vector<std::pair<jit::KernelProblem, size_t>>> problems = FindProblems(model, options, planner);
+  absl::StatusOr<std::optional<runtime::BucketPolicy>> buckets =
+      runtime::GraphSessionBuckets(model.impl().graph(), SessionOptions{});
+  if (!buckets.ok()) return buckets.status();
+  absl::StatusOr<std::vector<std::pair<jit::KernelProblem, size_t>>> problems =
+      FindProblems(model, options, *buckets, planner);
   if (!problems.ok()) return problems.status();
 
   std::shared_ptr<TimingDevice> timing;
@@ -291,7 +379,16 @@ absl::StatusOr<KernelTuneReport> TuneKernelsOnDevice(const Model& model, const K
     for (const Candidate& c : candidates) {
       KernelTuneCandidate out{c.config.Name(), c.estimate_us, 0, c.generic};
       if (!options.dry_run) {
-        absl::StatusOr<double> us = TimeCandidate(model, options.shape_sets[shape_set], p, c, timing);
+        const std::vector<std::vector<int64_t>>& shapes = options.shape_sets[shape_set];
+        absl::StatusOr<double> us = p.family == kTiledGemmFamily
+                                        ? TimeTiledGemm(*device, p, c, options.warmup, options.repeats)
+                                        : TimeCandidate(model, shapes, p, c, timing);
+        // A problem of a bucket's bound (planned before the shapes): the
+        // timing session (graphs off, exact plans) poses it at the bound.
+        if (std::vector<std::vector<int64_t>> bound = BoundShapes(model, *buckets, shapes);
+            absl::IsNotFound(us.status()) && bound != shapes) {
+          us = TimeCandidate(model, bound, p, c, timing);
+        }
         if (us.ok()) {
           out.measured_us = *us;
           if (best == nullptr || *us < best_us) best = &c, best_us = *us;

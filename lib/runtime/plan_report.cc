@@ -1,5 +1,6 @@
 #include "lib/runtime/plan_report.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -16,13 +17,13 @@ constexpr int kMaxPaths = 256;
 
 class Describer {
  public:
-  Describer(const ir::Graph& graph, Backend& backend) : graph_(graph), backend_(backend) {}
+  Describer(const ir::Graph& graph, Backend& backend, const BucketPolicy* buckets)
+      : graph_(graph), backend_(backend), buckets_(buckets) {}
 
   absl::Status Describe(int subgraph, const std::vector<ValueSig>& inputs, const std::vector<ValueSig>& captures,
                         const std::string& path, ExecutionInfo* info) {
     if (static_cast<int>(info->paths.size()) >= kMaxPaths) return absl::OkStatus();
-    absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan =
-        ExecutionPlan::Build(graph_, subgraph, inputs, captures, &backend_);
+    absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan = Plan(subgraph, inputs, captures);
     if (!plan.ok() && subgraph != 0) {
       // A branch the data never takes with these shapes (Silero's 8 kHz
       // branch at 16 kHz shapes) may not plan for them: say so, go on.
@@ -65,6 +66,66 @@ class Describer {
   }
 
  private:
+  // The plan a session makes for these signatures: where a bucket serves
+  // them (as the executor's Bucket() decides), its bound's plan first, then
+  // theirs, both prepared under the bucket (Backend::SetBucketPlans, so a
+  // variant chosen per bucket is the bound's); else the exact plan. A bound
+  // that does not plan leaves the shapes exact, as in a session.
+  absl::StatusOr<std::unique_ptr<ExecutionPlan>> Plan(int subgraph, const std::vector<ValueSig>& inputs,
+                                                      const std::vector<ValueSig>& captures) {
+    std::vector<ValueSig> bound_inputs, bound_captures;
+    const void* bucket = buckets_ == nullptr ? nullptr : Bucket(subgraph, inputs, captures, &bound_inputs, &bound_captures);
+    if (bucket != nullptr) {
+      backend_.SetBucketPlans(bucket);
+      absl::StatusOr<std::unique_ptr<ExecutionPlan>> bound =
+          ExecutionPlan::Build(graph_, subgraph, bound_inputs, bound_captures, &backend_);
+      if (bound.ok()) {
+        absl::StatusOr<std::unique_ptr<ExecutionPlan>> plan =
+            ExecutionPlan::Build(graph_, subgraph, inputs, captures, &backend_);
+        backend_.SetBucketPlans(nullptr);
+        return plan;
+      }
+      backend_.SetBucketPlans(nullptr);
+    }
+    return ExecutionPlan::Build(graph_, subgraph, inputs, captures, &backend_);
+  }
+
+  // The identity of the bucket serving these signatures (one per bound, as
+  // a session keeps one family per bound), with the bound's signatures;
+  // nullptr where the inputs cannot be bucketed.
+  const void* Bucket(int subgraph, const std::vector<ValueSig>& inputs, const std::vector<ValueSig>& captures,
+                     std::vector<ValueSig>* bound_inputs, std::vector<ValueSig>* bound_captures) {
+    auto views = [](const std::vector<ValueSig>& sigs, std::vector<TensorView>* out) {
+      for (const ValueSig& s : sigs) {
+        if (!s.rank_known) return false;
+        out->emplace_back(s.dtype, s.shape, static_cast<void*>(nullptr));
+      }
+      return true;
+    };
+    std::vector<TensorView> in, cap;
+    if (!views(inputs, &in) || !views(captures, &cap)) return nullptr;
+    std::vector<std::vector<int64_t>> shapes, capture_shapes;
+    std::string why;
+    const bool bucketed = subgraph == 0 ? cap.empty() && buckets_->BoundShapes(graph_, in, &shapes, &why)
+                                        : buckets_->BoundBodyShapes(in, cap, &shapes, &capture_shapes, &why);
+    if (!bucketed) return nullptr;
+    std::vector<int64_t> key = {subgraph};
+    auto add = [&](const std::vector<ValueSig>& sigs, const std::vector<std::vector<int64_t>>& bound,
+                   std::vector<ValueSig>* out) {
+      for (size_t i = 0; i < sigs.size(); ++i) {
+        out->push_back(ValueSig{sigs[i].dtype, bound[i]});
+        key.push_back(static_cast<int64_t>(sigs[i].dtype));
+        key.push_back(static_cast<int64_t>(bound[i].size()));
+        key.insert(key.end(), bound[i].begin(), bound[i].end());
+      }
+    };
+    add(inputs, shapes, bound_inputs);
+    add(captures, capture_shapes, bound_captures);
+    std::unique_ptr<int>& id = buckets_made_[key];
+    if (id == nullptr) id = std::make_unique<int>(0);
+    return id.get();
+  }
+
   StepInfo Step(const PlanStep& step) const {
     return StepInfo{step.node->type, step.node->name, step.backend == ir::Backend::kCuda ? "cuda" : "cpu",
                     backend_.KernelChoices(*step.node)};
@@ -115,12 +176,23 @@ class Describer {
 
   const ir::Graph& graph_;
   Backend& backend_;
+  const BucketPolicy* buckets_;  // null: exact plans only
+  std::map<std::vector<int64_t>, std::unique_ptr<int>> buckets_made_;  // bound signatures -> identity
 };
 
 }  // namespace
 
+absl::StatusOr<std::optional<BucketPolicy>> GraphSessionBuckets(const ir::Graph& graph, const SessionOptions& options) {
+  if (options.cuda_graphs == GraphMode::kOff || graph.symbols.empty()) return std::nullopt;
+  absl::StatusOr<BucketPolicy> policy = BucketPolicy::Make(graph, options.shape_buckets);
+  if (!policy.ok()) return policy.status();
+  if (policy->all_exact()) return std::nullopt;
+  return std::optional<BucketPolicy>(*std::move(policy));
+}
+
 absl::StatusOr<ExecutionInfo> DescribePlans(const internal::ModelImpl& model, Backend& backend,
-                                            const std::vector<std::vector<int64_t>>& input_shapes) {
+                                            const std::vector<std::vector<int64_t>>& input_shapes,
+                                            const BucketPolicy* buckets) {
   const ir::Graph& g = model.graph();
   const ir::Subgraph& main = g.subgraphs[0];
   if (input_shapes.size() != main.inputs.size()) return InputCountError(g, input_shapes.size());
@@ -135,7 +207,7 @@ absl::StatusOr<ExecutionInfo> DescribePlans(const internal::ModelImpl& model, Ba
   if (absl::Status s = ValidateMainInputs(g, views, false); !s.ok()) return s;
   ExecutionInfo info;
   info.device = backend.Describe();
-  Describer describer(g, backend);
+  Describer describer(g, backend, buckets);
   if (absl::Status s = describer.Describe(0, sigs, {}, "main", &info); !s.ok()) return s;
   return info;
 }
