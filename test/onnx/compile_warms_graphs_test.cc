@@ -151,6 +151,26 @@ TEST(BucketedChoicesTest, CnnConvolutionsTakeTheTiledGemmAtTheBound) {
     }
   }
   EXPECT_EQ(tiled, 2);
+  // The variants a session with graphs runs at these shapes are those listed.
+  std::vector<std::string> listed, ran;
+  for (const StepInfo& step : info->paths[0].steps) {
+    for (const KernelChoiceInfo& k : step.kernels) {
+      if (k.config.rfind("gemm_tiled__", 0) == 0) listed.push_back(k.config);
+    }
+  }
+  std::shared_ptr<cuda::RecordingDevice> device = cuda::NewRecordingDevice(90, /*captures_graphs=*/true);
+  absl::StatusOr<std::unique_ptr<Session>> session = internal::CreateSessionOnDevice(*model, SessionOptions{}, device);
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<Tensor> image = Tensor::Create(DType::kF32, {2, 3, 13, 11});
+  ASSERT_TRUE(image.ok()) << image.status();
+  ASSERT_TRUE((*session)->Run({image->view()}).ok());
+  for (const jit::ModuleSpec& module : device->modules()) {
+    if (module.file == "gemm_tiled") ran.push_back(absl::StrCat(module.file, jit::Suffix(module)));
+  }
+  std::sort(listed.begin(), listed.end());
+  std::sort(ran.begin(), ran.end());
+  listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  EXPECT_EQ(listed, ran);
 
   KernelCompileOptions co;
   co.arch = "sm_90";
