@@ -37,6 +37,15 @@ else
   [ ! -e "$TEST_TMP/gpu.bin" ] || fail "tune without a GPU wrote a table"
 fi
 
+# 13 rows: the session's bucket (9..16) is planned at its bound, m=16; the
+# timing session (graphs off) poses that problem at the bound's shapes.
+if expect_ok "$G" tune "$MODELS/mlp.grove" --shape x=13x16 --device emulated-cuda -o "$TEST_TMP/bound.bin" \
+    --top-k 1 --warmup 0 --repeats 1; then
+  grep -qE '^tune: \[[0-9]+\] gemm f32 batch=1,k=16,m=16,n=32 \(problem batch=1,k=16,m=16,n=32\): 1 variants, best gemm__f32__algo0 [0-9.]+ us' "$ERR" ||
+    { fail "tune should time the bound's GEMM"; show tune bound; }
+  expect_stdout "^tuned ([1-9][0-9]*) of \\1 buckets on emulated CUDA device"
+fi
+
 TABLE=$TEST_TMP/emulated.bin
 if expect_ok "$G" tune "$MODELS/mlp.grove" --shape x=16x16 --device emulated-cuda -o "$TABLE" --top-k 2 \
     --warmup 1 --repeats 3; then
