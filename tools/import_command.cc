@@ -29,7 +29,7 @@ constexpr char kUsage[] =
     "Flags:\n"
     "  -o, --output OUT.grove   where to write the model (required)\n"
     "  --dim NAME=MIN:MAX       range of the dynamic dim NAME (repeatable;\n"
-    "                           default 1:4096)\n"
+    "                           default 0:4096)\n"
     "  --input-rank NAME=R      rank of an input whose ONNX type has no shape;\n"
     "                           its dims become symbols (repeatable)\n"
     "  --no-fold                keep constant subgraphs as ops\n";

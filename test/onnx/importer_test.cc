@@ -193,7 +193,7 @@ TEST(OnnxImporter, DynamicDimsBecomeSymbolsWithDefaultRanges) {
   const std::vector<SymbolInfo>& symbols = r->model->symbols();
   ASSERT_EQ(symbols.size(), 2u);
   EXPECT_EQ(symbols[0].name, "batch");
-  EXPECT_EQ(symbols[0].min, 1);
+  EXPECT_EQ(symbols[0].min, 0);  // an empty KV cache (past = 0) is a real input
   EXPECT_EQ(symbols[0].max, 4096);
   EXPECT_EQ(symbols[1].name, "x_d1");  // generated for the unnamed dim
   const TensorInfo& x = r->model->inputs()[0];
@@ -213,6 +213,10 @@ TEST(OnnxImporter, DynamicDimsBecomeSymbolsWithDefaultRanges) {
   EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 3, 4}));
   EXPECT_EQ(Values<float>((*out)[0])[5], 2.5f);
   EXPECT_EQ(Values<float>((*out)[0])[0], 0.0f);
+  // A dim of 0 is inside the default range (ONNX allows empty tensors).
+  auto empty = session->Run({TensorView(DType::kF32, {0, 3, 4}, in.data())});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ((*empty)[0].shape, (std::vector<int64_t>{0, 3, 4}));
 }
 
 TEST(OnnxImporter, DimOptionsOverrideRanges) {

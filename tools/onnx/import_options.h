@@ -23,7 +23,7 @@ struct ImportOptions {
   // Ranges of dynamic dims by symbol name (a dim_param, or a generated name as
   // the report lists it); every other symbol gets the default range.
   std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
-  int64_t default_dim_min = 1;
+  int64_t default_dim_min = 0;
   int64_t default_dim_max = 4096;
   // Ranks for graph inputs whose type carries no shape at all; their dims
   // become generated symbols. Without an entry such an input is an error.
