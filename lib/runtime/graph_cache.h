@@ -41,14 +41,17 @@ class HeldGraph {
 
 // A plan segment's graphs (one SegmentGraph per segment of a PlanInstance,
 // or of a shape bucket, whose exact plans share them: BucketFamily).
-// A graph replays the addresses it captured, so a segment keeps one graph
-// per set of buffer addresses it meets, up to kVariants: a body inside a
-// Loop whose carried values alternate between two buffers replays two. Past
-// that, the least recently used graph is refreshed for the new addresses
-// (its kernels' parameters rewritten, Backend::BeginRefresh) where the
-// backend can, else replaced by a new capture.
+// A graph replays the addresses it captured. A segment that has a graph
+// and meets a new set of buffer addresses refreshes its least recently used
+// graph for them (its kernels' parameters rewritten, Backend::BeginRefresh:
+// one host pass, one parameter copy) where the backend can; a set it met
+// before (recurring: a body inside a Loop whose carried values alternate
+// between two buffers) gets a graph of its own, up to kVariants. Past that,
+// or where graphs cannot be refreshed, the least recently used graph is
+// refreshed or replaced by a new capture.
 struct SegmentGraph {
   static constexpr int kVariants = 4;
+  static constexpr int kMet = 2 * kVariants;
   struct Variant {
     std::unique_ptr<HeldGraph> held;  // null: none (yet, or evicted)
     uint64_t fingerprint = 0;         // of the buffer addresses it captured
@@ -56,6 +59,8 @@ struct SegmentGraph {
     uint64_t params_of = 0;           // the PlanInstance::serial whose parameters it holds
   };
   std::array<Variant, kVariants> variants;  // fixed: HeldGraph keeps a pointer into it
+  std::array<uint64_t, kMet> met{};         // the address sets met last (fingerprints; a ring)
+  int met_next = 0;                         // where the next one goes in `met`
   int replaced = 0;                         // variants dropped for a new set of addresses
   std::string no_graph;                     // set: runs step by step for good, and why
   std::string no_refresh;                   // set: its graphs cannot be refreshed (Backend::BeginRefresh), why

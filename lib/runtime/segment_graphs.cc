@@ -12,6 +12,25 @@
 #include "lib/runtime/executor.h"
 
 namespace grove::runtime {
+namespace {
+
+// Whether the segment met this set of buffer addresses lately (SegmentGraph::met).
+bool Met(const SegmentGraph& g, uint64_t fingerprint) {
+  for (uint64_t f : g.met) {
+    if (f == fingerprint) return true;
+  }
+  return false;
+}
+
+// Notes a set of addresses met.
+void Remember(SegmentGraph& g, uint64_t fingerprint) {
+  if (Met(g, fingerprint)) return;
+  g.met[g.met_next] = fingerprint;
+  g.met_next = (g.met_next + 1) % SegmentGraph::kMet;
+}
+
+}  // namespace
+
 absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
   const ExecutionPlan& p = *inst.plan;
   const PlanSegment& range = p.segments()[seg];
@@ -102,6 +121,22 @@ absl::StatusOr<bool> Executor::RunSegmentGraph(PlanInstance& inst, int seg) {
     if (*refreshed) return launch(*newest, Launch::kRefreshed);
     return RunSegmentGraph(inst, seg);  // pinned now: this plan's own graph
   }
+  if (family == nullptr && newest != nullptr && g.no_refresh.empty() && !Met(g, fingerprint)) {
+    // Addresses not met before (a buffer that moved): the least recently
+    // used graph takes them by a refresh rather than a new capture; only a
+    // set that recurs gets a graph of its own.
+    SegmentGraph::Variant* oldest = nullptr;
+    for (SegmentGraph::Variant& v : g.variants) {
+      if (v.held != nullptr && (oldest == nullptr || v.last_used < oldest->last_used)) oldest = &v;
+    }
+    Remember(g, fingerprint);
+    absl::StatusOr<bool> refreshed = RefreshSegmentGraph(inst, seg, g, *oldest, /*bucket=*/false);
+    if (!refreshed.ok()) return refreshed.status();
+    if (*refreshed) return launch(*oldest, Launch::kRefreshed);
+    // Not refreshable (g.no_refresh says why; the graph is unchanged): a
+    // capture, as below.
+  }
+  Remember(g, fingerprint);
   if (slot->held != nullptr) {
     // Every variant taken: the least recently used one takes these buffers
     // by a refresh of its kernels' parameters if it can, else by a capture.

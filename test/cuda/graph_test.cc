@@ -212,7 +212,8 @@ TEST(CudaGraphTest, LoopBodyReplaysPerTrip) {
 }
 
 // Device inputs used in place: a graph replays the addresses it captured,
-// so an input at a new address makes the segment be captured again (up to 4
+// so an input at a new address makes the segment be captured again when
+// its graph cannot be refreshed (this one's GEMM bakes its input) (up to 4
 // graphs per segment, one per set of addresses: inputs that alternate
 // between two buffers replay), and one that moves every run ends up
 // launched step by step, with the reason.
@@ -254,9 +255,10 @@ TEST(CudaGraphTest, DeviceInputsAtNewAddressesAreCapturedAgainThenRunStepByStep)
 
 // A model of elementwise kernels only (no GEMM or copy, which a graph
 // bakes): its graphs read their kernels' parameters from device memory, so
-// a segment whose input moved past the four graphs it keeps has one of them
-// refreshed (the kernels' pointers rewritten) instead of a new capture, for
-// as many addresses as the caller brings. Every result is checked: a stale
+// a segment whose input moved has its graph refreshed (the kernels'
+// pointers rewritten) instead of a new capture, for as many addresses as
+// the caller brings; only a set of addresses that recurs gets a graph of
+// its own. Every result is checked: a stale
 // parameter would read the old buffer.
 TEST(CudaGraphTest, MovedBuffersRefreshAGraphInsteadOfCapturingAgain) {
   ModelBuilder b;
@@ -297,11 +299,29 @@ TEST(CudaGraphTest, MovedBuffersRefreshAGraphInsteadOfCapturingAgain) {
     ASSERT_TRUE(got.ok()) << got.status();
     ExpectEqual(RunOrDie(*cpu, {host}), {Tensor::CopyOf((*got)[0]).value()}, 1e-6, absl::StrCat("again ", run));
   }
-  for (void* d : buffers) dev->Free(d);
-  const SessionStats s = cuda->stats();
-  EXPECT_EQ(s.graphs_captured, runtime::SegmentGraph::kVariants);
-  EXPECT_EQ(s.graph_refreshes, kRuns + 6 - runtime::SegmentGraph::kVariants);
+  SessionStats s = cuda->stats();
+  // A new set of addresses refreshes the graph the segment has: one capture.
+  EXPECT_EQ(s.graphs_captured, 1);
+  EXPECT_EQ(s.graph_refreshes, kRuns + 6 - 1);
   EXPECT_EQ(s.graph_replays, s.graph_refreshes);
+  // Two new buffers in turn: each is refreshed into the graph once; when
+  // the first recurs it gets a graph of its own, and from then on both replay.
+  for (int i = 0; i < 2; ++i) buffers.push_back(dev->Allocate(3 * 32 * sizeof(float)).value());
+  for (uint32_t run = 0; run < 8; ++run) {
+    const Tensor host = F32({3, 32}, 120 + run);
+    void* d = buffers[kRuns + run % 2];
+    ASSERT_TRUE(dev->CopyAsync(d, host.view().data, host.view().byte_size(), nullptr).ok());
+    ASSERT_TRUE(dev->Synchronize(nullptr).ok());
+    absl::StatusOr<std::vector<TensorView>> got = cuda->Run({TensorView(DType::kF32, {3, 32}, d)});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectEqual(RunOrDie(*cpu, {host}), {Tensor::CopyOf((*got)[0]).value()}, 1e-6, absl::StrCat("alternate ", run));
+  }
+  for (void* d : buffers) dev->Free(d);
+  const SessionStats before = s;
+  s = cuda->stats();
+  EXPECT_EQ(s.graphs_captured - before.graphs_captured, 1);
+  EXPECT_EQ(s.graph_refreshes - before.graph_refreshes, 2);
+  EXPECT_EQ(s.graph_replays - before.graph_replays, 2 + 5);
   EXPECT_EQ(s.segments_run_eagerly, 0);
   EXPECT_EQ(s.launches_outside_graphs, 0);
   EXPECT_EQ(s.graph_fallback_reason, "");

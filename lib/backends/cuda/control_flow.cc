@@ -21,15 +21,33 @@ namespace {
 using backends::kNoTripCount;
 
 // Device memory that grows (keeping its first `keep` bytes), never shrinks.
+// A stable one (a carried value: the body's plans and graphs see its
+// address) lives in a reserved address range where the device has them,
+// so growing it maps more memory behind the same start: a body's graph
+// captured at a short carried shape stays valid when a later, longer call
+// grows the buffer (else each run after a growth meets new addresses).
 class DeviceVector {
  public:
-  explicit DeviceVector(Device& device) : device_(device) {}
+  DeviceVector(Device& device, bool stable) : device_(device), stable_(stable) {}
   DeviceVector(const DeviceVector&) = delete;
   DeviceVector& operator=(const DeviceVector&) = delete;
-  ~DeviceVector() { device_.Free(data_); }
+  ~DeviceVector() {
+    if (range_ == nullptr) device_.Free(data_);
+  }
   absl::Status Reserve(size_t bytes, size_t keep, Stream stream) {
     if (bytes <= capacity_ && data_ != nullptr) return absl::OkStatus();
     const size_t cap = std::max<size_t>({bytes, capacity_ * 2, 256});
+    if (stable_ && data_ == nullptr) {
+      absl::StatusOr<std::unique_ptr<AddressRange>> r = device_.ReserveRange(kStableRangeBytes);
+      if (r.ok()) range_ = *std::move(r);
+      stable_ = range_ != nullptr;  // else plain allocations, as below
+    }
+    if (range_ != nullptr && cap <= range_->reserved()) {
+      if (absl::Status s = range_->Grow(cap); !s.ok()) return s;
+      data_ = range_->base();
+      capacity_ = cap;
+      return absl::OkStatus();
+    }
     absl::StatusOr<void*> p = device_.Allocate(cap);
     if (!p.ok()) return p.status();
     if (keep > 0) {
@@ -39,7 +57,8 @@ class DeviceVector {
       }
       if (absl::Status s = device_.Synchronize(stream); !s.ok()) return s;
     }
-    device_.Free(data_);
+    if (range_ == nullptr) device_.Free(data_);
+    range_.reset();  // past its reservation: plain allocations from now on
     data_ = *p;
     capacity_ = cap;
     return absl::OkStatus();
@@ -47,7 +66,11 @@ class DeviceVector {
   uint8_t* data() const { return static_cast<uint8_t*>(data_); }
 
  private:
+  // Addresses reserved per stable buffer (nothing is mapped until used).
+  static constexpr uint64_t kStableRangeBytes = uint64_t{1} << 32;
   Device& device_;
+  bool stable_;
+  std::unique_ptr<AddressRange> range_;  // set: data_ is its base
   void* data_ = nullptr;
   size_t capacity_ = 0;
 };
@@ -58,13 +81,14 @@ class DeviceVector {
 class LoopState : public ExecContext::KernelState {
  public:
   explicit LoopState(Device& device) : device_(device) {}
-  DeviceVector& carried(int i) { return At(carried_, i); }
-  DeviceVector& staged(int i) { return At(staged_, i); }
-  DeviceVector& scan(int j) { return At(scans_, j); }
+  // A carried value's buffer is a body input: stable (DeviceVector).
+  DeviceVector& carried(int i) { return At(carried_, i, /*stable=*/true); }
+  DeviceVector& staged(int i) { return At(staged_, i, false); }
+  DeviceVector& scan(int j) { return At(scans_, j, false); }
 
  private:
-  DeviceVector& At(std::vector<std::unique_ptr<DeviceVector>>& v, int i) {
-    while (static_cast<int>(v.size()) <= i) v.push_back(std::make_unique<DeviceVector>(device_));
+  DeviceVector& At(std::vector<std::unique_ptr<DeviceVector>>& v, int i, bool stable) {
+    while (static_cast<int>(v.size()) <= i) v.push_back(std::make_unique<DeviceVector>(device_, stable));
     return *v[i];
   }
   Device& device_;
