@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -93,6 +94,35 @@ void FuseActivations(runtime::PlanGraph& plan) {
   auto sole_consumer = [&](int v, size_t s) {
     return f32_arena(v) && uses[v] == 1 && consumer[v] > static_cast<int>(s) ? consumer[v] : -1;
   };
+  // The two steps after `s` reading `v` (read by them only), in step order.
+  auto two_readers = [&](int v, size_t s, int readers[2]) {
+    if (!f32_arena(v) || uses[v] != 2) return false;
+    int found = 0;
+    for (size_t t = s + 1; t < steps.size() && found < 2; ++t) {
+      if (std::find(steps[t].inputs.begin(), steps[t].inputs.end(), v) != steps[t].inputs.end()) {
+        readers[found++] = static_cast<int>(t);
+      }
+    }
+    return found == 2;
+  };
+  // SiLU written out, y = x * Sigmoid(x) (PyTorch's export of nn.SiLU and
+  // F.silu): Sigmoid(x), then a Mul of x and that, the Sigmoid's output read
+  // by the Mul only and x by the two only. {sigmoid, mul}, or empty.
+  auto silu = [&](int x, size_t s) -> std::vector<int> {
+    int readers[2];
+    if (!two_readers(x, s, readers)) return {};
+    const int g = readers[0], m = readers[1];
+    const PlanStep& sig = steps[g];
+    if (!Plain(sig) || sig.node->type != "Sigmoid" || sig.inputs.size() != 1 || SoleOutput(sig) < 0) return {};
+    const int sg = SoleOutput(sig), y = SoleOutput(steps[m]);
+    const std::vector<int>& in = steps[m].inputs;
+    if (sole_consumer(sg, g) != m || !Plain(steps[m]) || steps[m].node->type != "Mul" || in.size() != 2 ||
+        !((in[0] == x && in[1] == sg) || (in[0] == sg && in[1] == x)) || y < 0 || !f32_arena(y) ||
+        values[sg].shape != values[x].shape || values[y].shape != values[x].shape) {
+      return {};
+    }
+    return {g, m};
+  };
   // The steps of the exact GELU written out, y = x * 0.5 * (1 + erf(x / sqrt 2)),
   // as PyTorch exports nn.GELU() at opsets before 20, reading x (the value
   // `x`, written by step s): Div(x, sqrt 2) or Mul(x, 1 / sqrt 2), Erf, Add 1,
@@ -100,7 +130,6 @@ void FuseActivations(runtime::PlanGraph& plan) {
   // operand order. Every intermediate is read once, by the next link (x by
   // the Div and one Mul); in step order, the last writing y. Empty: no match.
   auto erf_gelu = [&](int x, size_t s) -> std::vector<int> {
-    if (!f32_arena(x) || uses[x] != 2) return {};
     const std::vector<int64_t>& shape = values[x].shape;
     // `step` is a Plain binary `type` step writing one value of x's shape,
     // reading `a` and something else (constant `c` when given): that other
@@ -119,17 +148,8 @@ void FuseActivations(runtime::PlanGraph& plan) {
       return other;
     };
     auto out_of = [&](int step) { return SoleOutput(steps[step]); };
-    // The two steps reading x.
-    int readers[2] = {-1, -1}, found = 0;
-    for (size_t t = s + 1; t < steps.size() && found < 2; ++t) {
-      for (int v : steps[t].inputs) {
-        if (v == x) {
-          readers[found++] = static_cast<int>(t);
-          break;
-        }
-      }
-    }
-    if (found != 2) return {};
+    int readers[2];
+    if (!two_readers(x, s, readers)) return {};
     for (int first = 0; first < 2; ++first) {
       const int d = readers[first], m = readers[1 - first];
       const bool div = binary(d, "Div", x, 1.41421356f, 1e-6f) >= 0;
@@ -237,7 +257,8 @@ void FuseActivations(runtime::PlanGraph& plan) {
     };
     absorb_batch_norm(/*before_activation=*/true);
     std::optional<PostOp> activation;
-    int gelu_links = 0;  // links of a written-out GELU (the last of `links`)
+    int written_links = 0;  // links of a written-out GELU or SiLU (the last of `links`)
+    std::string written_type;
     const int c = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
     if (c >= 0 && Plain(steps[c]) && !steps[c].inputs.empty() && steps[c].inputs[0] == cur) {
       const PlanStep& act = steps[c];
@@ -260,15 +281,17 @@ void FuseActivations(runtime::PlanGraph& plan) {
         activation = post_op;
       }
     }
-    if (!activation.has_value()) {
-      const std::vector<int> gelu = erf_gelu(cur, absorbed.empty() ? s : absorbed.back());
-      if (!gelu.empty()) {
-        for (int g : gelu) links.push_back(steps[g].node);
-        absorbed.insert(absorbed.end(), gelu.begin(), gelu.end());
-        cur = SoleOutput(steps[gelu.back()]);
-        activation = PostOp{PostOpKind::kGelu};
-        gelu_links = static_cast<int>(gelu.size());
-      }
+    for (const auto& [kind, type] : {std::pair{PostOpKind::kGelu, "Gelu"}, std::pair{PostOpKind::kSilu, "SiLU"}}) {
+      if (activation.has_value()) break;
+      const size_t after = absorbed.empty() ? s : absorbed.back();
+      const std::vector<int> written = kind == PostOpKind::kGelu ? erf_gelu(cur, after) : silu(cur, after);
+      if (written.empty()) continue;
+      for (int g : written) links.push_back(steps[g].node);
+      absorbed.insert(absorbed.end(), written.begin(), written.end());
+      cur = SoleOutput(steps[written.back()]);
+      activation = PostOp{kind};
+      written_links = static_cast<int>(written.size());
+      written_type = type;
     }
     absorb_batch_norm(/*before_activation=*/false);
     // Conv (+ activation) + MaxPool (no Indices) or AveragePool: oneDNN hands
@@ -305,13 +328,14 @@ void FuseActivations(runtime::PlanGraph& plan) {
       types.push_back(link->type);
       names.push_back(link->name.empty() ? link->type : link->name);
     }
-    if (gelu_links > 0) {  // the written-out GELU's links show as one: "MatMul+Add+Gelu"
-      const size_t first = types.size() - static_cast<size_t>(gelu_links);
+    if (written_links > 0) {  // a written-out activation's links show as one: "MatMul+Add+Gelu"
+      const size_t first = types.size() - static_cast<size_t>(written_links);
       types.resize(first);
-      types.push_back("Gelu");
-      const std::string gelu_names = absl::StrCat("gelu(", absl::StrJoin(names.begin() + first, names.end(), "+"), ")");
+      types.push_back(written_type);
+      const std::string written_names = absl::StrCat(absl::AsciiStrToLower(written_type), "(",
+                                                     absl::StrJoin(names.begin() + first, names.end(), "+"), ")");
       names.resize(first);
-      names.push_back(gelu_names);
+      names.push_back(written_names);
     }
     node->type = absl::StrJoin(types, "+");
     node->name = absl::StrCat("fused(", absl::StrJoin(names, "+"), ")");

@@ -23,7 +23,9 @@ namespace grove::cpu {
 // written out as PyTorch exports nn.GELU() before opset 20 (Div by sqrt 2 or
 // Mul by 1 / sqrt 2, Erf, Add 1, and Muls by x and 0.5 in any grouping; x
 // read by those two steps only) is taken as one Gelu activation: the five
-// steps show as "+Gelu", named "gelu(div+erf+add+mul+mul)". A Conv (maybe
+// steps show as "+Gelu", named "gelu(div+erf+add+mul+mul)". SiLU written
+// out, Mul(x, Sigmoid(x)) with x read by those two only, is taken as one
+// activation too (oneDNN's swish): "Conv+SiLU", "silu(sigmoid+mul)". A Conv (maybe
 // with its activation) read only by a MaxPool without Indices or an
 // AveragePool takes the pool too: "Conv+Relu+MaxPool", the pool's
 // attributes under kFusedPoolAttrPrefix; when oneDNN computes both, the

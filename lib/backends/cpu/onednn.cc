@@ -117,6 +117,11 @@ memory::desc PlainDesc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
+// The channels-last tag of an activation with `spatial` spatial dims (1..3).
+memory::format_tag ChannelsLastTag(int spatial) {
+  return spatial == 1 ? memory::format_tag::nwc : spatial == 2 ? memory::format_tag::nhwc : memory::format_tag::ndhwc;
+}
+
 memory::desc AnyDesc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
 }
@@ -340,6 +345,10 @@ bool EltwiseOf(const PostOp& op, dnnl::algorithm* alg, float* alpha, float* beta
     case PostOpKind::kSoftplus:
       *alg = dnnl::algorithm::eltwise_soft_relu;
       return true;
+    case PostOpKind::kSilu:
+      *alg = dnnl::algorithm::eltwise_swish;
+      *alpha = 1.0f;  // x * sigmoid(alpha * x)
+      return true;
   }
   return false;
 }
@@ -515,23 +524,43 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     const dnnl::engine& engine = CpuEngine();
     const auto kind = dnnl::prop_kind::forward_inference;
     const auto alg = dnnl::algorithm::convolution_direct;
-    const dnnl::convolution_forward::desc desc =
-        has_bias ? dnnl::convolution_forward::desc(kind, alg, AnyDesc(src), AnyDesc(weights), PlainDesc(bias),
-                                                   AnyDesc(dst), strides, dilates, pad_l, pad_r)
-                 : dnnl::convolution_forward::desc(kind, alg, AnyDesc(src), AnyDesc(weights), AnyDesc(dst), strides,
-                                                   dilates, pad_l, pad_r);
-    // oneDNN's reference convolution is a loop nest slower than im2col + GEMM:
-    // MakeWithPostOp refuses it.
-    bool after = false;
-    std::optional<dnnl::convolution_forward::primitive_desc> made;
+    // src and dst in `io` (format_tag::any: oneDNN's pick).
+    auto conv_desc = [&](memory::format_tag io) {
+      const memory::desc s(src, memory::data_type::f32, io), d(dst, memory::data_type::f32, io);
+      return has_bias ? dnnl::convolution_forward::desc(kind, alg, s, AnyDesc(weights), PlainDesc(bias), d, strides,
+                                                        dilates, pad_l, pad_r)
+                      : dnnl::convolution_forward::desc(kind, alg, s, AnyDesc(weights), d, strides, dilates, pad_l,
+                                                        pad_r);
+    };
     // A fused BatchNormalization: multiply and add of [1, M, 1...] in its
     // place among the post-ops, all taken by the primitive or no step.
     memory::dims channel_dims(src.size(), 1);
     channel_dims[1] = conv.m;
     const memory::desc channel = PlainDesc(channel_dims);
-    if (!affine.empty()) {
-      if (static_cast<int64_t>(affine.scale.size()) != conv.m || static_cast<int64_t>(affine.shift.size()) != conv.m) {
-        return nullptr;
+    if (!affine.empty() &&
+        (static_cast<int64_t>(affine.scale.size()) != conv.m || static_cast<int64_t>(affine.shift.size()) != conv.m)) {
+      return nullptr;
+    }
+    // oneDNN's reference convolution is a loop nest slower than im2col + GEMM:
+    // both forms refuse it.
+    bool after = false;
+    auto make = [&](const dnnl::convolution_forward::desc& desc)
+        -> std::optional<dnnl::convolution_forward::primitive_desc> {
+      if (affine.empty()) {
+        auto pd = MakeWithPostOp<dnnl::convolution_forward::primitive_desc>(desc, 1.0f, std::nullopt, post_op, &after);
+        // oneDNN 2.6's im2col + GEMM convolution computes a logistic or swish
+        // post-op per element with libm's expf: measured 2x slower on a
+        // grouped Conv + SiLU than the Conv, then the vectorised Sigmoid
+        // (ApplyPostOp) after it. A grouped Conv whose groups' output
+        // channels do not fill 16 lanes computes it on part-empty vectors:
+        // after it too (measured no slower, within noise).
+        const bool exp_based = post_op.kind == PostOpKind::kSilu || post_op.kind == PostOpKind::kSigmoid;
+        if (pd.has_value() && !after && exp_based &&
+            (absl::StrContains(pd->impl_info_str(), "gemm") || (group > 1 && mg % 16 != 0))) {
+          pd = MakeWithPostOp<dnnl::convolution_forward::primitive_desc>(desc, 1.0f, std::nullopt, PostOp{}, &after);
+          after = pd.has_value();
+        }
+        return pd;
       }
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -545,10 +574,21 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
       if (eltwise && affine.before_post_op) ops.append_eltwise(1.0f, alg, a, b);
       attr.set_post_ops(ops);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, engine, /*allow_empty=*/true);
-      if (!pd || IsReferenceImpl(pd.impl_info_str())) return nullptr;
-      made = std::move(pd);
-    } else {
-      made = MakeWithPostOp<dnnl::convolution_forward::primitive_desc>(desc, 1.0f, std::nullopt, post_op, &after);
+      if (!pd || IsReferenceImpl(pd.impl_info_str())) return std::nullopt;
+      return pd;
+    };
+    std::optional<dnnl::convolution_forward::primitive_desc> made = make(conv_desc(memory::format_tag::any));
+    // A grouped Conv whose groups do not fill oneDNN's channel blocks (6
+    // channels per group) gets only im2col + GEMM in the plain layout
+    // (x64:gemm:jit); channels-last, brgconv may take it: measured faster.
+    if (made.has_value() && group > 1 && cg > 1 && absl::StrContains(made->impl_info_str(), "gemm")) {
+      const bool gemm_after = after;
+      std::optional<dnnl::convolution_forward::primitive_desc> nhwc = make(conv_desc(ChannelsLastTag(w.spatial)));
+      if (nhwc.has_value() && !absl::StrContains(nhwc->impl_info_str(), "gemm")) {
+        made = std::move(nhwc);
+      } else {
+        after = gemm_after;
+      }
     }
     if (!made.has_value()) return nullptr;
     const dnnl::convolution_forward::primitive_desc& pd = *made;

@@ -3,11 +3,14 @@
 // activations' own kernels in elementwise.cc and math.cc, in float).
 #include "lib/backends/cpu/post_op.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/backends/cpu/cpu_features.h"
+#include "lib/backends/cpu/simd_exp.h"
 
 namespace grove::cpu {
 namespace {
@@ -16,8 +19,21 @@ constexpr std::pair<PostOpKind, absl::string_view> kNames[] = {
     {PostOpKind::kRelu, "relu"},         {PostOpKind::kLeakyRelu, "leaky_relu"}, {PostOpKind::kClip, "clip"},
     {PostOpKind::kSigmoid, "sigmoid"},   {PostOpKind::kTanh, "tanh"},            {PostOpKind::kGelu, "gelu"},
     {PostOpKind::kGeluTanh, "gelu_tanh"}, {PostOpKind::kElu, "elu"},             {PostOpKind::kHardSwish, "hard_swish"},
-    {PostOpKind::kSoftplus, "softplus"},
+    {PostOpKind::kSoftplus, "softplus"}, {PostOpKind::kSilu, "silu"},
 };
+
+// s[i] = Sigmoid(x[i]) for i < n as the Sigmoid kernel computes f32 on this
+// CPU when it takes the vectorised path (elementwise.cc); false when it
+// does not (then nothing is written).
+bool SigmoidVectorised(const float* x, float* s, int64_t n) {
+#if defined(GROVE_SIMD_EXP)
+  if (UseAvx2Kernels()) {
+    (HostCpuFeatures().avx512f ? &SigmoidAvx512 : &SigmoidAvx2)(x, s, n);
+    return true;
+  }
+#endif
+  return false;
+}
 
 template <typename Fn>
 void ForEach(float* y, int64_t n, Fn&& fn) {
@@ -144,6 +160,7 @@ void ApplyPostOp(const PostOp& op, float* y, int64_t n) {
         return x;
       });
     case PostOpKind::kSigmoid:
+      if (SigmoidVectorised(y, y, n)) return;
       return ForEach(y, n, [](float x) {
         if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
         const float e = std::exp(x);
@@ -167,6 +184,21 @@ void ApplyPostOp(const PostOp& op, float* y, int64_t n) {
       });
     case PostOpKind::kSoftplus:
       return ForEach(y, n, [](float x) { return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); });
+    case PostOpKind::kSilu: {
+      // The Sigmoid kernel's value, then the Mul's product.
+      float s[256];
+      for (int64_t i = 0; i < n; i += 256) {
+        const int64_t m = std::min<int64_t>(256, n - i);
+        if (!SigmoidVectorised(y + i, s, m)) break;
+        for (int64_t j = 0; j < m; ++j) y[i + j] *= s[j];
+        if (i + m == n) return;
+      }
+      return ForEach(y, n, [](float x) {
+        if (x >= 0.0f) return x * (1.0f / (1.0f + std::exp(-x)));
+        const float e = std::exp(x);
+        return x * (e / (1.0f + e));
+      });
+    }
   }
 }
 

@@ -36,6 +36,7 @@ enum class PostOpKind {
   kElu,       // alpha
   kHardSwish,
   kSoftplus,
+  kSilu,  // x * sigmoid(x): Sigmoid and Mul written out (activation_fusion.h)
 };
 
 struct PostOp {
@@ -113,7 +114,8 @@ void SetPostOpAttributes(const PostOp& op, ir::Attributes* attrs);
 absl::StatusOr<PostOp> ReadPostOp(const ir::Attributes& attrs);
 
 // y[i] = op(y[i]) for n floats, computed as the activation's own CPU kernel
-// computes it (float arithmetic, libm).
+// computes it (float arithmetic, libm; Sigmoid and SiLU's sigmoid with the
+// Sigmoid kernel's vectorised exp where that kernel uses it).
 void ApplyPostOp(const PostOp& op, float* y, int64_t n);
 
 // The kind's attribute name ("relu"); "" for kNone.
