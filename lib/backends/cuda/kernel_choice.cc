@@ -182,6 +182,37 @@ std::vector<jit::KernelProblem> KernelDispatch::problems() const {
   return problems_;
 }
 
+namespace {
+
+// A problem's family, dtypes and extent names (not their values): what a
+// bucket's shapes of one node's launch have in common.
+std::string KeptKey(const jit::KernelProblem& p) {
+  std::string key = absl::StrCat(p.family, "|", jit::DTypesName(p.dtypes), "|");
+  for (const auto& [name, value] : p.dims) absl::StrAppend(&key, name, ",");
+  return key;
+}
+
+}  // namespace
+
+std::optional<KernelChoice> KernelDispatch::Kept(const ir::Node& node, const void* bucket,
+                                                 const jit::KernelProblem& problem) const {
+  const jit::KernelFamily* family = Family(problem.family);
+  absl::MutexLock lock(&mu_);
+  if (!forced_.empty()) return std::nullopt;
+  auto it = kept_.find(std::make_tuple(&node, bucket, KeptKey(problem)));
+  if (it == kept_.end()) return std::nullopt;
+  if (family != nullptr && !family->Valid(it->second.config, problem)) return std::nullopt;
+  KernelChoice c = it->second;
+  c.problem = problem;  // what this plan runs; the config is the bound's
+  return c;
+}
+
+void KernelDispatch::Keep(const ir::Node& node, const void* bucket, const KernelChoice& choice) {
+  absl::MutexLock lock(&mu_);
+  if (!forced_.empty()) return;
+  kept_.emplace(std::make_tuple(&node, bucket, KeptKey(choice.problem)), choice);
+}
+
 void KernelDispatch::Force(const jit::KernelProblem& bucket, const jit::KernelConfig& config) {
   absl::MutexLock lock(&mu_);
   forced_[ProblemKey(jit::ShapeBucket(bucket))] = config;
@@ -221,7 +252,20 @@ absl::StatusOr<std::unique_ptr<KernelDispatch>> MakeSessionDispatch(const Device
 KernelChoice ChooseAndRecord(const ir::KernelContext& ctx, const jit::KernelProblem& problem) {
   ExecContext& ec = Exec(ctx);
   if (KernelDispatch* dispatch = ec.dispatch(); dispatch != nullptr) {
+    const void* bucket = ec.bucket();
+    if (bucket != nullptr) {
+      if (std::optional<KernelChoice> kept = dispatch->Kept(ctx.node(), bucket, problem); kept.has_value()) {
+        dispatch->Record(ctx.node(), *kept);  // this plan runs it too
+        return *std::move(kept);
+      }
+    }
     KernelChoice choice = dispatch->Choose(problem);
+    const jit::KernelFamily* family = jit::FindKernelFamily(problem.family);
+    if (family != nullptr && !family->Valid(choice.config, problem)) {
+      choice.config = family->Generic(problem);
+      choice.source = ChoiceSource::kGeneric;
+    }
+    if (bucket != nullptr) dispatch->Keep(ctx.node(), bucket, choice);
     dispatch->Record(ctx.node(), choice);
     return choice;
   }

@@ -23,7 +23,9 @@
 #define GROVE_LIB_BACKENDS_CUDA_KERNEL_CHOICE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -83,6 +85,15 @@ class KernelDispatch {
   // first met, without repeats (grove tune's search space).
   std::vector<jit::KernelProblem> problems() const;
 
+  // A bucketed plan's choice (ExecContext::bucket): the one kept for
+  // `node`'s problems of this family, dtypes and extent names in `bucket`,
+  // when there is one and it is valid for `problem`; else nullopt. Keep
+  // stores one (the first, made in the plan of the bucket's bound, which the
+  // executor plans before its shapes). Nothing is kept while a variant is
+  // forced (grove tune times each).
+  std::optional<KernelChoice> Kept(const ir::Node& node, const void* bucket, const jit::KernelProblem& problem) const;
+  void Keep(const ir::Node& node, const void* bucket, const KernelChoice& choice);
+
   // grove tune: `config` runs every problem of its family, dtypes and
   // `bucket` (when valid for the problem) until cleared.
   void Force(const jit::KernelProblem& bucket, const jit::KernelConfig& config);
@@ -104,6 +115,8 @@ class KernelDispatch {
   std::vector<jit::KernelProblem> problems_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, size_t> problem_index_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, jit::KernelConfig> forced_ ABSL_GUARDED_BY(mu_);
+  // Kept choices by (node, bucket, KeptKey of the problem).
+  absl::flat_hash_map<std::tuple<const ir::Node*, const void*, std::string>, KernelChoice> kept_ ABSL_GUARDED_BY(mu_);
 };
 
 // The tables shipped with grove for `arch`: every *.bin of the tables folder
@@ -121,7 +134,12 @@ absl::StatusOr<std::unique_ptr<KernelDispatch>> MakeSessionDispatch(const Device
 
 // The variant for `problem` in a CUDA prepare: the session's dispatcher
 // (ExecContext::dispatch) chooses and records it for ctx.node(); without one,
-// the cost model for the device's traits decides.
+// the cost model for the device's traits decides. In a bucketed plan
+// (ExecContext::bucket) every family's variant is chosen at the bucket's
+// bound and kept for the node in every shape of the bucket
+// (KernelDispatch::Kept), so a bucket's graph is refreshed with launches of
+// the modules it captured; a choice not valid for the family's problem is
+// its generic variant.
 jit::KernelConfig ChooseVariant(const ir::KernelContext& ctx, const jit::KernelProblem& problem);
 // ChooseVariant's choice in full (its source and estimate), recorded alike.
 KernelChoice ChooseAndRecord(const ir::KernelContext& ctx, const jit::KernelProblem& problem);
