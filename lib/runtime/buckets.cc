@@ -187,11 +187,13 @@ bool BucketPolicy::BoundInputShape(const ir::Graph& graph, size_t input, const T
 
 bool BucketPolicy::BoundBodyShapes(absl::Span<const TensorView> inputs, absl::Span<const TensorView> captures,
                                    std::vector<std::vector<int64_t>>* bound_inputs,
-                                   std::vector<std::vector<int64_t>>* bound_captures, std::string* why) const {
+                                   std::vector<std::vector<int64_t>>* bound_captures, std::string* why,
+                                   absl::Span<const std::vector<bool>> varied) const {
   if (other_.kind == BucketRule::Kind::kExact) {
     *why = "bodies are bucketed by the rule of symbols not named ('*'), which is exact";
     return false;
   }
+  size_t index = 0;  // into varied
   for (auto [group, out] : {std::pair{inputs, bound_inputs}, std::pair{captures, bound_captures}}) {
     out->clear();
     for (const TensorView& v : group) {
@@ -200,11 +202,36 @@ bool BucketPolicy::BoundBodyShapes(absl::Span<const TensorView> inputs, absl::Sp
         return false;
       }
       std::vector<int64_t> shape = v.shape;
-      for (int64_t& d : shape) d = other_.Bound(d);
+      const std::vector<bool>* mask = index < varied.size() ? &varied[index] : nullptr;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (mask == nullptr || varied.empty() || (d < mask->size() && (*mask)[d])) shape[d] = other_.Bound(shape[d]);
+      }
+      ++index;
       out->push_back(std::move(shape));
     }
   }
   return true;
+}
+
+absl::Span<const std::vector<bool>> BodyDims::Note(absl::Span<const TensorView> inputs,
+                                                   absl::Span<const TensorView> captures) {
+  size_t i = 0;
+  for (absl::Span<const TensorView> group : {inputs, captures}) {
+    for (const TensorView& v : group) {
+      if (i == first_.size()) {
+        first_.push_back(v.shape);
+        varied_.emplace_back(v.shape.size(), false);
+      } else if (first_[i].size() != v.shape.size()) {
+        varied_[i].assign(std::max(varied_[i].size(), v.shape.size()), true);  // its rank changed: every dim
+      } else {
+        for (size_t d = 0; d < v.shape.size(); ++d) {
+          if (v.shape[d] != first_[i][d]) varied_[i][d] = true;
+        }
+      }
+      ++i;
+    }
+  }
+  return absl::MakeConstSpan(varied_).subspan(0, std::min(i, varied_.size()));
 }
 
 }  // namespace grove::runtime

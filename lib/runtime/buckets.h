@@ -38,6 +38,18 @@ struct BucketRule {
 // "auto" below this: powers of two; from it on, multiples of it.
 inline constexpr int64_t kAutoBucketStep = 256;
 
+// Which dims of a body's inputs and captures have varied between its calls:
+// the first call's shapes, and per dim whether a later call differed.
+class BodyDims {
+ public:
+  // Notes a call's shapes (inputs then captures); the varied mask after it.
+  absl::Span<const std::vector<bool>> Note(absl::Span<const TensorView> inputs, absl::Span<const TensorView> captures);
+
+ private:
+  std::vector<std::vector<int64_t>> first_;
+  std::vector<std::vector<bool>> varied_;
+};
+
 class BucketPolicy {
  public:
   // Rules per symbol of `graph` from SessionOptions::shape_buckets: an
@@ -66,11 +78,14 @@ class BucketPolicy {
   // bucket's bound: every dim by the rule of symbols not named ("*", else
   // auto), since a body's dims are not declared with symbols. False, with
   // `why`, for a sequence, optional or string value, or when that rule is
-  // exact. A dim bucketed that never varies costs nothing: a bound that
-  // does not plan, or whose plan differs, leaves the shapes exact.
+  // exact. `varied` (optional: empty buckets every dim), per input then
+  // per capture, per dim: whether that dim has varied between the body's
+  // calls (BodyDims); a dim that has not stays exact, so a fixed size that
+  // a weight must match (a hidden size of 48) is never padded to 64.
   bool BoundBodyShapes(absl::Span<const TensorView> inputs, absl::Span<const TensorView> captures,
                        std::vector<std::vector<int64_t>>* bound_inputs,
-                       std::vector<std::vector<int64_t>>* bound_captures, std::string* why) const;
+                       std::vector<std::vector<int64_t>>* bound_captures, std::string* why,
+                       absl::Span<const std::vector<bool>> varied = {}) const;
 
  private:
   std::vector<BucketRule> rules_;  // per symbol

@@ -113,6 +113,12 @@ class Executor {
   // reason is in SessionStats::bucket_fallback_reason).
   absl::StatusOr<BucketFamily*> Bucket(int subgraph, absl::Span<const TensorView> inputs,
                                        absl::Span<const TensorView> captures);
+  // Bucket at a bound with a body's dims bucketed where `varied` says
+  // (empty: all; BucketPolicy::BoundBodyShapes); `quiet`: a bound that does
+  // not plan is neither logged nor the fallback reason (a retry follows).
+  absl::StatusOr<BucketFamily*> BucketAt(int subgraph, absl::Span<const TensorView> inputs,
+                                         absl::Span<const TensorView> captures,
+                                         absl::Span<const std::vector<bool>> varied, bool quiet = false);
   // Copies a bucket plan's inputs and captures into its family's slots.
   absl::Status BindToSlots(PlanInstance& inst, absl::Span<const TensorView> inputs,
                            absl::Span<const TensorView> captures);
@@ -233,6 +239,9 @@ class Executor {
   // Shape buckets: the policy, when the main graph's plans are bucketed (a
   // backend that captures graphs, some symbol not "exact").
   std::optional<BucketPolicy> buckets_;
+  // Per body subgraph, which dims of its inputs and captures have varied
+  // between calls: only those are bucketed (BoundBodyShapes).
+  absl::flat_hash_map<int, BodyDims> body_dims_;
   uint64_t instance_serial_ = 0;
   uint64_t run_serial_ = 0;  // top-level runs started
   const uint8_t* device_weights_ = nullptr;

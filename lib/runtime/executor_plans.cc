@@ -195,11 +195,27 @@ std::vector<std::string> Executor::PinnedSegments(absl::Span<const TensorView> i
 
 absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const TensorView> inputs,
                                                absl::Span<const TensorView> captures) {
+  if (subgraph == 0) return BucketAt(subgraph, inputs, captures, {});
+  const absl::Span<const std::vector<bool>> noted = body_dims_[subgraph].Note(inputs, captures);
+  const std::vector<std::vector<bool>> varied(noted.begin(), noted.end());  // body_dims_ may grow meanwhile
+  const std::string reason = stats_.bucket_fallback_reason;
+  absl::StatusOr<BucketFamily*> f = BucketAt(subgraph, inputs, captures, {}, /*quiet=*/true);
+  if (!f.ok() || *f != nullptr) return f;
+  stats_.bucket_fallback_reason = reason;
+  // A body's bound (every dim bucketed) that does not plan, e.g. a hidden
+  // size of 48 padded to 64 against a [144, 48] weight: again with only
+  // the dims that have varied between its calls bucketed.
+  return BucketAt(subgraph, inputs, captures, varied);
+}
+
+absl::StatusOr<BucketFamily*> Executor::BucketAt(int subgraph, absl::Span<const TensorView> inputs,
+                                                 absl::Span<const TensorView> captures,
+                                                 absl::Span<const std::vector<bool>> varied, bool quiet) {
   std::vector<std::vector<int64_t>> shapes, capture_shapes;
   std::string why;
   const bool bucketed = subgraph == 0
                             ? buckets_->BoundShapes(graph_, inputs, &shapes, &why)
-                            : buckets_->BoundBodyShapes(inputs, captures, &shapes, &capture_shapes, &why);
+                            : buckets_->BoundBodyShapes(inputs, captures, &shapes, &capture_shapes, &why, varied);
   if (!bucketed) {
     if (subgraph == 0) stats_.bucket_fallback_reason = why;
     return nullptr;
@@ -228,8 +244,10 @@ absl::StatusOr<BucketFamily*> Executor::Bucket(int subgraph, absl::Span<const Te
     family->why_not = absl::StrCat("the bucket bound of subgraph '", graph_.subgraphs[subgraph].name,
                                    "' (inputs and captures ", absl::StrJoin(dims, ", "),
                                    ") does not plan: ", plan.status().message());
-    stats_.bucket_fallback_reason = family->why_not;
-    Log(options_, LogLevel::kWarning, family->why_not);
+    if (!quiet) {
+      stats_.bucket_fallback_reason = family->why_not;
+      Log(options_, LogLevel::kWarning, family->why_not);
+    }
     plans_.AddFamily(std::move(family));
     return nullptr;
   }

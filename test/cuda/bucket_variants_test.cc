@@ -6,9 +6,11 @@
 //    bucket's bound and kept for its shapes (KernelDispatch::Kept), so the
 //    bound's graph is refreshed for every shape and nothing is pinned;
 //  - a host-driven Loop whose carried tokens grow each trip (a greedy
-//    decoder with a hidden size of 48, not a power of two): its carried
-//    buffers grow in place (reserved address ranges), so the body's graphs
-//    keep their addresses and a second pass neither captures nor refreshes.
+//    decoder with a hidden size of 48, not a power of two): its body is
+//    bucketed with the hidden size exact (it never varies; 64 would not
+//    plan), and with exact shapes its carried buffers grow in place
+//    (reserved address ranges), so the body's graphs keep their addresses
+//    and a second pass neither captures nor refreshes.
 // Every run equals the CPU's.
 #include <cmath>
 #include <cstdint>
@@ -45,13 +47,13 @@ std::vector<Tensor> RunCopies(Session& s, const std::vector<Tensor>& in) {
   return copies;
 }
 
-// Runs `inputs` twice over on a CUDA session with graphs and the default
-// buckets, each run against the CPU; the stats of each pass.
-std::vector<SessionStats> TwoPasses(std::shared_ptr<const Model> model,
-                                    const std::vector<std::vector<Tensor>>& inputs) {
+// Runs `inputs` twice over on a CUDA session with graphs (and by default
+// the default buckets), each run against the CPU; the stats of each pass.
+std::vector<SessionStats> TwoPasses(std::shared_ptr<const Model> model, const std::vector<std::vector<Tensor>>& inputs,
+                                    const SessionOptions& options = SessionOptions()) {
   std::unique_ptr<Session> cpu = testing::CpuSession(model);
   absl::StatusOr<std::unique_ptr<Session>> gpu =
-      internal::CreateSessionOnDevice(model, SessionOptions(), cuda::NewEmulatedDevice());
+      internal::CreateSessionOnDevice(model, options, cuda::NewEmulatedDevice());
   EXPECT_TRUE(gpu.ok()) << gpu.status();
   std::vector<SessionStats> passes;
   if (!gpu.ok()) return passes;
@@ -151,7 +153,19 @@ TEST(BucketVariantsTest, LoopWithGrowingCarriedTokensCapturesNothingOnTheSecondP
                       testing::MakeTensor<float>(DType::kF32, {batch, 48},
                                                  Pattern(batch * 48, static_cast<int>(trips), 0.7f))});
   }
-  const std::vector<SessionStats> s = TwoPasses(model, inputs);
+  // Bucketed: the body's hidden size 48 stays exact (a bound of 64 would
+  // not plan against the [48, 48] weight), its token count is bucketed.
+  std::vector<SessionStats> s = TwoPasses(model, inputs);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].bucket_fallback_reason, "");
+  EXPECT_GT(s[0].buckets_made, 1);
+  EXPECT_EQ(s[1].graphs_captured, s[0].graphs_captured);
+  EXPECT_EQ(s[1].launches_outside_graphs, 0);
+  // Exact shapes: a graph per body shape, at addresses that stay put when
+  // a longer call grows the carried buffers, so nothing is even refreshed.
+  SessionOptions exact;
+  exact.shape_buckets = {{"*", "exact"}};
+  s = TwoPasses(model, inputs, exact);
   ASSERT_EQ(s.size(), 2u);
   EXPECT_GT(s[0].graphs_captured, 0);
   EXPECT_EQ(s[1].graphs_captured, s[0].graphs_captured);

@@ -123,5 +123,31 @@ TEST(BucketPolicyTest, ExpressionDimsAreNotBucketed) {
   EXPECT_THAT(why, HasSubstr("input 'n' dim 0 is 1+seq, not one symbol"));
 }
 
+// A body's dims are bucketed where they have varied between its calls
+// (BodyDims): a fixed hidden size of 48 stays 48, a growing token count is
+// bounded; with no mask every dim is.
+TEST(BucketPolicyTest, BodyDimsThatNeverVariedStayExact) {
+  const ir::Graph g = TwoSymbols();
+  absl::StatusOr<BucketPolicy> p = BucketPolicy::Make(g, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  BodyDims dims;
+  auto view = [](std::vector<int64_t> shape) { return TensorView(DType::kF32, std::move(shape), static_cast<void*>(nullptr)); };
+  std::vector<std::vector<int64_t>> in, cap;
+  std::string why;
+  const std::vector<TensorView> first = {view({3, 5}), view({3, 48})};
+  absl::Span<const std::vector<bool>> varied = dims.Note(first, std::vector<TensorView>{view({48})});
+  ASSERT_TRUE(p->BoundBodyShapes(first, std::vector<TensorView>{view({48})}, &in, &cap, &why, varied)) << why;
+  EXPECT_EQ(in, (std::vector<std::vector<int64_t>>{{3, 5}, {3, 48}}));  // nothing varied yet
+  EXPECT_EQ(cap, (std::vector<std::vector<int64_t>>{{48}}));
+  const std::vector<TensorView> later = {view({3, 6}), view({3, 48})};
+  varied = dims.Note(later, std::vector<TensorView>{view({48})});
+  ASSERT_TRUE(p->BoundBodyShapes(later, std::vector<TensorView>{view({48})}, &in, &cap, &why, varied)) << why;
+  EXPECT_EQ(in, (std::vector<std::vector<int64_t>>{{3, 8}, {3, 48}}));
+  EXPECT_EQ(cap, (std::vector<std::vector<int64_t>>{{48}}));
+  ASSERT_TRUE(p->BoundBodyShapes(later, std::vector<TensorView>{view({48})}, &in, &cap, &why)) << why;
+  EXPECT_EQ(in, (std::vector<std::vector<int64_t>>{{4, 8}, {4, 64}}));
+  EXPECT_EQ(cap, (std::vector<std::vector<int64_t>>{{64}}));
+}
+
 }  // namespace
 }  // namespace grove::runtime
