@@ -252,6 +252,17 @@ absl::StatusOr<InvokeCounts> CountCudaInvoke(cuda::Device& device, const std::st
   return counts;
 }
 
+std::vector<Tensor> RunCopies(Session& s, const std::vector<Tensor>& inputs) {
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+  absl::StatusOr<std::vector<TensorView>> out = s.Run(views);
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> copies;
+  if (!out.ok()) return copies;
+  for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
+  return copies;
+}
+
 std::string CompareTensors(const Tensor& want, const Tensor& got, double tol) {
   if (want.dtype() != got.dtype()) {
     return absl::StrCat("dtype ", DTypeName(got.dtype()), ", want ", DTypeName(want.dtype()));

@@ -75,6 +75,10 @@ Tensor Ramp(DType dtype, std::vector<int64_t> shape, int seed = 0);
 
 std::string CompareTensors(const Tensor& want, const Tensor& got, double tol);
 
+// Runs `inputs` on `s` and copies its outputs; a failed run is a test
+// failure (and no outputs).
+std::vector<Tensor> RunCopies(Session& s, const std::vector<Tensor>& inputs);
+
 }  // namespace grove::testing
 
 #endif  // GROVE_TEST_CUDA_OP_TEST_UTIL_H_

@@ -36,17 +36,6 @@ std::vector<float> Pattern(int64_t n, int seed, float scale) {
   return v;
 }
 
-std::vector<Tensor> RunCopies(Session& s, const std::vector<Tensor>& in) {
-  std::vector<TensorView> views;
-  for (const Tensor& t : in) views.push_back(t.view());
-  absl::StatusOr<std::vector<TensorView>> out = s.Run(views);
-  EXPECT_TRUE(out.ok()) << out.status();
-  std::vector<Tensor> copies;
-  if (!out.ok()) return copies;
-  for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
-  return copies;
-}
-
 // Runs `inputs` twice over on a CUDA session with graphs (and by default
 // the default buckets), each run against the CPU; the stats of each pass.
 std::vector<SessionStats> TwoPasses(std::shared_ptr<const Model> model, const std::vector<std::vector<Tensor>>& inputs,
@@ -59,8 +48,8 @@ std::vector<SessionStats> TwoPasses(std::shared_ptr<const Model> model, const st
   if (!gpu.ok()) return passes;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const std::vector<Tensor> want = RunCopies(*cpu, inputs[i]);
-      const std::vector<Tensor> got = RunCopies(**gpu, inputs[i]);
+      const std::vector<Tensor> want = testing::RunCopies(*cpu, inputs[i]);
+      const std::vector<Tensor> got = testing::RunCopies(**gpu, inputs[i]);
       EXPECT_EQ(want.size(), got.size());
       for (size_t k = 0; k < want.size() && k < got.size(); ++k) {
         EXPECT_EQ(testing::CompareTensors(want[k], got[k], 1e-5), "")

@@ -35,16 +35,7 @@ Tensor F32(std::vector<int64_t> shape, uint32_t seed) {
   return t;
 }
 
-std::vector<Tensor> RunOrDie(Session& s, const std::vector<Tensor>& inputs) {
-  std::vector<TensorView> views;
-  for (const Tensor& t : inputs) views.push_back(t.view());
-  absl::StatusOr<std::vector<TensorView>> out = s.Run(views);
-  EXPECT_TRUE(out.ok()) << out.status();
-  std::vector<Tensor> copies;
-  if (!out.ok()) return copies;
-  for (const TensorView& v : *out) copies.push_back(Tensor::CopyOf(v).value());
-  return copies;
-}
+std::vector<Tensor> RunOrDie(Session& s, const std::vector<Tensor>& inputs) { return testing::RunCopies(s, inputs); }
 
 std::unique_ptr<Session> CudaSession(std::shared_ptr<const Model> model, SessionOptions options = {},
                                      std::shared_ptr<cuda::Device> device = nullptr) {
