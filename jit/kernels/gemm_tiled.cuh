@@ -19,35 +19,12 @@
 #ifndef GROVE_JIT_KERNELS_GEMM_TILED_CUH_
 #define GROVE_JIT_KERNELS_GEMM_TILED_CUH_
 
+#include "jit/kernels/gemm_math.cuh"
 #include "jit/kernels/gemm_tiled_params.h"
 #include "jit/kernels/prelude.cuh"
 
 namespace grove_k {
 namespace gemm_tiled_k {
-
-// An f32 input as the math mode rounds it (GemmTiledParams::math).
-GROVE_DEVICE float round_for_math(float v, int math) {
-  switch (math) {
-    case 1: {  // tf32: 10 mantissa bits, round to nearest even
-#if defined(__CUDACC_RTC__)
-      u32 x = static_cast<u32>(__float_as_int(v));
-#else
-      u32 x;
-      __builtin_memcpy(&x, &v, 4);
-#endif
-      if ((x & 0x7f800000u) != 0x7f800000u) x = (x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu;
-#if defined(__CUDACC_RTC__)
-      return __int_as_float(static_cast<int>(x));
-#else
-      __builtin_memcpy(&v, &x, 4);
-      return v;
-#endif
-    }
-    case 2: return bf16_to_f32(f32_to_bf16(v));
-    case 3: return f16_to_f32(f32_to_f16(v));
-    default: return v;
-  }
-}
 
 template <typename T, int TM, int TN, int TK, int RM, int RN>
 GROVE_DEVICE void gemm_tiled(const GemmTiledParams& params) {
@@ -85,14 +62,14 @@ GROVE_DEVICE void gemm_tiled(const GemmTiledParams& params) {
         const int kk = e / TM, x = e % TM;
         const i64 gk = k0 + kk, gi = i0 + x;
         float av = 0.0f;
-        if (gk < p.k && gi < p.m) av = round_for_math(to_f32<T>(a[p.trans_a ? gk * p.lda + gi : gi * p.lda + gk]), math);
+        if (gk < p.k && gi < p.m) av = gemm_input_rounded(to_f32<T>(a[p.trans_a ? gk * p.lda + gi : gi * p.lda + gk]), math);
         as[kk][x] = av;
       }
       for (int e = t; e < TK * TN; e += nthreads) {
         const int kk = e / TN, x = e % TN;
         const i64 gk = k0 + kk, gj = j0 + x;
         float bv = 0.0f;
-        if (gk < p.k && gj < p.n) bv = round_for_math(to_f32<T>(b[p.trans_b ? gj * p.ldb + gk : gk * p.ldb + gj]), math);
+        if (gk < p.k && gj < p.n) bv = gemm_input_rounded(to_f32<T>(b[p.trans_b ? gj * p.ldb + gk : gk * p.ldb + gj]), math);
         bs[kk][x] = bv;
       }
       __syncthreads();
