@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "lib/ir/broadcast.h"
 #include "lib/ir/plain_host.h"
 #include "lib/ir/string_arena.h"
 #include "lib/ir/value_type.h"
@@ -212,31 +213,10 @@ absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
 }
 
 absl::StatusOr<SymShape> BroadcastShapes(absl::Span<const SymShape> shapes) {
-  size_t rank = 0;
-  for (const SymShape& s : shapes) rank = std::max(rank, s.size());
-  SymShape out(rank, SymDim(1));
-  for (const SymShape& s : shapes) {
-    const size_t off = rank - s.size();
-    for (size_t i = 0; i < s.size(); ++i) {
-      SymDim& o = out[off + i];
-      const SymDim& d = s[i];
-      if (d.is_const() && d.value() == 1) continue;
-      if (o.is_const() && o.value() == 1) {
-        o = d;
-        continue;
-      }
-      if (o == d) continue;
-      if (o.is_const() && d.is_const()) {  // both constant, neither 1
-        return absl::InvalidArgumentError(absl::StrCat("shapes do not broadcast: dim ", off + i, " is ",
-                                                       o.value(), " in one input and ", d.value(),
-                                                       " in another"));
-      }
-      // Symbolic against something else: equal at run time (or 1 on the
-      // symbolic side), or the kernel reports it then. A constant wins.
-      if (d.is_const()) o = d;
-    }
-  }
-  return out;
+  std::vector<const SymShape*> ptrs;
+  ptrs.reserve(shapes.size());
+  for (const SymShape& s : shapes) ptrs.push_back(&s);
+  return BroadcastShapePtrs(ptrs);
 }
 
 std::vector<int64_t> Strides(absl::Span<const int64_t> shape) {

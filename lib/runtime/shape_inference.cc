@@ -13,21 +13,21 @@ constexpr uint64_t kFoldLimitBytes = 4096;
 
 }  // namespace
 
-GraphInference::GraphInference(const ir::Graph& graph, bool planning) : graph_(graph), planning_(planning) {}
+GraphInference::GraphInference(const ir::Graph& graph, bool planning)
+    : graph_(graph), planning_(planning), env_(graph.tensors.size()), set_(graph.tensors.size(), false) {}
 
 const GraphInference::Input* GraphInference::Find(int tensor) const {
-  auto it = env_.find(tensor);
-  return it == env_.end() ? nullptr : &it->second;
+  if (tensor < 0 || static_cast<size_t>(tensor) >= set_.size() || !set_[tensor]) return nullptr;
+  return &env_[tensor];
 }
 
-absl::StatusOr<GraphInference::Input> GraphInference::Lookup(int tensor) {
-  if (const Input* in = Find(tensor)) return *in;
+absl::StatusOr<const GraphInference::Input*> GraphInference::Lookup(int tensor) {
+  if (const Input* in = Find(tensor)) return in;
   const ir::TensorDecl& d = graph_.tensors[tensor];
   if (d.is_weight) {
     weight_views_.emplace_back(d.dtype, ir::ToConcrete(d.shape), static_cast<const void*>(d.data));
-    Input in{true, d.dtype, d.shape, &weight_views_.back()};
-    env_[tensor] = in;
-    return in;
+    Set(tensor, Input{true, d.dtype, d.shape, &weight_views_.back()});
+    return &env_[tensor];
   }
   return absl::InternalError(absl::StrCat("shape inference: tensor '", d.name, "' has no shape yet"));
 }
@@ -36,9 +36,9 @@ absl::StatusOr<std::vector<GraphInference::Input>> GraphInference::NodeInputs(co
   std::vector<Input> inputs(node.inputs.size());
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (node.inputs[i] < 0) continue;
-    absl::StatusOr<Input> in = Lookup(node.inputs[i]);
+    absl::StatusOr<const Input*> in = Lookup(node.inputs[i]);
     if (!in.ok()) return in.status();
-    inputs[i] = std::move(*in);
+    inputs[i] = **in;
   }
   return inputs;
 }
@@ -74,7 +74,10 @@ absl::Status GraphInference::InferNode(const ir::Node& node) {
     if (!o.set) {
       return absl::InternalError(absl::StrCat(node.Describe(), ": shape function left output ", i, " unset"));
     }
-    env_[node.outputs[i]] = Input{true, o.dtype, o.shape, nullptr, o.rank_known};
+    // `ctx` ends here, so its shapes move into the environment (a copy
+    // allocates per dim, per node, at every load); ShapeContext only hands
+    // its outputs out const.
+    Set(node.outputs[i], Input{true, o.dtype, std::move(const_cast<ir::SymShape&>(o.shape)), nullptr, o.rank_known});
   }
   return absl::OkStatus();
 }
@@ -124,7 +127,7 @@ absl::StatusOr<bool> GraphInference::Fold(const ir::Node& node, absl::Span<const
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
-    env_[node.outputs[i]] = Input{true, outputs[i].dtype, outputs[i].shape, out_ptrs[i]};
+    Set(node.outputs[i], Input{true, outputs[i].dtype, outputs[i].shape, out_ptrs[i]});
   }
   return true;
 }
@@ -139,16 +142,16 @@ absl::StatusOr<std::vector<GraphInference::Output>> GraphInference::Infer(int su
   for (size_t i = 0; i < inputs.size(); ++i) {
     Input in = inputs[i];
     in.value = nullptr;  // a body's inputs change from call to call
-    env_[sg.inputs[i]] = std::move(in);
+    Set(sg.inputs[i], std::move(in));
   }
   for (const ir::Node& node : sg.nodes) {
     if (absl::Status s = InferNode(node); !s.ok()) return s;
   }
   std::vector<Output> outs;
   for (int t : sg.outputs) {
-    absl::StatusOr<Input> in = Lookup(t);
+    absl::StatusOr<const Input*> in = Lookup(t);
     if (!in.ok()) return in.status();
-    outs.push_back(Output{in->dtype, in->shape, true, in->rank_known});
+    outs.push_back(Output{(*in)->dtype, (*in)->shape, true, (*in)->rank_known});
   }
   return outs;
 }

@@ -11,7 +11,6 @@
 #include <deque>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
@@ -26,10 +25,13 @@ class GraphInference : public ir::ShapeContext::SubgraphInferrer {
   // `planning`: the shapes are those of one call (see SubgraphInferrer).
   GraphInference(const ir::Graph& graph, bool planning);
 
-  void Set(int tensor, Input value) { env_[tensor] = std::move(value); }
+  void Set(int tensor, Input value) {
+    env_[tensor] = std::move(value);
+    set_[tensor] = true;
+  }
   const Input* Find(int tensor) const;
   // The environment entry for `tensor`: set, or a weight (with its value).
-  absl::StatusOr<Input> Lookup(int tensor);
+  absl::StatusOr<const Input*> Lookup(int tensor);
 
   // The ShapeContext inputs of `node` from the environment.
   absl::StatusOr<std::vector<Input>> NodeInputs(const ir::Node& node);
@@ -50,7 +52,10 @@ class GraphInference : public ir::ShapeContext::SubgraphInferrer {
 
   const ir::Graph& graph_;
   const bool planning_;
-  absl::flat_hash_map<int, Input> env_;
+  // Indexed by tensor (graph_.tensors): a vector, not a map, since a load
+  // or a plan visits most tensors; set_[t] says whether env_[t] is filled.
+  std::vector<Input> env_;
+  std::vector<bool> set_;
   std::deque<TensorView> weight_views_;
   std::deque<Tensor> folded_;
   std::deque<TensorView> folded_views_;

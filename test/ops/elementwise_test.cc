@@ -918,6 +918,24 @@ TEST(ElementwiseShapeTest, SymbolicBroadcasting) {
   EXPECT_THAT(r.status.message(), HasSubstr("input 0 (A) [batch, 3]"));
 }
 
+// The inputs' shapes are described only when they do not broadcast; the
+// message names every input, in order, then the dim at fault.
+TEST(ElementwiseShapeTest, BroadcastErrorDescribesEveryInput) {
+  const ir::SymDim batch = ir::SymDim::Symbol(0);
+  SymbolicResult r =
+      InferSymbolic("Where", {{DType::kBool, {batch, 3}}, {DType::kF32, {batch, 4}}, {DType::kF32, {1}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status.message(),
+              HasSubstr(": input 0 (condition) [batch, 3] and input 1 (X) [batch, 4] and input 2 (Y) [1]: "
+                        "shapes do not broadcast: dim 1 is 3 in one input and 4 in another"));
+
+  r = InferSymbolic("Pow", {{DType::kF32, {2, batch}}, {DType::kF32, {3, 1}}});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_THAT(r.status.message(), HasSubstr("input 0 (X) [2, batch] and input 1 (Y) [3, 1]: shapes do not "
+                                            "broadcast: dim 0 is 2 in one input and 3 in another"));
+}
+
 // The shape function let [seq] and [batch] broadcast to [seq]; if batch turns
 // out to be 4 and seq 1, the kernel must refuse instead of writing past [1].
 TEST(ElementwiseShapeTest, KernelChecksSymbolicDimsAtRunTime) {

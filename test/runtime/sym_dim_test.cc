@@ -1,6 +1,7 @@
 #include "lib/ir/sym_dim.h"
 
 #include "gtest/gtest.h"
+#include "lib/ir/broadcast.h"
 #include "lib/ir/op_registry.h"
 
 namespace grove::ir {
@@ -51,6 +52,30 @@ TEST(BroadcastTest, SymbolicAndConstant) {
   auto scalar = BroadcastShapes({SymShape{}, SymShape{}});
   ASSERT_TRUE(scalar.ok());
   EXPECT_TRUE(scalar->empty());
+}
+
+// The shapes are read where they are (a shape function's inputs): the same
+// result as BroadcastShapes, the inputs untouched, the first of two
+// different symbolic dims kept, and the dim at fault named.
+TEST(BroadcastTest, ShapesByPointer) {
+  const SymDim b = SymDim::Symbol(0), s = SymDim::Symbol(1);
+  const SymShape x{b, 1, 4}, y{3, 1}, z{s, 3, 1};
+  auto out = BroadcastShapePtrs({&x, &y, &z});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, (SymShape{b, 3, 4}));
+  EXPECT_EQ(*out, *BroadcastShapes({x, y, z}));
+  EXPECT_EQ(x, (SymShape{b, 1, 4}));
+  EXPECT_EQ(z, (SymShape{s, 3, 1}));
+
+  const SymShape two{2, 3}, four{4, 3};
+  auto bad = BroadcastShapePtrs({&two, &four});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "shapes do not broadcast: dim 0 is 2 in one input and 4 in another");
+  EXPECT_EQ(BroadcastShapes({two, four}).status(), bad.status());
+
+  auto none = BroadcastShapePtrs({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 }
 
 TEST(NormalizeAxisTest, NegativeAndOutOfRange) {

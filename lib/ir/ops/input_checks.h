@@ -8,12 +8,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "lib/ir/broadcast.h"
 #include "lib/ir/op_registry.h"
 
 namespace grove::ir {
@@ -73,14 +75,16 @@ inline absl::Status CheckSameDType(const ShapeContext& ctx, int i, absl::string_
 // the error lists every input's shape.
 inline absl::Status BroadcastInputs(const ShapeContext& ctx, absl::Span<const absl::string_view> names,
                                     SymShape* out) {
-  std::vector<SymShape> shapes;
-  std::vector<std::string> described;
-  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
-    shapes.push_back(ctx.input_shape(i));
-    described.push_back(absl::StrCat(InputName(i, names[i]), " ", ShapeString(ctx, ctx.input_shape(i))));
-  }
-  absl::StatusOr<SymShape> shape = BroadcastShapes(shapes);
+  absl::InlinedVector<const SymShape*, 3> shapes;
+  for (int i = 0; i < static_cast<int>(names.size()); ++i) shapes.push_back(&ctx.input_shape(i));
+  absl::StatusOr<SymShape> shape = BroadcastShapePtrs(shapes);
   if (!shape.ok()) {
+    // Described only on error: formatting every shape would cost more than
+    // the broadcast itself (this runs for every binary op at model load).
+    std::vector<std::string> described;
+    for (int i = 0; i < static_cast<int>(names.size()); ++i) {
+      described.push_back(absl::StrCat(InputName(i, names[i]), " ", ShapeString(ctx, ctx.input_shape(i))));
+    }
     return ctx.Error(absl::StrCat(absl::StrJoin(described, " and "), ": ", shape.status().message()));
   }
   *out = *std::move(shape);
