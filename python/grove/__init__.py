@@ -150,6 +150,11 @@ class Symbol:
     max: int
 
 
+# (count, info, kind) of the inputs, then of the outputs: Model._specs.
+_SPEC_FUNCTIONS = ((_lib.grove_model_input_count, _lib.grove_model_input_info, _lib.grove_model_input_kind),
+                   (_lib.grove_model_output_count, _lib.grove_model_output_info, _lib.grove_model_output_kind))
+
+
 class Model:
     """A loaded model: immutable, shareable by threads and sessions. Load it
     with Model.load(path) or Model.from_bytes(data)."""
@@ -158,10 +163,9 @@ class Model:
         if not isinstance(handle, ctypes.POINTER(_capi.ModelHandle)):
             raise TypeError("use grove.Model.load(path) or grove.Model.from_bytes(data)")
         self._handle = handle
-        self.inputs: List[TensorSpec] = self._specs(_lib.grove_model_input_count, _lib.grove_model_input_info,
-                                                    _lib.grove_model_input_kind)
-        self.outputs: List[TensorSpec] = self._specs(_lib.grove_model_output_count, _lib.grove_model_output_info,
-                                                     _lib.grove_model_output_kind)
+        self.inputs: List[TensorSpec]
+        self.outputs: List[TensorSpec]
+        self.inputs, self.outputs = self._specs()
         self._symbols = None
 
     @classmethod
@@ -179,25 +183,33 @@ class Model:
         _check(_lib.grove_model_load_buffer(data, len(data), ctypes.byref(handle)))
         return cls(handle)
 
-    def _specs(self, count_fn, info_fn, kind_fn) -> List[TensorSpec]:
-        # One info and one kind struct, filled per tensor (what they point to
-        # is copied out into str and int before the next call).
+    def _specs(self) -> Tuple[List[TensorSpec], List[TensorSpec]]:
+        # One count, info and kind struct for every tensor, inputs then
+        # outputs (what they point to is copied out into str and int before
+        # the next call): opening a model is timed, and each ctypes object
+        # and call counts.
         handle = self._handle
-        n = ctypes.c_size_t()
-        _check(count_fn(handle, ctypes.byref(n)))
-        info, kind = _capi.TensorInfo(), ctypes.c_int32()
-        info_ref, kind_ref = ctypes.byref(info), ctypes.byref(kind)
-        specs = []
-        for i in range(n.value):
-            _check(info_fn(handle, i, info_ref))
-            _check(kind_fn(handle, i, kind_ref))
-            rank = info.rank
-            shape = tuple(int(d) if s is None else s.decode()
-                          for d, s in zip(info.dims[:rank], info.dim_symbols[:rank]))
-            kind_value = kind.value
-            specs.append(TensorSpec(info.name.decode(), _dtype_name(info.dtype), shape,
-                                    _capi.VALUE_KINDS.get(kind_value, str(kind_value))))
-        return specs
+        n, info, kind = ctypes.c_size_t(), _capi.TensorInfo(), ctypes.c_int32()
+        n_ref, info_ref, kind_ref = ctypes.byref(n), ctypes.byref(info), ctypes.byref(kind)
+        kinds = _capi.VALUE_KINDS
+        both = []
+        for count_fn, info_fn, kind_fn in _SPEC_FUNCTIONS:
+            status = count_fn(handle, n_ref)
+            if status:
+                _check(status)
+            specs = []
+            for i in range(n.value):
+                status = info_fn(handle, i, info_ref) or kind_fn(handle, i, kind_ref)
+                if status:
+                    _check(status)
+                rank = info.rank
+                shape = tuple([d if s is None else s.decode()
+                               for d, s in zip(info.dims[:rank], info.dim_symbols[:rank])])
+                kind_value = kind.value
+                specs.append(TensorSpec(info.name.decode(), _dtype_name(info.dtype), shape,
+                                        kinds.get(kind_value) or str(kind_value)))
+            both.append(specs)
+        return both[0], both[1]
 
     @property
     def symbols(self) -> List[Symbol]:
@@ -415,6 +427,34 @@ def _device_to_numpy(t: "_capi.Tensor", cuda_device: int) -> np.ndarray:
 _DEVICE_NAMES = {v: k for k, v in _capi.DEVICES.items()}
 
 
+_DEFAULT_OPTIONS: List[bytes] = []
+
+
+def _default_options() -> bytes:
+    """grove_session_options_t as the library initializes it, asked once (a
+    session copies it: opening a model is timed, and each ctypes call counts)."""
+    if not _DEFAULT_OPTIONS:
+        options = _capi.SessionOptions()
+        _lib.grove_session_options_initialize_sized(ctypes.byref(options), ctypes.sizeof(options))
+        if options.struct_size != ctypes.sizeof(options):
+            raise Error(_capi.STATUS_FAILED_PRECONDITION, f"libgrove.so ({library_path}, grove {version()}) does not take this package's "
+                           f"grove_session_options_t ({ctypes.sizeof(options)} bytes)")
+        _DEFAULT_OPTIONS.append(bytes(options))
+    return _DEFAULT_OPTIONS[0]
+
+
+_TENSOR_ARRAY_TYPES: Dict[int, Any] = {}
+
+
+def _tensor_array_type(n: int):
+    """_capi.Tensor * n, made once per length and kept: ctypes caches array
+    types only weakly, and remaking one after a collection costs ~20-130 us."""
+    t = _TENSOR_ARRAY_TYPES.get(n)
+    if t is None:
+        t = _TENSOR_ARRAY_TYPES[n] = _capi.Tensor * n
+    return t
+
+
 class Session:
     """Runs a model on one device; used by one thread at a time (one Session
     per thread). Options (None: grove's default):
@@ -467,11 +507,7 @@ class Session:
         self._log_callback = None
         if not isinstance(model, Model):
             raise TypeError(f"model must be a grove.Model, not {type(model).__name__}")
-        options = _capi.SessionOptions()
-        _lib.grove_session_options_initialize_sized(ctypes.byref(options), ctypes.sizeof(options))
-        if options.struct_size != ctypes.sizeof(options):
-            raise Error(_capi.STATUS_FAILED_PRECONDITION, f"libgrove.so ({library_path}, grove {version()}) does not take this package's "
-                           f"grove_session_options_t ({ctypes.sizeof(options)} bytes)")
+        options = _capi.SessionOptions.from_buffer_copy(_default_options())
         options.device = _choice("device", device, _capi.DEVICES)
         if gemm_math is not None:
             options.gemm_math = _choice("gemm_math", gemm_math, _capi.GEMM_MATH)
@@ -527,9 +563,12 @@ class Session:
         _check(_lib.grove_session_create(model._handle, ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
         self.model = model
-        kind = ctypes.c_int32()
-        _check(_lib.grove_session_device(handle, ctypes.byref(kind)))
-        self.device = _DEVICE_NAMES[kind.value]
+        if options.device == _capi.DEVICES["cpu"]:
+            self.device = "cpu"  # as grove_session_device says of it, without the call
+        else:
+            kind = ctypes.c_int32()
+            _check(_lib.grove_session_device(handle, ctypes.byref(kind)))
+            self.device = _DEVICE_NAMES[kind.value]
         self.cuda_device = int(options.cuda_device)
         # grove honours outputs_on_device on a CUDA session only.
         self._outputs_on_device = self.device == "cuda" and bool(options.outputs_on_device)
@@ -537,8 +576,8 @@ class Session:
         self._input_names = tuple(spec.name for spec in model.inputs)
         self._output_names = tuple(spec.name for spec in model.outputs)
         self._not_tensor_input = next((spec for spec in model.inputs if spec.kind != "tensor"), None)
-        self._inputs_type = _capi.Tensor * len(model.inputs)
-        self._outputs_type = _capi.Tensor * len(model.outputs)
+        self._inputs_type = _tensor_array_type(len(model.inputs))
+        self._outputs_type = _tensor_array_type(len(model.outputs))
         # The descriptors run() reuses, run after run (grove only reads the
         # inputs'; it fills the outputs' whose data is NULL). An input slot
         # keeps the (dtype, shape) it was filled for, so that the next array
@@ -555,7 +594,7 @@ class Session:
         self._out_slots = tuple(self._out_tensors)
         self._out_bytes: Optional[bytes] = None
         self._out_views: Tuple[np.ndarray, ...] = ()
-        self._run_args = (ctypes.cast(handle, ctypes.c_void_p).value, ctypes.addressof(self._in_tensors),
+        self._run_args = (_addressof(handle.contents), _addressof(self._in_tensors),
                           len(model.inputs), ctypes.addressof(self._out_tensors), len(model.outputs))
         self._run_lock = threading.Lock()
 

@@ -1,6 +1,9 @@
 """Session.run on the demo models and the exported PyTorch models: the same
 outputs as `grove run`, and as PyTorch's references; sessions, options and
 stats."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -122,6 +125,24 @@ def test_options_reach_grove(demo_dir):
     assert session.stats()["plans_evicted"] == 2
     with grove.Session(model, device="auto") as auto:
         assert auto.device in ("cpu", "cuda")
+
+
+def test_sessions_reuse_what_opening_does_not_change(demo_dir):
+    # Opening is timed: a session copies the library's default options (set
+    # ones do not reach the next session) and takes its descriptor array
+    # types from a module cache (they outlive it, a collection included).
+    model = grove.Model.load(demo_dir / "mlp.grove")
+    first = grove.Session(model, device="cpu", max_cached_plans=1)
+    inputs_type = weakref.ref(first._inputs_type)
+    first.close()
+    del first
+    gc.collect()
+    assert inputs_type() is not None
+    second = grove.Session(model, device="cpu")
+    assert second._inputs_type is inputs_type() and second.device == "cpu"
+    for batch in (1, 2, 1):
+        second.run({"x": np.ones((batch, 16), np.float32)})
+    assert second.stats()["plans_evicted"] == 0
 
 
 def test_any_mapping_and_the_order_of_input_errors(demo_dir):
