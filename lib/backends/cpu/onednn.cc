@@ -3,6 +3,8 @@
 // preallocated argument arrays.
 #include "lib/backends/cpu/onednn.h"
 
+#include "lib/backends/cpu/onednn_internal.h"
+
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -31,8 +33,6 @@ extern "C" void omp_set_num_threads(int num_threads);
 namespace grove::cpu {
 namespace {
 
-using dnnl::memory;
-
 bool EnabledByEnvironment() {
   const char* v = std::getenv("GROVE_CPU_ONEDNN");
   if (v == nullptr) return true;
@@ -47,34 +47,38 @@ std::atomic<bool>& EnabledFlag() {
   return enabled;
 }
 
+}  // namespace
+
 // The CPU engine, made on first use; engines are thread-safe.
 const dnnl::engine& CpuEngine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
 
-// oneDNN on `threads` threads for the scope: its OpenMP runtime would
-// otherwise start a thread per core inside every call of every session. The
-// count is the calling thread's (OpenMP keeps it per thread, and gives each
-// calling thread its own team), restored after, so an application's own
-// OpenMP use is left as it was.
-class OmpThreadScope {
- public:
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-  explicit OmpThreadScope(int threads) : before_(omp_get_max_threads()), threads_(threads) {
-    if (before_ != threads_) omp_set_num_threads(threads_);
-  }
-  ~OmpThreadScope() {
-    if (before_ != threads_) omp_set_num_threads(before_);
-  }
-
- private:
-  int before_;
-  int threads_;
+OmpThreadScope::OmpThreadScope(int threads) : before_(omp_get_max_threads()), threads_(threads) {
+  if (before_ != threads_) omp_set_num_threads(threads_);
+}
+OmpThreadScope::~OmpThreadScope() {
+  if (before_ != threads_) omp_set_num_threads(before_);
+}
 #else
-  explicit OmpThreadScope(int) {}
+OmpThreadScope::OmpThreadScope(int threads) : threads_(threads) {}
+OmpThreadScope::~OmpThreadScope() = default;
 #endif
-};
+
+absl::Status DnnlError(absl::string_view what, dnnl_status_t status) {
+  return absl::InternalError(absl::StrCat("oneDNN ", what, " failed (dnnl_status_t ", static_cast<int>(status), ")"));
+}
+
+// The workspace offset of a new array of `bytes` in `layout`.
+uint64_t ReserveWorkspace(WorkspaceLayout* layout, uint64_t bytes) {
+  const uint64_t offset = AlignWorkspace(layout->bytes());
+  layout->AddBytes(bytes);
+  return offset;
+}
+
+namespace {
 
 // The session's intra-op threads (SessionOptions::intra_op_threads): oneDNN
 // runs its OpenMP team of that many on the calling thread.
@@ -90,6 +94,68 @@ int SessionThreads(const ir::KernelContext& ctx) {
 // calling thread.
 constexpr double kParallelMacs = 1 << 21;
 int StepThreads(const ir::KernelContext& ctx, double macs) { return macs < kParallelMacs ? 1 : SessionThreads(ctx); }
+
+// A step split over the session's threads is cut into this many parts per
+// thread (onednn_internal.h), so that a thread that starts late (a worker
+// waking up, another process on its core) leaves some of its share to the
+// others, as ParallelFor's ranges do.
+constexpr int kPartsPerThread = 2;
+
+// The kinds of a step's operands when its source is cut by the parts' input
+// ranges and its destination by their output ranges; every other operand
+// (weights, bias, statistics) is read whole by every part.
+std::vector<SliceKind> SourceDestKinds(const OneDnnStep& step) {
+  std::vector<SliceKind> kinds;
+  for (const OneDnnOperand& op : step.operands) {
+    kinds.push_back(op.arg == DNNL_ARG_SRC   ? SliceKind::kInput
+                    : op.arg == DNNL_ARG_DST ? SliceKind::kOutput
+                                             : SliceKind::kWhole);
+  }
+  return kinds;
+}
+
+// A window op (Conv, pooling) cut along the batch when it has more than one
+// image, else along the output rows of its first spatial dim, each part
+// reading the input rows its windows cover (`rows`, with the padding each
+// part's primitive is given).
+PartitionSpec WindowSpec(const OneDnnStep& step, int parts, int64_t n, const backends::Window& w,
+                         std::vector<WindowSlice>* rows) {
+  PartitionSpec spec;
+  spec.kinds = SourceDestKinds(step);
+  if (n >= 2) {
+    spec.dim = 0;
+    spec.output = EvenRanges(n, parts);
+    spec.input = spec.output;
+    return spec;
+  }
+  spec.dim = 2;
+  spec.output = EvenRanges(w.out[0], parts);
+  for (const SliceRange& out : spec.output) {
+    rows->push_back(InputRowsOf(out, w.in[0], w.kernel[0], w.strides[0], w.dilations[0], w.pad_begin[0]));
+    if (rows->back().input.end <= rows->back().input.begin) return PartitionSpec{};  // a part wholly in the padding
+    spec.input.push_back(rows->back().input);
+  }
+  return spec;
+}
+
+// A per-channel op (pooling, BatchNormalization) of one image cut along its
+// channels, in whole blocks of its source's layout (16 of nChw16c); no parts
+// when the channels are not whole blocks.
+PartitionSpec ChannelBlockSpec(const OneDnnStep& step, int parts, int64_t channels) {
+  PartitionSpec spec;
+  const OneDnnOperand* src = nullptr;
+  for (const OneDnnOperand& op : step.operands) {
+    if (op.arg == DNNL_ARG_SRC) src = &op;
+  }
+  if (src == nullptr) return spec;
+  const int64_t block = InnerBlock(src->reordered ? src->inner.get_desc() : src->user.get_desc(), 1);
+  if (channels % block != 0 || channels / block < 2) return spec;
+  spec.dim = 1;
+  spec.kinds = SourceDestKinds(step);
+  for (const SliceRange& r : EvenRanges(channels / block, parts)) spec.output.push_back({r.begin * block, r.end * block});
+  spec.input = spec.output;
+  return spec;
+}
 
 // A memory-bound or exp-heavy element (pooling, BatchNorm, Softmax) costs
 // about as much as this many multiply-adds, for StepThreads.
@@ -124,10 +190,6 @@ memory::format_tag ChannelsLastTag(int spatial) {
 
 memory::desc AnyDesc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
-}
-
-absl::Status DnnlError(absl::string_view what, dnnl_status_t status) {
-  return absl::InternalError(absl::StrCat("oneDNN ", what, " failed (dnnl_status_t ", static_cast<int>(status), ")"));
 }
 
 }  // namespace
@@ -184,51 +246,6 @@ std::shared_ptr<const PackedWeights> PackedWeightsOf(const void* bytes, const me
 
 }  // namespace
 
-// One argument of the primitive: a step input or output in grove's plain
-// layout, reordered into (out of) oneDNN's layout in the workspace when the
-// primitive wants another, or taken from `packed` when it is the weight the
-// prepare reordered and the invoke sees the same bytes.
-struct OneDnnOperand {
-  int arg = 0;          // DNNL_ARG_*
-  bool output = false;  // ctx.output(index), else ctx.input(index)
-  int index = 0;
-  memory user;          // the plain layout; handle bound per run
-  bool reordered = false;
-  memory inner;         // oneDNN's layout at `offset` in the workspace
-  // Bytes from the step's workspace; negative for a linked output written
-  // into the array of a step whose workspace lies before this one's (a
-  // chain's ping-pong regions, LinkOneDnnSteps).
-  int64_t offset = 0;
-  dnnl::reorder reorder;  // user -> inner (inputs), inner -> user (outputs)
-  const void* packed_from = nullptr;
-  memory packed;
-  std::shared_ptr<const PackedWeights> packed_owner;  // keeps `packed`'s bytes, shared (PackedWeightsOf)
-  // The inner array is written by the step before (an input) or read by the
-  // step after (an output), LinkOneDnnSteps: no user memory, no reorder.
-  bool linked = false;
-};
-
-class OneDnnStep {
- public:
-  dnnl::stream stream;
-  dnnl::primitive primitive;
-  std::string impl;
-  std::vector<OneDnnOperand> operands;
-  bool has_scratchpad = false;
-  memory scratchpad;
-  uint64_t scratchpad_offset = 0;
-  std::vector<dnnl_exec_arg_t> args;  // filled per run, never resized
-  int threads = 1;                     // the OpenMP count it was made under (CurrentOmpThreads)
-  // Arguments the step owns (a fused BatchNormalization's per-channel scale
-  // and shift), bound once: their entries follow the operands' in `args`.
-  std::vector<std::vector<float>> constant_data;
-  std::vector<std::pair<int, memory>> constants;
-  // A fused activation the primitive did not take: applied to output 0
-  // (plain f32, `post_op_elements` of them) after it.
-  PostOp post_op_after;
-  int64_t post_op_elements = 0;
-};
-
 namespace {
 
 // The operand of `arg` on input or output 0, or nullptr (Step: const or not).
@@ -247,12 +264,6 @@ void SetOneDnnEnabled(bool enabled) { EnabledFlag().store(enabled, std::memory_o
 
 namespace {
 
-// The workspace offset of a new array of `bytes` in `layout`.
-uint64_t Reserve(WorkspaceLayout* layout, uint64_t bytes) {
-  const uint64_t offset = AlignWorkspace(layout->bytes());
-  layout->AddBytes(bytes);
-  return offset;
-}
 
 // Adds the operand for `arg` of the primitive; `want` is the layout the
 // primitive chose. A weight whose bytes the prepare sees is reordered now,
@@ -269,7 +280,7 @@ bool AddOperand(const ir::KernelContext& ctx, OneDnnStep& step, int arg, bool ou
   if (want != plain) {
     op.reordered = true;
     op.inner = memory(want, engine, DNNL_MEMORY_NONE);
-    op.offset = static_cast<int64_t>(Reserve(layout, want.get_size()));
+    op.offset = static_cast<int64_t>(ReserveWorkspace(layout, want.get_size()));
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const dnnl::reorder::primitive_desc pd = output ? dnnl::reorder::primitive_desc(engine, want, engine, plain, attr)
@@ -290,10 +301,11 @@ bool AddOperand(const ir::KernelContext& ctx, OneDnnStep& step, int arg, bool ou
 // The scratchpad (in the workspace) and the argument array, once every
 // operand is added.
 void Finish(OneDnnStep& step, const memory::desc& scratch, WorkspaceLayout* layout) {
-  if (scratch.get_size() > 0) {
+  // A partitioned step runs its parts, each with a scratchpad of its own.
+  if (step.parts.empty() && scratch.get_size() > 0) {
     step.has_scratchpad = true;
     step.scratchpad = memory(scratch, CpuEngine(), DNNL_MEMORY_NONE);
-    step.scratchpad_offset = Reserve(layout, scratch.get_size());
+    step.scratchpad_offset = ReserveWorkspace(layout, scratch.get_size());
   }
   step.args.resize(step.operands.size() + step.constants.size() + (step.has_scratchpad ? 1 : 0));
   for (size_t i = 0; i < step.constants.size(); ++i) {
@@ -433,7 +445,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
   // Y's elements times K, which is A's last two dims over M.
   const double k = static_cast<double>(shape.a[rank - 1]) * static_cast<double>(shape.a[rank - 2]) /
                    static_cast<double>(shape.y[rank - 2]);
-  OmpThreadScope threads(StepThreads(ctx, Product(shape.y) * k));
+  const int step_threads = StepThreads(ctx, Product(shape.y) * k);
+  OmpThreadScope threads(step_threads);
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc a = MatrixDesc(shape.a, shape.trans_a);
@@ -475,6 +488,37 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
     if (shape.bias && !AddOperand(ctx, *step, DNNL_ARG_ATTR_MULTIPLE_POST_OP(bias_post_op) | DNNL_ARG_SRC_1, false,
                                   2, bias, bias, false, layout)) {
       return nullptr;
+    }
+    if (step_threads > 1) {
+      // Cut along the first of Y's dims before N with more than one row (a
+      // batch dim, else M): a slice of A (or all of A, broadcast) and of B
+      // (all of B when the cut is M's, or B broadcast) per part.
+      PartitionSpec spec;
+      for (size_t d = 0; d + 1 < rank && spec.output.empty(); ++d) {
+        if (shape.y[d] < 2) continue;
+        spec.dim = static_cast<int>(d);
+        spec.output = EvenRanges(shape.y[d], SessionThreads(ctx) * kPartsPerThread);
+        spec.input = spec.output;
+        for (const OneDnnOperand& op : step->operands) {
+          const bool cut = op.arg == DNNL_ARG_DST || (op.arg == DNNL_ARG_SRC && shape.a[d] == shape.y[d]) ||
+                           (op.arg == DNNL_ARG_WEIGHTS && d + 2 < rank && shape.b[d] == shape.y[d]);
+          spec.kinds.push_back(!cut ? SliceKind::kWhole
+                                    : (op.arg == DNNL_ARG_DST ? SliceKind::kOutput : SliceKind::kInput));
+        }
+      }
+      auto make_part = [&](int, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
+        bool part_after = false;
+        const std::optional<dnnl::matmul::primitive_desc> part = MakeWithPostOp<dnnl::matmul::primitive_desc>(
+            dnnl::matmul::desc(d[0], d[1], d[2]), shape.alpha,
+            shape.accumulate ? std::optional<float>(shape.beta) : std::nullopt, shape.post_op, &part_after,
+            shape.bias ? &bias : nullptr);
+        if (!part.has_value() || part_after != after) return std::nullopt;
+        MadePart made{dnnl::matmul(*part), part->impl_info_str(), part->scratchpad_desc(),
+                      {part->src_desc(), part->weights_desc(), part->dst_desc()}};
+        if (shape.bias) made.used.push_back(d[3]);
+        return made;
+      };
+      if (!spec.output.empty()) PartitionOneDnnStep(*step, spec, make_part, layout);
     }
     Finish(*step, pd.scratchpad_desc(), layout);
     return step;
@@ -519,7 +563,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
   const memory::dims bias = {conv.m};
   double taps = 1;  // multiply-adds per output element: C / group times the kernel's taps
   for (int d = 0; d < w.spatial; ++d) taps *= static_cast<double>(w.kernel[d]);
-  OmpThreadScope threads(StepThreads(ctx, Product(dst) * static_cast<double>(cg) * taps));
+  const int step_threads = StepThreads(ctx, Product(dst) * static_cast<double>(cg) * taps);
+  OmpThreadScope threads(step_threads);
   try {
     const dnnl::engine& engine = CpuEngine();
     const auto kind = dnnl::prop_kind::forward_inference;
@@ -617,6 +662,33 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
         !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, PlainDesc(dst), pd.dst_desc(), false, layout)) {
       return nullptr;
     }
+    if (step_threads > 1) {
+      std::vector<WindowSlice> rows;
+      const PartitionSpec spec = WindowSpec(*step, SessionThreads(ctx) * kPartsPerThread, conv.n, w, &rows);
+      const bool whole_after = after;
+      // Operands: SRC, WEIGHTS, BIAS (when there is one), DST.
+      auto make_part = [&](int i, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
+        memory::dims part_l = pad_l, part_r = pad_r;
+        if (spec.dim == 2) {
+          part_l[0] = rows[i].pad_begin;
+          part_r[0] = rows[i].pad_end;
+        }
+        const std::optional<dnnl::convolution_forward::primitive_desc> part =
+            make(has_bias ? dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d[2], d.back(), strides, dilates,
+                                                            part_l, part_r)
+                          : dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d.back(), strides, dilates, part_l,
+                                                            part_r));
+        const bool part_after = after;
+        after = whole_after;
+        if (!part.has_value() || part_after != whole_after) return std::nullopt;
+        MadePart made{dnnl::convolution_forward(*part), part->impl_info_str(), part->scratchpad_desc(),
+                      {part->src_desc(), part->weights_desc()}};
+        if (has_bias) made.used.push_back(part->bias_desc());
+        made.used.push_back(part->dst_desc());
+        return made;
+      };
+      if (!spec.output.empty()) PartitionOneDnnStep(*step, spec, make_part, layout);
+    }
     Finish(*step, pd.scratchpad_desc(), layout);
     return step;
   } catch (const dnnl::error& e) {
@@ -707,7 +779,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
   const auto alg = max ? dnnl::algorithm::pooling_max
                        : (include_padding ? dnnl::algorithm::pooling_avg_include_padding
                                           : dnnl::algorithm::pooling_avg_exclude_padding);
-  OmpThreadScope threads(StepThreads(ctx, Product(src) * kElementMacs));
+  const int step_threads = StepThreads(ctx, Product(src) * kElementMacs);
+  OmpThreadScope threads(step_threads);
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc src_desc = PlainDesc(src), dst_desc = PlainDesc(dst);
@@ -752,6 +825,39 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
         !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, dst_desc, pd.dst_desc(), false, layout)) {
       return nullptr;
     }
+    if (step_threads > 1) {
+      std::vector<WindowSlice> rows;
+      const PartitionSpec spec = WindowSpec(*step, SessionThreads(ctx) * kPartsPerThread, n, w, &rows);
+      // The whole step's implementation, over each part's slices.
+      auto make_part = [&](int i, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
+        memory::dims part_l = pad_l, part_r = pad_r;
+        if (i >= 0 && spec.dim == 2) {  // i < 0: a part of whole rows
+          part_l[0] = rows[i].pad_begin;
+          part_r[0] = rows[i].pad_end;
+        }
+        // The iterator over implementations reads the op desc and the
+        // attributes where they are: both outlive it here.
+        const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, d[0], d[1], strides,
+                                                  kernel, dilation, part_l, part_r);
+        const dnnl::primitive_attr attr = MakeAttr(1.0f, std::nullopt, nullptr);
+        dnnl::pooling_v2_forward::primitive_desc part(desc, attr, engine, /*allow_empty=*/true);
+        if (!part) return std::nullopt;
+        while (part.impl_info_str() != step->impl) {
+          if (!part.next_impl()) return std::nullopt;
+        }
+        return MadePart{dnnl::pooling_v2_forward(part), part.impl_info_str(), part.scratchpad_desc(),
+                        {part.src_desc(), part.dst_desc()}};
+      };
+      if ((spec.output.empty() || !PartitionOneDnnStep(*step, spec, make_part, layout)) && n == 1) {
+        // Rows of a channel-blocked layout are no slice: whole blocks of
+        // channels are (pooling is per channel).
+        const PartitionSpec channels = ChannelBlockSpec(*step, SessionThreads(ctx) * kPartsPerThread, c);
+        if (!channels.output.empty()) {
+          auto make_channels = [&](int, const std::vector<memory::desc>& d) { return make_part(-1, d); };
+          PartitionOneDnnStep(*step, channels, make_channels, layout);
+        }
+      }
+    }
     Finish(*step, pd.scratchpad_desc(), layout);
     return step;
   } catch (const dnnl::error& e) {
@@ -773,7 +879,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
   // oneDNN's JIT code has no blocked layout of rank 2 or 3.
   while (dims.size() < 4) dims.push_back(1);
   const memory::dims channels = {x.shape[1]};
-  OmpThreadScope threads(StepThreads(ctx, Product(dims) * kElementMacs));
+  const int step_threads = StepThreads(ctx, Product(dims) * kElementMacs);
+  OmpThreadScope threads(step_threads);
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc data = PlainDesc(dims), vector = PlainDesc(channels);
@@ -813,6 +920,36 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
       if (!AddOperand(ctx, *step, arg, false, index, vector, vector, false, layout)) return nullptr;
     }
     if (!AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, data, pd.dst_desc(), false, layout)) return nullptr;
+    if (step_threads > 1) {
+      // Cut along the batch, else along the rows (channels-last layouts).
+      PartitionSpec spec;
+      spec.kinds = SourceDestKinds(*step);
+      spec.dim = dims[0] >= 2 ? 0 : 2;
+      spec.output = EvenRanges(dims[spec.dim], SessionThreads(ctx) * kPartsPerThread);
+      spec.input = spec.output;
+      auto make_part = [&](int, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
+        dnnl::batch_normalization_forward::primitive_desc part(
+            dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, d[0], epsilon, flags),
+            MakeAttr(1.0f, std::nullopt, nullptr), engine, /*allow_empty=*/true);
+        if (!part || part.impl_info_str() != step->impl) return std::nullopt;
+        MadePart made{dnnl::batch_normalization_forward(part), part.impl_info_str(), part.scratchpad_desc(), d};
+        made.used.front() = part.src_desc();
+        made.used.back() = part.dst_desc();
+        return made;
+      };
+      if ((spec.output.size() < 2 || !PartitionOneDnnStep(*step, spec, make_part, layout)) && dims[0] == 1) {
+        PartitionSpec channels = ChannelBlockSpec(*step, SessionThreads(ctx) * kPartsPerThread, dims[1]);
+        if (!channels.output.empty()) {
+          // The per-channel vectors are cut with the channels (their dim 0).
+          for (size_t k = 0; k < step->operands.size(); ++k) {
+            const bool data = step->operands[k].arg == DNNL_ARG_SRC || step->operands[k].arg == DNNL_ARG_DST;
+            channels.dims.push_back(data ? 1 : 0);
+            if (!data) channels.kinds[k] = SliceKind::kInput;
+          }
+          PartitionOneDnnStep(*step, channels, make_part, layout);
+        }
+      }
+    }
     Finish(*step, pd.scratchpad_desc(), layout);
     return step;
   } catch (const dnnl::error& e) {
@@ -824,7 +961,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
                                                                  int64_t n, WorkspaceLayout* layout) {
   if (!OneDnnEnabled()) return nullptr;
   if (ctx.input(0).dtype != DType::kF32 || rows <= 0 || n <= 0) return nullptr;
-  OmpThreadScope threads(StepThreads(ctx, static_cast<double>(rows) * static_cast<double>(n) * kElementMacs));
+  const int step_threads = StepThreads(ctx, static_cast<double>(rows) * static_cast<double>(n) * kElementMacs);
+  OmpThreadScope threads(step_threads);
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc data = PlainDesc({rows, n});
@@ -841,6 +979,22 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
         !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, data, pd.dst_desc(), false, layout)) {
       return nullptr;
     }
+    if (step_threads > 1) {
+      PartitionSpec spec;
+      spec.kinds = SourceDestKinds(*step);
+      spec.output = EvenRanges(rows, SessionThreads(ctx) * kPartsPerThread);
+      spec.input = spec.output;
+      auto make_part = [&](int, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
+        dnnl::softmax_v2_forward::primitive_desc part(
+            dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, d[0],
+                                           d[1], /*softmax_axis=*/1),
+            MakeAttr(1.0f, std::nullopt, nullptr), engine, /*allow_empty=*/true);
+        if (!part || IsReferenceImpl(part.impl_info_str())) return std::nullopt;
+        return MadePart{dnnl::softmax_v2_forward(part), part.impl_info_str(), part.scratchpad_desc(),
+                        {part.src_desc(), part.dst_desc()}};
+      };
+      if (spec.output.size() >= 2) PartitionOneDnnStep(*step, spec, make_part, layout);
+    }
     Finish(*step, pd.scratchpad_desc(), layout);
     return step;
   } catch (const dnnl::error& e) {
@@ -849,6 +1003,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
 }
 
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
+  if (!step.parts.empty()) return RunPartitionedOneDnnStep(step, ctx);
   OmpThreadScope threads(std::min(SessionThreads(ctx), step.threads));
   uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
   dnnl_stream_t stream = step.stream.get();
@@ -1107,7 +1262,7 @@ absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> PrepareOneDnnRecurrent(cons
       auto workspace_arg = [&](int arg, const memory::desc& desc, bool zero) {
         RecurrentArg r;
         r.source = RecurrentArg::Source::kWorkspace;
-        r.workspace_offset = Reserve(layout, desc.get_size());
+        r.workspace_offset = ReserveWorkspace(layout, desc.get_size());
         r.zero_bytes = zero ? desc.get_size() : 0;
         r.mem = memory(desc, engine, DNNL_MEMORY_NONE);
         bound.emplace_back(arg, std::move(r));
@@ -1261,7 +1416,7 @@ absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> PrepareOneDnnRecurrent(cons
       if (scratch.get_size() > 0) {
         dir.has_scratchpad = true;
         dir.scratchpad = memory(scratch, engine, DNNL_MEMORY_NONE);
-        dir.scratchpad_offset = Reserve(layout, scratch.get_size());
+        dir.scratchpad_offset = ReserveWorkspace(layout, scratch.get_size());
         dir.args.push_back({DNNL_ARG_SCRATCHPAD, dir.scratchpad.get()});
       }
       step->directions.push_back(std::move(dir));

@@ -21,11 +21,21 @@
 //   if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);  // invoke
 //
 // Threads: oneDNN runs on the session's intra-op threads
-// (SessionOptions::intra_op_threads, 1 by default). Debian builds it on
-// OpenMP: the calling thread's OpenMP count is set to the session's around
-// each prepare and run and restored, and a step never runs on more threads
-// than it was made under (its scratchpad is sized by them). OpenMP gives each
-// calling thread a team of its own, so sessions do not share threads.
+// (SessionOptions::intra_op_threads, 1 by default). A step worth splitting
+// (StepThreads) is cut into parts (onednn_internal.h): along the batch, a
+// window op's output rows (each part reading the rows its windows cover),
+// whole blocks of channels, or a MatMul's batch dim or M; each part is a
+// primitive of its own made for one thread, and the parts and the reorders'
+// slices run side by side on grove's pool, where the caller takes the parts a
+// late worker has not started. Debian builds oneDNN on OpenMP, whose team
+// splits a primitive statically and spins at its barriers: on a busy machine
+// one descheduled teammate held the whole step (measured 8-16x slower than
+// ONNX Runtime). A step no cut fits (a transposed A, one block of channels)
+// runs on an OpenMP team of the session's count as before: the calling
+// thread's count is set around each prepare and run and restored, and a step
+// never runs on more threads than it was made under (its scratchpad is sized
+// by them). OpenMP gives each calling thread a team of its own, so sessions
+// do not share threads.
 //
 // The switch: GROVE_CPU_ONEDNN=0 in the environment (read once) makes every
 // CPU step keep its reference kernel; SetOneDnnEnabled does the same for the
@@ -178,6 +188,12 @@ int64_t OneDnnStepsMade();
 // How many pairs of steps prepares have linked (LinkOneDnnSteps) in this
 // process: a chain's hand-overs that need no reorder.
 int64_t OneDnnStepsLinked();
+
+// How many steps prepares have cut into parts for the session's intra-op
+// threads in this process (onednn_internal.h: each part a primitive of its
+// own on one thread, side by side on grove's pool instead of one primitive on
+// an OpenMP team).
+int64_t OneDnnStepsPartitioned();
 
 // How many weights prepares have reordered into a primitive's layout in this
 // process. A Conv's or MatMul's weight is reordered once per model: every
