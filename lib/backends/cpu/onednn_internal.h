@@ -63,6 +63,19 @@ struct OneDnnOperand {
 };
 
 
+// A reorder of one slice of an operand between grove's tensor and the step's
+// inner array (or of the whole operand, for one the parts share: a weight
+// the prepare could not pack). The slices of one operand do not overlap, so
+// they run side by side: in the tasks of the parts they belong to, or before
+// the parts (an input whose parts overlap, a whole operand).
+struct OneDnnSliceReorder {
+  int operand = 0;
+  dnnl::stream stream;
+  dnnl::reorder reorder;
+  memory user, inner;  // views, bound per run at the offsets
+  int64_t user_offset = 0, inner_offset = 0;
+};
+
 // What one part of a partitioned step runs: its own primitive (made for its
 // slice of the problem, on one thread) over slices of the step's arrays.
 struct OneDnnPart {
@@ -78,18 +91,9 @@ struct OneDnnPart {
   memory scratchpad;
   uint64_t scratchpad_offset = 0;
   std::vector<dnnl_exec_arg_t> args;  // views, the step's constants, the scratchpad
-};
-
-// A reorder of one slice of an operand between grove's tensor and the step's
-// inner array (or of the whole operand, for one the parts share: a weight
-// the prepare could not pack). The slices of one operand do not overlap, so
-// they run side by side before the parts (inputs) or after them (outputs).
-struct OneDnnSliceReorder {
-  int operand = 0;
-  dnnl::stream stream;
-  dnnl::reorder reorder;
-  memory user, inner;  // views, bound per run at the offsets
-  int64_t user_offset = 0, inner_offset = 0;
+  // The reorders of the part's own slices, in its task: inputs before the
+  // primitive, outputs after.
+  std::vector<OneDnnSliceReorder> before, after;
 };
 
 class OneDnnStep {
@@ -114,7 +118,7 @@ class OneDnnStep {
   // Non-empty: the step runs as these parts (PartitionOneDnnStep), not as
   // `primitive`, with its operands' reorders cut into slices.
   std::vector<OneDnnPart> parts;
-  std::vector<OneDnnSliceReorder> input_reorders, output_reorders;
+  std::vector<OneDnnSliceReorder> input_reorders;  // run before the parts
   std::vector<uint8_t*> arrays;  // per operand, resolved per run
 };
 

@@ -148,7 +148,10 @@ absl::Status RunSliceReorder(OneDnnStep& step, OneDnnSliceReorder& r, ir::Kernel
   return absl::OkStatus();
 }
 
-absl::Status RunPart(OneDnnStep& step, OneDnnPart& part, uint8_t* workspace) {
+absl::Status RunPart(OneDnnStep& step, OneDnnPart& part, ir::KernelContext& ctx, uint8_t* workspace) {
+  for (OneDnnSliceReorder& r : part.before) {
+    if (absl::Status s = RunSliceReorder(step, r, ctx); !s.ok()) return s;
+  }
   dnnl_stream_t stream = part.stream.get();
   for (size_t k = 0; k < part.views.size(); ++k) {
     if (dnnl_status_t s = dnnl_memory_set_data_handle_v2(part.views[k].get(), step.arrays[k] + part.offsets[k], stream);
@@ -169,6 +172,9 @@ absl::Status RunPart(OneDnnStep& step, OneDnnPart& part, uint8_t* workspace) {
     return DnnlError(absl::StrCat("executing ", part.impl), s);
   }
   if (dnnl_status_t s = dnnl_stream_wait(stream); s != dnnl_success) return DnnlError("waiting", s);
+  for (OneDnnSliceReorder& r : part.after) {
+    if (absl::Status s = RunSliceReorder(step, r, ctx); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 
@@ -216,7 +222,7 @@ bool PartitionOneDnnStep(OneDnnStep& step, const PartitionSpec& spec, MakePart m
   }
   OmpThreadScope one(1);
   std::vector<OneDnnPart> parts(count);
-  std::vector<OneDnnSliceReorder> inputs, outputs;
+  std::vector<OneDnnSliceReorder> inputs;
   try {
     for (size_t i = 0; i < count; ++i) {
       OneDnnPart& part = parts[i];
@@ -250,15 +256,39 @@ bool PartitionOneDnnStep(OneDnnStep& step, const PartitionSpec& spec, MakePart m
         part.args.push_back({DNNL_ARG_SCRATCHPAD, part.scratchpad.get()});
       }
     }
-    // The reorders between grove's tensors and the inner arrays: a cut
-    // operand's in slices that do not overlap (a source's parts do, by the
-    // window's halo), a whole one in one piece.
+    // The reorders between grove's tensors and the inner arrays. A cut
+    // operand's slice belongs to the part that reads or writes it, which
+    // reorders it in its own task (before its primitive, or after), unless
+    // the parts' input slices overlap (a window's halo): then the input is
+    // reordered in slices of its own that do not, before any part runs. An
+    // operand every part reads whole is reordered in one piece before.
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    bool halo = false;
+    for (size_t i = 0; i < count; ++i) {
+      halo = halo || spec.input[i].begin != spec.output[i].begin || spec.input[i].end != spec.output[i].end;
+    }
+    // A reorder of `range` along `dim` of operand k.
+    auto slice_reorder = [&](size_t k, int dim, SliceRange range) -> std::optional<OneDnnSliceReorder> {
+      const OneDnnOperand& op = step.operands[k];
+      OneDnnSliceReorder r;
+      r.operand = static_cast<int>(k);
+      std::optional<memory::desc> inner = SliceDesc(arrays[k], dim, range, &r.inner_offset);
+      std::optional<memory::desc> user = StridedSlice(op.user.get_desc(), dim, range, &r.user_offset);
+      if (!inner.has_value() || !user.has_value()) return std::nullopt;
+      const dnnl::reorder::primitive_desc pd = op.output
+                                                   ? dnnl::reorder::primitive_desc(engine, *inner, engine, *user, attr)
+                                                   : dnnl::reorder::primitive_desc(engine, *user, engine, *inner, attr);
+      if (pd.scratchpad_desc().get_size() != 0) return std::nullopt;
+      r.stream = dnnl::stream(engine);
+      r.reorder = dnnl::reorder(pd);
+      r.user = memory(*user, engine, DNNL_MEMORY_NONE);
+      r.inner = memory(*inner, engine, DNNL_MEMORY_NONE);
+      return r;
+    };
     for (size_t k = 0; k < operands; ++k) {
       const OneDnnOperand& op = step.operands[k];
       if (!op.reordered) continue;
-      std::vector<OneDnnSliceReorder>& list = op.output ? outputs : inputs;
       if (spec.kinds[k] == SliceKind::kWhole) {
         if (op.output) return false;
         OneDnnSliceReorder r;
@@ -267,28 +297,25 @@ bool PartitionOneDnnStep(OneDnnStep& step, const PartitionSpec& spec, MakePart m
         r.reorder = op.reorder;
         r.user = memory(op.user.get_desc(), engine, DNNL_MEMORY_NONE);
         r.inner = memory(op.inner.get_desc(), engine, DNNL_MEMORY_NONE);
-        list.push_back(std::move(r));
+        inputs.push_back(std::move(r));
+        continue;
+      }
+      const int dim = spec.DimOf(k);
+      if (op.output || !halo) {
+        for (size_t i = 0; i < count; ++i) {
+          std::optional<OneDnnSliceReorder> r =
+              slice_reorder(k, dim, spec.kinds[k] == SliceKind::kInput ? spec.input[i] : spec.output[i]);
+          if (!r.has_value()) return false;
+          (op.output ? parts[i].after : parts[i].before).push_back(*std::move(r));
+        }
         continue;
       }
       // Slices of whole blocks when the inner layout blocks the dim cut.
-      const int dim = spec.DimOf(k);
       const int64_t block = InnerBlock(arrays[k], dim);
       for (SliceRange range : EvenRanges(arrays[k].dims()[dim] / block, static_cast<int>(count))) {
-        range = {range.begin * block, range.end * block};
-        OneDnnSliceReorder r;
-        r.operand = static_cast<int>(k);
-        std::optional<memory::desc> inner = SliceDesc(arrays[k], dim, range, &r.inner_offset);
-        std::optional<memory::desc> user = StridedSlice(op.user.get_desc(), dim, range, &r.user_offset);
-        if (!inner.has_value() || !user.has_value()) return false;
-        const dnnl::reorder::primitive_desc pd = op.output
-                                                     ? dnnl::reorder::primitive_desc(engine, *inner, engine, *user, attr)
-                                                     : dnnl::reorder::primitive_desc(engine, *user, engine, *inner, attr);
-        if (pd.scratchpad_desc().get_size() != 0) return false;
-        r.stream = dnnl::stream(engine);
-        r.reorder = dnnl::reorder(pd);
-        r.user = memory(*user, engine, DNNL_MEMORY_NONE);
-        r.inner = memory(*inner, engine, DNNL_MEMORY_NONE);
-        list.push_back(std::move(r));
+        std::optional<OneDnnSliceReorder> r = slice_reorder(k, dim, {range.begin * block, range.end * block});
+        if (!r.has_value()) return false;
+        inputs.push_back(*std::move(r));
       }
     }
   } catch (const dnnl::error&) {
@@ -296,7 +323,6 @@ bool PartitionOneDnnStep(OneDnnStep& step, const PartitionSpec& spec, MakePart m
   }
   step.parts = std::move(parts);
   step.input_reorders = std::move(inputs);
-  step.output_reorders = std::move(outputs);
   step.arrays.assign(operands, nullptr);
   g_steps_partitioned.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -322,12 +348,7 @@ absl::Status RunPartitionedOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) 
     return s;
   }
   if (absl::Status s = ForEachTask(ctx, static_cast<int64_t>(step.parts.size()),
-                                   [&](int64_t i) { return RunPart(step, step.parts[i], workspace); });
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ForEachTask(ctx, static_cast<int64_t>(step.output_reorders.size()),
-                                   [&](int64_t i) { return RunSliceReorder(step, step.output_reorders[i], ctx); });
+                                   [&](int64_t i) { return RunPart(step, step.parts[i], ctx, workspace); });
       !s.ok()) {
     return s;
   }
