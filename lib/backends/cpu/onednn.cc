@@ -81,16 +81,16 @@ uint64_t ReserveWorkspace(WorkspaceLayout* layout, uint64_t bytes) {
 namespace {
 
 // The session's intra-op threads (SessionOptions::intra_op_threads): oneDNN
-// runs its OpenMP team of that many on the calling thread.
+// cuts a large step into parts for them.
 int SessionThreads(const ir::KernelContext& ctx) {
   ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
   return threads == nullptr ? 1 : threads->num_threads();
 }
 
-// oneDNN splits a step over the session's threads only when it is worth an
-// OpenMP fork and join (microseconds; far more when a worker must be woken or
-// the cores are busy): at least this many multiply-adds, some 50 us of one
-// core's work. Smaller steps (a decode token's projections) stay on the
+// A step is cut into parts for the session's threads only when it is worth
+// handing work to the pool (microseconds; more when a worker must be woken
+// or the cores are busy): at least this many multiply-adds, some 50 us of
+// one core's work. Smaller steps (a decode token's projections) stay on the
 // calling thread.
 constexpr double kParallelMacs = 1 << 21;
 int StepThreads(const ir::KernelContext& ctx, double macs) { return macs < kParallelMacs ? 1 : SessionThreads(ctx); }
@@ -446,7 +446,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
   const double k = static_cast<double>(shape.a[rank - 1]) * static_cast<double>(shape.a[rank - 2]) /
                    static_cast<double>(shape.y[rank - 2]);
   const int step_threads = StepThreads(ctx, Product(shape.y) * k);
-  OmpThreadScope threads(step_threads);
+  OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc a = MatrixDesc(shape.a, shape.trans_a);
@@ -564,7 +564,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
   double taps = 1;  // multiply-adds per output element: C / group times the kernel's taps
   for (int d = 0; d < w.spatial; ++d) taps *= static_cast<double>(w.kernel[d]);
   const int step_threads = StepThreads(ctx, Product(dst) * static_cast<double>(cg) * taps);
-  OmpThreadScope threads(step_threads);
+  OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
     const auto kind = dnnl::prop_kind::forward_inference;
@@ -780,7 +780,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
                        : (include_padding ? dnnl::algorithm::pooling_avg_include_padding
                                           : dnnl::algorithm::pooling_avg_exclude_padding);
   const int step_threads = StepThreads(ctx, Product(src) * kElementMacs);
-  OmpThreadScope threads(step_threads);
+  OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc src_desc = PlainDesc(src), dst_desc = PlainDesc(dst);
@@ -880,7 +880,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
   while (dims.size() < 4) dims.push_back(1);
   const memory::dims channels = {x.shape[1]};
   const int step_threads = StepThreads(ctx, Product(dims) * kElementMacs);
-  OmpThreadScope threads(step_threads);
+  OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc data = PlainDesc(dims), vector = PlainDesc(channels);
@@ -962,7 +962,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
   if (!OneDnnEnabled()) return nullptr;
   if (ctx.input(0).dtype != DType::kF32 || rows <= 0 || n <= 0) return nullptr;
   const int step_threads = StepThreads(ctx, static_cast<double>(rows) * static_cast<double>(n) * kElementMacs);
-  OmpThreadScope threads(step_threads);
+  OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
     const memory::desc data = PlainDesc({rows, n});
@@ -1225,8 +1225,9 @@ absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> PrepareOneDnnRecurrent(cons
   const int64_t gates = ir::GateCount(kind);
   const bool lbr = gru && a.linear_before_reset;
   const int64_t bias_gates = lbr ? gates + 1 : gates;
-  OmpThreadScope threads(StepThreads(ctx, static_cast<double>(T) * static_cast<double>(N) *
-                                              static_cast<double>(gates * H) * static_cast<double>(I + H)));
+  // One thread: OpenMP's team would wait at a barrier per time step, where a
+  // descheduled teammate holds the layer (onednn_internal.h).
+  OmpThreadScope threads(1);
   const float* w_all = ctx.input(1).as<const float>();
   const float* r_all = ctx.input(2).as<const float>();
   const float* b_all = ctx.has_input(3) ? ctx.input(3).as<const float>() : nullptr;

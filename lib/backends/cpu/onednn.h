@@ -27,15 +27,14 @@
 // whole blocks of channels, or a MatMul's batch dim or M; each part is a
 // primitive of its own made for one thread, and the parts and the reorders'
 // slices run side by side on grove's pool, where the caller takes the parts a
-// late worker has not started. Debian builds oneDNN on OpenMP, whose team
-// splits a primitive statically and spins at its barriers: on a busy machine
-// one descheduled teammate held the whole step (measured 8-16x slower than
-// ONNX Runtime). A step no cut fits (a transposed A, one block of channels)
-// runs on an OpenMP team of the session's count as before: the calling
-// thread's count is set around each prepare and run and restored, and a step
-// never runs on more threads than it was made under (its scratchpad is sized
-// by them). OpenMP gives each calling thread a team of its own, so sessions
-// do not share threads.
+// late worker has not started. Every primitive runs on one thread: Debian
+// builds oneDNN on OpenMP, whose team splits a primitive statically and spins
+// at its barriers, and on a busy machine one descheduled teammate held the
+// whole step (measured 8-16x slower than ONNX Runtime). A step no cut fits (a
+// transposed A, one block of channels) and the recurrent layers run on the
+// calling thread: the calling thread's OpenMP count is set to 1 around each
+// prepare and run and restored, so an application's own OpenMP use is left
+// as it was.
 //
 // The switch: GROVE_CPU_ONEDNN=0 in the environment (read once) makes every
 // CPU step keep its reference kernel; SetOneDnnEnabled does the same for the
