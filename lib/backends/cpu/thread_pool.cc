@@ -114,7 +114,12 @@ void ThreadPool::WorkerLoop() {
     int polls = 0;
     while (generation_.load(std::memory_order_acquire) == seen) {
       CpuRelax();
-      if (++polls % 64 == 0 && std::chrono::steady_clock::now() >= spin_until) break;
+      if (++polls % 64 == 0) {
+        if (std::chrono::steady_clock::now() >= spin_until) break;
+        // Gives the core away when another thread waits for it (the
+        // session's caller, another process): a no-op on an idle core.
+        std::this_thread::yield();
+      }
     }
     Job* job;
     {
