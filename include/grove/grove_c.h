@@ -279,6 +279,12 @@ GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_output_info(const gr
                                                                         grove_tensor_info_t* out_info);
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_symbol_info(const grove_model_t* model, size_t index,
                                                                         grove_symbol_info_t* out_info);
+/* The name of output `index` (owned by the model), without describing its
+ * shape: grove_model_output_info infers the outputs' shapes on its first call
+ * (once per model), which a caller that only needs the names (to run) can
+ * skip. OUT_OF_RANGE for an index past the count. */
+GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_output_name(const grove_model_t* model, size_t index,
+                                                                        const char** out_name);
 
 /* What an input or output holds (see grove::ValueKind): a tensor, a sequence
  * of tensors of one dtype, or an optional tensor or sequence. For the

@@ -120,6 +120,7 @@ static_assert(sizeof(grove_session_options_t) <= GROVE_MAX_STRUCT_SIZE &&
               sizeof(grove_session_stats_t) <= GROVE_MAX_STRUCT_SIZE);
 
 using grove::c_internal::CheckSession;
+using grove::c_internal::Describe;
 using grove::c_internal::FromAbsl;
 using grove::c_internal::Guard;
 using grove::c_internal::InvalidArgument;
@@ -313,11 +314,6 @@ absl::StatusOr<grove::TensorView> ViewOf(const grove_tensor_t& t, const std::str
   return grove::TensorView(static_cast<grove::DType>(t.dtype), std::move(shape), t.data);
 }
 
-std::string Describe(const char* kind, size_t index, const std::vector<grove::TensorInfo>& infos) {
-  if (index < infos.size()) return absl::StrCat(kind, " ", index, " ('", infos[index].name, "')");
-  return absl::StrCat(kind, " ", index);
-}
-
 grove_status_t* TensorInfoAt(const char* function, const grove_model_t* model, size_t index,
                              grove_tensor_info_t* out_info, bool outputs) {
   if (grove_status_t* bad = CheckModel(function, model)) return bad;
@@ -348,23 +344,30 @@ grove_status_t* TensorInfoAt(const char* function, const grove_model_t* model, s
   return nullptr;
 }
 
-grove_status_t* IndexOf(const char* function, const grove_model_t* model, const char* name, size_t* out_index,
-                        bool outputs) {
-  if (grove_status_t* bad = CheckModel(function, model)) return bad;
-  if (name == nullptr) return NullArgument(function, "name");
-  if (out_index == nullptr) return NullArgument(function, "out_index");
-  const std::vector<grove::TensorInfo>& infos = outputs ? model->model->outputs() : model->model->inputs();
-  for (size_t i = 0; i < infos.size(); ++i) {
-    if (infos[i].name == name) {
+// The position of `name` among `items` (the inputs' TensorInfos or the outputs' names).
+template <typename T>
+grove_status_t* FindName(const char* function, const std::vector<T>& items, const char* name, size_t* out_index,
+                         bool outputs) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (grove::c_internal::NameOf(items[i]) == name) {
       *out_index = i;
       return nullptr;
     }
   }
   std::vector<std::string> names;
-  for (const grove::TensorInfo& info : infos) names.push_back(absl::StrCat("'", info.name, "'"));
+  for (const T& item : items) names.push_back(absl::StrCat("'", grove::c_internal::NameOf(item), "'"));
   return FromAbsl(absl::NotFoundError(absl::StrCat("the model has no ", outputs ? "output" : "input", " named '",
                                                    name, "' (it has ", absl::StrJoin(names, ", "), ")")),
                   function);
+}
+
+grove_status_t* IndexOf(const char* function, const grove_model_t* model, const char* name, size_t* out_index,
+                        bool outputs) {
+  if (grove_status_t* bad = CheckModel(function, model)) return bad;
+  if (name == nullptr) return NullArgument(function, "name");
+  if (out_index == nullptr) return NullArgument(function, "out_index");
+  if (outputs) return FindName(function, grove::internal::OutputNames(*model->model), name, out_index, outputs);
+  return FindName(function, model->model->inputs(), name, out_index, outputs);
 }
 
 grove_status_t* Count(const char* function, size_t* out_count, size_t count) {
@@ -549,7 +552,7 @@ grove_status_t* grove_model_output_count(const grove_model_t* model, size_t* out
   static constexpr char kFn[] = "grove_model_output_count";
   return Guard(kFn, [&]() -> grove_status_t* {
     if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
-    return Count(kFn, out_count, model->model->outputs().size());
+    return Count(kFn, out_count, grove::internal::OutputNames(*model->model).size());
   });
 }
 
@@ -569,6 +572,22 @@ grove_status_t* grove_model_input_info(const grove_model_t* model, size_t index,
 grove_status_t* grove_model_output_info(const grove_model_t* model, size_t index, grove_tensor_info_t* out_info) {
   static constexpr char kFn[] = "grove_model_output_info";
   return Guard(kFn, [&] { return TensorInfoAt(kFn, model, index, out_info, /*outputs=*/true); });
+}
+
+grove_status_t* grove_model_output_name(const grove_model_t* model, size_t index, const char** out_name) {
+  static constexpr char kFn[] = "grove_model_output_name";
+  return Guard(kFn, [&]() -> grove_status_t* {
+    if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
+    if (out_name == nullptr) return NullArgument(kFn, "out_name");
+    const std::vector<std::string>& names = grove::internal::OutputNames(*model->model);
+    if (index >= names.size()) {
+      return FromAbsl(absl::OutOfRangeError(absl::StrCat("output index ", index, " is past the model's ",
+                                                         names.size(), " outputs")),
+                      kFn);
+    }
+    *out_name = names[index].c_str();
+    return nullptr;
+  });
 }
 
 static_assert(GROVE_VALUE_TENSOR == static_cast<int32_t>(grove::ValueKind::kTensor));
@@ -883,9 +902,9 @@ grove_status_t* CheckRunArguments(const char* function, const grove_session_t* s
     return InvalidArgument(function, absl::StrCat("n_inputs is ", n_inputs, " but the model has ",
                                                   model.inputs().size(), " inputs"));
   }
-  if (n_outputs != model.outputs().size()) {
+  if (n_outputs != grove::internal::OutputNames(model).size()) {
     return InvalidArgument(function, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
-                                                  model.outputs().size(), " outputs"));
+                                                  grove::internal::OutputNames(model).size(), " outputs"));
   }
   return nullptr;
 }
@@ -912,8 +931,7 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
     if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
     SessionEntry entry(session);
     if (!entry.entered()) return SessionBusy(kFn);
-    const grove::Model& model = session->session->model();
-    const std::vector<grove::TensorInfo>& output_infos = model.outputs();
+    const std::vector<std::string>& output_names = grove::internal::OutputNames(session->session->model());
 
     // Validate everything before running, so a bad call changes nothing.
     std::vector<grove::TensorView> input_views;
@@ -925,7 +943,7 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
         all_provided = false;
         continue;
       }
-      absl::StatusOr<grove::TensorView> view = ViewOf(outputs[i], Describe("output", i, output_infos));
+      absl::StatusOr<grove::TensorView> view = ViewOf(outputs[i], Describe("output", i, output_names));
       if (!view.ok()) return FromAbsl(view.status(), kFn);
       provided[i] = *std::move(view);
     }
@@ -952,7 +970,7 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
     }
     for (size_t i = 0; i < n_outputs; ++i) {
       const grove::TensorView& r = (*results)[i];
-      const std::string what = Describe("output", i, output_infos);
+      const std::string what = Describe("output", i, output_names);
       if (provided[i].data == nullptr) {
         if (r.shape.size() > GROVE_MAX_RANK) {
           return FromAbsl(absl::OutOfRangeError(absl::StrCat(what, " has rank ", r.shape.size(),
@@ -991,14 +1009,14 @@ grove_status_t* grove_session_run_into(grove_session_t* session, const grove_ten
     if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
     SessionEntry entry(session);
     if (!entry.entered()) return SessionBusy(kFn);
-    const std::vector<grove::TensorInfo>& output_infos = session->session->model().outputs();
+    const std::vector<std::string>& output_names = grove::internal::OutputNames(session->session->model());
     // Validate everything before running, so a bad call changes nothing.
     std::vector<grove::TensorView> input_views;
     if (grove_status_t* bad = InputViews(kFn, session, inputs, n_inputs, &input_views)) return bad;
     std::vector<grove::TensorView> output_views;
     output_views.reserve(n_outputs);
     for (size_t i = 0; i < n_outputs; ++i) {
-      absl::StatusOr<grove::TensorView> view = ViewOf(outputs[i], Describe("output", i, output_infos));
+      absl::StatusOr<grove::TensorView> view = ViewOf(outputs[i], Describe("output", i, output_names));
       if (!view.ok()) return FromAbsl(view.status(), kFn);
       output_views.push_back(*std::move(view));
     }
@@ -1036,7 +1054,7 @@ grove_status_t* grove_session_run_values(grove_session_t* session, const grove_v
     if (!entry.entered()) return SessionBusy(kFn);
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
-    const std::vector<grove::TensorInfo>& output_infos = model.outputs();
+    const std::vector<std::string>& output_names = grove::internal::OutputNames(model);
     std::vector<grove::Value> values;
     for (size_t i = 0; i < n_inputs; ++i) {
       absl::StatusOr<grove::Value> v = ValueOf(inputs[i], Describe("input", i, input_infos));
@@ -1061,7 +1079,7 @@ grove_status_t* grove_session_run_values(grove_session_t* session, const grove_v
       }
       for (const grove_tensor_t& t : tensors) {
         if (t.rank > GROVE_MAX_RANK) {
-          return FromAbsl(absl::OutOfRangeError(absl::StrCat(Describe("output", i, output_infos), " has rank ", t.rank,
+          return FromAbsl(absl::OutOfRangeError(absl::StrCat(Describe("output", i, output_names), " has rank ", t.rank,
                                                              "; the C ABI describes at most ", GROVE_MAX_RANK)),
                           kFn);
         }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "grove/grove.h"
 #include "grove/grove_c.h"
@@ -104,6 +105,26 @@ grove_session_t* WrapSession(std::unique_ptr<Session> session, const SessionOpti
 grove_status_t* ToSessionOptions(const char* function, const grove_session_options_t* options,
                                  SessionOptions* out);
 
+// An input or output in a message: "KIND INDEX ('NAME')", or "KIND INDEX"
+// for an index past `items` (TensorInfos, or names).
+inline const std::string& NameOf(const TensorInfo& info) { return info.name; }
+inline const std::string& NameOf(const std::string& name) { return name; }
+template <typename T>
+std::string Describe(const char* kind, size_t index, const std::vector<T>& items) {
+  if (index < items.size()) return absl::StrCat(kind, " ", index, " ('", NameOf(items[index]), "')");
+  return absl::StrCat(kind, " ", index);
+}
+
 }  // namespace grove::c_internal
+
+namespace grove::internal {
+
+// The names of `model`'s outputs, in order, without describing the outputs
+// (Model::outputs infers their shapes on first use, which neither a run nor
+// the outputs' count and names need). Defined by the runtime
+// (lib/runtime/model.cc, declared in model_impl.h): grove.h has no place for it.
+const std::vector<std::string>& OutputNames(const Model& model);
+
+}  // namespace grove::internal
 
 #endif  // GROVE_LIB_C_C_API_INTERNAL_H_

@@ -36,6 +36,7 @@
 namespace {
 
 using grove::c_internal::CheckSession;
+using grove::c_internal::Describe;
 using grove::c_internal::FromAbsl;
 using grove::c_internal::Guard;
 using grove::c_internal::InvalidArgument;
@@ -263,11 +264,6 @@ class ReleaseInputs {
   size_t n_;
 };
 
-std::string Describe(const char* kind, size_t index, const std::vector<grove::TensorInfo>& infos) {
-  if (index < infos.size()) return absl::StrCat(kind, " ", index, " ('", infos[index].name, "')");
-  return absl::StrCat(kind, " ", index);
-}
-
 }  // namespace
 
 extern "C" {
@@ -297,14 +293,14 @@ grove_status_t* grove_session_run_dlpack(grove_session_t* session, DLManagedTens
     if (out_outputs == nullptr && n_outputs > 0) return NullArgument(kFn, "out_outputs");
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
-    const std::vector<grove::TensorInfo>& output_infos = model.outputs();
+    const std::vector<std::string>& output_names = grove::internal::OutputNames(model);
     if (n_inputs != input_infos.size()) {
       return InvalidArgument(kFn, absl::StrCat("n_inputs is ", n_inputs, " but the model has ", input_infos.size(),
                                                " inputs"));
     }
-    if (n_outputs != output_infos.size()) {
+    if (n_outputs != output_names.size()) {
       return InvalidArgument(kFn, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
-                                               output_infos.size(), " outputs"));
+                                               output_names.size(), " outputs"));
     }
     const grove::Device device = session->session->device();
     if (device == grove::Device::kCuda && session->outputs_on_device) {
@@ -312,9 +308,12 @@ grove_status_t* grove_session_run_dlpack(grove_session_t* session, DLManagedTens
                         "DLPack outputs are host memory (kDLCPU), and this session keeps its outputs on the "
                         "device (outputs_on_device); use grove_session_run_into with device buffers");
     }
+    // The outputs' dtypes as described (once per model, on the first DLPack
+    // run): a string output is refused before running.
+    const std::vector<grove::TensorInfo>& output_infos = model.outputs();
     for (size_t i = 0; i < n_outputs; ++i) {
       if (output_infos[i].dtype == grove::DType::kString) {
-        return InvalidArgument(kFn, absl::StrCat(Describe("output", i, output_infos),
+        return InvalidArgument(kFn, absl::StrCat(Describe("output", i, output_names),
                                                  " is a string tensor, which DLPack cannot carry; use "
                                                  "grove_session_run"));
       }
@@ -343,7 +342,7 @@ grove_status_t* grove_session_run_dlpack(grove_session_t* session, DLManagedTens
     outputs.reserve(n_outputs);
     for (size_t i = 0; i < n_outputs; ++i) {
       if ((*results)[i].dtype == grove::DType::kString) {
-        return InvalidArgument(kFn, absl::StrCat(Describe("output", i, output_infos),
+        return InvalidArgument(kFn, absl::StrCat(Describe("output", i, output_names),
                                                  " is a string tensor, which DLPack cannot carry"));
       }
       absl::StatusOr<std::unique_ptr<DlpackOutput>> out = ToDlpack((*results)[i]);

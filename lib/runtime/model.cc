@@ -1,6 +1,9 @@
-// grove::Model: load, verify, and describe a model. Loading also runs shape
-// inference on the main graph with its symbolic inputs, so a model whose
-// shapes cannot agree for any input is refused at load, not at first run.
+// grove::Model: load, verify, and describe a model. A model whose inputs'
+// shapes are all fixed is planned at load, so one whose shapes cannot agree
+// is refused then, not at first run. With symbolic inputs, the outputs are
+// described (symbolic shape inference of the main graph, whose failure is
+// only a note) on first use of outputs() or Summary(): a session infers its
+// own shapes per plan and needs only the outputs' names.
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -50,51 +53,72 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   const std::vector<std::string> names = g.symbol_names();
   for (const ir::Symbol& s : g.symbols) impl->symbols_.push_back(SymbolInfo{s.name, s.min, s.max});
 
-  std::vector<ir::ShapeContext::Input> ins;
   std::vector<runtime::ValueSig> sigs;
   bool static_inputs = true;
   for (int t : g.subgraphs[0].inputs) {
     const ir::TensorDecl& d = g.tensors[t];
     impl->inputs_.push_back(Info(d.name, d.dtype, DescribeShape(d.shape, names)));
-    ins.push_back(ir::ShapeContext::Input{true, d.dtype, d.shape, nullptr, d.has_shape});
     // A sequence's tensors may take any shape the declaration allows.
     static_inputs = static_inputs && !ir::IsBoxed(d.dtype) && ir::IsConcrete(d.shape);
     sigs.push_back(runtime::ValueSig{d.dtype, ir::ToConcrete(d.shape)});
   }
-  if (static_inputs) {
-    // Every input shape is fixed: planning now is exact (it folds shape
-    // arithmetic), and whatever fails here would fail every run.
-    absl::StatusOr<std::unique_ptr<runtime::ExecutionPlan>> plan =
-        runtime::ExecutionPlan::Build(g, 0, sigs, {}, nullptr);
-    if (!plan.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", plan.status().message()));
-    }
+  if (!static_inputs) {
+    for (int t : g.subgraphs[0].outputs) impl->output_names_.push_back(g.tensors[t].name);
+    return impl;  // outputs() describes the outputs on first use
+  }
+  // Every input shape is fixed: planning now is exact (it folds shape
+  // arithmetic), and whatever fails here would fail every run.
+  absl::StatusOr<std::unique_ptr<runtime::ExecutionPlan>> plan =
+      runtime::ExecutionPlan::Build(g, 0, sigs, {}, nullptr);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", plan.status().message()));
+  }
+  // The plan has described the outputs already: outputs() has nothing left to do.
+  absl::call_once(impl->outputs_once_, [&] {
     for (int v : (*plan)->output_values()) {
       const runtime::PlanValue& pv = (*plan)->values()[v];
       impl->outputs_.push_back(Info(g.tensors[pv.tensor].name, pv.dtype,
-                                          DescribeShape(pv.shape_known ? ir::FromConcrete(pv.shape)
-                                                                       : ir::SymShape(pv.shape.size(), ir::SymDim::Unknown()),
-                                                        names)));
+                                    DescribeShape(pv.shape_known ? ir::FromConcrete(pv.shape)
+                                                                 : ir::SymShape(pv.shape.size(), ir::SymDim::Unknown()),
+                                                  names)));
     }
-    return impl;
+    impl->outputs_described_.store(true, std::memory_order_release);
+  });
+  for (const TensorInfo& o : impl->outputs_) impl->output_names_.push_back(o.name);
+  return impl;
+}
+
+void ModelImpl::DescribeOutputs() const {
+  const ir::Graph& g = graph();
+  const std::vector<std::string> names = g.symbol_names();
+  std::vector<ir::ShapeContext::Input> ins;
+  for (int t : g.subgraphs[0].inputs) {
+    const ir::TensorDecl& d = g.tensors[t];
+    ins.push_back(ir::ShapeContext::Input{true, d.dtype, d.shape, nullptr, d.has_shape});
   }
   // Symbolic inference is weaker than planning (values that come from shapes
   // are not known), so where it stops the model still loads: each plan infers
   // its concrete shapes exactly, and reports errors then.
   runtime::GraphInference inference(g, /*planning=*/false);
   absl::StatusOr<std::vector<ir::ShapeContext::Output>> outs = inference.Infer(0, ins);
-  if (!outs.ok()) impl->shape_note_ = std::string(outs.status().message());
+  if (!outs.ok()) shape_note_ = std::string(outs.status().message());
   for (size_t i = 0; i < g.subgraphs[0].outputs.size(); ++i) {
     const ir::TensorDecl& d = g.tensors[g.subgraphs[0].outputs[i]];
     if (outs.ok()) {
-      impl->outputs_.push_back(Info(d.name, (*outs)[i].dtype, DescribeShape((*outs)[i].shape, names)));
+      outputs_.push_back(Info(d.name, (*outs)[i].dtype, DescribeShape((*outs)[i].shape, names)));
     } else {
-      impl->outputs_.push_back(Info(d.name, d.dtype, d.has_shape ? DescribeShape(d.shape, names)
-                                                                   : std::vector<DimInfo>{}));
+      outputs_.push_back(Info(d.name, d.dtype, d.has_shape ? DescribeShape(d.shape, names) : std::vector<DimInfo>{}));
     }
   }
-  return impl;
+  outputs_described_.store(true, std::memory_order_release);
 }
+
+const std::vector<TensorInfo>& ModelImpl::outputs() const {
+  absl::call_once(outputs_once_, &ModelImpl::DescribeOutputs, this);
+  return outputs_;
+}
+
+const std::vector<std::string>& OutputNames(const Model& model) { return model.impl().output_names(); }
 
 ModelImpl::~ModelImpl() = default;
 
@@ -134,6 +158,7 @@ ModelSummary ModelImpl::Summary() const {
   }
   s.format_version = loaded_.format_version;
   s.producer = loaded_.producer;
+  outputs();  // the note is what describing the outputs found
   s.shape_inference_note = shape_note_;
   return s;
 }

@@ -1,13 +1,17 @@
 // The private side of grove::Model: the bytes, the verified graph, and the
-// public descriptions of inputs, outputs and symbols.
+// public descriptions of inputs, outputs and symbols. The outputs' shapes
+// (and the shape-inference note) are described on first use, not at load.
 #ifndef GROVE_LIB_RUNTIME_MODEL_IMPL_H_
 #define GROVE_LIB_RUNTIME_MODEL_IMPL_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
 #include "grove/grove.h"
 #include "lib/format/loader.h"
@@ -27,7 +31,13 @@ class ModelImpl {
   const ir::Graph& graph() const { return loaded_.graph; }
   const ir::OpRegistry& registry() const { return *registry_; }
   const std::vector<TensorInfo>& inputs() const { return inputs_; }
-  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  // Described on first call (symbolic shape inference of the main graph,
+  // once per model, thread-safe); a session never needs it.
+  const std::vector<TensorInfo>& outputs() const;
+  // The outputs' names as the graph declares them, without describing them.
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  // Whether outputs() (or Summary()) has described the outputs yet.
+  bool outputs_described() const { return outputs_described_.load(std::memory_order_acquire); }
   const std::vector<SymbolInfo>& symbols() const { return symbols_; }
   ModelSummary Summary() const;
 
@@ -43,12 +53,25 @@ class ModelImpl {
   std::shared_ptr<const format::ModelBytes> bytes_;
   format::LoadedGraph loaded_;
   const ir::OpRegistry* registry_ = nullptr;
-  std::vector<TensorInfo> inputs_, outputs_;
+  // Fills outputs_ and shape_note_ (under outputs_once_).
+  void DescribeOutputs() const;
+
+  std::vector<TensorInfo> inputs_;
+  std::vector<std::string> output_names_;
   std::vector<SymbolInfo> symbols_;
-  std::string shape_note_;
+  mutable absl::once_flag outputs_once_;
+  mutable std::atomic<bool> outputs_described_{false};
+  mutable std::vector<TensorInfo> outputs_;
+  mutable std::string shape_note_;
   mutable std::mutex device_mu_;
   mutable std::vector<std::pair<const void*, std::shared_ptr<const uint8_t>>> device_bytes_;
 };
+
+// The names of `model`'s outputs, in order (ModelImpl::output_names): what
+// a session's runs and the C ABI need, without describing the outputs'
+// shapes. Declared again in lib/c/c_api_internal.h, since the C ABI sees
+// only the public API and grove.h has no place for it.
+const std::vector<std::string>& OutputNames(const Model& model);
 
 }  // namespace grove::internal
 

@@ -344,9 +344,9 @@ absl::StatusOr<std::vector<Value>> Session::RunValues(absl::Span<const Value> in
 absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<const TensorView> outputs) {
   EntryGuard guard(impl_->busy_);
   if (absl::Status s = guard.status(); !s.ok()) return s;
-  const std::vector<TensorInfo>& infos = impl_->impl_.outputs();
-  if (outputs.size() != infos.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model has ", infos.size(), " outputs, given ",
+  const std::vector<std::string>& names = impl_->impl_.output_names();
+  if (outputs.size() != names.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the model has ", names.size(), " outputs, given ",
                                                    outputs.size(), " buffers"));
   }
   if (absl::Status s = runtime::TensorsOnly(impl_->graph_, {}); !s.ok()) return s;
@@ -363,12 +363,12 @@ absl::Status Session::RunInto(absl::Span<const TensorView> inputs, absl::Span<co
     const TensorView& into = outputs[i];
     if (into.dtype != got.dtype || into.shape != got.shape) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "output '", infos[i].name, "' is ", DTypeName(got.dtype), ir::ShapeToString(ir::FromConcrete(got.shape)),
+          "output '", names[i], "' is ", DTypeName(got.dtype), ir::ShapeToString(ir::FromConcrete(got.shape)),
           " but the caller's buffer is ", DTypeName(into.dtype), ir::ShapeToString(ir::FromConcrete(into.shape))));
     }
     if (got.byte_size() > 0) {
       if (into.data == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("output '", infos[i].name, "': buffer is null"));
+        return absl::InvalidArgumentError(absl::StrCat("output '", names[i], "': buffer is null"));
       }
       if (on_cuda) {
         // Host or device memory on either side: the copy finds out.

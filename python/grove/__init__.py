@@ -150,9 +150,9 @@ class Symbol:
     max: int
 
 
-# (count, info, kind) of the inputs, then of the outputs: Model._specs.
-_SPEC_FUNCTIONS = ((_lib.grove_model_input_count, _lib.grove_model_input_info, _lib.grove_model_input_kind),
-                   (_lib.grove_model_output_count, _lib.grove_model_output_info, _lib.grove_model_output_kind))
+# (count, info, kind) of the inputs and of the outputs: Model._specs.
+_INPUT_SPEC_FUNCTIONS = (_lib.grove_model_input_count, _lib.grove_model_input_info, _lib.grove_model_input_kind)
+_OUTPUT_SPEC_FUNCTIONS = (_lib.grove_model_output_count, _lib.grove_model_output_info, _lib.grove_model_output_kind)
 
 
 class Model:
@@ -163,9 +163,9 @@ class Model:
         if not isinstance(handle, ctypes.POINTER(_capi.ModelHandle)):
             raise TypeError("use grove.Model.load(path) or grove.Model.from_bytes(data)")
         self._handle = handle
-        self.inputs: List[TensorSpec]
-        self.outputs: List[TensorSpec]
-        self.inputs, self.outputs = self._specs()
+        self.inputs: List[TensorSpec] = self._specs(_INPUT_SPEC_FUNCTIONS)
+        self._outputs: Optional[List[TensorSpec]] = None
+        self._output_names: Optional[Tuple[str, ...]] = None
         self._symbols = None
 
     @classmethod
@@ -183,33 +183,56 @@ class Model:
         _check(_lib.grove_model_load_buffer(data, len(data), ctypes.byref(handle)))
         return cls(handle)
 
-    def _specs(self) -> Tuple[List[TensorSpec], List[TensorSpec]]:
-        # One count, info and kind struct for every tensor, inputs then
-        # outputs (what they point to is copied out into str and int before
-        # the next call): opening a model is timed, and each ctypes object
-        # and call counts.
+    def _specs(self, functions) -> List[TensorSpec]:
+        # One count, info and kind struct for every tensor (what they point
+        # to is copied out into str and int before the next call): opening a
+        # model is timed, and each ctypes object and call counts.
         handle = self._handle
+        count_fn, info_fn, kind_fn = functions
         n, info, kind = ctypes.c_size_t(), _capi.TensorInfo(), ctypes.c_int32()
         n_ref, info_ref, kind_ref = ctypes.byref(n), ctypes.byref(info), ctypes.byref(kind)
         kinds = _capi.VALUE_KINDS
-        both = []
-        for count_fn, info_fn, kind_fn in _SPEC_FUNCTIONS:
-            status = count_fn(handle, n_ref)
+        status = count_fn(handle, n_ref)
+        if status:
+            _check(status)
+        specs = []
+        for i in range(n.value):
+            status = info_fn(handle, i, info_ref) or kind_fn(handle, i, kind_ref)
             if status:
                 _check(status)
-            specs = []
+            rank = info.rank
+            shape = tuple([d if s is None else s.decode()
+                           for d, s in zip(info.dims[:rank], info.dim_symbols[:rank])])
+            kind_value = kind.value
+            specs.append(TensorSpec(info.name.decode(), _dtype_name(info.dtype), shape,
+                                    kinds.get(kind_value) or str(kind_value)))
+        return specs
+
+    @property
+    def outputs(self) -> List[TensorSpec]:
+        """The model's outputs (asked of the library on first use, which then
+        infers their shapes: a session needs only their names)."""
+        outputs = self._outputs
+        if outputs is None:
+            outputs = self._outputs = self._specs(_OUTPUT_SPEC_FUNCTIONS)
+        return outputs
+
+    def _names_of_outputs(self) -> Tuple[str, ...]:
+        """The outputs' names, in order, without describing the outputs."""
+        names = self._output_names
+        if names is None:
+            handle = self._handle
+            n, name = ctypes.c_size_t(), ctypes.c_char_p()
+            _check(_lib.grove_model_output_count(handle, ctypes.byref(n)))
+            name_ref = ctypes.byref(name)
+            listed = []
             for i in range(n.value):
-                status = info_fn(handle, i, info_ref) or kind_fn(handle, i, kind_ref)
+                status = _lib.grove_model_output_name(handle, i, name_ref)
                 if status:
                     _check(status)
-                rank = info.rank
-                shape = tuple([d if s is None else s.decode()
-                               for d, s in zip(info.dims[:rank], info.dim_symbols[:rank])])
-                kind_value = kind.value
-                specs.append(TensorSpec(info.name.decode(), _dtype_name(info.dtype), shape,
-                                        kinds.get(kind_value) or str(kind_value)))
-            both.append(specs)
-        return both[0], both[1]
+                listed.append(name.value.decode())
+            names = self._output_names = tuple(listed)
+        return names
 
     @property
     def symbols(self) -> List[Symbol]:
@@ -236,7 +259,7 @@ class Model:
             self._handle = None
 
     def __repr__(self):
-        return f"grove.Model(inputs={[s.name for s in self.inputs]}, outputs={[s.name for s in self.outputs]})"
+        return f"grove.Model(inputs={[s.name for s in self.inputs]}, outputs={list(self._names_of_outputs())})"
 
 
 class CancelToken:
@@ -574,10 +597,10 @@ class Session:
         self._outputs_on_device = self.device == "cuda" and bool(options.outputs_on_device)
         # What every run needs from the model, looked up once.
         self._input_names = tuple(spec.name for spec in model.inputs)
-        self._output_names = tuple(spec.name for spec in model.outputs)
+        self._output_names = output_names = model._names_of_outputs()  # not model.outputs: no shapes needed
         self._not_tensor_input = next((spec for spec in model.inputs if spec.kind != "tensor"), None)
         self._inputs_type = _tensor_array_type(len(model.inputs))
-        self._outputs_type = _tensor_array_type(len(model.outputs))
+        self._outputs_type = _tensor_array_type(len(output_names))
         # The descriptors run() reuses, run after run (grove only reads the
         # inputs'; it fills the outputs' whose data is NULL). An input slot
         # keeps the (dtype, shape) it was filled for, so that the next array
@@ -595,7 +618,7 @@ class Session:
         self._out_bytes: Optional[bytes] = None
         self._out_views: Tuple[np.ndarray, ...] = ()
         self._run_args = (_addressof(handle.contents), _addressof(self._in_tensors),
-                          len(model.inputs), ctypes.addressof(self._out_tensors), len(model.outputs))
+                          len(model.inputs), ctypes.addressof(self._out_tensors), len(output_names))
         self._run_lock = threading.Lock()
 
     def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
@@ -725,9 +748,9 @@ class Session:
                 return {name: _to_numpy(t) for name, t in zip(names, outputs)}
             return {name: (_device_to_numpy(t, self.cuda_device) if t.dtype != _capi.DTYPE_STRING
                            else _to_numpy(t)) for name, t in zip(names, outputs)}
-        for spec, t in zip(self.model.outputs, outputs):
+        for name, t in zip(names, outputs):
             if t.dtype == _capi.DTYPE_STRING:
-                raise _invalid(f"output '{spec.name}' is a string tensor, which DLPack cannot carry; use "
+                raise _invalid(f"output '{name}' is a string tensor, which DLPack cannot carry; use "
                                "output_format='numpy'")
         return {name: _to_tensor(t, self._outputs_on_device, self.cuda_device) for name, t in zip(names, outputs)}
 

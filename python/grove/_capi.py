@@ -220,6 +220,7 @@ for _what in ("input", "output", "symbol"):
     _declare(f"grove_model_{_what}_count", _status, _P(ModelHandle), _P(ctypes.c_size_t))
 _declare("grove_model_input_info", _status, _P(ModelHandle), ctypes.c_size_t, _P(TensorInfo))
 _declare("grove_model_output_info", _status, _P(ModelHandle), ctypes.c_size_t, _P(TensorInfo))
+_declare("grove_model_output_name", _status, _P(ModelHandle), ctypes.c_size_t, _P(ctypes.c_char_p))
 _declare("grove_model_symbol_info", _status, _P(ModelHandle), ctypes.c_size_t, _P(SymbolInfo))
 _declare("grove_model_input_kind", _status, _P(ModelHandle), ctypes.c_size_t, _P(ctypes.c_int32))
 _declare("grove_model_output_kind", _status, _P(ModelHandle), ctypes.c_size_t, _P(ctypes.c_int32))

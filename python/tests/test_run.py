@@ -145,6 +145,20 @@ def test_sessions_reuse_what_opening_does_not_change(demo_dir):
     assert second.stats()["plans_evicted"] == 0
 
 
+def test_sessions_need_only_the_output_names(demo_dir):
+    # Model.outputs describes the outputs' shapes (which the library infers
+    # on first request): a session and its runs ask only for their names.
+    model = grove.Model.load(demo_dir / "mlp.grove")
+    session = grove.Session(model, device="cpu")
+    out = session.run({"x": np.ones((2, 16), np.float32)})
+    assert list(out) == ["y"] and out["y"].shape == (2, 4)
+    assert repr(model) == "grove.Model(inputs=['x'], outputs=['y'])"
+    assert model._outputs is None
+    assert [(s.name, s.dtype, s.shape, s.kind) for s in model.outputs] == [("y", "f32", ("batch", 4), "tensor")]
+    assert model.outputs is model.outputs
+    assert grove.Session(model, device="cpu").run({"x": np.ones((1, 16), np.float32)})["y"].shape == (1, 4)
+
+
 def test_any_mapping_and_the_order_of_input_errors(demo_dir):
     # Session.run's fast path (a dict with every name) and its slow path
     # (another Mapping, a wrong key) give the same answers and errors.

@@ -19,6 +19,8 @@
 #include "grove/grove.h"
 #include "gtest/gtest.h"
 #include "lib/backends/cuda/device.h"
+#include "lib/c/c_api_internal.h"
+#include "lib/runtime/model_impl.h"
 #include "test/model_test_util.h"
 
 namespace {
@@ -293,6 +295,56 @@ TEST_F(CApiTest, OutputInfo) {
   EXPECT_TRUE(Fails(grove_model_output_info(model_, 2, &info), GROVE_STATUS_OUT_OF_RANGE, "output index 2 is past the model's 2 outputs"));
   EXPECT_TRUE(Fails(grove_model_output_info(nullptr, 0, &info), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_info: model is NULL"));
   EXPECT_TRUE(Fails(grove_model_output_info(model_, 0, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_info: out_info is NULL"));
+}
+
+TEST_F(CApiTest, OutputName) {
+  const char* name = nullptr;
+  ASSERT_TRUE(Ok(grove_model_output_name(model_, 1, &name)));
+  EXPECT_STREQ(name, "h");
+  ASSERT_TRUE(Ok(grove_model_output_name(model_, 0, &name)));
+  EXPECT_STREQ(name, "y");
+
+  EXPECT_TRUE(Fails(grove_model_output_name(model_, 2, &name), GROVE_STATUS_OUT_OF_RANGE, "grove_model_output_name: output index 2 is past the model's 2 outputs"));
+  EXPECT_TRUE(Fails(grove_model_output_name(nullptr, 0, &name), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_name: model is NULL"));
+  EXPECT_TRUE(Fails(grove_model_output_name(model_, 0, nullptr), GROVE_STATUS_INVALID_ARGUMENT, "grove_model_output_name: out_name is NULL"));
+  EXPECT_STREQ(name, "y");  // a failed call writes nothing
+}
+
+// The outputs are described (symbolic shape inference of their shapes) on
+// the first grove_model_output_info or _kind call, once per model: the
+// session, its runs and the outputs' count, names and indices do without.
+TEST_F(CApiTest, SessionsAndRunsLeaveTheOutputsUndescribed) {
+  const grove::internal::ModelImpl& impl = session_->session->model().impl();
+  EXPECT_FALSE(impl.outputs_described());
+  size_t count = 0, index = 0;
+  const char* name = nullptr;
+  ASSERT_TRUE(Ok(grove_model_output_count(model_, &count)));
+  ASSERT_TRUE(Ok(grove_model_output_name(model_, 1, &name)));
+  ASSERT_TRUE(Ok(grove_model_output_index(model_, "h", &index)));
+  EXPECT_EQ(count, 2u);
+  EXPECT_EQ(index, 1u);
+
+  std::vector<float> x = Input(2);
+  grove_tensor_t in = F32Tensor({2, 4}, x.data());
+  grove_tensor_t owned[2] = {};
+  ASSERT_TRUE(Ok(grove_session_run(session_, &in, 1, owned, 2)));
+  std::vector<float> y(6), h(6), wrong(4);
+  grove_tensor_t buffers[2] = {F32Tensor({2, 3}, y.data()), F32Tensor({2, 3}, h.data())};
+  ASSERT_TRUE(Ok(grove_session_run(session_, &in, 1, buffers, 2)));
+  ASSERT_TRUE(Ok(grove_session_run_into(session_, &in, 1, buffers, 2)));
+  buffers[1] = F32Tensor({2, 2}, wrong.data());
+  EXPECT_TRUE(Fails(grove_session_run_into(session_, &in, 1, buffers, 2), GROVE_STATUS_INVALID_ARGUMENT, "output 'h' is f32"));
+  EXPECT_TRUE(Fails(grove_session_run(session_, &in, 1, buffers, 1), GROVE_STATUS_INVALID_ARGUMENT, "n_outputs is 1 but the model has 2 outputs"));
+  EXPECT_FALSE(impl.outputs_described());
+
+  grove_tensor_info_t info;
+  ASSERT_TRUE(Ok(grove_model_output_info(model_, 0, &info)));
+  EXPECT_TRUE(impl.outputs_described());
+  EXPECT_STREQ(info.name, "y");
+  ASSERT_EQ(info.rank, 2);
+  EXPECT_EQ(info.dims[0], -1);
+  EXPECT_STREQ(info.dim_symbols[0], "batch");
+  EXPECT_EQ(info.dims[1], 3);
 }
 
 TEST_F(CApiTest, SymbolInfo) {

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "jit/kernel_cache.h"
 #include "jit/module.h"
+#include "lib/runtime/model_impl.h"
 #include "test/model_test_util.h"
 
 namespace grove {
@@ -123,6 +124,43 @@ TEST(SharedUseTest, SessionsOnEightThreadsShareAnIfModel) {
     inputs.push_back({testing::TensorF32({batch, 8}, neg)});
   }
   RunOnThreads(model, inputs, Expected(model, inputs), 250);
+}
+
+// A model's outputs are described on first use: threads that ask for them
+// at once (outputs() and Summary(), while others run sessions) all get the
+// one description.
+TEST(SharedUseTest, OutputsDescribedOnceForEightThreads) {
+  std::shared_ptr<const Model> model = testing::LoadOrDie(demo::BuildMlp());
+  ASSERT_FALSE(model->impl().outputs_described());
+  std::latch start(kThreads);
+  std::vector<const std::vector<TensorInfo>*> got(kThreads);
+  std::vector<std::string> notes(kThreads, "unset"), errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::unique_ptr<Session> session = t % 4 == 3 ? testing::CpuSession(model) : nullptr;
+      start.arrive_and_wait();
+      if (session != nullptr) {
+        Tensor x = testing::TensorF32({2, 16}, testing::RandomF32(32, t));
+        absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view()});
+        if (!out.ok()) errors[t] = out.status().ToString();
+      }
+      if (t % 2 == 0) notes[t] = model->Summary().shape_inference_note;
+      got[t] = &model->outputs();
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_TRUE(model->impl().outputs_described());
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(errors[t], "") << "thread " << t;
+    EXPECT_EQ(got[t], got[0]) << "thread " << t;
+    if (t % 2 == 0) EXPECT_EQ(notes[t], "") << "thread " << t;
+  }
+  ASSERT_EQ(got[0]->size(), 1u);
+  EXPECT_EQ((*got[0])[0].name, "y");
+  ASSERT_EQ((*got[0])[0].shape.size(), 2u);
+  EXPECT_EQ((*got[0])[0].shape[0].symbol, "batch");
+  EXPECT_EQ((*got[0])[0].shape[1].value, 4);
 }
 
 // Threads ask one cache for several modules at once, each in its own order:

@@ -297,12 +297,19 @@ TEST(LoaderTest, ValueKindsAreChecked) {
   ExpectRejected([](Parts& p) { p.model->tensors[1]->kind = fb::ValueKind::SEQUENCE; }, "a weight must be a tensor");
   // A sequence input that reaches Add (which takes tensors): symbolic shape
   // inference stops there and says why; the model loads (see the README).
+  // The inference runs when the outputs are first described, not at load.
   {
     Parts p = Split(SmallModel());
     p.model->tensors[0]->kind = fb::ValueKind::SEQUENCE;
     absl::StatusOr<std::shared_ptr<const Model>> model = Model::LoadFromBuffer(Join(p));
     ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_FALSE((*model)->impl().outputs_described());
     EXPECT_THAT((*model)->Summary().shape_inference_note, HasSubstr("has dtype seq(f32)"));
+    EXPECT_TRUE((*model)->impl().outputs_described());
+    // Where inference stopped, the outputs are as declared (no dtype here).
+    ASSERT_EQ((*model)->outputs().size(), 1u);
+    EXPECT_EQ((*model)->outputs()[0].name, p.model->tensors[p.model->subgraphs[0]->outputs[0]]->name);
+    EXPECT_EQ((*model)->outputs()[0].dtype, DType::kUnknown);
   }
   // A sequence input may leave its tensors' shape undeclared; a tensor may not.
   ExpectRejected([](Parts& p) { p.model->tensors[0]->has_shape = false; }, "needs a dtype and a declared shape");

@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "grove/grove.h"
 #include "gtest/gtest.h"
+#include "lib/runtime/model_impl.h"
 #include "models/demo_models.h"
 #include "test/model_test_util.h"
 
@@ -103,6 +104,56 @@ TEST(SessionTest, MlpMatchesReferenceAtManyBatchSizes) {
     EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{batch, 4}));
     ExpectNear(ToVector((*out)[0]), MlpRef(*model, x, batch), 1e-5f);
   }
+}
+
+// With symbolic inputs the outputs are described (symbolic shape inference)
+// on first use of outputs() or Summary(), once: loading, making a session
+// and running it (Run, RunInto, RunValues, their errors) need only the
+// outputs' names.
+TEST(ModelOutputsTest, DescribedOnFirstUseNotByLoadSessionsOrRuns) {
+  auto model = LoadOrDie(demo::BuildMlp());
+  EXPECT_FALSE(model->impl().outputs_described());
+  auto session = NewSession(model);
+  std::vector<float> x = RandomF32(3 * 16, 3);
+  const TensorView in(DType::kF32, {3, 16}, x.data());
+  auto out = session->Run({in});
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> y(12), wrong(15);
+  ASSERT_TRUE(session->RunInto({in}, {TensorView(DType::kF32, {3, 4}, y.data())}).ok());
+  EXPECT_THAT(std::string(session->RunInto({in}, {}).message()), HasSubstr("the model has 1 outputs, given 0 buffers"));
+  EXPECT_THAT(std::string(session->RunInto({in}, {TensorView(DType::kF32, {3, 5}, wrong.data())}).message()),
+              HasSubstr("output 'y' is f32"));
+  std::vector<Value> values;
+  values.emplace_back(Tensor::CopyOf(in).value());
+  ASSERT_TRUE(session->RunValues(values).ok());
+  EXPECT_FALSE(model->impl().outputs_described());
+
+  const std::vector<TensorInfo>& outputs = model->outputs();
+  EXPECT_TRUE(model->impl().outputs_described());
+  EXPECT_EQ(&model->outputs(), &outputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].name, "y");
+  EXPECT_EQ(outputs[0].dtype, DType::kF32);
+  EXPECT_EQ(outputs[0].kind, ValueKind::kTensor);
+  ASSERT_EQ(outputs[0].shape.size(), 2u);
+  EXPECT_TRUE(outputs[0].shape[0].is_symbolic());
+  EXPECT_EQ(outputs[0].shape[0].symbol, "batch");
+  EXPECT_EQ(outputs[0].shape[1].value, 4);
+  EXPECT_EQ(model->Summary().shape_inference_note, "");
+}
+
+// Fixed input shapes are planned at load (a failure there is a load error),
+// which describes the outputs too.
+TEST(ModelOutputsTest, FixedInputsAreDescribedAtLoad) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {2, 3});
+  b.AddOp("Relu", {"x"}, {"y"});
+  b.AddOutput("y");
+  auto model = LoadOrDie(b.Finish());
+  EXPECT_TRUE(model->impl().outputs_described());
+  ASSERT_EQ(model->outputs().size(), 1u);
+  ASSERT_EQ(model->outputs()[0].shape.size(), 2u);
+  EXPECT_EQ(model->outputs()[0].shape[1].value, 3);
 }
 
 TEST(SessionTest, TransformerBlockMatchesReference) {
