@@ -140,9 +140,12 @@ TEST(OneDnnParts, ConvCutAlongTheBatchOrTheOutputRows) {
              {{"pads", Shape{3, 0, 1, 2}}, {"strides", Shape{2, 1}}, {"dilations", Shape{2, 1}}}),
        {{"x", {1, 4, 180, 65}}}},
       {"1-d", OneOp("Conv", {1, 16, 3000}, {{32, 16, 5}, {32}}, {{"pads", Shape{2, 2}}}), {{"x", {1, 16, 3000}}}},
+      // Cut where oneDNN takes it channels-last (AVX-512's brgconv); with
+      // AVX2 only it is im2col + GEMM on grove's layout, whose rows are no
+      // slice: then one thread, still right.
       {"grouped, channels-last", OneOp("Conv", {1, 24, 64, 64}, {{24, 6, 3, 3}, {24}},
                                        {{"pads", Shape{1, 1, 1, 1}}, {"group", int64_t{4}}}),
-       {{"x", {1, 24, 64, 64}}}},
+       {{"x", {1, 24, 64, 64}}}, /*cut=*/false},
       {"the weight an input (reordered every run)", OneOp("Conv", {2, 8, 48, 48}, {{16, 8, 3, 3}}, {}, true),
        {{"x", {2, 8, 48, 48}}, {"w0", {16, 8, 3, 3}}}},
   };
