@@ -623,17 +623,21 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
       return pd;
     };
     std::optional<dnnl::convolution_forward::primitive_desc> made = make(conv_desc(memory::format_tag::any));
-    // A grouped Conv whose groups do not fill oneDNN's channel blocks (6
-    // channels per group) gets only im2col + GEMM in the plain layout
-    // (x64:gemm:jit); channels-last, brgconv may take it: measured faster.
-    if (made.has_value() && group > 1 && cg > 1 && absl::StrContains(made->impl_info_str(), "gemm")) {
-      const bool gemm_after = after;
+    // Channels-last instead, when oneDNN takes it with other than im2col + GEMM.
+    auto prefer_channels_last = [&] {
+      const bool other_after = after;
       std::optional<dnnl::convolution_forward::primitive_desc> nhwc = make(conv_desc(ChannelsLastTag(w.spatial)));
       if (nhwc.has_value() && !absl::StrContains(nhwc->impl_info_str(), "gemm")) {
         made = std::move(nhwc);
       } else {
-        after = gemm_after;
+        after = other_after;
       }
+    };
+    // A grouped Conv whose groups do not fill oneDNN's channel blocks (6
+    // channels per group) gets only im2col + GEMM in the plain layout
+    // (x64:gemm:jit); channels-last, brgconv may take it: measured faster.
+    if (made.has_value() && group > 1 && cg > 1 && absl::StrContains(made->impl_info_str(), "gemm")) {
+      prefer_channels_last();
     }
     // One image on several threads: its parts are slabs of output rows,
     // which a channel-blocked layout (nChw8c, AVX2's pick) does not keep
@@ -642,13 +646,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     // thread; cut in two, still 1.6x faster than one thread).
     if (made.has_value() && step_threads > 1 && conv.n == 1 && w.out[0] >= 2 &&
         InnerBlock(made->dst_desc(), 1) > 1) {
-      const bool blocked_after = after;
-      std::optional<dnnl::convolution_forward::primitive_desc> nhwc = make(conv_desc(ChannelsLastTag(w.spatial)));
-      if (nhwc.has_value() && !absl::StrContains(nhwc->impl_info_str(), "gemm")) {
-        made = std::move(nhwc);
-      } else {
-        after = blocked_after;
-      }
+      prefer_channels_last();
     }
     if (!made.has_value()) return nullptr;
     const dnnl::convolution_forward::primitive_desc& pd = *made;
