@@ -104,6 +104,36 @@ TEST(ThreadPool, RunsEveryTaskOnceOnItsOwnThreads) {
   }
 }
 
+// A worker that takes a task and is then held off its core keeps the caller
+// waiting: the pool counts a late join and runs the next jobs on the caller
+// alone for a while (a sleeping task stands in for the held-off worker).
+TEST(ThreadPool, LateJoinRunsTheNextJobsOnTheCaller) {
+  absl::StatusOr<std::unique_ptr<cpu::ThreadPool>> pool = cpu::ThreadPool::Create(2);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> worker_started{false};
+  (*pool)->Run(2, [&](int64_t) {
+    if (std::this_thread::get_id() != caller) {
+      worker_started.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      return;
+    }
+    // The caller's task ends once the worker holds the other one.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!worker_started.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  });
+  ASSERT_TRUE(worker_started.load());
+  EXPECT_EQ((*pool)->late_joins(), 1);
+  // The backoff (at least 5 ms) has begun: this job runs on the caller only.
+  std::set<std::thread::id> seen;
+  std::mutex mu;
+  (*pool)->Run(64, [&](int64_t) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(seen, std::set<std::thread::id>{caller});
+}
+
 TEST(ThreadPool, NestedRunRunsInline) {
   absl::StatusOr<std::unique_ptr<cpu::ThreadPool>> pool = cpu::ThreadPool::Create(2);
   ASSERT_TRUE(pool.ok());

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <system_error>
 #include <utility>
@@ -20,6 +21,12 @@ namespace {
 // How long a worker spins for the next job before it sleeps: long enough to
 // catch the next kernel of a run, short enough that an idle session is idle.
 constexpr std::chrono::microseconds kSpin{50};
+
+// LateJoin: a join later than this past twice the caller's time per task
+// was a worker held off its core; the caller then works alone for a backoff.
+constexpr std::chrono::microseconds kLateJoinSlack{50};
+constexpr std::chrono::milliseconds kMinBackoff{5};
+constexpr std::chrono::milliseconds kMaxBackoff{160};
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -69,17 +76,27 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::Drain(Job& job) {
+int64_t ThreadPool::Drain(Job& job) {
+  int64_t done = 0;
   for (int64_t i = job.next.fetch_add(1, std::memory_order_relaxed); i < job.tasks;
        i = job.next.fetch_add(1, std::memory_order_relaxed)) {
     job.task(i);
+    ++done;
   }
+  return done;
 }
 
 void ThreadPool::Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) {
   if (tasks <= 0) return;
   if (tasks == 1 || workers_.empty() || t_in_pool || running_.exchange(true, std::memory_order_acquire)) {
     for (int64_t i = 0; i < tasks; ++i) task(i);
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  if (start < serial_until_) {  // backing off: see LateJoin
+    for (int64_t i = 0; i < tasks; ++i) task(i);
+    running_.store(false, std::memory_order_release);
     return;
   }
   Job job{task, tasks};
@@ -92,13 +109,29 @@ void ThreadPool::Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) {
   }
   if (notify) wake_.notify_all();
   t_in_pool = true;
-  Drain(job);
+  const int64_t done = Drain(job);
   t_in_pool = false;
+  const Clock::time_point drained = Clock::now();
   {
     // Closed to late workers; then wait for those inside to finish their task.
     std::unique_lock<std::mutex> lock(mu_);
     job_ = nullptr;
     left_.wait(lock, [&] { return workers_in_job_ == 0; });
+  }
+  const Clock::time_point joined = Clock::now();
+  // A worker that took a task and then waited for a core (another process,
+  // another runtime's spinning threads) kept the caller waiting far longer
+  // than a task takes: then the next jobs run on the caller alone for a
+  // while, which doubles while it keeps happening (5 ms up to 160 ms), so
+  // that a session on a busy machine runs at one thread's speed instead of
+  // below it. A join on time halves it.
+  const Clock::duration per_task = done > 0 ? (drained - start) / done : Clock::duration::zero();
+  if (joined - drained > kLateJoinSlack + 2 * per_task) {
+    backoff_ = std::clamp<Clock::duration>(2 * backoff_, kMinBackoff, kMaxBackoff);
+    serial_until_ = joined + backoff_;
+    late_joins_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    backoff_ /= 2;
   }
   running_.store(false, std::memory_order_release);
 }

@@ -17,6 +17,7 @@
 #define GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -40,6 +41,9 @@ class ThreadPool final : public ir::IntraOpThreads {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int num_threads() const override { return static_cast<int>(workers_.size()) + 1; }
+  // How many Runs waited on a worker held off its core (and made the next
+  // jobs run on the caller alone for a while).
+  int64_t late_joins() const { return late_joins_.load(std::memory_order_relaxed); }
   // One Run at a time (a session runs on one thread at a time); a Run from
   // inside a task, or while another Run is in progress, runs inline.
   void Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) override;
@@ -48,7 +52,8 @@ class ThreadPool final : public ir::IntraOpThreads {
   struct Job;
   ThreadPool() = default;
   void WorkerLoop();
-  static void Drain(Job& job);
+  // Runs the job's tasks not taken yet; returns how many it ran.
+  static int64_t Drain(Job& job);
 
   std::mutex mu_;
   std::condition_variable wake_;  // workers: a new job or stop
@@ -60,6 +65,11 @@ class ThreadPool final : public ir::IntraOpThreads {
   int sleeping_ = 0;          // under mu_
   bool stop_ = false;         // under mu_
   std::atomic<bool> running_{false};
+  // The caller's backoff after a late join (Run): jobs before serial_until_
+  // run on the caller alone. Touched only by the Run holding running_.
+  std::chrono::steady_clock::time_point serial_until_{};
+  std::chrono::steady_clock::duration backoff_{};
+  std::atomic<int64_t> late_joins_{0};
   std::vector<std::thread> workers_;
 };
 
