@@ -243,7 +243,12 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const std::vector<TensorInfo>& inputs() const;
+  // The outputs' names, dtypes and shapes: described on first use (symbolic
+  // shape inference over the graph, once per model), not at load.
   const std::vector<TensorInfo>& outputs() const;
+  // The outputs' names, in order, without describing them: what a run, the
+  // outputs' count and a lookup by name need.
+  const std::vector<std::string>& output_names() const;
   const std::vector<SymbolInfo>& symbols() const;
   ModelSummary Summary() const;
 

@@ -366,7 +366,7 @@ grove_status_t* IndexOf(const char* function, const grove_model_t* model, const 
   if (grove_status_t* bad = CheckModel(function, model)) return bad;
   if (name == nullptr) return NullArgument(function, "name");
   if (out_index == nullptr) return NullArgument(function, "out_index");
-  if (outputs) return FindName(function, grove::internal::OutputNames(*model->model), name, out_index, outputs);
+  if (outputs) return FindName(function, model->model->output_names(), name, out_index, outputs);
   return FindName(function, model->model->inputs(), name, out_index, outputs);
 }
 
@@ -552,7 +552,7 @@ grove_status_t* grove_model_output_count(const grove_model_t* model, size_t* out
   static constexpr char kFn[] = "grove_model_output_count";
   return Guard(kFn, [&]() -> grove_status_t* {
     if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
-    return Count(kFn, out_count, grove::internal::OutputNames(*model->model).size());
+    return Count(kFn, out_count, model->model->output_names().size());
   });
 }
 
@@ -579,7 +579,7 @@ grove_status_t* grove_model_output_name(const grove_model_t* model, size_t index
   return Guard(kFn, [&]() -> grove_status_t* {
     if (grove_status_t* bad = CheckModel(kFn, model)) return bad;
     if (out_name == nullptr) return NullArgument(kFn, "out_name");
-    const std::vector<std::string>& names = grove::internal::OutputNames(*model->model);
+    const std::vector<std::string>& names = model->model->output_names();
     if (index >= names.size()) {
       return FromAbsl(absl::OutOfRangeError(absl::StrCat("output index ", index, " is past the model's ",
                                                          names.size(), " outputs")),
@@ -902,9 +902,9 @@ grove_status_t* CheckRunArguments(const char* function, const grove_session_t* s
     return InvalidArgument(function, absl::StrCat("n_inputs is ", n_inputs, " but the model has ",
                                                   model.inputs().size(), " inputs"));
   }
-  if (n_outputs != grove::internal::OutputNames(model).size()) {
+  if (n_outputs != model.output_names().size()) {
     return InvalidArgument(function, absl::StrCat("n_outputs is ", n_outputs, " but the model has ",
-                                                  grove::internal::OutputNames(model).size(), " outputs"));
+                                                  model.output_names().size(), " outputs"));
   }
   return nullptr;
 }
@@ -931,7 +931,7 @@ grove_status_t* grove_session_run(grove_session_t* session, const grove_tensor_t
     if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
     SessionEntry entry(session);
     if (!entry.entered()) return SessionBusy(kFn);
-    const std::vector<std::string>& output_names = grove::internal::OutputNames(session->session->model());
+    const std::vector<std::string>& output_names = session->session->model().output_names();
 
     // Validate everything before running, so a bad call changes nothing.
     std::vector<grove::TensorView> input_views;
@@ -1009,7 +1009,7 @@ grove_status_t* grove_session_run_into(grove_session_t* session, const grove_ten
     if (grove_status_t* bad = CheckRunArguments(kFn, session, inputs, n_inputs, outputs, n_outputs)) return bad;
     SessionEntry entry(session);
     if (!entry.entered()) return SessionBusy(kFn);
-    const std::vector<std::string>& output_names = grove::internal::OutputNames(session->session->model());
+    const std::vector<std::string>& output_names = session->session->model().output_names();
     // Validate everything before running, so a bad call changes nothing.
     std::vector<grove::TensorView> input_views;
     if (grove_status_t* bad = InputViews(kFn, session, inputs, n_inputs, &input_views)) return bad;
@@ -1054,7 +1054,7 @@ grove_status_t* grove_session_run_values(grove_session_t* session, const grove_v
     if (!entry.entered()) return SessionBusy(kFn);
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
-    const std::vector<std::string>& output_names = grove::internal::OutputNames(model);
+    const std::vector<std::string>& output_names = model.output_names();
     std::vector<grove::Value> values;
     for (size_t i = 0; i < n_inputs; ++i) {
       absl::StatusOr<grove::Value> v = ValueOf(inputs[i], Describe("input", i, input_infos));

@@ -117,14 +117,4 @@ std::string Describe(const char* kind, size_t index, const std::vector<T>& items
 
 }  // namespace grove::c_internal
 
-namespace grove::internal {
-
-// The names of `model`'s outputs, in order, without describing the outputs
-// (Model::outputs infers their shapes on first use, which neither a run nor
-// the outputs' count and names need). Defined by the runtime
-// (lib/runtime/model.cc, declared in model_impl.h): grove.h has no place for it.
-const std::vector<std::string>& OutputNames(const Model& model);
-
-}  // namespace grove::internal
-
 #endif  // GROVE_LIB_C_C_API_INTERNAL_H_

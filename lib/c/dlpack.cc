@@ -293,7 +293,7 @@ grove_status_t* grove_session_run_dlpack(grove_session_t* session, DLManagedTens
     if (out_outputs == nullptr && n_outputs > 0) return NullArgument(kFn, "out_outputs");
     const grove::Model& model = session->session->model();
     const std::vector<grove::TensorInfo>& input_infos = model.inputs();
-    const std::vector<std::string>& output_names = grove::internal::OutputNames(model);
+    const std::vector<std::string>& output_names = model.output_names();
     if (n_inputs != input_infos.size()) {
       return InvalidArgument(kFn, absl::StrCat("n_inputs is ", n_inputs, " but the model has ", input_infos.size(),
                                                " inputs"));

@@ -118,8 +118,6 @@ const std::vector<TensorInfo>& ModelImpl::outputs() const {
   return outputs_;
 }
 
-const std::vector<std::string>& OutputNames(const Model& model) { return model.impl().output_names(); }
-
 ModelImpl::~ModelImpl() = default;
 
 const uint8_t* ModelImpl::host_bytes() const { return bytes_->data(); }
@@ -188,6 +186,7 @@ absl::StatusOr<std::shared_ptr<const Model>> Model::LoadFromBuffer(absl::Span<co
 
 const std::vector<TensorInfo>& Model::inputs() const { return impl_->inputs(); }
 const std::vector<TensorInfo>& Model::outputs() const { return impl_->outputs(); }
+const std::vector<std::string>& Model::output_names() const { return impl_->output_names(); }
 const std::vector<SymbolInfo>& Model::symbols() const { return impl_->symbols(); }
 ModelSummary Model::Summary() const { return impl_->Summary(); }
 

@@ -67,12 +67,6 @@ class ModelImpl {
   mutable std::vector<std::pair<const void*, std::shared_ptr<const uint8_t>>> device_bytes_;
 };
 
-// The names of `model`'s outputs, in order (ModelImpl::output_names): what
-// a session's runs and the C ABI need, without describing the outputs'
-// shapes. Declared again in lib/c/c_api_internal.h, since the C ABI sees
-// only the public API and grove.h has no place for it.
-const std::vector<std::string>& OutputNames(const Model& model);
-
 }  // namespace grove::internal
 
 #endif  // GROVE_LIB_RUNTIME_MODEL_IMPL_H_

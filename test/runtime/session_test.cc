@@ -126,6 +126,7 @@ TEST(ModelOutputsTest, DescribedOnFirstUseNotByLoadSessionsOrRuns) {
   std::vector<Value> values;
   values.emplace_back(Tensor::CopyOf(in).value());
   ASSERT_TRUE(session->RunValues(values).ok());
+  EXPECT_EQ(model->output_names(), std::vector<std::string>{"y"});  // the public way to the names
   EXPECT_FALSE(model->impl().outputs_described());
 
   const std::vector<TensorInfo>& outputs = model->outputs();
