@@ -167,15 +167,6 @@ double Product(const std::vector<int64_t>& dims) {
   return p;
 }
 
-// The OpenMP count a primitive is made under: oneDNN sizes a primitive's
-// scratchpad and splits its work by it, so a step never runs on more.
-int CurrentOmpThreads() {
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 memory::desc PlainDesc(const memory::dims& dims) {
   memory::dims strides(dims.size(), 1);
@@ -311,7 +302,6 @@ void Finish(OneDnnStep& step, const memory::desc& scratch, WorkspaceLayout* layo
   for (size_t i = 0; i < step.constants.size(); ++i) {
     step.args[step.operands.size() + i] = {step.constants[i].first, step.constants[i].second.get()};
   }
-  step.threads = CurrentOmpThreads();
   g_steps_made.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -1017,7 +1007,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
 
 absl::Status RunOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) {
   if (!step.parts.empty()) return RunPartitionedOneDnnStep(step, ctx);
-  OmpThreadScope threads(std::min(SessionThreads(ctx), step.threads));
+  OmpThreadScope threads(1);  // as it was made: see onednn_internal.h
   uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
   dnnl_stream_t stream = step.stream.get();
   auto bind = [&](const memory& m, void* data) { return dnnl_memory_set_data_handle_v2(m.get(), data, stream); };
@@ -1191,7 +1181,6 @@ class OneDnnRecurrentStep {
   std::string impl;
   std::vector<RecurrentDirection> directions;
   const void* packed_from[4] = {};  // kRecurrentWeightInputs' bytes as the prepare read them
-  int threads = 1;
 };
 
 absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> PrepareOneDnnRecurrent(const ir::KernelContext& ctx,
@@ -1435,7 +1424,6 @@ absl::StatusOr<std::shared_ptr<OneDnnRecurrentStep>> PrepareOneDnnRecurrent(cons
       }
       step->directions.push_back(std::move(dir));
     }
-    step->threads = CurrentOmpThreads();
     g_steps_made.fetch_add(1, std::memory_order_relaxed);
     return step;
   } catch (const dnnl::error& e) {
@@ -1449,7 +1437,7 @@ absl::StatusOr<bool> RunOneDnnRecurrent(OneDnnRecurrentStep& step, ir::KernelCon
     const void* data = ctx.has_input(i) ? ctx.input(i).data : nullptr;
     if (data != step.packed_from[k]) return false;
   }
-  OmpThreadScope threads(std::min(SessionThreads(ctx), step.threads));
+  OmpThreadScope threads(1);  // as it was made: see onednn_internal.h
   uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
   dnnl_stream_t stream = step.stream.get();
   for (RecurrentDirection& dir : step.directions) {

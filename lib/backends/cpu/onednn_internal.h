@@ -106,7 +106,6 @@ class OneDnnStep {
   memory scratchpad;
   uint64_t scratchpad_offset = 0;
   std::vector<dnnl_exec_arg_t> args;  // filled per run, never resized
-  int threads = 1;                     // the OpenMP count it was made under (CurrentOmpThreads)
   // Arguments the step owns (a fused BatchNormalization's per-channel scale
   // and shift), bound once: their entries follow the operands' in `args`.
   std::vector<std::vector<float>> constant_data;
