@@ -232,7 +232,8 @@ typedef struct grove_tensor_t {
 /* A loaded model: immutable, shareable across threads. */
 typedef struct grove_model_t grove_model_t;
 
-/* Maps the file read-only; the weights are used in place. */
+/* Maps the file read-only; the weights are used in place. A file of at most
+ * 1 MiB is read into aligned memory instead (faster to open). */
 GROVE_API GROVE_MUST_USE_RESULT grove_status_t* grove_model_load_file(const char* path,
                                                                       grove_model_t** out_model);
 /* Copies `size` bytes at `data` into storage the model owns; the caller may

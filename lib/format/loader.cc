@@ -6,12 +6,12 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "flatbuffers/flatbuffers.h"
 #include "lib/format/file_layout.h"
@@ -28,6 +28,27 @@ absl::Status Bad(absl::string_view where, absl::string_view what) {
 
 // A FlatBuffers string as a view into the model's bytes (no copy).
 absl::string_view View(const flatbuffers::String* s) { return absl::string_view(s->c_str(), s->size()); }
+
+// The index of the first table in `items` whose name an earlier one has
+// (tables without a name are skipped: they are refused on their own), or -1.
+// Sorting views of the names, rather than inserting them into a hash set,
+// keeps opening a model to a little code and one allocation.
+template <typename T>
+int FirstRepeatedName(const flatbuffers::Vector<flatbuffers::Offset<T>>* items) {
+  if (items == nullptr) return -1;
+  std::vector<std::pair<absl::string_view, int>> named;
+  named.reserve(items->size());
+  for (flatbuffers::uoffset_t i = 0; i < items->size(); ++i) {
+    const flatbuffers::String* name = items->Get(i)->name();
+    if (name != nullptr && name->size() > 0) named.emplace_back(View(name), static_cast<int>(i));
+  }
+  std::sort(named.begin(), named.end());
+  int first = -1;
+  for (size_t k = 1; k < named.size(); ++k) {
+    if (named[k].first == named[k - 1].first && (first < 0 || named[k].second < first)) first = named[k].second;
+  }
+  return first;
+}
 
 std::string TensorWhere(int index, const fb::Tensor* t) {
   if (t != nullptr && t->name() != nullptr) return absl::StrCat("tensor ", index, " ('", t->name()->str(), "')");
@@ -258,7 +279,15 @@ absl::StatusOr<std::shared_ptr<const ModelBytes>> ModelBytes::MapFile(const std:
   }
   auto bytes = std::shared_ptr<ModelBytes>(new ModelBytes());
   bytes->size_ = static_cast<size_t>(file->size());
-  if (bytes->size_ > 0) {
+  if (bytes->size_ > 0 && bytes->size_ <= ModelBytes::kReadBelow) {
+    // One read into aligned memory: mmap, the first touch's page fault and
+    // munmap at release cost several times what copying a small file does.
+    void* p = std::aligned_alloc(kWeightAlignment, AlignUp(bytes->size_, kWeightAlignment));
+    if (p == nullptr) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate memory for model '", path, "'"));
+    bytes->data_ = static_cast<const uint8_t*>(p);  // freed by ~ModelBytes from here on
+    absl::Status read = file->ReadAt(0, p, bytes->size_);
+    if (!read.ok()) return read;
+  } else if (bytes->size_ > 0) {
     void* p = ::mmap(nullptr, bytes->size_, PROT_READ, MAP_PRIVATE, file->fd(), 0);
     if (p == MAP_FAILED) {
       return absl::InternalError(absl::StrCat("cannot map model '", path, "': ", std::strerror(errno)));
@@ -335,14 +364,14 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   // Symbols.
   // Names are views into the model's bytes; error contexts ("symbol 3") are
   // made only when there is an error.
-  absl::flat_hash_set<absl::string_view> names;
   if (m->symbols()) {
+    const int repeated = FirstRepeatedName(m->symbols());
     g.symbols.reserve(m->symbols()->size());
     for (flatbuffers::uoffset_t i = 0; i < m->symbols()->size(); ++i) {
       const fb::Symbol* s = m->symbols()->Get(i);
       auto where = [i] { return absl::StrCat("symbol ", i); };
       if (s->name() == nullptr || s->name()->size() == 0) return Bad(where(), "has no name");
-      if (!names.insert(View(s->name())).second) {
+      if (static_cast<int>(i) == repeated) {
         return Bad(where(), absl::StrCat("name '", s->name()->str(), "' is used twice"));
       }
       if (s->min() < 0 || s->max() < s->min() || s->max() > kMaxDim) {
@@ -372,14 +401,13 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
   // Tensors.
   const int num_tensors = m->tensors() ? static_cast<int>(m->tensors()->size()) : 0;
   std::vector<int> buffer_users(num_buffers, 0);
-  names.clear();
-  names.reserve(num_tensors);
+  const int repeated_tensor = FirstRepeatedName(m->tensors());
   g.tensors.resize(num_tensors);
   for (int i = 0; i < num_tensors; ++i) {
     const fb::Tensor* t = m->tensors()->Get(i);
     auto where = [i, t] { return TensorWhere(i, t); };
     if (t->name() == nullptr || t->name()->size() == 0) return Bad(where(), "has no name");
-    if (!names.insert(View(t->name())).second) return Bad(where(), "name is used by another tensor");
+    if (i == repeated_tensor) return Bad(where(), "name is used by another tensor");
     ir::TensorDecl& d = g.tensors[i];
     d.name = t->name()->str();
     const int dt = static_cast<int>(t->dtype());

@@ -1,4 +1,5 @@
-// Loading a .grove file: the bytes (a read-only mapping or an aligned copy),
+// Loading a .grove file: the bytes (a read-only mapping, or an aligned copy
+// of a small file or a buffer),
 // the FlatBuffers verifier, then semantic checks, then the in-memory graph.
 // Nothing reads the file's data before the check that covers it.
 #ifndef GROVE_LIB_FORMAT_LOADER_H_
@@ -19,7 +20,10 @@ namespace grove::format {
 // The bytes of a model, alive as long as the model: weights point into them.
 class ModelBytes {
  public:
-  // Maps the file read-only (never copied).
+  // Maps the file read-only, weights used in place; a file of at most
+  // kReadBelow bytes is read into aligned memory instead (one pread: opening
+  // a small model then costs a fraction of a mapping and its page faults).
+  static constexpr size_t kReadBelow = size_t{1} << 20;
   static absl::StatusOr<std::shared_ptr<const ModelBytes>> MapFile(const std::string& path);
   // Copies into 64-byte aligned storage.
   static absl::StatusOr<std::shared_ptr<const ModelBytes>> CopyOf(absl::Span<const uint8_t> bytes);

@@ -3,7 +3,8 @@
 // is refused then, not at first run. With symbolic inputs, the outputs are
 // described (symbolic shape inference of the main graph, whose failure is
 // only a note) on first use of outputs() or Summary(): a session infers its
-// own shapes per plan and needs only the outputs' names.
+// own shapes per plan and needs only the outputs' names. The inputs are
+// described on first use of inputs() (a run's checks, the C ABI's queries).
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -50,14 +51,12 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   impl->bytes_ = std::move(bytes);
   impl->loaded_ = std::move(*loaded);
   const ir::Graph& g = impl->graph();
-  const std::vector<std::string> names = g.symbol_names();
   for (const ir::Symbol& s : g.symbols) impl->symbols_.push_back(SymbolInfo{s.name, s.min, s.max});
 
   std::vector<runtime::ValueSig> sigs;
   bool static_inputs = true;
   for (int t : g.subgraphs[0].inputs) {
     const ir::TensorDecl& d = g.tensors[t];
-    impl->inputs_.push_back(Info(d.name, d.dtype, DescribeShape(d.shape, names)));
     // A sequence's tensors may take any shape the declaration allows.
     static_inputs = static_inputs && !ir::IsBoxed(d.dtype) && ir::IsConcrete(d.shape);
     sigs.push_back(runtime::ValueSig{d.dtype, ir::ToConcrete(d.shape)});
@@ -74,6 +73,7 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
     return absl::InvalidArgumentError(absl::StrCat("invalid model: shape inference failed: ", plan.status().message()));
   }
   // The plan has described the outputs already: outputs() has nothing left to do.
+  const std::vector<std::string> names = g.symbol_names();
   absl::call_once(impl->outputs_once_, [&] {
     for (int v : (*plan)->output_values()) {
       const runtime::PlanValue& pv = (*plan)->values()[v];
@@ -111,6 +111,18 @@ void ModelImpl::DescribeOutputs() const {
     }
   }
   outputs_described_.store(true, std::memory_order_release);
+}
+
+const std::vector<TensorInfo>& ModelImpl::inputs() const {
+  absl::call_once(inputs_once_, [this] {
+    const ir::Graph& g = graph();
+    const std::vector<std::string> names = g.symbol_names();
+    for (int t : g.subgraphs[0].inputs) {
+      const ir::TensorDecl& d = g.tensors[t];
+      inputs_.push_back(Info(d.name, d.dtype, DescribeShape(d.shape, names)));
+    }
+  });
+  return inputs_;
 }
 
 const std::vector<TensorInfo>& ModelImpl::outputs() const {

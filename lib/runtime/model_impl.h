@@ -1,6 +1,7 @@
 // The private side of grove::Model: the bytes, the verified graph, and the
-// public descriptions of inputs, outputs and symbols. The outputs' shapes
-// (and the shape-inference note) are described on first use, not at load.
+// public descriptions of inputs, outputs and symbols. The inputs and the
+// outputs' shapes (and the shape-inference note) are described on first use,
+// not at load: opening a model touches only what loading it needs.
 #ifndef GROVE_LIB_RUNTIME_MODEL_IMPL_H_
 #define GROVE_LIB_RUNTIME_MODEL_IMPL_H_
 
@@ -30,7 +31,8 @@ class ModelImpl {
 
   const ir::Graph& graph() const { return loaded_.graph; }
   const ir::OpRegistry& registry() const { return *registry_; }
-  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  // Described on first call (thread-safe).
+  const std::vector<TensorInfo>& inputs() const;
   // Described on first call (symbolic shape inference of the main graph,
   // once per model, thread-safe); a session never needs it.
   const std::vector<TensorInfo>& outputs() const;
@@ -56,7 +58,8 @@ class ModelImpl {
   // Fills outputs_ and shape_note_ (under outputs_once_).
   void DescribeOutputs() const;
 
-  std::vector<TensorInfo> inputs_;
+  mutable absl::once_flag inputs_once_;
+  mutable std::vector<TensorInfo> inputs_;
   std::vector<std::string> output_names_;
   std::vector<SymbolInfo> symbols_;
   mutable absl::once_flag outputs_once_;

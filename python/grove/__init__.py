@@ -163,14 +163,17 @@ class Model:
         if not isinstance(handle, ctypes.POINTER(_capi.ModelHandle)):
             raise TypeError("use grove.Model.load(path) or grove.Model.from_bytes(data)")
         self._handle = handle
-        self.inputs: List[TensorSpec] = self._specs(_INPUT_SPEC_FUNCTIONS)
+        # Asked of the library on first use (opening a model is timed: a
+        # session asks for them at its first run).
+        self._inputs: Optional[List[TensorSpec]] = None
         self._outputs: Optional[List[TensorSpec]] = None
         self._output_names: Optional[Tuple[str, ...]] = None
         self._symbols = None
 
     @classmethod
     def load(cls, path) -> "Model":
-        """Maps the file read-only (weights used in place)."""
+        """Maps the file read-only (weights used in place); a file of at most
+        1 MiB is read into memory instead."""
         handle = ctypes.POINTER(_capi.ModelHandle)()
         _check(_lib.grove_model_load_file(str(path).encode(), ctypes.byref(handle)))
         return cls(handle)
@@ -207,6 +210,14 @@ class Model:
             specs.append(TensorSpec(info.name.decode(), _dtype_name(info.dtype), shape,
                                     kinds.get(kind_value) or str(kind_value)))
         return specs
+
+    @property
+    def inputs(self) -> List[TensorSpec]:
+        """The model's inputs (asked of the library on first use)."""
+        inputs = self._inputs
+        if inputs is None:
+            inputs = self._inputs = self._specs(_INPUT_SPEC_FUNCTIONS)
+        return inputs
 
     @property
     def outputs(self) -> List[TensorSpec]:
@@ -453,6 +464,9 @@ _DEVICE_NAMES = {v: k for k, v in _capi.DEVICES.items()}
 _DEFAULT_OPTIONS: List[bytes] = []
 
 
+_BIND_LOCK = threading.Lock()  # Session._bind: once per session, whichever thread runs first
+
+
 def _default_options() -> bytes:
     """grove_session_options_t as the library initializes it, asked once (a
     session copies it: opening a model is timed, and each ctypes call counts)."""
@@ -595,31 +609,42 @@ class Session:
         self.cuda_device = int(options.cuda_device)
         # grove honours outputs_on_device on a CUDA session only.
         self._outputs_on_device = self.device == "cuda" and bool(options.outputs_on_device)
-        # What every run needs from the model, looked up once.
-        self._input_names = tuple(spec.name for spec in model.inputs)
-        self._output_names = output_names = model._names_of_outputs()  # not model.outputs: no shapes needed
-        self._not_tensor_input = next((spec for spec in model.inputs if spec.kind != "tensor"), None)
-        self._inputs_type = _tensor_array_type(len(model.inputs))
-        self._outputs_type = _tensor_array_type(len(output_names))
-        # The descriptors run() reuses, run after run (grove only reads the
-        # inputs'; it fills the outputs' whose data is NULL). An input slot
-        # keeps the (dtype, shape) it was filled for, so that the next array
-        # of the same dtype and shape changes only its data pointer. The
-        # outputs' bytes as the last run left them and an ndarray over each
-        # output buffer they name: a run that reports the same descriptors
-        # copies out of those views. Held by one run() at a time (_run_lock);
-        # a second thread's run, which grove refuses, takes descriptors of
-        # its own.
-        self._in_tensors = self._inputs_type()
-        self._in_slots = tuple(self._in_tensors)
-        self._in_keys: List[Any] = [None] * len(model.inputs)
-        self._out_tensors = self._outputs_type()
-        self._out_slots = tuple(self._out_tensors)
+        # What runs need from the model and the descriptors they reuse are
+        # made by the first run (_bind): opening is timed, a run is not.
+        self._run_args = None
         self._out_bytes: Optional[bytes] = None
         self._out_views: Tuple[np.ndarray, ...] = ()
-        self._run_args = (_addressof(handle.contents), _addressof(self._in_tensors),
-                          len(model.inputs), ctypes.addressof(self._out_tensors), len(output_names))
         self._run_lock = threading.Lock()
+
+    def _bind(self) -> None:
+        """Looks up what every run needs from the model and makes the
+        descriptors run() reuses; once per session, before its first run."""
+        with _BIND_LOCK:
+            if self._run_args is not None:
+                return
+            model = self.model
+            self._input_names = tuple(spec.name for spec in model.inputs)
+            self._output_names = output_names = model._names_of_outputs()  # not model.outputs: no shapes needed
+            self._not_tensor_input = next((spec for spec in model.inputs if spec.kind != "tensor"), None)
+            self._inputs_type = _tensor_array_type(len(model.inputs))
+            self._outputs_type = _tensor_array_type(len(output_names))
+            # The descriptors run() reuses, run after run (grove only reads the
+            # inputs'; it fills the outputs' whose data is NULL). An input slot
+            # keeps the (dtype, shape) it was filled for, so that the next array
+            # of the same dtype and shape changes only its data pointer. The
+            # outputs' bytes as the last run left them and an ndarray over each
+            # output buffer they name: a run that reports the same descriptors
+            # copies out of those views. Held by one run() at a time (_run_lock);
+            # a second thread's run, which grove refuses, takes descriptors of
+            # its own.
+            self._in_tensors = self._inputs_type()
+            self._in_slots = tuple(self._in_tensors)
+            self._in_keys: List[Any] = [None] * len(model.inputs)
+            self._out_tensors = self._outputs_type()
+            self._out_slots = tuple(self._out_tensors)
+            # Last: a run that finds it set finds everything above set.
+            self._run_args = (_addressof(self._handle.contents), _addressof(self._in_tensors),
+                              len(model.inputs), ctypes.addressof(self._out_tensors), len(output_names))
 
     def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
             output_format: str = "numpy") -> Dict[str, Union[np.ndarray, Tensor]]:
@@ -636,6 +661,8 @@ class Session:
         work first (torch.cuda.synchronize(), or the producer's equivalent)."""
         if not self._handle:
             self._check_open()
+        if self._run_args is None:
+            self._bind()
         if output_format == "numpy":
             to_numpy = True
         elif output_format == "dlpack":

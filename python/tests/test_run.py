@@ -2,6 +2,7 @@
 outputs as `grove run`, and as PyTorch's references; sessions, options and
 stats."""
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -133,16 +134,47 @@ def test_sessions_reuse_what_opening_does_not_change(demo_dir):
     # types from a module cache (they outlive it, a collection included).
     model = grove.Model.load(demo_dir / "mlp.grove")
     first = grove.Session(model, device="cpu", max_cached_plans=1)
+    first.run({"x": np.ones((1, 16), np.float32)})
     inputs_type = weakref.ref(first._inputs_type)
     first.close()
     del first
     gc.collect()
     assert inputs_type() is not None
     second = grove.Session(model, device="cpu")
+    second.run({"x": np.ones((1, 16), np.float32)})
     assert second._inputs_type is inputs_type() and second.device == "cpu"
     for batch in (1, 2, 1):
         second.run({"x": np.ones((batch, 16), np.float32)})
     assert second.stats()["plans_evicted"] == 0
+
+
+def test_opening_asks_the_library_nothing_a_run_does_not_need(demo_dir):
+    # Model.load and Session ask for no description (inputs, outputs,
+    # symbols); the first run looks up the names it needs, once, whichever
+    # thread makes it.
+    model = grove.Model.load(demo_dir / "mlp.grove")
+    session = grove.Session(model, device="cpu")
+    assert model._inputs is None and model._outputs is None and model._output_names is None
+    assert session._run_args is None
+    x = np.load(demo_dir / "mlp_x.npy")
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(session.run({"x": x})["y"])
+        except grove.Error as e:  # a second thread inside run() at once is refused by grove
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert session._run_args is not None and model._outputs is None
+    assert [s.name for s in model.inputs] == ["x"] and model.inputs is model.inputs
+    assert results and all(np.array_equal(r, results[0]) for r in results)
+    assert all("another thread" in str(e) for e in errors), errors
+    np.testing.assert_array_equal(session.run({"x": x})["y"], results[0])
 
 
 def test_sessions_need_only_the_output_names(demo_dir):

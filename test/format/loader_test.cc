@@ -97,7 +97,7 @@ TEST(LoaderTest, ValidModelLoadsAndDescribesItself) {
   EXPECT_EQ(s.weight_bytes, 16u);
 }
 
-TEST(LoaderTest, WeightsAreUsedInPlaceFromTheMapping) {
+TEST(LoaderTest, WeightsAreUsedInPlaceFromTheModelBytes) {
   const std::string path = absl::StrCat(::testing::TempDir(), "/inplace.grove");
   ModelBuilder b;
   b.AddInput("x", DType::kF32, {4});
@@ -111,6 +111,47 @@ TEST(LoaderTest, WeightsAreUsedInPlaceFromTheMapping) {
     if (!t.is_weight) continue;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
     EXPECT_EQ(reinterpret_cast<const float*>(t.data)[2], 3.0f);
+  }
+}
+
+// Whether a file named `path`'s base name is mapped into this process
+// (/proc/self/maps names files by their canonical path).
+bool IsMapped(std::string path) {
+  path = path.substr(path.rfind('/'));
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0) return true;
+  }
+  return false;
+}
+
+// A file of at most ModelBytes::kReadBelow bytes is read into aligned memory;
+// a larger one is mapped. Either way the weights are aligned and intact.
+TEST(LoaderTest, SmallFilesAreReadLargeOnesMapped) {
+  for (const int64_t n : {int64_t{4}, static_cast<int64_t>(format::ModelBytes::kReadBelow / sizeof(float)) + 16}) {
+    SCOPED_TRACE(n);
+    const std::string path = absl::StrCat(::testing::TempDir(), "/read_or_map_", n, ".grove");
+    std::vector<float> w(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) w[static_cast<size_t>(i)] = static_cast<float>(i % 1000) * 0.5f;
+    ModelBuilder b;
+    b.AddInput("x", DType::kF32, {n});
+    b.AddWeight("w", DType::kF32, {n}, w);
+    b.AddOp("Add", {"x", "w"}, {"y"});
+    b.AddOutput("y");
+    ASSERT_TRUE(b.Save(path).ok());
+    auto model = Model::LoadFromFile(path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const bool large = (*model)->impl().host_byte_size() > format::ModelBytes::kReadBelow;
+    EXPECT_EQ(large, n > 4);
+    EXPECT_EQ(IsMapped(path), large);
+    for (const ir::TensorDecl& t : (*model)->impl().graph().tensors) {
+      if (!t.is_weight) continue;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u);
+      EXPECT_EQ(std::memcmp(t.data, w.data(), w.size() * sizeof(float)), 0);
+    }
+    model->reset();
+    EXPECT_FALSE(IsMapped(path));
   }
 }
 
@@ -143,7 +184,7 @@ TEST(LoaderTest, StringWeightsReferToTheFileInPlace) {
     EXPECT_EQ(refs[0].view(), "");
     EXPECT_EQ(refs[1].view(), "Müller");
     EXPECT_EQ(refs[2].view(), "ab");
-    // The bytes are the mapping's, not a copy.
+    // The bytes are the model's own, not a copy.
     const auto* text = reinterpret_cast<const uint8_t*>(refs[1].data);
     EXPECT_TRUE(text >= impl.host_bytes() && text < impl.host_bytes() + impl.host_byte_size());
   }
@@ -289,6 +330,39 @@ TEST(LoaderTest, BadIndicesAreNamed) {
   ExpectRejected([](Parts& p) { p.model->subgraphs[0]->outputs[0] = -1; }, "output tensor index -1");
   ExpectRejected([](Parts& p) { p.model->tensors[0]->shape[0]->symbol = 3; }, "uses symbol 3");
   ExpectRejected([](Parts& p) { p.model->tensors[1]->buffer = 9; }, "buffer index 9 is out of range");
+}
+
+// A repeated name is reported at the first table that repeats one (not at
+// the one it repeats), after any earlier table's own error.
+TEST(LoaderTest, RepeatedNamesAreNamedWhereTheyRepeat) {
+  auto add_symbol = [](Parts& p, const std::string& name) {
+    auto sym = std::make_unique<fb::SymbolT>(*p.model->symbols[0]);
+    sym->name = name;
+    p.model->symbols.push_back(std::move(sym));
+  };
+  ExpectRejected([&](Parts& p) { add_symbol(p, "batch"); }, "symbol 1: name 'batch' is used twice");
+  ExpectRejected([&](Parts& p) {
+    add_symbol(p, "seq");
+    add_symbol(p, "seq");
+    add_symbol(p, "batch");
+  }, "symbol 2: name 'seq' is used twice");
+  ExpectRejected([&](Parts& p) {
+    add_symbol(p, "");
+    add_symbol(p, "batch");
+  }, "symbol 1: has no name");
+  const int n = static_cast<int>(Split(SmallModel()).model->tensors.size());
+  ASSERT_GE(n, 4);
+  ExpectRejected([&](Parts& p) { p.model->tensors[n - 1]->name = p.model->tensors[0]->name; },
+                 absl::StrCat("tensor ", n - 1, " ('", Split(SmallModel()).model->tensors[0]->name,
+                              "'): name is used by another tensor"));
+  ExpectRejected([&](Parts& p) {
+    p.model->tensors[3]->name = p.model->tensors[1]->name;
+    p.model->tensors[2]->name = p.model->tensors[0]->name;
+  }, "tensor 2 (");
+  ExpectRejected([&](Parts& p) {
+    p.model->tensors[3]->name = p.model->tensors[0]->name;
+    p.model->tensors[1]->dtype = static_cast<fb::DType>(99);
+  }, "tensor 1 (");
 }
 
 TEST(LoaderTest, ValueKindsAreChecked) {
