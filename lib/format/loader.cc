@@ -557,6 +557,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
       // error at once), so "given twice" is tracked per definition entry.
       seen.assign(n.def->attrs.size(), false);
       if (o->attributes()) {
+        n.attrs.Reserve(o->attributes()->size());
         for (const fb::Attribute* a : *o->attributes()) {
           if (a->name() == nullptr) return Bad(ow(), "has an attribute without a name");
           const absl::string_view an = View(a->name());

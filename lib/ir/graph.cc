@@ -8,9 +8,21 @@
 
 namespace grove::ir {
 
+void Attributes::Set(std::string name, AttrValue value) {
+  for (auto& [have, v] : values_) {
+    if (have == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  values_.emplace_back(std::move(name), std::move(value));
+}
+
 const AttrValue* Attributes::Find(absl::string_view name) const {
-  auto it = values_.find(name);
-  return it == values_.end() ? nullptr : &it->second;
+  for (const auto& [have, v] : values_) {
+    if (have == name) return &v;
+  }
+  return nullptr;
 }
 
 int64_t Attributes::GetInt(absl::string_view name, int64_t def) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include "absl/strings/string_view.h"
 #include <vector>
 
@@ -39,8 +40,10 @@ struct TensorDecl {
 // these only see the declared kinds.
 class Attributes {
  public:
-  void Set(std::string name, AttrValue value) { values_[std::move(name)] = std::move(value); }
-  bool Has(absl::string_view name) const { return values_.contains(name); }
+  // Replaces a value of the same name.
+  void Set(std::string name, AttrValue value);
+  void Reserve(size_t n) { values_.reserve(n); }
+  bool Has(absl::string_view name) const { return Find(name) != nullptr; }
   const AttrValue* Find(absl::string_view name) const;
   int64_t GetInt(absl::string_view name, int64_t def) const;
   double GetFloat(absl::string_view name, double def) const;
@@ -49,10 +52,13 @@ class Attributes {
   std::vector<double> GetFloats(absl::string_view name, std::vector<double> def = {}) const;
   // -1 when absent.
   int GetSubgraph(absl::string_view name) const;
-  const absl::flat_hash_map<std::string, AttrValue>& all() const { return values_; }
+  // In the order they were first set.
+  const std::vector<std::pair<std::string, AttrValue>>& all() const { return values_; }
 
  private:
-  absl::flat_hash_map<std::string, AttrValue> values_;
+  // A node has a handful: searched in order, they need no hash map per node
+  // (one allocation, and little code, when a model is opened).
+  std::vector<std::pair<std::string, AttrValue>> values_;
 };
 
 struct Node {

@@ -1,4 +1,5 @@
-// Symbolic dims as canonical polynomials (sorted monomials, no zero terms).
+// Symbolic dims as canonical polynomials (sorted monomials, no zero terms;
+// a constant held apart, without terms).
 #include "lib/ir/sym_dim.h"
 
 #include <algorithm>
@@ -29,10 +30,6 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
 int64_t SaturatingNeg(int64_t a) { return a == INT64_MIN ? INT64_MAX : -a; }
 }  // namespace
 
-SymDim::SymDim(int64_t value) {
-  if (value != 0) terms_.push_back({value, {}});
-}
-
 SymDim SymDim::Symbol(int index) {
   SymDim d;
   d.terms_.push_back({1, {index}});
@@ -45,9 +42,10 @@ SymDim SymDim::Unknown() {
   return d;
 }
 
-int64_t SymDim::value() const {
-  if (!is_const() || terms_.empty()) return 0;
-  return terms_[0].coeff;
+std::vector<SymDim::Term> SymDim::AllTerms() const {
+  if (!terms_.empty()) return terms_;
+  if (const_ != 0) return {Term{const_, {}}};
+  return {};
 }
 
 void SymDim::Canonicalize() {
@@ -63,21 +61,30 @@ void SymDim::Canonicalize() {
   }
   merged.erase(std::remove_if(merged.begin(), merged.end(), [](const Term& t) { return t.coeff == 0; }),
                merged.end());
+  const_ = 0;
+  if (merged.size() == 1 && merged[0].syms.empty()) {
+    const_ = merged[0].coeff;
+    merged.clear();
+  }
   terms_ = std::move(merged);
 }
 
 SymDim operator+(const SymDim& a, const SymDim& b) {
   if (a.is_unknown() || b.is_unknown()) return SymDim::Unknown();
-  SymDim r = a;
-  r.terms_.insert(r.terms_.end(), b.terms_.begin(), b.terms_.end());
+  if (a.is_const() && b.is_const()) return SymDim(SaturatingAdd(a.const_, b.const_));
+  SymDim r;
+  r.terms_ = a.AllTerms();
+  for (SymDim::Term& t : b.AllTerms()) r.terms_.push_back(std::move(t));
   r.Canonicalize();
   return r;
 }
 
 SymDim operator-(const SymDim& a, const SymDim& b) {
   if (a.is_unknown() || b.is_unknown()) return SymDim::Unknown();
-  SymDim r = a;
-  for (SymDim::Term t : b.terms_) {
+  if (a.is_const() && b.is_const()) return SymDim(SaturatingAdd(a.const_, SaturatingNeg(b.const_)));
+  SymDim r;
+  r.terms_ = a.AllTerms();
+  for (SymDim::Term& t : b.AllTerms()) {
     t.coeff = SaturatingNeg(t.coeff);
     r.terms_.push_back(std::move(t));
   }
@@ -90,9 +97,11 @@ SymDim operator*(const SymDim& a, const SymDim& b) {
     if ((a.is_const() && a.value() == 0) || (b.is_const() && b.value() == 0)) return SymDim(0);
     return SymDim::Unknown();
   }
+  if (a.is_const() && b.is_const()) return SymDim(SaturatingMul(a.const_, b.const_));
   SymDim r;
-  for (const SymDim::Term& x : a.terms_) {
-    for (const SymDim::Term& y : b.terms_) {
+  const std::vector<SymDim::Term> at = a.AllTerms(), bt = b.AllTerms();
+  for (const SymDim::Term& x : at) {
+    for (const SymDim::Term& y : bt) {
       SymDim::Term t{SaturatingMul(x.coeff, y.coeff), x.syms};
       t.syms.insert(t.syms.end(), y.syms.begin(), y.syms.end());
       std::sort(t.syms.begin(), t.syms.end());
@@ -111,7 +120,7 @@ SymDim operator/(const SymDim& a, const SymDim& b) {
     if (b.terms_.size() == 1 && !b.terms_[0].syms.empty()) {
       const SymDim::Term& d = b.terms_[0];
       SymDim r;
-      for (const SymDim::Term& t : a.terms_) {
+      for (const SymDim::Term& t : a.AllTerms()) {
         if ((d.coeff == -1 && t.coeff == INT64_MIN) || t.coeff % d.coeff != 0) return SymDim::Unknown();
         std::vector<int> rest = t.syms;
         for (int s : d.syms) {
@@ -145,7 +154,7 @@ SymDim operator/(const SymDim& a, const SymDim& b) {
 bool operator==(const SymDim& a, const SymDim& b) {
   if (a.unknown_ != b.unknown_) return false;
   if (a.unknown_ != 0) return true;
-  if (a.terms_.size() != b.terms_.size()) return false;
+  if (a.const_ != b.const_ || a.terms_.size() != b.terms_.size()) return false;
   for (size_t i = 0; i < a.terms_.size(); ++i) {
     if (a.terms_[i].coeff != b.terms_[i].coeff || a.terms_[i].syms != b.terms_[i].syms) return false;
   }
@@ -154,7 +163,7 @@ bool operator==(const SymDim& a, const SymDim& b) {
 
 std::string SymDim::ToString(absl::Span<const std::string> names) const {
   if (unknown_ != 0) return "?";
-  if (terms_.empty()) return "0";
+  if (terms_.empty()) return absl::StrCat(const_);
   std::string out;
   for (size_t i = 0; i < terms_.size(); ++i) {
     const Term& t = terms_[i];

@@ -20,16 +20,16 @@ namespace grove::ir {
 
 class SymDim {
  public:
-  SymDim() : SymDim(0) {}
-  SymDim(int64_t value);  // NOLINT: constants convert implicitly
+  SymDim() = default;
+  SymDim(int64_t value) : const_(value) {}  // NOLINT: constants convert implicitly
   static SymDim Symbol(int index);
   // A fresh unknown dim (data dependent); equal only to copies of itself.
   static SymDim Unknown();
 
-  bool is_const() const { return !unknown_ && (terms_.empty() || (terms_.size() == 1 && terms_[0].syms.empty())); }
+  bool is_const() const { return !unknown_ && terms_.empty(); }
   bool is_unknown() const { return unknown_ != 0; }
   // The constant's value; 0 when !is_const().
-  int64_t value() const;
+  int64_t value() const { return is_const() ? const_ : 0; }
   // The symbol's index when the dim is exactly one symbol, else -1.
   int symbol_index() const {
     return (!unknown_ && terms_.size() == 1 && terms_[0].coeff == 1 && terms_[0].syms.size() == 1)
@@ -54,8 +54,16 @@ class SymDim {
     int64_t coeff;
     std::vector<int> syms;  // sorted symbol indices (a monomial)
   };
+  // The dim's terms, a constant's included (a constant's one term, or none for 0).
+  std::vector<Term> AllTerms() const;
+  // Sorts and merges terms_, drops zero terms, and moves a lone constant term
+  // into const_.
   void Canonicalize();
+  // A constant is const_ with no terms (made without allocating: most dims
+  // are constants); any other known dim is its terms_, the constant term
+  // among them, and const_ is 0.
   std::vector<Term> terms_;
+  int64_t const_ = 0;
   uint64_t unknown_ = 0;  // non-zero: unknown dim with this id
 };
 

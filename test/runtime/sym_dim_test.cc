@@ -1,7 +1,12 @@
 #include "lib/ir/sym_dim.h"
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "lib/ir/broadcast.h"
+#include "lib/ir/graph.h"
 #include "lib/ir/op_registry.h"
 
 namespace grove::ir {
@@ -26,6 +31,64 @@ TEST(SymDimTest, PolynomialsAreCanonical) {
   EXPECT_FALSE((b * s).is_const());
   const std::vector<std::string> names = {"batch", "seq"};
   EXPECT_EQ((b * s + SymDim(1)).ToString(names), "1+batch*seq");
+}
+
+// A constant is held without terms, however it was reached: from an int, or
+// from a polynomial whose symbols cancel. Each compares, prints and divides
+// the same way, and saturates instead of wrapping.
+TEST(SymDimTest, ConstantsReachedAnyWayAreTheSame) {
+  const SymDim b = SymDim::Symbol(0), s = SymDim::Symbol(1);
+  const std::vector<std::string> names = {"batch", "seq"};
+  EXPECT_EQ(SymDim(), SymDim(0));
+  EXPECT_EQ((s + SymDim(3)) - s, SymDim(3));
+  EXPECT_TRUE(((s + SymDim(3)) - s).is_const());
+  EXPECT_EQ(((s + SymDim(3)) - s).value(), 3);
+  EXPECT_EQ(s - s, SymDim(0));
+  EXPECT_EQ((s - s).ToString(), "0");
+  EXPECT_EQ((b * s - s * b + SymDim(-5)).ToString(names), "-5");
+  EXPECT_EQ(s * SymDim(0), SymDim(0));
+  EXPECT_EQ(SymDim(0) * s, SymDim(0));
+  EXPECT_EQ(SymDim(1) * s, s);
+  EXPECT_EQ((s * SymDim(1)).symbol_index(), 1);
+  EXPECT_EQ((s + SymDim(0)).symbol_index(), 1);
+  EXPECT_EQ((SymDim(2) * s + SymDim(4)) / SymDim(2), s + SymDim(2));
+  EXPECT_EQ((SymDim(2) * s + SymDim(4)).ToString(names), "4+2*seq");
+  EXPECT_EQ((SymDim(2) * s + SymDim(4)).value(), 0);  // not a constant
+  EXPECT_EQ((SymDim(6) * s) / s, SymDim(6));
+  EXPECT_TRUE((SymDim(6) / s).is_unknown());
+  EXPECT_EQ(SymDim(0) / s, SymDim(0));
+  EXPECT_EQ(SymDim(7) / SymDim(-1), SymDim(-7));
+  EXPECT_NE(SymDim(3), s);
+  EXPECT_NE(SymDim(3), s + SymDim(3));
+  EXPECT_EQ((SymDim(INT64_MAX) + SymDim(1)).value(), INT64_MAX);
+  EXPECT_EQ((SymDim(INT64_MIN) - SymDim(1)).value(), INT64_MIN);
+  EXPECT_EQ((SymDim(INT64_MIN) / SymDim(-1)).value(), INT64_MAX);
+  EXPECT_EQ((SymDim(int64_t{1} << 40) * SymDim(int64_t{1} << 40)).value(), INT64_MAX);
+  EXPECT_EQ(((s + SymDim(INT64_MAX)) + SymDim(1) - s).value(), INT64_MAX);
+}
+
+// Attributes keep the order they were first set in; setting a name again
+// replaces its value in place; typed getters fall back to their defaults.
+TEST(AttributesTest, SetReplacesAndAllKeepsOrder) {
+  Attributes a;
+  EXPECT_FALSE(a.Has("axis"));
+  EXPECT_EQ(a.Find("axis"), nullptr);
+  a.Set("axis", int64_t{1});
+  a.Set("perm", std::vector<int64_t>{2, 0, 1});
+  a.Set("alpha", 0.5);
+  a.Set("axis", int64_t{-1});
+  ASSERT_EQ(a.all().size(), 3u);
+  EXPECT_EQ(a.all()[0].first, "axis");
+  EXPECT_EQ(a.all()[1].first, "perm");
+  EXPECT_EQ(a.all()[2].first, "alpha");
+  EXPECT_EQ(a.GetInt("axis", 0), -1);
+  EXPECT_EQ(a.GetInts("perm"), (std::vector<int64_t>{2, 0, 1}));
+  EXPECT_EQ(a.GetFloat("alpha", 0), 0.5);
+  EXPECT_EQ(a.GetInt("alpha", 7), 0);  // a float read as an int truncates
+  EXPECT_EQ(a.GetString("axis", "none"), "none");
+  EXPECT_EQ(a.GetInt("ax", 9), 9);
+  EXPECT_EQ(a.GetSubgraph("perm"), -1);
+  EXPECT_TRUE(a.Has("alpha"));
 }
 
 TEST(SymDimTest, InexactDivisionIsUnknown) {
