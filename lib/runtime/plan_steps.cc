@@ -4,6 +4,7 @@
 #include <deque>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "lib/runtime/backend.h"
 #include "lib/runtime/execution_plan.h"
@@ -81,7 +82,22 @@ absl::Status ExecutionPlan::PrepareSteps(Backend& backend) {
     ir::KernelContext ctx(*step.node, in_ptrs, out_ptrs, &host);
     absl::StatusOr<ir::PreparedKernel> prepared = prepare(ctx);
     backend.SetStepHostInputs({});
-    if (!prepared.ok()) return prepared.status();
+    if (!prepared.ok()) {
+      // A device kernel that does not take this step after all (a dtype or an
+      // attribute it has no code for) says Unimplemented: the step runs its
+      // CPU kernel with copies, as one the backend's Takes refused does
+      // (strict_device still refuses the plan).
+      const int cpu = static_cast<int>(ir::Backend::kCpu);
+      if (absl::IsUnimplemented(prepared.status()) && step.backend != ir::Backend::kCpu &&
+          step.node->def->kernels[cpu] != nullptr) {
+        step.backend = ir::Backend::kCpu;
+        step.host_fallback = true;
+        step.kernel = step.node->def->kernels[cpu];
+        step.prepare = step.node->def->prepares[cpu];
+        continue;
+      }
+      return prepared.status();
+    }
     step.prepared = *std::move(prepared);
     step.prepared_at_plan = true;
   }

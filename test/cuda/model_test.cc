@@ -278,6 +278,42 @@ TEST(CudaModelTest, StrictDeviceRefusesCpuFallback) {
   EXPECT_GT(lax.cuda->stats().cpu_fallback_steps, 0);
 }
 
+// A CUDA kernel whose prepare declines the step (Unimplemented: the
+// recurrent layers are f32 only on CUDA) leaves it to its CPU kernel with
+// copies, like an op with no CUDA kernel; strict_device refuses the plan.
+// Before, the f64 and f16 layers failed the run on a CUDA session.
+TEST(CudaModelTest, StepsADeviceKernelDeclinesRunOnTheCpu) {
+  for (const DType dtype : {DType::kF64, DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    auto cast = [&](const Tensor& t) { return Tensor::CastOf(t.view(), dtype).value(); };
+    const Tensor w = cast(F32({1, 9, 5}, 2)), r = cast(F32({1, 9, 3}, 3));
+    ModelBuilder b;
+    b.AddSymbol("seq", 1, 16);
+    b.AddInput("x", dtype, {"seq", 2, 5});
+    auto bytes = [](const Tensor& t) {
+      return absl::Span<const uint8_t>(static_cast<const uint8_t*>(t.view().data), t.view().byte_size());
+    };
+    b.AddWeight("w", dtype, {1, 9, 5}, bytes(w));
+    b.AddWeight("r", dtype, {1, 9, 3}, bytes(r));
+    b.AddOp("GRU", {"x", "w", "r"}, {"y", "y_h"}, {{"hidden_size", int64_t{3}}});
+    b.AddOp("Neg", {"y_h"}, {"z"});  // on the device again
+    b.AddOutput("y");
+    b.AddOutput("z");
+    std::shared_ptr<const Model> model = testing::LoadOrDie(b.Finish());
+    Sessions s = MakeSessions(model);
+    for (int64_t seq : {1, 4, 7}) ExpectSame(s, {cast(F32({seq, 2, 5}, 9))}, absl::StrCat("GRU over ", seq));
+    EXPECT_GT(s.cuda->stats().cpu_fallback_steps, 0);
+    SessionOptions strict;
+    strict.strict_device = true;
+    std::unique_ptr<Session> st = internal::CreateSessionOnDevice(model, strict, TestDevice()).value();
+    const Tensor x = cast(F32({3, 2, 5}, 9));
+    absl::StatusOr<std::vector<TensorView>> refused = st->Run({x.view()});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+    EXPECT_NE(refused.status().message().find("GRU"), std::string::npos) << refused.status();
+  }
+}
+
 TEST(CudaModelTest, DTypesWithoutCudaKernelsRunOnTheCpu) {
   // The CUDA kernels cover f32 f64 f16 bf16 i64 i32 i8 u8 bool: Add on u32
   // (an op with a CUDA kernel) runs the CPU kernel with copies, Cast back to

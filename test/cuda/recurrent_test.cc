@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "lib/backends/cuda/emulated_device.h"
 #include "test/cuda_op_test_util.h"
@@ -302,6 +303,17 @@ TEST_F(CudaRecurrentTest, ErrorsAndF64) {
   auto out = RunOpCuda(*dev_, "LSTM", {&x64, &w64, &r64}, {{"hidden_size", int64_t{4}}}, 3);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented) << out.status();
+  // f16 and bf16 as well: the executor keeps them on the CPU, which computes them in f32.
+  for (const DType half : {DType::kF16, DType::kBF16}) {
+    Tensor xh = Tensor::CastOf(x.view(), half).value(), wh = Tensor::CastOf(w.view(), half).value(),
+           rh = Tensor::CastOf(r.view(), half).value();
+    auto half_out = RunOpCuda(*dev_, "LSTM", {&xh, &wh, &rh}, {{"hidden_size", int64_t{4}}}, 3);
+    ASSERT_FALSE(half_out.ok());
+    EXPECT_EQ(half_out.status().code(), absl::StatusCode::kUnimplemented) << half_out.status();
+    EXPECT_NE(half_out.status().message().find(absl::StrCat("no CUDA kernel for ", DTypeName(half))),
+              std::string::npos)
+        << half_out.status();
+  }
 }
 
 }  // namespace

@@ -428,6 +428,43 @@ TEST(RecurrentTest, OptionalOutputsAndFloat64) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.y_h[i], 1e-12) << "at " << i;
 }
 
+// f16 and bf16 layers compute in f32: against the reference run on the
+// inputs as rounded to the half type, each output is within its own rounding
+// (plus f32's). Every float input is given (bias, initial states, peepholes),
+// both directions, and a sequence shorter than the others.
+TEST(RecurrentTest, HalfFloatsComputeInF32) {
+  for (const DType half : {DType::kF16, DType::kBF16}) {
+    for (const char* op : {"LSTM", "GRU", "RNN"}) {
+      Spec s;
+      s.op = op;
+      s.direction = "bidirectional";
+      s.bias = s.initial_h = s.initial_c = s.peephole = true;
+      s.lengths = {3, 1};
+      SCOPED_TRACE(absl::StrCat(DTypeName(half), " ", s.Describe()));
+      const Inputs in = MakeInputs(s);
+      const OpTensors t = MakeTensors(s, in);
+      auto narrow = [&](const Tensor& f) { return Tensor::CastOf(f.view(), half).value(); };
+      auto widen = [](const Tensor& h) { return Values<float>(Tensor::CastOf(h.view(), DType::kF32).value()); };
+      OpTensors th{narrow(t.x), narrow(t.w), narrow(t.r), narrow(t.b), t.lens, narrow(t.h0), narrow(t.c0), narrow(t.p)};
+      const Inputs rounded{widen(th.x), widen(th.w), widen(th.r), widen(th.b), widen(th.h0), widen(th.c0), widen(th.p)};
+      const Outputs want = Reference(s, rounded);
+      const int num_outputs = s.op == "LSTM" ? 3 : 2;
+      auto out = RunOp(s.op, OpInputs(s, th), MakeAttrs(s), num_outputs);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const double eps = half == DType::kF16 ? 1.0 / 2048 : 1.0 / 256;  // half an ulp is eps/2
+      auto expect = [&](const Tensor& got_half, const std::vector<double>& w) {
+        ASSERT_EQ(got_half.dtype(), half);
+        const std::vector<float> got = widen(got_half);
+        ASSERT_EQ(got.size(), w.size());
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], w[i], 1e-5 + eps * std::abs(w[i])) << "at " << i;
+      };
+      expect((*out)[0], want.y);
+      expect((*out)[1], want.y_h);
+      if (s.op == "LSTM") expect((*out)[2], want.y_c);
+    }
+  }
+}
+
 // LSTM with Y omitted (ONNX ""), as in test_lstm_defaults, through a model.
 TEST(RecurrentTest, OmittedFirstOutputInModel) {
   Spec s;

@@ -25,20 +25,13 @@
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/half_staging.h"
 #include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 
 namespace grove::cpu {
-
-using ir::BFloat16;
-using ir::BFloat16ToFloat;
-using ir::FloatToBFloat16;
-using ir::FloatToHalf;
-using ir::Half;
-using ir::HalfToFloat;
-
 namespace {
 
 using backends::MakePrepared;
@@ -47,35 +40,6 @@ using backends::ShapeStr;
 using ir::PreparedKernel;
 
 absl::Status NotPrepared(const ir::KernelContext& ctx) { return backends::NotPrepared(ctx, "CPU"); }
-
-bool IsHalfFloat(DType dtype) { return dtype == DType::kF16 || dtype == DType::kBF16; }
-
-// f16/bf16 -> f32 into `out` (t.num_elements() floats of the workspace).
-float* Widen(const TensorView& t, float* out) {
-  const int64_t n = t.num_elements();
-  const uint16_t* p = t.as<const uint16_t>();
-  if (t.dtype == DType::kF16) {
-    for (int64_t i = 0; i < n; ++i) out[i] = HalfToFloat(Half{p[i]});
-  } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = BFloat16ToFloat(BFloat16{p[i]});
-  }
-  return out;
-}
-
-void Narrow(const float* v, TensorView& t) {
-  uint16_t* p = t.as<uint16_t>();
-  const int64_t n = t.num_elements();
-  if (t.dtype == DType::kF16) {
-    for (int64_t i = 0; i < n; ++i) p[i] = FloatToHalf(v[i]).bits;
-  } else {
-    for (int64_t i = 0; i < n; ++i) p[i] = FloatToBFloat16(v[i]).bits;
-  }
-}
-
-// The f32 copies of f16/bf16 operands and result, in the workspace.
-void AddWidened(const TensorView* t, WorkspaceLayout* layout) {
-  if (t != nullptr) layout->Add<float>(t->num_elements());
-}
 
 // double -> integer without the undefined behaviour of an out-of-range cast.
 template <typename T>

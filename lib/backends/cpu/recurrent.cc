@@ -3,7 +3,9 @@
 // biases) before the recurrence; each step then adds H_{t-1} * R^T (one GEMM
 // over the batch) and applies the gates. A batch entry whose sequence has
 // ended keeps its state and writes zeros to Y, so Y_h holds the state after
-// its last step (ONNX sequence_lens).
+// its last step (ONNX sequence_lens). f16 and bf16 layers compute in f32:
+// their operands are widened into the workspace and the outputs narrowed
+// back, so the state is rounded only where the outputs are.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include "lib/backends/common/recurrent_checks.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
+#include "lib/backends/cpu/half_staging.h"
 #include "lib/backends/cpu/onednn.h"
 #include "lib/backends/cpu/recurrent_lstm.h"
 #include "lib/ir/element_types.h"
@@ -250,6 +253,13 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   RecurrentParams p;
   p.call = *std::move(call);
   WorkspaceLayout layout;
+  if (IsHalfFloat(ctx.input(0).dtype)) {
+    // The f32 copies of every float input (not sequence_lens) and output.
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      if (i != 4) AddWidened(ctx.has_input(i) ? &ctx.input(i) : nullptr, &layout);
+    }
+    for (int i = 0; i < ctx.num_outputs(); ++i) AddWidened(ctx.has_output(i) ? &ctx.output(i) : nullptr, &layout);
+  }
   if (ctx.input(0).dtype == DType::kF32) {
     // The fused LSTM packs its weights in microseconds; oneDNN's primitive
     // takes milliseconds to make, for every plan (every sequence length).
@@ -262,6 +272,46 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
     }
   }
   return backends::MakePrepared(std::move(p), layout.bytes());
+}
+
+// An f16 or bf16 layer: its float inputs widened into the workspace (laid
+// out by the prepare in the same order), the f32 kernel run on them, and its
+// outputs narrowed back.
+template <RecurrentKind kKind>
+absl::Status RunHalfRecurrent(KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims,
+                              absl::Span<const int64_t> lengths) {
+  constexpr int kMaxOperands = 8;
+  if (ctx.workspace() == nullptr || ctx.num_inputs() > kMaxOperands || ctx.num_outputs() > kMaxOperands) {
+    return backends::NotPrepared(ctx, "CPU");
+  }
+  WorkspaceCursor cursor(ctx.workspace());
+  TensorView ins[kMaxOperands], outs[kMaxOperands];
+  TensorView* in_ptrs[kMaxOperands] = {};
+  TensorView* out_ptrs[kMaxOperands] = {};
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    const TensorView& t = ctx.input(i);
+    ins[i] = t;
+    if (i != 4) {
+      ins[i].dtype = DType::kF32;
+      ins[i].data = Widen(t, cursor.Take<float>(t.num_elements()));
+    }
+    in_ptrs[i] = &ins[i];
+  }
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    if (!ctx.has_output(i)) continue;
+    outs[i] = ctx.output(i);
+    outs[i].dtype = DType::kF32;
+    outs[i].data = cursor.Take<float>(outs[i].num_elements());
+    out_ptrs[i] = &outs[i];
+  }
+  const KernelContext wide(ctx.node(), absl::MakeSpan(in_ptrs, ctx.num_inputs()),
+                           absl::MakeSpan(out_ptrs, ctx.num_outputs()), ctx.host());
+  if (absl::Status s = RunRecurrent<float>(wide, a, dims, lengths); !s.ok()) return s;
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    if (ctx.has_output(i)) Narrow(static_cast<const float*>(outs[i].data), ctx.output(i));
+  }
+  return absl::OkStatus();
 }
 
 template <RecurrentKind kKind>
@@ -308,6 +358,7 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("the input projection of ", dims.seq, " steps x ", dims.batch, " batch x ", gh,
                                   " gate units is too large"));
   }
+  if (IsHalfFloat(x.dtype)) return RunHalfRecurrent<kKind>(ctx, *a, dims, lengths);
   return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     return RunRecurrent<T>(ctx, *a, dims, lengths);

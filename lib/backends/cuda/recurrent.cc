@@ -18,8 +18,9 @@
 // Nothing runs for steps the bound has and the shape has not, so the only
 // padding is the bound's blocks past the actual batch, which return at once.
 //
-// f32 only (the GEMM's halves would round the state every step); f64
-// reports Unimplemented so the executor keeps the node on the CPU.
+// f32 only (the GEMM's halves would round the state every step); f64, f16
+// and bf16 report Unimplemented so the executor keeps the node on the CPU
+// (whose kernel computes f16 and bf16 in f32).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -339,12 +340,10 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
     return ctx.Error(absl::StrCat("the input projection of ", dims.seq, " steps x ", dims.batch, " batch x ", gh,
                                   " gate units is too large"));
   }
-  if (x.dtype == DType::kF64) {
-    return absl::UnimplementedError(
-        ctx.Error("recurrent ops have no CUDA kernel for f64 (f32 only)").message());
-  }
   if (x.dtype != DType::kF32) {
-    return ctx.Error(absl::StrCat("no kernel for dtype ", DTypeName(x.dtype), " (f32 and f64 only)"));
+    return absl::UnimplementedError(ctx.Error(absl::StrCat("recurrent ops have no CUDA kernel for ",
+                                                           DTypeName(x.dtype), " (f32 only)"))
+                                        .message());
   }
   rp.nothing = dims.batch == 0;
   // Without steps the whole-sequence launch is the one that still copies

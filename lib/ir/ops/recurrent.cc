@@ -13,7 +13,7 @@
 namespace grove::ir {
 namespace {
 
-constexpr DType kRecurrentDTypes[] = {DType::kF32, DType::kF64};
+constexpr DType kRecurrentDTypes[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16};
 constexpr const char* kInputNames[] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
 
 // Checks input i against `want` dim by dim where both are constants.
