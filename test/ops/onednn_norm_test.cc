@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "lib/backends/cpu/onednn.h"
 #include "test/op_test_util.h"
+#include "test/ops/onednn_isa.h"
 
 namespace grove {
 namespace {
@@ -68,7 +69,8 @@ TEST(OneDnnBatchNormTest, RanksAndEpsilonsMatchTheReferenceKernel) {
       int64_t made = 0;
       absl::StatusOr<Tensor> fast = RunPath(true, "BatchNormalization", {&x, &scale, &b, &mean, &var}, attrs, &made);
       ASSERT_TRUE(fast.ok()) << what << ": " << fast.status();
-      EXPECT_EQ(made, 1) << what;
+      // Below AVX2 oneDNN may offer only its reference BN, which grove declines.
+      if (::grove::testing::OneDnnHasAvx2()) EXPECT_EQ(made, 1) << what;
       absl::StatusOr<Tensor> ref = RunPath(false, "BatchNormalization", {&x, &scale, &b, &mean, &var}, attrs);
       ASSERT_TRUE(ref.ok()) << what << ": " << ref.status();
       ASSERT_EQ(fast->shape(), ref->shape());
@@ -105,7 +107,7 @@ TEST(OneDnnBatchNormTest, WhatOneDnnDoesNotTakeKeepsTheReferenceKernel) {
   EXPECT_EQ(made, 0);
   absl::StatusOr<Tensor> inference = RunPath(true, "BatchNormalization", {&x, &scale, &b, &mean, &var}, {}, &made);
   ASSERT_TRUE(inference.ok()) << inference.status();
-  EXPECT_EQ(made, 1);
+  if (::grove::testing::OneDnnHasAvx2()) EXPECT_EQ(made, 1);
   EXPECT_NE(testing::Values<float>(*training), testing::Values<float>(*inference));
   // f16 statistics with f32 X.
   Tensor mean16 = Tensor::Create(DType::kF16, {3}).value();

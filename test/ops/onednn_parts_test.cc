@@ -28,6 +28,7 @@
 #include "lib/backends/cpu/onednn_internal.h"
 #include "test/model_test_util.h"
 #include "test/op_test_util.h"
+#include "test/ops/onednn_isa.h"
 
 namespace grove {
 namespace {
@@ -103,7 +104,9 @@ void Check(const Case& c) {
   ExpectNear(one.y, reference.y, c.tol, c.what + ": 1 thread vs reference kernels");
   for (int threads : {2, 3}) {
     const Result parts = RunTwice(c.model, c.inputs, threads, true);
-    if (c.cut) EXPECT_GE(parts.partitioned, 1) << threads << " threads";
+    // Below AVX2 oneDNN takes some of these Convs only as its reference
+    // implementation, which grove declines: nothing to cut.
+    if (c.cut && ::grove::testing::OneDnnHasAvx2()) EXPECT_GE(parts.partitioned, 1) << threads << " threads";
     ExpectNear(parts.y, one.y, c.tol, absl::StrCat(c.what, ": ", threads, " threads vs 1"));
   }
 }
