@@ -273,6 +273,8 @@ absl::Status Executor::Init() {
   absl::StatusOr<const uint8_t*> weights = model_.DeviceBytes(backend_);
   if (!weights.ok()) return weights.status();
   device_weights_ = *weights;
+  // Buckets serve graphs only; shape_buckets given to any session is still checked.
+  if (!graphs_enabled_ && options_.shape_buckets.empty()) return absl::OkStatus();
   absl::StatusOr<BucketPolicy> buckets = BucketPolicy::Make(graph_, options_.shape_buckets);
   if (!buckets.ok()) return buckets.status();
   // Buckets serve graphs: on a backend that captures them, with some symbol
