@@ -557,7 +557,9 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
       // error at once), so "given twice" is tracked per definition entry.
       seen.assign(n.def->attrs.size(), false);
       if (o->attributes()) {
-        n.attrs.Reserve(o->attributes()->size());
+        // At most one of each the definition has (more is an error below):
+        // a crafted vector's length does not size the allocation.
+        n.attrs.Reserve(std::min<size_t>(o->attributes()->size(), n.def->attrs.size()));
         for (const fb::Attribute* a : *o->attributes()) {
           if (a->name() == nullptr) return Bad(ow(), "has an attribute without a name");
           const absl::string_view an = View(a->name());
