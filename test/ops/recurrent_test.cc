@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -461,6 +462,30 @@ TEST(RecurrentTest, HalfFloatsComputeInF32) {
       expect((*out)[0], want.y);
       expect((*out)[1], want.y_h);
       if (s.op == "LSTM") expect((*out)[2], want.y_c);
+    }
+  }
+}
+
+// Empty half-float layers: no batch, no steps, or no hidden units (every
+// operand empty, so no workspace) give empty or zero outputs, as f32 does.
+TEST(RecurrentTest, EmptyHalfFloatLayers) {
+  for (const DType half : {DType::kF16, DType::kBF16}) {
+    for (const auto& [seq, batch, hidden] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {3, 0, 4}, {0, 2, 4}, {0, 0, 0}, {3, 2, 0}}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(half), " seq ", seq, " batch ", batch, " hidden ", hidden));
+      auto zeros = [&](Shape shape) {
+        return Tensor::CastOf(MakeTensor<float>(DType::kF32, shape, std::vector<float>(testing::Count(shape))).view(),
+                              half)
+            .value();
+      };
+      const Tensor x = zeros({seq, batch, 3}), w = zeros({1, 4 * hidden, 3}), r = zeros({1, 4 * hidden, hidden});
+      auto out = RunOp("LSTM", {&x, &w, &r}, {}, 3);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ((*out)[0].shape(), (Shape{seq, 1, batch, hidden}));
+      EXPECT_EQ((*out)[1].shape(), (Shape{1, batch, hidden}));
+      for (const Tensor& o : *out) {
+        for (float v : Values<float>(Tensor::CastOf(o.view(), DType::kF32).value())) EXPECT_EQ(v, 0.0f);
+      }
     }
   }
 }

@@ -280,10 +280,12 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
 template <RecurrentKind kKind>
 absl::Status RunHalfRecurrent(KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims,
                               absl::Span<const int64_t> lengths) {
-  constexpr int kMaxOperands = 8;
-  if (ctx.workspace() == nullptr || ctx.num_inputs() > kMaxOperands || ctx.num_outputs() > kMaxOperands) {
-    return backends::NotPrepared(ctx, "CPU");
+  constexpr int kMaxOperands = 8;  // ONNX's LSTM has 8 inputs and 3 outputs
+  if (ctx.num_inputs() > kMaxOperands || ctx.num_outputs() > kMaxOperands) {
+    return ctx.Error(absl::StrCat(ctx.num_inputs(), " inputs and ", ctx.num_outputs(), " outputs; at most ",
+                                  kMaxOperands, " each"));
   }
+  // The workspace the prepare sized (null only when every operand is empty).
   WorkspaceCursor cursor(ctx.workspace());
   TensorView ins[kMaxOperands], outs[kMaxOperands];
   TensorView* in_ptrs[kMaxOperands] = {};
