@@ -39,6 +39,10 @@ using ir::KernelContext;
 using ir::RecurrentAttrs;
 using ir::RecurrentKind;
 
+// The input that is not a float (the lengths), and stays as given when an
+// f16/bf16 layer's operands are widened.
+constexpr int kSequenceLens = 4;
+
 // Buffers above this many elements are refused instead of attempted.
 constexpr int64_t kMaxBufferElements = int64_t{1} << 31;
 
@@ -256,7 +260,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
   if (IsHalfFloat(ctx.input(0).dtype)) {
     // The f32 copies of every float input (not sequence_lens) and output.
     for (int i = 0; i < ctx.num_inputs(); ++i) {
-      if (i != 4) AddWidened(ctx.has_input(i) ? &ctx.input(i) : nullptr, &layout);
+      if (i != kSequenceLens) AddWidened(ctx.has_input(i) ? &ctx.input(i) : nullptr, &layout);
     }
     for (int i = 0; i < ctx.num_outputs(); ++i) AddWidened(ctx.has_output(i) ? &ctx.output(i) : nullptr, &layout);
   }
@@ -277,7 +281,6 @@ absl::StatusOr<ir::PreparedKernel> PrepareRecurrent(const KernelContext& ctx) {
 // An f16 or bf16 layer: its float inputs widened into the workspace (laid
 // out by the prepare in the same order), the f32 kernel run on them, and its
 // outputs narrowed back.
-template <RecurrentKind kKind>
 absl::Status RunHalfRecurrent(KernelContext& ctx, const RecurrentAttrs& a, const RecurrentDims& dims,
                               absl::Span<const int64_t> lengths) {
   constexpr int kMaxOperands = 8;  // ONNX's LSTM has 8 inputs and 3 outputs
@@ -294,7 +297,7 @@ absl::Status RunHalfRecurrent(KernelContext& ctx, const RecurrentAttrs& a, const
     if (!ctx.has_input(i)) continue;
     const TensorView& t = ctx.input(i);
     ins[i] = t;
-    if (i != 4) {
+    if (i != kSequenceLens) {
       ins[i].dtype = DType::kF32;
       ins[i].data = Widen(t, cursor.Take<float>(t.num_elements()));
     }
@@ -328,8 +331,8 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
 
   absl::InlinedVector<int64_t, 16> lengths(static_cast<size_t>(dims.batch), dims.seq);
   bool full_lengths = true;  // every sequence runs to the end
-  if (ctx.has_input(4)) {
-    const TensorView& sl = ctx.input(4);
+  if (ctx.has_input(kSequenceLens)) {
+    const TensorView& sl = ctx.input(kSequenceLens);
     if (absl::Status s = backends::CheckSequenceLensShape(ctx, dims); !s.ok()) return s;
     for (int64_t b = 0; b < dims.batch; ++b) {
       if (sl.dtype == DType::kI32) {
@@ -360,7 +363,7 @@ absl::Status RecurrentKernel(KernelContext& ctx) {
     return ctx.Error(absl::StrCat("the input projection of ", dims.seq, " steps x ", dims.batch, " batch x ", gh,
                                   " gate units is too large"));
   }
-  if (IsHalfFloat(x.dtype)) return RunHalfRecurrent<kKind>(ctx, *a, dims, lengths);
+  if (IsHalfFloat(x.dtype)) return RunHalfRecurrent(ctx, *a, dims, lengths);
   return VisitDType<float, double>(ctx, x.dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::type;
     return RunRecurrent<T>(ctx, *a, dims, lengths);
