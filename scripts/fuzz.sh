@@ -41,7 +41,11 @@ if [ "${GROVE_FUZZ_NO_BUILD:-0}" != "1" ]; then
 fi
 
 export OPENBLAS_NUM_THREADS=1 GROVE_CACHE_DIR=off
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0}"
+# allocator_may_return_null=1, as in scripts/sanitize.sh: an allocation too
+# large for the machine (a plan's arena for a crafted model's huge but legal
+# shapes) must come back as grove's ResourceExhausted, as it does without ASan,
+# not abort the fuzzer.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 run_target() {  # run_target TARGET: one fuzzer, its summary line, 0 when no failure
   local t="$1" corpus="$build/fuzz-corpus/$1" crashes="$build/fuzz-crashes/$1" log="$build/fuzz-$1.log"
