@@ -36,6 +36,16 @@ from ._capi import lib as _lib
 from ._dlpack import Tensor
 
 _run = _lib.grove_session_run
+# Opening a model is timed: these two calls skip ctypes' argtypes conversion
+# (lib[name] is a fresh function object, without the argtypes _capi declares;
+# the arguments below are always bytes and ctypes pointers).
+_load_file = _lib["grove_model_load_file"]
+_load_file.restype = _capi.lib.grove_model_load_file.restype
+_session_create = _lib["grove_session_create"]
+_session_create.restype = _capi.lib.grove_session_create.restype
+_byref = ctypes.byref
+_ModelPointer = ctypes.POINTER(_capi.ModelHandle)
+_SessionPointer = ctypes.POINTER(_capi.SessionHandle)
 _run_by_address = _capi.run_by_address
 _addressof = ctypes.addressof
 _char_from_buffer = ctypes.c_char.from_buffer
@@ -160,7 +170,7 @@ class Model:
     with Model.load(path) or Model.from_bytes(data)."""
 
     def __init__(self, handle):
-        if not isinstance(handle, ctypes.POINTER(_capi.ModelHandle)):
+        if type(handle) is not _ModelPointer:
             raise TypeError("use grove.Model.load(path) or grove.Model.from_bytes(data)")
         self._handle = handle
         # Asked of the library on first use (opening a model is timed: a
@@ -174,8 +184,10 @@ class Model:
     def load(cls, path) -> "Model":
         """Maps the file read-only (weights used in place); a file of at most
         1 MiB is read into memory instead."""
-        handle = ctypes.POINTER(_capi.ModelHandle)()
-        _check(_lib.grove_model_load_file(str(path).encode(), ctypes.byref(handle)))
+        handle = _ModelPointer()
+        status = _load_file(str(path).encode(), _byref(handle))
+        if status:
+            _check(status)
         return cls(handle)
 
     @classmethod
@@ -462,6 +474,9 @@ _DEVICE_NAMES = {v: k for k, v in _capi.DEVICES.items()}
 
 
 _DEFAULT_OPTIONS: List[bytes] = []
+# Session: (pointer to the options struct, on the CPU, cuda_device,
+# outputs_on_device) by the arguments that made it; at most 64 entries.
+_PLAIN_OPTIONS: Dict[tuple, tuple] = {}
 
 
 _BIND_LOCK = threading.Lock()  # Session._bind: once per session, whichever thread runs first
@@ -544,71 +559,46 @@ class Session:
         self._log_callback = None
         if not isinstance(model, Model):
             raise TypeError(f"model must be a grove.Model, not {type(model).__name__}")
-        options = _capi.SessionOptions.from_buffer_copy(_default_options())
-        options.device = _choice("device", device, _capi.DEVICES)
-        if gemm_math is not None:
-            options.gemm_math = _choice("gemm_math", gemm_math, _capi.GEMM_MATH)
-        if cuda_graphs is not None:
-            options.cuda_graphs = _choice("cuda_graphs", cuda_graphs, _capi.GRAPH_MODES)
-        for name, value in (("max_cached_plans", max_cached_plans), ("cuda_device", cuda_device),
-                            ("run_deadline_ms", run_deadline_ms), ("max_body_runs", max_body_runs),
-                            ("max_cached_graphs", max_cached_graphs), ("intra_op_threads", intra_op_threads),
-                            ("max_graph_bytes", max_graph_bytes), ("trace_max_runs", trace_max_runs)):
-            if value is not None:
-                setattr(options, name, int(value))  # range errors come from grove
-        if strict_device is not None:
-            options.strict_device = 1 if strict_device else 0
-        if outputs_on_device is not None:
-            options.outputs_on_device = 1 if outputs_on_device else 0
-        trace = None
-        if trace_path is not None:
-            trace = os.fsencode(trace_path)
-            options.trace_path = trace  # kept alive by `trace` until the session is made (grove copies it)
-        if log_level is not None:
-            options.log_level = _choice("log_level", log_level, _capi.LOG_LEVELS)
-        table = None
-        if kernel_table is not None:
-            table = os.fsencode(kernel_table)
-            options.kernel_table = table  # kept alive by `table` until the session is made (grove reads it then)
-        if log is not None:
-            if not callable(log):
-                raise TypeError("log must be a callable(level, message)")
-            names = {v: k for k, v in _capi.LOG_LEVELS.items()}
-
-            def deliver(_user_data, level, message):
-                log(names.get(level, str(level)), message.decode("utf-8", "replace"))
-
-            # Held by the session object: grove calls it until the handle is
-            # released (a trace not written at release is reported through it).
-            self._log_callback = _capi.LogCallback(deliver)
-            options.log_callback = ctypes.cast(self._log_callback, ctypes.c_void_p)
-        buckets = None
-        if shape_buckets is not None:
-            if not isinstance(shape_buckets, Mapping):
-                raise TypeError("shape_buckets must be a mapping {symbol: rule}")
-            for symbol, rule in shape_buckets.items():
-                if not isinstance(symbol, str) or not isinstance(rule, str) or not symbol or any(
-                        c in symbol + rule for c in "=;"):
-                    raise _invalid(f"shape_buckets: {symbol!r}: {rule!r} is not a symbol name and a rule")
-            buckets = ";".join(f"{s}={r}" for s, r in shape_buckets.items()).encode("utf-8")
-            options.shape_buckets = buckets  # kept alive by `buckets` until the session is made
-        if cancel_token is not None:
-            if not isinstance(cancel_token, CancelToken):
-                raise TypeError("cancel_token must be a grove.CancelToken")
-            options.cancel_token = cancel_token._handle
-        handle = ctypes.POINTER(_capi.SessionHandle)()
-        _check(_lib.grove_session_create(model._handle, ctypes.byref(options), ctypes.byref(handle)))
+        # Options that carry no pointer (no trace_path, kernel_table, log,
+        # shape_buckets or cancel_token) are built once per combination and
+        # shared, read-only: opening a model is timed, and building the struct
+        # field by field costs more than grove's own session setup.
+        key = entry = None
+        if trace_path is None and kernel_table is None and log is None and shape_buckets is None \
+                and cancel_token is None:
+            key = (device, max_cached_plans, cuda_device, strict_device, gemm_math, run_deadline_ms, max_body_runs,
+                   cuda_graphs, max_cached_graphs, intra_op_threads, max_graph_bytes, trace_max_runs, log_level,
+                   outputs_on_device)
+            try:
+                entry = _PLAIN_OPTIONS.get(key)
+            except TypeError:  # an unhashable value, refused while building below
+                key = None
+        keep = None
+        if entry is None:
+            options, keep, self._log_callback = _session_options(
+                device, max_cached_plans, cuda_device, strict_device, gemm_math, run_deadline_ms, cancel_token,
+                max_body_runs, cuda_graphs, max_cached_graphs, intra_op_threads, shape_buckets, max_graph_bytes,
+                trace_path, trace_max_runs, log, log_level, outputs_on_device, kernel_table)
+            entry = (ctypes.pointer(options), options.device == _capi.DEVICES["cpu"], int(options.cuda_device),
+                     bool(options.outputs_on_device))
+            if key is not None and len(_PLAIN_OPTIONS) < 64:
+                _PLAIN_OPTIONS[key] = entry
+        options_ptr, on_cpu, self.cuda_device, outputs_on_device = entry
+        handle = _SessionPointer()
+        status = _session_create(model._handle, options_ptr, _byref(handle))
+        del keep  # grove has copied what the pointers point to
+        if status:
+            _check(status)
         self._handle = handle
         self.model = model
-        if options.device == _capi.DEVICES["cpu"]:
+        if on_cpu:
             self.device = "cpu"  # as grove_session_device says of it, without the call
         else:
             kind = ctypes.c_int32()
             _check(_lib.grove_session_device(handle, ctypes.byref(kind)))
             self.device = _DEVICE_NAMES[kind.value]
-        self.cuda_device = int(options.cuda_device)
         # grove honours outputs_on_device on a CUDA session only.
-        self._outputs_on_device = self.device == "cuda" and bool(options.outputs_on_device)
+        self._outputs_on_device = self.device == "cuda" and outputs_on_device
         # What runs need from the model and the descriptors they reuse are
         # made by the first run (_bind): opening is timed, a run is not.
         self._run_args = None
@@ -827,6 +817,69 @@ class Session:
 
     def __del__(self):
         self.close()
+
+
+
+def _session_options(device, max_cached_plans, cuda_device, strict_device, gemm_math, run_deadline_ms,
+                     cancel_token, max_body_runs, cuda_graphs, max_cached_graphs, intra_op_threads, shape_buckets,
+                     max_graph_bytes, trace_path, trace_max_runs, log, log_level, outputs_on_device, kernel_table):
+    """grove_session_options_t for Session's arguments, and what its pointers
+    point to (kept alive by the caller until grove_session_create returns; the
+    log callback for as long as the session lives)."""
+    callback = None
+    options = _capi.SessionOptions.from_buffer_copy(_default_options())
+    options.device = _choice("device", device, _capi.DEVICES)
+    if gemm_math is not None:
+        options.gemm_math = _choice("gemm_math", gemm_math, _capi.GEMM_MATH)
+    if cuda_graphs is not None:
+        options.cuda_graphs = _choice("cuda_graphs", cuda_graphs, _capi.GRAPH_MODES)
+    for name, value in (("max_cached_plans", max_cached_plans), ("cuda_device", cuda_device),
+                        ("run_deadline_ms", run_deadline_ms), ("max_body_runs", max_body_runs),
+                        ("max_cached_graphs", max_cached_graphs), ("intra_op_threads", intra_op_threads),
+                        ("max_graph_bytes", max_graph_bytes), ("trace_max_runs", trace_max_runs)):
+        if value is not None:
+            setattr(options, name, int(value))  # range errors come from grove
+    if strict_device is not None:
+        options.strict_device = 1 if strict_device else 0
+    if outputs_on_device is not None:
+        options.outputs_on_device = 1 if outputs_on_device else 0
+    trace = None
+    if trace_path is not None:
+        trace = os.fsencode(trace_path)
+        options.trace_path = trace  # kept alive by `trace` until the session is made (grove copies it)
+    if log_level is not None:
+        options.log_level = _choice("log_level", log_level, _capi.LOG_LEVELS)
+    table = None
+    if kernel_table is not None:
+        table = os.fsencode(kernel_table)
+        options.kernel_table = table  # kept alive by `table` until the session is made (grove reads it then)
+    if log is not None:
+        if not callable(log):
+            raise TypeError("log must be a callable(level, message)")
+        names = {v: k for k, v in _capi.LOG_LEVELS.items()}
+
+        def deliver(_user_data, level, message):
+            log(names.get(level, str(level)), message.decode("utf-8", "replace"))
+
+        # Held by the session object: grove calls it until the handle is
+        # released (a trace not written at release is reported through it).
+        callback = _capi.LogCallback(deliver)
+        options.log_callback = ctypes.cast(callback, ctypes.c_void_p)
+    buckets = None
+    if shape_buckets is not None:
+        if not isinstance(shape_buckets, Mapping):
+            raise TypeError("shape_buckets must be a mapping {symbol: rule}")
+        for symbol, rule in shape_buckets.items():
+            if not isinstance(symbol, str) or not isinstance(rule, str) or not symbol or any(
+                    c in symbol + rule for c in "=;"):
+                raise _invalid(f"shape_buckets: {symbol!r}: {rule!r} is not a symbol name and a rule")
+        buckets = ";".join(f"{s}={r}" for s, r in shape_buckets.items()).encode("utf-8")
+        options.shape_buckets = buckets  # kept alive by `buckets` until the session is made
+    if cancel_token is not None:
+        if not isinstance(cancel_token, CancelToken):
+            raise TypeError("cancel_token must be a grove.CancelToken")
+        options.cancel_token = cancel_token._handle
+    return options, (trace, table, buckets), callback
 
 
 def _choice(what: str, value: str, table: Dict[str, int]) -> int:

@@ -148,6 +148,43 @@ def test_sessions_reuse_what_opening_does_not_change(demo_dir):
     assert second.stats()["plans_evicted"] == 0
 
 
+def test_sessions_share_options_built_once_per_combination(demo_dir):
+    # Options without pointers are built once per combination of arguments
+    # and shared; each session still gets exactly its own.
+    model = grove.Model.load(demo_dir / "mlp.grove")
+    x = {"x": np.ones((1, 16), np.float32)}
+    for _ in range(2):
+        for plans, evicted in ((1, 2), (0, 0), (2, 1), (1, 2)):
+            session = grove.Session(model, device="cpu", max_cached_plans=plans)
+            for batch in (1, 2, 3):
+                session.run({"x": np.ones((batch, 16), np.float32)})
+            assert session.stats()["plans_evicted"] == evicted, plans
+            session.close()
+    first = grove.Session(model, device="cpu", max_cached_plans=1)
+    second = grove.Session(model, device="cpu", max_cached_plans=1)
+    assert first._handle.contents is not None and second.device == first.device == "cpu"
+    # A combination grove refuses is refused every time, and arguments that
+    # cannot be a key (a list) reach the same checks as before.
+    for _ in range(2):
+        with pytest.raises(grove.Error, match="max_cached_plans is negative"):
+            grove.Session(model, device="cpu", max_cached_plans=-1)
+        with pytest.raises(TypeError):
+            grove.Session(model, device="cpu", max_cached_plans=[1])
+        with pytest.raises(ValueError, match="device must be one of"):
+            grove.Session(model, device="tpu")
+    # A session with a pointer-carrying option (a log) is built on its own
+    # and does not change the shared options of the same other arguments.
+    got = []
+    logged = grove.Session(model, device="cpu", max_cached_plans=1, log=lambda level, msg: got.append(msg),
+                           log_level="debug")
+    for batch in (1, 2):
+        logged.run({"x": np.ones((batch, 16), np.float32)})
+    plain = grove.Session(model, device="cpu", max_cached_plans=1)
+    assert plain._log_callback is None
+    plain.run(x)
+    assert logged.stats()["plans_evicted"] == 1
+
+
 def test_opening_asks_the_library_nothing_a_run_does_not_need(demo_dir):
     # Model.load and Session ask for no description (inputs, outputs,
     # symbols); the first run looks up the names it needs, once, whichever
