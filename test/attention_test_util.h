@@ -5,6 +5,7 @@
 #ifndef GROVE_TEST_ATTENTION_TEST_UTIL_H_
 #define GROVE_TEST_ATTENTION_TEST_UTIL_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -41,6 +42,8 @@ struct AttentionCase {
   int mask2 = 0;
   std::vector<int64_t> mask2_shape;
   double mask2_fill = -1e4;
+  // Query heads per K/V head: K's and V's last batch dim holds heads / kv_group.
+  int64_t kv_group = 1;
 };
 
 inline void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
@@ -109,7 +112,28 @@ inline std::vector<std::pair<std::string, AttrValue>> AttentionAttrsOf(const Att
           {"k_scale", c.k_scale},                     {"scale_op", int64_t{c.scale_op}},
           {"scale", c.scale},                         {"mask", int64_t{c.mask}},
           {"mask_fill", c.mask_fill},                 {"fill_if_true", int64_t{c.fill_if_true}},
-          {"mask2", int64_t{c.mask2}},                {"mask2_fill", c.mask2_fill}};
+          {"mask2", int64_t{c.mask2}},                {"mask2_fill", c.mask2_fill},
+          {"kv_group", c.kv_group}};
+}
+
+// `t` with each of its heads (the last batch dim, rank - 3) repeated
+// `group` times in place: head i as heads i * group .. i * group + group - 1
+// (what repeat_kv / repeat_interleave make of grouped-query K and V).
+inline Tensor RepeatHeads(const Tensor& t, int64_t group) {
+  std::vector<int64_t> shape = t.shape();
+  const size_t axis = shape.size() - 3;
+  int64_t outer = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= shape[i];
+  const int64_t heads = shape[axis], inner = shape[axis + 1] * shape[axis + 2];
+  shape[axis] *= group;
+  Tensor out = Tensor::Create(DType::kF32, shape).value();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t h = 0; h < heads * group; ++h) {
+      const float* src = t.as<float>() + (o * heads + h / group) * inner;
+      std::copy(src, src + inner, out.as<float>() + (o * heads * group + h) * inner);
+    }
+  }
+  return out;
 }
 
 inline std::vector<const Tensor*> AttentionOperands(const AttentionInputs& in) {
@@ -133,11 +157,16 @@ inline absl::StatusOr<Tensor> UnfusedAttention(const AttentionCase& c, const Att
   };
   const int rank = static_cast<int>(c.q.size());
   Tensor kt = Tensor::CastOf(in.k.view(), DType::kF32).value();
+  Tensor v = Tensor::CastOf(in.v.view(), DType::kF32).value();
+  if (c.kv_group > 1) {
+    kt = RepeatHeads(kt, c.kv_group);
+    v = RepeatHeads(v, c.kv_group);
+  }
   if (!c.k_transposed) {
     std::vector<int64_t> perm;
     for (int i = 0; i < rank; ++i) perm.push_back(i);
     std::swap(perm[rank - 1], perm[rank - 2]);
-    absl::StatusOr<Tensor> t = one(RunOp("Transpose", {&in.k}, {{"perm", perm}}));
+    absl::StatusOr<Tensor> t = one(RunOp("Transpose", {&kt}, {{"perm", perm}}));
     if (!t.ok()) return t.status();
     kt = *std::move(t);
   }
@@ -172,7 +201,7 @@ inline absl::StatusOr<Tensor> UnfusedAttention(const AttentionCase& c, const Att
   if (!s.ok()) return s.status();
   absl::StatusOr<Tensor> p = one(RunOp("Softmax", {&*s}, {{"axis", int64_t{-1}}}));
   if (!p.ok()) return p.status();
-  return one(RunOp("MatMul", {&*p, &in.v}));
+  return one(RunOp("MatMul", {&*p, &v}));
 }
 
 // "" when equal within |got - want| <= tol * (1 + |want|) (NaN where NaN),
@@ -234,6 +263,16 @@ inline std::vector<AttentionCase> AttentionEdgeCases() {
   cs.push_back({.name = "no_keys", .q = {1, 2, 3, 4}, .k = {1, 2, 0, 4}, .v = {1, 2, 0, 5}});
   cs.push_back({.name = "no_queries", .q = {1, 2, 0, 4}, .k = {1, 2, 3, 4}, .v = {1, 2, 3, 5}});
   cs.push_back({.name = "head_dim_zero", .q = {1, 2, 3, 0}, .k = {1, 2, 4, 0}, .v = {1, 2, 4, 5}});
+  // Grouped-query attention: K and V hold heads / kv_group heads.
+  cs.push_back({.name = "gqa_causal", .q = {2, 4, 7, 8}, .k = {2, 2, 9, 8}, .v = {2, 2, 9, 8}, .scale_op = 2,
+                .scale = std::sqrt(8.0), .mask = 2, .mask_shape = {7, 9}, .mask_fill = ninf, .causal = true,
+                .kv_group = 2});
+  cs.push_back({.name = "mqa_kt_wide_v", .q = {1, 4, 5, 8}, .k = {1, 1, 8, 6}, .v = {1, 1, 6, 11},
+                .k_transposed = true, .scale_op = 1, .scale = 0.35, .kv_group = 4});
+  cs.push_back({.name = "gqa_rank3", .q = {6, 3, 4}, .k = {2, 5, 4}, .v = {2, 5, 4}, .mask = 1, .mask_shape = {3, 5},
+                .kv_group = 3});
+  cs.push_back({.name = "gqa_batch_broadcast", .q = {2, 6, 3, 8}, .k = {1, 2, 6, 8}, .v = {2, 2, 6, 8},
+                .kv_group = 3});
   return cs;
 }
 

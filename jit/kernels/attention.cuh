@@ -40,8 +40,8 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
     const i64 bb = row / p.sq;
     const i64 b1 = bb % p.b1, b0 = bb / p.b1;
     const T* q = Q + b0 * p.q_b0 + b1 * p.q_b1 + i * p.d;
-    const T* k = K + b0 * p.k_b0 + b1 * p.k_b1;
-    const T* v = V + b0 * p.v_b0 + b1 * p.v_b1;
+    const T* k = K + b0 * p.k_b0 + b1 / p.kv_group * p.k_b1;
+    const T* v = V + b0 * p.v_b0 + b1 / p.kv_group * p.v_b1;
     T* o = O + row * p.dv;
     for (i64 c0 = 0; c0 < p.dv; c0 += 32 * kAttnColsPerLane) {
       float acc[kAttnColsPerLane];

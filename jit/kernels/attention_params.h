@@ -34,6 +34,7 @@ struct AttentionParams {
   void* out;
   i64 b0, b1, sq, sk, d, dv;
   i64 q_b0, q_b1, k_b0, k_b1, k_js, k_ds, v_b0, v_b1;
+  i64 kv_group;  // query head b1 reads K's and V's head b1 / kv_group
   float q_scale, k_scale, scale;
   int q_scale_op, k_scale_op, scale_op;
   int zero_nan_probs;  // 1: NaN probabilities count as 0 (Where(IsNaN(p), 0, p))

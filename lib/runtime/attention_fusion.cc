@@ -94,6 +94,57 @@ std::optional<MaskFound> MaskAt(const ChainFinder& f, int scores, const std::vec
   return std::nullopt;
 }
 
+// `v` as repeat_kv (Hugging Face's grouped-query attention) writes it: x
+// [P.., n, a, b] made [P.., n, 1, a, b] (Unsqueeze, or a Reshape), expanded
+// to [P.., n, g, a, b] (Expand, or a Tile: the TorchScript exporter's
+// repeat_interleave) and reshaped to [P.., n * g, a, b], each step's output
+// read by the next alone. Only the Expand moves data: its copy repeats x's
+// head i as heads i * g .. i * g + g - 1, which a kernel reads in place as
+// head h / g (attribute kv_group). The shapes alone decide it: neither an
+// Unsqueeze nor a Reshape reorders elements, and an Expand's copy is fixed
+// by its input's and output's shapes, as a Tile's is when every axis but
+// the one it grows from 1 keeps its size.
+struct RepeatedHeads {
+  int x = -1;
+  int64_t group = 1;
+  int steps[3] = {-1, -1, -1};
+  int values[3] = {-1, -1, -1};  // the Reshape's, Expand's and first step's outputs
+};
+
+std::optional<RepeatedHeads> RepeatedHeadsOf(const ChainFinder& f, int v) {
+  RepeatedHeads r;
+  r.steps[0] = f.AbsorbableProducer(v, "Reshape");
+  if (r.steps[0] < 0 || f.step(r.steps[0]).inputs.empty()) return std::nullopt;
+  const int e = f.step(r.steps[0]).inputs[0];
+  r.steps[1] = f.AbsorbableProducer(e, "Expand");
+  if (r.steps[1] < 0) r.steps[1] = f.AbsorbableProducer(e, "Tile");
+  if (r.steps[1] < 0 || f.step(r.steps[1]).inputs.empty()) return std::nullopt;
+  const int u = f.step(r.steps[1]).inputs[0];
+  r.steps[2] = f.AbsorbableProducer(u, "Unsqueeze");
+  if (r.steps[2] < 0) r.steps[2] = f.AbsorbableProducer(u, "Reshape");
+  if (r.steps[2] < 0 || f.step(r.steps[2]).inputs.empty() || f.step(r.steps[2]).inputs[0] < 0) return std::nullopt;
+  r.x = f.step(r.steps[2]).inputs[0];
+  const PlanValue& xv = f.value(r.x);
+  if (!xv.shape_known || xv.dtype != f.value(v).dtype) return std::nullopt;
+  const std::vector<int64_t>& vs = f.value(v).shape;
+  const std::vector<int64_t>& es = f.value(e).shape;
+  const std::vector<int64_t>& us = f.value(u).shape;
+  const std::vector<int64_t>& xs = xv.shape;
+  const size_t rank = vs.size();
+  if (rank < 3 || xs.size() != rank || es.size() != rank + 1 || us.size() != rank + 1) return std::nullopt;
+  const size_t heads = rank - 3;
+  for (size_t i = 0; i < rank; ++i) {
+    const size_t at = i <= heads ? i : i + 1;  // u's and e's axis of x's axis i
+    if (us[at] != xs[i] || es[at] != xs[i] || (i != heads && vs[i] != xs[i])) return std::nullopt;
+  }
+  r.group = es[heads + 1];
+  if (us[heads + 1] != 1 || r.group < 2 || vs[heads] != xs[heads] * r.group) return std::nullopt;
+  r.values[0] = v;
+  r.values[1] = e;
+  r.values[2] = u;
+  return r;
+}
+
 std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   if (!f.Linkable(softmax)) return std::nullopt;
   const PlanStep& sm = f.step(softmax);
@@ -256,6 +307,19 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   out_shape.push_back(qs[rank - 2]);
   out_shape.push_back(vs[rank - 1]);
   if (f.value(c.out).shape != out_shape) return std::nullopt;
+  // Grouped-query attention: K and V repeated alike along their heads are
+  // read in place, g query heads to each of theirs.
+  std::optional<RepeatedHeads> rk = RepeatedHeadsOf(f, c.k);
+  std::optional<RepeatedHeads> rv = rk.has_value() ? RepeatedHeadsOf(f, c.v) : std::nullopt;
+  if (rv.has_value() && rv->group == rk->group) {
+    c.attrs.kv_group = rk->group;
+    for (const RepeatedHeads* r : {&*rk, &*rv}) {
+      c.steps.insert(c.steps.end(), r->steps, r->steps + 3);
+      c.intermediates.insert(c.intermediates.end(), r->values, r->values + 3);
+    }
+    c.k = rk->x;
+    c.v = rv->x;
+  }
   std::sort(c.steps.begin(), c.steps.end());
   return c;
 }

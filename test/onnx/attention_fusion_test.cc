@@ -2,7 +2,7 @@
 // Where; test/models/transformer_encoder: Q and Kᵀ each scaled, rank 4 heads)
 // and the attention fixtures (test/onnx/attention_models: SDPA with a bool
 // key padding mask and its Where(IsNaN(p), 0, p), a row with no key kept;
-// grouped-query heads repeated by Expand; a KV-cache step with a causal mask)
+// grouped-query heads repeated by Expand, read in place; a KV-cache step with a causal mask)
 // get their attention fused by the plan pass on the CPU and CUDA plans, and
 // give the same outputs fused and unfused, on the CPU and the emulated CUDA
 // device.
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "gtest/gtest.h"
 #include "lib/backends/backends.h"
 #include "lib/backends/cuda/emulated_device.h"
@@ -26,6 +27,9 @@ struct AttentionModel {
   // Under test/onnx/attention_models (scripts/export_attention_fixtures.py,
   // onnxruntime's outputs) rather than test/models (PyTorch's).
   bool fixture = false;
+  // K and V repeated along their heads (grouped-query attention): the fused
+  // step reads them in place, its name listing the Expand steps it absorbed.
+  bool grouped = false;
 };
 
 void PrintTo(const AttentionModel& m, std::ostream* os) { *os << m.name; }
@@ -65,8 +69,9 @@ class ExportedAttentionTest : public ::testing::TestWithParam<AttentionModel> {
     cases_ = *std::move(cases);
   }
 
-  // FusedAttention and Softmax steps of the main graph's plan for case 0.
-  std::pair<int, int> Count(Device device) const {
+  // FusedAttention and Softmax steps of the main graph's plan for case 0
+  // (*expands: the fused steps' absorbed Expand steps).
+  std::pair<int, int> Count(Device device, int* expands = nullptr) const {
     ExecutionInfoOptions o;
     o.device = device;
     for (const Tensor& t : cases_[0].inputs) o.input_shapes.push_back(t.shape());
@@ -77,6 +82,12 @@ class ExportedAttentionTest : public ::testing::TestWithParam<AttentionModel> {
       for (const StepInfo& s : info->paths[0].steps) {
         fused += s.op == "FusedAttention";
         softmax += s.op == "Softmax";
+        // Exporters name them "/Expand_1" (TorchScript) or "node_expand_1" (dynamo).
+        const std::string name = absl::AsciiStrToLower(s.node);
+        for (size_t at = name.find("expand"); s.op == "FusedAttention" && at != std::string::npos;
+             at = name.find("expand", at + 1)) {
+          if (expands != nullptr) ++*expands;
+        }
       }
     }
     return {fused, softmax};
@@ -120,7 +131,9 @@ class ExportedAttentionTest : public ::testing::TestWithParam<AttentionModel> {
 TEST_P(ExportedAttentionTest, PlansFuseEveryAttention) {
   for (Device device : {Device::kCpu, Device::kCuda}) {
     SCOPED_TRACE(device == Device::kCpu ? "cpu" : "cuda");
-    EXPECT_EQ(Count(device), std::make_pair(GetParam().attention_layers, 0));
+    int expands = 0;
+    EXPECT_EQ(Count(device, &expands), std::make_pair(GetParam().attention_layers, 0));
+    EXPECT_EQ(expands, GetParam().grouped ? 2 * GetParam().attention_layers : 0);
     ScopedAttentionFusion off(false);
     EXPECT_EQ(Count(device), std::make_pair(0, GetParam().attention_layers));
   }
@@ -140,7 +153,7 @@ TEST_P(ExportedAttentionTest, SameOutputsFusedAndUnfusedOnTheEmulatedDevice) {
 INSTANTIATE_TEST_SUITE_P(Models, ExportedAttentionTest,
                          ::testing::Values(AttentionModel{"gpt_block", 1}, AttentionModel{"transformer_encoder", 2},
                                            AttentionModel{"sdpa_key_padding", 1, true},
-                                           AttentionModel{"gqa_expand", 1, true},
+                                           AttentionModel{"gqa_expand", 1, true, true},
                                            AttentionModel{"kv_cache_causal", 1, true}),
                          [](const ::testing::TestParamInfo<AttentionModel>& info) { return info.param.name; });
 

@@ -101,6 +101,13 @@ TEST(CpuAttentionTest, Refusals) {
   EXPECT_THAT(error({&q, &k, &v}, {{"k_transposed", int64_t{2}}}), HasSubstr("k_transposed"));
   EXPECT_THAT(error({&q, &k, &v}, {{"mask", int64_t{-1}}}), HasSubstr("mask"));
   EXPECT_THAT(error({&q, &k, &v}, {{"mask2", int64_t{1}}}), HasSubstr("mask2"));
+  EXPECT_THAT(error({&q, &k, &v}, {{"kv_group", int64_t{0}}}), HasSubstr("kv_group"));
+  // Q's 2 heads against K's and V's 2 key-value heads of 2 query heads each.
+  EXPECT_THAT(error({&q, &k, &v}, {{"kv_group", int64_t{2}}}), HasSubstr("do not broadcast"));
+  const Tensor q3h = AttnData({1, 3, 3, 4}, 1), k1 = AttnData({1, 1, 5, 4}, 2), v1 = AttnData({1, 1, 5, 6}, 3);
+  EXPECT_THAT(error({&q3h, &k1, &v1}, {{"kv_group", int64_t{2}}}), HasSubstr("do not broadcast"));
+  EXPECT_EQ(error({&q3h, &k1, &v1}, {{"kv_group", int64_t{3}}}), "ok");
+  EXPECT_THAT(error({&q3h, &k1, &v1}, {{"kv_group", int64_t{1} << 32}}), HasSubstr("kv_group"));
   EXPECT_THAT(error({&q, &k, &v, &f_mask, &f_mask}, {{"mask", int64_t{1}}}), HasSubstr("input 4"));
   const Tensor qh = Tensor::CastOf(q.view(), DType::kF16).value(), kh = Tensor::CastOf(k.view(), DType::kF16).value(),
                vh = Tensor::CastOf(v.view(), DType::kF16).value();

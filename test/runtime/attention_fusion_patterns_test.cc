@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -191,6 +192,103 @@ TEST(AttentionFusionPatternsTest, WithoutTheNanFixAFullyMaskedRowStaysNaN) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(std::isnan(out[0].as<const float>()[2 * 4 * 8])) << "batch 1 keeps no key";
   ExpectSameAsUnfused(*model, in);
+}
+
+// How K and V reach the product in grouped-query attention.
+enum class Repeat {
+  kRepeatKv,          // Unsqueeze(2), Expand, Reshape: Hugging Face's repeat_kv
+  kReshapeFirst,      // a Reshape to [1, n, 1, s, 8] in place of the Unsqueeze
+  kTile,              // a Tile in place of the Expand (repeat_interleave, TorchScript exporter)
+  kMqa,               // repeat_kv of one key-value head
+  kTiled,             // Unsqueeze(1): the heads repeated as a block (head h reads h % n)
+  kOnlyK,             // K repeated, V holding every head already
+  kRepeatedIsOutput,  // the repeated K also a model output
+};
+
+// q [1, 4, s, 8]; k, v [1, n, s, 8] (n = 2, 1 for kMqa; V [1, 4, s, 8] for
+// kOnlyK); m [1, 1, s, s] added to the scores q kᵀ / sqrt(8).
+absl::StatusOr<std::shared_ptr<const Model>> GroupedQueryModel(Repeat r) {
+  const int64_t n = r == Repeat::kMqa ? 1 : 2, g = 4 / n;
+  ModelBuilder b;
+  b.AddSymbol("s", 1, 512);
+  b.AddInput("q", DType::kF32, {1, 4, "s", 8});
+  b.AddInput("k", DType::kF32, {1, n, "s", 8});
+  b.AddInput("v", DType::kF32, {1, r == Repeat::kOnlyK ? 4 : n, "s", 8});
+  b.AddInput("m", DType::kF32, {1, 1, "s", "s"});
+  b.AddWeight("root8", DType::kF32, {}, std::vector<float>{std::sqrt(8.0f)});
+  b.AddWeight("axis", DType::kI64, {1}, std::vector<int64_t>{r == Repeat::kTiled ? 1 : 2});
+  b.AddWeight("grow", DType::kI64, {5},
+              r == Repeat::kTiled ? std::vector<int64_t>{1, g, 1, 1, 1} : std::vector<int64_t>{1, 1, g, 1, 1});
+  b.AddWeight("split", DType::kI64, {5}, std::vector<int64_t>{0, n, 1, -1, 8});
+  b.AddWeight("merge", DType::kI64, {4}, std::vector<int64_t>{0, 4, -1, 8});
+  auto repeat = [&](const std::string& x) {
+    if (r == Repeat::kReshapeFirst) {
+      b.AddOp("Reshape", {x, "split"}, {x + "_1"}, {}, x + "_split");
+    } else {
+      b.AddOp("Unsqueeze", {x, "axis"}, {x + "_1"}, {}, x + "_unsqueeze");
+    }
+    if (r == Repeat::kTile) {
+      b.AddOp("Tile", {x + "_1", "grow"}, {x + "_g"}, {}, x + "_expand_by_tile");
+    } else {
+      b.AddOp("Expand", {x + "_1", "grow"}, {x + "_g"}, {}, x + "_expand");
+    }
+    b.AddOp("Reshape", {x + "_g", "merge"}, {x + "_rep"}, {}, x + "_merge");
+    return x + "_rep";
+  };
+  const std::string k = repeat("k");
+  const std::string v = r == Repeat::kOnlyK ? "v" : repeat("v");
+  b.AddOp("Transpose", {k}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}, "k_t");
+  b.AddOp("MatMul", {"q", "kt"}, {"scores"}, {}, "qk");
+  b.AddOp("Div", {"scores", "root8"}, {"scaled"}, {}, "scale");
+  b.AddOp("Add", {"scaled", "m"}, {"masked"}, {}, "mask");
+  b.AddOp("Softmax", {"masked"}, {"probs"}, {{"axis", int64_t{-1}}}, "softmax");
+  b.AddOp("MatMul", {"probs", v}, {"y"}, {}, "pv");
+  b.AddOutput("y");
+  if (r == Repeat::kRepeatedIsOutput) b.AddOutput(k);
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  if (!bytes.ok()) return bytes.status();
+  return Model::LoadFromBuffer(*bytes);
+}
+
+std::vector<Tensor> GroupedQueryInputs(Repeat r, int64_t s) {
+  const int64_t n = r == Repeat::kMqa ? 1 : 2;
+  return {AttnData({1, 4, s, 8}, 31), AttnData({1, n, s, 8}, 32),
+          AttnData({1, r == Repeat::kOnlyK ? 4 : n, s, 8}, 33), AttnData({1, 1, s, s}, 34)};
+}
+
+// repeat_kv's steps are absorbed (the fused kernel reads K's and V's heads
+// in place, kv_group = heads / n) where they repeat each head in place;
+// otherwise the repeated K and V are the fused step's inputs. Either way
+// the fused plans compute what the unfused one does.
+TEST(AttentionFusionPatternsTest, GroupedQueryHeadsAreReadInPlace) {
+  const std::tuple<const char*, Repeat, bool> cases[] = {
+      {"repeat_kv", Repeat::kRepeatKv, true},
+      {"a Reshape first", Repeat::kReshapeFirst, true},
+      {"a Tile", Repeat::kTile, true},
+      {"one key-value head", Repeat::kMqa, true},
+      {"heads tiled, not repeated in place", Repeat::kTiled, false},
+      {"V not repeated", Repeat::kOnlyK, false},
+      {"the repeated K is an output", Repeat::kRepeatedIsOutput, false},
+  };
+  for (const auto& [name, r, absorbed] : cases) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::shared_ptr<const Model>> model = GroupedQueryModel(r);
+    ASSERT_TRUE(model.ok()) << model.status();
+    for (int64_t s : {1, 6, 19}) {
+      SCOPED_TRACE(absl::StrCat("seq ", s));
+      const std::vector<Tensor> in = GroupedQueryInputs(r, s);
+      for (Device device : {Device::kCpu, Device::kCuda}) {
+        ScopedAttentionFusion on(true);
+        const StepCounts c = Steps(**model, in, device);
+        EXPECT_EQ(c.fused, 1);
+        EXPECT_EQ(c.softmax, 0);
+        EXPECT_EQ(c.fused_name.find("k_expand") != std::string::npos, absorbed) << c.fused_name;
+        EXPECT_EQ(c.fused_name.find("v_expand") != std::string::npos, absorbed) << c.fused_name;
+        if (absorbed) EXPECT_EQ(c.total, 1) << c.fused_name;
+      }
+      ExpectSameAsUnfused(*model, in);
+    }
+  }
 }
 
 // The op itself: zero_nan_probs is 0 or 1, and with 1 a row whose keys are

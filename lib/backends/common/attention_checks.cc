@@ -1,5 +1,6 @@
 #include "lib/backends/common/attention_checks.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -79,18 +80,27 @@ absl::StatusOr<AttentionLayout> PlanAttention(const ir::KernelContext& ctx) {
                                   v[rank - 2]));
   }
   l.dv = v[rank - 1];
-  // Output batch dims: the broadcast of Q's, K's and V's.
+  // Output batch dims: the broadcast of Q's, K's and V's, K's and V's last
+  // (their key-value heads) counted as the kv_group times as many query
+  // heads they serve.
+  const int64_t g = l.kv_group = l.attrs.kv_group;
   std::vector<int64_t> out_batch(2, 1);
   for (int i = 0; i < 3; ++i) {
     const std::vector<int64_t>& s = ctx.input(i).shape;
     for (int a = 0; a < rank - 2; ++a) {
       int64_t& o = out_batch[2 - (rank - 2) + a];
-      if (s[a] == o || s[a] == 1) continue;
+      const bool grouped = i > 0 && g > 1 && a == rank - 3;
+      if (grouped && s[a] > std::numeric_limits<int64_t>::max() / g) {
+        return ctx.Error(absl::StrCat("input ", i, " (", kNames[i], ") ", ShapeStr(s), " has ", s[a],
+                                      " key-value heads, too many for kv_group ", g));
+      }
+      const int64_t dim = grouped ? s[a] * g : s[a];
+      if (dim == o || dim == 1) continue;
       if (o != 1) {
         return ctx.Error(absl::StrCat("batch dims of Q ", ShapeStr(q), ", K ", ShapeStr(k), " and V ", ShapeStr(v),
                                       " do not broadcast"));
       }
-      o = s[a];
+      o = dim;
     }
   }
   l.b0 = out_batch[0];
@@ -104,7 +114,14 @@ absl::StatusOr<AttentionLayout> PlanAttention(const ir::KernelContext& ctx) {
   for (int i = 0; i < 3; ++i) {
     std::vector<int64_t> strides = ir::Strides(ctx.input(i).shape);
     for (int a = 0; a < 2; ++a) {
-      absl::StatusOr<int64_t> st = BatchStride(ctx, i, 2, a, out_batch[a], strides.data());
+      // K's and V's heads: head b1 / g of out_batch[1] / g.
+      const bool grouped = i > 0 && g > 1 && a == 1;
+      if (grouped && out_batch[1] % g != 0) {
+        return ctx.Error(absl::StrCat("Q ", ShapeStr(q), " has ", out_batch[1], " heads, not a multiple of kv_group ",
+                                      g));
+      }
+      absl::StatusOr<int64_t> st =
+          BatchStride(ctx, i, 2, a, grouped ? out_batch[1] / g : out_batch[a], strides.data());
       if (!st.ok()) return st.status();
       *b_strides[i][a] = *st;
     }

@@ -23,6 +23,9 @@ struct AttentionLayout {
   int64_t k_b0 = 0, k_b1 = 0;
   int64_t k_js = 0, k_ds = 0;  // key j, head dim c at k[j * k_js + c * k_ds]
   int64_t v_b0 = 0, v_b1 = 0;  // V's rows are contiguous (dv elements apart)
+  // Query head b1 reads K's and V's head b1 / kv_group (attribute kv_group):
+  // their b1 strides step over key-value heads.
+  int64_t kv_group = 1;
   struct MaskStrides {
     int64_t b0 = 0, b1 = 0, i = 0, j = 0;
   };

@@ -483,8 +483,8 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
       float* key_panels = slot_key_panels[std::max<int64_t>(slot, 0)];
       float* value_panels = slot_value_panels[std::max<int64_t>(slot, 0)];
       const float* qh = q + b0 * l.q_b0 + b1 * l.q_b1;
-      const float* kh = k + b0 * l.k_b0 + b1 * l.k_b1;
-      const float* vh = v + b0 * l.v_b0 + b1 * l.v_b1;
+      const float* kh = k + b0 * l.k_b0 + b1 / l.kv_group * l.k_b1;
+      const float* vh = v + b0 * l.v_b0 + b1 / l.kv_group * l.v_b1;
       float* oh = out + (b0 * l.b1 + b1) * sq * dv;
       const float* kt = kh;  // Kᵀ [d, sk]
 #if defined(GROVE_ATTENTION_AVX2)

@@ -43,6 +43,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   p.k_ds = l->k_ds;
   p.v_b0 = l->v_b0;
   p.v_b1 = l->v_b1;
+  p.kv_group = l->kv_group;
   const ir::AttentionAttrs& at = l->attrs;
   p.q_scale = static_cast<float>(at.q_scale.value);
   p.k_scale = static_cast<float>(at.k_scale.value);

@@ -16,6 +16,7 @@ constexpr char kKScale[] = "k_scale", kKScaleOp[] = "k_scale_op";
 constexpr char kScale[] = "scale", kScaleOp[] = "scale_op";
 constexpr char kKTransposed[] = "k_transposed";
 constexpr char kZeroNanProbs[] = "zero_nan_probs";
+constexpr char kKvGroup[] = "kv_group";
 constexpr const char* kMaskKind[2] = {"mask", "mask2"};
 constexpr const char* kMaskFill[2] = {"mask_fill", "mask2_fill"};
 constexpr const char* kFillIfTrue[2] = {"fill_if_true", "mask2_fill_if_true"};
@@ -70,8 +71,15 @@ absl::Status InferFusedAttention(ShapeContext& ctx) {
   const SymDim& ks = a->k_transposed ? k[rank - 1] : k[rank - 2];
   if (ConstMismatch(q[rank - 1], kd)) return ctx.Error("Q and K have different head dims");
   if (ConstMismatch(ks, v[rank - 2])) return ctx.Error("K and V have different sequence lengths");
-  absl::StatusOr<SymShape> batch = BroadcastShapes({SymShape(q.begin(), q.end() - 2), SymShape(k.begin(), k.end() - 2),
-                                                    SymShape(v.begin(), v.end() - 2)});
+  // K's and V's key-value heads (their last batch dim) as the query heads
+  // they serve: kv_group times as many.
+  auto as_query_heads = [&](const SymShape& s) {
+    SymShape batch(s.begin(), s.end() - 2);
+    if (a->kv_group > 1 && !batch.empty()) batch.back() = batch.back() * SymDim(a->kv_group);
+    return batch;
+  };
+  absl::StatusOr<SymShape> batch =
+      BroadcastShapes({SymShape(q.begin(), q.end() - 2), as_query_heads(k), as_query_heads(v)});
   if (!batch.ok()) return ctx.Error(absl::StrCat("batch dims do not broadcast: ", batch.status().message()));
   for (int m = 0; m < 2; ++m) {
     const int i = 3 + m;
@@ -107,6 +115,11 @@ absl::StatusOr<AttentionAttrs> ReadAttentionAttrs(const Attributes& attrs) {
     return absl::InvalidArgumentError(absl::StrCat("attribute 'zero_nan_probs' is ", zn, "; expected 0 or 1"));
   }
   a.zero_nan_probs = zn == 1;
+  a.kv_group = attrs.GetInt(kKvGroup, 1);
+  if (a.kv_group < 1 || a.kv_group > (int64_t{1} << 31)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute 'kv_group' is ", a.kv_group, "; expected 1 to 2^31 query heads per key-value head"));
+  }
   absl::StatusOr<AttentionScale> s = ReadScale(attrs, kQScaleOp, kQScale);
   if (!s.ok()) return s.status();
   a.q_scale = *s;
@@ -138,6 +151,7 @@ absl::StatusOr<AttentionAttrs> ReadAttentionAttrs(const Attributes& attrs) {
 void WriteAttentionAttrs(const AttentionAttrs& a, Attributes* attrs) {
   attrs->Set(kKTransposed, int64_t{a.k_transposed ? 1 : 0});
   attrs->Set(kZeroNanProbs, int64_t{a.zero_nan_probs ? 1 : 0});
+  if (a.kv_group != 1) attrs->Set(kKvGroup, a.kv_group);
   attrs->Set(kQScaleOp, static_cast<int64_t>(a.q_scale.op));
   attrs->Set(kQScale, a.q_scale.value);
   attrs->Set(kKScaleOp, static_cast<int64_t>(a.k_scale.op));
@@ -158,7 +172,7 @@ absl::Status RegisterAttentionOps(OpRegistry& registry) {
   def.max_inputs = 5;
   def.attrs = {{kKTransposed, AttrKind::kInt}, {kQScaleOp, AttrKind::kInt}, {kQScale, AttrKind::kFloat},
                {kKScaleOp, AttrKind::kInt},    {kKScale, AttrKind::kFloat},   {kScaleOp, AttrKind::kInt},
-               {kScale, AttrKind::kFloat},    {kZeroNanProbs, AttrKind::kInt}};
+               {kScale, AttrKind::kFloat},    {kZeroNanProbs, AttrKind::kInt}, {kKvGroup, AttrKind::kInt}};
   for (int m = 0; m < 2; ++m) {
     def.attrs.push_back({kMaskKind[m], AttrKind::kInt});
     def.attrs.push_back({kMaskFill[m], AttrKind::kFloat});

@@ -10,7 +10,11 @@
 //   inputs   Q [B.., sq, d], K [B.., sk, d] (or Kᵀ [B.., d, sk] with
 //            k_transposed = 1), V [B.., sk, dv], mask and mask2 (optional,
 //            applied in that order): broadcast to the scores [B.., sq, sk];
-//            rank 3 or 4, batch dims broadcast.
+//            rank 3 or 4, batch dims broadcast. With kv_group = g > 1
+//            (grouped-query attention), K's and V's last batch dim holds
+//            the heads / g key-value heads that query head h reads as head
+//            h / g: the chain's K and V were repeated g times each along
+//            that dim (repeat_kv's Unsqueeze, Expand and Reshape, absorbed).
 //   output   [B.., sq, dv]
 //
 //   ReadAttentionAttrs(node.attrs) checks them once for the shape function
@@ -63,6 +67,8 @@ struct AttentionAttrs {
   // Where(IsNaN(p), 0, p) after the Softmax, so that a row whose keys are all
   // masked gives 0 (0 * V summed: NaN only where V holds inf or NaN).
   bool zero_nan_probs = false;
+  // Query heads per key-value head (attribute kv_group, at least 1).
+  int64_t kv_group = 1;
 };
 
 // InvalidArgument naming the attribute when one is out of range.
