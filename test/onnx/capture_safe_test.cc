@@ -28,6 +28,7 @@
 namespace grove {
 namespace {
 
+using testing::AttentionFixtures;
 using testing::Case;
 using testing::Compare;
 using testing::Import;
@@ -323,6 +324,10 @@ TEST_P(BucketReplayTest, ShapesOfABucketShareItsGraphs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BucketReplayTest, ::testing::ValuesIn(ModelsUnderTest()),
+                         [](const ::testing::TestParamInfo<ModelUnderTest>& info) { return info.param.name; });
+
+// Grouped-query heads read in place (kv_group), the KV cache's growing keys.
+INSTANTIATE_TEST_SUITE_P(AttentionFixtures, BucketReplayTest, ::testing::ValuesIn(AttentionFixtures()),
                          [](const ::testing::TestParamInfo<ModelUnderTest>& info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Models, CaptureSafeTest, ::testing::ValuesIn(ModelsUnderTest()),

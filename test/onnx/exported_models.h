@@ -65,6 +65,22 @@ inline std::vector<ModelUnderTest> ModelsUnderTest() {
   return models;
 }
 
+// The attention fixtures (test/onnx/attention_models: onnxruntime's outputs
+// for small exports of SDPA, grouped-query heads and a KV-cache step).
+inline std::vector<ModelUnderTest> AttentionFixtures() {
+  std::vector<ModelUnderTest> models;
+  const fs::path dir = SourceDir() / "test" / "onnx" / "attention_models";
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx")) {
+      models.push_back({e.path().filename().string(), e.path() / "model.onnx", e.path()});
+    }
+  }
+  std::sort(models.begin(), models.end(),
+            [](const ModelUnderTest& a, const ModelUnderTest& b) { return a.name < b.name; });
+  return models;
+}
+
 struct Case {
   std::string name;
   std::vector<Tensor> inputs;
