@@ -9,6 +9,8 @@
 //    1,024 (attention scores and a transformer's norm).
 //  - BM_Transpose/N: an NxN f32 transpose and a Concat of it with its input.
 //  - BM_ReduceSum/R: ReduceSum over the last dim of R rows of 1,024.
+//  - BM_Attention/H/S/D: one fused attention step, H heads of D dims, S
+//    tokens (the CPU kernel's row blocks of all heads in one Run).
 //  - BM_EncoderBlock/S: a width-256 encoder block (one head) on S tokens:
 //    oneDNN's MatMuls between Softmax, LayerNorm, Gelu and Adds.
 //  - BM_SmallCnn/B: the small CNN of issue 14 (four Conv 3x3 + Relu +
@@ -134,6 +136,24 @@ void BM_ReduceSum(benchmark::State& state) {
   CompareThreads(state, Load(b), Input({rows, cols}, 7));
 }
 BENCHMARK(BM_ReduceSum)->Arg(16)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// Fused attention (one FusedAttention step: x as Q, K and V, the scores
+// scaled) over H heads of D dims and S tokens, /H/S/D: the exported
+// encoder's 4 heads of 8 dims at 256 tokens, 12 heads of 64 at 128.
+void BM_Attention(benchmark::State& state) {
+  const int64_t heads = state.range(0), seq = state.range(1), dim = state.range(2);
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, {1, heads, seq, dim});
+  b.AddWeight("scale", DType::kF32, {}, std::vector<float>{0.35f});
+  b.AddOp("Transpose", {"x"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  b.AddOp("MatMul", {"x", "kt"}, {"scores"});
+  b.AddOp("Mul", {"scores", "scale"}, {"scaled"});
+  b.AddOp("Softmax", {"scaled"}, {"p"}, {{"axis", int64_t{-1}}});
+  b.AddOp("MatMul", {"p", "x"}, {"y"});
+  b.AddOutput("y");
+  CompareThreads(state, Load(b), Input({1, heads, seq, dim}, 8));
+}
+BENCHMARK(BM_Attention)->Args({4, 256, 8})->Args({3, 256, 8})->Args({12, 128, 64})->Unit(benchmark::kMillisecond);
 
 // An encoder block of width 256 (one head), S tokens: q, k, v, scores,
 // Softmax, context and projection MatMuls (oneDNN), residual Adds, two

@@ -145,10 +145,10 @@ TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) 
   }
 }
 
-// The CPU kernel splits a head's row blocks over the session's intra-op
-// threads (300 rows a head), or whole heads when each head is too small to
-// split (100 rows, a causal Where: the AVX2 blocks skip masked keys): the
-// same bytes at 1, 2 and 3 threads.
+// The CPU kernel splits the row blocks of all 6 heads over the session's
+// intra-op threads in one Run, a head's blocks shared by two tasks where a
+// range ends inside it (300 rows a head; 100 rows with a causal Where, whose
+// AVX2 blocks skip masked keys): the same bytes at 1, 2 and 3 threads.
 class SameBytesTest : public ::testing::TestWithParam<std::pair<int, int64_t>> {};
 
 TEST_P(SameBytesTest, AtOneTwoAndThreeThreads) {
