@@ -49,27 +49,9 @@ struct ModelUnderTest {
 
 inline void PrintTo(const ModelUnderTest& m, std::ostream* os) { *os << m.name << " (" << m.onnx.string() << ")"; }
 
-inline std::vector<ModelUnderTest> ModelsUnderTest() {
+// The models of `dir` (each DIR/NAME/model.onnx with its cases), by name.
+inline std::vector<ModelUnderTest> ModelsIn(const fs::path& dir) {
   std::vector<ModelUnderTest> models;
-  const fs::path exported = SourceDir() / "test" / "models";
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(exported, ec)) {
-    if (e.is_directory() && fs::exists(e.path() / "model.onnx")) {
-      models.push_back({e.path().filename().string(), e.path() / "model.onnx", e.path()});
-    }
-  }
-  std::sort(models.begin(), models.end(),
-            [](const ModelUnderTest& a, const ModelUnderTest& b) { return a.name < b.name; });
-  const fs::path silero = SourceDir() / "models" / "silero_vad";
-  models.push_back({"silero_vad", silero / "silero_vad.onnx", silero / "testdata"});
-  return models;
-}
-
-// The attention fixtures (test/onnx/attention_models: onnxruntime's outputs
-// for small exports of SDPA, grouped-query heads and a KV-cache step).
-inline std::vector<ModelUnderTest> AttentionFixtures() {
-  std::vector<ModelUnderTest> models;
-  const fs::path dir = SourceDir() / "test" / "onnx" / "attention_models";
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (e.is_directory() && fs::exists(e.path() / "model.onnx")) {
@@ -79,6 +61,20 @@ inline std::vector<ModelUnderTest> AttentionFixtures() {
   std::sort(models.begin(), models.end(),
             [](const ModelUnderTest& a, const ModelUnderTest& b) { return a.name < b.name; });
   return models;
+}
+
+// test/models (PyTorch's exports), then the Silero VAD.
+inline std::vector<ModelUnderTest> ModelsUnderTest() {
+  std::vector<ModelUnderTest> models = ModelsIn(SourceDir() / "test" / "models");
+  const fs::path silero = SourceDir() / "models" / "silero_vad";
+  models.push_back({"silero_vad", silero / "silero_vad.onnx", silero / "testdata"});
+  return models;
+}
+
+// The attention fixtures (test/onnx/attention_models: onnxruntime's outputs
+// for small exports of SDPA, grouped-query heads and a KV-cache step).
+inline std::vector<ModelUnderTest> AttentionFixtures() {
+  return ModelsIn(SourceDir() / "test" / "onnx" / "attention_models");
 }
 
 struct Case {
