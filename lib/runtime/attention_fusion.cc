@@ -145,6 +145,47 @@ std::optional<RepeatedHeads> RepeatedHeadsOf(const ChainFinder& f, int v) {
   return r;
 }
 
+// `v` as x with its last two axes swapped the way the dynamo exporter's
+// scaled_dot_product_attention writes Kᵀ: x [L.., a, b] reshaped to
+// [N, a, b] (its leading dims merged), Transpose(perm 0, 2, 1), reshaped to
+// [L.., b, a], each output read by the next alone. Neither Reshape reorders
+// elements, so the three are x's last two axes swapped.
+struct SwapThroughRank3 {
+  int x = -1;
+  int steps[3] = {-1, -1, -1};
+  int values[3] = {-1, -1, -1};  // the outer Reshape's, the Transpose's and the inner Reshape's outputs
+};
+
+std::optional<SwapThroughRank3> SwappedThroughRank3(const ChainFinder& f, int v) {
+  SwapThroughRank3 r;
+  r.steps[0] = f.AbsorbableProducer(v, "Reshape");
+  if (r.steps[0] < 0 || f.step(r.steps[0]).inputs.empty()) return std::nullopt;
+  const int t = f.step(r.steps[0]).inputs[0];
+  r.steps[1] = f.AbsorbableProducer(t, "Transpose");
+  if (r.steps[1] < 0 || f.step(r.steps[1]).inputs.size() != 1) return std::nullopt;
+  if (f.step(r.steps[1]).node->attrs.GetInts("perm") != std::vector<int64_t>{0, 2, 1}) return std::nullopt;
+  const int u = f.step(r.steps[1]).inputs[0];
+  r.steps[2] = f.AbsorbableProducer(u, "Reshape");
+  if (r.steps[2] < 0 || f.step(r.steps[2]).inputs.empty() || f.step(r.steps[2]).inputs[0] < 0) return std::nullopt;
+  r.x = f.step(r.steps[2]).inputs[0];
+  const PlanValue& xv = f.value(r.x);
+  if (!xv.shape_known || xv.dtype != f.value(v).dtype) return std::nullopt;
+  const std::vector<int64_t>& xs = xv.shape;
+  const std::vector<int64_t>& us = f.value(u).shape;
+  const std::vector<int64_t>& ts = f.value(t).shape;
+  const std::vector<int64_t>& vs = f.value(v).shape;
+  const size_t rank = xs.size();
+  if (rank < 2 || vs.size() != rank || us.size() != 3 || ts.size() != 3) return std::nullopt;
+  const int64_t a = xs[rank - 2], b = xs[rank - 1];
+  const int64_t n = ir::NumElements(std::vector<int64_t>(xs.begin(), xs.end() - 2));
+  if (us != std::vector<int64_t>{n, a, b} || ts != std::vector<int64_t>{n, b, a}) return std::nullopt;
+  if (!std::equal(xs.begin(), xs.end() - 2, vs.begin()) || vs[rank - 2] != b || vs[rank - 1] != a) return std::nullopt;
+  r.values[0] = v;
+  r.values[1] = t;
+  r.values[2] = u;
+  return r;
+}
+
 std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   if (!f.Linkable(softmax)) return std::nullopt;
   const PlanStep& sm = f.step(softmax);
@@ -276,6 +317,13 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
           k = t.inputs[0];
           continue;
         }
+      }
+      if (std::optional<SwapThroughRank3> sw = SwappedThroughRank3(f, k); sw.has_value()) {
+        transposed_away = true;
+        c.steps.insert(c.steps.end(), sw->steps, sw->steps + 3);
+        c.intermediates.insert(c.intermediates.end(), sw->values, sw->values + 3);
+        k = sw->x;
+        continue;
       }
     }
     break;

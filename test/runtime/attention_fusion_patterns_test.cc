@@ -291,6 +291,55 @@ TEST(AttentionFusionPatternsTest, GroupedQueryHeadsAreReadInPlace) {
   }
 }
 
+// Kᵀ as the dynamo exporter's scaled_dot_product_attention writes it: k
+// [2, 3, s, 8] reshaped to [6, s, 8], Transpose(0, 2, 1), reshaped to
+// [2, 3, 8, s], times sqrt(scale) (as Q is). With `reordered` the last
+// Reshape gives [3, 2, 8, s]: no longer k's last two axes swapped, so the
+// three steps stay and their output is the fused step's Kᵀ.
+absl::StatusOr<std::shared_ptr<const Model>> DynamoSdpaModel(bool reordered) {
+  ModelBuilder b;
+  b.AddSymbol("s", 1, 512);
+  b.AddInput("q", DType::kF32, {reordered ? 3 : 2, reordered ? 2 : 3, "s", 8});
+  b.AddInput("k", DType::kF32, {2, 3, "s", 8});
+  b.AddInput("v", DType::kF32, {reordered ? 3 : 2, reordered ? 2 : 3, "s", 8});
+  b.AddWeight("root_scale", DType::kF32, {}, std::vector<float>{0.59460356f});
+  b.AddWeight("merged", DType::kI64, {3}, std::vector<int64_t>{6, -1, 8});
+  b.AddWeight("split", DType::kI64, {4}, std::vector<int64_t>{reordered ? 3 : 2, reordered ? 2 : 3, 8, -1});
+  b.AddOp("Reshape", {"k", "merged"}, {"k3"}, {}, "k_merge");
+  b.AddOp("Transpose", {"k3"}, {"kt3"}, {{"perm", std::vector<int64_t>{0, 2, 1}}}, "k_swap");
+  b.AddOp("Reshape", {"kt3", "split"}, {"kt"}, {}, "k_split");
+  b.AddOp("Mul", {"q", "root_scale"}, {"q_s"}, {}, "q_scaled");
+  b.AddOp("Mul", {"kt", "root_scale"}, {"kt_s"}, {}, "k_scaled");
+  b.AddOp("MatMul", {"q_s", "kt_s"}, {"scores"}, {}, "qk");
+  b.AddOp("Softmax", {"scores"}, {"probs"}, {{"axis", int64_t{-1}}}, "softmax");
+  b.AddOp("MatMul", {"probs", "v"}, {"y"}, {}, "pv");
+  b.AddOutput("y");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  if (!bytes.ok()) return bytes.status();
+  return Model::LoadFromBuffer(*bytes);
+}
+
+TEST(AttentionFusionPatternsTest, KTransposedThroughRank3IsReadInPlace) {
+  for (bool reordered : {false, true}) {
+    SCOPED_TRACE(reordered ? "leading dims reordered" : "dynamo's Kᵀ");
+    absl::StatusOr<std::shared_ptr<const Model>> model = DynamoSdpaModel(reordered);
+    ASSERT_TRUE(model.ok()) << model.status();
+    for (int64_t s : {1, 7, 20}) {
+      SCOPED_TRACE(absl::StrCat("seq ", s));
+      const std::vector<int64_t> qv = {reordered ? 3 : 2, reordered ? 2 : 3, s, 8};
+      const std::vector<Tensor> in = {AttnData(qv, 41), AttnData({2, 3, s, 8}, 42), AttnData(qv, 43)};
+      for (Device device : {Device::kCpu, Device::kCuda}) {
+        ScopedAttentionFusion on(true);
+        const StepCounts c = Steps(**model, in, device);
+        EXPECT_EQ(c.fused, 1);
+        EXPECT_EQ(c.fused_name.find("k_swap") != std::string::npos, !reordered) << c.fused_name;
+        EXPECT_EQ(c.total, reordered ? 4 : 1) << c.fused_name;
+      }
+      ExpectSameAsUnfused(*model, in);
+    }
+  }
+}
+
 // The op itself: zero_nan_probs is 0 or 1, and with 1 a row whose keys are
 // all masked (Where filling -inf) gives 0 where it gives NaN without.
 TEST(AttentionFusionPatternsTest, ZeroNanProbsAttribute) {
