@@ -1,6 +1,7 @@
 #include "lib/runtime/attention_fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -104,32 +105,47 @@ std::optional<MaskFound> MaskAt(const ChainFinder& f, int scores, const std::vec
 // Unsqueeze nor a Reshape reorders elements, and an Expand's copy is fixed
 // by its input's and output's shapes, as a Tile's is when every axis but
 // the one it grows from 1 keeps its size.
-struct RepeatedHeads {
+// Three absorbable steps that make `v` from x, walked back from v: the
+// producer of v is one of types[0], the producer of that step's input 0 one
+// of types[1], the producer of that one's input 0 one of types[2], whose
+// input 0 is x (of known shape and v's dtype).
+struct ThreeSteps {
   int x = -1;
+  int steps[3] = {-1, -1, -1};  // from v back
+  int values[3] = {-1, -1, -1};  // their outputs: v, then the inner ones
+};
+
+std::optional<ThreeSteps> ThreeStepsTo(const ChainFinder& f, int v,
+                                       const std::array<std::vector<const char*>, 3>& types) {
+  ThreeSteps r;
+  int cur = v;
+  for (int i = 0; i < 3; ++i) {
+    r.values[i] = cur;
+    for (const char* type : types[i]) {
+      if (r.steps[i] = f.AbsorbableProducer(cur, type); r.steps[i] >= 0) break;
+    }
+    if (r.steps[i] < 0 || f.step(r.steps[i]).inputs.empty() || f.step(r.steps[i]).inputs[0] < 0) return std::nullopt;
+    cur = f.step(r.steps[i]).inputs[0];
+  }
+  r.x = cur;
+  const PlanValue& xv = f.value(r.x);
+  if (!xv.shape_known || xv.dtype != f.value(v).dtype) return std::nullopt;
+  return r;
+}
+
+struct RepeatedHeads {
+  ThreeSteps chain;  // Reshape, Expand or Tile, Unsqueeze or Reshape
   int64_t group = 1;
-  int steps[3] = {-1, -1, -1};
-  int values[3] = {-1, -1, -1};  // the Reshape's, Expand's and first step's outputs
 };
 
 std::optional<RepeatedHeads> RepeatedHeadsOf(const ChainFinder& f, int v) {
-  RepeatedHeads r;
-  r.steps[0] = f.AbsorbableProducer(v, "Reshape");
-  if (r.steps[0] < 0 || f.step(r.steps[0]).inputs.empty()) return std::nullopt;
-  const int e = f.step(r.steps[0]).inputs[0];
-  r.steps[1] = f.AbsorbableProducer(e, "Expand");
-  if (r.steps[1] < 0) r.steps[1] = f.AbsorbableProducer(e, "Tile");
-  if (r.steps[1] < 0 || f.step(r.steps[1]).inputs.empty()) return std::nullopt;
-  const int u = f.step(r.steps[1]).inputs[0];
-  r.steps[2] = f.AbsorbableProducer(u, "Unsqueeze");
-  if (r.steps[2] < 0) r.steps[2] = f.AbsorbableProducer(u, "Reshape");
-  if (r.steps[2] < 0 || f.step(r.steps[2]).inputs.empty() || f.step(r.steps[2]).inputs[0] < 0) return std::nullopt;
-  r.x = f.step(r.steps[2]).inputs[0];
-  const PlanValue& xv = f.value(r.x);
-  if (!xv.shape_known || xv.dtype != f.value(v).dtype) return std::nullopt;
+  std::optional<ThreeSteps> chain = ThreeStepsTo(f, v, {{{"Reshape"}, {"Expand", "Tile"}, {"Unsqueeze", "Reshape"}}});
+  if (!chain.has_value()) return std::nullopt;
+  RepeatedHeads r{*chain};
   const std::vector<int64_t>& vs = f.value(v).shape;
-  const std::vector<int64_t>& es = f.value(e).shape;
-  const std::vector<int64_t>& us = f.value(u).shape;
-  const std::vector<int64_t>& xs = xv.shape;
+  const std::vector<int64_t>& es = f.value(chain->values[1]).shape;
+  const std::vector<int64_t>& us = f.value(chain->values[2]).shape;
+  const std::vector<int64_t>& xs = f.value(chain->x).shape;
   const size_t rank = vs.size();
   if (rank < 3 || xs.size() != rank || es.size() != rank + 1 || us.size() != rank + 1) return std::nullopt;
   const size_t heads = rank - 3;
@@ -139,9 +155,6 @@ std::optional<RepeatedHeads> RepeatedHeadsOf(const ChainFinder& f, int v) {
   }
   r.group = es[heads + 1];
   if (us[heads + 1] != 1 || r.group < 2 || vs[heads] != xs[heads] * r.group) return std::nullopt;
-  r.values[0] = v;
-  r.values[1] = e;
-  r.values[2] = u;
   return r;
 }
 
@@ -150,39 +163,23 @@ std::optional<RepeatedHeads> RepeatedHeadsOf(const ChainFinder& f, int v) {
 // [N, a, b] (its leading dims merged), Transpose(perm 0, 2, 1), reshaped to
 // [L.., b, a], each output read by the next alone. Neither Reshape reorders
 // elements, so the three are x's last two axes swapped.
-struct SwapThroughRank3 {
-  int x = -1;
-  int steps[3] = {-1, -1, -1};
-  int values[3] = {-1, -1, -1};  // the outer Reshape's, the Transpose's and the inner Reshape's outputs
-};
-
-std::optional<SwapThroughRank3> SwappedThroughRank3(const ChainFinder& f, int v) {
-  SwapThroughRank3 r;
-  r.steps[0] = f.AbsorbableProducer(v, "Reshape");
-  if (r.steps[0] < 0 || f.step(r.steps[0]).inputs.empty()) return std::nullopt;
-  const int t = f.step(r.steps[0]).inputs[0];
-  r.steps[1] = f.AbsorbableProducer(t, "Transpose");
-  if (r.steps[1] < 0 || f.step(r.steps[1]).inputs.size() != 1) return std::nullopt;
-  if (f.step(r.steps[1]).node->attrs.GetInts("perm") != std::vector<int64_t>{0, 2, 1}) return std::nullopt;
-  const int u = f.step(r.steps[1]).inputs[0];
-  r.steps[2] = f.AbsorbableProducer(u, "Reshape");
-  if (r.steps[2] < 0 || f.step(r.steps[2]).inputs.empty() || f.step(r.steps[2]).inputs[0] < 0) return std::nullopt;
-  r.x = f.step(r.steps[2]).inputs[0];
-  const PlanValue& xv = f.value(r.x);
-  if (!xv.shape_known || xv.dtype != f.value(v).dtype) return std::nullopt;
-  const std::vector<int64_t>& xs = xv.shape;
-  const std::vector<int64_t>& us = f.value(u).shape;
-  const std::vector<int64_t>& ts = f.value(t).shape;
+std::optional<ThreeSteps> SwappedThroughRank3(const ChainFinder& f, int v) {
+  std::optional<ThreeSteps> r = ThreeStepsTo(f, v, {{{"Reshape"}, {"Transpose"}, {"Reshape"}}});
+  if (!r.has_value()) return std::nullopt;
+  const PlanStep& transpose = f.step(r->steps[1]);
+  if (transpose.inputs.size() != 1 || transpose.node->attrs.GetInts("perm") != std::vector<int64_t>{0, 2, 1}) {
+    return std::nullopt;
+  }
+  const std::vector<int64_t>& xs = f.value(r->x).shape;
+  const std::vector<int64_t>& us = f.value(r->values[2]).shape;
+  const std::vector<int64_t>& ts = f.value(r->values[1]).shape;
   const std::vector<int64_t>& vs = f.value(v).shape;
   const size_t rank = xs.size();
-  if (rank < 2 || vs.size() != rank || us.size() != 3 || ts.size() != 3) return std::nullopt;
+  if (rank < 2 || vs.size() != rank) return std::nullopt;
   const int64_t a = xs[rank - 2], b = xs[rank - 1];
   const int64_t n = ir::NumElements(std::vector<int64_t>(xs.begin(), xs.end() - 2));
   if (us != std::vector<int64_t>{n, a, b} || ts != std::vector<int64_t>{n, b, a}) return std::nullopt;
   if (!std::equal(xs.begin(), xs.end() - 2, vs.begin()) || vs[rank - 2] != b || vs[rank - 1] != a) return std::nullopt;
-  r.values[0] = v;
-  r.values[1] = t;
-  r.values[2] = u;
   return r;
 }
 
@@ -318,7 +315,7 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
           continue;
         }
       }
-      if (std::optional<SwapThroughRank3> sw = SwappedThroughRank3(f, k); sw.has_value()) {
+      if (std::optional<ThreeSteps> sw = SwappedThroughRank3(f, k); sw.has_value()) {
         transposed_away = true;
         c.steps.insert(c.steps.end(), sw->steps, sw->steps + 3);
         c.intermediates.insert(c.intermediates.end(), sw->values, sw->values + 3);
@@ -361,12 +358,12 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
   std::optional<RepeatedHeads> rv = rk.has_value() ? RepeatedHeadsOf(f, c.v) : std::nullopt;
   if (rv.has_value() && rv->group == rk->group) {
     c.attrs.kv_group = rk->group;
-    for (const RepeatedHeads* r : {&*rk, &*rv}) {
+    for (const ThreeSteps* r : {&rk->chain, &rv->chain}) {
       c.steps.insert(c.steps.end(), r->steps, r->steps + 3);
       c.intermediates.insert(c.intermediates.end(), r->values, r->values + 3);
     }
-    c.k = rk->x;
-    c.v = rv->x;
+    c.k = rk->chain.x;
+    c.v = rv->chain.x;
   }
   std::sort(c.steps.begin(), c.steps.end());
   return c;
