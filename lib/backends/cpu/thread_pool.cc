@@ -21,6 +21,9 @@ namespace {
 // How long a worker spins for the next job before it sleeps: long enough to
 // catch the next kernel of a run, short enough that an idle session is idle.
 constexpr std::chrono::microseconds kSpin{50};
+// How long the caller of a Run spins for the workers still in its job
+// before it sleeps (at most twice its own time per task).
+constexpr std::chrono::microseconds kJoinSpin{100};
 
 // LateJoin: a join later than this past twice the caller's time per task
 // was a worker held off its core; the caller then works alone for a backoff.
@@ -113,9 +116,22 @@ void ThreadPool::Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) {
   t_in_pool = false;
   const Clock::time_point drained = Clock::now();
   {
-    // Closed to late workers; then wait for those inside to finish their task.
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = nullptr;  // closed to late workers
+  }
+  // Those inside finish their task: a worker's last task usually ends within
+  // a task's time of the caller's, sooner than a sleep on left_ would wake.
+  const Clock::time_point spin_until =
+      drained + std::min<Clock::duration>(kJoinSpin, 2 * (drained - start) / std::max<int64_t>(done, 1));
+  for (int polls = 1; workers_in_job_.load(std::memory_order_acquire) != 0; ++polls) {
+    CpuRelax();
+    if (polls % 64 == 0) {
+      if (Clock::now() >= spin_until) break;
+      std::this_thread::yield();  // the core to a worker waiting for it, if any
+    }
+  }
+  {
     std::unique_lock<std::mutex> lock(mu_);
-    job_ = nullptr;
     left_.wait(lock, [&] { return workers_in_job_ == 0; });
   }
   const Clock::time_point joined = Clock::now();
@@ -166,13 +182,13 @@ void ThreadPool::WorkerLoop() {
       seen = generation_.load(std::memory_order_relaxed);
       job = job_;
       if (job == nullptr) continue;
-      ++workers_in_job_;
+      workers_in_job_.fetch_add(1, std::memory_order_relaxed);
     }
     Drain(*job);
     bool last;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      last = --workers_in_job_ == 0;
+      last = workers_in_job_.fetch_sub(1, std::memory_order_release) == 1;
     }
     if (last) left_.notify_one();
   }

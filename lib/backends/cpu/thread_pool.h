@@ -12,7 +12,8 @@
 // than a fork-join over ranges needs (and neither TBB nor Eigen is a grove
 // dependency). Workers wait on a condition variable after a short spin
 // (kernels come one after another within a run), so an idle session costs no
-// CPU.
+// CPU; the caller spins briefly for the workers still in its job before it
+// sleeps at a join (their last tasks end within a task's time of its own).
 #ifndef GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
 #define GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
 
@@ -61,7 +62,8 @@ class ThreadPool final : public ir::IntraOpThreads {
   // Bumped (under mu_) for each job; workers spin on it before sleeping.
   std::atomic<uint64_t> generation_{0};
   Job* job_ = nullptr;        // joinable job, under mu_
-  int workers_in_job_ = 0;    // under mu_
+  // Changed under mu_; read without it by the caller's spin at a join.
+  std::atomic<int> workers_in_job_{0};
   int sleeping_ = 0;          // under mu_
   bool stop_ = false;         // under mu_
   std::atomic<bool> running_{false};
