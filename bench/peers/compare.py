@@ -30,6 +30,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -113,6 +114,10 @@ def parse_args(argv):
     p.add_argument("--no-spin", action="store_true",
                    help="threads sleep instead of spinning between runs: ORT's "
                    "session.intra_op.allow_spinning=0 and OMP_WAIT_POLICY=passive for grove's oneDNN")
+    p.add_argument("--no-settle", dest="settle", action="store_false",
+                   help="do not wait before each runtime's runs until the other's threads are idle "
+                   "(by default the harness does: ORT's workers spin ~50 ms after a run and would "
+                   "take a core from grove's runs after it)")
     p.add_argument("--no-core", dest="core", action="store_false",
                    help="do not also time grove through its C ABI directly (the 'core' columns: "
                    "Session.run without the Python package's per-run work)")
@@ -291,10 +296,58 @@ def time_per_run(fn, reps):
     return (time.perf_counter() - t0) / reps
 
 
-def interleaved(fns, rounds, round_s):
+SETTLE_POLL_S = 0.001
+SETTLE_MAX_S = 0.3
+
+
+def running_threads():
+    """How many of this process's threads other than the caller are running or
+    runnable (state R in /proc/self/task/*/stat); None without /proc."""
+    me = threading.get_native_id()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    n = 0
+    for t in tasks:
+        if t == str(me):
+            continue
+        try:
+            with open(f"/proc/self/task/{t}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread ended
+        n += state == "R"
+    return n
+
+
+def settle(stats):
+    """Waits (at most SETTLE_MAX_S) until no other thread of this process is
+    running: ONNX Runtime's intra-op workers spin for some 40-50 ms after each
+    run by default (measured here in /proc/self/task/*/schedstat), so
+    whichever runtime ran next would share a core with them, which no
+    application running one runtime sees; a 2-thread grove session then
+    waited for its worker at every step. Counts the waits in `stats`. (Not
+    the process's CPU time: the kernel adds another thread's time to it only
+    at a scheduler tick, every 4-10 ms.)"""
+    t0 = time.perf_counter()
+    while True:
+        n = running_threads()
+        if not n:  # none, or no /proc
+            break
+        if time.perf_counter() - t0 > SETTLE_MAX_S:
+            stats["timeouts"] = stats.get("timeouts", 0) + 1
+            break
+        time.sleep(SETTLE_POLL_S)
+    stats["waits"] = stats.get("waits", 0) + 1
+    stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - t0
+
+
+def interleaved(fns, rounds, round_s, settle_stats=None):
     """Median seconds per run of each fn over `rounds` interleaved rounds; each
     round runs each fn for about round_s, starting with a different fn every
-    round."""
+    round. With settle_stats (a dict), each fn's runs start when the
+    process's threads are idle (settle)."""
     reps = []
     for fn in fns:  # calibrate on warm runs
         t = min(time_per_run(fn, 1) for _ in range(3))
@@ -303,6 +356,9 @@ def interleaved(fns, rounds, round_s):
     for r in range(rounds):
         order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
         for i in order:
+            if settle_stats is not None:
+                settle(settle_stats)
+                fns[i]()  # the first run after the wait touches cold caches: untimed
             samples[i].append(time_per_run(fns[i], reps[i]))
     return [median(s) for s in samples], reps
 
@@ -341,15 +397,17 @@ def main(argv):
         "onnxruntime": ort.__version__, "numpy": np.__version__, "python": platform.python_version(),
         "cpu": cpu_name(), "cores": os.cpu_count(), "load_before": os.getloadavg(),
         "rounds": args.rounds, "round_ms": args.round_ms, "open_reps": args.open_reps,
-        "tolerance": args.tol, "no_spin": args.no_spin, "threads": args.threads,
+        "tolerance": args.tol, "no_spin": args.no_spin, "settle": args.settle, "threads": args.threads,
         "time": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     print(f"grove {meta['grove']} ({meta['grove_library']}) vs onnxruntime {meta['onnxruntime']} "
           f"(CPUExecutionProvider); {meta['cpu']}, {meta['cores']} cores, load "
           f"{' '.join(f'{x:.1f}' for x in meta['load_before'])}; {args.rounds} rounds of ~{args.round_ms:g} ms"
-          f"{'; no spinning' if args.no_spin else ''}")
+          f"{'; no spinning' if args.no_spin else ''}"
+          f"{'; each runtime starts when the threads of the other are idle' if args.settle else ''}")
     sys.stdout.flush()
 
+    settle_stats = {}
     total = sum(1 + len(MODELS[m][2]) * len(args.threads) for m in args.models)
     progress = Progress(total)
     opens, runs = [], []
@@ -457,7 +515,8 @@ def main(argv):
                             fn()
                     gc.disable()
                     try:
-                        times, reps = interleaved(fns, args.rounds, round_s)
+                        times, reps = interleaved(fns, args.rounds, round_s,
+                                                  settle_stats if args.settle else None)
                     finally:
                         gc.enable()
                     tg, to = times[0], times[1]
@@ -471,8 +530,13 @@ def main(argv):
         del model
     progress.end()
     meta["load_after"] = os.getloadavg()
+    meta["settle"] = dict(settle_stats) if args.settle else False
 
     print_tables(runs, opens, args.tol)
+    if args.settle and settle_stats.get("waits"):
+        print(f"waited for idle threads {settle_stats['waits']} times, {settle_stats['seconds']:.1f} s in all"
+              + (f"; {settle_stats['timeouts']} waits gave up after {SETTLE_MAX_S * 1e3:.0f} ms (a thread of this "
+                 "process still running)" if settle_stats.get("timeouts") else ""))
     if args.json:
         Path(args.json).write_text(json.dumps({"meta": meta, "open": opens, "runs": runs}, indent=1) + "\n")
         print(f"\nwrote {args.json}")

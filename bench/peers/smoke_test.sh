@@ -22,6 +22,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 missing="$tmp/no-build"
 expect 0 "--quick" -- python3 "$here/compare.py" --help
+expect 0 "--no-settle" -- python3 "$here/compare.py" --help
 expect 0 "transformer_encoder: b1 s8" -- python3 "$here/compare.py" --list
 expect 0 "^lstm: " -- python3 "$here/compare.py" --list --models lstm
 expect 2 "unknown model" -- python3 "$here/compare.py" --models nosuch
