@@ -151,6 +151,15 @@ TEST(OneDnnParts, ConvCutAlongTheBatchOrTheOutputRows) {
        {{"x", {1, 24, 64, 64}}}, /*cut=*/false},
       {"the weight an input (reordered every run)", OneOp("Conv", {2, 8, 48, 48}, {{16, 8, 3, 3}}, {}, true),
        {{"x", {2, 8, 48, 48}}, {"w0", {16, 8, 3, 3}}}},
+      // Under 2M multiply-adds, cut for the elements they move (StepThreads):
+      // a depthwise 3x3 (0.6M) and an RGB stem of stride 2 (1.8M), each some
+      // 40-75 us on one thread.
+      {"depthwise", OneOp("Conv", {4, 16, 32, 32}, {{16, 1, 3, 3}, {16}},
+                          {{"pads", Shape{1, 1, 1, 1}}, {"group", int64_t{16}}}),
+       {{"x", {4, 16, 32, 32}}}},
+      {"3 input channels, stride 2", OneOp("Conv", {4, 3, 64, 64}, {{16, 3, 3, 3}, {16}},
+                                           {{"pads", Shape{1, 1, 1, 1}}, {"strides", Shape{2, 2}}}),
+       {{"x", {4, 3, 64, 64}}}},
   };
   for (const Case& c : cases) Check(c);
 }

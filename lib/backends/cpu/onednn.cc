@@ -553,7 +553,15 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
   const memory::dims bias = {conv.m};
   double taps = 1;  // multiply-adds per output element: C / group times the kernel's taps
   for (int d = 0; d < w.spatial; ++d) taps *= static_cast<double>(w.kernel[d]);
-  const int step_threads = StepThreads(ctx, Product(dst) * static_cast<double>(cg) * taps);
+  // Its multiply-adds, and its source and destination elements at a
+  // memory-bound element's cost: a Conv with few input channels per group
+  // (an RGB stem: 3, a depthwise one: 1) fills oneDNN's vectors poorly and
+  // moves more bytes per multiply-add. Measured on one thread at 4x16x32x32:
+  // the 3 -> 16 stem (1.8M multiply-adds) 75 us, the depthwise 3x3 and a
+  // 1x1 Conv after it (1.6M) 75 us, where 16 -> 32 -> 32 3x3 Convs do 28M
+  // in 281 us.
+  const int step_threads =
+      StepThreads(ctx, Product(dst) * static_cast<double>(cg) * taps + kElementMacs * (Product(src) + Product(dst)));
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
