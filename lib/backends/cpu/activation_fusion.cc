@@ -181,6 +181,119 @@ void FuseActivations(runtime::PlanGraph& plan) {
   };
 
   std::vector<bool> removed(steps.size(), false);
+  // The tanh GELU written out, y = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715
+  // x^3))), reading x (written by step s): PyTorch exports
+  // F.gelu(approximate="tanh") so before opset 20, and GPT-2-style code
+  // writes it by hand, in many groupings (Pow(x, 3) or x * x * x, the half
+  // first or last, FastGELU's x * 0.7978846 * (1 + 0.044715 * x * x)). Rather
+  // than a pattern per grouping: the steps after s computing from x and
+  // constant scalars only (Add, Sub, Mul, Div, Pow, Tanh, every one of x's
+  // shape, at most kMaxLinks) are evaluated on probe values of x, and the
+  // first value among them that every read of x leads to, whose
+  // intermediates nothing else reads, and that equals the formula at every
+  // probe (these are analytic functions of x: equal on 81 points of [-6, 6],
+  // to float rounding, is equal) is y. The steps computing it, in step
+  // order (the last writes y); empty when none.
+  auto tanh_gelu = [&](int x, size_t s) -> std::vector<int> {
+    constexpr size_t kMaxLinks = 16;
+    constexpr size_t kScan = 48;  // steps looked at after s
+    const std::vector<int64_t>& shape = values[x].shape;
+    std::vector<int> region;               // steps, in order
+    std::vector<int> region_values = {x};  // x, then the region steps' outputs
+    auto in_region = [&](int v) {
+      return std::find(region_values.begin(), region_values.end(), v) != region_values.end();
+    };
+    for (size_t t = s + 1; t < steps.size() && t <= s + kScan && region.size() < kMaxLinks; ++t) {
+      const PlanStep& step = steps[t];
+      const std::string& type = step.node->type;
+      const bool unary = type == "Tanh";
+      const bool binary = type == "Add" || type == "Sub" || type == "Mul" || type == "Div" || type == "Pow";
+      const int out = SoleOutput(step);
+      if (removed[t] || !Plain(step) || !(unary || binary) || step.inputs.size() != (unary ? 1u : 2u) || out < 0 ||
+          !f32_arena(out) || values[out].shape != shape) {
+        continue;
+      }
+      bool reads_region = false, others_constant = true;
+      for (int v : step.inputs) {
+        if (v >= 0 && in_region(v)) {
+          reads_region = true;
+        } else if (v < 0 || !constant_scalar(v).has_value()) {
+          others_constant = false;
+        }
+      }
+      if (!reads_region || !others_constant) continue;
+      region.push_back(static_cast<int>(t));
+      region_values.push_back(out);
+    }
+    if (region.size() < 3) return {};
+    // The probes, and each region value's values at them.
+    constexpr int kProbes = 81;
+    std::vector<std::vector<double>> at(region_values.size());
+    at[0].resize(kProbes);
+    for (int i = 0; i < kProbes; ++i) at[0][i] = -6.0 + 12.0 * i / (kProbes - 1);
+    auto operand = [&](int v, int i) {
+      for (size_t r = 0; r < region_values.size(); ++r) {
+        if (region_values[r] == v) return at[r][i];
+      }
+      return static_cast<double>(*constant_scalar(v));
+    };
+    for (size_t r = 0; r < region.size(); ++r) {
+      const PlanStep& step = steps[region[r]];
+      const std::string& type = step.node->type;
+      std::vector<double>& out = at[r + 1];
+      out.resize(kProbes);
+      for (int i = 0; i < kProbes; ++i) {
+        const double a = operand(step.inputs[0], i);
+        const double b = step.inputs.size() > 1 ? operand(step.inputs[1], i) : 0.0;
+        out[i] = type == "Tanh"  ? std::tanh(a)
+                 : type == "Add" ? a + b
+                 : type == "Sub" ? a - b
+                 : type == "Mul" ? a * b
+                 : type == "Div" ? a / b
+                                 : std::pow(a, b);
+      }
+    }
+    for (size_t last = 0; last < region.size(); ++last) {
+      // The region steps `last` depends on, walking back from it.
+      std::vector<bool> needed(region.size(), false);
+      needed[last] = true;
+      for (size_t r = last + 1; r-- > 0;) {
+        if (!needed[r]) continue;
+        for (int v : steps[region[r]].inputs) {
+          for (size_t q = 0; q < r; ++q) {
+            if (region_values[q + 1] == v) needed[q] = true;
+          }
+        }
+      }
+      // Every read of x and of each intermediate is by these steps.
+      std::vector<int> reads(region_values.size(), 0);
+      bool has_tanh = false;
+      for (size_t r = 0; r <= last; ++r) {
+        if (!needed[r]) continue;
+        has_tanh |= steps[region[r]].node->type == "Tanh";
+        for (int v : steps[region[r]].inputs) {
+          for (size_t q = 0; q < region_values.size(); ++q) reads[q] += region_values[q] == v;
+        }
+      }
+      bool closed = has_tanh && reads[0] == uses[x];
+      for (size_t r = 0; closed && r < last; ++r) closed = !needed[r] || reads[r + 1] == uses[region_values[r + 1]];
+      if (!closed) continue;
+      bool equal = true;
+      for (int i = 0; equal && i < kProbes; ++i) {
+        const double v = at[0][i];
+        const double want = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+        const double got = at[last + 1][i];
+        equal = std::isfinite(got) && std::fabs(got - want) <= 1e-5 * (1.0 + std::fabs(want));
+      }
+      if (!equal) continue;
+      std::vector<int> found;
+      for (size_t r = 0; r <= last; ++r) {
+        if (needed[r]) found.push_back(region[r]);
+      }
+      return found;
+    }
+    return {};
+  };
   int fused = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     PlanStep& base = steps[s];
@@ -281,10 +394,13 @@ void FuseActivations(runtime::PlanGraph& plan) {
         activation = post_op;
       }
     }
-    for (const auto& [kind, type] : {std::pair{PostOpKind::kGelu, "Gelu"}, std::pair{PostOpKind::kSilu, "SiLU"}}) {
+    for (const auto& [kind, type] : {std::pair{PostOpKind::kGelu, "Gelu"}, std::pair{PostOpKind::kSilu, "SiLU"},
+                                     std::pair{PostOpKind::kGeluTanh, "GeluTanh"}}) {
       if (activation.has_value()) break;
       const size_t after = absorbed.empty() ? s : absorbed.back();
-      const std::vector<int> written = kind == PostOpKind::kGelu ? erf_gelu(cur, after) : silu(cur, after);
+      const std::vector<int> written = kind == PostOpKind::kGelu   ? erf_gelu(cur, after)
+                                       : kind == PostOpKind::kSilu ? silu(cur, after)
+                                                                   : tanh_gelu(cur, after);
       if (written.empty()) continue;
       for (int g : written) links.push_back(steps[g].node);
       absorbed.insert(absorbed.end(), written.begin(), written.end());

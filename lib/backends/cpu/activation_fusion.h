@@ -25,7 +25,13 @@ namespace grove::cpu {
 // read by those two steps only) is taken as one Gelu activation: the five
 // steps show as "+Gelu", named "gelu(div+erf+add+mul+mul)". SiLU written
 // out, Mul(x, Sigmoid(x)) with x read by those two only, is taken as one
-// activation too (oneDNN's swish): "Conv+SiLU", "silu(sigmoid+mul)". A Conv (maybe
+// activation too (oneDNN's swish): "Conv+SiLU", "silu(sigmoid+mul)". The
+// tanh GELU written out (0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))),
+// F.gelu(approximate="tanh") before opset 20, GPT-2's and FastGELU's
+// hand-written forms: Add, Sub, Mul, Div, Pow and Tanh steps over x and
+// scalar constants, found by evaluating them at probe values of x, not by
+// pattern) is one gelu_tanh activation: "MatMul+Add+GeluTanh",
+// "gelutanh(pow+mul+...)". A Conv (maybe
 // with its activation) read only by a MaxPool without Indices or an
 // AveragePool takes the pool too: "Conv+Relu+MaxPool", the pool's
 // attributes under kFusedPoolAttrPrefix; when oneDNN computes both, the
