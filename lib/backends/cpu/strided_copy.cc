@@ -19,6 +19,27 @@ void CopyRow(const uint8_t* src, int64_t n, int64_t stride, uint8_t* dst) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(d + i, s + i * stride, sizeof(T));
 }
 
+// A row of `bytes` contiguous bytes: short rows (a head's 8 or 16 floats
+// when a Transpose moves the heads of attention) inline, in 16-byte moves,
+// instead of a call to memcpy each (measured: a [256, 8, 8] -> [8, 256, 8]
+// transpose spent 20 of its 21 us in calls).
+inline void CopyContiguous(uint8_t* out, const uint8_t* in, size_t bytes) {
+  if (bytes > 128) {
+    std::memcpy(out, in, bytes);
+    return;
+  }
+  for (; bytes >= 16; bytes -= 16, in += 16, out += 16) std::memcpy(out, in, 16);
+  if (bytes >= 8) {
+    std::memcpy(out, in, 8);
+    bytes -= 8, in += 8, out += 8;
+  }
+  if (bytes >= 4) {
+    std::memcpy(out, in, 4);
+    bytes -= 4, in += 4, out += 4;
+  }
+  for (; bytes > 0; --bytes) *out++ = *in++;
+}
+
 // The copy's dims after dropping size-1 dims and merging contiguous runs;
 // CopyRange writes the output elements [begin, end).
 class StridedCopier {
@@ -63,10 +84,37 @@ class StridedCopier {
     int64_t col = begin % row;
     uint8_t* out = out_ + begin * es_;
     for (int64_t at = begin; at < end;) {
+      // Whole contiguous rows along the next dim out, without the odometer
+      // per row: short rows (a head of attention moved by a Transpose) cost
+      // little more than their bytes.
+      if (col == 0 && row_stride == 1 && rank >= 2) {
+        const int r = rank - 2;
+        const int64_t rows = std::min(dims_[r] - idx[r], (end - at) / row);
+        if (rows > 0) {
+          const size_t row_bytes = static_cast<size_t>(row * es_);
+          const int64_t step = strides_[r] * es_;
+          const uint8_t* s = in_ + offset * es_;
+          for (int64_t i = 0; i < rows; ++i, s += step, out += row_bytes) CopyContiguous(out, s, row_bytes);
+          at += rows * row;
+          idx[r] += rows;
+          offset += rows * strides_[r];
+          if (idx[r] < dims_[r]) continue;
+          // Carry into the dims further out.
+          offset -= strides_[r] * dims_[r];
+          idx[r] = 0;
+          for (int d = r - 1; d >= 0; --d) {
+            offset += strides_[d];
+            if (++idx[d] < dims_[d]) break;
+            offset -= strides_[d] * dims_[d];
+            idx[d] = 0;
+          }
+          continue;
+        }
+      }
       const int64_t n = std::min(row - col, end - at);
       const uint8_t* s = in_ + (offset + col * row_stride) * es_;
       if (row_stride == 1) {
-        std::memcpy(out, s, static_cast<size_t>(n * es_));
+        CopyContiguous(out, s, static_cast<size_t>(n * es_));
       } else {
         switch (es_) {
           case 1: CopyRow<uint8_t>(s, n, row_stride, out); break;
