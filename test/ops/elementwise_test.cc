@@ -469,6 +469,11 @@ TEST(WhereTest, ThreeWayBroadcasting) {
       {{0, 3}, {1, 3}, {3}},
       {{2, 1}, {1, 0}, {}},
       {{1, 5, 1}, {2, 1, 3}, {5, 1}},
+      // Rows where the condition steps by 1 and each value by 0 or 1 (the
+      // kernel's own loops for them): a causal mask, a value and a scalar.
+      {{3, 17}, {3, 17}, {}},
+      {{3, 17}, {}, {3, 17}},
+      {{40, 33}, {1}, {}},
   };
   for (const auto& c : cases) {
     ExpectWhere<float>(DType::kF32, c[0], c[1], c[2]);

@@ -285,7 +285,22 @@ void RunWhere(const KernelContext& ctx, const BroadcastPlan<3>& plan) {
       const T* xr = x + in[1];
       const T* yr = y + in[2];
       T* orow = out + o;
-      for (int64_t i = 0; i < len; ++i) orow[i] = cr[i * sc] != 0 ? xr[i * sx] : yr[i * sy];
+      // The common steps as loops of their own, which the compiler
+      // vectorises (a causal mask: a condition row and two scalars).
+      if (sc == 1 && sx == 0 && sy == 0) {
+        const T a = *xr, b = *yr;
+        for (int64_t i = 0; i < len; ++i) orow[i] = cr[i] != 0 ? a : b;
+      } else if (sc == 1 && sx == 1 && sy == 1) {
+        for (int64_t i = 0; i < len; ++i) orow[i] = cr[i] != 0 ? xr[i] : yr[i];
+      } else if (sc == 1 && sx == 1 && sy == 0) {
+        const T b = *yr;
+        for (int64_t i = 0; i < len; ++i) orow[i] = cr[i] != 0 ? xr[i] : b;
+      } else if (sc == 1 && sx == 0 && sy == 1) {
+        const T a = *xr;
+        for (int64_t i = 0; i < len; ++i) orow[i] = cr[i] != 0 ? a : yr[i];
+      } else {
+        for (int64_t i = 0; i < len; ++i) orow[i] = cr[i * sc] != 0 ? xr[i * sx] : yr[i * sy];
+      }
     });
   });
 }
