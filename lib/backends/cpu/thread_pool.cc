@@ -19,8 +19,14 @@ namespace grove::cpu {
 namespace {
 
 // How long a worker spins for the next job before it sleeps: long enough to
-// catch the next kernel of a run, short enough that an idle session is idle.
-constexpr std::chrono::microseconds kSpin{50};
+// catch the next split step of a run across the steps between that run on
+// the caller alone (and the next run of a caller running back to back),
+// short enough that an idle session is idle within a millisecond. A worker
+// woken from its sleep costs the step it joins 50-100 us on this project's
+// 2-core VM, and a slow core after that: at 50 us, a small CNN whose one
+// split Conv came every 150 us ran slower on 2 threads than on 1 (0.131-0.160
+// against 0.123-0.134 ms); at 300 us 0.112-0.125, at 1000 us 0.099-0.128.
+constexpr std::chrono::microseconds kSpin{500};
 // How long the caller of a Run spins for the workers still in its job
 // before it sleeps (at most twice its own time per task).
 constexpr std::chrono::microseconds kJoinSpin{100};

@@ -10,9 +10,9 @@
 // share, and OpenMP's team belongs to the calling thread, not the session;
 // Eigen's ThreadPool is per instance but a work-stealing task queue, more
 // than a fork-join over ranges needs (and neither TBB nor Eigen is a grove
-// dependency). Workers wait on a condition variable after a short spin
-// (kernels come one after another within a run), so an idle session costs no
-// CPU; the caller spins briefly for the workers still in its job before it
+// dependency). Workers wait on a condition variable after a spin of at most
+// half a millisecond (a run's split steps come one after another, some
+// serial steps apart), so an idle session costs no CPU; the caller spins briefly for the workers still in its job before it
 // sleeps at a join (their last tasks end within a task's time of its own).
 #ifndef GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
 #define GROVE_LIB_BACKENDS_CPU_THREAD_POOL_H_
