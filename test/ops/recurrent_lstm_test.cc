@@ -240,6 +240,68 @@ TEST_P(LstmKernelTest, ModelWithYOmitted) {
   });
 }
 
+// A bidirectional layer worth splitting runs its two directions on two
+// threads: Y, Y_h and Y_c are the bytes one thread gives (each direction is
+// computed the same way on either), at several lengths through one session
+// (a short sequence stays on one thread), and the reference kernel's within
+// the file's tolerance.
+TEST_P(LstmKernelTest, BidirectionalOnTwoThreadsGivesTheSameBytes) {
+  Case c;
+  c.direction = "bidirectional";
+  c.batch = 4;
+  c.input = 16;
+  c.hidden = 64;  // batch x hidden 256: the fused kernel's
+  c.seq = 40;
+  c.bias = c.initial_h = c.initial_c = true;
+  const Tensors t = MakeInputs(c, 9);
+  const int64_t g = c.gates(), h = c.hidden;
+  ModelBuilder builder;
+  builder.AddSymbol("seq", 1, 64);
+  builder.AddInput("x", DType::kF32, {"seq", c.batch, c.input});
+  builder.AddWeight("w", DType::kF32, {2, g * h, c.input}, testing::FloatBytes(t.w));
+  builder.AddWeight("r", DType::kF32, {2, g * h, h}, testing::FloatBytes(t.r));
+  builder.AddWeight("b", DType::kF32, {2, 2 * g * h}, testing::FloatBytes(t.b));
+  builder.AddWeight("h0", DType::kF32, {2, c.batch, h}, testing::FloatBytes(t.h0));
+  builder.AddWeight("c0", DType::kF32, {2, c.batch, h}, testing::FloatBytes(t.c0));
+  builder.AddOp("LSTM", {"x", "w", "r", "b", "", "h0", "c0"}, {"y", "y_h", "y_c"},
+                {{"hidden_size", h}, {"direction", std::string("bidirectional")}});
+  for (const char* out : {"y", "y_h", "y_c"}) builder.AddOutput(out);
+  std::shared_ptr<const Model> model = Model::LoadFromBuffer(*builder.Finish()).value();
+  auto run = [&](int threads, bool fused) {
+    cpu::ScopedLstmKernel lstm(fused ? cpu::LstmKernelMode::kAuto : cpu::LstmKernelMode::kOff,
+                               cpu::LstmKernelAvx512Allowed());
+    cpu::ScopedOneDnn onednn(false);
+    SessionOptions options;
+    options.intra_op_threads = threads;
+    std::unique_ptr<Session> session = Session::Create(model, options).value();
+    std::vector<std::vector<float>> all;
+    // Runs of the long sequence back to back: the worker, awake, takes the
+    // second direction while the caller computes the first.
+    for (int64_t seq : {c.seq, int64_t{1}, int64_t{23}, c.seq, c.seq, c.seq, c.seq, c.seq, c.seq, c.seq}) {
+      const TensorView x(DType::kF32, {seq, c.batch, c.input}, const_cast<float*>(t.x.as<float>()));
+      absl::StatusOr<std::vector<TensorView>> out = session->Run({x});
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (!out.ok()) return all;
+      for (const TensorView& v : *out) all.emplace_back(v.as<const float>(), v.as<const float>() + v.num_elements());
+    }
+    return all;
+  };
+  const int64_t before = cpu::LstmKernelsMade();
+  const std::vector<std::vector<float>> one = run(1, true), two = run(2, true);
+  EXPECT_GE(cpu::LstmKernelsMade() - before, 6);  // three lengths, two sessions
+  const std::vector<std::vector<float>> reference = run(1, false);
+  ASSERT_EQ(one.size(), 30u);
+  ASSERT_EQ(two.size(), one.size());
+  ASSERT_EQ(reference.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    ASSERT_EQ(two[i].size(), one[i].size());
+    EXPECT_EQ(std::memcmp(two[i].data(), one[i].data(), one[i].size() * sizeof(float)), 0) << "output " << i;
+    for (size_t j = 0; j < one[i].size(); ++j) {
+      ASSERT_NEAR(one[i][j], reference[i][j], 1e-5 + 1e-4 * std::fabs(reference[i][j])) << "output " << i << " at " << j;
+    }
+  }
+}
+
 // Large pre-activations saturate the gates: the fused kernel's sigmoid and
 // tanh at +-1 (and 0) must agree with libm's there too.
 TEST_P(LstmKernelTest, SaturatedGates) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/string_view.h"
 #include "lib/backends/cpu/cpu_features.h"
+#include "lib/backends/cpu/parallel_for.h"
 
 namespace grove::cpu {
 namespace {
@@ -134,6 +135,11 @@ const char* LstmKernelIsa() {
 // matrix product has rows enough.
 bool LstmKernelTakes(const backends::RecurrentDims& dims) { return dims.batch * dims.hidden <= 256; }
 
+// A direction's multiply-adds past which a bidirectional layer runs its two
+// directions on two of the session's threads: some 20 us of one core's
+// work, well past a fork and join with a spinning worker.
+constexpr double kDirectionsApartMacs = 2e5;
+
 class LstmKernel {
  public:
   backends::RecurrentDims dims;
@@ -216,9 +222,11 @@ std::shared_ptr<const LstmKernel> PrepareLstmKernel(const ir::KernelContext& ctx
       for (int64_t g = 0; g < 3; ++g) std::copy_n(p_all + (d * 3 + g) * h, h, pp + g * hp);
     }
   }
-  layout->Add<float>(dims.seq * dims.batch * cols);  // the gates of every step
-  layout->Add<float>(dims.batch * hp);               // H
-  layout->Add<float>(dims.batch * hp);               // C
+  for (int64_t d = 0; d < dims.dirs; ++d) {  // per direction (they may run side by side)
+    layout->Add<float>(dims.seq * dims.batch * cols);  // the gates of every step
+    layout->Add<float>(dims.batch * hp);               // H
+    layout->Add<float>(dims.batch * hp);               // C
+  }
   g_made.fetch_add(1, std::memory_order_relaxed);
   return k;
 }
@@ -237,12 +245,21 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
   float* y = ctx.has_output(0) ? ctx.output(0).as<float>() : nullptr;
   float* y_h = ctx.has_output(1) ? ctx.output(1).as<float>() : nullptr;
   float* y_c = ctx.has_output(2) ? ctx.output(2).as<float>() : nullptr;
+  struct Scratch {
+    float *gates, *state_h, *state_c;
+  };
+  Scratch scratch[2] = {};
   WorkspaceCursor ws(ctx.workspace());
-  float* gates = ws.Take<float>(T * N * cols);
-  float* state_h = ws.Take<float>(N * hp);
-  float* state_c = ws.Take<float>(N * hp);
-
   for (int64_t d = 0; d < dims.dirs; ++d) {
+    scratch[d].gates = ws.Take<float>(T * N * cols);
+    scratch[d].state_h = ws.Take<float>(N * hp);
+    scratch[d].state_c = ws.Take<float>(N * hp);
+  }
+
+  auto run_direction = [&](int64_t d) {
+    float* gates = scratch[d].gates;
+    float* state_h = scratch[d].state_h;
+    float* state_c = scratch[d].state_c;
     const bool reverse = k.reverse || d == 1;
     const float* pw = k.packed.data() + k.WOffset(d);
     const float* pr = k.packed.data() + k.ROffset(d);
@@ -289,6 +306,17 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
       if (y_h != nullptr) std::copy_n(state_h + b * hp, H, y_h + dims.StateOffset(d, b));
       if (y_c != nullptr) std::copy_n(state_c + b * hp, H, y_c + dims.StateOffset(d, b));
     }
+  };
+  // A bidirectional layer's two directions are independent (their own
+  // scratch, disjoint parts of Y, Y_h and Y_c): side by side on the
+  // session's threads when each is worth a fork and join, computed the same
+  // way on either thread (the same bytes). ONNX Runtime runs them so too.
+  ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
+  const double direction_macs = static_cast<double>(T * N) * static_cast<double>(cols) * static_cast<double>(I + H);
+  if (dims.dirs == 2 && threads != nullptr && threads->num_threads() > 1 && direction_macs >= kDirectionsApartMacs) {
+    threads->Run(2, run_direction);
+  } else {
+    for (int64_t d = 0; d < dims.dirs; ++d) run_direction(d);
   }
   return true;
 }

@@ -10,10 +10,11 @@
 // 1/2 + tanh(x/2)/2, within 3e-7 of libm's). AVX-512 (16 lanes) where the
 // CPU has it, else AVX2 + FMA (8 lanes). Every sequence runs to the end: a
 // run whose sequence_lens has a shorter one takes the reference kernel (as
-// with oneDNN, so that such a run gives the reference kernel's bytes). Runs
-// on the calling thread: a time step is a few hundred nanoseconds, less
-// than a fork-join of the intra-op threads (ONNX Runtime does not split a
-// step either).
+// with oneDNN, so that such a run gives the reference kernel's bytes). A
+// direction runs on one thread: a time step is a few hundred nanoseconds,
+// less than a fork-join of the intra-op threads (ONNX Runtime does not split
+// a step either); a bidirectional layer's two directions run side by side
+// on the session's threads when each is some 20 us of work or more.
 //
 // Taken for f32 LSTMs with the default activations (Sigmoid, Tanh, Tanh), no
 // clip, no input_forget, weights the prepare can read, on a CPU with AVX2 and
