@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Exports models unlike the test models (test/models) the way
+scripts/export_test_models.py exports those, for bench/peers/run.sh
+--models-dir: a check on models no kernel was tuned on.
+
+    python3 bench/peers/export_variants.py --out DIR [--only NAME ...] [--seed N]
+    bench/peers/run.sh --models-dir DIR
+
+Needs torch, onnx, onnxscript, onnxruntime and numpy (a throwaway venv, as
+export_test_models.py). Writes DIR/<name>/ as that script writes
+test/models/<name>/ (model.onnx, cases.txt, the cases' .npy files, ORT
+checked against PyTorch):
+
+  cnn_b           a MobileNet-like CNN: stride-2 stem + Hardswish, depthwise 3x3 +
+                  ReLU6, pointwise 1x1, a residual Add, AvgPool, SiLU, global pool
+  encoder_b       3 pre-norm nn.TransformerEncoderLayer, d 64, 8 heads, GELU
+  gpt_b           a GPT block with SDPA(is_causal=True) and the tanh GELU, d 64
+  gru             a 2-layer nn.GRU (16 -> 48) with a Linear head
+  lstm_b          a bidirectional 1-layer nn.LSTM (24 -> 64)
+  early_exit_cnn  a conv stem whose gate picks a linear head or two more Convs (If)
+  greedy_b        the greedy Loop decoder of test/models/loop_decoder at d 64, vocab 50
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
+import export_test_models as E
+
+
+class CnnB(nn.Module):
+  """MobileNet-ish: stride-2 stem, depthwise + pointwise, Hardswish/SiLU/ReLU6,
+  a residual add, AvgPool, global pool, Linear."""
+
+  def __init__(self):
+    super().__init__()
+    self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.Hardswish())
+    self.dw = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.BatchNorm2d(16), nn.ReLU6())
+    self.pw = nn.Sequential(nn.Conv2d(16, 16, 1), nn.BatchNorm2d(16))
+    self.down = nn.AvgPool2d(2)
+    self.conv = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.SiLU(),
+                              nn.Conv2d(32, 32, 3, padding=1, dilation=1), nn.BatchNorm2d(32), nn.ReLU())
+    self.fc = nn.Linear(32, 10)
+    for m in self.modules():
+      if isinstance(m, nn.BatchNorm2d):
+        m.running_mean.uniform_(-0.5, 0.5)
+        m.running_var.uniform_(0.5, 2.0)
+
+  def forward(self, image):
+    x = self.stem(image)
+    x = x + self.pw(self.dw(x))
+    x = self.conv(self.down(x))
+    return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class EncoderB(nn.Module):
+  def __init__(self):
+    super().__init__()
+    layer = nn.TransformerEncoderLayer(64, 8, 128, dropout=0.0, batch_first=True, activation="gelu",
+                                       norm_first=True)
+    self.encoder = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+
+  def forward(self, x):
+    return self.encoder(x)
+
+
+class GptB(nn.Module):
+  """SDPA with is_causal, fused qkv via chunk-free slicing, tanh GELU, d 64."""
+
+  def __init__(self, vocab=100, d=64, heads=4, max_len=128):
+    super().__init__()
+    self.heads = heads
+    self.tok = nn.Embedding(vocab, d)
+    self.pos = nn.Embedding(max_len, d)
+    self.ln1 = nn.LayerNorm(d)
+    self.q = nn.Linear(d, d)
+    self.k = nn.Linear(d, d)
+    self.v = nn.Linear(d, d)
+    self.proj = nn.Linear(d, d)
+    self.ln2 = nn.LayerNorm(d)
+    self.fc1 = nn.Linear(d, 4 * d)
+    self.fc2 = nn.Linear(4 * d, d)
+    self.ln_f = nn.LayerNorm(d)
+    self.head = nn.Linear(d, vocab, bias=False)
+
+  def forward(self, ids):
+    b, t = ids.shape
+    positions = torch.arange(t, device=ids.device)
+    x = self.tok(ids) + self.pos(positions)
+    h = self.ln1(x)
+    split = lambda z: z.reshape(b, t, self.heads, -1).transpose(1, 2)
+    q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
+    attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    x = x + self.proj(attn.transpose(1, 2).reshape(b, t, -1))
+    x = x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+    return self.head(self.ln_f(x))
+
+
+class Gru(nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.gru = nn.GRU(16, 48, num_layers=2, batch_first=True)
+    self.out = nn.Linear(48, 8)
+
+  def forward(self, x, h0):
+    y, h = self.gru(x, h0)
+    return self.out(y), h
+
+
+class LstmB(nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.lstm = nn.LSTM(24, 64, num_layers=1, batch_first=True, bidirectional=True)
+
+  def forward(self, x):
+    y, _ = self.lstm(x)
+    return y
+
+
+class EarlyExitCnn(nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+    self.gate = nn.Linear(8, 1)
+    self.shallow = nn.Linear(8, 5)
+    self.deep = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(16, 16, 3, padding=1), nn.ReLU())
+    self.deep_fc = nn.Linear(16, 5)
+
+  def confidence(self, x):
+    h = self.stem(x)
+    return torch.sigmoid(self.gate(h.mean(dim=(2, 3)))).mean()
+
+  def forward(self, x):
+    h = self.stem(x)
+    pooled = h.mean(dim=(2, 3))
+    confidence = torch.sigmoid(self.gate(pooled)).mean()
+    if bool(confidence > 0.5):
+      y = self.shallow(pooled)
+    else:
+      y = self.deep_fc(self.deep(h).mean(dim=(2, 3)))
+    return y, confidence
+
+
+class GreedyB(E.LoopDecoder):
+  def __init__(self):
+    super().__init__(vocab=50, d=64)
+
+
+def cnn_cases(rng, model):
+  shapes = [("b1_32x32", 1, 32, 32), ("b2_48x40", 2, 48, 40), ("b4_64x64", 4, 64, 64)]
+  return [(name, [E.normal(rng, b, 3, h, w)]) for name, b, h, w in shapes]
+
+
+def enc_cases(rng, model):
+  shapes = [("b1_s8", 1, 8), ("b2_s32", 2, 32), ("b4_s128", 4, 128), ("b1_s256", 1, 256)]
+  return [(name, [E.normal(rng, b, s, 64)]) for name, b, s in shapes]
+
+
+def gpt_cases(rng, model):
+  shapes = [("b1_s1", 1, 1), ("b1_s16", 1, 16), ("b2_s64", 2, 64), ("b1_s128", 1, 128)]
+  return [(name, [rng.integers(0, 100, (b, s)).astype(np.int64)]) for name, b, s in shapes]
+
+
+def gru_cases(rng, model):
+  shapes = [("b1_s1", 1, 1), ("b1_s20", 1, 20), ("b4_s64", 4, 64)]
+  return [(name, [E.normal(rng, b, s, 16), E.normal(rng, 2, b, 48, scale=0.5)]) for name, b, s in shapes]
+
+
+def lstmb_cases(rng, model):
+  shapes = [("b1_s1", 1, 1), ("b1_s20", 1, 20), ("b4_s64", 4, 64)]
+  return [(name, [E.normal(rng, b, s, 24)]) for name, b, s in shapes]
+
+
+def eecnn_cases(rng, model):
+  wanted = {"shallow": [1, 4], "deep": [1, 4]}
+  cases = []
+  with torch.no_grad():
+    for branch, batches in wanted.items():
+      for batch in batches:
+        for _ in range(20000):
+          x = E.normal(rng, batch, 3, 32, 32, scale=float(rng.uniform(0.2, 3.0))) + np.float32(rng.uniform(-2, 2))
+          c = float(model.confidence(torch.from_numpy(x)))
+          taken = "shallow" if c > 0.5 else "deep"
+          if taken == branch and abs(c - 0.5) > E.MARGIN:
+            cases.append((f"{branch}_b{batch}", [x]))
+            break
+        else:
+          raise RuntimeError(f"no input for {branch}")
+  return cases
+
+
+def greedy_cases(rng, model):
+  """Inputs whose decoding stops on its own, none near a tie (as
+  export_test_models.loop_decoder_cases, at d 64)."""
+  cases = []
+  with torch.no_grad():
+    for batch in (1, 4):
+      for _ in range(10000):
+        h = E.normal(rng, batch, 64, scale=float(rng.uniform(0.3, 3.0)))
+        gap, halt, steps = model.margins(torch.from_numpy(h))
+        if gap > E.MARGIN and halt > E.MARGIN and steps < model.max_steps:
+          cases.append((f"b{batch}_{steps}steps", [h]))
+          break
+      else:
+        raise RuntimeError("greedy_b: found no input without a near tie")
+  return cases
+
+
+VARIANTS = {
+    "cnn_b": dict(cls=CnnB, exporter="torchscript", inputs=["image"], outputs=["logits"],
+                  dims={"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}},
+                  cases=cnn_cases),
+    "encoder_b": dict(cls=EncoderB, exporter="dynamo", inputs=["x"], outputs=["y"],
+                      dims={"x": {0: "batch", 1: "seq"}}, ranges={"batch": (1, 64), "seq": (1, 512)},
+                      cases=enc_cases),
+    "gpt_b": dict(cls=GptB, exporter="dynamo", inputs=["ids"], outputs=["logits"],
+                  dims={"ids": {0: "batch", 1: "seq"}}, ranges={"batch": (1, 64), "seq": (1, 128)},
+                  cases=gpt_cases),
+    "gru": dict(cls=Gru, exporter="dynamo", inputs=["x", "h0"], outputs=["y", "hn"],
+                dims={"x": {0: "batch", 1: "seq"}, "h0": {1: "batch"}},
+                ranges={"batch": (1, 64), "seq": (1, 512)}, cases=gru_cases),
+    "lstm_b": dict(cls=LstmB, exporter="dynamo", inputs=["x"], outputs=["y"],
+                   dims={"x": {0: "batch", 1: "seq"}},
+                   ranges={"batch": (1, 64), "seq": (1, 512)}, cases=lstmb_cases),
+    "early_exit_cnn": dict(cls=EarlyExitCnn, exporter="torchscript", script=True, inputs=["x"],
+                           outputs=["y", "confidence"],
+                           dims={"x": {0: "batch", 2: "height", 3: "width"}, "y": {0: "batch"}},
+                           cases=eecnn_cases),
+    "greedy_b": dict(cls=GreedyB, exporter="torchscript", script=True, inputs=["h0"], outputs=["tokens", "h"],
+                     dims={"h0": {0: "batch"}}, cases=greedy_cases),
+}
+E.MODELS.update(VARIANTS)
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--out", required=True, help="the folder to write DIR/<name>/ into")
+  parser.add_argument("--only", nargs="*", default=list(VARIANTS))
+  parser.add_argument("--seed", type=int, default=7)
+  args = parser.parse_args()
+  torch.set_num_threads(1)
+  failed = []
+  for name in args.only:
+    try:
+      E.export(name, args.out, args.seed)
+    except Exception as e:  # noqa: BLE001 - report and go on with the others
+      print(f"{name}: FAILED {type(e).__name__}: {str(e)[:400]}")
+      failed.append(name)
+  return 1 if failed else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
