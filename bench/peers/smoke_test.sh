@@ -31,4 +31,10 @@ expect 2 "comma-separated integers" -- python3 "$here/compare.py" --threads x
 expect 1 "no $missing/grove or $missing/libgrove.so: build grove first" -- python3 "$here/compare.py" --build "$missing"
 expect 2 "no $missing/grove: build grove first" -- env GROVE_BUILD_DIR="$missing" bash "$here/run.sh" --quick
 [ ! -e "$missing" ] || { echo "FAIL: run.sh made $missing"; fail=1; }
+# export_variants.py needs torch to run; here it must at least parse.
+if python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read())" "$here/export_variants.py"; then
+  echo "ok: export_variants.py parses"
+else
+  echo "FAIL: export_variants.py does not parse"; fail=1
+fi
 exit $fail
