@@ -66,6 +66,10 @@ std::vector<AttentionCase> SimdCases() {
                 .mask_shape = {7, 33}});
   cs.push_back({.name = "additive_wide", .q = {2, 1, 9, 16}, .k = {2, 1, 41, 16}, .v = {2, 1, 41, 16}, .mask = 1,
                 .mask_shape = {2, 1, 9, 41}});
+  // Key counts at the AVX-512 scores' panel pairs: one whole panel, two.
+  cs.push_back({.name = "keys16", .q = {1, 2, 11, 8}, .k = {1, 2, 16, 8}, .v = {1, 2, 16, 8}});
+  cs.push_back({.name = "keys32_causal", .q = {1, 2, 32, 4}, .k = {1, 2, 32, 4}, .v = {1, 2, 32, 4}, .mask = 2,
+                .mask_shape = {32, 32}, .mask_fill = ninf, .causal = true});
   return cs;
 }
 

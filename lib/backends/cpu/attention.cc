@@ -172,6 +172,63 @@ __attribute__((target("avx2,fma"))) void ScoresBlockAvx2(const float* q, int64_t
   }
 }
 
+// ScoresBlockAvx2 in AVX-512: a 512-bit accumulator per row and panel, two
+// panels (32 keys) a pass (eight chains of fused multiply-adds in flight),
+// each score the same fused multiply-adds along c in order as there.
+// Keys [0, end) only.
+__attribute__((target("avx512f"))) void ScoresBlockAvx512(const float* q, int64_t d, const float* key_panels,
+                                                          int64_t sk, int64_t end, float* scores) {
+  static_assert(kRows == 4);
+  const float *q0 = q, *q1 = q + d, *q2 = q + 2 * d, *q3 = q + 3 * d;
+  auto mask = [](int64_t width) { return static_cast<__mmask16>(width >= 16 ? 0xFFFFu : (1u << width) - 1u); };
+  int64_t j0 = 0;
+  for (; j0 + 16 < end; j0 += 32) {  // a second panel with at least one key
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    const float* ka = key_panels + j0 * d;
+    const float* kb = ka + 16 * d;
+    for (int64_t c = 0; c < d; ++c) {
+      const __m512 va = _mm512_loadu_ps(ka + c * 16), vb = _mm512_loadu_ps(kb + c * 16);
+      __m512 x = _mm512_set1_ps(q0[c]);
+      a0 = _mm512_fmadd_ps(x, va, a0);
+      b0 = _mm512_fmadd_ps(x, vb, b0);
+      x = _mm512_set1_ps(q1[c]);
+      a1 = _mm512_fmadd_ps(x, va, a1);
+      b1 = _mm512_fmadd_ps(x, vb, b1);
+      x = _mm512_set1_ps(q2[c]);
+      a2 = _mm512_fmadd_ps(x, va, a2);
+      b2 = _mm512_fmadd_ps(x, vb, b2);
+      x = _mm512_set1_ps(q3[c]);
+      a3 = _mm512_fmadd_ps(x, va, a3);
+      b3 = _mm512_fmadd_ps(x, vb, b3);
+    }
+    const __mmask16 mb = mask(end - j0 - 16);
+    _mm512_storeu_ps(scores + j0, a0);
+    _mm512_storeu_ps(scores + sk + j0, a1);
+    _mm512_storeu_ps(scores + 2 * sk + j0, a2);
+    _mm512_storeu_ps(scores + 3 * sk + j0, a3);
+    _mm512_mask_storeu_ps(scores + j0 + 16, mb, b0);
+    _mm512_mask_storeu_ps(scores + sk + j0 + 16, mb, b1);
+    _mm512_mask_storeu_ps(scores + 2 * sk + j0 + 16, mb, b2);
+    _mm512_mask_storeu_ps(scores + 3 * sk + j0 + 16, mb, b3);
+  }
+  if (j0 < end) {  // one panel left
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float* ka = key_panels + j0 * d;
+    for (int64_t c = 0; c < d; ++c) {
+      const __m512 va = _mm512_loadu_ps(ka + c * 16);
+      a0 = _mm512_fmadd_ps(_mm512_set1_ps(q0[c]), va, a0);
+      a1 = _mm512_fmadd_ps(_mm512_set1_ps(q1[c]), va, a1);
+      a2 = _mm512_fmadd_ps(_mm512_set1_ps(q2[c]), va, a2);
+      a3 = _mm512_fmadd_ps(_mm512_set1_ps(q3[c]), va, a3);
+    }
+    const __mmask16 ma = mask(end - j0);
+    _mm512_mask_storeu_ps(scores + j0, ma, a0);
+    _mm512_mask_storeu_ps(scores + sk + j0, ma, a1);
+    _mm512_mask_storeu_ps(scores + 2 * sk + j0, ma, a2);
+    _mm512_mask_storeu_ps(scores + 3 * sk + j0, ma, a3);
+  }
+}
+
 // Keys [0, end) only: the probabilities past `end` are zeros.
 __attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t sk, int64_t end,
                                                          const float* value_panels, int64_t dv, int64_t rows,
@@ -347,7 +404,7 @@ struct CpuAttention {
   AttentionLayout l;
   bool pack_k = true;  // false: K is given as Kᵀ, unscaled, and is read in place
   bool avx2 = false;   // the AVX2/FMA blocks (chosen at prepare, by the CPU)
-  bool avx512 = false;  // with them, the row softmax in AVX-512 where the CPU has it
+  bool avx512 = false;  // with them, the row softmax and the scores blocks in AVX-512 where the CPU has it
   // With AVX2, fewer query rows than a block: each row reads K and V in
   // place (a decode step), nothing is packed.
   bool rows_in_place = false;
@@ -548,6 +605,8 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
             for (int64_t r = 0; r < rows; ++r) {
               RowScoresAvx2(qbuf + r * d, kh, l.k_js, l.k_ds, at.k_scale.op, k_s, sk, d, scores + r * sk);
             }
+          } else if (a->avx512) {
+            ScoresBlockAvx512(qbuf, d, key_panels, sk, n, scores);
           } else if (a->avx2) {
             ScoresBlockAvx2(qbuf, d, key_panels, sk, n, scores);
           } else {
