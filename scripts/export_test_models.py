@@ -77,6 +77,12 @@ class GptBlock(nn.Module):
     self.head = nn.Linear(d, vocab, bias=False)
     self.register_buffer("causal", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)))
 
+  def attend(self, q, k, v, t):
+    """Causal attention of the heads q, k, v [b, heads, t, d]."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~self.causal[:t, :t], float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
   def forward(self, ids):
     b, t = ids.shape
     positions = torch.arange(t, device=ids.device)
@@ -84,9 +90,7 @@ class GptBlock(nn.Module):
     h = self.ln1(x)
     split = lambda z: z.reshape(b, t, self.heads, -1).transpose(1, 2)
     q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(~self.causal[:t, :t], float("-inf"))
-    attn = torch.softmax(scores, dim=-1) @ v
+    attn = self.attend(q, k, v, t)
     x = x + self.proj(attn.transpose(1, 2).reshape(b, t, -1))
     x = x + self.mlp(self.ln2(x))
     return self.head(self.ln_f(x))
@@ -252,33 +256,41 @@ def lstm_cases(rng, model):
           for name, b, s in shapes]
 
 
-def early_exit_cases(rng, model):
-  """Two cases through each branch, at different batch sizes."""
-  wanted = {"shallow": [2, 5], "deep": [1, 3]}
+def branch_cases(rng, model, wanted, sample, tries=10000):
+  """Inputs taking each branch of a gated early exit ({branch: [batch, ...]}),
+  none near the gate's threshold: `sample(batch)` draws an input, and the
+  model's confidence(x) above 0.5 takes "shallow", else "deep"."""
   cases = []
   with torch.no_grad():
     for branch, batches in wanted.items():
       for batch in batches:
-        for _ in range(10000):
-          x = normal(rng, batch, 16, scale=float(rng.uniform(0.2, 3.0))) + np.float32(rng.uniform(-2, 2))
+        for _ in range(tries):
+          x = sample(batch)
           confidence = float(model.confidence(torch.from_numpy(x)))
           taken = "shallow" if confidence > 0.5 else "deep"
           if taken == branch and abs(confidence - 0.5) > MARGIN:
             cases.append((f"{branch}_b{batch}", [x]))
             break
         else:
-          raise RuntimeError(f"early_exit: found no input for the {branch} branch")
+          raise RuntimeError(f"{type(model).__name__}: found no input for the {branch} branch")
   return cases
 
 
-def loop_decoder_cases(rng, model):
-  """Inputs whose decoding stops on its own after different numbers of steps,
-  none near a tie."""
+def early_exit_cases(rng, model):
+  """Two cases through each branch, at different batch sizes."""
+  return branch_cases(rng, model, {"shallow": [2, 5], "deep": [1, 3]},
+                      lambda batch: normal(rng, batch, 16, scale=float(rng.uniform(0.2, 3.0))) +
+                      np.float32(rng.uniform(-2, 2)))
+
+
+def loop_decoder_cases(rng, model, batches=(1, 2, 3, 1, 2), width=32):
+  """Inputs ([batch, width] each) whose decoding stops on its own after
+  different numbers of steps, none near a tie."""
   cases, steps_seen = [], set()
   with torch.no_grad():
-    for batch in (1, 2, 3, 1, 2):
+    for batch in batches:
       for _ in range(10000):
-        h = normal(rng, batch, 32, scale=float(rng.uniform(0.3, 3.0)))
+        h = normal(rng, batch, width, scale=float(rng.uniform(0.3, 3.0)))
         gap, halt, steps = model.margins(torch.from_numpy(h))
         if gap > MARGIN and halt > MARGIN and steps < model.max_steps and steps not in steps_seen:
           steps_seen.add(steps)

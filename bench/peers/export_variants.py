@@ -69,36 +69,17 @@ class EncoderB(nn.Module):
     return self.encoder(x)
 
 
-class GptB(nn.Module):
-  """SDPA with is_causal, fused qkv via chunk-free slicing, tanh GELU, d 64."""
+class GptB(E.GptBlock):
+  """The test models' GPT block at d 64 and 128 positions, its attention
+  through SDPA(is_causal=True) (no mask buffer) and its MLP's GELU the tanh
+  approximation."""
 
-  def __init__(self, vocab=100, d=64, heads=4, max_len=128):
-    super().__init__()
-    self.heads = heads
-    self.tok = nn.Embedding(vocab, d)
-    self.pos = nn.Embedding(max_len, d)
-    self.ln1 = nn.LayerNorm(d)
-    self.q = nn.Linear(d, d)
-    self.k = nn.Linear(d, d)
-    self.v = nn.Linear(d, d)
-    self.proj = nn.Linear(d, d)
-    self.ln2 = nn.LayerNorm(d)
-    self.fc1 = nn.Linear(d, 4 * d)
-    self.fc2 = nn.Linear(4 * d, d)
-    self.ln_f = nn.LayerNorm(d)
-    self.head = nn.Linear(d, vocab, bias=False)
+  def __init__(self):
+    super().__init__(vocab=100, d=64, heads=4, max_len=128)
+    self.mlp[1] = nn.GELU(approximate="tanh")
 
-  def forward(self, ids):
-    b, t = ids.shape
-    positions = torch.arange(t, device=ids.device)
-    x = self.tok(ids) + self.pos(positions)
-    h = self.ln1(x)
-    split = lambda z: z.reshape(b, t, self.heads, -1).transpose(1, 2)
-    q, k, v = split(self.q(h)), split(self.k(h)), split(self.v(h))
-    attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    x = x + self.proj(attn.transpose(1, 2).reshape(b, t, -1))
-    x = x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
-    return self.head(self.ln_f(x))
+  def attend(self, q, k, v, t):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class Gru(nn.Module):
@@ -178,38 +159,13 @@ def lstmb_cases(rng, model):
 
 
 def eecnn_cases(rng, model):
-  wanted = {"shallow": [1, 4], "deep": [1, 4]}
-  cases = []
-  with torch.no_grad():
-    for branch, batches in wanted.items():
-      for batch in batches:
-        for _ in range(20000):
-          x = E.normal(rng, batch, 3, 32, 32, scale=float(rng.uniform(0.2, 3.0))) + np.float32(rng.uniform(-2, 2))
-          c = float(model.confidence(torch.from_numpy(x)))
-          taken = "shallow" if c > 0.5 else "deep"
-          if taken == branch and abs(c - 0.5) > E.MARGIN:
-            cases.append((f"{branch}_b{batch}", [x]))
-            break
-        else:
-          raise RuntimeError(f"no input for {branch}")
-  return cases
+  return E.branch_cases(rng, model, {"shallow": [1, 4], "deep": [1, 4]},
+                        lambda batch: E.normal(rng, batch, 3, 32, 32, scale=float(rng.uniform(0.2, 3.0))) +
+                        np.float32(rng.uniform(-2, 2)), tries=20000)
 
 
 def greedy_cases(rng, model):
-  """Inputs whose decoding stops on its own, none near a tie (as
-  export_test_models.loop_decoder_cases, at d 64)."""
-  cases = []
-  with torch.no_grad():
-    for batch in (1, 4):
-      for _ in range(10000):
-        h = E.normal(rng, batch, 64, scale=float(rng.uniform(0.3, 3.0)))
-        gap, halt, steps = model.margins(torch.from_numpy(h))
-        if gap > E.MARGIN and halt > E.MARGIN and steps < model.max_steps:
-          cases.append((f"b{batch}_{steps}steps", [h]))
-          break
-      else:
-        raise RuntimeError("greedy_b: found no input without a near tie")
-  return cases
+  return E.loop_decoder_cases(rng, model, batches=(1, 4), width=64)
 
 
 VARIANTS = {
