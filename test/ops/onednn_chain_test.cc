@@ -261,5 +261,165 @@ TEST(OneDnnChainTest, LinksOneDnnDoesNotTakeRunTheirReferenceKernels) {
   ExpectNear(RunTwice(model, in, true, true), RunTwice(model, in, false, false), 1e-5, "4-d chain vs reference");
 }
 
+// ---------------------------------------------------------------------------
+// Channels-last activations (AssignChannelsLast): values only window and
+// elementwise steps touch are stored [N, spatial..., C].
+
+class ScopedChannelsLast {
+ public:
+  explicit ScopedChannelsLast(bool on) : before_(cpu::ChannelsLastEnabled()) { cpu::SetChannelsLastEnabled(on); }
+  ~ScopedChannelsLast() { cpu::SetChannelsLastEnabled(before_); }
+
+ private:
+  bool before_;
+};
+
+class ScopedCopiesOnly {
+ public:
+  ScopedCopiesOnly() { cpu::SetChannelsLastCopiesOnly(true); }
+  ~ScopedCopiesOnly() { cpu::SetChannelsLastCopiesOnly(false); }
+};
+
+// A residual CNN: x -> Conv+Relu (a) -> Conv (b) -> Add(b, a) -> Relu (r)
+// -> `pool` -> Conv (c) -> Mul(c, 0.5) -> GlobalAveragePool -> Flatten.
+// With `concat`, r is also concatenated with itself along the channels (a
+// step that needs [N, C, ...]) and that is an output too. With
+// `channel_bias`, the Add takes a [C, 1, 1] bias as well (a broadcast along
+// the channels: plain).
+std::shared_ptr<const Model> ResidualCnn(const Shape& x, const std::string& pool, bool concat, bool channel_bias) {
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, std::vector<Dim>(x.begin(), x.end()));
+  const size_t spatial = x.size() - 2;
+  const int64_t c = 8;
+  auto conv = [&](const std::string& in, int64_t in_c, const std::string& out, int seed) {
+    Shape w = {c, in_c};
+    for (size_t d = 0; d < spatial; ++d) w.push_back(3);
+    b.AddWeight("W_" + out, DType::kF32, w, RandomValues(testing::Count(w), seed, 0.4f));
+    b.AddWeight("B_" + out, DType::kF32, {c}, RandomValues(c, seed + 1));
+    b.AddOp("Conv", {in, "W_" + out, "B_" + out}, {out}, {{"pads", Shape(2 * spatial, 1)}}, "conv_" + out);
+  };
+  conv("x", x[1], "a0", 1);
+  b.AddOp("Relu", {"a0"}, {"a"}, {}, "relu_a");
+  conv("a", c, "b", 3);
+  std::string sum_in = "b";
+  if (channel_bias) {
+    Shape bias = {c};
+    for (size_t d = 0; d < spatial; ++d) bias.push_back(1);
+    b.AddWeight("cb", DType::kF32, bias, RandomValues(c, 5));
+    b.AddOp("Add", {"b", "cb"}, {"bb"}, {}, "channel_bias");
+    sum_in = "bb";
+  }
+  b.AddOp("Add", {sum_in, "a"}, {"s"}, {}, "residual");
+  b.AddOp("Relu", {"s"}, {"r"}, {}, "relu_r");
+  const Shape window(spatial, 2);
+  b.AddOp(pool, {"r"}, {"p"}, {{"kernel_shape", window}, {"strides", window}}, "pool");
+  conv("p", c, "cc", 7);
+  b.AddWeight("half", DType::kF32, {}, std::vector<float>{0.5f});
+  b.AddOp("Mul", {"cc", "half"}, {"m"}, {}, "scale");
+  b.AddOp("GlobalAveragePool", {"m"}, {"g"}, {}, "gap");
+  b.AddOp("Flatten", {"g"}, {"y"}, {}, "flatten");
+  b.AddOutput("y");
+  if (concat) {
+    b.AddOp("Concat", {"r", "r"}, {"rr"}, {{"axis", int64_t{1}}}, "concat");
+    b.AddOutput("rr");
+  }
+  return Model::LoadFromBuffer(*b.Finish()).value();
+}
+
+// Every output of two runs of one session (the second's), as RunTwice.
+std::vector<Tensor> RunAllTwice(const std::shared_ptr<const Model>& model, const Tensor& x, bool onednn,
+                                bool channels_last, int threads) {
+  cpu::ScopedOneDnn scope(onednn);
+  ScopedChannelsLast layout(channels_last);
+  SessionOptions options;
+  options.device = Device::kCpu;
+  options.intra_op_threads = threads;
+  std::unique_ptr<Session> session = Session::Create(model, options).value();
+  Tensor other = Tensor::CopyOf(x.view()).value();
+  float* o = other.as<float>();
+  for (int64_t i = 0; i < other.view().num_elements(); ++i) o[i] = -2 * o[i] + 0.5f;
+  EXPECT_TRUE(session->Run({other.view()}).ok());
+  absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view()});
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> copies;
+  if (!out.ok()) return copies;
+  for (const TensorView& t : *out) copies.push_back(Tensor::CopyOf(t).value());
+  return copies;
+}
+
+TEST(ChannelsLastTest, ResidualCnnsMatchThePlainLayoutAndTheReferenceKernels) {
+  struct Case {
+    Shape x;
+    std::string pool;
+    bool concat, channel_bias;
+    bool stored;  // whether any window step gets a channels-last X or Y
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 16, 16}, "MaxPool", false, false, true},
+      {{3, 5, 12, 10}, "AveragePool", false, false, true},
+      {{2, 4, 30}, "MaxPool", false, false, true},                // 1-d
+      {{1, 3, 8, 8, 8}, "AveragePool", false, false, true},       // 3-d
+      {{2, 3, 16, 16}, "MaxPool", true, false, true},             // r stays plain; the rest need not
+      {{1, 3, 16, 16}, "MaxPool", false, true, true},             // b, a, s, r stay plain
+  };
+  for (const Case& c : cases) {
+    const std::string what = absl::StrCat("X [", absl::StrJoin(c.x, ","), "] ", c.pool, c.concat ? " + Concat" : "",
+                                          c.channel_bias ? " + channel bias" : "");
+    std::shared_ptr<const Model> model = ResidualCnn(c.x, c.pool, c.concat, c.channel_bias);
+    const Tensor x = testing::MakeTensor<float>(DType::kF32, c.x, RandomValues(testing::Count(c.x), 17, 2));
+    const std::vector<Tensor> reference = RunAllTwice(model, x, false, false, 1);
+    const cpu::ChannelsLastCounts before = cpu::ChannelsLastStepsPrepared();
+    const std::vector<Tensor> last = RunAllTwice(model, x, true, true, 1);
+    const cpu::ChannelsLastCounts after = cpu::ChannelsLastStepsPrepared();
+    EXPECT_EQ(after.prepared > before.prepared, c.stored) << what;
+    if (::grove::testing::OneDnnHasAvx2()) EXPECT_EQ(after.copied, before.copied) << what << ": oneDNN takes them all";
+    const std::vector<Tensor> plain = RunAllTwice(model, x, true, false, 1);
+    ASSERT_EQ(last.size(), reference.size()) << what;
+    ASSERT_EQ(plain.size(), reference.size()) << what;
+    for (size_t i = 0; i < last.size(); ++i) {
+      ExpectNear(last[i], plain[i], 1e-5, what + ": channels-last vs plain layout");
+      ExpectNear(last[i], reference[i], 1e-5, what + ": channels-last vs reference kernels");
+    }
+    const std::vector<Tensor> two = RunAllTwice(model, x, true, true, 2);
+    for (size_t i = 0; i < two.size(); ++i) ExpectNear(two[i], reference[i], 1e-5, what + ": 2 threads");
+    // The kernels' fallback: X and Y transposed through the workspace.
+    ScopedCopiesOnly copies;
+    const cpu::ChannelsLastCounts copied_before = cpu::ChannelsLastStepsPrepared();
+    const std::vector<Tensor> copied = RunAllTwice(model, x, true, true, 1);
+    if (c.stored) EXPECT_GT(cpu::ChannelsLastStepsPrepared().copied, copied_before.copied) << what;
+    for (size_t i = 0; i < copied.size(); ++i) {
+      ExpectNear(copied[i], reference[i], 1e-5, what + ": through transposed copies");
+    }
+  }
+}
+
+// Nothing is stored channels-last when oneDNN is off, when the pass is, or
+// when no window step's X or Y could be (a Conv read by Concat and Flatten
+// only).
+TEST(ChannelsLastTest, PlainWhereThePassDoesNotApply) {
+  const Shape x = {1, 3, 16, 16};
+  std::shared_ptr<const Model> residual = ResidualCnn(x, "MaxPool", false, false);
+  const Tensor in = testing::MakeTensor<float>(DType::kF32, x, RandomValues(testing::Count(x), 19, 2));
+  for (const auto& [onednn, pass] : std::vector<std::pair<bool, bool>>{{false, true}, {true, false}}) {
+    const int64_t before = cpu::ChannelsLastStepsPrepared().prepared;
+    RunAllTwice(residual, in, onednn, pass, 1);
+    EXPECT_EQ(cpu::ChannelsLastStepsPrepared().prepared, before) << "oneDNN " << onednn << ", pass " << pass;
+  }
+  ModelBuilder b;
+  b.AddInput("x", DType::kF32, std::vector<Dim>(x.begin(), x.end()));
+  b.AddWeight("w", DType::kF32, {4, 3, 3, 3}, RandomValues(108, 23, 0.4f));
+  b.AddOp("Conv", {"x", "w"}, {"h"}, {{"pads", Shape{1, 1, 1, 1}}}, "conv");
+  b.AddOp("Concat", {"h", "h"}, {"hh"}, {{"axis", int64_t{1}}}, "concat");
+  b.AddOp("Flatten", {"hh"}, {"y"}, {}, "flatten");
+  b.AddOutput("y");
+  std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+  const int64_t before = cpu::ChannelsLastStepsPrepared().prepared;
+  const std::vector<Tensor> got = RunAllTwice(model, in, true, true, 1);
+  EXPECT_EQ(cpu::ChannelsLastStepsPrepared().prepared, before);
+  const std::vector<Tensor> want = RunAllTwice(model, in, false, false, 1);
+  ASSERT_EQ(got.size(), 1u);
+  ExpectNear(got[0], want[0], 1e-5, "Conv -> Concat");
+}
+
 }  // namespace
 }  // namespace grove

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -614,6 +615,133 @@ void FuseOneDnnChains(runtime::PlanGraph& plan) {
     if (!removed[s]) kept.push_back(std::move(steps[s]));
   }
   steps = std::move(kept);
+}
+
+namespace {
+
+std::atomic<bool>& ChannelsLastFlag() {
+  static std::atomic<bool> enabled{[] {
+    const char* v = std::getenv("GROVE_CPU_CHANNELS_LAST");
+    return v == nullptr || std::string(v) != "0";
+  }()};
+  return enabled;
+}
+
+// A window step the layout pass stores X or Y channels-last for (post_op.h's
+// kChannelsLastAttr): its prepare and kernel take the attribute.
+bool IsLayoutWindow(const PlanStep& step) {
+  const std::string& type = step.node->type;
+  const bool conv = type == "Conv" || absl::StartsWith(type, "Conv+") || absl::StartsWith(type, "Conv>");
+  const bool pool = type == "MaxPool" || type == "AveragePool" || type == "GlobalAveragePool" ||
+                    type == "GlobalMaxPool";
+  return (conv || pool) && step.prepare != nullptr && !step.inputs.empty() && SoleOutput(step) >= 0;
+}
+
+// Elementwise ops whose CPU kernels compute each element from the elements
+// at the same index (and single-element operands): the same on any layout.
+bool IsLayoutFreeElementwise(const std::string& type) {
+  static const absl::flat_hash_set<std::string>* const kTypes = new absl::flat_hash_set<std::string>{
+      "Relu",  "Sigmoid", "Tanh", "LeakyRelu", "Elu",  "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
+      "Softsign", "Clip", "Exp", "Log", "Neg", "Abs",  "Sqrt", "Reciprocal", "Erf",  "Gelu", "Mish", "Floor",
+      "Ceil", "Round", "Sign", "Sin", "Cos", "Add", "Sub",  "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean"};
+  return kTypes->contains(type);
+}
+
+}  // namespace
+
+bool ChannelsLastEnabled() { return ChannelsLastFlag().load(std::memory_order_relaxed); }
+void SetChannelsLastEnabled(bool enabled) { ChannelsLastFlag().store(enabled, std::memory_order_relaxed); }
+
+void AssignChannelsLast(runtime::PlanGraph& plan) {
+  if (!OneDnnEnabled() || !ChannelsLastEnabled()) return;
+  std::vector<PlanValue>& values = plan.values;
+  std::vector<PlanStep>& steps = plan.steps;
+  const int num_values = static_cast<int>(values.size());
+  // Values of one elementwise step share a layout: a union-find of them.
+  std::vector<int> root(num_values);
+  for (int v = 0; v < num_values; ++v) root[v] = v;
+  auto find = [&](int v) {
+    while (root[v] != v) v = root[v] = root[root[v]];
+    return v;
+  };
+  std::vector<bool> plain(num_values, false);  // must keep [N, C, ...]
+  std::vector<bool> windowed(num_values, false);  // a window step's X or Y
+  for (int v = 0; v < num_values; ++v) {
+    const PlanValue& pv = values[v];
+    bool ok = pv.kind == Storage::kArena && pv.dtype == DType::kF32 && pv.shape_known && pv.shape.size() >= 3 &&
+              pv.shape.size() <= 5;
+    for (int64_t d : pv.shape) ok &= d > 0;
+    plain[v] = !ok;
+  }
+  for (int v : plan.output_values) plain[v] = true;
+  for (const PlanStep& step : steps) {
+    for (int t : step.node->implicit_inputs) {
+      const int v = plan.value_of(t);
+      if (v >= 0) plain[v] = true;
+    }
+  }
+  auto single = [&](int v) {
+    int64_t n = 1;
+    for (int64_t d : values[v].shape) n *= d;
+    return values[v].shape_known && n == 1;
+  };
+  for (const PlanStep& step : steps) {
+    const bool usable = Plain(step);
+    if (usable && IsLayoutWindow(step)) {
+      const int x = step.inputs[0], y = SoleOutput(step);
+      if (x >= 0) windowed[x] = true;
+      windowed[y] = true;
+      // X read again as another operand (a W) must stay plain.
+      for (size_t i = 1; i < step.inputs.size(); ++i) {
+        if (step.inputs[i] >= 0) plain[step.inputs[i]] = true;
+      }
+      continue;
+    }
+    const int out = usable && IsLayoutFreeElementwise(step.node->type) ? SoleOutput(step) : -1;
+    bool elementwise = out >= 0;
+    if (elementwise) {
+      for (int v : step.inputs) elementwise &= v >= 0 && (values[v].shape == values[out].shape || single(v));
+    }
+    if (!elementwise) {  // whatever else this step reads or writes keeps its layout
+      for (int v : step.inputs) {
+        if (v >= 0) plain[v] = true;
+      }
+      for (int v : step.outputs) {
+        if (v >= 0) plain[v] = true;
+      }
+      continue;
+    }
+    for (int v : step.inputs) {
+      if (values[v].shape == values[out].shape) root[find(v)] = find(out);
+    }
+  }
+  // A group is stored channels-last when no member must stay plain and a
+  // window step reads or writes one of them.
+  std::vector<bool> group_plain(num_values, false), group_windowed(num_values, false);
+  for (int v = 0; v < num_values; ++v) {
+    group_plain[find(v)] = group_plain[find(v)] || plain[v];
+    group_windowed[find(v)] = group_windowed[find(v)] || windowed[v];
+  }
+  std::vector<bool> last(num_values, false);
+  int stored = 0;
+  for (int v = 0; v < num_values; ++v) {
+    if (group_plain[find(v)] || !group_windowed[find(v)]) continue;
+    last[v] = true;
+    ++stored;
+    std::vector<int64_t>& shape = values[v].shape;
+    std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());  // [N, C, S...] -> [N, S..., C]
+  }
+  if (stored == 0) return;
+  for (PlanStep& step : steps) {
+    if (!Plain(step) || !IsLayoutWindow(step)) continue;
+    const int x = step.inputs[0], y = SoleOutput(step);
+    const int64_t bits = (x >= 0 && last[x] ? 1 : 0) | (last[y] ? 2 : 0);
+    if (bits == 0) continue;
+    auto node = std::make_unique<ir::Node>(*step.node);
+    node->attrs.Set(std::string(kChannelsLastAttr), bits);
+    plan.owned_nodes.push_back(std::move(node));
+    step.node = plan.owned_nodes.back().get();
+  }
 }
 
 }  // namespace grove::cpu

@@ -66,6 +66,46 @@ void FuseOneDnnChains(runtime::PlanGraph& plan);
 bool OneDnnChainsEnabled();
 void SetOneDnnChainsEnabled(bool enabled);
 
+// After FuseOneDnnChains: every f32 activation of rank 3-5 (known shape, in
+// the arena, neither an output of the subgraph nor captured) that only
+// window steps and elementwise steps touch is stored channels-last,
+// [N, spatial..., C], the layout oneDNN's convolutions compute in, instead
+// of [N, C, spatial...]. Window steps: Conv (maybe fused, or a chain's head)
+// and MaxPool (without Indices), AveragePool, GlobalAveragePool,
+// GlobalMaxPool, each through its X and Y only. Elementwise steps (Relu,
+// Clip, Add, Mul, ... post_op-like unary ops and arithmetic) are the same
+// on either layout when every operand is the same shape or a single
+// element: such a step's operands are stored alike, all or none. A value
+// any other step reads (Flatten, Concat, a BatchNormalization left alone,
+// a Conv's W) keeps the plain layout, and with it every value it shares a
+// step with. The stored shape is the permuted one; each window step gets
+// kChannelsLastAttr (post_op.h) saying which of its X and Y are stored so.
+// A CNN's residual Adds and activations left between Convs then cost no
+// reorder: a MobileNet-like block (bench/peers/export_variants.py's cnn_b)
+// ran one reorder per run instead of six, 0.425 -> 0.381 ms at 4x3x64x64 on
+// one thread. Only when oneDNN is on and the pass is (ChannelsLastEnabled).
+void AssignChannelsLast(runtime::PlanGraph& plan);
+
+// Whether plans made from now on store activations channels-last: true
+// unless GROVE_CPU_CHANNELS_LAST is "0" (read once) or
+// SetChannelsLastEnabled(false) (tests and benchmarks compare both).
+bool ChannelsLastEnabled();
+void SetChannelsLastEnabled(bool enabled);
+
+// Tests: channels-last window steps are prepared as if their kernels could
+// not read the layout (the reference kernels' case): each then transposes X
+// and Y through copies in its workspace (nn.cc).
+void SetChannelsLastCopiesOnly(bool copies);
+
+// Window steps prepared with a channels-last X or Y since the process
+// started, and of those, the ones given transposed copies (their kernel
+// could not take the layout itself).
+struct ChannelsLastCounts {
+  int64_t prepared = 0;
+  int64_t copied = 0;
+};
+ChannelsLastCounts ChannelsLastStepsPrepared();
+
 }  // namespace grove::cpu
 
 #endif  // GROVE_LIB_BACKENDS_CPU_ACTIVATION_FUSION_H_

@@ -20,10 +20,12 @@ class CpuBackend : public runtime::Backend {
   bool Takes(const ir::Node& node, absl::Span<const DType>) const override {
     return node.def->kernels[static_cast<int>(ir::Backend::kCpu)] != nullptr;
   }
-  // Conv / MatMul / Gemm + activation as one oneDNN step (activation_fusion.h).
+  // Conv / MatMul / Gemm + activation as one oneDNN step, chains of them, and
+  // channels-last activations between them (activation_fusion.h).
   void RefinePlan(runtime::PlanGraph& plan) const override {
     FuseActivations(plan);
     FuseOneDnnChains(plan);
+    AssignChannelsLast(plan);
   }
   bool host_memory() const override { return true; }
   absl::StatusOr<void*> Allocate(uint64_t bytes) override {

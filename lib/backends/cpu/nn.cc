@@ -8,6 +8,7 @@
 // every dim the shape function may have seen symbolically is checked again
 // here. The normalizations are the norm group (norm.cc).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -22,10 +23,13 @@
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/common/window.h"
+#include "lib/backends/cpu/activation_fusion.h"
 #include "lib/backends/cpu/blas_gemm.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/post_op.h"
+#include "lib/backends/cpu/strided_copy.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/conv_geometry.h"
@@ -186,6 +190,141 @@ struct ConvOperands {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Channels-last activations (post_op.h's kChannelsLastAttr): the step's
+// kernel runs on the logical [N, C, spatial...] views of X and Y; where it
+// cannot read or write the stored layout itself (its prepare cleared the
+// bit: the reference loops), it gets channels-first copies in the workspace,
+// transposed here.
+// ---------------------------------------------------------------------------
+
+using LayoutPrepare = absl::StatusOr<PreparedKernel> (*)(const KernelContext&, ChannelsLast*);
+using LayoutRun = absl::Status (*)(KernelContext&);
+
+// [N, C, S...] of a tensor stored [N, S..., C].
+std::vector<int64_t> ChannelsFirstShape(const std::vector<int64_t>& stored) {
+  std::vector<int64_t> shape = {stored.front(), stored.back()};
+  shape.insert(shape.end(), stored.begin() + 1, stored.end() - 1);
+  return shape;
+}
+
+// Element strides of a channels-last array read in [N, C, S...] order, or of
+// a channels-first array read in [N, S..., C] order (`to_channels_last`).
+std::vector<int64_t> TransposeStrides(const std::vector<int64_t>& logical, bool to_channels_last) {
+  const size_t rank = logical.size();
+  std::vector<int64_t> strides(rank);
+  if (!to_channels_last) {  // source [N, S..., C]: C's stride 1, S's after it
+    int64_t at = logical[1];
+    strides[1] = 1;
+    for (size_t d = rank; d-- > 2;) {
+      strides[d] = at;
+      at *= logical[d];
+    }
+    strides[0] = at;
+    return strides;
+  }
+  // source [N, C, S...] read as [N, S..., C]
+  int64_t spatial = 1;
+  for (size_t d = 2; d < rank; ++d) spatial *= logical[d];
+  strides[0] = logical[1] * spatial;
+  strides[rank - 1] = spatial;
+  int64_t at = 1;
+  for (size_t d = rank; d-- > 2;) {
+    strides[d - 1] = at;
+    at *= logical[d];
+  }
+  return strides;
+}
+
+std::atomic<bool> g_channels_last_copies_only{false};  // tests: the transposed copies' path
+std::atomic<int64_t> g_channels_last_prepared{0}, g_channels_last_copied{0};
+
+struct ChannelsLastParams {
+  PreparedKernel inner;
+  ChannelsLast stored;  // what the attribute says
+  ChannelsLast copied;  // of those, what the inner kernel reads / writes channels-first
+  uint64_t x_offset = 0, y_offset = 0;  // the copies, after the inner kernel's workspace
+};
+
+// ctx's inputs and outputs with X and Y as their logical views.
+struct LogicalViews {
+  TensorView x, y;
+  std::vector<TensorView*> inputs, outputs;
+  LogicalViews(const KernelContext& ctx, ChannelsLast stored) {
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.has_input(i) ? &const_cast<TensorView&>(ctx.input(i)) : nullptr);
+    for (int i = 0; i < ctx.num_outputs(); ++i) outputs.push_back(ctx.has_output(i) ? &ctx.output(i) : nullptr);
+    x = ctx.input(0);
+    y = ctx.output(0);
+    if (stored.src) x.shape = ChannelsFirstShape(x.shape);
+    if (stored.dst) y.shape = ChannelsFirstShape(y.shape);
+    inputs[0] = &x;
+    outputs[0] = &y;
+  }
+};
+
+ChannelsLast StoredLayout(const KernelContext& ctx) {
+  const int64_t bits = ctx.attrs().GetInt(kChannelsLastAttr, 0);
+  return ChannelsLast{(bits & 1) != 0, (bits & 2) != 0};
+}
+
+absl::StatusOr<PreparedKernel> PrepareChannelsLast(const KernelContext& ctx, LayoutPrepare prepare) {
+  const ChannelsLast stored = StoredLayout(ctx);
+  auto rank_ok = [](const TensorView& t) { return t.shape.size() >= 3 && t.shape.size() <= 5; };
+  if ((!stored.src && !stored.dst) || ctx.num_inputs() < 1 || !ctx.has_input(0) || !ctx.has_output(0) ||
+      (stored.src && !rank_ok(ctx.input(0))) || (stored.dst && !rank_ok(ctx.output(0)))) {
+    return ctx.Error("a channels-last step needs X and Y of rank 3-5 and the layout's bits (1: X, 2: Y)");
+  }
+  LogicalViews views(ctx, stored);
+  const KernelContext logical(ctx.node(), views.inputs, views.outputs, ctx.host());
+  const bool copies_only = g_channels_last_copies_only.load(std::memory_order_relaxed);
+  ChannelsLast honored = copies_only ? ChannelsLast{} : stored;
+  absl::StatusOr<PreparedKernel> inner = prepare(logical, copies_only ? nullptr : &honored);
+  if (!inner.ok()) return inner.status();
+  ChannelsLastParams p;
+  p.stored = stored;
+  p.copied = ChannelsLast{stored.src && !honored.src, stored.dst && !honored.dst};
+  g_channels_last_prepared.fetch_add(1, std::memory_order_relaxed);
+  if (p.copied.src || p.copied.dst) g_channels_last_copied.fetch_add(1, std::memory_order_relaxed);
+  WorkspaceLayout layout;
+  layout.AddBytes(inner->workspace_bytes);
+  if (p.copied.src) {
+    p.x_offset = AlignWorkspace(layout.bytes());
+    layout.AddBytes(views.x.byte_size());
+  }
+  if (p.copied.dst) {
+    p.y_offset = AlignWorkspace(layout.bytes());
+    layout.AddBytes(views.y.byte_size());
+  }
+  p.inner = *std::move(inner);
+  const uint64_t bytes = layout.bytes();
+  return MakePrepared(std::move(p), bytes);
+}
+
+absl::Status RunChannelsLast(KernelContext& ctx, LayoutRun run) {
+  const ChannelsLastParams* p = PreparedParams<ChannelsLastParams>(ctx);
+  if (p == nullptr) return NotPrepared(ctx);
+  LogicalViews views(ctx, p->stored);
+  uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
+  if ((p->copied.src || p->copied.dst) && workspace == nullptr) return ctx.Error("the channels-last step has no workspace");
+  ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
+  const size_t elem = DTypeSize(views.x.dtype);
+  if (p->copied.src) {
+    void* copy = workspace + p->x_offset;
+    StridedCopy(threads, elem, views.x.shape, views.x.data, TransposeStrides(views.x.shape, false), copy);
+    views.x.data = copy;
+  }
+  void* y = views.y.data;
+  if (p->copied.dst) views.y.data = workspace + p->y_offset;
+  KernelContext logical(ctx.node(), views.inputs, views.outputs, ctx.host());
+  logical.SetPrepared(&p->inner, workspace);
+  if (absl::Status s = run(logical); !s.ok()) return s;
+  if (p->copied.dst) {
+    std::vector<int64_t> stored = ctx.output(0).shape;
+    StridedCopy(threads, DTypeSize(views.y.dtype), stored, views.y.data, TransposeStrides(views.y.shape, true), y);
+  }
+  return absl::OkStatus();
+}
+
 struct ConvPoolChain;
 struct OneDnnChain;
 
@@ -206,7 +345,9 @@ struct ConvParams {
 };
 
 // The Conv itself (with its fused activation), writing ctx's output 0.
-absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx) {
+// `io` (may be null): which of X and Y grove stores channels-last; cleared
+// where the step cannot read or write that layout (the reference kernel).
+absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx, ChannelsLast* io = nullptr) {
   absl::StatusOr<backends::ConvShape> conv = backends::ResolveConv(ctx);
   if (!conv.ok()) return conv.status();
   ConvParams p;
@@ -234,12 +375,13 @@ absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx) {
   }
   WorkspaceLayout layout;  // the im2col matrix, the tap's and the position's index
   absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
-      PrepareOneDnnConv(ctx, p.conv, &layout, p.post_op, p.affine);
+      PrepareOneDnnConv(ctx, p.conv, &layout, p.post_op, p.affine, io != nullptr ? *io : ChannelsLast{});
   if (!onednn.ok()) return onednn.status();
   if (*onednn != nullptr) {
     p.onednn = *std::move(onednn);
     return MakePrepared(std::move(p), layout.bytes());
   }
+  if (io != nullptr) *io = ChannelsLast{};
   if (!p.pointwise) {
     layout.AddBytes(static_cast<uint64_t>(p.col_size) * (IsNarrowFloat(dtype) ? sizeof(float) : DTypeSize(dtype)));
     layout.Add<int64_t>(p.conv.w.spatial);
@@ -493,7 +635,8 @@ struct PoolParams {
 // `source`: the oneDNN step that writes X, when a chain hands it over
 // (PrepareOneDnnPool).
 template <PoolKind kKind>
-absl::StatusOr<PreparedKernel> PreparePoolAfter(const KernelContext& ctx, const OneDnnStep* source) {
+absl::StatusOr<PreparedKernel> PreparePoolAfter(const KernelContext& ctx, const OneDnnStep* source,
+                                                ChannelsLast* io = nullptr) {
   absl::StatusOr<backends::PoolShape> pool = backends::ResolvePool(ctx, kKind == PoolKind::kMax);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
@@ -509,20 +652,28 @@ absl::StatusOr<PreparedKernel> PreparePoolAfter(const KernelContext& ctx, const 
   WorkspaceLayout layout;  // the indices of the walk (PoolIndices)
   if (!(kKind == PoolKind::kMax && ctx.has_output(1))) {  // MaxPool's Indices: the reference kernel
     absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
-        PrepareOneDnnPool(ctx, p.pool.w, kKind == PoolKind::kMax, p.count_pad, &layout, source);
+        PrepareOneDnnPool(ctx, p.pool.w, kKind == PoolKind::kMax, p.count_pad, &layout, source,
+                          io != nullptr ? *io : ChannelsLast{});
     if (!onednn.ok()) return onednn.status();
     if (*onednn != nullptr) {
       p.onednn = *std::move(onednn);
       return MakePrepared(std::move(p), layout.bytes());
     }
   }
+  if (io != nullptr) *io = ChannelsLast{};
   p.taps = MakePoolTaps(p.pool.w);
   AddPoolIndices(p.pool.w.spatial, &layout);
   return MakePrepared(std::move(p), layout.bytes());
 }
 
 template <PoolKind kKind>
+absl::StatusOr<PreparedKernel> PreparePoolWith(const KernelContext& ctx, ChannelsLast* io) {
+  return PreparePoolAfter<kKind>(ctx, nullptr, io);
+}
+
+template <PoolKind kKind>
 absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
+  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PreparePoolWith<kKind>);
   return PreparePoolAfter<kKind>(ctx, nullptr);
 }
 
@@ -596,8 +747,14 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
   return VisitDType<float, double, Half, BFloat16>(ctx, x.dtype, run);
 }
 
-absl::Status MaxPoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
-absl::Status AveragePoolKernel(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
+absl::Status MaxPoolBody(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
+absl::Status AveragePoolBody(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
+absl::Status MaxPoolKernel(KernelContext& ctx) {
+  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &MaxPoolBody) : MaxPoolBody(ctx);
+}
+absl::Status AveragePoolKernel(KernelContext& ctx) {
+  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &AveragePoolBody) : AveragePoolBody(ctx);
+}
 
 // GlobalMaxPool and GlobalAveragePool: `planes` planes of `size` elements;
 // or oneDNN's pooling over a window of the whole plane.
@@ -607,7 +764,8 @@ struct GlobalPoolParams {
 };
 
 template <PoolKind kKind>
-absl::StatusOr<PreparedKernel> PrepareGlobalPoolAfter(const KernelContext& ctx, const OneDnnStep* source) {
+absl::StatusOr<PreparedKernel> PrepareGlobalPoolAfter(const KernelContext& ctx, const OneDnnStep* source,
+                                                      ChannelsLast* io = nullptr) {
   absl::StatusOr<backends::GlobalPoolShape> pool = backends::ResolveGlobalPool(ctx);
   if (!pool.ok()) return pool.status();
   const TensorView& x = ctx.input(0);
@@ -625,14 +783,22 @@ absl::StatusOr<PreparedKernel> PrepareGlobalPoolAfter(const KernelContext& ctx, 
   w.in_size = w.kernel_size = pool->size;
   WorkspaceLayout layout;
   absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
-      PrepareOneDnnPool(ctx, w, kKind == PoolKind::kMax, /*include_padding=*/false, &layout, source);
+      PrepareOneDnnPool(ctx, w, kKind == PoolKind::kMax, /*include_padding=*/false, &layout, source,
+                        io != nullptr ? *io : ChannelsLast{});
   if (!onednn.ok()) return onednn.status();
   p.onednn = *std::move(onednn);
+  if (p.onednn == nullptr && io != nullptr) *io = ChannelsLast{};
   return MakePrepared(std::move(p), layout.bytes());
 }
 
 template <PoolKind kKind>
+absl::StatusOr<PreparedKernel> PrepareGlobalPoolWith(const KernelContext& ctx, ChannelsLast* io) {
+  return PrepareGlobalPoolAfter<kKind>(ctx, nullptr, io);
+}
+
+template <PoolKind kKind>
 absl::StatusOr<PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
+  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PrepareGlobalPoolWith<kKind>);
   return PrepareGlobalPoolAfter<kKind>(ctx, nullptr);
 }
 
@@ -664,6 +830,12 @@ absl::Status GlobalPoolKernel(KernelContext& ctx) {
   });
 }
 
+template <PoolKind kKind>
+absl::Status GlobalPoolEntry(KernelContext& ctx) {
+  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &GlobalPoolKernel<kKind>)
+                                            : GlobalPoolKernel<kKind>(ctx);
+}
+
 // ---------------------------------------------------------------------------
 // Conv (+ activation) + MaxPool / AveragePool: one step of the CPU plan pass
 // (activation_fusion.h)
@@ -691,12 +863,14 @@ int ConvInputs(const KernelContext& ctx, TensorView* (&inputs)[3]) {
   return n;
 }
 
-absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx);
+absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx, ChannelsLast* io);
 absl::Status OneDnnChainKernel(KernelContext& ctx);
 
-absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
-  if (ctx.attrs().Has(kChainLinksAttr)) return PrepareOneDnnChain(ctx);
-  if (!ctx.attrs().Has(kFusedPoolAttr)) return PrepareConvStage(ctx);
+// Conv, maybe fused with a pool or the head of a chain; `io` as for
+// PrepareConvStage.
+absl::StatusOr<PreparedKernel> PrepareConvWith(const KernelContext& ctx, ChannelsLast* io) {
+  if (ctx.attrs().Has(kChainLinksAttr)) return PrepareOneDnnChain(ctx, io);
+  if (!ctx.attrs().Has(kFusedPoolAttr)) return PrepareConvStage(ctx, io);
   auto chain = std::make_shared<ConvPoolChain>();
   const std::string pool_type = ctx.attrs().GetString(kFusedPoolAttr, "");
   if (pool_type != "MaxPool" && pool_type != "AveragePool") {
@@ -721,16 +895,20 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   const int num_inputs = ConvInputs(ctx, inputs);
   TensorView* conv_outputs[1] = {&chain->mid};
   const KernelContext conv_ctx(ctx.node(), absl::MakeSpan(inputs, num_inputs), conv_outputs, ctx.host());
-  absl::StatusOr<PreparedKernel> conv = PrepareConvStage(conv_ctx);
+  // X is the Conv's, Y the pool's.
+  ChannelsLast conv_io{io != nullptr && io->src, false}, pool_io{false, io != nullptr && io->dst};
+  absl::StatusOr<PreparedKernel> conv = PrepareConvStage(conv_ctx, &conv_io);
   if (!conv.ok()) return conv.status();
   TensorView out = ctx.output(0);
   TensorView* pool_inputs[1] = {&chain->mid};
   TensorView* pool_outputs[1] = {&out};
   const KernelContext pool_ctx(pool_node, pool_inputs, pool_outputs, ctx.host());
   const OneDnnStep* conv_step = static_cast<const ConvParams*>(conv->params.get())->onednn.get();
-  absl::StatusOr<PreparedKernel> pool = chain->max ? PreparePoolAfter<PoolKind::kMax>(pool_ctx, conv_step)
-                                                   : PreparePoolAfter<PoolKind::kAverage>(pool_ctx, conv_step);
+  absl::StatusOr<PreparedKernel> pool = chain->max
+                                             ? PreparePoolAfter<PoolKind::kMax>(pool_ctx, conv_step, &pool_io)
+                                             : PreparePoolAfter<PoolKind::kAverage>(pool_ctx, conv_step, &pool_io);
   if (!pool.ok()) return pool.status();
+  if (io != nullptr) *io = ChannelsLast{conv_io.src, pool_io.dst};
   const auto* conv_params = static_cast<const ConvParams*>(conv->params.get());
   const auto* pool_params = static_cast<const PoolParams*>(pool->params.get());
   chain->linked = conv_params->onednn != nullptr && pool_params->onednn != nullptr &&
@@ -753,7 +931,12 @@ absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
   return MakePrepared(std::move(p), layout.bytes());
 }
 
-absl::Status ConvKernel(KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
+  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PrepareConvWith);
+  return PrepareConvWith(ctx, nullptr);
+}
+
+absl::Status ConvBody(KernelContext& ctx) {
   const ConvParams* p = PreparedParams<ConvParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
   if (p->links != nullptr) return OneDnnChainKernel(ctx);
@@ -773,6 +956,10 @@ absl::Status ConvKernel(KernelContext& ctx) {
   KernelContext pool_ctx(chain.pool_node, pool_inputs, pool_outputs, ctx.host());
   pool_ctx.SetPrepared(&chain.pool, workspace + chain.pool_offset);
   return PoolKernel(pool_ctx, chain.max ? PoolKind::kMax : PoolKind::kAverage);
+}
+
+absl::Status ConvKernel(KernelContext& ctx) {
+  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &ConvBody) : ConvBody(ctx);
 }
 
 // ---------------------------------------------------------------------------
@@ -852,19 +1039,21 @@ absl::StatusOr<LinkKind> LinkKindOf(const KernelContext& ctx, const std::string&
 
 // `source`: the oneDNN step the link before ends with (its output's
 // writer), or null; a pool reads the layout it hands over.
+// `io`: as for PrepareConvStage (the chain's X for its first link, Y for
+// its last).
 absl::StatusOr<PreparedKernel> PrepareLink(const ChainLink& link, const KernelContext& ctx,
-                                           const OneDnnStep* source) {
+                                           const OneDnnStep* source, ChannelsLast* io) {
   switch (link.kind) {
     case LinkKind::kConv:
-      return PrepareConv(ctx);
+      return PrepareConvWith(ctx, io);
     case LinkKind::kMaxPool:
-      return PreparePoolAfter<PoolKind::kMax>(ctx, source);
+      return PreparePoolAfter<PoolKind::kMax>(ctx, source, io);
     case LinkKind::kAveragePool:
-      return PreparePoolAfter<PoolKind::kAverage>(ctx, source);
+      return PreparePoolAfter<PoolKind::kAverage>(ctx, source, io);
     case LinkKind::kGlobalMaxPool:
-      return PrepareGlobalPoolAfter<PoolKind::kMax>(ctx, source);
+      return PrepareGlobalPoolAfter<PoolKind::kMax>(ctx, source, io);
     case LinkKind::kGlobalAveragePool:
-      return PrepareGlobalPoolAfter<PoolKind::kAverage>(ctx, source);
+      return PrepareGlobalPoolAfter<PoolKind::kAverage>(ctx, source, io);
   }
   return ctx.Error("unknown chain link");
 }
@@ -872,7 +1061,7 @@ absl::StatusOr<PreparedKernel> PrepareLink(const ChainLink& link, const KernelCo
 absl::Status RunLink(const ChainLink& link, KernelContext& ctx) {
   switch (link.kind) {
     case LinkKind::kConv:
-      return ConvKernel(ctx);
+      return ConvBody(ctx);
     case LinkKind::kMaxPool:
       return PoolKernel(ctx, PoolKind::kMax);
     case LinkKind::kAveragePool:
@@ -901,7 +1090,7 @@ int LinkInputs(const OneDnnChain& chain, size_t i, const KernelContext& ctx, Ten
   return n;
 }
 
-absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx) {
+absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx, ChannelsLast* io) {
   const int64_t more = ctx.attrs().GetInt(kChainLinksAttr, 0);
   const std::vector<int64_t> counts = ctx.attrs().GetInts(kChainInputsAttr);
   if (more < 1 || more > 4096 || static_cast<int64_t>(counts.size()) != more + 1) {
@@ -920,7 +1109,7 @@ absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx) {
     if (i == 0) {
       link.node.type = "Conv";  // the node's own attributes, but the chain's
       for (const auto& [name, value] : ctx.attrs().all()) {
-        if (!absl::StartsWith(name, "grove_chain")) link.node.attrs.Set(name, value);
+        if (!absl::StartsWith(name, "grove_chain") && name != kChannelsLastAttr) link.node.attrs.Set(name, value);
       }
     } else {
       link.node.type = ctx.attrs().GetString(ChainTypeAttr(static_cast<int>(i)), "");
@@ -956,9 +1145,13 @@ absl::StatusOr<PreparedKernel> PrepareOneDnnChain(const KernelContext& ctx) {
     TensorView* outputs[1] = {i + 1 < chain->links.size() ? &link.out : &out};
     const KernelContext link_ctx(link.node, absl::MakeSpan(inputs, n), outputs, ctx.host());
     const OneDnnStep* source = i > 0 ? EndsOf(chain->links[i - 1]).exit : nullptr;
-    absl::StatusOr<PreparedKernel> prepared = PrepareLink(link, link_ctx, source);
+    const bool last = i + 1 == chain->links.size();
+    ChannelsLast link_io{i == 0 && io != nullptr && io->src, last && io != nullptr && io->dst};
+    absl::StatusOr<PreparedKernel> prepared = PrepareLink(link, link_ctx, source, &link_io);
     if (!prepared.ok()) return prepared.status();
     link.prepared = *std::move(prepared);
+    if (io != nullptr && i == 0) io->src = link_io.src;
+    if (io != nullptr && last) io->dst = link_io.dst;
   }
   // The workspace: even links' workspaces share one region and odd links'
   // another (link i + 1 writes into link i + 2's array while link i + 1 reads
@@ -1087,14 +1280,20 @@ absl::Status LrnKernel(KernelContext& ctx) {
 
 }  // namespace
 
+void SetChannelsLastCopiesOnly(bool copies) { g_channels_last_copies_only.store(copies, std::memory_order_relaxed); }
+ChannelsLastCounts ChannelsLastStepsPrepared() {
+  return ChannelsLastCounts{g_channels_last_prepared.load(std::memory_order_relaxed),
+                            g_channels_last_copied.load(std::memory_order_relaxed)};
+}
+
 absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
   const std::pair<const char*, ir::KernelDef> kernels[] = {
       {"Conv", {&ConvKernel, &PrepareConv}},
       {"ConvTranspose", {&ConvTransposeKernel, &PrepareConvTranspose}},
       {"MaxPool", {&MaxPoolKernel, &PreparePool<PoolKind::kMax>}},
       {"AveragePool", {&AveragePoolKernel, &PreparePool<PoolKind::kAverage>}},
-      {"GlobalAveragePool", {&GlobalPoolKernel<PoolKind::kAverage>, &PrepareGlobalPool<PoolKind::kAverage>}},
-      {"GlobalMaxPool", {&GlobalPoolKernel<PoolKind::kMax>, &PrepareGlobalPool<PoolKind::kMax>}},
+      {"GlobalAveragePool", {&GlobalPoolEntry<PoolKind::kAverage>, &PrepareGlobalPool<PoolKind::kAverage>}},
+      {"GlobalMaxPool", {&GlobalPoolEntry<PoolKind::kMax>, &PrepareGlobalPool<PoolKind::kMax>}},
       {"LRN", {&LrnKernel, &PrepareLrn}},
   };
   for (const auto& [type, kernel] : kernels) {

@@ -179,6 +179,12 @@ memory::format_tag ChannelsLastTag(int spatial) {
   return spatial == 1 ? memory::format_tag::nwc : spatial == 2 ? memory::format_tag::nhwc : memory::format_tag::ndhwc;
 }
 
+// An activation's layout in grove's memory: channels-last or plain.
+memory::desc UserDesc(const memory::dims& dims, bool channels_last) {
+  if (!channels_last || dims.size() < 3 || dims.size() > 5) return PlainDesc(dims);
+  return memory::desc(dims, memory::data_type::f32, ChannelsLastTag(static_cast<int>(dims.size()) - 2));
+}
+
 memory::desc AnyDesc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
 }
@@ -520,7 +526,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
                                                               WorkspaceLayout* layout, const PostOp& post_op,
-                                                              const ChannelAffine& affine) {
+                                                              const ChannelAffine& affine, ChannelsLast io) {
   if (!OneDnnEnabled()) return nullptr;
   const TensorView& x = ctx.input(0);
   const bool has_bias = ctx.has_input(2);
@@ -650,6 +656,12 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
         InnerBlock(made->dst_desc(), 1) > 1) {
       prefer_channels_last();
     }
+    // Activations grove keeps channels-last: computed in that layout where
+    // oneDNN has a JIT kernel for it, so neither side is reordered.
+    if (made.has_value() && (io.src || io.dst) &&
+        (made->src_desc() != UserDesc(src, true) || made->dst_desc() != UserDesc(dst, true))) {
+      prefer_channels_last();
+    }
     if (!made.has_value()) return nullptr;
     const dnnl::convolution_forward::primitive_desc& pd = *made;
     auto step = std::make_shared<OneDnnStep>();
@@ -669,12 +681,12 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     }
     step->stream = dnnl::stream(engine);
     step->primitive = dnnl::convolution_forward(pd);
-    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, PlainDesc(src), pd.src_desc(), false, layout) ||
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, UserDesc(src, io.src), pd.src_desc(), false, layout) ||
         !AddOperand(ctx, *step, DNNL_ARG_WEIGHTS, false, 1, PlainDesc(weights), pd.weights_desc(), true,
                     layout) ||
         (has_bias &&
          !AddOperand(ctx, *step, DNNL_ARG_BIAS, false, 2, PlainDesc(bias), pd.bias_desc(), false, layout)) ||
-        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, PlainDesc(dst), pd.dst_desc(), false, layout)) {
+        !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, UserDesc(dst, io.dst), pd.dst_desc(), false, layout)) {
       return nullptr;
     }
     if (step_threads > 1) {
@@ -762,7 +774,7 @@ std::optional<RankedPool> BestPoolImpl(const dnnl::pooling_v2_forward::desc& des
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelContext& ctx,
                                                               const backends::Window& w, bool max,
                                                               bool include_padding, WorkspaceLayout* layout,
-                                                              const OneDnnStep* source) {
+                                                              const OneDnnStep* source, ChannelsLast io) {
   if (!OneDnnEnabled()) return nullptr;
   const TensorView& x = ctx.input(0);
   if (x.dtype != DType::kF32 || x.shape.size() < 3 || w.spatial < 1 || w.spatial > 3) return nullptr;
@@ -798,7 +810,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
-    const memory::desc src_desc = PlainDesc(src), dst_desc = PlainDesc(dst);
+    const memory::desc src_desc = UserDesc(src, io.src), dst_desc = UserDesc(dst, io.dst);
     auto pool_desc = [&](const memory::desc& inner_src, const memory::desc& inner_dst) {
       return dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, alg, inner_src, inner_dst, strides,
                                             kernel, dilation, pad_l, pad_r);
@@ -817,10 +829,13 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
     // loop. The best-ranked implementation over these layouts (the first
     // layout of those ranked alike) is used, with reorders into and out of
     // it in the workspace.
+    // An input grove keeps channels-last tries that layout first, so that
+    // of those ranked alike it is the one chosen: no reorder.
     using tag = memory::format_tag;
-    const std::vector<tag> layouts = w.spatial == 1   ? std::vector<tag>{tag::nCw16c, tag::nCw8c, tag::nwc}
-                                     : w.spatial == 2 ? std::vector<tag>{tag::nChw16c, tag::nChw8c, tag::nhwc}
-                                                      : std::vector<tag>{tag::nCdhw16c, tag::nCdhw8c, tag::ndhwc};
+    std::vector<tag> layouts = w.spatial == 1   ? std::vector<tag>{tag::nCw16c, tag::nCw8c, tag::nwc}
+                               : w.spatial == 2 ? std::vector<tag>{tag::nChw16c, tag::nChw8c, tag::nhwc}
+                                                : std::vector<tag>{tag::nCdhw16c, tag::nCdhw8c, tag::ndhwc};
+    if (io.src) std::rotate(layouts.begin(), layouts.end() - 1, layouts.end());
     if (!made.has_value()) {
       for (tag layout : layouts) {
         std::optional<RankedPool> candidate =

@@ -76,6 +76,17 @@ class ScopedOneDnn {
   bool before_;
 };
 
+// Which of a window step's activations (input 0, output 0) grove stores
+// channels-last ([N, spatial..., C] in memory; the CPU plan's layout pass,
+// activation_fusion.h) rather than [N, C, spatial...]. The prepares below
+// take the logical [N, C, ...] shapes and give the step's operand that
+// layout, so the primitive reads or writes it in place where it computes in
+// it (oneDNN's brgconv does): no reorder.
+struct ChannelsLast {
+  bool src = false;
+  bool dst = false;
+};
+
 // A oneDNN primitive bound to a step's inputs, outputs and workspace. Made by
 // a prepare, invoked by the step's session: one thread at a time (the invoke
 // rebinds the step's own memory handles).
@@ -94,7 +105,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
                                                               const backends::ConvShape& conv,
                                                               WorkspaceLayout* layout,
                                                               const PostOp& post_op = {},
-                                                              const ChannelAffine& affine = {});
+                                                              const ChannelAffine& affine = {},
+                                                              ChannelsLast io = {});
 
 // A MatMul or Gemm as oneDNN's matmul: Y[..., M, N] = alpha * A[..., M, K] *
 // B[..., K, N] (+ beta * Y as it was, when `accumulate`: the caller writes the
@@ -131,7 +143,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelContext& ctx,
                                                               const backends::Window& w, bool max,
                                                               bool include_padding, WorkspaceLayout* layout,
-                                                              const OneDnnStep* source = nullptr);
+                                                              const OneDnnStep* source = nullptr,
+                                                              ChannelsLast io = {});
 
 // BatchNormalization in inference mode (training_mode stays with the
 // reference kernel): Y = (X - input_mean) * scale / sqrt(input_var +
