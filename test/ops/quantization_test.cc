@@ -259,6 +259,12 @@ TEST(QuantizationTest, QuantizeDequantizeErrors) {
   EXPECT_TRUE(ErrorContains(RunOp("DequantizeLinear", {&xi8, &s22}).status(), "input 1 (x_scale) has shape [2, 2]"));
   Tensor scalar_x = MakeTensor<int8_t>(DType::kI8, {}, {1});
   EXPECT_TRUE(ErrorContains(RunOp("DequantizeLinear", {&scalar_x, &s3}).status(), "needs an axis in [0, 0)"));
+  // axis 0 of a scalar X (found by fuzz_op_run: read past an empty shape).
+  EXPECT_TRUE(ErrorContains(RunOp("DequantizeLinear", {&scalar_x, &s3}, {{"axis", int64_t{0}}}).status(),
+                            "needs an axis in [0, 0)"));
+  Tensor scalar_f = MakeTensor<float>(DType::kF32, {}, {1.0f});
+  EXPECT_TRUE(ErrorContains(RunOp("QuantizeLinear", {&scalar_f, &s3}, {{"axis", int64_t{0}}}).status(),
+                            "needs an axis in [0, 0)"));
 
   // The kernels' own checks, reached with a planned output.
   EXPECT_TRUE(ErrorContains(RunKernelPlanned("QuantizeLinear", {&x, &s2}, DType::kU8, {2, 3}).status(),

@@ -77,7 +77,7 @@ absl::Status CheckAxisScale(const ShapeContext& ctx, absl::string_view scale_nam
   if (IsSingleElement(s) && s.size() <= 1) return absl::OkStatus();
   const int64_t axis_attr = ctx.attrs().GetInt("axis", 1);
   absl::StatusOr<int> axis = NormalizeAxis(axis_attr, static_cast<int>(x.size()));
-  if (!axis.ok()) {
+  if (!axis.ok() || x.empty()) {  // NormalizeAxis takes axis 0 of a scalar; a per-axis scale has no axis there
     return ctx.Error(absl::StrCat("attribute 'axis' is ", axis_attr, " but input 0 (x) has shape ", ShapeString(ctx, x),
                                   "; a per-axis ", InputName(1, scale_name), " ", ShapeString(ctx, s),
                                   " needs an axis in [", -static_cast<int>(x.size()), ", ", x.size(), ")"));
