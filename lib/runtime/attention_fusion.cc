@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,7 +47,49 @@ struct Chain {
 struct MaskFound {
   int step = -1, input = -1, data = -1;
   ir::AttentionMask mask;
+  // An added mask made by Where(cond, fill, 0) (or Where(cond, 0, fill)),
+  // taken as that Where's condition: the Where when only the Add reads its
+  // output (absorbed with the chain), and that output.
+  int where_step = -1, where_value = -1;
 };
+
+// The added mask `mask` as a condition: when a Where makes it from a bool
+// condition (broadcasting to the scores) and the scalar constants `fill`
+// (-inf, or a finite one at most ir::kTrimmableFill) and 0, adding it to the
+// scores puts fill where the condition picks it and leaves the scores as
+// they are elsewhere (x + 0 is x; x + fill rounds to fill for any score
+// below 2^75 in size), which is a Where mask filling `fill`: the kernels
+// then see which keys a causal mask drops (PyTorch's dynamo export of
+// scaled_dot_product_attention(is_causal=True) builds its mask this way,
+// with torch.finfo(float32).min). Only scores beyond that size, inf or NaN
+// differ (+inf + -inf is NaN in the chain, the fill in the Where).
+bool AddedMaskAsCondition(const ChainFinder& f, int mask, const std::vector<int64_t>& scores_shape, MaskFound* m) {
+  const int w = f.producer(mask);
+  if (w < 0 || !f.Linkable(w) || f.step(w).node->type != "Where") return false;
+  const PlanStep& where = f.step(w);
+  if (where.inputs.size() != 3 || where.inputs[0] < 0) return false;
+  const std::optional<double> a = f.ScalarConstant(where.inputs[1]), b = f.ScalarConstant(where.inputs[2]);
+  if (!a.has_value() || !b.has_value()) return false;
+  // -inf, or (f32 and bf16, whose range reaches it) a fill at or below
+  // kTrimmableFill: torch.finfo(float32).min, the dynamo exporter's.
+  const DType dtype = f.value(mask).dtype;
+  auto is_fill = [&](double v) {
+    return v < 0 && (std::isinf(v) || (v <= ir::kTrimmableFill && (dtype == DType::kF32 || dtype == DType::kBF16)));
+  };
+  const bool fill_if_true = is_fill(*a) && *b == 0.0;
+  if (!fill_if_true && !(*a == 0.0 && is_fill(*b))) return false;
+  const PlanValue& cv = f.value(where.inputs[0]);
+  if (cv.dtype != DType::kBool || !cv.shape_known || !BroadcastsTo(cv.shape, scores_shape)) return false;
+  m->input = where.inputs[0];
+  m->mask.kind = ir::AttentionMaskKind::kWhere;
+  m->mask.fill = fill_if_true ? *a : *b;
+  m->mask.fill_if_true = fill_if_true;
+  if (f.AbsorbableProducer(mask, "Where") == w) {
+    m->where_step = w;
+    m->where_value = mask;
+  }
+  return true;
+}
 
 std::optional<MaskFound> MaskAt(const ChainFinder& f, int scores, const std::vector<int64_t>& scores_shape) {
   // The scores' side of an Add leads on to the product (its scale, or the
@@ -67,6 +111,7 @@ std::optional<MaskFound> MaskAt(const ChainFinder& f, int scores, const std::vec
       m.input = mask;
       m.data = data;
       m.mask.kind = ir::AttentionMaskKind::kAdd;
+      AddedMaskAsCondition(f, mask, scores_shape, &m);
       return m;
     }
     return std::nullopt;
@@ -250,6 +295,10 @@ std::optional<Chain> MatchAt(const ChainFinder& f, int softmax) {
     if (!m.has_value()) break;
     c.steps.push_back(m->step);
     c.intermediates.push_back(cur);
+    if (m->where_step >= 0) {
+      c.steps.push_back(m->where_step);
+      c.intermediates.push_back(m->where_value);
+    }
     cur = m->data;
     found[num_masks++] = *m;
   }

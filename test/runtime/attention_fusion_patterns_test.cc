@@ -340,6 +340,89 @@ TEST(AttentionFusionPatternsTest, KTransposedThroughRank3IsReadInPlace) {
   }
 }
 
+// An added mask made by Where(cond, fill, 0), fill -inf or at most -2^100,
+// as the dynamo exporter builds scaled_dot_product_attention(is_causal=True)'s
+// (Expand, Trilu, Equal, Where with float32's lowest, then Add to the
+// scores): the fused step reads cond as a Where mask filling `fill` (the CPU
+// kernel then skips the keys a causal mask drops),
+// taking the Where with it when only the Add reads its output. q, k, v
+// [1, 2, s, 8], cond [s, s] (true: masked with `ninf_first`, else kept).
+// With `shared`, a second attention (k and q swapped) adds the same mask:
+// both read cond and the Where stays for neither. A fill of -1e9 is no such
+// mask (x + -1e9 is not -1e9): the Where stays, its output added.
+absl::StatusOr<std::shared_ptr<const Model>> AddedWhereMaskModel(bool ninf_first, bool shared, float fill) {
+  ModelBuilder b;
+  b.AddSymbol("s", 1, 512);
+  for (const char* name : {"q", "k", "v"}) b.AddInput(name, DType::kF32, {1, 2, "s", 8});
+  b.AddInput("cond", DType::kBool, {"s", "s"});
+  b.AddWeight("zero", DType::kF32, {}, std::vector<float>{0.0f});
+  b.AddWeight("fill", DType::kF32, {}, std::vector<float>{fill});
+  b.AddWeight("scale", DType::kF32, {}, std::vector<float>{0.35355339f});
+  b.AddOp("Where", {"cond", ninf_first ? "fill" : "zero", ninf_first ? "zero" : "fill"}, {"mask"}, {}, "mask_where");
+  auto attention = [&](const std::string& q, const std::string& k, const std::string& tag) {
+    b.AddOp("Transpose", {k}, {"kt" + tag}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}, "k_t" + tag);
+    b.AddOp("MatMul", {q, "kt" + tag}, {"scores" + tag}, {}, "qk" + tag);
+    b.AddOp("Mul", {"scores" + tag, "scale"}, {"scaled" + tag}, {}, "scale" + tag);
+    b.AddOp("Add", {"scaled" + tag, "mask"}, {"masked" + tag}, {}, "add_mask" + tag);
+    b.AddOp("Softmax", {"masked" + tag}, {"probs" + tag}, {{"axis", int64_t{-1}}}, "softmax" + tag);
+    b.AddOp("MatMul", {"probs" + tag, "v"}, {"y" + tag}, {}, "pv" + tag);
+    b.AddOutput("y" + tag);
+  };
+  attention("q", "k", "");
+  if (shared) attention("k", "q", "2");
+  absl::StatusOr<std::vector<uint8_t>> bytes = b.Finish();
+  if (!bytes.ok()) return bytes.status();
+  return Model::LoadFromBuffer(*bytes);
+}
+
+TEST(AttentionFusionPatternsTest, AnAddedMinusInfinityWhereIsACausalWhereMask) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  struct Case {
+    std::string what;
+    bool ninf_first, shared;
+    float fill;
+    int total;          // steps in the fused plan
+    bool where_inside;  // the Where is one of the fused step's
+  };
+  const std::vector<Case> cases = {
+      {"Where(cond, -inf, 0)", true, false, ninf, 1, true},
+      {"Where(cond, 0, -inf)", false, false, ninf, 1, true},
+      {"a mask two attentions add", true, true, ninf, 3, false},
+      {"Where(cond, float min, 0): dynamo's", true, false, std::numeric_limits<float>::lowest(), 1, true},
+      {"Where(cond, 0, -2^100)", false, false, -0x1p100f, 1, true},
+      {"a fill of -1e9: added as it is", true, false, -1e9f, 2, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    absl::StatusOr<std::shared_ptr<const Model>> model = AddedWhereMaskModel(c.ninf_first, c.shared, c.fill);
+    ASSERT_TRUE(model.ok()) << model.status();
+    for (int64_t s : {1, 7, 40}) {
+      SCOPED_TRACE(absl::StrCat("seq ", s));
+      std::vector<Tensor> in = {AttnData({1, 2, s, 8}, 51), AttnData({1, 2, s, 8}, 52), AttnData({1, 2, s, 8}, 53)};
+      for (int pattern = 0; pattern < 3; ++pattern) {
+        SCOPED_TRACE(pattern == 0 ? "causal" : pattern == 1 ? "causal, row 0 masked whole" : "random");
+        Tensor cond = Tensor::Create(DType::kBool, {s, s}).value();
+        for (int64_t i = 0; i < s; ++i) {
+          for (int64_t j = 0; j < s; ++j) {
+            const bool masked = pattern == 2 ? (i * 7 + j * 3) % 5 == 0 : j > i || (pattern == 1 && i == 0);
+            cond.as<uint8_t>()[i * s + j] = masked == c.ninf_first ? 1 : 0;
+          }
+        }
+        std::vector<Tensor> inputs = {Tensor::CopyOf(in[0].view()).value(), Tensor::CopyOf(in[1].view()).value(),
+                                      Tensor::CopyOf(in[2].view()).value(), std::move(cond)};
+        for (Device device : {Device::kCpu, Device::kCuda}) {
+          ScopedAttentionFusion on(true);
+          const StepCounts counts = Steps(**model, inputs, device);
+          EXPECT_EQ(counts.fused, c.shared ? 2 : 1);
+          EXPECT_EQ(counts.total, c.total) << counts.fused_name;
+          EXPECT_EQ(counts.fused_name.find("mask_where") != std::string::npos, c.where_inside) << counts.fused_name;
+        }
+        ExpectSameAsUnfused(*model, inputs);
+      }
+    }
+  }
+}
+
 // The op itself: zero_nan_probs is 0 or 1, and with 1 a row whose keys are
 // all masked (Where filling -inf) gives 0 where it gives NaN without.
 TEST(AttentionFusionPatternsTest, ZeroNanProbsAttribute) {

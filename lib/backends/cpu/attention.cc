@@ -431,9 +431,13 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   a.avx2 = simd_allowed.load(std::memory_order_relaxed) && HasAvx2();
   a.avx512 = a.avx2 && avx512_allowed.load(std::memory_order_relaxed) && HostCpuFeatures().avx512f;
   a.rows_in_place = a.avx2 && l->sq < kRows;
+  // A finite fill trims too when it is so far below any score that exp
+  // gives exact zeros (kTrimmableFill), except in a row that keeps no key:
+  // there the fills share the row evenly, over all sk keys.
+  const double fill = l->attrs.masks[0].fill;
   a.trim = a.avx2 && !a.rows_in_place && l->has_mask(0) && !l->has_mask(1) &&
-           l->attrs.masks[0].kind == AttentionMaskKind::kWhere && std::isinf(l->attrs.masks[0].fill) &&
-           l->attrs.masks[0].fill < 0;
+           l->attrs.masks[0].kind == AttentionMaskKind::kWhere && fill < 0 &&
+           (std::isinf(fill) || fill <= ir::kTrimmableFill);
 #endif
   WorkspaceLayout ws;
   const int64_t sk16 = (l->sk + 15) / 16 * 16, dv16 = (l->dv + 15) / 16 * 16;
@@ -591,11 +595,17 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           if (a->trim) {
             const Mask& mk = masks[0];
             const AttentionLayout::MaskStrides& ms = l.masks[0];
+            const bool finite = !std::isinf(mk.fill);
             n = 0;
             for (int64_t r = 0; r < rows; ++r) {
               const uint8_t* cond = mk.cond + b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
               int64_t j = sk;
-              while (j > n && (cond[(j - 1) * ms.j] != 0) == mk.fill_if_true) --j;
+              const int64_t stop = finite ? 0 : n;
+              while (j > stop && (cond[(j - 1) * ms.j] != 0) == mk.fill_if_true) --j;
+              if (finite && j == 0) {  // a finite fill over the whole row: all its keys count
+                n = sk;
+                break;
+              }
               n = std::max(n, j);
             }
             if (n == 0) n = sk;

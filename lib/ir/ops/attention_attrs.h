@@ -43,6 +43,13 @@ enum class AttentionScaleOp : int64_t { kNone = 0, kMul = 1, kDiv = 2 };
 // Where(c, s, fill): false).
 enum class AttentionMaskKind : int64_t { kNone = 0, kAdd = 1, kWhere = 2 };
 
+// A mask fill at or below this (and -inf) lies below any score a model
+// computes: x + fill rounds to fill for every |x| < 2^75 in f32 and bf16,
+// and exp(fill - max) is exactly 0 beside a kept key's score. So an added
+// mask of 0 and such a fill is a Where mask filling it (the plan pass), and
+// a kernel may skip the keys it fills while a row keeps any key.
+inline constexpr double kTrimmableFill = -0x1p100;
+
 struct AttentionScale {
   AttentionScaleOp op = AttentionScaleOp::kNone;
   double value = 1.0;
