@@ -323,6 +323,27 @@ __attribute__((target("avx2,fma"))) void AddRowAvx2(float* x, const float* add, 
   for (; j < n; ++j) x[j] += add[j];
 }
 
+// One past the last key in [from, to) a Where condition whose keys are
+// contiguous keeps ((cond[j] != 0) != fill_if_true), or `from` when it keeps
+// none there: 32 keys at a time from the end.
+__attribute__((target("avx2,fma"))) int64_t LastKeptAvx2(const uint8_t* cond, int64_t from, int64_t to,
+                                                         bool fill_if_true) {
+  const __m256i zero = _mm256_setzero_si256();
+  int64_t j = to;
+  for (; j - 32 >= from; j -= 32) {
+    // Bit b set where byte b is zero; kept keys are the zeros (fill where
+    // true) or the others.
+    const uint32_t zeros = static_cast<uint32_t>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cond + j - 32)), zero)));
+    const uint32_t kept = fill_if_true ? zeros : ~zeros;
+    if (kept != 0) return j - 32 + 32 - __builtin_clz(kept);
+  }
+  for (; j > from; --j) {
+    if ((cond[j - 1] != 0) != fill_if_true) return j;
+  }
+  return from;
+}
+
 // x[j] = fill where (cond[j] != 0) == fill_if_true (a Where condition whose
 // keys are contiguous), eight at a time.
 __attribute__((target("avx2,fma"))) void WhereRowAvx2(float* x, const uint8_t* cond, int64_t n, float fill,
@@ -599,12 +620,24 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
             n = 0;
             for (int64_t r = 0; r < rows; ++r) {
               const uint8_t* cond = mk.cond + b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
+              auto masked = [&](int64_t j) { return (cond[j * ms.j] != 0) == mk.fill_if_true; };
               int64_t j = sk;
-              const int64_t stop = finite ? 0 : n;
-              while (j > stop && (cond[(j - 1) * ms.j] != 0) == mk.fill_if_true) --j;
-              if (finite && j == 0) {  // a finite fill over the whole row: all its keys count
-                n = sk;
-                break;
+#if defined(GROVE_ATTENTION_AVX2)
+              if (ms.j == 1) {
+                j = LastKeptAvx2(cond, n, sk, mk.fill_if_true);
+              } else {
+                while (j > n && masked(j - 1)) --j;
+              }
+#else
+              while (j > n && masked(j - 1)) --j;
+#endif
+              if (finite && j == n) {  // none kept from n on: a finite fill over a whole row counts every key
+                int64_t k = 0;
+                while (k < n && masked(k)) ++k;
+                if (k == n) {
+                  n = sk;
+                  break;
+                }
               }
               n = std::max(n, j);
             }
