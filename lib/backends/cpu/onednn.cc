@@ -89,10 +89,14 @@ int SessionThreads(const ir::KernelContext& ctx) {
 
 // A step is cut into parts for the session's threads only when it is worth
 // handing work to the pool (microseconds; more when a worker must be woken
-// or the cores are busy): at least this many multiply-adds, some 50 us of
+// or the cores are busy): at least this many multiply-adds, some 10 us of
 // one core's work. Smaller steps (a decode token's projections) stay on the
-// calling thread.
-constexpr double kParallelMacs = 1 << 21;
+// calling thread. 2^21 before: on 2 threads, with the workers spinning
+// between steps (thread_pool.h), 2^19 took a MobileNet-like CNN at 2x3x48x40
+// from 0.080 to 0.059 ms, a GPT block at 2x64 from 0.19 to 0.16 ms, an
+// encoder (d 64, FFN 2048) at 2x32 from 0.283 to 0.240 ms (grove bench,
+// minimums of alternated runs), and left one-token steps as they were.
+constexpr double kParallelMacs = 1 << 19;
 int StepThreads(const ir::KernelContext& ctx, double macs) { return macs < kParallelMacs ? 1 : SessionThreads(ctx); }
 
 // A step split over the session's threads is cut into this many parts per
