@@ -393,6 +393,46 @@ TEST(ChannelsLastTest, ResidualCnnsMatchThePlainLayoutAndTheReferenceKernels) {
   }
 }
 
+// x -> Conv+Relu (a) -> Conv (b) -> Concat(a, b) along `axis` -> Conv ->
+// GlobalAveragePool -> Flatten: the Concat's values are stored
+// channels-last with the Convs', the axis moved (channels: the last).
+TEST(ChannelsLastTest, ConcatAlongAnyAxisKeepsChannelsLast) {
+  for (const auto& [x, axis] : std::vector<std::pair<Shape, int64_t>>{
+           {{2, 3, 12, 10}, 1}, {{1, 3, 12, 10}, -3}, {{1, 3, 12, 10}, 2}, {{2, 3, 12, 10}, -1}, {{2, 4, 20}, 1},
+           {{1, 4, 20}, 2}}) {
+    const std::string what = absl::StrCat("X [", absl::StrJoin(x, ","), "], axis ", axis);
+    const size_t spatial = x.size() - 2;
+    ModelBuilder b;
+    b.AddInput("x", DType::kF32, std::vector<Dim>(x.begin(), x.end()));
+    auto conv = [&](const std::string& in, int64_t in_c, int64_t out_c, const std::string& out, int seed) {
+      Shape w = {out_c, in_c};
+      for (size_t d = 0; d < spatial; ++d) w.push_back(3);
+      b.AddWeight("W_" + out, DType::kF32, w, RandomValues(testing::Count(w), seed, 0.4f));
+      b.AddOp("Conv", {in, "W_" + out}, {out}, {{"pads", Shape(2 * spatial, 1)}}, "conv_" + out);
+    };
+    conv("x", x[1], 8, "a0", 31);
+    b.AddOp("Relu", {"a0"}, {"a"}, {}, "relu");
+    conv("a", 8, 8, "b", 33);
+    b.AddOp("Concat", {"a", "b"}, {"ab"}, {{"axis", axis}}, "concat");
+    const bool channels = axis == 1 || axis == -static_cast<int64_t>(x.size()) + 1;
+    conv("ab", channels ? 16 : 8, 4, "c", 35);
+    b.AddOp("GlobalAveragePool", {"c"}, {"g"}, {}, "gap");
+    b.AddOp("Flatten", {"g"}, {"y"}, {}, "flatten");
+    b.AddOutput("y");
+    std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+    const Tensor in = testing::MakeTensor<float>(DType::kF32, x, RandomValues(testing::Count(x), 37, 2));
+    const std::vector<Tensor> reference = RunAllTwice(model, in, false, false, 1);
+    const cpu::ChannelsLastCounts before = cpu::ChannelsLastStepsPrepared();
+    const std::vector<Tensor> last = RunAllTwice(model, in, true, true, 1);
+    // conv_a0's Y, conv_b's X and Y, conv_c's X: the Concat between them.
+    EXPECT_GE(cpu::ChannelsLastStepsPrepared().prepared - before.prepared, 3) << what;
+    ASSERT_EQ(last.size(), 1u) << what;
+    ExpectNear(last[0], reference[0], 1e-5, what + ": channels-last vs reference kernels");
+    ExpectNear(RunAllTwice(model, in, true, false, 1)[0], reference[0], 1e-5, what + ": plain layout");
+    ExpectNear(RunAllTwice(model, in, true, true, 2)[0], reference[0], 1e-5, what + ": 2 threads");
+  }
+}
+
 // Nothing is stored channels-last when oneDNN is off, when the pass is, or
 // when no window step's X or Y could be (a Conv read by Concat and Flatten
 // only).

@@ -685,8 +685,21 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
     for (int64_t d : values[v].shape) n *= d;
     return values[v].shape_known && n == 1;
   };
+  // A Concat of same-rank values: all stored alike, its axis moved with them.
+  auto layout_concat = [&](const PlanStep& step) {
+    const int out = SoleOutput(step);
+    if (step.node->type != "Concat" || out < 0 || step.inputs.empty()) return false;
+    for (int v : step.inputs) {
+      if (v < 0 || values[v].shape.size() != values[out].shape.size()) return false;
+    }
+    return true;
+  };
   for (const PlanStep& step : steps) {
     const bool usable = Plain(step);
+    if (usable && layout_concat(step)) {
+      for (int v : step.inputs) root[find(v)] = find(SoleOutput(step));
+      continue;
+    }
     if (usable && IsLayoutWindow(step)) {
       const int x = step.inputs[0], y = SoleOutput(step);
       if (x >= 0) windowed[x] = true;
@@ -733,6 +746,17 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
   }
   if (stored == 0) return;
   for (PlanStep& step : steps) {
+    if (Plain(step) && layout_concat(step) && last[SoleOutput(step)]) {
+      // [N, C, S...] axis a is [N, S..., C] axis 0, rank - 1 (C) or a - 1.
+      const int rank = static_cast<int>(values[SoleOutput(step)].shape.size());
+      int64_t axis = step.node->attrs.GetInt("axis", 0);
+      if (axis < 0) axis += rank;
+      auto node = std::make_unique<ir::Node>(*step.node);
+      node->attrs.Set("axis", axis == 0 ? int64_t{0} : axis == 1 ? int64_t{rank - 1} : axis - 1);
+      plan.owned_nodes.push_back(std::move(node));
+      step.node = plan.owned_nodes.back().get();
+      continue;
+    }
     if (!Plain(step) || !IsLayoutWindow(step)) continue;
     const int x = step.inputs[0], y = SoleOutput(step);
     const int64_t bits = (x >= 0 && last[x] ? 1 : 0) | (last[y] ? 2 : 0);

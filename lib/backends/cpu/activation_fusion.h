@@ -75,9 +75,10 @@ void SetOneDnnChainsEnabled(bool enabled);
 // GlobalMaxPool, each through its X and Y only. Elementwise steps (Relu,
 // Clip, Add, Mul, ... post_op-like unary ops and arithmetic) are the same
 // on either layout when every operand is the same shape or a single
-// element: such a step's operands are stored alike, all or none. A value
-// any other step reads (Flatten, Concat, a BatchNormalization left alone,
-// a Conv's W) keeps the plain layout, and with it every value it shares a
+// element: such a step's operands are stored alike, all or none; so are a
+// Concat's (of values of one rank), whose axis the pass moves with them. A
+// value any other step reads (Flatten, a BatchNormalization left alone, a
+// Conv's W) keeps the plain layout, and with it every value it shares a
 // step with. The stored shape is the permuted one; each window step gets
 // kChannelsLastAttr (post_op.h) saying which of its X and Y are stored so.
 // A CNN's residual Adds and activations left between Convs then cost no
