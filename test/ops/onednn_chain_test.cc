@@ -286,7 +286,8 @@ class ScopedCopiesOnly {
 // step that needs [N, C, ...]) and that is an output too. With
 // `channel_bias`, the Add takes a [C, 1, 1] bias as well (a broadcast along
 // the channels: plain).
-std::shared_ptr<const Model> ResidualCnn(const Shape& x, const std::string& pool, bool concat, bool channel_bias) {
+std::shared_ptr<const Model> ResidualCnn(const Shape& x, const std::string& pool, bool concat, bool channel_bias,
+                                         bool batch_norm = false) {
   ModelBuilder b;
   b.AddInput("x", DType::kF32, std::vector<Dim>(x.begin(), x.end()));
   const size_t spatial = x.size() - 2;
@@ -310,7 +311,18 @@ std::shared_ptr<const Model> ResidualCnn(const Shape& x, const std::string& pool
     sum_in = "bb";
   }
   b.AddOp("Add", {sum_in, "a"}, {"s"}, {}, "residual");
-  b.AddOp("Relu", {"s"}, {"r"}, {}, "relu_r");
+  std::string to_relu = "s";
+  if (batch_norm) {  // after the Add, so not folded into a Conv: a step of its own
+    b.AddWeight("bn_scale", DType::kF32, {c}, RandomValues(c, 61));
+    b.AddWeight("bn_bias", DType::kF32, {c}, RandomValues(c, 62));
+    b.AddWeight("bn_mean", DType::kF32, {c}, RandomValues(c, 63));
+    std::vector<float> var = RandomValues(c, 64);
+    for (float& v : var) v = 1.0f + std::fabs(v);
+    b.AddWeight("bn_var", DType::kF32, {c}, var);
+    b.AddOp("BatchNormalization", {"s", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"sn"}, {}, "norm");
+    to_relu = "sn";
+  }
+  b.AddOp("Relu", {to_relu}, {"r"}, {}, "relu_r");
   const Shape window(spatial, 2);
   b.AddOp(pool, {"r"}, {"p"}, {{"kernel_shape", window}, {"strides", window}}, "pool");
   conv("p", c, "cc", 7);
@@ -353,8 +365,12 @@ TEST(ChannelsLastTest, ResidualCnnsMatchThePlainLayoutAndTheReferenceKernels) {
     std::string pool;
     bool concat, channel_bias;
     bool stored;  // whether any window step gets a channels-last X or Y
+    bool batch_norm = false;
   };
   const std::vector<Case> cases = {
+      {{2, 3, 16, 16}, "MaxPool", false, false, true, true},  // a BatchNormalization of its own
+      {{1, 4, 30}, "AveragePool", false, false, true, true},
+      {{1, 3, 6, 6, 6}, "MaxPool", false, false, true, true},
       {{1, 3, 16, 16}, "MaxPool", false, false, true},
       {{3, 5, 12, 10}, "AveragePool", false, false, true},
       {{2, 4, 30}, "MaxPool", false, false, true},                // 1-d
@@ -364,8 +380,8 @@ TEST(ChannelsLastTest, ResidualCnnsMatchThePlainLayoutAndTheReferenceKernels) {
   };
   for (const Case& c : cases) {
     const std::string what = absl::StrCat("X [", absl::StrJoin(c.x, ","), "] ", c.pool, c.concat ? " + Concat" : "",
-                                          c.channel_bias ? " + channel bias" : "");
-    std::shared_ptr<const Model> model = ResidualCnn(c.x, c.pool, c.concat, c.channel_bias);
+                                          c.channel_bias ? " + channel bias" : "", c.batch_norm ? " + BatchNorm" : "");
+    std::shared_ptr<const Model> model = ResidualCnn(c.x, c.pool, c.concat, c.channel_bias, c.batch_norm);
     const Tensor x = testing::MakeTensor<float>(DType::kF32, c.x, RandomValues(testing::Count(c.x), 17, 2));
     const std::vector<Tensor> reference = RunAllTwice(model, x, false, false, 1);
     const cpu::ChannelsLastCounts before = cpu::ChannelsLastStepsPrepared();

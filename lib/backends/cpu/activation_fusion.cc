@@ -634,7 +634,9 @@ bool IsLayoutWindow(const PlanStep& step) {
   const bool conv = type == "Conv" || absl::StartsWith(type, "Conv+") || absl::StartsWith(type, "Conv>");
   const bool pool = type == "MaxPool" || type == "AveragePool" || type == "GlobalAveragePool" ||
                     type == "GlobalMaxPool";
-  return (conv || pool) && step.prepare != nullptr && !step.inputs.empty() && SoleOutput(step) >= 0;
+  // Inference only: training_mode's running statistics are more outputs.
+  const bool norm = type == "BatchNormalization";
+  return (conv || pool || norm) && step.prepare != nullptr && !step.inputs.empty() && SoleOutput(step) >= 0;
 }
 
 // Elementwise ops whose CPU kernels compute each element from the elements

@@ -72,7 +72,8 @@ void SetOneDnnChainsEnabled(bool enabled);
 // [N, spatial..., C], the layout oneDNN's convolutions compute in, instead
 // of [N, C, spatial...]. Window steps: Conv (maybe fused, or a chain's head)
 // and MaxPool (without Indices), AveragePool, GlobalAveragePool,
-// GlobalMaxPool, each through its X and Y only. Elementwise steps (Relu,
+// GlobalMaxPool, BatchNormalization (inference: one output), each through
+// its X and Y only (channels_last.h wraps their kernels). Elementwise steps (Relu,
 // Clip, Add, Mul, ... post_op-like unary ops and arithmetic) are the same
 // on either layout when every operand is the same shape or a single
 // element: such a step's operands are stored alike, all or none; so are a

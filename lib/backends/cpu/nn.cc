@@ -8,7 +8,6 @@
 // every dim the shape function may have seen symbolically is checked again
 // here. The normalizations are the norm group (norm.cc).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -23,13 +22,11 @@
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/common/window.h"
-#include "lib/backends/cpu/activation_fusion.h"
 #include "lib/backends/cpu/blas_gemm.h"
+#include "lib/backends/cpu/channels_last.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/onednn.h"
-#include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/post_op.h"
-#include "lib/backends/cpu/strided_copy.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
 #include "lib/ir/ops/conv_geometry.h"
@@ -189,141 +186,6 @@ struct ConvOperands {
     }
   }
 };
-
-// ---------------------------------------------------------------------------
-// Channels-last activations (post_op.h's kChannelsLastAttr): the step's
-// kernel runs on the logical [N, C, spatial...] views of X and Y; where it
-// cannot read or write the stored layout itself (its prepare cleared the
-// bit: the reference loops), it gets channels-first copies in the workspace,
-// transposed here.
-// ---------------------------------------------------------------------------
-
-using LayoutPrepare = absl::StatusOr<PreparedKernel> (*)(const KernelContext&, ChannelsLast*);
-using LayoutRun = absl::Status (*)(KernelContext&);
-
-// [N, C, S...] of a tensor stored [N, S..., C].
-std::vector<int64_t> ChannelsFirstShape(const std::vector<int64_t>& stored) {
-  std::vector<int64_t> shape = {stored.front(), stored.back()};
-  shape.insert(shape.end(), stored.begin() + 1, stored.end() - 1);
-  return shape;
-}
-
-// Element strides of a channels-last array read in [N, C, S...] order, or of
-// a channels-first array read in [N, S..., C] order (`to_channels_last`).
-std::vector<int64_t> TransposeStrides(const std::vector<int64_t>& logical, bool to_channels_last) {
-  const size_t rank = logical.size();
-  std::vector<int64_t> strides(rank);
-  if (!to_channels_last) {  // source [N, S..., C]: C's stride 1, S's after it
-    int64_t at = logical[1];
-    strides[1] = 1;
-    for (size_t d = rank; d-- > 2;) {
-      strides[d] = at;
-      at *= logical[d];
-    }
-    strides[0] = at;
-    return strides;
-  }
-  // source [N, C, S...] read as [N, S..., C]
-  int64_t spatial = 1;
-  for (size_t d = 2; d < rank; ++d) spatial *= logical[d];
-  strides[0] = logical[1] * spatial;
-  strides[rank - 1] = spatial;
-  int64_t at = 1;
-  for (size_t d = rank; d-- > 2;) {
-    strides[d - 1] = at;
-    at *= logical[d];
-  }
-  return strides;
-}
-
-std::atomic<bool> g_channels_last_copies_only{false};  // tests: the transposed copies' path
-std::atomic<int64_t> g_channels_last_prepared{0}, g_channels_last_copied{0};
-
-struct ChannelsLastParams {
-  PreparedKernel inner;
-  ChannelsLast stored;  // what the attribute says
-  ChannelsLast copied;  // of those, what the inner kernel reads / writes channels-first
-  uint64_t x_offset = 0, y_offset = 0;  // the copies, after the inner kernel's workspace
-};
-
-// ctx's inputs and outputs with X and Y as their logical views.
-struct LogicalViews {
-  TensorView x, y;
-  std::vector<TensorView*> inputs, outputs;
-  LogicalViews(const KernelContext& ctx, ChannelsLast stored) {
-    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.has_input(i) ? &const_cast<TensorView&>(ctx.input(i)) : nullptr);
-    for (int i = 0; i < ctx.num_outputs(); ++i) outputs.push_back(ctx.has_output(i) ? &ctx.output(i) : nullptr);
-    x = ctx.input(0);
-    y = ctx.output(0);
-    if (stored.src) x.shape = ChannelsFirstShape(x.shape);
-    if (stored.dst) y.shape = ChannelsFirstShape(y.shape);
-    inputs[0] = &x;
-    outputs[0] = &y;
-  }
-};
-
-ChannelsLast StoredLayout(const KernelContext& ctx) {
-  const int64_t bits = ctx.attrs().GetInt(kChannelsLastAttr, 0);
-  return ChannelsLast{(bits & 1) != 0, (bits & 2) != 0};
-}
-
-absl::StatusOr<PreparedKernel> PrepareChannelsLast(const KernelContext& ctx, LayoutPrepare prepare) {
-  const ChannelsLast stored = StoredLayout(ctx);
-  auto rank_ok = [](const TensorView& t) { return t.shape.size() >= 3 && t.shape.size() <= 5; };
-  if ((!stored.src && !stored.dst) || ctx.num_inputs() < 1 || !ctx.has_input(0) || !ctx.has_output(0) ||
-      (stored.src && !rank_ok(ctx.input(0))) || (stored.dst && !rank_ok(ctx.output(0)))) {
-    return ctx.Error("a channels-last step needs X and Y of rank 3-5 and the layout's bits (1: X, 2: Y)");
-  }
-  LogicalViews views(ctx, stored);
-  const KernelContext logical(ctx.node(), views.inputs, views.outputs, ctx.host());
-  const bool copies_only = g_channels_last_copies_only.load(std::memory_order_relaxed);
-  ChannelsLast honored = copies_only ? ChannelsLast{} : stored;
-  absl::StatusOr<PreparedKernel> inner = prepare(logical, copies_only ? nullptr : &honored);
-  if (!inner.ok()) return inner.status();
-  ChannelsLastParams p;
-  p.stored = stored;
-  p.copied = ChannelsLast{stored.src && !honored.src, stored.dst && !honored.dst};
-  g_channels_last_prepared.fetch_add(1, std::memory_order_relaxed);
-  if (p.copied.src || p.copied.dst) g_channels_last_copied.fetch_add(1, std::memory_order_relaxed);
-  WorkspaceLayout layout;
-  layout.AddBytes(inner->workspace_bytes);
-  if (p.copied.src) {
-    p.x_offset = AlignWorkspace(layout.bytes());
-    layout.AddBytes(views.x.byte_size());
-  }
-  if (p.copied.dst) {
-    p.y_offset = AlignWorkspace(layout.bytes());
-    layout.AddBytes(views.y.byte_size());
-  }
-  p.inner = *std::move(inner);
-  const uint64_t bytes = layout.bytes();
-  return MakePrepared(std::move(p), bytes);
-}
-
-absl::Status RunChannelsLast(KernelContext& ctx, LayoutRun run) {
-  const ChannelsLastParams* p = PreparedParams<ChannelsLastParams>(ctx);
-  if (p == nullptr) return NotPrepared(ctx);
-  LogicalViews views(ctx, p->stored);
-  uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
-  if ((p->copied.src || p->copied.dst) && workspace == nullptr) return ctx.Error("the channels-last step has no workspace");
-  ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
-  const size_t elem = DTypeSize(views.x.dtype);
-  if (p->copied.src) {
-    void* copy = workspace + p->x_offset;
-    StridedCopy(threads, elem, views.x.shape, views.x.data, TransposeStrides(views.x.shape, false), copy);
-    views.x.data = copy;
-  }
-  void* y = views.y.data;
-  if (p->copied.dst) views.y.data = workspace + p->y_offset;
-  KernelContext logical(ctx.node(), views.inputs, views.outputs, ctx.host());
-  logical.SetPrepared(&p->inner, workspace);
-  if (absl::Status s = run(logical); !s.ok()) return s;
-  if (p->copied.dst) {
-    std::vector<int64_t> stored = ctx.output(0).shape;
-    StridedCopy(threads, DTypeSize(views.y.dtype), stored, views.y.data, TransposeStrides(views.y.shape, true), y);
-  }
-  return absl::OkStatus();
-}
 
 struct ConvPoolChain;
 struct OneDnnChain;
@@ -1280,11 +1142,6 @@ absl::Status LrnKernel(KernelContext& ctx) {
 
 }  // namespace
 
-void SetChannelsLastCopiesOnly(bool copies) { g_channels_last_copies_only.store(copies, std::memory_order_relaxed); }
-ChannelsLastCounts ChannelsLastStepsPrepared() {
-  return ChannelsLastCounts{g_channels_last_prepared.load(std::memory_order_relaxed),
-                            g_channels_last_copied.load(std::memory_order_relaxed)};
-}
 
 absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
   const std::pair<const char*, ir::KernelDef> kernels[] = {

@@ -31,10 +31,12 @@
 #include "lib/backends/common/kernel_checks.h"
 #include "lib/backends/common/norm_checks.h"
 #include "lib/backends/common/prepared.h"
+#include "lib/backends/cpu/channels_last.h"
 #include "lib/backends/cpu/cpu_features.h"
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/norm.h"
 #include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
@@ -143,7 +145,8 @@ void AddBatchNormScratch(const ChannelNormParams& p, WorkspaceLayout* layout) {
   layout->Add<double>(p.channels);
 }
 
-absl::StatusOr<PreparedKernel> PrepareBatchNormalization(const KernelContext& ctx) {
+// `io`: as for channels_last.h's LayoutPrepare.
+absl::StatusOr<PreparedKernel> PrepareBatchNormalizationWith(const KernelContext& ctx, ChannelsLast* io) {
   ChannelNormParams p;
   p.training = ctx.attrs().GetInt("training_mode", 0) != 0;
   const TensorView& x = ctx.input(0);
@@ -167,18 +170,31 @@ absl::StatusOr<PreparedKernel> PrepareBatchNormalization(const KernelContext& ct
   WorkspaceLayout layout;
   if (!p.training) {
     absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
-        PrepareOneDnnBatchNorm(ctx, static_cast<float>(p.epsilon), &layout);
+        PrepareOneDnnBatchNorm(ctx, static_cast<float>(p.epsilon), &layout, io != nullptr ? *io : ChannelsLast{});
     if (!onednn.ok()) return onednn.status();
     if (*onednn != nullptr) {
       p.onednn = *std::move(onednn);
       return MakePrepared(std::move(p), layout.bytes());
     }
   }
+  if (io != nullptr) *io = ChannelsLast{};
   AddBatchNormScratch(p, &layout);
   return MakePrepared(std::move(p), layout.bytes());
 }
 
+absl::StatusOr<PreparedKernel> PrepareBatchNormalization(const KernelContext& ctx) {
+  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PrepareBatchNormalizationWith);
+  return PrepareBatchNormalizationWith(ctx, nullptr);
+}
+
+absl::Status BatchNormalizationBody(KernelContext& ctx);
+
 absl::Status BatchNormalizationKernel(KernelContext& ctx) {
+  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &BatchNormalizationBody)
+                                            : BatchNormalizationBody(ctx);
+}
+
+absl::Status BatchNormalizationBody(KernelContext& ctx) {
   const ChannelNormParams* pp = PreparedParams<ChannelNormParams>(ctx);
   if (pp == nullptr) return NotPrepared(ctx);
   if (pp->onednn != nullptr) return RunOneDnnStep(*pp->onednn, ctx);

@@ -900,7 +900,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
 }
 
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::KernelContext& ctx, float epsilon,
-                                                                   WorkspaceLayout* layout) {
+                                                                   WorkspaceLayout* layout, ChannelsLast io) {
   if (!OneDnnEnabled()) return nullptr;
   const TensorView& x = ctx.input(0);
   if (x.shape.size() < 2 || x.shape.size() > 5) return nullptr;
@@ -909,15 +909,18 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
   }
   if (x.num_elements() == 0) return nullptr;
   memory::dims dims(x.shape.begin(), x.shape.end());
-  // [N, C] and [N, C, W] as [N, C, 1, 1] and [N, C, W, 1], the same bytes:
-  // oneDNN's JIT code has no blocked layout of rank 2 or 3.
+  // [N, C] and [N, C, W] as [N, C, 1, 1] and [N, C, W, 1], the same bytes
+  // (also channels-last: [N, W, C] is [N, C, W, 1] in nhwc): oneDNN's JIT
+  // code has no blocked layout of rank 2 or 3.
+  if (x.shape.size() < 3) io = ChannelsLast{};
   while (dims.size() < 4) dims.push_back(1);
   const memory::dims channels = {x.shape[1]};
   const int step_threads = StepThreads(ctx, Product(dims) * kElementMacs);
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
-    const memory::desc data = PlainDesc(dims), vector = PlainDesc(channels);
+    const memory::desc src_data = UserDesc(dims, io.src), dst_data = UserDesc(dims, io.dst);
+    const memory::desc vector = PlainDesc(channels);
     const auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                        dnnl::normalization_flags::use_shift;
     // As for pooling: oneDNN's JIT batch normalization reads channel-blocked
@@ -929,6 +932,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
     } else {
       layouts = {tag::nCdhw16c, tag::nCdhw8c, tag::ndhwc};
     }
+    if (io.src) std::rotate(layouts.begin(), layouts.end() - 1, layouts.end());  // its own layout first
     std::optional<dnnl::batch_normalization_forward::primitive_desc> made;
     for (tag layout : layouts) {
       const memory::desc inner(dims, memory::data_type::f32, layout);
@@ -949,11 +953,11 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
     step->primitive = dnnl::batch_normalization_forward(pd);
     const std::pair<int, int> vectors[] = {
         {DNNL_ARG_SCALE, 1}, {DNNL_ARG_SHIFT, 2}, {DNNL_ARG_MEAN, 3}, {DNNL_ARG_VARIANCE, 4}};
-    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, data, pd.src_desc(), false, layout)) return nullptr;
+    if (!AddOperand(ctx, *step, DNNL_ARG_SRC, false, 0, src_data, pd.src_desc(), false, layout)) return nullptr;
     for (const auto& [arg, index] : vectors) {
       if (!AddOperand(ctx, *step, arg, false, index, vector, vector, false, layout)) return nullptr;
     }
-    if (!AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, data, pd.dst_desc(), false, layout)) return nullptr;
+    if (!AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, dst_data, pd.dst_desc(), false, layout)) return nullptr;
     if (step_threads > 1) {
       // Cut along the batch, else along the rows (channels-last layouts).
       PartitionSpec spec;

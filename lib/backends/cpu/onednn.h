@@ -151,7 +151,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
 // epsilon) + B over X [N, C, ...] (rank 2-5), every input f32 (inputs 0-4:
 // X, scale, B, input_mean, input_var), or nullptr when oneDNN does not take it.
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::KernelContext& ctx, float epsilon,
-                                                                   WorkspaceLayout* layout);
+                                                                   WorkspaceLayout* layout,
+                                                                   ChannelsLast io = {});
 
 // Softmax of input 0 seen as `rows` contiguous rows of n f32 elements (the
 // last axis, or the axis with nothing after it), into output 0; nullptr when

@@ -87,7 +87,8 @@ inline std::string ChainShapeAttr(int link) { return "grove_chain" + std::to_str
 inline std::string ChainAttrPrefix(int link) { return "grove_chain" + std::to_string(link) + "."; }
 
 // A window step (Conv, maybe fused or a chain's head; MaxPool, AveragePool,
-// the global pools) whose X (bit 1) or Y (bit 2) grove stores channels-last,
+// the global pools, BatchNormalization) whose X (bit 1) or Y (bit 2) grove
+// stores channels-last,
 // [N, spatial..., C] (AssignChannelsLast, activation_fusion.h): the step's
 // kernel takes its logical [N, C, spatial...] view, and oneDNN reads or
 // writes the layout in place; a kernel that cannot (the reference loops) is
