@@ -67,12 +67,10 @@ std::vector<std::string> PlannedOps(const Model& model, const Shape& x, bool one
   return ops;
 }
 
-// Output 0 of two runs (the second's) of one session: the first on other
-// values, so the second shows that the invoke rebinds every array.
-Tensor RunTwice(const std::shared_ptr<const Model>& model, const Tensor& x, bool onednn, bool chains,
-                int threads = 1) {
-  cpu::ScopedOneDnn scope(onednn);
-  ScopedChains chain_scope(chains);
+// Every output of two runs (the second's) of one CPU session on `threads`:
+// the first on other values, so the second shows that the invoke rebinds
+// every array.
+std::vector<Tensor> RunSessionTwice(const std::shared_ptr<const Model>& model, const Tensor& x, int threads) {
   SessionOptions options;
   options.device = Device::kCpu;
   options.intra_op_threads = threads;
@@ -83,8 +81,19 @@ Tensor RunTwice(const std::shared_ptr<const Model>& model, const Tensor& x, bool
   EXPECT_TRUE(session->Run({other.view()}).ok());
   absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view()});
   EXPECT_TRUE(out.ok()) << out.status();
-  if (!out.ok()) return Tensor();
-  return Tensor::CopyOf((*out)[0]).value();
+  std::vector<Tensor> copies;
+  if (!out.ok()) return copies;
+  for (const TensorView& t : *out) copies.push_back(Tensor::CopyOf(t).value());
+  return copies;
+}
+
+// Output 0 of RunSessionTwice, with oneDNN and its chains on or off.
+Tensor RunTwice(const std::shared_ptr<const Model>& model, const Tensor& x, bool onednn, bool chains,
+                int threads = 1) {
+  cpu::ScopedOneDnn scope(onednn);
+  ScopedChains chain_scope(chains);
+  std::vector<Tensor> out = RunSessionTwice(model, x, threads);
+  return out.empty() ? Tensor() : std::move(out[0]);
 }
 
 void ExpectNear(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
@@ -338,25 +347,12 @@ std::shared_ptr<const Model> ResidualCnn(const Shape& x, const std::string& pool
   return Model::LoadFromBuffer(*b.Finish()).value();
 }
 
-// Every output of two runs of one session (the second's), as RunTwice.
+// RunSessionTwice with oneDNN and the layout pass on or off.
 std::vector<Tensor> RunAllTwice(const std::shared_ptr<const Model>& model, const Tensor& x, bool onednn,
                                 bool channels_last, int threads) {
   cpu::ScopedOneDnn scope(onednn);
   ScopedChannelsLast layout(channels_last);
-  SessionOptions options;
-  options.device = Device::kCpu;
-  options.intra_op_threads = threads;
-  std::unique_ptr<Session> session = Session::Create(model, options).value();
-  Tensor other = Tensor::CopyOf(x.view()).value();
-  float* o = other.as<float>();
-  for (int64_t i = 0; i < other.view().num_elements(); ++i) o[i] = -2 * o[i] + 0.5f;
-  EXPECT_TRUE(session->Run({other.view()}).ok());
-  absl::StatusOr<std::vector<TensorView>> out = session->Run({x.view()});
-  EXPECT_TRUE(out.ok()) << out.status();
-  std::vector<Tensor> copies;
-  if (!out.ok()) return copies;
-  for (const TensorView& t : *out) copies.push_back(Tensor::CopyOf(t).value());
-  return copies;
+  return RunSessionTwice(model, x, threads);
 }
 
 TEST(ChannelsLastTest, ResidualCnnsMatchThePlainLayoutAndTheReferenceKernels) {

@@ -498,11 +498,14 @@ bool IsChainLink(const PlanStep& step) {
 
 namespace {
 
+// A pass's switch: on unless the environment variable is "0" (read once).
+bool OnUnlessZero(const char* variable) {
+  const char* v = std::getenv(variable);
+  return v == nullptr || std::string(v) != "0";
+}
+
 std::atomic<bool>& ChainsFlag() {
-  static std::atomic<bool> enabled{[] {
-    const char* v = std::getenv("GROVE_CPU_ONEDNN_CHAINS");
-    return v == nullptr || std::string(v) != "0";
-  }()};
+  static std::atomic<bool> enabled{OnUnlessZero("GROVE_CPU_ONEDNN_CHAINS")};
   return enabled;
 }
 
@@ -620,10 +623,7 @@ void FuseOneDnnChains(runtime::PlanGraph& plan) {
 namespace {
 
 std::atomic<bool>& ChannelsLastFlag() {
-  static std::atomic<bool> enabled{[] {
-    const char* v = std::getenv("GROVE_CPU_CHANNELS_LAST");
-    return v == nullptr || std::string(v) != "0";
-  }()};
+  static std::atomic<bool> enabled{OnUnlessZero("GROVE_CPU_CHANNELS_LAST")};
   return enabled;
 }
 
