@@ -333,8 +333,8 @@ __attribute__((target("avx2,fma"))) int64_t LastKeptAvx2(const uint8_t* cond, in
   for (; j - 32 >= from; j -= 32) {
     // Bit b set where byte b is zero; kept keys are the zeros (fill where
     // true) or the others.
-    const uint32_t zeros = static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(cond + j - 32)), zero)));
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cond + j - 32));
+    const uint32_t zeros = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, zero)));
     const uint32_t kept = fill_if_true ? zeros : ~zeros;
     if (kept != 0) return j - 32 + 32 - __builtin_clz(kept);
   }

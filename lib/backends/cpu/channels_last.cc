@@ -71,7 +71,9 @@ struct LogicalViews {
   TensorView x, y;
   std::vector<TensorView*> inputs, outputs;
   LogicalViews(const KernelContext& ctx, ChannelsLast stored) {
-    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.has_input(i) ? &const_cast<TensorView&>(ctx.input(i)) : nullptr);
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      inputs.push_back(ctx.has_input(i) ? &const_cast<TensorView&>(ctx.input(i)) : nullptr);
+    }
     for (int i = 0; i < ctx.num_outputs(); ++i) outputs.push_back(ctx.has_output(i) ? &ctx.output(i) : nullptr);
     x = ctx.input(0);
     y = ctx.output(0);
@@ -127,7 +129,9 @@ absl::Status RunChannelsLast(KernelContext& ctx, LayoutRun run) {
   if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
   LogicalViews views(ctx, p->stored);
   uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
-  if ((p->copied.src || p->copied.dst) && workspace == nullptr) return ctx.Error("the channels-last step has no workspace");
+  if ((p->copied.src || p->copied.dst) && workspace == nullptr) {
+    return ctx.Error("the channels-last step has no workspace");
+  }
   ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
   const size_t elem = DTypeSize(views.x.dtype);
   if (p->copied.src) {
