@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,7 +73,7 @@ bool AddedMaskAsCondition(const ChainFinder& f, int mask, const std::vector<int6
   // kTrimmableFill: torch.finfo(float32).min, the dynamo exporter's.
   const DType dtype = f.value(mask).dtype;
   auto is_fill = [&](double v) {
-    return v < 0 && (std::isinf(v) || (v <= ir::kTrimmableFill && (dtype == DType::kF32 || dtype == DType::kBF16)));
+    return ir::IsTrimmableFill(v) && (std::isinf(v) || dtype == DType::kF32 || dtype == DType::kBF16);
   };
   const bool fill_if_true = is_fill(*a) && *b == 0.0;
   if (!fill_if_true && !(*a == 0.0 && is_fill(*b))) return false;

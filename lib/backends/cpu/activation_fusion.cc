@@ -682,11 +682,7 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
       if (v >= 0) plain[v] = true;
     }
   }
-  auto single = [&](int v) {
-    int64_t n = 1;
-    for (int64_t d : values[v].shape) n *= d;
-    return values[v].shape_known && n == 1;
-  };
+  auto single = [&](int v) { return values[v].shape_known && ir::NumElements(values[v].shape) == 1; };
   // A Concat of same-rank values: all stored alike, its axis moved with them.
   auto layout_concat = [&](const PlanStep& step) {
     const int out = SoleOutput(step);
@@ -747,26 +743,26 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
     std::rotate(shape.begin() + 1, shape.begin() + 2, shape.end());  // [N, C, S...] -> [N, S..., C]
   }
   if (stored == 0) return;
+  // The step's node, copied with attribute `name` set to `value`.
+  auto set_attr = [&](PlanStep& step, const std::string& name, int64_t value) {
+    auto node = std::make_unique<ir::Node>(*step.node);
+    node->attrs.Set(name, value);
+    plan.owned_nodes.push_back(std::move(node));
+    step.node = plan.owned_nodes.back().get();
+  };
   for (PlanStep& step : steps) {
     if (Plain(step) && layout_concat(step) && last[SoleOutput(step)]) {
       // [N, C, S...] axis a is [N, S..., C] axis 0, rank - 1 (C) or a - 1.
       const int rank = static_cast<int>(values[SoleOutput(step)].shape.size());
       int64_t axis = step.node->attrs.GetInt("axis", 0);
       if (axis < 0) axis += rank;
-      auto node = std::make_unique<ir::Node>(*step.node);
-      node->attrs.Set("axis", axis == 0 ? int64_t{0} : axis == 1 ? int64_t{rank - 1} : axis - 1);
-      plan.owned_nodes.push_back(std::move(node));
-      step.node = plan.owned_nodes.back().get();
+      set_attr(step, "axis", axis == 0 ? 0 : axis == 1 ? rank - 1 : axis - 1);
       continue;
     }
     if (!Plain(step) || !IsLayoutWindow(step)) continue;
     const int x = step.inputs[0], y = SoleOutput(step);
     const int64_t bits = (x >= 0 && last[x] ? 1 : 0) | (last[y] ? 2 : 0);
-    if (bits == 0) continue;
-    auto node = std::make_unique<ir::Node>(*step.node);
-    node->attrs.Set(std::string(kChannelsLastAttr), bits);
-    plan.owned_nodes.push_back(std::move(node));
-    step.node = plan.owned_nodes.back().get();
+    if (bits != 0) set_attr(step, std::string(kChannelsLastAttr), bits);
   }
 }
 

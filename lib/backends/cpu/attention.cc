@@ -336,7 +336,7 @@ __attribute__((target("avx2,fma"))) int64_t LastKeptAvx2(const uint8_t* cond, in
     const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cond + j - 32));
     const uint32_t zeros = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, zero)));
     const uint32_t kept = fill_if_true ? zeros : ~zeros;
-    if (kept != 0) return j - 32 + 32 - __builtin_clz(kept);
+    if (kept != 0) return j - __builtin_clz(kept);  // one past the highest kept byte of [j - 32, j)
   }
   for (; j > from; --j) {
     if ((cond[j - 1] != 0) != fill_if_true) return j;
@@ -455,10 +455,8 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   // A finite fill trims too when it is so far below any score that exp
   // gives exact zeros (kTrimmableFill), except in a row that keeps no key:
   // there the fills share the row evenly, over all sk keys.
-  const double fill = l->attrs.masks[0].fill;
   a.trim = a.avx2 && !a.rows_in_place && l->has_mask(0) && !l->has_mask(1) &&
-           l->attrs.masks[0].kind == AttentionMaskKind::kWhere && fill < 0 &&
-           (std::isinf(fill) || fill <= ir::kTrimmableFill);
+           l->attrs.masks[0].kind == AttentionMaskKind::kWhere && ir::IsTrimmableFill(l->attrs.masks[0].fill);
 #endif
   WorkspaceLayout ws;
   const int64_t sk16 = (l->sk + 15) / 16 * 16, dv16 = (l->dv + 15) / 16 * 16;
@@ -622,15 +620,16 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
               const uint8_t* cond = mk.cond + b0 * ms.b0 + b1 * ms.b1 + (i0 + r) * ms.i;
               auto masked = [&](int64_t j) { return (cond[j * ms.j] != 0) == mk.fill_if_true; };
               int64_t j = sk;
+              bool scanned = false;
 #if defined(GROVE_ATTENTION_AVX2)
               if (ms.j == 1) {
                 j = LastKeptAvx2(cond, n, sk, mk.fill_if_true);
-              } else {
+                scanned = true;
+              }
+#endif
+              if (!scanned) {
                 while (j > n && masked(j - 1)) --j;
               }
-#else
-              while (j > n && masked(j - 1)) --j;
-#endif
               if (finite && j == n) {  // none kept from n on: a finite fill over a whole row counts every key
                 int64_t k = 0;
                 while (k < n && masked(k)) ++k;

@@ -1,15 +1,9 @@
 // Window steps whose X (input 0) or Y (output 0) grove stores channels-last,
 // [N, spatial..., C] (post_op.h's kChannelsLastAttr, set by the CPU plan's
-// layout pass AssignChannelsLast, activation_fusion.h). A kernel's own
-// prepare and invoke are wrapped:
+// layout pass AssignChannelsLast, activation_fusion.h). Such a kernel is
+// registered through the two entry points below:
 //
-//   absl::StatusOr<PreparedKernel> PrepareX(const KernelContext& ctx) {
-//     if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PrepareXWith);
-//     return PrepareXWith(ctx, nullptr);
-//   }
-//   absl::Status XKernel(KernelContext& ctx) {
-//     return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &XBody) : XBody(ctx);
-//   }
+//   {"Conv", {&RunLayoutAware<&ConvBody>, &PrepareLayoutAware<&PrepareConvWith>}}
 //
 // The wrapped prepare and body see X and Y as their logical [N, C, ...]
 // views (the same bytes). The prepare is told which of them are stored
@@ -23,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/backends/cpu/onednn.h"
+#include "lib/backends/cpu/post_op.h"
 #include "lib/ir/op_registry.h"
 
 namespace grove::cpu {
@@ -33,6 +28,17 @@ using LayoutRun = absl::Status (*)(ir::KernelContext&);
 
 absl::StatusOr<ir::PreparedKernel> PrepareChannelsLast(const ir::KernelContext& ctx, LayoutPrepare prepare);
 absl::Status RunChannelsLast(ir::KernelContext& ctx, LayoutRun run);
+
+// A step's prepare and kernel: through the wrappers above when the step has
+// kChannelsLastAttr, else kPrepare(ctx, nullptr) and kRun(ctx) as they are.
+template <LayoutPrepare kPrepare>
+absl::StatusOr<ir::PreparedKernel> PrepareLayoutAware(const ir::KernelContext& ctx) {
+  return ctx.attrs().Has(kChannelsLastAttr) ? PrepareChannelsLast(ctx, kPrepare) : kPrepare(ctx, nullptr);
+}
+template <LayoutRun kRun>
+absl::Status RunLayoutAware(ir::KernelContext& ctx) {
+  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, kRun) : kRun(ctx);
+}
 
 }  // namespace grove::cpu
 

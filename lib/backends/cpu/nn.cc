@@ -533,12 +533,6 @@ absl::StatusOr<PreparedKernel> PreparePoolWith(const KernelContext& ctx, Channel
   return PreparePoolAfter<kKind>(ctx, nullptr, io);
 }
 
-template <PoolKind kKind>
-absl::StatusOr<PreparedKernel> PreparePool(const KernelContext& ctx) {
-  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PreparePoolWith<kKind>);
-  return PreparePoolAfter<kKind>(ctx, nullptr);
-}
-
 absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
   const PoolParams* pp = PreparedParams<PoolParams>(ctx);
   if (pp == nullptr) return NotPrepared(ctx);
@@ -611,12 +605,6 @@ absl::Status PoolKernel(KernelContext& ctx, PoolKind kind) {
 
 absl::Status MaxPoolBody(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kMax); }
 absl::Status AveragePoolBody(KernelContext& ctx) { return PoolKernel(ctx, PoolKind::kAverage); }
-absl::Status MaxPoolKernel(KernelContext& ctx) {
-  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &MaxPoolBody) : MaxPoolBody(ctx);
-}
-absl::Status AveragePoolKernel(KernelContext& ctx) {
-  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &AveragePoolBody) : AveragePoolBody(ctx);
-}
 
 // GlobalMaxPool and GlobalAveragePool: `planes` planes of `size` elements;
 // or oneDNN's pooling over a window of the whole plane.
@@ -659,12 +647,6 @@ absl::StatusOr<PreparedKernel> PrepareGlobalPoolWith(const KernelContext& ctx, C
 }
 
 template <PoolKind kKind>
-absl::StatusOr<PreparedKernel> PrepareGlobalPool(const KernelContext& ctx) {
-  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PrepareGlobalPoolWith<kKind>);
-  return PrepareGlobalPoolAfter<kKind>(ctx, nullptr);
-}
-
-template <PoolKind kKind>
 absl::Status GlobalPoolKernel(KernelContext& ctx) {
   const GlobalPoolParams* gp = PreparedParams<GlobalPoolParams>(ctx);
   if (gp == nullptr) return NotPrepared(ctx);
@@ -690,12 +672,6 @@ absl::Status GlobalPoolKernel(KernelContext& ctx) {
     }
     return absl::OkStatus();
   });
-}
-
-template <PoolKind kKind>
-absl::Status GlobalPoolEntry(KernelContext& ctx) {
-  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &GlobalPoolKernel<kKind>)
-                                            : GlobalPoolKernel<kKind>(ctx);
 }
 
 // ---------------------------------------------------------------------------
@@ -793,11 +769,6 @@ absl::StatusOr<PreparedKernel> PrepareConvWith(const KernelContext& ctx, Channel
   return MakePrepared(std::move(p), layout.bytes());
 }
 
-absl::StatusOr<PreparedKernel> PrepareConv(const KernelContext& ctx) {
-  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PrepareConvWith);
-  return PrepareConvWith(ctx, nullptr);
-}
-
 absl::Status ConvBody(KernelContext& ctx) {
   const ConvParams* p = PreparedParams<ConvParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
@@ -818,10 +789,6 @@ absl::Status ConvBody(KernelContext& ctx) {
   KernelContext pool_ctx(chain.pool_node, pool_inputs, pool_outputs, ctx.host());
   pool_ctx.SetPrepared(&chain.pool, workspace + chain.pool_offset);
   return PoolKernel(pool_ctx, chain.max ? PoolKind::kMax : PoolKind::kAverage);
-}
-
-absl::Status ConvKernel(KernelContext& ctx) {
-  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &ConvBody) : ConvBody(ctx);
 }
 
 // ---------------------------------------------------------------------------
@@ -1142,15 +1109,18 @@ absl::Status LrnKernel(KernelContext& ctx) {
 
 }  // namespace
 
-
 absl::Status RegisterNnKernels(ir::OpRegistry& registry) {
   const std::pair<const char*, ir::KernelDef> kernels[] = {
-      {"Conv", {&ConvKernel, &PrepareConv}},
+      {"Conv", {&RunLayoutAware<&ConvBody>, &PrepareLayoutAware<&PrepareConvWith>}},
       {"ConvTranspose", {&ConvTransposeKernel, &PrepareConvTranspose}},
-      {"MaxPool", {&MaxPoolKernel, &PreparePool<PoolKind::kMax>}},
-      {"AveragePool", {&AveragePoolKernel, &PreparePool<PoolKind::kAverage>}},
-      {"GlobalAveragePool", {&GlobalPoolEntry<PoolKind::kAverage>, &PrepareGlobalPool<PoolKind::kAverage>}},
-      {"GlobalMaxPool", {&GlobalPoolEntry<PoolKind::kMax>, &PrepareGlobalPool<PoolKind::kMax>}},
+      {"MaxPool", {&RunLayoutAware<&MaxPoolBody>, &PrepareLayoutAware<&PreparePoolWith<PoolKind::kMax>>}},
+      {"AveragePool",
+       {&RunLayoutAware<&AveragePoolBody>, &PrepareLayoutAware<&PreparePoolWith<PoolKind::kAverage>>}},
+      {"GlobalAveragePool",
+       {&RunLayoutAware<&GlobalPoolKernel<PoolKind::kAverage>>,
+        &PrepareLayoutAware<&PrepareGlobalPoolWith<PoolKind::kAverage>>}},
+      {"GlobalMaxPool",
+       {&RunLayoutAware<&GlobalPoolKernel<PoolKind::kMax>>, &PrepareLayoutAware<&PrepareGlobalPoolWith<PoolKind::kMax>>}},
       {"LRN", {&LrnKernel, &PrepareLrn}},
   };
   for (const auto& [type, kernel] : kernels) {

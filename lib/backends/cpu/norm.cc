@@ -36,7 +36,6 @@
 #include "lib/backends/cpu/cpu_kernels.h"
 #include "lib/backends/cpu/norm.h"
 #include "lib/backends/cpu/onednn.h"
-#include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/parallel_for.h"
 #include "lib/backends/cpu/workspace_layout.h"
 #include "lib/ir/element_types.h"
@@ -180,18 +179,6 @@ absl::StatusOr<PreparedKernel> PrepareBatchNormalizationWith(const KernelContext
   if (io != nullptr) *io = ChannelsLast{};
   AddBatchNormScratch(p, &layout);
   return MakePrepared(std::move(p), layout.bytes());
-}
-
-absl::StatusOr<PreparedKernel> PrepareBatchNormalization(const KernelContext& ctx) {
-  if (ctx.attrs().Has(kChannelsLastAttr)) return PrepareChannelsLast(ctx, &PrepareBatchNormalizationWith);
-  return PrepareBatchNormalizationWith(ctx, nullptr);
-}
-
-absl::Status BatchNormalizationBody(KernelContext& ctx);
-
-absl::Status BatchNormalizationKernel(KernelContext& ctx) {
-  return ctx.attrs().Has(kChannelsLastAttr) ? RunChannelsLast(ctx, &BatchNormalizationBody)
-                                            : BatchNormalizationBody(ctx);
 }
 
 absl::Status BatchNormalizationBody(KernelContext& ctx) {
@@ -823,7 +810,8 @@ absl::Status MeanVarianceNormalizationKernel(KernelContext& ctx) {
 
 absl::Status RegisterNormKernels(ir::OpRegistry& registry) {
   const std::pair<const char*, ir::KernelDef> kernels[] = {
-      {"BatchNormalization", {&BatchNormalizationKernel, &PrepareBatchNormalization}},
+      {"BatchNormalization",
+       {&RunLayoutAware<&BatchNormalizationBody>, &PrepareLayoutAware<&PrepareBatchNormalizationWith>}},
       {"InstanceNormalization", {&InstanceNormalizationKernel, &PrepareInstanceNormalization}},
       {"LayerNormalization", {&LayerNormalizationKernel, &PrepareLayerNormalization}},
       {"MeanVarianceNormalization", {&MeanVarianceNormalizationKernel, &PrepareMeanVarianceNormalization}},

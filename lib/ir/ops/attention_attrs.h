@@ -22,6 +22,7 @@
 #ifndef GROVE_LIB_IR_OPS_ATTENTION_ATTRS_H_
 #define GROVE_LIB_IR_OPS_ATTENTION_ATTRS_H_
 
+#include <cmath>
 #include <cstdint>
 
 #include "absl/status/statusor.h"
@@ -49,6 +50,7 @@ enum class AttentionMaskKind : int64_t { kNone = 0, kAdd = 1, kWhere = 2 };
 // mask of 0 and such a fill is a Where mask filling it (the plan pass), and
 // a kernel may skip the keys it fills while a row keeps any key.
 inline constexpr double kTrimmableFill = -0x1p100;
+inline bool IsTrimmableFill(double fill) { return fill < 0 && (std::isinf(fill) || fill <= kTrimmableFill); }
 
 struct AttentionScale {
   AttentionScaleOp op = AttentionScaleOp::kNone;
