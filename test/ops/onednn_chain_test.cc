@@ -43,15 +43,21 @@ std::vector<float> RandomValues(int64_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-// Sets whether plans chain oneDNN steps for a scope.
-class ScopedChains {
+// Sets one of the CPU plan passes' switches for a scope, then restores it.
+template <bool (*kGet)(), void (*kSet)(bool)>
+class ScopedSwitch {
  public:
-  explicit ScopedChains(bool on) : before_(cpu::OneDnnChainsEnabled()) { cpu::SetOneDnnChainsEnabled(on); }
-  ~ScopedChains() { cpu::SetOneDnnChainsEnabled(before_); }
+  explicit ScopedSwitch(bool on) : before_(kGet()) { kSet(on); }
+  ~ScopedSwitch() { kSet(before_); }
 
  private:
   bool before_;
 };
+
+// Whether plans chain oneDNN steps.
+using ScopedChains = ScopedSwitch<&cpu::OneDnnChainsEnabled, &cpu::SetOneDnnChainsEnabled>;
+// Whether plans store activations channels-last.
+using ScopedChannelsLast = ScopedSwitch<&cpu::ChannelsLastEnabled, &cpu::SetChannelsLastEnabled>;
 
 std::vector<std::string> PlannedOps(const Model& model, const Shape& x, bool onednn, bool chains) {
   cpu::ScopedOneDnn scope(onednn);
@@ -273,15 +279,6 @@ TEST(OneDnnChainTest, LinksOneDnnDoesNotTakeRunTheirReferenceKernels) {
 // ---------------------------------------------------------------------------
 // Channels-last activations (AssignChannelsLast): values only window and
 // elementwise steps touch are stored [N, spatial..., C].
-
-class ScopedChannelsLast {
- public:
-  explicit ScopedChannelsLast(bool on) : before_(cpu::ChannelsLastEnabled()) { cpu::SetChannelsLastEnabled(on); }
-  ~ScopedChannelsLast() { cpu::SetChannelsLastEnabled(before_); }
-
- private:
-  bool before_;
-};
 
 class ScopedCopiesOnly {
  public:
