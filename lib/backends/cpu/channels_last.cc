@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "lib/backends/common/prepared.h"
 #include "lib/backends/cpu/activation_fusion.h"
 #include "lib/backends/cpu/parallel_for.h"
@@ -64,25 +65,28 @@ struct ChannelsLastParams {
   ChannelsLast stored;  // what the attribute says
   ChannelsLast copied;  // of those, what the inner kernel reads / writes channels-first
   uint64_t x_offset = 0, y_offset = 0;  // the copies, after the inner kernel's workspace
+  // X and Y as [N, C, ...], their shapes made by the prepare; the invoke
+  // binds their data, one run at a time like the steps' own memory handles.
+  mutable TensorView x, y;
 };
 
-// ctx's inputs and outputs with X and Y as their logical views.
-struct LogicalViews {
-  TensorView x, y;
-  std::vector<TensorView*> inputs, outputs;
-  LogicalViews(const KernelContext& ctx, ChannelsLast stored) {
-    for (int i = 0; i < ctx.num_inputs(); ++i) {
-      inputs.push_back(ctx.has_input(i) ? &const_cast<TensorView&>(ctx.input(i)) : nullptr);
-    }
-    for (int i = 0; i < ctx.num_outputs(); ++i) outputs.push_back(ctx.has_output(i) ? &ctx.output(i) : nullptr);
-    x = ctx.input(0);
-    y = ctx.output(0);
-    if (stored.src) x.shape = ChannelsFirstShape(x.shape);
-    if (stored.dst) y.shape = ChannelsFirstShape(y.shape);
-    inputs[0] = &x;
-    outputs[0] = &y;
+// `t` as [N, C, ...] when it is stored channels-last.
+TensorView LogicalView(const TensorView& t, bool channels_last) {
+  TensorView v = t;
+  if (channels_last) v.shape = ChannelsFirstShape(t.shape);
+  return v;
+}
+
+// ctx's inputs and outputs with X and Y replaced by `x` and `y`.
+using ViewList = absl::InlinedVector<TensorView*, 8>;
+void ReplaceXY(const KernelContext& ctx, TensorView* x, TensorView* y, ViewList* inputs, ViewList* outputs) {
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    inputs->push_back(ctx.has_input(i) ? &const_cast<TensorView&>(ctx.input(i)) : nullptr);
   }
-};
+  for (int i = 0; i < ctx.num_outputs(); ++i) outputs->push_back(ctx.has_output(i) ? &ctx.output(i) : nullptr);
+  (*inputs)[0] = x;
+  (*outputs)[0] = y;
+}
 
 ChannelsLast StoredLayout(const KernelContext& ctx) {
   const int64_t bits = ctx.attrs().GetInt(kChannelsLastAttr, 0);
@@ -98,8 +102,10 @@ absl::StatusOr<PreparedKernel> PrepareChannelsLast(const KernelContext& ctx, Lay
       (stored.src && !rank_ok(ctx.input(0))) || (stored.dst && !rank_ok(ctx.output(0)))) {
     return ctx.Error("a channels-last step needs X and Y of rank 3-5 and the layout's bits (1: X, 2: Y)");
   }
-  LogicalViews views(ctx, stored);
-  const KernelContext logical(ctx.node(), views.inputs, views.outputs, ctx.host());
+  TensorView x = LogicalView(ctx.input(0), stored.src), y = LogicalView(ctx.output(0), stored.dst);
+  ViewList inputs, outputs;
+  ReplaceXY(ctx, &x, &y, &inputs, &outputs);
+  const KernelContext logical(ctx.node(), inputs, outputs, ctx.host());
   const bool copies_only = g_channels_last_copies_only.load(std::memory_order_relaxed);
   ChannelsLast honored = copies_only ? ChannelsLast{} : stored;
   absl::StatusOr<PreparedKernel> inner = prepare(logical, copies_only ? nullptr : &honored);
@@ -113,13 +119,15 @@ absl::StatusOr<PreparedKernel> PrepareChannelsLast(const KernelContext& ctx, Lay
   layout.AddBytes(inner->workspace_bytes);
   if (p.copied.src) {
     p.x_offset = AlignWorkspace(layout.bytes());
-    layout.AddBytes(views.x.byte_size());
+    layout.AddBytes(x.byte_size());
   }
   if (p.copied.dst) {
     p.y_offset = AlignWorkspace(layout.bytes());
-    layout.AddBytes(views.y.byte_size());
+    layout.AddBytes(y.byte_size());
   }
   p.inner = *std::move(inner);
+  p.x = std::move(x);
+  p.y = std::move(y);
   const uint64_t bytes = layout.bytes();
   return MakePrepared(std::move(p), bytes);
 }
@@ -127,26 +135,28 @@ absl::StatusOr<PreparedKernel> PrepareChannelsLast(const KernelContext& ctx, Lay
 absl::Status RunChannelsLast(KernelContext& ctx, LayoutRun run) {
   const ChannelsLastParams* p = PreparedParams<ChannelsLastParams>(ctx);
   if (p == nullptr) return backends::NotPrepared(ctx, "CPU");
-  LogicalViews views(ctx, p->stored);
   uint8_t* workspace = static_cast<uint8_t*>(ctx.workspace());
   if ((p->copied.src || p->copied.dst) && workspace == nullptr) {
     return ctx.Error("the channels-last step has no workspace");
   }
   ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
-  const size_t elem = DTypeSize(views.x.dtype);
+  TensorView& x = p->x;
+  TensorView& y = p->y;
+  x.data = ctx.input(0).data;
+  y.data = p->copied.dst ? workspace + p->y_offset : ctx.output(0).data;
   if (p->copied.src) {
     void* copy = workspace + p->x_offset;
-    StridedCopy(threads, elem, views.x.shape, views.x.data, TransposeStrides(views.x.shape, false), copy);
-    views.x.data = copy;
+    StridedCopy(threads, DTypeSize(x.dtype), x.shape, x.data, TransposeStrides(x.shape, false), copy);
+    x.data = copy;
   }
-  void* y = views.y.data;
-  if (p->copied.dst) views.y.data = workspace + p->y_offset;
-  KernelContext logical(ctx.node(), views.inputs, views.outputs, ctx.host());
+  ViewList inputs, outputs;
+  ReplaceXY(ctx, &x, &y, &inputs, &outputs);
+  KernelContext logical(ctx.node(), inputs, outputs, ctx.host());
   logical.SetPrepared(&p->inner, workspace);
   if (absl::Status s = run(logical); !s.ok()) return s;
   if (p->copied.dst) {
-    std::vector<int64_t> stored = ctx.output(0).shape;
-    StridedCopy(threads, DTypeSize(views.y.dtype), stored, views.y.data, TransposeStrides(views.y.shape, true), y);
+    const TensorView& stored = ctx.output(0);
+    StridedCopy(threads, DTypeSize(y.dtype), stored.shape, y.data, TransposeStrides(y.shape, true), stored.data);
   }
   return absl::OkStatus();
 }
