@@ -14,6 +14,10 @@ for bin in test/grove_cuda_tests bench/gpu_bench bench/jit_bench grove examples/
   cp "$BUILD/$bin" "$OUT/"
   strip "$OUT/$(basename "$bin")"
 done
+# compare.py loads libgrove.so through the Python package; the CPU backend
+# dlopens OpenBLAS; `grove import` dlopens the ONNX importer beside the binary.
+cp "$BUILD/libgrove.so" "$BUILD/libgrove_onnx_import.so" "$OUT/" && strip "$OUT"/*.so
+cp -L "$(ldconfig -p | awk '/libopenblas.so.0 .*x86-64/ {print $NF; exit}')" "$OUT/lib/libopenblas.so.0" 2>/dev/null || true
 for bin in "$OUT"/*; do
   [ -f "$bin" ] || continue
   ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do

@@ -17,7 +17,7 @@ log() { echo "[check $(date +%H:%M:%S)] $*" >&2; }
 if [ -n "${GROVE_BUNDLE:-}" ]; then
   BUNDLE=$(cd "$GROVE_BUNDLE" && pwd)
   TESTS=$BUNDLE/grove_cuda_tests GPU_BENCH=$BUNDLE/gpu_bench JIT_BENCH=$BUNDLE/jit_bench
-  GROVE=$BUNDLE/grove MAKE_MODELS=$BUNDLE/grove_make_models
+  GROVE=$BUNDLE/grove MAKE_MODELS=$BUNDLE/grove_make_models BUILD=$BUNDLE
   # CUDA's own libraries come from the machine (toolkit or the CUDA wheels).
   cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
               /usr/local/lib/python3*/dist-packages/nvidia/*/lib /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib \
@@ -37,13 +37,40 @@ mkdir -p "$GROVE_TEST_TMP"
 (nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || echo "nvidia-smi failed") > "$OUT/gpu.txt"
 log "GPU: $(cat "$OUT/gpu.txt")"
 
-log "GPU tests (GROVE_TEST_DEVICE=cuda)"
-GROVE_TEST_DEVICE=cuda timeout 400 "$TESTS" --gtest_output=json:"$OUT/gpu_tests.json" > "$OUT/gpu_tests.log" 2>&1
-tests_rc=$?
-log "GPU tests exit $tests_rc; $(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/gpu_tests.log" | head -3 | tr '\n' ' ')"
+# The GPU tests in GROVE_GPU_SHARDS processes side by side on the one GPU
+# (most of their time is NVRTC compiling kernels on the host), each with its
+# own temporary folder and kernel cache; GPU_TEST_FILTER narrows them.
+SHARDS=${GROVE_GPU_SHARDS:-$(( $(nproc) > 1 ? $(nproc) / 2 : 1 ))}
+log "GPU tests (GROVE_TEST_DEVICE=cuda) in $SHARDS shards"
+mkdir -p "$WORK/shards"
+for ((i = 0; i < SHARDS; i++)); do
+  mkdir -p "$WORK/shards/tmp$i"
+  GROVE_TEST_TMP=$WORK/shards/tmp$i GROVE_CACHE_DIR=$WORK/shards/tmp$i/cache GROVE_TEST_DEVICE=cuda GTEST_TOTAL_SHARDS=$SHARDS GTEST_SHARD_INDEX=$i timeout "${GPU_TEST_TIMEOUT:-300}" \
+    "$TESTS" --gtest_filter="${GPU_TEST_FILTER:-*}" --gtest_output=json:"$WORK/shards/$i.json" \
+    > "$WORK/shards/$i.log" 2>&1 &
+done
+tests_rc=0
+for job in $(jobs -p); do wait "$job" || tests_rc=1; done
+cat "$WORK"/shards/*.log > "$OUT/gpu_tests.log"
+python3 - "$WORK/shards" "$OUT/gpu_tests.json" "$SHARDS" <<'PY'
+import glob, json, sys
+merged = {"tests": 0, "failures": 0, "errors": 0, "testsuites": [], "missing_shards": []}
+for i in range(int(sys.argv[3])):
+    try:
+        t = json.load(open(f"{sys.argv[1]}/{i}.json"))
+    except Exception:
+        merged["missing_shards"].append(i)  # crashed or timed out: see gpu_tests.log
+        continue
+    for k in ("tests", "failures", "errors"):
+        merged[k] += t.get(k, 0)
+    merged["testsuites"] += t["testsuites"]
+json.dump(merged, open(sys.argv[2], "w"), indent=1)
+PY
+log "GPU tests exit $tests_rc; $(grep -cE '^\[       OK \]' "$OUT/gpu_tests.log") ok, $(grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/gpu_tests.log" | sort -u | wc -l) failed"
+[ "${GPU_TESTS_ONLY:-0}" = 1 ] && { rm -rf "$WORK"; exit $tests_rc; }
 
 log "benchmarks"
-timeout 200 "$GPU_BENCH" --benchmark_min_time=0.2 --benchmark_format=json --benchmark_out="$OUT/gpu_bench.json" \
+timeout 200 "$GPU_BENCH" --benchmark_min_time=${GPU_BENCH_MIN_TIME:-0.2} --benchmark_filter="${GPU_BENCH_FILTER:-.}" --benchmark_format=json --benchmark_out="$OUT/gpu_bench.json" \
   > "$OUT/bench.log" 2>&1 || log "gpu_bench exit $?"
 timeout 200 "$JIT_BENCH" --benchmark_format=json --benchmark_out="$OUT/jit_bench.json" \
   >> "$OUT/bench.log" 2>&1 || log "jit_bench exit $?"
@@ -64,6 +91,8 @@ model=$(ls "$WORK"/models/*mlp*.grove 2>/dev/null | head -1)
 # the same models run with and without it (tables/ ships only tables from
 # such runs: copy OUTDIR/tables/*.bin there with the provenance they carry).
 mkdir -p "$OUT/tables"
+[ "${SKIP_TUNE:-0}" = 1 ] && echo "SKIP_TUNE=1: not tuned" > "$OUT/tune.log"
+[ "${SKIP_TUNE:-0}" = 1 ] || {
 arch="sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' | head -1)"
 {
   for spec in "gpt_block ids=1x1 seq=1:64" "transformer_encoder x=1x1x32 seq=1:512"; do
@@ -79,15 +108,19 @@ arch="sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' 
     fi
   done
 } > "$OUT/tune.log" 2>&1 || log "tune exit $?"
+}
 
 # Peers (issue 12, item 8): PyTorch eager and torch.compile against grove on
 # this GPU, where the machine's Python has PyTorch with CUDA.
-if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null && [ -z "${GROVE_BUNDLE:-}" ]; then
+# COMPARE_MODELS and COMPARE_DECODE narrow it (torch.compile's compiles take
+# most of its time).
+if [ "${SKIP_COMPARE:-0}" != 1 ] && python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   log "peers: bench/gpu/compare.py"
-  GROVE_LIBRARY=$BUILD/libgrove.so timeout 300 python3 "$ROOT/bench/gpu/compare.py" --build "$BUILD" --repeats 20 \
-    --json "$OUT/compare.json" > "$OUT/compare.log" 2>&1 || log "compare.py exit $?"
+  GROVE_LIBRARY=$BUILD/libgrove.so PYTHONUNBUFFERED=1 timeout "${COMPARE_TIMEOUT:-300}" python3 "$ROOT/bench/gpu/compare.py" \
+    --build "$BUILD" --repeats 20 --models "${COMPARE_MODELS:-gpt_block,transformer_encoder,early_exit,loop_decoder,cnn,lstm}" \
+    --decode "${COMPARE_DECODE:-64}" --json "$OUT/compare.json" > "$OUT/compare.log" 2>&1 || log "compare.py exit $?"
 else
-  echo "no PyTorch with CUDA here (or a bundle without the Python package): compare.py not run" > "$OUT/compare.log"
+  echo "no PyTorch with CUDA here (or SKIP_COMPARE=1): compare.py not run" > "$OUT/compare.log"
 fi
 
 python3 - "$OUT" "$tests_rc" <<'PY'

@@ -6,6 +6,7 @@
 // ways the kernel launches: step by step (plans of exact shapes) and one
 // launch per direction (plans that serve a shape bucket), which give the
 // same bits on the emulated device.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -93,7 +94,20 @@ class CudaRecurrentTest : public ::testing::Test {
     for (size_t k = 0; k < steps->size(); ++k) {
       const TensorView sv = (*steps)[k].view(), wv = (*whole)[k].view();
       ASSERT_EQ(sv.shape, wv.shape) << "output " << k;
-      EXPECT_EQ(std::memcmp(sv.data, wv.data, sv.byte_size()), 0) << "output " << k << ": other bits per launch";
+      if (dev_->emulated()) {
+        // The emulated cuBLASLt sums in the order rnn_sequence does, so
+        // the bits must not depend on how the sequence is launched.
+        EXPECT_EQ(std::memcmp(sv.data, wv.data, sv.byte_size()), 0) << "output " << k << ": other bits per launch";
+      } else {
+        // A real cuBLASLt picks its algorithm (and so its summation order)
+        // by M, which differs between a step's product and the whole
+        // sequence's projection: equal within rounding, not bitwise.
+        const auto* a = static_cast<const float*>(sv.data);
+        const auto* b = static_cast<const float*>(wv.data);
+        for (int64_t i = 0; i < sv.num_elements(); ++i) {
+          ASSERT_NEAR(a[i], b[i], 2e-5 * (1.0 + std::abs(b[i]))) << "output " << k << " element " << i;
+        }
+      }
     }
   }
 };
