@@ -588,6 +588,76 @@ class GemmTiledFamily : public KernelFamily {
   }
 };
 
+
+// ---------------------------------------------------------------------------
+// Tiled fused attention (jit/kernels/attention.cuh, with parameters)
+// ---------------------------------------------------------------------------
+// A problem: heads (b0 x b1), sq, sk, d, dv (sq and sk read by the kernel
+// at run time). Parameters: bq query rows and bk keys a tile, hd the
+// largest head size (d and dv) the variant holds, 128 threads; the pairs
+// that fit 48 KiB of static shared memory and 255 registers a thread: 64
+// keys by 64 or 32 query rows for hd 64 (32 rows: twice the blocks, for
+// short sequences), 32 x 32 for hd 128. Without parameters the file is the
+// warp-per-row kernel, which serves d or dv above 128 and decode shapes
+// (the CUDA prepare's choice, outside this family). Generic: the smallest
+// hd that holds the head.
+//
+// Terms: waste, the padding of partial tiles and of V's row up to hd (the
+// scores sum over d only);
+// bytes, Q read and O written once, K and V once per query tile; flops,
+// 2 sq sk (d + dv) per head, issued at the share of a thread's
+// instructions that are multiply-adds (each k of a patch loads its row and
+// column operands from shared memory); occupancy by block, registers (the
+// score and output patches, 40 more) and shared memory.
+class AttentionFamily : public KernelFamily {
+ public:
+  absl::string_view name() const override { return "attention"; }
+  std::vector<std::vector<DType>> dtype_lists() const override {
+    return {{DType::kF32}, {DType::kF16}, {DType::kBF16}};
+  }
+  std::vector<ParamSpace> space() const override {
+    return {{"bk", {32, 64}}, {"bq", {32, 64}}, {"hd", {64, 128}}, {"threads", {128}}};
+  }
+  bool Consistent(const KernelConfig& c) const override {
+    const int bk = c.Get("bk", 0), bq = c.Get("bq", 0), hd = c.Get("hd", 0);
+    return (hd == 64 && bk == 64) || (hd == 128 && bk == 32 && bq == 32);
+  }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    return InSpace(c) && c.dtypes == p.dtypes && p.Dim("d") <= c.Get("hd", 0) && p.Dim("dv") <= c.Get("hd", 0);
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    const bool small = p.Dim("d") <= 64 && p.Dim("dv") <= 64;
+    return KernelConfig{"attention", p.dtypes,
+                        {{"bk", small ? 64 : 32}, {"bq", small ? 64 : 32}, {"hd", small ? 64 : 128}, {"threads", 128}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
+    const int64_t tiles = std::max<int64_t>(1, p.Dim("heads", 1)) * CeilDiv(std::max<int64_t>(1, p.Dim("sq")), c.Get("bq", 64));
+    return LaunchShape{std::clamp<int64_t>(tiles, 1, kMaxBlocks), 128};
+  }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    CostTerms t;
+    const int bq = c.Get("bq", 64), bk = c.Get("bk", 64), hd = c.Get("hd", 64);
+    const int64_t heads = std::max<int64_t>(1, p.Dim("heads", 1)), sq = std::max<int64_t>(1, p.Dim("sq")),
+                  sk = std::max<int64_t>(1, p.Dim("sk")), d = std::max<int64_t>(1, p.Dim("d")),
+                  dv = std::max<int64_t>(1, p.Dim("dv"));
+    const int64_t qtiles = CeilDiv(sq, bq);
+    const double padded = static_cast<double>(qtiles * bq) * (CeilDiv(sk, bk) * bk) * (static_cast<double>(d) + hd);
+    t.waste = 1 - static_cast<double>(sq) * sk * (d + dv) / padded;
+    const LaunchShape l = Launch(c, p);
+    const int regs = 40 + (bq / 16) * (bk / 8) + (bq / 16) * (hd / 8);
+    t.occupancy = Occupancy(l.blocks, l.threads, regs, int64_t{4} * hd * (bq + 1 + bk + 1), gpu);
+    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+    t.bytes = el * heads * (static_cast<double>(sq) * (d + dv) + static_cast<double>(qtiles) * sk * (d + dv));
+    t.flops = 2.0 * heads * sq * sk * (d + dv);
+    const int rq = bq / 16, rk = bk / 8;
+    const double fma_share = static_cast<double>(rq * rk) / (rq * rk + rq + rk);
+    CostTerms issued = t;
+    issued.flops = t.flops / fma_share;
+    t.estimate_us = Estimate(issued, gpu);
+    return t;
+  }
+};
+
 const std::vector<const KernelFamily*>& Registry() {
   static const std::vector<const KernelFamily*>* const families = [] {
     const std::vector<DType> f32{DType::kF32}, f64{DType::kF64}, f16{DType::kF16}, bf16{DType::kBF16};
@@ -602,6 +672,7 @@ const std::vector<const KernelFamily*>& Registry() {
     v->push_back(new GemvFamily());
     v->push_back(new TransposeFamily());
     v->push_back(new GemmTiledFamily());
+    v->push_back(new AttentionFamily());
     return v;
   }();
   return *families;

@@ -7,6 +7,17 @@
 // columns of the output per pass over the keys). A row whose scores are all
 // -inf gives NaN, as Softmax gives exp(-inf - -inf) there (with
 // zero_nan_probs: 0, as Where(IsNaN(p), 0, p) then MatMul give); no keys give 0.
+//
+// The tiled variant (module parameters bk, bq, hd and threads 128: GROVE_V_BK,
+// GROVE_V_BQ, GROVE_V_HD) is the same computation for d, dv <= hd, a block of 128
+// threads per tile of bq query rows of one head: Q' (scaled) is staged in
+// shared memory once, then per tile of bk keys K' is staged, each thread
+// computes a (bq / 16) x (bk / 8) patch of the scores (the dot products
+// summed over d in order, as above), the 8 lanes that share a row take its
+// max and sum by shuffles, V's tile replaces K's in shared memory and each
+// thread adds its rows' probabilities times V into a (bq / 16) x (hd / 8)
+// patch of the output. Q, K and V are read from global memory once per
+// tile instead of once per query row.
 #ifndef GROVE_JIT_KERNELS_ATTENTION_CUH_
 #define GROVE_JIT_KERNELS_ATTENTION_CUH_
 
@@ -22,6 +33,27 @@ using rdx::inf_f32;
 
 GROVE_DEVICE float scaled(float x, int op, float s) {
   return op == kAttnScaleMul ? x * s : (op == kAttnScaleDiv ? x / s : x);
+}
+
+// Output column c of a row from its running sum `acc`, max `m` and
+// denominator `l`; v is the head's V.
+template <typename T>
+GROVE_DEVICE float finish(const AttentionParams& p, const T* v, i64 c, float acc, float m, float l) {
+  const float neg_inf = -inf_f32();
+  if (p.sk == 0) return 0.0f;
+  if (p.zero_nan_probs != 0 && (m == neg_inf || l != l)) {
+    // Softmax's probabilities are all NaN here (every score -inf, or a NaN
+    // or +inf score made the sum NaN); counted as zeros, the row is
+    // sum_j 0 * V[j]: NaN where a V[j] is inf or NaN, else 0.
+    float r = 0.0f;
+    for (i64 j = 0; j < p.sk; ++j) {
+      const float x = to_f32(v[j * p.dv + c]);
+      if (!(x - x == 0.0f)) r = neg_inf - neg_inf;
+    }
+    return r;
+  }
+  if (m == neg_inf) return neg_inf - neg_inf;  // NaN
+  return acc / l;
 }
 
 template <typename T>
@@ -95,24 +127,157 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
       for (int t = 0; t < kAttnColsPerLane; ++t) {
         const i64 c = c0 + t * 32 + lane;
         if (c >= p.dv) continue;
-        float r;
-        if (p.sk == 0) {
-          r = 0.0f;
-        } else if (p.zero_nan_probs != 0 && (m == neg_inf || l != l)) {
-          // Softmax's probabilities are all NaN here (every score -inf, or
-          // a NaN or +inf score made the sum NaN); counted as zeros, the
-          // row is sum_j 0 * V[j]: NaN where a V[j] is inf or NaN, else 0.
-          r = 0.0f;
-          for (i64 j = 0; j < p.sk; ++j) {
-            const float x = to_f32(v[j * p.dv + c]);
-            if (!(x - x == 0.0f)) r = neg_inf - neg_inf;
-          }
-        } else if (m == neg_inf) {
-          r = neg_inf - neg_inf;  // NaN
-        } else {
-          r = acc[t] / l;
+        o[c] = from_f32<T>(finish(p, v, c, acc[t], m, l));
+      }
+    }
+  }
+}
+
+
+// The tiled variant (see the top of the file). Block: 128 threads, thread t
+// owns rows (t / 8) + 16 r of the query tile and columns (t % 8) + 8 c of
+// the key tile and of the output; the 8 lanes of a row are neighbours.
+template <typename T, int BQ, int BK, int HD>
+GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
+  enum { kThreads = 128, kTC = 8, kTR = 16, RQ = BQ / kTR, RK = BK / kTC, RV = HD / kTC };
+  static_assert(BQ % kTR == 0 && BK % kTC == 0 && HD % kTC == 0, "tiles divide among the threads");
+  enum { kKvFloats = HD * (BK + 1) > BK * HD ? HD * (BK + 1) : BK * HD };
+  // qs[c * (BQ + 1) + r] = Q'[i0 + r][c]; kv holds K'[j0 + j][c] at
+  // c * (BK + 1) + j, then V[j0 + j][c] at j * HD + c (the padding keeps the
+  // transposed stores and the reads free of bank conflicts).
+  __shared__ float qs[HD * (BQ + 1)];
+  __shared__ float kv[kKvFloats];
+  const T* Q = static_cast<const T*>(p.q);
+  const T* K = static_cast<const T*>(p.k);
+  const T* V = static_cast<const T*>(p.v);
+  T* O = static_cast<T*>(p.out);
+  const int t = static_cast<int>(threadIdx.x);
+  const int tr = t / kTC, tc = t % kTC;
+  const int lane = t & 31;
+  const float neg_inf = -inf_f32();
+  const int dl = p.d < HD ? static_cast<int>(p.d) : HD;
+  const i64 qtiles = (p.sq + BQ - 1) / BQ;
+  for (i64 w = blockIdx.x; w < p.b0 * p.b1 * qtiles; w += gridDim.x) {  // block-uniform
+    const i64 qt = w % qtiles, bb = w / qtiles;
+    const i64 b1 = bb % p.b1, b0 = bb / p.b1;
+    const i64 i0 = qt * BQ;
+    const T* q = Q + b0 * p.q_b0 + b1 * p.q_b1;
+    const T* k = K + b0 * p.k_b0 + b1 / p.kv_group * p.k_b1;
+    const T* v = V + b0 * p.v_b0 + b1 / p.kv_group * p.v_b1;
+    for (int e = t; e < BQ * HD; e += kThreads) {
+      const int r = e / HD, c = e % HD;
+      float x = 0.0f;
+      if (i0 + r < p.sq && c < p.d) x = scaled(to_f32(q[(i0 + r) * p.d + c]), p.q_scale_op, p.q_scale);
+      qs[c * (BQ + 1) + r] = x;
+    }
+    float o[RQ][RV], m[RQ], l[RQ];
+    GROVE_UNROLL
+    for (int r = 0; r < RQ; ++r) {
+      m[r] = neg_inf;
+      l[r] = 0.0f;
+      GROVE_UNROLL
+      for (int c = 0; c < RV; ++c) o[r][c] = 0.0f;
+    }
+    for (i64 j0 = 0; j0 < p.sk; j0 += BK) {
+      __syncthreads();  // the previous tile's V (and, first, nothing) is no longer read
+      for (int e = t; e < BK * HD; e += kThreads) {
+        const int j = e / HD, c = e % HD;
+        float x = 0.0f;
+        if (j0 + j < p.sk && c < p.d) x = scaled(to_f32(k[(j0 + j) * p.k_js + c * p.k_ds]), p.k_scale_op, p.k_scale);
+        kv[c * (BK + 1) + j] = x;
+      }
+      __syncthreads();
+      float s[RQ][RK];
+      GROVE_UNROLL
+      for (int r = 0; r < RQ; ++r) {
+        GROVE_UNROLL
+        for (int c = 0; c < RK; ++c) s[r][c] = 0.0f;
+      }
+      for (int c = 0; c < dl; ++c) {
+        float qa[RQ], kb[RK];
+        GROVE_UNROLL
+        for (int r = 0; r < RQ; ++r) qa[r] = qs[c * (BQ + 1) + tr + kTR * r];
+        GROVE_UNROLL
+        for (int x = 0; x < RK; ++x) kb[x] = kv[c * (BK + 1) + tc + kTC * x];
+        GROVE_UNROLL
+        for (int r = 0; r < RQ; ++r) {
+          GROVE_UNROLL
+          for (int x = 0; x < RK; ++x) s[r][x] += qa[r] * kb[x];
         }
-        o[c] = from_f32<T>(r);
+      }
+      GROVE_UNROLL
+      for (int r = 0; r < RQ; ++r) {
+        const i64 i = i0 + tr + kTR * r;
+        float tmax = neg_inf;
+        GROVE_UNROLL
+        for (int x = 0; x < RK; ++x) {
+          const i64 j = j0 + tc + kTC * x;
+          float sc = neg_inf;
+          if (i < p.sq && j < p.sk) {
+            sc = scaled(s[r][x], p.scale_op, p.scale);
+            for (int mi = 0; mi < 2; ++mi) {
+              const AttnMaskParams& mk = p.masks[mi];
+              const i64 off = b0 * mk.b0 + b1 * mk.b1 + i * mk.i + j * mk.j;
+              if (mk.kind == kAttnMaskAdd) {
+                sc = sc + to_f32(static_cast<const T*>(mk.data)[off]);
+              } else if (mk.kind == kAttnMaskWhere) {
+                const bool cond = static_cast<const u8*>(mk.data)[off] != 0;
+                if (cond == (mk.fill_if_true != 0)) sc = mk.fill;
+              }
+            }
+          }
+          s[r][x] = sc;
+          tmax = sc > tmax ? sc : tmax;  // NaN does not raise the max (as Softmax's)
+        }
+        for (int off = 1; off < kTC; off <<= 1) {
+          const float other = __shfl_xor_sync(0xffffffffu, tmax, off);
+          tmax = other > tmax ? other : tmax;
+        }
+        const float m_new = tmax > m[r] ? tmax : m[r];
+        float corr = 1.0f, sum = 0.0f;
+        GROVE_UNROLL
+        for (int x = 0; x < RK; ++x) {
+          // Every score so far -inf: nothing to add yet (the row's lanes agree).
+          const float e = m_new == neg_inf ? 0.0f : g_exp(s[r][x] - m_new);
+          s[r][x] = e;
+          sum += e;
+        }
+        if (m_new != neg_inf) corr = g_exp(m[r] - m_new);
+        for (int off = 1; off < kTC; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        l[r] = l[r] * corr + sum;
+        GROVE_UNROLL
+        for (int c = 0; c < RV; ++c) o[r][c] *= corr;
+        m[r] = m_new;
+      }
+      __syncthreads();  // K's tile is read: V's takes its place
+      for (int e = t; e < BK * HD; e += kThreads) {
+        const int j = e / HD, c = e % HD;
+        kv[j * HD + c] = j0 + j < p.sk && c < p.dv ? to_f32(v[(j0 + j) * p.dv + c]) : 0.0f;
+      }
+      __syncthreads();
+      GROVE_UNROLL
+      for (int j = 0; j < BK; ++j) {
+        float pk[RQ], vb[RV];
+        GROVE_UNROLL
+        for (int r = 0; r < RQ; ++r) pk[r] = __shfl_sync(0xffffffffu, s[r][j / kTC], (lane & ~(kTC - 1)) | (j % kTC));
+        GROVE_UNROLL
+        for (int c = 0; c < RV; ++c) vb[c] = kv[j * HD + tc + kTC * c];
+        GROVE_UNROLL
+        for (int r = 0; r < RQ; ++r) {
+          GROVE_UNROLL
+          for (int c = 0; c < RV; ++c) o[r][c] += pk[r] * vb[c];
+        }
+      }
+    }
+    GROVE_UNROLL
+    for (int r = 0; r < RQ; ++r) {
+      const i64 i = i0 + tr + kTR * r;
+      if (i >= p.sq) continue;
+      T* orow = O + ((b0 * p.b1 + b1) * p.sq + i) * p.dv;
+      GROVE_UNROLL
+      for (int c = 0; c < RV; ++c) {
+        const i64 col = tc + kTC * c;
+        if (col < p.dv) orow[col] = from_f32<T>(finish(p, v, col, o[r][c], m[r], l[r]));
       }
     }
   }
@@ -123,6 +288,10 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
 
 #endif  // GROVE_JIT_KERNELS_ATTENTION_CUH_
 
-#if defined(GROVE_T0)
+#if defined(GROVE_T0) && defined(GROVE_V_HD)
+GROVE_ENTRY(attention, grove_k::AttentionParams) {
+  grove_k::attn::attention_tiled<GROVE_T0, GROVE_V_BQ, GROVE_V_BK, GROVE_V_HD>(p);
+}
+#elif defined(GROVE_T0)
 GROVE_ENTRY(attention, grove_k::AttentionParams) { grove_k::attn::attention<GROVE_T0>(p); }
 #endif

@@ -120,3 +120,6 @@ foreach(rm 2 4)
 endforeach()
 list(APPEND GROVE_KERNEL_FILES attention)
 set(GROVE_KERNEL_attention_T0 f32 f16 bf16)
+# attention: the tiled kernel for head sizes up to hd (bq query rows and bk
+# keys a tile, 128 threads); without parameters the warp-per-row kernel.
+set(GROVE_KERNEL_attention_VARIANTS bk64_bq32_hd64_threads128 bk64_bq64_hd64_threads128 bk32_bq32_hd128_threads128)

@@ -28,6 +28,8 @@
 
 #if defined(__CUDACC_RTC__)
 #define GROVE_DEVICE __device__ __forceinline__
+// Unrolls the loop that follows (register arrays indexed by its counter).
+#define GROVE_UNROLL _Pragma("unroll")
 #define GROVE_CAT2(a, b) a##b
 #define GROVE_CAT(a, b) GROVE_CAT2(a, b)
 #if defined(GROVE_INDIRECT_PARAMS)
@@ -47,6 +49,7 @@
 #else
 #include "jit/emulation.h"
 #define GROVE_DEVICE inline
+#define GROVE_UNROLL
 #endif
 
 namespace grove_k {

@@ -2,6 +2,8 @@
 // device (emulated without a GPU): the edge cases against the unfused chain
 // on the CPU and against the CPU's fused kernel, f16/bf16 against the f32
 // chain of the same rounded inputs, and an invoke that only launches.
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +65,31 @@ TEST_P(CudaAttentionTest, HalvesMatchTheF32ChainOfTheirValues) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EdgeShapes, CudaAttentionTest, ::testing::ValuesIn(AttentionEdgeCases()),
+                         [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
+
+// Shapes of the tiled kernel (16 query rows or more, heads of at most 128):
+// partial query and key tiles, both head sizes, Kᵀ given, both masks, GQA,
+// fully masked rows; and a head over 128, which keeps the warp-per-row
+// kernel at the same lengths.
+std::vector<AttentionCase> TiledCases() {
+  const double ninf = -std::numeric_limits<double>::infinity();
+  std::vector<AttentionCase> cs;
+  cs.push_back({.name = "tiled_partial_tiles_causal", .q = {2, 3, 70, 64}, .k = {2, 3, 77, 64}, .v = {2, 3, 77, 64},
+                .scale_op = 2, .scale = 8.0, .mask = 2, .mask_shape = {70, 77}, .mask_fill = ninf, .causal = true});
+  cs.push_back({.name = "tiled_hd128_kt_added", .q = {1, 2, 33, 100}, .k = {1, 2, 100, 45}, .v = {1, 2, 45, 128},
+                .k_transposed = true, .scale_op = 1, .scale = 0.1, .mask = 1, .mask_shape = {33, 45}});
+  cs.push_back({.name = "tiled_gqa_where_then_add", .q = {1, 4, 20, 32}, .k = {1, 2, 130, 32}, .v = {1, 2, 130, 48},
+                .scale_op = 2, .scale = std::sqrt(32.0), .mask = 2, .mask_shape = {1, 1, 20, 130},
+                .fill_if_true = false, .mask_fill = -3.4028234663852886e38, .causal = true, .mask2 = 1,
+                .mask2_shape = {1, 1, 1, 130}, .kv_group = 2});
+  cs.push_back({.name = "tiled_masked_rows_nan", .q = {1, 2, 17, 8}, .k = {1, 2, 70, 8}, .v = {1, 2, 70, 8},
+                .mask = 2, .mask_shape = {17, 70}, .mask_fill = ninf, .mask_all_of_row0 = true});
+  cs.push_back({.name = "head_over_128_per_row", .q = {1, 1, 20, 130}, .k = {1, 1, 20, 130}, .v = {1, 1, 20, 8},
+                .scale_op = 1, .scale = 0.05});
+  return cs;
+}
+
+INSTANTIATE_TEST_SUITE_P(TiledShapes, CudaAttentionTest, ::testing::ValuesIn(TiledCases()),
                          [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
 
 TEST(CudaAttentionKernelTest, SameAsTheCpuKernelAndRefusesTheSame) {

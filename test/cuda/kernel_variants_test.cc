@@ -28,6 +28,7 @@
 #include "jit/kernel_cache.h"
 #include "jit/cost_model.h"
 #include "jit/kernel_config.h"
+#include "jit/kernels/attention_params.h"
 #include "jit/kernels/cast_params.h"
 #include "jit/kernels/copy_params.h"
 #include "jit/kernels/elementwise_params.h"
@@ -834,6 +835,80 @@ void CheckCast(cuda::Device& dev, const KernelConfig& c, int64_t n, int shift) {
   }
 }
 
+
+// Attention over contiguous [heads, sq, d] queries, [heads, sk, d] keys and
+// [heads, sk, dv] values, scaled by 1/scale, against a double reference
+// (the tiled kernel's partial tiles: sq, sk not multiples of the tiles).
+void CheckAttention(cuda::Device& dev, const KernelConfig& c, int64_t heads, int64_t sq, int64_t sk, int64_t d,
+                    int64_t dv) {
+  const DType t = c.dtypes[0];
+  const KernelProblem problem{"attention", c.dtypes, {{"d", d}, {"dv", dv}, {"heads", heads}, {"sk", sk}, {"sq", sq}}};
+  if (!jit::FindKernelFamily("attention")->Valid(c, problem)) return;
+  auto round = [t](std::vector<float> v) {
+    for (float& x : v) {
+      if (t == DType::kF16) x = grove_k::f16_to_f32(grove_k::f32_to_f16(x));
+      if (t == DType::kBF16) x = grove_k::bf16_to_f32(grove_k::f32_to_bf16(x));
+    }
+    return v;
+  };
+  const std::vector<float> q = round(Random(heads * sq * d, 12)), k = round(Random(heads * sk * d, 13)),
+                           v = round(Random(heads * sk * dv, 14));
+  Buffers bufs(dev);
+  auto upload = [&](const std::vector<float>& x) -> void* {
+    if (t == DType::kF32) return bufs.Upload(x);
+    std::vector<uint16_t> h(x.size());
+    for (size_t i = 0; i < x.size(); ++i) h[i] = t == DType::kF16 ? grove_k::f32_to_f16(x[i]) : grove_k::f32_to_bf16(x[i]);
+    return bufs.Upload(h);
+  };
+  grove_k::AttentionParams p{};
+  p.q = upload(q);
+  p.k = upload(k);
+  p.v = upload(v);
+  p.out = bufs.Upload(std::vector<float>(heads * sq * dv, 0.0f));  // room for f32; halves use half of it
+  p.b0 = 1;
+  p.b1 = heads;
+  p.sq = sq;
+  p.sk = sk;
+  p.d = d;
+  p.dv = dv;
+  p.q_b1 = sq * d;
+  p.k_b1 = sk * d;
+  p.k_js = d;
+  p.k_ds = 1;
+  p.v_b1 = sk * dv;
+  p.kv_group = 1;
+  p.q_scale = p.k_scale = 1.0f;
+  p.scale = 4.0f;
+  p.scale_op = grove_k::kAttnScaleDiv;
+  LaunchVariant(dev, c, problem, "attention", p);
+  std::vector<float> y(heads * sq * dv);
+  if (t == DType::kF32) {
+    y = bufs.Download<float>(p.out, y.size());
+  } else {
+    const std::vector<uint16_t> h = bufs.Download<uint16_t>(p.out, y.size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = t == DType::kF16 ? grove_k::f16_to_f32(h[i]) : grove_k::bf16_to_f32(h[i]);
+  }
+  const double tol = t == DType::kF32 ? 1e-5 : (t == DType::kF16 ? 2e-3 : 1e-2);
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> w(sk);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < sk; ++j) {
+        double dot = 0;
+        for (int64_t x = 0; x < d; ++x) dot += double{q[(h * sq + i) * d + x]} * k[(h * sk + j) * d + x];
+        w[j] = dot / 4.0;
+        mx = std::max(mx, w[j]);
+      }
+      for (double& e : w) sum += (e = std::exp(e - mx));
+      for (int64_t x = 0; x < dv; ++x) {
+        double want = 0;
+        for (int64_t j = 0; j < sk; ++j) want += w[j] / sum * v[(h * sk + j) * dv + x];
+        ASSERT_NEAR(y[(h * sq + i) * dv + x], want, tol * (1 + std::fabs(want))) << "head " << h << " row " << i << " col " << x;
+      }
+    }
+  }
+}
+
 void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
   auto dev = cuda::NewEmulatedDevice();
   const KernelFamily* f = jit::FindKernelFamily(family);
@@ -843,6 +918,7 @@ void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
   if (!all_dtypes && family == "norm") lists.push_back({DType::kF16});
   if (!all_dtypes && family == "reduce") lists.push_back({DType::kI32});
   if (!all_dtypes && family == "gemv") lists.push_back({DType::kBF16});
+  if (!all_dtypes && family == "attention") lists.push_back({DType::kF16});
   if (!all_dtypes && family == "transpose") lists.push_back({DType::kI64});
   if (!all_dtypes && family == "cast") lists = {{DType::kF32, DType::kF16}, {DType::kBool, DType::kI64}};
   for (const std::vector<DType>& dtypes : lists) {
@@ -876,6 +952,10 @@ void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
         CheckGemv(*dev, c, 3, 45, 70, 2, false, false);
         CheckGemv(*dev, c, 9, 33, 40, 1, true, false);
         CheckGemv(*dev, c, 1, 7, 300, 1, true, true);
+      } else if (family == "attention") {
+        CheckAttention(*dev, c, 3, 70, 77, 64, 40);  // partial tiles, V narrower than the head
+        CheckAttention(*dev, c, 2, 17, 33, 100, 128);
+        CheckAttention(*dev, c, 1, 5, 130, 8, 8);
       }
       if (::testing::Test::HasFatalFailure()) return;
     }
@@ -891,6 +971,7 @@ TEST(KernelVariantsTest, EwSampleOnTheEmulatedDevice) { RunFamily("ew", 3, false
 TEST(KernelVariantsTest, GemvSampleOnTheEmulatedDevice) { RunFamily("gemv", 11, false); }
 TEST(KernelVariantsTest, TransposeSampleOnTheEmulatedDevice) { RunFamily("transpose", 1, false); }
 TEST(KernelVariantsTest, CastSampleOnTheEmulatedDevice) { RunFamily("cast", 2, false); }
+TEST(KernelVariantsTest, AttentionSampleOnTheEmulatedDevice) { RunFamily("attention", 1, false); }
 
 // A strided copy that moves a contiguous dim inward plans the tiled
 // transpose ([batch,] rows x cols after merging), with the generic tiles

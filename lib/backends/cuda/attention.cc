@@ -3,7 +3,9 @@
 // builds the launch without pointers; the invoke fills the pointers and
 // launches once. No workspace, no synchronisation, nothing read back: the
 // step is capture-safe, and sq/sk live in the parameters, so a graph's
-// refresh serves another sequence length with the same kernel.
+// refresh serves another sequence length with the same kernel. Heads of at
+// most 128 with 16 query rows or more run the tiled kernel (the "attention"
+// kernel family, jit/kernel_config.cc), others the warp-per-row kernel.
 #include <algorithm>
 #include <cstring>
 
@@ -11,9 +13,15 @@
 #include "lib/backends/common/attention_checks.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/exec_context.h"
+#include "lib/backends/cuda/kernel_choice.h"
+#include "lib/backends/cuda/variant_launch.h"
 
 namespace grove::cuda {
 namespace {
+
+// Query rows a head below which (decode) the warp-per-row kernel runs: the
+// tiled one would compute a whole tile of rows for a few.
+constexpr int64_t kTiledMinRows = 16;
 
 struct AttentionLaunch {
   grove_k::AttentionParams p;
@@ -62,14 +70,29 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
     mk.kind = static_cast<int>(at.masks[m].kind);
     mk.fill_if_true = at.masks[m].fill_if_true ? 1 : 0;
   }
-  // A warp per query row: 4 warps a block on a GPU; on the emulated device,
-  // whose threads are host threads, one warp a block and at most 2 blocks.
-  const int64_t rows = a.empty ? 0 : l->b0 * l->b1 * l->sq;
-  if (Exec(ctx).device().emulated()) {
-    a.dims = Grid1D(rows * 32, 32, 2);
-  } else {
-    a.dims = Grid1D(rows * 32, 128);
+  const bool emulated = Exec(ctx).device().emulated();
+  if (!a.empty && l->sq >= kTiledMinRows && l->d <= 128 && l->dv <= 128) {
+    // The tiled kernel, its tile chosen as other variants are (table, cost
+    // model, generic); a block per tile of query rows, grid-stride, so a
+    // graph captured at the bucket's bound serves shorter sequences.
+    const jit::KernelProblem problem{
+        "attention",
+        {l->dtype},
+        {{"d", l->d}, {"dv", l->dv}, {"heads", l->b0 * l->b1}, {"sk", l->sk}, {"sq", l->sq}}};
+    KernelChoice choice = ChooseAndRecord(ctx, problem);
+    const jit::KernelFamily* family = jit::FindKernelFamily("attention");
+    if (family != nullptr && !family->Valid(choice.config, problem)) choice.config = family->Generic(problem);
+    VariantLaunch v = LaunchOf(choice.config, problem);
+    // The emulated device's threads are host threads: at most 2 blocks.
+    if (emulated) v.dims.grid[0] = std::min<uint32_t>(v.dims.grid[0], 2);
+    a.dims = v.dims;
+    a.module = v.module;
+    return MakePrepared(std::move(a));
   }
+  // A warp per query row: 4 warps a block on a GPU; on the emulated device,
+  // one warp a block and at most 2 blocks.
+  const int64_t rows = a.empty ? 0 : l->b0 * l->b1 * l->sq;
+  a.dims = emulated ? Grid1D(rows * 32, 32, 2) : Grid1D(rows * 32, 128);
   a.module = jit::ModuleSpec{"attention", {l->dtype}};
   return MakePrepared(std::move(a));
 }
