@@ -175,9 +175,9 @@ class LoopDecoder(nn.Module):
 
   def forward(self, h):
     batch = h.size(0)
-    token = torch.zeros(batch, dtype=torch.long)
-    tokens = torch.zeros(batch, 0, dtype=torch.long)
-    halted = torch.zeros(1)
+    token = torch.zeros(batch, dtype=torch.long, device=h.device)
+    tokens = torch.zeros(batch, 0, dtype=torch.long, device=h.device)
+    halted = torch.zeros(1, device=h.device)
     step = 0
     while step < self.max_steps and bool(halted.sum() < 1.0):
       h = torch.tanh(self.cell(torch.cat([self.embed(token), h], 1)))

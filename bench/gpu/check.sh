@@ -97,9 +97,10 @@ arch="sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' 
 {
   for spec in "gpt_block ids=1x1 seq=1:64" "transformer_encoder x=1x1x32 seq=1:512"; do
     set -- $spec
+    [[ ",${TUNE_MODELS:-gpt_block,transformer_encoder}," == *",$1,"* ]] || continue
     "$GROVE" import "$ROOT/test/models/$1/model.onnx" -o "$WORK/$1.grove" || continue
     echo "== tune $1"
-    timeout 240 "$GROVE" tune "$WORK/$1.grove" --shape "$2" --sweep "$3" --top-k 4 -o "$OUT/tables/${arch}_$1.bin"
+    timeout "${TUNE_TIMEOUT:-240}" "$GROVE" tune "$WORK/$1.grove" --shape "$2" --sweep "$3" --top-k 4 -o "$OUT/tables/${arch}_$1.bin"
     if [ -f "$OUT/tables/${arch}_$1.bin" ]; then
       echo "== bench $1 without and with the table"
       timeout 120 "$GROVE" bench "$WORK/$1.grove" --device cuda --shape "$2" --sweep "$3:7" --iterations 20
@@ -112,7 +113,8 @@ arch="sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d '.' 
 
 # Peers (issue 12, item 8): PyTorch eager and torch.compile against grove on
 # this GPU, where the machine's Python has PyTorch with CUDA.
-# COMPARE_MODELS and COMPARE_DECODE narrow it (torch.compile's compiles take
+# TUNE_MODELS and TUNE_TIMEOUT narrow the tuning above; COMPARE_MODELS and
+# COMPARE_DECODE narrow this (torch.compile's compiles take
 # most of its time).
 if [ "${SKIP_COMPARE:-0}" != 1 ] && python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   log "peers: bench/gpu/compare.py"

@@ -87,7 +87,6 @@ def main():
     parser.add_argument("--json")
     args = parser.parse_args()
 
-    import numpy as np
     import torch
     if not torch.cuda.is_available():
         print("compare.py: PyTorch sees no CUDA device", file=sys.stderr)
@@ -99,72 +98,82 @@ def main():
     grove_cli = str(Path(args.build) / "grove")
     dev = torch.device("cuda")
     sync = torch.cuda.synchronize
-    import torch._dynamo
     results = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0), "models": {}}
     tmp = tempfile.mkdtemp(prefix="grove-compare-")
 
     for name in args.models.split(","):
-        spec = export.MODELS[name]
-        torch.manual_seed(args.seed)
-        module = spec["cls"]().eval().to(dev)
-        grove_file = os.path.join(tmp, f"{name}.grove")
-        subprocess.run([grove_cli, "import", str(REPO / "test" / "models" / name / "model.onnx"), "-o", grove_file],
-                       check=True, capture_output=True)
-        model = grove.Model.load(grove_file)
-        sessions = {mode: grove.Session(model, device="cuda", cuda_graphs=mode) for mode in ("off", "on")}
-        inputs = cases(name)
-        if name == "gpt_block":
-            rng = np.random.default_rng(args.seed)
-            inputs += [(f"decode_b{b}_s{s}", [rng.integers(0, 64, (b, s)).astype(np.int64)])
-                       for b in (1, 4) for s in range(1, args.decode + 1)]
-        compiled = {}
-        for mode in ("default", "reduce-overhead"):
-            torch._dynamo.reset()
-            compiled[mode] = torch.compile(module, mode=mode, dynamic=True)
-        per_shape = []
-        for case, arrays in inputs:
-            feeds = dict(zip(spec["inputs"], arrays))
-            tensors = [torch.from_numpy(a).to(dev) for a in arrays]
-
-            def torch_run(fn):
-                with torch.no_grad():
-                    out = fn(*tensors)
-                return [o.detach().cpu().numpy() for o in export.flatten([out])]
-
-            row = {"case": case}
-            want = torch_run(module)
-            row["torch_eager_ms"] = median_ms(lambda: torch_run(module), args.warmup, args.repeats, sync)
-            for mode, fn in compiled.items():
-                try:
-                    before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-                    got = torch_run(fn)
-                    row[f"torch_compile_{mode}_ms"] = median_ms(lambda: torch_run(fn), args.warmup, args.repeats, sync)
-                    row[f"torch_compile_{mode}_graphs_compiled"] = (
-                        torch._dynamo.utils.counters["stats"]["unique_graphs"] - before)
-                    row[f"torch_compile_{mode}_error"] = max(
-                        float(np.max(np.abs(g - w), initial=0)) for g, w in zip(got, want))
-                except Exception as e:  # a model torch.compile cannot take is a result too
-                    row[f"torch_compile_{mode}_failed"] = str(e)[:300]
-            for mode, session in sessions.items():
-                got = list(session.run(feeds).values())
-                row[f"grove_graphs_{mode}_error"] = max(
-                    float(np.max(np.abs(np.asarray(g, np.float64) - w), initial=0)) for g, w in zip(got, want))
-                row[f"grove_graphs_{mode}_ms"] = median_ms(lambda: session.run(feeds), args.warmup, args.repeats,
-                                                          lambda: None)
-            g = row["grove_graphs_on_ms"]
-            for peer in ("torch_eager_ms", "torch_compile_default_ms", "torch_compile_reduce-overhead_ms",
-                         "grove_graphs_off_ms"):
-                if peer in row and row[peer] > 0:
-                    row[f"speedup_vs_{peer[:-3]}"] = round(row[peer] / g, 3)
-            per_shape.append(row)
-            print(f"{name} {case}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()
-                                                 if k.endswith("_ms") or k.startswith("speedup")), flush=True)
-        stats = sessions["on"].stats()
-        results["models"][name] = {"shapes": per_shape, "grove_stats": stats}
+        try:
+            results["models"][name] = compare_model(args, name, export, grove, grove_cli, tmp, dev, sync)
+        except Exception as e:  # one model's failure does not lose the others' numbers
+            print(f"{name}: failed: {e!r}", file=sys.stderr, flush=True)
+            results["models"][name] = {"failed": repr(e)[:500], "shapes": []}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-    return 0
+    return 0 if all("failed" not in m for m in results["models"].values()) else 1
+
+
+def compare_model(args, name, export, grove, grove_cli, tmp, dev, sync):
+    """One model's rows: medians per shape and the speedups of grove graphs."""
+    import numpy as np
+    import torch
+    import torch._dynamo
+    spec = export.MODELS[name]
+    torch.manual_seed(args.seed)
+    module = spec["cls"]().eval().to(dev)
+    grove_file = os.path.join(tmp, f"{name}.grove")
+    subprocess.run([grove_cli, "import", str(REPO / "test" / "models" / name / "model.onnx"), "-o", grove_file],
+                   check=True, capture_output=True)
+    model = grove.Model.load(grove_file)
+    sessions = {mode: grove.Session(model, device="cuda", cuda_graphs=mode) for mode in ("off", "on")}
+    inputs = cases(name)
+    if name == "gpt_block":
+        rng = np.random.default_rng(args.seed)
+        inputs += [(f"decode_b{b}_s{s}", [rng.integers(0, 64, (b, s)).astype(np.int64)])
+                   for b in (1, 4) for s in range(1, args.decode + 1)]
+    compiled = {}
+    for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
+        compiled[mode] = torch.compile(module, mode=mode, dynamic=True)
+    per_shape = []
+    for case, arrays in inputs:
+        feeds = dict(zip(spec["inputs"], arrays))
+        tensors = [torch.from_numpy(a).to(dev) for a in arrays]
+
+        def torch_run(fn):
+            with torch.no_grad():
+                out = fn(*tensors)
+            return [o.detach().cpu().numpy() for o in export.flatten([out])]
+
+        row = {"case": case}
+        want = torch_run(module)
+        row["torch_eager_ms"] = median_ms(lambda: torch_run(module), args.warmup, args.repeats, sync)
+        for mode, fn in compiled.items():
+            try:
+                before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+                got = torch_run(fn)
+                row[f"torch_compile_{mode}_ms"] = median_ms(lambda: torch_run(fn), args.warmup, args.repeats, sync)
+                row[f"torch_compile_{mode}_graphs_compiled"] = (
+                    torch._dynamo.utils.counters["stats"]["unique_graphs"] - before)
+                row[f"torch_compile_{mode}_error"] = max(
+                    float(np.max(np.abs(g - w), initial=0)) for g, w in zip(got, want))
+            except Exception as e:  # a model torch.compile cannot take is a result too
+                row[f"torch_compile_{mode}_failed"] = str(e)[:300]
+        for mode, session in sessions.items():
+            got = list(session.run(feeds).values())
+            row[f"grove_graphs_{mode}_error"] = max(
+                float(np.max(np.abs(np.asarray(g, np.float64) - w), initial=0)) for g, w in zip(got, want))
+            row[f"grove_graphs_{mode}_ms"] = median_ms(lambda: session.run(feeds), args.warmup, args.repeats,
+                                                      lambda: None)
+        g = row["grove_graphs_on_ms"]
+        for peer in ("torch_eager_ms", "torch_compile_default_ms", "torch_compile_reduce-overhead_ms",
+                     "grove_graphs_off_ms"):
+            if peer in row and row[peer] > 0:
+                row[f"speedup_vs_{peer[:-3]}"] = round(row[peer] / g, 3)
+        per_shape.append(row)
+        print(f"{name} {case}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()
+                                             if k.endswith("_ms") or k.startswith("speedup")), flush=True)
+    return {"shapes": per_shape, "grove_stats": sessions["on"].stats()}
 
 
 if __name__ == "__main__":
