@@ -21,6 +21,13 @@
 #ifndef GROVE_JIT_KERNELS_ATTENTION_CUH_
 #define GROVE_JIT_KERNELS_ATTENTION_CUH_
 
+// Both kernels launch at most 128 threads a block: compiled for that, the
+// warp-per-row kernel keeps its accumulators in registers (at 1024 threads'
+// cap of 64 registers it spilled 384 bytes).
+#if !defined(GROVE_V_THREADS) && !defined(GROVE_MAX_THREADS)
+#define GROVE_MAX_THREADS 128
+#endif
+
 #include "jit/kernels/attention_params.h"
 #include "jit/kernels/prelude.cuh"
 #include "jit/kernels/reduce_common.cuh"
@@ -33,6 +40,22 @@ using rdx::inf_f32;
 
 GROVE_DEVICE float scaled(float x, int op, float s) {
   return op == kAttnScaleMul ? x * s : (op == kAttnScaleDiv ? x / s : x);
+}
+
+// Score s of query i and key j of head (b0, b1) after the masks, in order.
+template <typename T>
+GROVE_DEVICE float masked(const AttentionParams& p, i64 b0, i64 b1, i64 i, i64 j, float s) {
+  for (int mi = 0; mi < 2; ++mi) {
+    const AttnMaskParams& mk = p.masks[mi];
+    const i64 off = b0 * mk.b0 + b1 * mk.b1 + i * mk.i + j * mk.j;
+    if (mk.kind == kAttnMaskAdd) {
+      s = s + to_f32(static_cast<const T*>(mk.data)[off]);
+    } else if (mk.kind == kAttnMaskWhere) {
+      const bool cond = static_cast<const u8*>(mk.data)[off] != 0;
+      if (cond == (mk.fill_if_true != 0)) s = mk.fill;
+    }
+  }
+  return s;
 }
 
 // Output column c of a row from its running sum `acc`, max `m` and
@@ -88,17 +111,7 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
           for (i64 c = 0; c < p.d; ++c) {
             dot += scaled(to_f32(q[c]), p.q_scale_op, p.q_scale) * scaled(to_f32(kj[c * p.k_ds]), p.k_scale_op, p.k_scale);
           }
-          s = scaled(dot, p.scale_op, p.scale);
-          for (int mi = 0; mi < 2; ++mi) {
-            const AttnMaskParams& mk = p.masks[mi];
-            const i64 off = b0 * mk.b0 + b1 * mk.b1 + i * mk.i + j * mk.j;
-            if (mk.kind == kAttnMaskAdd) {
-              s = s + to_f32(static_cast<const T*>(mk.data)[off]);
-            } else if (mk.kind == kAttnMaskWhere) {
-              const bool cond = static_cast<const u8*>(mk.data)[off] != 0;
-              if (cond == (mk.fill_if_true != 0)) s = mk.fill;
-            }
-          }
+          s = masked<T>(p, b0, b1, i, j, scaled(dot, p.scale_op, p.scale));
         }
         // The tile's max; NaN scores do not raise it (as Softmax's max) but
         // make their exp, and so the row, NaN.
@@ -214,17 +227,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
           const i64 j = j0 + tc + kTC * x;
           float sc = neg_inf;
           if (i < p.sq && j < p.sk) {
-            sc = scaled(s[r][x], p.scale_op, p.scale);
-            for (int mi = 0; mi < 2; ++mi) {
-              const AttnMaskParams& mk = p.masks[mi];
-              const i64 off = b0 * mk.b0 + b1 * mk.b1 + i * mk.i + j * mk.j;
-              if (mk.kind == kAttnMaskAdd) {
-                sc = sc + to_f32(static_cast<const T*>(mk.data)[off]);
-              } else if (mk.kind == kAttnMaskWhere) {
-                const bool cond = static_cast<const u8*>(mk.data)[off] != 0;
-                if (cond == (mk.fill_if_true != 0)) sc = mk.fill;
-              }
-            }
+            sc = masked<T>(p, b0, b1, i, j, scaled(s[r][x], p.scale_op, p.scale));
           }
           s[r][x] = sc;
           tmax = sc > tmax ? sc : tmax;  // NaN does not raise the max (as Softmax's)

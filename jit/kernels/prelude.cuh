@@ -19,8 +19,11 @@
 #include "jit/kernels/types.h"
 
 // A variant module (ModuleSpec::params) with GROVE_V_THREADS launches at
-// most that many threads a block: its entries are compiled for it.
-#if defined(GROVE_V_THREADS)
+// most that many threads a block: its entries are compiled for it. A kernel
+// file whose blocks have a fixed size may define GROVE_MAX_THREADS before
+// including this header.
+#if defined(GROVE_MAX_THREADS)
+#elif defined(GROVE_V_THREADS)
 #define GROVE_MAX_THREADS GROVE_V_THREADS
 #else
 #define GROVE_MAX_THREADS 1024

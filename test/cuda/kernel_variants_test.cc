@@ -618,33 +618,43 @@ void CheckEw(cuda::Device& dev, const KernelConfig& c, int64_t n) {
 }
 
 // C = alpha A B (+ beta C) (+ bias), batched, B plain or transposed.
+// Values as a dtype of f32, f16 or bf16 holds them (rounded), uploaded in
+// it, and downloaded back to f32.
+std::vector<float> RoundTo(DType t, std::vector<float> v) {
+  for (float& x : v) {
+    if (t == DType::kF16) x = grove_k::f16_to_f32(grove_k::f32_to_f16(x));
+    if (t == DType::kBF16) x = grove_k::bf16_to_f32(grove_k::f32_to_bf16(x));
+  }
+  return v;
+}
+void* UploadAs(Buffers& bufs, DType t, const std::vector<float>& v) {
+  if (t == DType::kF32) return bufs.Upload(v);
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = t == DType::kF16 ? grove_k::f32_to_f16(v[i]) : grove_k::f32_to_bf16(v[i]);
+  return bufs.Upload(h);
+}
+std::vector<float> DownloadAs(Buffers& bufs, DType t, const void* p, size_t n) {
+  if (t == DType::kF32) return bufs.Download<float>(p, n);
+  const std::vector<uint16_t> h = bufs.Download<uint16_t>(p, n);
+  std::vector<float> y(n);
+  for (size_t i = 0; i < n; ++i) y[i] = t == DType::kF16 ? grove_k::f16_to_f32(h[i]) : grove_k::bf16_to_f32(h[i]);
+  return y;
+}
+
 void CheckGemv(cuda::Device& dev, const KernelConfig& c, int64_t m, int64_t n, int64_t k, int64_t batch,
                bool trans_b, bool trans_a) {
   const DType t = c.dtypes[0];
   const KernelProblem problem{
       "gemv", c.dtypes, {{"batch", batch}, {"k", k}, {"m", m}, {"n", n}, {"transb", trans_b ? 1 : 0}}};
   if (!jit::FindKernelFamily("gemv")->Valid(c, problem)) return;
-  auto round = [t](std::vector<float> v) {
-    for (float& x : v) {
-      if (t == DType::kF16) x = grove_k::f16_to_f32(grove_k::f32_to_f16(x));
-      if (t == DType::kBF16) x = grove_k::bf16_to_f32(grove_k::f32_to_bf16(x));
-    }
-    return v;
-  };
-  const std::vector<float> a = round(Random(batch * m * k, 8)), bm = round(Random(batch * k * n, 9)),
-                           c0 = round(Random(batch * m * n, 10)), bias = round(Random(n, 11));
-  auto upload = [&](Buffers& bufs, const std::vector<float>& v) -> void* {
-    if (t == DType::kF32) return bufs.Upload(v);
-    std::vector<uint16_t> h(v.size());
-    for (size_t i = 0; i < v.size(); ++i) h[i] = t == DType::kF16 ? grove_k::f32_to_f16(v[i]) : grove_k::f32_to_bf16(v[i]);
-    return bufs.Upload(h);
-  };
+  const std::vector<float> a = RoundTo(t, Random(batch * m * k, 8)), bm = RoundTo(t, Random(batch * k * n, 9)),
+                           c0 = RoundTo(t, Random(batch * m * n, 10)), bias = RoundTo(t, Random(n, 11));
   Buffers bufs(dev);
   grove_k::GemvParams p{};
-  p.a = upload(bufs, a);
-  p.b = upload(bufs, bm);
-  p.c = upload(bufs, c0);
-  p.bias = upload(bufs, bias);
+  p.a = UploadAs(bufs, t, a);
+  p.b = UploadAs(bufs, t, bm);
+  p.c = UploadAs(bufs, t, c0);
+  p.bias = UploadAs(bufs, t, bias);
   p.m = m;
   p.n = n;
   p.k = k;
@@ -660,13 +670,7 @@ void CheckGemv(cuda::Device& dev, const KernelConfig& c, int64_t m, int64_t n, i
   p.trans_a = trans_a;
   p.trans_b = trans_b;
   LaunchVariant(dev, c, problem, "gemv", p);
-  std::vector<float> y(c0.size());
-  if (t == DType::kF32) {
-    y = bufs.Download<float>(p.c, y.size());
-  } else {
-    const std::vector<uint16_t> h = bufs.Download<uint16_t>(p.c, y.size());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = t == DType::kF16 ? grove_k::f16_to_f32(h[i]) : grove_k::bf16_to_f32(h[i]);
-  }
+  const std::vector<float> y = DownloadAs(bufs, t, p.c, c0.size());
   const double tol = t == DType::kF32 ? 1e-4 : (t == DType::kF16 ? 1e-2 : 8e-2);
   for (int64_t bi = 0; bi < batch; ++bi) {
     for (int64_t i = 0; i < m; ++i) {
@@ -844,26 +848,13 @@ void CheckAttention(cuda::Device& dev, const KernelConfig& c, int64_t heads, int
   const DType t = c.dtypes[0];
   const KernelProblem problem{"attention", c.dtypes, {{"d", d}, {"dv", dv}, {"heads", heads}, {"sk", sk}, {"sq", sq}}};
   if (!jit::FindKernelFamily("attention")->Valid(c, problem)) return;
-  auto round = [t](std::vector<float> v) {
-    for (float& x : v) {
-      if (t == DType::kF16) x = grove_k::f16_to_f32(grove_k::f32_to_f16(x));
-      if (t == DType::kBF16) x = grove_k::bf16_to_f32(grove_k::f32_to_bf16(x));
-    }
-    return v;
-  };
-  const std::vector<float> q = round(Random(heads * sq * d, 12)), k = round(Random(heads * sk * d, 13)),
-                           v = round(Random(heads * sk * dv, 14));
+  const std::vector<float> q = RoundTo(t, Random(heads * sq * d, 12)), k = RoundTo(t, Random(heads * sk * d, 13)),
+                           v = RoundTo(t, Random(heads * sk * dv, 14));
   Buffers bufs(dev);
-  auto upload = [&](const std::vector<float>& x) -> void* {
-    if (t == DType::kF32) return bufs.Upload(x);
-    std::vector<uint16_t> h(x.size());
-    for (size_t i = 0; i < x.size(); ++i) h[i] = t == DType::kF16 ? grove_k::f32_to_f16(x[i]) : grove_k::f32_to_bf16(x[i]);
-    return bufs.Upload(h);
-  };
   grove_k::AttentionParams p{};
-  p.q = upload(q);
-  p.k = upload(k);
-  p.v = upload(v);
+  p.q = UploadAs(bufs, t, q);
+  p.k = UploadAs(bufs, t, k);
+  p.v = UploadAs(bufs, t, v);
   p.out = bufs.Upload(std::vector<float>(heads * sq * dv, 0.0f));  // room for f32; halves use half of it
   p.b0 = 1;
   p.b1 = heads;
@@ -881,13 +872,7 @@ void CheckAttention(cuda::Device& dev, const KernelConfig& c, int64_t heads, int
   p.scale = 4.0f;
   p.scale_op = grove_k::kAttnScaleDiv;
   LaunchVariant(dev, c, problem, "attention", p);
-  std::vector<float> y(heads * sq * dv);
-  if (t == DType::kF32) {
-    y = bufs.Download<float>(p.out, y.size());
-  } else {
-    const std::vector<uint16_t> h = bufs.Download<uint16_t>(p.out, y.size());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = t == DType::kF16 ? grove_k::f16_to_f32(h[i]) : grove_k::bf16_to_f32(h[i]);
-  }
+  const std::vector<float> y = DownloadAs(bufs, t, p.out, heads * sq * dv);
   const double tol = t == DType::kF32 ? 1e-5 : (t == DType::kF16 ? 2e-3 : 1e-2);
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i = 0; i < sq; ++i) {
