@@ -54,7 +54,9 @@ GROVE_DEVICE void gemm_tiled(const GemmTiledParams& params) {
     const T* b = B + bi * p.stride_b;
     T* c = C + bi * p.stride_c;
     float acc[RM][RN];
+    GROVE_UNROLL
     for (int r = 0; r < RM; ++r) {
+      GROVE_UNROLL
       for (int q = 0; q < RN; ++q) acc[r][q] = 0.0f;
     }
     for (i64 k0 = 0; k0 < p.k; k0 += TK) {
@@ -76,8 +78,10 @@ GROVE_DEVICE void gemm_tiled(const GemmTiledParams& params) {
       const int kn = p.k - k0 < TK ? static_cast<int>(p.k - k0) : TK;
       if (computes) {
         for (int kk = 0; kk < kn; ++kk) {
+          GROVE_UNROLL
           for (int r = 0; r < RM; ++r) {
             const float av = as[kk][tr + kRows * r];
+            GROVE_UNROLL
             for (int q = 0; q < RN; ++q) acc[r][q] += av * bs[kk][tc + kCols * q];
           }
         }
@@ -85,9 +89,11 @@ GROVE_DEVICE void gemm_tiled(const GemmTiledParams& params) {
       __syncthreads();
     }
     if (!computes) continue;
+    GROVE_UNROLL
     for (int r = 0; r < RM; ++r) {
       const i64 i = i0 + tr + kRows * r;
       if (i >= p.m) break;
+      GROVE_UNROLL
       for (int q = 0; q < RN; ++q) {
         const i64 j = j0 + tc + kCols * q;
         if (j >= p.n) break;
