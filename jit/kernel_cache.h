@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "jit/module.h"
 
 namespace grove::jit {
@@ -58,7 +59,10 @@ std::vector<std::string> NvrtcOptions(int arch);
 // names, "jit/kernels/prelude.cuh") to a cubin for sm_<arch>. A failure is an
 // InvalidArgument status (compile error, unsupported arch) or Internal (NVRTC
 // itself failed) carrying NVRTC's full log. Needs no GPU. Thread-safe.
-absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int arch);
+// `extra_options` follow NvrtcOptions(arch) (tests: "--ptxas-options=-v"
+// puts ptxas's register and spill report in the log).
+absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int arch,
+                                                  absl::Span<const std::string> extra_options = {});
 // The names of the kernels (entry points) defined in a cubin, from its ELF
 // symbol table (STT_FUNC symbols marked as CUDA entries), sorted; for tests
 // and `grove compile`. The bytes are untrusted: anything that is not a

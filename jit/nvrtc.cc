@@ -135,7 +135,8 @@ std::vector<std::string> NvrtcOptions(int arch) {
   return {absl::StrCat("--gpu-architecture=sm_", arch), "-std=c++17"};
 }
 
-absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int arch) {
+absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int arch,
+                                                  absl::Span<const std::string> extra_options) {
   if (arch <= 0) return absl::InvalidArgumentError(absl::StrCat("bad CUDA arch ", arch));
   absl::StatusOr<const NvrtcApi*> loaded = Nvrtc();
   if (!loaded.ok()) return loaded.status();
@@ -153,7 +154,8 @@ absl::StatusOr<CompileResult> CompileModuleSource(absl::string_view source, int 
                                                  header_texts.data(), header_names.data()));
   absl::Cleanup destroy = [&prog, &nvrtc] { nvrtc.DestroyProgram(&prog); };
 
-  const std::vector<std::string> options = NvrtcOptions(arch);
+  std::vector<std::string> options = NvrtcOptions(arch);
+  options.insert(options.end(), extra_options.begin(), extra_options.end());
   std::vector<const char*> option_ptrs;
   for (const std::string& o : options) option_ptrs.push_back(o.c_str());
   const nvrtcResult compiled =

@@ -39,18 +39,24 @@
 // The entry takes a device pointer to its parameters (a CUDA graph's
 // parameter block, refilled by the host between replays); the body reads
 // them through a reference, so it is the same text either way.
-#define GROVE_ENTRY(name, Params)                                                                          \
-  GROVE_DEVICE void GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(const Params& p);                     \
-  extern "C" __global__ void __launch_bounds__(GROVE_MAX_THREADS) GROVE_CAT(name, GROVE_SUFFIX)(const Params* __restrict__ pp) { \
-    GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(*pp);                                                  \
-  }                                                                                                        \
+#define GROVE_ENTRY_WITH_BOUNDS(name, Params, bounds)                                              \
+  GROVE_DEVICE void GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(const Params& p);             \
+  extern "C" __global__ void __launch_bounds__ bounds GROVE_CAT(name, GROVE_SUFFIX)(const Params* __restrict__ pp) { \
+    GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(*pp);                                          \
+  }                                                                                                \
   GROVE_DEVICE void GROVE_CAT(GROVE_CAT(name, GROVE_SUFFIX), _body)(const Params& p)
 #else
-#define GROVE_ENTRY(name, Params) \
-  extern "C" __global__ void __launch_bounds__(GROVE_MAX_THREADS) GROVE_CAT(name, GROVE_SUFFIX)(const Params p)
+#define GROVE_ENTRY_WITH_BOUNDS(name, Params, bounds) \
+  extern "C" __global__ void __launch_bounds__ bounds GROVE_CAT(name, GROVE_SUFFIX)(const Params p)
 #endif
+#define GROVE_ENTRY(name, Params) GROVE_ENTRY_WITH_BOUNDS(name, Params, (GROVE_MAX_THREADS))
+// An entry whose blocks an SM must hold min_blocks of at once
+// (__launch_bounds__'s second argument, which caps a thread's registers).
+#define GROVE_ENTRY_BOUNDED(name, Params, min_blocks) \
+  GROVE_ENTRY_WITH_BOUNDS(name, Params, (GROVE_MAX_THREADS, min_blocks))
 #else
 #include "jit/emulation.h"
+#define GROVE_ENTRY_BOUNDED(name, Params, min_blocks) GROVE_ENTRY(name, Params)
 #define GROVE_DEVICE inline
 #define GROVE_UNROLL
 #endif
