@@ -1,5 +1,7 @@
 // FusedAttention: softmax(mask2(mask(scale(Q'·K'ᵀ)))) · V for one query row per
-// warp. Keys come in tiles of 32, one per lane: the lane computes its score
+// block, whose warps take its key tiles in turn and are combined at the end
+// (a decode step's few rows still fill the GPU's warps). Keys come in tiles
+// of 32, one per lane: the lane computes its score
 // (Q' and K' scaled element by element as the unfused chain did, then the
 // scale and the mask), the warp takes the tile's max, rescales its running
 // sum and output columns by exp(old max - new max) and adds exp(s - max) and
@@ -81,16 +83,21 @@ GROVE_DEVICE float finish(const AttentionParams& p, const T* v, i64 c, float acc
 
 template <typename T>
 GROVE_DEVICE void attention(const AttentionParams& p) {
+  // A block per query row; its warps (at most kAttnRowWarps) take the key
+  // tiles in turn, each with its own max, sum and output columns, and warp 0
+  // combines them through shared memory.
+  __shared__ float part_m[kAttnRowWarps], part_l[kAttnRowWarps];
+  __shared__ float part_acc[kAttnRowWarps][32 * kAttnColsPerLane];
   const T* Q = static_cast<const T*>(p.q);
   const T* K = static_cast<const T*>(p.k);
   const T* V = static_cast<const T*>(p.v);
   T* O = static_cast<T*>(p.out);
   const int lane = static_cast<int>(threadIdx.x & 31u);
-  const i64 warp = global_thread() >> 5;
-  const i64 warps = grid_threads() >> 5;
+  const int w = static_cast<int>(threadIdx.x >> 5);
+  const int nw = static_cast<int>(blockDim.x >> 5);
   const i64 rows = p.b0 * p.b1 * p.sq;
   const float neg_inf = -inf_f32();
-  for (i64 row = warp; row < rows; row += warps) {
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {  // block-uniform
     const i64 i = row % p.sq;
     const i64 bb = row / p.sq;
     const i64 b1 = bb % p.b1, b0 = bb / p.b1;
@@ -102,7 +109,7 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
       float acc[kAttnColsPerLane];
       for (int t = 0; t < kAttnColsPerLane; ++t) acc[t] = 0.0f;
       float m = neg_inf, l = 0.0f;
-      for (i64 j0 = 0; j0 < p.sk; j0 += 32) {
+      for (i64 j0 = i64{32} * w; j0 < p.sk; j0 += i64{32} * nw) {
         const i64 j = j0 + lane;
         float s = neg_inf;
         if (j < p.sk) {
@@ -137,15 +144,32 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
         }
         m = m_new;
       }
+      __syncthreads();  // the previous pass's parts are read
+      if (lane == 0) {
+        part_m[w] = m;
+        part_l[w] = l;
+      }
+      for (int t = 0; t < kAttnColsPerLane; ++t) part_acc[w][t * 32 + lane] = acc[t];
+      __syncthreads();
+      if (w != 0) continue;
+      // The row's max over the warps' maxima, and their sums and columns
+      // rescaled to it (a warp that saw only -inf adds nothing).
+      float mr = neg_inf;
+      for (int x = 0; x < nw; ++x) mr = part_m[x] > mr ? part_m[x] : mr;
+      float lr = 0.0f, ar[kAttnColsPerLane];
+      for (int t = 0; t < kAttnColsPerLane; ++t) ar[t] = 0.0f;
+      for (int x = 0; x < nw; ++x) {
+        const float f = part_m[x] == neg_inf ? 0.0f : g_exp(part_m[x] - mr);
+        lr += part_l[x] * f;
+        for (int t = 0; t < kAttnColsPerLane; ++t) ar[t] += part_acc[x][t * 32 + lane] * f;
+      }
       for (int t = 0; t < kAttnColsPerLane; ++t) {
         const i64 c = c0 + t * 32 + lane;
-        if (c >= p.dv) continue;
-        o[c] = from_f32<T>(finish(p, v, c, acc[t], m, l));
+        if (c < p.dv) o[c] = from_f32<T>(finish(p, v, c, ar[t], mr, lr));
       }
     }
   }
 }
-
 
 // The tiled variant (see the top of the file). Block: 128 threads, thread t
 // owns rows (t / 8) + 16 r of the query tile and columns (t % 8) + 8 c of

@@ -14,6 +14,9 @@ enum AttnMask { kAttnMaskNone = 0, kAttnMaskAdd = 1, kAttnMaskWhere = 2 };
 // Output columns a lane keeps in registers per pass; a longer V row takes
 // more passes over the keys.
 constexpr int kAttnColsPerLane = 4;
+// Warps of the warp-per-row kernel's blocks at most (they split the row's
+// key tiles).
+constexpr int kAttnRowWarps = 4;
 
 // One mask over the scores [b0, b1, sq, sk] (element strides, 0 where it
 // broadcasts).
@@ -24,9 +27,9 @@ struct AttnMaskParams {
   int kind, fill_if_true;
 };
 
-// A warp per query row (grid-stride over b0 * b1 * sq rows), keys in tiles of
-// 32 (a lane each) with an online softmax; sq and sk are read here at run
-// time, so one module serves every sequence length.
+// A block per query row (grid-stride over b0 * b1 * sq rows), its warps
+// taking keys in tiles of 32 (a lane each) with an online softmax; sq and sk
+// are read here at run time, so one module serves every sequence length.
 struct AttentionParams {
   const void* q;
   const void* k;

@@ -69,8 +69,8 @@ INSTANTIATE_TEST_SUITE_P(EdgeShapes, CudaAttentionTest, ::testing::ValuesIn(Atte
 
 // Shapes of the tiled kernel (16 query rows or more, heads of at most 128):
 // partial query and key tiles, both head sizes, Kᵀ given, both masks, GQA,
-// fully masked rows; and a head over 128, which keeps the warp-per-row
-// kernel at the same lengths.
+// fully masked rows; and of the warp-per-row kernel: a decode step against
+// many keys, a head over 128.
 std::vector<AttentionCase> TiledCases() {
   const double ninf = -std::numeric_limits<double>::infinity();
   std::vector<AttentionCase> cs;
@@ -84,6 +84,10 @@ std::vector<AttentionCase> TiledCases() {
                 .mask2_shape = {1, 1, 1, 130}, .kv_group = 2});
   cs.push_back({.name = "tiled_masked_rows_nan", .q = {1, 2, 17, 8}, .k = {1, 2, 70, 8}, .v = {1, 2, 70, 8},
                 .mask = 2, .mask_shape = {17, 70}, .mask_fill = ninf, .mask_all_of_row0 = true});
+  // A decode step's rows against many keys: the warp-per-row kernel's warps
+  // split the key tiles and are combined (a masked tail in one of them).
+  cs.push_back({.name = "decode_long_keys_causal", .q = {1, 2, 3, 16}, .k = {1, 2, 150, 16}, .v = {1, 2, 150, 20},
+                .scale_op = 2, .scale = 4.0, .mask = 2, .mask_shape = {3, 150}, .mask_fill = ninf, .causal = true});
   cs.push_back({.name = "head_over_128_per_row", .q = {1, 1, 20, 130}, .k = {1, 1, 20, 130}, .v = {1, 1, 20, 8},
                 .scale_op = 1, .scale = 0.05});
   return cs;

@@ -89,10 +89,12 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
     a.module = v.module;
     return MakePrepared(std::move(a));
   }
-  // A warp per query row: 4 warps a block on a GPU; on the emulated device,
-  // one warp a block and at most 2 blocks.
+  // A block per query row, kAttnRowWarps warps splitting its keys; on the
+  // emulated device, whose threads are host threads, 2 warps and at most 2
+  // blocks.
   const int64_t rows = a.empty ? 0 : l->b0 * l->b1 * l->sq;
-  a.dims = emulated ? Grid1D(rows * 32, 32, 2) : Grid1D(rows * 32, 128);
+  const int warps = emulated ? 2 : grove_k::kAttnRowWarps;
+  a.dims = Grid1D(rows * warps * 32, warps * 32, emulated ? 2 : 65535);
   a.module = jit::ModuleSpec{"attention", {l->dtype}};
   return MakePrepared(std::move(a));
 }
