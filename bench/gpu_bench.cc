@@ -15,7 +15,8 @@
 //  - BM_Attention_Cuda/S/F: attention over Q, K, V [1, 8, S, 64] (MatMul with
 //    Transpose(K), Div, Softmax, MatMul) planned fused (F = 1: one
 //    FusedAttention kernel) or unfused (F = 0: cuBLASLt and the Softmax
-//    kernel), device inputs and outputs.
+//    kernel), device inputs and outputs; BM_DecodeAttention_Cuda/S/F: one
+//    query row a head against S keys.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -118,13 +119,14 @@ void MatMulSizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul_Grove)->Apply(MatMulSizes);
 BENCHMARK(BM_MatMul_Cublas)->Apply(MatMulSizes);
 
-void BM_Attention_Cuda(benchmark::State& state) {
+// Attention over Q [1, 8, sq, 64] and K, V [1, 8, sk, 64], planned fused or
+// unfused, device inputs and outputs.
+void Attention(benchmark::State& state, int64_t sq, int64_t sk, bool fused) {
   std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
   if (dev == nullptr) return;
-  const int64_t s = state.range(0);
-  const bool fused = state.range(1) != 0;
   ModelBuilder b;
-  for (const char* name : {"q", "k", "v"}) b.AddInput(name, DType::kF32, {1, 8, s, 64});
+  b.AddInput("q", DType::kF32, {1, 8, sq, 64});
+  for (const char* name : {"k", "v"}) b.AddInput(name, DType::kF32, {1, 8, sk, 64});
   b.AddWeight("scale", DType::kF32, {}, std::vector<float>{8.0f});
   b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   b.AddOp("MatMul", {"q", "kt"}, {"scores"});
@@ -140,12 +142,12 @@ void BM_Attention_Cuda(benchmark::State& state) {
     state.SkipWithError(std::string(session.status().message()).c_str());
     return;
   }
-  const size_t bytes = static_cast<size_t>(8 * s * 64 * 4);
-  DeviceTensor q(dev, bytes), k(dev, bytes), v(dev, bytes), y(dev, bytes);
-  const std::vector<int64_t> shape = {1, 8, s, 64};
-  std::vector<TensorView> in = {TensorView(DType::kF32, shape, q.ptr), TensorView(DType::kF32, shape, k.ptr),
-                                TensorView(DType::kF32, shape, v.ptr)};
-  std::vector<TensorView> out = {TensorView(DType::kF32, shape, y.ptr)};
+  const size_t q_bytes = static_cast<size_t>(8 * sq * 64 * 4), kv_bytes = static_cast<size_t>(8 * sk * 64 * 4);
+  DeviceTensor q(dev, q_bytes), k(dev, kv_bytes), v(dev, kv_bytes), y(dev, q_bytes);
+  const std::vector<int64_t> q_shape = {1, 8, sq, 64}, kv_shape = {1, 8, sk, 64};
+  std::vector<TensorView> in = {TensorView(DType::kF32, q_shape, q.ptr), TensorView(DType::kF32, kv_shape, k.ptr),
+                                TensorView(DType::kF32, kv_shape, v.ptr)};
+  std::vector<TensorView> out = {TensorView(DType::kF32, q_shape, y.ptr)};
   runtime::SetAttentionFusionEnabled(fused);  // read when the plan is made, by the first run
   const absl::Status first = (*session)->RunInto(in, out);
   runtime::SetAttentionFusionEnabled(true);
@@ -156,8 +158,19 @@ void BM_Attention_Cuda(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize((*session)->RunInto(in, out));
   state.counters["fused"] = fused ? 1 : 0;
 }
+
+void BM_Attention_Cuda(benchmark::State& state) {
+  Attention(state, state.range(0), state.range(0), state.range(1) != 0);
+}
 BENCHMARK(BM_Attention_Cuda)
     ->ArgsProduct({{256, 512, 1024, 2048}, {1, 0}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// A decode step: one query row a head against S keys (a KV cache).
+void BM_DecodeAttention_Cuda(benchmark::State& state) { Attention(state, 1, state.range(0), state.range(1) != 0); }
+BENCHMARK(BM_DecodeAttention_Cuda)
+    ->ArgsProduct({{128, 512, 2048, 8192}, {1, 0}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

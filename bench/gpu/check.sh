@@ -149,6 +149,17 @@ for k, v in g.items():
             ratios[k.split("/", 1)[1]] = {"grove_us": round(v["real_time"], 2), "cublas_us": round(base["real_time"], 2),
                                          "ratio": round(v["real_time"] / base["real_time"], 3)}
 summary["matmul_vs_cublas"] = ratios
+# Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill and decode.
+attn = {}
+for k, v in g.items():
+    for bench_name in ("BM_Attention_Cuda/", "BM_DecodeAttention_Cuda/"):
+        if k.startswith(bench_name) and k.split("/")[2] == "1" and isinstance(v, dict) and "real_time" in v:
+            base = g.get(k.replace("/1/", "/0/"))
+            if base and "real_time" in base:
+                attn[bench_name[3:-6] + "/S=" + k.split("/")[1]] = {
+                    "fused_us": round(v["real_time"], 2), "unfused_us": round(base["real_time"], 2),
+                    "speedup": round(base["real_time"] / v["real_time"], 3)}
+summary["attention_fused_vs_unfused"] = attn
 # A growing sequence (issue 12): buckets and exact-shape graphs against graphs
 # off, with the graphs captured and the shared arena against the largest plan's.
 grow = {}
