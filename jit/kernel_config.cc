@@ -595,9 +595,10 @@ class GemmTiledFamily : public KernelFamily {
 // A problem: heads (b0 x b1), sq, sk, d, dv (sq and sk read by the kernel
 // at run time). Parameters: bq query rows and bk keys a tile, hd the
 // largest head size (d and dv) the variant holds, 128 threads; the pairs
-// that fit 48 KiB of static shared memory and 255 registers a thread: 64
-// keys by 64 or 32 query rows for hd 64 (32 rows: twice the blocks, for
-// short sequences), 32 x 32 for hd 128. Without parameters the file is the
+// that fit 48 KiB of static shared memory and 168 registers a thread
+// (three blocks an SM): 64 keys by 64, 32 or 16 query rows for hd 64, 32
+// keys by 32 or 16 rows for hd 128 (fewer rows: more blocks, for short
+// sequences). Without parameters the file is the
 // warp-per-row kernel, which serves d or dv above 128 and decode shapes
 // (the CUDA prepare's choice, outside this family). Generic: the smallest
 // hd that holds the head.
@@ -607,8 +608,10 @@ class GemmTiledFamily : public KernelFamily {
 // bytes, Q read and O written once, K and V once per query tile; flops,
 // 2 sq sk (d + dv) per head, issued at the share of a thread's
 // instructions that are multiply-adds (each k of a patch loads its row and
-// column operands from shared memory); occupancy by block, registers (the
-// score and output patches, 40 more) and shared memory.
+// column operands from shared memory); occupancy by block, registers and
+// shared memory.
+constexpr int kAttentionRegisters = 168;
+
 class AttentionFamily : public KernelFamily {
  public:
   absl::string_view name() const override { return "attention"; }
@@ -616,11 +619,11 @@ class AttentionFamily : public KernelFamily {
     return {{DType::kF32}, {DType::kF16}, {DType::kBF16}};
   }
   std::vector<ParamSpace> space() const override {
-    return {{"bk", {32, 64}}, {"bq", {32, 64}}, {"hd", {64, 128}}, {"threads", {128}}};
+    return {{"bk", {32, 64}}, {"bq", {16, 32, 64}}, {"hd", {64, 128}}, {"threads", {128}}};
   }
   bool Consistent(const KernelConfig& c) const override {
     const int bk = c.Get("bk", 0), bq = c.Get("bq", 0), hd = c.Get("hd", 0);
-    return (hd == 64 && bk == 64) || (hd == 128 && bk == 32 && bq == 32);
+    return (hd == 64 && bk == 64) || (hd == 128 && bk == 32 && bq <= 32);
   }
   bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
     return InSpace(c) && c.dtypes == p.dtypes && p.Dim("d") <= c.Get("hd", 0) && p.Dim("dv") <= c.Get("hd", 0);
@@ -644,8 +647,10 @@ class AttentionFamily : public KernelFamily {
     const double padded = static_cast<double>(qtiles * bq) * (CeilDiv(sk, bk) * bk) * (static_cast<double>(d) + hd);
     t.waste = 1 - static_cast<double>(sq) * sk * (d + dv) / padded;
     const LaunchShape l = Launch(c, p);
-    const int regs = 40 + (bq / 16) * (bk / 8) + (bq / 16) * (hd / 8);
-    t.occupancy = Occupancy(l.blocks, l.threads, regs, int64_t{4} * hd * (bq + 1 + bk + 1), gpu);
+    // 168 registers: ptxas's count for every variant, compiled for three
+    // blocks an SM. Shared: Q's tile and the larger of K's (padded) and V's.
+    const int64_t shared = int64_t{4} * (hd * (bq + 1) + std::max(hd * (bk + 1), bk * hd));
+    t.occupancy = Occupancy(l.blocks, l.threads, kAttentionRegisters, shared, gpu);
     const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
     t.bytes = el * heads * (static_cast<double>(sq) * (d + dv) + static_cast<double>(qtiles) * sk * (d + dv));
     t.flops = 2.0 * heads * sq * sk * (d + dv);

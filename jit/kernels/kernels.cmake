@@ -122,4 +122,5 @@ list(APPEND GROVE_KERNEL_FILES attention)
 set(GROVE_KERNEL_attention_T0 f32 f16 bf16)
 # attention: the tiled kernel for head sizes up to hd (bq query rows and bk
 # keys a tile, 128 threads); without parameters the warp-per-row kernel.
-set(GROVE_KERNEL_attention_VARIANTS bk64_bq32_hd64_threads128 bk64_bq64_hd64_threads128 bk32_bq32_hd128_threads128)
+set(GROVE_KERNEL_attention_VARIANTS bk32_bq16_hd128_threads128 bk32_bq32_hd128_threads128
+    bk64_bq16_hd64_threads128 bk64_bq32_hd64_threads128 bk64_bq64_hd64_threads128)

@@ -285,6 +285,43 @@ TEST(KernelConfigTest, RowCostTermsByHand) {
   EXPECT_FALSE(f->Valid(KernelConfig{"softmax", {DType::kF64}, {{"lanes", 1}, {"threads", 64}}}, strided));
 }
 
+TEST(KernelConfigTest, AttentionCostTermsByHand) {
+  const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);
+  const KernelFamily* f = jit::FindKernelFamily("attention");
+  ASSERT_NE(f, nullptr);
+  const KernelProblem p{"attention", {DType::kF32}, {{"d", 64}, {"dv", 64}, {"heads", 8}, {"sk", 256}, {"sq", 256}}};
+  const KernelConfig big{"attention", {DType::kF32}, {{"bk", 64}, {"bq", 64}, {"hd", 64}, {"threads", 128}}};
+  const KernelConfig small{"attention", {DType::kF32}, {{"bk", 64}, {"bq", 16}, {"hd", 64}, {"threads", 128}}};
+  EXPECT_EQ(f->Generic(p), big);
+  // 8 heads x 4 tiles of 64 rows; no padding (256 = 4 x 64 both ways).
+  EXPECT_EQ(f->Launch(big, p).blocks, 32);
+  EXPECT_EQ(f->Launch(big, p).threads, 128);
+  jit::CostTerms t = f->Cost(big, p, h100);
+  EXPECT_DOUBLE_EQ(t.waste, 0);
+  // Q and O once, K and V once per query tile: 4 x 8 x (256 x 128 + 4 x 256 x 128).
+  EXPECT_DOUBLE_EQ(t.bytes, 4.0 * 8 * (256.0 * 128 + 4.0 * 256 * 128));
+  EXPECT_DOUBLE_EQ(t.flops, 2.0 * 8 * 256 * 256 * 128);
+  // 168 registers x 128 threads: 3 blocks an SM (shared: 4 x (64 x 65 + 64 x 65)
+  // bytes, 6 would fit); all 32 resident, of 132 x 2048 thread slots.
+  EXPECT_DOUBLE_EQ(t.occupancy, 32.0 * 128 / (132 * 2048));
+  // 16-row tiles: 4x the blocks, 4x the occupancy, K and V read 4x as often.
+  const jit::CostTerms s16 = f->Cost(small, p, h100);
+  EXPECT_EQ(f->Launch(small, p).blocks, 128);
+  EXPECT_DOUBLE_EQ(s16.occupancy, 4 * t.occupancy);
+  EXPECT_DOUBLE_EQ(s16.bytes, 4.0 * 8 * (256.0 * 128 + 16.0 * 256 * 128));
+  // A head of 100: only hd 128 holds it, and it is the generic pick.
+  const KernelProblem wide{"attention", {DType::kF32}, {{"d", 100}, {"dv", 100}, {"heads", 2}, {"sk", 40}, {"sq", 40}}};
+  EXPECT_FALSE(f->Valid(big, wide));
+  const KernelConfig g = f->Generic(wide);
+  EXPECT_EQ(g.Get("hd", 0), 128);
+  EXPECT_TRUE(f->Valid(g, wide));
+  // 40 rows in 32-row tiles, 40 keys in 32-key tiles, V's 100 of 128 columns:
+  // 1 - 40 x 40 x 200 / (64 x 64 x 228).
+  EXPECT_DOUBLE_EQ(f->Cost(g, wide, h100).waste, 1 - 40.0 * 40 * 200 / (64.0 * 64 * 228));
+  // Another dtype's config is not valid for an f32 problem.
+  EXPECT_FALSE(f->Valid(KernelConfig{"attention", {DType::kF16}, big.params}, p));
+}
+
 TEST(KernelConfigTest, GemvCostTermsByHandAndTheChoiceAgainstTheVendorGemm) {
   const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);
   const KernelFamily* f = jit::FindKernelFamily("gemv");
