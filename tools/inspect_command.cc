@@ -89,6 +89,10 @@ std::string ExecutionText(const ExecutionInfo& info) {
       if (st.op == kFusedAttention) absl::StrAppend(&out, "    fused attention: ", TerminalSafe(st.node), "\n");
     }
     for (size_t i = 0; i < path.steps.size(); ++i) {
+      if (!path.steps[i].layout.empty()) {
+        absl::StrAppend(&out, "    step ", i, " ", StepName(path.steps[i].op, path.steps[i].node), ": ",
+                        path.steps[i].layout, "\n");
+      }
       for (const KernelChoiceInfo& k : path.steps[i].kernels) {
         absl::StrAppend(&out, "    step ", i, " ", StepName(path.steps[i].op, path.steps[i].node), ": kernel ",
                         TerminalSafe(k.config), " (", k.source, ", ", TerminalSafe(k.problem), ")\n");
@@ -131,7 +135,8 @@ std::string ExecutionJson(const ExecutionInfo& info, const std::string& arch, in
       kernels.push_back(w.TakeText());
     }
     return absl::StrCat("{\"op\":", JsonString(st.op), ",\"node\":", JsonString(st.node),
-                        ",\"backend\":", JsonString(st.backend), ",\"kernels\":[", absl::StrJoin(kernels, ","), "]}");
+                        ",\"backend\":", JsonString(st.backend), ",\"layout\":", JsonString(st.layout),
+                        ",\"kernels\":[", absl::StrJoin(kernels, ","), "]}");
   };
   std::vector<std::string> paths;
   for (const PathInfo& path : info.paths) {

@@ -711,6 +711,11 @@ struct StepInfo {
   std::string node;     // the node's name ("" when it has none)
   std::string backend;  // whose kernel runs it: "cpu" or "cuda"
   std::vector<KernelChoiceInfo> kernels;  // CUDA: the variants its prepare chose
+  // CPU: how the step's kernel lays out its activations where not as the
+  // model says: "channels-last X and Y", "channels-last X" or
+  // "channels-last Y" ([N, spatial..., C]; see "CPU layouts" in the
+  // README); "" otherwise.
+  std::string layout;
 };
 
 // A step that needs the host, so a segment ends at it: control flow (the

@@ -230,6 +230,10 @@ class Backend {
   // table, cost model or generic; see lib/backends/cuda/kernel_choice.h),
   // for grove inspect and compile. Empty where nothing was chosen.
   virtual std::vector<KernelChoiceInfo> KernelChoices(const ir::Node& node) const { return {}; }
+  // How `node`'s step (as this backend's RefinePlan left it) lays out its
+  // activations where not as the model says (StepInfo::layout); "" as the
+  // model says.
+  virtual std::string StepLayout(const ir::Node& node) const { return ""; }
 };
 
 // The backend `options` ask for: the CPU, or a CUDA device (Device::kAuto

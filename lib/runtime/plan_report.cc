@@ -128,7 +128,7 @@ class Describer {
 
   StepInfo Step(const PlanStep& step) const {
     return StepInfo{step.node->type, step.node->name, step.backend == ir::Backend::kCuda ? "cuda" : "cpu",
-                    backend_.KernelChoices(*step.node)};
+                    backend_.KernelChoices(*step.node), backend_.StepLayout(*step.node)};
   }
 
   // A body's input and capture signatures as its first run sees them: If's

@@ -442,6 +442,36 @@ TEST(ChannelsLastTest, ConcatAlongAnyAxisKeepsChannelsLast) {
   }
 }
 
+// DescribeExecution (grove inspect --device cpu) names the steps that run
+// channels-last, and none when the pass is off.
+TEST(ChannelsLastTest, InspectNamesTheChannelsLastSteps) {
+  const Shape x = {1, 3, 16, 16};
+  std::shared_ptr<const Model> residual = ResidualCnn(x, "MaxPool", false, false);
+  for (bool pass : {true, false}) {
+    cpu::ScopedOneDnn scope(true);
+    ScopedChannelsLast layout(pass);
+    ExecutionInfoOptions o;
+    o.input_shapes = {x};
+    absl::StatusOr<ExecutionInfo> info = DescribeExecution(*residual, o);
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_FALSE(info->paths.empty());
+    int channels_last = 0;
+    for (const StepInfo& st : info->paths[0].steps) {
+      if (st.layout.empty()) continue;
+      ++channels_last;
+      EXPECT_TRUE(st.layout == "channels-last X and Y" || st.layout == "channels-last X" ||
+                  st.layout == "channels-last Y")
+          << st.op << " " << st.node << ": " << st.layout;
+      EXPECT_EQ(st.backend, "cpu");
+    }
+    if (pass) {
+      EXPECT_GE(channels_last, 2);
+    } else {
+      EXPECT_EQ(channels_last, 0);
+    }
+  }
+}
+
 // Nothing is stored channels-last when oneDNN is off, when the pass is, or
 // when no window step's X or Y could be (a Conv read by Concat and Flatten
 // only).

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/backends/cpu/activation_fusion.h"
+#include "lib/backends/cpu/post_op.h"
 #include "lib/backends/cpu/thread_pool.h"
 
 namespace grove::cpu {
@@ -26,6 +27,13 @@ class CpuBackend : public runtime::Backend {
     FuseActivations(plan);
     FuseOneDnnChains(plan);
     AssignChannelsLast(plan);
+  }
+  std::string StepLayout(const ir::Node& node) const override {
+    const int64_t bits = node.attrs.GetInt(kChannelsLastAttr, 0);
+    if (bits == 3) return "channels-last X and Y";
+    if (bits == 1) return "channels-last X";
+    if (bits == 2) return "channels-last Y";
+    return "";
   }
   bool host_memory() const override { return true; }
   absl::StatusOr<void*> Allocate(uint64_t bytes) override {
