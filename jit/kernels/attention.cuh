@@ -171,6 +171,16 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
   }
 }
 
+// acc[r][c] += a[r] * b[c]: a thread's patch of a product, in registers.
+template <int R, int C>
+GROVE_DEVICE void outer_add(float (&acc)[R][C], const float (&a)[R], const float (&b)[C]) {
+  GROVE_UNROLL
+  for (int r = 0; r < R; ++r) {
+    GROVE_UNROLL
+    for (int c = 0; c < C; ++c) acc[r][c] += a[r] * b[c];
+  }
+}
+
 // The tiled variant (see the top of the file). Block: 128 threads, thread t
 // owns rows (t / 8) + 16 r of the query tile and columns (t % 8) + 8 c of
 // the key tile and of the output; the 8 lanes of a row are neighbours.
@@ -236,11 +246,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
         for (int r = 0; r < RQ; ++r) qa[r] = qs[c * (BQ + 1) + tr + kTR * r];
         GROVE_UNROLL
         for (int x = 0; x < RK; ++x) kb[x] = kv[c * (BK + 1) + tc + kTC * x];
-        GROVE_UNROLL
-        for (int r = 0; r < RQ; ++r) {
-          GROVE_UNROLL
-          for (int x = 0; x < RK; ++x) s[r][x] += qa[r] * kb[x];
-        }
+        outer_add(s, qa, kb);
       }
       GROVE_UNROLL
       for (int r = 0; r < RQ; ++r) {
@@ -289,11 +295,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
         for (int r = 0; r < RQ; ++r) pk[r] = __shfl_sync(0xffffffffu, s[r][j / kTC], (lane & ~(kTC - 1)) | (j % kTC));
         GROVE_UNROLL
         for (int c = 0; c < RV; ++c) vb[c] = kv[j * HD + tc + kTC * c];
-        GROVE_UNROLL
-        for (int r = 0; r < RQ; ++r) {
-          GROVE_UNROLL
-          for (int c = 0; c < RV; ++c) o[r][c] += pk[r] * vb[c];
-        }
+        outer_add(o, pk, vb);
       }
     }
     GROVE_UNROLL
