@@ -186,7 +186,8 @@ except Exception as e:
 summary["gpu_bench"] = {k: {"real_time_us": round(v.get("real_time", -1), 2), "error": v.get("error_message", "")}
                         for k, v in g.items() if isinstance(v, dict)}
 j = bench("jit_bench.json")
-summary["jit_bench"] = {k: {"real_time_us": round(v.get("real_time", -1) / (1000.0 if v.get("time_unit") == "ns" else 1), 3)}
+per_us = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+summary["jit_bench"] = {k: {"real_time_us": round(v.get("real_time", -1) * per_us.get(v.get("time_unit", "ns"), 1.0), 3)}
                         for k, v in j.items() if isinstance(v, dict)}
 summary["roundtrip"] = [l for l in open(os.path.join(out, "roundtrip.log")).read().splitlines()
                         if re.match(r"(compiled|cuda:|time:|session:|== |grove: error)", l)]
