@@ -8,7 +8,9 @@
 //    it reaches.
 //  - BM_Mlp_Cuda vs BM_Mlp_Cpu: the demo MLP at batch 256 on both backends.
 //  - BM_Chain200_Graphs vs BM_Chain200_Eager: a 200-op chain replayed as one
-//    CUDA graph vs launched kernel by kernel (SessionOptions::cuda_graphs).
+//    CUDA graph vs launched kernel by kernel (SessionOptions::cuda_graphs);
+//    BM_Fill200_BareGraph vs BM_Fill200_Launched: 200 tiny kernels captured
+//    and replayed through the device API alone vs launched (the floor).
 //  - BM_GrowingSeq_{Buckets,Exact,Eager}: a sequence growing 1..64 token by
 //    token through the transformer block: one graph per shape bucket
 //    (refreshed per length) vs a graph per length vs every kernel launched.
@@ -25,6 +27,8 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "grove/grove.h"
+#include "jit/kernels/fill_params.h"
+#include "jit/module.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/runtime/attention_fusion.h"
 #include "models/demo_models.h"
@@ -250,6 +254,60 @@ void BM_Chain200_Graphs(benchmark::State& state) { Chain(state, GraphMode::kOn);
 void BM_Chain200_Eager(benchmark::State& state) { Chain(state, GraphMode::kOff); }
 BENCHMARK(BM_Chain200_Graphs)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Chain200_Eager)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The floor under the chain's ratio: 200 tiny kernels (a fill of 64
+// elements each) captured straight through the device API and replayed
+// with cudaGraphLaunch, against the same 200 launched one by one; each
+// iteration synchronizes once. No session, no planning, no parameter
+// refresh: what a graph of 200 nodes costs on this GPU and driver.
+void Fill200(benchmark::State& state, bool graph) {
+  std::shared_ptr<cuda::Device> gpu = GpuOrSkip(state);
+  if (gpu == nullptr) return;
+  absl::StatusOr<cuda::Stream> stream = gpu->CreateStream();
+  if (!stream.ok()) {
+    state.SkipWithError(std::string(stream.status().message()).c_str());
+    return;
+  }
+  void* buf = gpu->Allocate(64 * 4).value();
+  const jit::ModuleSpec module{"fill", {DType::kI32}};
+  const cuda::LaunchDims dims = cuda::Grid1D(64, 64);
+  auto launch_all = [&]() -> absl::Status {
+    for (int i = 0; i < 200; ++i) {
+      const grove_k::FillParams p{buf, 64, nullptr, static_cast<uint64_t>(i)};
+      if (absl::Status st = gpu->Launch(module, "fill", dims, &p, sizeof(p), *stream); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  };
+  absl::Status st = launch_all();  // compiles the module outside the capture
+  if (st.ok()) st = gpu->Synchronize(*stream);
+  std::unique_ptr<cuda::DeviceGraph> g;
+  if (st.ok() && graph) {
+    st = gpu->BeginCapture(*stream);
+    if (st.ok()) st = launch_all();
+    absl::StatusOr<std::unique_ptr<cuda::DeviceGraph>> ended = gpu->EndCapture(*stream);
+    if (st.ok()) st = ended.status();
+    if (st.ok()) g = *std::move(ended);
+  }
+  if (!st.ok()) {
+    state.SkipWithError(std::string(st.message()).c_str());
+  } else {
+    for (auto _ : state) {
+      absl::Status run = graph ? gpu->LaunchGraph(*g, *stream) : launch_all();
+      if (run.ok()) run = gpu->Synchronize(*stream);
+      if (!run.ok()) {
+        state.SkipWithError(std::string(run.message()).c_str());
+        break;
+      }
+    }
+  }
+  g.reset();
+  gpu->Free(buf);
+  gpu->DestroyStream(*stream);
+}
+void BM_Fill200_BareGraph(benchmark::State& state) { Fill200(state, true); }
+void BM_Fill200_Launched(benchmark::State& state) { Fill200(state, false); }
+BENCHMARK(BM_Fill200_BareGraph)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Fill200_Launched)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // A sequence that grows token by token (Grape's case): the demo transformer
 // block at batch 1, sequence 1..64 in turn per iteration (64 runs, inputs

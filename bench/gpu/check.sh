@@ -160,6 +160,17 @@ for k, v in g.items():
                     "fused_us": round(v["real_time"], 2), "unfused_us": round(base["real_time"], 2),
                     "speedup": round(base["real_time"] / v["real_time"], 3)}
 summary["attention_fused_vs_unfused"] = attn
+# P1 (issue 12): the 200-op chain replayed vs launched (goal <= 0.15x), and
+# the floor: 200 tiny kernels as a bare graph vs launched.
+def us(name):
+    v = g.get(name + "/real_time")
+    return v["real_time"] if isinstance(v, dict) and "real_time" in v else None
+p1 = {k: us(k) for k in ("BM_Chain200_Graphs", "BM_Chain200_Eager", "BM_Fill200_BareGraph", "BM_Fill200_Launched")}
+if p1["BM_Chain200_Graphs"] and p1["BM_Chain200_Eager"]:
+    p1["chain_replay_over_launched"] = round(p1["BM_Chain200_Graphs"] / p1["BM_Chain200_Eager"], 3)
+if p1["BM_Fill200_BareGraph"] and p1["BM_Fill200_Launched"]:
+    p1["bare_graph_over_launched"] = round(p1["BM_Fill200_BareGraph"] / p1["BM_Fill200_Launched"], 3)
+summary["graphs_p1"] = p1
 # A growing sequence (issue 12): buckets and exact-shape graphs against graphs
 # off, with the graphs captured and the shared arena against the largest plan's.
 grow = {}
