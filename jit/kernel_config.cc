@@ -588,7 +588,6 @@ class GemmTiledFamily : public KernelFamily {
   }
 };
 
-
 // ---------------------------------------------------------------------------
 // Tiled fused attention (jit/kernels/attention.cuh, with parameters)
 // ---------------------------------------------------------------------------
@@ -598,14 +597,13 @@ class GemmTiledFamily : public KernelFamily {
 // that fit 48 KiB of static shared memory and 168 registers a thread
 // (three blocks an SM): 64 keys by 64, 32 or 16 query rows for hd 64, 32
 // keys by 32 or 16 rows for hd 128 (fewer rows: more blocks, for short
-// sequences). Without parameters the file is the
-// warp-per-row kernel, which serves d or dv above 128 and decode shapes
-// (the CUDA prepare's choice, outside this family). Generic: the smallest
-// hd that holds the head.
+// sequences). Without parameters the file is the warp-per-row kernel,
+// which serves d or dv above 128 and decode shapes (the CUDA prepare's
+// choice, outside this family). Generic: the smallest hd that holds the
+// head.
 //
 // Terms: waste, the padding of partial tiles and of V's row up to hd (the
-// scores sum over d only);
-// bytes, Q read and O written once, K and V once per query tile; flops,
+// scores sum over d only); bytes, Q read and O written once, K and V once per query tile; flops,
 // 2 sq sk (d + dv) per head, issued at the share of a thread's
 // instructions that are multiply-adds (each k of a patch loads its row and
 // column operands from shared memory); occupancy by block, registers and
