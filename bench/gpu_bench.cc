@@ -15,10 +15,12 @@
 //    token through the transformer block: one graph per shape bucket
 //    (refreshed per length) vs a graph per length vs every kernel launched.
 //  - BM_Attention_Cuda/S/F: attention over Q, K, V [1, 8, S, 64] (MatMul with
-//    Transpose(K), Div, Softmax, MatMul) planned fused (F = 1: one
-//    FusedAttention kernel) or unfused (F = 0: cuBLASLt and the Softmax
-//    kernel), device inputs and outputs; BM_DecodeAttention_Cuda/S/F: one
-//    query row a head against S keys.
+//    Transpose(K), Div, Softmax, MatMul) planned unfused (F = 0: cuBLASLt and
+//    the Div and Softmax kernels) or as one FusedAttention step in the form
+//    the step picks (F = 1), its fused kernel (F = 2) or its GEMM form
+//    (F = 3: cuBLASLt's products around one probabilities kernel; see
+//    cuda::AttentionForm), device inputs and outputs;
+//    BM_DecodeAttention_Cuda/S/F: one query row a head against S keys.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -29,6 +31,7 @@
 #include "grove/grove.h"
 #include "jit/kernels/fill_params.h"
 #include "jit/module.h"
+#include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/device.h"
 #include "lib/runtime/attention_fusion.h"
 #include "models/demo_models.h"
@@ -123,9 +126,11 @@ void MatMulSizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul_Grove)->Apply(MatMulSizes);
 BENCHMARK(BM_MatMul_Cublas)->Apply(MatMulSizes);
 
-// Attention over Q [1, 8, sq, 64] and K, V [1, 8, sk, 64], planned fused or
-// unfused, device inputs and outputs.
-void Attention(benchmark::State& state, int64_t sq, int64_t sk, bool fused) {
+// Attention over Q [1, 8, sq, 64] and K, V [1, 8, sk, 64], planned unfused
+// (form 0) or fused (1: the step's pick, 2: the kernel form, 3: the GEMM
+// form), device inputs and outputs.
+void Attention(benchmark::State& state, int64_t sq, int64_t sk, int64_t form) {
+  const bool fused = form != 0;
   std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
   if (dev == nullptr) return;
   ModelBuilder b;
@@ -152,29 +157,31 @@ void Attention(benchmark::State& state, int64_t sq, int64_t sk, bool fused) {
   std::vector<TensorView> in = {TensorView(DType::kF32, q_shape, q.ptr), TensorView(DType::kF32, kv_shape, k.ptr),
                                 TensorView(DType::kF32, kv_shape, v.ptr)};
   std::vector<TensorView> out = {TensorView(DType::kF32, q_shape, y.ptr)};
-  runtime::SetAttentionFusionEnabled(fused);  // read when the plan is made, by the first run
+  // Both read when the plan is made, by the first run.
+  runtime::SetAttentionFusionEnabled(fused);
+  cuda::SetAttentionForm(form == 2 ? cuda::AttentionForm::kKernel
+                                   : form == 3 ? cuda::AttentionForm::kGemm : cuda::AttentionForm::kAuto);
   const absl::Status first = (*session)->RunInto(in, out);
   runtime::SetAttentionFusionEnabled(true);
+  cuda::SetAttentionForm(cuda::AttentionForm::kAuto);
   if (!first.ok()) {
     state.SkipWithError(std::string(first.message()).c_str());
     return;
   }
   for (auto _ : state) benchmark::DoNotOptimize((*session)->RunInto(in, out));
-  state.counters["fused"] = fused ? 1 : 0;
+  state.counters["form"] = static_cast<double>(form);
 }
 
-void BM_Attention_Cuda(benchmark::State& state) {
-  Attention(state, state.range(0), state.range(0), state.range(1) != 0);
-}
+void BM_Attention_Cuda(benchmark::State& state) { Attention(state, state.range(0), state.range(0), state.range(1)); }
 BENCHMARK(BM_Attention_Cuda)
-    ->ArgsProduct({{256, 512, 1024, 2048}, {1, 0}})
+    ->ArgsProduct({{256, 512, 1024, 2048}, {1, 2, 3, 0}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
 // A decode step: one query row a head against S keys (a KV cache).
-void BM_DecodeAttention_Cuda(benchmark::State& state) { Attention(state, 1, state.range(0), state.range(1) != 0); }
+void BM_DecodeAttention_Cuda(benchmark::State& state) { Attention(state, 1, state.range(0), state.range(1)); }
 BENCHMARK(BM_DecodeAttention_Cuda)
-    ->ArgsProduct({{128, 512, 2048, 8192}, {1, 0}})
+    ->ArgsProduct({{128, 512, 2048, 8192}, {1, 2, 3, 0}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -149,16 +149,22 @@ for k, v in g.items():
             ratios[k.split("/", 1)[1]] = {"grove_us": round(v["real_time"], 2), "cublas_us": round(base["real_time"], 2),
                                          "ratio": round(v["real_time"] / base["real_time"], 3)}
 summary["matmul_vs_cublas"] = ratios
-# Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill and decode.
+# Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill and
+# decode: the step as it picks its form (/1/), its fused kernel (/2/) and its
+# GEMM form (/3/) against the unfused chain (/0/).
 attn = {}
 for k, v in g.items():
     for bench_name in ("BM_Attention_Cuda/", "BM_DecodeAttention_Cuda/"):
         if k.startswith(bench_name) and k.split("/")[2] == "1" and isinstance(v, dict) and "real_time" in v:
             base = g.get(k.replace("/1/", "/0/"))
             if base and "real_time" in base:
-                attn[bench_name[3:-6] + "/S=" + k.split("/")[1]] = {
-                    "fused_us": round(v["real_time"], 2), "unfused_us": round(base["real_time"], 2),
-                    "speedup": round(base["real_time"] / v["real_time"], 3)}
+                row = {"fused_us": round(v["real_time"], 2), "unfused_us": round(base["real_time"], 2),
+                       "speedup": round(base["real_time"] / v["real_time"], 3)}
+                for form, label in (("2", "kernel_form_us"), ("3", "gemm_form_us")):
+                    f = g.get(k.replace("/1/", "/%s/" % form))
+                    if f and "real_time" in f:
+                        row[label] = round(f["real_time"], 2)
+                attn[bench_name[3:-6] + "/S=" + k.split("/")[1]] = row
 summary["attention_fused_vs_unfused"] = attn
 # P1 (issue 12): the 200-op chain replayed vs launched (goal <= 0.15x), and
 # the floor: 200 tiny kernels as a bare graph vs launched.

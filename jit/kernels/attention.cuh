@@ -20,6 +20,10 @@
 // thread adds its rows' probabilities times V into a (bq / 16) x (hd / 8)
 // patch of the output. Q, K and V are read from global memory once per
 // tile instead of once per query row.
+//
+// attention_probs (module without parameters) is the Softmax of the step's
+// GEMM form (lib/backends/cuda/attention.cc): the masks and Softmax over the
+// f32 scores cuBLASLt wrote, as AttentionProbsParams says.
 #ifndef GROVE_JIT_KERNELS_ATTENTION_CUH_
 #define GROVE_JIT_KERNELS_ATTENTION_CUH_
 
@@ -47,6 +51,7 @@ GROVE_DEVICE float scaled(float x, int op, float s) {
 // Score s of query i and key j of head (b0, b1) after the masks, in order.
 template <typename T>
 GROVE_DEVICE float masked(const AttentionParams& p, i64 b0, i64 b1, i64 i, i64 j, float s) {
+  GROVE_UNROLL
   for (int mi = 0; mi < 2; ++mi) {
     const AttnMaskParams& mk = p.masks[mi];
     const i64 off = b0 * mk.b0 + b1 * mk.b1 + i * mk.i + j * mk.j;
@@ -312,6 +317,44 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
   }
 }
 
+template <typename A>
+struct MaxOp {
+  GROVE_DEVICE A combine(A a, A b) const { return b > a ? b : a; }
+};
+
+// The probabilities of the GEMM form (AttentionProbsParams): a row per warp
+// or block, grid-stride, so sq and sk are read at run time.
+template <typename T>
+GROVE_DEVICE void attention_probs(const AttentionProbsParams& pp) {
+  const AttentionParams& p = pp.a;
+  const rdx::Group g = rdx::make_group(pp.mode);
+  const MaxOp<float> max_op;
+  const rdx::AddOp<float> add_op;
+  T* Y = static_cast<T*>(pp.probs);
+  const i64 rows = p.b0 * p.b1 * p.sq;
+  for (i64 row = g.first; row < rows; row += g.step) {  // uniform in the group
+    const i64 i = row % p.sq;
+    const i64 bb = row / p.sq;
+    const i64 b1 = bb % p.b1, b0 = bb / p.b1;
+    const float* s = pp.scores + row * p.sk;
+    T* y = Y + row * p.sk;
+    // NaN scores do not raise the max (as Softmax's) but make their exp, and
+    // so the row, NaN; a row of -inf gives exp(-inf - -inf): NaN.
+    float m = -inf_f32();
+    for (i64 j = g.lane; j < p.sk; j += g.width) m = max_op.combine(m, masked<T>(p, b0, b1, i, j, s[j]));
+    m = rdx::group_all(max_op, m, g.mode);
+    float l = 0.0f;
+    for (i64 j = g.lane; j < p.sk; j += g.width) l += g_exp(masked<T>(p, b0, b1, i, j, s[j]) - m);
+    l = rdx::group_all(add_op, l, g.mode);
+    const float inv = 1.0f / l;
+    for (i64 j = g.lane; j < p.sk; j += g.width) {
+      float pj = g_exp(masked<T>(p, b0, b1, i, j, s[j]) - m) * inv;
+      if (p.zero_nan_probs != 0 && pj != pj) pj = 0.0f;
+      y[j] = from_f32<T>(pj);
+    }
+  }
+}
+
 }  // namespace attn
 }  // namespace grove_k
 
@@ -325,4 +368,9 @@ GROVE_ENTRY_BOUNDED(attention, grove_k::AttentionParams, 3) {
 }
 #elif defined(GROVE_T0)
 GROVE_ENTRY(attention, grove_k::AttentionParams) { grove_k::attn::attention<GROVE_T0>(p); }
+#endif
+#if defined(GROVE_T0)
+// In every module of the file, as each variant's holds the entries of the
+// module without parameters (the GEMM form launches the latter's).
+GROVE_ENTRY(attention_probs, grove_k::AttentionProbsParams) { grove_k::attn::attention_probs<GROVE_T0>(p); }
 #endif

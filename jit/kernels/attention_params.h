@@ -44,6 +44,21 @@ struct AttentionParams {
   AttnMaskParams masks[2];  // applied in order
 };
 
+// The Softmax of FusedAttention's GEMM form (lib/backends/cuda/attention.cc:
+// cuBLASLt's QKᵀ into f32 scores, this, cuBLASLt's PV): per row of the
+// scores [b0 * b1 * sq, sk] (the product, already scaled), the masks of `a`
+// in order, Softmax as the Softmax kernel computes it (max, sum of
+// exp(s - max), exp(s - max) * (1 / sum)), NaN probabilities as 0 with
+// a.zero_nan_probs, written as T. `probs` may be `scores` (f32: each element
+// is read, then written, by the same thread). a's sizes and masks are used,
+// its q, k, v, out and scales are not.
+struct AttentionProbsParams {
+  AttentionParams a;
+  const float* scores;
+  void* probs;
+  int mode;  // 1: a warp per row; 2: a block per row
+};
+
 }  // namespace grove_k
 
 #endif  // GROVE_JIT_KERNELS_ATTENTION_PARAMS_H_

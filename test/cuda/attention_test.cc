@@ -5,15 +5,34 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "lib/backends/cuda/cuda_kernels.h"
 #include "test/attention_test_util.h"
 #include "test/cuda_op_test_util.h"
 
 namespace grove::testing {
 namespace {
+
+// Sets the step's form for a scope (cuda_kernels.h), then back to kAuto.
+class ScopedAttentionForm {
+ public:
+  explicit ScopedAttentionForm(cuda::AttentionForm form) { cuda::SetAttentionForm(form); }
+  ~ScopedAttentionForm() { cuda::SetAttentionForm(cuda::AttentionForm::kAuto); }
+};
+
+const char* FormName(cuda::AttentionForm f) {
+  return f == cuda::AttentionForm::kKernel ? "kernel form" : f == cuda::AttentionForm::kGemm ? "gemm form" : "auto";
+}
+
+// Every case runs in both forms: the fused kernel, and cuBLASLt's products
+// around the probabilities kernel (where its products fold; the kernel
+// otherwise).
+constexpr cuda::AttentionForm kForms[] = {cuda::AttentionForm::kKernel, cuda::AttentionForm::kGemm};
 
 class CudaAttentionTest : public ::testing::TestWithParam<AttentionCase> {
  protected:
@@ -26,19 +45,24 @@ TEST_P(CudaAttentionTest, MatchesTheUnfusedChain) {
   const AttentionInputs in = MakeAttentionInputs(c);
   absl::StatusOr<Tensor> want = UnfusedAttention(c, in);
   ASSERT_TRUE(want.ok()) << want.status();
-  for (bool host : {true, false}) {
-    SCOPED_TRACE(host ? "host values" : "device values");
-    absl::StatusOr<std::vector<Tensor>> got =
-        RunOpCuda(*dev_, "FusedAttention", AttentionOperands(in), AttentionAttrsOf(c), 1, {.host_values = host});
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(CompareAttention(*want, (*got)[0], 1e-5), "");
+  for (cuda::AttentionForm form : kForms) {
+    ScopedAttentionForm scoped(form);
+    for (bool host : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(FormName(form), host ? ", host values" : ", device values"));
+      absl::StatusOr<std::vector<Tensor>> got =
+          RunOpCuda(*dev_, "FusedAttention", AttentionOperands(in), AttentionAttrsOf(c), 1, {.host_values = host});
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(CompareAttention(*want, (*got)[0], 1e-5), "");
+    }
   }
 }
 
 TEST_P(CudaAttentionTest, HalvesMatchTheF32ChainOfTheirValues) {
   const AttentionCase& c = GetParam();
-  for (DType t : {DType::kF16, DType::kBF16}) {
-    SCOPED_TRACE(DTypeName(t));
+  for (const auto& [t, form] : {std::pair{DType::kF16, kForms[0]}, std::pair{DType::kF16, kForms[1]},
+                                std::pair{DType::kBF16, kForms[0]}, std::pair{DType::kBF16, kForms[1]}}) {
+    ScopedAttentionForm scoped(form);
+    SCOPED_TRACE(absl::StrCat(DTypeName(t), ", ", FormName(form)));
     AttentionInputs in = MakeAttentionInputs(c);
     AttentionInputs low{Tensor::CastOf(in.q.view(), t).value(), Tensor::CastOf(in.k.view(), t).value(),
                         Tensor::CastOf(in.v.view(), t).value(), std::nullopt, std::nullopt};
@@ -105,22 +129,97 @@ TEST(CudaAttentionKernelTest, SameAsTheCpuKernelAndRefusesTheSame) {
   ExpectCudaMatchesCpu(*dev, "FusedAttention", {&in.q, &k_bad, &in.v, &*in.mask}, AttentionAttrsOf(c), 1, 1e-5);
 }
 
+// Either form's invoke allocates, synchronises and copies nothing: the
+// kernel form is one launch without workspace; the GEMM form two cuBLASLt
+// products around one launch, its f32 scores in the step's workspace (the
+// probabilities written over them).
 TEST(CudaAttentionKernelTest, InvokeOnlyLaunches) {
   std::shared_ptr<cuda::Device> dev = TestDevice();
-  for (const AttentionCase& c : {AttentionEdgeCases()[0], AttentionEdgeCases()[6]}) {
-    SCOPED_TRACE(c.name);
-    const AttentionInputs in = MakeAttentionInputs(c);
+  struct Want {
+    AttentionCase c;
+    cuda::AttentionForm form;
+    uint64_t workspace;
+    int64_t gemms;
+  };
+  const std::vector<Want> wants = {
+      {AttentionEdgeCases()[0], cuda::AttentionForm::kKernel, 0, 0},
+      {AttentionEdgeCases()[6], cuda::AttentionForm::kKernel, 0, 0},
+      {TiledCases()[0], cuda::AttentionForm::kGemm, uint64_t{2} * 3 * 70 * 77 * 4, 2},  // scores [2, 3, 70, 77]
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(absl::StrCat(w.c.name, ", ", FormName(w.form)));
+    ScopedAttentionForm scoped(w.form);
+    const AttentionInputs in = MakeAttentionInputs(w.c);
     absl::StatusOr<InvokeCounts> counts = CountCudaInvoke(*dev, "FusedAttention", AttentionOperands(in),
-                                                          AttentionAttrsOf(c), 1, {.host_values = false});
+                                                          AttentionAttrsOf(w.c), 1, {.host_values = false});
     ASSERT_TRUE(counts.ok()) << counts.status();
     EXPECT_TRUE(counts->prepared);
     EXPECT_FALSE(counts->needs_host);
-    EXPECT_EQ(counts->workspace_bytes, 0u);
+    EXPECT_EQ(counts->workspace_bytes, w.workspace);
     EXPECT_EQ(counts->counts.allocations, 0);
     EXPECT_EQ(counts->counts.synchronizations, 0);
     EXPECT_EQ(counts->counts.device_to_host_copies, 0);
     EXPECT_EQ(counts->counts.host_to_device_copies, 0);
     EXPECT_EQ(counts->counts.launches, 1);
+    EXPECT_EQ(counts->counts.gemms, w.gemms);
+  }
+}
+
+// Forced, the GEMM form runs every case but those it cannot: nothing to
+// multiply (no keys, queries or head dims: cuBLASLt wants k >= 1) and batch
+// dims that broadcast under another batch dim (one stride per product).
+TEST(CudaAttentionKernelTest, GemmFormTakesEveryCaseWhoseProductsFold) {
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  ScopedAttentionForm scoped(cuda::AttentionForm::kGemm);
+  const std::set<std::string> kernel_only = {"no_keys", "no_queries", "head_dim_zero", "kv_batch_broadcast",
+                                             "gqa_batch_broadcast"};
+  std::vector<AttentionCase> cases = AttentionEdgeCases();
+  for (const AttentionCase& c : TiledCases()) cases.push_back(c);
+  int gemm_form = 0;
+  for (const AttentionCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const AttentionInputs in = MakeAttentionInputs(c);
+    absl::StatusOr<InvokeCounts> counts = CountCudaInvoke(*dev, "FusedAttention", AttentionOperands(in),
+                                                          AttentionAttrsOf(c), 1, {.host_values = false});
+    ASSERT_TRUE(counts.ok()) << counts.status();
+    EXPECT_EQ(counts->counts.gemms, kernel_only.count(c.name) != 0 ? 0 : 2);
+    gemm_form += counts->counts.gemms > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(gemm_form, static_cast<int>(cases.size() - kernel_only.size()));
+}
+
+// kAuto: the GEMM form from 16 query rows or 256 keys (where cuBLASLt and a
+// Softmax beat the fused kernel on an H200), the kernel for a decode step
+// against few keys and where the products do not fold into one batched
+// GEMM each (K shared by the heads of different batches).
+TEST(CudaAttentionKernelTest, AutoPicksTheGemmFormWhereItPays) {
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  ScopedAttentionForm scoped(cuda::AttentionForm::kAuto);
+  struct Want {
+    AttentionCase c;
+    int64_t gemms;
+  };
+  const std::vector<Want> wants = {
+      {{.name = "prefill", .q = {1, 2, 16, 8}, .k = {1, 2, 16, 8}, .v = {1, 2, 16, 8}}, 2},
+      {{.name = "decode_few_keys", .q = {1, 2, 1, 8}, .k = {1, 2, 100, 8}, .v = {1, 2, 100, 8}}, 0},
+      {{.name = "decode_many_keys", .q = {1, 2, 1, 8}, .k = {1, 2, 256, 8}, .v = {1, 2, 256, 8}}, 2},
+      {{.name = "k_shared_by_batches", .q = {2, 2, 16, 8}, .k = {1, 2, 16, 8}, .v = {2, 2, 16, 8}}, 0},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.c.name);
+    const AttentionInputs in = MakeAttentionInputs(w.c);
+    absl::StatusOr<InvokeCounts> counts = CountCudaInvoke(*dev, "FusedAttention", AttentionOperands(in),
+                                                          AttentionAttrsOf(w.c), 1, {.host_values = false});
+    ASSERT_TRUE(counts.ok()) << counts.status();
+    EXPECT_EQ(counts->counts.gemms, w.gemms);
+    EXPECT_EQ(counts->counts.launches, 1);
+    EXPECT_EQ(counts->workspace_bytes > 0, w.gemms > 0);
+    absl::StatusOr<Tensor> want = UnfusedAttention(w.c, in);
+    ASSERT_TRUE(want.ok()) << want.status();
+    absl::StatusOr<std::vector<Tensor>> got =
+        RunOpCuda(*dev, "FusedAttention", AttentionOperands(in), AttentionAttrsOf(w.c), 1, {.host_values = false});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(CompareAttention(*want, (*got)[0], 1e-5), "");
   }
 }
 

@@ -1,13 +1,29 @@
-// The CUDA kernel of FusedAttention (jit/kernels/attention.cuh): the prepare
-// checks shapes and attributes (lib/backends/common/attention_checks.h) and
-// builds the launch without pointers; the invoke fills the pointers and
-// launches once. No workspace, no synchronisation, nothing read back: the
-// step is capture-safe, and sq/sk live in the parameters, so a graph's
-// refresh serves another sequence length with the same kernel. Heads of at
-// most 128 with 16 query rows or more run the tiled kernel (the "attention"
-// kernel family, jit/kernel_config.cc), others the warp-per-row kernel.
+// The CUDA kernel of FusedAttention, in one of two forms chosen when the
+// step is prepared:
+//
+//  - the kernel form (jit/kernels/attention.cuh): one launch, no workspace.
+//    Heads of at most 128 with 16 query rows or more run the tiled kernel
+//    (the "attention" kernel family, jit/kernel_config.cc), others the
+//    block-per-row kernel. sq and sk live in the parameters, so a bucketed
+//    plan's graph, refreshed, serves every sequence length of its bucket.
+//  - the GEMM form: cuBLASLt's batched QKᵀ (the scales folded into its
+//    alpha) into f32 scores in the step's workspace, the attention_probs
+//    kernel (masks, Softmax, NaN as 0 where asked) writing the probabilities
+//    as the inputs' dtype (over the scores for f32), and cuBLASLt's batched
+//    PV into the output. On an H200 the kernel form took 2.7-3.8x the time
+//    of cuBLASLt and the Softmax kernel at [1, 8, S, 64], S = 256..2048, and
+//    up to 14x on a decode row against 8192 keys (README, "Fused
+//    attention"), so kAuto takes this form wherever the products fold into
+//    one batched GEMM each, sq >= 16 or sk >= 256, and the scores fit
+//    kMaxScoresBytes; but not in a bucketed plan, whose graph bakes
+//    cuBLASLt's sizes (tiled_gemm.h): there sk varies under the products.
+//
+// Both forms are capture-safe: nothing allocated, synchronised or read back.
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "jit/kernels/attention_params.h"
 #include "lib/backends/common/attention_checks.h"
@@ -22,12 +38,134 @@ namespace {
 // Query rows a head below which (decode) the warp-per-row kernel runs: the
 // tiled one would compute a whole tile of rows for a few.
 constexpr int64_t kTiledMinRows = 16;
+// The GEMM form's scores (f32) and probabilities at most: past this the
+// kernel form runs, which keeps no [sq, sk] matrix.
+constexpr uint64_t kMaxScoresBytes = uint64_t{1} << 30;
+
+std::atomic<AttentionForm>& FormSwitch() {
+  static std::atomic<AttentionForm> form{[] {
+    const char* env = std::getenv("GROVE_CUDA_ATTENTION");
+    const std::string v = env == nullptr ? "" : env;
+    if (v == "kernel") return AttentionForm::kKernel;
+    if (v == "gemm") return AttentionForm::kGemm;
+    return AttentionForm::kAuto;
+  }()};
+  return form;
+}
+
+// One batch dim of the GEMM form's products: its count and each operand's
+// element stride (Q, K, V, the scores, the output).
+struct BatchDim {
+  int64_t n = 1;
+  int64_t q = 0, k = 0, v = 0, s = 0, o = 0;
+};
+
+// The two batch dims as one (a single strided batch), or false when their
+// strides do not chain for every operand.
+bool FoldBatch(const BatchDim& outer, const BatchDim& inner, BatchDim* out) {
+  if (outer.n == 1) {
+    *out = inner;
+    return true;
+  }
+  if (inner.n == 1) {
+    *out = outer;
+    return true;
+  }
+  const int64_t n = inner.n;
+  if (outer.q != inner.q * n || outer.k != inner.k * n || outer.v != inner.v * n || outer.s != inner.s * n ||
+      outer.o != inner.o * n) {
+    return false;
+  }
+  *out = inner;
+  out->n = outer.n * n;
+  return true;
+}
+
+// The factor a scale op puts on the product.
+float ScaleFactor(const ir::AttentionScale& s) {
+  if (s.op == ir::AttentionScaleOp::kMul) return static_cast<float>(s.value);
+  if (s.op == ir::AttentionScaleOp::kDiv) return static_cast<float>(1.0 / s.value);
+  return 1.0f;
+}
+
+struct GemmForm {
+  GemmDesc qk, pv;  // without pointers
+  grove_k::AttentionProbsParams probs{};
+  LaunchDims probs_dims;
+  uint64_t probs_offset = 0;  // in the workspace: 0 (over the scores, f32) or past them
+  uint64_t workspace = 0;
+};
+
+// The GEMM form of `l`, or false where it does not apply (see the file
+// comment; `forced`: whatever the sizes).
+bool PlanGemmForm(const ExecContext& ec, const backends::AttentionLayout& l, const grove_k::AttentionParams& p,
+                  bool forced, GemmForm* f) {
+  if (l.empty() || l.sk == 0 || l.d == 0 || ec.bucket_plan()) return false;  // cuBLASLt wants k >= 1
+  if (!forced && l.sq < 16 && l.sk < 256) return false;
+  // Batch dims [b0, b1]; with kv_group g, query heads in groups of g that
+  // read one key-value head: a group's rows are one matrix of g * sq rows
+  // when its heads' rows lie back to back.
+  const int64_t g = l.kv_group;
+  if (g > 1 && l.b1 > 1 && l.q_b1 != l.sq * l.d) return false;
+  const int64_t rows = g * l.sq;
+  BatchDim outer{l.b0, l.q_b0, l.k_b0, l.v_b0, l.b1 * l.sq * l.sk, l.b1 * l.sq * l.dv};
+  BatchDim inner{l.b1 / g, l.q_b1 * g, l.k_b1, l.v_b1, rows * l.sk, rows * l.dv};
+  BatchDim b;
+  if (!FoldBatch(outer, inner, &b)) return false;
+  const uint64_t elems = static_cast<uint64_t>(l.b0 * l.b1) * static_cast<uint64_t>(l.sq) *
+                         static_cast<uint64_t>(l.sk);
+  const uint64_t scores = elems * 4;
+  f->probs_offset = l.dtype == DType::kF32 ? 0 : (scores + 255) / 256 * 256;
+  f->workspace = f->probs_offset == 0 ? scores : f->probs_offset + elems * DTypeSize(l.dtype);
+  if (f->workspace > kMaxScoresBytes) return false;
+
+  GemmDesc& qk = f->qk;
+  qk.dtype = l.dtype;
+  qk.c_dtype = DType::kF32;
+  qk.m = rows;
+  qk.n = l.sk;
+  qk.k = l.d;
+  qk.lda = l.d;
+  qk.stride_a = b.q;
+  // K [sk, d] is Bᵀ; Kᵀ [d, sk] is B.
+  qk.trans_b = l.k_ds == 1;
+  qk.ldb = qk.trans_b ? l.k_js : l.k_ds;
+  qk.stride_b = b.k;
+  qk.ldc = l.sk;
+  qk.stride_c = b.s;
+  qk.batch = b.n;
+  qk.alpha = ScaleFactor(l.attrs.q_scale) * ScaleFactor(l.attrs.k_scale) * ScaleFactor(l.attrs.scale);
+
+  GemmDesc& pv = f->pv;
+  pv.dtype = l.dtype;
+  pv.m = rows;
+  pv.n = l.dv;
+  pv.k = l.sk;
+  pv.lda = l.sk;
+  pv.stride_a = b.s;
+  pv.ldb = l.dv;
+  pv.stride_b = b.v;
+  pv.ldc = l.dv;
+  pv.stride_c = b.o;
+  pv.batch = b.n;
+
+  f->probs.a = p;
+  // A warp a row for short rows, else a block; on the emulated device,
+  // whose threads are host threads, at most 2 blocks.
+  f->probs.mode = l.sk <= 256 ? 1 : 2;
+  const int64_t prob_rows = l.b0 * l.b1 * l.sq;
+  const int64_t cap = ec.device().emulated() ? 2 : 65535;
+  f->probs_dims = Grid1D(prob_rows * (f->probs.mode == 1 ? 32 : 128), 128, cap);
+  return true;
+}
 
 struct AttentionLaunch {
   grove_k::AttentionParams p;
   LaunchDims dims;
   jit::ModuleSpec module;
   bool empty = false;
+  bool gemm = false;  // the GEMM form (gemm_form), else the kernel form
+  GemmForm gemm_form;
 };
 
 absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx) {
@@ -70,7 +208,19 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
     mk.kind = static_cast<int>(at.masks[m].kind);
     mk.fill_if_true = at.masks[m].fill_if_true ? 1 : 0;
   }
-  const bool emulated = Exec(ctx).device().emulated();
+  ExecContext& ec = Exec(ctx);
+  const bool emulated = ec.device().emulated();
+  const AttentionForm form = GetAttentionForm();
+  if (form != AttentionForm::kKernel && PlanGemmForm(ec, *l, a.p, form == AttentionForm::kGemm, &a.gemm_form)) {
+    a.gemm = true;
+    a.module = jit::ModuleSpec{"attention", {l->dtype}};
+    // The table's cuBLASLt algorithms for the two products, recorded for
+    // the node as a MatMul's are.
+    a.gemm_form.qk.algorithm = ChooseGemmAlgorithm(ctx, a.gemm_form.qk);
+    a.gemm_form.pv.algorithm = ChooseGemmAlgorithm(ctx, a.gemm_form.pv);
+    const uint64_t workspace = a.gemm_form.workspace;
+    return MakePrepared(std::move(a), workspace);
+  }
   if (!a.empty && l->sq >= kTiledMinRows && l->d <= 128 && l->dv <= 128) {
     // The tiled kernel, its tile chosen as other variants are (table, cost
     // model, generic); a block per tile of query rows, grid-stride, so a
@@ -103,16 +253,42 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   const auto* a = PreparedParams<AttentionLaunch>(ctx);
   if (a == nullptr) return NotPrepared(ctx);
   if (a->empty) return absl::OkStatus();
+  ExecContext& ec = Exec(ctx);
+  if (a->gemm) {
+    const GemmForm& f = a->gemm_form;
+    char* ws = static_cast<char*>(ctx.workspace());
+    if (ws == nullptr) return absl::InternalError(ctx.Error("FusedAttention's GEMM form has no workspace").message());
+    float* scores = reinterpret_cast<float*>(ws);
+    void* probs = ws + f.probs_offset;
+    GemmDesc qk = f.qk;
+    qk.a = ctx.input(0).data;
+    qk.b = ctx.input(1).data;
+    qk.c = scores;
+    if (absl::Status s = ec.Gemm(qk); !s.ok()) return s;
+    grove_k::AttentionProbsParams pp = f.probs;
+    for (int m = 0; m < 2; ++m) pp.a.masks[m].data = ctx.has_input(3 + m) ? ctx.input(3 + m).data : nullptr;
+    pp.scores = scores;
+    pp.probs = probs;
+    if (absl::Status s = ec.Launch(a->module, "attention_probs", f.probs_dims, pp); !s.ok()) return s;
+    GemmDesc pv = f.pv;
+    pv.a = probs;
+    pv.b = ctx.input(2).data;
+    pv.c = ctx.output(0).data;
+    return ec.Gemm(pv);
+  }
   grove_k::AttentionParams p = a->p;
   p.q = ctx.input(0).data;
   p.k = ctx.input(1).data;
   p.v = ctx.input(2).data;
   for (int m = 0; m < 2; ++m) p.masks[m].data = ctx.has_input(3 + m) ? ctx.input(3 + m).data : nullptr;
   p.out = ctx.output(0).data;
-  return Exec(ctx).Launch(a->module, "attention", a->dims, p);
+  return ec.Launch(a->module, "attention", a->dims, p);
 }
 
 }  // namespace
+
+void SetAttentionForm(AttentionForm form) { FormSwitch().store(form); }
+AttentionForm GetAttentionForm() { return FormSwitch().load(); }
 
 absl::Status RegisterCudaAttentionKernels(ir::OpRegistry& registry) {
   return registry.SetKernel(ir::kFusedAttentionOp, ir::Backend::kCuda,

@@ -65,7 +65,7 @@ struct LoadedModule {
 };
 
 struct GemmKey {
-  DType dtype;
+  DType dtype, c_dtype;
   bool ta, tb;
   int64_t m, n, k, lda, ldb, ldc, sa, sb, sc, batch;
   int epilogue;
@@ -77,14 +77,14 @@ struct GemmKey {
   int math;
   int algorithm;  // GemmDesc::algorithm
   bool operator==(const GemmKey& o) const {
-    return std::tie(dtype, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch, epilogue, bias, beta, align_a, align_b,
+    return std::tie(dtype, c_dtype, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch, epilogue, bias, beta, align_a, align_b,
                     align_c, math, algorithm) ==
-           std::tie(o.dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb, o.sc, o.batch, o.epilogue,
+           std::tie(o.dtype, o.c_dtype, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.sa, o.sb, o.sc, o.batch, o.epilogue,
                     o.bias, o.beta, o.align_a, o.align_b, o.align_c, o.math, o.algorithm);
   }
   template <typename H>
   friend H AbslHashValue(H h, const GemmKey& g) {
-    return H::combine(std::move(h), g.dtype, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc,
+    return H::combine(std::move(h), g.dtype, g.c_dtype, g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc,
                       g.batch, g.epilogue, g.bias, g.beta, g.align_a, g.align_b, g.align_c, g.math, g.algorithm);
   }
 };
@@ -716,7 +716,7 @@ uint32_t Alignment(const void* p) {
 }
 
 absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
-  const GemmKey key{g.dtype, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b,
+  const GemmKey key{g.dtype, g.out_dtype(), g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b,
                     g.stride_c, g.batch, static_cast<int>(g.epilogue), g.bias != nullptr, g.beta != 0.0f,
                     Alignment(g.a), Alignment(g.b), Alignment(g.c), static_cast<int>(g.math),
                     std::max(g.algorithm, 0)};
@@ -730,6 +730,13 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
     case DType::kF16: type = CUDA_R_16F; break;
     case DType::kBF16: type = CUDA_R_16BF; break;
     default: return absl::UnimplementedError(absl::StrCat("GEMM on ", DTypeName(g.dtype), " (f32, f16, bf16 only)"));
+  }
+  // C (and D) in f32 under f16 or bf16 A and B: a combination cuBLASLt
+  // takes with f32 compute and scale.
+  const cudaDataType_t c_type = g.out_dtype() == g.dtype ? type : CUDA_R_32F;
+  if (g.out_dtype() != g.dtype && (g.out_dtype() != DType::kF32 || g.bias != nullptr)) {
+    return absl::UnimplementedError(absl::StrCat("GEMM of ", DTypeName(g.dtype), " into ", DTypeName(g.out_dtype()),
+                                                 g.bias != nullptr ? " with a bias" : ""));
   }
   const CublasLtApi& lt = *lt_api_;
   auto plan = std::make_unique<GemmPlan>(lt);
@@ -763,8 +770,9 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
   }
   GROVE_LT_RETURN(lt.MatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), "EPILOGUE");
 
-  auto layout = [&](cublasLtMatrixLayout_t* l, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
-    cublasStatus_t st = lt.MatrixLayoutCreate(l, type, rows, cols, ld);
+  auto layout = [&](cublasLtMatrixLayout_t* l, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride,
+                    cudaDataType_t t) {
+    cublasStatus_t st = lt.MatrixLayoutCreate(l, t, rows, cols, ld);
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     if (g.batch > 1) {
       const int32_t count = static_cast<int32_t>(g.batch);
@@ -774,9 +782,11 @@ absl::StatusOr<const GemmPlan*> CudaDevice::PlanGemm(const GemmDesc& g) {
     }
     return st;
   };
-  GROVE_LT_RETURN(layout(&plan->a, g.trans_b ? g.k : g.n, g.trans_b ? g.n : g.k, g.ldb, g.stride_b), "layout B");
-  GROVE_LT_RETURN(layout(&plan->b, g.trans_a ? g.m : g.k, g.trans_a ? g.k : g.m, g.lda, g.stride_a), "layout A");
-  GROVE_LT_RETURN(layout(&plan->c, g.n, g.m, g.ldc, g.stride_c), "layout C");
+  GROVE_LT_RETURN(layout(&plan->a, g.trans_b ? g.k : g.n, g.trans_b ? g.n : g.k, g.ldb, g.stride_b, type),
+                  "layout B");
+  GROVE_LT_RETURN(layout(&plan->b, g.trans_a ? g.m : g.k, g.trans_a ? g.k : g.m, g.lda, g.stride_a, type),
+                  "layout A");
+  GROVE_LT_RETURN(layout(&plan->c, g.n, g.m, g.ldc, g.stride_c, c_type), "layout C");
 
   cublasLtMatmulPreference_t pref = nullptr;
   GROVE_LT_RETURN(lt.MatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");

@@ -34,6 +34,16 @@ absl::Status RegisterCudaNormKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaElementwiseKernels(ir::OpRegistry& registry);
 absl::Status RegisterCudaAttentionKernels(ir::OpRegistry& registry);
 
+// How FusedAttention runs on CUDA (lib/backends/cuda/attention.cc): kAuto
+// picks per step, kKernel always the fused kernel, kGemm cuBLASLt's products
+// around a Softmax kernel wherever they fold into one batched GEMM each
+// (not in a bucketed plan). Read when a step is prepared; from
+// GROVE_CUDA_ATTENTION=auto|kernel|gemm in the environment at first use,
+// or set here (tests, gpu_bench).
+enum class AttentionForm { kAuto, kKernel, kGemm };
+void SetAttentionForm(AttentionForm form);
+AttentionForm GetAttentionForm();
+
 }  // namespace grove::cuda
 
 #endif  // GROVE_LIB_BACKENDS_CUDA_CUDA_KERNELS_H_

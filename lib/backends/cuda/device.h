@@ -57,6 +57,11 @@ struct GemmDesc {
   enum class Math { kF32, kTF32, kBF16, kF16 };
   Math math = Math::kF32;
   DType dtype = DType::kF32;  // of A, B, C and bias (f32, f16, bf16; f32 accumulate)
+  // C's dtype when it differs: kF32 under f16 or bf16 A and B (the products
+  // of FusedAttention's scores, kept in f32). kUnknown: `dtype`. Only
+  // Device::Gemm takes it (not the gemv or tiled kernels).
+  DType c_dtype = DType::kUnknown;
+  DType out_dtype() const { return c_dtype == DType::kUnknown ? dtype : c_dtype; }
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   const void* a = nullptr;

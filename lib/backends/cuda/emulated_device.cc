@@ -104,6 +104,10 @@ class EmulatedDevice final : public HostMemoryDevice<> {
     if (g.dtype != DType::kF32 && g.dtype != DType::kF16 && g.dtype != DType::kBF16) {
       return absl::InvalidArgumentError(absl::StrCat("GEMM on ", DTypeName(g.dtype)));
     }
+    if (g.out_dtype() != g.dtype && (g.out_dtype() != DType::kF32 || g.bias != nullptr)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GEMM of ", DTypeName(g.dtype), " into ", DTypeName(g.out_dtype())));
+    }
     if (HostGraph* graph = capturing()) {
       graph->Add([g] { return RunGemm(g); }, sizeof(GemmDesc));
       return absl::OkStatus();
@@ -132,11 +136,11 @@ class EmulatedDevice final : public HostMemoryDevice<> {
             acc += RoundForMath(g, LoadF(g.dtype, g.a, oa + ia)) * RoundForMath(g, LoadF(g.dtype, g.b, ob + ib));
           }
           float v = g.alpha * acc;
-          if (g.beta != 0) v += g.beta * LoadF(g.dtype, g.c, oc + i * g.ldc + j);
+          if (g.beta != 0) v += g.beta * LoadF(g.out_dtype(), g.c, oc + i * g.ldc + j);
           if (g.bias != nullptr) v += LoadF(g.dtype, g.bias, j);
           if (g.epilogue == GemmDesc::Epilogue::kRelu) v = v > 0 ? v : 0;
           if (g.epilogue == GemmDesc::Epilogue::kGelu) v = 0.5f * v * (1.0f + std::erf(v * 0.70710678f));
-          StoreF(g.dtype, g.c, oc + i * g.ldc + j, v);
+          StoreF(g.out_dtype(), g.c, oc + i * g.ldc + j, v);
         }
       }
     }

@@ -107,7 +107,7 @@ class ComposedGraph final : public DeviceGraph {
 // those rows and batches as `now` would, and more past them.
 bool SameGemm(const GemmDesc& captured, const GemmDesc& now, bool bucket) {
   auto fields = [](const GemmDesc& g) {
-    return std::tie(g.math, g.dtype, g.trans_a, g.trans_b, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.c, g.ldc, g.alpha,
+    return std::tie(g.math, g.dtype, g.c_dtype, g.trans_a, g.trans_b, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.c, g.ldc, g.alpha,
                     g.beta, g.bias, g.epilogue);
   };
   if (fields(captured) != fields(now)) return false;

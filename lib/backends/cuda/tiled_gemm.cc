@@ -97,6 +97,9 @@ absl::Status RunTiledGemm(ExecContext& ec, const GemmDesc& g, const jit::KernelC
     return absl::InvalidArgumentError(absl::StrCat("tiled GEMM: ", config.Name(), " is not a ", kFamily,
                                                    " variant for a ", DTypeName(g.dtype), " product"));
   }
+  if (g.out_dtype() != g.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("tiled GEMM: C must be ", DTypeName(g.dtype), " as A and B are"));
+  }
   grove_k::GemmTiledParams p{};
   p.g = ProductParams(g);
   p.math = 0;
