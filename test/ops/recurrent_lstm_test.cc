@@ -180,14 +180,15 @@ TEST_P(LstmKernelTest, WhatTheKernelDoesNotTake) {
   acts.activations = {"HardSigmoid", "Tanh", "Tanh"};
   ExpectPath(acts, false);
   // Layers oneDNN runs faster: the fused kernel only when asked for always.
+  // (batch x hidden above 2048, LstmKernelTakes).
   Case large;
-  large.hidden = 160;
-  large.batch = 2;
+  large.hidden = 520;
+  large.batch = 4;
   large.input = 8;
   ExpectPath(large, false);
   ExpectPath(large, true, 1, cpu::LstmKernelMode::kAlways);
   Case wide;
-  wide.batch = 33;
+  wide.batch = 257;
   wide.hidden = 8;
   ExpectPath(wide, false);
   ExpectPath(wide, true, 1, cpu::LstmKernelMode::kAlways);

@@ -39,6 +39,10 @@ std::atomic<bool> g_avx512_allowed{true};
 // ---------------------------------------------------------------------------
 // The loops per vector ISA (recurrent_lstm_simd.inc).
 
+// Rows (batch entries, or time steps of the input projection) one pass over
+// a packed matrix multiplies at most.
+constexpr int kLstmMaxRows = 4;
+
 namespace avx2 {
 #define GROVE_LSTM_TARGET __attribute__((target("avx2,fma")))
 struct Simd {
@@ -94,8 +98,8 @@ struct Simd {
 // The loops of one ISA.
 struct LstmLoops {
   int64_t lanes;
-  void (*multiply_rows)(int rows, const float* const a[2], int64_t k_count, const float* w, int64_t cols,
-                        const float* const init[2], float* const out[2]);
+  void (*multiply_rows)(int rows, const float* const a[kLstmMaxRows], int64_t k_count, const float* w, int64_t cols,
+                        const float* const init[kLstmMaxRows], float* const out[kLstmMaxRows]);
   void (*gates)(const float* pre, int64_t hp, const float* p, float* c, float* h);
   int64_t (*packed_index)(int64_t k, int64_t col, int64_t k_count);
 };
@@ -128,12 +132,16 @@ const char* LstmKernelIsa() {
 }
 
 // bench/recurrent_bench (one layer, interleaved medians, on a busy 2-core
-// Xeon with AVX-512, so +-30%): oneDNN 2.6 over the fused kernel 1.8-3.3x at
-// batch 1 (hidden 32), 1.1-1.9x at batch 1 up to hidden 256, 1.3-1.7x at
-// batch 4 hidden 32, about even at batch 16 hidden 32, and 0.3-0.65x at
-// batch 8-64 with hidden 32-256: oneDNN's blocked GEMMs win once a step's
-// matrix product has rows enough.
-bool LstmKernelTakes(const backends::RecurrentDims& dims) { return dims.batch * dims.hidden <= 256; }
+// Xeon with AVX-512, so +-30%): with two batch rows a pass over R, oneDNN
+// 2.6 took 1.8-3.3x the fused kernel's time at batch 1 (hidden 32) but
+// 0.3-0.65x at batch 8-64 with hidden 32-256. With four rows a pass
+// (AVX-512; 2026-12-04) it takes 2.7x at batch 1 hidden 32, 1.35-1.6x at
+// batch 1-16 up to hidden 256, 1.05-1.1x at batch 8 hidden 128-256 and
+// batch 64 hidden 32, 1.0x at batch 16 hidden 128; `grove bench` of a
+// bidirectional layer (hidden 64, 64 steps) 0.65 vs 0.82 ms at batch 8 and
+// 3.3 vs 3.9 ms at batch 32 (1 thread), and even at batch 64. So the
+// kernel takes batch x hidden up to 2048.
+bool LstmKernelTakes(const backends::RecurrentDims& dims) { return dims.batch * dims.hidden <= 2048; }
 
 // A direction's multiply-adds past which a bidirectional layer runs its two
 // directions on two of the session's threads: some 20 us of one core's
@@ -266,16 +274,17 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
     const float* bias = k.packed.data() + k.BiasOffset(d);
     const float* peephole = k.peephole ? k.packed.data() + k.PeepholeOffset(d) : nullptr;
     // The input projection of every step, biases included: gates[t][b].
-    for (int64_t row = 0; row < T * N; row += 2) {
-      const int rows = row + 1 < T * N ? 2 : 1;
-      const float* a[2] = {};
-      float* out[2] = {};
+    for (int64_t row = 0; row < T * N; row += kLstmMaxRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kLstmMaxRows, T * N - row));
+      const float* a[kLstmMaxRows] = {};
+      float* out[kLstmMaxRows] = {};
+      const float* init[kLstmMaxRows] = {};
       for (int r = 0; r < rows; ++r) {
         const int64_t t = (row + r) / N, b = (row + r) % N;
         a[r] = x + dims.XRow(t, b) * I;
         out[r] = gates + (row + r) * cols;
+        init[r] = bias;
       }
-      const float* init[2] = {bias, bias};
       k.loops->multiply_rows(rows, a, I, pw, cols, init, out);
     }
     for (int64_t b = 0; b < N; ++b) {
@@ -289,12 +298,18 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
     for (int64_t step = 0; step < T; ++step) {
       const int64_t t = reverse ? T - 1 - step : step;
       float* pre = gates + t * N * cols;
-      // pre[b] += H_{t-1}[b] * R, two batch entries per pass over R.
-      for (int64_t b = 0; b < N; b += 2) {
-        const int rows = b + 1 < N ? 2 : 1;
-        const float* a[2] = {state_h + b * hp, rows == 2 ? state_h + (b + 1) * hp : nullptr};
-        float* out[2] = {pre + b * cols, rows == 2 ? pre + (b + 1) * cols : nullptr};
-        const float* init[2] = {out[0], out[1]};
+      // pre[b] += H_{t-1}[b] * R, up to kLstmMaxRows batch entries per pass
+      // over R.
+      for (int64_t b = 0; b < N; b += kLstmMaxRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kLstmMaxRows, N - b));
+        const float* a[kLstmMaxRows] = {};
+        float* out[kLstmMaxRows] = {};
+        const float* init[kLstmMaxRows] = {};
+        for (int r = 0; r < rows; ++r) {
+          a[r] = state_h + (b + r) * hp;
+          out[r] = pre + (b + r) * cols;
+          init[r] = out[r];
+        }
         k.loops->multiply_rows(rows, a, H, pr, cols, init, out);
       }
       for (int64_t b = 0; b < N; ++b) {

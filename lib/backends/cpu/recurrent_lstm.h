@@ -5,7 +5,7 @@
 // Hp = H rounded up to the vector's lanes, stored in panels of 4 vectors'
 // columns), so that the input projection of every step is one pass of FMAs
 // over the packed W, and each time step is one GEMV of H_{t-1} with the
-// packed R (the four gates fused, two batch rows per pass) followed by the
+// packed R (the four gates fused, four batch rows per pass; two on AVX2) followed by the
 // gates' sigmoid and tanh a vector at a time (rational tanh, sigmoid(x) =
 // 1/2 + tanh(x/2)/2, within 3e-7 of libm's). AVX-512 (16 lanes) where the
 // CPU has it, else AVX2 + FMA (8 lanes). Every sequence runs to the end: a
@@ -75,7 +75,7 @@ class ScopedLstmKernel {
 const char* LstmKernelIsa();
 
 // Whether the fused loop is the faster choice for these dims: batch x
-// hidden at most 256 (batch 1 up to hidden 256, batch 4 up to 64, ...;
+// hidden at most 2048 (batch 8 up to hidden 256, batch 64 up to 32, ...;
 // measured against oneDNN 2.6 on a Xeon with AVX-512, see the .cc).
 bool LstmKernelTakes(const backends::RecurrentDims& dims);
 
