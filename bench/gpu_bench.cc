@@ -14,6 +14,9 @@
 //  - BM_GrowingSeq_{Buckets,Exact,Eager}: a sequence growing 1..64 token by
 //    token through the transformer block: one graph per shape bucket
 //    (refreshed per length) vs a graph per length vs every kernel launched.
+//  - BM_SmallM_Cuda/M/N/K/F: a small-M product, cuBLASLt's first heuristic
+//    pick (F = 0) vs the gemv family's cost-model pick (F = 1), 16 back to
+//    back (counter us_per_product).
 //  - BM_Attention_Cuda/S/F: attention over Q, K, V [1, 8, S, 64] (MatMul with
 //    Transpose(K), Div, Softmax, MatMul) planned unfused (F = 0: cuBLASLt and
 //    the Div and Softmax kernels) or as one FusedAttention step in the form
@@ -30,9 +33,15 @@
 #include "benchmark/benchmark.h"
 #include "grove/grove.h"
 #include "jit/kernels/fill_params.h"
+#include "jit/cost_model.h"
+#include "jit/kernel_config.h"
+#include "jit/kernels/gemv_params.h"
 #include "jit/module.h"
 #include "lib/backends/cuda/cuda_kernels.h"
 #include "lib/backends/cuda/device.h"
+#include "lib/backends/cuda/kernel_choice.h"
+#include "lib/backends/cuda/tiled_gemm.h"
+#include "lib/backends/cuda/variant_launch.h"
 #include "lib/runtime/attention_fusion.h"
 #include "models/demo_models.h"
 
@@ -118,6 +127,65 @@ void BM_MatMul_Cublas(benchmark::State& state) {
   cublasDestroy(handle);
   cudaStreamDestroy(stream);
 }
+
+// Small-M products (decode shapes): A [M, K] times B [K, N], f32, as the
+// kernels run them without a session: cuBLASLt's first heuristic answer
+// (Device::Gemm, F = 0) or the gemv family's cost-model pick (F = 1; the
+// variant a MatMul step takes when its estimate beats the vendor GEMM's,
+// lib/backends/cuda/linalg.cc), kSmallMRepeats products back to back an
+// iteration, then one synchronisation. Issue 13's goal: the family at least
+// cuBLASLt's speed for M = 1..64.
+constexpr int kSmallMRepeats = 16;
+
+void BM_SmallM_Cuda(benchmark::State& state) {
+  std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
+  if (dev == nullptr) return;
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const bool gemv = state.range(3) != 0;
+  DeviceTensor a(dev, m * k * 4), b(dev, k * n * 4), c(dev, m * n * 4);
+  absl::StatusOr<cuda::Stream> stream = dev->CreateStream();
+  if (!stream.ok()) {
+    state.SkipWithError(std::string(stream.status().message()).c_str());
+    return;
+  }
+  cuda::GemmDesc g;
+  g.dtype = DType::kF32;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.lda = k;
+  g.ldb = n;
+  g.ldc = n;
+  g.a = a.ptr;
+  g.b = b.ptr;
+  g.c = c.ptr;
+  const jit::KernelProblem problem{"gemv", {DType::kF32}, {{"batch", 1}, {"k", k}, {"m", m}, {"n", n}, {"transb", 0}}};
+  const jit::KernelFamily* family = jit::FindKernelFamily("gemv");
+  const jit::KernelConfig pick = jit::BestVariant(*family, problem, cuda::DeviceTraits(*dev)).config;
+  const cuda::VariantLaunch v = cuda::LaunchOf(pick, problem);
+  const grove_k::GemvParams p = cuda::ProductParams(g);
+  auto run = [&]() -> absl::Status {
+    for (int r = 0; r < kSmallMRepeats; ++r) {
+      absl::Status s = gemv ? dev->Launch(v.module, "gemv", v.dims, &p, sizeof(p), *stream) : dev->Gemm(g, *stream);
+      if (!s.ok()) return s;
+    }
+    return dev->Synchronize(*stream);
+  };
+  if (absl::Status s = run(); !s.ok()) {  // compiles the module, plans the GEMM
+    state.SkipWithError(std::string(s.message()).c_str());
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(run());
+  state.counters["us_per_product"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kSmallMRepeats, benchmark::Counter::kIsRate | benchmark::Counter::kInvert,
+      benchmark::Counter::kIs1000);
+  state.SetLabel(gemv ? pick.Name() : "cuBLASLt");
+  dev->DestroyStream(*stream);
+}
+BENCHMARK(BM_SmallM_Cuda)
+    ->ArgsProduct({{1, 4, 16, 64}, {768, 3072}, {768, 3072}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void MatMulSizes(benchmark::internal::Benchmark* b) {
   b->Args({1, 768, 768})->Args({64, 1024, 1024})->Args({512, 1024, 4096})->Args({2048, 2048, 2048});

@@ -149,6 +149,17 @@ for k, v in g.items():
             ratios[k.split("/", 1)[1]] = {"grove_us": round(v["real_time"], 2), "cublas_us": round(base["real_time"], 2),
                                          "ratio": round(v["real_time"] / base["real_time"], 3)}
 summary["matmul_vs_cublas"] = ratios
+# Small-M products (issue 13's goal: the gemv family >= 1.0x cuBLASLt's first
+# heuristic pick for M = 1..64): speedup = cuBLASLt's time / the family's.
+small = {}
+for k, v in g.items():
+    if k.startswith("BM_SmallM_Cuda/") and k.split("/")[4] == "1" and isinstance(v, dict) and "real_time" in v:
+        base = g.get("/".join(k.split("/")[:4] + ["0"] + k.split("/")[5:]))
+        if base and "real_time" in base:
+            small["M=%s N=%s K=%s" % tuple(k.split("/")[1:4])] = {
+                "gemv_us": round(v["real_time"] / 16, 2), "cublaslt_us": round(base["real_time"] / 16, 2),
+                "variant": v.get("label", ""), "speedup": round(base["real_time"] / v["real_time"], 3)}
+summary["small_m_gemv_vs_cublaslt"] = small
 # Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill and
 # decode: the step as it picks its form (/1/), its fused kernel (/2/) and its
 # GEMM form (/3/) against the unfused chain (/0/).
