@@ -201,20 +201,10 @@ void Attention(benchmark::State& state, int64_t sq, int64_t sk, int64_t form) {
   const bool fused = form != 0;
   std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
   if (dev == nullptr) return;
-  ModelBuilder b;
-  b.AddInput("q", DType::kF32, {1, 8, sq, 64});
-  for (const char* name : {"k", "v"}) b.AddInput(name, DType::kF32, {1, 8, sk, 64});
-  b.AddWeight("scale", DType::kF32, {}, std::vector<float>{8.0f});
-  b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
-  b.AddOp("MatMul", {"q", "kt"}, {"scores"});
-  b.AddOp("Div", {"scores", "scale"}, {"scaled"});
-  b.AddOp("Softmax", {"scaled"}, {"probs"}, {{"axis", int64_t{-1}}});
-  b.AddOp("MatMul", {"probs", "v"}, {"y"});
-  b.AddOutput("y");
   SessionOptions options;
   options.device = Device::kCuda;
   options.strict_device = true;
-  auto session = Session::Create(*Model::LoadFromBuffer(*b.Finish()), options);
+  auto session = Session::Create(*Model::LoadFromBuffer(*demo::BuildAttention(sq, sk, 8, 64)), options);
   if (!session.ok()) {
     state.SkipWithError(std::string(session.status().message()).c_str());
     return;

@@ -239,4 +239,21 @@ absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops) {
   return b.Finish();
 }
 
+absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim) {
+  ModelBuilder b;
+  b.SetProducer("grove demo: attention");
+  b.AddSymbol("s", 1, 4096);
+  auto dim = [](int64_t n) { return n < 1 ? Dim("s") : Dim(n); };
+  b.AddInput("q", DType::kF32, {1, heads, dim(sq), head_dim});
+  for (const char* name : {"k", "v"}) b.AddInput(name, DType::kF32, {1, heads, dim(sk), head_dim});
+  b.AddWeight("scale", DType::kF32, {}, std::vector<float>{std::sqrt(static_cast<float>(head_dim))});
+  b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  b.AddOp("MatMul", {"q", "kt"}, {"scores"});
+  b.AddOp("Div", {"scores", "scale"}, {"scaled"});
+  b.AddOp("Softmax", {"scaled"}, {"probs"}, {{"axis", int64_t{-1}}});
+  b.AddOp("MatMul", {"probs", "v"}, {"y"});
+  b.AddOutput("y");
+  return b.Finish();
+}
+
 }  // namespace grove::demo

@@ -46,6 +46,13 @@ absl::StatusOr<std::vector<uint8_t>> BuildStepHistory(History history);
 // for planner and per-op overhead benchmarks.
 absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops);
 
+// Scaled dot-product attention as PyTorch exports it: Q f32[1, heads, sq,
+// head_dim], K and V f32[1, heads, sk, head_dim] -> y = Softmax(Q Kᵀ /
+// sqrt(head_dim)) V (Transpose, MatMul, Div, Softmax, MatMul), which the
+// plan pass fuses into one FusedAttention step. A length < 1 is the symbol
+// "s" (1..4096), shared by sq and sk when both are.
+absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim);
+
 }  // namespace grove::demo
 
 #endif  // GROVE_EXAMPLES_MODELS_DEMO_MODELS_H_

@@ -21,6 +21,10 @@
 // patch of the output. Q, K and V are read from global memory once per
 // tile instead of once per query row.
 //
+// With AttentionParams::splits > 1 the block-per-row kernel splits each
+// row's keys among blocks (flash decoding: a decode step's few rows fill the
+// GPU) and attention_combine merges their parts.
+//
 // attention_probs (module without parameters) is the Softmax of the step's
 // GEMM form (lib/backends/cuda/attention.cc): the masks and Softmax over the
 // f32 scores cuBLASLt wrote, as AttentionProbsParams says.
@@ -76,6 +80,7 @@ GROVE_DEVICE float finish(const AttentionParams& p, const T* v, i64 c, float acc
     // or +inf score made the sum NaN); counted as zeros, the row is
     // sum_j 0 * V[j]: NaN where a V[j] is inf or NaN, else 0.
     float r = 0.0f;
+    GROVE_NO_UNROLL
     for (i64 j = 0; j < p.sk; ++j) {
       const float x = to_f32(v[j * p.dv + c]);
       if (!(x - x == 0.0f)) r = neg_inf - neg_inf;
@@ -86,11 +91,18 @@ GROVE_DEVICE float finish(const AttentionParams& p, const T* v, i64 c, float acc
   return acc / l;
 }
 
+// The key chunk of each split (see AttentionParams::splits), whole tiles.
+GROVE_DEVICE i64 split_chunk(const AttentionParams& p, i64 splits) {
+  const i64 chunk = (p.sk + splits - 1) / splits;
+  return (chunk + 31) / 32 * 32;
+}
+
 template <typename T>
 GROVE_DEVICE void attention(const AttentionParams& p) {
-  // A block per query row; its warps (at most kAttnRowWarps) take the key
-  // tiles in turn, each with its own max, sum and output columns, and warp 0
-  // combines them through shared memory.
+  // A block per query row (per row and key split with p.splits > 1); its
+  // warps (at most kAttnRowWarps) take the key tiles in turn, each with its
+  // own max, sum and output columns, and warp 0 combines them through
+  // shared memory.
   __shared__ float part_m[kAttnRowWarps], part_l[kAttnRowWarps];
   __shared__ float part_acc[kAttnRowWarps][32 * kAttnColsPerLane];
   const T* Q = static_cast<const T*>(p.q);
@@ -100,9 +112,17 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
   const int lane = static_cast<int>(threadIdx.x & 31u);
   const int w = static_cast<int>(threadIdx.x >> 5);
   const int nw = static_cast<int>(blockDim.x >> 5);
+  const i64 splits = p.splits > 1 ? p.splits : 1;
+  const i64 chunk = split_chunk(p, splits);
   const i64 rows = p.b0 * p.b1 * p.sq;
   const float neg_inf = -inf_f32();
-  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {  // block-uniform
+  // Rows along the grid's x, splits along its y (grid-stride both ways,
+  // block-uniform).
+  for (i64 split = blockIdx.y; split < splits; split += gridDim.y)
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const i64 item = row * splits + split;
+    const i64 j_begin = split * chunk;
+    const i64 j_end = p.sk < j_begin + chunk ? p.sk : j_begin + chunk;
     const i64 i = row % p.sq;
     const i64 bb = row / p.sq;
     const i64 b1 = bb % p.b1, b0 = bb / p.b1;
@@ -112,12 +132,13 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
     T* o = O + row * p.dv;
     for (i64 c0 = 0; c0 < p.dv; c0 += 32 * kAttnColsPerLane) {
       float acc[kAttnColsPerLane];
+      GROVE_UNROLL
       for (int t = 0; t < kAttnColsPerLane; ++t) acc[t] = 0.0f;
       float m = neg_inf, l = 0.0f;
-      for (i64 j0 = i64{32} * w; j0 < p.sk; j0 += i64{32} * nw) {
+      for (i64 j0 = j_begin + i64{32} * w; j0 < j_end; j0 += i64{32} * nw) {
         const i64 j = j0 + lane;
         float s = neg_inf;
-        if (j < p.sk) {
+        if (j < j_end) {
           float dot = 0.0f;
           const T* kj = k + j * p.k_js;
           for (i64 c = 0; c < p.d; ++c) {
@@ -135,13 +156,15 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
         const float m_new = tmax > m ? tmax : m;
         if (m_new == neg_inf) continue;  // every score so far is -inf: nothing to add yet (warp-uniform)
         const float corr = g_exp(m - m_new);
-        const float pj = j < p.sk ? g_exp(s - m_new) : 0.0f;
+        const float pj = j < j_end ? g_exp(s - m_new) : 0.0f;
         l = l * corr + warp_sum(pj);
+        GROVE_UNROLL
         for (int t = 0; t < kAttnColsPerLane; ++t) acc[t] *= corr;
-        const i64 tile = p.sk - j0 < 32 ? p.sk - j0 : 32;
+        const i64 tile = j_end - j0 < 32 ? j_end - j0 : 32;
         for (i64 kk = 0; kk < tile; ++kk) {
           const float pk = __shfl_sync(0xffffffffu, pj, static_cast<int>(kk));
           const T* vr = v + (j0 + kk) * p.dv;
+          GROVE_UNROLL
           for (int t = 0; t < kAttnColsPerLane; ++t) {
             const i64 c = c0 + t * 32 + lane;
             if (c < p.dv) acc[t] += pk * to_f32(vr[c]);
@@ -154,6 +177,7 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
         part_m[w] = m;
         part_l[w] = l;
       }
+      GROVE_UNROLL
       for (int t = 0; t < kAttnColsPerLane; ++t) part_acc[w][t * 32 + lane] = acc[t];
       __syncthreads();
       if (w != 0) continue;
@@ -162,16 +186,68 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
       float mr = neg_inf;
       for (int x = 0; x < nw; ++x) mr = part_m[x] > mr ? part_m[x] : mr;
       float lr = 0.0f, ar[kAttnColsPerLane];
+      GROVE_UNROLL
       for (int t = 0; t < kAttnColsPerLane; ++t) ar[t] = 0.0f;
       for (int x = 0; x < nw; ++x) {
         const float f = part_m[x] == neg_inf ? 0.0f : g_exp(part_m[x] - mr);
         lr += part_l[x] * f;
+        GROVE_UNROLL
         for (int t = 0; t < kAttnColsPerLane; ++t) ar[t] += part_acc[x][t * 32 + lane] * f;
       }
+      if (splits > 1) {  // the split's part, for attention_combine
+        float* part = p.partial + item * (p.dv + 2);
+        if (lane == 0) {
+          part[0] = mr;
+          part[1] = lr;
+        }
+        GROVE_UNROLL
+        for (int t = 0; t < kAttnColsPerLane; ++t) {
+          const i64 c = c0 + t * 32 + lane;
+          if (c < p.dv) part[2 + c] = ar[t];
+        }
+        continue;
+      }
+      GROVE_UNROLL
       for (int t = 0; t < kAttnColsPerLane; ++t) {
         const i64 c = c0 + t * 32 + lane;
         if (c < p.dv) o[c] = from_f32<T>(finish(p, v, c, ar[t], mr, lr));
       }
+    }
+  }
+}
+
+// The rows of a split launch (AttentionParams::splits > 1), a block per row
+// (grid-stride) and a thread per output column: the splits' maxima, sums
+// and columns rescaled to the row's max and summed as the warps' are above
+// (a split that saw only -inf, or no keys, adds nothing), then finished as
+// the unsplit kernel finishes.
+template <typename T>
+GROVE_DEVICE void attention_combine(const AttentionParams& p) {
+  const T* V = static_cast<const T*>(p.v);
+  T* O = static_cast<T*>(p.out);
+  const float neg_inf = -inf_f32();
+  const i64 splits = p.splits > 1 ? p.splits : 1;
+  const i64 rows = p.b0 * p.b1 * p.sq;
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const i64 bb = row / p.sq;
+    const i64 b1 = bb % p.b1, b0 = bb / p.b1;
+    const T* v = V + b0 * p.v_b0 + b1 / p.kv_group * p.v_b1;
+    const float* part = p.partial + row * splits * (p.dv + 2);
+    float m = neg_inf;
+    for (i64 s = 0; s < splits; ++s) {
+      const float ms = part[s * (p.dv + 2)];
+      m = ms > m ? ms : m;
+    }
+    for (i64 c = threadIdx.x; c < p.dv; c += blockDim.x) {
+      float l = 0.0f, acc = 0.0f;
+      for (i64 s = 0; s < splits; ++s) {
+        const float* ps = part + s * (p.dv + 2);
+        if (ps[0] == neg_inf) continue;
+        const float f = g_exp(ps[0] - m);
+        l += ps[1] * f;
+        acc += ps[2 + c] * f;
+      }
+      O[row * p.dv + c] = from_f32<T>(finish(p, v, c, acc, m, l));
     }
   }
 }
@@ -373,4 +449,5 @@ GROVE_ENTRY(attention, grove_k::AttentionParams) { grove_k::attn::attention<GROV
 // In every module of the file, as each variant's holds the entries of the
 // module without parameters (the GEMM form launches the latter's).
 GROVE_ENTRY(attention_probs, grove_k::AttentionProbsParams) { grove_k::attn::attention_probs<GROVE_T0>(p); }
+GROVE_ENTRY(attention_combine, grove_k::AttentionParams) { grove_k::attn::attention_combine<GROVE_T0>(p); }
 #endif

@@ -42,6 +42,15 @@ struct AttentionParams {
   int q_scale_op, k_scale_op, scale_op;
   int zero_nan_probs;  // 1: NaN probabilities count as 0 (Where(IsNaN(p), 0, p))
   AttnMaskParams masks[2];  // applied in order
+  // The block-per-row kernel's key splits (flash decoding), 0 or 1: none.
+  // With splits > 1 its work items are (row, split): split s takes the keys
+  // [s * chunk, min(sk, (s + 1) * chunk)), chunk = ceil(sk / splits) rounded
+  // up to 32, and writes its max, sum and output columns to
+  // partial[(row * splits + s) * (dv + 2)] as [m, l, acc[dv]];
+  // attention_combine then writes the rows. sk is read at run time, splits
+  // fixed by the prepare.
+  i64 splits;
+  float* partial;
 };
 
 // The Softmax of FusedAttention's GEMM form (lib/backends/cuda/attention.cc:

@@ -33,6 +33,9 @@
 #define GROVE_DEVICE __device__ __forceinline__
 // Unrolls the loop that follows (register arrays indexed by its counter).
 #define GROVE_UNROLL _Pragma("unroll")
+// Keeps the loop that follows rolled (a rare path's loop, which unrolled
+// took registers, and a stack frame, from the kernel around it).
+#define GROVE_NO_UNROLL _Pragma("unroll 1")
 #define GROVE_CAT2(a, b) a##b
 #define GROVE_CAT(a, b) GROVE_CAT2(a, b)
 #if defined(GROVE_INDIRECT_PARAMS)
@@ -59,6 +62,7 @@
 #define GROVE_ENTRY_BOUNDED(name, Params, min_blocks) GROVE_ENTRY(name, Params)
 #define GROVE_DEVICE inline
 #define GROVE_UNROLL
+#define GROVE_NO_UNROLL
 #endif
 
 namespace grove_k {

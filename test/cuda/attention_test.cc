@@ -2,6 +2,7 @@
 // device (emulated without a GPU): the edge cases against the unfused chain
 // on the CPU and against the CPU's fused kernel, f16/bf16 against the f32
 // chain of the same rounded inputs, and an invoke that only launches.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -114,6 +115,15 @@ std::vector<AttentionCase> TiledCases() {
                 .scale_op = 2, .scale = 4.0, .mask = 2, .mask_shape = {3, 150}, .mask_fill = ninf, .causal = true});
   cs.push_back({.name = "head_over_128_per_row", .q = {1, 1, 20, 130}, .k = {1, 1, 20, 130}, .v = {1, 1, 20, 8},
                 .scale_op = 1, .scale = 0.05});
+  // Decode rows against 512 keys or more: the block-per-row kernel splits
+  // each row's keys among blocks and merges their parts (a row whose keys
+  // are all masked, in every split; grouped-query heads; a second mask).
+  cs.push_back({.name = "decode_split_keys", .q = {1, 2, 1, 16}, .k = {1, 2, 600, 16}, .v = {1, 2, 600, 20},
+                .scale_op = 2, .scale = 4.0, .mask = 2, .mask_shape = {1, 600}, .mask_fill = ninf, .causal = true});
+  cs.push_back({.name = "decode_split_masked_row", .q = {1, 2, 2, 8}, .k = {1, 2, 530, 8}, .v = {1, 2, 530, 8},
+                .mask = 2, .mask_shape = {2, 530}, .mask_fill = ninf, .mask_all_of_row0 = true});
+  cs.push_back({.name = "decode_split_gqa", .q = {1, 4, 1, 32}, .k = {1, 2, 777, 32}, .v = {1, 2, 777, 48},
+                .scale_op = 2, .scale = std::sqrt(32.0), .mask = 1, .mask_shape = {1, 1, 1, 777}, .kv_group = 2});
   return cs;
 }
 
@@ -139,12 +149,18 @@ TEST(CudaAttentionKernelTest, InvokeOnlyLaunches) {
     AttentionCase c;
     cuda::AttentionForm form;
     uint64_t workspace;
-    int64_t gemms;
+    int64_t gemms, launches;
+  };
+  const std::vector<AttentionCase> tiled = TiledCases();
+  auto named = [&](const std::string& name) {
+    return *std::find_if(tiled.begin(), tiled.end(), [&](const AttentionCase& c) { return c.name == name; });
   };
   const std::vector<Want> wants = {
-      {AttentionEdgeCases()[0], cuda::AttentionForm::kKernel, 0, 0},
-      {AttentionEdgeCases()[6], cuda::AttentionForm::kKernel, 0, 0},
-      {TiledCases()[0], cuda::AttentionForm::kGemm, uint64_t{2} * 3 * 70 * 77 * 4, 2},  // scores [2, 3, 70, 77]
+      {AttentionEdgeCases()[0], cuda::AttentionForm::kKernel, 0, 0, 1},
+      {AttentionEdgeCases()[6], cuda::AttentionForm::kKernel, 0, 0, 1},
+      {tiled[0], cuda::AttentionForm::kGemm, uint64_t{2} * 3 * 70 * 77 * 4, 2, 1},  // scores [2, 3, 70, 77]
+      // 2 rows of 600 keys in 2 splits: [2 rows][2 splits][max, sum, 20 columns].
+      {named("decode_split_keys"), cuda::AttentionForm::kKernel, uint64_t{2} * 2 * 22 * 4, 0, 2},
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(absl::StrCat(w.c.name, ", ", FormName(w.form)));
@@ -160,7 +176,7 @@ TEST(CudaAttentionKernelTest, InvokeOnlyLaunches) {
     EXPECT_EQ(counts->counts.synchronizations, 0);
     EXPECT_EQ(counts->counts.device_to_host_copies, 0);
     EXPECT_EQ(counts->counts.host_to_device_copies, 0);
-    EXPECT_EQ(counts->counts.launches, 1);
+    EXPECT_EQ(counts->counts.launches, w.launches);
     EXPECT_EQ(counts->counts.gemms, w.gemms);
   }
 }

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "lib/backends/backends.h"
 #include "lib/backends/cuda/emulated_device.h"
+#include "models/demo_models.h"
 #include "test/cuda_op_test_util.h"
 #include "test/model_test_util.h"
 #include "test/op_test_util.h"
@@ -91,6 +92,44 @@ TEST(BucketVariantsTest, SpatialMeanKeepsTheBoundsVariantsForTheWholeBucket) {
   EXPECT_GT(s[1].graph_refreshes, s[0].graph_refreshes);
   EXPECT_EQ(s[1].launches_outside_graphs, 0);
 }
+
+// Attention over Q [1, 4, sq, 32] and K, V [1, 4, sk, 32] (demo::
+// BuildAttention; a length < 1 is the symbol), which the plan pass fuses
+// into one FusedAttention step (a node made anew for each plan: choices are
+// kept by the node's place). Runs `lengths` (the symbol's values, one
+// default bucket) twice over against the CPU and expects one graph,
+// captured at the bound, to serve them all.
+void ExpectOneAttentionGraph(int64_t sq, int64_t sk, const std::vector<int64_t>& lengths) {
+  absl::StatusOr<std::vector<uint8_t>> bytes = demo::BuildAttention(sq, sk, 4, 32);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  std::shared_ptr<const Model> model = testing::LoadOrDie(*bytes);
+  ASSERT_NE(model, nullptr);
+  std::vector<std::vector<Tensor>> inputs;
+  for (int64_t n : lengths) {
+    const int64_t q_rows = sq < 1 ? n : sq, kv_rows = sk < 1 ? n : sk;
+    inputs.push_back({testing::MakeTensor<float>(DType::kF32, {1, 4, q_rows, 32}, Pattern(128 * q_rows, 1, 1.0f)),
+                      testing::MakeTensor<float>(DType::kF32, {1, 4, kv_rows, 32}, Pattern(128 * kv_rows, 2, 1.5f)),
+                      testing::MakeTensor<float>(DType::kF32, {1, 4, kv_rows, 32}, Pattern(128 * kv_rows, 3, 1.0f))});
+  }
+  const std::vector<SessionStats> s = TwoPasses(model, inputs);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].bucket_fallback_reason, "");
+  EXPECT_EQ(s[0].buckets_made, 1);
+  EXPECT_EQ(s[0].graphs_captured, 1);
+  EXPECT_EQ(s[1].graphs_captured, s[0].graphs_captured);
+  EXPECT_GT(s[1].graph_refreshes, s[0].graph_refreshes);
+  EXPECT_EQ(s[1].launches_outside_graphs, 0);
+}
+
+// A decode step against a growing KV cache (400, 300, 480 keys: the bucket
+// (256, 512]): the block-per-row kernel splits the keys among blocks as at
+// the bound, 512 keys in 2 splits, for every shape (each alone would not
+// split): the bound's graph, two launches, is refreshed for each.
+TEST(BucketVariantsTest, DecodeAttentionKeepsTheBoundsKeySplits) { ExpectOneAttentionGraph(1, 0, {400, 300, 480}); }
+
+// Prefill over sequences of 20, 27, 32 (the bucket (16, 32]): the tiled
+// kernel chosen at the bound for every shape.
+TEST(BucketVariantsTest, FusedAttentionKeepsTheBoundsTile) { ExpectOneAttentionGraph(0, 0, {20, 27, 32}); }
 
 // A greedy decoder: tokens [batch, t] grow by one each trip, h [batch, 48].
 std::shared_ptr<const Model> GreedyDecoder() {

@@ -4,8 +4,11 @@
 //  - the kernel form (jit/kernels/attention.cuh): one launch, no workspace.
 //    Heads of at most 128 with 16 query rows or more run the tiled kernel
 //    (the "attention" kernel family, jit/kernel_config.cc), others the
-//    block-per-row kernel. sq and sk live in the parameters, so a bucketed
-//    plan's graph, refreshed, serves every sequence length of its bucket.
+//    block-per-row kernel, its keys split among blocks (a second launch
+//    merging the parts from the workspace) when the rows are too few to
+//    fill the GPU (KeySplits). sq and sk live in the parameters, so a
+//    bucketed plan's graph, refreshed, serves every sequence length of its
+//    bucket.
 //  - the GEMM form: cuBLASLt's batched QKᵀ (the scales folded into its
 //    alpha) into f32 scores in the step's workspace, the attention_probs
 //    kernel (masks, Softmax, NaN as 0 where asked) writing the probabilities
@@ -19,6 +22,8 @@
 //    cuBLASLt's sizes (tiled_gemm.h): there sk varies under the products.
 //
 // Both forms are capture-safe: nothing allocated, synchronised or read back.
+// The emulated device takes the same forms and splits (the SM count of the
+// arch it reports), so CI runs them.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -159,9 +164,35 @@ bool PlanGemmForm(const ExecContext& ec, const backends::AttentionLayout& l, con
   return true;
 }
 
+// Keys a split of the block-per-row kernel takes at least, and splits at
+// most (AttentionParams::splits).
+constexpr int64_t kSplitMinKeys = 256;
+constexpr int64_t kMaxSplits = 64;
+
+// The block-per-row kernel's key splits for `rows` rows of `sk` keys: none
+// when the rows alone give every SM a block, else enough for about two
+// blocks an SM, each split at least kSplitMinKeys keys. On an H200 a decode
+// step's 8 rows against 8192 keys took 801 us as 8 blocks, where cuBLASLt
+// and the Softmax kernel took 58 us (README, "Fused attention"). In a
+// bucketed plan, the bound's splits for every shape of the bucket (a split
+// launch is two kernels, and the shapes replay the bound's graph).
+int64_t KeySplits(const ir::KernelContext& ctx, int64_t rows, int64_t sk) {
+  ExecContext& ec = Exec(ctx);
+  constexpr absl::string_view kWhat = "attention key splits";
+  if (const int64_t* kept = ec.BucketKept<int64_t>(ctx.node(), kWhat); kept != nullptr) return *kept;
+  const int64_t sms = std::max(1, DeviceTraits(ec.device()).sms);
+  int64_t splits = 1;
+  if (rows > 0 && rows < sms && sk >= 2 * kSplitMinKeys) {
+    splits = std::min({(2 * sms + rows - 1) / rows, sk / kSplitMinKeys, kMaxSplits});
+  }
+  ec.BucketKeep(ctx.node(), kWhat, splits);
+  return splits;
+}
+
 struct AttentionLaunch {
   grove_k::AttentionParams p;
   LaunchDims dims;
+  LaunchDims combine_dims;  // with p.splits > 1: attention_combine's
   jit::ModuleSpec module;
   bool empty = false;
   bool gemm = false;  // the GEMM form (gemm_form), else the kernel form
@@ -239,14 +270,25 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
     a.module = v.module;
     return MakePrepared(std::move(a));
   }
-  // A block per query row, kAttnRowWarps warps splitting its keys; on the
+  // A block per query row, kAttnRowWarps warps splitting its keys, and the
+  // keys split among blocks where the rows are too few to fill the GPU
+  // (then the parts go through the workspace to attention_combine); on the
   // emulated device, whose threads are host threads, 2 warps and at most 2
   // blocks.
   const int64_t rows = a.empty ? 0 : l->b0 * l->b1 * l->sq;
   const int warps = emulated ? 2 : grove_k::kAttnRowWarps;
-  a.dims = Grid1D(rows * warps * 32, warps * 32, emulated ? 2 : 65535);
+  const int64_t splits = a.empty ? 1 : KeySplits(ctx, rows, l->sk);
+  const int64_t cap = emulated ? 2 : 65535;
+  a.p.splits = splits;
+  a.dims = Grid1D(rows * warps * 32, warps * 32, cap);
+  a.dims.grid[1] = static_cast<uint32_t>(splits);  // splits along y
   a.module = jit::ModuleSpec{"attention", {l->dtype}};
-  return MakePrepared(std::move(a));
+  uint64_t workspace = 0;
+  if (splits > 1) {
+    workspace = static_cast<uint64_t>(rows * splits * (l->dv + 2)) * sizeof(float);
+    a.combine_dims = Grid1D(rows * 128, 128, cap);  // a block per row
+  }
+  return MakePrepared(std::move(a), workspace);
 }
 
 absl::Status AttentionKernel(ir::KernelContext& ctx) {
@@ -282,7 +324,11 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   p.v = ctx.input(2).data;
   for (int m = 0; m < 2; ++m) p.masks[m].data = ctx.has_input(3 + m) ? ctx.input(3 + m).data : nullptr;
   p.out = ctx.output(0).data;
-  return ec.Launch(a->module, "attention", a->dims, p);
+  if (p.splits <= 1) return ec.Launch(a->module, "attention", a->dims, p);
+  p.partial = static_cast<float*>(ctx.workspace());
+  if (p.partial == nullptr) return absl::InternalError(ctx.Error("FusedAttention's key splits have no workspace").message());
+  if (absl::Status s = ec.Launch(a->module, "attention", a->dims, p); !s.ok()) return s;
+  return ec.Launch(a->module, "attention_combine", a->combine_dims, p);
 }
 
 }  // namespace

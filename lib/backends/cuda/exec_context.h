@@ -30,11 +30,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "jit/kernels/check_params.h"
 #include "lib/backends/common/prepared.h"
@@ -124,6 +126,28 @@ class ExecContext {
   }
   const void* bucket() const { return bucket_; }
 
+  // What a step's prepare chose at its bucket's bound (which the executor
+  // plans before the bucket's shapes) and keeps for the bucket's shapes,
+  // whose graph replays the bound's launches: per bucket, node and `what`.
+  // The node counts by its place (subgraph, index), which holds across
+  // plans where the node itself may not (a fused node is made anew for each
+  // plan and keeps the place of one node it absorbed). nullptr outside a
+  // bucketed plan or before BucketKeep; T must be the type kept.
+  template <typename T>
+  const T* BucketKept(const ir::Node& node, absl::string_view what) const {
+    if (!bucket_plan_) return nullptr;
+    auto it = bucket_kept_.find(BucketKeptKey{bucket_, node.subgraph, node.index, std::string(what)});
+    return it == bucket_kept_.end() || it->second.tag != Tag<T>() ? nullptr
+                                                                  : static_cast<const T*>(it->second.value.get());
+  }
+  // Keeps `value` (the first kept stays); nothing outside a bucketed plan.
+  template <typename T>
+  void BucketKeep(const ir::Node& node, absl::string_view what, T value) {
+    if (!bucket_plan_) return;
+    bucket_kept_.try_emplace(BucketKeptKey{bucket_, node.subgraph, node.index, std::string(what)},
+                             KeptValue{Tag<T>(), std::make_shared<T>(std::move(value))});
+  }
+
   // The session's kernel dispatcher (tables, cost model, the choices made):
   // what ChooseVariant (kernel_choice.h) asks; nullptr outside a session
   // (then the cost model for the device's arch decides).
@@ -188,6 +212,12 @@ class ExecContext {
   const void* bucket_ = nullptr;
   KernelDispatch* dispatch_ = nullptr;
   absl::flat_hash_map<const ir::Node*, StateEntry> states_;
+  using BucketKeptKey = std::tuple<const void*, int, int, std::string>;
+  struct KeptValue {
+    const void* tag = nullptr;
+    std::shared_ptr<const void> value;
+  };
+  absl::flat_hash_map<BucketKeptKey, KeptValue> bucket_kept_;
 };
 
 // The ExecContext of a kernel running on the CUDA backend (from

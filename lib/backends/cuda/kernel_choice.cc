@@ -199,7 +199,7 @@ std::optional<KernelChoice> KernelDispatch::Kept(const ir::Node& node, const voi
   const jit::KernelFamily* family = Family(problem.family);
   absl::MutexLock lock(&mu_);
   if (!forced_.empty()) return std::nullopt;
-  auto it = kept_.find(std::make_tuple(&node, bucket, KeptKey(problem)));
+  auto it = kept_.find(std::make_tuple(node.subgraph, node.index, bucket, KeptKey(problem)));
   if (it == kept_.end()) return std::nullopt;
   if (family != nullptr && !family->Valid(it->second.config, problem)) return std::nullopt;
   KernelChoice c = it->second;
@@ -210,7 +210,7 @@ std::optional<KernelChoice> KernelDispatch::Kept(const ir::Node& node, const voi
 void KernelDispatch::Keep(const ir::Node& node, const void* bucket, const KernelChoice& choice) {
   absl::MutexLock lock(&mu_);
   if (!forced_.empty()) return;
-  kept_.emplace(std::make_tuple(&node, bucket, KeptKey(choice.problem)), choice);
+  kept_.emplace(std::make_tuple(node.subgraph, node.index, bucket, KeptKey(choice.problem)), choice);
 }
 
 void KernelDispatch::Force(const jit::KernelProblem& bucket, const jit::KernelConfig& config) {

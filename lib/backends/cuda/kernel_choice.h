@@ -115,8 +115,10 @@ class KernelDispatch {
   std::vector<jit::KernelProblem> problems_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, size_t> problem_index_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, jit::KernelConfig> forced_ ABSL_GUARDED_BY(mu_);
-  // Kept choices by (node, bucket, KeptKey of the problem).
-  absl::flat_hash_map<std::tuple<const ir::Node*, const void*, std::string>, KernelChoice> kept_ ABSL_GUARDED_BY(mu_);
+  // Kept choices by (the node's subgraph and index, bucket, KeptKey of the
+  // problem): a node's place, which a fused node made anew for each plan
+  // keeps (ExecContext::BucketKept).
+  absl::flat_hash_map<std::tuple<int, int, const void*, std::string>, KernelChoice> kept_ ABSL_GUARDED_BY(mu_);
 };
 
 // The tables shipped with grove for `arch`: every *.bin of the tables folder

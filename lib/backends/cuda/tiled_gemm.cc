@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,13 +15,6 @@ namespace grove::cuda {
 namespace {
 
 constexpr absl::string_view kFamily = "gemm_tiled";
-
-// A node's variant per bucket (ExecContext::bucket), chosen at the
-// bucket's bound (planned before its shapes) and kept for its shapes.
-struct TiledGemmState : ExecContext::KernelState {
-  explicit TiledGemmState(Device&) {}
-  std::vector<std::pair<const void*, KernelChoice>> chosen;
-};
 
 }  // namespace
 
@@ -48,22 +42,21 @@ TiledGemm PrepareTiledGemm(const ir::KernelContext& ctx, const GemmDesc& g, bool
   if (!t.use) return t;
   const jit::KernelProblem problem = TiledGemmProblem(g);
   const jit::KernelFamily* family = jit::FindKernelFamily(kFamily);
-  TiledGemmState& state = ec.State<TiledGemmState>(ctx.node());
-  auto kept = std::find_if(state.chosen.begin(), state.chosen.end(), [&](const auto& c) {
-    return c.first == ec.bucket() && c.second.config.dtypes == problem.dtypes;
-  });
-  if (kept == state.chosen.end()) {
-    KernelChoice choice = ChooseAndRecord(ctx, problem);
-    if (family != nullptr && !family->Valid(choice.config, problem)) {
-      choice.config = family->Generic(problem);
-      choice.source = ChoiceSource::kGeneric;
-    }
-    state.chosen.emplace_back(ec.bucket(), std::move(choice));
-    kept = state.chosen.end() - 1;
-  } else if (KernelDispatch* dispatch = ec.dispatch(); dispatch != nullptr) {
-    dispatch->Record(ctx.node(), kept->second);  // this plan runs it too
+  // The node's variant per bucket, chosen at the bucket's bound and kept
+  // for its shapes (ExecContext::BucketKept).
+  const std::string what = absl::StrCat(kFamily, "|", jit::DTypesName(problem.dtypes));
+  if (const KernelChoice* kept = ec.BucketKept<KernelChoice>(ctx.node(), what); kept != nullptr) {
+    if (KernelDispatch* dispatch = ec.dispatch(); dispatch != nullptr) dispatch->Record(ctx.node(), *kept);
+    t.config = kept->config;
+    return t;
   }
-  t.config = kept->second.config;
+  KernelChoice choice = ChooseAndRecord(ctx, problem);
+  if (family != nullptr && !family->Valid(choice.config, problem)) {
+    choice.config = family->Generic(problem);
+    choice.source = ChoiceSource::kGeneric;
+  }
+  t.config = choice.config;
+  ec.BucketKeep(ctx.node(), what, std::move(choice));
   return t;
 }
 
