@@ -148,17 +148,8 @@ void BM_SmallM_Cuda(benchmark::State& state) {
     state.SkipWithError(std::string(stream.status().message()).c_str());
     return;
   }
-  cuda::GemmDesc g;
-  g.dtype = DType::kF32;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.lda = k;
-  g.ldb = n;
-  g.ldc = n;
-  g.a = a.ptr;
-  g.b = b.ptr;
-  g.c = c.ptr;
+  const cuda::GemmDesc g{
+      .dtype = DType::kF32, .m = m, .n = n, .k = k, .a = a.ptr, .lda = k, .b = b.ptr, .ldb = n, .c = c.ptr, .ldc = n};
   const jit::KernelProblem problem{"gemv", {DType::kF32}, {{"batch", 1}, {"k", k}, {"m", m}, {"n", n}, {"transb", 0}}};
   const jit::KernelFamily* family = jit::FindKernelFamily("gemv");
   const jit::KernelConfig pick = jit::BestVariant(*family, problem, cuda::DeviceTraits(*dev)).config;
