@@ -95,7 +95,7 @@ float ScaleFactor(const ir::AttentionScale& s) {
 
 struct GemmForm {
   GemmDesc qk, pv;  // without pointers
-  grove_k::AttentionProbsParams probs{};
+  grove_k::AttentionProbsParams probs{};  // its mode; a, the pointers: filled by the invoke
   LaunchDims probs_dims;
   uint64_t probs_offset = 0;  // in the workspace: 0 (over the scores, f32) or past them
   uint64_t workspace = 0;
@@ -103,8 +103,7 @@ struct GemmForm {
 
 // The GEMM form of `l`, or false where it does not apply (see the file
 // comment; `forced`: whatever the sizes).
-bool PlanGemmForm(const ExecContext& ec, const backends::AttentionLayout& l, const grove_k::AttentionParams& p,
-                  bool forced, GemmForm* f) {
+bool PlanGemmForm(const ExecContext& ec, const backends::AttentionLayout& l, bool forced, GemmForm* f) {
   if (l.empty() || l.sk == 0 || l.d == 0 || ec.bucket_plan()) return false;  // cuBLASLt wants k >= 1
   if (!forced && l.sq < 16 && l.sk < 256) return false;
   // Batch dims [b0, b1]; with kv_group g, query heads in groups of g that
@@ -154,7 +153,6 @@ bool PlanGemmForm(const ExecContext& ec, const backends::AttentionLayout& l, con
   pv.stride_c = b.o;
   pv.batch = b.n;
 
-  f->probs.a = p;
   // A warp a row for short rows, else a block; on the emulated device,
   // whose threads are host threads, at most 2 blocks.
   f->probs.mode = l.sk <= 256 ? 1 : 2;
@@ -242,7 +240,7 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   ExecContext& ec = Exec(ctx);
   const bool emulated = ec.device().emulated();
   const AttentionForm form = GetAttentionForm();
-  if (form != AttentionForm::kKernel && PlanGemmForm(ec, *l, a.p, form == AttentionForm::kGemm, &a.gemm_form)) {
+  if (form != AttentionForm::kKernel && PlanGemmForm(ec, *l, form == AttentionForm::kGemm, &a.gemm_form)) {
     a.gemm = true;
     a.module = jit::ModuleSpec{"attention", {l->dtype}};
     // The table's cuBLASLt algorithms for the two products, recorded for
@@ -291,6 +289,15 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   return MakePrepared(std::move(a), workspace);
 }
 
+// p (prepared without pointers) with this run's inputs and output.
+void FillPointers(const ir::KernelContext& ctx, grove_k::AttentionParams& p) {
+  p.q = ctx.input(0).data;
+  p.k = ctx.input(1).data;
+  p.v = ctx.input(2).data;
+  for (int m = 0; m < 2; ++m) p.masks[m].data = ctx.has_input(3 + m) ? ctx.input(3 + m).data : nullptr;
+  p.out = ctx.output(0).data;
+}
+
 absl::Status AttentionKernel(ir::KernelContext& ctx) {
   const auto* a = PreparedParams<AttentionLaunch>(ctx);
   if (a == nullptr) return NotPrepared(ctx);
@@ -308,7 +315,8 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
     qk.c = scores;
     if (absl::Status s = ec.Gemm(qk); !s.ok()) return s;
     grove_k::AttentionProbsParams pp = f.probs;
-    for (int m = 0; m < 2; ++m) pp.a.masks[m].data = ctx.has_input(3 + m) ? ctx.input(3 + m).data : nullptr;
+    pp.a = a->p;
+    FillPointers(ctx, pp.a);
     pp.scores = scores;
     pp.probs = probs;
     if (absl::Status s = ec.Launch(a->module, "attention_probs", f.probs_dims, pp); !s.ok()) return s;
@@ -319,11 +327,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
     return ec.Gemm(pv);
   }
   grove_k::AttentionParams p = a->p;
-  p.q = ctx.input(0).data;
-  p.k = ctx.input(1).data;
-  p.v = ctx.input(2).data;
-  for (int m = 0; m < 2; ++m) p.masks[m].data = ctx.has_input(3 + m) ? ctx.input(3 + m).data : nullptr;
-  p.out = ctx.output(0).data;
+  FillPointers(ctx, p);
   if (p.splits <= 1) return ec.Launch(a->module, "attention", a->dims, p);
   p.partial = static_cast<float*>(ctx.workspace());
   if (p.partial == nullptr) return absl::InternalError(ctx.Error("FusedAttention's key splits have no workspace").message());

@@ -1,10 +1,8 @@
 #include "lib/backends/cuda/tiled_gemm.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "jit/kernels/gemm_tiled_params.h"
