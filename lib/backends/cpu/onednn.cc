@@ -19,8 +19,10 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "lib/backends/cpu/onednn_tactics.h"
 #include "lib/backends/cpu/parallel_for.h"
 
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
@@ -667,6 +669,13 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
       prefer_channels_last();
     }
     if (!made.has_value()) return nullptr;
+    // What the descriptors do not say, for the implementation timing's key.
+    auto problem = [&](const memory::dims& l, const memory::dims& r) {
+      return absl::StrCat("conv s", absl::StrJoin(strides, ","), " d", absl::StrJoin(dilates, ","), " p",
+                          absl::StrJoin(l, ","), "/", absl::StrJoin(r, ","));
+    };
+    const double macs_per_output = static_cast<double>(cg) * taps;
+    if (step_threads <= 1) ChooseFastestImpl(*made, Product(dst) * macs_per_output, problem(pad_l, pad_r));
     const dnnl::convolution_forward::primitive_desc& pd = *made;
     auto step = std::make_shared<OneDnnStep>();
     if (!affine.empty()) {
@@ -704,7 +713,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
           part_l[0] = rows[i].pad_begin;
           part_r[0] = rows[i].pad_end;
         }
-        const std::optional<dnnl::convolution_forward::primitive_desc> part =
+        std::optional<dnnl::convolution_forward::primitive_desc> part =
             make(has_bias ? dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d[2], d.back(), strides, dilates,
                                                             part_l, part_r)
                           : dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d.back(), strides, dilates, part_l,
@@ -712,6 +721,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
         const bool part_after = after;
         after = whole_after;
         if (!part.has_value() || part_after != whole_after) return std::nullopt;
+        ChooseFastestImpl(*part, Product(d.back().dims()) * macs_per_output, problem(part_l, part_r));
         MadePart made{dnnl::convolution_forward(*part), part->impl_info_str(), part->scratchpad_desc(),
                       {part->src_desc(), part->weights_desc()}};
         if (has_bias) made.used.push_back(part->bias_desc());
