@@ -675,7 +675,9 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
                           absl::StrJoin(l, ","), "/", absl::StrJoin(r, ","));
     };
     const double macs_per_output = static_cast<double>(cg) * taps;
-    if (step_threads <= 1) ChooseFastestImpl(*made, Product(dst) * macs_per_output, problem(pad_l, pad_r));
+    // Timed whole even when parts will run it: the parts take the whole
+    // step's weight layout, which only implementations of its kind read.
+    ChooseFastestImpl(*made, Product(dst) * macs_per_output, problem(pad_l, pad_r));
     const dnnl::convolution_forward::primitive_desc& pd = *made;
     auto step = std::make_shared<OneDnnStep>();
     if (!affine.empty()) {
