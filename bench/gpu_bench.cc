@@ -22,7 +22,8 @@
 //    the Div and Softmax kernels) or as one FusedAttention step in the form
 //    the step picks (F = 1), its fused kernel (F = 2) or its GEMM form
 //    (F = 3: cuBLASLt's products around one probabilities kernel; see
-//    cuda::AttentionForm), device inputs and outputs;
+//    cuda::AttentionForm), device inputs and outputs; BM_AttentionF16_Cuda/S/F
+//    the same in f16, F = 4 the kernel form without tensor cores;
 //    BM_DecodeAttention_Cuda/S/F: one query row a head against S keys.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -185,34 +186,39 @@ void MatMulSizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul_Grove)->Apply(MatMulSizes);
 BENCHMARK(BM_MatMul_Cublas)->Apply(MatMulSizes);
 
-// Attention over Q [1, 8, sq, 64] and K, V [1, 8, sk, 64], planned unfused
-// (form 0) or fused (1: the step's pick, 2: the kernel form, 3: the GEMM
-// form), device inputs and outputs.
-void Attention(benchmark::State& state, int64_t sq, int64_t sk, int64_t form) {
+// Attention over Q [1, 8, sq, 64] and K, V [1, 8, sk, 64] of `dtype`, planned
+// unfused (form 0) or fused (1: the step's pick, 2: the kernel form, 3: the
+// GEMM form, 4: the kernel form without tensor cores: f16 and bf16 run
+// attention_mma in 1 and 2 where the kernel form is picked), device inputs
+// and outputs.
+void Attention(benchmark::State& state, int64_t sq, int64_t sk, int64_t form, DType dtype = DType::kF32) {
   const bool fused = form != 0;
   std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
   if (dev == nullptr) return;
   SessionOptions options;
   options.device = Device::kCuda;
   options.strict_device = true;
-  auto session = Session::Create(*Model::LoadFromBuffer(*demo::BuildAttention(sq, sk, 8, 64)), options);
+  auto session = Session::Create(*Model::LoadFromBuffer(*demo::BuildAttention(sq, sk, 8, 64, dtype)), options);
   if (!session.ok()) {
     state.SkipWithError(std::string(session.status().message()).c_str());
     return;
   }
-  const size_t q_bytes = static_cast<size_t>(8 * sq * 64 * 4), kv_bytes = static_cast<size_t>(8 * sk * 64 * 4);
+  const size_t el = dtype == DType::kF32 ? 4 : 2;
+  const size_t q_bytes = static_cast<size_t>(8 * sq * 64) * el, kv_bytes = static_cast<size_t>(8 * sk * 64) * el;
   DeviceTensor q(dev, q_bytes), k(dev, kv_bytes), v(dev, kv_bytes), y(dev, q_bytes);
   const std::vector<int64_t> q_shape = {1, 8, sq, 64}, kv_shape = {1, 8, sk, 64};
-  std::vector<TensorView> in = {TensorView(DType::kF32, q_shape, q.ptr), TensorView(DType::kF32, kv_shape, k.ptr),
-                                TensorView(DType::kF32, kv_shape, v.ptr)};
-  std::vector<TensorView> out = {TensorView(DType::kF32, q_shape, y.ptr)};
-  // Both read when the plan is made, by the first run.
+  std::vector<TensorView> in = {TensorView(dtype, q_shape, q.ptr), TensorView(dtype, kv_shape, k.ptr),
+                                TensorView(dtype, kv_shape, v.ptr)};
+  std::vector<TensorView> out = {TensorView(dtype, q_shape, y.ptr)};
+  // All read when the plan is made, by the first run.
   runtime::SetAttentionFusionEnabled(fused);
-  cuda::SetAttentionForm(form == 2 ? cuda::AttentionForm::kKernel
-                                   : form == 3 ? cuda::AttentionForm::kGemm : cuda::AttentionForm::kAuto);
+  cuda::SetAttentionForm(form == 2 || form == 4 ? cuda::AttentionForm::kKernel
+                                                : form == 3 ? cuda::AttentionForm::kGemm : cuda::AttentionForm::kAuto);
+  cuda::SetAttentionTensorCores(form != 4);
   const absl::Status first = (*session)->RunInto(in, out);
   runtime::SetAttentionFusionEnabled(true);
   cuda::SetAttentionForm(cuda::AttentionForm::kAuto);
+  cuda::SetAttentionTensorCores(true);
   if (!first.ok()) {
     state.SkipWithError(std::string(first.message()).c_str());
     return;
@@ -224,6 +230,16 @@ void Attention(benchmark::State& state, int64_t sq, int64_t sk, int64_t form) {
 void BM_Attention_Cuda(benchmark::State& state) { Attention(state, state.range(0), state.range(0), state.range(1)); }
 BENCHMARK(BM_Attention_Cuda)
     ->ArgsProduct({{256, 512, 1024, 2048}, {1, 2, 3, 0}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// The same in f16: the kernel form on tensor cores (2) against cuBLASLt's
+// GEMM form (3), the CUDA-core tiled kernel (4) and the unfused chain (0).
+void BM_AttentionF16_Cuda(benchmark::State& state) {
+  Attention(state, state.range(0), state.range(0), state.range(1), DType::kF16);
+}
+BENCHMARK(BM_AttentionF16_Cuda)
+    ->ArgsProduct({{256, 512, 1024, 2048}, {1, 2, 3, 4, 0}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

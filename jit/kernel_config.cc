@@ -661,6 +661,62 @@ class AttentionFamily : public KernelFamily {
   }
 };
 
+// ---------------------------------------------------------------------------
+// Fused attention on tensor cores (jit/kernels/attention_mma.cuh)
+// ---------------------------------------------------------------------------
+// The problem of "attention" for f16 and bf16 on sm_80 and later. Parameters:
+// 64 query rows a block (16 a warp), 64 keys a tile, hd 64 or 128 (Q's tile
+// and one of K's or V's, 16-bit, padded: 18 or 34 KiB of shared memory),
+// 128 threads. Generic: the smaller hd that holds the head.
+//
+// Terms as the tiled kernel's, the multiply-adds issued on tensor cores:
+// kTensorCoreSpeedup times the f32 rate (an H100's dense f16 rate is ~15x
+// its f32 FMA rate; a quarter of that left for the staging, the softmax and
+// mma.sync's issue), and nothing below sm_80 (no m16n8k16: the kernel there
+// is the shuffled emulation, never picked).
+constexpr double kTensorCoreSpeedup = 4;
+
+class AttentionMmaFamily : public KernelFamily {
+ public:
+  absl::string_view name() const override { return "attention_mma"; }
+  std::vector<std::vector<DType>> dtype_lists() const override { return {{DType::kF16}, {DType::kBF16}}; }
+  std::vector<ParamSpace> space() const override {
+    return {{"bk", {64}}, {"bq", {64}}, {"hd", {64, 128}}, {"threads", {128}}};
+  }
+  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
+    return InSpace(c) && c.dtypes == p.dtypes && p.Dim("d") <= c.Get("hd", 0) && p.Dim("dv") <= c.Get("hd", 0);
+  }
+  KernelConfig Generic(const KernelProblem& p) const override {
+    const bool small = p.Dim("d") <= 64 && p.Dim("dv") <= 64;
+    return KernelConfig{"attention_mma", p.dtypes, {{"bk", 64}, {"bq", 64}, {"hd", small ? 64 : 128}, {"threads", 128}}};
+  }
+  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
+    const int64_t tiles = std::max<int64_t>(1, p.Dim("heads", 1)) * CeilDiv(std::max<int64_t>(1, p.Dim("sq")), 64);
+    return LaunchShape{std::clamp<int64_t>(tiles, 1, kMaxBlocks), 128};
+  }
+  CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
+    CostTerms t;
+    const int hd = c.Get("hd", 64);
+    const int64_t heads = std::max<int64_t>(1, p.Dim("heads", 1)), sq = std::max<int64_t>(1, p.Dim("sq")),
+                  sk = std::max<int64_t>(1, p.Dim("sk")), d = std::max<int64_t>(1, p.Dim("d")),
+                  dv = std::max<int64_t>(1, p.Dim("dv"));
+    const int64_t qtiles = CeilDiv(sq, 64);
+    const double padded = static_cast<double>(qtiles * 64) * (CeilDiv(sk, 64) * 64) * (2.0 * hd);
+    t.waste = 1 - static_cast<double>(sq) * sk * (d + dv) / padded;
+    const LaunchShape l = Launch(c, p);
+    const int64_t shared = int64_t{2} * 2 * 64 * (hd + 8);
+    // ptxas's registers at sm_90 (184 for hd 64, 226 for hd 128): two
+    // blocks an SM either way.
+    t.occupancy = Occupancy(l.blocks, l.threads, hd == 64 ? 184 : 226, shared, gpu);
+    t.bytes = 2.0 * heads * (static_cast<double>(sq) * (d + dv) + static_cast<double>(qtiles) * sk * (d + dv));
+    t.flops = 2.0 * heads * sq * sk * (d + dv);
+    CostTerms issued = t;
+    issued.flops = gpu.arch >= 80 ? t.flops / kTensorCoreSpeedup : t.flops * 16;
+    t.estimate_us = Estimate(issued, gpu);
+    return t;
+  }
+};
+
 const std::vector<const KernelFamily*>& Registry() {
   static const std::vector<const KernelFamily*>* const families = [] {
     const std::vector<DType> f32{DType::kF32}, f64{DType::kF64}, f16{DType::kF16}, bf16{DType::kBF16};
@@ -676,6 +732,7 @@ const std::vector<const KernelFamily*>& Registry() {
     v->push_back(new TransposeFamily());
     v->push_back(new GemmTiledFamily());
     v->push_back(new AttentionFamily());
+    v->push_back(new AttentionMmaFamily());
     return v;
   }();
   return *families;

@@ -160,18 +160,19 @@ for k, v in g.items():
                 "gemv_us": round(v["real_time"] / 16, 2), "cublaslt_us": round(base["real_time"] / 16, 2),
                 "variant": v.get("label", ""), "speedup": round(base["real_time"] / v["real_time"], 3)}
 summary["small_m_gemv_vs_cublaslt"] = small
-# Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill and
-# decode: the step as it picks its form (/1/), its fused kernel (/2/) and its
-# GEMM form (/3/) against the unfused chain (/0/).
+# Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill (f32
+# and f16) and decode: the step as it picks its form (/1/), its fused kernel
+# (/2/: on tensor cores in f16), its GEMM form (/3/) and, f16, the CUDA-core
+# kernel (/4/) against the unfused chain (/0/).
 attn = {}
 for k, v in g.items():
-    for bench_name in ("BM_Attention_Cuda/", "BM_DecodeAttention_Cuda/"):
+    for bench_name in ("BM_Attention_Cuda/", "BM_AttentionF16_Cuda/", "BM_DecodeAttention_Cuda/"):
         if k.startswith(bench_name) and k.split("/")[2] == "1" and isinstance(v, dict) and "real_time" in v:
             base = g.get(k.replace("/1/", "/0/"))
             if base and "real_time" in base:
                 row = {"fused_us": round(v["real_time"], 2), "unfused_us": round(base["real_time"], 2),
                        "speedup": round(base["real_time"] / v["real_time"], 3)}
-                for form, label in (("2", "kernel_form_us"), ("3", "gemm_form_us")):
+                for form, label in (("2", "kernel_form_us"), ("3", "gemm_form_us"), ("4", "cuda_core_kernel_us")):
                     f = g.get(k.replace("/1/", "/%s/" % form))
                     if f and "real_time" in f:
                         row[label] = round(f["real_time"], 2)

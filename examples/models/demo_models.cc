@@ -239,14 +239,41 @@ absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops) {
   return b.Finish();
 }
 
-absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim) {
+namespace {
+
+// `x` (a normal number) as f16 or bf16 bits, rounded to nearest even.
+uint16_t HalfBits(float x, DType dtype) {
+  uint32_t f;
+  std::memcpy(&f, &x, sizeof(f));
+  if (dtype == DType::kBF16) return static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+  const uint32_t sign = (f >> 16) & 0x8000u;
+  const int exp = static_cast<int>((f >> 23) & 0xffu) - 127 + 15;
+  uint32_t man = f & 0x7fffffu;
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (man >> 13);
+  const uint32_t rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0)) ++h;
+  return static_cast<uint16_t>(h);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim,
+                                                    DType dtype) {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
+    return absl::InvalidArgumentError("BuildAttention: the dtype is f32, f16 or bf16");
+  }
   ModelBuilder b;
   b.SetProducer("grove demo: attention");
   b.AddSymbol("s", 1, 4096);
   auto dim = [](int64_t n) { return n < 1 ? Dim("s") : Dim(n); };
-  b.AddInput("q", DType::kF32, {1, heads, dim(sq), head_dim});
-  for (const char* name : {"k", "v"}) b.AddInput(name, DType::kF32, {1, heads, dim(sk), head_dim});
-  b.AddWeight("scale", DType::kF32, {}, std::vector<float>{std::sqrt(static_cast<float>(head_dim))});
+  b.AddInput("q", dtype, {1, heads, dim(sq), head_dim});
+  for (const char* name : {"k", "v"}) b.AddInput(name, dtype, {1, heads, dim(sk), head_dim});
+  const float scale = std::sqrt(static_cast<float>(head_dim));
+  if (dtype == DType::kF32) {
+    b.AddWeight("scale", dtype, {}, std::vector<float>{scale});
+  } else {
+    b.AddWeight("scale", dtype, {}, std::vector<uint16_t>{HalfBits(scale, dtype)});
+  }
   b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   b.AddOp("MatMul", {"q", "kt"}, {"scores"});
   b.AddOp("Div", {"scores", "scale"}, {"scaled"});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "grove/grove.h"
 
 namespace grove::demo {
 
@@ -46,12 +47,14 @@ absl::StatusOr<std::vector<uint8_t>> BuildStepHistory(History history);
 // for planner and per-op overhead benchmarks.
 absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops);
 
-// Scaled dot-product attention as PyTorch exports it: Q f32[1, heads, sq,
-// head_dim], K and V f32[1, heads, sk, head_dim] -> y = Softmax(Q Kᵀ /
+// Scaled dot-product attention as PyTorch exports it: Q [1, heads, sq,
+// head_dim], K and V [1, heads, sk, head_dim] -> y = Softmax(Q Kᵀ /
 // sqrt(head_dim)) V (Transpose, MatMul, Div, Softmax, MatMul), which the
-// plan pass fuses into one FusedAttention step. A length < 1 is the symbol
-// "s" (1..4096), shared by sq and sk when both are.
-absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim);
+// plan pass fuses into one FusedAttention step; all of `dtype` (f32, f16 or
+// bf16). A length < 1 is the symbol "s" (1..4096), shared by sq and sk when
+// both are.
+absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim,
+                                                    DType dtype = DType::kF32);
 
 }  // namespace grove::demo
 

@@ -97,6 +97,40 @@ GROVE_DEVICE i64 split_chunk(const AttentionParams& p, i64 splits) {
   return (chunk + 31) / 32 * 32;
 }
 
+// The max (NaN ignored) and the sum of v over the `lanes` neighbouring lanes
+// (a power of two) that share a row.
+GROVE_DEVICE float lanes_max(float v, int lanes) {
+  for (int off = 1; off < lanes; off <<= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, off);
+    v = other > v ? other : v;
+  }
+  return v;
+}
+GROVE_DEVICE float lanes_sum(float v, int lanes) {
+  for (int off = 1; off < lanes; off <<= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Work item `item` of a tiled kernel (grid-stride over heads x query tiles of
+// bq rows): its head, first row and the head's Q, K and V.
+template <typename T>
+struct HeadTile {
+  i64 b0, b1, i0;
+  const T *q, *k, *v;
+};
+template <typename T>
+GROVE_DEVICE HeadTile<T> head_tile(const AttentionParams& p, i64 item, i64 qtiles, int bq) {
+  HeadTile<T> h;
+  const i64 bb = item / qtiles;
+  h.b1 = bb % p.b1;
+  h.b0 = bb / p.b1;
+  h.i0 = item % qtiles * bq;
+  h.q = static_cast<const T*>(p.q) + h.b0 * p.q_b0 + h.b1 * p.q_b1;
+  h.k = static_cast<const T*>(p.k) + h.b0 * p.k_b0 + h.b1 / p.kv_group * p.k_b1;
+  h.v = static_cast<const T*>(p.v) + h.b0 * p.v_b0 + h.b1 / p.kv_group * p.v_b1;
+  return h;
+}
+
 template <typename T>
 GROVE_DEVICE void attention(const AttentionParams& p) {
   // A block per query row (per row and key split with p.splits > 1); its
@@ -275,9 +309,6 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
   // transposed stores and the reads free of bank conflicts).
   __shared__ float qs[HD * (BQ + 1)];
   __shared__ float kv[kKvFloats];
-  const T* Q = static_cast<const T*>(p.q);
-  const T* K = static_cast<const T*>(p.k);
-  const T* V = static_cast<const T*>(p.v);
   T* O = static_cast<T*>(p.out);
   const int t = static_cast<int>(threadIdx.x);
   const int tr = t / kTC, tc = t % kTC;
@@ -286,12 +317,9 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
   const int dl = p.d < HD ? static_cast<int>(p.d) : HD;
   const i64 qtiles = (p.sq + BQ - 1) / BQ;
   for (i64 w = blockIdx.x; w < p.b0 * p.b1 * qtiles; w += gridDim.x) {  // block-uniform
-    const i64 qt = w % qtiles, bb = w / qtiles;
-    const i64 b1 = bb % p.b1, b0 = bb / p.b1;
-    const i64 i0 = qt * BQ;
-    const T* q = Q + b0 * p.q_b0 + b1 * p.q_b1;
-    const T* k = K + b0 * p.k_b0 + b1 / p.kv_group * p.k_b1;
-    const T* v = V + b0 * p.v_b0 + b1 / p.kv_group * p.v_b1;
+    const HeadTile<T> h = head_tile<T>(p, w, qtiles, BQ);
+    const i64 b0 = h.b0, b1 = h.b1, i0 = h.i0;
+    const T *q = h.q, *k = h.k, *v = h.v;
     for (int e = t; e < BQ * HD; e += kThreads) {
       const int r = e / HD, c = e % HD;
       float x = 0.0f;
@@ -343,10 +371,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
           s[r][x] = sc;
           tmax = sc > tmax ? sc : tmax;  // NaN does not raise the max (as Softmax's)
         }
-        for (int off = 1; off < kTC; off <<= 1) {
-          const float other = __shfl_xor_sync(0xffffffffu, tmax, off);
-          tmax = other > tmax ? other : tmax;
-        }
+        tmax = lanes_max(tmax, kTC);
         const float m_new = tmax > m[r] ? tmax : m[r];
         float corr = 1.0f, sum = 0.0f;
         GROVE_UNROLL
@@ -357,7 +382,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
           sum += e;
         }
         if (m_new != neg_inf) corr = g_exp(m[r] - m_new);
-        for (int off = 1; off < kTC; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        sum = lanes_sum(sum, kTC);
         l[r] = l[r] * corr + sum;
         GROVE_UNROLL
         for (int c = 0; c < RV; ++c) o[r][c] *= corr;
@@ -436,6 +461,8 @@ GROVE_DEVICE void attention_probs(const AttentionProbsParams& pp) {
 
 #endif  // GROVE_JIT_KERNELS_ATTENTION_CUH_
 
+// attention_mma.cuh takes the helpers above without these entries.
+#if !defined(GROVE_ATTENTION_HELPERS_ONLY)
 #if defined(GROVE_T0) && defined(GROVE_V_HD)
 // Three blocks an SM: ptxas (sm_90) gives the tiled kernel 168 registers
 // and no spills, where it took 255 (two blocks an SM) uncapped.
@@ -451,3 +478,4 @@ GROVE_ENTRY(attention, grove_k::AttentionParams) { grove_k::attn::attention<GROV
 GROVE_ENTRY(attention_probs, grove_k::AttentionProbsParams) { grove_k::attn::attention_probs<GROVE_T0>(p); }
 GROVE_ENTRY(attention_combine, grove_k::AttentionParams) { grove_k::attn::attention_combine<GROVE_T0>(p); }
 #endif
+#endif  // !GROVE_ATTENTION_HELPERS_ONLY

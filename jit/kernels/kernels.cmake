@@ -124,3 +124,8 @@ set(GROVE_KERNEL_attention_T0 f32 f16 bf16)
 # keys a tile, 128 threads); without parameters the warp-per-row kernel.
 set(GROVE_KERNEL_attention_VARIANTS bk32_bq16_hd128_threads128 bk32_bq32_hd128_threads128
     bk64_bq16_hd64_threads128 bk64_bq32_hd64_threads128 bk64_bq64_hd64_threads128)
+# attention_mma: the tiled kernel on tensor cores (mma.sync m16n8k16), 64
+# query rows a block, bk keys a tile, heads up to hd; f16 and bf16.
+list(APPEND GROVE_KERNEL_FILES attention_mma)
+set(GROVE_KERNEL_attention_mma_T0 f16 bf16)
+set(GROVE_KERNEL_attention_mma_VARIANTS bk64_bq64_hd64_threads128 bk64_bq64_hd128_threads128)

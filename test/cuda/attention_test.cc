@@ -58,12 +58,23 @@ TEST_P(CudaAttentionTest, MatchesTheUnfusedChain) {
   }
 }
 
+// Halves run the kernel form on tensor cores (attention_mma, the emulated
+// device being an sm_90) and without (the CUDA-core tiled kernel).
+struct HalfRun {
+  DType dtype;
+  cuda::AttentionForm form;
+  bool tensor_cores;
+};
+
 TEST_P(CudaAttentionTest, HalvesMatchTheF32ChainOfTheirValues) {
   const AttentionCase& c = GetParam();
-  for (const auto& [t, form] : {std::pair{DType::kF16, kForms[0]}, std::pair{DType::kF16, kForms[1]},
-                                std::pair{DType::kBF16, kForms[0]}, std::pair{DType::kBF16, kForms[1]}}) {
-    ScopedAttentionForm scoped(form);
-    SCOPED_TRACE(absl::StrCat(DTypeName(t), ", ", FormName(form)));
+  for (const HalfRun& run : {HalfRun{DType::kF16, kForms[0], true}, HalfRun{DType::kF16, kForms[0], false},
+                             HalfRun{DType::kF16, kForms[1], true}, HalfRun{DType::kBF16, kForms[0], true},
+                             HalfRun{DType::kBF16, kForms[0], false}, HalfRun{DType::kBF16, kForms[1], true}}) {
+    const DType t = run.dtype;
+    ScopedAttentionForm scoped(run.form);
+    cuda::SetAttentionTensorCores(run.tensor_cores);
+    SCOPED_TRACE(absl::StrCat(DTypeName(t), ", ", FormName(run.form), run.tensor_cores ? "" : ", no tensor cores"));
     AttentionInputs in = MakeAttentionInputs(c);
     AttentionInputs low{Tensor::CastOf(in.q.view(), t).value(), Tensor::CastOf(in.k.view(), t).value(),
                         Tensor::CastOf(in.v.view(), t).value(), std::nullopt, std::nullopt};
@@ -86,6 +97,7 @@ TEST_P(CudaAttentionTest, HalvesMatchTheF32ChainOfTheirValues) {
     EXPECT_EQ((*got)[0].dtype(), t);
     // One rounding of the output to 8 (bf16) or 11 (f16) bits.
     EXPECT_EQ(CompareAttention(*want, (*got)[0], t == DType::kBF16 ? 1e-2 : 2e-3), "");
+    cuda::SetAttentionTensorCores(true);
   }
 }
 

@@ -322,6 +322,48 @@ TEST(KernelConfigTest, AttentionCostTermsByHand) {
   EXPECT_FALSE(f->Valid(KernelConfig{"attention", {DType::kF16}, big.params}, p));
 }
 
+TEST(KernelConfigTest, AttentionMmaCostTermsByHand) {
+  const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90), t4 = jit::GpuTraits::FromArch(75);
+  const KernelFamily* f = jit::FindKernelFamily("attention_mma");
+  const KernelFamily* cuda_cores = jit::FindKernelFamily("attention");
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(cuda_cores, nullptr);
+  const KernelProblem p{"attention_mma", {DType::kF16}, {{"d", 64}, {"dv", 64}, {"heads", 8}, {"sk", 1024}, {"sq", 1024}}};
+  const KernelConfig g = f->Generic(p);
+  EXPECT_EQ(g, (KernelConfig{"attention_mma", {DType::kF16}, {{"bk", 64}, {"bq", 64}, {"hd", 64}, {"threads", 128}}}));
+  // 8 heads x 16 tiles of 64 rows, 128 threads each.
+  EXPECT_EQ(f->Launch(g, p).blocks, 128);
+  EXPECT_EQ(f->Launch(g, p).threads, 128);
+  const jit::CostTerms t = f->Cost(g, p, h100);
+  EXPECT_DOUBLE_EQ(t.waste, 0);
+  EXPECT_DOUBLE_EQ(t.flops, 2.0 * 8 * 1024 * 1024 * 128);
+  // Q and O once, K and V once per query tile, 2 bytes each.
+  EXPECT_DOUBLE_EQ(t.bytes, 2.0 * 8 * (1024.0 * 128 + 16.0 * 1024 * 128));
+  // Partial tiles: 70 rows and 77 keys in 128 x 128, the k steps over all of hd.
+  const KernelProblem odd{"attention_mma", {DType::kF16}, {{"d", 64}, {"dv", 40}, {"heads", 3}, {"sk", 77}, {"sq", 70}}};
+  EXPECT_DOUBLE_EQ(f->Cost(g, odd, h100).waste, 1 - 70.0 * 77 * 104 / (128.0 * 128 * 128));
+  // A head of 100 needs hd 128; over 128 none.
+  const KernelProblem wide{"attention_mma", {DType::kBF16}, {{"d", 100}, {"dv", 64}, {"heads", 2}, {"sk", 40}, {"sq", 40}}};
+  EXPECT_EQ(f->Generic(wide).Get("hd", 0), 128);
+  EXPECT_TRUE(f->Valid(f->Generic(wide), wide));
+  EXPECT_FALSE(f->Valid(g, wide));
+  const KernelProblem huge{"attention_mma", {DType::kF16}, {{"d", 130}, {"dv", 64}, {"heads", 2}, {"sk", 40}, {"sq", 40}}};
+  for (const KernelConfig& c : f->Enumerate({DType::kF16})) EXPECT_FALSE(f->Valid(c, huge)) << c.Name();
+  // Against the CUDA-core tiled kernel's best variant for the same problem:
+  // ahead on sm_90, never picked below sm_80 (no m16n8k16 there).
+  const KernelProblem same{"attention", {DType::kF16}, p.dims};
+  double best = 1e300;
+  for (const KernelConfig& c : cuda_cores->Enumerate({DType::kF16})) {
+    if (cuda_cores->Valid(c, same)) best = std::min(best, cuda_cores->Cost(c, same, h100).estimate_us);
+  }
+  EXPECT_LT(t.estimate_us, best);
+  double best_t4 = 1e300;
+  for (const KernelConfig& c : cuda_cores->Enumerate({DType::kF16})) {
+    if (cuda_cores->Valid(c, same)) best_t4 = std::min(best_t4, cuda_cores->Cost(c, same, t4).estimate_us);
+  }
+  EXPECT_GT(f->Cost(g, p, t4).estimate_us, best_t4);
+}
+
 TEST(KernelConfigTest, GemvCostTermsByHandAndTheChoiceAgainstTheVendorGemm) {
   const jit::GpuTraits h100 = jit::GpuTraits::FromArch(90);
   const KernelFamily* f = jit::FindKernelFamily("gemv");
@@ -883,8 +925,9 @@ void CheckCast(cuda::Device& dev, const KernelConfig& c, int64_t n, int shift) {
 void CheckAttention(cuda::Device& dev, const KernelConfig& c, int64_t heads, int64_t sq, int64_t sk, int64_t d,
                     int64_t dv) {
   const DType t = c.dtypes[0];
-  const KernelProblem problem{"attention", c.dtypes, {{"d", d}, {"dv", dv}, {"heads", heads}, {"sk", sk}, {"sq", sq}}};
-  if (!jit::FindKernelFamily("attention")->Valid(c, problem)) return;
+  // "attention" or its tensor-core form "attention_mma" (entry of that name).
+  const KernelProblem problem{c.family, c.dtypes, {{"d", d}, {"dv", dv}, {"heads", heads}, {"sk", sk}, {"sq", sq}}};
+  if (!jit::FindKernelFamily(c.family)->Valid(c, problem)) return;
   const std::vector<float> q = RoundTo(t, Random(heads * sq * d, 12)), k = RoundTo(t, Random(heads * sk * d, 13)),
                            v = RoundTo(t, Random(heads * sk * dv, 14));
   Buffers bufs(dev);
@@ -908,7 +951,7 @@ void CheckAttention(cuda::Device& dev, const KernelConfig& c, int64_t heads, int
   p.q_scale = p.k_scale = 1.0f;
   p.scale = 4.0f;
   p.scale_op = grove_k::kAttnScaleDiv;
-  LaunchVariant(dev, c, problem, "attention", p);
+  LaunchVariant(dev, c, problem, c.family.c_str(), p);
   const std::vector<float> y = DownloadAs(bufs, t, p.out, heads * sq * dv);
   const double tol = t == DType::kF32 ? 1e-5 : (t == DType::kF16 ? 2e-3 : 1e-2);
   for (int64_t h = 0; h < heads; ++h) {
@@ -974,7 +1017,7 @@ void RunFamily(const std::string& family, size_t stride, bool all_dtypes) {
         CheckGemv(*dev, c, 3, 45, 70, 2, false, false);
         CheckGemv(*dev, c, 9, 33, 40, 1, true, false);
         CheckGemv(*dev, c, 1, 7, 300, 1, true, true);
-      } else if (family == "attention") {
+      } else if (family == "attention" || family == "attention_mma") {
         CheckAttention(*dev, c, 3, 70, 77, 64, 40);  // partial tiles, V narrower than the head
         CheckAttention(*dev, c, 2, 17, 33, 100, 128);
         CheckAttention(*dev, c, 1, 5, 130, 8, 8);
@@ -994,6 +1037,8 @@ TEST(KernelVariantsTest, GemvSampleOnTheEmulatedDevice) { RunFamily("gemv", 11, 
 TEST(KernelVariantsTest, TransposeSampleOnTheEmulatedDevice) { RunFamily("transpose", 1, false); }
 TEST(KernelVariantsTest, CastSampleOnTheEmulatedDevice) { RunFamily("cast", 2, false); }
 TEST(KernelVariantsTest, AttentionSampleOnTheEmulatedDevice) { RunFamily("attention", 1, false); }
+// Both dtypes: the f16 and bf16 forms of mma.sync (its fragments emulated by shuffles).
+TEST(KernelVariantsTest, AttentionMmaOnTheEmulatedDevice) { RunFamily("attention_mma", 1, true); }
 
 // A strided copy that moves a contiguous dim inward plans the tiled
 // transpose ([batch,] rows x cols after merging), with the generic tiles

@@ -150,6 +150,8 @@ TEST(NvrtcCompileTest, AccumulatorPatchesStayInRegisters) {
       {"attention", {DType::kF32}, true, {{"bk", 64}, {"bq", 64}, {"hd", 64}, {"threads", 128}}},
       {"attention", {DType::kBF16}, true, {{"bk", 64}, {"bq", 32}, {"hd", 64}, {"threads", 128}}},
       {"attention", {DType::kF16}, true, {{"bk", 32}, {"bq", 32}, {"hd", 128}, {"threads", 128}}},
+      {"attention_mma", {DType::kF16}, true, {{"bk", 64}, {"bq", 64}, {"hd", 64}, {"threads", 128}}},
+      {"attention_mma", {DType::kBF16}, true, {{"bk", 64}, {"bq", 64}, {"hd", 128}, {"threads", 128}}},
       {"gemm_tiled", {DType::kF32}, true},
       {"gemm_tiled", {DType::kF32}, true, {{"rm", 4}, {"rn", 4}, {"threads", 256}, {"tk", 16}, {"tm", 64}, {"tn", 64}}},
   };

@@ -3,7 +3,8 @@
 //
 //  - the kernel form (jit/kernels/attention.cuh): one launch, no workspace.
 //    Heads of at most 128 with 16 query rows or more run the tiled kernel
-//    (the "attention" kernel family, jit/kernel_config.cc), others the
+//    (the "attention" kernel family, jit/kernel_config.cc; for f16 and bf16
+//    on sm_80 and later its tensor-core form, "attention_mma"), others the
 //    block-per-row kernel, its keys split among blocks (a second launch
 //    merging the parts from the workspace) when the rows are too few to
 //    fill the GPU (KeySplits). sq and sk live in the parameters, so a
@@ -46,6 +47,14 @@ constexpr int64_t kTiledMinRows = 16;
 // The GEMM form's scores (f32) and probabilities at most: past this the
 // kernel form runs, which keeps no [sq, sk] matrix.
 constexpr uint64_t kMaxScoresBytes = uint64_t{1} << 30;
+
+std::atomic<bool>& TensorCoreSwitch() {
+  static std::atomic<bool> on{[] {
+    const char* env = std::getenv("GROVE_CUDA_ATTENTION_TC");
+    return env == nullptr || std::string(env) != "0";
+  }()};
+  return on;
+}
 
 std::atomic<AttentionForm>& FormSwitch() {
   static std::atomic<AttentionForm> form{[] {
@@ -192,6 +201,7 @@ struct AttentionLaunch {
   LaunchDims dims;
   LaunchDims combine_dims;  // with p.splits > 1: attention_combine's
   jit::ModuleSpec module;
+  const char* entry = "attention";  // the kernel form's: "attention_mma" on tensor cores
   bool empty = false;
   bool gemm = false;  // the GEMM form (gemm_form), else the kernel form
   GemmForm gemm_form;
@@ -253,14 +263,19 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
   if (!a.empty && l->sq >= kTiledMinRows && l->d <= 128 && l->dv <= 128) {
     // The tiled kernel, its tile chosen as other variants are (table, cost
     // model, generic); a block per tile of query rows, grid-stride, so a
-    // graph captured at the bucket's bound serves shorter sequences.
+    // graph captured at the bucket's bound serves shorter sequences. f16
+    // and bf16 on sm_80 and later: its tensor-core form (attention_mma).
+    const bool tensor_cores = AttentionTensorCores() && ec.device().arch() >= 80 &&
+                              (l->dtype == DType::kF16 || l->dtype == DType::kBF16);
+    const char* family_name = tensor_cores ? "attention_mma" : "attention";
     const jit::KernelProblem problem{
-        "attention",
+        family_name,
         {l->dtype},
         {{"d", l->d}, {"dv", l->dv}, {"heads", l->b0 * l->b1}, {"sk", l->sk}, {"sq", l->sq}}};
     KernelChoice choice = ChooseAndRecord(ctx, problem);
-    const jit::KernelFamily* family = jit::FindKernelFamily("attention");
+    const jit::KernelFamily* family = jit::FindKernelFamily(family_name);
     if (family != nullptr && !family->Valid(choice.config, problem)) choice.config = family->Generic(problem);
+    if (tensor_cores) a.entry = "attention_mma";
     VariantLaunch v = LaunchOf(choice.config, problem);
     // The emulated device's threads are host threads: at most 2 blocks.
     if (emulated) v.dims.grid[0] = std::min<uint32_t>(v.dims.grid[0], 2);
@@ -328,7 +343,7 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
   }
   grove_k::AttentionParams p = a->p;
   FillPointers(ctx, p);
-  if (p.splits <= 1) return ec.Launch(a->module, "attention", a->dims, p);
+  if (p.splits <= 1) return ec.Launch(a->module, a->entry, a->dims, p);
   p.partial = static_cast<float*>(ctx.workspace());
   if (p.partial == nullptr) return absl::InternalError(ctx.Error("FusedAttention's key splits have no workspace").message());
   if (absl::Status s = ec.Launch(a->module, "attention", a->dims, p); !s.ok()) return s;
@@ -339,6 +354,8 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
 
 void SetAttentionForm(AttentionForm form) { FormSwitch().store(form); }
 AttentionForm GetAttentionForm() { return FormSwitch().load(); }
+void SetAttentionTensorCores(bool on) { TensorCoreSwitch().store(on); }
+bool AttentionTensorCores() { return TensorCoreSwitch().load(); }
 
 absl::Status RegisterCudaAttentionKernels(ir::OpRegistry& registry) {
   return registry.SetKernel(ir::kFusedAttentionOp, ir::Backend::kCuda,

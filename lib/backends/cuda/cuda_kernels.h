@@ -44,6 +44,13 @@ enum class AttentionForm { kAuto, kKernel, kGemm };
 void SetAttentionForm(AttentionForm form);
 AttentionForm GetAttentionForm();
 
+// Whether the kernel form's tiled kernel runs on tensor cores for f16 and
+// bf16 on sm_80 and later (jit/kernels/attention_mma.cuh; default on,
+// GROVE_CUDA_ATTENTION_TC=0 in the environment at first use, or set here:
+// then the CUDA-core tiled kernel). Read when a step is prepared.
+void SetAttentionTensorCores(bool on);
+bool AttentionTensorCores();
+
 }  // namespace grove::cuda
 
 #endif  // GROVE_LIB_BACKENDS_CUDA_CUDA_KERNELS_H_

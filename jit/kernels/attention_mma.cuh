@@ -1,0 +1,272 @@
+// FusedAttention on tensor cores (family "attention_mma", jit/kernel_config.cc)
+// for f16 and bf16: the tiled kernel of attention.cuh with its two products
+// as mma.sync.m16n8k16 (FlashAttention-2's shape). A block of 4 warps takes a
+// tile of 64 query rows of one head (16 rows a warp) and walks the keys in
+// tiles of bk: Q' (scaled, then rounded to T as the unfused chain's Mul
+// rounds) is staged in shared memory once per tile; per key tile K' is
+// staged, each warp computes its 16 x bk scores with f32 accumulators, takes
+// scale and masks per element (the same masked() as the other kernels), the
+// online softmax on the fragments (a row's four lanes exchange max and sum by
+// shuffles), V's tile replaces K's, and the probabilities, rounded to T,
+// multiply V straight from the score fragments (the accumulator layout of two
+// n8 tiles is the A layout of one k16 step). finish() gives the rows as the
+// other kernels do (NaN for a row whose scores are all -inf, zero_nan_probs,
+// no keys). sq and sk are read at run time (a bucket's graph serves every
+// length of its bucket).
+//
+// mma_16816 is the instruction on sm_80 and later; elsewhere (the emulated
+// device, an older arch) the same product by shuffles of the same fragments,
+// so CI runs the fragment layouts this kernel relies on.
+#ifndef GROVE_MAX_THREADS
+#define GROVE_MAX_THREADS 128
+#endif
+// attention.cuh's helpers, without its entry points.
+#define GROVE_ATTENTION_HELPERS_ONLY
+#include "jit/kernels/attention.cuh"
+#undef GROVE_ATTENTION_HELPERS_ONLY
+
+#ifndef GROVE_JIT_KERNELS_ATTENTION_MMA_CUH_
+#define GROVE_JIT_KERNELS_ATTENTION_MMA_CUH_
+
+namespace grove_k {
+namespace attn {
+
+template <typename T>
+struct IsBf16 {
+  static constexpr bool value = false;
+};
+template <>
+struct IsBf16<bf16> {
+  static constexpr bool value = true;
+};
+
+// Two 16-bit values as one 32-bit register, `lo` in the low half (the lower
+// column of a fragment's pair).
+GROVE_DEVICE u32 pack_u16(u16 lo, u16 hi) { return static_cast<u32>(lo) | (static_cast<u32>(hi) << 16); }
+
+// The pair at p (p even within an array aligned to 16 bytes).
+GROVE_DEVICE u32 load_pair(const u16* p) {
+#if defined(__CUDACC_RTC__)
+  return *reinterpret_cast<const u32*>(p);
+#else
+  return pack_u16(p[0], p[1]);
+#endif
+}
+
+template <typename T>
+GROVE_DEVICE float half_bits_f32(u32 bits) {
+  T h;
+  h.bits = static_cast<u16>(bits);
+  return to_f32(h);
+}
+
+// d += A * B for one warp: A 16 x 16 (row-major), B 16 x 8 (column-major), d
+// 16 x 8 in f32, fragments as mma.sync.m16n8k16 holds them. With g = lane / 4
+// and c = lane % 4: a[0] = A[g][2c, 2c+1], a[1] = A[g+8][2c, 2c+1],
+// a[2] = A[g][2c+8, 2c+9], a[3] = A[g+8][2c+8, 2c+9]; b[0] = B[2c, 2c+1][g],
+// b[1] = B[2c+8, 2c+9][g]; d[0], d[1] = D[g][2c, 2c+1], d[2], d[3] =
+// D[g+8][2c, 2c+1]. Every lane of the warp calls it together.
+template <typename T>
+GROVE_DEVICE void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+#if defined(__CUDACC_RTC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (IsBf16<T>::value) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#else
+  // Lane (g, c) needs rows g and g+8 of A (held by the four lanes of its
+  // quad) and columns 2c and 2c+1 of B (held by lanes 8c..8c+3 and
+  // 8c+4..8c+7): quad lane s holds k = 2s, 2s+1 (a[0], a[1], b[0]) and
+  // 2s+8, 2s+9 (a[2], a[3], b[1]).
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int c = lane & 3;
+  for (int s = 0; s < 4; ++s) {
+    const int quad = (lane & ~3) | s;
+    const u32 a0 = __shfl_sync(0xffffffffu, a[0], quad), a1 = __shfl_sync(0xffffffffu, a[1], quad);
+    const u32 a2 = __shfl_sync(0xffffffffu, a[2], quad), a3 = __shfl_sync(0xffffffffu, a[3], quad);
+    const u32 b00 = __shfl_sync(0xffffffffu, b[0], 8 * c + s), b01 = __shfl_sync(0xffffffffu, b[1], 8 * c + s);
+    const u32 b10 = __shfl_sync(0xffffffffu, b[0], 8 * c + 4 + s), b11 = __shfl_sync(0xffffffffu, b[1], 8 * c + 4 + s);
+    auto dot = [](u32 x0, u32 y0, u32 x1, u32 y1) {
+      return half_bits_f32<T>(x0) * half_bits_f32<T>(y0) + half_bits_f32<T>(x0 >> 16) * half_bits_f32<T>(y0 >> 16) +
+             half_bits_f32<T>(x1) * half_bits_f32<T>(y1) + half_bits_f32<T>(x1 >> 16) * half_bits_f32<T>(y1 >> 16);
+    };
+    d[0] += dot(a0, b00, a2, b01);
+    d[1] += dot(a0, b10, a2, b11);
+    d[2] += dot(a1, b00, a3, b01);
+    d[3] += dot(a1, b10, a3, b11);
+  }
+#endif
+}
+
+// The kernel (see the top of the file): BK keys a tile, d and dv <= HD.
+template <typename T, int BK, int HD>
+GROVE_DEVICE void attention_mma(const AttentionParams& p) {
+  enum { BQ = 64, kThreads = 128, kLd = HD + 8, NT = BK / 8, DT = HD / 8, KC = HD / 16, PC = BK / 16 };
+  static_assert(BK % 16 == 0 && HD % 16 == 0, "whole k16 steps");
+  // Rows of 16-bit values, padded by 8 (16 bytes) against bank conflicts;
+  // 16-byte aligned, so an even index starts a 32-bit pair.
+  struct alignas(16) QTile {
+    u16 v[BQ * kLd];
+  };
+  struct alignas(16) KvTile {
+    u16 v[BK * kLd];
+  };
+  __shared__ QTile q_tile;
+  __shared__ KvTile kv_tile;
+  u16* const qs = q_tile.v;
+  u16* const kv = kv_tile.v;
+  T* O = static_cast<T*>(p.out);
+  const int t = static_cast<int>(threadIdx.x);
+  const int lane = t & 31, r0 = (t >> 5) * 16, g = lane >> 2, c = lane & 3;
+  const float neg_inf = -inf_f32();
+  const i64 qtiles = (p.sq + BQ - 1) / BQ;
+  for (i64 item = blockIdx.x; item < p.b0 * p.b1 * qtiles; item += gridDim.x) {  // block-uniform
+    const HeadTile<T> h = head_tile<T>(p, item, qtiles, BQ);
+    const i64 b0 = h.b0, b1 = h.b1, i0 = h.i0;
+    const T *q = h.q, *k = h.k, *v = h.v;
+    __syncthreads();  // the previous item's tiles are no longer read
+    for (int e = t; e < BQ * HD; e += kThreads) {
+      const int r = e / HD, col = e % HD;
+      float x = 0.0f;
+      if (i0 + r < p.sq && col < p.d) x = scaled(to_f32(q[(i0 + r) * p.d + col]), p.q_scale_op, p.q_scale);
+      qs[r * kLd + col] = from_f32<T>(x).bits;
+    }
+    float o[DT][4], m[2] = {neg_inf, neg_inf}, l[2] = {0.0f, 0.0f};
+    GROVE_UNROLL
+    for (int dt = 0; dt < DT; ++dt) {
+      GROVE_UNROLL
+      for (int x = 0; x < 4; ++x) o[dt][x] = 0.0f;
+    }
+    for (i64 j0 = 0; j0 < p.sk; j0 += BK) {
+      __syncthreads();  // the previous tile's V is no longer read
+      for (int e = t; e < BK * HD; e += kThreads) {
+        const int j = e / HD, col = e % HD;
+        float x = 0.0f;
+        if (j0 + j < p.sk && col < p.d) {
+          x = scaled(to_f32(k[(j0 + j) * p.k_js + col * p.k_ds]), p.k_scale_op, p.k_scale);
+        }
+        kv[j * kLd + col] = from_f32<T>(x).bits;
+      }
+      __syncthreads();
+      // The warp's 16 x BK scores: NT tiles of 16 x 8.
+      float s[NT][4];
+      GROVE_UNROLL
+      for (int nt = 0; nt < NT; ++nt) {
+        GROVE_UNROLL
+        for (int x = 0; x < 4; ++x) s[nt][x] = 0.0f;
+      }
+      GROVE_UNROLL
+      for (int kc = 0; kc < KC; ++kc) {
+        const u16* qa = qs + kc * 16 + 2 * c;
+        const u32 a[4] = {load_pair(qa + (r0 + g) * kLd), load_pair(qa + (r0 + g + 8) * kLd),
+                          load_pair(qa + (r0 + g) * kLd + 8), load_pair(qa + (r0 + g + 8) * kLd + 8)};
+        GROVE_UNROLL
+        for (int nt = 0; nt < NT; ++nt) {
+          const u16* kb = kv + (nt * 8 + g) * kLd + kc * 16 + 2 * c;
+          const u32 b[2] = {load_pair(kb), load_pair(kb + 8)};
+          mma_16816<T>(s[nt], a, b);
+        }
+      }
+      // Scale, masks and the online softmax; h = 0: row g, h = 1: row g + 8.
+      GROVE_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const i64 i = i0 + r0 + g + 8 * h;
+        float tmax = neg_inf;
+        GROVE_UNROLL
+        for (int nt = 0; nt < NT; ++nt) {
+          GROVE_UNROLL
+          for (int x = 0; x < 2; ++x) {
+            const i64 j = j0 + nt * 8 + 2 * c + x;
+            float sc = neg_inf;
+            if (i < p.sq && j < p.sk) sc = masked<T>(p, b0, b1, i, j, scaled(s[nt][2 * h + x], p.scale_op, p.scale));
+            s[nt][2 * h + x] = sc;
+            tmax = sc > tmax ? sc : tmax;  // NaN does not raise the max (as Softmax's)
+          }
+        }
+        tmax = lanes_max(tmax, 4);
+        const float m_new = tmax > m[h] ? tmax : m[h];
+        float corr = 1.0f, sum = 0.0f;
+        GROVE_UNROLL
+        for (int nt = 0; nt < NT; ++nt) {
+          GROVE_UNROLL
+          for (int x = 0; x < 2; ++x) {
+            // Every score so far -inf: nothing to add yet (the row's lanes agree).
+            const float ex = m_new == neg_inf ? 0.0f : g_exp(s[nt][2 * h + x] - m_new);
+            s[nt][2 * h + x] = ex;
+            sum += ex;
+          }
+        }
+        if (m_new != neg_inf) corr = g_exp(m[h] - m_new);
+        sum = lanes_sum(sum, 4);
+        l[h] = l[h] * corr + sum;
+        GROVE_UNROLL
+        for (int dt = 0; dt < DT; ++dt) {
+          o[dt][2 * h] *= corr;
+          o[dt][2 * h + 1] *= corr;
+        }
+        m[h] = m_new;
+      }
+      __syncthreads();  // K's tile is read: V's takes its place
+      for (int e = t; e < BK * HD; e += kThreads) {
+        const int j = e / HD, col = e % HD;
+        kv[j * kLd + col] = j0 + j < p.sk && col < p.dv ? v[(j0 + j) * p.dv + col].bits : u16{0};
+      }
+      __syncthreads();
+      // O += P V, P (rounded to T) from the score fragments: tiles 2 pc and
+      // 2 pc + 1 are the A fragment of keys 16 pc .. 16 pc + 15.
+      GROVE_UNROLL
+      for (int pc = 0; pc < PC; ++pc) {
+        const u32 a[4] = {pack_u16(from_f32<T>(s[2 * pc][0]).bits, from_f32<T>(s[2 * pc][1]).bits),
+                          pack_u16(from_f32<T>(s[2 * pc][2]).bits, from_f32<T>(s[2 * pc][3]).bits),
+                          pack_u16(from_f32<T>(s[2 * pc + 1][0]).bits, from_f32<T>(s[2 * pc + 1][1]).bits),
+                          pack_u16(from_f32<T>(s[2 * pc + 1][2]).bits, from_f32<T>(s[2 * pc + 1][3]).bits)};
+        const u16* vk = kv + (pc * 16 + 2 * c) * kLd + g;
+        GROVE_UNROLL
+        for (int dt = 0; dt < DT; ++dt) {
+          const u16* vb = vk + dt * 8;
+          const u32 b[2] = {pack_u16(vb[0], vb[kLd]), pack_u16(vb[8 * kLd], vb[9 * kLd])};
+          mma_16816<T>(o[dt], a, b);
+        }
+      }
+    }
+    GROVE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const i64 i = i0 + r0 + g + 8 * h;
+      if (i >= p.sq) continue;
+      T* orow = O + ((b0 * p.b1 + b1) * p.sq + i) * p.dv;
+      GROVE_UNROLL
+      for (int dt = 0; dt < DT; ++dt) {
+        GROVE_UNROLL
+        for (int x = 0; x < 2; ++x) {
+          const i64 col = dt * 8 + 2 * c + x;
+          if (col < p.dv) orow[col] = from_f32<T>(finish(p, v, col, o[dt][2 * h + x], m[h], l[h]));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace attn
+}  // namespace grove_k
+
+#endif  // GROVE_JIT_KERNELS_ATTENTION_MMA_CUH_
+
+#if defined(GROVE_T0)
+#if defined(GROVE_V_HD)
+GROVE_ENTRY_BOUNDED(attention_mma, grove_k::AttentionParams, 2) {
+  grove_k::attn::attention_mma<GROVE_T0, GROVE_V_BK, GROVE_V_HD>(p);
+}
+#else
+// The module without parameters: the generic variant (keys by 64, heads up to 128).
+GROVE_ENTRY_BOUNDED(attention_mma, grove_k::AttentionParams, 2) { grove_k::attn::attention_mma<GROVE_T0, 64, 128>(p); }
+#endif
+#endif
