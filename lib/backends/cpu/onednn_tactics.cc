@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -206,6 +207,19 @@ std::vector<dnnl_primitive_desc_t> OtherImpls(const dnnl::primitive_desc& first)
   return out;
 }
 
+std::optional<std::string> KeptImpl(const std::string& key) {
+  Choices& c = KeptChoices();
+  absl::MutexLock lock(&c.mu);
+  if (auto it = c.impl_of.find(key); it != c.impl_of.end()) return it->second;
+  return std::nullopt;
+}
+
+void Keep(const std::string& key, const std::string& impl) {
+  Choices& c = KeptChoices();
+  absl::MutexLock lock(&c.mu);
+  c.impl_of.emplace(key, impl);
+}
+
 size_t ChooseIndex(const std::string& key, const std::vector<const dnnl::primitive_desc*>& candidates) {
   Choices& c = KeptChoices();
   Timer timer;
@@ -235,8 +249,7 @@ size_t ChooseIndex(const std::string& key, const std::vector<const dnnl::primiti
     }
   }
   g_problems_timed.fetch_add(1, std::memory_order_relaxed);
-  absl::MutexLock lock(&c.mu);
-  c.impl_of.emplace(key, candidates[best]->impl_info_str());
+  Keep(key, candidates[best]->impl_info_str());
   return best;
 }
 

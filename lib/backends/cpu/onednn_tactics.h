@@ -67,6 +67,11 @@ std::string ProblemKey(const dnnl::primitive_desc& pd, absl::string_view problem
 // every channels-last Conv here.
 std::vector<dnnl_primitive_desc_t> OtherImpls(const dnnl::primitive_desc& first);
 
+// The implementation kept for `key` (by ChooseIndex or Keep), if any.
+std::optional<std::string> KeptImpl(const std::string& key);
+// Keeps `impl` for `key` (a problem with nothing else to time).
+void Keep(const std::string& key, const std::string& impl);
+
 // The index among `candidates` to use for `key` (kept, or timed now).
 size_t ChooseIndex(const std::string& key, const std::vector<const dnnl::primitive_desc*>& candidates);
 
@@ -82,15 +87,22 @@ size_t ChooseIndex(const std::string& key, const std::vector<const dnnl::primiti
 template <typename PrimitiveDesc>
 void ChooseFastestImpl(PrimitiveDesc& pd, double macs, absl::string_view problem) {
   if (!OneDnnTimingEnabled() || macs > kMaxTimedMacs || !pd) return;
+  const std::string key = internal_tactics::ProblemKey(pd, problem);
+  // A problem decided before for oneDNN's first pick (every plan and part
+  // after the first): nothing to enumerate.
+  if (internal_tactics::KeptImpl(key) == pd.impl_info_str()) return;
   std::vector<PrimitiveDesc> candidates{pd};
   for (dnnl_primitive_desc_t other : internal_tactics::OtherImpls(pd)) {
     candidates.emplace_back(other);  // a clone
     dnnl_primitive_desc_destroy(other);
   }
-  if (candidates.size() < 2) return;
+  if (candidates.size() < 2) {
+    internal_tactics::Keep(key, pd.impl_info_str());
+    return;
+  }
   std::vector<const dnnl::primitive_desc*> ptrs;
   for (const PrimitiveDesc& c : candidates) ptrs.push_back(&c);
-  const size_t best = internal_tactics::ChooseIndex(internal_tactics::ProblemKey(pd, problem), ptrs);
+  const size_t best = internal_tactics::ChooseIndex(key, ptrs);
   if (best != 0) pd = candidates[best];
 }
 
