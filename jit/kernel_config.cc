@@ -610,6 +610,25 @@ class GemmTiledFamily : public KernelFamily {
 // shared memory.
 constexpr int kAttentionRegisters = 168;
 
+// The terms both tiled attention kernels share (this family's and
+// attention_mma's): waste over tiles of bq rows by bk keys whose products
+// run over `padded_heads` columns (d + hd here: the scores sum over d only;
+// 2 hd on tensor cores, whose k steps cover hd), bytes of `element_bytes`
+// elements, flops.
+CostTerms TiledAttentionTerms(const KernelProblem& p, int bq, int bk, double padded_heads, double element_bytes) {
+  CostTerms t;
+  const int64_t heads = std::max<int64_t>(1, p.Dim("heads", 1)), sq = std::max<int64_t>(1, p.Dim("sq")),
+                sk = std::max<int64_t>(1, p.Dim("sk")), d = std::max<int64_t>(1, p.Dim("d")),
+                dv = std::max<int64_t>(1, p.Dim("dv"));
+  const int64_t qtiles = CeilDiv(sq, bq);
+  const double padded = static_cast<double>(qtiles * bq) * (CeilDiv(sk, bk) * bk) * padded_heads;
+  t.waste = 1 - static_cast<double>(sq) * sk * (d + dv) / padded;
+  t.bytes = element_bytes * heads *
+            (static_cast<double>(sq) * (d + dv) + static_cast<double>(qtiles) * sk * (d + dv));
+  t.flops = 2.0 * heads * sq * sk * (d + dv);
+  return t;
+}
+
 class AttentionFamily : public KernelFamily {
  public:
   absl::string_view name() const override { return "attention"; }
@@ -636,22 +655,15 @@ class AttentionFamily : public KernelFamily {
     return LaunchShape{std::clamp<int64_t>(tiles, 1, kMaxBlocks), 128};
   }
   CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
-    CostTerms t;
     const int bq = c.Get("bq", 64), bk = c.Get("bk", 64), hd = c.Get("hd", 64);
-    const int64_t heads = std::max<int64_t>(1, p.Dim("heads", 1)), sq = std::max<int64_t>(1, p.Dim("sq")),
-                  sk = std::max<int64_t>(1, p.Dim("sk")), d = std::max<int64_t>(1, p.Dim("d")),
-                  dv = std::max<int64_t>(1, p.Dim("dv"));
-    const int64_t qtiles = CeilDiv(sq, bq);
-    const double padded = static_cast<double>(qtiles * bq) * (CeilDiv(sk, bk) * bk) * (static_cast<double>(d) + hd);
-    t.waste = 1 - static_cast<double>(sq) * sk * (d + dv) / padded;
+    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
+    CostTerms t =
+        TiledAttentionTerms(p, bq, bk, static_cast<double>(std::max<int64_t>(1, p.Dim("d"))) + hd, el);
     const LaunchShape l = Launch(c, p);
     // 168 registers: ptxas's count for every variant, compiled for three
     // blocks an SM. Shared: Q's tile and the larger of K's (padded) and V's.
     const int64_t shared = int64_t{4} * (hd * (bq + 1) + std::max(hd * (bk + 1), bk * hd));
     t.occupancy = Occupancy(l.blocks, l.threads, kAttentionRegisters, shared, gpu);
-    const double el = p.dtypes.empty() ? 4 : static_cast<double>(DTypeSize(p.dtypes[0]));
-    t.bytes = el * heads * (static_cast<double>(sq) * (d + dv) + static_cast<double>(qtiles) * sk * (d + dv));
-    t.flops = 2.0 * heads * sq * sk * (d + dv);
     const int rq = bq / 16, rk = bk / 8;
     const double fma_share = static_cast<double>(rq * rk) / (rq * rk + rq + rk);
     CostTerms issued = t;
@@ -676,40 +688,27 @@ class AttentionFamily : public KernelFamily {
 // is the shuffled emulation, never picked).
 constexpr double kTensorCoreSpeedup = 4;
 
-class AttentionMmaFamily : public KernelFamily {
+// Valid and Launch as the tiled kernel's (bq 64).
+class AttentionMmaFamily : public AttentionFamily {
  public:
   absl::string_view name() const override { return "attention_mma"; }
   std::vector<std::vector<DType>> dtype_lists() const override { return {{DType::kF16}, {DType::kBF16}}; }
   std::vector<ParamSpace> space() const override {
     return {{"bk", {64}}, {"bq", {64}}, {"hd", {64, 128}}, {"threads", {128}}};
   }
-  bool Valid(const KernelConfig& c, const KernelProblem& p) const override {
-    return InSpace(c) && c.dtypes == p.dtypes && p.Dim("d") <= c.Get("hd", 0) && p.Dim("dv") <= c.Get("hd", 0);
-  }
+  bool Consistent(const KernelConfig&) const override { return true; }
   KernelConfig Generic(const KernelProblem& p) const override {
     const bool small = p.Dim("d") <= 64 && p.Dim("dv") <= 64;
     return KernelConfig{"attention_mma", p.dtypes, {{"bk", 64}, {"bq", 64}, {"hd", small ? 64 : 128}, {"threads", 128}}};
   }
-  LaunchShape Launch(const KernelConfig& c, const KernelProblem& p) const override {
-    const int64_t tiles = std::max<int64_t>(1, p.Dim("heads", 1)) * CeilDiv(std::max<int64_t>(1, p.Dim("sq")), 64);
-    return LaunchShape{std::clamp<int64_t>(tiles, 1, kMaxBlocks), 128};
-  }
   CostTerms Cost(const KernelConfig& c, const KernelProblem& p, const GpuTraits& gpu) const override {
-    CostTerms t;
     const int hd = c.Get("hd", 64);
-    const int64_t heads = std::max<int64_t>(1, p.Dim("heads", 1)), sq = std::max<int64_t>(1, p.Dim("sq")),
-                  sk = std::max<int64_t>(1, p.Dim("sk")), d = std::max<int64_t>(1, p.Dim("d")),
-                  dv = std::max<int64_t>(1, p.Dim("dv"));
-    const int64_t qtiles = CeilDiv(sq, 64);
-    const double padded = static_cast<double>(qtiles * 64) * (CeilDiv(sk, 64) * 64) * (2.0 * hd);
-    t.waste = 1 - static_cast<double>(sq) * sk * (d + dv) / padded;
+    CostTerms t = TiledAttentionTerms(p, 64, 64, 2.0 * hd, 2);
     const LaunchShape l = Launch(c, p);
     const int64_t shared = int64_t{2} * 2 * 64 * (hd + 8);
     // ptxas's registers at sm_90 (184 for hd 64, 226 for hd 128): two
     // blocks an SM either way.
     t.occupancy = Occupancy(l.blocks, l.threads, hd == 64 ? 184 : 226, shared, gpu);
-    t.bytes = 2.0 * heads * (static_cast<double>(sq) * (d + dv) + static_cast<double>(qtiles) * sk * (d + dv));
-    t.flops = 2.0 * heads * sq * sk * (d + dv);
     CostTerms issued = t;
     issued.flops = gpu.arch >= 80 ? t.flops / kTensorCoreSpeedup : t.flops * 16;
     t.estimate_us = Estimate(issued, gpu);

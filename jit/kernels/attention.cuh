@@ -97,19 +97,12 @@ GROVE_DEVICE i64 split_chunk(const AttentionParams& p, i64 splits) {
   return (chunk + 31) / 32 * 32;
 }
 
-// The max (NaN ignored) and the sum of v over the `lanes` neighbouring lanes
-// (a power of two) that share a row.
-GROVE_DEVICE float lanes_max(float v, int lanes) {
-  for (int off = 1; off < lanes; off <<= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, off);
-    v = other > v ? other : v;
-  }
-  return v;
-}
-GROVE_DEVICE float lanes_sum(float v, int lanes) {
-  for (int off = 1; off < lanes; off <<= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
+// The max of two scores for the rows' reductions (rdx::group_all,
+// rdx::lanes_all): a NaN does not raise it (as Softmax's).
+template <typename A>
+struct MaxOp {
+  GROVE_DEVICE A combine(A a, A b) const { return b > a ? b : a; }
+};
 
 // Work item `item` of a tiled kernel (grid-stride over heads x query tiles of
 // bq rows): its head, first row and the head's Q, K and V.
@@ -182,11 +175,7 @@ GROVE_DEVICE void attention(const AttentionParams& p) {
         }
         // The tile's max; NaN scores do not raise it (as Softmax's max) but
         // make their exp, and so the row, NaN.
-        float tmax = s;
-        for (int off = 16; off > 0; off >>= 1) {
-          const float other = __shfl_xor_sync(0xffffffffu, tmax, off);
-          tmax = other > tmax ? other : tmax;
-        }
+        const float tmax = rdx::warp_all(MaxOp<float>(), s);
         const float m_new = tmax > m ? tmax : m;
         if (m_new == neg_inf) continue;  // every score so far is -inf: nothing to add yet (warp-uniform)
         const float corr = g_exp(m - m_new);
@@ -371,7 +360,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
           s[r][x] = sc;
           tmax = sc > tmax ? sc : tmax;  // NaN does not raise the max (as Softmax's)
         }
-        tmax = lanes_max(tmax, kTC);
+        tmax = rdx::lanes_all(MaxOp<float>(), tmax, kTC);
         const float m_new = tmax > m[r] ? tmax : m[r];
         float corr = 1.0f, sum = 0.0f;
         GROVE_UNROLL
@@ -382,7 +371,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
           sum += e;
         }
         if (m_new != neg_inf) corr = g_exp(m[r] - m_new);
-        sum = lanes_sum(sum, kTC);
+        sum = rdx::lanes_all(rdx::AddOp<float>(), sum, kTC);
         l[r] = l[r] * corr + sum;
         GROVE_UNROLL
         for (int c = 0; c < RV; ++c) o[r][c] *= corr;
@@ -417,11 +406,6 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
     }
   }
 }
-
-template <typename A>
-struct MaxOp {
-  GROVE_DEVICE A combine(A a, A b) const { return b > a ? b : a; }
-};
 
 // The probabilities of the GEMM form (AttentionProbsParams): a row per warp
 // or block, grid-stride, so sq and sk are read at run time.

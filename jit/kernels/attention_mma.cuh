@@ -192,7 +192,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
             tmax = sc > tmax ? sc : tmax;  // NaN does not raise the max (as Softmax's)
           }
         }
-        tmax = lanes_max(tmax, 4);
+        tmax = rdx::lanes_all(MaxOp<float>(), tmax, 4);
         const float m_new = tmax > m[h] ? tmax : m[h];
         float corr = 1.0f, sum = 0.0f;
         GROVE_UNROLL
@@ -206,7 +206,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
           }
         }
         if (m_new != neg_inf) corr = g_exp(m[h] - m_new);
-        sum = lanes_sum(sum, 4);
+        sum = rdx::lanes_all(rdx::AddOp<float>(), sum, 4);
         l[h] = l[h] * corr + sum;
         GROVE_UNROLL
         for (int dt = 0; dt < DT; ++dt) {

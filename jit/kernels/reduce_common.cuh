@@ -119,6 +119,15 @@ GROVE_DEVICE A warp_all(const Op& op, A v) {
   return v;
 }
 
+// Combines v over each aligned group of `lanes` lanes (a power of two up to
+// 32: the lanes that share a row of a tile); every lane of the group gets
+// the result. Every lane of the warp must call it.
+template <typename Op, typename A>
+GROVE_DEVICE A lanes_all(const Op& op, A v, int lanes) {
+  for (int o = 1; o < lanes; o <<= 1) v = op.combine(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
 // Combines v over the block (blockDim.x a multiple of 32); every thread
 // gets the result. Every thread of the block must call it.
 template <typename Op, typename A>
