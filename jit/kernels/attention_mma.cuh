@@ -14,9 +14,12 @@
 // no keys). sq and sk are read at run time (a bucket's graph serves every
 // length of its bucket).
 //
-// mma_16816 is the instruction on sm_80 and later; elsewhere (the emulated
-// device, an older arch) the same product by shuffles of the same fragments,
-// so CI runs the fragment layouts this kernel relies on.
+// The tiles are staged 8 values an access where their rows allow it
+// (stage_tile), and the fragments come out of shared memory by ldmatrix_x4.
+// mma_16816 and ldmatrix_x4 are the instructions on sm_80 and later;
+// elsewhere (the emulated device, an older arch) the same products and loads
+// by shuffles of the same fragments and row addresses, so CI runs the
+// fragment layouts and the addressing this kernel relies on.
 #ifndef GROVE_MAX_THREADS
 #define GROVE_MAX_THREADS 128
 #endif
@@ -51,6 +54,90 @@ GROVE_DEVICE u32 load_pair(const u16* p) {
 #else
   return pack_u16(p[0], p[1]);
 #endif
+}
+
+// Four 8 x 8 matrices of 16-bit values from shared memory, as
+// ldmatrix.sync.aligned.m8n8.x4 loads them: lane L gives the address of row
+// L % 8 of matrix L / 8 (`row`, in elements past `base`, each row 16 bytes
+// and 16-byte aligned); r[m] of lane (g = lane / 4, c = lane % 4) holds row g,
+// columns 2c and 2c+1 of matrix m, or with `Trans` (.trans) rows 2c and 2c+1
+// of column g. On sm_80 and later the instruction (with mma_16816); elsewhere
+// the same words by shuffling the lanes' row addresses, so CI runs the
+// addressing this kernel gives it.
+template <bool Trans>
+GROVE_DEVICE void ldmatrix_x4(u32 (&r)[4], const u16* base, u32 row) {
+#if defined(__CUDACC_RTC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const u32 addr = static_cast<u32>(__cvta_generic_to_shared(base + row));
+  if constexpr (Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  }
+#else
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int g = lane >> 2, c = lane & 3;
+  GROVE_UNROLL
+  for (int m = 0; m < 4; ++m) {
+    if constexpr (Trans) {
+      const u32 r0 = __shfl_sync(0xffffffffu, row, 8 * m + 2 * c), r1 = __shfl_sync(0xffffffffu, row, 8 * m + 2 * c + 1);
+      r[m] = pack_u16(base[r0 + g], base[r1 + g]);
+    } else {
+      r[m] = load_pair(base + __shfl_sync(0xffffffffu, row, 8 * m + g) + 2 * c);
+    }
+  }
+#endif
+}
+
+// Eight 16-bit values, one 16-byte access.
+struct alignas(16) U16x8 {
+  u16 v[8];
+};
+
+// Stages rows [0, ROWS) x columns [0, HD) of a tile into `dst` (rows kLd
+// apart) as 16-bit values of T: element (r, col) is src[r * rs + col * cs]
+// for r < rows and col < cols, scaled by (op, s) (none: copied), else 0.
+// Rows whose columns are contiguous, a multiple of 8 and 16-byte aligned
+// move 8 values an access; otherwise one at a time, with the same values.
+template <typename T, int ROWS, int HD, int kLd, int kThreads>
+GROVE_DEVICE void stage_tile(u16* dst, const T* src, i64 rows, i64 rs, i64 cs, i64 cols, int op, float s) {
+  const int t = static_cast<int>(threadIdx.x);
+  const bool vec = cs == 1 && cols % 8 == 0 && rs % 8 == 0 && reinterpret_cast<u64>(src) % 16 == 0;
+  if (vec) {
+    enum { C8 = HD / 8 };
+    for (int e = t; e < ROWS * C8; e += kThreads) {
+      const int r = e / C8, col = e % C8 * 8;
+      U16x8 x;
+      if (r < rows && col < cols) {
+        x = *reinterpret_cast<const U16x8*>(src + r * rs + col);
+        if (op != kAttnScaleNone) {
+          GROVE_UNROLL
+          for (int u = 0; u < 8; ++u) {
+            T h;
+            h.bits = x.v[u];
+            x.v[u] = from_f32<T>(scaled(to_f32(h), op, s)).bits;
+          }
+        }
+      } else {
+        GROVE_UNROLL
+        for (int u = 0; u < 8; ++u) x.v[u] = 0;
+      }
+      *reinterpret_cast<U16x8*>(dst + r * kLd + col) = x;
+    }
+    return;
+  }
+  for (int e = t; e < ROWS * HD; e += kThreads) {
+    const int r = e / HD, col = e % HD;
+    u16 x = 0;
+    if (r < rows && col < cols) {
+      const T h = src[r * rs + col * cs];
+      x = op == kAttnScaleNone ? h.bits : from_f32<T>(scaled(to_f32(h), op, s)).bits;
+    }
+    dst[r * kLd + col] = x;
+  }
 }
 
 template <typename T>
@@ -111,7 +198,7 @@ GROVE_DEVICE void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2])
 template <typename T, int BK, int HD>
 GROVE_DEVICE void attention_mma(const AttentionParams& p) {
   enum { BQ = 64, kThreads = 128, kLd = HD + 8, NT = BK / 8, DT = HD / 8, KC = HD / 16, PC = BK / 16 };
-  static_assert(BK % 16 == 0 && HD % 16 == 0, "whole k16 steps");
+  static_assert(BK % 16 == 0 && HD % 16 == 0, "whole k16 steps (and pairs of n8 tiles for ldmatrix_x4)");
   // Rows of 16-bit values, padded by 8 (16 bytes) against bank conflicts;
   // 16-byte aligned, so an even index starts a 32-bit pair.
   struct alignas(16) QTile {
@@ -127,6 +214,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
   T* O = static_cast<T*>(p.out);
   const int t = static_cast<int>(threadIdx.x);
   const int lane = t & 31, r0 = (t >> 5) * 16, g = lane >> 2, c = lane & 3;
+  const int mi = lane >> 3, rr = lane & 7;  // the matrix and row a lane addresses for ldmatrix_x4
   const float neg_inf = -inf_f32();
   const i64 qtiles = (p.sq + BQ - 1) / BQ;
   for (i64 item = blockIdx.x; item < p.b0 * p.b1 * qtiles; item += gridDim.x) {  // block-uniform
@@ -134,12 +222,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
     const i64 b0 = h.b0, b1 = h.b1, i0 = h.i0;
     const T *q = h.q, *k = h.k, *v = h.v;
     __syncthreads();  // the previous item's tiles are no longer read
-    for (int e = t; e < BQ * HD; e += kThreads) {
-      const int r = e / HD, col = e % HD;
-      float x = 0.0f;
-      if (i0 + r < p.sq && col < p.d) x = scaled(to_f32(q[(i0 + r) * p.d + col]), p.q_scale_op, p.q_scale);
-      qs[r * kLd + col] = from_f32<T>(x).bits;
-    }
+    stage_tile<T, BQ, HD, kLd, kThreads>(qs, q + i0 * p.d, p.sq - i0, p.d, 1, p.d, p.q_scale_op, p.q_scale);
     float o[DT][4], m[2] = {neg_inf, neg_inf}, l[2] = {0.0f, 0.0f};
     GROVE_UNROLL
     for (int dt = 0; dt < DT; ++dt) {
@@ -148,14 +231,8 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
     }
     for (i64 j0 = 0; j0 < p.sk; j0 += BK) {
       __syncthreads();  // the previous tile's V is no longer read
-      for (int e = t; e < BK * HD; e += kThreads) {
-        const int j = e / HD, col = e % HD;
-        float x = 0.0f;
-        if (j0 + j < p.sk && col < p.d) {
-          x = scaled(to_f32(k[(j0 + j) * p.k_js + col * p.k_ds]), p.k_scale_op, p.k_scale);
-        }
-        kv[j * kLd + col] = from_f32<T>(x).bits;
-      }
+      stage_tile<T, BK, HD, kLd, kThreads>(kv, k + j0 * p.k_js, p.sk - j0, p.k_js, p.k_ds, p.d, p.k_scale_op,
+                                           p.k_scale);
       __syncthreads();
       // The warp's 16 x BK scores: NT tiles of 16 x 8.
       float s[NT][4];
@@ -164,16 +241,22 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
         GROVE_UNROLL
         for (int x = 0; x < 4; ++x) s[nt][x] = 0.0f;
       }
+      // Fragments by ldmatrix: lane (mi = lane / 8, rr = lane % 8) names row
+      // rr of matrix mi. Q's: rows r0 + rr (+8 for odd mi), columns kc * 16
+      // (+8 for mi >= 2) = a[0..3]; K's for tiles nt, nt + 1: rows
+      // (nt + mi / 2) * 8 + rr, columns kc * 16 (+8 for odd mi) = b of nt,
+      // then of nt + 1.
       GROVE_UNROLL
       for (int kc = 0; kc < KC; ++kc) {
-        const u16* qa = qs + kc * 16 + 2 * c;
-        const u32 a[4] = {load_pair(qa + (r0 + g) * kLd), load_pair(qa + (r0 + g + 8) * kLd),
-                          load_pair(qa + (r0 + g) * kLd + 8), load_pair(qa + (r0 + g + 8) * kLd + 8)};
+        u32 a[4];
+        ldmatrix_x4<false>(a, qs, (r0 + rr + 8 * (mi & 1)) * kLd + kc * 16 + 8 * (mi >> 1));
         GROVE_UNROLL
-        for (int nt = 0; nt < NT; ++nt) {
-          const u16* kb = kv + (nt * 8 + g) * kLd + kc * 16 + 2 * c;
-          const u32 b[2] = {load_pair(kb), load_pair(kb + 8)};
-          mma_16816<T>(s[nt], a, b);
+        for (int nt = 0; nt < NT; nt += 2) {
+          u32 b4[4];
+          ldmatrix_x4<false>(b4, kv, ((nt + (mi >> 1)) * 8 + rr) * kLd + kc * 16 + 8 * (mi & 1));
+          const u32 b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
+          mma_16816<T>(s[nt], a, b0);
+          mma_16816<T>(s[nt + 1], a, b1);
         }
       }
       // Scale, masks and the online softmax; h = 0: row g, h = 1: row g + 8.
@@ -216,10 +299,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
         m[h] = m_new;
       }
       __syncthreads();  // K's tile is read: V's takes its place
-      for (int e = t; e < BK * HD; e += kThreads) {
-        const int j = e / HD, col = e % HD;
-        kv[j * kLd + col] = j0 + j < p.sk && col < p.dv ? v[(j0 + j) * p.dv + col].bits : u16{0};
-      }
+      stage_tile<T, BK, HD, kLd, kThreads>(kv, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
       __syncthreads();
       // O += P V, P (rounded to T) from the score fragments: tiles 2 pc and
       // 2 pc + 1 are the A fragment of keys 16 pc .. 16 pc + 15.
@@ -229,12 +309,15 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
                           pack_u16(from_f32<T>(s[2 * pc][2]).bits, from_f32<T>(s[2 * pc][3]).bits),
                           pack_u16(from_f32<T>(s[2 * pc + 1][0]).bits, from_f32<T>(s[2 * pc + 1][1]).bits),
                           pack_u16(from_f32<T>(s[2 * pc + 1][2]).bits, from_f32<T>(s[2 * pc + 1][3]).bits)};
-        const u16* vk = kv + (pc * 16 + 2 * c) * kLd + g;
+        // V's B fragments for dt, dt + 1 transposed by ldmatrix: rows
+        // pc * 16 + rr (+8 for odd mi), columns (dt + mi / 2) * 8.
         GROVE_UNROLL
-        for (int dt = 0; dt < DT; ++dt) {
-          const u16* vb = vk + dt * 8;
-          const u32 b[2] = {pack_u16(vb[0], vb[kLd]), pack_u16(vb[8 * kLd], vb[9 * kLd])};
-          mma_16816<T>(o[dt], a, b);
+        for (int dt = 0; dt < DT; dt += 2) {
+          u32 b4[4];
+          ldmatrix_x4<true>(b4, kv, (pc * 16 + rr + 8 * (mi & 1)) * kLd + (dt + (mi >> 1)) * 8);
+          const u32 b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
+          mma_16816<T>(o[dt], a, b0);
+          mma_16816<T>(o[dt + 1], a, b1);
         }
       }
     }

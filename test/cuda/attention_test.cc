@@ -115,6 +115,12 @@ std::vector<AttentionCase> TiledCases() {
                 .scale_op = 2, .scale = 8.0, .mask = 2, .mask_shape = {70, 77}, .mask_fill = ninf, .causal = true});
   cs.push_back({.name = "tiled_hd128_kt_added", .q = {1, 2, 33, 100}, .k = {1, 2, 100, 45}, .v = {1, 2, 45, 128},
                 .k_transposed = true, .scale_op = 1, .scale = 0.1, .mask = 1, .mask_shape = {33, 45}});
+  // PyTorch's scaled_dot_product_attention as the dynamo exporter writes it:
+  // Q and K each multiplied by sqrt(scale) (contiguous rows: the tensor-core
+  // kernel stages them 8 values an access, scaling each), a causal mask.
+  cs.push_back({.name = "tiled_split_scale_causal", .q = {1, 2, 70, 64}, .k = {1, 2, 130, 64}, .v = {1, 2, 130, 64},
+                .q_scale_op = 1, .k_scale_op = 1, .q_scale = 1 / std::sqrt(8.0), .k_scale = 1 / std::sqrt(8.0),
+                .mask = 2, .mask_shape = {70, 130}, .mask_fill = ninf, .causal = true});
   cs.push_back({.name = "tiled_gqa_where_then_add", .q = {1, 4, 20, 32}, .k = {1, 2, 130, 32}, .v = {1, 2, 130, 48},
                 .scale_op = 2, .scale = std::sqrt(32.0), .mask = 2, .mask_shape = {1, 1, 20, 130},
                 .fill_if_true = false, .mask_fill = -3.4028234663852886e38, .causal = true, .mask2 = 1,
