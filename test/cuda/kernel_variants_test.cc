@@ -503,17 +503,29 @@ void LaunchVariant(cuda::Device& dev, const KernelConfig& c, const KernelProblem
   ASSERT_TRUE(dev.Synchronize(nullptr).ok());
 }
 
-// Softmax over [outer, n, inner] in f32 or f64, against a double reference.
+// Softmax over [outer, n, inner] in f32, f64, f16 or bf16, against a double
+// reference of the (rounded) inputs; a half's output is rounded once more.
 void CheckSoftmax(cuda::Device& dev, const KernelConfig& c, int64_t outer, int64_t n, int64_t inner) {
   const KernelProblem problem = cuda::RowProblem("softmax", c.dtypes[0], outer * inner, n, inner);
   if (!jit::FindKernelFamily("softmax")->Valid(c, problem)) return;
-  const std::vector<float> xf = Random(outer * n * inner, 1);
+  const DType t = c.dtypes[0];
+  const bool f64 = t == DType::kF64, half = t == DType::kF16 || t == DType::kBF16;
+  std::vector<float> xf = Random(outer * n * inner, 1);
+  std::vector<uint16_t> xh(half ? xf.size() : 0);
+  for (size_t i = 0; i < xh.size(); ++i) {
+    xh[i] = t == DType::kF16 ? grove_k::f32_to_f16(xf[i]) : grove_k::f32_to_bf16(xf[i]);
+    xf[i] = t == DType::kF16 ? grove_k::f16_to_f32(xh[i]) : grove_k::bf16_to_f32(xh[i]);
+  }
   Buffers b(dev);
   grove_k::SoftmaxParams p{};
-  const bool f64 = c.dtypes[0] == DType::kF64;
   std::vector<double> xd(xf.begin(), xf.end());
-  p.x = f64 ? b.Upload(xd) : b.Upload(xf);
-  p.y = f64 ? b.Upload(std::vector<double>(xf.size())) : b.Upload(std::vector<float>(xf.size()));
+  if (half) {
+    p.x = b.Upload(xh);
+    p.y = b.Upload(std::vector<uint16_t>(xf.size()));
+  } else {
+    p.x = f64 ? b.Upload(xd) : b.Upload(xf);
+    p.y = f64 ? b.Upload(std::vector<double>(xf.size())) : b.Upload(std::vector<float>(xf.size()));
+  }
   p.outer = outer;
   p.n = n;
   p.inner = inner;
@@ -522,10 +534,17 @@ void CheckSoftmax(cuda::Device& dev, const KernelConfig& c, int64_t outer, int64
   std::vector<double> y(xf.size());
   if (f64) {
     y = b.Download<double>(p.y, xf.size());
+  } else if (half) {
+    const std::vector<uint16_t> yh = b.Download<uint16_t>(p.y, xf.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      y[i] = t == DType::kF16 ? grove_k::f16_to_f32(yh[i]) : grove_k::bf16_to_f32(yh[i]);
+    }
   } else {
     const std::vector<float> yf = b.Download<float>(p.y, xf.size());
     y.assign(yf.begin(), yf.end());
   }
+  // One rounding of a probability (at most 1) to 11 (f16) or 8 (bf16) bits.
+  const double tol = t == DType::kF16 ? 1e-3 : t == DType::kBF16 ? 8e-3 : 1e-6;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       double m = -INFINITY, s = 0;
@@ -533,13 +552,12 @@ void CheckSoftmax(cuda::Device& dev, const KernelConfig& c, int64_t outer, int64
       for (int64_t j = 0; j < n; ++j) s += std::exp(xd[(o * n + j) * inner + i] - m);
       for (int64_t j = 0; j < n; ++j) {
         const int64_t at = (o * n + j) * inner + i;
-        ASSERT_NEAR(y[at], std::exp(xd[at] - m) / s, 1e-6) << c.Name() << " outer " << outer << " n " << n;
+        ASSERT_NEAR(y[at], std::exp(xd[at] - m) / s, tol) << c.Name() << " outer " << outer << " n " << n;
       }
     }
   }
 }
 
-// LayerNorm rows (scale and bias per element) in f32, or f16 in and out.
 void CheckNorm(cuda::Device& dev, const KernelConfig& c, int64_t rows, int64_t n) {
   const KernelProblem problem = cuda::RowProblem("norm", c.dtypes[0], rows, n, 1);
   if (!jit::FindKernelFamily("norm")->Valid(c, problem)) return;
