@@ -2,7 +2,7 @@
 # The one-call GPU check: builds grove (or uses a prebuilt bundle), runs the
 # GPU tests (every op and every test model on CUDA against the CPU), the GPU
 # benchmarks and the kernel-cache round trip, and writes OUTDIR/summary.json
-# with logs beside it (8 files). Exit status 0 when every GPU test passed.
+# with logs beside it (9 files). Exit status 0 when every GPU test passed.
 #
 #   bench/gpu/check.sh OUTDIR                   # build here (needs the build deps)
 #   GROVE_BUNDLE=DIR bench/gpu/check.sh OUTDIR  # binaries from bench/gpu/bundle.sh
@@ -67,6 +67,23 @@ for i in range(int(sys.argv[3])):
 json.dump(merged, open(sys.argv[2], "w"), indent=1)
 PY
 log "GPU tests exit $tests_rc; $(grep -cE '^\[       OK \]' "$OUT/gpu_tests.log") ok, $(grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/gpu_tests.log" | sort -u | wc -l) failed"
+
+# Shared-memory races and barrier misuse in the tiled attention kernels (the
+# emulated device runs a block's threads in lockstep between barriers, so CI
+# cannot see a tile overwritten before every warp has read it):
+# compute-sanitizer's racecheck and synccheck over the tiled attention cases,
+# where the toolkit has it. RACECHECK_FILTER narrows them; SKIP_RACECHECK=1.
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [ "${SKIP_RACECHECK:-0}" != 1 ] && [ -n "$SANITIZER" ]; then
+  for tool in racecheck synccheck; do
+    log "compute-sanitizer --tool $tool"
+    GROVE_TEST_DEVICE=cuda timeout "${RACECHECK_TIMEOUT:-150}" "$SANITIZER" --tool "$tool" \
+      "$TESTS" --gtest_filter="${RACECHECK_FILTER:-TiledShapes/CudaAttentionTest.HalvesMatch*}" \
+      >> "$OUT/sanitizer.log" 2>&1 || log "compute-sanitizer $tool exit $?"
+  done
+else
+  echo "compute-sanitizer not found (or SKIP_RACECHECK=1): not run" > "$OUT/sanitizer.log"
+fi
 [ "${GPU_TESTS_ONLY:-0}" = 1 ] && { rm -rf "$WORK"; exit $tests_rc; }
 
 log "benchmarks"
@@ -218,6 +235,8 @@ j = bench("jit_bench.json")
 per_us = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 summary["jit_bench"] = {k: {"real_time_us": round(v.get("real_time", -1) * per_us.get(v.get("time_unit", "ns"), 1.0), 3)}
                         for k, v in j.items() if isinstance(v, dict)}
+summary["sanitizer"] = [l for l in open(os.path.join(out, "sanitizer.log")).read().splitlines()
+                        if "SUMMARY" in l or "not run" in l or "PASSED" in l or "FAILED" in l][:40]
 summary["roundtrip"] = [l for l in open(os.path.join(out, "roundtrip.log")).read().splitlines()
                         if re.match(r"(compiled|cuda:|time:|session:|== |grove: error)", l)]
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)

@@ -15,11 +15,15 @@
 // length of its bucket).
 //
 // The tiles are staged 8 values an access where their rows allow it
-// (stage_tile), and the fragments come out of shared memory by ldmatrix_x4.
-// mma_16816 and ldmatrix_x4 are the instructions on sm_80 and later;
-// elsewhere (the emulated device, an older arch) the same products and loads
-// by shuffles of the same fragments and row addresses, so CI runs the
-// fragment layouts and the addressing this kernel relies on.
+// (stage_tile; K and V by cp.async, AsyncTile, V's copy overlapping QKᵀ and
+// the next K's PV where K and V have tiles of their own), and the fragments
+// come out of shared memory by ldmatrix_x4. mma_16816, ldmatrix_x4 and
+// cp_async16 are the instructions on sm_80 and later; elsewhere (the
+// emulated device, an older arch) the same products and loads by shuffles of
+// the same fragments and row addresses, and plain copies, so CI runs the
+// fragment layouts and the addressing this kernel relies on. (Not its
+// barriers: the emulated block runs in lockstep between them;
+// bench/gpu/check.sh runs compute-sanitizer's racecheck on a GPU.)
 #ifndef GROVE_MAX_THREADS
 #define GROVE_MAX_THREADS 128
 #endif
@@ -140,6 +144,77 @@ GROVE_DEVICE void stage_tile(u16* dst, const T* src, i64 rows, i64 rs, i64 cs, i
   }
 }
 
+// 16 bytes from global to shared memory without a register: cp.async on
+// sm_80 and later (completed by cp_async_wait_all), elsewhere a plain copy.
+GROVE_DEVICE void cp_async16(u16* dst, const void* src) {
+#if defined(__CUDACC_RTC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const u32 addr = static_cast<u32>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(addr), "l"(src));
+#else
+  *reinterpret_cast<U16x8*>(dst) = *reinterpret_cast<const U16x8*>(src);
+#endif
+}
+
+// Waits for this thread's cp_async16 copies (then a __syncthreads shows them
+// to the block).
+GROVE_DEVICE void cp_async_wait_all() {
+#if defined(__CUDACC_RTC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+// stage_tile in two halves around other work: begin() starts the tile's
+// copies (contiguous rows: 16 bytes each by cp_async16, unscaled; otherwise
+// the whole of stage_tile, at once), end() waits for this thread's copies and
+// scales the chunks it copied. The block's __syncthreads after end() shows
+// the tile; the values are stage_tile's.
+template <typename T, int ROWS, int HD, int kLd, int kThreads>
+struct AsyncTile {
+  enum { C8 = HD / 8 };
+  u16* dst;
+  i64 rows, cols;
+  int op;
+  float s;
+  bool vec;
+
+  GROVE_DEVICE void begin(u16* to, const T* src, i64 n_rows, i64 rs, i64 cs, i64 n_cols, int scale_op, float scale) {
+    dst = to;
+    rows = n_rows;
+    cols = n_cols;
+    op = scale_op;
+    s = scale;
+    vec = cs == 1 && cols % 8 == 0 && rs % 8 == 0 && reinterpret_cast<u64>(src) % 16 == 0;
+    if (!vec) {
+      stage_tile<T, ROWS, HD, kLd, kThreads>(dst, src, rows, rs, cs, cols, op, s);
+      return;
+    }
+    for (int e = static_cast<int>(threadIdx.x); e < ROWS * C8; e += kThreads) {
+      const int r = e / C8, col = e % C8 * 8;
+      if (r < rows && col < cols) {
+        cp_async16(dst + r * kLd + col, src + r * rs + col);
+      } else {
+        *reinterpret_cast<U16x8*>(dst + r * kLd + col) = U16x8{};
+      }
+    }
+  }
+
+  GROVE_DEVICE void end() const {
+    cp_async_wait_all();
+    if (!vec || op == kAttnScaleNone) return;
+    for (int e = static_cast<int>(threadIdx.x); e < ROWS * C8; e += kThreads) {
+      const int r = e / C8, col = e % C8 * 8;
+      if (r >= rows || col >= cols) continue;
+      U16x8& x = *reinterpret_cast<U16x8*>(dst + r * kLd + col);
+      GROVE_UNROLL
+      for (int u = 0; u < 8; ++u) {
+        T h;
+        h.bits = x.v[u];
+        x.v[u] = from_f32<T>(scaled(to_f32(h), op, s)).bits;
+      }
+    }
+  }
+};
+
 template <typename T>
 GROVE_DEVICE float half_bits_f32(u32 bits) {
   T h;
@@ -204,13 +279,20 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
   struct alignas(16) QTile {
     u16 v[BQ * kLd];
   };
-  struct alignas(16) KvTile {
-    u16 v[BK * kLd];
+  // K and V in tiles of their own where the three fit in 48 KB of static
+  // shared memory (hd 64): V's copies then run during QKᵀ and the softmax,
+  // the next K's during PV. Otherwise (hd 128) V's tile is K's, each copy
+  // starting once the other is read.
+  enum { kSplitKV = (BQ + 2 * BK) * kLd * 2 <= 48 * 1024 };
+  struct alignas(16) KvTiles {
+    u16 v[(kSplitKV ? 2 : 1) * BK * kLd];
   };
   __shared__ QTile q_tile;
-  __shared__ KvTile kv_tile;
+  __shared__ KvTiles kv_tiles;
   u16* const qs = q_tile.v;
-  u16* const kv = kv_tile.v;
+  u16* const ks = kv_tiles.v;
+  u16* const vs = kv_tiles.v + (kSplitKV ? BK * kLd : 0);
+  AsyncTile<T, BK, HD, kLd, kThreads> k_tile, v_tile;
   T* O = static_cast<T*>(p.out);
   const int t = static_cast<int>(threadIdx.x);
   const int lane = t & 31, r0 = (t >> 5) * 16, g = lane >> 2, c = lane & 3;
@@ -229,11 +311,11 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
       GROVE_UNROLL
       for (int x = 0; x < 4; ++x) o[dt][x] = 0.0f;
     }
+    if (p.sk > 0) k_tile.begin(ks, k, p.sk, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
     for (i64 j0 = 0; j0 < p.sk; j0 += BK) {
-      __syncthreads();  // the previous tile's V is no longer read
-      stage_tile<T, BK, HD, kLd, kThreads>(kv, k + j0 * p.k_js, p.sk - j0, p.k_js, p.k_ds, p.d, p.k_scale_op,
-                                           p.k_scale);
-      __syncthreads();
+      k_tile.end();
+      __syncthreads();  // K's tile is in; (split) every warp is past the previous PV
+      if (kSplitKV) v_tile.begin(vs, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
       // The warp's 16 x BK scores: NT tiles of 16 x 8.
       float s[NT][4];
       GROVE_UNROLL
@@ -253,10 +335,10 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
         GROVE_UNROLL
         for (int nt = 0; nt < NT; nt += 2) {
           u32 b4[4];
-          ldmatrix_x4<false>(b4, kv, ((nt + (mi >> 1)) * 8 + rr) * kLd + kc * 16 + 8 * (mi & 1));
-          const u32 b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
-          mma_16816<T>(s[nt], a, b0);
-          mma_16816<T>(s[nt + 1], a, b1);
+          ldmatrix_x4<false>(b4, ks, ((nt + (mi >> 1)) * 8 + rr) * kLd + kc * 16 + 8 * (mi & 1));
+          const u32 lo[2] = {b4[0], b4[1]}, hi[2] = {b4[2], b4[3]};
+          mma_16816<T>(s[nt], a, lo);
+          mma_16816<T>(s[nt + 1], a, hi);
         }
       }
       // Scale, masks and the online softmax; h = 0: row g, h = 1: row g + 8.
@@ -298,9 +380,15 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
         }
         m[h] = m_new;
       }
-      __syncthreads();  // K's tile is read: V's takes its place
-      stage_tile<T, BK, HD, kLd, kThreads>(kv, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
-      __syncthreads();
+      if (!kSplitKV) {
+        __syncthreads();  // K's tile is read: V's takes its place
+        v_tile.begin(vs, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
+      }
+      v_tile.end();
+      __syncthreads();  // V's tile is in; every warp is past QKᵀ
+      if (kSplitKV && j0 + BK < p.sk) {
+        k_tile.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
+      }
       // O += P V, P (rounded to T) from the score fragments: tiles 2 pc and
       // 2 pc + 1 are the A fragment of keys 16 pc .. 16 pc + 15.
       GROVE_UNROLL
@@ -314,11 +402,15 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
         GROVE_UNROLL
         for (int dt = 0; dt < DT; dt += 2) {
           u32 b4[4];
-          ldmatrix_x4<true>(b4, kv, (pc * 16 + rr + 8 * (mi & 1)) * kLd + (dt + (mi >> 1)) * 8);
-          const u32 b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
-          mma_16816<T>(o[dt], a, b0);
-          mma_16816<T>(o[dt + 1], a, b1);
+          ldmatrix_x4<true>(b4, vs, (pc * 16 + rr + 8 * (mi & 1)) * kLd + (dt + (mi >> 1)) * 8);
+          const u32 lo[2] = {b4[0], b4[1]}, hi[2] = {b4[2], b4[3]};
+          mma_16816<T>(o[dt], a, lo);
+          mma_16816<T>(o[dt + 1], a, hi);
         }
+      }
+      if (!kSplitKV && j0 + BK < p.sk) {
+        __syncthreads();  // V's tile is read: the next K's takes its place
+        k_tile.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
       }
     }
     GROVE_UNROLL
