@@ -14,9 +14,9 @@
 // no keys). sq and sk are read at run time (a bucket's graph serves every
 // length of its bucket).
 //
-// The tiles are staged 8 values an access where their rows allow it
-// (stage_tile; K and V by cp.async, AsyncTile, V's copy overlapping QKᵀ and
-// the next K's PV where K and V have tiles of their own), and the fragments
+// The tiles are staged 16 bytes a copy by cp.async where their rows allow
+// it (AsyncTile; V's copy overlapping QKᵀ and the next K's PV where K and V
+// have tiles of their own), and the fragments
 // come out of shared memory by ldmatrix_x4. mma_16816, ldmatrix_x4 and
 // cp_async16 are the instructions on sm_80 and later; elsewhere (the
 // emulated device, an older arch) the same products and loads by shuffles of
@@ -101,49 +101,6 @@ struct alignas(16) U16x8 {
   u16 v[8];
 };
 
-// Stages rows [0, ROWS) x columns [0, HD) of a tile into `dst` (rows kLd
-// apart) as 16-bit values of T: element (r, col) is src[r * rs + col * cs]
-// for r < rows and col < cols, scaled by (op, s) (none: copied), else 0.
-// Rows whose columns are contiguous, a multiple of 8 and 16-byte aligned
-// move 8 values an access; otherwise one at a time, with the same values.
-template <typename T, int ROWS, int HD, int kLd, int kThreads>
-GROVE_DEVICE void stage_tile(u16* dst, const T* src, i64 rows, i64 rs, i64 cs, i64 cols, int op, float s) {
-  const int t = static_cast<int>(threadIdx.x);
-  const bool vec = cs == 1 && cols % 8 == 0 && rs % 8 == 0 && reinterpret_cast<u64>(src) % 16 == 0;
-  if (vec) {
-    enum { C8 = HD / 8 };
-    for (int e = t; e < ROWS * C8; e += kThreads) {
-      const int r = e / C8, col = e % C8 * 8;
-      U16x8 x;
-      if (r < rows && col < cols) {
-        x = *reinterpret_cast<const U16x8*>(src + r * rs + col);
-        if (op != kAttnScaleNone) {
-          GROVE_UNROLL
-          for (int u = 0; u < 8; ++u) {
-            T h;
-            h.bits = x.v[u];
-            x.v[u] = from_f32<T>(scaled(to_f32(h), op, s)).bits;
-          }
-        }
-      } else {
-        GROVE_UNROLL
-        for (int u = 0; u < 8; ++u) x.v[u] = 0;
-      }
-      *reinterpret_cast<U16x8*>(dst + r * kLd + col) = x;
-    }
-    return;
-  }
-  for (int e = t; e < ROWS * HD; e += kThreads) {
-    const int r = e / HD, col = e % HD;
-    u16 x = 0;
-    if (r < rows && col < cols) {
-      const T h = src[r * rs + col * cs];
-      x = op == kAttnScaleNone ? h.bits : from_f32<T>(scaled(to_f32(h), op, s)).bits;
-    }
-    dst[r * kLd + col] = x;
-  }
-}
-
 // 16 bytes from global to shared memory without a register: cp.async on
 // sm_80 and later (completed by cp_async_wait_all), elsewhere a plain copy.
 GROVE_DEVICE void cp_async16(u16* dst, const void* src) {
@@ -155,19 +112,23 @@ GROVE_DEVICE void cp_async16(u16* dst, const void* src) {
 #endif
 }
 
-// Waits for this thread's cp_async16 copies (then a __syncthreads shows them
-// to the block).
+// Waits for all of this thread's cp_async16 copies (then a __syncthreads
+// shows them to the block).
 GROVE_DEVICE void cp_async_wait_all() {
 #if defined(__CUDACC_RTC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
 #endif
 }
 
-// stage_tile in two halves around other work: begin() starts the tile's
-// copies (contiguous rows: 16 bytes each by cp_async16, unscaled; otherwise
-// the whole of stage_tile, at once), end() waits for this thread's copies and
-// scales the chunks it copied. The block's __syncthreads after end() shows
-// the tile; the values are stage_tile's.
+// A tile of ROWS x HD 16-bit values of T staged in shared memory (rows kLd
+// apart): element (r, col) is src[r * rs + col * cs] for r < rows and
+// col < cols, scaled by (op, s) (none: copied) and rounded to T as the
+// unfused chain's Mul rounds, else 0. begin() starts the copies, end() waits
+// for this thread's and scales the chunks it copied; the block's
+// __syncthreads after end() shows the tile. Rows whose columns are
+// contiguous, a multiple of 8 and 16-byte aligned move 16 bytes a copy
+// (cp_async16, so other work runs between begin and end); otherwise begin()
+// stages the tile one value at a time, at once.
 template <typename T, int ROWS, int HD, int kLd, int kThreads>
 struct AsyncTile {
   enum { C8 = HD / 8 };
@@ -177,18 +138,33 @@ struct AsyncTile {
   float s;
   bool vec;
 
-  GROVE_DEVICE void begin(u16* to, const T* src, i64 n_rows, i64 rs, i64 cs, i64 n_cols, int scale_op, float scale) {
+  GROVE_DEVICE static u16 scale(u16 bits, int op, float s) {
+    T h;
+    h.bits = bits;
+    return from_f32<T>(scaled(to_f32(h), op, s)).bits;
+  }
+
+  GROVE_DEVICE void begin(u16* to, const T* src, i64 n_rows, i64 rs, i64 cs, i64 n_cols, int scale_op, float sc) {
     dst = to;
     rows = n_rows;
     cols = n_cols;
     op = scale_op;
-    s = scale;
+    s = sc;
     vec = cs == 1 && cols % 8 == 0 && rs % 8 == 0 && reinterpret_cast<u64>(src) % 16 == 0;
+    const int t = static_cast<int>(threadIdx.x);
     if (!vec) {
-      stage_tile<T, ROWS, HD, kLd, kThreads>(dst, src, rows, rs, cs, cols, op, s);
+      for (int e = t; e < ROWS * HD; e += kThreads) {
+        const int r = e / HD, col = e % HD;
+        u16 x = 0;
+        if (r < rows && col < cols) {
+          x = src[r * rs + col * cs].bits;
+          if (op != kAttnScaleNone) x = scale(x, op, s);
+        }
+        dst[r * kLd + col] = x;
+      }
       return;
     }
-    for (int e = static_cast<int>(threadIdx.x); e < ROWS * C8; e += kThreads) {
+    for (int e = t; e < ROWS * C8; e += kThreads) {
       const int r = e / C8, col = e % C8 * 8;
       if (r < rows && col < cols) {
         cp_async16(dst + r * kLd + col, src + r * rs + col);
@@ -206,11 +182,7 @@ struct AsyncTile {
       if (r >= rows || col >= cols) continue;
       U16x8& x = *reinterpret_cast<U16x8*>(dst + r * kLd + col);
       GROVE_UNROLL
-      for (int u = 0; u < 8; ++u) {
-        T h;
-        h.bits = x.v[u];
-        x.v[u] = from_f32<T>(scaled(to_f32(h), op, s)).bits;
-      }
+      for (int u = 0; u < 8; ++u) x.v[u] = scale(x.v[u], op, s);
     }
   }
 };
@@ -292,7 +264,8 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
   u16* const qs = q_tile.v;
   u16* const ks = kv_tiles.v;
   u16* const vs = kv_tiles.v + (kSplitKV ? BK * kLd : 0);
-  AsyncTile<T, BK, HD, kLd, kThreads> k_tile, v_tile;
+  AsyncTile<T, BQ, HD, kLd, kThreads> q_copy;
+  AsyncTile<T, BK, HD, kLd, kThreads> k_copy, v_copy;
   T* O = static_cast<T*>(p.out);
   const int t = static_cast<int>(threadIdx.x);
   const int lane = t & 31, r0 = (t >> 5) * 16, g = lane >> 2, c = lane & 3;
@@ -304,18 +277,21 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
     const i64 b0 = h.b0, b1 = h.b1, i0 = h.i0;
     const T *q = h.q, *k = h.k, *v = h.v;
     __syncthreads();  // the previous item's tiles are no longer read
-    stage_tile<T, BQ, HD, kLd, kThreads>(qs, q + i0 * p.d, p.sq - i0, p.d, 1, p.d, p.q_scale_op, p.q_scale);
+    // Q's copies and K's first tile's together; Q' is scaled (end) and
+    // every tile shown (the loop's first __syncthreads) before QKᵀ.
+    q_copy.begin(qs, q + i0 * p.d, p.sq - i0, p.d, 1, p.d, p.q_scale_op, p.q_scale);
     float o[DT][4], m[2] = {neg_inf, neg_inf}, l[2] = {0.0f, 0.0f};
     GROVE_UNROLL
     for (int dt = 0; dt < DT; ++dt) {
       GROVE_UNROLL
       for (int x = 0; x < 4; ++x) o[dt][x] = 0.0f;
     }
-    if (p.sk > 0) k_tile.begin(ks, k, p.sk, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
+    if (p.sk > 0) k_copy.begin(ks, k, p.sk, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
+    q_copy.end();
     for (i64 j0 = 0; j0 < p.sk; j0 += BK) {
-      k_tile.end();
+      k_copy.end();
       __syncthreads();  // K's tile is in; (split) every warp is past the previous PV
-      if (kSplitKV) v_tile.begin(vs, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
+      if (kSplitKV) v_copy.begin(vs, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
       // The warp's 16 x BK scores: NT tiles of 16 x 8.
       float s[NT][4];
       GROVE_UNROLL
@@ -382,12 +358,12 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
       }
       if (!kSplitKV) {
         __syncthreads();  // K's tile is read: V's takes its place
-        v_tile.begin(vs, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
+        v_copy.begin(vs, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
       }
-      v_tile.end();
+      v_copy.end();
       __syncthreads();  // V's tile is in; every warp is past QKᵀ
       if (kSplitKV && j0 + BK < p.sk) {
-        k_tile.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
+        k_copy.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
       }
       // O += P V, P (rounded to T) from the score fragments: tiles 2 pc and
       // 2 pc + 1 are the A fragment of keys 16 pc .. 16 pc + 15.
@@ -410,7 +386,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
       }
       if (!kSplitKV && j0 + BK < p.sk) {
         __syncthreads();  // V's tile is read: the next K's takes its place
-        k_tile.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
+        k_copy.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
       }
     }
     GROVE_UNROLL
