@@ -58,6 +58,7 @@ GROVE_DEVICE float masked(const AttentionParams& p, i64 b0, i64 b1, i64 i, i64 j
   GROVE_UNROLL
   for (int mi = 0; mi < 2; ++mi) {
     const AttnMaskParams& mk = p.masks[mi];
+    if (mk.kind == kAttnMaskNone) continue;  // no offset arithmetic per score without a mask
     const i64 off = b0 * mk.b0 + b1 * mk.b1 + i * mk.i + j * mk.j;
     if (mk.kind == kAttnMaskAdd) {
       s = s + to_f32(static_cast<const T*>(mk.data)[off]);
