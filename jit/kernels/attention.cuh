@@ -105,6 +105,50 @@ struct MaxOp {
   GROVE_DEVICE A combine(A a, A b) const { return b > a ? b : a; }
 };
 
+// The keys a tile of query rows [i0, i0 + rows) of head (b0, b1) reads with
+// p.trim: up to the last key one of its rows keeps. The keys after it are
+// masked in every row, so their probabilities are exact zeros (exp of -inf,
+// or of a fill far below any score) and they add nothing: the outputs are
+// those over all sk keys, unless V holds inf or NaN at such a key (0 * inf
+// is NaN over all keys; the CPU kernel trims the same way). A row that keeps
+// no key needs all of them under a finite fill (the fills share it evenly);
+// under -inf it is NaN whatever is read. No key kept anywhere: all sk. The
+// warps take rows in turn, the bottom ones first (a causal mask's longest);
+// a row's keys are scanned 32 a step from the end down to what the warp
+// needs already. Every thread of the block calls it.
+template <typename T>
+GROVE_DEVICE i64 trimmed_keys(const AttentionParams& p, i64 b0, i64 b1, i64 i0, i64 rows) {
+  const AttnMaskParams& mk = p.masks[0];
+  const u8* cond = static_cast<const u8*>(mk.data) + b0 * mk.b0 + b1 * mk.b1;
+  const bool finite = mk.fill != -inf_f32();
+  const int lane = static_cast<int>(threadIdx.x & 31u), warp = static_cast<int>(threadIdx.x >> 5);
+  const int warps = static_cast<int>(blockDim.x >> 5);
+  const MaxOp<i64> max_op;
+  i64 need = 0;  // the warp's: keys [0, need) are read
+  for (i64 r = rows - 1 - warp; r >= 0 && need < p.sk; r -= warps) {
+    const u8* row = cond + (i0 + r) * mk.i;
+    auto kept = [&](i64 j) { return (row[j * mk.j] != 0) != (mk.fill_if_true != 0); };
+    i64 last = -1;
+    for (i64 jb = p.sk; jb > need && last < 0; jb -= 32) {
+      const i64 j = jb - 32 + lane;
+      last = rdx::warp_all(max_op, j >= need && kept(j) ? j : i64{-1});
+    }
+    if (last >= 0) {
+      need = last + 1;
+    } else if (finite) {
+      // Nothing kept from `need` on: unless it keeps one below, the row needs all.
+      i64 any = -1;
+      for (i64 j0 = 0; j0 < need && any < 0; j0 += 32) {
+        const i64 j = j0 + lane;
+        any = rdx::warp_all(max_op, j < need && kept(j) ? j : i64{-1});
+      }
+      if (any < 0) need = p.sk;
+    }
+  }
+  const i64 n = rdx::block_all(max_op, need);
+  return n > 0 ? n : p.sk;
+}
+
 // Work item `item` of a tiled kernel (grid-stride over heads x query tiles of
 // bq rows): its head, first row and the head's Q, K and V.
 template <typename T>

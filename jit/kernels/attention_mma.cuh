@@ -286,9 +286,12 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
       GROVE_UNROLL
       for (int x = 0; x < 4; ++x) o[dt][x] = 0.0f;
     }
-    if (p.sk > 0) k_copy.begin(ks, k, p.sk, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
+    // The keys this tile reads: all, or with p.trim up to the last one its
+    // rows keep (a causal mask's tile skips the key tiles past its diagonal).
+    const i64 n_keys = p.trim != 0 ? trimmed_keys<T>(p, b0, b1, i0, p.sq - i0 < BQ ? p.sq - i0 : BQ) : p.sk;
+    if (n_keys > 0) k_copy.begin(ks, k, p.sk, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
     q_copy.end();
-    for (i64 j0 = 0; j0 < p.sk; j0 += BK) {
+    for (i64 j0 = 0; j0 < n_keys; j0 += BK) {
       k_copy.end();
       __syncthreads();  // K's tile is in; (split) every warp is past the previous PV
       if (kSplitKV) v_copy.begin(vs, v + j0 * p.dv, p.sk - j0, p.dv, 1, p.dv, kAttnScaleNone, 1.0f);
@@ -362,7 +365,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
       }
       v_copy.end();
       __syncthreads();  // V's tile is in; every warp is past QKᵀ
-      if (kSplitKV && j0 + BK < p.sk) {
+      if (kSplitKV && j0 + BK < n_keys) {
         k_copy.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
       }
       // O += P V, P (rounded to T) from the score fragments: tiles 2 pc and
@@ -384,7 +387,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
           mma_16816<T>(o[dt + 1], a, hi);
         }
       }
-      if (!kSplitKV && j0 + BK < p.sk) {
+      if (!kSplitKV && j0 + BK < n_keys) {
         __syncthreads();  // V's tile is read: the next K's takes its place
         k_copy.begin(ks, k + (j0 + BK) * p.k_js, p.sk - j0 - BK, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
       }

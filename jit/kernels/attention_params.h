@@ -41,6 +41,11 @@ struct AttentionParams {
   float q_scale, k_scale, scale;
   int q_scale_op, k_scale_op, scale_op;
   int zero_nan_probs;  // 1: NaN probabilities count as 0 (Where(IsNaN(p), 0, p))
+  // 1: mask 0 is a Where filling -inf or a fill far below any score
+  // (ir::IsTrimmableFill) and the only mask, so a tile of query rows may stop
+  // at the last key one of its rows keeps (trimmed_keys; the tensor-core
+  // kernel does).
+  int trim;
   AttnMaskParams masks[2];  // applied in order
   // The block-per-row kernel's key splits (flash decoding), 0 or 1: none.
   // With splits > 1 its work items are (row, split): split s takes the keys

@@ -121,6 +121,18 @@ std::vector<AttentionCase> TiledCases() {
   cs.push_back({.name = "tiled_split_scale_causal", .q = {1, 2, 70, 64}, .k = {1, 2, 130, 64}, .v = {1, 2, 130, 64},
                 .q_scale_op = 1, .k_scale_op = 1, .q_scale = 1 / std::sqrt(8.0), .k_scale = 1 / std::sqrt(8.0),
                 .mask = 2, .mask_shape = {70, 130}, .mask_fill = ninf, .causal = true});
+  // Causal masks over many keys: a tile of query rows stops at the last key
+  // its rows keep (the tensor-core kernel's trim skips 3 of the first tile's
+  // 4 key tiles here); with a finite fill a row that keeps no key needs
+  // every key (the fills share it evenly), so its tile reads them all; a
+  // mask broadcast along the keys.
+  cs.push_back({.name = "tiled_causal_trimmed", .q = {1, 2, 200, 64}, .k = {1, 2, 200, 64}, .v = {1, 2, 200, 64},
+                .scale_op = 2, .scale = 8.0, .mask = 2, .mask_shape = {200, 200}, .mask_fill = ninf, .causal = true});
+  cs.push_back({.name = "tiled_causal_finite_fill_masked_row", .q = {1, 2, 150, 64}, .k = {1, 2, 150, 64},
+                .v = {1, 2, 150, 64}, .mask = 2, .mask_shape = {150, 150}, .mask_fill = -3.4028234663852886e38,
+                .causal = true, .mask_all_of_row0 = true});
+  cs.push_back({.name = "tiled_key_broadcast_mask", .q = {2, 2, 80, 64}, .k = {2, 2, 140, 64}, .v = {2, 2, 140, 64},
+                .mask = 2, .mask_shape = {2, 1, 80, 1}, .mask_fill = ninf});
   cs.push_back({.name = "tiled_gqa_where_then_add", .q = {1, 4, 20, 32}, .k = {1, 2, 130, 32}, .v = {1, 2, 130, 48},
                 .scale_op = 2, .scale = std::sqrt(32.0), .mask = 2, .mask_shape = {1, 1, 20, 130},
                 .fill_if_true = false, .mask_fill = -3.4028234663852886e38, .causal = true, .mask2 = 1,
@@ -147,6 +159,39 @@ std::vector<AttentionCase> TiledCases() {
 
 INSTANTIATE_TEST_SUITE_P(TiledShapes, CudaAttentionTest, ::testing::ValuesIn(TiledCases()),
                          [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
+
+// On tensor cores a tile of query rows stops at the last key its rows keep
+// (trimmed_keys, a causal mask's tile skipping the key tiles past its
+// diagonal): an inf in V at key 150 leaves the rows of the tiles that end
+// before it (rows 0..127: keys 0..63 and 0..127) finite, where reading every
+// key gives NaN (its probability 0 times inf), as it does for rows 128..149,
+// whose tile reads key 150's key tile, and rows 150.. keep it.
+TEST(CudaAttentionKernelTest, TensorCoreTilesStopAtTheirLastKeptKey) {
+  std::shared_ptr<cuda::Device> dev = TestDevice();
+  std::vector<AttentionCase> cases = TiledCases();
+  const AttentionCase& c =
+      *std::find_if(cases.begin(), cases.end(), [](const AttentionCase& x) { return x.name == "tiled_causal_trimmed"; });
+  AttentionInputs in = MakeAttentionInputs(c);
+  const int64_t heads = c.v[1], sk = c.v[2], dv = c.v[3], sq = c.q[2];
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t col = 0; col < dv; ++col) in.v.as<float>()[(h * sk + 150) * dv + col] = INFINITY;
+  }
+  ScopedAttentionForm scoped(cuda::AttentionForm::kKernel);
+  cuda::SetAttentionTensorCores(true);
+  AttentionInputs low{Tensor::CastOf(in.q.view(), DType::kF16).value(), Tensor::CastOf(in.k.view(), DType::kF16).value(),
+                      Tensor::CastOf(in.v.view(), DType::kF16).value(), std::move(in.mask), std::nullopt};
+  absl::StatusOr<std::vector<Tensor>> got =
+      RunOpCuda(*dev, "FusedAttention", AttentionOperands(low), AttentionAttrsOf(c));
+  ASSERT_TRUE(got.ok()) << got.status();
+  const Tensor out = Tensor::CastOf((*got)[0].view(), DType::kF32).value();
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < sq; ++i) {
+      bool finite = true;
+      for (int64_t col = 0; col < dv; ++col) finite = finite && std::isfinite(out.as<float>()[(h * sq + i) * dv + col]);
+      EXPECT_EQ(finite, i < 128) << "head " << h << " row " << i;
+    }
+  }
+}
 
 TEST(CudaAttentionKernelTest, SameAsTheCpuKernelAndRefusesTheSame) {
   std::shared_ptr<cuda::Device> dev = TestDevice();

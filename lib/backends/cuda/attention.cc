@@ -247,6 +247,13 @@ absl::StatusOr<ir::PreparedKernel> PrepareAttention(const ir::KernelContext& ctx
     mk.kind = static_cast<int>(at.masks[m].kind);
     mk.fill_if_true = at.masks[m].fill_if_true ? 1 : 0;
   }
+  // One mask, a Where filling -inf or a trimmable fill: a tile of query rows
+  // may stop at the last key its rows keep (the CPU kernel's trim, the same
+  // rule without its AVX2 condition).
+  p.trim = l->has_mask(0) && !l->has_mask(1) && at.masks[0].kind == ir::AttentionMaskKind::kWhere &&
+                   ir::IsTrimmableFill(at.masks[0].fill)
+               ? 1
+               : 0;
   ExecContext& ec = Exec(ctx);
   const bool emulated = ec.device().emulated();
   const AttentionForm form = GetAttentionForm();
