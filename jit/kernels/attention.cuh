@@ -368,7 +368,9 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
       GROVE_UNROLL
       for (int c = 0; c < RV; ++c) o[r][c] = 0.0f;
     }
-    for (i64 j0 = 0; j0 < p.sk; j0 += BK) {
+    // The keys this tile reads: all, or with p.trim up to the last one its rows keep.
+    const i64 n_keys = p.trim != 0 ? trimmed_keys<T>(p, b0, b1, i0, p.sq - i0 < BQ ? p.sq - i0 : BQ) : p.sk;
+    for (i64 j0 = 0; j0 < n_keys; j0 += BK) {
       __syncthreads();  // the previous tile's V (and, first, nothing) is no longer read
       for (int e = t; e < BK * HD; e += kThreads) {
         const int j = e / HD, c = e % HD;

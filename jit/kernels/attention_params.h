@@ -43,8 +43,8 @@ struct AttentionParams {
   int zero_nan_probs;  // 1: NaN probabilities count as 0 (Where(IsNaN(p), 0, p))
   // 1: mask 0 is a Where filling -inf or a fill far below any score
   // (ir::IsTrimmableFill) and the only mask, so a tile of query rows may stop
-  // at the last key one of its rows keeps (trimmed_keys; the tensor-core
-  // kernel does).
+  // at the last key one of its rows keeps (trimmed_keys; the tiled kernels
+  // do).
   int trim;
   AttnMaskParams masks[2];  // applied in order
   // The block-per-row kernel's key splits (flash decoding), 0 or 1: none.

@@ -160,13 +160,14 @@ std::vector<AttentionCase> TiledCases() {
 INSTANTIATE_TEST_SUITE_P(TiledShapes, CudaAttentionTest, ::testing::ValuesIn(TiledCases()),
                          [](const ::testing::TestParamInfo<AttentionCase>& info) { return info.param.name; });
 
-// On tensor cores a tile of query rows stops at the last key its rows keep
-// (trimmed_keys, a causal mask's tile skipping the key tiles past its
-// diagonal): an inf in V at key 150 leaves the rows of the tiles that end
-// before it (rows 0..127: keys 0..63 and 0..127) finite, where reading every
-// key gives NaN (its probability 0 times inf), as it does for rows 128..149,
-// whose tile reads key 150's key tile, and rows 150.. keep it.
-TEST(CudaAttentionKernelTest, TensorCoreTilesStopAtTheirLastKeptKey) {
+// The tiled kernels (on tensor cores and not) stop a tile of query rows at
+// the last key its rows keep (trimmed_keys, a causal mask's tile skipping
+// the key tiles past its diagonal): an inf in V at key 150 leaves the rows of
+// the tiles that end before it (rows 0..127, for tiles of 16, 32 or 64 rows
+// and 32 or 64 keys) finite, where reading every key gives NaN (its
+// probability 0 times inf), as it does for rows 128..149, whose tile reads
+// key 150's key tile, and rows 150.. keep it.
+TEST(CudaAttentionKernelTest, TiledKernelsStopAtTheLastKeptKey) {
   std::shared_ptr<cuda::Device> dev = TestDevice();
   std::vector<AttentionCase> cases = TiledCases();
   const AttentionCase& c =
@@ -177,20 +178,25 @@ TEST(CudaAttentionKernelTest, TensorCoreTilesStopAtTheirLastKeptKey) {
     for (int64_t col = 0; col < dv; ++col) in.v.as<float>()[(h * sk + 150) * dv + col] = INFINITY;
   }
   ScopedAttentionForm scoped(cuda::AttentionForm::kKernel);
-  cuda::SetAttentionTensorCores(true);
-  AttentionInputs low{Tensor::CastOf(in.q.view(), DType::kF16).value(), Tensor::CastOf(in.k.view(), DType::kF16).value(),
-                      Tensor::CastOf(in.v.view(), DType::kF16).value(), std::move(in.mask), std::nullopt};
-  absl::StatusOr<std::vector<Tensor>> got =
-      RunOpCuda(*dev, "FusedAttention", AttentionOperands(low), AttentionAttrsOf(c));
-  ASSERT_TRUE(got.ok()) << got.status();
-  const Tensor out = Tensor::CastOf((*got)[0].view(), DType::kF32).value();
-  for (int64_t h = 0; h < heads; ++h) {
-    for (int64_t i = 0; i < sq; ++i) {
-      bool finite = true;
-      for (int64_t col = 0; col < dv; ++col) finite = finite && std::isfinite(out.as<float>()[(h * sq + i) * dv + col]);
-      EXPECT_EQ(finite, i < 128) << "head " << h << " row " << i;
+  for (const auto& [dtype, tensor_cores] : {std::pair{DType::kF16, true}, {DType::kF16, false}, {DType::kF32, false}}) {
+    SCOPED_TRACE(absl::StrCat(DTypeName(dtype), tensor_cores ? ", tensor cores" : ""));
+    cuda::SetAttentionTensorCores(tensor_cores);
+    AttentionInputs low{Tensor::CastOf(in.q.view(), dtype).value(), Tensor::CastOf(in.k.view(), dtype).value(),
+                        Tensor::CastOf(in.v.view(), dtype).value(), Tensor::CastOf(in.mask->view(), DType::kBool).value(),
+                        std::nullopt};
+    absl::StatusOr<std::vector<Tensor>> got =
+        RunOpCuda(*dev, "FusedAttention", AttentionOperands(low), AttentionAttrsOf(c));
+    ASSERT_TRUE(got.ok()) << got.status();
+    const Tensor out = Tensor::CastOf((*got)[0].view(), DType::kF32).value();
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < sq; ++i) {
+        bool finite = true;
+        for (int64_t col = 0; col < dv; ++col) finite = finite && std::isfinite(out.as<float>()[(h * sq + i) * dv + col]);
+        EXPECT_EQ(finite, i < 128) << "head " << h << " row " << i;
+      }
     }
   }
+  cuda::SetAttentionTensorCores(true);
 }
 
 TEST(CudaAttentionKernelTest, SameAsTheCpuKernelAndRefusesTheSame) {
