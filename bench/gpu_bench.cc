@@ -24,6 +24,7 @@
 //    (F = 3: cuBLASLt's products around one probabilities kernel; see
 //    cuda::AttentionForm), device inputs and outputs; BM_AttentionF16_Cuda/S/F
 //    the same in f16, F = 4 the kernel form without tensor cores;
+//    BM_CausalAttentionF16_Cuda/S/F the f16 one with a causal mask;
 //    BM_DecodeAttention_Cuda/S/F: one query row a head against S keys.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -191,14 +192,15 @@ BENCHMARK(BM_MatMul_Cublas)->Apply(MatMulSizes);
 // GEMM form, 4: the kernel form without tensor cores: f16 and bf16 run
 // attention_mma in 1 and 2 where the kernel form is picked), device inputs
 // and outputs.
-void Attention(benchmark::State& state, int64_t sq, int64_t sk, int64_t form, DType dtype = DType::kF32) {
+void Attention(benchmark::State& state, int64_t sq, int64_t sk, int64_t form, DType dtype = DType::kF32,
+               bool causal = false) {
   const bool fused = form != 0;
   std::shared_ptr<cuda::Device> dev = GpuOrSkip(state);
   if (dev == nullptr) return;
   SessionOptions options;
   options.device = Device::kCuda;
   options.strict_device = true;
-  auto session = Session::Create(*Model::LoadFromBuffer(*demo::BuildAttention(sq, sk, 8, 64, dtype)), options);
+  auto session = Session::Create(*Model::LoadFromBuffer(*demo::BuildAttention(sq, sk, 8, 64, dtype, causal)), options);
   if (!session.ok()) {
     state.SkipWithError(std::string(session.status().message()).c_str());
     return;
@@ -239,6 +241,17 @@ void BM_AttentionF16_Cuda(benchmark::State& state) {
   Attention(state, state.range(0), state.range(0), state.range(1), DType::kF16);
 }
 BENCHMARK(BM_AttentionF16_Cuda)
+    ->ArgsProduct({{256, 512, 1024, 2048}, {1, 2, 3, 4, 0}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// The same with a causal mask (a Where filling -inf, as a GPT's prefill):
+// the tiled kernels stop each tile of query rows at its diagonal, about half
+// the work; the GEMM form and the unfused chain compute every score.
+void BM_CausalAttentionF16_Cuda(benchmark::State& state) {
+  Attention(state, state.range(0), state.range(0), state.range(1), DType::kF16, true);
+}
+BENCHMARK(BM_CausalAttentionF16_Cuda)
     ->ArgsProduct({{256, 512, 1024, 2048}, {1, 2, 3, 4, 0}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

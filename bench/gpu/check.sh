@@ -177,13 +177,14 @@ for k, v in g.items():
                 "gemv_us": round(v["real_time"] / 16, 2), "cublaslt_us": round(base["real_time"] / 16, 2),
                 "variant": v.get("label", ""), "speedup": round(base["real_time"] / v["real_time"], 3)}
 summary["small_m_gemv_vs_cublaslt"] = small
-# Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill (f32
-# and f16) and decode: the step as it picks its form (/1/), its fused kernel
+# Fused attention (issue 13's goal: >= 2x unfused at S >= 256), prefill (f32,
+# f16, f16 causal) and decode: the step as it picks its form (/1/), its fused kernel
 # (/2/: on tensor cores in f16), its GEMM form (/3/) and, f16, the CUDA-core
 # kernel (/4/) against the unfused chain (/0/).
 attn = {}
 for k, v in g.items():
-    for bench_name in ("BM_Attention_Cuda/", "BM_AttentionF16_Cuda/", "BM_DecodeAttention_Cuda/"):
+    for bench_name in ("BM_Attention_Cuda/", "BM_AttentionF16_Cuda/", "BM_CausalAttentionF16_Cuda/",
+                       "BM_DecodeAttention_Cuda/"):
         if k.startswith(bench_name) and k.split("/")[2] == "1" and isinstance(v, dict) and "real_time" in v:
             base = g.get(k.replace("/1/", "/0/"))
             if base and "real_time" in base:

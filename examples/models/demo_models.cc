@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "grove/grove.h"
@@ -258,9 +259,12 @@ uint16_t HalfBits(float x, DType dtype) {
 }  // namespace
 
 absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim,
-                                                    DType dtype) {
+                                                    DType dtype, bool causal) {
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16) {
     return absl::InvalidArgumentError("BuildAttention: the dtype is f32, f16 or bf16");
+  }
+  if (causal && (sq < 1 || sk < 1)) {
+    return absl::InvalidArgumentError("BuildAttention: a causal mask needs both lengths fixed");
   }
   ModelBuilder b;
   b.SetProducer("grove demo: attention");
@@ -277,7 +281,20 @@ absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int6
   b.AddOp("Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   b.AddOp("MatMul", {"q", "kt"}, {"scores"});
   b.AddOp("Div", {"scores", "scale"}, {"scaled"});
-  b.AddOp("Softmax", {"scaled"}, {"probs"}, {{"axis", int64_t{-1}}});
+  if (causal) {
+    std::vector<uint8_t> keep(static_cast<size_t>(sq * sk));
+    for (int64_t i = 0; i < sq; ++i) {
+      for (int64_t j = 0; j < sk; ++j) keep[i * sk + j] = j <= i + sk - sq ? 1 : 0;
+    }
+    b.AddWeight("keep", DType::kBool, {sq, sk}, keep);
+    if (dtype == DType::kF32) {
+      b.AddWeight("ninf", dtype, {}, std::vector<float>{-std::numeric_limits<float>::infinity()});
+    } else {  // -inf's bits (HalfBits takes normal numbers)
+      b.AddWeight("ninf", dtype, {}, std::vector<uint16_t>{dtype == DType::kF16 ? uint16_t{0xfc00} : uint16_t{0xff80}});
+    }
+    b.AddOp("Where", {"keep", "scaled", "ninf"}, {"masked"});
+  }
+  b.AddOp("Softmax", {causal ? "masked" : "scaled"}, {"probs"}, {{"axis", int64_t{-1}}});
   b.AddOp("MatMul", {"probs", "v"}, {"y"});
   b.AddOutput("y");
   return b.Finish();

@@ -52,9 +52,11 @@ absl::StatusOr<std::vector<uint8_t>> BuildChain(int num_ops);
 // sqrt(head_dim)) V (Transpose, MatMul, Div, Softmax, MatMul), which the
 // plan pass fuses into one FusedAttention step; all of `dtype` (f32, f16 or
 // bf16). A length < 1 is the symbol "s" (1..4096), shared by sq and sk when
-// both are.
+// both are. `causal`: the scaled scores pass through Where(keep, scores,
+// -inf) first, keep [sq, sk] a bool weight true for key j <= i + sk - sq
+// (as PyTorch's is_causal aligns it), both lengths fixed.
 absl::StatusOr<std::vector<uint8_t>> BuildAttention(int64_t sq, int64_t sk, int64_t heads, int64_t head_dim,
-                                                    DType dtype = DType::kF32);
+                                                    DType dtype = DType::kF32, bool causal = false);
 
 }  // namespace grove::demo
 

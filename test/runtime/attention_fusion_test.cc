@@ -8,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "examples/models/demo_models.h"
 #include "gtest/gtest.h"
 #include "lib/backends/cuda/emulated_device.h"
 #include "lib/runtime/attention_fusion.h"
 #include "test/attention_test_util.h"
+#include "test/model_test_util.h"
 #include "test/runtime/attention_fusion_test_util.h"
 
 namespace grove::testing {
@@ -121,6 +123,36 @@ TEST(AttentionFusionTest, HalfTypesFuseOnCudaOnly) {
       EXPECT_EQ(CompareAttention(chain, got, tol), "");
     }
   }
+}
+
+// The benchmarks' causal attention (demo::BuildAttention with a Where
+// keeping key j <= i + sk - sq, filling -inf) fuses on both backends, its
+// mask absorbed, and the f16 one on the emulated device agrees with the f32
+// one on the CPU within the output's rounding.
+TEST(AttentionFusionTest, TheDemoCausalAttentionFuses) {
+  const int64_t sq = 70, sk = 90;
+  std::shared_ptr<const Model> m32 = LoadOrDie(demo::BuildAttention(sq, sk, 2, 64, DType::kF32, true));
+  std::shared_ptr<const Model> m16 = LoadOrDie(demo::BuildAttention(sq, sk, 2, 64, DType::kF16, true));
+  ASSERT_NE(m32, nullptr);
+  ASSERT_NE(m16, nullptr);
+  const std::vector<Tensor> in32 = {AttnData({1, 2, sq, 64}, 1), AttnData({1, 2, sk, 64}, 2), AttnData({1, 2, sk, 64}, 3)};
+  std::vector<Tensor> in16, rounded;
+  for (const Tensor& x : in32) {
+    in16.push_back(Tensor::CastOf(x.view(), DType::kF16).value());
+    rounded.push_back(Tensor::CastOf(in16.back().view(), DType::kF32).value());
+  }
+  for (Device device : {Device::kCpu, Device::kCuda}) {
+    const StepCounts c = Steps(*m32, in32, device);
+    EXPECT_EQ(c.fused, 1);
+    EXPECT_EQ(c.total, 1) << "the mask's Where is absorbed";
+  }
+  EXPECT_EQ(Steps(*m16, in16, Device::kCuda).fused, 1);
+  const std::vector<Tensor> want = RunModel(m32, rounded);
+  const std::vector<Tensor> got = RunModel(m16, in16, cuda::NewEmulatedDevice());
+  ASSERT_EQ(want.size(), 1u);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(CompareAttention(want[0], Tensor::CastOf(got[0].view(), DType::kF32).value(), 2e-3), "");
+  EXPECT_FALSE(demo::BuildAttention(0, 90, 2, 64, DType::kF32, true).ok());  // a causal mask needs fixed lengths
 }
 
 TEST(AttentionFusionTest, NotWhenAnIntermediateIsUsedElsewhereOrShapesDoNotFit) {
