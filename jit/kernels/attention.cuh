@@ -125,6 +125,7 @@ GROVE_DEVICE i64 trimmed_keys(const AttentionParams& p, i64 b0, i64 b1, i64 i0, 
   const int warps = static_cast<int>(blockDim.x >> 5);
   const MaxOp<i64> max_op;
   i64 need = 0;  // the warp's: keys [0, need) are read
+  if (mk.i == 0) rows = 1;  // the rows share one mask row (a padding mask): scan it once
   for (i64 r = rows - 1 - warp; r >= 0 && need < p.sk; r -= warps) {
     const u8* row = cond + (i0 + r) * mk.i;
     auto kept = [&](i64 j) { return (row[j * mk.j] != 0) != (mk.fill_if_true != 0); };

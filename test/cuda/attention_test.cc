@@ -125,12 +125,15 @@ std::vector<AttentionCase> TiledCases() {
   // its rows keep (the tensor-core kernel's trim skips 3 of the first tile's
   // 4 key tiles here); with a finite fill a row that keeps no key needs
   // every key (the fills share it evenly), so its tile reads them all; a
-  // mask broadcast along the keys.
+  // padding mask (one row for every query row) and one broadcast along the
+  // keys.
   cs.push_back({.name = "tiled_causal_trimmed", .q = {1, 2, 200, 64}, .k = {1, 2, 200, 64}, .v = {1, 2, 200, 64},
                 .scale_op = 2, .scale = 8.0, .mask = 2, .mask_shape = {200, 200}, .mask_fill = ninf, .causal = true});
   cs.push_back({.name = "tiled_causal_finite_fill_masked_row", .q = {1, 2, 150, 64}, .k = {1, 2, 150, 64},
                 .v = {1, 2, 150, 64}, .mask = 2, .mask_shape = {150, 150}, .mask_fill = -3.4028234663852886e38,
                 .causal = true, .mask_all_of_row0 = true});
+  cs.push_back({.name = "tiled_padding_mask", .q = {2, 2, 80, 64}, .k = {2, 2, 140, 64}, .v = {2, 2, 140, 64},
+                .mask = 2, .mask_shape = {2, 1, 1, 140}, .mask_fill = ninf});
   cs.push_back({.name = "tiled_key_broadcast_mask", .q = {2, 2, 80, 64}, .k = {2, 2, 140, 64}, .v = {2, 2, 140, 64},
                 .mask = 2, .mask_shape = {2, 1, 80, 1}, .mask_fill = ninf});
   cs.push_back({.name = "tiled_gqa_where_then_add", .q = {1, 4, 20, 32}, .k = {1, 2, 130, 32}, .v = {1, 2, 130, 48},
