@@ -705,10 +705,13 @@ class AttentionMmaFamily : public AttentionFamily {
     const int hd = c.Get("hd", 64);
     CostTerms t = TiledAttentionTerms(p, 64, 64, 2.0 * hd, 2);
     const LaunchShape l = Launch(c, p);
-    const int64_t shared = int64_t{2} * 2 * 64 * (hd + 8);
-    // ptxas's registers at sm_90 (184 for hd 64, 226 for hd 128): two
+    // Q's tile and K's and V's (one tile of both at hd 128, where three
+    // would pass 48 KB: attention_mma.cuh's kSplitKV), 16-bit rows of hd + 8.
+    const int64_t kv_tiles = (64 + 2 * 64) * (hd + 8) * 2 <= 48 * 1024 ? 2 : 1;
+    const int64_t shared = int64_t{2} * (64 + kv_tiles * 64) * (hd + 8);
+    // ptxas's registers at sm_90 (200 for hd 64, 236 for hd 128): two
     // blocks an SM either way.
-    t.occupancy = Occupancy(l.blocks, l.threads, hd == 64 ? 184 : 226, shared, gpu);
+    t.occupancy = Occupancy(l.blocks, l.threads, hd == 64 ? 200 : 236, shared, gpu);
     CostTerms issued = t;
     issued.flops = gpu.arch >= 80 ? t.flops / kTensorCoreSpeedup : t.flops * 16;
     t.estimate_us = Estimate(issued, gpu);
