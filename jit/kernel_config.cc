@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "jit/kernels/attention_params.h"
 
 namespace grove::jit {
 
@@ -705,9 +706,9 @@ class AttentionMmaFamily : public AttentionFamily {
     const int hd = c.Get("hd", 64);
     CostTerms t = TiledAttentionTerms(p, 64, 64, 2.0 * hd, 2);
     const LaunchShape l = Launch(c, p);
-    // Q's tile and K's and V's (one tile of both at hd 128, where three
-    // would pass 48 KB: attention_mma.cuh's kSplitKV), 16-bit rows of hd + 8.
-    const int64_t kv_tiles = (64 + 2 * 64) * (hd + 8) * 2 <= 48 * 1024 ? 2 : 1;
+    // Q's tile and K's and V's (one tile of both where three would pass
+    // 48 KB), 16-bit rows of hd + 8.
+    const int kv_tiles = hd == 64 ? grove_k::AttnMmaKvTiles<64, 64, 64>::value : grove_k::AttnMmaKvTiles<64, 64, 128>::value;
     const int64_t shared = int64_t{2} * (64 + kv_tiles * 64) * (hd + 8);
     // ptxas's registers at sm_90 (200 for hd 64, 236 for hd 128): two
     // blocks an SM either way.

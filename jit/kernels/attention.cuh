@@ -116,7 +116,6 @@ struct MaxOp {
 // warps take rows in turn, the bottom ones first (a causal mask's longest);
 // a row's keys are scanned 32 a step from the end down to what the warp
 // needs already. Every thread of the block calls it.
-template <typename T>
 GROVE_DEVICE i64 trimmed_keys(const AttentionParams& p, i64 b0, i64 b1, i64 i0, i64 rows) {
   const AttnMaskParams& mk = p.masks[0];
   const u8* cond = static_cast<const u8*>(mk.data) + b0 * mk.b0 + b1 * mk.b1;
@@ -370,7 +369,7 @@ GROVE_DEVICE void attention_tiled(const AttentionParams& p) {
       for (int c = 0; c < RV; ++c) o[r][c] = 0.0f;
     }
     // The keys this tile reads: all, or with p.trim up to the last one its rows keep.
-    const i64 n_keys = p.trim != 0 ? trimmed_keys<T>(p, b0, b1, i0, p.sq - i0 < BQ ? p.sq - i0 : BQ) : p.sk;
+    const i64 n_keys = p.trim != 0 ? trimmed_keys(p, b0, b1, i0, p.sq - i0 < BQ ? p.sq - i0 : BQ) : p.sk;
     for (i64 j0 = 0; j0 < n_keys; j0 += BK) {
       __syncthreads();  // the previous tile's V (and, first, nothing) is no longer read
       for (int e = t; e < BK * HD; e += kThreads) {

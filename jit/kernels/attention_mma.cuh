@@ -255,7 +255,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
   // shared memory (hd 64): V's copies then run during QKᵀ and the softmax,
   // the next K's during PV. Otherwise (hd 128) V's tile is K's, each copy
   // starting once the other is read.
-  enum { kSplitKV = (BQ + 2 * BK) * kLd * 2 <= 48 * 1024 };
+  enum { kSplitKV = AttnMmaKvTiles<BQ, BK, HD>::value == 2 };
   struct alignas(16) KvTiles {
     u16 v[(kSplitKV ? 2 : 1) * BK * kLd];
   };
@@ -288,7 +288,7 @@ GROVE_DEVICE void attention_mma(const AttentionParams& p) {
     }
     // The keys this tile reads: all, or with p.trim up to the last one its
     // rows keep (a causal mask's tile skips the key tiles past its diagonal).
-    const i64 n_keys = p.trim != 0 ? trimmed_keys<T>(p, b0, b1, i0, p.sq - i0 < BQ ? p.sq - i0 : BQ) : p.sk;
+    const i64 n_keys = p.trim != 0 ? trimmed_keys(p, b0, b1, i0, p.sq - i0 < BQ ? p.sq - i0 : BQ) : p.sk;
     if (n_keys > 0) k_copy.begin(ks, k, p.sk, p.k_js, p.k_ds, p.d, p.k_scale_op, p.k_scale);
     q_copy.end();
     for (i64 j0 = 0; j0 < n_keys; j0 += BK) {

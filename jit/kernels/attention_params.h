@@ -27,6 +27,15 @@ struct AttnMaskParams {
   int kind, fill_if_true;
 };
 
+// attention_mma's K and V tiles (jit/kernels/attention_mma.cuh): 2, one each,
+// where Q's tile of BQ rows and both tiles of BK keys, 16-bit rows of HD + 8
+// values, fit in 48 KB of static shared memory; else 1, shared by K and V.
+// (A constant, not a function: NVRTC takes no host functions.)
+template <int BQ, int BK, int HD>
+struct AttnMmaKvTiles {
+  static constexpr int value = (BQ + 2 * BK) * (HD + 8) * 2 <= 48 * 1024 ? 2 : 1;
+};
+
 // A block per query row (grid-stride over b0 * b1 * sq rows), its warps
 // taking keys in tiles of 32 (a lane each) with an online softmax; sq and sk
 // are read here at run time, so one module serves every sequence length.
