@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "flatbuffers/flatbuffers.h"
 #include "lib/format/file_layout.h"
@@ -32,11 +33,11 @@ absl::string_view View(const flatbuffers::String* s) { return absl::string_view(
 // The index of the first table in `items` whose name an earlier one has
 // (tables without a name are skipped: they are refused on their own), or -1.
 // Sorting views of the names, rather than inserting them into a hash set,
-// keeps opening a model to a little code and one allocation.
+// keeps opening a model to a little code and no allocation up to 64 names.
 template <typename T>
 int FirstRepeatedName(const flatbuffers::Vector<flatbuffers::Offset<T>>* items) {
   if (items == nullptr) return -1;
-  std::vector<std::pair<absl::string_view, int>> named;
+  absl::InlinedVector<std::pair<absl::string_view, int>, 64> named;
   named.reserve(items->size());
   for (flatbuffers::uoffset_t i = 0; i < items->size(); ++i) {
     const flatbuffers::String* name = items->Get(i)->name();
@@ -446,7 +447,10 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     // A weight (checked below to have such a shape) keeps the size.
     uint64_t declared_bytes = 0;
     if (kind == 0 && d.dtype != DType::kUnknown && d.has_shape && ir::IsConcrete(d.shape)) {
-      absl::StatusOr<uint64_t> bytes = ir::CheckedByteSize(d.dtype, ir::ToConcrete(d.shape), "declared shape");
+      int64_t dims[16];  // the rank is at most 16 (above)
+      for (size_t k = 0; k < d.shape.size(); ++k) dims[k] = d.shape[k].value();
+      absl::StatusOr<uint64_t> bytes =
+          ir::CheckedByteSize(d.dtype, absl::MakeConstSpan(dims, d.shape.size()), "declared shape");
       if (!bytes.ok()) return Bad(where(), bytes.status().message());
       declared_bytes = *bytes;
     }
@@ -493,7 +497,7 @@ absl::StatusOr<LoadedGraph> LoadGraph(const ModelBytes& bytes, const ir::OpRegis
     return absl::OkStatus();
   };
   g.subgraphs.resize(num_subgraphs);
-  std::vector<bool> seen;  // per attribute of the op's definition: given
+  absl::InlinedVector<bool, 64> seen;  // per attribute of the op's definition: given
   for (int si = 0; si < num_subgraphs; ++si) {
     const fb::Subgraph* s = m->subgraphs()->Get(si);
     ir::Subgraph& sg = g.subgraphs[si];

@@ -6,9 +6,9 @@
 #define GROVE_LIB_FORMAT_LOADER_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -44,8 +44,9 @@ class ModelBytes {
 struct LoadedGraph {
   ir::Graph graph;
   // The references of string weights (into the model's bytes); their
-  // TensorDecl::data points here. A deque: pointers survive growth.
-  std::deque<std::vector<StringRef>> string_weights;
+  // TensorDecl::data points here (into each inner vector's own buffer,
+  // which a move of the outer vector's elements keeps).
+  std::vector<std::vector<StringRef>> string_weights;
   std::string producer;
   uint32_t format_version = 0;
 };

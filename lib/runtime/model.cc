@@ -51,22 +51,28 @@ absl::StatusOr<std::unique_ptr<ModelImpl>> ModelImpl::Create(std::shared_ptr<con
   impl->bytes_ = std::move(bytes);
   impl->loaded_ = std::move(*loaded);
   const ir::Graph& g = impl->graph();
+  impl->symbols_.reserve(g.symbols.size());
   for (const ir::Symbol& s : g.symbols) impl->symbols_.push_back(SymbolInfo{s.name, s.min, s.max});
 
-  std::vector<runtime::ValueSig> sigs;
   bool static_inputs = true;
   for (int t : g.subgraphs[0].inputs) {
     const ir::TensorDecl& d = g.tensors[t];
     // A sequence's tensors may take any shape the declaration allows.
     static_inputs = static_inputs && !ir::IsBoxed(d.dtype) && ir::IsConcrete(d.shape);
-    sigs.push_back(runtime::ValueSig{d.dtype, ir::ToConcrete(d.shape)});
   }
   if (!static_inputs) {
+    impl->output_names_.reserve(g.subgraphs[0].outputs.size());
     for (int t : g.subgraphs[0].outputs) impl->output_names_.push_back(g.tensors[t].name);
     return impl;  // outputs() describes the outputs on first use
   }
   // Every input shape is fixed: planning now is exact (it folds shape
   // arithmetic), and whatever fails here would fail every run.
+  std::vector<runtime::ValueSig> sigs;
+  sigs.reserve(g.subgraphs[0].inputs.size());
+  for (int t : g.subgraphs[0].inputs) {
+    const ir::TensorDecl& d = g.tensors[t];
+    sigs.push_back(runtime::ValueSig{d.dtype, ir::ToConcrete(d.shape)});
+  }
   absl::StatusOr<std::unique_ptr<runtime::ExecutionPlan>> plan =
       runtime::ExecutionPlan::Build(g, 0, sigs, {}, nullptr);
   if (!plan.ok()) {

@@ -44,6 +44,7 @@ _load_file.restype = _capi.lib.grove_model_load_file.restype
 _session_create = _lib["grove_session_create"]
 _session_create.restype = _capi.lib.grove_session_create.restype
 _byref = ctypes.byref
+_new_object = object.__new__
 _ModelPointer = ctypes.POINTER(_capi.ModelHandle)
 _SessionPointer = ctypes.POINTER(_capi.SessionHandle)
 _run_by_address = _capi.run_by_address
@@ -169,26 +170,30 @@ class Model:
     """A loaded model: immutable, shareable by threads and sessions. Load it
     with Model.load(path) or Model.from_bytes(data)."""
 
+    # Asked of the library on first use (a session asks for them at its first
+    # run), so None until then: class attributes, which opening a model (timed)
+    # does not store per instance.
+    _inputs: Optional[List[TensorSpec]] = None
+    _outputs: Optional[List[TensorSpec]] = None
+    _output_names: Optional[Tuple[str, ...]] = None
+    _symbols: Optional[List["Symbol"]] = None
+
     def __init__(self, handle):
         if type(handle) is not _ModelPointer:
             raise TypeError("use grove.Model.load(path) or grove.Model.from_bytes(data)")
         self._handle = handle
-        # Asked of the library on first use (opening a model is timed: a
-        # session asks for them at its first run).
-        self._inputs: Optional[List[TensorSpec]] = None
-        self._outputs: Optional[List[TensorSpec]] = None
-        self._output_names: Optional[Tuple[str, ...]] = None
-        self._symbols = None
 
     @classmethod
     def load(cls, path) -> "Model":
         """Maps the file read-only (weights used in place); a file of at most
         1 MiB is read into memory instead."""
         handle = _ModelPointer()
-        status = _load_file(str(path).encode(), _byref(handle))
+        status = _load_file(path.encode() if type(path) is str else os.fsencode(path), _byref(handle))
         if status:
             _check(status)
-        return cls(handle)
+        model = _new_object(cls)  # __init__'s check is for callers; this handle is one
+        model._handle = handle
+        return model
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Model":
@@ -545,6 +550,17 @@ class Session:
                         a bucket share one arena and one graph per segment
     """
 
+    # What a session made without them has: class attributes, which opening
+    # a model (timed) does not store per instance. What runs need from the
+    # model, the descriptors they reuse and the run lock are made by the first
+    # run (_bind); _out_bytes/_out_views are the outputs as the last run left them.
+    _handle = None
+    _log_callback = None
+    _outputs_on_device = False
+    _run_args = None
+    _out_bytes: Optional[bytes] = None
+    _out_views: Tuple[np.ndarray, ...] = ()
+
     def __init__(self, model: Model, device: str = "auto", *, max_cached_plans: Optional[int] = None,
                  cuda_device: Optional[int] = None, strict_device: Optional[bool] = None,
                  gemm_math: Optional[str] = None, run_deadline_ms: Optional[int] = None,
@@ -555,8 +571,6 @@ class Session:
                  trace_max_runs: Optional[int] = None, log: Optional[Callable[[str, str], None]] = None,
                  log_level: Optional[str] = None, outputs_on_device: Optional[bool] = None,
                  kernel_table: Optional[str] = None):
-        self._handle = None
-        self._log_callback = None
         if not isinstance(model, Model):
             raise TypeError(f"model must be a grove.Model, not {type(model).__name__}")
         # Options that carry no pointer (no trace_path, kernel_table, log,
@@ -597,14 +611,8 @@ class Session:
             kind = ctypes.c_int32()
             _check(_lib.grove_session_device(handle, ctypes.byref(kind)))
             self.device = _DEVICE_NAMES[kind.value]
-        # grove honours outputs_on_device on a CUDA session only.
-        self._outputs_on_device = self.device == "cuda" and outputs_on_device
-        # What runs need from the model and the descriptors they reuse are
-        # made by the first run (_bind): opening is timed, a run is not.
-        self._run_args = None
-        self._out_bytes: Optional[bytes] = None
-        self._out_views: Tuple[np.ndarray, ...] = ()
-        self._run_lock = threading.Lock()
+            # grove honours outputs_on_device on a CUDA session only.
+            self._outputs_on_device = self.device == "cuda" and outputs_on_device
 
     def _bind(self) -> None:
         """Looks up what every run needs from the model and makes the
@@ -632,6 +640,7 @@ class Session:
             self._in_keys: List[Any] = [None] * len(model.inputs)
             self._out_tensors = self._outputs_type()
             self._out_slots = tuple(self._out_tensors)
+            self._run_lock = threading.Lock()
             # Last: a run that finds it set finds everything above set.
             self._run_args = (_addressof(self._handle.contents), _addressof(self._in_tensors),
                               len(model.inputs), ctypes.addressof(self._out_tensors), len(output_names))
