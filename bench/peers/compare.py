@@ -107,7 +107,7 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, help="interleaved rounds per shape (default 15; --quick 5)")
     p.add_argument("--round-ms", type=float,
                    help="time each runtime runs per round, in ms (default 30; --quick 10)")
-    p.add_argument("--open-reps", type=int, help="repetitions of opening each model (default 7; --quick 3)")
+    p.add_argument("--open-reps", type=int, help="repetitions of opening each model (default 15; --quick 7)")
     p.add_argument("--tol", type=float, default=1e-4,
                    help="outputs agree when |grove - ort| <= tol * (1 + |ort|) (default %(default)g; "
                    "integer outputs exactly)")
@@ -146,7 +146,7 @@ def parse_args(argv):
         p.error("--threads: want thread counts of at least 1")
     args.rounds = args.rounds or (5 if args.quick else 15)
     args.round_ms = args.round_ms or (10.0 if args.quick else 30.0)
-    args.open_reps = args.open_reps or (3 if args.quick else 7)
+    args.open_reps = args.open_reps or (7 if args.quick else 15)
     if args.rounds < 1 or args.round_ms <= 0 or args.open_reps < 1:
         p.error("--rounds, --round-ms and --open-reps must be positive")
     return args

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "flatbuffers/flatbuffers.h"
 #include "lib/format/file_layout.h"
@@ -32,23 +33,31 @@ absl::string_view View(const flatbuffers::String* s) { return absl::string_view(
 
 // The index of the first table in `items` whose name an earlier one has
 // (tables without a name are skipped: they are refused on their own), or -1.
-// Sorting views of the names, rather than inserting them into a hash set,
-// keeps opening a model to a little code and no allocation up to 64 names.
+// One pass over an open-addressed table of indices (absl::Hash is seeded per
+// process, so crafted names cannot make the probes quadratic): little code,
+// and no allocation up to 64 names.
 template <typename T>
 int FirstRepeatedName(const flatbuffers::Vector<flatbuffers::Offset<T>>* items) {
   if (items == nullptr) return -1;
-  absl::InlinedVector<std::pair<absl::string_view, int>, 64> named;
-  named.reserve(items->size());
-  for (flatbuffers::uoffset_t i = 0; i < items->size(); ++i) {
+  const flatbuffers::uoffset_t n = items->size();
+  size_t slots = 128;  // a power of two, at least twice the names
+  while (slots < 2 * static_cast<size_t>(n)) slots <<= 1;
+  absl::InlinedVector<int, 128> table(slots, -1);  // an index into items, or -1
+  const size_t mask = slots - 1;
+  for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
     const flatbuffers::String* name = items->Get(i)->name();
-    if (name != nullptr && name->size() > 0) named.emplace_back(View(name), static_cast<int>(i));
+    if (name == nullptr || name->size() == 0) continue;
+    const absl::string_view view = View(name);
+    for (size_t h = absl::HashOf(view) & mask;; h = (h + 1) & mask) {
+      const int j = table[h];
+      if (j < 0) {
+        table[h] = static_cast<int>(i);
+        break;
+      }
+      if (View(items->Get(j)->name()) == view) return static_cast<int>(i);  // the first i with an earlier twin
+    }
   }
-  std::sort(named.begin(), named.end());
-  int first = -1;
-  for (size_t k = 1; k < named.size(); ++k) {
-    if (named[k].first == named[k - 1].first && (first < 0 || named[k].second < first)) first = named[k].second;
-  }
-  return first;
+  return -1;
 }
 
 std::string TensorWhere(int index, const fb::Tensor* t) {

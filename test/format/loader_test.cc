@@ -365,6 +365,31 @@ TEST(LoaderTest, RepeatedNamesAreNamedWhereTheyRepeat) {
   }, "tensor 1 (");
 }
 
+// Past 64 names the loader's table of names is on the heap: the same answers.
+TEST(LoaderTest, RepeatedNamesAmongManyAreFound) {
+  auto add_tensors = [](Parts& p, int count) {
+    for (int i = 0; i < count; ++i) {
+      auto t = std::make_unique<fb::TensorT>(*p.model->tensors[0]);
+      t->name = absl::StrCat("extra_", i);
+      t->buffer = -1;
+      p.model->tensors.push_back(std::move(t));
+    }
+  };
+  Parts unique = Split(SmallModel());
+  add_tensors(unique, 300);
+  ASSERT_TRUE(Model::LoadFromBuffer(Join(unique)).ok()) << Model::LoadFromBuffer(Join(unique)).status();
+  const int n = static_cast<int>(Split(SmallModel()).model->tensors.size());
+  ExpectRejected([&](Parts& p) {
+    add_tensors(p, 300);
+    p.model->tensors.back()->name = "extra_7";
+  }, absl::StrCat("tensor ", n + 299, " ('extra_7'): name is used by another tensor"));
+  ExpectRejected([&](Parts& p) {
+    add_tensors(p, 300);
+    p.model->tensors[n + 250]->name = p.model->tensors[0]->name;
+    p.model->tensors[n + 200]->name = "extra_3";
+  }, absl::StrCat("tensor ", n + 200, " ('extra_3'): name is used by another tensor"));
+}
+
 TEST(LoaderTest, ValueKindsAreChecked) {
   // Tensor 1 is the weight w, tensor 0 the input x.
   ExpectRejected([](Parts& p) { p.model->tensors[0]->kind = static_cast<fb::ValueKind>(9); }, "value kind 9 is unknown");
