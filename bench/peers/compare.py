@@ -108,6 +108,9 @@ def parse_args(argv):
     p.add_argument("--round-ms", type=float,
                    help="time each runtime runs per round, in ms (default 30; --quick 10)")
     p.add_argument("--open-reps", type=int, help="repetitions of opening each model (default 15; --quick 7)")
+    p.add_argument("--open-warmup", type=int, default=2,
+                   help="untimed openings by each runtime before those (default %(default)s): a process's "
+                   "first openings set up the libraries and warm the interpreter's paths")
     p.add_argument("--tol", type=float, default=1e-4,
                    help="outputs agree when |grove - ort| <= tol * (1 + |ort|) (default %(default)g; "
                    "integer outputs exactly)")
@@ -149,6 +152,8 @@ def parse_args(argv):
     args.open_reps = args.open_reps or (7 if args.quick else 15)
     if args.rounds < 1 or args.round_ms <= 0 or args.open_reps < 1:
         p.error("--rounds, --round-ms and --open-reps must be positive")
+    if args.open_warmup < 0:
+        p.error("--open-warmup must be 0 or more")
     return args
 
 
@@ -397,6 +402,7 @@ def main(argv):
         "onnxruntime": ort.__version__, "numpy": np.__version__, "python": platform.python_version(),
         "cpu": cpu_name(), "cores": os.cpu_count(), "load_before": os.getloadavg(),
         "rounds": args.rounds, "round_ms": args.round_ms, "open_reps": args.open_reps,
+        "open_warmup": args.open_warmup,
         "tolerance": args.tol, "no_spin": args.no_spin, "settle": args.settle, "threads": args.threads,
         "time": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
@@ -438,9 +444,11 @@ def main(argv):
             return ort.InferenceSession(str(onnx_path), sess_options=so, providers=["CPUExecutionProvider"])
 
         # Opening: grove's Model.load + Session against ORT's InferenceSession, interleaved.
+        # The first --open-warmup rounds are not counted.
         load_s, sess_s, ort_s = [], [], []
         try:
-            for r in range(args.open_reps):
+            for r in range(args.open_warmup + args.open_reps):
+                timed = r >= args.open_warmup
                 gc.collect()
                 for which in ((0, 1) if r % 2 == 0 else (1, 0)):
                     if which == 0:
@@ -449,14 +457,16 @@ def main(argv):
                         t1 = time.perf_counter()
                         s = grove.Session(m, device="cpu", intra_op_threads=1)
                         t2 = time.perf_counter()
-                        load_s.append(t1 - t0)
-                        sess_s.append(t2 - t1)
+                        if timed:
+                            load_s.append(t1 - t0)
+                            sess_s.append(t2 - t1)
                         s.close()
                         del s, m
                     else:
                         t0 = time.perf_counter()
                         s = ort_session(1)
-                        ort_s.append(time.perf_counter() - t0)
+                        if timed:
+                            ort_s.append(time.perf_counter() - t0)
                         del s
             o = {"model": name, "import_ms": import_ms, "load_ms": median(load_s) * 1e3,
                  "session_ms": median(sess_s) * 1e3, "ort_session_ms": median(ort_s) * 1e3}
@@ -619,8 +629,9 @@ def print_tables(runs, opens, tol):
     print()
     header = (f"{'model':<20} {'import ms':>9} {'load ms':>8} {'session ms':>10} {'open ms':>8} "
               f"{'ORT session ms':>14} {'open/ORT':>8}")
-    print("opening a model (grove: Model.load + Session, 1 thread; ORT: InferenceSession; import: "
-          "`grove import` of the ONNX file, a process, once):")
+    print("opening a model (grove: Model.load + Session, 1 thread; ORT: InferenceSession; medians of the "
+          "interleaved openings after --open-warmup untimed ones; import: `grove import` of the ONNX file, "
+          "a process, once):")
     print(header)
     print("-" * len(header))
     for o in opens:

@@ -28,6 +28,9 @@ expect 0 "^lstm: " -- python3 "$here/compare.py" --list --models lstm
 expect 2 "unknown model" -- python3 "$here/compare.py" --models nosuch
 expect 2 "thread counts of at least 1" -- python3 "$here/compare.py" --threads 0
 expect 2 "comma-separated integers" -- python3 "$here/compare.py" --threads x
+expect 2 "must be positive" -- python3 "$here/compare.py" --open-reps -1
+expect 2 "open-warmup must be 0 or more" -- python3 "$here/compare.py" --open-warmup -1
+expect 0 "--open-warmup" -- python3 "$here/compare.py" --help
 expect 1 "no $missing/grove or $missing/libgrove.so: build grove first" -- python3 "$here/compare.py" --build "$missing"
 expect 2 "no $missing/grove: build grove first" -- env GROVE_BUILD_DIR="$missing" bash "$here/run.sh" --quick
 [ ! -e "$missing" ] || { echo "FAIL: run.sh made $missing"; fail=1; }
