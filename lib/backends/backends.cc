@@ -28,6 +28,7 @@ namespace {
 
 ir::OpRegistry* BuildRegistry() {
   auto* r = new ir::OpRegistry;
+  r->Reserve(ir::kOpCountHint);
   const absl::Status results[] = {
       ir::RegisterElementwiseOps(*r),      ir::RegisterReductionOps(*r),
       ir::RegisterLinalgOps(*r),           ir::RegisterShapeOps(*r),

@@ -114,11 +114,9 @@ const AttrSpec* OpDef::FindAttr(absl::string_view name) const {
 }
 
 absl::Status OpRegistry::Register(OpDef def) {
-  if (ops_.contains(def.type)) {
-    return absl::AlreadyExistsError(absl::StrCat("op ", def.type, " is registered twice"));
-  }
-  std::string type = def.type;
-  ops_.emplace(std::move(type), std::make_unique<OpDef>(std::move(def)));
+  auto [it, inserted] = ops_.try_emplace(def.type);  // one lookup
+  if (!inserted) return absl::AlreadyExistsError(absl::StrCat("op ", def.type, " is registered twice"));
+  it->second = std::make_unique<OpDef>(std::move(def));
   return absl::OkStatus();
 }
 

@@ -278,6 +278,9 @@ struct OpDef {
 
 class OpRegistry {
  public:
+  // Room for `ops` ops without rehashing (the library's registry is built
+  // when a process first opens a model).
+  void Reserve(size_t ops) { ops_.reserve(ops); }
   // Adds an op; fails if the type is taken.
   absl::Status Register(OpDef def);
   // Sets the kernel of an op already registered.

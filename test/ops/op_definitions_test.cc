@@ -1,6 +1,7 @@
 // ir::OpDefinitions(), the registry the ONNX importer reads: the same ops as
 // the runtime's registry, with no kernel attached.
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "lib/ir/op_registry.h"
@@ -24,6 +25,27 @@ TEST(OpDefinitionsTest, NoKernels) {
 }
 
 TEST(OpDefinitionsTest, BuiltOnce) { EXPECT_EQ(&ir::OpDefinitions(), &ir::OpDefinitions()); }
+
+// The registries reserve kOpCountHint ops: raise it when the ops outgrow it.
+TEST(OpDefinitionsTest, TheOpCountHintHoldsEveryOp) {
+  EXPECT_LE(ir::OpDefinitions().Types().size(), ir::kOpCountHint);
+}
+
+TEST(OpDefinitionsTest, AnOpRegisteredTwiceIsRefusedAndTheFirstStays) {
+  ir::OpRegistry r;
+  ir::OpDef first;
+  first.type = "Twice";
+  first.min_inputs = 1;
+  ASSERT_TRUE(r.Register(first).ok());
+  ir::OpDef second = first;
+  second.min_inputs = 2;
+  const absl::Status s = r.Register(second);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.message(), "op Twice is registered twice");
+  ASSERT_NE(r.Find("Twice"), nullptr);
+  EXPECT_EQ(r.Find("Twice")->min_inputs, 1);
+  EXPECT_EQ(r.Types(), std::vector<std::string>{"Twice"});
+}
 
 }  // namespace
 }  // namespace grove::testing

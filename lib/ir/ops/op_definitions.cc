@@ -24,6 +24,7 @@ absl::Status RegisterAllOps(OpRegistry& registry) {
 const OpRegistry& OpDefinitions() {
   static const OpRegistry* const registry = [] {
     auto* r = new OpRegistry;
+    r->Reserve(kOpCountHint);
     if (absl::Status s = RegisterAllOps(*r); !s.ok()) {
       // A registration conflict is a bug in the library itself, found by
       // every test run; there is no user input here.

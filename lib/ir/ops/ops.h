@@ -5,6 +5,8 @@
 #ifndef GROVE_LIB_IR_OPS_OPS_H_
 #define GROVE_LIB_IR_OPS_OPS_H_
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "lib/ir/op_registry.h"
 
@@ -58,6 +60,11 @@ absl::Status RegisterAttentionOps(OpRegistry& registry);
 
 // Every group above, in this order; the first error stops it.
 absl::Status RegisterAllOps(OpRegistry& registry);
+
+// Room for every op grove defines (168 today): a registry reserves it before
+// the groups register, so building one (a process's first model open) does
+// not rehash. op_definitions_test holds the count below it.
+inline constexpr size_t kOpCountHint = 256;
 
 // The definitions of every op, no kernels: built once, on first use;
 // immutable afterwards and safe to share.
