@@ -28,6 +28,16 @@ def test_from_bytes_equals_load(demo_dir):
     assert a.inputs[0].numpy_dtype == "float32"
 
 
+def test_load_takes_str_bytes_and_paths(demo_dir):
+    path = demo_dir / "transformer.grove"
+    want = grove.Model.load(path).inputs
+    for given in (str(path), os.fsencode(path), path):
+        model = grove.Model.load(given)
+        assert type(model) is grove.Model and model.inputs == want
+    with pytest.raises(TypeError):
+        grove.Model.load(3)
+
+
 def test_load_errors_carry_groves_message(tmp_path):
     with pytest.raises(grove.Error) as e:
         grove.Model.load(tmp_path / "absent.grove")
