@@ -191,7 +191,9 @@ class Model:
         status = _load_file(path.encode() if type(path) is str else os.fsencode(path), _byref(handle))
         if status:
             _check(status)
-        model = _new_object(cls)  # __init__'s check is for callers; this handle is one
+        if cls is not Model:
+            return cls(handle)  # a subclass's __init__ runs, as it always did
+        model = _new_object(Model)  # __init__'s check is for callers; this handle is one
         model._handle = handle
         return model
 

@@ -38,6 +38,17 @@ def test_load_takes_str_bytes_and_paths(demo_dir):
         grove.Model.load(3)
 
 
+def test_load_runs_a_subclass_init(demo_dir):
+    class Mine(grove.Model):
+        def __init__(self, handle):
+            super().__init__(handle)
+            self.made_by_init = True
+
+    model = Mine.load(demo_dir / "transformer.grove")
+    assert type(model) is Mine and model.made_by_init and model.inputs == grove.Model.load(
+        demo_dir / "transformer.grove").inputs
+
+
 def test_load_errors_carry_groves_message(tmp_path):
     with pytest.raises(grove.Error) as e:
         grove.Model.load(tmp_path / "absent.grove")
