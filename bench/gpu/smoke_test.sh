@@ -17,7 +17,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${1:?usage: bench/gpu/smoke_test.sh BUILD_DIR}"
 build="$(cd "$build" && pwd)"
 command -v python3 >/dev/null || { echo "SKIPPED: python3 is not installed"; exit 77; }
-for bin in test/grove_cuda_tests bench/gpu_bench bench/jit_bench grove examples/grove_make_models libgrove.so; do
+# What check.sh runs from a bundle (bench/gpu/bundle.sh packs the same).
+bins=(test/grove_cuda_tests bench/gpu_bench bench/jit_bench grove examples/grove_make_models libgrove.so)
+for bin in "${bins[@]}"; do
   [ -e "$build/$bin" ] || { echo "SKIPPED: no $build/$bin (a build without CUDA or tests)"; exit 77; }
 done
 tmp="$(mktemp -d)"
@@ -91,8 +93,7 @@ fi
 # 2. check.sh over this build, narrowed.
 bundle="$tmp/bundle"
 mkdir -p "$bundle/lib"
-for bin in test/grove_cuda_tests bench/gpu_bench bench/jit_bench grove examples/grove_make_models libgrove.so \
-           libgrove_onnx_import.so; do
+for bin in "${bins[@]}" libgrove_onnx_import.so; do  # (the importer is optional)
   [ -e "$build/$bin" ] && ln -s "$build/$bin" "$bundle/$(basename "$bin")"
 done
 GROVE_BUNDLE="$bundle" GPU_TEST_FILTER='CudaAttentionKernelTest.*' GPU_TEST_TIMEOUT=120 GROVE_GPU_SHARDS=1 \
