@@ -241,31 +241,31 @@ TEST_P(LstmKernelTest, ModelWithYOmitted) {
   });
 }
 
-// A bidirectional layer worth splitting runs its two directions on two
-// threads: Y, Y_h and Y_c are the bytes one thread gives (each direction is
-// computed the same way on either), at several lengths through one session
-// (a short sequence stays on one thread), and the reference kernel's within
-// the file's tolerance.
-TEST_P(LstmKernelTest, BidirectionalOnTwoThreadsGivesTheSameBytes) {
+// A layer worth splitting runs its directions and groups of its batch on
+// the session's threads: Y, Y_h and Y_c are the bytes one thread gives
+// (each batch entry is computed the same way on any thread and in any
+// group), at several lengths through one session (a short sequence stays on
+// one thread), and the reference kernel's within the file's tolerance.
+void ExpectThreadsGiveTheSameBytes(const std::string& direction, int64_t batch, std::vector<int> thread_counts) {
   Case c;
-  c.direction = "bidirectional";
-  c.batch = 4;
+  c.direction = direction;
+  c.batch = batch;
   c.input = 16;
-  c.hidden = 64;  // batch x hidden 256: the fused kernel's
+  c.hidden = 64;  // batch x hidden at most 2048: the fused kernel's
   c.seq = 40;
   c.bias = c.initial_h = c.initial_c = true;
   const Tensors t = MakeInputs(c, 9);
-  const int64_t g = c.gates(), h = c.hidden;
+  const int64_t g = c.gates(), h = c.hidden, dirs = direction == "bidirectional" ? 2 : 1;
   ModelBuilder builder;
   builder.AddSymbol("seq", 1, 64);
   builder.AddInput("x", DType::kF32, {"seq", c.batch, c.input});
-  builder.AddWeight("w", DType::kF32, {2, g * h, c.input}, testing::FloatBytes(t.w));
-  builder.AddWeight("r", DType::kF32, {2, g * h, h}, testing::FloatBytes(t.r));
-  builder.AddWeight("b", DType::kF32, {2, 2 * g * h}, testing::FloatBytes(t.b));
-  builder.AddWeight("h0", DType::kF32, {2, c.batch, h}, testing::FloatBytes(t.h0));
-  builder.AddWeight("c0", DType::kF32, {2, c.batch, h}, testing::FloatBytes(t.c0));
+  builder.AddWeight("w", DType::kF32, {dirs, g * h, c.input}, testing::FloatBytes(t.w));
+  builder.AddWeight("r", DType::kF32, {dirs, g * h, h}, testing::FloatBytes(t.r));
+  builder.AddWeight("b", DType::kF32, {dirs, 2 * g * h}, testing::FloatBytes(t.b));
+  builder.AddWeight("h0", DType::kF32, {dirs, c.batch, h}, testing::FloatBytes(t.h0));
+  builder.AddWeight("c0", DType::kF32, {dirs, c.batch, h}, testing::FloatBytes(t.c0));
   builder.AddOp("LSTM", {"x", "w", "r", "b", "", "h0", "c0"}, {"y", "y_h", "y_c"},
-                {{"hidden_size", h}, {"direction", std::string("bidirectional")}});
+                {{"hidden_size", h}, {"direction", direction}});
   for (const char* out : {"y", "y_h", "y_c"}) builder.AddOutput(out);
   std::shared_ptr<const Model> model = Model::LoadFromBuffer(*builder.Finish()).value();
   auto run = [&](int threads, bool fused) {
@@ -276,8 +276,8 @@ TEST_P(LstmKernelTest, BidirectionalOnTwoThreadsGivesTheSameBytes) {
     options.intra_op_threads = threads;
     std::unique_ptr<Session> session = Session::Create(model, options).value();
     std::vector<std::vector<float>> all;
-    // Runs of the long sequence back to back: the worker, awake, takes the
-    // second direction while the caller computes the first.
+    // Runs of the long sequence back to back: the workers, awake, take
+    // their tasks while the caller computes its own.
     for (int64_t seq : {c.seq, int64_t{1}, int64_t{23}, c.seq, c.seq, c.seq, c.seq, c.seq, c.seq, c.seq}) {
       const TensorView x(DType::kF32, {seq, c.batch, c.input}, const_cast<float*>(t.x.as<float>()));
       absl::StatusOr<std::vector<TensorView>> out = session->Run({x});
@@ -288,19 +288,48 @@ TEST_P(LstmKernelTest, BidirectionalOnTwoThreadsGivesTheSameBytes) {
     return all;
   };
   const int64_t before = cpu::LstmKernelsMade();
-  const std::vector<std::vector<float>> one = run(1, true), two = run(2, true);
-  EXPECT_GE(cpu::LstmKernelsMade() - before, 6);  // three lengths, two sessions
+  const std::vector<std::vector<float>> one = run(1, true);
+  EXPECT_GE(cpu::LstmKernelsMade() - before, 3);  // three lengths
   const std::vector<std::vector<float>> reference = run(1, false);
   ASSERT_EQ(one.size(), 30u);
-  ASSERT_EQ(two.size(), one.size());
   ASSERT_EQ(reference.size(), one.size());
   for (size_t i = 0; i < one.size(); ++i) {
-    ASSERT_EQ(two[i].size(), one[i].size());
-    EXPECT_EQ(std::memcmp(two[i].data(), one[i].data(), one[i].size() * sizeof(float)), 0) << "output " << i;
     for (size_t j = 0; j < one[i].size(); ++j) {
       ASSERT_NEAR(one[i][j], reference[i][j], 1e-5 + 1e-4 * std::fabs(reference[i][j])) << "output " << i << " at " << j;
     }
   }
+  for (int threads : thread_counts) {
+    SCOPED_TRACE(::testing::Message() << direction << ", batch " << batch << ", " << threads << " threads");
+    const std::vector<std::vector<float>> many = run(threads, true);
+    ASSERT_EQ(many.size(), one.size());
+    for (size_t i = 0; i < one.size(); ++i) {
+      ASSERT_EQ(many[i].size(), one[i].size());
+      EXPECT_EQ(std::memcmp(many[i].data(), one[i].data(), one[i].size() * sizeof(float)), 0) << "output " << i;
+    }
+  }
+}
+
+TEST_P(LstmKernelTest, BidirectionalOnTwoThreadsGivesTheSameBytes) {
+  ExpectThreadsGiveTheSameBytes("bidirectional", 4, {2, 3});
+}
+
+// Five batch entries in groups of 3 + 2 (two threads) or 2 + 2 + 1 (three):
+// passes of three, two and one rows over R.
+TEST_P(LstmKernelTest, BatchGroupsOnThreadsGiveTheSameBytes) {
+  ExpectThreadsGiveTheSameBytes("forward", 5, {2, 3, 4});
+  ExpectThreadsGiveTheSameBytes("reverse", 8, {2});
+  ExpectThreadsGiveTheSameBytes("bidirectional", 6, {4});
+}
+
+TEST(LstmBatchGroupsTest, CoversTheThreadsWithTasksWorthAForkAndJoin) {
+  EXPECT_EQ(cpu::LstmBatchGroups(8, 1, 2, 1e6), 2);
+  EXPECT_EQ(cpu::LstmBatchGroups(8, 2, 2, 1e6), 1);   // the two directions cover two threads
+  EXPECT_EQ(cpu::LstmBatchGroups(8, 2, 4, 1e6), 2);
+  EXPECT_EQ(cpu::LstmBatchGroups(3, 1, 8, 1e6), 3);   // no more groups than batch entries
+  EXPECT_EQ(cpu::LstmBatchGroups(1, 1, 8, 1e6), 1);
+  EXPECT_EQ(cpu::LstmBatchGroups(8, 1, 4, 1e5), 4);   // a group of two rows: 2e5 multiply-adds
+  EXPECT_EQ(cpu::LstmBatchGroups(8, 1, 4, 9e4), 2);   // two rows 1.8e5: groups of four
+  EXPECT_EQ(cpu::LstmBatchGroups(8, 1, 4, 2e4), 1);   // 1.6e5 in all: not worth a second thread
 }
 
 // Large pre-activations saturate the gates: the fused kernel's sigmoid and

@@ -143,10 +143,17 @@ const char* LstmKernelIsa() {
 // kernel takes batch x hidden up to 2048.
 bool LstmKernelTakes(const backends::RecurrentDims& dims) { return dims.batch * dims.hidden <= 2048; }
 
-// A direction's multiply-adds past which a bidirectional layer runs its two
-// directions on two of the session's threads: some 20 us of one core's
+// A task's multiply-adds past which the layer's directions and groups of
+// batch entries run on the session's threads: some 20 us of one core's
 // work, well past a fork and join with a spinning worker.
-constexpr double kDirectionsApartMacs = 2e5;
+constexpr double kLstmTaskMacs = 2e5;
+
+int64_t LstmBatchGroups(int64_t batch, int64_t dirs, int64_t workers, double row_macs) {
+  int64_t groups = std::max<int64_t>(1, (workers + dirs - 1) / dirs);
+  groups = std::min(groups, batch);
+  while (groups > 1 && row_macs * static_cast<double>(batch / groups) < kLstmTaskMacs) --groups;
+  return groups;
+}
 
 class LstmKernel {
  public:
@@ -264,7 +271,13 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
     scratch[d].state_c = ws.Take<float>(N * hp);
   }
 
-  auto run_direction = [&](int64_t d) {
+  // Direction d for the batch entries [b_begin, b_end): batch entries are
+  // independent (their own rows of the gates, H, C, Y, Y_h and Y_c), so a
+  // group computes the same bytes whichever thread runs it and however the
+  // batch is cut (a row's sums run in the same order in a pass of one to
+  // four rows).
+  auto run_group = [&](int64_t d, int64_t b_begin, int64_t b_end) {
+    const int64_t n = b_end - b_begin;
     float* gates = scratch[d].gates;
     float* state_h = scratch[d].state_h;
     float* state_c = scratch[d].state_c;
@@ -274,20 +287,20 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
     const float* bias = k.packed.data() + k.BiasOffset(d);
     const float* peephole = k.peephole ? k.packed.data() + k.PeepholeOffset(d) : nullptr;
     // The input projection of every step, biases included: gates[t][b].
-    for (int64_t row = 0; row < T * N; row += kLstmMaxRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kLstmMaxRows, T * N - row));
+    for (int64_t row = 0; row < T * n; row += kLstmMaxRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kLstmMaxRows, T * n - row));
       const float* a[kLstmMaxRows] = {};
       float* out[kLstmMaxRows] = {};
       const float* init[kLstmMaxRows] = {};
       for (int r = 0; r < rows; ++r) {
-        const int64_t t = (row + r) / N, b = (row + r) % N;
+        const int64_t t = (row + r) / n, b = b_begin + (row + r) % n;
         a[r] = x + dims.XRow(t, b) * I;
-        out[r] = gates + (row + r) * cols;
+        out[r] = gates + (t * N + b) * cols;
         init[r] = bias;
       }
       k.loops->multiply_rows(rows, a, I, pw, cols, init, out);
     }
-    for (int64_t b = 0; b < N; ++b) {
+    for (int64_t b = b_begin; b < b_end; ++b) {
       float* sh = state_h + b * hp;
       float* sc = state_c + b * hp;
       std::fill(sh, sh + hp, 0.0f);
@@ -300,8 +313,8 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
       float* pre = gates + t * N * cols;
       // pre[b] += H_{t-1}[b] * R, up to kLstmMaxRows batch entries per pass
       // over R.
-      for (int64_t b = 0; b < N; b += kLstmMaxRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kLstmMaxRows, N - b));
+      for (int64_t b = b_begin; b < b_end; b += kLstmMaxRows) {
+        const int rows = static_cast<int>(std::min<int64_t>(kLstmMaxRows, b_end - b));
         const float* a[kLstmMaxRows] = {};
         float* out[kLstmMaxRows] = {};
         const float* init[kLstmMaxRows] = {};
@@ -312,27 +325,36 @@ bool RunLstmKernel(const LstmKernel& k, const ir::KernelContext& ctx) {
         }
         k.loops->multiply_rows(rows, a, H, pr, cols, init, out);
       }
-      for (int64_t b = 0; b < N; ++b) {
+      for (int64_t b = b_begin; b < b_end; ++b) {
         k.loops->gates(pre + b * cols, hp, peephole, state_c + b * hp, state_h + b * hp);
         if (y != nullptr) std::copy_n(state_h + b * hp, H, y + dims.YOffset(t, d, b));
       }
     }
-    for (int64_t b = 0; b < N; ++b) {
+    for (int64_t b = b_begin; b < b_end; ++b) {
       if (y_h != nullptr) std::copy_n(state_h + b * hp, H, y_h + dims.StateOffset(d, b));
       if (y_c != nullptr) std::copy_n(state_c + b * hp, H, y_c + dims.StateOffset(d, b));
     }
   };
-  // A bidirectional layer's two directions are independent (their own
-  // scratch, disjoint parts of Y, Y_h and Y_c): side by side on the
-  // session's threads when each is worth a fork and join, computed the same
-  // way on either thread (the same bytes). ONNX Runtime runs them so too.
+  // Tasks: the directions (a bidirectional layer's two are independent:
+  // their own scratch, disjoint parts of Y, Y_h and Y_c; ONNX Runtime runs
+  // them side by side too) times groups of batch entries, on the session's
+  // threads when each task is worth a fork and join. A time step is too
+  // short to split across threads (a barrier a step), a batch is not: each
+  // group runs its own recurrence, reading the shared packed R.
   ir::IntraOpThreads* threads = IntraOpThreadsOf(ctx);
-  const double direction_macs = static_cast<double>(T * N) * static_cast<double>(cols) * static_cast<double>(I + H);
-  if (dims.dirs == 2 && threads != nullptr && threads->num_threads() > 1 && direction_macs >= kDirectionsApartMacs) {
-    threads->Run(2, run_direction);
-  } else {
-    for (int64_t d = 0; d < dims.dirs; ++d) run_direction(d);
+  const int64_t workers = threads != nullptr ? threads->num_threads() : 1;
+  const double row_macs = static_cast<double>(T) * static_cast<double>(cols) * static_cast<double>(I + H);
+  if (workers <= 1 || row_macs * static_cast<double>(N) < kLstmTaskMacs) {
+    for (int64_t d = 0; d < dims.dirs; ++d) run_group(d, 0, N);
+    return true;
   }
+  const int64_t groups = LstmBatchGroups(N, dims.dirs, workers, row_macs);
+  threads->Run(dims.dirs * groups, [&](int64_t task) {
+    const int64_t d = task / groups, g = task % groups;
+    const int64_t base = N / groups, extra = N % groups;
+    const int64_t begin = g * base + std::min(g, extra);
+    run_group(d, begin, begin + base + (g < extra ? 1 : 0));
+  });
   return true;
 }
 

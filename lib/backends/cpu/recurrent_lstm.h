@@ -11,10 +11,11 @@
 // CPU has it, else AVX2 + FMA (8 lanes). Every sequence runs to the end: a
 // run whose sequence_lens has a shorter one takes the reference kernel (as
 // with oneDNN, so that such a run gives the reference kernel's bytes). A
-// direction runs on one thread: a time step is a few hundred nanoseconds,
-// less than a fork-join of the intra-op threads (ONNX Runtime does not split
-// a step either); a bidirectional layer's two directions run side by side
-// on the session's threads when each is some 20 us of work or more.
+// time step is not split across threads: it is a few hundred nanoseconds to
+// a few microseconds, near a fork-join of the intra-op threads (ONNX Runtime
+// does not split a step either), but the batch is cut into groups that each run their own
+// recurrence, and a bidirectional layer's two directions run side by side,
+// on the session's threads when each task is some 20 us of work or more.
 //
 // Taken for f32 LSTMs with the default activations (Sigmoid, Tanh, Tanh), no
 // clip, no input_forget, weights the prepare can read, on a CPU with AVX2 and
@@ -78,6 +79,13 @@ const char* LstmKernelIsa();
 // hidden at most 2048 (batch 8 up to hidden 256, batch 64 up to 32, ...;
 // measured against oneDNN 2.6 on a Xeon with AVX-512, see the .cc).
 bool LstmKernelTakes(const backends::RecurrentDims& dims);
+
+// How many groups of batch entries each direction's `batch` rows are cut
+// into on `workers` threads, each group running its own recurrence as one
+// task, when one row costs `row_macs` multiply-adds (seq x 4 hp x (input +
+// hidden)): enough that directions x groups covers the threads, no more
+// than the batch, each worth a fork and join (some 20 us).
+int64_t LstmBatchGroups(int64_t batch, int64_t dirs, int64_t workers, double row_macs);
 
 class LstmKernel;
 
