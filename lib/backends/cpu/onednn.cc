@@ -104,8 +104,24 @@ int StepThreads(const ir::KernelContext& ctx, double macs) { return macs < kPara
 // A step split over the session's threads is cut into this many parts per
 // thread (onednn_internal.h), so that a thread that starts late (a worker
 // waking up, another process on its core) leaves some of its share to the
-// others, as ParallelFor's ranges do.
+// others, as ParallelFor's ranges do; one part per thread when each of them
+// would be less than kTwoPartsMacs. A part costs some microseconds of its
+// own (its primitive's call, its slices' reorders) and reads the whole
+// weight: on 2 threads, a ResNet-like CNN at 1x3x64x64 (a 7x7 stem of 4.8M
+// multiply-adds, basic blocks of 3.5M at 16x16 to 4x4) ran its Convs 10-20%
+// faster in one part per thread than in two (0.194 -> 0.184 ms a run, per
+// step 48 -> 42 us for the stem; grove bench --trace), and the same at
+// 1x3x160x128, whose steps are 6-24M.
 constexpr int kPartsPerThread = 2;
+constexpr double kTwoPartsMacs = 1 << 21;
+
+// How many parts a step of `macs` multiply-adds that runs on the session's
+// threads is cut into.
+int StepParts(const ir::KernelContext& ctx, double macs) {
+  const int threads = SessionThreads(ctx);
+  return macs >= static_cast<double>(threads * kPartsPerThread) * kTwoPartsMacs ? threads * kPartsPerThread
+                                                                                   : threads;
+}
 
 // The kinds of a step's operands when its source is cut by the parts' input
 // ranges and its destination by their output ranges; every other operand
@@ -447,7 +463,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
   // Y's elements times K, which is A's last two dims over M.
   const double k = static_cast<double>(shape.a[rank - 1]) * static_cast<double>(shape.a[rank - 2]) /
                    static_cast<double>(shape.y[rank - 2]);
-  const int step_threads = StepThreads(ctx, Product(shape.y) * k);
+  const double step_macs = Product(shape.y) * k;
+  const int step_threads = StepThreads(ctx, step_macs), step_parts = StepParts(ctx, step_macs);
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
@@ -499,7 +516,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
       for (size_t d = 0; d + 1 < rank && spec.output.empty(); ++d) {
         if (shape.y[d] < 2) continue;
         spec.dim = static_cast<int>(d);
-        spec.output = EvenRanges(shape.y[d], SessionThreads(ctx) * kPartsPerThread);
+        spec.output = EvenRanges(shape.y[d], step_parts);
         spec.input = spec.output;
         for (const OneDnnOperand& op : step->operands) {
           const bool cut = op.arg == DNNL_ARG_DST || (op.arg == DNNL_ARG_SRC && shape.a[d] == shape.y[d]) ||
@@ -575,9 +592,10 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
   // block; 8 output channels leave half of each empty): a 3 -> 8 Conv with
   // a MaxPool at 4x3x32x32 (0.9M multiply-adds) took 49 us.
   const double vector_channels = static_cast<double>((conv.m + 15) / 16 * 16);
-  const int step_threads =
-      StepThreads(ctx, Product(dst) / static_cast<double>(conv.m) * vector_channels * static_cast<double>(cg) * taps +
-                           kElementMacs * (Product(src) + Product(dst)));
+  const double step_macs =
+      Product(dst) / static_cast<double>(conv.m) * vector_channels * static_cast<double>(cg) * taps +
+      kElementMacs * (Product(src) + Product(dst));
+  const int step_threads = StepThreads(ctx, step_macs), step_parts = StepParts(ctx, step_macs);
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
@@ -706,7 +724,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
     }
     if (step_threads > 1) {
       std::vector<WindowSlice> rows;
-      const PartitionSpec spec = WindowSpec(*step, SessionThreads(ctx) * kPartsPerThread, conv.n, w, &rows);
+      const PartitionSpec spec = WindowSpec(*step, step_parts, conv.n, w, &rows);
       const bool whole_after = after;
       // Operands: SRC, WEIGHTS, BIAS (when there is one), DST.
       auto make_part = [&](int i, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
@@ -822,7 +840,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
   const auto alg = max ? dnnl::algorithm::pooling_max
                        : (include_padding ? dnnl::algorithm::pooling_avg_include_padding
                                           : dnnl::algorithm::pooling_avg_exclude_padding);
-  const int step_threads = StepThreads(ctx, Product(src) * kElementMacs);
+  const double step_macs = Product(src) * kElementMacs;
+  const int step_threads = StepThreads(ctx, step_macs), step_parts = StepParts(ctx, step_macs);
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
@@ -873,7 +892,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
     }
     if (step_threads > 1) {
       std::vector<WindowSlice> rows;
-      const PartitionSpec spec = WindowSpec(*step, SessionThreads(ctx) * kPartsPerThread, n, w, &rows);
+      const PartitionSpec spec = WindowSpec(*step, step_parts, n, w, &rows);
       // The whole step's implementation, over each part's slices.
       auto make_part = [&](int i, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
         memory::dims part_l = pad_l, part_r = pad_r;
@@ -897,7 +916,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnPool(const ir::KernelCo
       if ((spec.output.empty() || !PartitionOneDnnStep(*step, spec, make_part, layout)) && n == 1) {
         // Rows of a channel-blocked layout are no slice: whole blocks of
         // channels are (pooling is per channel).
-        const PartitionSpec channels = ChannelBlockSpec(*step, SessionThreads(ctx) * kPartsPerThread, c);
+        const PartitionSpec channels = ChannelBlockSpec(*step, step_parts, c);
         if (!channels.output.empty()) {
           auto make_channels = [&](int, const std::vector<memory::desc>& d) { return make_part(-1, d); };
           PartitionOneDnnStep(*step, channels, make_channels, layout);
@@ -927,7 +946,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
   if (x.shape.size() < 3) io = ChannelsLast{};
   while (dims.size() < 4) dims.push_back(1);
   const memory::dims channels = {x.shape[1]};
-  const int step_threads = StepThreads(ctx, Product(dims) * kElementMacs);
+  const double step_macs = Product(dims) * kElementMacs;
+  const int step_threads = StepThreads(ctx, step_macs), step_parts = StepParts(ctx, step_macs);
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
@@ -975,7 +995,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
       PartitionSpec spec;
       spec.kinds = SourceDestKinds(*step);
       spec.dim = dims[0] >= 2 ? 0 : 2;
-      spec.output = EvenRanges(dims[spec.dim], SessionThreads(ctx) * kPartsPerThread);
+      spec.output = EvenRanges(dims[spec.dim], step_parts);
       spec.input = spec.output;
       auto make_part = [&](int, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
         dnnl::batch_normalization_forward::primitive_desc part(
@@ -988,7 +1008,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnBatchNorm(const ir::Ker
         return made;
       };
       if ((spec.output.size() < 2 || !PartitionOneDnnStep(*step, spec, make_part, layout)) && dims[0] == 1) {
-        PartitionSpec channels = ChannelBlockSpec(*step, SessionThreads(ctx) * kPartsPerThread, dims[1]);
+        PartitionSpec channels = ChannelBlockSpec(*step, step_parts, dims[1]);
         if (!channels.output.empty()) {
           // The per-channel vectors are cut with the channels (their dim 0).
           for (size_t k = 0; k < step->operands.size(); ++k) {
@@ -1011,7 +1031,8 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
                                                                  int64_t n, WorkspaceLayout* layout) {
   if (!OneDnnEnabled()) return nullptr;
   if (ctx.input(0).dtype != DType::kF32 || rows <= 0 || n <= 0) return nullptr;
-  const int step_threads = StepThreads(ctx, static_cast<double>(rows) * static_cast<double>(n) * kElementMacs);
+  const double step_macs = static_cast<double>(rows) * static_cast<double>(n) * kElementMacs;
+  const int step_threads = StepThreads(ctx, step_macs), step_parts = StepParts(ctx, step_macs);
   OmpThreadScope threads(1);  // a primitive runs on one thread; several run as parts
   try {
     const dnnl::engine& engine = CpuEngine();
@@ -1032,7 +1053,7 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnSoftmax(const ir::Kerne
     if (step_threads > 1) {
       PartitionSpec spec;
       spec.kinds = SourceDestKinds(*step);
-      spec.output = EvenRanges(rows, SessionThreads(ctx) * kPartsPerThread);
+      spec.output = EvenRanges(rows, step_parts);
       spec.input = spec.output;
       auto make_part = [&](int, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
         dnnl::softmax_v2_forward::primitive_desc part(
