@@ -370,6 +370,28 @@ void FuseActivations(runtime::PlanGraph& plan) {
       cur = out;
     };
     absorb_batch_norm(/*before_activation=*/true);
+    // Conv (+ BatchNormalization) + Add of a tensor of the same shape written
+    // before the Conv runs (a residual connection): oneDNN's binary post-op,
+    // before the activation; then neither a BatchNormalization after the
+    // activation nor a pool (post_op.h's kResidualAttr).
+    int residual = -1;
+    if (base.node->type == "Conv" && base.inputs.size() <= 3) {
+      const int c = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
+      if (c >= 0 && Plain(steps[c]) && steps[c].node->type == "Add" && steps[c].inputs.size() == 2) {
+        const PlanStep& add = steps[c];
+        const int other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[1] == cur ? add.inputs[0] : -1;
+        const int out = SoleOutput(add);
+        const std::vector<int64_t>& shape = values[cur].shape;
+        if (other >= 0 && other != cur && values[other].dtype == DType::kF32 && values[other].shape_known &&
+            values[other].kind != Storage::kFusedAway && producer[other] < static_cast<int>(s) &&
+            values[other].shape == shape && shape.size() >= 3 && f32_arena(out) && values[out].shape == shape) {
+          absorbed.push_back(c);
+          links.push_back(add.node);
+          residual = other;
+          cur = out;
+        }
+      }
+    }
     std::optional<PostOp> activation;
     int written_links = 0;  // links of a written-out GELU or SiLU (the last of `links`)
     std::string written_type;
@@ -410,12 +432,12 @@ void FuseActivations(runtime::PlanGraph& plan) {
       written_links = static_cast<int>(written.size());
       written_type = type;
     }
-    absorb_batch_norm(/*before_activation=*/false);
+    if (residual < 0) absorb_batch_norm(/*before_activation=*/false);
     // Conv (+ activation) + MaxPool (no Indices) or AveragePool: oneDNN hands
     // the Conv's output to the pool in its own layout.
     const ir::Node* pool = nullptr;
     std::vector<int64_t> pool_input;
-    if (base.node->type == "Conv") {
+    if (base.node->type == "Conv" && residual < 0) {
       const int c2 = sole_consumer(cur, absorbed.empty() ? s : absorbed.back());
       if (c2 >= 0 && Plain(steps[c2]) && steps[c2].prepare != nullptr &&
           (steps[c2].node->type == "MaxPool" || steps[c2].node->type == "AveragePool") &&
@@ -457,6 +479,15 @@ void FuseActivations(runtime::PlanGraph& plan) {
     node->type = absl::StrJoin(types, "+");
     node->name = absl::StrCat("fused(", absl::StrJoin(names, "+"), ")");
     node->outputs = {steps[absorbed.back()].node->outputs[0]};
+    if (residual >= 0) {
+      const ir::Node& add = *steps[absorbed[affine.empty() ? 0 : 1]].node;
+      node->attrs.Set(std::string(kResidualAttr), int64_t{1});
+      node->inputs.resize(kResidualInput, -1);  // no B: omitted
+      base.inputs.resize(kResidualInput, -1);
+      node->inputs.push_back(add.inputs[0] == links[affine.empty() ? 0 : 1]->outputs[0] ? add.inputs[1]
+                                                                                       : add.inputs[0]);
+      base.inputs.push_back(residual);
+    }
     if (bias >= 0) {
       const ir::Node& add = *steps[absorbed.front()].node;
       node->attrs.Set(std::string(kPostOpBiasAttr), int64_t{1});
@@ -491,7 +522,9 @@ bool IsChainLink(const PlanStep& step) {
   const bool conv = type == "Conv" || absl::StartsWith(type, "Conv+");
   const bool pool = type == "MaxPool" || type == "AveragePool" || type == "GlobalMaxPool" ||
                     type == "GlobalAveragePool";
-  return (conv || pool) && SoleOutput(step) >= 0;
+  // A residual Add's tensor is an input of the link's own that the chain's
+  // hand-overs do not carry: such a Conv is no link.
+  return (conv || pool) && SoleOutput(step) >= 0 && !step.node->attrs.Has(kResidualAttr);
 }
 
 }  // namespace
@@ -549,7 +582,10 @@ void FuseOneDnnChains(runtime::PlanGraph& plan) {
   for (size_t s = 0; s < steps.size(); ++s) {
     PlanStep& head = steps[s];
     const std::string& type = head.node->type;
-    if (removed[s] || !(type == "Conv" || absl::StartsWith(type, "Conv+")) || !linkable(head)) continue;
+    if (removed[s] || !(type == "Conv" || absl::StartsWith(type, "Conv+")) || !linkable(head) ||
+        head.node->attrs.Has(kResidualAttr)) {
+      continue;
+    }
     std::vector<int> links = {static_cast<int>(s)};
     for (;;) {
       const PlanStep& last = steps[links.back()];
@@ -702,9 +738,17 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
       const int x = step.inputs[0], y = SoleOutput(step);
       if (x >= 0) windowed[x] = true;
       windowed[y] = true;
-      // X read again as another operand (a W) must stay plain.
+      // X read again as another operand (a W) must stay plain; a fused
+      // residual Add's tensor is stored as Y is.
+      const bool residual = step.node->attrs.Has(kResidualAttr);
       for (size_t i = 1; i < step.inputs.size(); ++i) {
-        if (step.inputs[i] >= 0) plain[step.inputs[i]] = true;
+        const int v = step.inputs[i];
+        if (v < 0) continue;
+        if (residual && i == kResidualInput) {
+          root[find(v)] = find(y);
+        } else {
+          plain[v] = true;
+        }
       }
       continue;
     }

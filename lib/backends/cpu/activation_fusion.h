@@ -40,7 +40,12 @@ namespace grove::cpu {
 // scale, B, mean and var constant [C] f32 values), right after the Conv or
 // after its activation, folds into a per-channel multiply and add
 // (kChannelScaleAttr...; two more oneDNN post-ops): "Conv+Relu+
-// BatchNormalization+MaxPool", one step instead of two and four reorders. The intermediates become Storage::kFusedAway. Only when oneDNN is on
+// BatchNormalization+MaxPool", one step instead of two and four reorders. A
+// Conv (maybe with a BatchNormalization right after it) read only by an Add
+// of a tensor of the same shape written before the Conv runs (a residual
+// connection) takes the Add, then maybe an activation: "Conv+Add+Relu", the
+// tensor its input 3 (post_op.h's kResidualAttr); such a step takes no
+// BatchNormalization after the activation and no pool. The intermediates become Storage::kFusedAway. Only when oneDNN is on
 // (OneDnnEnabled): the reference kernels gain nothing from it, and plans
 // made with oneDNN off stay step for step. Steps whose shapes are known only
 // when run, fallbacks and steps of other backends are left alone.
@@ -56,7 +61,8 @@ void FuseActivations(runtime::PlanGraph& plan);
 // oneDNN's blocked layout straight into the array the second reads, so a
 // CNN's activations are reordered only at the chain's ends. A step between
 // that is none of these (a Relu left unfused, a Concat) ends the chain; so
-// does a link's other input (W, B) written after the chain's first step.
+// does a link's other input (W, B) written after the chain's first step,
+// and a Conv with a fused residual Add (neither head nor link).
 // Only when oneDNN is on and chains are (OneDnnChainsEnabled).
 void FuseOneDnnChains(runtime::PlanGraph& plan);
 
@@ -73,7 +79,8 @@ void SetOneDnnChainsEnabled(bool enabled);
 // of [N, C, spatial...]. Window steps: Conv (maybe fused, or a chain's head)
 // and MaxPool (without Indices), AveragePool, GlobalAveragePool,
 // GlobalMaxPool, BatchNormalization (inference: one output), each through
-// its X and Y only (channels_last.h wraps their kernels). Elementwise steps (Relu,
+// its X and Y only (channels_last.h wraps their kernels; a fused residual
+// Add's tensor is stored as the step's Y is). Elementwise steps (Relu,
 // Clip, Add, Mul, ... post_op-like unary ops and arithmetic) are the same
 // on either layout when every operand is the same shape or a single
 // element: such a step's operands are stored alike, all or none; so are a

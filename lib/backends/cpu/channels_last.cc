@@ -64,10 +64,14 @@ struct ChannelsLastParams {
   PreparedKernel inner;
   ChannelsLast stored;  // what the attribute says
   ChannelsLast copied;  // of those, what the inner kernel reads / writes channels-first
-  uint64_t x_offset = 0, y_offset = 0;  // the copies, after the inner kernel's workspace
+  uint64_t x_offset = 0, y_offset = 0, r_offset = 0;  // the copies, after the inner kernel's workspace
   // X and Y as [N, C, ...], their shapes made by the prepare; the invoke
   // binds their data, one run at a time like the steps' own memory handles.
   mutable TensorView x, y;
+  // A fused residual Add's tensor (post_op.h's kResidualAttr), stored as Y
+  // is: viewed and copied with it.
+  bool residual = false;
+  mutable TensorView r;
 };
 
 // `t` as [N, C, ...] when it is stored channels-last.
@@ -77,15 +81,23 @@ TensorView LogicalView(const TensorView& t, bool channels_last) {
   return v;
 }
 
-// ctx's inputs and outputs with X and Y replaced by `x` and `y`.
+// ctx's inputs and outputs with X and Y replaced by `x` and `y`, and the
+// residual input by `r` when not null.
 using ViewList = absl::InlinedVector<TensorView*, 8>;
-void ReplaceXY(const KernelContext& ctx, TensorView* x, TensorView* y, ViewList* inputs, ViewList* outputs) {
+void ReplaceXY(const KernelContext& ctx, TensorView* x, TensorView* y, TensorView* r, ViewList* inputs,
+               ViewList* outputs) {
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     inputs->push_back(ctx.has_input(i) ? &const_cast<TensorView&>(ctx.input(i)) : nullptr);
   }
   for (int i = 0; i < ctx.num_outputs(); ++i) outputs->push_back(ctx.has_output(i) ? &ctx.output(i) : nullptr);
   (*inputs)[0] = x;
   (*outputs)[0] = y;
+  if (r != nullptr) (*inputs)[kResidualInput] = r;
+}
+
+// Whether ctx's step reads a fused residual Add's tensor stored as Y is.
+bool HasResidual(const KernelContext& ctx) {
+  return ctx.attrs().Has(kResidualAttr) && ctx.num_inputs() > kResidualInput && ctx.has_input(kResidualInput);
 }
 
 ChannelsLast StoredLayout(const KernelContext& ctx) {
@@ -103,8 +115,13 @@ absl::StatusOr<PreparedKernel> PrepareChannelsLast(const KernelContext& ctx, Lay
     return ctx.Error("a channels-last step needs X and Y of rank 3-5 and the layout's bits (1: X, 2: Y)");
   }
   TensorView x = LogicalView(ctx.input(0), stored.src), y = LogicalView(ctx.output(0), stored.dst);
+  const bool residual = HasResidual(ctx);
+  if (residual && (ctx.input(kResidualInput).shape != ctx.output(0).shape)) {
+    return ctx.Error("a channels-last step's residual input must be stored as Y is, of its shape");
+  }
+  TensorView r = residual ? LogicalView(ctx.input(kResidualInput), stored.dst) : TensorView();
   ViewList inputs, outputs;
-  ReplaceXY(ctx, &x, &y, &inputs, &outputs);
+  ReplaceXY(ctx, &x, &y, residual ? &r : nullptr, &inputs, &outputs);
   const KernelContext logical(ctx.node(), inputs, outputs, ctx.host());
   const bool copies_only = g_channels_last_copies_only.load(std::memory_order_relaxed);
   ChannelsLast honored = copies_only ? ChannelsLast{} : stored;
@@ -124,10 +141,16 @@ absl::StatusOr<PreparedKernel> PrepareChannelsLast(const KernelContext& ctx, Lay
   if (p.copied.dst) {
     p.y_offset = AlignWorkspace(layout.bytes());
     layout.AddBytes(y.byte_size());
+    if (residual) {
+      p.r_offset = AlignWorkspace(layout.bytes());
+      layout.AddBytes(r.byte_size());
+    }
   }
   p.inner = *std::move(inner);
   p.x = std::move(x);
   p.y = std::move(y);
+  p.residual = residual;
+  p.r = std::move(r);
   const uint64_t bytes = layout.bytes();
   return MakePrepared(std::move(p), bytes);
 }
@@ -149,8 +172,17 @@ absl::Status RunChannelsLast(KernelContext& ctx, LayoutRun run) {
     StridedCopy(threads, DTypeSize(x.dtype), x.shape, x.data, TransposeStrides(x.shape, false), copy);
     x.data = copy;
   }
+  TensorView& r = p->r;
+  if (p->residual) {
+    r.data = ctx.input(kResidualInput).data;
+    if (p->copied.dst) {  // the inner kernel reads it channels-first, as it writes Y
+      void* copy = workspace + p->r_offset;
+      StridedCopy(threads, DTypeSize(r.dtype), r.shape, r.data, TransposeStrides(r.shape, false), copy);
+      r.data = copy;
+    }
+  }
   ViewList inputs, outputs;
-  ReplaceXY(ctx, &x, &y, &inputs, &outputs);
+  ReplaceXY(ctx, &x, &y, p->residual ? &r : nullptr, &inputs, &outputs);
   KernelContext logical(ctx.node(), inputs, outputs, ctx.host());
   logical.SetPrepared(&p->inner, workspace);
   if (absl::Status s = run(logical); !s.ok()) return s;

@@ -202,6 +202,7 @@ struct ConvParams {
   std::shared_ptr<OneDnnStep> onednn;  // non-null: oneDNN computes the step
   PostOp post_op;                      // a fused activation (f32 Conv only)
   ChannelAffine affine;                // a fused BatchNormalization (f32 Conv only)
+  bool residual = false;               // a fused residual Add: input kResidualInput (f32 Conv only)
   std::shared_ptr<ConvPoolChain> chain;  // non-null: Conv then a pool (PrepareConv)
   std::shared_ptr<OneDnnChain> links;    // non-null: a chain of steps (PrepareOneDnnChain)
 };
@@ -232,12 +233,20 @@ absl::StatusOr<PreparedKernel> PrepareConvStage(const KernelContext& ctx, Channe
   absl::StatusOr<ChannelAffine> affine = ReadChannelAffine(ctx.attrs(), p.conv.m);
   if (!affine.ok()) return ctx.Error(affine.status().message());
   p.affine = *std::move(affine);
-  if ((p.post_op.kind != PostOpKind::kNone || !p.affine.empty()) && dtype != DType::kF32) {
+  p.residual = ctx.attrs().GetInt(kResidualAttr, 0) != 0;
+  if ((p.post_op.kind != PostOpKind::kNone || !p.affine.empty() || p.residual) && dtype != DType::kF32) {
     return ctx.Error(absl::StrCat("a fused activation needs f32; X is ", DTypeName(dtype)));
   }
+  if (p.residual) {
+    if (ctx.num_inputs() <= kResidualInput || !ctx.has_input(kResidualInput) ||
+        ctx.input(kResidualInput).dtype != DType::kF32 || ctx.input(kResidualInput).shape != p.conv.out_shape) {
+      return ctx.Error(absl::StrCat("a Conv fused with a residual Add needs input ", kResidualInput,
+                                    " of Y's shape ", backends::ShapeStr(p.conv.out_shape), " in f32"));
+    }
+  }
   WorkspaceLayout layout;  // the im2col matrix, the tap's and the position's index
-  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn =
-      PrepareOneDnnConv(ctx, p.conv, &layout, p.post_op, p.affine, io != nullptr ? *io : ChannelsLast{});
+  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnConv(
+      ctx, p.conv, &layout, p.post_op, p.affine, io != nullptr ? *io : ChannelsLast{}, p.residual);
   if (!onednn.ok()) return onednn.status();
   if (*onednn != nullptr) {
     p.onednn = *std::move(onednn);
@@ -297,6 +306,11 @@ absl::Status ConvStageKernel(KernelContext& ctx) {
     }
     if constexpr (std::is_same_v<T, float>) {
       if (p->affine.before_post_op) ApplyChannelAffine(p->affine, yp, n, m, w->out_size);
+      if (p->residual) {  // after the BatchNormalization folded before it, before the activation
+        const float* r = ctx.input(kResidualInput).as<const float>();
+        const int64_t count = n * m * w->out_size;
+        for (int64_t k = 0; k < count; ++k) yp[k] += r[k];
+      }
       ApplyPostOp(p->post_op, yp, n * m * w->out_size);
       if (!p->affine.before_post_op) ApplyChannelAffine(p->affine, yp, n, m, w->out_size);
     }

@@ -549,12 +549,14 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnMatMul(const ir::Kernel
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
                                                               WorkspaceLayout* layout, const PostOp& post_op,
-                                                              const ChannelAffine& affine, ChannelsLast io) {
+                                                              const ChannelAffine& affine, ChannelsLast io,
+                                                              bool residual) {
   if (!OneDnnEnabled()) return nullptr;
   const TensorView& x = ctx.input(0);
   const bool has_bias = ctx.has_input(2);
   if (x.dtype != DType::kF32 || ctx.input(1).dtype != DType::kF32 ||
-      (has_bias && ctx.input(2).dtype != DType::kF32)) {
+      (has_bias && ctx.input(2).dtype != DType::kF32) ||
+      (residual && (!ctx.has_input(kResidualInput) || ctx.input(kResidualInput).dtype != DType::kF32))) {
     return nullptr;
   }
   const backends::Window& w = conv.w;
@@ -618,12 +620,15 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
         (static_cast<int64_t>(affine.scale.size()) != conv.m || static_cast<int64_t>(affine.shift.size()) != conv.m)) {
       return nullptr;
     }
+    // A residual Add's tensor, in the layout grove stores Y in (the whole
+    // of it, or a part's slice: make_part sets it).
+    memory::desc residual_md = UserDesc(dst, io.dst);
     // oneDNN's reference convolution is a loop nest slower than im2col + GEMM:
     // both forms refuse it.
     bool after = false;
     auto make = [&](const dnnl::convolution_forward::desc& desc)
         -> std::optional<dnnl::convolution_forward::primitive_desc> {
-      if (affine.empty()) {
+      if (affine.empty() && !residual) {
         auto pd = MakeWithPostOp<dnnl::convolution_forward::primitive_desc>(desc, 1.0f, std::nullopt, post_op, &after);
         // oneDNN 2.6's im2col + GEMM convolution computes a logistic or swish
         // post-op per element with libm's expf: measured 2x slower on a
@@ -645,10 +650,17 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
       dnnl::algorithm alg;
       float a, b;
       const bool eltwise = EltwiseOf(post_op, &alg, &a, &b);
-      if (eltwise && !affine.before_post_op) ops.append_eltwise(1.0f, alg, a, b);
-      ops.append_binary(dnnl::algorithm::binary_mul, channel);
-      ops.append_binary(dnnl::algorithm::binary_add, channel);
-      if (eltwise && affine.before_post_op) ops.append_eltwise(1.0f, alg, a, b);
+      if (post_op.kind != PostOpKind::kNone && !eltwise) return std::nullopt;
+      // The activation first only for a BatchNormalization after it (never
+      // with a residual Add: FuseActivations).
+      const bool eltwise_first = eltwise && !affine.empty() && !affine.before_post_op;
+      if (eltwise_first) ops.append_eltwise(1.0f, alg, a, b);
+      if (!affine.empty()) {
+        ops.append_binary(dnnl::algorithm::binary_mul, channel);
+        ops.append_binary(dnnl::algorithm::binary_add, channel);
+      }
+      if (residual) ops.append_binary(dnnl::algorithm::binary_add, residual_md);
+      if (eltwise && !eltwise_first) ops.append_eltwise(1.0f, alg, a, b);
       attr.set_post_ops(ops);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, engine, /*allow_empty=*/true);
       if (!pd || IsReferenceImpl(pd.impl_info_str())) return std::nullopt;
@@ -722,30 +734,45 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
         !AddOperand(ctx, *step, DNNL_ARG_DST, true, 0, UserDesc(dst, io.dst), pd.dst_desc(), false, layout)) {
       return nullptr;
     }
+    // Operands: SRC, WEIGHTS, BIAS (when there is one), DST, the residual
+    // (when there is one: read in grove's layout, as the post-op was made).
+    const size_t dst_k = has_bias ? 3 : 2, residual_k = dst_k + 1;
+    if (residual) {
+      const int index = affine.empty() ? 0 : 2;  // after the affine's two binary post-ops
+      if (!AddOperand(ctx, *step, DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, false, kResidualInput,
+                      residual_md, residual_md, false, layout)) {
+        return nullptr;
+      }
+    }
     if (step_threads > 1) {
       std::vector<WindowSlice> rows;
-      const PartitionSpec spec = WindowSpec(*step, step_parts, conv.n, w, &rows);
+      PartitionSpec spec = WindowSpec(*step, step_parts, conv.n, w, &rows);
+      // The residual is cut as Y is.
+      if (residual && !spec.output.empty()) spec.kinds[residual_k] = SliceKind::kOutput;
       const bool whole_after = after;
-      // Operands: SRC, WEIGHTS, BIAS (when there is one), DST.
+      const memory::desc whole_residual = residual_md;
       auto make_part = [&](int i, const std::vector<memory::desc>& d) -> std::optional<MadePart> {
         memory::dims part_l = pad_l, part_r = pad_r;
         if (spec.dim == 2) {
           part_l[0] = rows[i].pad_begin;
           part_r[0] = rows[i].pad_end;
         }
+        if (residual) residual_md = d[residual_k];
         std::optional<dnnl::convolution_forward::primitive_desc> part =
-            make(has_bias ? dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d[2], d.back(), strides, dilates,
+            make(has_bias ? dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d[2], d[dst_k], strides, dilates,
                                                             part_l, part_r)
-                          : dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d.back(), strides, dilates, part_l,
-                                                            part_r));
+                          : dnnl::convolution_forward::desc(kind, alg, d[0], d[1], d[dst_k], strides, dilates,
+                                                            part_l, part_r));
+        residual_md = whole_residual;
         const bool part_after = after;
         after = whole_after;
         if (!part.has_value() || part_after != whole_after) return std::nullopt;
-        ChooseFastestImpl(*part, Product(d.back().dims()) * macs_per_output, problem(part_l, part_r));
+        ChooseFastestImpl(*part, Product(d[dst_k].dims()) * macs_per_output, problem(part_l, part_r));
         MadePart made{dnnl::convolution_forward(*part), part->impl_info_str(), part->scratchpad_desc(),
                       {part->src_desc(), part->weights_desc()}};
         if (has_bias) made.used.push_back(part->bias_desc());
         made.used.push_back(part->dst_desc());
+        if (residual) made.used.push_back(d[residual_k]);
         return made;
       };
       if (!spec.output.empty()) PartitionOneDnnStep(*step, spec, make_part, layout);

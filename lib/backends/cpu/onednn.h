@@ -100,13 +100,16 @@ class OneDnnStep;
 // `affine` (a fused BatchNormalization, per output channel) is a pair of
 // binary post-ops (multiply, add) in its place before or after `post_op`;
 // with one, the step is made only when the primitive takes both as
-// post-ops (nullptr otherwise).
+// post-ops (nullptr otherwise). `residual` (a fused residual Add, post_op.h's
+// kResidualAttr): input kResidualInput, stored as Y is, added by a binary
+// post-op after `affine` and before `post_op`; the step is made only when
+// the primitive takes every post-op.
 absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelContext& ctx,
                                                               const backends::ConvShape& conv,
                                                               WorkspaceLayout* layout,
                                                               const PostOp& post_op = {},
                                                               const ChannelAffine& affine = {},
-                                                              ChannelsLast io = {});
+                                                              ChannelsLast io = {}, bool residual = false);
 
 // A MatMul or Gemm as oneDNN's matmul: Y[..., M, N] = alpha * A[..., M, K] *
 // B[..., K, N] (+ beta * Y as it was, when `accumulate`: the caller writes the

@@ -70,6 +70,16 @@ inline constexpr absl::string_view kChannelScaleAttr = "grove_channel_scale";
 inline constexpr absl::string_view kChannelShiftAttr = "grove_channel_shift";
 inline constexpr absl::string_view kChannelAffineFirstAttr = "grove_channel_affine_first";
 
+// A Conv (maybe with a BatchNormalization folded in right after it) fused
+// with the Add of a tensor of its output's shape after it, a residual
+// connection (written before the Conv runs), and maybe an activation after
+// the Add: 1, and the node's input 3 is that tensor (input 2 the bias,
+// omitted when the Conv has none): Y = act(Conv(X) [* scale + shift] + R), R stored
+// in Y's layout. oneDNN adds R as a binary post-op; the reference kernel
+// after its loops.
+inline constexpr absl::string_view kResidualAttr = "grove_residual";
+inline constexpr int kResidualInput = 3;
+
 // A chain of oneDNN steps (a Conv step, maybe fused, then Conv, MaxPool,
 // AveragePool, GlobalAveragePool or GlobalMaxPool steps, each reading the one
 // before: FuseOneDnnChains) as one step, so that each hands its output to
