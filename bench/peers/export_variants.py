@@ -19,8 +19,21 @@ checked against PyTorch):
   lstm_b          a bidirectional 1-layer nn.LSTM (24 -> 64)
   early_exit_cnn  a conv stem whose gate picks a linear head or two more Convs (If)
   greedy_b        the greedy Loop decoder of test/models/loop_decoder at d 64, vocab 50
+
+and larger ones, nearer what people deploy (--only resnet_c bert_c gpt_c lstm_c
+encoder_c):
+
+  resnet_c        a ResNet-18-like stem and stages (7x7/2 stem, MaxPool 3/2, basic
+                  blocks to 128 channels with strided 1x1 shortcuts) at up to 224x224
+  bert_c          a BERT-like encoder written out by hand (post-norm, erf GELU, an
+                  attention-mask input turned into an additive mask), d 128, 2 layers
+  gpt_c           the GPT block at d 128, 8 heads, 256 positions, vocabulary 512
+  lstm_c          a 2-layer nn.LSTM (32 -> 128) with a Linear head
+  encoder_c       2 post-norm nn.TransformerEncoderLayer with ReLU, d 96, 6 heads
+                  (the TorchScript exporter bakes its sequence length in: dynamo)
 """
 import argparse
+import math
 import os
 import sys
 
@@ -133,6 +146,130 @@ class GreedyB(E.LoopDecoder):
     super().__init__(vocab=50, d=64)
 
 
+class BasicBlock(nn.Module):
+  def __init__(self, cin, cout, stride):
+    super().__init__()
+    self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                              nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+    self.short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                  if stride != 1 or cin != cout else nn.Identity())
+
+  def forward(self, x):
+    return torch.relu(self.body(x) + self.short(x))
+
+
+class ResnetC(nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.stem = nn.Sequential(nn.Conv2d(3, 32, 7, 2, 3, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                              nn.MaxPool2d(3, 2, 1))
+    self.stages = nn.Sequential(BasicBlock(32, 32, 1), BasicBlock(32, 64, 2), BasicBlock(64, 128, 2))
+    self.fc = nn.Linear(128, 100)
+    for m in self.modules():
+      if isinstance(m, nn.BatchNorm2d):
+        m.running_mean.uniform_(-0.5, 0.5)
+        m.running_var.uniform_(0.5, 2.0)
+
+  def forward(self, image):
+    x = self.stages(self.stem(image))
+    return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class BertLayer(nn.Module):
+  def __init__(self, d, heads, ff):
+    super().__init__()
+    self.heads = heads
+    self.qkv = nn.ModuleList([nn.Linear(d, d) for _ in range(3)])
+    self.out = nn.Linear(d, d)
+    self.ln1 = nn.LayerNorm(d, eps=1e-12)
+    self.ff1 = nn.Linear(d, ff)
+    self.ff2 = nn.Linear(ff, d)
+    self.ln2 = nn.LayerNorm(d, eps=1e-12)
+
+  def forward(self, x, mask):
+    b, t, d = x.shape
+    split = lambda z: z.view(b, t, self.heads, d // self.heads).permute(0, 2, 1, 3)
+    q, k, v = (split(p(x)) for p in self.qkv)
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // self.heads) + mask
+    ctx = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3).contiguous().view(b, t, d)
+    x = self.ln1(x + self.out(ctx))
+    return self.ln2(x + self.ff2(F.gelu(self.ff1(x))))
+
+
+class BertC(nn.Module):
+  def __init__(self, vocab=1000, d=128, heads=4, ff=512, layers=2, max_len=256):
+    super().__init__()
+    self.tok = nn.Embedding(vocab, d)
+    self.pos = nn.Embedding(max_len, d)
+    self.ln = nn.LayerNorm(d, eps=1e-12)
+    self.layers = nn.ModuleList([BertLayer(d, heads, ff) for _ in range(layers)])
+
+  def forward(self, ids, attention_mask):
+    positions = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+    x = self.ln(self.tok(ids) + self.pos(positions))
+    mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+    for layer in self.layers:
+      x = layer(x, mask)
+    return x
+
+
+class GptC(E.GptBlock):
+  def __init__(self):
+    super().__init__(vocab=512, d=128, heads=8, max_len=256)
+
+
+class LstmC(nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.lstm = nn.LSTM(32, 128, num_layers=2, batch_first=True)
+    self.head = nn.Linear(128, 16)
+
+  def forward(self, x):
+    y, _ = self.lstm(x)
+    return self.head(y)
+
+
+class EncoderC(nn.Module):
+  def __init__(self):
+    super().__init__()
+    layer = nn.TransformerEncoderLayer(96, 6, 384, dropout=0.0, batch_first=True, activation="relu")
+    self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+  def forward(self, x):
+    return self.encoder(x)
+
+
+def resnet_cases(rng, model):
+  shapes = [("b1_64x64", 1, 64, 64), ("b2_96x96", 2, 96, 96), ("b1_160x128", 1, 160, 128), ("b1_224x224", 1, 224, 224)]
+  return [(name, [E.normal(rng, b, 3, h, w)]) for name, b, h, w in shapes]
+
+
+def bert_cases(rng, model):
+  cases = []
+  for name, b, s in [("b1_s16", 1, 16), ("b2_s64", 2, 64), ("b1_s128", 1, 128), ("b4_s256", 4, 256)]:
+    ids = rng.integers(0, 1000, (b, s)).astype(np.int64)
+    mask = np.ones((b, s), np.int64)
+    for row in range(1, b):
+      mask[row, s - s // (row + 2):] = 0  # later rows padded
+    cases.append((name, [ids, mask]))
+  return cases
+
+
+def gptc_cases(rng, model):
+  shapes = [("b1_s1", 1, 1), ("b1_s7", 1, 7), ("b4_s32", 4, 32), ("b1_s200", 1, 200), ("b1_s256", 1, 256)]
+  return [(name, [rng.integers(0, 512, (b, s)).astype(np.int64)]) for name, b, s in shapes]
+
+
+def lstmc_cases(rng, model):
+  shapes = [("b1_s1", 1, 1), ("b1_s50", 1, 50), ("b8_s100", 8, 100)]
+  return [(name, [E.normal(rng, b, s, 32)]) for name, b, s in shapes]
+
+
+def encc_cases(rng, model):
+  shapes = [("b1_s10", 1, 10), ("b1_s50", 1, 50), ("b2_s200", 2, 200)]
+  return [(name, [E.normal(rng, b, s, 96)]) for name, b, s in shapes]
+
+
 def cnn_cases(rng, model):
   shapes = [("b1_32x32", 1, 32, 32), ("b2_48x40", 2, 48, 40), ("b4_64x64", 4, 64, 64)]
   return [(name, [E.normal(rng, b, 3, h, w)]) for name, b, h, w in shapes]
@@ -190,6 +327,21 @@ VARIANTS = {
                            cases=eecnn_cases),
     "greedy_b": dict(cls=GreedyB, exporter="torchscript", script=True, inputs=["h0"], outputs=["tokens", "h"],
                      dims={"h0": {0: "batch"}}, cases=greedy_cases),
+    "resnet_c": dict(cls=ResnetC, exporter="torchscript", inputs=["image"], outputs=["logits"],
+                     dims={"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}},
+                     cases=resnet_cases),
+    "bert_c": dict(cls=BertC, exporter="torchscript", inputs=["ids", "attention_mask"], outputs=["hidden"],
+                   dims={"ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                         "hidden": {0: "batch", 1: "seq"}}, cases=bert_cases),
+    "gpt_c": dict(cls=GptC, exporter="dynamo", inputs=["ids"], outputs=["logits"],
+                  dims={"ids": {0: "batch", 1: "seq"}}, ranges={"batch": (1, 64), "seq": (1, 256)},
+                  cases=gptc_cases),
+    "lstm_c": dict(cls=LstmC, exporter="dynamo", inputs=["x"], outputs=["y"],
+                   dims={"x": {0: "batch", 1: "seq"}},
+                   ranges={"batch": (1, 64), "seq": (1, 512)}, cases=lstmc_cases),
+    "encoder_c": dict(cls=EncoderC, exporter="dynamo", inputs=["x"], outputs=["y"],
+                      dims={"x": {0: "batch", 1: "seq"}}, ranges={"batch": (1, 64), "seq": (1, 512)},
+                      cases=encc_cases),
 }
 E.MODELS.update(VARIANTS)
 
