@@ -70,6 +70,16 @@ std::vector<AttentionCase> SimdCases() {
   cs.push_back({.name = "keys16", .q = {1, 2, 11, 8}, .k = {1, 2, 16, 8}, .v = {1, 2, 16, 8}});
   cs.push_back({.name = "keys32_causal", .q = {1, 2, 32, 4}, .k = {1, 2, 32, 4}, .v = {1, 2, 32, 4}, .mask = 2,
                 .mask_shape = {32, 32}, .mask_fill = ninf, .causal = true});
+  // Value widths at the AVX-512 output block's panel pairs: one panel and a
+  // part, two, two and a part, three, four (BERT's and GPT's heads of 32
+  // and 64), with query rows that leave the last block part-full.
+  for (int64_t dv : {20, 32, 33, 48, 64}) {
+    cs.push_back({.name = "dv" + std::to_string(dv), .q = {1, 3, 13, 24}, .k = {1, 3, 70, 24},
+                  .v = {1, 3, 70, dv}, .scale_op = 2, .scale = std::sqrt(24.0), .mask = 1,
+                  .mask_shape = {13, 70}});
+  }
+  cs.push_back({.name = "dv64_causal", .q = {1, 2, 37, 64}, .k = {1, 2, 37, 64}, .v = {1, 2, 37, 64}, .mask = 2,
+                .mask_shape = {37, 37}, .mask_fill = ninf, .causal = true});
   return cs;
 }
 

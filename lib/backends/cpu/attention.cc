@@ -261,6 +261,61 @@ __attribute__((target("avx2,fma"))) void OutputBlockAvx2(const float* p, int64_t
 }
 #undef GROVE_ATTENTION_FMA_ROW
 
+// out[r * stride + [0, width)] = acc[r] for r < rows (width <= 16).
+__attribute__((target("avx512f"))) inline void StoreRows16(float* out, int64_t stride, int64_t rows, int64_t width,
+                                                           const __m512* acc) {
+  const __mmask16 m = static_cast<__mmask16>(width >= 16 ? 0xFFFFu : (1u << width) - 1u);
+  for (int64_t r = 0; r < rows; ++r) _mm512_mask_storeu_ps(out + r * stride, m, acc[r]);
+}
+
+// OutputBlockAvx2 in AVX-512: a 512-bit accumulator per row and panel of 16
+// columns, two panels (32 columns) a pass (eight chains of fused
+// multiply-adds in flight), each output the same fused multiply-adds along
+// j in order as there (the same bytes). Keys [0, end) only.
+__attribute__((target("avx512f"))) void OutputBlockAvx512(const float* p, int64_t sk, int64_t end,
+                                                          const float* value_panels, int64_t dv, int64_t rows,
+                                                          float* out) {
+  static_assert(kRows == 4);
+  const float *p0 = p, *p1 = p + sk, *p2 = p + 2 * sk, *p3 = p + 3 * sk;
+  int64_t c0 = 0;
+  for (; c0 + 16 < dv; c0 += 32) {  // a second panel with at least one column
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    const float* va = value_panels + c0 * sk;
+    const float* vb = va + 16 * sk;
+    for (int64_t j = 0; j < end; ++j) {
+      const __m512 x0 = _mm512_loadu_ps(va + j * 16), x1 = _mm512_loadu_ps(vb + j * 16);
+      __m512 w = _mm512_set1_ps(p0[j]);
+      a0 = _mm512_fmadd_ps(w, x0, a0);
+      b0 = _mm512_fmadd_ps(w, x1, b0);
+      w = _mm512_set1_ps(p1[j]);
+      a1 = _mm512_fmadd_ps(w, x0, a1);
+      b1 = _mm512_fmadd_ps(w, x1, b1);
+      w = _mm512_set1_ps(p2[j]);
+      a2 = _mm512_fmadd_ps(w, x0, a2);
+      b2 = _mm512_fmadd_ps(w, x1, b2);
+      w = _mm512_set1_ps(p3[j]);
+      a3 = _mm512_fmadd_ps(w, x0, a3);
+      b3 = _mm512_fmadd_ps(w, x1, b3);
+    }
+    const __m512 first[4] = {a0, a1, a2, a3}, second[4] = {b0, b1, b2, b3};
+    StoreRows16(out + c0, dv, rows, 16, first);
+    StoreRows16(out + c0 + 16, dv, rows, dv - c0 - 16, second);
+  }
+  if (c0 < dv) {  // one panel left
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float* va = value_panels + c0 * sk;
+    for (int64_t j = 0; j < end; ++j) {
+      const __m512 x0 = _mm512_loadu_ps(va + j * 16);
+      a0 = _mm512_fmadd_ps(_mm512_set1_ps(p0[j]), x0, a0);
+      a1 = _mm512_fmadd_ps(_mm512_set1_ps(p1[j]), x0, a1);
+      a2 = _mm512_fmadd_ps(_mm512_set1_ps(p2[j]), x0, a2);
+      a3 = _mm512_fmadd_ps(_mm512_set1_ps(p3[j]), x0, a3);
+    }
+    const __m512 acc[4] = {a0, a1, a2, a3};
+    StoreRows16(out + c0, dv, rows, dv - c0, acc);
+  }
+}
+
 // x * s or x / s along a row (the same IEEE operation per element).
 __attribute__((target("avx2,fma"))) void ScaleRowAvx2(float* x, int64_t n, AttentionScaleOp op, float s) {
   const __m256 sv = _mm256_set1_ps(s);
@@ -425,7 +480,7 @@ struct CpuAttention {
   AttentionLayout l;
   bool pack_k = true;  // false: K is given as Kᵀ, unscaled, and is read in place
   bool avx2 = false;   // the AVX2/FMA blocks (chosen at prepare, by the CPU)
-  bool avx512 = false;  // with them, the row softmax and the scores blocks in AVX-512 where the CPU has it
+  bool avx512 = false;  // with them, the row softmax and the scores and output blocks in AVX-512 where the CPU has it
   // With AVX2, fewer query rows than a block: each row reads K and V in
   // place (a decode step), nothing is packed.
   bool rows_in_place = false;
@@ -730,6 +785,8 @@ absl::Status AttentionKernel(ir::KernelContext& ctx) {
           } else if (a->avx2) {
             if (dv <= 8) {
               OutputBlock8Avx2(scores, sk, n, value_panels, dv, rows, oh + i0 * dv);
+            } else if (a->avx512) {
+              OutputBlockAvx512(scores, sk, n, value_panels, dv, rows, oh + i0 * dv);
             } else {
               OutputBlockAvx2(scores, sk, n, value_panels, dv, rows, oh + i0 * dv);
             }
