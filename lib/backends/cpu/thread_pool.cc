@@ -28,8 +28,14 @@ namespace {
 // against 0.123-0.134 ms); at 300 us 0.112-0.125, at 1000 us 0.099-0.128.
 constexpr std::chrono::microseconds kSpin{500};
 // How long the caller of a Run spins for the workers still in its job
-// before it sleeps (at most twice its own time per task).
+// before it sleeps: twice its own time per task, within these bounds. The
+// floor: a worker's last task may have started up to a task after the
+// caller's, and a caller asleep on the condition variable wakes 50-100 us
+// after the worker's notify (on 2 threads a U-Net's small split steps,
+// three 2 us tasks each, then waited ~60 us a join, and a session run now
+// and then, not back to back, ran serial for it: see LateJoin below).
 constexpr std::chrono::microseconds kJoinSpin{100};
+constexpr std::chrono::microseconds kMinJoinSpin{30};
 
 // LateJoin: a join later than this past twice the caller's time per task
 // was a worker held off its core; the caller then works alone for a backoff.
@@ -128,7 +134,8 @@ void ThreadPool::Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) {
   // Those inside finish their task: a worker's last task usually ends within
   // a task's time of the caller's, sooner than a sleep on left_ would wake.
   const Clock::time_point spin_until =
-      drained + std::min<Clock::duration>(kJoinSpin, 2 * (drained - start) / std::max<int64_t>(done, 1));
+      drained +
+      std::clamp<Clock::duration>(2 * (drained - start) / std::max<int64_t>(done, 1), kMinJoinSpin, kJoinSpin);
   for (int polls = 1; workers_in_job_.load(std::memory_order_acquire) != 0; ++polls) {
     CpuRelax();
     if (polls % 64 == 0) {
@@ -140,7 +147,10 @@ void ThreadPool::Run(int64_t tasks, absl::FunctionRef<void(int64_t)> task) {
     std::unique_lock<std::mutex> lock(mu_);
     left_.wait(lock, [&] { return workers_in_job_ == 0; });
   }
-  const Clock::time_point joined = Clock::now();
+  // When the last worker left (not when this thread woke up: its own wake
+  // from the condition variable is no worker's lateness).
+  const Clock::time_point left(Clock::duration(last_left_.load(std::memory_order_relaxed)));
+  const Clock::time_point joined = std::max(drained, left);
   // A worker that took a task and then waited for a core (another process,
   // another runtime's spinning threads) kept the caller waiting far longer
   // than a task takes: then the next jobs run on the caller alone for a
@@ -194,6 +204,7 @@ void ThreadPool::WorkerLoop() {
     bool last;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      last_left_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
       last = workers_in_job_.fetch_sub(1, std::memory_order_release) == 1;
     }
     if (last) left_.notify_one();

@@ -64,6 +64,9 @@ class ThreadPool final : public ir::IntraOpThreads {
   Job* job_ = nullptr;        // joinable job, under mu_
   // Changed under mu_; read without it by the caller's spin at a join.
   std::atomic<int> workers_in_job_{0};
+  // When a worker last left a job (steady_clock ticks), stored under mu_
+  // before it leaves: the join's time, for LateJoin.
+  std::atomic<int64_t> last_left_{0};
   int sleeping_ = 0;          // under mu_
   bool stop_ = false;         // under mu_
   std::atomic<bool> running_{false};
