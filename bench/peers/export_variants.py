@@ -21,7 +21,7 @@ checked against PyTorch):
   greedy_b        the greedy Loop decoder of test/models/loop_decoder at d 64, vocab 50
 
 and larger ones, nearer what people deploy (--only resnet_c bert_c gpt_c lstm_c
-encoder_c):
+encoder_c unet_d):
 
   resnet_c        a ResNet-18-like stem and stages (7x7/2 stem, MaxPool 3/2, basic
                   blocks to 128 channels with strided 1x1 shortcuts) at up to 224x224
@@ -29,6 +29,8 @@ encoder_c):
                   attention-mask input turned into an additive mask), d 128, 2 layers
   gpt_c           the GPT block at d 128, 8 heads, 256 positions, vocabulary 512
   lstm_c          a 2-layer nn.LSTM (32 -> 128) with a Linear head
+  unet_d          a small U-Net: Conv+BN+ReLU stages, MaxPool down, ConvTranspose
+                  up, skips concatenated, a Sigmoid head
   encoder_c       2 post-norm nn.TransformerEncoderLayer with ReLU, d 96, 6 heads
                   (the TorchScript exporter bakes its sequence length in: dynamo)
 """
@@ -239,6 +241,42 @@ class EncoderC(nn.Module):
     return self.encoder(x)
 
 
+class UnetD(nn.Module):
+  """A small U-Net: two 3x3 Conv+BN+ReLU stages down (MaxPool), a bottleneck,
+  ConvTranspose 2x2 stride 2 up, the skip concatenated, a 1x1 head and a
+  Sigmoid."""
+
+  def __init__(self):
+    super().__init__()
+    block = lambda cin, cout: nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                                            nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+    self.down1 = block(3, 16)
+    self.down2 = block(16, 32)
+    self.mid = block(32, 64)
+    self.up2 = nn.ConvTranspose2d(64, 32, 2, stride=2)
+    self.dec2 = block(64, 32)
+    self.up1 = nn.ConvTranspose2d(32, 16, 2, stride=2)
+    self.dec1 = block(32, 16)
+    self.head = nn.Conv2d(16, 2, 1)
+    for m in self.modules():
+      if isinstance(m, nn.BatchNorm2d):
+        m.running_mean.uniform_(-0.5, 0.5)
+        m.running_var.uniform_(0.5, 2.0)
+
+  def forward(self, image):
+    d1 = self.down1(image)
+    d2 = self.down2(F.max_pool2d(d1, 2))
+    m = self.mid(F.max_pool2d(d2, 2))
+    u2 = self.dec2(torch.cat([self.up2(m), d2], 1))
+    u1 = self.dec1(torch.cat([self.up1(u2), d1], 1))
+    return torch.sigmoid(self.head(u1))
+
+
+def unet_cases(rng, model):
+  shapes = [("b1_32x32", 1, 32, 32), ("b1_64x96", 1, 64, 96), ("b2_128x128", 2, 128, 128)]
+  return [(name, [E.normal(rng, b, 3, h, w)]) for name, b, h, w in shapes]
+
+
 def resnet_cases(rng, model):
   shapes = [("b1_64x64", 1, 64, 64), ("b2_96x96", 2, 96, 96), ("b1_160x128", 1, 160, 128), ("b1_224x224", 1, 224, 224)]
   return [(name, [E.normal(rng, b, 3, h, w)]) for name, b, h, w in shapes]
@@ -330,6 +368,9 @@ VARIANTS = {
     "resnet_c": dict(cls=ResnetC, exporter="torchscript", inputs=["image"], outputs=["logits"],
                      dims={"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}},
                      cases=resnet_cases),
+    "unet_d": dict(cls=UnetD, exporter="torchscript", inputs=["image"], outputs=["mask"],
+                   dims={"image": {0: "batch", 2: "height", 3: "width"}, "mask": {0: "batch", 2: "height", 3: "width"}},
+                   cases=unet_cases),
     "bert_c": dict(cls=BertC, exporter="torchscript", inputs=["ids", "attention_mask"], outputs=["hidden"],
                    dims={"ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
                          "hidden": {0: "batch", 1: "seq"}}, cases=bert_cases),

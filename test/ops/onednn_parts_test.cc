@@ -164,6 +164,24 @@ TEST(OneDnnParts, ConvCutAlongTheBatchOrTheOutputRows) {
   for (const Case& c : cases) Check(c);
 }
 
+// ConvTranspose through oneDNN's deconvolution: several images cut along
+// the batch; one image runs whole.
+TEST(OneDnnParts, ConvTransposeCutAlongTheBatch) {
+  const std::vector<Case> cases = {
+      {"2x2 stride 2, batch 3", OneOp("ConvTranspose", {3, 32, 24, 20}, {{32, 16, 2, 2}, {16}},
+                                      {{"strides", Shape{2, 2}}}),
+       {{"x", {3, 32, 24, 20}}}},
+      {"3x3, output_padding, groups, batch 2",
+       OneOp("ConvTranspose", {2, 32, 20, 18}, {{32, 16, 3, 3}, {32}},
+             {{"strides", Shape{2, 2}}, {"pads", Shape{1, 1, 1, 1}}, {"output_padding", Shape{1, 0}},
+              {"group", int64_t{2}}}),
+       {{"x", {2, 32, 20, 18}}}},
+      {"batch 1: whole", OneOp("ConvTranspose", {1, 32, 24, 20}, {{32, 16, 2, 2}}, {{"strides", Shape{2, 2}}}),
+       {{"x", {1, 32, 24, 20}}}, /*cut=*/false},
+  };
+  for (const Case& c : cases) Check(c);
+}
+
 // BatchNormalization of x with its statistics as weights (the variance
 // positive).
 std::shared_ptr<const Model> BatchNorm(const Shape& x) {

@@ -34,6 +34,7 @@
 #include "lib/ir/op_registry.h"
 #include "lib/runtime/registry.h"
 #include "test/op_test_util.h"
+#include "test/ops/onednn_isa.h"
 
 extern "C" int omp_get_max_threads(void);
 extern "C" void omp_set_num_threads(int num_threads);
@@ -209,6 +210,79 @@ TEST(OneDnnConvTest, CnnShapesMatchTheReferenceKernel) {
     ExpectWithinSumBound(*fast, *ref, *abs_sum, s.w[1] * s.w[2] * s.w[3] + 1,
                          absl::StrCat("X [", absl::StrJoin(s.x, ","), "] W [", absl::StrJoin(s.w, ","), "]"));
   }
+}
+
+// ConvTranspose through oneDNN's deconvolution against the reference kernel
+// (col2im) at random shapes: spatial rank, groups (depthwise included),
+// strides, dilations, explicit pads, output_padding, output_shape, auto_pad,
+// bias; W is ONNX's [C, M / group, kernel...]. The bound as for Conv, over
+// the C / group * taps products an output can sum.
+TEST(OneDnnConvTransposeTest, MatchesTheReferenceKernel) {
+  std::mt19937 rng(20261205);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int taken = 0, cases = 0;
+  for (int spatial = 1; spatial <= 3; ++spatial) {
+    for (int group_kind = 0; group_kind < 3; ++group_kind) {
+      for (int form = 0; form < 5; ++form) {  // pads, output_padding, output_shape, SAME_UPPER, SAME_LOWER
+        for (bool bias : {false, true}) {
+          const int64_t n = pick(1, 3);
+          int64_t group = group_kind == 0 ? 1 : group_kind == 1 ? 2 : pick(2, 5);
+          const int64_t cg = group_kind == 2 ? 1 : pick(1, 4), mg = pick(1, 4);
+          Shape x_shape = {n, group * cg}, w_shape = {group * cg, mg};
+          Shape strides, dilations, pads(2 * spatial, 0), output_padding, output_shape;
+          for (int d = 0; d < spatial; ++d) {
+            const int64_t k = pick(1, 3), s = pick(1, 3), dil = pick(1, 2), in = pick(1, spatial == 3 ? 5 : 9);
+            x_shape.push_back(in);
+            w_shape.push_back(k);
+            strides.push_back(s);
+            dilations.push_back(dil);
+            const int64_t natural = (in - 1) * s + (k - 1) * dil + 1;
+            if (form == 0) {
+              pads[d] = pick(0, std::min<int64_t>(2, (natural - 1) / 2));
+              pads[spatial + d] = pick(0, std::min<int64_t>(2, (natural - 1) / 2));
+            }
+            output_padding.push_back(pick(0, std::max<int64_t>(s, dil) - 1));
+            output_shape.push_back(natural + pick(0, s - 1));
+          }
+          Attrs attrs = {{"strides", strides}, {"dilations", dilations}, {"group", group}};
+          if (form == 0) attrs.push_back({"pads", pads});
+          if (form == 1) attrs.push_back({"output_padding", output_padding});
+          if (form == 2) attrs.push_back({"output_shape", output_shape});
+          if (form == 3) attrs.push_back({"auto_pad", std::string("SAME_UPPER")});
+          if (form == 4) attrs.push_back({"auto_pad", std::string("SAME_LOWER")});
+          const Tensor x = Random(x_shape, rng), w = Random(w_shape, rng), b = Random({group * mg}, rng);
+          std::vector<const Tensor*> in = {&x, &w};
+          if (bias) in.push_back(&b);
+          const std::string what = absl::StrCat(spatial, "-d, group ", group, ", form ", form, bias ? ", bias" : "",
+                                                ": X [", absl::StrJoin(x_shape, ","), "] W [",
+                                                absl::StrJoin(w_shape, ","), "]");
+          auto run = [&](bool onednn, const std::vector<const Tensor*>& inputs, int64_t* made) {
+            cpu::ScopedOneDnn scope(onednn);
+            const int64_t before = cpu::OneDnnStepsMade();
+            absl::StatusOr<std::vector<Tensor>> out = RunOp("ConvTranspose", inputs, attrs);
+            if (made != nullptr) *made = cpu::OneDnnStepsMade() - before;
+            return out;
+          };
+          int64_t made = 0;
+          absl::StatusOr<std::vector<Tensor>> fast = run(true, in, &made);
+          absl::StatusOr<std::vector<Tensor>> ref = run(false, in, nullptr);
+          ASSERT_EQ(fast.ok(), ref.ok()) << what << ": " << fast.status() << " / " << ref.status();
+          ++cases;
+          if (!ref.ok()) continue;  // an attribute combination ONNX refuses: refused the same way
+          taken += made == 1;
+          const Tensor ax = Abs(x), aw = Abs(w);
+          absl::StatusOr<std::vector<Tensor>> abs_sum = run(false, {&ax, &aw}, nullptr);
+          ASSERT_TRUE(abs_sum.ok()) << abs_sum.status();
+          int64_t terms = cg;
+          for (int d = 0; d < spatial; ++d) terms *= w_shape[2 + d];
+          ExpectWithinSumBound((*fast)[0], (*ref)[0], (*abs_sum)[0], terms + (bias ? 1 : 0), what);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 3 * 3 * 5 * 2);
+  // Where oneDNN has a JIT kernel (AVX2 and up) it takes nearly all.
+  if (::grove::testing::OneDnnHasAvx2()) EXPECT_GE(taken, cases * 3 / 4) << taken << " of " << cases;
 }
 
 TEST(OneDnnConvTest, WhatOneDnnDoesNotTakeKeepsTheReferenceKernel) {

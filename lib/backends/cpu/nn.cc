@@ -106,6 +106,50 @@ void ForEachTapPosition(const Window& w, absl::Span<const int64_t> tap, absl::Sp
   }
 }
 
+// ConvTranspose's col2im for one kernel tap: plane[o] += src[i] for each
+// input position i (flattened, in order) and the output position o that i
+// reaches through `tap` (ForEachTapPosition's mapping from w.in to w.out),
+// skipping those outside. Per row of the last dim, the inputs that land
+// inside form one range [q0, q1), added with a stride and no per-element
+// test. `p` (w.spatial entries, from the workspace) holds the row's index.
+template <typename T>
+void Col2ImTap(const Window& w, absl::Span<const int64_t> tap, const T* src, T* plane, absl::Span<int64_t> p) {
+  const int last = w.spatial - 1;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= w.in[d];
+  const int64_t in_last = w.in[last], out_last = w.out[last], stride = w.strides[last];
+  if (rows == 0 || in_last == 0) return;
+  // o = q * stride + base in [0, out_last): q in [q0, q1).
+  const int64_t base = tap[last] * w.dilations[last] - w.pad_begin[last];
+  const int64_t q0 = base >= 0 ? 0 : (-base + stride - 1) / stride;
+  const int64_t q1 = out_last - 1 - base < 0 ? 0 : std::min(in_last, (out_last - 1 - base) / stride + 1);
+  std::fill(p.begin(), p.end(), 0);
+  for (int64_t r = 0; r < rows; ++r, src += in_last) {
+    int64_t offset = 0;
+    bool inside = true;
+    for (int d = 0; d < last; ++d) {
+      const int64_t t = p[d] * w.strides[d] - w.pad_begin[d] + tap[d] * w.dilations[d];
+      if (t < 0 || t >= w.out[d]) {
+        inside = false;
+        break;
+      }
+      offset = offset * w.out[d] + t;
+    }
+    if (inside && q0 < q1) {
+      T* out = plane + offset * out_last + base;
+      if (stride == 1) {
+        for (int64_t q = q0; q < q1; ++q) out[q] += src[q];
+      } else {
+        for (int64_t q = q0; q < q1; ++q) out[q * stride] += src[q];
+      }
+    }
+    for (int d = last - 1; d >= 0; --d) {
+      if (++p[d] < w.in[d]) break;
+      p[d] = 0;
+    }
+  }
+}
+
 // Advances a multi-index over `dims`; false after the last one.
 template <typename Index>
 bool NextIndex(Index& index, absl::Span<const int64_t> dims) {
@@ -340,6 +384,12 @@ absl::StatusOr<PreparedKernel> PrepareConvTranspose(const KernelContext& ctx) {
   if (absl::Status s = CheckDType<float, double, Half, BFloat16>(ctx, dtype); !s.ok()) return s;
   p.conv = *std::move(conv);
   WorkspaceLayout layout;  // the col2im matrix, the tap's and the position's index
+  absl::StatusOr<std::shared_ptr<OneDnnStep>> onednn = PrepareOneDnnConvTranspose(ctx, p.conv, &layout);
+  if (!onednn.ok()) return onednn.status();
+  if (*onednn != nullptr) {
+    p.onednn = *std::move(onednn);
+    return MakePrepared(std::move(p), layout.bytes());
+  }
   layout.AddBytes(static_cast<uint64_t>(p.col_size) * (IsNarrowFloat(dtype) ? sizeof(float) : DTypeSize(dtype)));
   layout.Add<int64_t>(p.conv.spatial);
   layout.Add<int64_t>(p.conv.spatial);
@@ -350,6 +400,7 @@ absl::StatusOr<PreparedKernel> PrepareConvTranspose(const KernelContext& ctx) {
 absl::Status ConvTransposeKernel(KernelContext& ctx) {
   const ConvParams* p = PreparedParams<ConvParams>(ctx);
   if (p == nullptr) return NotPrepared(ctx);
+  if (p->onednn != nullptr) return RunOneDnnStep(*p->onednn, ctx);
   const TensorView& x = ctx.input(0);
   const int spatial = p->conv.spatial;
   const Window& w = p->conv.w;
@@ -378,9 +429,7 @@ absl::Status ConvTransposeKernel(KernelContext& ctx) {
           std::fill(plane, plane + w.out_size, bias);
           std::fill(tap.begin(), tap.end(), 0);
           do {
-            ForEachTapPosition(w, tap, w.in, w.out, position, [&](int64_t i, int64_t o) {
-              if (o >= 0) plane[o] += src[i];
-            });
+            Col2ImTap(w, tap, src, plane, position);
             src += w.in_size;
           } while (NextIndex(tap, w.kernel));
         }

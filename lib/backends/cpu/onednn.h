@@ -111,6 +111,16 @@ absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConv(const ir::KernelCo
                                                               const ChannelAffine& affine = {},
                                                               ChannelsLast io = {}, bool residual = false);
 
+// ConvTranspose (ConvShape from backends::ResolveConvTranspose) through
+// oneDNN's deconvolution, or nullptr when oneDNN does not take it (an empty
+// tensor, a dtype other than f32, only its reference loops). X and Y are
+// grove's plain layout, reordered to and from oneDNN's pick; W (ONNX's [C,
+// M / group, kernel...]) is packed once; B is added after the primitive;
+// several images run as parts on the session's threads.
+absl::StatusOr<std::shared_ptr<OneDnnStep>> PrepareOneDnnConvTranspose(const ir::KernelContext& ctx,
+                                                                       const backends::ConvShape& conv,
+                                                                       WorkspaceLayout* layout);
+
 // A MatMul or Gemm as oneDNN's matmul: Y[..., M, N] = alpha * A[..., M, K] *
 // B[..., K, N] (+ beta * Y as it was, when `accumulate`: the caller writes the
 // broadcast C into Y first). Dims of equal rank, batch dims broadcast where

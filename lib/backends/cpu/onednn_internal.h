@@ -114,6 +114,12 @@ class OneDnnStep {
   // (plain f32, `post_op_elements` of them) after it.
   PostOp post_op_after;
   int64_t post_op_elements = 0;
+  // A bias the primitive is not given (oneDNN 2.6's deconvolution adds one
+  // in a loop that took ~8x the deconvolution's own time): input
+  // bias_after_input ([C] f32) added to output 0 (plain [images, C, inner])
+  // after the primitive, before post_op_after. -1: none.
+  int bias_after_input = -1;
+  int64_t bias_after_images = 0, bias_after_channels = 0, bias_after_inner = 0;
   // Non-empty: the step runs as these parts (PartitionOneDnnStep), not as
   // `primitive`, with its operands' reorders cut into slices.
   std::vector<OneDnnPart> parts;
@@ -160,6 +166,10 @@ using MakePart = absl::FunctionRef<std::optional<MadePart>(int part, const std::
 // chose (a cut through channel blocks, a transposed matrix) or a part has no
 // implementation.
 bool PartitionOneDnnStep(OneDnnStep& step, const PartitionSpec& spec, MakePart make, WorkspaceLayout* layout);
+
+// What the invoke does after the primitive (or the parts): the bias the
+// primitive was not given, then the activation it did not take.
+void ApplyAfter(const OneDnnStep& step, ir::KernelContext& ctx);
 
 // Runs a partitioned step on ctx's pointers and workspace, its parts and
 // reorder slices spread over the session's intra-op threads.

@@ -352,9 +352,7 @@ absl::Status RunPartitionedOneDnnStep(OneDnnStep& step, ir::KernelContext& ctx) 
       !s.ok()) {
     return s;
   }
-  if (step.post_op_after.kind != PostOpKind::kNone) {
-    ApplyPostOp(step.post_op_after, static_cast<float*>(ctx.output(0).data), step.post_op_elements);
-  }
+  ApplyAfter(step, ctx);
   return absl::OkStatus();
 }
 
