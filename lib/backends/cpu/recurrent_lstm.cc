@@ -130,7 +130,7 @@ struct CacheLineAllocator {
   template <typename U>
   explicit CacheLineAllocator(const CacheLineAllocator<U>&) {}
   T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, size_t n) { ::operator delete(p, n * sizeof(T), kAlign); }
+  void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
   friend bool operator==(const CacheLineAllocator&, const CacheLineAllocator&) { return true; }
 };
 
