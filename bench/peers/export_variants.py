@@ -21,7 +21,7 @@ checked against PyTorch):
   greedy_b        the greedy Loop decoder of test/models/loop_decoder at d 64, vocab 50
 
 and larger ones, nearer what people deploy (--only resnet_c bert_c gpt_c lstm_c
-encoder_c unet_d):
+encoder_c unet_d mobilenet_e):
 
   resnet_c        a ResNet-18-like stem and stages (7x7/2 stem, MaxPool 3/2, basic
                   blocks to 128 channels with strided 1x1 shortcuts) at up to 224x224
@@ -29,6 +29,8 @@ encoder_c unet_d):
                   attention-mask input turned into an additive mask), d 128, 2 layers
   gpt_c           the GPT block at d 128, 8 heads, 256 positions, vocabulary 512
   lstm_c          a 2-layer nn.LSTM (32 -> 128) with a Linear head
+  mobilenet_e     MobileNetV3-like inverted residuals: 1x1 expansion, depthwise 3x3,
+                  squeeze-and-excitation, Hardswish/Hardsigmoid, residual Adds
   unet_d          a small U-Net: Conv+BN+ReLU stages, MaxPool down, ConvTranspose
                   up, skips concatenated, a Sigmoid head
   encoder_c       2 post-norm nn.TransformerEncoderLayer with ReLU, d 96, 6 heads
@@ -272,6 +274,50 @@ class UnetD(nn.Module):
     return torch.sigmoid(self.head(u1))
 
 
+class InvertedResidual(nn.Module):
+  """MobileNetV3's block: 1x1 expansion + Hardswish, depthwise 3x3, a
+  squeeze-and-excitation (global pool, two 1x1 Convs, ReLU, Hardsigmoid, a
+  channel-wise Mul), 1x1 projection, the residual Add when the shapes allow."""
+
+  def __init__(self, cin, expand, cout, stride):
+    super().__init__()
+    self.residual = stride == 1 and cin == cout
+    self.expand = nn.Sequential(nn.Conv2d(cin, expand, 1, bias=False), nn.BatchNorm2d(expand), nn.Hardswish())
+    self.dw = nn.Sequential(nn.Conv2d(expand, expand, 3, stride, 1, groups=expand, bias=False),
+                            nn.BatchNorm2d(expand), nn.Hardswish())
+    self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(expand, expand // 4, 1), nn.ReLU(),
+                            nn.Conv2d(expand // 4, expand, 1), nn.Hardsigmoid())
+    self.project = nn.Sequential(nn.Conv2d(expand, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+  def forward(self, x):
+    h = self.dw(self.expand(x))
+    h = self.project(h * self.se(h))
+    return x + h if self.residual else h
+
+
+class MobileNetE(nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.Hardswish())
+    self.blocks = nn.Sequential(InvertedResidual(16, 64, 24, 2), InvertedResidual(24, 72, 24, 1),
+                                InvertedResidual(24, 96, 40, 2), InvertedResidual(40, 120, 40, 1))
+    self.head = nn.Sequential(nn.Conv2d(40, 128, 1), nn.Hardswish())
+    self.fc = nn.Linear(128, 10)
+    for m in self.modules():
+      if isinstance(m, nn.BatchNorm2d):
+        m.running_mean.uniform_(-0.5, 0.5)
+        m.running_var.uniform_(0.5, 2.0)
+
+  def forward(self, image):
+    x = self.head(self.blocks(self.stem(image)))
+    return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def mobilenet_cases(rng, model):
+  shapes = [("b1_64x64", 1, 64, 64), ("b1_160x160", 1, 160, 160), ("b4_96x96", 4, 96, 96)]
+  return [(name, [E.normal(rng, b, 3, h, w)]) for name, b, h, w in shapes]
+
+
 def unet_cases(rng, model):
   shapes = [("b1_32x32", 1, 32, 32), ("b1_64x96", 1, 64, 96), ("b2_128x128", 2, 128, 128)]
   return [(name, [E.normal(rng, b, 3, h, w)]) for name, b, h, w in shapes]
@@ -368,6 +414,9 @@ VARIANTS = {
     "resnet_c": dict(cls=ResnetC, exporter="torchscript", inputs=["image"], outputs=["logits"],
                      dims={"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}},
                      cases=resnet_cases),
+    "mobilenet_e": dict(cls=MobileNetE, exporter="torchscript", inputs=["image"], outputs=["logits"],
+                        dims={"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}},
+                        cases=mobilenet_cases),
     "unet_d": dict(cls=UnetD, exporter="torchscript", inputs=["image"], outputs=["mask"],
                    dims={"image": {0: "batch", 2: "height", 3: "width"}, "mask": {0: "batch", 2: "height", 3: "width"}},
                    cases=unet_cases),

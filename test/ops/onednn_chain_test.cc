@@ -472,6 +472,66 @@ TEST(ChannelsLastTest, InspectNamesTheChannelsLastSteps) {
   }
 }
 
+// A squeeze-and-excitation block: h = Conv(x); s = Sigmoid(Conv(Relu(Conv(
+// GlobalAveragePool(h))))) [N, C, 1, 1] (or a [1, C, 1, 1] weight, which
+// keeps its group plain); y = Conv(h * s). The per-channel s is stored with
+// h, channels-last ([N, 1, 1, C], the same bytes), so h, the pool and the
+// Convs around the Mul need no reorder, and the results are the plain
+// layout's and the reference kernels'.
+TEST(ChannelsLastTest, SqueezeAndExcitationScalesStayChannelsLast) {
+  for (const auto& [x, weight_scale] : std::vector<std::pair<Shape, bool>>{
+           {{1, 3, 20, 18}, false}, {{3, 3, 12, 12}, false}, {{2, 3, 10, 11}, true}, {{1, 3, 30}, false}}) {
+    const std::string what = absl::StrCat("X [", absl::StrJoin(x, ","), "]", weight_scale ? ", a weight scale" : "");
+    const size_t spatial = x.size() - 2;
+    const int64_t c = 16;
+    ModelBuilder b;
+    b.AddInput("x", DType::kF32, std::vector<Dim>(x.begin(), x.end()));
+    auto conv = [&](const std::string& in, int64_t in_c, int64_t out_c, const std::string& out, int64_t k, int seed) {
+      Shape w = {out_c, in_c};
+      for (size_t d = 0; d < spatial; ++d) w.push_back(k);
+      b.AddWeight("W_" + out, DType::kF32, w, RandomValues(testing::Count(w), seed, 0.4f));
+      b.AddWeight("B_" + out, DType::kF32, {out_c}, RandomValues(out_c, seed + 1));
+      b.AddOp("Conv", {in, "W_" + out, "B_" + out}, {out}, {{"pads", Shape(2 * spatial, k / 2)}}, "conv_" + out);
+    };
+    conv("x", x[1], c, "h", 3, 41);
+    Shape vec = {weight_scale ? 1 : x[0], c};
+    for (size_t d = 0; d < spatial; ++d) vec.push_back(1);
+    if (weight_scale) {
+      b.AddWeight("s", DType::kF32, vec, RandomValues(c, 43));
+    } else {
+      b.AddOp("GlobalAveragePool", {"h"}, {"g"}, {}, "gap");
+      conv("g", c, c / 4, "e", 1, 45);
+      b.AddOp("Relu", {"e"}, {"er"}, {}, "relu");
+      conv("er", c / 4, c, "f", 1, 47);
+      b.AddOp("Sigmoid", {"f"}, {"s"}, {}, "gate");
+    }
+    b.AddOp("Mul", {"h", "s"}, {"hs"}, {}, "scale");
+    conv("hs", c, 8, "y", 3, 49);
+    b.AddOutput("y");
+    std::shared_ptr<const Model> model = Model::LoadFromBuffer(*b.Finish()).value();
+    const Tensor in = testing::MakeTensor<float>(DType::kF32, x, RandomValues(testing::Count(x), 51, 2));
+    const std::vector<Tensor> reference = RunAllTwice(model, in, false, false, 1);
+    // Which steps run channels-last: conv_y's X with s computed; none of
+    // h's readers with a weight scale (its group holds a weight: plain).
+    cpu::ScopedOneDnn scope(true);
+    ExecutionInfoOptions o;
+    o.input_shapes = {x};
+    absl::StatusOr<ExecutionInfo> info = DescribeExecution(*model, o);
+    ASSERT_TRUE(info.ok()) << info.status();
+    std::string y_layout = "?";
+    for (const StepInfo& st : info->paths[0].steps) {
+      if (st.node == "conv_y") y_layout = st.layout;
+    }
+    EXPECT_EQ(y_layout, weight_scale ? "" : "channels-last X") << what;
+    ASSERT_EQ(reference.size(), 1u);
+    ExpectNear(RunAllTwice(model, in, true, true, 1)[0], reference[0], 1e-5, what + ": channels-last");
+    ExpectNear(RunAllTwice(model, in, true, false, 1)[0], reference[0], 1e-5, what + ": plain layout");
+    ExpectNear(RunAllTwice(model, in, true, true, 2)[0], reference[0], 1e-5, what + ": 2 threads");
+    ScopedCopiesOnly copies;
+    ExpectNear(RunAllTwice(model, in, true, true, 1)[0], reference[0], 1e-5, what + ": transposed copies");
+  }
+}
+
 // Nothing is stored channels-last when oneDNN is off, when the pass is, or
 // when no window step's X or Y could be (a Conv read by Concat and Flatten
 // only).

@@ -719,6 +719,21 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
     }
   }
   auto single = [&](int v) { return values[v].shape_known && ir::NumElements(values[v].shape) == 1; };
+  // A per-channel operand of an elementwise step whose output is [N, C,
+  // S...]: [N or 1, C, 1...] (a squeeze-and-excitation's scale, a global
+  // pool's output). Stored with the output, channels-last, it is [N, 1...,
+  // C], the same bytes, which broadcasts over [N, S..., C] as it did over
+  // [N, C, S...]. Its own group decides with the output's.
+  auto channel_vector = [&](int v, int out) {
+    const std::vector<int64_t>& a = values[v].shape;
+    const std::vector<int64_t>& o = values[out].shape;
+    if (!values[v].shape_known || a.size() != o.size() || a.size() < 3 || a == o) return false;
+    if ((a[0] != o[0] && a[0] != 1) || a[1] != o[1] || a[1] == 1) return false;
+    for (size_t d = 2; d < a.size(); ++d) {
+      if (a[d] != 1) return false;
+    }
+    return true;
+  };
   // A Concat of same-rank values: all stored alike, its axis moved with them.
   auto layout_concat = [&](const PlanStep& step) {
     const int out = SoleOutput(step);
@@ -755,7 +770,9 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
     const int out = usable && IsLayoutFreeElementwise(step.node->type) ? SoleOutput(step) : -1;
     bool elementwise = out >= 0;
     if (elementwise) {
-      for (int v : step.inputs) elementwise &= v >= 0 && (values[v].shape == values[out].shape || single(v));
+      for (int v : step.inputs) {
+        elementwise &= v >= 0 && (values[v].shape == values[out].shape || single(v) || channel_vector(v, out));
+      }
     }
     if (!elementwise) {  // whatever else this step reads or writes keeps its layout
       for (int v : step.inputs) {
@@ -767,7 +784,7 @@ void AssignChannelsLast(runtime::PlanGraph& plan) {
       continue;
     }
     for (int v : step.inputs) {
-      if (values[v].shape == values[out].shape) root[find(v)] = find(out);
+      if (values[v].shape == values[out].shape || channel_vector(v, out)) root[find(v)] = find(out);
     }
   }
   // A group is stored channels-last when no member must stay plain and a

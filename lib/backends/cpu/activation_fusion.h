@@ -82,8 +82,10 @@ void SetOneDnnChainsEnabled(bool enabled);
 // its X and Y only (channels_last.h wraps their kernels; a fused residual
 // Add's tensor is stored as the step's Y is). Elementwise steps (Relu,
 // Clip, Add, Mul, ... post_op-like unary ops and arithmetic) are the same
-// on either layout when every operand is the same shape or a single
-// element: such a step's operands are stored alike, all or none; so are a
+// on either layout when every operand is the same shape, a single element,
+// or per-channel ([N or 1, C, 1...], stored [N or 1, 1..., C]: the same
+// bytes, broadcast alike): such a step's operands are stored alike, all or
+// none; so are a
 // Concat's (of values of one rank), whose axis the pass moves with them. A
 // value any other step reads (Flatten, a BatchNormalization left alone, a
 // Conv's W) keeps the plain layout, and with it every value it shares a
