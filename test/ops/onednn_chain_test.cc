@@ -27,6 +27,7 @@
 #include "lib/backends/cpu/activation_fusion.h"
 #include "lib/backends/cpu/onednn.h"
 #include "test/op_test_util.h"
+#include "test/ops/cpu_pass_switches.h"
 #include "test/ops/onednn_isa.h"
 
 namespace grove {
@@ -43,21 +44,9 @@ std::vector<float> RandomValues(int64_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-// Sets one of the CPU plan passes' switches for a scope, then restores it.
-template <bool (*kGet)(), void (*kSet)(bool)>
-class ScopedSwitch {
- public:
-  explicit ScopedSwitch(bool on) : before_(kGet()) { kSet(on); }
-  ~ScopedSwitch() { kSet(before_); }
-
- private:
-  bool before_;
-};
-
-// Whether plans chain oneDNN steps.
-using ScopedChains = ScopedSwitch<&cpu::OneDnnChainsEnabled, &cpu::SetOneDnnChainsEnabled>;
-// Whether plans store activations channels-last.
-using ScopedChannelsLast = ScopedSwitch<&cpu::ChannelsLastEnabled, &cpu::SetChannelsLastEnabled>;
+using testing::ScopedChains;
+using testing::ScopedChannelsLast;
+using testing::ScopedCopiesOnly;
 
 std::vector<std::string> PlannedOps(const Model& model, const Shape& x, bool onednn, bool chains) {
   cpu::ScopedOneDnn scope(onednn);
@@ -279,12 +268,6 @@ TEST(OneDnnChainTest, LinksOneDnnDoesNotTakeRunTheirReferenceKernels) {
 // ---------------------------------------------------------------------------
 // Channels-last activations (AssignChannelsLast): values only window and
 // elementwise steps touch are stored [N, spatial..., C].
-
-class ScopedCopiesOnly {
- public:
-  ScopedCopiesOnly() { cpu::SetChannelsLastCopiesOnly(true); }
-  ~ScopedCopiesOnly() { cpu::SetChannelsLastCopiesOnly(false); }
-};
 
 // A residual CNN: x -> Conv+Relu (a) -> Conv (b) -> Add(b, a) -> Relu (r)
 // -> `pool` -> Conv (c) -> Mul(c, 0.5) -> GlobalAveragePool -> Flatten.

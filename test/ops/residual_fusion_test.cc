@@ -22,6 +22,7 @@
 #include "lib/backends/cpu/onednn.h"
 #include "test/op_test_util.h"
 #include "test/ops/activation_fusion_test_util.h"
+#include "test/ops/cpu_pass_switches.h"
 
 namespace grove {
 namespace {
@@ -29,6 +30,8 @@ namespace {
 using testing::ExpectNear;
 using testing::PlannedOps;
 using testing::RandomValues;
+using testing::ScopedChannelsLast;
+using testing::ScopedCopiesOnly;
 using testing::Shape;
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
@@ -95,23 +98,6 @@ std::shared_ptr<const Model> ResidualBlock(const Block& blk) {
   if (blk.expose) b.AddOutput("y");
   return Model::LoadFromBuffer(*b.Finish()).value();
 }
-
-template <bool (*kGet)(), void (*kSet)(bool)>
-class ScopedSwitch {
- public:
-  explicit ScopedSwitch(bool on) : before_(kGet()) { kSet(on); }
-  ~ScopedSwitch() { kSet(before_); }
-
- private:
-  bool before_;
-};
-using ScopedChannelsLast = ScopedSwitch<&cpu::ChannelsLastEnabled, &cpu::SetChannelsLastEnabled>;
-
-class ScopedCopiesOnly {
- public:
-  ScopedCopiesOnly() { cpu::SetChannelsLastCopiesOnly(true); }
-  ~ScopedCopiesOnly() { cpu::SetChannelsLastCopiesOnly(false); }
-};
 
 // The outputs of two runs (the second replays the plan) of a session.
 std::vector<Tensor> RunTwice(const std::shared_ptr<const Model>& model, const Tensor& x, bool onednn, int threads,
